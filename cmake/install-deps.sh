@@ -1,0 +1,21 @@
+#!/bin/sh
+# Install the build dependencies that are missing (Debian 12).  Uses apt-get
+# when root, sudo -n when available; otherwise prints the one line to run.
+PKGS="build-essential cmake pkg-config libjansson-dev libffi-dev libcurl4-openssl-dev libcmocka-dev"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "weir: installing missing build dependencies:$missing"
+if [ "$(id -u)" = 0 ]; then
+  SUDO=""
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+  SUDO="sudo -n"
+else
+  echo "weir: cannot install packages (not root, no sudo). Run:" >&2
+  echo "  sudo apt-get update && sudo apt-get install -y$missing" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq && $SUDO apt-get install -y -qq $missing

@@ -1,0 +1,63 @@
+/*
+ * core/api.c - the weir_api table handed to every plugin's init.
+ * Append-only, in the order of struct weir_api (weir/plugin.h).
+ */
+#include "agent.h"
+#include "failure.h"
+#include "host_int.h"
+#include "hooks.h"
+#include "schema.h"
+#include "signal.h"
+#include "tools.h"
+
+static int api_http_sse(weir_stream *stream, const weir_http_request *req,
+                        weir_sse_fn on_event, void *ud, weir_http_response *resp,
+                        json_t **failure) {
+    if (!stream)
+        return WEIR_E_INVAL;
+    return weir__http_sse(weir__stream_http(stream), weir__stream_signal(stream), req,
+                          on_event, ud, resp, failure);
+}
+
+static json_t *api_failure_new(const char *provider, const char *code, const char *fmt,
+                               ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    json_t *f = weir__failure_vnew(provider, code, fmt, ap);
+    va_end(ap);
+    return f;
+}
+
+const weir_api weir__api_table = {
+    .abi_major = WEIR_ABI_MAJOR,
+    .abi_minor = WEIR_ABI_MINOR,
+    .struct_size = sizeof(weir_api),
+    .plugin_id = weir__plugin_id,
+    .plugin_set_data = weir__plugin_set_data,
+    .plugin_data = weir__plugin_data,
+    .log = weir__plugin_log,
+    .hook_register = weir__plugin_hook_register,
+    .next = weir__call_next,
+    .call_fail = weir__call_fail,
+    .call_agent = weir__call_agent,
+    .call_signal = weir__call_signal,
+    .signal_cancelled = weir__signal_cancelled,
+    .signal_sleep = weir__signal_sleep,
+    .agent_id = weir_agent_id,
+    .agent_send = weir_agent_send,
+    .agent_messages = weir_agent_messages,
+    .agent_append = weir__agent_append,
+    .event_type_register = weir__plugin_event_type_register,
+    .provider_register = weir__plugin_provider_register,
+    .stream_emit = weir__stream_emit,
+    .stream_signal = weir__stream_signal,
+    .http_sse = api_http_sse,
+    .http_response_clear = weir__http_response_clear,
+    .failure_from_http = weir__failure_from_http,
+    .failure_new = api_failure_new,
+    .tool_register = weir__plugin_tool_register,
+    .tool_exec_call_id = weir__tool_exec_call_id,
+    .tool_exec_signal = weir__tool_exec_signal,
+    .tool_exec_fail = weir__tool_exec_fail,
+    .schema_validate = weir__schema_validate,
+};

@@ -1,0 +1,32 @@
+/*
+ * core/cli/cli.h - the `weir` command line: one file per subcommand.
+ * Exit codes (documented in `weir --help` and docs/cli.md):
+ *   0 success, 1 runtime failure (turn error, failed check), 2 usage error,
+ *   3 configuration or plugin load error, 4 I/O error.
+ */
+#ifndef WEIR_CLI_H
+#define WEIR_CLI_H
+
+#include <weir/weir.h>
+
+#define WEIR_EXIT_OK 0
+#define WEIR_EXIT_FAIL 1
+#define WEIR_EXIT_USAGE 2
+#define WEIR_EXIT_CONFIG 3
+#define WEIR_EXIT_IO 4
+
+int weir_cmd_config(int argc, char **argv);
+int weir_cmd_plugins(int argc, char **argv);
+int weir_cmd_hooks(int argc, char **argv);
+int weir_cmd_version(int argc, char **argv);
+int weir_cmd_run(int argc, char **argv);    /* core/cli/run.c */
+int weir_cmd_resume(int argc, char **argv); /* core/cli/run.c */
+int weir_cmd_log(int argc, char **argv);    /* core/cli/log.c */
+
+/* Shared helpers (core/cli/main.c). */
+/* Print "weir: <what>: <err->text>" to stderr and map the status to an exit code. */
+int weir_cli_fail(const char *what, const weir_error *err);
+/* Compose the -c files (none: the default deployment). Exit code on failure. */
+int weir_cli_compose(char **files, size_t nfiles, json_t **out);
+
+#endif

@@ -1,0 +1,285 @@
+/*
+ * core/cli/main.c - `weir` entry point, subcommand dispatch, and the small
+ * subcommands: config, plugins, hooks, version.
+ */
+#include <dirent.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage_text[] =
+    "usage: weir <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run [-c FILE]... [-s ID] [--json] [PROMPT]  run a turn (REPL without PROMPT on a tty)\n"
+    "  resume [-c FILE]... ID                      resume a session (closes an open turn)\n"
+    "  log [-c FILE]... ID|FILE [--derive|--check] print, derive or check a session log\n"
+    "  config [-c FILE]...                         print the composed deployment config\n"
+    "  plugins [DIR]...                            list the plugins found\n"
+    "  hooks [-c FILE]... [--catalog|--markdown]   print each hook chain in order\n"
+    "  version                                     print versions\n"
+    "\n"
+    "Without -c, the built-in default deployment is used.  `weir <command> --help`\n"
+    "describes each command.\n"
+    "\n"
+    "exit codes: 0 ok, 1 failure (turn error, failed check), 2 usage,\n"
+    "            3 configuration or plugin load error, 4 I/O error\n";
+
+int weir_cli_fail(const char *what, const weir_error *err) {
+    fprintf(stderr, "weir: %s: %s\n", what,
+            err && err->text[0] ? err->text : weir_strerror(err ? (int)err->code : 0));
+    if (!err)
+        return WEIR_EXIT_FAIL;
+    switch (err->code) {
+    case WEIR_E_IO:
+        return WEIR_EXIT_IO;
+    case WEIR_E_CONFIG:
+    case WEIR_E_PLUGIN_OPEN:
+    case WEIR_E_PLUGIN_ENTRY:
+    case WEIR_E_PLUGIN_ABI:
+    case WEIR_E_PLUGIN_INIT:
+    case WEIR_E_PLUGIN_CONFIG:
+    case WEIR_E_DUPLICATE:
+    case WEIR_E_TOO_LATE:
+    case WEIR_E_HOOK_ORDER:
+        return WEIR_EXIT_CONFIG;
+    default:
+        return WEIR_EXIT_FAIL;
+    }
+}
+
+int weir_cli_compose(char **files, size_t nfiles, json_t **out) {
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_config_compose((const char *const *)files, nfiles, out, &err) != WEIR_OK)
+        return weir_cli_fail("config", &err);
+    return WEIR_EXIT_OK;
+}
+
+/* Parse the common `-c FILE` options; the rest stay in argv after optind. */
+typedef struct cfg_opts {
+    char *files[64];
+    size_t nfiles;
+} cfg_opts;
+
+static int add_file(cfg_opts *o, char *f) {
+    if (o->nfiles == sizeof o->files / sizeof o->files[0]) {
+        fprintf(stderr, "weir: too many -c files (at most 64)\n");
+        return -1;
+    }
+    o->files[o->nfiles++] = f;
+    return 0;
+}
+
+int weir_cmd_config(int argc, char **argv) {
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'}, {0}};
+    cfg_opts o = {0};
+    int ch;
+    while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            if (add_file(&o, optarg) != 0)
+                return WEIR_EXIT_USAGE;
+            break;
+        case 'h':
+            printf("usage: weir config [-c FILE]...\n\n"
+                   "Compose the deployment config files in order (base, then overlays),\n"
+                   "expand ${VAR} and ${VAR:-default}, and print the result as JSON.\n"
+                   "Loads no plugin.  Without -c, prints the built-in default deployment.\n");
+            return WEIR_EXIT_OK;
+        default:
+            return WEIR_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "weir config: unexpected argument '%s'\n", argv[optind]);
+        return WEIR_EXIT_USAGE;
+    }
+    json_t *cfg = NULL;
+    int rc = weir_cli_compose(o.files, o.nfiles, &cfg);
+    if (rc != WEIR_EXIT_OK)
+        return rc;
+    json_dumpf(cfg, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    fputc('\n', stdout);
+    json_decref(cfg);
+    return WEIR_EXIT_OK;
+}
+
+static int list_dir(const char *dir, int *found) {
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    struct dirent *e;
+    char **names = NULL;
+    size_t n = 0;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "weir-", 5) != 0 || len < 4 ||
+            strcmp(e->d_name + len - 3, ".so") != 0)
+            continue;
+        char **nn = realloc(names, (n + 1) * sizeof *names);
+        if (!nn)
+            break;
+        names = nn;
+        names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    for (size_t i = 0; i < n; i++) { /* stable, readable order */
+        for (size_t j = i + 1; j < n; j++) {
+            if (names[i] && names[j] && strcmp(names[j], names[i]) < 0) {
+                char *t = names[i];
+                names[i] = names[j];
+                names[j] = t;
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!names[i])
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        json_t *info = NULL;
+        weir_error err;
+        weir_error_clear(&err);
+        if (weir_plugin_probe(path, &info, &err) == WEIR_OK) {
+            printf("%-20s %-8s abi %-5s %s\n      %s\n",
+                   json_string_value(json_object_get(info, "name")),
+                   json_string_value(json_object_get(info, "version")),
+                   json_string_value(json_object_get(info, "abi")),
+                   json_string_value(json_object_get(info, "description")), path);
+            json_decref(info);
+            (*found)++;
+        } else {
+            printf("%-20s (not loadable: %s)\n", names[i], err.text);
+        }
+        free(names[i]);
+    }
+    free(names);
+    return 0;
+}
+
+int weir_cmd_plugins(int argc, char **argv) {
+    static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {0}};
+    int ch;
+    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (ch == 'h') {
+            printf("usage: weir plugins [DIR]...\n\n"
+                   "List the plugins (weir-*.so) found in each DIR, or along $WEIR_PLUGIN_PATH\n"
+                   "and the installed plugin directory, with name, version, ABI and\n"
+                   "description.  Plugins are opened but not initialised.\n");
+            return WEIR_EXIT_OK;
+        }
+        return WEIR_EXIT_USAGE;
+    }
+    int found = 0;
+    if (optind < argc) {
+        for (int i = optind; i < argc; i++)
+            list_dir(argv[i], &found);
+    } else {
+        json_t *dirs = NULL;
+        weir_error err;
+        weir_error_clear(&err);
+        if (weir_plugin_dirs(&dirs, &err) != WEIR_OK)
+            return weir_cli_fail("plugins", &err);
+        size_t i;
+        json_t *d;
+        json_array_foreach(dirs, i, d) list_dir(json_string_value(d), &found);
+        json_decref(dirs);
+    }
+    if (!found)
+        fprintf(stderr, "weir plugins: no plugins found\n");
+    return WEIR_EXIT_OK;
+}
+
+int weir_cmd_hooks(int argc, char **argv) {
+    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                              {"catalog", no_argument, NULL, 'C'},
+                                              {"markdown", no_argument, NULL, 'm'},
+                                              {"help", no_argument, NULL, 'h'},
+                                              {0}};
+    cfg_opts o = {0};
+    int ch, mode = 0;
+    while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            if (add_file(&o, optarg) != 0)
+                return WEIR_EXIT_USAGE;
+            break;
+        case 'C':
+            mode = 1;
+            break;
+        case 'm':
+            mode = 2;
+            break;
+        case 'h':
+            printf("usage: weir hooks [-c FILE]... [--catalog|--markdown]\n\n"
+                   "Load the deployment and print every hook chain in call order, with the\n"
+                   "plugin id of each listener and its placement.  --catalog prints the\n"
+                   "hook catalog (name, mode, payload, result) without loading anything;\n"
+                   "--markdown prints it as docs/hooks.md.\n");
+            return WEIR_EXIT_OK;
+        default:
+            return WEIR_EXIT_USAGE;
+        }
+    }
+    if (mode)
+        return weir_hook_catalog_write(stdout, mode == 2) == WEIR_OK ? WEIR_EXIT_OK
+                                                                     : WEIR_EXIT_IO;
+    json_t *cfg = NULL;
+    int rc = weir_cli_compose(o.files, o.nfiles, &cfg);
+    if (rc != WEIR_EXIT_OK)
+        return rc;
+    weir_host *host = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_host_create(cfg, &host, &err) != WEIR_OK) {
+        json_decref(cfg);
+        return weir_cli_fail("load", &err);
+    }
+    json_decref(cfg);
+    weir_host_dump_hooks(host, stdout);
+    weir_host_destroy(host);
+    return WEIR_EXIT_OK;
+}
+
+int weir_cmd_version(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    printf("weir %s (plugin ABI %d.%d)\n", WEIR_VERSION_STRING, WEIR_ABI_MAJOR,
+           WEIR_ABI_MINOR);
+    return WEIR_EXIT_OK;
+}
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+} commands[] = {
+    {"run", weir_cmd_run},         {"resume", weir_cmd_resume}, {"log", weir_cmd_log},
+    {"config", weir_cmd_config},   {"plugins", weir_cmd_plugins}, {"hooks", weir_cmd_hooks},
+    {"version", weir_cmd_version},
+};
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return WEIR_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        fputs(usage_text, stdout);
+        return WEIR_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--version"))
+        return weir_cmd_version(argc - 1, argv + 1);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (!strcmp(argv[1], commands[i].name)) {
+            optind = 1;
+            return commands[i].fn(argc - 1, argv + 1);
+        }
+    }
+    fprintf(stderr, "weir: unknown command '%s'\n\n%s", argv[1], usage_text);
+    return WEIR_EXIT_USAGE;
+}

@@ -1,0 +1,73 @@
+/*
+ * core/common.h - internal helpers shared by every core file: allocation
+ * (with a test hook that fails the Nth allocation), error filling, and
+ * small JSON utilities.  Never installed.
+ */
+#ifndef WEIR_CORE_COMMON_H
+#define WEIR_CORE_COMMON_H
+
+#ifndef WEIR_NO_API_MACROS
+#define WEIR_NO_API_MACROS
+#endif
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "weir/errors.h"
+#include "weir/host.h"
+#include "weir/plugin.h"
+
+/* --- allocation (core/alloc.c) ---------------------------------------- */
+/* All core allocations go through these.  They return NULL on failure. */
+void *weir__malloc(size_t n);
+void *weir__calloc(size_t count, size_t n);
+void *weir__realloc(void *p, size_t n);
+void weir__free(void *p);
+char *weir__strdup(const char *s);
+char *weir__strndup(const char *s, size_t n);
+char *weir__asprintf(const char *fmt, ...) WEIR_PRINTF(1, 2);
+char *weir__vasprintf(const char *fmt, va_list ap) WEIR_PRINTF(1, 0);
+
+/*
+ * Test hook: make the Nth allocation from now (1-based) and every later one
+ * fail; n < 0 turns failure injection off.  Also installs the failing
+ * allocator into jansson (json_set_alloc_funcs) while active.
+ * Returns the number of allocations counted since the last call.
+ */
+WEIR_API long weir__alloc_fail_after(long n);
+
+/* --- errors (core/errors.c) ------------------------------------------- */
+/*
+ * Fill `err` (may be NULL) and return `code`.  `plugin` and `hook` may be
+ * NULL.  Typical use:  return weir__err(err, WEIR_E_CONFIG, NULL, NULL, "...");
+ */
+int weir__err(weir_error *err, int code, const char *plugin, const char *hook,
+              const char *fmt, ...) WEIR_PRINTF(5, 6);
+int weir__verr(weir_error *err, int code, const char *plugin, const char *hook,
+               const char *fmt, va_list ap) WEIR_PRINTF(5, 0);
+/* Prefix err->text with "prefix: " (keeps code, plugin, hook). */
+void weir__err_wrap(weir_error *err, const char *fmt, ...) WEIR_PRINTF(2, 3);
+
+/* --- time and ids (core/util.c) --------------------------------------- */
+int64_t weir__now_ms(void);            /* wall clock, epoch ms */
+uint64_t weir__mono_us(void);          /* monotonic microseconds */
+/* Write a random id ("prefix-<hex>") into buf; returns buf. */
+char *weir__random_id(char *buf, size_t size, const char *prefix);
+
+/* --- JSON helpers (core/util.c) --------------------------------------- */
+/* Compact, key-order-preserving serialization used for the log and for the
+ * derive == request comparison.  New malloc'd string (free with free()),
+ * or NULL. */
+char *weir__json_dump(const json_t *v);
+/* Structural equality (json_equal) that treats NULL == NULL. */
+bool weir__json_equal(const json_t *a, const json_t *b);
+/* Borrowed string member or `dflt`. */
+const char *weir__json_str(const json_t *obj, const char *key, const char *dflt);
+/* Integer member or `dflt`. */
+json_int_t weir__json_int(const json_t *obj, const char *key, json_int_t dflt);
+
+#endif /* WEIR_CORE_COMMON_H */

@@ -1,0 +1,21 @@
+/*
+ * core/failure.h - canonical failures and their classification (DESIGN §4):
+ * {code, message, status?, retry_after_ms?, request_id?, provider}.
+ * The classification table lives in core/failure.c only.
+ */
+#ifndef WEIR_CORE_FAILURE_H
+#define WEIR_CORE_FAILURE_H
+
+#include "common.h"
+
+/* New reference. */
+json_t *weir__failure_new(const char *provider, const char *code, const char *fmt, ...)
+    WEIR_PRINTF(3, 4);
+json_t *weir__failure_vnew(const char *provider, const char *code, const char *fmt,
+                           va_list ap) WEIR_PRINTF(3, 0);
+/* Classify an HTTP error response (status + body). New reference. */
+json_t *weir__failure_from_http(const char *provider, const weir_http_response *resp);
+/* True when `code` is one of the canonical codes. */
+bool weir__failure_code_valid(const char *code);
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * core/host_int.h - the host's internal shape: loaded plugin instances,
+ * registries of providers, tools and event types.  Owner: core/host.c
+ * (plugin instances and registration) and core/loader.c (dlopen + checks).
+ */
+#ifndef WEIR_CORE_HOST_INT_H
+#define WEIR_CORE_HOST_INT_H
+
+#include "common.h"
+#include "hooks.h"
+
+typedef struct weir__tools weir__tools;
+
+/* An opened plugin file (core/loader.c). */
+typedef struct weir__dl weir__dl;
+
+/*
+ * dlopen(RTLD_NOW|RTLD_LOCAL) `path`, find weir_plugin_describe, check the
+ * descriptor header (ABI major equal, plugin minor <= host minor, struct
+ * size, flags, reserved) and metadata.  Every error names the file and, once
+ * known, the plugin.  On success *desc is borrowed from the opened file.
+ */
+int weir__dl_open(const char *path, weir__dl **out,
+                  const weir_plugin_desc **desc, weir_error *err);
+/* dlclose (skipped under sanitizers) and free. NULL is a no-op. */
+void weir__dl_close(weir__dl *dl);
+
+/*
+ * Resolve a row's `plugin` value: a path when it contains '/', else
+ * "weir-<name>.so" along `plugin_path` (array of dirs, borrowed) then the
+ * installed plugin dir.  *out is malloc'd.
+ */
+int weir__plugin_resolve(const char *plugin, const json_t *plugin_path,
+                         char **out, weir_error *err);
+
+typedef struct weir__provider_entry {
+    char *id;                 /* plugin row id */
+    weir_provider vt;         /* copy (struct_size-limited) */
+    void *self;               /* passed back to vt calls */
+    weir_plugin *owner;
+} weir__provider_entry;
+
+struct weir_plugin {
+    weir_host *host;
+    char *id;                 /* row id */
+    char *path;               /* resolved file */
+    size_t index;             /* position in the composed plugins list */
+    const weir_plugin_desc *desc;
+    weir__dl *dl;
+    void *data;               /* plugin_set_data */
+    bool registering;         /* true only during init */
+    bool initialized;
+};
+
+/* Lookups (after weir_host_create succeeded). Borrowed results or NULL. */
+const weir__provider_entry *weir__host_provider(const weir_host *host, const char *id);
+weir__hooks *weir__host_hooks(const weir_host *host);
+weir__tools *weir__host_tools(const weir_host *host);
+/* true when `type` is a registered plugin event type; *flags gets its flags. */
+bool weir__host_event_type(const weir_host *host, const char *type, uint32_t *flags);
+
+/* The api table given to every plugin (core/api.c). */
+extern const weir_api weir__api_table;
+
+/* Public-table implementations (core/host.c). */
+const char *weir__plugin_id(const weir_plugin *self);
+void weir__plugin_set_data(weir_plugin *self, void *data);
+void *weir__plugin_data(const weir_plugin *self);
+void weir__plugin_log(const weir_plugin *self, weir_log_level level, const char *fmt, ...)
+    WEIR_PRINTF(3, 4);
+int weir__plugin_hook_register(weir_plugin *self, const char *hook, weir_hook_fn fn,
+                               const weir_hook_opts *opts);
+int weir__plugin_event_type_register(weir_plugin *self, const char *type, uint32_t flags);
+int weir__plugin_provider_register(weir_plugin *self, const weir_provider *provider,
+                                   void *self_ptr);
+int weir__plugin_tool_register(weir_plugin *self, const weir_tool *tool);
+
+#endif

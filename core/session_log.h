@@ -1,0 +1,80 @@
+/*
+ * core/session_log.h - the durable, append-only session log (DESIGN §5).
+ *
+ * JSON Lines, one envelope per line:
+ *   {"seq":N,"time":ms,"type":"...","data":{...},
+ *    "surface_op":"append"|{"op":"replace","start_seq":a,"end_seq":b},
+ *    "source_seqs":[...], "ignorable":true}
+ * seq is contiguous from 0.  A rejected append changes nothing (file, memory,
+ * surface).  Appends are serialized by an internal mutex (thread-safe);
+ * observers run after the append, outside the lock, in seq order.
+ * Owner: core/session_log.c.
+ */
+#ifndef WEIR_CORE_SESSION_LOG_H
+#define WEIR_CORE_SESSION_LOG_H
+
+#include "common.h"
+
+typedef struct weir__log weir__log;
+typedef struct weir__surface weir__surface;
+
+typedef enum weir__fsync {
+    WEIR__FSYNC_STEP = 0, /* default: weir__log_sync() at request and step/turn ends */
+    WEIR__FSYNC_ALWAYS = 1,
+    WEIR__FSYNC_NONE = 2
+} weir__fsync;
+
+/* Parse "always"|"step"|"none" (NULL = step). -1 on bad input. */
+int weir__fsync_parse(const char *s, weir__fsync *out);
+
+/*
+ * Decides whether an unknown, non-ignorable type is acceptable (plugin event
+ * types registered on the host).  May be NULL: only core types are known.
+ */
+typedef bool (*weir__type_known_fn)(const char *type, void *ud);
+
+/*
+ * Open `path` (created if missing, with parent dirs).  Existing events are
+ * read and validated: a torn last line is dropped (truncated) with a warning
+ * on stderr; any other corruption fails with E_LOG_CORRUPT naming the line.
+ */
+int weir__log_open(const char *path, weir__fsync policy, weir__type_known_fn known,
+                   void *known_ud, weir__log **out, weir_error *err);
+/* Read-only open for `weir log` (no repair, no create; torn tail ignored). */
+int weir__log_open_readonly(const char *path, weir__log **out, weir_error *err);
+void weir__log_close(weir__log *log);
+
+const char *weir__log_path(const weir__log *log);
+size_t weir__log_count(const weir__log *log);
+/* Borrowed envelope for `seq` (valid until the log is closed), or NULL. */
+const json_t *weir__log_event(const weir__log *log, size_t seq);
+
+/*
+ * Append.  `data` borrowed (copied).  `surface_op` is required for surface
+ * types (system/message, user/message, assistant/message, tool/result) and
+ * forbidden otherwise (NULL); `source_seqs` optional (borrowed).  `flags`:
+ * WEIR_EVENT_IGNORABLE.  On success *seq_out (may be NULL) is the new seq.
+ * Fails with E_LOG_REJECTED (nothing changed) or E_IO.
+ */
+int weir__log_append(weir__log *log, const char *type, const json_t *data,
+                     const json_t *surface_op, const json_t *source_seqs,
+                     uint32_t flags, size_t *seq_out, weir_error *err);
+
+/* fsync now (policy none: no-op). */
+int weir__log_sync(weir__log *log, weir_error *err);
+/* fsync if the policy is step or always (called at the DESIGN §5 points). */
+int weir__log_checkpoint(weir__log *log, weir_error *err);
+
+/* Called after every append with the envelope (borrowed). */
+typedef void (*weir__log_observer_fn)(const json_t *event, void *ud);
+void weir__log_set_observer(weir__log *log, weir__log_observer_fn fn, void *ud);
+
+/* The incremental surface of this log (see core/surface.h). */
+const weir__surface *weir__log_surface(const weir__log *log);
+/* New reference: derived messages (DESIGN §5a), cached for tail growth. */
+json_t *weir__log_derive(weir__log *log);
+/* Borrowed latest request/header data.header and request/context data, or NULL. */
+const json_t *weir__log_request_header(const weir__log *log);
+const json_t *weir__log_request_context(const weir__log *log);
+
+#endif

@@ -1,0 +1,61 @@
+/*
+ * core/util.c - clocks, ids and small JSON helpers shared by core files.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+int64_t weir__now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+uint64_t weir__mono_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+char *weir__random_id(char *buf, size_t size, const char *prefix) {
+    unsigned char raw[8];
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd >= 0 ? read(fd, raw, sizeof raw) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (got != (ssize_t)sizeof raw) { /* fall back to time + pid */
+        uint64_t x = weir__mono_us() ^ ((uint64_t)getpid() << 32);
+        memcpy(raw, &x, sizeof raw);
+    }
+    snprintf(buf, size, "%s%s%02x%02x%02x%02x%02x%02x%02x%02x", prefix ? prefix : "",
+             prefix && *prefix ? "-" : "", raw[0], raw[1], raw[2], raw[3], raw[4],
+             raw[5], raw[6], raw[7]);
+    return buf;
+}
+
+char *weir__json_dump(const json_t *v) {
+    if (!v)
+        return NULL;
+    return json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+}
+
+bool weir__json_equal(const json_t *a, const json_t *b) {
+    if (!a || !b)
+        return a == b;
+    return json_equal(a, b) != 0;
+}
+
+const char *weir__json_str(const json_t *obj, const char *key, const char *dflt) {
+    const json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
+    return json_is_string(v) ? json_string_value(v) : dflt;
+}
+
+json_int_t weir__json_int(const json_t *obj, const char *key, json_int_t dflt) {
+    const json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
+    return json_is_integer(v) ? json_integer_value(v) : dflt;
+}

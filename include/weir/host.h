@@ -1,0 +1,208 @@
+/*
+ * weir/host.h - the embedder API.
+ *
+ * A weir_host is process-wide: the composed deployment config, the loaded
+ * plugins, the frozen hook chains, the providers and tools.  A weir_agent is
+ * one conversation: its session log, inbox and driver.  Create a host once,
+ * open agents on it, and destroy agents before the host.
+ *
+ * Thread-safety: weir_host_* functions are not thread-safe against each
+ * other; once created a host is read-only and may be shared by agents on any
+ * thread.  weir_agent_send() and weir_agent_cancel() may be called from any
+ * thread; the driver runs on one thread at a time.
+ */
+#ifndef WEIR_HOST_H
+#define WEIR_HOST_H
+
+#ifndef WEIR_NO_API_MACROS
+#define WEIR_NO_API_MACROS
+#endif
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "weir/errors.h"
+#include "weir/export.h"
+#include "weir/plugin.h"
+#include "weir/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct weir_host weir_host;
+
+/* ------------------------------------------------------------------------ */
+/* Deployment config                                                         */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Compose deployment config files in order (base, then overlays), expanding
+ * ${VAR} and ${VAR:-default}.  With `nfiles == 0` the built-in default
+ * deployment is used (it depends on OPENAI_API_KEY / ANTHROPIC_API_KEY).
+ * @param files   array of `nfiles` paths, borrowed.
+ * @param out     receives a new reference to the composed object.
+ * @return WEIR_OK or WEIR_E_CONFIG/WEIR_E_IO/WEIR_E_NOMEM; `err->text` names
+ *         the file, JSON path, and line/column where known.
+ * Thread-safety: reads the environment; do not call while setenv() runs.
+ * Since: 0.1
+ */
+WEIR_API int weir_config_compose(const char *const *files, size_t nfiles,
+                                 json_t **out, weir_error *err) WEIR_WUR;
+
+/**
+ * The built-in default deployment, before ${VAR} expansion.
+ * @return a new reference, or NULL on allocation failure.
+ * Since: 0.1
+ */
+WEIR_API json_t *weir_config_default(void);
+
+/* ------------------------------------------------------------------------ */
+/* Host                                                                      */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Load every plugin of a composed config, run their `init`, and freeze the
+ * hook chains.  Any error aborts the whole deployment: nothing stays loaded.
+ * @param config  composed config (borrowed; the host keeps its own reference).
+ * @param out     receives the host; the caller owns it (weir_host_destroy).
+ * Since: 0.1
+ */
+WEIR_API int weir_host_create(const json_t *config, weir_host **out,
+                              weir_error *err) WEIR_WUR;
+
+/** Run every plugin's `fini` in reverse load order and free. NULL is a no-op. Since: 0.1 */
+WEIR_API void weir_host_destroy(weir_host *host);
+
+/** The composed config (borrowed, valid for the host's life). Since: 0.1 */
+WEIR_API const json_t *weir_host_config(const weir_host *host);
+
+/**
+ * Print every hook chain, in order, with plugin ids and placement.
+ * Since: 0.1
+ */
+WEIR_API int weir_host_dump_hooks(const weir_host *host, FILE *out);
+
+/**
+ * Describe one plugin file without initialising it.
+ * @param info  receives a new reference {name, version, abi, description, path}.
+ * Since: 0.1
+ */
+WEIR_API int weir_plugin_probe(const char *path, json_t **info, weir_error *err) WEIR_WUR;
+
+/**
+ * The directories searched for plugins by name, in order: each entry of
+ * $WEIR_PLUGIN_PATH (colon-separated), then the plugin directory next to
+ * libweir (<libdir>/weir/plugins), then the compiled-in install directory.
+ * @param dirs  receives a new reference (array of strings).
+ * Since: 0.1
+ */
+WEIR_API int weir_plugin_dirs(json_t **dirs, weir_error *err) WEIR_WUR;
+
+/**
+ * Write the hook catalog (name, mode, payload, result) to `out`: as plain
+ * text, or as the Markdown of docs/hooks.md when `markdown` is true.
+ * Since: 0.1
+ */
+WEIR_API int weir_hook_catalog_write(FILE *out, bool markdown);
+
+/* ------------------------------------------------------------------------ */
+/* Agents                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Receives every event of an agent, on the driver's thread.
+ * @param event    borrowed.  Durable: the log envelope {seq,time,type,data,...}.
+ *                 Live: {type,time,data}.
+ * @param durable  true for session log events.
+ */
+typedef void (*weir_event_fn)(const json_t *event, bool durable, void *user_data);
+
+typedef struct weir_agent_options {
+    uint32_t struct_size;     /* sizeof(weir_agent_options) */
+    const char *session_id;   /* NULL: generate one; existing log: resume */
+    const char *session_file; /* explicit log path, overrides dir + id; NULL */
+    weir_event_fn on_event;   /* may be NULL */
+    void *user_data;
+} weir_agent_options;
+
+#define WEIR_AGENT_OPTIONS_INIT {sizeof(weir_agent_options), NULL, NULL, NULL, NULL}
+
+/**
+ * Open (or resume) a session as an agent.  Resuming a log whose last turn is
+ * open appends its closers (turn/end {kind:"interrupted"}).
+ * @param out  receives the agent; close with weir_agent_close().
+ * Since: 0.1
+ */
+WEIR_API int weir_agent_open(weir_host *host, const weir_agent_options *opts,
+                             weir_agent **out, weir_error *err) WEIR_WUR;
+
+/** Cancel, wait for the driver, and free. NULL is a no-op. Since: 0.1 */
+WEIR_API void weir_agent_close(weir_agent *agent);
+
+/** The session id (borrowed). Since: 0.1 */
+WEIR_API const char *weir_agent_id(const weir_agent *agent);
+
+/**
+ * Queue a user message.  `message` is borrowed: {role:"user",
+ * content:[blocks] | "text", source?}.  `input_id` may be NULL.  Sending the
+ * same id with the same content again is acknowledged once; with different
+ * content it fails with WEIR_E_DUPLICATE.  Any thread.
+ * Since: 0.1
+ */
+WEIR_API int weir_agent_send(weir_agent *agent, const json_t *message,
+                             weir_send_mode mode, const char *input_id,
+                             weir_error *err);
+
+/** Convenience: send a plain text user message. Since: 0.1 */
+WEIR_API int weir_agent_send_text(weir_agent *agent, const char *text,
+                                  weir_send_mode mode, weir_error *err);
+
+/**
+ * Cancel the running turn.  `cause` is "user", "parent", "hook:<reason>" or
+ * "disposed"; the first cause wins.  Unless `keep_inbox`, queued input is
+ * discarded.  Idle cancel is a no-op.  Any thread.
+ * Since: 0.1
+ */
+WEIR_API int weir_agent_cancel(weir_agent *agent, const char *cause, bool keep_inbox);
+
+/**
+ * Run the driver on the calling thread until the agent is idle (no queued
+ * waking input).  Returns WEIR_OK even when a turn ended in error (that is an
+ * event); non-OK only when the agent itself cannot go on (I/O failure).
+ * Since: 0.1
+ */
+WEIR_API int weir_agent_run_until_idle(weir_agent *agent, weir_error *err);
+
+/** New reference: the derived model-visible messages. Since: 0.1 */
+WEIR_API json_t *weir_agent_messages(weir_agent *agent);
+
+/** Path of the agent's log file (borrowed). Since: 0.1 */
+WEIR_API const char *weir_agent_log_path(const weir_agent *agent);
+
+/* ------------------------------------------------------------------------ */
+/* Session logs, offline                                                     */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Check a log file's invariants: seq contiguous, steps nest in turns, every
+ * tool/call has a tool/result (an open last turn is reported, not an error),
+ * and every request/header equals the fold for derive == request.
+ * @param report  receives a new reference {ok, errors:[...], open:[...]}.
+ * Since: 0.1
+ */
+WEIR_API int weir_log_check(const char *path, json_t **report, weir_error *err) WEIR_WUR;
+
+/**
+ * Derive the model-visible messages of a log file.
+ * @param messages  receives a new reference (an array).
+ * Since: 0.1
+ */
+WEIR_API int weir_log_derive(const char *path, json_t **messages, weir_error *err) WEIR_WUR;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WEIR_HOST_H */

@@ -1,0 +1,410 @@
+/*
+ * weir/plugin.h - everything a plugin author needs.
+ *
+ * A plugin is a shared object that exports exactly one symbol:
+ *
+ *     const weir_plugin_desc *weir_plugin_describe(void);
+ *
+ * (use WEIR_PLUGIN_DEFINE).  The descriptor carries the ABI version the
+ * plugin was built against, its name, and `init`/`fini`.  During `init` the
+ * plugin registers hooks, tools, providers and event types through the
+ * `weir_api` table it is given; afterwards every registration call fails with
+ * WEIR_E_TOO_LATE.  Plugins never link libweir: they reach the host only
+ * through the table.  The macros at the end of this file let plugin code call
+ * `weir_hook_register(...)`, `weir_next(call)` ... as if they were functions.
+ *
+ * Payloads crossing the ABI are jansson values.  Ownership follows jansson:
+ * "new reference" means the receiver must json_decref() it, "borrowed" means
+ * the receiver must not, and "steals" means the callee takes the reference.
+ *
+ * ABI change log (append a line for every minor bump; never reorder):
+ *   1.0  first ABI: descriptor, api table (plugins, hooks, signals, agents,
+ *        events, providers, streams, HTTP/SSE, failures, tools, schema).
+ */
+#ifndef WEIR_PLUGIN_H
+#define WEIR_PLUGIN_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "weir/errors.h"
+#include "weir/export.h"
+#include "weir/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Opaque handles                                                            */
+/* ------------------------------------------------------------------------ */
+
+/** One loaded plugin instance: one row of the deployment's `plugins` list. */
+typedef struct weir_plugin weir_plugin;
+/** One hook invocation (a cursor over a chain). Valid only during the call. */
+typedef struct weir_call weir_call;
+/** One conversation: session log, inbox, driver. */
+typedef struct weir_agent weir_agent;
+/** A cancellation signal: an atomic flag plus a condition variable. */
+typedef struct weir_signal weir_signal;
+/** One streaming model call (one attempt) handed to a provider. */
+typedef struct weir_stream weir_stream;
+/** One tool call being executed. Valid only during `execute`. */
+typedef struct weir_tool_exec weir_tool_exec;
+
+typedef struct weir_api weir_api;
+
+/* ------------------------------------------------------------------------ */
+/* Descriptor                                                                */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Called once per configured row that uses this plugin.
+ * @param self    the instance; valid until `fini` returns.
+ * @param api     the host table; valid for the life of the process.
+ * @param config  the row's `config` object, borrowed, valid only during init.
+ * @param err     fill with the reason on failure (the loader wraps it).
+ * @return WEIR_OK, or any error status (the whole deployment then fails).
+ */
+typedef int (*weir_plugin_init_fn)(weir_plugin *self, const weir_api *api,
+                                   const json_t *config, weir_error *err);
+/** Called once per instance, in reverse load order. May be NULL. */
+typedef void (*weir_plugin_fini_fn)(weir_plugin *self);
+
+typedef struct weir_plugin_desc {
+    /* header: never moves, checked before any other field is read */
+    uint32_t abi_major;   /* WEIR_ABI_MAJOR the plugin was built against */
+    uint32_t abi_minor;   /* WEIR_ABI_MINOR the plugin was built against */
+    uint32_t struct_size; /* sizeof(weir_plugin_desc) at build time */
+    uint32_t flags;       /* must be 0 */
+    /* 1.0 */
+    const char *name;        /* unique, [a-z0-9_-]+ */
+    const char *version;     /* the plugin's own version */
+    const char *description; /* one line */
+    const char *config_schema; /* JSON Schema text for `config`, or NULL */
+    weir_plugin_init_fn init;  /* required */
+    weir_plugin_fini_fn fini;  /* optional */
+    void *reserved[4];         /* must be NULL */
+} weir_plugin_desc;
+
+/** Smallest descriptor the loader accepts (the 1.0 layout). */
+#define WEIR_PLUGIN_DESC_V1_SIZE ((uint32_t)sizeof(weir_plugin_desc))
+
+/** The type of the single exported entry symbol. */
+typedef const weir_plugin_desc *(*weir_plugin_describe_fn)(void);
+
+#define WEIR_PLUGIN_ENTRY_SYMBOL "weir_plugin_describe"
+
+/* ------------------------------------------------------------------------ */
+/* Hooks                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * A hook listener.
+ * @param call       the invocation; pass it to weir_next()/weir_call_fail().
+ * @param args       the hook's payload, borrowed, read-only.
+ * @param user_data  weir_hook_opts.user_data.
+ * @return a new reference.  waterfall: the chain's result from here inwards
+ *         (usually what weir_next() returned, possibly changed or replaced).
+ *         serial and emit: ignored (return NULL or json_null()).
+ *         Returning NULL after weir_call_fail() (or, for waterfall and
+ *         serial, returning NULL at all) marks the listener as failed.
+ */
+typedef json_t *(*weir_hook_fn)(weir_call *call, const json_t *args,
+                                void *user_data);
+
+/** Placement within a chain (APR spacing). Ties keep config order. */
+#define WEIR_ORDER_FIRST (-10)
+#define WEIR_ORDER_MIDDLE 0
+#define WEIR_ORDER_LAST 10
+
+typedef struct weir_hook_opts {
+    uint32_t struct_size;       /* sizeof(weir_hook_opts) */
+    int order;                  /* WEIR_ORDER_* */
+    const char *const *before;  /* NULL-terminated plugin ids, or NULL */
+    const char *const *after;   /* NULL-terminated plugin ids, or NULL */
+    void *user_data;
+} weir_hook_opts;
+
+#define WEIR_HOOK_OPTS_INIT {sizeof(weir_hook_opts), WEIR_ORDER_MIDDLE, NULL, NULL, NULL}
+
+/* ------------------------------------------------------------------------ */
+/* Inbox targets and log flags                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef enum weir_send_mode {
+    WEIR_SEND_FOLLOWUP = 0, /* next-turn, wakes the agent */
+    WEIR_SEND_STEER = 1,    /* next-step, wakes the agent */
+    WEIR_SEND_INJECT = 2    /* next-step, does not wake */
+} weir_send_mode;
+
+/** Event type flags for event_type_register. */
+#define WEIR_EVENT_IGNORABLE 0x1u /* readers that do not know it skip it */
+
+/* ------------------------------------------------------------------------ */
+/* Providers                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * A model provider.  Registered under the plugin row's id.
+ *
+ * Stream chunks (JSON objects, emitted with weir_stream_emit) are:
+ *   {"type":"block-start","index":i,"block_type":"text|reasoning|tool_call"}
+ *   {"type":"text-delta","index":i,"text":"..."}
+ *   {"type":"reasoning-delta","index":i,"text":"..."}
+ *   {"type":"tool-call-delta","index":i,"id":"...","name":"...","arguments_delta":"..."}
+ *   {"type":"block-end","index":i}
+ *   {"type":"usage","usage":{input_tokens,output_tokens,...}}
+ *   {"type":"finish","reason":{"kind":"stop|tool-calls|max-tokens|error|aborted",
+ *                              "failure":{code,message,status?,retry_after_ms?,request_id?,provider}}}
+ * `usage` comes before `finish`; nothing follows `finish`.
+ */
+typedef struct weir_provider {
+    uint32_t struct_size; /* sizeof(weir_provider) */
+    /** New reference {"context_window":N,"max_output":N}, or NULL if unknown. */
+    json_t *(*model_info)(void *self, const char *model);
+    /**
+     * Check a call config ({provider, model, max_tokens, temperature, ...},
+     * borrowed) and prepare per-call state (*call, owned by the provider until
+     * release_call).  May block; must honour `signal`.
+     */
+    int (*prepare_call)(void *self, const json_t *config, weir_signal *signal,
+                        void **call, weir_error *err);
+    /**
+     * Run one attempt for `request` (borrowed: {model, max_tokens, ...,
+     * messages:[...], tools:[...]}).  Emits chunks, ending with exactly one
+     * `finish` chunk.  A failure is a finish chunk with kind "error" (or
+     * "aborted" when the signal fired), not a return code: the return value
+     * is WEIR_OK unless the provider itself is broken.
+     */
+    int (*stream)(void *self, void *call, const json_t *request,
+                  weir_stream *stream);
+    /** Free per-call state from prepare_call. May be NULL. */
+    void (*release_call)(void *self, void *call);
+} weir_provider;
+
+/* ------------------------------------------------------------------------ */
+/* HTTP + SSE (shared by provider plugins)                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct weir_http_request {
+    uint32_t struct_size;       /* sizeof(weir_http_request) */
+    const char *url;            /* borrowed */
+    const char *const *headers; /* NULL-terminated "Name: value", borrowed */
+    const char *body;           /* POST body, borrowed */
+    size_t body_len;
+    long connect_timeout_ms;    /* 0 = default 10000 */
+    long idle_timeout_ms;       /* 0 = default 300000 */
+} weir_http_request;
+
+typedef struct weir_http_response {
+    long status;                /* HTTP status, 0 if none was received */
+    long long retry_after_ms;   /* from Retry-After / retry-after-ms, or -1 */
+    char request_id[128];       /* x-request-id / request-id, or "" */
+    char *body;                 /* non-2xx body (at most 64 KiB), owned; free with weir_http_response_clear */
+    size_t body_len;
+} weir_http_response;
+
+/**
+ * One SSE event.  `event` may be "" (no event: line); `data` is the joined
+ * data lines (NUL-terminated, borrowed for the call).  Return 0 to go on,
+ * non-zero to stop the transfer (reported as WEIR_E_CANCELLED).
+ */
+typedef int (*weir_sse_fn)(void *user_data, const char *event,
+                           const char *data, size_t data_len);
+
+/* ------------------------------------------------------------------------ */
+/* Tools                                                                     */
+/* ------------------------------------------------------------------------ */
+
+#define WEIR_TOOL_BACKGROUND 0x1u /* runs as a background job; the call returns a receipt */
+
+/**
+ * A tool.  Strings and the schema are copied at registration.
+ * execute: run the body on a worker thread.  On success set *result to a new
+ *   reference: a string, an array of content blocks, or an object
+ *   {"content":[blocks], "is_error"?:bool, "concludes_turn"?:bool}.
+ *   On failure call weir_tool_exec_fail() and return an error status; the
+ *   model sees a structured error result.
+ * concurrency_safe: 1 when this call may run beside others; anything else
+ *   (or NULL) means exclusive.
+ */
+typedef struct weir_tool {
+    uint32_t struct_size; /* sizeof(weir_tool) */
+    const char *name;
+    const char *description;
+    const json_t *parameters; /* JSON Schema of the arguments, borrowed (copied) */
+    uint32_t flags;           /* WEIR_TOOL_* */
+    int (*execute)(weir_tool_exec *exec, const json_t *args, json_t **result,
+                   void *user_data);
+    int (*concurrency_safe)(const json_t *args, void *user_data);
+    void *user_data;
+} weir_tool;
+
+/* ------------------------------------------------------------------------ */
+/* The API table.  Append-only: never reorder or remove a member.           */
+/* ------------------------------------------------------------------------ */
+
+typedef enum weir_log_level {
+    WEIR_LOG_ERROR = 0,
+    WEIR_LOG_WARN = 1,
+    WEIR_LOG_INFO = 2,
+    WEIR_LOG_DEBUG = 3
+} weir_log_level;
+
+struct weir_api {
+    uint32_t abi_major, abi_minor, struct_size;
+
+    /* --- 1.0: plugin instance --- */
+    /** The row id (borrowed, valid for the instance's life). */
+    const char *(*plugin_id)(const weir_plugin *self);
+    /** Attach/fetch the instance's private state (owned by the plugin). */
+    void (*plugin_set_data)(weir_plugin *self, void *data);
+    void *(*plugin_data)(const weir_plugin *self);
+    /** Log a line to the host's log, prefixed with the plugin id. */
+    void (*log)(const weir_plugin *self, weir_log_level level, const char *fmt, ...)
+        WEIR_PRINTF(3, 4);
+
+    /* --- 1.0: hooks --- */
+    /** Register `fn` on `hook` (a catalog name). Only during init. */
+    int (*hook_register)(weir_plugin *self, const char *hook, weir_hook_fn fn,
+                         const weir_hook_opts *opts);
+    /**
+     * Waterfall only: run the rest of the chain and the core default.
+     * @return new reference, or NULL when a later listener failed (the
+     *         failure is already recorded on `call`; return NULL to pass it on).
+     */
+    json_t *(*next)(weir_call *call);
+    /** Record why this listener failed (then return NULL). */
+    void (*call_fail)(weir_call *call, const char *fmt, ...) WEIR_PRINTF(2, 3);
+    /** The agent the hook runs for, or NULL for host-level hooks. Borrowed. */
+    weir_agent *(*call_agent)(const weir_call *call);
+    /** The cancellation signal of the current activity, or NULL. Borrowed. */
+    weir_signal *(*call_signal)(const weir_call *call);
+
+    /* --- 1.0: signals --- */
+    bool (*signal_cancelled)(const weir_signal *signal);
+    /** Sleep up to `ms`; WEIR_OK when it elapsed, WEIR_E_CANCELLED when the signal fired. */
+    int (*signal_sleep)(weir_signal *signal, uint64_t ms);
+
+    /* --- 1.0: agents --- */
+    /** The session id (borrowed, valid for the agent's life). */
+    const char *(*agent_id)(const weir_agent *agent);
+    /**
+     * Queue a user message ({role:"user", content:[...], source?}, borrowed).
+     * `input_id` may be NULL (one is generated).
+     */
+    int (*agent_send)(weir_agent *agent, const json_t *message, weir_send_mode mode,
+                      const char *input_id, weir_error *err);
+    /** New reference: the derived model-visible messages (an array). */
+    json_t *(*agent_messages)(weir_agent *agent);
+    /** Append a plugin event (type registered by some plugin; data borrowed). */
+    int (*agent_append)(weir_agent *agent, const char *type, const json_t *data,
+                        weir_error *err);
+    /** Register a plugin event type (only during init). */
+    int (*event_type_register)(weir_plugin *self, const char *type, uint32_t flags);
+
+    /* --- 1.0: providers and streams --- */
+    /** Register a provider under this row's id. `self_ptr` is passed back. */
+    int (*provider_register)(weir_plugin *self, const weir_provider *provider,
+                             void *self_ptr);
+    /** Emit one chunk (steals). WEIR_E_CANCELLED once the signal fired. */
+    int (*stream_emit)(weir_stream *stream, json_t *chunk);
+    weir_signal *(*stream_signal)(weir_stream *stream);
+    /**
+     * POST and read an SSE response on the agent's reused connection.
+     * Fills `resp`; on transport failure returns an error and sets
+     * `*failure` (new reference, a canonical failure object).
+     */
+    int (*http_sse)(weir_stream *stream, const weir_http_request *req,
+                    weir_sse_fn on_event, void *user_data,
+                    weir_http_response *resp, json_t **failure);
+    void (*http_response_clear)(weir_http_response *resp);
+    /**
+     * New reference: a canonical failure {code,message,status?,retry_after_ms?,
+     * request_id?,provider} for an HTTP error response.
+     */
+    json_t *(*failure_from_http)(const char *provider, const weir_http_response *resp);
+    /** New reference: a failure with the given code and message. */
+    json_t *(*failure_new)(const char *provider, const char *code, const char *fmt, ...)
+        WEIR_PRINTF(3, 4);
+
+    /* --- 1.0: tools --- */
+    /** Register a tool (copied). Duplicate names fail the deployment. Only during init. */
+    int (*tool_register)(weir_plugin *self, const weir_tool *tool);
+    const char *(*tool_exec_call_id)(const weir_tool_exec *exec);
+    weir_signal *(*tool_exec_signal)(const weir_tool_exec *exec);
+    void (*tool_exec_fail)(weir_tool_exec *exec, const char *code, const char *fmt, ...)
+        WEIR_PRINTF(3, 4);
+
+    /* --- 1.0: JSON Schema (the subset documented in docs/schema.md) --- */
+    /** 0 when `value` matches `schema`; else -1 and a message naming the field. */
+    int (*schema_validate)(const json_t *schema, const json_t *value, char *msg,
+                           size_t msg_size);
+};
+
+/** True when `api` has member `m` (for members added after 1.0). */
+#define WEIR_API_HAS(api, m) \
+    ((api)->struct_size >= offsetof(weir_api, m) + sizeof((api)->m))
+
+/* ------------------------------------------------------------------------ */
+/* Plugin-side glue                                                          */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Define the entry point.  Use once per plugin, with a static const
+ * weir_plugin_desc.  Also defines the hidden api pointer the macros use.
+ */
+#define WEIR_PLUGIN_DEFINE(desc_var)                                          \
+    WEIR_HIDDEN const weir_api *weir__plugin_api = NULL;                       \
+    WEIR_PLUGIN_EXPORT const weir_plugin_desc *weir_plugin_describe(void);     \
+    WEIR_PLUGIN_EXPORT const weir_plugin_desc *weir_plugin_describe(void) {    \
+        return &(desc_var);                                                    \
+    }
+
+/** Fill in the descriptor header. */
+#define WEIR_PLUGIN_HEADER WEIR_ABI_MAJOR, WEIR_ABI_MINOR, (uint32_t)sizeof(weir_plugin_desc), 0
+
+/** First statement of init: remember the api table for the macros below. */
+#define WEIR_PLUGIN_INIT_API(api) (weir__plugin_api = (api))
+
+#ifndef WEIR_NO_API_MACROS
+extern WEIR_HIDDEN const weir_api *weir__plugin_api;
+#define weir_plugin_id(...) (weir__plugin_api->plugin_id(__VA_ARGS__))
+#define weir_plugin_set_data(...) (weir__plugin_api->plugin_set_data(__VA_ARGS__))
+#define weir_plugin_data(...) (weir__plugin_api->plugin_data(__VA_ARGS__))
+#define weir_log(...) (weir__plugin_api->log(__VA_ARGS__))
+#define weir_hook_register(...) (weir__plugin_api->hook_register(__VA_ARGS__))
+#define weir_next(...) (weir__plugin_api->next(__VA_ARGS__))
+#define weir_call_fail(...) (weir__plugin_api->call_fail(__VA_ARGS__))
+#define weir_call_agent(...) (weir__plugin_api->call_agent(__VA_ARGS__))
+#define weir_call_signal(...) (weir__plugin_api->call_signal(__VA_ARGS__))
+#define weir_signal_cancelled(...) (weir__plugin_api->signal_cancelled(__VA_ARGS__))
+#define weir_signal_sleep(...) (weir__plugin_api->signal_sleep(__VA_ARGS__))
+#define weir_agent_id(...) (weir__plugin_api->agent_id(__VA_ARGS__))
+#define weir_agent_send(...) (weir__plugin_api->agent_send(__VA_ARGS__))
+#define weir_agent_messages(...) (weir__plugin_api->agent_messages(__VA_ARGS__))
+#define weir_agent_append(...) (weir__plugin_api->agent_append(__VA_ARGS__))
+#define weir_event_type_register(...) (weir__plugin_api->event_type_register(__VA_ARGS__))
+#define weir_provider_register(...) (weir__plugin_api->provider_register(__VA_ARGS__))
+#define weir_stream_emit(...) (weir__plugin_api->stream_emit(__VA_ARGS__))
+#define weir_stream_signal(...) (weir__plugin_api->stream_signal(__VA_ARGS__))
+#define weir_http_sse(...) (weir__plugin_api->http_sse(__VA_ARGS__))
+#define weir_http_response_clear(...) (weir__plugin_api->http_response_clear(__VA_ARGS__))
+#define weir_failure_from_http(...) (weir__plugin_api->failure_from_http(__VA_ARGS__))
+#define weir_failure_new(...) (weir__plugin_api->failure_new(__VA_ARGS__))
+#define weir_tool_register(...) (weir__plugin_api->tool_register(__VA_ARGS__))
+#define weir_tool_exec_call_id(...) (weir__plugin_api->tool_exec_call_id(__VA_ARGS__))
+#define weir_tool_exec_signal(...) (weir__plugin_api->tool_exec_signal(__VA_ARGS__))
+#define weir_tool_exec_fail(...) (weir__plugin_api->tool_exec_fail(__VA_ARGS__))
+#define weir_schema_validate(...) (weir__plugin_api->schema_validate(__VA_ARGS__))
+#endif /* WEIR_NO_API_MACROS */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WEIR_PLUGIN_H */

@@ -1,0 +1,43 @@
+# WeirPlugin.cmake - build a weir plugin the same way first- and third-party
+# plugins are built.
+#
+#   weir_add_plugin(<name> SOURCES a.c b.c [LIBS libs...] [NO_INSTALL])
+#
+# Produces weir-<name>.so (a MODULE library): hidden visibility, so it exports
+# only weir_plugin_describe; linked with -z defs against jansson (plugins
+# never link libweir).  Inside the weir tree it lands in lib/weir/plugins/.
+include_guard(GLOBAL)
+
+function(weir_add_plugin name)
+  cmake_parse_arguments(WP "NO_INSTALL" "OUTPUT_DIRECTORY" "SOURCES;LIBS" ${ARGN})
+  set(target weir-${name})
+  add_library(${target} MODULE ${WP_SOURCES})
+  set_target_properties(${target} PROPERTIES PREFIX "" OUTPUT_NAME weir-${name}
+                        C_VISIBILITY_PRESET hidden)
+  if(WP_OUTPUT_DIRECTORY)
+    set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${WP_OUTPUT_DIRECTORY})
+  elseif(DEFINED WEIR_PLUGIN_BUILD_DIR)
+    set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${WEIR_PLUGIN_BUILD_DIR})
+  endif()
+  if(TARGET weir_headers)
+    target_link_libraries(${target} PRIVATE weir_headers)
+  elseif(TARGET weir::headers)
+    target_link_libraries(${target} PRIVATE weir::headers)
+  endif()
+  if(TARGET PkgConfig::JANSSON)
+    target_link_libraries(${target} PRIVATE PkgConfig::JANSSON)
+  endif()
+  foreach(t weir_warnings weir_sanitize)
+    if(TARGET ${t})
+      target_link_libraries(${target} PRIVATE ${t})
+    endif()
+  endforeach()
+  target_link_libraries(${target} PRIVATE ${WP_LIBS})
+  # Under sanitizers the runtime comes from the host executable.
+  if(NOT WEIR_SANITIZE)
+    target_link_options(${target} PRIVATE -Wl,-z,defs)
+  endif()
+  if(NOT WP_NO_INSTALL AND DEFINED WEIR_PLUGIN_INSTALL_DIR)
+    install(TARGETS ${target} LIBRARY DESTINATION ${WEIR_PLUGIN_INSTALL_DIR})
+  endif()
+endfunction()
