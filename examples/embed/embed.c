@@ -1,0 +1,69 @@
+/*
+ * examples/embed/embed.c - embed libweir in a C program.
+ *
+ * Composes the deployment (the -c files given, or the built-in default),
+ * loads its plugins, opens one agent, sends one prompt, runs the driver on
+ * this thread until the agent is idle, and prints the assistant's text as
+ * it streams.  Usage: weir-embed-example [-c FILE]... PROMPT
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <weir/weir.h>
+
+/* Print assistant text deltas as they stream (live events). */
+static void on_event(const json_t *event, bool durable, void *user_data) {
+    (void)user_data;
+    const char *type = json_string_value(json_object_get(event, "type"));
+    if (durable || !type || strcmp(type, "agent/assistant-stream") != 0)
+        return;
+    const json_t *frame = json_object_get(json_object_get(event, "data"), "frame");
+    const json_t *chunk = json_object_get(frame, "chunk");
+    const char *ctype = json_string_value(json_object_get(chunk, "type"));
+    if (ctype && !strcmp(ctype, "text-delta")) {
+        fputs(json_string_value(json_object_get(chunk, "text")), stdout);
+        fflush(stdout);
+    }
+}
+
+int main(int argc, char **argv) {
+    const char *files[16];
+    size_t nfiles = 0;
+    int i = 1;
+    while (i + 1 < argc && !strcmp(argv[i], "-c") && nfiles < 16) {
+        files[nfiles++] = argv[i + 1];
+        i += 2;
+    }
+    if (i != argc - 1) {
+        fprintf(stderr, "usage: %s [-c FILE]... PROMPT\n", argv[0]);
+        return 2;
+    }
+
+    weir_error err;
+    weir_error_clear(&err);
+    json_t *config = NULL;
+    weir_host *host = NULL;
+    weir_agent *agent = NULL;
+    int rc = 1;
+
+    if (weir_config_compose(files, nfiles, &config, &err) != WEIR_OK ||
+        weir_host_create(config, &host, &err) != WEIR_OK) {
+        fprintf(stderr, "embed: %s\n", err.text);
+        goto out;
+    }
+    weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;
+    opts.on_event = on_event;
+    if (weir_agent_open(host, &opts, &agent, &err) != WEIR_OK ||
+        weir_agent_send_text(agent, argv[i], WEIR_SEND_FOLLOWUP, &err) != WEIR_OK ||
+        weir_agent_run_until_idle(agent, &err) != WEIR_OK) {
+        fprintf(stderr, "embed: %s\n", err.text);
+        goto out;
+    }
+    printf("\n[session %s: %s]\n", weir_agent_id(agent), weir_agent_log_path(agent));
+    rc = 0;
+out:
+    weir_agent_close(agent);
+    weir_host_destroy(host);
+    json_decref(config);
+    return rc;
+}
