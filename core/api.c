@@ -19,6 +19,8 @@ static int api_http_sse(weir_stream *stream, const weir_http_request *req,
                           on_event, ud, resp, failure);
 }
 
+static json_t *api_failure_new(const char *provider, const char *code, const char *fmt, ...)
+    WEIR_PRINTF(3, 4);
 static json_t *api_failure_new(const char *provider, const char *code, const char *fmt,
                                ...) {
     va_list ap;

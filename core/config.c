@@ -1,0 +1,805 @@
+/*
+ * core/config.c - deployment config composition (DESIGN §9, §9a).
+ *
+ * Each file goes through the same steps: parse, check the top-level keys,
+ * expand ${VAR} / ${VAR:-default} / $$ in every string, validate the shape,
+ * normalise (`~/` in session.dir, empty plugin_path entries), then merge into
+ * the composed object.  Every error names the file and the JSON path.
+ * docs/config.md states the rules for users.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "config.h"
+
+#define DEFAULT_LABEL "(built-in default)"
+#define MAX_DEPTH 1024 /* nesting walked by the expander */
+#define MAX_ROWS 4096  /* plugin rows per file and per deployment */
+
+static const char *const top_keys[] = {"agent",   "session", "plugin_path",
+                                       "plugins", "$schema", "comment"};
+static const char *const row_keys[] = {"id",       "plugin", "config",
+                                       "disabled", "before", "after"};
+#define KNOWN_TOP "agent, session, plugin_path, plugins, $schema, comment"
+#define KNOWN_ROW "id, plugin, config, disabled, before, after"
+
+/* ---- JSON paths and errors ---------------------------------------------- */
+
+/* A JSON path being walked ("$.plugins[0].config"), truncated when huge. */
+typedef struct jpath {
+    char buf[384];
+    size_t len;
+} jpath;
+
+static void path_init(jpath *p) {
+    p->buf[0] = '$';
+    p->buf[1] = '\0';
+    p->len = 1;
+}
+
+static void path_restore(jpath *p, size_t len) {
+    p->len = len;
+    p->buf[len] = '\0';
+}
+
+/* Account for `n` characters written by snprintf into the remaining room. */
+static void path_advance(jpath *p, int n) {
+    size_t room = sizeof p->buf - p->len;
+    if (n > 0)
+        p->len += (size_t)n < room ? (size_t)n : room - 1;
+}
+
+static bool is_word_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_';
+}
+
+/* Append `.key` (or `["key"]` for unusual keys); returns the old length. */
+static size_t path_key(jpath *p, const char *key) {
+    size_t old = p->len, room = sizeof p->buf - p->len;
+    bool plain = *key != '\0';
+    for (const char *c = key; *c && plain; c++)
+        plain = is_word_char(*c) || *c == '-' || *c == '$';
+    path_advance(p, plain ? snprintf(p->buf + old, room, ".%s", key)
+                          : snprintf(p->buf + old, room, "[\"%s\"]", key));
+    return old;
+}
+
+/* Append `[index]`; returns the old length. */
+static size_t path_index(jpath *p, size_t index) {
+    size_t old = p->len;
+    path_advance(p, snprintf(p->buf + old, sizeof p->buf - old, "[%zu]", index));
+    return old;
+}
+
+/* "config FILE: PATH: message" with `code`. */
+WEIR_PRINTF(5, 6)
+static int cfg_err(weir_error *err, int code, const char *file, const jpath *p,
+                   const char *fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return weir__err(err, code, NULL, NULL, "config %s: %s: %s", file, p->buf, msg);
+}
+
+static int nomem(weir_error *err, const char *file) {
+    return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "config %s: out of memory", file);
+}
+
+static const char *type_name(const json_t *v) {
+    if (!v)
+        return "nothing";
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+        return "an integer";
+    case JSON_REAL:
+        return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "a boolean";
+    default:
+        return "null";
+    }
+}
+
+static int type_err(weir_error *err, const char *file, const jpath *p, const char *want,
+                    const json_t *got) {
+    return cfg_err(err, WEIR_E_CONFIG, file, p, "expected %s, got %s", want, type_name(got));
+}
+
+/* ---- ${VAR} expansion ---------------------------------------------------- */
+
+/* A growable string. */
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+} sbuf;
+
+static int sb_add(sbuf *b, const char *s, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *np = weir__realloc(b->p, cap);
+        if (!np)
+            return -1;
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return 0;
+}
+
+/* Whether NUL-terminated `s` is well-formed UTF-8 (no overlongs, no surrogates). */
+static bool utf8_valid(const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned long c = *p;
+        size_t n;
+        unsigned long min;
+        if (c < 0x80) {
+            p++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            n = 1, c &= 0x1F, min = 0x80;
+        } else if ((c & 0xF0) == 0xE0) {
+            n = 2, c &= 0x0F, min = 0x800;
+        } else if ((c & 0xF8) == 0xF0) {
+            n = 3, c &= 0x07, min = 0x10000;
+        } else {
+            return false;
+        }
+        for (size_t k = 1; k <= n; k++) {
+            if ((p[k] & 0xC0) != 0x80)
+                return false;
+            c = (c << 6) | (p[k] & 0x3F);
+        }
+        if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+            return false;
+        p += n + 1;
+    }
+    return true;
+}
+
+/*
+ * Expand one `${...}` reference starting at s[*i] == '$', s[*i+1] == '{',
+ * appending its value to `b` and advancing *i past the closing brace.
+ */
+static int expand_ref(sbuf *b, const char *s, size_t n, size_t *i, const char *file,
+                      const jpath *p, weir_error *err) {
+    size_t start = *i + 2, j = start;
+    while (j < n && is_word_char(s[j]))
+        j++;
+    size_t frag = n - *i < 40 ? n - *i : 40; /* shown in messages */
+    if (j == start || (s[start] >= '0' && s[start] <= '9') || j >= n ||
+        (s[j] != '}' && (s[j] != ':' || j + 1 >= n || s[j + 1] != '-')))
+        return cfg_err(err, WEIR_E_CONFIG, file, p,
+                       "malformed variable reference \"%.*s\" (expected ${NAME} or "
+                       "${NAME:-default}; write $$ for a literal $)",
+                       (int)frag, s + *i);
+    const char *dflt = NULL;
+    size_t dlen = 0, end = j; /* end: index of the closing brace */
+    if (s[j] == ':') {
+        dflt = s + j + 2;
+        const char *close = memchr(dflt, '}', n - (j + 2));
+        if (!close)
+            return cfg_err(err, WEIR_E_CONFIG, file, p,
+                           "malformed variable reference \"%.*s\" (no closing '}')",
+                           (int)frag, s + *i);
+        dlen = (size_t)(close - dflt);
+        for (size_t k = 0; k + 1 < dlen; k++)
+            if (dflt[k] == '$' && dflt[k + 1] == '{')
+                return cfg_err(err, WEIR_E_CONFIG, file, p,
+                               "malformed variable reference \"%.*s\" (a default cannot "
+                               "contain another ${...})",
+                               (int)frag, s + *i);
+        end = (size_t)(close - s);
+    }
+    char *name = weir__strndup(s + start, j - start);
+    if (!name)
+        return nomem(err, file);
+    const char *val = getenv(name);
+    int rc = WEIR_OK;
+    if (dflt && (!val || !*val)) {
+        if (sb_add(b, dflt, dlen) != 0)
+            rc = nomem(err, file);
+    } else if (!val) {
+        rc = cfg_err(err, WEIR_E_CONFIG, file, p, "variable %s is not set", name);
+    } else if (!utf8_valid(val)) {
+        rc = cfg_err(err, WEIR_E_CONFIG, file, p, "variable %s is not valid UTF-8", name);
+    } else if (sb_add(b, val, strlen(val)) != 0) {
+        rc = nomem(err, file);
+    }
+    weir__free(name);
+    *i = end + 1;
+    return rc;
+}
+
+/* Expand the references in string value `str` in place. */
+static int expand_string(json_t *str, const char *file, const jpath *p, weir_error *err) {
+    const char *s = json_string_value(str);
+    size_t n = json_string_length(str);
+    if (!memchr(s, '$', n))
+        return WEIR_OK;
+    sbuf b = {0};
+    int rc = WEIR_OK;
+    size_t i = 0;
+    while (rc == WEIR_OK && i < n) {
+        const char *d = memchr(s + i, '$', n - i);
+        size_t lit = d ? (size_t)(d - (s + i)) : n - i;
+        if (sb_add(&b, s + i, lit) != 0) {
+            rc = nomem(err, file);
+            break;
+        }
+        i += lit;
+        if (!d)
+            break;
+        if (i + 1 < n && s[i + 1] == '{') {
+            rc = expand_ref(&b, s, n, &i, file, p, err);
+        } else { /* "$$" is one '$'; a lone '$' stays as it is */
+            if (sb_add(&b, "$", 1) != 0)
+                rc = nomem(err, file);
+            i += (i + 1 < n && s[i + 1] == '$') ? 2 : 1;
+        }
+    }
+    if (rc == WEIR_OK && json_string_setn(str, b.p ? b.p : "", b.len) != 0)
+        rc = nomem(err, file);
+    weir__free(b.p);
+    return rc;
+}
+
+static int expand_walk(json_t *v, const char *file, jpath *p, int depth, weir_error *err) {
+    if (depth > MAX_DEPTH)
+        return cfg_err(err, WEIR_E_CONFIG, file, p, "nested deeper than %d levels",
+                       MAX_DEPTH);
+    if (json_is_string(v))
+        return expand_string(v, file, p, err);
+    if (json_is_object(v)) {
+        const char *key;
+        json_t *val;
+        json_object_foreach(v, key, val) {
+            size_t old = path_key(p, key);
+            int rc = expand_walk(val, file, p, depth + 1, err);
+            path_restore(p, old);
+            if (rc != WEIR_OK)
+                return rc;
+        }
+    } else if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            size_t old = path_index(p, i);
+            int rc = expand_walk(json_array_get(v, i), file, p, depth + 1, err);
+            path_restore(p, old);
+            if (rc != WEIR_OK)
+                return rc;
+        }
+    }
+    return WEIR_OK;
+}
+
+int weir__config_expand(json_t *v, const char *file, weir_error *err) {
+    if (!v)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "config: NULL value to expand");
+    if (!file)
+        file = "(config)";
+    jpath p;
+    path_init(&p);
+    if (!json_is_object(v))
+        return expand_walk(v, file, &p, 0, err);
+    const char *key;
+    json_t *val;
+    json_object_foreach(v, key, val) {
+        if (strcmp(key, "$schema") == 0 || strcmp(key, "comment") == 0)
+            continue;
+        size_t old = path_key(&p, key);
+        int rc = expand_walk(val, file, &p, 1, err);
+        path_restore(&p, old);
+        if (rc != WEIR_OK)
+            return rc;
+    }
+    return WEIR_OK;
+}
+
+/* ---- validation ---------------------------------------------------------- */
+
+/* jansson's iteration takes a non-const object; iterating does not modify it. */
+static json_t *unconst(const json_t *v) {
+    union {
+        const json_t *c;
+        json_t *m;
+    } u = {v};
+    return u.m;
+}
+
+static bool in_list(const char *key, const char *const *list, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(key, list[i]) == 0)
+            return true;
+    return false;
+}
+
+static bool valid_id(const char *id) {
+    if (!*id)
+        return false;
+    for (const char *c = id; *c; c++)
+        if (!is_word_char(*c) && *c != '.' && *c != '-')
+            return false;
+    return true;
+}
+
+/* The root is an object whose keys are all known. */
+static int check_top(const json_t *doc, const char *file, weir_error *err) {
+    jpath p;
+    path_init(&p);
+    if (!json_is_object(doc))
+        return cfg_err(err, WEIR_E_CONFIG, file, &p, "the root must be an object, not %s",
+                       type_name(doc));
+    const char *key;
+    const json_t *val;
+    json_object_foreach(unconst(doc), key, val) {
+        if (!in_list(key, top_keys, sizeof top_keys / sizeof top_keys[0]))
+            return cfg_err(err, WEIR_E_CONFIG, file, &p,
+                           "unknown top-level key \"%.64s\" (known: " KNOWN_TOP ")", key);
+    }
+    return WEIR_OK;
+}
+
+/* Member `key` of `obj`, if present, is a string; its path is reported on error. */
+static int want_string(const json_t *obj, const char *key, const char *file, jpath *p,
+                       weir_error *err) {
+    const json_t *v = json_object_get(obj, key);
+    if (!v || json_is_string(v))
+        return WEIR_OK;
+    path_key(p, key);
+    return type_err(err, file, p, "a string", v);
+}
+
+/* Member `key` of `obj`, if present, is an integer >= 1. */
+static int want_count(const json_t *obj, const char *key, const char *file, jpath *p,
+                      weir_error *err) {
+    const json_t *v = json_object_get(obj, key);
+    if (!v || (json_is_integer(v) && json_integer_value(v) >= 1))
+        return WEIR_OK;
+    path_key(p, key);
+    if (json_is_integer(v))
+        return cfg_err(err, WEIR_E_CONFIG, file, p, "must be an integer >= 1, got %" JSON_INTEGER_FORMAT,
+                       json_integer_value(v));
+    return type_err(err, file, p, "an integer >= 1", v);
+}
+
+static int check_agent(const json_t *agent, const char *file, jpath *p, weir_error *err) {
+    if (!json_is_object(agent))
+        return type_err(err, file, p, "an object", agent);
+    int rc;
+    if ((rc = want_string(agent, "provider", file, p, err)) != WEIR_OK ||
+        (rc = want_string(agent, "model", file, p, err)) != WEIR_OK ||
+        (rc = want_count(agent, "max_tokens", file, p, err)) != WEIR_OK ||
+        (rc = want_count(agent, "max_parallel_tool_calls", file, p, err)) != WEIR_OK)
+        return rc;
+    return WEIR_OK;
+}
+
+static int check_session(const json_t *session, const char *file, jpath *p,
+                         weir_error *err) {
+    if (!json_is_object(session))
+        return type_err(err, file, p, "an object", session);
+    int rc = want_string(session, "dir", file, p, err);
+    if (rc != WEIR_OK)
+        return rc;
+    if ((rc = want_string(session, "fsync", file, p, err)) != WEIR_OK)
+        return rc;
+    const char *fsync = weir__json_str(session, "fsync", NULL);
+    if (fsync && strcmp(fsync, "always") != 0 && strcmp(fsync, "step") != 0 &&
+        strcmp(fsync, "none") != 0) {
+        path_key(p, "fsync");
+        return cfg_err(err, WEIR_E_CONFIG, file, p,
+                       "must be \"always\", \"step\" or \"none\", got \"%.64s\"", fsync);
+    }
+    return WEIR_OK;
+}
+
+static int check_plugin_path(const json_t *pp, const char *file, jpath *p, weir_error *err) {
+    if (!json_is_array(pp))
+        return type_err(err, file, p, "an array of strings", pp);
+    for (size_t i = 0; i < json_array_size(pp); i++) {
+        const json_t *v = json_array_get(pp, i);
+        if (!json_is_string(v)) {
+            path_index(p, i);
+            return type_err(err, file, p, "a string", v);
+        }
+    }
+    return WEIR_OK;
+}
+
+static int check_row(const json_t *rows, size_t i, const char *file, jpath *p,
+                     weir_error *err) {
+    const json_t *row = json_array_get(rows, i);
+    if (!json_is_object(row))
+        return type_err(err, file, p, "an object", row);
+    const char *key;
+    const json_t *val;
+    json_object_foreach(unconst(row), key, val) {
+        if (!in_list(key, row_keys, sizeof row_keys / sizeof row_keys[0]))
+            return cfg_err(err, WEIR_E_CONFIG, file, p,
+                           "unknown key \"%.64s\" (known: " KNOWN_ROW ")", key);
+    }
+    const json_t *id = json_object_get(row, "id");
+    if (!id)
+        return cfg_err(err, WEIR_E_CONFIG, file, p, "missing \"id\"");
+    int rc;
+    if ((rc = want_string(row, "id", file, p, err)) != WEIR_OK)
+        return rc;
+    if (!valid_id(json_string_value(id))) {
+        path_key(p, "id");
+        return cfg_err(err, WEIR_E_CONFIG, file, p,
+                       "\"%.64s\" is not a valid plugin id (use letters, digits, '_', '.', "
+                       "'-')",
+                       json_string_value(id));
+    }
+    for (size_t k = 0; k < i; k++) {
+        const char *other = weir__json_str(json_array_get(rows, k), "id", "");
+        if (strcmp(other, json_string_value(id)) == 0) {
+            path_key(p, "id");
+            return cfg_err(err, WEIR_E_CONFIG, file, p,
+                           "duplicate plugin id \"%s\" (also at $.plugins[%zu])", other, k);
+        }
+    }
+    if ((rc = want_string(row, "plugin", file, p, err)) != WEIR_OK ||
+        (rc = want_string(row, "before", file, p, err)) != WEIR_OK ||
+        (rc = want_string(row, "after", file, p, err)) != WEIR_OK)
+        return rc;
+    const json_t *cfg = json_object_get(row, "config");
+    if (cfg && !json_is_object(cfg)) {
+        path_key(p, "config");
+        return type_err(err, file, p, "an object", cfg);
+    }
+    const json_t *disabled = json_object_get(row, "disabled");
+    if (disabled && !json_is_boolean(disabled)) {
+        path_key(p, "disabled");
+        return type_err(err, file, p, "a boolean", disabled);
+    }
+    if (json_object_get(row, "before") && json_object_get(row, "after"))
+        return cfg_err(err, WEIR_E_CONFIG, file, p,
+                       "\"before\" and \"after\" cannot both be given");
+    return WEIR_OK;
+}
+
+static int check_plugins(const json_t *rows, const char *file, jpath *p, weir_error *err) {
+    if (!json_is_array(rows))
+        return type_err(err, file, p, "an array", rows);
+    if (json_array_size(rows) > MAX_ROWS)
+        return cfg_err(err, WEIR_E_CONFIG, file, p, "more than %d plugin rows", MAX_ROWS);
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        size_t old = path_index(p, i);
+        int rc = check_row(rows, i, file, p, err);
+        path_restore(p, old);
+        if (rc != WEIR_OK)
+            return rc;
+    }
+    return WEIR_OK;
+}
+
+int weir__config_validate(const json_t *config, const char *file, weir_error *err) {
+    if (!file)
+        file = "(config)";
+    int rc = check_top(config, file, err);
+    if (rc != WEIR_OK)
+        return rc;
+    static const struct {
+        const char *key;
+        int (*check)(const json_t *, const char *, jpath *, weir_error *);
+    } sections[] = {{"agent", check_agent},
+                    {"session", check_session},
+                    {"plugin_path", check_plugin_path},
+                    {"plugins", check_plugins}};
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
+        const json_t *v = json_object_get(config, sections[i].key);
+        if (!v)
+            continue;
+        jpath p;
+        path_init(&p);
+        path_key(&p, sections[i].key);
+        if ((rc = sections[i].check(v, file, &p, err)) != WEIR_OK)
+            return rc;
+    }
+    const json_t *schema = json_object_get(config, "$schema");
+    if (schema && !json_is_string(schema)) {
+        jpath p;
+        path_init(&p);
+        path_key(&p, "$schema");
+        return type_err(err, file, &p, "a string", schema);
+    }
+    return WEIR_OK;
+}
+
+/* ---- merging ------------------------------------------------------------- */
+
+/* Index of the row with `id` in `rows`, or -1. */
+static long find_row(const json_t *rows, const char *id) {
+    for (size_t i = 0; i < json_array_size(rows); i++)
+        if (strcmp(weir__json_str(json_array_get(rows, i), "id", ""), id) == 0)
+            return (long)i;
+    return -1;
+}
+
+/* The object member `key` of `base`, created empty when absent; NULL on OOM. */
+static json_t *section(json_t *base, const char *key, json_t *(*make)(void)) {
+    json_t *v = json_object_get(base, key);
+    if (v)
+        return v;
+    v = make();
+    if (!v || json_object_set_new(base, key, v) != 0)
+        return NULL;
+    return v;
+}
+
+/* Merge overlay row number `i` (validated) into `rows`. */
+static int merge_row(json_t *rows, json_t *row, size_t i, const char *file,
+                     weir_error *err) {
+    jpath p;
+    path_init(&p);
+    path_key(&p, "plugins");
+    path_index(&p, i);
+    const char *id = json_string_value(json_object_get(row, "id"));
+    long at = find_row(rows, id);
+    if (json_is_true(json_object_get(row, "disabled"))) {
+        if (at >= 0)
+            json_array_remove(rows, (size_t)at);
+        return WEIR_OK;
+    }
+    const char *place = json_object_get(row, "before") ? "before" : "after";
+    const char *anchor = weir__json_str(row, place, NULL);
+    if (anchor && strcmp(anchor, id) == 0) {
+        path_key(&p, place);
+        return cfg_err(err, WEIR_E_CONFIG, file, &p, "row \"%s\" cannot be placed %s itself",
+                       id, place);
+    }
+    if (anchor && find_row(rows, anchor) < 0) {
+        path_key(&p, place);
+        return cfg_err(err, WEIR_E_CONFIG, file, &p, "unknown plugin id \"%s\"", anchor);
+    }
+    json_t *plugin = json_object_get(row, "plugin");
+    json_t *cfg = json_object_get(row, "config");
+    json_t *target;
+    if (at >= 0) { /* existing row: replace plugin/config, maybe move it */
+        target = json_incref(json_array_get(rows, (size_t)at));
+        if ((plugin && json_object_set(target, "plugin", plugin) != 0) ||
+            (cfg && json_object_set(target, "config", cfg) != 0)) {
+            json_decref(target);
+            return nomem(err, file);
+        }
+        if (!anchor) {
+            json_decref(target);
+            return WEIR_OK;
+        }
+        json_array_remove(rows, (size_t)at);
+    } else {
+        if (!plugin)
+            return cfg_err(err, WEIR_E_CONFIG, file, &p,
+                           "new plugin id \"%s\" needs a \"plugin\"", id);
+        if (json_array_size(rows) >= MAX_ROWS)
+            return cfg_err(err, WEIR_E_CONFIG, file, &p, "more than %d plugin rows",
+                           MAX_ROWS);
+        target = json_object();
+        if (!target || json_object_set_new(target, "id", json_string(id)) != 0 ||
+            json_object_set(target, "plugin", plugin) != 0 ||
+            json_object_set_new(target, "config", cfg ? json_incref(cfg) : json_object()) !=
+                0) {
+            json_decref(target);
+            return nomem(err, file);
+        }
+    }
+    int rc;
+    if (anchor) {
+        size_t pos = (size_t)find_row(rows, anchor) + (strcmp(place, "after") == 0);
+        rc = json_array_insert_new(rows, pos, target);
+    } else {
+        rc = json_array_append_new(rows, target);
+    }
+    return rc == 0 ? WEIR_OK : nomem(err, file);
+}
+
+/* weir__config_merge without the validation of `over`. */
+static int merge_valid(json_t *base, json_t *over, const char *file, weir_error *err) {
+    static const char *const objects[] = {"agent", "session"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *src = json_object_get(over, objects[i]);
+        if (!src)
+            continue;
+        json_t *dst = section(base, objects[i], json_object);
+        if (!dst || json_object_update(dst, src) != 0)
+            return nomem(err, file);
+    }
+    json_t *pp = json_object_get(over, "plugin_path");
+    if (pp && json_object_set(base, "plugin_path", pp) != 0)
+        return nomem(err, file);
+    json_t *rows = json_object_get(over, "plugins");
+    if (!rows)
+        return WEIR_OK;
+    json_t *dst = section(base, "plugins", json_array);
+    if (!dst)
+        return nomem(err, file);
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        int rc = merge_row(dst, json_array_get(rows, i), i, file, err);
+        if (rc != WEIR_OK)
+            return rc;
+    }
+    return WEIR_OK;
+}
+
+int weir__config_merge(json_t *base, json_t *over, const char *file, weir_error *err) {
+    if (!json_is_object(base) || !json_is_object(over))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "config: merge needs two objects");
+    if (!file)
+        file = "(config)";
+    int rc = weir__config_validate(over, file, err);
+    return rc == WEIR_OK ? merge_valid(base, over, file, err) : rc;
+}
+
+/* ---- composing ------------------------------------------------------------ */
+
+/* `~/` in session.dir becomes $HOME/; empty plugin_path entries are dropped. */
+static int normalise(json_t *doc, const char *file, weir_error *err) {
+    json_t *dir = json_object_get(json_object_get(doc, "session"), "dir");
+    const char *s = json_string_value(dir);
+    if (s && strncmp(s, "~/", 2) == 0) {
+        const char *home = getenv("HOME");
+        if (!home || !*home || !utf8_valid(home)) {
+            jpath p;
+            path_init(&p);
+            path_key(&p, "session");
+            path_key(&p, "dir");
+            return cfg_err(err, WEIR_E_CONFIG, file, &p, "cannot expand \"~/\": HOME is %s",
+                           home && *home ? "not valid UTF-8" : "not set");
+        }
+        size_t hl = strlen(home);
+        if (hl > 1 && home[hl - 1] == '/')
+            hl--;
+        char *full = weir__asprintf("%.*s/%s", (int)hl, home, s + 2);
+        int rc = full ? json_string_set(dir, full) : -1;
+        weir__free(full);
+        if (rc != 0)
+            return nomem(err, file);
+    }
+    json_t *pp = json_object_get(doc, "plugin_path");
+    for (size_t i = json_array_size(pp); i-- > 0;)
+        if (json_string_length(json_array_get(pp, i)) == 0)
+            json_array_remove(pp, i);
+    return WEIR_OK;
+}
+
+/* Open and parse one file (new reference in *out). */
+static int load_file(const char *path, json_t **out, weir_error *err) {
+    char eb[256];
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        int e = errno;
+        return weir__err(err, WEIR_E_IO, NULL, NULL, "config %s: cannot open: %s", path,
+                         strerror_r(e, eb, sizeof eb));
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return weir__err(err, WEIR_E_IO, NULL, NULL, "config %s: cannot read: %s", path,
+                         strerror_r(EISDIR, eb, sizeof eb));
+    }
+    json_error_t je;
+    errno = 0;
+    *out = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+    int e = errno;
+    bool read_failed = ferror(f) != 0;
+    fclose(f);
+    if (*out)
+        return WEIR_OK;
+    if (read_failed)
+        return weir__err(err, WEIR_E_IO, NULL, NULL, "config %s: cannot read: %s", path,
+                         strerror_r(e ? e : EIO, eb, sizeof eb));
+    /* jansson reports some allocation failures as syntax errors, or leaves the
+     * error empty: when memory cannot be had right now, report that instead */
+    void *probe = weir__malloc(64);
+    weir__free(probe);
+    if (!probe || json_error_code(&je) == json_error_out_of_memory || je.text[0] == '\0')
+        return nomem(err, path);
+    return weir__err(err, WEIR_E_CONFIG, NULL, NULL, "config %s:%d:%d: %s", path, je.line,
+                     je.column, je.text);
+}
+
+/* Run one parsed document through expand, validate, normalise and merge. */
+static int compose_one(json_t *acc, json_t *doc, const char *file, weir_error *err) {
+    int rc;
+    if ((rc = check_top(doc, file, err)) != WEIR_OK ||
+        (rc = weir__config_expand(doc, file, err)) != WEIR_OK ||
+        (rc = weir__config_validate(doc, file, err)) != WEIR_OK ||
+        (rc = normalise(doc, file, err)) != WEIR_OK)
+        return rc;
+    return merge_valid(acc, doc, file, err);
+}
+
+int weir_config_compose(const char *const *files, size_t nfiles, json_t **out,
+                        weir_error *err) {
+    if (!out || (nfiles > 0 && !files))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "config: NULL argument");
+    *out = NULL;
+    for (size_t i = 0; i < nfiles; i++)
+        if (!files[i])
+            return weir__err(err, WEIR_E_INVAL, NULL, NULL, "config: file %zu is NULL", i);
+    json_t *acc = json_pack("{s:{},s:{},s:[],s:[]}", "agent", "session", "plugin_path",
+                            "plugins");
+    if (!acc)
+        return nomem(err, nfiles ? files[0] : DEFAULT_LABEL);
+    for (size_t i = 0; i < (nfiles ? nfiles : 1); i++) {
+        const char *file = nfiles ? files[i] : DEFAULT_LABEL;
+        json_t *doc = NULL;
+        int rc;
+        if (nfiles)
+            rc = load_file(file, &doc, err);
+        else
+            rc = (doc = weir_config_default()) ? WEIR_OK : nomem(err, file);
+        if (rc == WEIR_OK)
+            rc = compose_one(acc, doc, file, err);
+        json_decref(doc);
+        if (rc != WEIR_OK) {
+            json_decref(acc);
+            return rc;
+        }
+    }
+    *out = acc;
+    return WEIR_OK;
+}
+
+/* ---- the built-in default -------------------------------------------------- */
+
+json_t *weir_config_default(void) {
+    const char *openai = getenv("OPENAI_API_KEY");
+    const char *anthropic = getenv("ANTHROPIC_API_KEY");
+    json_t *row;
+    const char *provider, *model;
+    if (openai && *openai) {
+        provider = "openai";
+        model = "${WEIR_MODEL:-gpt-4o-mini}";
+        row = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:{s:i,s:i}}}}", "id", "openai", "plugin",
+                        "provider-openai", "config", "base_url",
+                        "${OPENAI_BASE_URL:-https://api.openai.com/v1}", "api_key",
+                        "${OPENAI_API_KEY}", "models", "gpt-4o-mini", "context_window",
+                        128000, "max_output", 16384);
+    } else if (anthropic && *anthropic) {
+        provider = "anthropic";
+        model = "${WEIR_MODEL:-claude-sonnet-4-5}";
+        row = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:{s:i,s:i}}}}", "id", "anthropic", "plugin",
+                        "provider-anthropic", "config", "base_url",
+                        "${ANTHROPIC_BASE_URL:-https://api.anthropic.com}", "api_key",
+                        "${ANTHROPIC_API_KEY}", "models", "claude-sonnet-4-5",
+                        "context_window", 200000, "max_output", 64000);
+    } else {
+        provider = "scripted";
+        model = "demo";
+        row = json_pack("{s:s,s:s,s:{s:s}}", "id", "scripted", "plugin", "provider-scripted",
+                        "config", "script", "builtin:demo");
+    }
+    if (!row)
+        return NULL;
+    json_t *doc = json_pack(
+        "{s:{s:s,s:s,s:i,s:i},s:{s:s,s:s},s:[s],s:[O,{s:s,s:s,s:{s:s}},"
+        "{s:s,s:s,s:{s:[{s:s,s:s,s:s,s:s}]}}]}",
+        "agent", "provider", provider, "model", model, "max_tokens", 4096,
+        "max_parallel_tool_calls", 10, "session", "dir",
+        "${WEIR_SESSION_DIR:-~/.local/state/weir/sessions}", "fsync", "step", "plugin_path",
+        "${WEIR_PLUGIN_PATH:-}", "plugins", row, "id", "prompt", "plugin", "system-prompt",
+        "config", "text", "You are a careful assistant.", "id", "math", "plugin", "tools-ffi",
+        "config", "tools", "library", "libm.so.6", "symbol", "pow", "prototype",
+        "double pow(double x, double y)", "description", "x raised to the power y");
+    json_decref(row);
+    return doc;
+}

@@ -1,0 +1,700 @@
+/*
+ * tests/unit/test_config.c - deployment config composition (DESIGN §9, §9a):
+ * composition rules, ${VAR} expansion, validation messages, hostile input,
+ * the built-in default deployment, and allocation failure.
+ *
+ * Data files live in tests/data/config/; the tests chdir there so error
+ * messages carry the short file names.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../core/config.h"
+#include "testutil.h"
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static int setup_dir(void **state) {
+    (void)state;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/config", wt_env("WEIR_TEST_DATA_DIR"));
+    assert_int_equal(chdir(dir), 0);
+    setenv("HOME", "/home/tester", 1);
+    unsetenv("NOT_EXPANDED");
+    unsetenv("WEIR_MODEL");
+    unsetenv("WEIR_SESSION_DIR");
+    unsetenv("OPENAI_BASE_URL");
+    unsetenv("ANTHROPIC_BASE_URL");
+    setenv("WEIR_PLUGIN_PATH", "", 1);
+    setenv("OPENAI_API_KEY", "", 1);
+    setenv("ANTHROPIC_API_KEY", "", 1);
+    return 0;
+}
+
+/* Compose the NULL-terminated list of files; returns the status. */
+static int compose(json_t **out, weir_error *err, ...) {
+    const char *files[16];
+    size_t n = 0;
+    va_list ap;
+    va_start(ap, err);
+    for (const char *f; (f = va_arg(ap, const char *)) != NULL && n < 16;)
+        files[n++] = f;
+    va_end(ap);
+    weir_error_clear(err);
+    return weir_config_compose(files, n, out, err);
+}
+
+/* Compose must fail with `code` and exactly `message`. */
+static void expect_error(int code, const char *message, const char *f1, const char *f2) {
+    json_t *out = (json_t *)1;
+    weir_error err;
+    int rc = compose(&out, &err, f1, f2, (const char *)NULL);
+    if (strcmp(err.text, message) != 0)
+        fprintf(stderr, "got:  %s\nwant: %s\n", err.text, message);
+    assert_int_equal(rc, code);
+    assert_int_equal(err.code, code);
+    assert_null(out);
+    assert_string_equal(err.text, message);
+}
+
+/* `got` must equal the JSON in `want` (printed on mismatch). */
+static void assert_json(const json_t *got, const char *want) {
+    json_error_t je;
+    json_t *w = json_loads(want, 0, &je);
+    if (!w)
+        fail_msg("bad expected JSON: %s", je.text);
+    if (!json_equal(got, w)) {
+        char *g = json_dumps(got, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        fprintf(stderr, "got:  %s\nwant: %s\n", g, want);
+        free(g);
+    }
+    assert_true(json_equal(got, w));
+    json_decref(w);
+}
+
+/* The ids of the composed rows joined with ',' (e.g. "openai,prompt,math"). */
+static void assert_ids(const json_t *cfg, const char *want) {
+    char buf[512] = "";
+    const json_t *rows = json_object_get(cfg, "plugins");
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        if (i)
+            strcat(buf, ",");
+        strcat(buf, json_string_value(json_object_get(json_array_get(rows, i), "id")));
+    }
+    assert_string_equal(buf, want);
+}
+
+static const json_t *row(const json_t *cfg, const char *id) {
+    const json_t *rows = json_object_get(cfg, "plugins");
+    for (size_t i = 0; i < json_array_size(rows); i++)
+        if (strcmp(json_string_value(json_object_get(json_array_get(rows, i), "id")), id) ==
+            0)
+            return json_array_get(rows, i);
+    fail_msg("no row %s", id);
+    return NULL;
+}
+
+/* ---- composition ------------------------------------------------------------ */
+
+static void test_base_alone_composes_unchanged(void **state) {
+    (void)state;
+    json_t *cfg;
+    weir_error err;
+    assert_int_equal(compose(&cfg, &err, "base.json", NULL), WEIR_OK);
+    assert_json(cfg,
+                "{\"agent\":{\"provider\":\"openai\",\"model\":\"gpt-4o-mini\","
+                "\"max_tokens\":4096,\"max_parallel_tool_calls\":10},"
+                "\"session\":{\"dir\":\"/var/lib/weir/sessions\",\"fsync\":\"step\"},"
+                "\"plugin_path\":[\"/opt/weir/plugins\"],\"plugins\":["
+                "{\"id\":\"openai\",\"plugin\":\"provider-openai\",\"config\":{"
+                "\"base_url\":\"https://api.openai.com/v1\",\"api_key\":\"sk-base\"}},"
+                "{\"id\":\"prompt\",\"plugin\":\"system-prompt\","
+                "\"config\":{\"text\":\"You are a careful assistant.\"}},"
+                "{\"id\":\"math\",\"plugin\":\"tools-ffi\",\"config\":{\"tools\":[]}}]}");
+    json_decref(cfg);
+}
+
+static void test_overlay_replaces_row_config_and_plugin(void **state) {
+    (void)state;
+    json_t *cfg;
+    weir_error err;
+    assert_int_equal(compose(&cfg, &err, "base.json", "replace.json", NULL), WEIR_OK);
+    assert_ids(cfg, "openai,prompt,math");
+    assert_json(row(cfg, "prompt"), "{\"id\":\"prompt\",\"plugin\":\"system-prompt\","
+                                    "\"config\":{\"text\":\"Be brief.\"}}");
+    assert_json(row(cfg, "openai"),
+                "{\"id\":\"openai\",\"plugin\":\"./custom/provider.so\",\"config\":{"
+                "\"base_url\":\"https://api.openai.com/v1\",\"api_key\":\"sk-base\"}}");
+    json_decref(cfg);
+}
+
+static void test_overlay_appends_new_rows(void **state) {
+    (void)state;
+    json_t *cfg;
+    weir_error err;
+    assert_int_equal(compose(&cfg, &err, "base.json", "append.json", NULL), WEIR_OK);
+    assert_ids(cfg, "openai,prompt,math,retry,trace");
+    assert_json(row(cfg, "retry"),
+                "{\"id\":\"retry\",\"plugin\":\"retry\",\"config\":{\"max_retries\":5}}");
+    assert_json(row(cfg, "trace"), "{\"id\":\"trace\",\"plugin\":\"trace\",\"config\":{}}");
+    json_decref(cfg);
+}
+
+static void test_before_after_placement(void **state) {
+    (void)state;
+    json_t *cfg;
+    weir_error err;
+    assert_int_equal(compose(&cfg, &err, "base.json", "place.json", NULL), WEIR_OK);
+    /* compact before prompt, local after openai, existing math moved first */
+    assert_ids(cfg, "math,openai,local,compact,prompt");
+    assert_json(row(cfg, "math"),
+                "{\"id\":\"math\",\"plugin\":\"tools-ffi\",\"config\":{\"tools\":[]}}");
+    json_decref(cfg);
+}
+
+static void test_disabled_removes_row(void **state) {
+    (void)state;
+    json_t *cfg;
+    weir_error err;
+    assert_int_equal(compose(&cfg, &err, "base.json", "disable.json", NULL), WEIR_OK);
+    assert_ids(cfg, "openai,prompt");
+    json_decref(cfg);
+    /* in a base file, a disabled row is simply not added */
+    assert_int_equal(compose(&cfg, &err, "disable.json", NULL), WEIR_OK);
+    assert_ids(cfg, "");
+    json_decref(cfg);
+}
+
+static void test_agent_session_merge_key_by_key(void **state) {
+    (void)state;
+    json_t *cfg;
+    weir_error err;
+    assert_int_equal(compose(&cfg, &err, "base.json", "agent-session.json", NULL), WEIR_OK);
+    assert_json(json_object_get(cfg, "agent"),
+                "{\"provider\":\"openai\",\"model\":\"gpt-4.1\",\"max_tokens\":4096,"
+                "\"max_parallel_tool_calls\":10,\"temperature\":0.5}");
+    assert_json(json_object_get(cfg, "session"),
+                "{\"dir\":\"/var/lib/weir/sessions\",\"fsync\":\"always\"}");
+    /* plugin_path is replaced, and its empty entries dropped */
+    assert_json(json_object_get(cfg, "plugin_path"), "[\"/a\",\"/b\"]");
+    json_decref(cfg);
+}
+
+static void test_later_files_win_in_order(void **state) {
+    (void)state;
+    json_t *cfg;
+    weir_error err;
+    assert_int_equal(compose(&cfg, &err, "base.json", "replace.json", "append.json",
+                             "place.json", "disable.json", NULL),
+                     WEIR_OK);
+    assert_ids(cfg, "openai,local,compact,prompt,retry,trace");
+    assert_json(json_object_get(row(cfg, "prompt"), "config"), "{\"text\":\"Be brief.\"}");
+    json_decref(cfg);
+}
+
+/* ---- expansion ---------------------------------------------------------------- */
+
+static void test_var_expansion_set_default_and_escape(void **state) {
+    (void)state;
+    setenv("WEIR_TEST_MODEL", "m1", 1);
+    unsetenv("WEIR_TEST_UNSET_DIR");
+    unsetenv("WEIR_TEST_UNSET_PATH");
+    setenv("WEIR_TEST_EMPTY", "", 1);
+    json_t *cfg;
+    weir_error err;
+    assert_int_equal(compose(&cfg, &err, "base.json", "vars.json", NULL), WEIR_OK);
+    assert_string_equal(weir__json_str(json_object_get(cfg, "agent"), "model", ""), "m1");
+    /* default used, then ~/ becomes $HOME/ */
+    assert_string_equal(weir__json_str(json_object_get(cfg, "session"), "dir", ""),
+                        "/home/tester/sessions");
+    assert_json(json_object_get(cfg, "plugin_path"), "[\"pre-m1-post\"]");
+    assert_json(json_object_get(row(cfg, "prompt"), "config"),
+                "{\"text\":\"costs $5, $ alone, ${HOME} literal\","
+                "\"list\":[\"was-empty\",\"x\"],\"${WEIR_TEST_MODEL}\":\"keys stay\"}");
+    json_decref(cfg);
+    unsetenv("WEIR_TEST_MODEL");
+    unsetenv("WEIR_TEST_EMPTY");
+}
+
+static void test_unset_var_without_default_names_var_file_and_path(void **state) {
+    (void)state;
+    unsetenv("OPENAI_API_KEY");
+    expect_error(WEIR_E_CONFIG,
+                 "config b.json: $.plugins[0].config.api_key: variable OPENAI_API_KEY is not "
+                 "set",
+                 "base.json", "b.json");
+    setenv("OPENAI_API_KEY", "sk-env", 1);
+    json_t *cfg;
+    weir_error err;
+    assert_int_equal(compose(&cfg, &err, "base.json", "b.json", NULL), WEIR_OK);
+    assert_string_equal(weir__json_str(json_object_get(row(cfg, "openai"), "config"),
+                                       "api_key", ""),
+                        "sk-env");
+    json_decref(cfg);
+    setenv("OPENAI_API_KEY", "", 1);
+}
+
+static void test_malformed_var_reference(void **state) {
+    (void)state;
+    expect_error(WEIR_E_CONFIG,
+                 "config malformed-var.json: $.session.dir: malformed variable reference "
+                 "\"${WEIR_TEST MODEL}\" (expected ${NAME} or ${NAME:-default}; write $$ "
+                 "for a literal $)",
+                 "malformed-var.json", NULL);
+    expect_error(WEIR_E_CONFIG,
+                 "config unterminated-var.json: $.agent.model: malformed variable reference "
+                 "\"${WEIR_TEST_MODEL:-abc\" (no closing '}')",
+                 "unterminated-var.json", NULL);
+}
+
+static void test_expand_reports_bad_references_directly(void **state) {
+    (void)state;
+    static const struct {
+        const char *text, *message;
+    } cases[] = {
+        {"${}", "config t: $[0]: malformed variable reference \"${}\" (expected ${NAME} or "
+                "${NAME:-default}; write $$ for a literal $)"},
+        {"${1A}", "config t: $[0]: malformed variable reference \"${1A}\" (expected ${NAME} "
+                  "or ${NAME:-default}; write $$ for a literal $)"},
+        {"x${", "config t: $[0]: malformed variable reference \"${\" (expected ${NAME} or "
+                "${NAME:-default}; write $$ for a literal $)"},
+        {"${A:-${B}}", "config t: $[0]: malformed variable reference \"${A:-${B}}\" (a "
+                       "default cannot contain another ${...})"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *v = json_pack("[s]", cases[i].text);
+        weir_error err;
+        weir_error_clear(&err);
+        assert_int_equal(weir__config_expand(v, "t", &err), WEIR_E_CONFIG);
+        assert_string_equal(err.text, cases[i].message);
+        json_decref(v);
+    }
+    json_t *v = json_pack("{s:s,s:[s]}", "a", "$", "b", "$$$$x$");
+    weir_error err;
+    assert_int_equal(weir__config_expand(v, NULL, &err), WEIR_OK);
+    assert_json(v, "{\"a\":\"$\",\"b\":[\"$$x$\"]}");
+    json_decref(v);
+    assert_int_equal(weir__config_expand(NULL, "t", &err), WEIR_E_INVAL);
+}
+
+static void test_var_value_must_be_utf8(void **state) {
+    (void)state;
+    setenv("WEIR_TEST_BYTES", "\xff\xfe", 1);
+    json_t *v = json_pack("[s]", "${WEIR_TEST_BYTES}");
+    weir_error err;
+    assert_int_equal(weir__config_expand(v, "t", &err), WEIR_E_CONFIG);
+    assert_string_equal(err.text, "config t: $[0]: variable WEIR_TEST_BYTES is not valid UTF-8");
+    json_decref(v);
+    unsetenv("WEIR_TEST_BYTES");
+}
+
+/* ---- errors ------------------------------------------------------------------- */
+
+static void test_unknown_top_level_key(void **state) {
+    (void)state;
+    expect_error(WEIR_E_CONFIG,
+                 "config unknown-key.json: $: unknown top-level key \"plugin\" (known: agent, "
+                 "session, plugin_path, plugins, $schema, comment)",
+                 "unknown-key.json", NULL);
+}
+
+static void test_parse_error_gives_line_and_column(void **state) {
+    (void)state;
+    expect_error(WEIR_E_CONFIG,
+                 "config parse-error.json:4:3: string or '}' expected near '}'",
+                 "base.json", "parse-error.json");
+}
+
+static void test_duplicate_keys_rejected(void **state) {
+    (void)state;
+    expect_error(WEIR_E_CONFIG,
+                 "config duplicate-keys.json:1:32: duplicate object key near '\"model\"'",
+                 "duplicate-keys.json", NULL);
+}
+
+static void test_missing_file_is_io_error(void **state) {
+    (void)state;
+    expect_error(WEIR_E_IO, "config no-such.json: cannot open: No such file or directory",
+                 "base.json", "no-such.json");
+    expect_error(WEIR_E_IO, "config .: cannot read: Is a directory", ".", NULL);
+}
+
+static void test_duplicate_ids(void **state) {
+    (void)state;
+    expect_error(WEIR_E_CONFIG,
+                 "config duplicate-ids.json: $.plugins[2].id: duplicate plugin id \"a\" (also "
+                 "at $.plugins[0])",
+                 "duplicate-ids.json", NULL);
+}
+
+static void test_unknown_before_after_id(void **state) {
+    (void)state;
+    expect_error(WEIR_E_CONFIG,
+                 "config unknown-anchor.json: $.plugins[0].after: unknown plugin id \"nosuch\"",
+                 "base.json", "unknown-anchor.json");
+}
+
+static void test_type_errors_name_file_and_path(void **state) {
+    (void)state;
+    static const struct {
+        const char *file, *message;
+    } cases[] = {
+        {"root-array.json", "config root-array.json: $: the root must be an object, not an "
+                            "array"},
+        {"bad-fsync.json", "config bad-fsync.json: $.session.fsync: must be \"always\", "
+                           "\"step\" or \"none\", got \"sometimes\""},
+        {"bad-parallel.json", "config bad-parallel.json: $.agent.max_parallel_tool_calls: "
+                              "must be an integer >= 1, got 0"},
+        {"bad-provider.json", "config bad-provider.json: $.agent.provider: expected a "
+                              "string, got an integer"},
+        {"bad-id.json", "config bad-id.json: $.plugins[1].id: \"has space\" is not a valid "
+                        "plugin id (use letters, digits, '_', '.', '-')"},
+        {"bad-row-key.json", "config bad-row-key.json: $.plugins[0]: unknown key \"confg\" "
+                             "(known: id, plugin, config, disabled, before, after)"},
+        {"new-without-plugin.json", "config new-without-plugin.json: $.plugins[0]: new "
+                                    "plugin id \"fresh\" needs a \"plugin\""},
+        {"bad-types.json", "config bad-types.json: $.plugins[0].plugin: expected a string, "
+                           "got an array"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_error(WEIR_E_CONFIG, cases[i].message, "base.json", cases[i].file);
+}
+
+static void test_validate_checks_sections_directly(void **state) {
+    (void)state;
+    static const struct {
+        const char *json, *message;
+    } cases[] = {
+        {"{\"agent\":[]}", "config c: $.agent: expected an object, got an array"},
+        {"{\"session\":{\"dir\":false}}", "config c: $.session.dir: expected a string, got a "
+                                          "boolean"},
+        {"{\"plugin_path\":\"/x\"}", "config c: $.plugin_path: expected an array of strings, "
+                                     "got a string"},
+        {"{\"plugin_path\":[\"/x\",1.5]}", "config c: $.plugin_path[1]: expected a string, "
+                                           "got a number"},
+        {"{\"plugins\":{}}", "config c: $.plugins: expected an array, got an object"},
+        {"{\"plugins\":[null]}", "config c: $.plugins[0]: expected an object, got null"},
+        {"{\"plugins\":[{\"plugin\":\"x\"}]}", "config c: $.plugins[0]: missing \"id\""},
+        {"{\"plugins\":[{\"id\":\"\"}]}", "config c: $.plugins[0].id: \"\" is not a valid "
+                                          "plugin id (use letters, digits, '_', '.', '-')"},
+        {"{\"plugins\":[{\"id\":\"a\",\"config\":[]}]}", "config c: $.plugins[0].config: "
+                                                          "expected an object, got an array"},
+        {"{\"plugins\":[{\"id\":\"a\",\"disabled\":1}]}", "config c: $.plugins[0].disabled: "
+                                                           "expected a boolean, got an integer"},
+        {"{\"plugins\":[{\"id\":\"a\",\"before\":\"b\",\"after\":\"c\"}]}",
+         "config c: $.plugins[0]: \"before\" and \"after\" cannot both be given"},
+        {"{\"agent\":{\"max_tokens\":\"9\"}}", "config c: $.agent.max_tokens: expected an "
+                                               "integer >= 1, got a string"},
+        {"{\"$schema\":1}", "config c: $.$schema: expected a string, got an integer"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *v = json_loads(cases[i].json, 0, NULL);
+        assert_non_null(v);
+        weir_error err;
+        weir_error_clear(&err);
+        assert_int_equal(weir__config_validate(v, "c", &err), WEIR_E_CONFIG);
+        assert_string_equal(err.text, cases[i].message);
+        json_decref(v);
+    }
+}
+
+static void test_merge_rejects_self_placement_and_bad_overlays(void **state) {
+    (void)state;
+    json_t *base = json_loads("{\"plugins\":[{\"id\":\"a\",\"plugin\":\"x\"}]}", 0, NULL);
+    json_t *over = json_loads("{\"plugins\":[{\"id\":\"a\",\"after\":\"a\"}]}", 0, NULL);
+    weir_error err;
+    assert_int_equal(weir__config_merge(base, over, "o", &err), WEIR_E_CONFIG);
+    assert_string_equal(err.text,
+                        "config o: $.plugins[0].after: row \"a\" cannot be placed after itself");
+    assert_int_equal(weir__config_merge(base, NULL, "o", &err), WEIR_E_INVAL);
+    /* merge checks its overlay itself */
+    json_t *bad = json_loads("{\"plugins\":[{\"id\":7}]}", 0, NULL);
+    assert_int_equal(weir__config_merge(base, bad, "o", &err), WEIR_E_CONFIG);
+    assert_string_equal(err.text, "config o: $.plugins[0].id: expected a string, got an integer");
+    json_decref(bad);
+    json_decref(base);
+    json_decref(over);
+}
+
+static void test_null_arguments(void **state) {
+    (void)state;
+    json_t *cfg;
+    weir_error err;
+    const char *files[] = {"base.json", NULL};
+    assert_int_equal(weir_config_compose(NULL, 1, &cfg, &err), WEIR_E_INVAL);
+    assert_int_equal(weir_config_compose(files, 1, NULL, &err), WEIR_E_INVAL);
+    assert_int_equal(weir_config_compose(files, 2, &cfg, &err), WEIR_E_INVAL);
+    assert_null(cfg);
+    assert_int_equal(weir__config_validate(NULL, NULL, NULL), WEIR_E_CONFIG);
+}
+
+/* ---- hostile input -------------------------------------------------------------- */
+
+/* Write `text` as <dir>/<name> and compose it after base.json; returns status. */
+static int compose_text(const char *dir, const char *name, const char *text, json_t **out,
+                        weir_error *err) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    assert_int_equal(wt_write_file(path, text), 0);
+    return compose(out, err, "base.json", path, NULL);
+}
+
+static char *nested(size_t depth) {
+    char *s = malloc(depth * 2 + 64);
+    assert_non_null(s);
+    size_t n = (size_t)sprintf(s, "{\"agent\":{\"x\":");
+    for (size_t i = 0; i < depth; i++)
+        s[n++] = '[';
+    for (size_t i = 0; i < depth; i++)
+        s[n++] = ']';
+    strcpy(s + n, "}}");
+    return s;
+}
+
+static void test_hostile_input_gives_errors(void **state) {
+    (void)state;
+    char *dir = wt_tmpdir("config");
+    assert_non_null(dir);
+    json_t *cfg = NULL;
+    weir_error err;
+
+    static const char *const bad[] = {
+        "", "42", "null", "\"str\"", "[]", "{\"plugins\":7}", "{\"agent\":{\"provider\":{}}}",
+        "{\"plugins\":[[],{}]}", "{\"session\":{\"fsync\":null}}", "{\"a\":\x01}",
+        "\xff\xfe{}", "{\"plugins\":[{\"id\":\"x\",\"plugin\":\"p\",\"before\":7}]}",
+        "{\"comment\":1,\"$schema\":{}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = compose_text(dir, "bad.json", bad[i], &cfg, &err);
+        assert_int_equal(rc, WEIR_E_CONFIG);
+        assert_null(cfg);
+        assert_non_null(strstr(err.text, "bad.json"));
+    }
+
+    /* nesting the parser accepts but the expander refuses */
+    char *deep = nested(1500);
+    assert_int_equal(compose_text(dir, "deep.json", deep, &cfg, &err), WEIR_E_CONFIG);
+    assert_non_null(strstr(err.text, ": nested deeper than 1024 levels"));
+    free(deep);
+    /* nesting the parser refuses */
+    deep = nested(100000);
+    assert_int_equal(compose_text(dir, "deeper.json", deep, &cfg, &err), WEIR_E_CONFIG);
+    free(deep);
+
+    /* a huge string full of escapes and references */
+    size_t big = 1u << 22;
+    char *text = malloc(big + 64);
+    assert_non_null(text);
+    size_t n = (size_t)sprintf(text, "{\"agent\":{\"model\":\"");
+    for (size_t i = 0; i < big / 2; i++)
+        text[n++] = '$';
+    n += (size_t)sprintf(text + n, "${WEIR_TEST_HUGE:-d}\"}}");
+    unsetenv("WEIR_TEST_HUGE");
+    assert_int_equal(compose_text(dir, "huge.json", text, &cfg, &err), WEIR_OK);
+    const char *model = weir__json_str(json_object_get(cfg, "agent"), "model", "");
+    assert_int_equal(strlen(model), big / 4 + 1);
+    assert_int_equal(model[big / 4], 'd');
+    json_decref(cfg);
+
+    /* a huge invalid id: the message is truncated, not overflowed */
+    n = (size_t)sprintf(text, "{\"plugins\":[{\"id\":\"");
+    for (size_t i = 0; i < big / 2; i++)
+        text[n++] = '!';
+    strcpy(text + n, "\"}]}");
+    assert_int_equal(compose_text(dir, "long-id.json", text, &cfg, &err), WEIR_E_CONFIG);
+    assert_non_null(strstr(err.text, "long-id.json: $.plugins[0].id: \"!!!"));
+    free(text);
+
+    wt_rmtree(dir);
+    free(dir);
+}
+
+/* ---- the built-in default deployment ---------------------------------------------- */
+
+static const char default_tail[] =
+    "{\"id\":\"prompt\",\"plugin\":\"system-prompt\","
+    "\"config\":{\"text\":\"You are a careful assistant.\"}},"
+    "{\"id\":\"math\",\"plugin\":\"tools-ffi\",\"config\":{\"tools\":[{\"library\":"
+    "\"libm.so.6\",\"symbol\":\"pow\",\"prototype\":\"double pow(double x, double y)\","
+    "\"description\":\"x raised to the power y\"}]}}]}";
+
+static void check_default(const char *raw_head, const char *composed_head) {
+    char want[4096];
+    json_t *raw = weir_config_default();
+    assert_non_null(raw);
+    snprintf(want, sizeof want, "%s%s", raw_head, default_tail);
+    assert_json(raw, want);
+    json_decref(raw);
+
+    json_t *cfg;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_config_compose(NULL, 0, &cfg, &err), WEIR_OK);
+    snprintf(want, sizeof want, "%s%s", composed_head, default_tail);
+    assert_json(cfg, want);
+    json_decref(cfg);
+}
+
+static void test_default_deployment_openai(void **state) {
+    (void)state;
+    setenv("OPENAI_API_KEY", "sk-openai", 1);
+    setenv("ANTHROPIC_API_KEY", "sk-anthropic", 1);
+    check_default(
+        "{\"agent\":{\"provider\":\"openai\",\"model\":\"${WEIR_MODEL:-gpt-4o-mini}\","
+        "\"max_tokens\":4096,\"max_parallel_tool_calls\":10},"
+        "\"session\":{\"dir\":\"${WEIR_SESSION_DIR:-~/.local/state/weir/sessions}\","
+        "\"fsync\":\"step\"},\"plugin_path\":[\"${WEIR_PLUGIN_PATH:-}\"],\"plugins\":["
+        "{\"id\":\"openai\",\"plugin\":\"provider-openai\",\"config\":{"
+        "\"base_url\":\"${OPENAI_BASE_URL:-https://api.openai.com/v1}\","
+        "\"api_key\":\"${OPENAI_API_KEY}\",\"models\":{\"gpt-4o-mini\":"
+        "{\"context_window\":128000,\"max_output\":16384}}}},",
+        "{\"agent\":{\"provider\":\"openai\",\"model\":\"gpt-4o-mini\","
+        "\"max_tokens\":4096,\"max_parallel_tool_calls\":10},"
+        "\"session\":{\"dir\":\"/home/tester/.local/state/weir/sessions\","
+        "\"fsync\":\"step\"},\"plugin_path\":[],\"plugins\":["
+        "{\"id\":\"openai\",\"plugin\":\"provider-openai\",\"config\":{"
+        "\"base_url\":\"https://api.openai.com/v1\","
+        "\"api_key\":\"sk-openai\",\"models\":{\"gpt-4o-mini\":"
+        "{\"context_window\":128000,\"max_output\":16384}}}},");
+    setenv("OPENAI_API_KEY", "", 1);
+    setenv("ANTHROPIC_API_KEY", "", 1);
+}
+
+static void test_default_deployment_anthropic(void **state) {
+    (void)state;
+    unsetenv("OPENAI_API_KEY");
+    setenv("ANTHROPIC_API_KEY", "sk-anthropic", 1);
+    setenv("WEIR_MODEL", "claude-opus-4-1", 1);
+    setenv("WEIR_SESSION_DIR", "/srv/sessions", 1);
+    setenv("WEIR_PLUGIN_PATH", "/opt/p", 1);
+    check_default(
+        "{\"agent\":{\"provider\":\"anthropic\",\"model\":\"${WEIR_MODEL:-claude-sonnet-4-5}\","
+        "\"max_tokens\":4096,\"max_parallel_tool_calls\":10},"
+        "\"session\":{\"dir\":\"${WEIR_SESSION_DIR:-~/.local/state/weir/sessions}\","
+        "\"fsync\":\"step\"},\"plugin_path\":[\"${WEIR_PLUGIN_PATH:-}\"],\"plugins\":["
+        "{\"id\":\"anthropic\",\"plugin\":\"provider-anthropic\",\"config\":{"
+        "\"base_url\":\"${ANTHROPIC_BASE_URL:-https://api.anthropic.com}\","
+        "\"api_key\":\"${ANTHROPIC_API_KEY}\",\"models\":{\"claude-sonnet-4-5\":"
+        "{\"context_window\":200000,\"max_output\":64000}}}},",
+        "{\"agent\":{\"provider\":\"anthropic\",\"model\":\"claude-opus-4-1\","
+        "\"max_tokens\":4096,\"max_parallel_tool_calls\":10},"
+        "\"session\":{\"dir\":\"/srv/sessions\",\"fsync\":\"step\"},"
+        "\"plugin_path\":[\"/opt/p\"],\"plugins\":["
+        "{\"id\":\"anthropic\",\"plugin\":\"provider-anthropic\",\"config\":{"
+        "\"base_url\":\"https://api.anthropic.com\","
+        "\"api_key\":\"sk-anthropic\",\"models\":{\"claude-sonnet-4-5\":"
+        "{\"context_window\":200000,\"max_output\":64000}}}},");
+    setenv("OPENAI_API_KEY", "", 1);
+    setenv("ANTHROPIC_API_KEY", "", 1);
+    unsetenv("WEIR_MODEL");
+    unsetenv("WEIR_SESSION_DIR");
+    setenv("WEIR_PLUGIN_PATH", "", 1);
+}
+
+static void test_default_deployment_scripted(void **state) {
+    (void)state;
+    setenv("OPENAI_API_KEY", "", 1);
+    unsetenv("ANTHROPIC_API_KEY");
+    check_default(
+        "{\"agent\":{\"provider\":\"scripted\",\"model\":\"demo\","
+        "\"max_tokens\":4096,\"max_parallel_tool_calls\":10},"
+        "\"session\":{\"dir\":\"${WEIR_SESSION_DIR:-~/.local/state/weir/sessions}\","
+        "\"fsync\":\"step\"},\"plugin_path\":[\"${WEIR_PLUGIN_PATH:-}\"],\"plugins\":["
+        "{\"id\":\"scripted\",\"plugin\":\"provider-scripted\","
+        "\"config\":{\"script\":\"builtin:demo\"}},",
+        "{\"agent\":{\"provider\":\"scripted\",\"model\":\"demo\","
+        "\"max_tokens\":4096,\"max_parallel_tool_calls\":10},"
+        "\"session\":{\"dir\":\"/home/tester/.local/state/weir/sessions\","
+        "\"fsync\":\"step\"},\"plugin_path\":[],\"plugins\":["
+        "{\"id\":\"scripted\",\"plugin\":\"provider-scripted\","
+        "\"config\":{\"script\":\"builtin:demo\"}},");
+    /* without HOME, ~/ cannot be expanded */
+    char *home = strdup(getenv("HOME"));
+    unsetenv("HOME");
+    expect_error(WEIR_E_CONFIG,
+                 "config (built-in default): $.session.dir: cannot expand \"~/\": HOME is not "
+                 "set",
+                 NULL, NULL);
+    setenv("HOME", home, 1);
+    free(home);
+    setenv("ANTHROPIC_API_KEY", "", 1);
+}
+
+/* ---- allocation failure ------------------------------------------------------------- */
+
+static void alloc_loop(const char *const *files, size_t nfiles) {
+    for (long n = 1;; n++) {
+        json_t *cfg = NULL;
+        weir_error err;
+        weir_error_clear(&err);
+        weir__alloc_fail_after(n);
+        int rc = weir_config_compose(files, nfiles, &cfg, &err);
+        weir__alloc_fail_after(-1);
+        if (rc == WEIR_OK) {
+            assert_non_null(cfg);
+            json_decref(cfg);
+            assert_true(n > 1);
+            return;
+        }
+        if (rc != WEIR_E_NOMEM)
+            fail_msg("allocation %ld: %s (%s)", n, weir_status_name(rc), err.text);
+        assert_null(cfg);
+    }
+}
+
+static void test_alloc_failure_loop(void **state) {
+    (void)state;
+    setenv("WEIR_TEST_MODEL", "m1", 1);
+    setenv("WEIR_TEST_EMPTY", "", 1);
+    setenv("OPENAI_API_KEY", "sk-loop", 1);
+    static const char *const files[] = {"base.json",  "replace.json", "append.json",
+                                        "place.json", "disable.json", "agent-session.json",
+                                        "vars.json",  "b.json"};
+    alloc_loop(files, sizeof files / sizeof files[0]);
+    alloc_loop(NULL, 0);
+    setenv("OPENAI_API_KEY", "", 1);
+    unsetenv("WEIR_TEST_MODEL");
+    unsetenv("WEIR_TEST_EMPTY");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_base_alone_composes_unchanged, setup_dir),
+        cmocka_unit_test_setup(test_overlay_replaces_row_config_and_plugin, setup_dir),
+        cmocka_unit_test_setup(test_overlay_appends_new_rows, setup_dir),
+        cmocka_unit_test_setup(test_before_after_placement, setup_dir),
+        cmocka_unit_test_setup(test_disabled_removes_row, setup_dir),
+        cmocka_unit_test_setup(test_agent_session_merge_key_by_key, setup_dir),
+        cmocka_unit_test_setup(test_later_files_win_in_order, setup_dir),
+        cmocka_unit_test_setup(test_var_expansion_set_default_and_escape, setup_dir),
+        cmocka_unit_test_setup(test_unset_var_without_default_names_var_file_and_path,
+                               setup_dir),
+        cmocka_unit_test_setup(test_malformed_var_reference, setup_dir),
+        cmocka_unit_test_setup(test_expand_reports_bad_references_directly, setup_dir),
+        cmocka_unit_test_setup(test_var_value_must_be_utf8, setup_dir),
+        cmocka_unit_test_setup(test_unknown_top_level_key, setup_dir),
+        cmocka_unit_test_setup(test_parse_error_gives_line_and_column, setup_dir),
+        cmocka_unit_test_setup(test_duplicate_keys_rejected, setup_dir),
+        cmocka_unit_test_setup(test_missing_file_is_io_error, setup_dir),
+        cmocka_unit_test_setup(test_duplicate_ids, setup_dir),
+        cmocka_unit_test_setup(test_unknown_before_after_id, setup_dir),
+        cmocka_unit_test_setup(test_type_errors_name_file_and_path, setup_dir),
+        cmocka_unit_test_setup(test_validate_checks_sections_directly, setup_dir),
+        cmocka_unit_test_setup(test_merge_rejects_self_placement_and_bad_overlays, setup_dir),
+        cmocka_unit_test_setup(test_null_arguments, setup_dir),
+        cmocka_unit_test_setup(test_hostile_input_gives_errors, setup_dir),
+        cmocka_unit_test_setup(test_default_deployment_openai, setup_dir),
+        cmocka_unit_test_setup(test_default_deployment_anthropic, setup_dir),
+        cmocka_unit_test_setup(test_default_deployment_scripted, setup_dir),
+        cmocka_unit_test_setup(test_alloc_failure_loop, setup_dir),
+    };
+    return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}
