@@ -1,12 +1,17 @@
 /*
- * core/hooks.h - the hook catalog and hook chains (DESIGN §4).
+ * core/hooks.h - the hook catalog and hook chains (DESIGN §4, docs/hooks.md).
  *
  * The catalog (core/hook_catalog.c) is the one table of hook names, modes,
  * payload fields and result schemas; docs/hooks.md, `weir hooks` and result
  * validation all come from it.  Chains (core/hooks.c) are ordered at freeze
- * time: config order, then WEIR_ORDER_* placement, then before/after named
- * plugins (a cycle or unknown name is an error).  After freeze they are
- * read-only and may be invoked from any thread.
+ * time: WEIR_ORDER_* placement, then config order, then registration order,
+ * then before/after named plugins (a cycle or unknown name is an error).
+ * After freeze they are read-only and may be invoked from any thread.
+ *
+ * Ownership in every invocation: `args` is borrowed and read-only for
+ * listeners and the default; every listener and the default return a new
+ * reference (or NULL = failure); weir__call_next() and weir__hook_invoke()
+ * return new references the caller must json_decref().
  */
 #ifndef WEIR_CORE_HOOKS_H
 #define WEIR_CORE_HOOKS_H
@@ -30,58 +35,97 @@ typedef struct weir__hook_def {
     const char *summary;       /* one line */
 } weir__hook_def;
 
+/* The catalog, in documentation order.  Static, thread-safe. */
 extern const weir__hook_def weir__hook_catalog[];
 extern const size_t weir__hook_catalog_len;
 
-/* Catalog entry by name, or NULL. */
+/* Catalog entry by name (borrowed, static), or NULL. Thread-safe. */
 const weir__hook_def *weir__hook_find(const char *name);
 
-/* Write docs/hooks.md's content (generated from the catalog). */
+/* "emit", "serial" or "waterfall" (static). Thread-safe. */
+const char *weir__hook_mode_name(weir__hook_mode mode);
+
+/* Write docs/hooks.md's content (generated from the catalog); same as
+ * weir_hook_catalog_write(out, true).  Returns a weir_status. */
 int weir__hook_catalog_markdown(FILE *out);
 
 typedef struct weir__hooks weir__hooks;
 
+/*
+ * New empty chains (one per catalog hook) in *out; parses the catalog's
+ * result schemas and reads WEIR_TRACE once (non-empty and not "0" = trace
+ * to stderr).  Returns WEIR_OK, E_INVAL or E_NOMEM.  Destroy with
+ * weir__hooks_destroy (NULL is a no-op).  Not thread-safe until frozen.
+ */
 int weir__hooks_create(weir__hooks **out);
 void weir__hooks_destroy(weir__hooks *h);
 
 /*
- * Add a listener.  `owner_id` is the plugin row id (copied); `owner_index`
- * its position in the config (the base order).  Fails with E_NOT_FOUND for
- * an unknown hook name, E_TOO_LATE after freeze.
+ * Test hook: send the trace to `out` (borrowed; NULL turns tracing off).
+ * Call before freeze; not thread-safe.
+ */
+void weir__hooks_set_trace(weir__hooks *h, FILE *out);
+
+/*
+ * Add a listener.  `owner` is only compared (remove_owner); `owner_id` is
+ * the plugin row id (copied); `owner_index` its position in the config (the
+ * base order).  `opts` (may be NULL = WEIR_HOOK_OPTS_INIT) is copied up to
+ * its struct_size, including the before/after lists.  Fails with E_INVAL,
+ * E_NOT_FOUND for an unknown hook name, E_TOO_LATE after freeze, E_NOMEM.
+ * Not thread-safe (registration happens during init).
  */
 int weir__hooks_add(weir__hooks *h, weir_plugin *owner, const char *owner_id,
                     size_t owner_index, const char *hook, weir_hook_fn fn,
                     const weir_hook_opts *opts, weir_error *err);
 
-/* Remove every listener of `owner` (unwinding a failed init). */
+/* Remove every listener of `owner` (unwinding a failed init).  A no-op
+ * after freeze.  Not thread-safe. */
 void weir__hooks_remove_owner(weir__hooks *h, const weir_plugin *owner);
 
 /*
- * Order every chain and make them read-only.  `ids` are all loaded plugin
- * ids (before/after must name one of them).
+ * Order every chain and make them read-only.  `ids` (borrowed) are all
+ * loaded plugin ids; before/after must name one of them.  Errors:
+ * E_HOOK_ORDER naming the hook, the registering plugin and the unknown id,
+ * or the plugin ids of a cycle ("a -> b -> a", a runs before b);
+ * E_STATE when already frozen; E_NOMEM.  On error nothing is frozen.
  */
 int weir__hooks_freeze(weir__hooks *h, const char *const *ids, size_t nids,
                        weir_error *err);
 
-/* Print each non-empty chain in order (for `weir hooks`). */
+/*
+ * Print each non-empty chain in order (for `weir hooks`):
+ *   agent/request (waterfall)
+ *     1. router  [first] before=audit after=-
+ * Returns WEIR_OK, E_INVAL or E_IO.  Thread-safe after freeze.
+ */
 int weir__hooks_dump(const weir__hooks *h, FILE *out);
 
 /*
  * The core's innermost default for a waterfall: returns a new reference, or
- * NULL after weir__call_fail-style failure (use the `call` to fail).
+ * NULL after weir__call_fail(call, ...) (the failure names "core default").
+ * `args` is borrowed.
  */
 typedef json_t *(*weir__hook_default_fn)(weir_call *call, const json_t *args,
                                          void *ctx);
 
 /*
- * Invoke `hook` with `args` (borrowed).
- *   emit:      every listener; failures are logged and contained; returns json_null().
- *   serial:    listeners in order; the first failure stops and fails the call.
+ * Invoke `hook` with `args` (borrowed, must not be NULL).
+ *   emit:      every listener; a listener that calls weir_call_fail() and
+ *              returns NULL is logged to stderr ("weir: hook H: plugin P
+ *              failed: MSG") and contained; returns json_null().
+ *   serial:    listeners in order; the first NULL return stops and fails the
+ *              call with E_HOOK_FAILED; returns json_null() on success.
  *   waterfall: outermost first; `dflt` is the innermost (NULL = json_null()).
- * The waterfall result is validated against the catalog schema; an invalid
- * result fails with E_HOOK_RESULT naming the plugin that returned it.
- * Returns a new reference, or NULL with `err` filled (code, plugin, hook).
- * `agent` and `signal` may be NULL (reported by weir_call_agent/_signal).
+ *              The result is validated against the catalog schema; an
+ *              invalid result fails with E_HOOK_RESULT naming the outermost
+ *              listener's plugin (or "core default" for an empty chain).
+ * A failure fills `err` with code E_HOOK_FAILED, err->plugin = the plugin
+ * whose listener failed (empty for the core default) and err->hook.
+ * Returns a new reference, or NULL with `err` filled.  Other errors:
+ * E_INVAL, E_NOT_FOUND (unknown hook), E_STATE (not frozen yet).
+ * `agent` and `signal` (borrowed, may be NULL) are what weir_call_agent()
+ * and weir_call_signal() report.  Thread-safe after freeze: all state of
+ * an invocation lives on the caller's stack.
  */
 json_t *weir__hook_invoke(const weir__hooks *h, const char *hook,
                           weir_agent *agent, weir_signal *signal,
@@ -91,9 +135,18 @@ json_t *weir__hook_invoke(const weir__hooks *h, const char *hook,
 /* Number of listeners on `hook` (0 for unknown). */
 size_t weir__hooks_count(const weir__hooks *h, const char *hook);
 
-/* Public-table implementations. */
+/*
+ * Public-table implementations (valid only inside a listener, on its own
+ * `call`).  weir__call_next: waterfall only; runs the rest of the chain and
+ * the default and returns its result (new reference), or NULL when an inner
+ * hop failed.  Calling it again from the same listener re-runs the inner
+ * chain.  In emit/serial hooks, or from the default, it records a failure
+ * and returns NULL.  weir__call_fail records why the running listener
+ * failed (it should then return NULL).
+ */
 json_t *weir__call_next(weir_call *call);
 void weir__call_fail(weir_call *call, const char *fmt, ...) WEIR_PRINTF(2, 3);
+/* The invocation's agent / signal (borrowed), or NULL. */
 weir_agent *weir__call_agent(const weir_call *call);
 weir_signal *weir__call_signal(const weir_call *call);
 

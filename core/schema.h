@@ -1,8 +1,10 @@
 /*
  * core/schema.h - a small JSON Schema validator (the subset in docs/schema.md:
  * type, properties, required, additionalProperties, items, enum, const,
- * minimum, maximum, minLength, maxLength, minItems, maxItems, anyOf).
- * Used for plugin configs, hook results and tool arguments.  Pure, thread-safe.
+ * minimum, maximum, minLength, maxLength, minItems, maxItems, anyOf, oneOf).
+ * Used for plugin configs, hook results and tool arguments.  Pure,
+ * thread-safe; schema nesting is bounded (64 levels), so hostile schemas fail
+ * with a message instead of exhausting the stack.
  */
 #ifndef WEIR_CORE_SCHEMA_H
 #define WEIR_CORE_SCHEMA_H
@@ -10,13 +12,19 @@
 #include "common.h"
 
 /*
- * 0 when `value` matches `schema`; -1 otherwise with `msg` naming the
- * JSON path of the first bad field ("$.x.y: expected integer").
+ * 0 when `value` matches `schema` (both borrowed); -1 otherwise with `msg`
+ * (may be NULL when msg_size is 0; always NUL-terminated) naming the JSON
+ * path of the first bad field: "$.config.port: expected integer, got string".
+ * A malformed schema fails with "<path>: schema error: <what>".
  */
 int weir__schema_validate(const json_t *schema, const json_t *value, char *msg,
                           size_t msg_size);
 
-/* Parse schema text and validate; -1 and a message if the text is not JSON. */
+/*
+ * Parse `schema_text` (any JSON value; `true`/`false` are schemas too) and
+ * validate as above; -1 and "schema is not valid JSON: line N: ..." when the
+ * text does not parse (or memory runs out while parsing).
+ */
 int weir__schema_validate_text(const char *schema_text, const json_t *value,
                                char *msg, size_t msg_size);
 

@@ -1,0 +1,268 @@
+/*
+ * core/hook_catalog.c - the hook catalog: the one table of hook names,
+ * modes, payloads and results.  docs/hooks.md (weir hooks --markdown),
+ * `weir hooks --catalog` and waterfall result validation all come from it.
+ * In every payload `agent` is the agent's session id string.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hooks.h"
+
+/* Result schemas (JSON Schema subset of docs/schema.md). */
+#define S_ASSEMBLY                                                                      \
+    "{\"type\":\"object\",\"required\":[\"sections\",\"tools\",\"variables\"],"         \
+    "\"properties\":{"                                                                  \
+    "\"sections\":{\"type\":\"array\",\"items\":{\"type\":\"object\","                  \
+    "\"required\":[\"name\",\"order\",\"text\"],\"properties\":{"                       \
+    "\"name\":{\"type\":\"string\"},\"order\":{\"type\":\"number\"},"                   \
+    "\"text\":{\"type\":\"string\"}}}},"                                                \
+    "\"tools\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"                   \
+    "\"variables\":{\"type\":\"object\"}}}"
+
+#define S_PRE_STEP                                                                      \
+    "{\"oneOf\":["                                                                      \
+    "{\"type\":\"object\",\"required\":[\"kind\",\"messages\"],\"properties\":{"        \
+    "\"kind\":{\"const\":\"enter\"},\"messages\":{\"type\":\"array\"},"                 \
+    "\"starts_request_series\":{\"type\":\"boolean\"}}},"                               \
+    "{\"type\":\"object\",\"required\":[\"kind\"],\"properties\":{"                     \
+    "\"kind\":{\"const\":\"reject\"}}}]}"
+
+#define S_REQUEST                                                                       \
+    "{\"type\":\"object\",\"required\":[\"provider\",\"model\"],\"properties\":{"       \
+    "\"provider\":{\"type\":\"string\"},\"model\":{\"type\":\"string\"},"               \
+    "\"max_tokens\":{\"type\":\"integer\"},\"temperature\":{\"type\":\"number\"}}}"
+
+#define S_STREAM                                                                        \
+    "{\"type\":\"array\",\"items\":{\"type\":\"object\",\"required\":[\"type\"],"       \
+    "\"properties\":{\"type\":{\"type\":\"string\"}}}}"
+
+#define S_REQUEST_ERROR                                                                 \
+    "{\"oneOf\":[{\"type\":\"null\"},"                                                  \
+    "{\"type\":\"object\",\"required\":[\"kind\"],\"properties\":{"                     \
+    "\"kind\":{\"const\":\"retry\"}}}]}"
+
+#define S_PRE_EXECUTE                                                                   \
+    "{\"oneOf\":["                                                                      \
+    "{\"type\":\"object\",\"required\":[\"kind\"],\"properties\":{"                     \
+    "\"kind\":{\"const\":\"allow\"}}},"                                                 \
+    "{\"type\":\"object\",\"required\":[\"kind\",\"reason\"],\"properties\":{"          \
+    "\"kind\":{\"const\":\"deny\"},\"reason\":{\"type\":\"string\"}}}]}"
+
+#define S_POST_EXECUTE                                                                  \
+    "{\"type\":\"object\",\"required\":[\"content\"],\"properties\":{"                  \
+    "\"content\":{\"type\":\"array\"},\"is_error\":{\"type\":\"boolean\"},"             \
+    "\"additional_contexts\":{\"type\":\"array\"}}}"
+
+#define NONE "none (results are ignored)"
+
+const weir__hook_def weir__hook_catalog[] = {
+    /* --- waterfall ------------------------------------------------------ */
+    {"system-prompt/assemble", WEIR__HOOK_WATERFALL,
+     "{agent, turn, step, assembly:{sections:[{name, order, text}], tools:[schema], "
+     "variables:{}}}",
+     "the assembly {sections, tools, variables}; default: the assembly as given (the core "
+     "renders sections by order)",
+     S_ASSEMBLY, "Build the system prompt: add, change or drop sections, tools and variables."},
+    {"agent/pre-step", WEIR__HOOK_WATERFALL, "{agent, turn, step, messages:[user messages]}",
+     "{kind:\"enter\", messages, starts_request_series?} (default: the claimed messages) or "
+     "{kind:\"reject\"}",
+     S_PRE_STEP, "Decide whether a step starts and which user messages enter it."},
+    {"agent/request", WEIR__HOOK_WATERFALL, "{agent, turn, step}",
+     "call config {provider, model, max_tokens?, temperature?, ...}; default: the agent options "
+     "on the first request, the logged header after",
+     S_REQUEST, "Choose the provider, model and options of the next model request."},
+    {"llm/stream", WEIR__HOOK_WATERFALL, "{agent, turn, step, request} (request = the frozen "
+     "model request)",
+     "the array of stream chunks (each with a string `type`); default: the provider's stream",
+     S_STREAM, "Wrap a model call: observe or transform the chunks, or produce them (replay)."},
+    {"agent/request-error", WEIR__HOOK_WATERFALL,
+     "{agent, turn, step, provider, failure, prior_failures:[failure]}",
+     "{kind:\"retry\"} or null (default: null = the failure is terminal)", S_REQUEST_ERROR,
+     "Handle one failed model request: return {kind:\"retry\"} to try again."},
+    {"tools/pre-execute", WEIR__HOOK_WATERFALL,
+     "{agent, turn, step, call_id, name, arguments}",
+     "{kind:\"allow\"} (default) or {kind:\"deny\", reason}", S_PRE_EXECUTE,
+     "Allow or deny one tool call before it runs."},
+    {"tools/post-execute", WEIR__HOOK_WATERFALL,
+     "{agent, turn, step, call_id, name, arguments, result:{content, is_error}}",
+     "{content:[blocks], is_error?, additional_contexts?:[messages]}; default: the result",
+     S_POST_EXECUTE, "Change a tool result before the model sees it, or add context."},
+    /* --- serial --------------------------------------------------------- */
+    {"agent/turn-stopping", WEIR__HOOK_SERIAL, "{agent, turn}",
+     "none; a listener that objects calls weir_agent_steer()", NULL,
+     "The turn is about to end; a listener may steer to keep it going."},
+    {"agent/created", WEIR__HOOK_SERIAL, "{agent, source}", "none", NULL,
+     "An agent was created or resumed (source says which)."},
+    /* --- emit ----------------------------------------------------------- */
+    {"agent/status", WEIR__HOOK_EMIT, "{agent, status}", NONE, NULL,
+     "The agent's status changed."},
+    {"agent/inbox/inserted", WEIR__HOOK_EMIT, "{agent, message}", NONE, NULL,
+     "A message was queued in the inbox."},
+    {"agent/inbox/discarded", WEIR__HOOK_EMIT, "{agent, message}", NONE, NULL,
+     "A queued message was removed without being delivered."},
+    {"agent/inbox/claimed", WEIR__HOOK_EMIT, "{agent, message, turn}", NONE, NULL,
+     "A queued message was taken into a turn."},
+    {"agent/assistant-stream", WEIR__HOOK_EMIT, "{agent, frame}", NONE, NULL,
+     "One frame of the assistant's streamed output."},
+    {"agent/error", WEIR__HOOK_EMIT, "{agent, turn, step, error}", NONE, NULL,
+     "An error ended a step or turn."},
+    {"session/event", WEIR__HOOK_EMIT, "{agent, event}", NONE, NULL,
+     "An event was appended to the session log (event = the log envelope)."},
+    {"tools/result", WEIR__HOOK_EMIT, "{agent, call_id, name, result}", NONE, NULL,
+     "A tool call finished (after tools/post-execute)."},
+    {"agent/disposed", WEIR__HOOK_EMIT, "{agent}", NONE, NULL, "The agent was disposed."},
+};
+
+const size_t weir__hook_catalog_len = sizeof weir__hook_catalog / sizeof weir__hook_catalog[0];
+
+const weir__hook_def *weir__hook_find(const char *name) {
+    for (size_t i = 0; name && i < weir__hook_catalog_len; i++)
+        if (strcmp(weir__hook_catalog[i].name, name) == 0)
+            return &weir__hook_catalog[i];
+    return NULL;
+}
+
+const char *weir__hook_mode_name(weir__hook_mode mode) {
+    switch (mode) {
+    case WEIR__HOOK_EMIT:
+        return "emit";
+    case WEIR__HOOK_SERIAL:
+        return "serial";
+    case WEIR__HOOK_WATERFALL:
+        return "waterfall";
+    }
+    return "unknown";
+}
+
+static const char MD_INTRO[] =
+    "# Hook catalog\n"
+    "\n"
+    "<!-- Generated from core/hook_catalog.c by `weir hooks --markdown > docs/hooks.md`.\n"
+    "     Do not edit by hand: test_hooks fails when this file differs. -->\n"
+    "\n"
+    "Plugins register listeners on these hooks during `init` with\n"
+    "`weir_hook_register(self, hook, fn, &opts)`. A listener is\n"
+    "`json_t *fn(weir_call *call, const json_t *args, void *user_data)`: `args` is\n"
+    "borrowed and read-only, the return value is a new reference. In every payload\n"
+    "`agent` is the agent's session id.\n"
+    "\n"
+    "## Modes\n"
+    "\n"
+    "- **emit**: every listener runs, in chain order; results are ignored. A listener\n"
+    "  that calls `weir_call_fail()` and returns NULL is logged to stderr as\n"
+    "  `weir: hook <hook>: plugin <id> failed: <message>` and the next one runs.\n"
+    "- **serial**: listeners run in order; each must return a value (`json_null()` is\n"
+    "  fine). The first that returns NULL stops the chain and fails the invocation.\n"
+    "- **waterfall**: around-middleware. The outermost listener runs first; calling\n"
+    "  `weir_next(call)` runs the rest of the chain and then the core default, and\n"
+    "  returns that result (a new reference) to be returned as is, changed or\n"
+    "  replaced. Not calling `weir_next()` short-circuits every later listener and the\n"
+    "  default. Calling it twice is allowed and runs the inner chain again. The\n"
+    "  outermost result is authoritative: the core validates it against the hook's\n"
+    "  result schema and fails with `E_HOOK_RESULT` naming the outermost listener's\n"
+    "  plugin (or `core default` when the chain is empty).\n"
+    "\n"
+    "## Failures\n"
+    "\n"
+    "A listener fails by returning NULL, after `weir_call_fail(call, fmt, ...)` to say\n"
+    "why (otherwise the message is `returned no result`). In a waterfall the failure\n"
+    "travels outward: `weir_next()` returns NULL to the outer listener, which normally\n"
+    "returns NULL too; returning a value instead recovers. An unrecovered failure fails\n"
+    "the invocation with `E_HOOK_FAILED`; the error names the hook and the plugin whose\n"
+    "listener failed: `hook <hook>: plugin <id> failed: <message>`.\n"
+    "\n"
+    "## Order\n"
+    "\n"
+    "Chains are ordered once, when the host freezes after every plugin's `init`:\n"
+    "\n"
+    "1. placement `WEIR_ORDER_FIRST`, `WEIR_ORDER_MIDDLE` (default), `WEIR_ORDER_LAST`;\n"
+    "2. then the plugin's position in the deployment config;\n"
+    "3. then registration order;\n"
+    "4. then `before`/`after` (plugin ids): each place in the chain takes the earliest\n"
+    "   listener, in the order above, whose required predecessors are all placed (APR's\n"
+    "   tsort), so only listeners that must wait move, and they move later.\n"
+    "\n"
+    "A cycle fails with `E_HOOK_ORDER` listing it (`a -> b -> a`, a runs before b);\n"
+    "naming a plugin that is not loaded fails with `E_HOOK_ORDER` naming the hook, the\n"
+    "registering plugin and the unknown id. After the freeze chains are read-only\n"
+    "(registering fails with `E_TOO_LATE`). `weir hooks -c CONFIG` prints each chain:\n"
+    "\n"
+    "```\n"
+    "agent/request (waterfall)\n"
+    "  1. router  [first] before=audit after=-\n"
+    "  2. audit  [middle] before=- after=-\n"
+    "```\n"
+    "\n"
+    "## Tracing\n"
+    "\n"
+    "With `WEIR_TRACE=1` in the environment (read when the host is created), every hop\n"
+    "of every invocation prints one line to stderr when it returns:\n"
+    "\n"
+    "```\n"
+    "weir-trace: <hook> <mode> plugin=<id> outcome=<outcome> us=<microseconds>\n"
+    "```\n"
+    "\n"
+    "`outcome` is `ok` (emit/serial listener, or the core default), `next` (a waterfall\n"
+    "listener that called `weir_next()` and returned a value), `short-circuit` (one\n"
+    "that returned a value without calling it) or `failed`. The core default prints\n"
+    "`plugin=(default)`. Inner hops return first, so they print before outer ones;\n"
+    "`us` includes the inner hops.\n"
+    "\n"
+    "## Hooks\n"
+    "\n"
+    "| hook | mode | summary |\n"
+    "|---|---|---|\n";
+
+/* Markdown table cells: escape the pipe. */
+static void md_cell(FILE *out, const char *s) {
+    for (; *s; s++) {
+        if (*s == '|')
+            fputc('\\', out);
+        fputc(*s, out);
+    }
+}
+
+static int write_schema(FILE *out, const char *text) {
+    json_t *schema = json_loads(text, 0, NULL);
+    char *pretty = schema ? json_dumps(schema, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(schema);
+    if (!pretty)
+        return WEIR_E_NOMEM;
+    fprintf(out, "\nResult schema:\n\n```json\n%s\n```\n", pretty);
+    free(pretty);
+    return WEIR_OK;
+}
+
+int weir_hook_catalog_write(FILE *out, bool markdown) {
+    if (!out)
+        return WEIR_E_INVAL;
+    if (!markdown) {
+        for (size_t i = 0; i < weir__hook_catalog_len; i++) {
+            const weir__hook_def *d = &weir__hook_catalog[i];
+            fprintf(out, "%s%s (%s)\n  %s\n  payload: %s\n  result:  %s\n", i ? "\n" : "",
+                    d->name, weir__hook_mode_name(d->mode), d->summary, d->payload, d->result);
+        }
+        return ferror(out) ? WEIR_E_IO : WEIR_OK;
+    }
+    fputs(MD_INTRO, out);
+    for (size_t i = 0; i < weir__hook_catalog_len; i++) {
+        const weir__hook_def *d = &weir__hook_catalog[i];
+        fprintf(out, "| `%s` | %s | ", d->name, weir__hook_mode_name(d->mode));
+        md_cell(out, d->summary);
+        fputs(" |\n", out);
+    }
+    for (size_t i = 0; i < weir__hook_catalog_len; i++) {
+        const weir__hook_def *d = &weir__hook_catalog[i];
+        fprintf(out, "\n### `%s`\n\n%s\n\n- mode: %s\n- payload: `%s`\n- result: %s\n", d->name,
+                d->summary, weir__hook_mode_name(d->mode), d->payload, d->result);
+        if (d->result_schema) {
+            int rc = write_schema(out, d->result_schema);
+            if (rc)
+                return rc;
+        }
+    }
+    return ferror(out) ? WEIR_E_IO : WEIR_OK;
+}
+
+int weir__hook_catalog_markdown(FILE *out) { return weir_hook_catalog_write(out, true); }

@@ -1,0 +1,455 @@
+/*
+ * core/schema.c - a small JSON Schema validator: the subset documented in
+ * docs/schema.md (type, properties, required, additionalProperties, items,
+ * enum, const, minimum, maximum, minLength, maxLength, minItems, maxItems,
+ * anyOf, oneOf).  Unknown keywords are ignored; a known keyword with a
+ * malformed value is reported as a schema error.  Recursion is bounded by
+ * MAX_DEPTH so hostile schemas cannot exhaust the stack.
+ *
+ * The validator keeps one JSON path buffer ("$.config.port", "$.items[3]")
+ * that grows while descending and is cut back on the way up; the first
+ * failure writes "<path>: <reason>" into the caller's message buffer.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "schema.h"
+
+#define MAX_DEPTH 64
+#define BRANCH_MSG 256 /* per-branch message kept for anyOf/oneOf reports */
+#define NOMATCH (-1)
+#define BAD_SCHEMA (-2)
+
+typedef struct vctx {
+    char path[512];
+    size_t len;
+} vctx;
+
+static int check(vctx *v, const json_t *schema, const json_t *value, int depth,
+                 char *msg, size_t size);
+
+static void vreport(const vctx *v, char *msg, size_t size, const char *prefix,
+                    const char *fmt, va_list ap) WEIR_PRINTF(5, 0);
+
+static void vreport(const vctx *v, char *msg, size_t size, const char *prefix,
+                    const char *fmt, va_list ap) {
+    if (!msg || !size)
+        return;
+    int n = snprintf(msg, size, "%s: %s", v->path, prefix);
+    if (n >= 0 && (size_t)n < size)
+        vsnprintf(msg + n, size - (size_t)n, fmt, ap);
+}
+
+/* The value does not match: "<path>: <reason>", returns NOMATCH. */
+static int fail(const vctx *v, char *msg, size_t size, const char *fmt, ...)
+    WEIR_PRINTF(4, 5);
+
+static int fail(const vctx *v, char *msg, size_t size, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(v, msg, size, "", fmt, ap);
+    va_end(ap);
+    return NOMATCH;
+}
+
+/* The schema itself is wrong: "<path>: schema error: <reason>", returns
+ * BAD_SCHEMA, which anyOf/oneOf pass on instead of trying other branches. */
+static int bad_schema(const vctx *v, char *msg, size_t size, const char *fmt, ...)
+    WEIR_PRINTF(4, 5);
+
+static int bad_schema(const vctx *v, char *msg, size_t size, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(v, msg, size, "schema error: ", fmt, ap);
+    va_end(ap);
+    return BAD_SCHEMA;
+}
+
+/* Append ".key" or "[i]" to the path; returns the length to restore. */
+static size_t path_push(vctx *v, const char *key, size_t index) {
+    size_t old = v->len;
+    size_t room = sizeof v->path - v->len;
+    int n = key ? snprintf(v->path + v->len, room, ".%s", key)
+                : snprintf(v->path + v->len, room, "[%zu]", index);
+    if (n < 0 || (size_t)n >= room)
+        v->len = sizeof v->path - 1; /* truncated: keep what fits */
+    else
+        v->len += (size_t)n;
+    return old;
+}
+
+static void path_pop(vctx *v, size_t old) {
+    v->len = old;
+    v->path[old] = '\0';
+}
+
+static bool is_integral(const json_t *value) {
+    if (json_is_integer(value))
+        return true;
+    if (!json_is_real(value))
+        return false;
+    double d = json_real_value(value);
+    if (!isfinite(d))
+        return false;
+    /* beyond 2^53 every double is integral; below, compare with a truncation */
+    if (d >= 9007199254740992.0 || d <= -9007199254740992.0)
+        return true;
+    return d == (double)(int64_t)d;
+}
+
+static const char *type_of(const json_t *value) {
+    switch (json_typeof(value)) {
+    case JSON_OBJECT:
+        return "object";
+    case JSON_ARRAY:
+        return "array";
+    case JSON_STRING:
+        return "string";
+    case JSON_INTEGER:
+        return "integer";
+    case JSON_REAL:
+        return "number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "boolean";
+    case JSON_NULL:
+    default:
+        return "null";
+    }
+}
+
+/* 1 when `value` has type `name`, 0 when not, -1 for an unknown type name. */
+static int type_matches(const char *name, const json_t *value) {
+    if (strcmp(name, "object") == 0)
+        return json_is_object(value);
+    if (strcmp(name, "array") == 0)
+        return json_is_array(value);
+    if (strcmp(name, "string") == 0)
+        return json_is_string(value);
+    if (strcmp(name, "integer") == 0)
+        return is_integral(value);
+    if (strcmp(name, "number") == 0)
+        return json_is_number(value);
+    if (strcmp(name, "boolean") == 0)
+        return json_is_boolean(value);
+    if (strcmp(name, "null") == 0)
+        return json_is_null(value);
+    return -1;
+}
+
+static int check_type(vctx *v, const json_t *type, const json_t *value, char *msg,
+                      size_t size) {
+    if (json_is_string(type)) {
+        int m = type_matches(json_string_value(type), value);
+        if (m < 0)
+            return bad_schema(v, msg, size, "unknown type \"%s\"",
+                        json_string_value(type));
+        if (!m)
+            return fail(v, msg, size, "expected %s, got %s", json_string_value(type),
+                        type_of(value));
+        return 0;
+    }
+    if (!json_is_array(type) || json_array_size(type) == 0)
+        return bad_schema(v, msg, size, "\"type\" must be a string or a non-empty array");
+    char names[160] = "";
+    size_t at = 0, i;
+    const json_t *t;
+    json_array_foreach(type, i, t) {
+        if (!json_is_string(t))
+            return bad_schema(v, msg, size, "\"type\" entries must be strings");
+        int m = type_matches(json_string_value(t), value);
+        if (m < 0)
+            return bad_schema(v, msg, size, "unknown type \"%s\"",
+                        json_string_value(t));
+        if (m)
+            return 0;
+        int n = snprintf(names + at, sizeof names - at, "%s%s", i ? " or " : "",
+                         json_string_value(t));
+        if (n > 0)
+            at = (size_t)n >= sizeof names - at ? sizeof names - 1 : at + (size_t)n;
+    }
+    return fail(v, msg, size, "expected %s, got %s", names, type_of(value));
+}
+
+/* A number keyword's value as a double; false when it is not a number. */
+static bool num_kw(const json_t *schema, const char *kw, const json_t **out) {
+    *out = json_object_get(schema, kw);
+    return !*out || json_is_number(*out);
+}
+
+/* Compare value against bound: <0, 0, >0 (integers exactly, else doubles). */
+static int num_cmp(const json_t *value, const json_t *bound) {
+    if (json_is_integer(value) && json_is_integer(bound)) {
+        json_int_t a = json_integer_value(value), b = json_integer_value(bound);
+        return (a > b) - (a < b);
+    }
+    double a = json_number_value(value), b = json_number_value(bound);
+    return (a > b) - (a < b);
+}
+
+static void num_str(const json_t *n, char *buf, size_t size) {
+    if (json_is_integer(n))
+        snprintf(buf, size, "%" JSON_INTEGER_FORMAT, json_integer_value(n));
+    else
+        snprintf(buf, size, "%.17g", json_real_value(n));
+}
+
+static int check_number(vctx *v, const json_t *schema, const json_t *value, char *msg,
+                        size_t size) {
+    const json_t *min, *max;
+    if (!num_kw(schema, "minimum", &min) || !num_kw(schema, "maximum", &max))
+        return bad_schema(v, msg, size, "\"minimum\"/\"maximum\" must be numbers");
+    if (!json_is_number(value))
+        return 0;
+    char a[48], b[48];
+    if (min && num_cmp(value, min) < 0) {
+        num_str(value, a, sizeof a);
+        num_str(min, b, sizeof b);
+        return fail(v, msg, size, "%s is less than the minimum %s", a, b);
+    }
+    if (max && num_cmp(value, max) > 0) {
+        num_str(value, a, sizeof a);
+        num_str(max, b, sizeof b);
+        return fail(v, msg, size, "%s is greater than the maximum %s", a, b);
+    }
+    return 0;
+}
+
+/* A non-negative integer keyword; false when present but malformed. */
+static bool count_kw(const json_t *schema, const char *kw, bool *present, json_int_t *out) {
+    const json_t *k = json_object_get(schema, kw);
+    *present = k != NULL;
+    if (!k)
+        return true;
+    if (!json_is_integer(k) || json_integer_value(k) < 0)
+        return false;
+    *out = json_integer_value(k);
+    return true;
+}
+
+static size_t utf8_length(const char *s, size_t bytes) {
+    size_t n = 0;
+    for (size_t i = 0; i < bytes; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80)
+            n++;
+    return n;
+}
+
+static int check_length(vctx *v, const json_t *schema, const json_t *value,
+                        const char *lo_kw, const char *hi_kw, const char *unit,
+                        char *msg, size_t size) {
+    bool has_lo, has_hi;
+    json_int_t lo = 0, hi = 0;
+    if (!count_kw(schema, lo_kw, &has_lo, &lo) || !count_kw(schema, hi_kw, &has_hi, &hi))
+        return bad_schema(v, msg, size, "\"%s\"/\"%s\" must be non-negative integers",
+                    lo_kw, hi_kw);
+    size_t n;
+    if (json_is_string(value))
+        n = utf8_length(json_string_value(value), json_string_length(value));
+    else if (json_is_array(value))
+        n = json_array_size(value);
+    else
+        return 0;
+    if (has_lo && (json_int_t)n < lo)
+        return fail(v, msg, size, "has %zu %s, fewer than %s %" JSON_INTEGER_FORMAT, n, unit,
+                    lo_kw, lo);
+    if (has_hi && (json_int_t)n > hi)
+        return fail(v, msg, size, "has %zu %s, more than %s %" JSON_INTEGER_FORMAT, n, unit,
+                    hi_kw, hi);
+    return 0;
+}
+
+static int check_object(vctx *v, const json_t *schema, const json_t *value, int depth,
+                        char *msg, size_t size) {
+    const json_t *props = json_object_get(schema, "properties");
+    const json_t *req = json_object_get(schema, "required");
+    const json_t *extra = json_object_get(schema, "additionalProperties");
+    if (props && !json_is_object(props))
+        return bad_schema(v, msg, size, "\"properties\" must be an object");
+    if (req && !json_is_array(req))
+        return bad_schema(v, msg, size, "\"required\" must be an array");
+    if (extra && !json_is_boolean(extra) && !json_is_object(extra))
+        return bad_schema(v, msg, size, "\"additionalProperties\" must be a boolean or a schema");
+    if (!json_is_object(value))
+        return 0;
+    size_t i;
+    const json_t *r;
+    json_array_foreach(req, i, r) {
+        if (!json_is_string(r))
+            return bad_schema(v, msg, size, "\"required\" entries must be strings");
+        if (!json_object_get(value, json_string_value(r))) {
+            size_t old = path_push(v, json_string_value(r), 0);
+            fail(v, msg, size, "required property is missing");
+            path_pop(v, old);
+            return NOMATCH;
+        }
+    }
+    const char *key;
+    const json_t *member;
+    json_t *obj = (json_t *)(uintptr_t)value; /* jansson's iterator is not const */
+    json_object_foreach(obj, key, member) {
+        const json_t *sub = props ? json_object_get(props, key) : NULL;
+        if (!sub && !extra)
+            continue;
+        size_t old = path_push(v, key, 0);
+        int rc;
+        if (sub)
+            rc = check(v, sub, member, depth + 1, msg, size);
+        else if (json_is_false(extra))
+            rc = fail(v, msg, size, "property is not allowed");
+        else
+            rc = check(v, extra, member, depth + 1, msg, size);
+        path_pop(v, old);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int check_items(vctx *v, const json_t *schema, const json_t *value, int depth,
+                       char *msg, size_t size) {
+    const json_t *items = json_object_get(schema, "items");
+    if (!items)
+        return 0;
+    if (!json_is_object(items) && !json_is_boolean(items))
+        return bad_schema(v, msg, size, "\"items\" must be a schema");
+    if (!json_is_array(value))
+        return 0;
+    size_t i;
+    const json_t *elem;
+    json_array_foreach(value, i, elem) {
+        size_t old = path_push(v, NULL, i);
+        int rc = check(v, items, elem, depth + 1, msg, size);
+        path_pop(v, old);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int check_enum_const(vctx *v, const json_t *schema, const json_t *value, char *msg,
+                            size_t size) {
+    const json_t *c = json_object_get(schema, "const");
+    if (c && !json_equal(c, value)) {
+        char *want = weir__json_dump(c);
+        fail(v, msg, size, "expected the constant %s", want ? want : "value");
+        free(want);
+        return NOMATCH;
+    }
+    const json_t *e = json_object_get(schema, "enum");
+    if (!e)
+        return 0;
+    if (!json_is_array(e))
+        return bad_schema(v, msg, size, "\"enum\" must be an array");
+    size_t i;
+    const json_t *opt;
+    json_array_foreach(e, i, opt) {
+        if (json_equal(opt, value))
+            return 0;
+    }
+    char *list = weir__json_dump(e);
+    fail(v, msg, size, "value is not one of %s", list ? list : "the enum");
+    free(list);
+    return NOMATCH;
+}
+
+/* anyOf (exactly = false) or oneOf (exactly = true). */
+static int check_branches(vctx *v, const json_t *schema, const char *kw, bool exactly,
+                          const json_t *value, int depth, char *msg, size_t size) {
+    const json_t *list = json_object_get(schema, kw);
+    if (!list)
+        return 0;
+    if (!json_is_array(list) || json_array_size(list) == 0)
+        return bad_schema(v, msg, size, "\"%s\" must be a non-empty array", kw);
+    char why[BRANCH_MSG * 2] = "";
+    size_t at = 0, i, matched = 0, first = 0;
+    const json_t *sub;
+    json_array_foreach(list, i, sub) {
+        char one[BRANCH_MSG];
+        one[0] = '\0';
+        size_t old = v->len;
+        int rc = check(v, sub, value, depth + 1, one, sizeof one);
+        path_pop(v, old);
+        if (rc == BAD_SCHEMA) {
+            if (msg && size)
+                snprintf(msg, size, "%s", one);
+            return BAD_SCHEMA;
+        }
+        if (rc == 0) {
+            if (!exactly)
+                return 0;
+            if (matched++ == 0)
+                first = i;
+            else
+                return fail(v, msg, size, "matches %s branches %zu and %zu, expected exactly one",
+                            kw, first + 1, i + 1);
+            continue;
+        }
+        int n = snprintf(why + at, sizeof why - at, "%s%zu: %s", i ? "; " : "", i + 1, one);
+        if (n > 0)
+            at = (size_t)n >= sizeof why - at ? sizeof why - 1 : at + (size_t)n;
+    }
+    if (matched == 1)
+        return 0;
+    return fail(v, msg, size, "matches none of the %s branches (%s)", kw, why);
+}
+
+static int check(vctx *v, const json_t *schema, const json_t *value, int depth, char *msg,
+                 size_t size) {
+    if (depth > MAX_DEPTH)
+        return bad_schema(v, msg, size, "nested deeper than %d levels", MAX_DEPTH);
+    if (json_is_true(schema))
+        return 0;
+    if (json_is_false(schema))
+        return fail(v, msg, size, "no value is allowed here");
+    if (!json_is_object(schema))
+        return bad_schema(v, msg, size, "a schema must be an object or a boolean");
+    const json_t *type = json_object_get(schema, "type");
+    int rc = type ? check_type(v, type, value, msg, size) : 0;
+    if (!rc)
+        rc = check_enum_const(v, schema, value, msg, size);
+    if (!rc)
+        rc = check_number(v, schema, value, msg, size);
+    if (!rc)
+        rc = check_length(v, schema, value, "minLength", "maxLength", "characters", msg, size);
+    if (!rc)
+        rc = check_length(v, schema, value, "minItems", "maxItems", "items", msg, size);
+    if (!rc)
+        rc = check_object(v, schema, value, depth, msg, size);
+    if (!rc)
+        rc = check_items(v, schema, value, depth, msg, size);
+    if (!rc)
+        rc = check_branches(v, schema, "anyOf", false, value, depth, msg, size);
+    if (!rc)
+        rc = check_branches(v, schema, "oneOf", true, value, depth, msg, size);
+    return rc;
+}
+
+int weir__schema_validate(const json_t *schema, const json_t *value, char *msg,
+                          size_t msg_size) {
+    if (msg && msg_size)
+        msg[0] = '\0';
+    vctx v = {.path = "$", .len = 1};
+    if (!schema || !value)
+        return fail(&v, msg, msg_size, "no %s to validate", schema ? "value" : "schema");
+    return check(&v, schema, value, 0, msg, msg_size) ? -1 : 0;
+}
+
+int weir__schema_validate_text(const char *schema_text, const json_t *value, char *msg,
+                               size_t msg_size) {
+    if (!schema_text)
+        return weir__schema_validate(NULL, value, msg, msg_size);
+    json_error_t jerr;
+    json_t *schema = json_loads(schema_text, JSON_DECODE_ANY, &jerr);
+    if (!schema) {
+        if (msg && msg_size)
+            snprintf(msg, msg_size, "schema is not valid JSON: line %d: %s", jerr.line,
+                     jerr.text);
+        return -1;
+    }
+    int rc = weir__schema_validate(schema, value, msg, msg_size);
+    json_decref(schema);
+    return rc;
+}

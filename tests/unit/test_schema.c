@@ -1,0 +1,328 @@
+/*
+ * tests/unit/test_schema.c - the JSON Schema subset (core/schema.c,
+ * docs/schema.md): every keyword, JSON paths in messages, malformed and
+ * hostile schemas.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "schema.h"
+
+static char msg[1024];
+
+/* Validate `value_text` against `schema_text`; returns the result code. */
+static int run(const char *schema_text, const char *value_text) {
+    json_error_t e;
+    json_t *value = json_loads(value_text, JSON_DECODE_ANY, &e);
+    if (!value)
+        fail_msg("bad test value %s: %s", value_text, e.text);
+    int rc = weir__schema_validate_text(schema_text, value, msg, sizeof msg);
+    json_decref(value);
+    return rc;
+}
+
+static void expect_ok(const char *schema, const char *value) {
+    if (run(schema, value) != 0)
+        fail_msg("%s against %s: unexpected failure: %s", value, schema, msg);
+}
+
+static void expect_fail(const char *schema, const char *value, const char *want) {
+    if (run(schema, value) == 0)
+        fail_msg("%s against %s: unexpectedly valid", value, schema);
+    assert_string_equal(msg, want);
+}
+
+static void test_type_single(void **state) {
+    (void)state;
+    expect_ok("{\"type\":\"string\"}", "\"x\"");
+    expect_ok("{\"type\":\"object\"}", "{}");
+    expect_ok("{\"type\":\"array\"}", "[]");
+    expect_ok("{\"type\":\"boolean\"}", "false");
+    expect_ok("{\"type\":\"null\"}", "null");
+    expect_fail("{\"type\":\"string\"}", "1", "$: expected string, got integer");
+    expect_fail("{\"type\":\"object\"}", "[]", "$: expected object, got array");
+    expect_fail("{\"type\":\"boolean\"}", "null", "$: expected boolean, got null");
+}
+
+static void test_type_integer_vs_number(void **state) {
+    (void)state;
+    expect_ok("{\"type\":\"integer\"}", "3");
+    expect_ok("{\"type\":\"integer\"}", "3.0");
+    expect_ok("{\"type\":\"number\"}", "3");
+    expect_ok("{\"type\":\"number\"}", "3.5");
+    expect_fail("{\"type\":\"integer\"}", "3.5", "$: expected integer, got number");
+    expect_fail("{\"type\":\"number\"}", "\"3\"", "$: expected number, got string");
+}
+
+static void test_type_array(void **state) {
+    (void)state;
+    expect_ok("{\"type\":[\"string\",\"null\"]}", "null");
+    expect_ok("{\"type\":[\"string\",\"null\"]}", "\"a\"");
+    expect_fail("{\"type\":[\"string\",\"null\"]}", "true",
+                "$: expected string or null, got boolean");
+}
+
+static void test_properties_path(void **state) {
+    (void)state;
+    const char *s = "{\"type\":\"object\",\"properties\":{\"config\":{\"type\":\"object\","
+                    "\"properties\":{\"port\":{\"type\":\"integer\"}}}}}";
+    expect_ok(s, "{\"config\":{\"port\":80},\"other\":1}");
+    expect_fail(s, "{\"config\":{\"port\":\"80\"}}", "$.config.port: expected integer, got string");
+}
+
+static void test_required(void **state) {
+    (void)state;
+    const char *s = "{\"type\":\"object\",\"required\":[\"provider\",\"model\"]}";
+    expect_ok(s, "{\"provider\":\"p\",\"model\":\"m\"}");
+    expect_fail(s, "{\"provider\":\"p\"}", "$.model: required property is missing");
+    /* required on a non-object is not checked ("type" does that) */
+    expect_ok("{\"required\":[\"a\"]}", "3");
+}
+
+static void test_additional_properties_false(void **state) {
+    (void)state;
+    const char *s = "{\"properties\":{\"a\":{}},\"additionalProperties\":false}";
+    expect_ok(s, "{\"a\":1}");
+    expect_fail(s, "{\"a\":1,\"b\":2}", "$.b: property is not allowed");
+}
+
+static void test_additional_properties_schema(void **state) {
+    (void)state;
+    const char *s = "{\"properties\":{\"a\":{}},\"additionalProperties\":{\"type\":\"string\"}}";
+    expect_ok(s, "{\"a\":1,\"b\":\"x\"}");
+    expect_fail(s, "{\"a\":1,\"b\":2}", "$.b: expected string, got integer");
+}
+
+static void test_items_path(void **state) {
+    (void)state;
+    const char *s = "{\"type\":\"array\",\"items\":{\"type\":\"object\",\"required\":[\"type\"],"
+                    "\"properties\":{\"type\":{\"type\":\"string\"}}}}";
+    expect_ok(s, "[{\"type\":\"a\"},{\"type\":\"b\"}]");
+    expect_fail(s, "[{\"type\":\"a\"},{\"type\":2}]", "$[1].type: expected string, got integer");
+    expect_fail(s, "[{\"type\":\"a\"},{}]", "$[1].type: required property is missing");
+}
+
+static void test_enum(void **state) {
+    (void)state;
+    const char *s = "{\"enum\":[\"always\",\"step\",\"none\",1]}";
+    expect_ok(s, "\"step\"");
+    expect_ok(s, "1");
+    expect_fail(s, "\"sometimes\"", "$: value is not one of [\"always\",\"step\",\"none\",1]");
+}
+
+static void test_const(void **state) {
+    (void)state;
+    expect_ok("{\"const\":{\"a\":[1]}}", "{\"a\":[1]}");
+    expect_fail("{\"properties\":{\"kind\":{\"const\":\"enter\"}}}", "{\"kind\":\"reject\"}",
+                "$.kind: expected the constant \"enter\"");
+}
+
+static void test_minimum_maximum(void **state) {
+    (void)state;
+    const char *s = "{\"minimum\":1,\"maximum\":65535}";
+    expect_ok(s, "1");
+    expect_ok(s, "65535");
+    expect_ok(s, "\"not a number\""); /* only numbers are bounded */
+    expect_fail(s, "0", "$: 0 is less than the minimum 1");
+    expect_fail(s, "65536", "$: 65536 is greater than the maximum 65535");
+    expect_fail("{\"minimum\":0.5}", "0.25", "$: 0.25 is less than the minimum 0.5");
+}
+
+static void test_min_max_length(void **state) {
+    (void)state;
+    const char *s = "{\"minLength\":2,\"maxLength\":3}";
+    expect_ok(s, "\"ab\"");
+    expect_ok(s, "\"\\u00e9\\u00e9\\u00e9\""); /* 3 characters, 6 bytes */
+    expect_fail(s, "\"a\"", "$: has 1 characters, fewer than minLength 2");
+    expect_fail(s, "\"abcd\"", "$: has 4 characters, more than maxLength 3");
+}
+
+static void test_min_max_items(void **state) {
+    (void)state;
+    const char *s = "{\"properties\":{\"xs\":{\"minItems\":1,\"maxItems\":2}}}";
+    expect_ok(s, "{\"xs\":[1]}");
+    expect_fail(s, "{\"xs\":[]}", "$.xs: has 0 items, fewer than minItems 1");
+    expect_fail(s, "{\"xs\":[1,2,3]}", "$.xs: has 3 items, more than maxItems 2");
+}
+
+static void test_any_of(void **state) {
+    (void)state;
+    const char *s = "{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"integer\",\"minimum\":0}]}";
+    expect_ok(s, "\"x\"");
+    expect_ok(s, "4");
+    expect_fail(s, "-1",
+                "$: matches none of the anyOf branches (1: $: expected string, got integer; "
+                "2: $: -1 is less than the minimum 0)");
+}
+
+static void test_one_of(void **state) {
+    (void)state;
+    const char *s = "{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"number\"}]}";
+    expect_ok(s, "1.5");
+    expect_fail(s, "1", "$: matches oneOf branches 1 and 2, expected exactly one");
+    expect_fail(s, "\"a\"",
+                "$: matches none of the oneOf branches (1: $: expected integer, got string; "
+                "2: $: expected number, got string)");
+}
+
+static void test_one_of_nested_path(void **state) {
+    (void)state;
+    const char *s = "{\"properties\":{\"d\":{\"oneOf\":[{\"properties\":{\"kind\":{\"const\":"
+                    "\"allow\"}}},{\"required\":[\"reason\"]}]}}}";
+    expect_fail(s, "{\"d\":{\"kind\":\"deny\"}}",
+                "$.d: matches none of the oneOf branches (1: $.d.kind: expected the constant "
+                "\"allow\"; 2: $.d.reason: required property is missing)");
+}
+
+static void test_boolean_schemas(void **state) {
+    (void)state;
+    expect_ok("true", "{\"anything\":1}");
+    expect_fail("false", "1", "$: no value is allowed here");
+    expect_fail("{\"items\":false}", "[1]", "$[0]: no value is allowed here");
+}
+
+static void test_unknown_keywords_ignored(void **state) {
+    (void)state;
+    expect_ok("{\"$schema\":\"x\",\"title\":\"t\",\"description\":\"d\",\"default\":1,"
+              "\"type\":\"integer\"}",
+              "2");
+}
+
+static void test_malformed_schemas(void **state) {
+    (void)state;
+    expect_fail("{\"type\":\"int\"}", "1", "$: schema error: unknown type \"int\"");
+    expect_fail("{\"type\":5}", "1",
+                "$: schema error: \"type\" must be a string or a non-empty array");
+    expect_fail("{\"required\":\"a\"}", "{}", "$: schema error: \"required\" must be an array");
+    expect_fail("{\"minimum\":\"1\"}", "1",
+                "$: schema error: \"minimum\"/\"maximum\" must be numbers");
+    expect_fail("{\"maxLength\":-1}", "\"\"",
+                "$: schema error: \"minLength\"/\"maxLength\" must be non-negative integers");
+    expect_fail("{\"anyOf\":[]}", "1", "$: schema error: \"anyOf\" must be a non-empty array");
+    expect_fail("{\"enum\":{}}", "1", "$: schema error: \"enum\" must be an array");
+    expect_fail("{\"items\":[{}]}", "[1]", "$: schema error: \"items\" must be a schema");
+    expect_fail("{\"additionalProperties\":1}", "{}",
+                "$: schema error: \"additionalProperties\" must be a boolean or a schema");
+    expect_fail("{\"properties\":{\"a\":{\"oneOf\":[{\"type\":\"bogus\"},true]}}}",
+                "{\"a\":1}", "$.a: schema error: unknown type \"bogus\"");
+    expect_fail("[1]", "1", "$: schema error: a schema must be an object or a boolean");
+    expect_fail("{\"type\":", "1",
+                "schema is not valid JSON: line 1: unexpected token near end of file");
+}
+
+static void test_null_arguments(void **state) {
+    (void)state;
+    json_t *v = json_integer(1);
+    assert_int_equal(weir__schema_validate(NULL, v, msg, sizeof msg), -1);
+    assert_string_equal(msg, "$: no schema to validate");
+    assert_int_equal(weir__schema_validate(v, NULL, msg, sizeof msg), -1);
+    assert_string_equal(msg, "$: no value to validate");
+    /* a NULL message buffer is allowed */
+    json_t *s = json_pack("{s:s}", "type", "string");
+    assert_int_equal(weir__schema_validate(s, v, NULL, 0), -1);
+    json_decref(s);
+    json_decref(v);
+}
+
+/* Build {"properties":{"a":{"properties":{"a":...}}}} `depth` levels deep. */
+static char *deep_schema(int depth) {
+    size_t cap = (size_t)depth * 40 + 64, at = 0;
+    char *s = malloc(cap);
+    assert_non_null(s);
+    for (int i = 0; i < depth; i++)
+        at += (size_t)snprintf(s + at, cap - at, "{\"properties\":{\"a\":");
+    at += (size_t)snprintf(s + at, cap - at, "{\"type\":\"string\"}");
+    for (int i = 0; i < depth; i++)
+        at += (size_t)snprintf(s + at, cap - at, "}}");
+    return s;
+}
+
+static json_t *deep_value(int depth) {
+    json_t *v = json_integer(1);
+    for (int i = 0; i < depth; i++)
+        v = json_pack("{s:o}", "a", v);
+    assert_non_null(v);
+    return v;
+}
+
+static void test_depth_within_bound(void **state) {
+    (void)state;
+    char *s = deep_schema(60);
+    json_t *v = deep_value(60);
+    assert_int_equal(weir__schema_validate_text(s, v, msg, sizeof msg), -1);
+    /* the path is long but the message ends with the reason */
+    const char *tail = ".a.a: expected string, got integer";
+    assert_true(strlen(msg) > strlen(tail));
+    assert_string_equal(msg + strlen(msg) - strlen(tail), tail);
+    json_decref(v);
+    free(s);
+}
+
+static void test_hostile_deep_nesting(void **state) {
+    (void)state;
+    char *s = deep_schema(200);
+    json_t *v = deep_value(200);
+    assert_int_equal(weir__schema_validate_text(s, v, msg, sizeof msg), -1);
+    const char *tail = ": schema error: nested deeper than 64 levels";
+    assert_string_equal(msg + strlen(msg) - strlen(tail), tail);
+    json_decref(v);
+    free(s);
+
+    /* anyOf nested 1000 deep: bounded as well */
+    json_t *schema = json_pack("{s:s}", "type", "null");
+    for (int i = 0; i < 1000; i++)
+        schema = json_pack("{s:[o]}", "anyOf", schema);
+    assert_non_null(schema);
+    json_t *one = json_integer(1);
+    assert_int_equal(weir__schema_validate(schema, one, msg, sizeof msg), -1);
+    /* a schema error inside a branch is reported as is, not as "no match" */
+    assert_string_equal(msg, "$: schema error: nested deeper than 64 levels");
+    json_decref(one);
+    json_decref(schema);
+}
+
+static void test_tiny_message_buffer(void **state) {
+    (void)state;
+    json_t *s = json_pack("{s:s}", "type", "string");
+    json_t *v = json_integer(1);
+    char small[8];
+    assert_int_equal(weir__schema_validate(s, v, small, sizeof small), -1);
+    assert_string_equal(small, "$: expe");
+    json_decref(v);
+    json_decref(s);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_type_single),
+        cmocka_unit_test(test_type_integer_vs_number),
+        cmocka_unit_test(test_type_array),
+        cmocka_unit_test(test_properties_path),
+        cmocka_unit_test(test_required),
+        cmocka_unit_test(test_additional_properties_false),
+        cmocka_unit_test(test_additional_properties_schema),
+        cmocka_unit_test(test_items_path),
+        cmocka_unit_test(test_enum),
+        cmocka_unit_test(test_const),
+        cmocka_unit_test(test_minimum_maximum),
+        cmocka_unit_test(test_min_max_length),
+        cmocka_unit_test(test_min_max_items),
+        cmocka_unit_test(test_any_of),
+        cmocka_unit_test(test_one_of),
+        cmocka_unit_test(test_one_of_nested_path),
+        cmocka_unit_test(test_boolean_schemas),
+        cmocka_unit_test(test_unknown_keywords_ignored),
+        cmocka_unit_test(test_malformed_schemas),
+        cmocka_unit_test(test_null_arguments),
+        cmocka_unit_test(test_depth_within_bound),
+        cmocka_unit_test(test_hostile_deep_nesting),
+        cmocka_unit_test(test_tiny_message_buffer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
