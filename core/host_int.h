@@ -18,7 +18,9 @@ typedef struct weir__dl weir__dl;
  * dlopen(RTLD_NOW|RTLD_LOCAL) `path`, find weir_plugin_describe, check the
  * descriptor header (ABI major equal, plugin minor <= host minor, struct
  * size, flags, reserved) and metadata.  Every error names the file and, once
- * known, the plugin.  On success *desc is borrowed from the opened file.
+ * known, the plugin (named after the file, "weir-x.so" -> 'x', until the
+ * header has passed).  On success *out is new (weir__dl_close) and *desc is
+ * borrowed from the opened file.  Thread-safe as dlopen is.
  */
 int weir__dl_open(const char *path, weir__dl **out,
                   const weir_plugin_desc **desc, weir_error *err);
@@ -26,9 +28,10 @@ int weir__dl_open(const char *path, weir__dl **out,
 void weir__dl_close(weir__dl *dl);
 
 /*
- * Resolve a row's `plugin` value: a path when it contains '/', else
- * "weir-<name>.so" along `plugin_path` (array of dirs, borrowed) then the
- * installed plugin dir.  *out is malloc'd.
+ * Resolve a row's `plugin` value: a path when it contains '/' (returned as
+ * is), else "weir-<name>.so" along `plugin_path` (array of dirs, each may be
+ * a ':'-separated list; borrowed, may be NULL) then weir_plugin_dirs().
+ * *out is new (weir__free).  E_PLUGIN_OPEN lists the dirs searched.
  */
 int weir__plugin_resolve(const char *plugin, const json_t *plugin_path,
                          char **out, weir_error *err);
@@ -50,6 +53,7 @@ struct weir_plugin {
     void *data;               /* plugin_set_data */
     bool registering;         /* true only during init */
     bool initialized;
+    weir_error reg_err;       /* first registration failure during init */
 };
 
 /* Lookups (after weir_host_create succeeded). Borrowed results or NULL. */
@@ -58,6 +62,8 @@ weir__hooks *weir__host_hooks(const weir_host *host);
 weir__tools *weir__host_tools(const weir_host *host);
 /* true when `type` is a registered plugin event type; *flags gets its flags. */
 bool weir__host_event_type(const weir_host *host, const char *type, uint32_t *flags);
+/* The instance of plugin row `id` (borrowed), or NULL. */
+weir_plugin *weir__host_plugin(const weir_host *host, const char *id);
 
 /* The api table given to every plugin (core/api.c). */
 extern const weir_api weir__api_table;

@@ -1,0 +1,493 @@
+/*
+ * core/host.c - the host: one instance per `plugins` row, loaded in config
+ * order, initialised with registration open, then frozen (DESIGN §9,
+ * c-anchors §9.4-9.5).  Any error unwinds everything: the instances already
+ * initialised are finalised in reverse order and nothing stays loaded.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "host_int.h"
+#include "schema.h"
+#include "tools.h"
+
+typedef struct event_type {
+    char *type;
+    uint32_t flags;
+    weir_plugin *owner;
+} event_type;
+
+struct weir_host {
+    json_t *config;              /* own copy of the composed config */
+    weir_plugin **plugins;       /* load order */
+    size_t nplugins;
+    weir__hooks *hooks;
+    weir__tools *tools;
+    weir__provider_entry *providers;
+    size_t nproviders;
+    event_type *types;
+    size_t ntypes;
+};
+
+/* The core's event types (DESIGN §5); plugin types may not reuse them. */
+static const char *const core_types[] = {
+    "turn/start",       "turn/end",          "step/start",     "step/end",
+    "system/message",   "user/message",      "assistant/message",
+    "assistant/attempt", "tool/call",        "tool/result",    "request/header",
+    "request/context",  "agent/inbox/spliced",
+};
+
+/* --- teardown ---------------------------------------------------------- */
+
+static void plugin_free(weir_plugin *p) {
+    if (!p)
+        return;
+    weir__dl_close(p->dl);
+    weir__free(p->id);
+    weir__free(p->path);
+    weir__free(p);
+}
+
+/* fini every initialised instance in reverse load order, then free all. */
+static void host_free(weir_host *h) {
+    for (size_t i = h->nplugins; i-- > 0;) {
+        weir_plugin *p = h->plugins[i];
+        if (p->initialized && p->desc->fini)
+            p->desc->fini(p);
+        p->initialized = false;
+    }
+    weir__hooks_destroy(h->hooks);
+    weir__tools_destroy(h->tools);
+    for (size_t i = 0; i < h->nproviders; i++)
+        weir__free(h->providers[i].id);
+    weir__free(h->providers);
+    for (size_t i = 0; i < h->ntypes; i++)
+        weir__free(h->types[i].type);
+    weir__free(h->types);
+    for (size_t i = h->nplugins; i-- > 0;)
+        plugin_free(h->plugins[i]);
+    weir__free(h->plugins);
+    json_decref(h->config);
+    weir__free(h);
+}
+
+void weir_host_destroy(weir_host *host) {
+    if (host)
+        host_free(host);
+}
+
+/* --- loading one row --------------------------------------------------- */
+
+/* Validate `config` against the descriptor's schema text. */
+static int check_config(const weir_plugin *p, const json_t *config, weir_error *err) {
+    const char *text = p->desc->config_schema;
+    if (!text)
+        return WEIR_OK;
+    json_error_t jerr;
+    json_t *schema = json_loads(text, 0, &jerr);
+    if (!schema) {
+        if (json_error_code(&jerr) == json_error_out_of_memory)
+            return weir__err(err, WEIR_E_NOMEM, p->id, NULL,
+                             "out of memory reading plugin '%s' config_schema", p->desc->name);
+        return weir__err(err, WEIR_E_PLUGIN_ABI, p->id, NULL,
+                         "plugin '%s' (%s): config_schema is not JSON: %s", p->desc->name,
+                         p->path, jerr.text);
+    }
+    char msg[512];
+    int bad = weir__schema_validate(schema, config, msg, sizeof msg);
+    json_decref(schema);
+    if (bad)
+        return weir__err(err, WEIR_E_PLUGIN_CONFIG, p->id, NULL,
+                         "plugin '%s' (row '%s'): invalid config: %s", p->desc->name, p->id,
+                         msg);
+    return WEIR_OK;
+}
+
+/* Run init with registration open; fold registration failures in. */
+static int run_init(weir_plugin *p, const json_t *config, weir_error *err) {
+    weir_error perr;
+    weir_error_clear(&perr);
+    weir_error_clear(&p->reg_err);
+    p->registering = true;
+    int rc = p->desc->init(p, &weir__api_table, config, &perr);
+    p->registering = false;
+    const weir_error *reg = &p->reg_err;
+    if (rc == WEIR_OK && reg->code == WEIR_OK) {
+        p->initialized = true;
+        return WEIR_OK;
+    }
+    /* Not initialised: its fini must not run.  What it registered goes with the host. */
+    if (rc == WEIR_OK) /* init ignored a failed registration */
+        return weir__err(err, reg->code, p->id, reg->hook, "plugin '%s' (row '%s'): %s",
+                         p->desc->name, p->id, reg->text);
+    const char *why = perr.text[0]  ? perr.text
+                      : reg->text[0] ? reg->text
+                                     : weir_strerror(rc);
+    int code = (rc == WEIR_E_NOMEM || reg->code == WEIR_E_NOMEM) ? WEIR_E_NOMEM
+                                                                 : WEIR_E_PLUGIN_INIT;
+    return weir__err(err, code, p->id, perr.hook[0] ? perr.hook : NULL,
+                     "plugin '%s' (%s) init failed: %s", p->desc->name, p->path, why);
+}
+
+/* Two different files may not declare the same plugin name. */
+static int check_duplicate(const weir_host *h, const char *id, const weir_plugin_desc *d,
+                           const char *path, weir_error *err) {
+    for (size_t i = 0; i < h->nplugins; i++) {
+        const weir_plugin *o = h->plugins[i];
+        if (strcmp(o->id, id) == 0)
+            return weir__err(err, WEIR_E_DUPLICATE, id, NULL,
+                             "plugin row id '%s' is used twice", id);
+        if (o->desc != d && strcmp(o->desc->name, d->name) == 0)
+            return weir__err(err, WEIR_E_DUPLICATE, id, NULL,
+                             "plugin '%s' is declared by two files: %s (row '%s') and %s "
+                             "(row '%s')",
+                             d->name, o->path, o->id, path, id);
+    }
+    return WEIR_OK;
+}
+
+static int load_row(weir_host *h, const json_t *row, size_t index, weir_error *err) {
+    const char *id = json_string_value(json_object_get(row, "id"));
+    const char *name = json_string_value(json_object_get(row, "plugin"));
+    if (!json_is_object(row) || !id || !*id || !name || !*name)
+        return weir__err(err, WEIR_E_CONFIG, id, NULL,
+                         "plugins[%zu]: a row needs a string 'id' and 'plugin'", index);
+    const json_t *config = json_object_get(row, "config");
+    json_t *empty = NULL;
+    if (!config) {
+        config = empty = json_object();
+        if (!empty)
+            return weir__err(err, WEIR_E_NOMEM, id, NULL, "out of memory");
+    }
+    char *path = NULL;
+    weir__dl *dl = NULL;
+    const weir_plugin_desc *d = NULL;
+    int rc = weir__plugin_resolve(name, json_object_get(h->config, "plugin_path"), &path,
+                                  err);
+    if (rc == WEIR_OK)
+        rc = weir__dl_open(path, &dl, &d, err);
+    if (rc == WEIR_OK)
+        rc = check_duplicate(h, id, d, path, err);
+    weir_plugin *p = NULL;
+    if (rc == WEIR_OK) {
+        weir_plugin **grown = weir__realloc(h->plugins, (h->nplugins + 1) * sizeof *grown);
+        p = weir__calloc(1, sizeof *p);
+        char *idc = weir__strdup(id);
+        if (grown)
+            h->plugins = grown;
+        if (!grown || !p || !idc) {
+            weir__free(p);
+            weir__free(idc);
+            p = NULL;
+            rc = weir__err(err, WEIR_E_NOMEM, id, NULL, "out of memory loading '%s'", id);
+        } else {
+            *p = (weir_plugin){.host = h, .id = idc, .path = path, .index = index,
+                               .desc = d, .dl = dl};
+            h->plugins[h->nplugins++] = p;
+            path = NULL;
+            dl = NULL;
+        }
+    }
+    weir__free(path);
+    weir__dl_close(dl);
+    if (rc == WEIR_OK)
+        rc = check_config(p, config, err);
+    if (rc == WEIR_OK)
+        rc = run_init(p, config, err);
+    json_decref(empty);
+    if (rc != WEIR_OK && err) /* errors of a row name the row */
+        snprintf(err->plugin, sizeof err->plugin, "%s", id);
+    return rc;
+}
+
+int weir_host_create(const json_t *config, weir_host **out, weir_error *err) {
+    if (!config || !out)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir_host_create: invalid argument");
+    *out = NULL;
+    if (!json_is_object(config))
+        return weir__err(err, WEIR_E_CONFIG, NULL, NULL, "the deployment config is not an object");
+    const json_t *rows = json_object_get(config, "plugins");
+    if (rows && !json_is_array(rows))
+        return weir__err(err, WEIR_E_CONFIG, NULL, NULL, "'plugins' must be an array");
+    weir_host *h = weir__calloc(1, sizeof *h);
+    if (!h)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory creating the host");
+    int rc = WEIR_OK;
+    h->config = json_deep_copy(config);
+    if (!h->config)
+        rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory copying the config");
+    else if ((rc = weir__hooks_create(&h->hooks)) != WEIR_OK ||
+             (rc = weir__tools_create(&h->tools)) != WEIR_OK)
+        rc = weir__err(err, rc, NULL, NULL, "cannot create the host registries: %s",
+                       weir_strerror(rc));
+    const json_t *row;
+    size_t i;
+    json_array_foreach(json_object_get(h->config, "plugins"), i, row) {
+        if (rc != WEIR_OK)
+            break;
+        if (json_is_true(json_object_get(row, "disabled")))
+            continue;
+        rc = load_row(h, row, i, err);
+    }
+    if (rc == WEIR_OK) {
+        const char **ids = weir__calloc(h->nplugins + 1, sizeof *ids);
+        if (!ids)
+            rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory freezing hooks");
+        for (size_t k = 0; ids && k < h->nplugins; k++)
+            ids[k] = h->plugins[k]->id;
+        if (ids)
+            rc = weir__hooks_freeze(h->hooks, (const char *const *)ids, h->nplugins, err);
+        weir__free(ids);
+    }
+    if (rc != WEIR_OK) {
+        host_free(h);
+        return rc;
+    }
+    *out = h;
+    return WEIR_OK;
+}
+
+const json_t *weir_host_config(const weir_host *host) {
+    return host ? host->config : NULL;
+}
+
+int weir_host_dump_hooks(const weir_host *host, FILE *out) {
+    if (!host || !out)
+        return WEIR_E_INVAL;
+    return weir__hooks_dump(host->hooks, out);
+}
+
+/* --- lookups ----------------------------------------------------------- */
+
+const weir__provider_entry *weir__host_provider(const weir_host *host, const char *id) {
+    if (!host || !id)
+        return NULL;
+    for (size_t i = 0; i < host->nproviders; i++) {
+        if (strcmp(host->providers[i].id, id) == 0)
+            return &host->providers[i];
+    }
+    return NULL;
+}
+
+weir__hooks *weir__host_hooks(const weir_host *host) {
+    return host ? host->hooks : NULL;
+}
+
+weir__tools *weir__host_tools(const weir_host *host) {
+    return host ? host->tools : NULL;
+}
+
+bool weir__host_event_type(const weir_host *host, const char *type, uint32_t *flags) {
+    if (!host || !type)
+        return false;
+    for (size_t i = 0; i < host->ntypes; i++) {
+        if (strcmp(host->types[i].type, type) == 0) {
+            if (flags)
+                *flags = host->types[i].flags;
+            return true;
+        }
+    }
+    return false;
+}
+
+weir_plugin *weir__host_plugin(const weir_host *host, const char *id) {
+    if (!host || !id)
+        return NULL;
+    for (size_t i = 0; i < host->nplugins; i++) {
+        if (strcmp(host->plugins[i]->id, id) == 0)
+            return host->plugins[i];
+    }
+    return NULL;
+}
+
+/* --- the api table: instance and registration ------------------------ */
+
+const char *weir__plugin_id(const weir_plugin *self) {
+    return self ? self->id : NULL;
+}
+
+void weir__plugin_set_data(weir_plugin *self, void *data) {
+    if (self)
+        self->data = data;
+}
+
+void *weir__plugin_data(const weir_plugin *self) {
+    return self ? self->data : NULL;
+}
+
+static const char *level_name(weir_log_level level) {
+    switch (level) {
+    case WEIR_LOG_ERROR:
+        return "error";
+    case WEIR_LOG_WARN:
+        return "warning";
+    case WEIR_LOG_INFO:
+        return "info";
+    case WEIR_LOG_DEBUG:
+        return "debug";
+    }
+    return "log";
+}
+
+void weir__plugin_log(const weir_plugin *self, weir_log_level level, const char *fmt, ...) {
+    if (!fmt)
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "weir[%s]: %s: %s\n", self && self->id ? self->id : "?",
+            level_name(level), msg);
+}
+
+/*
+ * Common entry of every registration call: arguments present and the
+ * instance inside its init.  Outside init the call is logged and refused.
+ */
+static int may_register(weir_plugin *self, const char *what) {
+    if (!self)
+        return WEIR_E_INVAL;
+    if (!self->registering) {
+        weir__plugin_log(self, WEIR_LOG_ERROR, "plugin '%s': %s called after init", self->id,
+                         what);
+        return WEIR_E_TOO_LATE;
+    }
+    return WEIR_OK;
+}
+
+/* Record the first registration failure of this init and return `rc`. */
+static int reg_fail(weir_plugin *self, int rc, const weir_error *detail) {
+    if (self->reg_err.code == WEIR_OK)
+        self->reg_err = *detail;
+    return rc;
+}
+
+int weir__plugin_hook_register(weir_plugin *self, const char *hook, weir_hook_fn fn,
+                               const weir_hook_opts *opts) {
+    int rc = may_register(self, "hook_register");
+    if (rc != WEIR_OK)
+        return rc;
+    weir_error e;
+    weir_error_clear(&e);
+    if (!hook || !fn) {
+        rc = weir__err(&e, WEIR_E_INVAL, self->id, hook,
+                       "hook_register: hook name and function are required");
+        return reg_fail(self, rc, &e);
+    }
+    rc = weir__hooks_add(self->host->hooks, self, self->id, self->index, hook, fn, opts, &e);
+    return rc == WEIR_OK ? WEIR_OK : reg_fail(self, rc, &e);
+}
+
+static bool valid_type_name(const char *type) {
+    if (!type || !*type)
+        return false;
+    for (const char *c = type; *c; c++) {
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+              *c == '-' || *c == '/' || *c == '.'))
+            return false;
+    }
+    return true;
+}
+
+int weir__plugin_event_type_register(weir_plugin *self, const char *type, uint32_t flags) {
+    int rc = may_register(self, "event_type_register");
+    if (rc != WEIR_OK)
+        return rc;
+    weir_error e;
+    weir_error_clear(&e);
+    if (!valid_type_name(type)) {
+        rc = weir__err(&e, WEIR_E_INVAL, self->id, NULL,
+                       "event type '%s' is not [a-z0-9_./-]+", type ? type : "(null)");
+        return reg_fail(self, rc, &e);
+    }
+    if (flags & ~WEIR_EVENT_IGNORABLE) {
+        rc = weir__err(&e, WEIR_E_INVAL, self->id, NULL,
+                       "event type '%s': unknown flags 0x%x", type, flags);
+        return reg_fail(self, rc, &e);
+    }
+    for (size_t i = 0; i < sizeof core_types / sizeof core_types[0]; i++) {
+        if (strcmp(core_types[i], type) == 0) {
+            rc = weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL,
+                           "event type '%s' is a core event type", type);
+            return reg_fail(self, rc, &e);
+        }
+    }
+    weir_host *h = self->host;
+    for (size_t i = 0; i < h->ntypes; i++) {
+        if (strcmp(h->types[i].type, type) == 0) {
+            if (h->types[i].owner->desc == self->desc)
+                return WEIR_OK; /* a second row of the same plugin */
+            rc = weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL,
+                           "event type '%s' is registered by plugins '%s' and '%s'", type,
+                           h->types[i].owner->id, self->id);
+            return reg_fail(self, rc, &e);
+        }
+    }
+    event_type *grown = weir__realloc(h->types, (h->ntypes + 1) * sizeof *grown);
+    char *copy = weir__strdup(type);
+    if (grown)
+        h->types = grown;
+    if (!grown || !copy) {
+        weir__free(copy);
+        rc = weir__err(&e, WEIR_E_NOMEM, self->id, NULL, "out of memory");
+        return reg_fail(self, rc, &e);
+    }
+    /* Plugin events are always ignorable: a reader without the plugin can
+     * still read the log (DESIGN §5). */
+    h->types[h->ntypes++] = (event_type){copy, flags | WEIR_EVENT_IGNORABLE, self};
+    return WEIR_OK;
+}
+
+int weir__plugin_provider_register(weir_plugin *self, const weir_provider *provider,
+                                   void *self_ptr) {
+    int rc = may_register(self, "provider_register");
+    if (rc != WEIR_OK)
+        return rc;
+    weir_error e;
+    weir_error_clear(&e);
+    if (!provider || provider->struct_size < offsetof(weir_provider, stream) +
+                                                 sizeof provider->stream ||
+        !provider->prepare_call || !provider->stream) {
+        rc = weir__err(&e, WEIR_E_INVAL, self->id, NULL,
+                       "provider_register: a provider needs struct_size, prepare_call and "
+                       "stream");
+        return reg_fail(self, rc, &e);
+    }
+    weir_host *h = self->host;
+    if (weir__host_provider(h, self->id)) {
+        rc = weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL,
+                       "a provider is already registered under '%s'", self->id);
+        return reg_fail(self, rc, &e);
+    }
+    weir__provider_entry *grown =
+        weir__realloc(h->providers, (h->nproviders + 1) * sizeof *grown);
+    char *id = weir__strdup(self->id);
+    if (grown)
+        h->providers = grown;
+    if (!grown || !id) {
+        weir__free(id);
+        rc = weir__err(&e, WEIR_E_NOMEM, self->id, NULL, "out of memory");
+        return reg_fail(self, rc, &e);
+    }
+    weir__provider_entry *pe = &h->providers[h->nproviders++];
+    *pe = (weir__provider_entry){.id = id, .self = self_ptr, .owner = self};
+    size_t n = provider->struct_size < sizeof pe->vt ? provider->struct_size : sizeof pe->vt;
+    memcpy(&pe->vt, provider, n);
+    pe->vt.struct_size = sizeof pe->vt;
+    return WEIR_OK;
+}
+
+int weir__plugin_tool_register(weir_plugin *self, const weir_tool *tool) {
+    int rc = may_register(self, "tool_register");
+    if (rc != WEIR_OK)
+        return rc;
+    weir_error e;
+    weir_error_clear(&e);
+    if (!tool) {
+        rc = weir__err(&e, WEIR_E_INVAL, self->id, NULL, "tool_register: tool is NULL");
+        return reg_fail(self, rc, &e);
+    }
+    rc = weir__tools_add(self->host->tools, self->id, tool, &e);
+    return rc == WEIR_OK ? WEIR_OK : reg_fail(self, rc, &e);
+}

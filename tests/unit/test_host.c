@@ -1,0 +1,415 @@
+/*
+ * tests/unit/test_host.c - the host's registries and the api-table
+ * implementations: event types, providers, tools, instance accessors, the
+ * log line format, config ownership, hook dump order, and how registration
+ * and freeze failures fail the whole deployment.  Registration calls are
+ * driven through a hand-made instance with registration open.
+ */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "host_int.h"
+#include "testutil.h"
+
+typedef struct fx {
+    char *tmp;
+    char log[4096];
+    weir_host *host; /* an empty host (no plugin rows) */
+} fx;
+
+static int setup(void **state) {
+    fx *f = calloc(1, sizeof *f);
+    f->tmp = wt_tmpdir("host");
+    assert_non_null(f->tmp);
+    snprintf(f->log, sizeof f->log, "%s/calls.txt", f->tmp);
+    json_t *cfg = json_pack("{s:[]}", "plugins");
+    assert_int_equal(weir_host_create(cfg, &f->host, NULL), WEIR_OK);
+    json_decref(cfg);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fx *f = *state;
+    weir_host_destroy(f->host);
+    wt_rmtree(f->tmp);
+    free(f->tmp);
+    free(f);
+    return 0;
+}
+
+static int noop_init(weir_plugin *self, const weir_api *api, const json_t *config,
+                     weir_error *err) {
+    (void)self;
+    (void)api;
+    (void)config;
+    (void)err;
+    return WEIR_OK;
+}
+
+static const weir_plugin_desc desc_a = {WEIR_PLUGIN_HEADER, .name = "host-a",
+                                        .version = "1", .init = noop_init};
+static const weir_plugin_desc desc_b = {WEIR_PLUGIN_HEADER, .name = "host-b",
+                                        .version = "1", .init = noop_init};
+
+/* An instance of `desc` on `host`, inside its init (registration open). */
+typedef struct inst {
+    char id[32];
+    weir_plugin p;
+} inst;
+
+static void inst_init(inst *in, weir_host *host, const char *id,
+                      const weir_plugin_desc *desc) {
+    memset(in, 0, sizeof *in);
+    snprintf(in->id, sizeof in->id, "%s", id);
+    in->p.host = host;
+    in->p.id = in->id;
+    in->p.desc = desc;
+    in->p.registering = true;
+}
+
+static json_t *config_of(const char *id, ...) {
+    json_t *rows = json_array();
+    va_list ap;
+    va_start(ap, id);
+    for (const char *row_id = id; row_id; row_id = va_arg(ap, const char *)) {
+        const char *plugin = va_arg(ap, const char *);
+        json_t *cfg = va_arg(ap, json_t *);
+        json_t *row = json_pack("{s:s, s:s}", "id", row_id, "plugin", plugin);
+        if (cfg)
+            json_object_set_new(row, "config", cfg);
+        json_array_append_new(rows, row);
+    }
+    va_end(ap);
+    return json_pack("{s:[s], s:o}", "plugin_path", wt_env("WEIR_TEST_FIXTURE_DIR"),
+                     "plugins", rows);
+}
+
+/* --- event types ------------------------------------------------------- */
+
+static void test_event_type_registered_as_ignorable(void **state) {
+    fx *f = *state;
+    inst a;
+    inst_init(&a, f->host, "a", &desc_a);
+    assert_int_equal(weir__plugin_event_type_register(&a.p, "host-a/thing", 0), WEIR_OK);
+    uint32_t flags = 0;
+    assert_true(weir__host_event_type(f->host, "host-a/thing", &flags));
+    assert_int_equal(flags, WEIR_EVENT_IGNORABLE);
+    assert_false(weir__host_event_type(f->host, "host-a/other", &flags));
+    assert_int_equal(a.p.reg_err.code, WEIR_OK);
+}
+
+static void test_event_type_core_name_refused(void **state) {
+    fx *f = *state;
+    inst a;
+    inst_init(&a, f->host, "a", &desc_a);
+    assert_int_equal(weir__plugin_event_type_register(&a.p, "turn/end", 0), WEIR_E_DUPLICATE);
+    assert_int_equal(a.p.reg_err.code, WEIR_E_DUPLICATE);
+    assert_string_equal(a.p.reg_err.text, "event type 'turn/end' is a core event type");
+    assert_false(weir__host_event_type(f->host, "turn/end", NULL));
+}
+
+static void test_event_type_bad_name_and_flags(void **state) {
+    fx *f = *state;
+    inst a;
+    inst_init(&a, f->host, "a", &desc_a);
+    assert_int_equal(weir__plugin_event_type_register(&a.p, "Bad Type", 0), WEIR_E_INVAL);
+    assert_string_equal(a.p.reg_err.text, "event type 'Bad Type' is not [a-z0-9_./-]+");
+    assert_int_equal(weir__plugin_event_type_register(&a.p, "", 0), WEIR_E_INVAL);
+    assert_int_equal(weir__plugin_event_type_register(&a.p, NULL, 0), WEIR_E_INVAL);
+    assert_int_equal(weir__plugin_event_type_register(&a.p, "a/x", 0x8), WEIR_E_INVAL);
+    assert_false(weir__host_event_type(f->host, "a/x", NULL));
+}
+
+static void test_event_type_owned_by_one_plugin(void **state) {
+    fx *f = *state;
+    inst a1, a2, b;
+    inst_init(&a1, f->host, "a1", &desc_a);
+    inst_init(&a2, f->host, "a2", &desc_a);
+    inst_init(&b, f->host, "b", &desc_b);
+    assert_int_equal(weir__plugin_event_type_register(&a1.p, "shared/x", 0), WEIR_OK);
+    /* a second row of the same plugin may register it again */
+    assert_int_equal(weir__plugin_event_type_register(&a2.p, "shared/x", 0), WEIR_OK);
+    assert_int_equal(weir__plugin_event_type_register(&b.p, "shared/x", 0), WEIR_E_DUPLICATE);
+    assert_string_equal(b.p.reg_err.text,
+                        "event type 'shared/x' is registered by plugins 'a1' and 'b'");
+}
+
+/* --- providers --------------------------------------------------------- */
+
+static int prov_prepare(void *self, const json_t *config, weir_signal *signal, void **call,
+                        weir_error *err) {
+    (void)self;
+    (void)config;
+    (void)signal;
+    (void)err;
+    *call = NULL;
+    return WEIR_OK;
+}
+
+static int prov_stream(void *self, void *call, const json_t *request, weir_stream *stream) {
+    (void)self;
+    (void)call;
+    (void)request;
+    (void)stream;
+    return WEIR_OK;
+}
+
+static void prov_release(void *self, void *call) {
+    (void)self;
+    (void)call;
+}
+
+static void test_provider_registered_under_row_id(void **state) {
+    fx *f = *state;
+    inst a;
+    inst_init(&a, f->host, "local", &desc_a);
+    int token = 0;
+    weir_provider vt = {sizeof vt, NULL, prov_prepare, prov_stream, prov_release};
+    assert_int_equal(weir__plugin_provider_register(&a.p, &vt, &token), WEIR_OK);
+    const weir__provider_entry *e = weir__host_provider(f->host, "local");
+    assert_non_null(e);
+    assert_string_equal(e->id, "local");
+    assert_ptr_equal(e->self, &token);
+    assert_ptr_equal(e->owner, &a.p);
+    assert_true(e->vt.stream == prov_stream);
+    assert_true(e->vt.release_call == prov_release);
+    assert_null(weir__host_provider(f->host, "other"));
+}
+
+static void test_provider_duplicate_refused(void **state) {
+    fx *f = *state;
+    inst a, a2;
+    inst_init(&a, f->host, "p", &desc_a);
+    inst_init(&a2, f->host, "p2", &desc_a);
+    weir_provider vt = {sizeof vt, NULL, prov_prepare, prov_stream, NULL};
+    assert_int_equal(weir__plugin_provider_register(&a.p, &vt, NULL), WEIR_OK);
+    assert_int_equal(weir__plugin_provider_register(&a.p, &vt, NULL), WEIR_E_DUPLICATE);
+    assert_string_equal(a.p.reg_err.text, "a provider is already registered under 'p'");
+    /* another row of the same plugin is another provider */
+    assert_int_equal(weir__plugin_provider_register(&a2.p, &vt, NULL), WEIR_OK);
+    assert_non_null(weir__host_provider(f->host, "p2"));
+}
+
+static void test_provider_short_struct_copies_known_fields(void **state) {
+    fx *f = *state;
+    inst a;
+    inst_init(&a, f->host, "old", &desc_a);
+    weir_provider vt = {(uint32_t)offsetof(weir_provider, release_call), NULL, prov_prepare,
+                        prov_stream, prov_release};
+    assert_int_equal(weir__plugin_provider_register(&a.p, &vt, NULL), WEIR_OK);
+    const weir__provider_entry *e = weir__host_provider(f->host, "old");
+    assert_non_null(e);
+    assert_null(e->vt.release_call); /* beyond what the plugin declared */
+    assert_int_equal(e->vt.struct_size, sizeof(weir_provider));
+}
+
+static void test_provider_incomplete_refused(void **state) {
+    fx *f = *state;
+    inst a;
+    inst_init(&a, f->host, "p", &desc_a);
+    weir_provider vt = {sizeof vt, NULL, prov_prepare, NULL, NULL};
+    assert_int_equal(weir__plugin_provider_register(&a.p, &vt, NULL), WEIR_E_INVAL);
+    assert_int_equal(weir__plugin_provider_register(&a.p, NULL, NULL), WEIR_E_INVAL);
+    assert_null(weir__host_provider(f->host, "p"));
+}
+
+/* --- tools ------------------------------------------------------------- */
+
+static int tool_exec(weir_tool_exec *exec, const json_t *args, json_t **result, void *ud) {
+    (void)exec;
+    (void)args;
+    (void)ud;
+    *result = json_string("ok");
+    return WEIR_OK;
+}
+
+static void test_tool_duplicate_name_refused(void **state) {
+    fx *f = *state;
+    inst a, b;
+    inst_init(&a, f->host, "a", &desc_a);
+    inst_init(&b, f->host, "b", &desc_b);
+    json_t *params = json_pack("{s:s}", "type", "object");
+    weir_tool t = {.struct_size = sizeof t, .name = "echo", .description = "echo it",
+                   .parameters = params, .execute = tool_exec};
+    assert_int_equal(weir__plugin_tool_register(&a.p, &t), WEIR_OK);
+    assert_int_equal(weir__plugin_tool_register(&b.p, &t), WEIR_E_DUPLICATE);
+    assert_int_equal(b.p.reg_err.code, WEIR_E_DUPLICATE);
+    assert_int_equal(weir__plugin_tool_register(&b.p, NULL), WEIR_E_INVAL);
+    json_decref(params);
+}
+
+/* --- instance accessors and log --------------------------------------- */
+
+static void test_instance_accessors(void **state) {
+    fx *f = *state;
+    inst a;
+    inst_init(&a, f->host, "row-1", &desc_a);
+    assert_string_equal(weir__plugin_id(&a.p), "row-1");
+    assert_null(weir__plugin_data(&a.p));
+    int x;
+    weir__plugin_set_data(&a.p, &x);
+    assert_ptr_equal(weir__plugin_data(&a.p), &x);
+    assert_null(weir__plugin_id(NULL));
+    assert_null(weir__plugin_data(NULL));
+    weir__plugin_set_data(NULL, &x);
+    assert_int_equal(weir__plugin_hook_register(NULL, "agent/pre-step", NULL, NULL),
+                     WEIR_E_INVAL);
+    assert_int_equal(weir__plugin_event_type_register(NULL, "x/y", 0), WEIR_E_INVAL);
+    assert_int_equal(weir__plugin_provider_register(NULL, NULL, NULL), WEIR_E_INVAL);
+    assert_int_equal(weir__plugin_tool_register(NULL, NULL), WEIR_E_INVAL);
+}
+
+static void test_log_line_format(void **state) {
+    fx *f = *state;
+    inst a;
+    inst_init(&a, f->host, "row-1", &desc_a);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/stderr.txt", f->tmp);
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    assert_true(fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    weir__plugin_log(&a.p, WEIR_LOG_WARN, "x=%d", 3);
+    weir__plugin_log(&a.p, WEIR_LOG_INFO, "%s", "hello");
+    weir__plugin_log(&a.p, WEIR_LOG_DEBUG, "d");
+    weir__plugin_log(&a.p, WEIR_LOG_ERROR, "e");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char *out = wt_read_file(path, NULL);
+    assert_string_equal(out, "weir[row-1]: warning: x=3\n"
+                             "weir[row-1]: info: hello\n"
+                             "weir[row-1]: debug: d\n"
+                             "weir[row-1]: error: e\n");
+    free(out);
+}
+
+/* --- host -------------------------------------------------------------- */
+
+static void test_host_keeps_its_own_config(void **state) {
+    (void)state;
+    json_t *cfg = json_pack("{s:{s:s}, s:[]}", "agent", "model", "m1", "plugins");
+    weir_host *h = NULL;
+    assert_int_equal(weir_host_create(cfg, &h, NULL), WEIR_OK);
+    json_object_set_new(json_object_get(cfg, "agent"), "model", json_string("changed"));
+    const json_t *mine = weir_host_config(h);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(mine, "agent"),
+                                                          "model")),
+                        "m1");
+    weir_host_destroy(h);
+    json_decref(cfg);
+    assert_null(weir_host_config(NULL));
+    assert_null(weir__host_hooks(NULL));
+    assert_null(weir__host_tools(NULL));
+    assert_null(weir__host_plugin(NULL, "x"));
+    assert_false(weir__host_event_type(NULL, "x", NULL));
+}
+
+static void test_dump_hooks_in_chain_order(void **state) {
+    fx *f = *state;
+    json_t *cfg = config_of("first", "fx-alpha", json_pack("{s:[s]}", "after", "second"),
+                            "second", "fx-beta", NULL, "third", "fx-gamma",
+                            json_pack("{s:[s]}", "before", "second"), NULL);
+    weir_host *h = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_host_create(cfg, &h, &err), WEIR_OK);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/dump.txt", f->tmp);
+    FILE *out = fopen(path, "w");
+    assert_non_null(out);
+    assert_int_equal(weir_host_dump_hooks(h, out), WEIR_OK);
+    fclose(out);
+    char *text = wt_read_file(path, NULL);
+    const char *chain = strstr(text, "agent/pre-step");
+    assert_non_null(chain);
+    const char *third = strstr(chain, "third"), *second = strstr(chain, "second"),
+               *first = strstr(chain, "first");
+    assert_non_null(third);
+    assert_non_null(second);
+    assert_non_null(first);
+    assert_true(third < second && second < first);
+    free(text);
+    assert_int_equal(weir_host_dump_hooks(NULL, stdout), WEIR_E_INVAL);
+    assert_int_equal(weir_host_dump_hooks(h, NULL), WEIR_E_INVAL);
+    weir_host_destroy(h);
+    json_decref(cfg);
+}
+
+static void test_registration_error_reaches_init_failure(void **state) {
+    fx *f = *state;
+    json_t *cfg = config_of("a", "fx-alpha", json_pack("{s:s, s:s}", "log", f->log, "hook",
+                                                       "no/such-hook"),
+                            NULL);
+    weir_host *h = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_not_equal(weir_host_create(cfg, &h, &err), WEIR_OK);
+    assert_null(h);
+    assert_int_equal(err.code, WEIR_E_PLUGIN_INIT);
+    char path[4096], expect[8192];
+    snprintf(path, sizeof path, "%s/weir-fx-alpha.so", wt_env("WEIR_TEST_FIXTURE_DIR"));
+    snprintf(expect, sizeof expect, "plugin 'fx-alpha' (%s) init failed: ", path);
+    assert_int_equal(strncmp(err.text, expect, strlen(expect)), 0);
+    /* the hooks registry's own message follows and names the hook */
+    assert_non_null(strstr(err.text + strlen(expect), "no/such-hook"));
+    assert_string_equal(err.plugin, "a");
+    char *calls = wt_read_file(f->log, NULL);
+    assert_null(calls); /* init failed before recording anything; no fini */
+    json_decref(cfg);
+}
+
+static void test_freeze_error_fails_deployment(void **state) {
+    fx *f = *state;
+    json_t *cfg = config_of("a", "fx-alpha", json_pack("{s:s, s:[s]}", "log", f->log,
+                                                       "before", "nobody"),
+                            "b", "fx-beta", json_pack("{s:s}", "log", f->log), NULL);
+    weir_host *h = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    int rc = weir_host_create(cfg, &h, &err);
+    assert_int_not_equal(rc, WEIR_OK);
+    assert_int_not_equal(rc, WEIR_E_NOMEM);
+    assert_null(h);
+    assert_non_null(strstr(err.text, "nobody"));
+    char *calls = wt_read_file(f->log, NULL);
+    assert_string_equal(calls, "init:a\ninit:b\nfini:b\nfini:a\n");
+    free(calls);
+    json_decref(cfg);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_event_type_registered_as_ignorable, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_event_type_core_name_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_event_type_bad_name_and_flags, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_event_type_owned_by_one_plugin, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_provider_registered_under_row_id, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_provider_duplicate_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_provider_short_struct_copies_known_fields, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_provider_incomplete_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tool_duplicate_name_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_instance_accessors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_line_format, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_host_keeps_its_own_config, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dump_hooks_in_chain_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_registration_error_reaches_init_failure, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_freeze_error_fails_deployment, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,578 @@
+/*
+ * tests/unit/test_loader.c - the plugin loader and host creation: every load
+ * error with its exact message, no partial start, teardown order, search
+ * path, probe, and an allocation-failure loop over weir_host_create.
+ * Fixture plugins come from tests/plugins/ (WEIR_TEST_FIXTURE_DIR); their
+ * init/fini calls are recorded in the file named by each row's config.log.
+ */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "host_int.h"
+#include "testutil.h"
+
+/* --- helpers ----------------------------------------------------------- */
+
+typedef struct fx {
+    char *tmp;    /* temp dir */
+    char log[4096]; /* side-effect file of the fixtures */
+} fx;
+
+static int setup(void **state) {
+    fx *f = calloc(1, sizeof *f);
+    f->tmp = wt_tmpdir("loader");
+    assert_non_null(f->tmp);
+    snprintf(f->log, sizeof f->log, "%s/calls.txt", f->tmp);
+    unsetenv("WEIR_PLUGIN_PATH");
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fx *f = *state;
+    wt_rmtree(f->tmp);
+    free(f->tmp);
+    free(f);
+    return 0;
+}
+
+/* "<fixture dir>/weir-<name>.so" into buf. */
+static const char *fixture(char *buf, size_t size, const char *name) {
+    snprintf(buf, size, "%s/weir-%s.so", wt_env("WEIR_TEST_FIXTURE_DIR"), name);
+    return buf;
+}
+
+/* A config whose rows are given as (id, plugin name, config) triples;
+ * plugins are found along plugin_path = [fixture dir]. */
+static json_t *config_of(const char *id, ...) {
+    json_t *rows = json_array();
+    va_list ap;
+    va_start(ap, id);
+    for (const char *row_id = id; row_id; row_id = va_arg(ap, const char *)) {
+        const char *plugin = va_arg(ap, const char *);
+        json_t *cfg = va_arg(ap, json_t *); /* stolen, may be NULL */
+        json_t *row = json_pack("{s:s, s:s}", "id", row_id, "plugin", plugin);
+        if (cfg)
+            json_object_set_new(row, "config", cfg);
+        json_array_append_new(rows, row);
+    }
+    va_end(ap);
+    return json_pack("{s:[s], s:o}", "plugin_path", wt_env("WEIR_TEST_FIXTURE_DIR"),
+                     "plugins", rows);
+}
+
+static json_t *log_cfg(const fx *f) {
+    return json_pack("{s:s}", "log", f->log);
+}
+
+/* The side-effect file's content ("" when it does not exist). */
+static char *calls(const fx *f) {
+    char *s = wt_read_file(f->log, NULL);
+    return s ? s : strdup("");
+}
+
+static void assert_calls(const fx *f, const char *expected) {
+    char *s = calls(f);
+    assert_string_equal(s, expected);
+    free(s);
+}
+
+/* Capture what is written to stderr between begin and end. */
+typedef struct capture {
+    int saved;
+    char path[4096];
+} capture;
+
+static void capture_begin(capture *c, const fx *f) {
+    snprintf(c->path, sizeof c->path, "%s/stderr.txt", f->tmp);
+    fflush(stderr);
+    c->saved = dup(2);
+    int fd = open(c->path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    assert_true(fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+}
+
+static char *capture_end(capture *c) {
+    fflush(stderr);
+    dup2(c->saved, 2);
+    close(c->saved);
+    char *s = wt_read_file(c->path, NULL);
+    return s ? s : strdup("");
+}
+
+/* --- loader errors ----------------------------------------------------- */
+
+static void test_missing_file(void **state) {
+    (void)state;
+    char path[4096], expect[8192];
+    fixture(path, sizeof path, "fx-does-not-exist");
+    weir__dl *dl = NULL;
+    const weir_plugin_desc *d = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir__dl_open(path, &dl, &d, &err), WEIR_E_PLUGIN_OPEN);
+    assert_null(dl);
+    snprintf(expect, sizeof expect, "plugin file not found: %s", path);
+    assert_string_equal(err.text, expect);
+    assert_string_equal(err.plugin, "fx-does-not-exist");
+}
+
+static void test_missing_name(void **state) {
+    (void)state;
+    const char *dir = wt_env("WEIR_TEST_FIXTURE_DIR");
+    setenv("WEIR_PLUGIN_PATH", "/nonexistent-a:/nonexistent-b", 1);
+    json_t *pp = json_pack("[s]", dir);
+    char sentinel[] = "untouched";
+    char *path = sentinel;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir__plugin_resolve("fx-nope", pp, &path, &err), WEIR_E_PLUGIN_OPEN);
+    assert_null(path);
+    char expect[8192];
+    snprintf(expect, sizeof expect,
+             "plugin 'fx-nope' not found (searched: %s, /nonexistent-a, /nonexistent-b, ", dir);
+    assert_int_equal(strncmp(err.text, expect, strlen(expect)), 0);
+    assert_string_equal(err.plugin, "fx-nope");
+    json_decref(pp);
+    unsetenv("WEIR_PLUGIN_PATH");
+}
+
+static void test_resolve_along_plugin_path_then_env(void **state) {
+    (void)state;
+    const char *dir = wt_env("WEIR_TEST_FIXTURE_DIR");
+    char expect[4096];
+    fixture(expect, sizeof expect, "fx-alpha");
+    /* plugin_path entries may themselves be colon-separated lists */
+    char list[4096];
+    snprintf(list, sizeof list, "/nonexistent:%s", dir);
+    json_t *pp = json_pack("[s, s]", "", list);
+    char *path = NULL;
+    assert_int_equal(weir__plugin_resolve("fx-alpha", pp, &path, NULL), WEIR_OK);
+    assert_string_equal(path, expect);
+    weir__free(path);
+    json_decref(pp);
+    /* not on plugin_path: found along $WEIR_PLUGIN_PATH */
+    setenv("WEIR_PLUGIN_PATH", dir, 1);
+    assert_int_equal(weir__plugin_resolve("fx-alpha", NULL, &path, NULL), WEIR_OK);
+    assert_string_equal(path, expect);
+    weir__free(path);
+    unsetenv("WEIR_PLUGIN_PATH");
+}
+
+static void test_resolve_path_is_taken_as_is(void **state) {
+    (void)state;
+    char *path = NULL;
+    assert_int_equal(weir__plugin_resolve("./lib/weir-x.so", NULL, &path, NULL), WEIR_OK);
+    assert_string_equal(path, "./lib/weir-x.so");
+    weir__free(path);
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir__plugin_resolve("Bad Name", NULL, &path, &err), WEIR_E_CONFIG);
+    assert_non_null(strstr(err.text, "plugin name 'Bad Name' is not [a-z0-9_-]+"));
+}
+
+static void test_not_a_shared_object(void **state) {
+    (void)state;
+    char path[4096], expect[8192];
+    fixture(path, sizeof path, "fx-not-so");
+    weir__dl *dl = NULL;
+    const weir_plugin_desc *d = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir__dl_open(path, &dl, &d, &err), WEIR_E_PLUGIN_OPEN);
+    snprintf(expect, sizeof expect, "cannot load %s: ", path);
+    assert_int_equal(strncmp(err.text, expect, strlen(expect)), 0);
+    /* the dlerror text follows (it names the file again) */
+    assert_true(strlen(err.text) > strlen(expect));
+    assert_string_equal(err.plugin, "fx-not-so");
+}
+
+static void test_no_entry_point(void **state) {
+    (void)state;
+    char path[4096], expect[8192];
+    fixture(path, sizeof path, "fx-no-entry");
+    weir__dl *dl = NULL;
+    const weir_plugin_desc *d = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir__dl_open(path, &dl, &d, &err), WEIR_E_PLUGIN_ENTRY);
+    snprintf(expect, sizeof expect, "no entry point weir_plugin_describe in %s", path);
+    assert_string_equal(err.text, expect);
+    assert_string_equal(err.plugin, "fx-no-entry");
+}
+
+static void expect_open_error(const char *name, int code, const char *fmt_after_path) {
+    char path[4096], expect[8192];
+    fixture(path, sizeof path, name);
+    weir__dl *dl = NULL;
+    const weir_plugin_desc *d = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir__dl_open(path, &dl, &d, &err), code);
+    assert_null(dl);
+    assert_null(d);
+    snprintf(expect, sizeof expect, "plugin '%s' (%s)%s", name, path, fmt_after_path);
+    assert_string_equal(err.text, expect);
+    assert_string_equal(err.plugin, name);
+}
+
+static void test_abi_major_mismatch(void **state) {
+    (void)state;
+    char tail[256];
+    snprintf(tail, sizeof tail, " was built for ABI 2.0; this host provides ABI %d.%d",
+             WEIR_ABI_MAJOR, WEIR_ABI_MINOR);
+    expect_open_error("fx-abi-major", WEIR_E_PLUGIN_ABI, tail);
+}
+
+static void test_abi_minor_newer(void **state) {
+    (void)state;
+    char tail[256];
+    snprintf(tail, sizeof tail, " needs ABI 1.5; this host provides ABI %d.%d",
+             WEIR_ABI_MAJOR, WEIR_ABI_MINOR);
+    expect_open_error("fx-abi-minor", WEIR_E_PLUGIN_ABI, tail);
+}
+
+static void test_descriptor_too_small(void **state) {
+    (void)state;
+    char tail[256];
+    snprintf(tail, sizeof tail, ": descriptor size 12 is smaller than 1.0's %u",
+             (unsigned)WEIR_PLUGIN_DESC_V1_SIZE);
+    expect_open_error("fx-bad-size", WEIR_E_PLUGIN_ABI, tail);
+}
+
+static void test_duplicate_plugin_name(void **state) {
+    fx *f = *state;
+    char a[4096], b[4096], expect[12000];
+    fixture(a, sizeof a, "fx-dup-a");
+    fixture(b, sizeof b, "fx-dup-b");
+    json_t *cfg = config_of("first", "fx-alpha", log_cfg(f), "a", "fx-dup-a", NULL, "b",
+                            "fx-dup-b", NULL, NULL);
+    weir_host *h = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_host_create(cfg, &h, &err), WEIR_E_DUPLICATE);
+    assert_null(h);
+    snprintf(expect, sizeof expect,
+             "plugin 'fx-dup' is declared by two files: %s (row 'a') and %s (row 'b')", a, b);
+    assert_string_equal(err.text, expect);
+    assert_string_equal(err.plugin, "b");
+    assert_calls(f, "init:first\nfini:first\n");
+    json_decref(cfg);
+}
+
+static void test_same_file_twice_is_two_instances(void **state) {
+    fx *f = *state;
+    json_t *cfg = config_of("one", "fx-alpha", log_cfg(f), "two", "fx-alpha", log_cfg(f),
+                            NULL);
+    weir_host *h = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_host_create(cfg, &h, &err), WEIR_OK);
+    assert_non_null(weir__host_plugin(h, "one"));
+    assert_non_null(weir__host_plugin(h, "two"));
+    assert_ptr_not_equal(weir__host_plugin(h, "one"), weir__host_plugin(h, "two"));
+    assert_int_equal(weir__hooks_count(weir__host_hooks(h), "agent/pre-step"), 2);
+    weir_host_destroy(h);
+    assert_calls(f, "init:one\ninit:two\nfini:two\nfini:one\n");
+    json_decref(cfg);
+}
+
+static void test_init_failure_unwinds(void **state) {
+    fx *f = *state;
+    char path[4096], expect[8192];
+    fixture(path, sizeof path, "fx-init-fails");
+    json_t *cfg = config_of("one", "fx-alpha", log_cfg(f), "two", "fx-beta", log_cfg(f),
+                            "bad", "fx-init-fails", log_cfg(f), "never", "fx-gamma",
+                            log_cfg(f), NULL);
+    weir_host *h = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_host_create(cfg, &h, &err), WEIR_E_PLUGIN_INIT);
+    assert_null(h);
+    snprintf(expect, sizeof expect,
+             "plugin 'fx-init-fails' (%s) init failed: backend unreachable (fixture)", path);
+    assert_string_equal(err.text, expect);
+    assert_string_equal(err.plugin, "bad");
+    /* the failing instance is not finalised; the row after it never loads */
+    assert_calls(f, "init:one\ninit:two\ninit:bad\nfini:two\nfini:one\n");
+    json_decref(cfg);
+}
+
+static void test_load_error_after_good_rows_unwinds(void **state) {
+    fx *f = *state;
+    char path[4096], expect[8192];
+    fixture(path, sizeof path, "fx-abi-major");
+    json_t *cfg = config_of("one", "fx-alpha", log_cfg(f), "two", "fx-beta", log_cfg(f),
+                            "old", "fx-abi-major", NULL, NULL);
+    weir_host *h = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_host_create(cfg, &h, &err), WEIR_E_PLUGIN_ABI);
+    assert_null(h);
+    snprintf(expect, sizeof expect, "plugin 'fx-abi-major' (%s) was built for ABI 2.0", path);
+    assert_int_equal(strncmp(err.text, expect, strlen(expect)), 0);
+    assert_calls(f, "init:one\ninit:two\nfini:two\nfini:one\n");
+    json_decref(cfg);
+}
+
+static void test_invalid_plugin_config(void **state) {
+    fx *f = *state;
+    json_t *bad = json_pack("{s:s, s:s}", "count", "three", "log", f->log);
+    json_t *cfg = config_of("a", "fx-alpha", log_cfg(f), "cfg", "fx-config-schema", bad,
+                            NULL);
+    weir_host *h = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_host_create(cfg, &h, &err), WEIR_E_PLUGIN_CONFIG);
+    assert_null(h);
+    assert_string_equal(err.text, "plugin 'fx-config-schema' (row 'cfg'): invalid config: "
+                                  "$.count: expected integer, got string");
+    assert_string_equal(err.plugin, "cfg");
+    /* validated before init: fx-config-schema's init never ran */
+    assert_calls(f, "init:a\nfini:a\n");
+    json_decref(cfg);
+}
+
+static void test_valid_plugin_config(void **state) {
+    fx *f = *state;
+    json_t *good = json_pack("{s:i, s:s}", "count", 3, "log", f->log);
+    json_t *cfg = config_of("cfg", "fx-config-schema", good, NULL);
+    weir_host *h = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_host_create(cfg, &h, &err), WEIR_OK);
+    weir_host_destroy(h);
+    assert_calls(f, "init:cfg\n");
+    json_decref(cfg);
+}
+
+static void test_register_after_init_from_fini(void **state) {
+    fx *f = *state;
+    json_t *cfg = config_of("late", "fx-late-register", log_cfg(f), NULL);
+    weir_host *h = NULL;
+    assert_int_equal(weir_host_create(cfg, &h, NULL), WEIR_OK);
+    capture c;
+    capture_begin(&c, f);
+    weir_host_destroy(h);
+    char *out = capture_end(&c);
+    assert_string_equal(out, "weir[late]: error: plugin 'late': hook_register called after "
+                             "init\n");
+    free(out);
+    char expect[64];
+    snprintf(expect, sizeof expect, "late-%d:late\n", WEIR_E_TOO_LATE);
+    assert_calls(f, expect);
+    json_decref(cfg);
+}
+
+static json_t *noop_hook(weir_call *call, const json_t *args, void *ud) {
+    (void)call;
+    (void)args;
+    (void)ud;
+    return NULL;
+}
+
+static void test_register_after_init_via_api(void **state) {
+    fx *f = *state;
+    json_t *cfg = config_of("a", "fx-alpha", NULL, NULL);
+    weir_host *h = NULL;
+    assert_int_equal(weir_host_create(cfg, &h, NULL), WEIR_OK);
+    weir_plugin *p = weir__host_plugin(h, "a");
+    assert_non_null(p);
+    const weir_api *api = &weir__api_table;
+    weir_provider prov = {sizeof prov, NULL, NULL, NULL, NULL};
+    weir_tool tool = {.struct_size = sizeof tool, .name = "t"};
+    capture c;
+    capture_begin(&c, f);
+    int r1 = api->hook_register(p, "agent/pre-step", noop_hook, NULL);
+    int r2 = api->event_type_register(p, "a/late", 0);
+    int r3 = api->provider_register(p, &prov, NULL);
+    int r4 = api->tool_register(p, &tool);
+    char *out = capture_end(&c);
+    assert_int_equal(r1, WEIR_E_TOO_LATE);
+    assert_int_equal(r2, WEIR_E_TOO_LATE);
+    assert_int_equal(r3, WEIR_E_TOO_LATE);
+    assert_int_equal(r4, WEIR_E_TOO_LATE);
+    assert_string_equal(out, "weir[a]: error: plugin 'a': hook_register called after init\n"
+                             "weir[a]: error: plugin 'a': event_type_register called after init\n"
+                             "weir[a]: error: plugin 'a': provider_register called after init\n"
+                             "weir[a]: error: plugin 'a': tool_register called after init\n");
+    free(out);
+    assert_int_equal(weir__hooks_count(weir__host_hooks(h), "agent/pre-step"), 1);
+    assert_false(weir__host_event_type(h, "a/late", NULL));
+    weir_host_destroy(h);
+    json_decref(cfg);
+}
+
+/* --- lifecycle --------------------------------------------------------- */
+
+static void test_teardown_reverse_order(void **state) {
+    fx *f = *state;
+    json_t *cfg = config_of("a", "fx-alpha", log_cfg(f), "b", "fx-beta", log_cfg(f), "c",
+                            "fx-gamma", log_cfg(f), NULL);
+    weir_host *h = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_host_create(cfg, &h, &err), WEIR_OK);
+    assert_calls(f, "init:a\ninit:b\ninit:c\n");
+    weir_host_destroy(h);
+    assert_calls(f, "init:a\ninit:b\ninit:c\nfini:c\nfini:b\nfini:a\n");
+    json_decref(cfg);
+}
+
+static void test_disabled_row_is_skipped(void **state) {
+    fx *f = *state;
+    json_t *cfg = config_of("a", "fx-alpha", log_cfg(f), "b", "fx-beta", log_cfg(f), NULL);
+    json_object_set_new(json_array_get(json_object_get(cfg, "plugins"), 0), "disabled",
+                        json_true());
+    weir_host *h = NULL;
+    assert_int_equal(weir_host_create(cfg, &h, NULL), WEIR_OK);
+    assert_null(weir__host_plugin(h, "a"));
+    weir_host_destroy(h);
+    assert_calls(f, "init:b\nfini:b\n");
+    json_decref(cfg);
+}
+
+static void test_alloc_failure_loop(void **state) {
+    (void)state;
+    json_t *cfg = config_of("a", "fx-alpha", json_pack("{s:[s]}", "after", "b"), "b",
+                            "fx-beta", NULL, "c", "fx-gamma", json_pack("{s:[s]}", "before", "b"),
+                            NULL);
+    bool ok = false;
+    long n;
+    for (n = 1; n < 100000 && !ok; n++) {
+        weir_host *h = NULL;
+        weir_error err;
+        weir_error_clear(&err);
+        weir__alloc_fail_after(n);
+        int rc = weir_host_create(cfg, &h, &err);
+        weir__alloc_fail_after(-1);
+        if (rc == WEIR_OK) {
+            assert_non_null(h);
+            ok = true;
+        } else {
+            if (rc != WEIR_E_NOMEM)
+                fail_msg("n=%ld: %s: %s", n, weir_status_name(rc), err.text);
+            assert_null(h);
+        }
+        weir_host_destroy(h);
+    }
+    assert_true(ok);
+    assert_true(n > 2); /* at least one injected failure was exercised */
+    print_message("host created after %ld injected allocation failures\n", n - 2);
+    json_decref(cfg);
+}
+
+static void test_null_arguments(void **state) {
+    (void)state;
+    weir_host *h = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_host_create(NULL, &h, &err), WEIR_E_INVAL);
+    json_t *cfg = json_object();
+    assert_int_equal(weir_host_create(cfg, NULL, &err), WEIR_E_INVAL);
+    json_t *bad = json_pack("{s:s}", "plugins", "nope");
+    assert_int_equal(weir_host_create(bad, &h, &err), WEIR_E_CONFIG);
+    assert_string_equal(err.text, "'plugins' must be an array");
+    json_t *norow = json_pack("{s:[{s:s}]}", "plugins", "id", "x");
+    assert_int_equal(weir_host_create(norow, &h, &err), WEIR_E_CONFIG);
+    assert_string_equal(err.text, "plugins[0]: a row needs a string 'id' and 'plugin'");
+    assert_null(h);
+    weir_host_destroy(NULL);
+    assert_int_equal(weir__dl_open(NULL, NULL, NULL, &err), WEIR_E_INVAL);
+    weir__dl_close(NULL);
+    assert_int_equal(weir_plugin_probe(NULL, NULL, &err), WEIR_E_INVAL);
+    assert_int_equal(weir_plugin_dirs(NULL, &err), WEIR_E_INVAL);
+    json_decref(cfg);
+    json_decref(bad);
+    json_decref(norow);
+}
+
+/* --- probe and search path -------------------------------------------- */
+
+static void test_probe_describes_without_init(void **state) {
+    (void)state;
+    char path[4096];
+    fixture(path, sizeof path, "fx-init-fails");
+    json_t *info = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_plugin_probe(path, &info, &err), WEIR_OK);
+    json_t *expect = json_pack("{s:s, s:s, s:s, s:s, s:s}", "name", "fx-init-fails",
+                               "version", "1.0.0", "abi", "1.0", "description",
+                               "init-failure fixture", "path", path);
+    assert_true(json_equal(info, expect));
+    json_decref(info);
+    json_decref(expect);
+    fixture(path, sizeof path, "fx-no-entry");
+    assert_int_equal(weir_plugin_probe(path, &info, &err), WEIR_E_PLUGIN_ENTRY);
+    assert_null(info);
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static void test_plugin_dirs_order(void **state) {
+    (void)state;
+    setenv("WEIR_PLUGIN_PATH", "/opt/a::/opt/b:/opt/a", 1);
+    json_t *dirs = NULL;
+    assert_int_equal(weir_plugin_dirs(&dirs, NULL), WEIR_OK);
+    unsetenv("WEIR_PLUGIN_PATH");
+    assert_true(json_array_size(dirs) >= 3);
+    assert_string_equal(json_string_value(json_array_get(dirs, 0)), "/opt/a");
+    assert_string_equal(json_string_value(json_array_get(dirs, 1)), "/opt/b");
+    /* then <dir of this executable>/weir/plugins (libweir is linked in) */
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    assert_true(n > 0);
+    self[n] = '\0';
+    *strrchr(self, '/') = '\0';
+    strcat(self, "/weir/plugins");
+    assert_string_equal(json_string_value(json_array_get(dirs, 2)), self);
+    /* and last the installed directory */
+    const char *last = json_string_value(json_array_get(dirs, json_array_size(dirs) - 1));
+    assert_true(ends_with(last, "/weir/plugins"));
+    json_decref(dirs);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resolve_along_plugin_path_then_env, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_resolve_path_is_taken_as_is, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_a_shared_object, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_entry_point, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_abi_major_mismatch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_abi_minor_newer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_descriptor_too_small, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_duplicate_plugin_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_same_file_twice_is_two_instances, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_init_failure_unwinds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_load_error_after_good_rows_unwinds, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_invalid_plugin_config, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_valid_plugin_config, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_register_after_init_from_fini, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_register_after_init_via_api, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_teardown_reverse_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_disabled_row_is_skipped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alloc_failure_loop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_null_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_probe_describes_without_init, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plugin_dirs_order, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
