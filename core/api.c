@@ -62,4 +62,6 @@ const weir_api weir__api_table = {
     .tool_exec_signal = weir__tool_exec_signal,
     .tool_exec_fail = weir__tool_exec_fail,
     .schema_validate = weir__schema_validate,
+    .strerror = weir_strerror,
+    .status_name = weir_status_name,
 };

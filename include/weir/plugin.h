@@ -345,6 +345,10 @@ struct weir_api {
     /** 0 when `value` matches `schema`; else -1 and a message naming the field. */
     int (*schema_validate)(const json_t *schema, const json_t *value, char *msg,
                            size_t msg_size);
+
+    /* --- 1.0: status strings (static; see weir/errors.h) --- */
+    const char *(*strerror)(int status);
+    const char *(*status_name)(int status);
 };
 
 /** True when `api` has member `m` (for members added after 1.0). */
@@ -402,6 +406,8 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #define weir_tool_exec_signal(...) (weir__plugin_api->tool_exec_signal(__VA_ARGS__))
 #define weir_tool_exec_fail(...) (weir__plugin_api->tool_exec_fail(__VA_ARGS__))
 #define weir_schema_validate(...) (weir__plugin_api->schema_validate(__VA_ARGS__))
+#define weir_strerror(...) (weir__plugin_api->strerror(__VA_ARGS__))
+#define weir_status_name(...) (weir__plugin_api->status_name(__VA_ARGS__))
 #endif /* WEIR_NO_API_MACROS */
 
 #ifdef __cplusplus
