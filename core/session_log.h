@@ -24,6 +24,9 @@ typedef enum weir__fsync {
     WEIR__FSYNC_NONE = 2
 } weir__fsync;
 
+/* Whether `type` is one of the 13 core event types.  Thread-safe. */
+bool weir__log_is_core_type(const char *type);
+
 /* Parse "always"|"step"|"none" (NULL = step). -1 on bad input. */
 int weir__fsync_parse(const char *s, weir__fsync *out);
 
@@ -38,9 +41,10 @@ typedef bool (*weir__type_known_fn)(const char *type, void *ud);
  * read and validated: a torn last line is dropped (truncated) with a warning
  * on stderr; any other corruption fails with E_LOG_CORRUPT naming the line.
  */
-int weir__log_open(const char *path, weir__fsync policy, weir__type_known_fn known,
-                   void *known_ud, weir__log **out, weir_error *err);
-/* Read-only open for `weir log` (no repair, no create; torn tail ignored). */
+int weir__log_open(const char *path, weir__fsync policy, weir__type_known_fn known, void *known_ud,
+                   weir__log **out, weir_error *err);
+/* Read-only open for `weir log` (no repair, no create; a torn tail is
+ * ignored silently and left in the file; appends fail with E_STATE). */
 int weir__log_open_readonly(const char *path, weir__log **out, weir_error *err);
 void weir__log_close(weir__log *log);
 
@@ -56,25 +60,52 @@ const json_t *weir__log_event(const weir__log *log, size_t seq);
  * WEIR_EVENT_IGNORABLE.  On success *seq_out (may be NULL) is the new seq.
  * Fails with E_LOG_REJECTED (nothing changed) or E_IO.
  */
-int weir__log_append(weir__log *log, const char *type, const json_t *data,
-                     const json_t *surface_op, const json_t *source_seqs,
-                     uint32_t flags, size_t *seq_out, weir_error *err);
+int weir__log_append(weir__log *log, const char *type, const json_t *data, const json_t *surface_op,
+                     const json_t *source_seqs, uint32_t flags, size_t *seq_out, weir_error *err);
 
 /* fsync now (policy none: no-op). */
 int weir__log_sync(weir__log *log, weir_error *err);
-/* fsync if the policy is step or always (called at the DESIGN §5 points). */
+/* fsync when the policy is step (called at the DESIGN §5 points); no-op for
+ * always (every append is synced) and none. */
 int weir__log_checkpoint(weir__log *log, weir_error *err);
 
-/* Called after every append with the envelope (borrowed). */
+/*
+ * Called after every append with the envelope (borrowed, valid until the log
+ * is closed), outside the log lock, strictly in seq order.  An observer may
+ * append (the nested event is delivered after it returns).  When several
+ * threads append at once, the thread already delivering also delivers the
+ * others' events, so an append may return before its observer call.  Events
+ * read at open are not observed.  Thread-safe.
+ */
 typedef void (*weir__log_observer_fn)(const json_t *event, void *ud);
 void weir__log_set_observer(weir__log *log, weir__log_observer_fn fn, void *ud);
 
-/* The incremental surface of this log (see core/surface.h). */
+/* The incremental surface of this log (borrowed; see core/surface.h).  Not
+ * synchronized: read it only while no other thread appends. */
 const weir__surface *weir__log_surface(const weir__log *log);
-/* New reference: derived messages (DESIGN §5a), cached for tail growth. */
+/*
+ * New reference: derived messages (DESIGN §5a), a deep copy the caller may
+ * change.  The fold is cached: appends cost O(new nodes); a replace rebuilds.
+ * NULL on allocation failure.  Thread-safe.
+ */
 json_t *weir__log_derive(weir__log *log);
 /* Borrowed latest request/header data.header and request/context data, or NULL. */
 const json_t *weir__log_request_header(const weir__log *log);
 const json_t *weir__log_request_context(const weir__log *log);
+
+/*
+ * Crash repair: when the last turn is open (turn/start without turn/end),
+ * append its closers in order: a synthetic tool/result (is_error, error
+ * {name:"AbortError", code:"INTERRUPTED"}) for every tool/call of that turn
+ * without one, step/end when a step is open, then turn/end {turn,
+ * reason:{kind:"interrupted"}}.  *repaired (may be NULL) says whether
+ * anything was appended.  Thread-safe (appends go through the log lock).
+ */
+int weir__log_repair(weir__log *log, bool *repaired, weir_error *err);
+/* Highest turn number seen in turn/start events, 0 if none.  Thread-safe. */
+int weir__log_last_turn(const weir__log *log);
+/* Whether any request/header was ever logged (first request reason:
+ * "initial" when false, "resume" when true).  Thread-safe. */
+bool weir__log_has_request_header(const weir__log *log);
 
 #endif

@@ -1,6 +1,19 @@
 /*
  * core/surface.h - the model-visible surface and message derivation
  * (DESIGN §5, reference §3.3).  Pure functions plus an incremental fold.
+ *
+ * Surface types: system/message, user/message, assistant/message and
+ * tool/result.  Each needs surface_op "append" or {"op":"replace",
+ * "start_seq","end_seq"} and data.message {role matching the type,
+ * content:[blocks]}; other types may carry neither surface_op nor
+ * source_seqs.  A replace removes the current nodes start..end (by surface
+ * position; start == end is one node; both must be current; start may not
+ * come after end) and puts the new event in their place; its source_seqs
+ * must list every shadowed node.  A tool/result used as a replacement may
+ * replace exactly one tool/result node and change only data.message.content.
+ * source_seqs, when present, is a non-empty array of unique earlier seqs.
+ *
+ * A surface is not thread-safe; the log serializes access to its own.
  * Owner: core/surface.c.
  */
 #ifndef WEIR_CORE_SURFACE_H
@@ -10,27 +23,53 @@
 
 typedef struct weir__surface weir__surface;
 
+/* Whether `type` (may be NULL) is one of the four surface types. */
 bool weir__is_surface_type(const char *type);
 
+/* New empty surface in *out (free with weir__surface_destroy).  WEIR_OK,
+ * WEIR_E_INVAL or WEIR_E_NOMEM. */
 int weir__surface_create(weir__surface **out);
+/* Drop the node references and free.  NULL is a no-op. */
 void weir__surface_destroy(weir__surface *s);
 
 /*
  * Validate `event` (a full envelope, borrowed) against the current surface
- * without changing it.  0 or -1 with a message.
+ * without changing it (rules above; non-surface events pass unless they
+ * carry surface_op/source_seqs).  0, or -1 with a message in `msg` (may be
+ * NULL).
  */
-int weir__surface_check(const weir__surface *s, const json_t *event, char *msg,
-                        size_t msg_size);
-/* Apply a validated event (borrowed; the surface keeps a reference). */
+int weir__surface_check(const weir__surface *s, const json_t *event, char *msg, size_t msg_size);
+/* Apply a validated event (borrowed; the surface keeps a reference, so the
+ * envelope must not change afterwards).  Non-surface events are ignored.
+ * WEIR_OK, WEIR_E_INVAL (not applicable) or WEIR_E_NOMEM (unless reserved). */
 int weir__surface_apply(weir__surface *s, const json_t *event);
 
+/* Number of current nodes; seq of node i ((size_t)-1 when out of range);
+ * number of committed replaces. */
 size_t weir__surface_len(const weir__surface *s);
-size_t weir__surface_node(const weir__surface *s, size_t i); /* seq of node i */
+size_t weir__surface_node(const weir__surface *s, size_t i);
 uint64_t weir__surface_replace_generation(const weir__surface *s);
 
-/* New reference: the message an event contributes, or NULL for none. */
+/*
+ * New reference: the message an event contributes, or NULL for none.
+ * system/message and assistant/message: data.message, none when its content
+ * is empty (no blocks, or only text/reasoning blocks with empty text);
+ * user/message: {role:"user", content, source?} (the input id is dropped);
+ * tool/result: data.message; any other type: none.  Pure; thread-safe.
+ */
 json_t *weir__derive_event_message(const json_t *event);
-/* New reference: all derived messages in surface order. */
+/* New reference: all derived messages in surface order (NULL on NOMEM). */
 json_t *weir__surface_derive(const weir__surface *s);
+
+/* Make room for `extra` more nodes so that the next weir__surface_apply()
+ * calls (up to `extra` appends) cannot fail.  WEIR_OK or WEIR_E_NOMEM. */
+int weir__surface_reserve(weir__surface *s, size_t extra);
+/*
+ * Append to `out` (an array, borrowed) the messages of surface nodes
+ * [from, len).  *done (may be NULL) is advanced past each node whose message
+ * was appended (or that contributes none), so a caller can resume after a
+ * WEIR_E_NOMEM.  Used by the log's derivation cache.
+ */
+int weir__surface_derive_into(const weir__surface *s, size_t from, json_t *out, size_t *done);
 
 #endif

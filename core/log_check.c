@@ -1,0 +1,420 @@
+/*
+ * core/log_check.c - offline session log checks and derivation
+ * (`weir log --check`, `weir log --derive`; DESIGN §5).
+ *
+ * The checker reads the file tolerantly (it reports what a strict open would
+ * refuse) and re-folds the surface itself.  Errors name the seq (or the line
+ * when the seq is unknown); an open last turn is reported in "open".
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "session_log.h"
+#include "surface.h"
+
+typedef struct checker {
+    json_t *errors, *open;
+    json_t *events; /* every accepted envelope, for prefix re-derivation */
+    weir__surface *surface;
+    bool oom;
+    bool turn_open, step_open;
+    json_int_t turn, step;
+    size_t turn_seq, step_seq;
+    json_t *pending;       /* [[call_id, seq], ...] of the open step */
+    const json_t *header;  /* latest request/header data.header */
+    const json_t *context; /* latest request/context data */
+} checker;
+
+static void note(checker *c, json_t *list, const char *fmt, ...) WEIR_PRINTF(3, 4);
+static void note(checker *c, json_t *list, const char *fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (json_array_append_new(list, json_string(buf)) != 0)
+        c->oom = true;
+}
+
+static bool is(const char *type, const char *name) { return strcmp(type, name) == 0; }
+
+/* call_id of a tool/result event, or "". */
+static const char *result_call_id(const json_t *data) {
+    const json_t *content = json_object_get(json_object_get(data, "message"), "content");
+    size_t i;
+    json_t *b;
+    json_array_foreach(content, i, b) {
+        if (is(weir__json_str(b, "type", ""), "tool_result"))
+            return weir__json_str(b, "call_id", "");
+    }
+    return "";
+}
+
+/* Report the tool/calls of the step that is closing without a result. */
+static void flush_pending(checker *c) {
+    size_t i;
+    json_t *p;
+    json_array_foreach(c->pending, i, p) {
+        note(c, c->errors,
+             "seq %" JSON_INTEGER_FORMAT
+             ": tool/call '%s' has no tool/result in step %" JSON_INTEGER_FORMAT
+             " of turn %" JSON_INTEGER_FORMAT,
+             json_integer_value(json_array_get(p, 1)), json_string_value(json_array_get(p, 0)),
+             c->step, c->turn);
+    }
+    json_array_clear(c->pending);
+}
+
+static void close_step(checker *c) {
+    flush_pending(c);
+    c->step_open = false;
+}
+
+static void check_turns(checker *c, size_t seq, const char *type, const json_t *data) {
+    json_int_t turn = weir__json_int(data, "turn", -1), step = weir__json_int(data, "step", -1);
+    if (is(type, "turn/start")) {
+        if (c->turn_open)
+            note(c, c->errors, "seq %zu: turn/start while turn %" JSON_INTEGER_FORMAT " is open",
+                 seq, c->turn);
+        if (c->step_open)
+            close_step(c);
+        c->turn_open = true;
+        c->turn = turn;
+        c->turn_seq = seq;
+    } else if (is(type, "turn/end")) {
+        if (!c->turn_open)
+            note(c, c->errors, "seq %zu: turn/end without an open turn", seq);
+        else if (turn != c->turn)
+            note(c, c->errors,
+                 "seq %zu: turn/end for turn %" JSON_INTEGER_FORMAT
+                 " but turn %" JSON_INTEGER_FORMAT " is open",
+                 seq, turn, c->turn);
+        if (c->step_open) {
+            note(c, c->errors, "seq %zu: turn/end while step %" JSON_INTEGER_FORMAT " is open", seq,
+                 c->step);
+            close_step(c);
+        }
+        if (!json_is_string(json_object_get(json_object_get(data, "reason"), "kind")))
+            note(c, c->errors, "seq %zu: turn/end needs reason.kind", seq);
+        c->turn_open = false;
+    } else if (is(type, "step/start")) {
+        if (!c->turn_open)
+            note(c, c->errors, "seq %zu: step/start outside a turn", seq);
+        else if (turn != c->turn)
+            note(c, c->errors,
+                 "seq %zu: step/start for turn %" JSON_INTEGER_FORMAT
+                 " inside turn %" JSON_INTEGER_FORMAT,
+                 seq, turn, c->turn);
+        if (c->step_open) {
+            note(c, c->errors, "seq %zu: step/start while step %" JSON_INTEGER_FORMAT " is open",
+                 seq, c->step);
+            close_step(c);
+        }
+        c->step_open = true;
+        c->step = step;
+        c->step_seq = seq;
+    } else if (is(type, "step/end")) {
+        if (!c->step_open)
+            note(c, c->errors, "seq %zu: step/end without an open step", seq);
+        else if (step != c->step || (c->turn_open && turn != c->turn))
+            note(c, c->errors,
+                 "seq %zu: step/end (turn %" JSON_INTEGER_FORMAT ", step %" JSON_INTEGER_FORMAT
+                 ") does not match the open step (turn %" JSON_INTEGER_FORMAT
+                 ", step %" JSON_INTEGER_FORMAT ")",
+                 seq, turn, step, c->turn, c->step);
+        close_step(c);
+    }
+}
+
+/* The surface derivation of the first `upto` envelopes folded afresh equals
+ * `now`, byte for byte when serialized. */
+static bool prefix_deterministic(checker *c, size_t upto, const json_t *now) {
+    weir__surface *s = NULL;
+    if (weir__surface_create(&s) != WEIR_OK) {
+        c->oom = true;
+        return true;
+    }
+    for (size_t i = 0; i < upto && i < json_array_size(c->events); i++) {
+        const json_t *ev = json_array_get(c->events, i);
+        if (weir__surface_check(s, ev, NULL, 0) == 0 && weir__surface_apply(s, ev) != WEIR_OK)
+            c->oom = true;
+    }
+    json_t *again = weir__surface_derive(s);
+    char *a = weir__json_dump(now), *b = weir__json_dump(again);
+    bool same = !a || !b || strcmp(a, b) == 0;
+    if (!a || !b || !again)
+        c->oom = true;
+    free(a);
+    free(b);
+    json_decref(again);
+    weir__surface_destroy(s);
+    return same;
+}
+
+static void check_assistant(checker *c, size_t seq, const char *type) {
+    if (!c->step_open)
+        note(c, c->errors, "seq %zu: %s outside a step", seq, type);
+    if (!c->header) {
+        note(c, c->errors, "seq %zu: %s without a prior request/header", seq, type);
+    } else {
+        const json_t *cfg = json_object_get(c->header, "config");
+        bool provider =
+            weir__json_str(cfg, "provider", NULL) || weir__json_str(c->context, "provider", NULL);
+        bool model =
+            weir__json_str(cfg, "model", NULL) || weir__json_str(c->context, "model", NULL);
+        if (!provider || !model)
+            note(c, c->errors, "seq %zu: the request header fold has no provider and model", seq);
+    }
+    if (!is(type, "assistant/message"))
+        return;
+    json_t *now = weir__surface_derive(c->surface);
+    if (!now)
+        c->oom = true;
+    else if (!prefix_deterministic(c, json_array_size(c->events) - 1, now))
+        note(c, c->errors, "seq %zu: re-deriving the history from the log prefix differs", seq);
+    json_decref(now);
+}
+
+static void check_tools(checker *c, size_t seq, const char *type, const json_t *ev) {
+    const json_t *data = json_object_get(ev, "data");
+    if (is(type, "tool/call")) {
+        if (!c->step_open) {
+            note(c, c->errors, "seq %zu: tool/call outside a step", seq);
+            return;
+        }
+        if (json_array_append_new(
+                c->pending,
+                json_pack("[s,I]", weir__json_str(data, "call_id", ""), (json_int_t)seq)) != 0)
+            c->oom = true;
+    } else if (is(type, "tool/result") && !json_is_object(json_object_get(ev, "surface_op"))) {
+        const char *id = result_call_id(data);
+        size_t i;
+        json_t *p;
+        json_array_foreach(c->pending, i, p) {
+            if (is(json_string_value(json_array_get(p, 0)), id)) {
+                json_array_remove(c->pending, i);
+                return;
+            }
+        }
+        note(c, c->errors, "seq %zu: tool/result for call_id '%s' matches no tool/call of its step",
+             seq, id);
+    }
+}
+
+/* One envelope, already known to be an object with seq, type and data. */
+static void check_event(checker *c, size_t seq, json_t *ev) {
+    const char *type = weir__json_str(ev, "type", "");
+    const json_t *data = json_object_get(ev, "data");
+    char msg[512];
+    if (!weir__log_is_core_type(type) && !json_is_true(json_object_get(ev, "ignorable")))
+        note(c, c->errors, "seq %zu: unknown event type '%s' is not ignorable", seq, type);
+    check_turns(c, seq, type, data);
+    check_tools(c, seq, type, ev);
+    if (is(type, "assistant/message") || is(type, "assistant/attempt"))
+        check_assistant(c, seq, type);
+    if (weir__surface_check(c->surface, ev, msg, sizeof msg) < 0)
+        note(c, c->errors, "seq %zu: %s", seq, msg);
+    else if (weir__surface_apply(c->surface, ev) != WEIR_OK)
+        c->oom = true;
+    if (is(type, "request/header"))
+        c->header = json_object_get(data, "header");
+    else if (is(type, "request/context"))
+        c->context = data;
+}
+
+/* Every tool_call of an assistant message has a tool result before the next
+ * assistant message (or the end, unless the last turn is open). */
+static void check_derived(checker *c) {
+    json_t *msgs = weir__surface_derive(c->surface);
+    if (!msgs) {
+        c->oom = true;
+        return;
+    }
+    json_t *want = json_array(); /* [[id, message index], ...] */
+    size_t n = json_array_size(msgs);
+    for (size_t i = 0; want && i <= n; i++) {
+        const json_t *m = json_array_get(msgs, i);
+        const char *role = weir__json_str(m, "role", "");
+        size_t k;
+        json_t *b;
+        if (i == n || is(role, "assistant")) {
+            json_array_foreach(want, k, b) {
+                if (i == n && c->turn_open)
+                    break;
+                note(c, c->errors,
+                     "derived history: tool_call '%s' (message %" JSON_INTEGER_FORMAT
+                     ") has no tool result before the next assistant message",
+                     json_string_value(json_array_get(b, 0)),
+                     json_integer_value(json_array_get(b, 1)));
+            }
+            json_array_clear(want);
+        }
+        json_array_foreach(json_object_get(m, "content"), k, b) {
+            const char *bt = weir__json_str(b, "type", "");
+            if (is(role, "assistant") && is(bt, "tool_call") &&
+                json_array_append_new(
+                    want, json_pack("[s,I]", weir__json_str(b, "id", ""), (json_int_t)i)) != 0)
+                c->oom = true;
+            if (is(bt, "tool_result")) {
+                const char *id = weir__json_str(b, "call_id", "");
+                size_t w;
+                json_t *x;
+                json_array_foreach(want, w, x) {
+                    if (is(json_string_value(json_array_get(x, 0)), id)) {
+                        json_array_remove(want, w);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    if (!want)
+        c->oom = true;
+    json_decref(want);
+    json_decref(msgs);
+}
+
+static void check_end(checker *c) {
+    if (c->turn_open) {
+        note(c, c->open, "turn %" JSON_INTEGER_FORMAT " is open (turn/start at seq %zu)", c->turn,
+             c->turn_seq);
+        if (c->step_open)
+            note(c, c->open,
+                 "step %" JSON_INTEGER_FORMAT " of turn %" JSON_INTEGER_FORMAT
+                 " is open (step/start at seq %zu)",
+                 c->step, c->turn, c->step_seq);
+        size_t i;
+        json_t *p;
+        json_array_foreach(c->pending, i, p) {
+            note(c, c->open, "seq %" JSON_INTEGER_FORMAT ": tool/call '%s' has no tool/result yet",
+                 json_integer_value(json_array_get(p, 1)), json_string_value(json_array_get(p, 0)));
+        }
+    } else if (c->step_open) {
+        close_step(c);
+    }
+    check_derived(c);
+}
+
+static int read_file(const char *path, char **buf, size_t *len, weir_error *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return weir__err(err, errno == ENOENT ? WEIR_E_NOT_FOUND : WEIR_E_IO, NULL, NULL,
+                         "session log %s: cannot open: %s", path, strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *b = weir__malloc(cap);
+    while (b) {
+        n += fread(b + n, 1, cap - n - 1, f);
+        if (n < cap - 1)
+            break;
+        char *nb = weir__realloc(b, cap * 2);
+        if (!nb)
+            weir__free(b);
+        b = nb;
+        cap *= 2;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (!b)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory", path);
+    if (bad) {
+        weir__free(b);
+        return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: read error", path);
+    }
+    b[n] = '\0';
+    *buf = b;
+    *len = n;
+    return WEIR_OK;
+}
+
+static void check_lines(checker *c, const char *buf, size_t len) {
+    size_t off = 0, line = 0, expected = 0;
+    while (off < len) {
+        line++;
+        const char *nl = memchr(buf + off, '\n', len - off);
+        size_t n = nl ? (size_t)(nl - (buf + off)) : len - off;
+        bool last = !nl || off + n + 1 == len;
+        json_error_t jerr;
+        json_t *ev = json_loadb(buf + off, n, JSON_REJECT_DUPLICATES, &jerr);
+        off += n + (nl ? 1 : 0);
+        if (!nl || (!ev && last)) {
+            note(c, c->open, "line %zu: torn last line (%zu bytes) ignored", line, n);
+            json_decref(ev);
+            break;
+        }
+        if (!ev) {
+            note(c, c->errors, "line %zu: invalid JSON: %s", line, jerr.text);
+            continue;
+        }
+        json_t *seqv = json_object_get(ev, "seq");
+        if (!json_is_integer(seqv) || json_integer_value(seqv) < 0 ||
+            !json_is_string(json_object_get(ev, "type")) ||
+            !json_is_object(json_object_get(ev, "data"))) {
+            note(c, c->errors, "line %zu: not an event envelope (needs seq, type and data)", line);
+            json_decref(ev);
+            continue;
+        }
+        size_t seq = (size_t)json_integer_value(seqv);
+        if (seq != expected)
+            note(c, c->errors, "line %zu: seq %zu breaks contiguity (expected %zu)", line, seq,
+                 expected);
+        expected = seq + 1;
+        if (json_array_append(c->events, ev) != 0)
+            c->oom = true;
+        else
+            check_event(c, seq, ev);
+        json_decref(ev); /* c->events and the surface keep what they need */
+    }
+}
+
+int weir_log_check(const char *path, json_t **report, weir_error *err) {
+    if (!path || !report)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log check: path and report are required");
+    *report = NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = read_file(path, &buf, &len, err);
+    if (rc != WEIR_OK)
+        return rc;
+    checker c = {0};
+    c.errors = json_array();
+    c.open = json_array();
+    c.events = json_array();
+    c.pending = json_array();
+    if (!c.errors || !c.open || !c.events || !c.pending || weir__surface_create(&c.surface))
+        c.oom = true;
+    if (!c.oom) {
+        check_lines(&c, buf, len);
+        check_end(&c);
+    }
+    size_t events = json_array_size(c.events);
+    weir__free(buf);
+    weir__surface_destroy(c.surface);
+    json_decref(c.events);
+    json_decref(c.pending);
+    json_t *r = c.oom ? NULL
+                      : json_pack("{s:b, s:I, s:O, s:O}", "ok", json_array_size(c.errors) == 0,
+                                  "events", (json_int_t)events, "errors", c.errors, "open", c.open);
+    json_decref(c.errors);
+    json_decref(c.open);
+    if (!r)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log check %s: out of memory", path);
+    *report = r;
+    return WEIR_OK;
+}
+
+int weir_log_derive(const char *path, json_t **messages, weir_error *err) {
+    if (!path || !messages)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "log derive: path and messages are required");
+    *messages = NULL;
+    weir__log *log = NULL;
+    int rc = weir__log_open_readonly(path, &log, err);
+    if (rc != WEIR_OK)
+        return rc;
+    *messages = weir__log_derive(log);
+    weir__log_close(log);
+    return *messages
+               ? WEIR_OK
+               : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log derive %s: out of memory", path);
+}

@@ -1,0 +1,649 @@
+/*
+ * core/session_log.c - the durable, append-only session log (DESIGN §5).
+ *
+ * Every append is validated first (type, data, surface op), then written as
+ * one line with a single write(), then committed to memory (event array,
+ * surface, folds).  Memory for the commit is reserved before the write, so a
+ * written event is always committed and a failed write changes nothing.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "session_log.h"
+#include "surface.h"
+
+struct weir__log {
+    char *path;
+    int fd;
+    bool readonly;
+    weir__fsync policy;
+    weir__type_known_fn known;
+    void *known_ud;
+    pthread_mutex_t mu_storage;
+    pthread_mutex_t *mu; /* &mu_storage; a pointer so const accessors can lock */
+
+    json_t **events; /* references; index == seq */
+    size_t count, cap;
+    off_t size; /* bytes of committed lines */
+    weir__surface *surface;
+
+    /* folds */
+    const json_t *header, *context; /* borrowed from events */
+    int last_turn;
+    bool turn_open, step_open;
+    size_t turn_start_seq;
+
+    /* derivation cache (weir__log_derive) */
+    json_t *derived;
+    size_t derived_nodes;
+    uint64_t derived_gen;
+
+    /* observer delivery, in seq order, outside the lock */
+    weir__log_observer_fn observer;
+    void *observer_ud;
+    size_t delivered;
+    bool delivering;
+};
+
+static const char *const core_types[] = {
+    "turn/start",     "turn/end",          "step/start",         "step/end",  "system/message",
+    "user/message",   "assistant/message", "assistant/attempt",  "tool/call", "tool/result",
+    "request/header", "request/context",   "agent/inbox/spliced"};
+
+bool weir__log_is_core_type(const char *type) {
+    for (size_t i = 0; type && i < sizeof core_types / sizeof *core_types; i++)
+        if (strcmp(type, core_types[i]) == 0)
+            return true;
+    return false;
+}
+
+static void lock(const weir__log *log) { pthread_mutex_lock(log->mu); }
+static void unlock(const weir__log *log) { pthread_mutex_unlock(log->mu); }
+
+int weir__fsync_parse(const char *s, weir__fsync *out) {
+    if (!out)
+        return -1;
+    if (!s || strcmp(s, "step") == 0)
+        *out = WEIR__FSYNC_STEP;
+    else if (strcmp(s, "always") == 0)
+        *out = WEIR__FSYNC_ALWAYS;
+    else if (strcmp(s, "none") == 0)
+        *out = WEIR__FSYNC_NONE;
+    else
+        return -1;
+    return 0;
+}
+
+/* --- validation and commit ---------------------------------------------- */
+
+/* Whether the log accepts events of `type` (`ignorable` events always). */
+static bool type_accepted(const weir__log *log, const char *type, bool ignorable) {
+    return weir__log_is_core_type(type) || ignorable ||
+           (log->known && log->known(type, log->known_ud));
+}
+
+static int reserve(weir__log *log) {
+    if (log->count == log->cap) {
+        size_t cap = log->cap ? log->cap * 2 : 64;
+        json_t **ev = weir__realloc(log->events, cap * sizeof *ev);
+        if (!ev)
+            return WEIR_E_NOMEM;
+        log->events = ev;
+        log->cap = cap;
+    }
+    return weir__surface_reserve(log->surface, 1);
+}
+
+/* Push a validated envelope (steals it) after reserve(); cannot fail. */
+static void commit(weir__log *log, json_t *ev) {
+    log->events[log->count++] = ev;
+    weir__surface_apply(log->surface, ev);
+    const char *type = weir__json_str(ev, "type", "");
+    const json_t *data = json_object_get(ev, "data");
+    int turn = (int)weir__json_int(data, "turn", 0);
+    if (strcmp(type, "turn/start") == 0) {
+        log->turn_open = true;
+        log->step_open = false;
+        log->turn_start_seq = log->count - 1;
+        if (turn > log->last_turn)
+            log->last_turn = turn;
+    } else if (strcmp(type, "turn/end") == 0) {
+        log->turn_open = log->step_open = false;
+    } else if (strcmp(type, "step/start") == 0) {
+        log->step_open = true;
+    } else if (strcmp(type, "step/end") == 0) {
+        log->step_open = false;
+    } else if (strcmp(type, "request/header") == 0) {
+        log->header = json_object_get(data, "header");
+    } else if (strcmp(type, "request/context") == 0) {
+        log->context = data;
+    }
+}
+
+/* Validate an envelope read from disk or built by append.  0 or -1 + msg. */
+static int validate(const weir__log *log, const json_t *ev, char *msg, size_t size) {
+    const json_t *ign = json_object_get(ev, "ignorable");
+    const char *type = weir__json_str(ev, "type", NULL);
+    if (!json_is_integer(json_object_get(ev, "seq")) ||
+        json_integer_value(json_object_get(ev, "seq")) != (json_int_t)log->count) {
+        snprintf(msg, size, "seq must be %zu", log->count);
+        return -1;
+    }
+    if (!json_is_integer(json_object_get(ev, "time"))) {
+        snprintf(msg, size, "time must be an integer");
+        return -1;
+    }
+    if (!type || !*type) {
+        snprintf(msg, size, "type must be a non-empty string");
+        return -1;
+    }
+    if (!json_is_object(json_object_get(ev, "data"))) {
+        snprintf(msg, size, "%s: data must be an object", type);
+        return -1;
+    }
+    if (ign && !json_is_true(ign)) {
+        snprintf(msg, size, "%s: ignorable may only be true", type);
+        return -1;
+    }
+    if (!type_accepted(log, type, ign != NULL)) {
+        snprintf(msg, size, "unknown event type '%s' (not registered, not ignorable)", type);
+        return -1;
+    }
+    char smsg[512];
+    if (weir__surface_check(log->surface, ev, smsg, sizeof smsg) < 0) {
+        snprintf(msg, size, "%s: %s", type, smsg);
+        return -1;
+    }
+    return 0;
+}
+
+/* --- open ---------------------------------------------------------------- */
+
+static int mkdir_parents(const char *path, weir_error *err) {
+    char *dir = weir__strdup(path);
+    if (!dir)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory", path);
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+            int rc = weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: cannot create %s: %s",
+                               path, dir, strerror(errno));
+            weir__free(dir);
+            return rc;
+        }
+        *p = '/';
+    }
+    weir__free(dir);
+    return WEIR_OK;
+}
+
+static int read_all(int fd, const char *path, char **buf, size_t *len, weir_error *err) {
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: %s", path, strerror(errno));
+    size_t cap = (size_t)st.st_size, n = 0;
+    char *b = weir__malloc(cap + 1);
+    if (!b)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory", path);
+    while (n < cap) {
+        ssize_t r = pread(fd, b + n, cap - n, (off_t)n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            weir__free(b);
+            return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: read: %s", path,
+                             strerror(errno));
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    b[n] = '\0';
+    *buf = b;
+    *len = n;
+    return WEIR_OK;
+}
+
+/* Parse and commit every line; *good = bytes of the accepted lines. */
+static int load(weir__log *log, const char *buf, size_t len, size_t *good, weir_error *err) {
+    size_t off = 0, line = 0;
+    *good = 0;
+    while (off < len) {
+        line++;
+        const char *nl = memchr(buf + off, '\n', len - off);
+        size_t n = nl ? (size_t)(nl - (buf + off)) : len - off;
+        bool last = !nl || off + n + 1 == len;
+        json_error_t jerr;
+        json_t *ev = json_loadb(buf + off, n, JSON_REJECT_DUPLICATES, &jerr);
+        if (!nl || (!ev && last)) { /* a torn last line */
+            json_decref(ev);
+            return WEIR_OK;
+        }
+        char msg[640];
+        if (!ev) {
+            return weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL, "%s:%zu: invalid JSON: %s",
+                             log->path, line, jerr.text);
+        }
+        if (!json_is_object(ev)) {
+            json_decref(ev);
+            return weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL,
+                             "%s:%zu: an event must be a JSON object", log->path, line);
+        }
+        if (validate(log, ev, msg, sizeof msg) < 0) {
+            json_decref(ev);
+            return weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL, "%s:%zu: %s", log->path, line,
+                             msg);
+        }
+        if (reserve(log) != WEIR_OK) {
+            json_decref(ev);
+            return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "%s:%zu: out of memory", log->path,
+                             line);
+        }
+        commit(log, ev);
+        off += n + 1;
+        *good = off;
+    }
+    return WEIR_OK;
+}
+
+static int open_common(const char *path, bool readonly, weir__fsync policy,
+                       weir__type_known_fn known, void *known_ud, weir__log **out,
+                       weir_error *err) {
+    if (!path || !*path || !out)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "session log: path and out are required");
+    *out = NULL;
+    weir__log *log = weir__calloc(1, sizeof *log);
+    if (!log || !(log->path = weir__strdup(path)) || weir__surface_create(&log->surface)) {
+        if (log) {
+            weir__free(log->path);
+            weir__free(log);
+        }
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory", path);
+    }
+    log->mu = &log->mu_storage;
+    pthread_mutex_init(log->mu, NULL);
+    log->fd = -1;
+    log->readonly = readonly;
+    log->policy = policy;
+    log->known = known;
+    log->known_ud = known_ud;
+    int rc = readonly ? WEIR_OK : mkdir_parents(path, err);
+    if (rc == WEIR_OK) {
+        log->fd = readonly ? open(path, O_RDONLY | O_CLOEXEC)
+                           : open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (log->fd < 0)
+            rc = weir__err(err, errno == ENOENT ? WEIR_E_NOT_FOUND : WEIR_E_IO, NULL, NULL,
+                           "session log %s: cannot open: %s", path, strerror(errno));
+    }
+    char *buf = NULL;
+    size_t len = 0, good = 0;
+    if (rc == WEIR_OK)
+        rc = read_all(log->fd, path, &buf, &len, err);
+    if (rc == WEIR_OK)
+        rc = load(log, buf, len, &good, err);
+    weir__free(buf);
+    if (rc == WEIR_OK && good < len && !readonly) {
+        fprintf(stderr, "weir: %s: dropped a torn last line (%zu bytes)\n", path, len - good);
+        if (ftruncate(log->fd, (off_t)good) != 0)
+            rc = weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: cannot truncate: %s", path,
+                           strerror(errno));
+    }
+    if (rc != WEIR_OK) {
+        weir__log_close(log);
+        return rc;
+    }
+    log->size = (off_t)good;
+    log->delivered = log->count; /* loaded events are not observed */
+    *out = log;
+    return WEIR_OK;
+}
+
+int weir__log_open(const char *path, weir__fsync policy, weir__type_known_fn known, void *known_ud,
+                   weir__log **out, weir_error *err) {
+    return open_common(path, false, policy, known, known_ud, out, err);
+}
+
+int weir__log_open_readonly(const char *path, weir__log **out, weir_error *err) {
+    return open_common(path, true, WEIR__FSYNC_NONE, NULL, NULL, out, err);
+}
+
+void weir__log_close(weir__log *log) {
+    if (!log)
+        return;
+    if (log->fd >= 0)
+        close(log->fd);
+    for (size_t i = 0; i < log->count; i++)
+        json_decref(log->events[i]);
+    weir__free(log->events);
+    weir__surface_destroy(log->surface);
+    json_decref(log->derived);
+    if (log->mu)
+        pthread_mutex_destroy(log->mu);
+    weir__free(log->path);
+    weir__free(log);
+}
+
+/* --- accessors ----------------------------------------------------------- */
+
+const char *weir__log_path(const weir__log *log) { return log ? log->path : NULL; }
+
+size_t weir__log_count(const weir__log *log) {
+    if (!log)
+        return 0;
+    lock(log);
+    size_t n = log->count;
+    unlock(log);
+    return n;
+}
+
+const json_t *weir__log_event(const weir__log *log, size_t seq) {
+    if (!log)
+        return NULL;
+    lock(log);
+    const json_t *ev = seq < log->count ? log->events[seq] : NULL;
+    unlock(log);
+    return ev;
+}
+
+const weir__surface *weir__log_surface(const weir__log *log) { return log ? log->surface : NULL; }
+
+const json_t *weir__log_request_header(const weir__log *log) {
+    if (!log)
+        return NULL;
+    lock(log);
+    const json_t *h = log->header;
+    unlock(log);
+    return h;
+}
+
+const json_t *weir__log_request_context(const weir__log *log) {
+    if (!log)
+        return NULL;
+    lock(log);
+    const json_t *c = log->context;
+    unlock(log);
+    return c;
+}
+
+int weir__log_last_turn(const weir__log *log) {
+    if (!log)
+        return 0;
+    lock(log);
+    int t = log->last_turn;
+    unlock(log);
+    return t;
+}
+
+bool weir__log_has_request_header(const weir__log *log) {
+    return weir__log_request_header(log) != NULL;
+}
+
+void weir__log_set_observer(weir__log *log, weir__log_observer_fn fn, void *ud) {
+    if (!log)
+        return;
+    lock(log);
+    log->observer = fn;
+    log->observer_ud = ud;
+    unlock(log);
+}
+
+/* --- append -------------------------------------------------------------- */
+
+static json_t *build_envelope(size_t seq, const char *type, const json_t *data,
+                              const json_t *surface_op, const json_t *source_seqs, bool ignorable) {
+    json_t *ev = json_object();
+    if (!ev || json_object_set_new(ev, "seq", json_integer((json_int_t)seq)) ||
+        json_object_set_new(ev, "time", json_integer(weir__now_ms())) ||
+        json_object_set_new(ev, "type", json_string(type)) ||
+        json_object_set_new(ev, "data", json_deep_copy(data)) ||
+        (surface_op && json_object_set_new(ev, "surface_op", json_deep_copy(surface_op))) ||
+        (source_seqs && json_object_set_new(ev, "source_seqs", json_deep_copy(source_seqs))) ||
+        (ignorable && json_object_set_new(ev, "ignorable", json_true()))) {
+        json_decref(ev);
+        return NULL;
+    }
+    return ev;
+}
+
+/* Write `line` (n bytes) with a single write(); on failure cut the file back. */
+static int write_line(weir__log *log, const char *line, size_t n, weir_error *err) {
+    ssize_t w;
+    do {
+        w = write(log->fd, line, n);
+    } while (w < 0 && errno == EINTR);
+    int e = errno;
+    if (w == (ssize_t)n && (log->policy != WEIR__FSYNC_ALWAYS || fsync(log->fd) == 0))
+        return WEIR_OK;
+    if (w == (ssize_t)n)
+        e = errno; /* fsync failed */
+    if (w > 0 && ftruncate(log->fd, log->size) != 0)
+        return weir__err(err, WEIR_E_IO, NULL, NULL,
+                         "session log %s: write failed and the partial line could not be cut: %s",
+                         log->path, strerror(errno));
+    if (w >= 0 && w < (ssize_t)n && e == 0)
+        e = ENOSPC;
+    return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: write failed: %s", log->path,
+                     strerror(e));
+}
+
+/* Deliver committed events to the observer in seq order, outside the lock.
+ * Called with the lock held; returns with it held. */
+static void deliver(weir__log *log) {
+    if (log->delivering)
+        return; /* another call (or an outer frame of this one) is delivering */
+    log->delivering = true;
+    while (log->delivered < log->count) {
+        const json_t *ev = log->events[log->delivered++];
+        weir__log_observer_fn fn = log->observer;
+        void *ud = log->observer_ud;
+        if (!fn)
+            continue;
+        unlock(log);
+        fn(ev, ud);
+        lock(log);
+    }
+    log->delivering = false;
+}
+
+int weir__log_append(weir__log *log, const char *type, const json_t *data, const json_t *surface_op,
+                     const json_t *source_seqs, uint32_t flags, size_t *seq_out, weir_error *err) {
+    if (!log || !type || !*type || !json_is_object(data))
+        return weir__err(err, WEIR_E_LOG_REJECTED, NULL, NULL,
+                         "session log: append needs a log, a type and an object data (type %s)",
+                         type ? type : "(null)");
+    lock(log);
+    int rc = WEIR_OK;
+    char *line = NULL;
+    json_t *ev = NULL;
+    char msg[640];
+    if (log->readonly) {
+        rc =
+            weir__err(err, WEIR_E_STATE, NULL, NULL, "session log %s: opened read-only", log->path);
+        goto out;
+    }
+    ev = build_envelope(log->count, type, data, surface_op, source_seqs,
+                        (flags & WEIR_EVENT_IGNORABLE) != 0);
+    if (!ev) {
+        rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory (%s)",
+                       log->path, type);
+        goto out;
+    }
+    if (validate(log, ev, msg, sizeof msg) < 0) {
+        rc = weir__err(err, WEIR_E_LOG_REJECTED, NULL, NULL, "session log %s: rejected %s",
+                       log->path, msg);
+        goto out;
+    }
+    char *dump = weir__json_dump(ev);
+    size_t n = dump ? strlen(dump) : 0;
+    line = dump ? weir__malloc(n + 2) : NULL;
+    if (line) {
+        memcpy(line, dump, n);
+        line[n++] = '\n';
+        line[n] = '\0';
+    }
+    free(dump);
+    if (!line || reserve(log) != WEIR_OK) {
+        rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory (%s)",
+                       log->path, type);
+        goto out;
+    }
+    rc = write_line(log, line, n, err);
+    if (rc != WEIR_OK)
+        goto out;
+    log->size += (off_t)n;
+    if (seq_out)
+        *seq_out = log->count;
+    commit(log, ev);
+    ev = NULL;
+    deliver(log);
+out:
+    unlock(log);
+    json_decref(ev);
+    weir__free(line);
+    return rc;
+}
+
+int weir__log_sync(weir__log *log, weir_error *err) {
+    if (!log)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "session log: NULL log");
+    if (log->policy == WEIR__FSYNC_NONE || log->readonly)
+        return WEIR_OK;
+    lock(log);
+    int rc = fsync(log->fd) == 0
+                 ? WEIR_OK
+                 : weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: fsync: %s", log->path,
+                             strerror(errno));
+    unlock(log);
+    return rc;
+}
+
+int weir__log_checkpoint(weir__log *log, weir_error *err) {
+    if (!log)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "session log: NULL log");
+    return log->policy == WEIR__FSYNC_STEP ? weir__log_sync(log, err) : WEIR_OK;
+}
+
+/* --- derivation ---------------------------------------------------------- */
+
+json_t *weir__log_derive(weir__log *log) {
+    if (!log)
+        return NULL;
+    lock(log);
+    json_t *out = NULL;
+    uint64_t gen = weir__surface_replace_generation(log->surface);
+    if (!log->derived || log->derived_gen != gen) {
+        json_decref(log->derived);
+        log->derived = json_array();
+        log->derived_nodes = 0;
+        log->derived_gen = gen;
+    }
+    if (log->derived && weir__surface_derive_into(log->surface, log->derived_nodes, log->derived,
+                                                  &log->derived_nodes) == WEIR_OK)
+        out = json_deep_copy(log->derived);
+    unlock(log);
+    return out;
+}
+
+/* --- repair -------------------------------------------------------------- */
+
+/* call_id of a tool/result event, or NULL. */
+static const char *result_call_id(const json_t *ev) {
+    const json_t *content =
+        json_object_get(json_object_get(json_object_get(ev, "data"), "message"), "content");
+    size_t i;
+    json_t *b;
+    json_array_foreach(content, i, b) {
+        if (strcmp(weir__json_str(b, "type", ""), "tool_result") == 0)
+            return weir__json_str(b, "call_id", NULL);
+    }
+    return NULL;
+}
+
+static json_t *interrupted_result(const json_t *call) {
+    const json_t *d = json_object_get(call, "data");
+    return json_pack("{s:O?, s:O?, s:{s:s, s:[{s:s, s:s?, s:[{s:s, s:s}], s:b}]}, s:{s:s, s:s}}",
+                     "turn", json_object_get(d, "turn"), "step", json_object_get(d, "step"),
+                     "message", "role", "tool", "content", "type", "tool_result", "call_id",
+                     weir__json_str(d, "call_id", NULL), "content", "type", "text", "text",
+                     "interrupted: the session ended before the tool returned", "is_error", 1,
+                     "error", "name", "AbortError", "code", "INTERRUPTED");
+}
+
+/* Collect the closers of the open last turn into `todo` ([type, data] pairs). */
+static int plan_repair(weir__log *log, json_t *todo) {
+    const json_t *start = json_object_get(log->events[log->turn_start_seq], "data");
+    int turn = (int)weir__json_int(start, "turn", 0);
+    json_int_t step = -1;
+    for (size_t i = log->turn_start_seq; i < log->count; i++) {
+        const json_t *ev = log->events[i];
+        const char *type = weir__json_str(ev, "type", "");
+        if (strcmp(type, "step/start") == 0)
+            step = weir__json_int(json_object_get(ev, "data"), "step", 0);
+        if (strcmp(type, "tool/call") != 0)
+            continue;
+        const char *id = weir__json_str(json_object_get(ev, "data"), "call_id", "");
+        bool answered = false;
+        for (size_t j = i + 1; j < log->count && !answered; j++) {
+            const char *rid = strcmp(weir__json_str(log->events[j], "type", ""), "tool/result") == 0
+                                  ? result_call_id(log->events[j])
+                                  : NULL;
+            answered = rid && strcmp(rid, id) == 0;
+        }
+        if (!answered &&
+            json_array_append_new(todo, json_pack("[s,o]", "tool/result", interrupted_result(ev))))
+            return WEIR_E_NOMEM;
+    }
+    if (log->step_open && json_array_append_new(todo, json_pack("[s,{s:i,s:I}]", "step/end", "turn",
+                                                                turn, "step", (json_int_t)step)))
+        return WEIR_E_NOMEM;
+    if (json_array_append_new(todo, json_pack("[s,{s:i,s:{s:s}}]", "turn/end", "turn", turn,
+                                              "reason", "kind", "interrupted")))
+        return WEIR_E_NOMEM;
+    return WEIR_OK;
+}
+
+int weir__log_repair(weir__log *log, bool *repaired, weir_error *err) {
+    if (repaired)
+        *repaired = false;
+    if (!log)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "session log: NULL log");
+    lock(log);
+    bool open = log->turn_open;
+    json_t *todo = open ? json_array() : NULL;
+    int rc = open && (!todo || plan_repair(log, todo) != WEIR_OK) ? WEIR_E_NOMEM : WEIR_OK;
+    unlock(log);
+    if (rc != WEIR_OK) {
+        json_decref(todo);
+        return weir__err(err, rc, NULL, NULL, "session log %s: out of memory while repairing",
+                         log->path);
+    }
+    if (!open)
+        return WEIR_OK;
+    size_t i;
+    json_t *item;
+    json_array_foreach(todo, i, item) {
+        const char *type = json_string_value(json_array_get(item, 0));
+        bool surface = weir__is_surface_type(type);
+        json_t *op = surface ? json_string("append") : NULL;
+        rc = surface && !op
+                 ? weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory")
+                 : weir__log_append(log, type, json_array_get(item, 1), op, NULL, 0, NULL, err);
+        json_decref(op);
+        if (rc != WEIR_OK)
+            break;
+        if (repaired)
+            *repaired = true;
+    }
+    json_decref(todo);
+    if (rc == WEIR_OK)
+        rc = weir__log_checkpoint(log, err);
+    return rc;
+}

@@ -1,0 +1,327 @@
+/*
+ * tests/unit/test_inbox.c - the durable inbox (DESIGN §6, reference §3.5,
+ * §5.1): durable-before-live, dedupe, claim and clear shapes, rebuild from
+ * the log, failure atomicity and corrupt splices.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "inbox.h"
+#include "session_log.h"
+#include "testutil.h"
+
+typedef struct fixture {
+    char *dir;
+    char path[4200];
+    weir__log *log;
+    weir__inbox *ib;
+    /* observed, in order: "log:<type>:<next-step count>" and "<kind>:<id>:<turn>" */
+    char trace[32][96];
+    size_t ntrace;
+} fixture;
+
+static void on_log(const json_t *ev, void *ud) {
+    fixture *f = ud;
+    snprintf(f->trace[f->ntrace++], sizeof f->trace[0], "log:%s:%zu:%zu",
+             json_string_value(json_object_get(ev, "type")), weir__inbox_count(f->ib, true),
+             weir__inbox_count(f->ib, false));
+}
+
+static void on_inbox(const char *kind, const json_t *m, int turn, void *ud) {
+    fixture *f = ud;
+    snprintf(f->trace[f->ntrace++], sizeof f->trace[0], "%s:%s:%d", kind,
+             json_string_value(json_object_get(m, "id")), turn);
+}
+
+static void open_all(fixture *f) {
+    weir_error err;
+    weir__inbox_destroy(f->ib);
+    weir__log_close(f->log);
+    f->ib = NULL;
+    assert_int_equal(weir__log_open(f->path, WEIR__FSYNC_NONE, NULL, NULL, &f->log, &err), WEIR_OK);
+    assert_int_equal(weir__inbox_create(f->log, &f->ib, &err), WEIR_OK);
+    weir__log_set_observer(f->log, on_log, f);
+    weir__inbox_set_notify(f->ib, on_inbox, f);
+    f->ntrace = 0;
+}
+
+static int setup(void **state) {
+    fixture *f = calloc(1, sizeof *f);
+    f->dir = wt_tmpdir("inbox");
+    snprintf(f->path, sizeof f->path, "%s/s.jsonl", f->dir);
+    open_all(f);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    weir__inbox_destroy(f->ib);
+    weir__log_close(f->log);
+    wt_rmtree(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+static json_t *user(const char *id, const char *text) {
+    return json_pack("{s:s,s:[{s:s,s:s}],s:s}", "role", "user", "content", "type", "text", "text",
+                     text, "id", id);
+}
+
+static void add(fixture *f, const char *id, const char *text, bool next_step) {
+    json_t *m = user(id, text);
+    bool dup = true;
+    weir_error err;
+    assert_int_equal(weir__inbox_add(f->ib, m, next_step, &dup, &err), WEIR_OK);
+    assert_false(dup);
+    json_decref(m);
+}
+
+static char *data_of(fixture *f, size_t seq) {
+    return json_dumps(json_object_get(weir__log_event(f->log, seq), "data"),
+                      JSON_COMPACT | JSON_PRESERVE_ORDER);
+}
+
+static void add_is_durable_before_live(void **state) {
+    fixture *f = *state;
+    add(f, "a", "one", true);
+    /* the observer saw the splice while the list was still empty */
+    assert_int_equal(f->ntrace, 2);
+    assert_string_equal(f->trace[0], "log:agent/inbox/spliced:0:0");
+    assert_string_equal(f->trace[1], "inserted:a:0");
+    assert_int_equal(weir__inbox_count(f->ib, true), 1);
+    char *d = data_of(f, 0);
+    assert_string_equal(
+        d, "{\"target\":\"next-step\",\"start\":0,\"inserted\":[{\"role\":\"user\",\"content\":"
+           "[{\"type\":\"text\",\"text\":\"one\"}],\"id\":\"a\"}]}");
+    free(d);
+    add(f, "b", "two", true);
+    d = data_of(f, 1);
+    assert_non_null(strstr(d, "\"start\":1,"));
+    free(d);
+}
+
+static void same_id_same_content_acknowledged_once(void **state) {
+    fixture *f = *state;
+    add(f, "a", "one", false);
+    json_t *m = user("a", "one");
+    bool dup = false;
+    weir_error err;
+    assert_int_equal(weir__inbox_add(f->ib, m, false, &dup, &err), WEIR_OK);
+    assert_true(dup);
+    assert_int_equal(weir__inbox_add(f->ib, m, true, &dup, &err), WEIR_OK); /* other list too */
+    assert_true(dup);
+    json_decref(m);
+    assert_int_equal(weir__log_count(f->log), 1);
+    assert_int_equal(weir__inbox_count(f->ib, false), 1);
+    assert_int_equal(weir__inbox_count(f->ib, true), 0);
+}
+
+static void same_id_different_content_refused(void **state) {
+    fixture *f = *state;
+    add(f, "a", "one", false);
+    json_t *m = user("a", "changed");
+    bool dup = true;
+    weir_error err;
+    assert_int_equal(weir__inbox_add(f->ib, m, false, &dup, &err), WEIR_E_DUPLICATE);
+    assert_false(dup);
+    assert_string_equal(err.text, "inbox: input id 'a' was already used with different content");
+    json_decref(m);
+    assert_int_equal(weir__log_count(f->log), 1);
+    /* an id without "id" is refused outright */
+    m = json_pack("{s:s,s:[]}", "role", "user", "content");
+    assert_int_equal(weir__inbox_add(f->ib, m, false, &dup, &err), WEIR_E_INVAL);
+    json_decref(m);
+}
+
+static void delivered_ids_are_remembered(void **state) {
+    fixture *f = *state;
+    json_t *m = user("old", "hello");
+    json_t *data = json_pack("{s:i,s:i,s:O}", "turn", 1, "step", 1, "message", m);
+    json_t *op = json_string("append");
+    weir_error err;
+    assert_int_equal(weir__log_append(f->log, "user/message", data, op, NULL, 0, NULL, &err),
+                     WEIR_OK);
+    json_decref(data);
+    json_decref(op);
+    open_all(f); /* delivered ids come from the log's user/message events */
+    bool dup = false;
+    assert_int_equal(weir__inbox_add(f->ib, m, false, &dup, &err), WEIR_OK);
+    assert_true(dup);
+    json_decref(m);
+    m = user("old", "other");
+    assert_int_equal(weir__inbox_add(f->ib, m, false, &dup, &err), WEIR_E_DUPLICATE);
+    json_decref(m);
+    /* claimed ids count as delivered, also after a reopen */
+    add(f, "s1", "steer", true);
+    json_t *claimed = NULL;
+    assert_int_equal(weir__inbox_claim(f->ib, false, 1, &claimed, &err), WEIR_OK);
+    json_decref(claimed);
+    open_all(f);
+    m = user("s1", "steer");
+    assert_int_equal(weir__inbox_add(f->ib, m, true, &dup, &err), WEIR_OK);
+    assert_true(dup);
+    json_decref(m);
+    assert_int_equal(weir__inbox_count(f->ib, true), 0);
+}
+
+static void claim_takes_all_next_step_and_one_next_turn(void **state) {
+    fixture *f = *state;
+    add(f, "t1", "first", false);
+    add(f, "t2", "second", false);
+    add(f, "s1", "steer 1", true);
+    add(f, "s2", "steer 2", true);
+    f->ntrace = 0;
+    json_t *claimed = NULL;
+    weir_error err;
+    assert_int_equal(weir__inbox_claim(f->ib, true, 3, &claimed, &err), WEIR_OK);
+    assert_int_equal(json_array_size(claimed), 3);
+    assert_string_equal(weir__json_str(json_array_get(claimed, 0), "id", ""), "s1");
+    assert_string_equal(weir__json_str(json_array_get(claimed, 1), "id", ""), "s2");
+    assert_string_equal(weir__json_str(json_array_get(claimed, 2), "id", ""), "t1");
+    json_decref(claimed);
+    char *d = data_of(f, 4);
+    assert_string_equal(
+        d, "{\"target\":\"next-step\",\"start\":0,\"removed_count\":2,\"inserted\":[]}");
+    free(d);
+    d = data_of(f, 5);
+    assert_string_equal(
+        d, "{\"target\":\"next-turn\",\"start\":0,\"removed_count\":1,\"inserted\":[]}");
+    free(d);
+    assert_int_equal(weir__log_count(f->log), 6);
+    const char *want[] = {"log:agent/inbox/spliced:2:2", "log:agent/inbox/spliced:0:2",
+                          "claimed:s1:3", "claimed:s2:3", "claimed:t1:3"};
+    assert_int_equal(f->ntrace, 5);
+    for (size_t i = 0; i < 5; i++)
+        assert_string_equal(f->trace[i], want[i]);
+    /* between steps: next-step only; nothing queued means no event */
+    assert_int_equal(weir__inbox_claim(f->ib, false, 3, &claimed, &err), WEIR_OK);
+    assert_int_equal(json_array_size(claimed), 0);
+    json_decref(claimed);
+    assert_int_equal(weir__log_count(f->log), 6);
+    assert_int_equal(weir__inbox_count(f->ib, false), 1);
+}
+
+static void clear_discards_with_outcome_canceled(void **state) {
+    fixture *f = *state;
+    add(f, "t1", "first", false);
+    add(f, "s1", "steer", true);
+    f->ntrace = 0;
+    weir_error err;
+    assert_int_equal(weir__inbox_clear(f->ib, &err), WEIR_OK);
+    char *d = data_of(f, 2);
+    assert_string_equal(d,
+                        "{\"target\":\"next-step\",\"start\":0,\"removed_count\":1,\"inserted\":[],"
+                        "\"outcome\":\"canceled\"}");
+    free(d);
+    d = data_of(f, 3);
+    assert_string_equal(d,
+                        "{\"target\":\"next-turn\",\"start\":0,\"removed_count\":1,\"inserted\":[],"
+                        "\"outcome\":\"canceled\"}");
+    free(d);
+    const char *want[] = {"log:agent/inbox/spliced:1:1", "log:agent/inbox/spliced:0:1",
+                          "discarded:s1:0", "discarded:t1:0"};
+    assert_int_equal(f->ntrace, 4);
+    for (size_t i = 0; i < 4; i++)
+        assert_string_equal(f->trace[i], want[i]);
+    assert_int_equal(weir__inbox_count(f->ib, true) + weir__inbox_count(f->ib, false), 0);
+    /* a canceled input was never delivered: its id may be sent again */
+    add(f, "s1", "steer again", true);
+}
+
+static void rebuild_from_log_after_reopen(void **state) {
+    fixture *f = *state;
+    add(f, "t1", "first", false);
+    add(f, "t2", "second", false);
+    add(f, "s1", "steer", true);
+    json_t *claimed = NULL;
+    weir_error err;
+    assert_int_equal(weir__inbox_claim(f->ib, true, 1, &claimed, &err), WEIR_OK);
+    json_decref(claimed);
+    add(f, "s2", "steer 2", true);
+    open_all(f);
+    assert_int_equal(weir__inbox_count(f->ib, true), 1);
+    assert_int_equal(weir__inbox_count(f->ib, false), 1);
+    assert_int_equal(weir__inbox_claim(f->ib, true, 2, &claimed, &err), WEIR_OK);
+    assert_int_equal(json_array_size(claimed), 2);
+    assert_string_equal(weir__json_str(json_array_get(claimed, 0), "id", ""), "s2");
+    assert_string_equal(weir__json_str(json_array_get(claimed, 1), "id", ""), "t2");
+    json_decref(claimed);
+}
+
+static void unchanged_when_append_fails(void **state) {
+    fixture *f = *state;
+    add(f, "t1", "first", false);
+    add(f, "s1", "steer", true);
+    size_t events = weir__log_count(f->log);
+    json_t *m = user("t2", "second");
+    weir_error err;
+    bool finished = false;
+    for (long n = 1; !finished; n++) {
+        f->ntrace = 0;
+        bool dup = false;
+        json_t *claimed = NULL;
+        weir__alloc_fail_after(n);
+        int rc = weir__inbox_add(f->ib, m, false, &dup, &err);
+        int rc2 = rc == WEIR_OK ? weir__inbox_claim(f->ib, true, 1, &claimed, &err) : rc;
+        weir__alloc_fail_after(-1);
+        json_decref(claimed);
+        if (rc == WEIR_OK && rc2 == WEIR_OK) {
+            finished = true;
+            break;
+        }
+        assert_int_equal(rc2, WEIR_E_NOMEM);
+        /* lists always equal the fold of the log */
+        weir__inbox *fresh = NULL;
+        assert_int_equal(weir__inbox_create(f->log, &fresh, &err), WEIR_OK);
+        for (int t = 0; t < 2; t++)
+            assert_int_equal(weir__inbox_count(fresh, t), weir__inbox_count(f->ib, t));
+        weir__inbox_destroy(fresh);
+        if (rc != WEIR_OK) {
+            assert_int_equal(weir__log_count(f->log), events);
+            assert_int_equal(f->ntrace, 0);
+        }
+    }
+    json_decref(m);
+    assert_true(finished);
+}
+
+static void malformed_splice_is_corrupt(void **state) {
+    fixture *f = *state;
+    add(f, "t1", "first", false);
+    json_t *bad = json_pack("{s:s,s:i,s:i,s:[]}", "target", "next-turn", "start", 0,
+                            "removed_count", 5, "inserted");
+    weir_error err;
+    assert_int_equal(
+        weir__log_append(f->log, "agent/inbox/spliced", bad, NULL, NULL, 0, NULL, &err), WEIR_OK);
+    json_decref(bad);
+    weir__inbox *ib = NULL;
+    char want[4400];
+    snprintf(want, sizeof want, "%s: invalid persisted inbox splice at session seq 1", f->path);
+    assert_int_equal(weir__inbox_create(f->log, &ib, &err), WEIR_E_LOG_CORRUPT);
+    assert_string_equal(err.text, want);
+    assert_null(ib);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(add_is_durable_before_live, setup, teardown),
+        cmocka_unit_test_setup_teardown(same_id_same_content_acknowledged_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(same_id_different_content_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(delivered_ids_are_remembered, setup, teardown),
+        cmocka_unit_test_setup_teardown(claim_takes_all_next_step_and_one_next_turn, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(clear_discards_with_outcome_canceled, setup, teardown),
+        cmocka_unit_test_setup_teardown(rebuild_from_log_after_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(unchanged_when_append_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(malformed_splice_is_corrupt, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

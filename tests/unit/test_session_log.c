@@ -1,0 +1,625 @@
+/*
+ * tests/unit/test_session_log.c - the durable session log (DESIGN §5):
+ * append and seq, rejected appends, unknown types, fsync policy, torn tails,
+ * corruption, replay, crash repair, folds, observers, write failures and an
+ * allocation-failure loop.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "session_log.h"
+#include "surface.h"
+#include "testutil.h"
+
+typedef struct fixture {
+    char *dir;
+    char *path;
+    weir__log *log;
+} fixture;
+
+static int setup(void **state) {
+    fixture *f = calloc(1, sizeof *f);
+    f->dir = wt_tmpdir("log");
+    assert_non_null(f->dir);
+    f->path = malloc(strlen(f->dir) + 32);
+    sprintf(f->path, "%s/a/b/s.jsonl", f->dir); /* parents do not exist yet */
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    weir__log_close(f->log);
+    wt_rmtree(f->dir);
+    free(f->dir);
+    free(f->path);
+    free(f);
+    return 0;
+}
+
+static void open_log(fixture *f) {
+    weir_error err;
+    weir__log_close(f->log);
+    f->log = NULL;
+    assert_int_equal(weir__log_open(f->path, WEIR__FSYNC_STEP, NULL, NULL, &f->log, &err), WEIR_OK);
+}
+
+/* Append `type` with data parsed from `data_json`; surface types get "append". */
+static int add(weir__log *log, const char *type, const char *data_json, weir_error *err) {
+    json_t *data = json_loads(data_json, 0, NULL);
+    assert_non_null(data);
+    json_t *op = weir__is_surface_type(type) ? json_string("append") : NULL;
+    int rc = weir__log_append(log, type, data, op, NULL, 0, NULL, err);
+    json_decref(op);
+    json_decref(data);
+    return rc;
+}
+
+static void must_add(weir__log *log, const char *type, const char *data_json) {
+    weir_error err;
+    weir_error_clear(&err);
+    int rc = add(log, type, data_json, &err);
+    if (rc != WEIR_OK)
+        fail_msg("append %s: %s", type, err.text);
+}
+
+static long file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static char *derived_text(weir__log *log) {
+    json_t *d = weir__log_derive(log);
+    assert_non_null(d);
+    char *s = json_dumps(d, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(d);
+    return s;
+}
+
+#define USER(id, text)                                                                             \
+    "{\"turn\":1,\"step\":1,\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\","       \
+    "\"text\":\"" text "\"}],\"id\":\"" id "\",\"source\":{\"kind\":\"human\"}}}"
+#define ASSISTANT(text)                                                                            \
+    "{\"turn\":1,\"step\":1,\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":"           \
+    "\"text\",\"text\":\"" text "\"}]},\"stream\":[]}"
+
+static void seed(weir__log *log) {
+    must_add(log, "turn/start", "{\"turn\":1}");
+    must_add(log, "step/start", "{\"turn\":1,\"step\":1}");
+    must_add(log, "user/message", USER("in-1", "hello"));
+    must_add(log, "assistant/message", ASSISTANT("hi"));
+}
+
+static void append_assigns_contiguous_seq(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    seed(f->log);
+    assert_int_equal(weir__log_count(f->log), 4);
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(json_integer_value(json_object_get(weir__log_event(f->log, i), "seq")), i);
+    assert_null(weir__log_event(f->log, 4));
+    const json_t *ev = weir__log_event(f->log, 2);
+    assert_string_equal(json_string_value(json_object_get(ev, "type")), "user/message");
+    assert_string_equal(json_string_value(json_object_get(ev, "surface_op")), "append");
+    assert_true(json_is_integer(json_object_get(ev, "time")));
+    assert_null(json_object_get(weir__log_event(f->log, 0), "surface_op"));
+    /* one compact line per event, key order seq, time, type, data */
+    char *text = wt_read_file(f->path, NULL);
+    assert_non_null(text);
+    char *line2 = strchr(strchr(text, '\n') + 1, '\n') + 1;
+    assert_true(strncmp(line2, "{\"seq\":2,\"time\":", 16) == 0);
+    size_t lines = 0;
+    for (char *p = text; *p; p++)
+        lines += *p == '\n';
+    assert_int_equal(lines, 4);
+    free(text);
+}
+
+static void rejected_append_changes_nothing(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    seed(f->log);
+    size_t count = weir__log_count(f->log);
+    long size = file_size(f->path);
+    char *before = derived_text(f->log);
+    weir_error err;
+    json_t *msg = json_loads(USER("in-2", "x"), 0, NULL);
+    json_t *append = json_string("append");
+    json_t *bad_range = json_pack("{s:s,s:i,s:i}", "op", "replace", "start_seq", 9, "end_seq", 9);
+    json_t *backwards = json_pack("{s:s,s:i,s:i}", "op", "replace", "start_seq", 3, "end_seq", 2);
+    json_t *good_range = json_pack("{s:s,s:i,s:i}", "op", "replace", "start_seq", 2, "end_seq", 3);
+    json_t *later = json_pack("[i]", 7), *dup = json_pack("[i,i]", 2, 2),
+           *partial = json_pack("[i]", 2);
+    json_t *str = json_string("not an object");
+    struct {
+        const char *type;
+        const json_t *data, *op, *src;
+        const char *text;
+    } cases[] = {
+        {"user/message", str, append, NULL,
+         "session log: append needs a log, a type and an object data (type user/message)"},
+        {"turn/start", msg, append, NULL,
+         "surface_op is only allowed on surface types, not turn/start"},
+        {"user/message", msg, NULL, NULL, "user/message needs surface_op"},
+        {"user/message", msg, bad_range, NULL, "replace start_seq 9 is not a current surface node"},
+        {"user/message", msg, backwards, NULL,
+         "replace start_seq 3 comes after end_seq 2 in surface order"},
+        {"user/message", msg, good_range, partial, "source_seqs must include shadowed seq 3"},
+        {"user/message", msg, append, later, "source_seqs[0] is not an earlier seq"},
+        {"user/message", msg, append, dup, "source_seqs lists seq 2 twice"},
+        {"assistant/message", msg, append, NULL,
+         "assistant/message needs data.message.role \"assistant\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        weir_error_clear(&err);
+        assert_int_equal(weir__log_append(f->log, cases[i].type, cases[i].data, cases[i].op,
+                                          cases[i].src, 0, NULL, &err),
+                         WEIR_E_LOG_REJECTED);
+        if (!strstr(err.text, cases[i].text))
+            fail_msg("case %zu: '%s' does not contain '%s'", i, err.text, cases[i].text);
+        assert_int_equal(weir__log_count(f->log), count);
+        assert_int_equal(file_size(f->path), size);
+        char *after = derived_text(f->log);
+        assert_string_equal(after, before);
+        free(after);
+    }
+    free(before);
+    json_decref(msg);
+    json_decref(append);
+    json_decref(bad_range);
+    json_decref(backwards);
+    json_decref(good_range);
+    json_decref(later);
+    json_decref(dup);
+    json_decref(partial);
+    json_decref(str);
+}
+
+static bool known_plugin_type(const char *type, void *ud) {
+    (void)ud;
+    return strcmp(type, "plugin/registered") == 0;
+}
+
+static void unknown_type_refused_unless_ignorable(void **state) {
+    fixture *f = *state;
+    weir_error err;
+    assert_int_equal(
+        weir__log_open(f->path, WEIR__FSYNC_NONE, known_plugin_type, NULL, &f->log, &err), WEIR_OK);
+    json_t *data = json_object();
+    assert_int_equal(weir__log_append(f->log, "plugin/other", data, NULL, NULL, 0, NULL, &err),
+                     WEIR_E_LOG_REJECTED);
+    assert_non_null(
+        strstr(err.text, "unknown event type 'plugin/other' (not registered, not ignorable)"));
+    assert_int_equal(weir__log_count(f->log), 0);
+    assert_int_equal(weir__log_append(f->log, "plugin/other", data, NULL, NULL,
+                                      WEIR_EVENT_IGNORABLE, NULL, &err),
+                     WEIR_OK);
+    assert_true(json_is_true(json_object_get(weir__log_event(f->log, 0), "ignorable")));
+    assert_int_equal(weir__log_append(f->log, "plugin/registered", data, NULL, NULL, 0, NULL, &err),
+                     WEIR_OK);
+    assert_null(json_object_get(weir__log_event(f->log, 1), "ignorable"));
+    json_decref(data);
+    weir__log_close(f->log);
+    f->log = NULL;
+    /* A reader that does not know plugin/registered refuses the log. */
+    char want[4200];
+    snprintf(want, sizeof want,
+             "%s:2: unknown event type 'plugin/registered' (not registered, not ignorable)",
+             f->path);
+    assert_int_equal(weir__log_open(f->path, WEIR__FSYNC_STEP, NULL, NULL, &f->log, &err),
+                     WEIR_E_LOG_CORRUPT);
+    assert_string_equal(err.text, want);
+    assert_null(f->log);
+}
+
+static void fsync_policy_parsing(void **state) {
+    (void)state;
+    weir__fsync p = WEIR__FSYNC_NONE;
+    assert_int_equal(weir__fsync_parse(NULL, &p), 0);
+    assert_int_equal(p, WEIR__FSYNC_STEP);
+    assert_int_equal(weir__fsync_parse("always", &p), 0);
+    assert_int_equal(p, WEIR__FSYNC_ALWAYS);
+    assert_int_equal(weir__fsync_parse("none", &p), 0);
+    assert_int_equal(p, WEIR__FSYNC_NONE);
+    assert_int_equal(weir__fsync_parse("step", &p), 0);
+    assert_int_equal(p, WEIR__FSYNC_STEP);
+    assert_int_equal(weir__fsync_parse("sometimes", &p), -1);
+    assert_int_equal(weir__fsync_parse("", &p), -1);
+    assert_int_equal(weir__fsync_parse("step", NULL), -1);
+}
+
+/* Run open with stderr captured into `captured`. */
+static int open_capturing(fixture *f, char *captured, size_t size, weir_error *err) {
+    char cap_path[4200];
+    snprintf(cap_path, sizeof cap_path, "%s/stderr.txt", f->dir);
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *cap = fopen(cap_path, "w");
+    dup2(fileno(cap), 2);
+    int rc = weir__log_open(f->path, WEIR__FSYNC_STEP, NULL, NULL, &f->log, err);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    fclose(cap);
+    char *text = wt_read_file(cap_path, NULL);
+    snprintf(captured, size, "%s", text ? text : "");
+    free(text);
+    return rc;
+}
+
+static void torn_tail_dropped_with_warning(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    seed(f->log);
+    weir__log_close(f->log);
+    f->log = NULL;
+    long good = file_size(f->path);
+    FILE *out = fopen(f->path, "a");
+    fputs("{\"seq\":4,\"time\":1,\"ty", out); /* torn: no newline */
+    fclose(out);
+    char captured[4400], want[4400];
+    weir_error err;
+    assert_int_equal(open_capturing(f, captured, sizeof captured, &err), WEIR_OK);
+    snprintf(want, sizeof want, "weir: %s: dropped a torn last line (21 bytes)\n", f->path);
+    assert_string_equal(captured, want);
+    assert_int_equal(weir__log_count(f->log), 4);
+    assert_int_equal(file_size(f->path), good);
+    /* appends continue at seq 4 on a clean line */
+    must_add(f->log, "step/end", "{\"turn\":1,\"step\":1}");
+    weir__log_close(f->log);
+    f->log = NULL;
+    /* an unparseable but terminated last line is torn too */
+    out = fopen(f->path, "a");
+    fputs("{\"seq\":5,\"ti\n", out);
+    fclose(out);
+    assert_int_equal(open_capturing(f, captured, sizeof captured, &err), WEIR_OK);
+    snprintf(want, sizeof want, "weir: %s: dropped a torn last line (13 bytes)\n", f->path);
+    assert_string_equal(captured, want);
+    assert_int_equal(weir__log_count(f->log), 5);
+}
+
+static void mid_file_corruption_names_line(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    seed(f->log);
+    weir__log_close(f->log);
+    f->log = NULL;
+    char *text = wt_read_file(f->path, NULL);
+    char *second = strchr(text, '\n') + 1;
+    char *third = strchr(second, '\n') + 1;
+    /* line 2 replaced by garbage */
+    char buf[8192];
+    snprintf(buf, sizeof buf, "%.*s{oops}\n%s", (int)(second - text), text, third);
+    assert_int_equal(wt_write_file(f->path, buf), 0);
+    weir_error err;
+    assert_int_equal(weir__log_open(f->path, WEIR__FSYNC_STEP, NULL, NULL, &f->log, &err),
+                     WEIR_E_LOG_CORRUPT);
+    char want[4400];
+    snprintf(want, sizeof want, "%s:2: invalid JSON: ", f->path);
+    assert_true(strncmp(err.text, want, strlen(want)) == 0);
+    /* line 2 dropped entirely: line 2 now holds seq 2 */
+    snprintf(buf, sizeof buf, "%.*s%s", (int)(second - text), text, third);
+    assert_int_equal(wt_write_file(f->path, buf), 0);
+    assert_int_equal(weir__log_open(f->path, WEIR__FSYNC_STEP, NULL, NULL, &f->log, &err),
+                     WEIR_E_LOG_CORRUPT);
+    snprintf(want, sizeof want, "%s:2: seq must be 1", f->path);
+    assert_string_equal(err.text, want);
+    assert_int_equal((long)strlen(buf), file_size(f->path)); /* nothing truncated */
+    free(text);
+}
+
+static void reopen_gives_same_derived_history(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    seed(f->log);
+    must_add(f->log, "user/message", USER("in-2", "more"));
+    /* compaction-like replace of seqs 2..3 by a summary */
+    json_t *data = json_loads(USER("sum-1", "summary"), 0, NULL);
+    json_t *op = json_pack("{s:s,s:i,s:i}", "op", "replace", "start_seq", 2, "end_seq", 3);
+    json_t *src = json_pack("[i,i]", 2, 3);
+    weir_error err;
+    assert_int_equal(weir__log_append(f->log, "user/message", data, op, src, 0, NULL, &err),
+                     WEIR_OK);
+    json_decref(data);
+    json_decref(op);
+    json_decref(src);
+    char *before = derived_text(f->log);
+    open_log(f);
+    char *after = derived_text(f->log);
+    assert_string_equal(after, before);
+    json_t *pub = NULL;
+    weir__log_close(f->log);
+    f->log = NULL;
+    assert_int_equal(weir_log_derive(f->path, &pub, &err), WEIR_OK);
+    char *pubs = json_dumps(pub, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    assert_string_equal(pubs, before);
+    assert_string_equal(
+        before, "[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"summary\"}],"
+                "\"source\":{\"kind\":\"human\"}},{\"role\":\"user\",\"content\":[{\"type\":"
+                "\"text\",\"text\":\"more\"}],\"source\":{\"kind\":\"human\"}}]");
+    free(pubs);
+    json_decref(pub);
+    free(before);
+    free(after);
+}
+
+static void repair_appends_closers(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    must_add(f->log, "turn/start", "{\"turn\":1}");
+    must_add(f->log, "turn/end", "{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}");
+    must_add(f->log, "turn/start", "{\"turn\":2}");
+    must_add(f->log, "step/start", "{\"turn\":2,\"step\":1}");
+    must_add(f->log, "tool/call",
+             "{\"turn\":2,\"step\":1,\"call_id\":\"c1\",\"name\":\"ls\",\"arguments\":\"{}\"}");
+    must_add(f->log, "tool/call",
+             "{\"turn\":2,\"step\":1,\"call_id\":\"c2\",\"name\":\"ls\",\"arguments\":\"{}\"}");
+    must_add(f->log, "tool/result",
+             "{\"turn\":2,\"step\":1,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":\"tool_"
+             "result\","
+             "\"call_id\":\"c1\",\"content\":[]}]}}");
+    open_log(f); /* "crash" and resume */
+    assert_int_equal(weir__log_last_turn(f->log), 2);
+    bool repaired = false;
+    weir_error err;
+    assert_int_equal(weir__log_repair(f->log, &repaired, &err), WEIR_OK);
+    assert_true(repaired);
+    assert_int_equal(weir__log_count(f->log), 10);
+    char *r = json_dumps(json_object_get(weir__log_event(f->log, 7), "data"),
+                         JSON_COMPACT | JSON_PRESERVE_ORDER);
+    assert_string_equal(
+        r, "{\"turn\":2,\"step\":1,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"
+           "\"tool_result\",\"call_id\":\"c2\",\"content\":[{\"type\":\"text\",\"text\":"
+           "\"interrupted: the session ended before the tool returned\"}],\"is_error\":true}]},"
+           "\"error\":{\"name\":\"AbortError\",\"code\":\"INTERRUPTED\"}}");
+    free(r);
+    assert_string_equal(json_string_value(json_object_get(weir__log_event(f->log, 7), "type")),
+                        "tool/result");
+    r = json_dumps(weir__log_event(f->log, 8), JSON_COMPACT | JSON_PRESERVE_ORDER);
+    assert_non_null(strstr(r, "\"type\":\"step/end\",\"data\":{\"turn\":2,\"step\":1}}"));
+    free(r);
+    r = json_dumps(weir__log_event(f->log, 9), JSON_COMPACT | JSON_PRESERVE_ORDER);
+    assert_non_null(strstr(
+        r, "\"type\":\"turn/end\",\"data\":{\"turn\":2,\"reason\":{\"kind\":\"interrupted\"}}}"));
+    free(r);
+    assert_int_equal(weir__log_repair(f->log, &repaired, &err), WEIR_OK);
+    assert_false(repaired);
+    assert_int_equal(weir__log_count(f->log), 10);
+    /* the repaired log passes the offline check */
+    json_t *report = NULL;
+    assert_int_equal(weir_log_check(f->path, &report, &err), WEIR_OK);
+    assert_true(json_is_true(json_object_get(report, "ok")));
+    assert_int_equal(json_array_size(json_object_get(report, "open")), 0);
+    json_decref(report);
+}
+
+static void request_header_fold_keeps_latest(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    assert_false(weir__log_has_request_header(f->log));
+    assert_null(weir__log_request_header(f->log));
+    must_add(
+        f->log, "request/header",
+        "{\"header\":{\"config\":{\"provider\":\"a\",\"model\":\"m1\"}},\"reason\":\"initial\"}");
+    must_add(f->log, "request/context", "{\"provider\":\"a\",\"model\":\"m1\"}");
+    must_add(
+        f->log, "request/header",
+        "{\"header\":{\"config\":{\"provider\":\"a\",\"model\":\"m2\"}},\"reason\":\"change\"}");
+    assert_true(weir__log_has_request_header(f->log));
+    assert_string_equal(
+        weir__json_str(json_object_get(weir__log_request_header(f->log), "config"), "model", ""),
+        "m2");
+    assert_string_equal(weir__json_str(weir__log_request_context(f->log), "model", ""), "m1");
+    open_log(f);
+    assert_string_equal(
+        weir__json_str(json_object_get(weir__log_request_header(f->log), "config"), "model", ""),
+        "m2");
+}
+
+typedef struct seen {
+    weir__log *log;
+    size_t seqs[8];
+    size_t n;
+} seen;
+
+static void observe(const json_t *ev, void *ud) {
+    seen *s = ud;
+    s->seqs[s->n++] = (size_t)json_integer_value(json_object_get(ev, "seq"));
+    if (s->n == 1) /* a re-entrant append is delivered after this call returns */
+        must_add(s->log, "step/start", "{\"turn\":1,\"step\":1}");
+}
+
+static void observer_sees_events_in_seq_order(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    seen s = {.log = f->log};
+    weir__log_set_observer(f->log, observe, &s);
+    must_add(f->log, "turn/start", "{\"turn\":1}");
+    must_add(f->log, "step/end", "{\"turn\":1,\"step\":1}");
+    assert_int_equal(s.n, 3);
+    assert_int_equal(s.seqs[0], 0);
+    assert_int_equal(s.seqs[1], 1);
+    assert_int_equal(s.seqs[2], 2);
+}
+
+/* The descriptor this process holds open on `path`, or -1. */
+static int fd_of(const char *path) {
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int found = -1;
+    char link[4200], target[4200];
+    while (d && found < 0 && (e = readdir(d))) {
+        snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n > 0) {
+            target[n] = '\0';
+            if (strcmp(target, path) == 0)
+                found = atoi(e->d_name);
+        }
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+static void failed_write_changes_nothing(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    seed(f->log);
+    long size = file_size(f->path);
+    char *before = derived_text(f->log);
+    char real[4200];
+    assert_non_null(realpath(f->path, real));
+    int fd = fd_of(real);
+    assert_true(fd >= 0);
+    /* Swap the log's descriptor for /dev/full: the next write fails. */
+    int saved = dup(fd), full = open("/dev/full", O_WRONLY);
+    assert_true(saved >= 0 && full >= 0);
+    assert_int_equal(dup2(full, fd), fd);
+    close(full);
+    weir_error err;
+    int rc = add(f->log, "user/message", USER("in-9", "lost"), &err);
+    assert_int_equal(dup2(saved, fd), fd);
+    close(saved);
+    assert_int_equal(rc, WEIR_E_IO);
+    assert_non_null(strstr(err.text, "write failed"));
+    assert_int_equal(file_size(f->path), size);
+    assert_int_equal(weir__log_count(f->log), 4);
+    char *after = derived_text(f->log);
+    assert_string_equal(after, before);
+    must_add(f->log, "step/end", "{\"turn\":1,\"step\":1}");
+    open_log(f);
+    assert_int_equal(weir__log_count(f->log), 5);
+    free(before);
+    free(after);
+}
+
+enum { PER_THREAD = 200 };
+
+typedef struct order {
+    size_t next;   /* next seq the observer expects */
+    bool in_order; /* every delivery had the expected seq */
+} order;
+
+static void check_order(const json_t *ev, void *ud) {
+    order *o = ud; /* deliveries are serialized by the log */
+    if ((size_t)json_integer_value(json_object_get(ev, "seq")) != o->next)
+        o->in_order = false;
+    o->next++;
+}
+
+static void *append_many(void *arg) {
+    weir__log *log = arg;
+    json_t *data = json_pack("{s:s}", "text", "x");
+    for (int i = 0; i < PER_THREAD; i++)
+        if (weir__log_append(log, "plugin/tick", data, NULL, NULL, WEIR_EVENT_IGNORABLE, NULL,
+                             NULL))
+            break;
+    json_decref(data);
+    return NULL;
+}
+
+static void concurrent_appends_stay_contiguous(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    order o = {0, true};
+    weir__log_set_observer(f->log, check_order, &o);
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, append_many, f->log), 0);
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    assert_int_equal(weir__log_count(f->log), 3 * PER_THREAD);
+    assert_int_equal(o.next, 3 * PER_THREAD);
+    assert_true(o.in_order);
+    open_log(f); /* the file holds every line, seq 0..n-1 */
+    assert_int_equal(weir__log_count(f->log), 3 * PER_THREAD);
+}
+
+static void alloc_failure_loop_append_and_derive(void **state) {
+    fixture *f = *state;
+    bool finished = false;
+    for (long n = 1; !finished && n < 5000; n++) {
+        unlink(f->path);
+        weir__log *log = NULL;
+        weir_error err;
+        weir__alloc_fail_after(n);
+        int rc = weir__log_open(f->path, WEIR__FSYNC_NONE, NULL, NULL, &log, &err);
+        json_t *d = NULL;
+        if (rc == WEIR_OK) {
+            const char *types[] = {"turn/start", "step/start", "user/message", "assistant/message"};
+            const char *datas[] = {"{\"turn\":1}", "{\"turn\":1,\"step\":1}", USER("in-1", "hello"),
+                                   ASSISTANT("hi")};
+            weir__alloc_fail_after(-1);
+            json_t *parsed[4], *op = json_string("append");
+            for (int i = 0; i < 4; i++)
+                parsed[i] = json_loads(datas[i], 0, NULL);
+            weir__alloc_fail_after(n);
+            for (int i = 0; rc == WEIR_OK && i < 4; i++)
+                rc = weir__log_append(log, types[i], parsed[i], i >= 2 ? op : NULL, NULL, 0, NULL,
+                                      &err);
+            if (rc == WEIR_OK) {
+                d = weir__log_derive(log);
+                finished = d != NULL;
+            }
+            weir__alloc_fail_after(-1);
+            for (int i = 0; i < 4; i++)
+                json_decref(parsed[i]);
+            json_decref(op);
+            if (rc != WEIR_OK)
+                assert_true(rc == WEIR_E_NOMEM || rc == WEIR_E_LOG_REJECTED);
+            /* memory and file agree */
+            size_t count = weir__log_count(log);
+            json_t *mem = weir__log_derive(log);
+            weir__log *again = NULL;
+            assert_int_equal(weir__log_open(f->path, WEIR__FSYNC_NONE, NULL, NULL, &again, &err),
+                             WEIR_OK);
+            assert_int_equal(weir__log_count(again), count);
+            json_t *disk = weir__log_derive(again);
+            assert_true(json_equal(mem, disk));
+            if (d)
+                assert_true(json_equal(d, disk));
+            json_decref(mem);
+            json_decref(disk);
+            weir__log_close(again);
+            weir__log_close(log);
+        } else {
+            weir__alloc_fail_after(-1);
+            assert_int_equal(rc, WEIR_E_NOMEM);
+            assert_null(log);
+        }
+        json_decref(d);
+    }
+    weir__alloc_fail_after(-1);
+    assert_true(finished);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(append_assigns_contiguous_seq, setup, teardown),
+        cmocka_unit_test_setup_teardown(rejected_append_changes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(unknown_type_refused_unless_ignorable, setup, teardown),
+        cmocka_unit_test_setup_teardown(fsync_policy_parsing, setup, teardown),
+        cmocka_unit_test_setup_teardown(torn_tail_dropped_with_warning, setup, teardown),
+        cmocka_unit_test_setup_teardown(mid_file_corruption_names_line, setup, teardown),
+        cmocka_unit_test_setup_teardown(reopen_gives_same_derived_history, setup, teardown),
+        cmocka_unit_test_setup_teardown(repair_appends_closers, setup, teardown),
+        cmocka_unit_test_setup_teardown(request_header_fold_keeps_latest, setup, teardown),
+        cmocka_unit_test_setup_teardown(observer_sees_events_in_seq_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(failed_write_changes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(concurrent_appends_stay_contiguous, setup, teardown),
+        cmocka_unit_test_setup_teardown(alloc_failure_loop_append_and_derive, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
