@@ -1,0 +1,86 @@
+/*
+ * plugins/provider-anthropic/anthropic.h - the pure parts of
+ * provider-anthropic: request translation (canonical request -> Messages API
+ * body) and the streaming decoder (Messages SSE events -> weir stream
+ * chunks).
+ *
+ * Neither part touches the host API table, so unit tests and fuzzers compile
+ * anthropic_request.c and anthropic_decode.c directly.  All memory comes
+ * from malloc and jansson (plugins never use the core allocators).  Symbols
+ * are plugin-private (hidden visibility).
+ */
+#ifndef WEIR_PROVIDER_ANTHROPIC_H
+#define WEIR_PROVIDER_ANTHROPIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+/* ------------------------------------------------------------------------ */
+/* Request translation (anthropic_request.c)                                */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Translate a frozen model request {provider, model, max_tokens?,
+ * temperature?, messages, tools?} (borrowed) into a Messages API body with
+ * `stream:true`.  `default_max_tokens` is used when the request has no
+ * max_tokens (the API requires one).
+ * @param msg  on failure, a message naming the offending field.
+ * @return new reference, or NULL (bad request, or "out of memory" in msg).
+ * Thread-safe (pure).
+ */
+json_t *anthropic_request_body(const json_t *request, long default_max_tokens, char *msg,
+                               size_t msg_size);
+
+/* ------------------------------------------------------------------------ */
+/* Stream decoder (anthropic_decode.c)                                      */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Receives one stream chunk (steals `chunk`).  Return 0 to go on, non-zero
+ * when the consumer wants no more chunks; the decoder then stops producing
+ * chunks except the final `finish`.
+ */
+typedef int (*anthropic_emit_fn)(void *user_data, json_t *chunk);
+
+/** Decoder state for one streamed response.  Not thread-safe. */
+typedef struct anthropic_decoder anthropic_decoder;
+
+/**
+ * Create a decoder.  `provider` (copied) names the provider in failures.
+ * @return a new decoder (free with anthropic_decoder_free), or NULL when out
+ *         of memory.
+ */
+anthropic_decoder *anthropic_decoder_new(const char *provider, anthropic_emit_fn emit,
+                                         void *user_data);
+
+/** Free a decoder.  NULL is a no-op. */
+void anthropic_decoder_free(anthropic_decoder *d);
+
+/**
+ * Feed one SSE event: `event` is the event name ("" or NULL when absent;
+ * used only when the data has no "type"), `data` (`len` bytes, borrowed,
+ * need not be NUL-terminated) its data.  Hostile input never crashes: a
+ * malformed event ends the stream with a TRANSPORT failure quoting (escaped,
+ * at most 200 bytes) the offending data; an in-band `error` event ends it
+ * with the classified failure.  Events after the finish are ignored.
+ * @return 0 to keep reading, non-zero when the transfer should stop.
+ */
+int anthropic_decoder_event(anthropic_decoder *d, const char *event, const char *data,
+                            size_t len);
+
+/**
+ * End of transfer.  Emits the finish chunk unless one was already emitted:
+ * with `failure` (stolen, may be NULL) as an error finish (kind "aborted"
+ * when `aborted` is true or its code is ABORTED); without one, as TRANSPORT
+ * "stream ended before finish" (no message_stop arrived).
+ * @return 0 when exactly one finish chunk was emitted, -1 when it could not
+ *         be built (out of memory).
+ */
+int anthropic_decoder_end(anthropic_decoder *d, json_t *failure, bool aborted);
+
+/** True once the finish chunk has been emitted (or given up on). */
+bool anthropic_decoder_done(const anthropic_decoder *d);
+
+#endif /* WEIR_PROVIDER_ANTHROPIC_H */

@@ -1,0 +1,593 @@
+/*
+ * plugins/provider-anthropic/anthropic_decode.c - Messages API stream events
+ * -> weir stream chunks (see weir_provider in weir/plugin.h).
+ *
+ *   message_start        usage: input_tokens, cache_read_input_tokens,
+ *                        cache_creation_input_tokens
+ *   content_block_start  text / thinking / tool_use (id, name); other block
+ *                        types (redacted_thinking, server tools) are skipped
+ *   content_block_delta  text_delta -> text-delta, thinking_delta ->
+ *                        reasoning-delta, input_json_delta -> tool-call-delta
+ *                        arguments; signature_delta and others ignored
+ *   content_block_stop   block-end
+ *   message_delta        stop_reason, usage.output_tokens
+ *   message_stop         usage chunk, then the finish
+ *   ping                 ignored
+ *   error                finish error, classified by error.type
+ *
+ * Canonical block indexes are assigned in order of appearance (the
+ * provider's `index` is only a key).  Text and thinking blocks start on
+ * their first non-empty text, so an answer of empty blocks is
+ * EMPTY_RESPONSE.
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* strdup */
+#endif
+#include "anthropic.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weir/export.h"
+
+#define MAX_BLOCKS 4096 /* hostile streams cannot grow the state without bound */
+#define SHOW_BYTES 200  /* bytes of a malformed event quoted in the failure */
+
+typedef enum slot_kind { KIND_TEXT, KIND_THINKING, KIND_TOOL, KIND_SKIPPED } slot_kind;
+
+typedef struct slot {
+    json_int_t key; /* the provider's content block index */
+    slot_kind kind;
+    int block;      /* canonical block index, -1 until started */
+    bool stopped;   /* content_block_stop seen */
+    size_t args_len;
+} slot;
+
+typedef struct count {
+    json_int_t value;
+    bool present;
+} count;
+
+struct anthropic_decoder {
+    char *provider;
+    anthropic_emit_fn emit;
+    void *user_data;
+    slot *slots;
+    size_t nslots, cap;
+    int nblocks;
+    char *stop_reason;
+    count input, output, cache_read, cache_write;
+    bool refused; /* the consumer refused a chunk: only the finish goes on */
+    bool done;    /* the finish was emitted (or could not be built) */
+    bool lost;    /* the finish could not be built (out of memory) */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Malloc'd printable rendering of at most SHOW_BYTES bytes of `p`:
+ * printable ASCII as is, `\` doubled, everything else as \xNN. */
+static char *show_bytes(const char *p, size_t n) {
+    size_t shown = n < SHOW_BYTES ? n : SHOW_BYTES;
+    char *out = malloc(shown * 4 + 4);
+    if (!out)
+        return NULL;
+    char *o = out;
+    for (size_t i = 0; i < shown; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == '\\') {
+            *o++ = '\\';
+            *o++ = '\\';
+        } else if (c >= 0x20 && c < 0x7f) {
+            *o++ = (char)c;
+        } else {
+            o += sprintf(o, "\\x%02x", c);
+        }
+    }
+    if (shown < n)
+        o += sprintf(o, "...");
+    *o = '\0';
+    return out;
+}
+
+/* Set obj[key] = value (stolen); on failure drop *obj (NULL stays NULL). */
+static void set_new(json_t **obj, const char *key, json_t *value) {
+    if (*obj && json_object_set_new(*obj, key, value) != 0) {
+        json_decref(*obj);
+        *obj = NULL;
+    } else if (!*obj) {
+        json_decref(value);
+    }
+}
+
+static json_t *failure_new(const anthropic_decoder *d, const char *code, const char *message) {
+    return json_pack("{s:s,s:s,s:s}", "code", code, "message", message, "provider",
+                     d->provider);
+}
+
+/* Emit the one finish chunk: `failure` (stolen) makes it an error/aborted
+ * finish, otherwise `kind`.  It goes out even after a consumer refusal. */
+static void finish(anthropic_decoder *d, const char *kind, json_t *failure) {
+    if (d->done) {
+        json_decref(failure);
+        return;
+    }
+    d->done = true;
+    json_t *reason = failure ? json_pack("{s:s,s:o}", "kind", kind, "failure", failure)
+                             : json_pack("{s:s}", "kind", kind);
+    json_t *chunk = reason ? json_pack("{s:s,s:o}", "type", "finish", "reason", reason) : NULL;
+    if (!chunk) {
+        d->lost = true;
+        return;
+    }
+    d->emit(d->user_data, chunk);
+}
+
+/* Finish with a failure whose message is printf-formatted. */
+static void fail(anthropic_decoder *d, const char *code, const char *fmt, ...)
+    WEIR_PRINTF(3, 4);
+static void fail(anthropic_decoder *d, const char *code, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    finish(d, "error", failure_new(d, code, msg));
+}
+
+static void malformed(anthropic_decoder *d, const char *why, const char *data, size_t len) {
+    char *shown = show_bytes(data, len);
+    fail(d, "TRANSPORT", "malformed stream event (%s): %s", why, shown ? shown : "");
+    free(shown);
+}
+
+/* Hand a chunk to the consumer.  NULL (out of memory) finishes the stream
+ * with a failure; a refusal stops every chunk but the finish.  Returns 0
+ * when the chunk was taken. */
+static int put(anthropic_decoder *d, json_t *chunk) {
+    if (!chunk) {
+        fail(d, "UNKNOWN", "out of memory while decoding the stream");
+        return -1;
+    }
+    if (d->refused || d->done) {
+        json_decref(chunk);
+        return -1;
+    }
+    if (d->emit(d->user_data, chunk) != 0) {
+        d->refused = true;
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Blocks                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static const char *const block_types[] = {"text", "reasoning", "tool_call", NULL};
+
+/* Start the canonical block of `s` unless it is started already. */
+static int block_start(anthropic_decoder *d, slot *s) {
+    if (s->block >= 0)
+        return 0;
+    if (d->nblocks >= MAX_BLOCKS) {
+        fail(d, "TRANSPORT", "malformed stream: more than %d content blocks", MAX_BLOCKS);
+        return -1;
+    }
+    s->block = d->nblocks++;
+    return put(d, json_pack("{s:s,s:i,s:s}", "type", "block-start", "index", s->block,
+                            "block_type", block_types[s->kind]));
+}
+
+/* End a started block; a tool call without arguments gets "{}". */
+static int block_stop(anthropic_decoder *d, slot *s) {
+    if (s->stopped)
+        return 0;
+    s->stopped = true;
+    if (s->block < 0)
+        return 0;
+    if (s->kind == KIND_TOOL && s->args_len == 0 &&
+        put(d, json_pack("{s:s,s:i,s:s}", "type", "tool-call-delta", "index", s->block,
+                         "arguments_delta", "{}")) != 0)
+        return -1;
+    return put(d, json_pack("{s:s,s:i}", "type", "block-end", "index", s->block));
+}
+
+static slot *slot_find(anthropic_decoder *d, json_int_t key) {
+    for (size_t i = 0; i < d->nslots; i++)
+        if (d->slots[i].key == key)
+            return &d->slots[i];
+    return NULL;
+}
+
+static slot *slot_add(anthropic_decoder *d, json_int_t key, slot_kind kind) {
+    if (d->nslots >= MAX_BLOCKS) {
+        fail(d, "TRANSPORT", "malformed stream: more than %d content blocks", MAX_BLOCKS);
+        return NULL;
+    }
+    if (d->nslots == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 4;
+        slot *grown = realloc(d->slots, cap * sizeof *grown);
+        if (!grown) {
+            fail(d, "UNKNOWN", "out of memory while decoding the stream");
+            return NULL;
+        }
+        d->slots = grown;
+        d->cap = cap;
+    }
+    slot *s = &d->slots[d->nslots++];
+    memset(s, 0, sizeof *s);
+    s->key = key;
+    s->kind = kind;
+    s->block = -1;
+    return s;
+}
+
+/* Text or thinking content: start the block on the first non-empty text. */
+static int text_delta(anthropic_decoder *d, slot *s, const char *text) {
+    if (!text[0])
+        return 0;
+    if (block_start(d, s) != 0)
+        return -1;
+    return put(d, json_pack("{s:s,s:i,s:s}", "type",
+                            s->kind == KIND_TEXT ? "text-delta" : "reasoning-delta", "index",
+                            s->block, "text", text));
+}
+
+static int args_delta(anthropic_decoder *d, slot *s, const char *args) {
+    if (!args[0])
+        return 0;
+    s->args_len += strlen(args);
+    return put(d, json_pack("{s:s,s:i,s:s}", "type", "tool-call-delta", "index", s->block,
+                            "arguments_delta", args));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Events                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Optional non-negative integer member; -1 when it has another type. */
+static int read_count(const json_t *obj, const char *key, count *c) {
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+        return -1;
+    c->value = json_integer_value(v);
+    c->present = true;
+    return 0;
+}
+
+static const char *read_usage(anthropic_decoder *d, const json_t *usage) {
+    if (!usage || json_is_null(usage))
+        return NULL;
+    if (!json_is_object(usage))
+        return "usage is not an object";
+    if (read_count(usage, "input_tokens", &d->input) ||
+        read_count(usage, "output_tokens", &d->output) ||
+        read_count(usage, "cache_read_input_tokens", &d->cache_read) ||
+        read_count(usage, "cache_creation_input_tokens", &d->cache_write))
+        return "usage token counts are not integers";
+    return NULL;
+}
+
+/* The block index of a content_block_* event. */
+static const char *read_index(const json_t *root, json_int_t *key) {
+    json_t *v = json_object_get(root, "index");
+    if (!json_is_integer(v))
+        return "index is not an integer";
+    *key = json_integer_value(v);
+    return NULL;
+}
+
+static const char *on_block_start(anthropic_decoder *d, const json_t *root) {
+    json_int_t key;
+    const char *bad = read_index(root, &key);
+    if (bad)
+        return bad;
+    json_t *cb = json_object_get(root, "content_block");
+    const char *type = json_string_value(json_object_get(cb, "type"));
+    if (!json_is_object(cb) || !type)
+        return "content_block is not an object with a type";
+    if (slot_find(d, key))
+        return "content_block_start for an index already in use";
+    slot_kind kind = strcmp(type, "text") == 0       ? KIND_TEXT
+                     : strcmp(type, "thinking") == 0 ? KIND_THINKING
+                     : strcmp(type, "tool_use") == 0 ? KIND_TOOL
+                                                     : KIND_SKIPPED;
+    json_t *text = json_object_get(cb, kind == KIND_THINKING ? "thinking" : "text");
+    json_t *id = json_object_get(cb, "id"), *name = json_object_get(cb, "name");
+    json_t *input = json_object_get(cb, "input");
+    if ((kind == KIND_TEXT || kind == KIND_THINKING) && text && !json_is_string(text))
+        return "content_block text is not a string";
+    if (kind == KIND_TOOL && (!json_is_string(id) || !json_is_string(name)))
+        return "tool_use block without a string id and name";
+    slot *s = slot_add(d, key, kind);
+    if (!s)
+        return "";
+    if (kind == KIND_TEXT || kind == KIND_THINKING)
+        return text && text_delta(d, s, json_string_value(text)) != 0 ? "" : NULL;
+    if (kind != KIND_TOOL)
+        return NULL;
+    if (block_start(d, s) != 0)
+        return "";
+    json_t *chunk = json_pack("{s:s,s:i,s:O,s:O,s:s}", "type", "tool-call-delta", "index",
+                              s->block, "id", id, "name", name, "arguments_delta", "");
+    if (put(d, chunk) != 0)
+        return "";
+    /* The input streams as input_json_delta; a non-empty start value counts. */
+    if (json_is_object(input) && json_object_size(input) > 0) {
+        char *args = json_dumps(input, JSON_COMPACT);
+        if (!args) {
+            fail(d, "UNKNOWN", "out of memory while decoding the stream");
+            return "";
+        }
+        int rc = args_delta(d, s, args);
+        free(args);
+        if (rc != 0)
+            return "";
+    }
+    return NULL;
+}
+
+static const char *on_block_delta(anthropic_decoder *d, const json_t *root) {
+    json_int_t key;
+    const char *bad = read_index(root, &key);
+    if (bad)
+        return bad;
+    json_t *delta = json_object_get(root, "delta");
+    const char *type = json_string_value(json_object_get(delta, "type"));
+    if (!json_is_object(delta) || !type)
+        return "delta is not an object with a type";
+    slot *s = slot_find(d, key);
+    if (!s || s->stopped)
+        return "content_block_delta for a block that is not open";
+    slot_kind want;
+    const char *field;
+    if (strcmp(type, "text_delta") == 0) {
+        want = KIND_TEXT;
+        field = "text";
+    } else if (strcmp(type, "thinking_delta") == 0) {
+        want = KIND_THINKING;
+        field = "thinking";
+    } else if (strcmp(type, "input_json_delta") == 0) {
+        want = KIND_TOOL;
+        field = "partial_json";
+    } else {
+        return NULL; /* signature_delta, citations_delta, ... */
+    }
+    if (s->kind == KIND_SKIPPED)
+        return NULL;
+    if (s->kind != want)
+        return "delta type does not match its block";
+    json_t *v = json_object_get(delta, field);
+    if (!json_is_string(v))
+        return "delta text is not a string";
+    int rc = want == KIND_TOOL ? args_delta(d, s, json_string_value(v))
+                               : text_delta(d, s, json_string_value(v));
+    return rc == 0 ? NULL : "";
+}
+
+static const char *on_block_stop(anthropic_decoder *d, const json_t *root) {
+    json_int_t key;
+    const char *bad = read_index(root, &key);
+    if (bad)
+        return bad;
+    slot *s = slot_find(d, key);
+    if (!s || s->stopped)
+        return "content_block_stop for a block that is not open";
+    return block_stop(d, s) == 0 ? NULL : "";
+}
+
+static const char *on_message_delta(anthropic_decoder *d, const json_t *root) {
+    json_t *delta = json_object_get(root, "delta");
+    if (delta && !json_is_null(delta)) {
+        if (!json_is_object(delta))
+            return "delta is not an object";
+        json_t *reason = json_object_get(delta, "stop_reason");
+        if (reason && !json_is_null(reason)) {
+            if (!json_is_string(reason))
+                return "stop_reason is not a string";
+            free(d->stop_reason);
+            if (!(d->stop_reason = strdup(json_string_value(reason)))) {
+                fail(d, "UNKNOWN", "out of memory while decoding the stream");
+                return "";
+            }
+        }
+    }
+    return read_usage(d, json_object_get(root, "usage"));
+}
+
+static json_t *usage_chunk(const anthropic_decoder *d) {
+    json_t *u = json_pack("{s:I,s:I}", "input_tokens", d->input.value, "output_tokens",
+                          d->output.value);
+    if (d->cache_read.present)
+        set_new(&u, "cache_read_tokens", json_integer(d->cache_read.value));
+    if (d->cache_write.present)
+        set_new(&u, "cache_write_tokens", json_integer(d->cache_write.value));
+    return u ? json_pack("{s:s,s:o}", "type", "usage", "usage", u) : NULL;
+}
+
+static void on_message_stop(anthropic_decoder *d) {
+    bool has_tools = false;
+    for (size_t i = 0; i < d->nslots; i++) {
+        block_stop(d, &d->slots[i]);
+        has_tools = has_tools || (d->slots[i].kind == KIND_TOOL);
+    }
+    if (d->done)
+        return;
+    const char *r = d->stop_reason ? d->stop_reason : "end_turn";
+    const char *kind = strcmp(r, "max_tokens") == 0 ||
+                               strcmp(r, "model_context_window_exceeded") == 0
+                           ? "max-tokens"
+                       : strcmp(r, "tool_use") == 0 || has_tools ? "tool-calls"
+                                                                 : "stop";
+    if (strcmp(r, "refusal") == 0) {
+        fail(d, "UNKNOWN", "the model declined to answer (stop_reason refusal)");
+        return;
+    }
+    if (strcmp(kind, "max-tokens") != 0 && d->nblocks == 0) {
+        fail(d, "EMPTY_RESPONSE", "the model finished without any content");
+        return;
+    }
+    if (d->input.present || d->output.present)
+        put(d, usage_chunk(d));
+    finish(d, kind, NULL);
+}
+
+/* error.type -> canonical code; invalid_request_error may be an overflow. */
+static const char *error_code(const char *type, const char *message) {
+    static const struct {
+        const char *type, *code;
+    } table[] = {
+        {"overloaded_error", "OVERLOADED"}, {"rate_limit_error", "RATE_LIMIT"},
+        {"api_error", "SERVER"},            {"timeout_error", "TIMEOUT"},
+        {"authentication_error", "AUTH"},   {"permission_error", "AUTH"},
+        {"billing_error", "QUOTA"},         {"not_found_error", "INVALID_REQUEST"},
+        {"request_too_large", "INVALID_REQUEST"},
+    };
+    if (!type)
+        return "UNKNOWN";
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(type, table[i].type) == 0)
+            return table[i].code;
+    if (strcmp(type, "invalid_request_error") == 0)
+        return message && (strstr(message, "prompt is too long") ||
+                           strstr(message, "context window") ||
+                           strstr(message, "context length"))
+                   ? "CONTEXT_WINDOW_EXCEEDED"
+                   : "INVALID_REQUEST";
+    return "UNKNOWN";
+}
+
+static void on_error(anthropic_decoder *d, const json_t *root) {
+    json_t *error = json_object_get(root, "error");
+    const char *type = json_string_value(json_object_get(error, "type"));
+    const char *message = json_string_value(json_object_get(error, "message"));
+    fail(d, error_code(type, message), "in-band error from the provider: %s%s%s",
+         type ? type : "", type ? ": " : "", message ? message : "(no message)");
+}
+
+/* Decode one parsed event.  Returns "wrong type" text, "" when the stream
+ * stopped, or NULL. */
+static const char *decode(anthropic_decoder *d, const char *event, const json_t *root) {
+    if (!json_is_object(root))
+        return "not a JSON object";
+    json_t *jtype = json_object_get(root, "type");
+    if (jtype && !json_is_string(jtype))
+        return "type is not a string";
+    const char *type = jtype ? json_string_value(jtype) : event;
+    if (!type || !type[0])
+        return "no event type";
+    if (strcmp(type, "message_start") == 0) {
+        json_t *message = json_object_get(root, "message");
+        if (!json_is_object(message))
+            return "message is not an object";
+        return read_usage(d, json_object_get(message, "usage"));
+    }
+    if (strcmp(type, "content_block_start") == 0)
+        return on_block_start(d, root);
+    if (strcmp(type, "content_block_delta") == 0)
+        return on_block_delta(d, root);
+    if (strcmp(type, "content_block_stop") == 0)
+        return on_block_stop(d, root);
+    if (strcmp(type, "message_delta") == 0)
+        return on_message_delta(d, root);
+    if (strcmp(type, "message_stop") == 0) {
+        on_message_stop(d);
+        return NULL;
+    }
+    if (strcmp(type, "error") == 0) {
+        on_error(d, root);
+        return "";
+    }
+    return NULL; /* ping and event types added after this plugin */
+}
+
+/* ------------------------------------------------------------------------ */
+/* Public                                                                   */
+/* ------------------------------------------------------------------------ */
+
+anthropic_decoder *anthropic_decoder_new(const char *provider, anthropic_emit_fn emit,
+                                         void *user_data) {
+    if (!emit)
+        return NULL;
+    anthropic_decoder *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    d->provider = strdup(provider ? provider : "anthropic");
+    if (!d->provider) {
+        free(d);
+        return NULL;
+    }
+    d->emit = emit;
+    d->user_data = user_data;
+    return d;
+}
+
+void anthropic_decoder_free(anthropic_decoder *d) {
+    if (!d)
+        return;
+    free(d->slots);
+    free(d->stop_reason);
+    free(d->provider);
+    free(d);
+}
+
+bool anthropic_decoder_done(const anthropic_decoder *d) {
+    return !d || d->done;
+}
+
+int anthropic_decoder_event(anthropic_decoder *d, const char *event, const char *data,
+                            size_t len) {
+    if (!d)
+        return -1;
+    if (d->done)
+        return 0;
+    if (d->refused)
+        return -1;
+    if (!data) {
+        data = "";
+        len = 0;
+    }
+    json_error_t jerr;
+    json_t *root = json_loadb(data, len, 0, &jerr);
+    if (!root) {
+        malformed(d, "invalid JSON", data, len);
+        return -1;
+    }
+    const char *bad = decode(d, event, root);
+    json_decref(root);
+    if (bad && bad[0])
+        malformed(d, bad, data, len);
+    if (d->done)
+        return bad ? -1 : 0; /* after message_stop the body drains normally */
+    return d->refused ? -1 : 0;
+}
+
+int anthropic_decoder_end(anthropic_decoder *d, json_t *failure, bool aborted) {
+    if (!d) {
+        json_decref(failure);
+        return -1;
+    }
+    if (!d->done) {
+        if (failure && json_is_object(failure)) {
+            if (!json_object_get(failure, "provider"))
+                json_object_set_new(failure, "provider", json_string(d->provider));
+            const char *code = json_string_value(json_object_get(failure, "code"));
+            if (code && strcmp(code, "ABORTED") == 0)
+                aborted = true;
+            finish(d, aborted ? "aborted" : "error", failure);
+            failure = NULL;
+        } else if (aborted) {
+            finish(d, "aborted", failure_new(d, "ABORTED", "the call was cancelled"));
+        } else {
+            fail(d, "TRANSPORT", "stream ended before finish");
+        }
+    }
+    json_decref(failure);
+    return d->lost ? -1 : 0;
+}

@@ -1,0 +1,86 @@
+/*
+ * plugins/provider-openai/openai.h - the pure parts of provider-openai:
+ * request translation (canonical request -> Chat Completions body) and the
+ * streaming decoder (Chat Completions SSE data -> weir stream chunks).
+ *
+ * Neither part touches the host API table, so unit tests and fuzzers compile
+ * openai_request.c and openai_decode.c directly.  All memory comes from
+ * malloc and jansson (plugins never use the core allocators).  Symbols are
+ * plugin-private (hidden visibility); the `openai_` prefix keeps them apart
+ * from the anthropic plugin's when both are compiled into one test.
+ */
+#ifndef WEIR_PROVIDER_OPENAI_H
+#define WEIR_PROVIDER_OPENAI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+/* ------------------------------------------------------------------------ */
+/* Request translation (openai_request.c)                                   */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Translate a frozen model request {provider, model, max_tokens?,
+ * temperature?, messages, tools?} (borrowed) into a Chat Completions body
+ * with `stream:true` and `stream_options.include_usage`.
+ * @param msg  on failure, a message naming the offending field
+ *             ("messages[2].content[0]: ...").
+ * @return new reference, or NULL (bad request, or out of memory: then msg
+ *         says "out of memory").
+ * Thread-safe (pure).
+ */
+json_t *openai_request_body(const json_t *request, char *msg, size_t msg_size);
+
+/* ------------------------------------------------------------------------ */
+/* Stream decoder (openai_decode.c)                                         */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Receives one stream chunk (steals `chunk`).  Return 0 to go on, non-zero
+ * when the consumer wants no more chunks (e.g. the call was cancelled); the
+ * decoder then stops producing chunks except the final `finish`.
+ */
+typedef int (*openai_emit_fn)(void *user_data, json_t *chunk);
+
+/** Decoder state for one streamed response.  Not thread-safe. */
+typedef struct openai_decoder openai_decoder;
+
+/**
+ * Create a decoder.  `provider` (copied) names the provider in failures.
+ * @return a new decoder (free with openai_decoder_free), or NULL when out
+ *         of memory.
+ */
+openai_decoder *openai_decoder_new(const char *provider, openai_emit_fn emit,
+                                   void *user_data);
+
+/** Free a decoder.  NULL is a no-op. */
+void openai_decoder_free(openai_decoder *d);
+
+/**
+ * Feed the data of one SSE event (`data`, `len` bytes, borrowed; need not be
+ * NUL-terminated).  Hostile input never crashes: a malformed chunk ends the
+ * stream with a TRANSPORT failure that quotes (escaped, at most 200 bytes)
+ * the offending data.  Events after the finish are ignored.
+ * @return 0 to keep reading, non-zero when the transfer should stop (the
+ *         stream failed or the consumer stopped).  After `[DONE]` the return
+ *         is 0 so a keep-alive connection can drain.
+ */
+int openai_decoder_event(openai_decoder *d, const char *data, size_t len);
+
+/**
+ * End of transfer.  Emits the finish chunk unless one was already emitted:
+ * with `failure` (stolen, may be NULL) as an error finish (kind "aborted"
+ * when `aborted` is true or its code is ABORTED); without a failure, a stream
+ * that reported a finish_reason finishes normally (servers that omit
+ * `[DONE]`), any other ends as TRANSPORT "stream ended before finish".
+ * @return 0 when exactly one finish chunk was emitted, -1 when it could not
+ *         be built (out of memory).
+ */
+int openai_decoder_end(openai_decoder *d, json_t *failure, bool aborted);
+
+/** True once the finish chunk has been emitted (or given up on). */
+bool openai_decoder_done(const openai_decoder *d);
+
+#endif /* WEIR_PROVIDER_OPENAI_H */

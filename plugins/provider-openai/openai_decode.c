@@ -1,0 +1,592 @@
+/*
+ * plugins/provider-openai/openai_decode.c - Chat Completions stream chunks
+ * -> weir stream chunks (see weir_provider in weir/plugin.h).
+ *
+ * Mapping: delta.reasoning_content / delta.reasoning -> reasoning-delta,
+ * delta.content -> text-delta, delta.tool_calls[] (assembled by `index`) ->
+ * tool-call-delta, finish_reason stop|tool_calls|length -> finish
+ * stop|tool-calls|max-tokens, the usage chunk -> one usage chunk just before
+ * the finish, `[DONE]` -> the finish.  Text and reasoning blocks open on
+ * their first non-empty delta and close when another block starts; tool
+ * call blocks stay open until the finish_reason (fragments of parallel calls
+ * may interleave).  A stop with no block at all is EMPTY_RESPONSE.
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* strdup, strcasecmp */
+#endif
+#include "openai.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weir/export.h"
+
+#define MAX_BLOCKS 4096 /* hostile streams cannot grow the state without bound */
+#define SHOW_BYTES 200  /* bytes of a malformed chunk quoted in the failure */
+
+typedef enum finish_reason {
+    REASON_NONE = 0,
+    REASON_STOP,   /* stop, tool_calls, function_call, anything unknown */
+    REASON_LENGTH, /* length */
+    REASON_FILTER  /* content_filter */
+} finish_reason;
+
+typedef struct tool_slot {
+    json_int_t key; /* the provider's tool_calls[].index */
+    int block;      /* canonical block index */
+    bool has_id, has_name, closed;
+    size_t args_len;
+} tool_slot;
+
+struct openai_decoder {
+    char *provider;
+    openai_emit_fn emit;
+    void *user_data;
+    int nblocks;           /* canonical blocks started so far */
+    int open_block;        /* the open text/reasoning block, or -1 */
+    const char *open_type; /* "text" or "reasoning" */
+    tool_slot *tools;
+    size_t ntools, tools_cap;
+    finish_reason reason;
+    json_t *usage;  /* latest mapped usage, emitted before the finish */
+    bool stopped;   /* the consumer refused a chunk: only the finish goes on */
+    bool done;      /* the finish was emitted (or could not be built) */
+    bool lost;      /* the finish could not be built (out of memory) */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Malloc'd printable rendering of at most SHOW_BYTES bytes of `p`:
+ * printable ASCII as is, `\` doubled, everything else as \xNN. */
+static char *show_bytes(const char *p, size_t n) {
+    size_t shown = n < SHOW_BYTES ? n : SHOW_BYTES;
+    char *out = malloc(shown * 4 + 4);
+    if (!out)
+        return NULL;
+    char *o = out;
+    for (size_t i = 0; i < shown; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == '\\') {
+            *o++ = '\\';
+            *o++ = '\\';
+        } else if (c >= 0x20 && c < 0x7f) {
+            *o++ = (char)c;
+        } else {
+            o += sprintf(o, "\\x%02x", c);
+        }
+    }
+    if (shown < n)
+        o += sprintf(o, "...");
+    *o = '\0';
+    return out;
+}
+
+/* Set obj[key] = value (stolen); on failure drop *obj (NULL stays NULL). */
+static void set_new(json_t **obj, const char *key, json_t *value) {
+    if (*obj && json_object_set_new(*obj, key, value) != 0) {
+        json_decref(*obj);
+        *obj = NULL;
+    } else if (!*obj) {
+        json_decref(value);
+    }
+}
+
+static json_t *failure_new(const openai_decoder *d, const char *code, const char *message) {
+    return json_pack("{s:s,s:s,s:s}", "code", code, "message", message, "provider",
+                     d->provider);
+}
+
+static void fail(openai_decoder *d, const char *code, const char *fmt, ...) WEIR_PRINTF(3, 4);
+
+/* Hand a chunk to the consumer.  NULL (out of memory) finishes the stream
+ * with a failure; a refusal stops every chunk but the finish.  Returns 0
+ * when the chunk was taken. */
+static int put(openai_decoder *d, json_t *chunk) {
+    if (!chunk) {
+        fail(d, "UNKNOWN", "out of memory while decoding the stream");
+        return -1;
+    }
+    if (d->stopped || d->done) {
+        json_decref(chunk);
+        return -1;
+    }
+    if (d->emit(d->user_data, chunk) != 0) {
+        d->stopped = true;
+        return -1;
+    }
+    return 0;
+}
+
+/* Emit the one finish chunk: `failure` (stolen) makes it an error/aborted
+ * finish, otherwise `kind`.  Consumer refusals are ignored here: the finish
+ * always goes out. */
+static void finish(openai_decoder *d, const char *kind, json_t *failure) {
+    if (d->done) {
+        json_decref(failure);
+        return;
+    }
+    d->done = true;
+    json_t *reason = failure ? json_pack("{s:s,s:o}", "kind", kind, "failure", failure)
+                             : json_pack("{s:s}", "kind", kind);
+    json_t *chunk = reason ? json_pack("{s:s,s:o}", "type", "finish", "reason", reason) : NULL;
+    if (!chunk) {
+        d->lost = true;
+        return;
+    }
+    d->emit(d->user_data, chunk);
+}
+
+/* Finish with a failure whose message is printf-formatted. */
+static void fail(openai_decoder *d, const char *code, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    finish(d, "error", failure_new(d, code, msg));
+}
+
+static void malformed(openai_decoder *d, const char *why, const char *data, size_t len) {
+    char *shown = show_bytes(data, len);
+    fail(d, "TRANSPORT", "malformed stream chunk (%s): %s", why, shown ? shown : "");
+    free(shown);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Blocks                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static int block_start(openai_decoder *d, const char *type) {
+    if (d->nblocks >= MAX_BLOCKS) {
+        fail(d, "TRANSPORT", "malformed stream: more than %d content blocks", MAX_BLOCKS);
+        return -1;
+    }
+    int index = d->nblocks++;
+    if (put(d, json_pack("{s:s,s:i,s:s}", "type", "block-start", "index", index,
+                         "block_type", type)) != 0)
+        return -1;
+    return index;
+}
+
+static int block_end(openai_decoder *d, int index) {
+    return put(d, json_pack("{s:s,s:i}", "type", "block-end", "index", index));
+}
+
+static int close_simple(openai_decoder *d) {
+    if (d->open_block < 0)
+        return 0;
+    int index = d->open_block;
+    d->open_block = -1;
+    return block_end(d, index);
+}
+
+/* A tool call block ends; a call that never got arguments gets "{}" so its
+ * arguments are always JSON text. */
+static int close_tool(openai_decoder *d, tool_slot *t) {
+    if (t->closed)
+        return 0;
+    t->closed = true;
+    if (t->args_len == 0 &&
+        put(d, json_pack("{s:s,s:i,s:s}", "type", "tool-call-delta", "index", t->block,
+                         "arguments_delta", "{}")) != 0)
+        return -1;
+    return block_end(d, t->block);
+}
+
+static int close_all(openai_decoder *d) {
+    if (close_simple(d) != 0)
+        return -1;
+    for (size_t i = 0; i < d->ntools; i++)
+        if (close_tool(d, &d->tools[i]) != 0)
+            return -1;
+    return 0;
+}
+
+/* Text or reasoning: continue the open block of that type or start one. */
+static int simple_delta(openai_decoder *d, const char *block_type, const char *chunk_type,
+                        const char *text) {
+    if (!text[0])
+        return 0;
+    if (d->open_block < 0 || strcmp(d->open_type, block_type) != 0) {
+        if (close_simple(d) != 0)
+            return -1;
+        int index = block_start(d, block_type);
+        if (index < 0)
+            return -1;
+        d->open_block = index;
+        d->open_type = block_type;
+    }
+    return put(d, json_pack("{s:s,s:i,s:s}", "type", chunk_type, "index", d->open_block,
+                            "text", text));
+}
+
+static tool_slot *tool_find(openai_decoder *d, json_int_t key) {
+    for (size_t i = 0; i < d->ntools; i++)
+        if (d->tools[i].key == key)
+            return &d->tools[i];
+    if (d->ntools == d->tools_cap) {
+        size_t cap = d->tools_cap ? d->tools_cap * 2 : 4;
+        tool_slot *grown = realloc(d->tools, cap * sizeof *grown);
+        if (!grown) {
+            fail(d, "UNKNOWN", "out of memory while decoding the stream");
+            return NULL;
+        }
+        d->tools = grown;
+        d->tools_cap = cap;
+    }
+    if (close_simple(d) != 0)
+        return NULL;
+    int index = block_start(d, "tool_call");
+    if (index < 0)
+        return NULL;
+    tool_slot *t = &d->tools[d->ntools++];
+    memset(t, 0, sizeof *t);
+    t->key = key;
+    t->block = index;
+    return t;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Chunk fields                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Optional string member: 0 with *out (NULL when absent or null), -1 when it
+ * has another type. */
+static int opt_string(const json_t *obj, const char *key, const char **out) {
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v))
+        return -1;
+    *out = json_string_value(v);
+    return 0;
+}
+
+/* Optional non-negative integer member; -1 when it has another type. */
+static int opt_count(const json_t *obj, const char *key, json_int_t *out, bool *present) {
+    json_t *v = json_object_get(obj, key);
+    *present = false;
+    *out = 0;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+        return -1;
+    *out = json_integer_value(v);
+    *present = true;
+    return 0;
+}
+
+/* usage -> {input_tokens (prompt - cached), output_tokens, cache_read_tokens?,
+ * reasoning_tokens?}.  Returns "wrong type" text or NULL; *out new ref. */
+static const char *map_usage(const json_t *u, json_t **out) {
+    json_int_t prompt, completion, cached = 0, reasoning = 0;
+    bool has_prompt, has_completion, has_cached = false, has_reasoning = false;
+    *out = NULL;
+    if (!json_is_object(u))
+        return "usage is not an object";
+    if (opt_count(u, "prompt_tokens", &prompt, &has_prompt) != 0 ||
+        opt_count(u, "completion_tokens", &completion, &has_completion) != 0)
+        return "usage token counts are not integers";
+    json_t *pd = json_object_get(u, "prompt_tokens_details");
+    if (json_is_object(pd) && opt_count(pd, "cached_tokens", &cached, &has_cached) != 0)
+        return "usage.prompt_tokens_details.cached_tokens is not an integer";
+    json_t *cd = json_object_get(u, "completion_tokens_details");
+    if (json_is_object(cd) &&
+        opt_count(cd, "reasoning_tokens", &reasoning, &has_reasoning) != 0)
+        return "usage.completion_tokens_details.reasoning_tokens is not an integer";
+    json_int_t input = prompt > cached ? prompt - cached : 0;
+    json_t *m = json_pack("{s:I,s:I}", "input_tokens", input, "output_tokens", completion);
+    if (has_cached)
+        set_new(&m, "cache_read_tokens", json_integer(cached));
+    if (has_reasoning)
+        set_new(&m, "reasoning_tokens", json_integer(reasoning));
+    *out = m;
+    return m ? NULL : "out of memory";
+}
+
+/* One delta.tool_calls[] entry.  Returns "wrong type" text, "" for a stopped
+ * stream, or NULL. */
+static const char *tool_call_delta(openai_decoder *d, const json_t *tc, size_t position) {
+    if (!json_is_object(tc))
+        return "tool_calls entry is not an object";
+    json_t *jindex = json_object_get(tc, "index");
+    if (jindex && !json_is_integer(jindex))
+        return "tool_calls[].index is not an integer";
+    /* Some compatible servers omit `index`: the position stands in. */
+    json_int_t key = jindex ? json_integer_value(jindex) : (json_int_t)position;
+    const char *id, *name = NULL, *args = NULL;
+    if (opt_string(tc, "id", &id) != 0)
+        return "tool_calls[].id is not a string";
+    json_t *fn = json_object_get(tc, "function");
+    if (fn && !json_is_null(fn)) {
+        if (!json_is_object(fn))
+            return "tool_calls[].function is not an object";
+        if (opt_string(fn, "name", &name) != 0)
+            return "tool_calls[].function.name is not a string";
+        if (opt_string(fn, "arguments", &args) != 0)
+            return "tool_calls[].function.arguments is not a string";
+    }
+    tool_slot *t = tool_find(d, key);
+    if (!t)
+        return "";
+    json_t *chunk = json_pack("{s:s,s:i}", "type", "tool-call-delta", "index", t->block);
+    bool say = false;
+    if (id && id[0] && !t->has_id) {
+        t->has_id = say = true;
+        set_new(&chunk, "id", json_string(id));
+    }
+    if (name && name[0] && !t->has_name) {
+        t->has_name = say = true;
+        set_new(&chunk, "name", json_string(name));
+    }
+    size_t alen = args ? strlen(args) : 0;
+    set_new(&chunk, "arguments_delta", json_string(args ? args : ""));
+    t->args_len += alen;
+    if (chunk && !say && alen == 0) {
+        json_decref(chunk);
+        return NULL;
+    }
+    return put(d, chunk) == 0 ? NULL : "";
+}
+
+/* An in-band {"error":{...}} object: classify by type/code, then message. */
+static const char *error_code(const char *type, const char *code, const char *message) {
+    static const struct {
+        const char *name, *code;
+    } table[] = {
+        {"context_length_exceeded", "CONTEXT_WINDOW_EXCEEDED"},
+        {"insufficient_quota", "QUOTA"},
+        {"rate_limit_exceeded", "RATE_LIMIT"},
+        {"rate_limit_error", "RATE_LIMIT"},
+        {"overloaded_error", "OVERLOADED"},
+        {"overloaded", "OVERLOADED"},
+        {"server_error", "SERVER"},
+        {"api_error", "SERVER"},
+        {"timeout", "TIMEOUT"},
+        {"invalid_api_key", "AUTH"},
+        {"authentication_error", "AUTH"},
+        {"permission_error", "AUTH"},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if ((code && strcmp(code, table[i].name) == 0) ||
+            (type && strcmp(type, table[i].name) == 0))
+            return table[i].code;
+    if (type && strcmp(type, "invalid_request_error") == 0)
+        return message && (strstr(message, "context length") ||
+                           strstr(message, "context window") ||
+                           strstr(message, "too many tokens"))
+                   ? "CONTEXT_WINDOW_EXCEEDED"
+                   : "INVALID_REQUEST";
+    return "UNKNOWN";
+}
+
+static void inband_error(openai_decoder *d, const json_t *error) {
+    const char *type = NULL, *code = NULL, *message = NULL;
+    if (json_is_object(error)) {
+        type = json_string_value(json_object_get(error, "type"));
+        code = json_string_value(json_object_get(error, "code"));
+        message = json_string_value(json_object_get(error, "message"));
+    } else {
+        message = json_string_value(error);
+    }
+    fail(d, error_code(type, code, message), "in-band error from the provider: %s%s%s",
+         type ? type : "", type ? ": " : "", message ? message : "(no message)");
+}
+
+/* ------------------------------------------------------------------------ */
+/* The stream                                                               */
+/* ------------------------------------------------------------------------ */
+
+static void finish_normally(openai_decoder *d) {
+    close_all(d);
+    if (d->done)
+        return;
+    bool has_tools = d->ntools > 0;
+    if (d->reason == REASON_FILTER) {
+        fail(d, "UNKNOWN", "the provider stopped the answer (finish_reason content_filter)");
+        return;
+    }
+    if (d->reason != REASON_LENGTH && d->nblocks == 0) {
+        fail(d, "EMPTY_RESPONSE", "the model finished without any content");
+        return;
+    }
+    if (d->usage) {
+        json_t *usage = d->usage;
+        d->usage = NULL;
+        put(d, json_pack("{s:s,s:o}", "type", "usage", "usage", usage));
+    }
+    finish(d, d->reason == REASON_LENGTH ? "max-tokens" : has_tools ? "tool-calls" : "stop",
+           NULL);
+}
+
+openai_decoder *openai_decoder_new(const char *provider, openai_emit_fn emit,
+                                   void *user_data) {
+    if (!emit)
+        return NULL;
+    openai_decoder *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    d->provider = strdup(provider ? provider : "openai");
+    if (!d->provider) {
+        free(d);
+        return NULL;
+    }
+    d->emit = emit;
+    d->user_data = user_data;
+    d->open_block = -1;
+    return d;
+}
+
+void openai_decoder_free(openai_decoder *d) {
+    if (!d)
+        return;
+    json_decref(d->usage);
+    free(d->tools);
+    free(d->provider);
+    free(d);
+}
+
+bool openai_decoder_done(const openai_decoder *d) {
+    return !d || d->done;
+}
+
+/* Decode one parsed chunk.  Returns "wrong type" text, "" when the stream
+ * stopped, or NULL. */
+static const char *decode(openai_decoder *d, const json_t *root) {
+    if (!json_is_object(root))
+        return "not a JSON object";
+    json_t *error = json_object_get(root, "error");
+    if (error && !json_is_null(error)) {
+        inband_error(d, error);
+        return "";
+    }
+    json_t *usage = json_object_get(root, "usage");
+    if (usage && !json_is_null(usage)) {
+        json_t *mapped;
+        const char *bad = map_usage(usage, &mapped);
+        if (bad)
+            return bad;
+        json_decref(d->usage);
+        d->usage = mapped;
+    }
+    json_t *choices = json_object_get(root, "choices");
+    if (!choices || json_is_null(choices))
+        return NULL;
+    if (!json_is_array(choices))
+        return "choices is not an array";
+    if (json_array_size(choices) == 0)
+        return NULL;
+    /* One completion per request (n = 1): only the first choice counts. */
+    json_t *choice = json_array_get(choices, 0);
+    if (!json_is_object(choice))
+        return "choices[0] is not an object";
+    json_t *delta = json_object_get(choice, "delta");
+    if (delta && !json_is_null(delta)) {
+        if (!json_is_object(delta))
+            return "choices[0].delta is not an object";
+        const char *reasoning, *reasoning2, *content;
+        if (opt_string(delta, "reasoning_content", &reasoning) != 0 ||
+            opt_string(delta, "reasoning", &reasoning2) != 0)
+            return "delta.reasoning_content is not a string";
+        if (opt_string(delta, "content", &content) != 0)
+            return "delta.content is not a string";
+        if (!reasoning)
+            reasoning = reasoning2;
+        if (reasoning && simple_delta(d, "reasoning", "reasoning-delta", reasoning) != 0)
+            return "";
+        if (content && simple_delta(d, "text", "text-delta", content) != 0)
+            return "";
+        json_t *calls = json_object_get(delta, "tool_calls");
+        if (calls && !json_is_null(calls)) {
+            if (!json_is_array(calls))
+                return "delta.tool_calls is not an array";
+            for (size_t i = 0; i < json_array_size(calls); i++) {
+                const char *bad = tool_call_delta(d, json_array_get(calls, i), i);
+                if (bad)
+                    return bad;
+            }
+        }
+    }
+    const char *reason;
+    if (opt_string(choice, "finish_reason", &reason) != 0)
+        return "finish_reason is not a string";
+    if (reason) {
+        d->reason = strcmp(reason, "length") == 0           ? REASON_LENGTH
+                    : strcmp(reason, "content_filter") == 0 ? REASON_FILTER
+                                                            : REASON_STOP;
+        if (close_all(d) != 0)
+            return "";
+    }
+    return NULL;
+}
+
+static bool is_done_marker(const char *data, size_t len) {
+    while (len && (data[0] == ' ' || data[0] == '\t' || data[0] == '\r' || data[0] == '\n'))
+        data++, len--;
+    while (len && (data[len - 1] == ' ' || data[len - 1] == '\t' || data[len - 1] == '\r' ||
+                   data[len - 1] == '\n'))
+        len--;
+    return len == 6 && memcmp(data, "[DONE]", 6) == 0;
+}
+
+int openai_decoder_event(openai_decoder *d, const char *data, size_t len) {
+    if (!d)
+        return -1;
+    if (d->done)
+        return 0;
+    if (!data) {
+        data = "";
+        len = 0;
+    }
+    if (d->stopped)
+        return -1;
+    if (is_done_marker(data, len)) {
+        if (d->reason == REASON_NONE)
+            fail(d, "TRANSPORT", "stream ended before finish ([DONE] without finish_reason)");
+        else
+            finish_normally(d);
+        return 0;
+    }
+    json_error_t jerr;
+    json_t *root = json_loadb(data, len, 0, &jerr);
+    if (!root) {
+        malformed(d, "invalid JSON", data, len);
+        return -1;
+    }
+    const char *bad = decode(d, root);
+    json_decref(root);
+    if (bad && bad[0])
+        malformed(d, bad, data, len);
+    return d->done || d->stopped ? -1 : 0;
+}
+
+int openai_decoder_end(openai_decoder *d, json_t *failure, bool aborted) {
+    if (!d) {
+        json_decref(failure);
+        return -1;
+    }
+    if (!d->done) {
+        if (failure && json_is_object(failure)) {
+            if (!json_object_get(failure, "provider"))
+                json_object_set_new(failure, "provider", json_string(d->provider));
+            const char *code = json_string_value(json_object_get(failure, "code"));
+            if (code && strcmp(code, "ABORTED") == 0)
+                aborted = true;
+            finish(d, aborted ? "aborted" : "error", failure);
+            failure = NULL;
+        } else if (aborted) {
+            finish(d, "aborted", failure_new(d, "ABORTED", "the call was cancelled"));
+        } else if (d->reason != REASON_NONE && !d->stopped) {
+            finish_normally(d);
+        } else {
+            fail(d, "TRANSPORT", "stream ended before finish");
+        }
+    }
+    json_decref(failure);
+    return d->lost ? -1 : 0;
+}

@@ -1,0 +1,37 @@
+# provider-openai / provider-anthropic tests.
+#
+# Unit tests compile each plugin's pure files (request translation and the
+# stream decoder) directly, and load the built plugin .so through a fake host
+# table whose HTTP is the core client talking to the loopback mock LLM.
+# Script tests run `weir run` against the standalone mock (weir-mock-llm).
+foreach(p openai anthropic)
+  set(_dir ${PROJECT_SOURCE_DIR}/plugins/provider-${p})
+  if(TARGET test_provider_${p})
+    target_sources(test_provider_${p} PRIVATE ${_dir}/${p}_request.c ${_dir}/${p}_decode.c)
+    target_include_directories(test_provider_${p} PRIVATE ${_dir})
+    target_link_libraries(test_provider_${p} PRIVATE ${CMAKE_DL_LIBS})
+    add_dependencies(test_provider_${p} weir-provider-${p})
+  endif()
+
+  if(COMMAND weir_add_fuzz)
+    set(_fuzz fuzz_openai_chunk)
+    if(p STREQUAL "anthropic")
+      set(_fuzz fuzz_anthropic_event)
+    endif()
+    weir_add_fuzz(${_fuzz} SOURCES ${PROJECT_SOURCE_DIR}/tests/fuzz/${_fuzz}.c
+                  ${_dir}/${p}_decode.c ${_dir}/${p}_request.c)
+    if(TARGET ${_fuzz})
+      target_include_directories(${_fuzz} PRIVATE ${_dir})
+    endif()
+  endif()
+
+  # Integration: weir run against weir-mock-llm (streamed answer, tool turn,
+  # every injected fault) and the secrets check.
+  set(_env ${WEIR_TEST_ENV} "WEIR_PROVIDER=${p}")
+  add_test(NAME providers_${p}_run
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/providers_run.sh ${p})
+  add_test(NAME providers_${p}_secrets
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/providers_secrets.sh ${p})
+  set_tests_properties(providers_${p}_run providers_${p}_secrets PROPERTIES
+                       ENVIRONMENT "${_env}" TIMEOUT 300 SKIP_RETURN_CODE 77)
+endforeach()
