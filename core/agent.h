@@ -6,11 +6,101 @@
 #ifndef WEIR_CORE_AGENT_H
 #define WEIR_CORE_AGENT_H
 
+#include <pthread.h>
+
 #include "common.h"
+#include "hooks.h"
 #include "http.h"
 #include "inbox.h"
 #include "session_log.h"
 #include "signal.h"
+
+typedef enum weir__agent_state {
+    WEIR__AGENT_IDLE = 0,
+    WEIR__AGENT_RUNNING = 1
+} weir__agent_state;
+
+/*
+ * One conversation.  Fields under `mu`: state, wake, driver_busy, closing
+ * (and the signal's reset).  Everything else is touched by the driver's
+ * thread only, except `inbox` and `log` (own locks) and the immutable
+ * configuration fields.
+ */
+struct weir_agent {
+    weir_host *host;          /* borrowed */
+    const weir__hooks *hooks; /* borrowed from the host */
+    char *id;                 /* session id */
+    weir__log *log;
+    weir__inbox *inbox;
+    weir__http *http;         /* reused connection for provider plugins */
+    json_t *options;          /* {provider?, model?, max_tokens?, temperature?} */
+    int max_parallel;         /* agent.max_parallel_tool_calls, >= 1 */
+    weir_event_fn on_event;
+    void *user_data;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_mutex_t event_mu; /* recursive: serializes event delivery */
+    weir__agent_state state;
+    bool wake;                /* wake latch: waking input since the last claim */
+    bool driver_busy;         /* a thread is inside weir_agent_run_until_idle */
+    bool closing;
+    bool created;             /* agent/created succeeded: close emits agent/disposed */
+    weir_signal signal;       /* the running turn's cancellation signal */
+
+    /* driver state (driver thread only) */
+    int turn;                 /* last turn number written */
+    bool resumed;             /* the log had a request/header when opened */
+    bool requested;           /* this instance has made a request */
+    unsigned long attempts;   /* model attempts by this instance */
+    unsigned long revision;   /* assistant-stream frame revision */
+};
+
+/*
+ * Run one turn (DESIGN §3) on the calling thread: turn/start through
+ * turn/end.  The agent must be RUNNING.  Returns WEIR_OK whenever the turn
+ * closed (whatever its reason); an error only when the log cannot be
+ * written (the agent cannot go on).  Owner: core/driver.c.
+ */
+int weir__driver_turn(weir_agent *agent, weir_error *err);
+
+/*
+ * Deliver a live event: the emit hook `type` with {agent, ...data} and the
+ * embedder's callback with {type, time, data}.  Steals `data` (an object;
+ * NULL is ignored).  Any thread; deliveries are serialized.
+ */
+void weir__agent_live(weir_agent *agent, const char *type, json_t *data);
+
+/*
+ * Append a durable core event for `agent`.  `data` is borrowed;
+ * `surface_op` and `source_seqs` as weir__log_append.  *seq_out may be NULL.
+ * Driver thread.
+ */
+int weir__agent_log(weir_agent *agent, const char *type, const json_t *data,
+                    const json_t *surface_op, const json_t *source_seqs,
+                    size_t *seq_out, weir_error *err);
+
+/*
+ * True when WEIR_CHECK_REQUESTS=1 or in builds without NDEBUG: every frozen
+ * request is compared, byte for byte, with a fresh derive of the log.
+ */
+bool weir__agent_check_requests(void);
+
+/*
+ * A streaming model call (one attempt).  Owner: core/driver.c, which fills
+ * it; providers only see the opaque type.
+ */
+struct weir_stream {
+    weir_agent *agent;  /* borrowed */
+    json_t *chunks;     /* collected chunks, each with "time" */
+    char attempt_id[96];
+    unsigned long revision;
+    bool finished;      /* a finish chunk was emitted */
+    bool live;          /* chunk frames go live as they arrive (false: a private collector) */
+};
+
+/* Emit a live agent/assistant-stream frame for `stream` (steals `frame`). */
+void weir__stream_frame(weir_stream *stream, json_t *frame);
 
 /* The agent's reused HTTP handle and signal, for api->http_sse. */
 weir__http *weir__stream_http(weir_stream *stream);

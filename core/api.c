@@ -3,6 +3,7 @@
  * Append-only, in the order of struct weir_api (weir/plugin.h).
  */
 #include "agent.h"
+#include "agent_context.h"
 #include "failure.h"
 #include "host_int.h"
 #include "hooks.h"
@@ -64,4 +65,11 @@ const weir_api weir__api_table = {
     .schema_validate = weir__schema_validate,
     .strerror = weir_strerror,
     .status_name = weir_status_name,
+    .agent_surface = weir__agent_surface,
+    .agent_replace_generation = weir__agent_replace_generation,
+    .agent_surface_replace = weir__agent_surface_replace,
+    .agent_last_event = weir__agent_last_event,
+    .agent_event = weir__agent_event,
+    .agent_model_info = weir__agent_model_info,
+    .agent_complete = weir__agent_complete,
 };

@@ -12,6 +12,7 @@
  * weir_call_fail(), so a failure can be attributed to the right plugin as it
  * propagates outward.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,8 +181,18 @@ int weir__hooks_add(weir__hooks *h, weir_plugin *owner, const char *owner_id,
             return weir__err(err, WEIR_E_INVAL, owner_id, hook,
                              "plugin %s: hook %s: weir_hook_opts.struct_size is %u", owner_id,
                              hook, (unsigned)opts->struct_size);
-        /* an older, shorter struct keeps the defaults of the fields it lacks */
-        memcpy(&o, opts, opts->struct_size < sizeof o ? opts->struct_size : sizeof o);
+        /* an older, shorter struct keeps the defaults of the fields it lacks;
+         * a field only partly inside struct_size is not read (half a pointer) */
+#define HAS_FIELD(f) (opts->struct_size >= offsetof(weir_hook_opts, f) + sizeof opts->f)
+        if (HAS_FIELD(order))
+            o.order = opts->order;
+        if (HAS_FIELD(before))
+            o.before = opts->before;
+        if (HAS_FIELD(after))
+            o.after = opts->after;
+        if (HAS_FIELD(user_data))
+            o.user_data = opts->user_data;
+#undef HAS_FIELD
     }
     chain *c = &h->chains[def - weir__hook_catalog];
     if (c->n == c->cap) {

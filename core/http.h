@@ -2,6 +2,9 @@
  * core/http.h - HTTP for provider plugins: one reused libcurl handle per
  * agent (keep-alive), POST with an SSE response, connect and stream-idle
  * timeouts, cancellation through a weir_signal.  Owner: core/http.c.
+ *
+ * A weir__http is used by one thread at a time (one agent's requests run one
+ * after the other); different handles are independent.
  */
 #ifndef WEIR_CORE_HTTP_H
 #define WEIR_CORE_HTTP_H
@@ -10,26 +13,64 @@
 
 typedef struct weir__http weir__http;
 
-/* Process-wide curl_global_init (idempotent, thread-safe). */
+/* Process-wide curl_global_init (idempotent, thread-safe).  WEIR_OK or
+ * WEIR_E_INTERNAL when libcurl cannot initialize. */
 int weir__http_global_init(void);
 
+/*
+ * New handle in *out (owned; weir__http_destroy).  Calls
+ * weir__http_global_init.  WEIR_OK, WEIR_E_INVAL, WEIR_E_NOMEM or
+ * WEIR_E_INTERNAL.
+ */
 int weir__http_create(weir__http **out);
+/* Close the kept connections and free the handle.  NULL is a no-op. */
 void weir__http_destroy(weir__http *h);
 
 /*
- * POST req and feed SSE events to on_event.  On HTTP error statuses the body
- * is collected into resp->body.  Transport problems return an error status
- * and *failure (new reference, canonical code TIMEOUT/TRANSPORT/ABORTED).
+ * POST req (borrowed; headers are sent as given plus "Expect:") on the
+ * handle's kept connection and wait for the whole response.
+ *
+ * `resp` is overwritten (release an earlier body with
+ * weir__http_response_clear first): status, retry_after_ms (retry-after-ms,
+ * else Retry-After as seconds or HTTP-date; -1 when absent or invalid),
+ * request_id (x-request-id / request-id).  A 2xx text/event-stream body is
+ * parsed as it arrives and each event is passed to on_event(ud, ...); any
+ * other body is collected (first 64 KiB, NUL-terminated) into resp->body,
+ * owned by resp.
+ *
+ * Returns WEIR_OK when a response arrived (whatever its status: the caller
+ * classifies non-2xx with weir__failure_from_http; a 2xx stream that ends
+ * without the provider's finish is the provider's to detect).  Otherwise an
+ * error, with *failure (if failure != NULL; new reference; a canonical
+ * failure without "provider", which the caller adds):
+ *   WEIR_E_CANCELLED  ABORTED  the signal fired ("request cancelled (cause)"),
+ *                              or on_event returned non-zero
+ *   WEIR_E_TIMEOUT    TIMEOUT  no byte for idle_timeout_ms ("no data for N
+ *                              ms"), or curl's connect timeout
+ *   WEIR_E_IO         TRANSPORT connect failure, reset, receive error,
+ *                              truncated body, an SSE line over 8 MiB;
+ *                     UNKNOWN  other curl errors (message: curl's text)
+ *   WEIR_E_INVAL      INVALID_REQUEST  NULL arguments, bad struct_size, bad URL
+ *   WEIR_E_NOMEM      (no failure object)
+ * `signal` may be NULL (never cancelled).  Counted connections go to
+ * weir__http_connects.  Not thread-safe per handle.
  */
 int weir__http_sse(weir__http *h, weir_signal *signal, const weir_http_request *req,
                    weir_sse_fn on_event, void *ud, weir_http_response *resp,
                    json_t **failure);
+/* Free resp->body and reset every field (retry_after_ms to -1).  NULL is a
+ * no-op.  Thread-safe for distinct responses. */
 void weir__http_response_clear(weir_http_response *resp);
 
 /* Number of TCP connections this handle opened (for bench/tests). */
 long weir__http_connects(const weir__http *h);
 
-/* Parse Retry-After (seconds or HTTP-date) to ms; -1 if invalid. */
+/*
+ * Parse a Retry-After value: delay-seconds (digits) or an HTTP-date
+ * (IMF-fixdate, RFC 850, asctime) relative to now_ms (epoch ms; a past date
+ * gives 0).  Returns ms, or -1 when NULL, empty, negative or invalid.
+ * Thread-safe.
+ */
 long long weir__parse_retry_after(const char *value, int64_t now_ms);
 
 #endif

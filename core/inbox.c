@@ -89,8 +89,12 @@ static int rebuild(weir__inbox *ib, weir_error *err) {
         const json_t *data = json_object_get(ev, "data");
         int rc = 0;
         if (strcmp(type, "user/message") == 0) {
+            /* the claim already recorded the message as submitted (a pre-step
+             * listener may have changed what entered): keep that one, as the
+             * live inbox does */
             json_t *m = json_object_get(data, "message");
-            if (msg_id(m) && json_object_set(ib->delivered, msg_id(m), m) != 0)
+            if (msg_id(m) && !json_object_get(ib->delivered, msg_id(m)) &&
+                json_object_set(ib->delivered, msg_id(m), m) != 0)
                 rc = -2;
         } else if (strcmp(type, "agent/inbox/spliced") == 0) {
             rc = fold_splice(ib, data);
@@ -240,40 +244,41 @@ int weir__inbox_add(weir__inbox *ib, const json_t *message, bool next_step, bool
 }
 
 /* Remove the first `limit` messages of list `t` (all with SIZE_MAX) with one
- * pure-deletion splice and append them to `out`.  Nothing changes when the
- * splice cannot be logged.  Lock held. */
+ * pure-deletion splice and append them to `out`.  Everything that can fail
+ * happens before the splice is logged, so either nothing changes or the
+ * splice and the lists change together.  Lock held. */
 static int take(weir__inbox *ib, int t, size_t limit, bool canceled, json_t *out, weir_error *err) {
     json_t *list = ib->lists[t];
-    size_t n = json_array_size(list);
+    size_t n = json_array_size(list), out_len = json_array_size(out), marked = 0;
     if (n > limit)
         n = limit;
     if (n == 0)
         return WEIR_OK;
-    json_t *removed = json_array();
-    for (size_t i = 0; removed && i < n; i++)
-        if (json_array_append(removed, json_array_get(list, i)) != 0) {
-            json_decref(removed);
-            removed = NULL;
-        }
-    int rc = removed ? splice(ib, t, n, NULL, canceled, err)
-                     : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
-    if (rc != WEIR_OK) {
-        json_decref(removed);
+    int rc = WEIR_OK;
+    for (size_t i = 0; rc == WEIR_OK && i < n; i++)
+        if (json_array_append(out, json_array_get(list, i)) != 0)
+            rc = WEIR_E_NOMEM;
+    /* claimed ids count as delivered (a reopen restores them from the splice);
+     * no queued id is in `delivered`, so every one marked here is new */
+    for (; rc == WEIR_OK && !canceled && marked < n; marked++) {
+        json_t *m = json_array_get(list, marked);
+        if (json_object_set(ib->delivered, msg_id(m), m) != 0)
+            rc = WEIR_E_NOMEM;
+    }
+    if (rc != WEIR_OK)
+        rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
+    else
+        rc = splice(ib, t, n, NULL, canceled, err);
+    if (rc != WEIR_OK) { /* undo: removals never allocate */
+        for (size_t i = 0; i < marked; i++)
+            json_object_del(ib->delivered, msg_id(json_array_get(list, i)));
+        while (json_array_size(out) > out_len)
+            json_array_remove(out, json_array_size(out) - 1);
         return rc;
     }
-    bool oom = false;
-    for (size_t i = 0; i < n; i++) {
-        json_t *m = json_array_get(list, 0);
-        if (!canceled && json_object_set(ib->delivered, msg_id(m), m) != 0)
-            oom = true; /* claimed ids count as delivered; a reopen restores them */
+    for (size_t i = 0; i < n; i++)
         json_array_remove(list, 0);
-    }
-    if (json_array_extend(out, removed) != 0)
-        oom = true;
-    json_decref(removed);
-    return oom ? weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory after a %s splice",
-                           target_names[t])
-               : WEIR_OK;
+    return WEIR_OK;
 }
 
 int weir__inbox_claim(weir__inbox *ib, bool turn_boundary, int turn, json_t **claimed,
@@ -287,8 +292,14 @@ int weir__inbox_claim(weir__inbox *ib, bool turn_boundary, int turn, json_t **cl
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
     ib_lock(ib);
     int rc = take(ib, NEXT_STEP, SIZE_MAX, false, out, err);
-    if (rc == WEIR_OK && turn_boundary)
-        rc = take(ib, NEXT_TURN, 1, false, out, err);
+    /* The next-step splice, once logged, stands: if the queued prompt cannot
+     * be taken too, the claim is that batch alone (as between steps) and the
+     * prompt stays queued for the next turn boundary. */
+    if (rc == WEIR_OK && turn_boundary) {
+        int rc2 = take(ib, NEXT_TURN, 1, false, out, err);
+        if (json_array_size(out) == 0)
+            rc = rc2;
+    }
     ib_unlock(ib);
     if (rc != WEIR_OK) {
         json_decref(out);

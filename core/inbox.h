@@ -41,6 +41,9 @@ int weir__inbox_add(weir__inbox *ib, const json_t *message, bool next_step, bool
  * Claim: all next-step messages, plus one next-turn message when
  * `turn_boundary`.  One pure-deletion splice per list.  *claimed: new
  * reference array (next-step first).  Emits "claimed" per message.
+ * Nothing changes on failure; if the next-step batch was claimed but the
+ * next-turn message cannot be (memory), the claim is that batch alone and
+ * the next-turn message stays queued.
  */
 int weir__inbox_claim(weir__inbox *ib, bool turn_boundary, int turn, json_t **claimed,
                       weir_error *err);

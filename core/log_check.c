@@ -31,8 +31,17 @@ static void note(checker *c, json_t *list, const char *fmt, ...) {
     char buf[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    int w = vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    if (w >= (int)sizeof buf) { /* truncated: never end inside a UTF-8 sequence */
+        size_t k = sizeof buf - 2; /* the last byte kept */
+        while (k > 0 && ((unsigned char)buf[k] & 0xC0) == 0x80)
+            k--;
+        unsigned char lead = (unsigned char)buf[k];
+        size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+        if (k + need > sizeof buf - 1)
+            buf[k] = '\0';
+    }
     if (json_array_append_new(list, json_string(buf)) != 0)
         c->oom = true;
 }

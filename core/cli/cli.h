@@ -28,5 +28,11 @@ int weir_cmd_log(int argc, char **argv);    /* core/cli/log.c */
 int weir_cli_fail(const char *what, const weir_error *err);
 /* Compose the -c files (none: the default deployment). Exit code on failure. */
 int weir_cli_compose(char **files, size_t nfiles, json_t **out);
+/*
+ * The log file of a session argument (core/cli/log.c): `arg` itself when it
+ * contains '/' or ends in ".jsonl", else <config session.dir>/<arg>.jsonl
+ * (a leading "~/" expands to $HOME).  *out is malloc'd.  Exit code.
+ */
+int weir_cli_session_path(const json_t *config, const char *arg, char **out);
 
 #endif

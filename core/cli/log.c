@@ -1,11 +1,269 @@
-/* core/cli/log.c - `weir log` (placeholder until the session log lands). */
+/*
+ * core/cli/log.c - `weir log ID|FILE [--derive|--check]`: print a session
+ * log as a readable transcript, its derived messages, or its check report.
+ * Reads the file itself (public API only); a torn last line is skipped.
+ */
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
+int weir_cli_session_path(const json_t *config, const char *arg, char **out) {
+    size_t n = strlen(arg);
+    *out = NULL;
+    if (strchr(arg, '/') || (n > 6 && strcmp(arg + n - 6, ".jsonl") == 0)) {
+        *out = strdup(arg);
+    } else {
+        const char *dir = json_string_value(json_object_get(json_object_get(config, "session"), "dir"));
+        if (!dir || !*dir) {
+            fprintf(stderr, "weir: session.dir is not set in the deployment config\n");
+            return WEIR_EXIT_CONFIG;
+        }
+        const char *home = "";
+        if (dir[0] == '~' && (dir[1] == '/' || dir[1] == '\0')) {
+            home = getenv("HOME");
+            if (!home || !*home) {
+                fprintf(stderr, "weir: session.dir '%s' needs $HOME, which is not set\n", dir);
+                return WEIR_EXIT_CONFIG;
+            }
+            dir++;
+        }
+        size_t len = strlen(home) + strlen(dir) + n + 8;
+        *out = malloc(len);
+        if (*out)
+            snprintf(*out, len, "%s%s/%s.jsonl", home, dir, arg);
+    }
+    if (!*out) {
+        fprintf(stderr, "weir: out of memory\n");
+        return WEIR_EXIT_FAIL;
+    }
+    return WEIR_EXIT_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Transcript                                                                */
+/* ------------------------------------------------------------------------ */
+
+static const char *str_or(const json_t *v, const char *dflt) {
+    const char *s = json_string_value(v);
+    return s ? s : dflt;
+}
+
+static const json_t *get(const json_t *o, const char *k) { return json_object_get(o, k); }
+
+/* Print the content blocks of a message after `who: `. */
+static void print_message(FILE *out, const char *who, const json_t *message, const char *suffix) {
+    size_t i;
+    const json_t *b;
+    bool any = false;
+    json_array_foreach(get(message, "content"), i, b) {
+        const char *type = str_or(get(b, "type"), "");
+        if (!strcmp(type, "text")) {
+            fprintf(out, "%s: %s%s\n", who, str_or(get(b, "text"), ""), suffix);
+        } else if (!strcmp(type, "reasoning")) {
+            fprintf(out, "%s (reasoning): %s\n", who, str_or(get(b, "text"), ""));
+        } else if (!strcmp(type, "tool_call")) {
+            fprintf(out, "%s -> %s %s\n", who, str_or(get(b, "name"), "?"),
+                    str_or(get(b, "arguments"), ""));
+        } else if (!strcmp(type, "image")) {
+            fprintf(out, "%s: [image %s]\n", who, str_or(get(b, "media_type"), ""));
+        } else {
+            continue;
+        }
+        any = true;
+    }
+    if (!any)
+        fprintf(out, "%s: (no content)%s\n", who, suffix);
+}
+
+static void print_event(FILE *out, const json_t *ev, json_t *calls) {
+    const char *type = str_or(get(ev, "type"), "");
+    const json_t *d = get(ev, "data");
+    if (!strcmp(type, "turn/start")) {
+        fprintf(out, "--- turn %lld\n", (long long)json_integer_value(get(d, "turn")));
+    } else if (!strcmp(type, "turn/end")) {
+        const json_t *r = get(d, "reason");
+        const json_t *e = get(r, "error");
+        fprintf(out, "--- turn %lld ended: %s", (long long)json_integer_value(get(d, "turn")),
+                str_or(get(r, "kind"), "?"));
+        if (e)
+            fprintf(out, " (%s: %s)", str_or(get(e, "code"), "?"), str_or(get(e, "message"), ""));
+        if (get(r, "cause"))
+            fprintf(out, " (%s)", str_or(get(r, "cause"), ""));
+        fputc('\n', out);
+    } else if (!strcmp(type, "system/message")) {
+        print_message(out, "system", get(d, "message"), "");
+    } else if (!strcmp(type, "user/message")) {
+        print_message(out, "user", get(d, "message"), "");
+    } else if (!strcmp(type, "assistant/message")) {
+        print_message(out, "assistant", get(d, "message"),
+                      json_is_true(get(d, "interrupted")) ? " [interrupted]" : "");
+    } else if (!strcmp(type, "assistant/attempt")) {
+        const json_t *f = get(d, "failure");
+        fprintf(out, "(attempt failed: %s: %s)\n", str_or(get(f, "code"), "?"),
+                str_or(get(f, "message"), ""));
+    } else if (!strcmp(type, "tool/call")) {
+        json_object_set_new(calls, str_or(get(d, "call_id"), ""), json_deep_copy(get(d, "name")));
+    } else if (!strcmp(type, "tool/result")) {
+        const json_t *block = json_array_get(get(get(d, "message"), "content"), 0);
+        const char *name = str_or(get(calls, str_or(get(block, "call_id"), "")), "?");
+        char who[160];
+        snprintf(who, sizeof who, "tool %s%s", name,
+                 json_is_true(get(block, "is_error")) ? " (error)" : "");
+        print_message(out, who, block, "");
+    } else if (!strcmp(type, "request/header")) {
+        const json_t *c = get(get(d, "header"), "config");
+        fprintf(out, "(request: %s/%s, %s)\n", str_or(get(c, "provider"), "?"),
+                str_or(get(c, "model"), "?"), str_or(get(d, "reason"), "?"));
+    } else if (strchr(type, '/') && strncmp(type, "step/", 5) && strncmp(type, "agent/", 6) &&
+               strncmp(type, "request/", 8)) {
+        fprintf(out, "[%s]\n", type); /* plugin events */
+    }
+}
+
+static int transcript(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "weir log: cannot open %s\n", path);
+        return WEIR_EXIT_IO;
+    }
+    json_t *calls = json_object();
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    long lineno = 0;
+    int rc = WEIR_EXIT_OK;
+    while ((n = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        bool complete = n > 0 && line[n - 1] == '\n';
+        json_error_t je;
+        json_t *ev = json_loadb(line, (size_t)n, 0, &je);
+        if (!ev) {
+            if (!complete && feof(f))
+                break; /* a torn last line: what a crash leaves */
+            fprintf(stderr, "weir log: %s:%ld: %s\n", path, lineno, je.text);
+            rc = WEIR_EXIT_FAIL;
+            break;
+        }
+        print_event(stdout, ev, calls);
+        json_decref(ev);
+    }
+    free(line);
+    fclose(f);
+    json_decref(calls);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static const char log_help[] =
+    "usage: weir log [-c FILE]... ID|FILE [--derive|--check]\n"
+    "\n"
+    "Print a session log as a readable transcript.  ID names\n"
+    "<session.dir>/<ID>.jsonl of the deployment (-c, or the built-in default:\n"
+    "$WEIR_SESSION_DIR or ~/.local/state/weir/sessions); an argument with a '/'\n"
+    "or ending in .jsonl is a file path.\n"
+    "\n"
+    "  --derive   print the derived model-visible messages as one JSON array\n"
+    "  --check    check the log's invariants (seq, nesting, tool results,\n"
+    "             derive == request); an open last turn is reported, not an error\n"
+    "\n"
+    "exit codes: 0 ok, 1 the check found errors, 2 usage, 3 configuration error,\n"
+    "            4 I/O error (no such log)\n";
+
 int weir_cmd_log(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "weir log: not built yet\n");
-    return WEIR_EXIT_FAIL;
+    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                              {"derive", no_argument, NULL, 'd'},
+                                              {"check", no_argument, NULL, 'k'},
+                                              {"help", no_argument, NULL, 'h'},
+                                              {0}};
+    char *files[64];
+    size_t nfiles = 0;
+    int mode = 0, ch;
+    while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            if (nfiles == sizeof files / sizeof files[0]) {
+                fprintf(stderr, "weir: too many -c files (at most 64)\n");
+                return WEIR_EXIT_USAGE;
+            }
+            files[nfiles++] = optarg;
+            break;
+        case 'd':
+        case 'k':
+            if (mode && mode != ch) {
+                fprintf(stderr, "weir log: --derive and --check exclude each other\n");
+                return WEIR_EXIT_USAGE;
+            }
+            mode = ch;
+            break;
+        case 'h':
+            fputs(log_help, stdout);
+            return WEIR_EXIT_OK;
+        default:
+            fputs(log_help, stderr);
+            return WEIR_EXIT_USAGE;
+        }
+    }
+    if (argc - optind != 1) {
+        fprintf(stderr, "weir log: expected one session ID or FILE\n\n%s", log_help);
+        return WEIR_EXIT_USAGE;
+    }
+    json_t *config = NULL;
+    int rc = weir_cli_compose(files, nfiles, &config);
+    if (rc != WEIR_EXIT_OK)
+        return rc;
+    char *path = NULL;
+    rc = weir_cli_session_path(config, argv[optind], &path);
+    json_decref(config);
+    if (rc != WEIR_EXIT_OK)
+        return rc;
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        fprintf(stderr, "weir log: no session log at %s\n", path);
+        free(path);
+        return WEIR_EXIT_IO;
+    }
+    weir_error err;
+    weir_error_clear(&err);
+    if (mode == 'd') {
+        json_t *msgs = NULL;
+        if (weir_log_derive(path, &msgs, &err) != WEIR_OK) {
+            rc = weir_cli_fail("log", &err);
+        } else {
+            json_dumpf(msgs, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            fputc('\n', stdout);
+            json_decref(msgs);
+        }
+    } else if (mode == 'k') {
+        json_t *report = NULL;
+        if (weir_log_check(path, &report, &err) != WEIR_OK) {
+            rc = weir_cli_fail("log", &err);
+        } else {
+            bool ok = json_is_true(json_object_get(report, "ok"));
+            printf("%s: %s (%lld events)\n", path, ok ? "ok" : "FAILED",
+                   (long long)json_integer_value(json_object_get(report, "events")));
+            size_t i;
+            const json_t *v;
+            json_array_foreach(json_object_get(report, "open"), i, v) {
+                char *s = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT);
+                printf("open: %s\n", s ? s : json_string_value(v));
+                free(s);
+            }
+            json_array_foreach(json_object_get(report, "errors"), i, v) {
+                char *s = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT);
+                printf("error: %s\n", s ? s : json_string_value(v));
+                free(s);
+            }
+            json_decref(report);
+            rc = ok ? WEIR_EXIT_OK : WEIR_EXIT_FAIL;
+        }
+    } else {
+        rc = transcript(path);
+    }
+    free(path);
+    return rc;
 }

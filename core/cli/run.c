@@ -1,13 +1,435 @@
-/* core/cli/run.c - `weir run` and `weir resume` (placeholder until the driver lands). */
+/*
+ * core/cli/run.c - `weir run` and `weir resume`: open (or resume) a session,
+ * send the prompt (or read a REPL), and print the answer as it streams.
+ *
+ * Output: assistant text to stdout as it streams, tool activity
+ * ("[tool] pow {"x":2,"y":10} -> 1024") and errors to stderr.  With --json
+ * every live and durable event is one JSON line on stdout and nothing else
+ * (DESIGN §9a).  SIGINT cancels the running turn; a second SIGINT (or one
+ * while idle) exits.  The signal handler only writes to a pipe; a watcher
+ * thread calls weir_agent_cancel().
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
-int weir_cmd_run(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "weir run: not built yet\n");
-    return WEIR_EXIT_FAIL;
+typedef struct run_state {
+    bool json;
+    bool in_text;      /* assistant text printed since the last newline */
+    json_t *calls;     /* call_id -> {name, arguments} for tool lines */
+    bool turn_failed;  /* the last turn ended in error or was aborted */
+} run_state;
+
+/* ------------------------------------------------------------------------ */
+/* Event printing                                                            */
+/* ------------------------------------------------------------------------ */
+
+static void print_json(const json_t *event) {
+    char *s = json_dumps(event, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (s) {
+        fputs(s, stdout);
+        fputc('\n', stdout);
+        fflush(stdout);
+        free(s);
+    }
 }
 
-int weir_cmd_resume(int argc, char **argv) { return weir_cmd_run(argc, argv); }
+/* The string value of `v`, or `dflt`. */
+static const char *str_or(const json_t *v, const char *dflt) {
+    const char *s = json_string_value(v);
+    return s ? s : dflt;
+}
+
+static const char *type_of(const json_t *event) {
+    const char *t = json_string_value(json_object_get(event, "type"));
+    return t ? t : "";
+}
+
+/* The text blocks of a content array, joined, into `out` (truncated). */
+static void content_text(const json_t *content, char *out, size_t size) {
+    size_t len = 0, i;
+    const json_t *b;
+    out[0] = '\0';
+    json_array_foreach(content, i, b) {
+        const char *t = json_string_value(json_object_get(b, "text"));
+        if (t && len < size)
+            len += (size_t)snprintf(out + len, size - len, "%s", t);
+    }
+}
+
+static void end_text_line(run_state *st) {
+    if (st->in_text) {
+        fputc('\n', stdout);
+        fflush(stdout);
+        st->in_text = false;
+    }
+}
+
+static void on_live(run_state *st, const json_t *event) {
+    if (strcmp(type_of(event), "agent/assistant-stream") != 0)
+        return;
+    const json_t *frame = json_object_get(json_object_get(event, "data"), "frame");
+    const char *ft = json_string_value(json_object_get(frame, "type"));
+    const json_t *chunk = json_object_get(frame, "chunk");
+    if (ft && !strcmp(ft, "chunk") &&
+        !strcmp(str_or(json_object_get(chunk, "type"), ""), "text-delta")) {
+        const char *t = json_string_value(json_object_get(chunk, "text"));
+        if (t && *t) {
+            fputs(t, stdout);
+            fflush(stdout);
+            st->in_text = true;
+        }
+    } else if (ft && !strcmp(ft, "end")) {
+        end_text_line(st);
+    }
+}
+
+static void on_durable(run_state *st, const json_t *event) {
+    const char *type = type_of(event);
+    const json_t *data = json_object_get(event, "data");
+    if (!strcmp(type, "tool/call")) {
+        json_object_set_new(st->calls, str_or(json_object_get(data, "call_id"), ""),
+                            json_pack("{s:O, s:O}", "name", json_object_get(data, "name"),
+                                      "arguments", json_object_get(data, "arguments")));
+    } else if (!strcmp(type, "tool/result")) {
+        const json_t *block =
+            json_array_get(json_object_get(json_object_get(data, "message"), "content"), 0);
+        const char *id = json_string_value(json_object_get(block, "call_id"));
+        const json_t *call = json_object_get(st->calls, id ? id : "");
+        char text[512];
+        content_text(json_object_get(block, "content"), text, sizeof text);
+        end_text_line(st);
+        fprintf(stderr, "[tool] %s %s -> %s%s\n",
+                str_or(json_object_get(call, "name"), "?"),
+                str_or(json_object_get(call, "arguments"), ""),
+                json_is_true(json_object_get(block, "is_error")) ? "error: " : "", text);
+    } else if (!strcmp(type, "turn/start")) {
+        st->turn_failed = false;
+    } else if (!strcmp(type, "turn/end")) {
+        const json_t *reason = json_object_get(data, "reason");
+        const char *kind = str_or(json_object_get(reason, "kind"), "");
+        end_text_line(st);
+        if (!strcmp(kind, "error")) {
+            const json_t *e = json_object_get(reason, "error");
+            fprintf(stderr, "weir: turn failed: %s: %s\n",
+                    str_or(json_object_get(e, "code"), "UNKNOWN"),
+                    str_or(json_object_get(e, "message"), ""));
+            st->turn_failed = true;
+        } else if (!strcmp(kind, "aborted")) {
+            fprintf(stderr, "weir: turn cancelled (%s)\n",
+                    str_or(json_object_get(reason, "cause"), "user"));
+            st->turn_failed = true;
+        } else if (!strcmp(kind, "blocked")) {
+            fprintf(stderr, "weir: the step was rejected by a plugin\n");
+        } else if (!strcmp(kind, "max-tokens")) {
+            fprintf(stderr, "weir: the answer hit max_tokens\n");
+        }
+    }
+}
+
+static void on_event(const json_t *event, bool durable, void *ud) {
+    run_state *st = ud;
+    if (st->json) {
+        print_json(event);
+        if (durable && !strcmp(type_of(event), "turn/end")) {
+            const char *kind = json_string_value(json_object_get(
+                json_object_get(json_object_get(event, "data"), "reason"), "kind"));
+            st->turn_failed = kind && (!strcmp(kind, "error") || !strcmp(kind, "aborted"));
+        }
+        return;
+    }
+    if (durable)
+        on_durable(st, event);
+    else
+        on_live(st, event);
+}
+
+/* ------------------------------------------------------------------------ */
+/* SIGINT: handler -> pipe -> watcher thread -> weir_agent_cancel            */
+/* ------------------------------------------------------------------------ */
+
+static int sig_pipe[2] = {-1, -1};
+static atomic_bool turn_running;
+static weir_agent *sig_agent;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    int saved = errno;
+    char c = 1;
+    if (write(sig_pipe[1], &c, 1) < 0) {
+        /* nothing to do: the pipe is full, a wake is already pending */
+    }
+    errno = saved;
+}
+
+static void *sig_watcher(void *arg) {
+    (void)arg;
+    int count = 0;
+    char c;
+    while (read(sig_pipe[0], &c, 1) == 1) {
+        if (c == 0)
+            break; /* shutdown */
+        if (!atomic_load(&turn_running) || ++count > 1) {
+            fputs("\n", stderr);
+            _exit(WEIR_EXIT_FAIL);
+        }
+        fputs("\nweir: cancelling (press Ctrl-C again to quit)\n", stderr);
+        weir_agent_cancel(sig_agent, "user", false);
+    }
+    return NULL;
+}
+
+static bool sig_start(weir_agent *agent, pthread_t *th) {
+    if (pipe(sig_pipe) != 0)
+        return false;
+    sig_agent = agent;
+    if (pthread_create(th, NULL, sig_watcher, NULL) != 0) {
+        close(sig_pipe[0]);
+        close(sig_pipe[1]);
+        return false;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    return true;
+}
+
+static void sig_stop(pthread_t th) {
+    signal(SIGINT, SIG_DFL);
+    char c = 0;
+    if (write(sig_pipe[1], &c, 1) == 1)
+        pthread_join(th, NULL);
+    close(sig_pipe[0]);
+    close(sig_pipe[1]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Commands                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static int run_prompt(weir_agent *agent, run_state *st, const char *prompt) {
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_agent_send_text(agent, prompt, WEIR_SEND_FOLLOWUP, &err) != WEIR_OK)
+        return weir_cli_fail("send", &err);
+    atomic_store(&turn_running, true);
+    int rc = weir_agent_run_until_idle(agent, &err);
+    atomic_store(&turn_running, false);
+    if (rc != WEIR_OK)
+        return weir_cli_fail("run", &err);
+    return st->turn_failed ? WEIR_EXIT_FAIL : WEIR_EXIT_OK;
+}
+
+static int repl(weir_agent *agent, run_state *st) {
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = WEIR_EXIT_OK;
+    for (;;) {
+        fputs("> ", stderr);
+        ssize_t n = getline(&line, &cap, stdin);
+        if (n < 0)
+            break;
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+            line[--n] = '\0';
+        if (n == 0)
+            continue;
+        rc = run_prompt(agent, st, line);
+        if (rc > WEIR_EXIT_FAIL)
+            break;
+    }
+    free(line);
+    fputc('\n', stderr);
+    return rc;
+}
+
+/* All of stdin as one prompt (malloc'd), or NULL. */
+static char *read_stdin(void) {
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + len, 1, cap - len - 1, stdin)) > 0) {
+        len += got;
+        if (len + 1 == cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb)
+                free(buf);
+            buf = nb;
+        }
+    }
+    if (!buf)
+        return NULL;
+    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+        len--;
+    buf[len] = '\0';
+    return buf;
+}
+
+static bool no_api_key(void) {
+    const char *o = getenv("OPENAI_API_KEY"), *a = getenv("ANTHROPIC_API_KEY");
+    return (!o || !*o) && (!a || !*a);
+}
+
+static const char run_help[] =
+    "usage: weir run [-c FILE]... [-s SESSION_ID] [--json] [PROMPT]\n"
+    "\n"
+    "Send PROMPT to the agent and stream the answer to stdout; tool activity\n"
+    "and errors go to stderr.  Without PROMPT: a REPL (one message per line)\n"
+    "when stdin is a terminal, else all of stdin is the prompt.\n"
+    "\n"
+    "  -c, --config FILE   deployment config (repeat to overlay; default: built in)\n"
+    "  -s, --session ID    session id (the log is <session.dir>/<ID>.jsonl);\n"
+    "                      an existing session is resumed\n"
+    "      --json          print every event as one JSON line on stdout\n"
+    "\n"
+    "Ctrl-C cancels the running turn; a second Ctrl-C quits.\n"
+    "exit codes: 0 ok, 1 the turn failed or was cancelled, 2 usage,\n"
+    "            3 configuration or plugin error, 4 I/O error\n";
+
+static const char resume_help[] =
+    "usage: weir resume [-c FILE]... [--json] ID [PROMPT]\n"
+    "\n"
+    "Reopen session ID (or a log file path).  A turn left open by a crash is\n"
+    "closed as interrupted.  With PROMPT (or a REPL on a terminal) the\n"
+    "conversation goes on; otherwise the session is only repaired.\n"
+    "\n"
+    "  -c, --config FILE   deployment config (repeat to overlay; default: built in)\n"
+    "      --json          print every event as one JSON line on stdout\n"
+    "\n"
+    "exit codes: 0 ok, 1 the turn failed or was cancelled, 2 usage,\n"
+    "            3 configuration or plugin error, 4 I/O error\n";
+
+static int run_common(int argc, char **argv, bool resume) {
+    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                              {"session", required_argument, NULL, 's'},
+                                              {"json", no_argument, NULL, 'j'},
+                                              {"help", no_argument, NULL, 'h'},
+                                              {0}};
+    char *files[64];
+    size_t nfiles = 0;
+    const char *session = NULL;
+    run_state st = {0};
+    int ch;
+    while ((ch = getopt_long(argc, argv, resume ? "c:h" : "c:s:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            if (nfiles == sizeof files / sizeof files[0]) {
+                fprintf(stderr, "weir: too many -c files (at most 64)\n");
+                return WEIR_EXIT_USAGE;
+            }
+            files[nfiles++] = optarg;
+            break;
+        case 's':
+            if (resume)
+                return WEIR_EXIT_USAGE;
+            session = optarg;
+            break;
+        case 'j':
+            st.json = true;
+            break;
+        case 'h':
+            fputs(resume ? resume_help : run_help, stdout);
+            return WEIR_EXIT_OK;
+        default:
+            fputs(resume ? resume_help : run_help, stderr);
+            return WEIR_EXIT_USAGE;
+        }
+    }
+    int rest = argc - optind;
+    if (resume && rest < 1) {
+        fprintf(stderr, "weir resume: missing session ID\n\n%s", resume_help);
+        return WEIR_EXIT_USAGE;
+    }
+    if (rest > (resume ? 2 : 1)) {
+        fprintf(stderr, "weir %s: too many arguments (quote the prompt)\n",
+                resume ? "resume" : "run");
+        return WEIR_EXIT_USAGE;
+    }
+    const char *target = resume ? argv[optind] : session;
+    const char *prompt = rest > (resume ? 1 : 0) ? argv[argc - 1] : NULL;
+
+    json_t *config = NULL;
+    int rc = weir_cli_compose(files, nfiles, &config);
+    if (rc != WEIR_EXIT_OK)
+        return rc;
+    char *path = NULL;
+    if (target) {
+        rc = weir_cli_session_path(config, target, &path);
+        if (rc != WEIR_EXIT_OK) {
+            json_decref(config);
+            return rc;
+        }
+        struct stat sb;
+        if (resume && stat(path, &sb) != 0) {
+            fprintf(stderr, "weir resume: no session log at %s\n", path);
+            free(path);
+            json_decref(config);
+            return WEIR_EXIT_IO;
+        }
+    }
+    if (nfiles == 0 && no_api_key())
+        fputs("weir: no OPENAI_API_KEY or ANTHROPIC_API_KEY set; using the built-in scripted "
+              "demo provider\n",
+              stderr);
+    weir_host *host = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_host_create(config, &host, &err) != WEIR_OK) {
+        free(path);
+        json_decref(config);
+        return weir_cli_fail("load", &err);
+    }
+    json_decref(config);
+    st.calls = json_object();
+    weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;
+    opts.session_file = path;
+    opts.on_event = on_event;
+    opts.user_data = &st;
+    weir_agent *agent = NULL;
+    if (weir_agent_open(host, &opts, &agent, &err) != WEIR_OK) {
+        rc = weir_cli_fail("open session", &err);
+    } else {
+        if (!st.json && !prompt && isatty(STDIN_FILENO))
+            fprintf(stderr, "weir: session %s (%s)\n", weir_agent_id(agent),
+                    weir_agent_log_path(agent));
+        pthread_t th;
+        bool sig = sig_start(agent, &th);
+        if (prompt) {
+            rc = run_prompt(agent, &st, prompt);
+        } else if (isatty(STDIN_FILENO)) {
+            rc = repl(agent, &st);
+        } else if (!resume) {
+            char *text = read_stdin();
+            if (!text || !*text) {
+                fprintf(stderr, "weir run: no prompt (give PROMPT or pipe it on stdin)\n");
+                rc = WEIR_EXIT_USAGE;
+            } else {
+                rc = run_prompt(agent, &st, text);
+            }
+            free(text);
+        } else {
+            rc = WEIR_EXIT_OK; /* resume without input: the open repaired the log */
+        }
+        if (sig)
+            sig_stop(th);
+        weir_agent_close(agent);
+    }
+    json_decref(st.calls);
+    weir_host_destroy(host);
+    free(path);
+    return rc;
+}
+
+int weir_cmd_run(int argc, char **argv) { return run_common(argc, argv, false); }
+
+int weir_cmd_resume(int argc, char **argv) { return run_common(argc, argv, true); }

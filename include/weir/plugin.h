@@ -349,6 +349,55 @@ struct weir_api {
     /* --- 1.0: status strings (static; see weir/errors.h) --- */
     const char *(*strerror)(int status);
     const char *(*status_name)(int status);
+
+    /* --- 1.0: agent context (compaction) --- */
+    /**
+     * New reference: the agent's current surface, an array of
+     * {"seq":N, "type":"...", "message":{...}|null} in surface order
+     * (`message` is a copy of what the node contributes to the derived
+     * history; null for a node that contributes none).  NULL on bad input or
+     * out of memory.  Driver thread only (hooks of the agent run there).
+     */
+    json_t *(*agent_surface)(weir_agent *agent);
+    /** How many surface replacements the agent's log has committed (0 for NULL). Driver thread only. */
+    uint64_t (*agent_replace_generation)(weir_agent *agent);
+    /**
+     * Commit one surface `replace` event: `type` ("user/message" or
+     * "tool/result") with `data` (borrowed, copied) replacing the current
+     * surface nodes start_seq..end_seq.  `source_seqs` (borrowed) may be NULL:
+     * it then lists the replaced nodes.  The session log validates the event
+     * (a tool/result may only rewrite one tool/result's message.content); a
+     * rejected replace fails with WEIR_E_LOG_REJECTED and changes nothing.
+     * *seq_out (may be NULL) receives the new seq.  Driver thread only.
+     */
+    int (*agent_surface_replace)(weir_agent *agent, const char *type, const json_t *data,
+                                 size_t start_seq, size_t end_seq, const json_t *source_seqs,
+                                 size_t *seq_out, weir_error *err);
+    /** New reference: a copy of the last log envelope of `type`, or NULL. Driver thread only. */
+    json_t *(*agent_last_event)(weir_agent *agent, const char *type);
+    /** New reference: a copy of the log envelope `seq`, or NULL when there is none. Driver thread only. */
+    json_t *(*agent_event)(weir_agent *agent, size_t seq);
+    /**
+     * New reference: {"context_window":N,"max_output":N} from the model_info
+     * of provider `provider` (a plugin row id) for `model`, or NULL when the
+     * provider is unknown or does not know the model.  Thread-safe as the
+     * provider's model_info is.
+     */
+    json_t *(*agent_model_info)(weir_agent *agent, const char *provider, const char *model);
+    /**
+     * One direct model call outside the lifecycle (summaries and other
+     * maintenance): the provider named by request.provider prepares the call
+     * (with the rest of the request as config) and streams `request`
+     * (borrowed: {provider, model, max_tokens?, messages, tools?}) into a
+     * private collector.  Nothing is logged, no hook runs, no live frame is
+     * sent.  On success *result is a new reference
+     * {"message":{role:"assistant", content:[text blocks]}, "usage"?:{...}}
+     * (reasoning and tool calls are dropped).  A failed call returns
+     * WEIR_E_PROVIDER with the canonical failure's code and message in `err`
+     * (WEIR_E_CANCELLED when the agent's signal fired).  Driver thread only.
+     */
+    int (*agent_complete)(weir_agent *agent, const json_t *request, weir_signal *signal,
+                          json_t **result, weir_error *err);
 };
 
 /** True when `api` has member `m` (for members added after 1.0). */
@@ -408,6 +457,13 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #define weir_schema_validate(...) (weir__plugin_api->schema_validate(__VA_ARGS__))
 #define weir_strerror(...) (weir__plugin_api->strerror(__VA_ARGS__))
 #define weir_status_name(...) (weir__plugin_api->status_name(__VA_ARGS__))
+#define weir_agent_surface(...) (weir__plugin_api->agent_surface(__VA_ARGS__))
+#define weir_agent_replace_generation(...) (weir__plugin_api->agent_replace_generation(__VA_ARGS__))
+#define weir_agent_surface_replace(...) (weir__plugin_api->agent_surface_replace(__VA_ARGS__))
+#define weir_agent_last_event(...) (weir__plugin_api->agent_last_event(__VA_ARGS__))
+#define weir_agent_event(...) (weir__plugin_api->agent_event(__VA_ARGS__))
+#define weir_agent_model_info(...) (weir__plugin_api->agent_model_info(__VA_ARGS__))
+#define weir_agent_complete(...) (weir__plugin_api->agent_complete(__VA_ARGS__))
 #endif /* WEIR_NO_API_MACROS */
 
 #ifdef __cplusplus

@@ -1,11 +1,17 @@
 # WeirPlugin.cmake - build a weir plugin the same way first- and third-party
 # plugins are built.
 #
-#   weir_add_plugin(<name> SOURCES a.c b.c [LIBS libs...] [NO_INSTALL])
+#   weir_add_plugin(<name> SOURCES a.c b.c [LIBS libs...] [NO_INSTALL]
+#                   [OUTPUT_DIRECTORY dir])
 #
 # Produces weir-<name>.so (a MODULE library): hidden visibility, so it exports
 # only weir_plugin_describe; linked with -z defs against jansson (plugins
-# never link libweir).  Inside the weir tree it lands in lib/weir/plugins/.
+# never link libweir).  Inside the weir tree it lands in lib/weir/plugins/
+# and links the in-tree weir_headers target; from the installed package
+# (find_package(weir)) it links weir::headers and installs to
+# ${WEIR_PLUGIN_INSTALL_DIR} (set by weirConfig.cmake).  A consumer that
+# builds with -fsanitize sets WEIR_SANITIZE too: the sanitizer runtime then
+# comes from the host executable, so -z defs is dropped.
 include_guard(GLOBAL)
 
 function(weir_add_plugin name)

@@ -738,6 +738,20 @@ static void test_short_opts_struct_keeps_defaults(void **state) {
                 "  2. a  [last] before=- after=-\n");
 }
 
+/* A struct_size that ends inside a pointer field leaves that field at its
+ * default: half a pointer is never read. */
+static void test_opts_size_inside_a_field_skips_it(void **state) {
+    (void)state;
+    static const char *const before_zz[] = {"zz", NULL}; /* would fail freeze if read */
+    weir_hook_opts o = {offsetof(weir_hook_opts, before) + sizeof(void *) / 2, WEIR_ORDER_LAST,
+                        before_zz, NULL, NULL};
+    assert_int_equal(weir__hooks_add(H, PLUGIN(0), "a", 0, "agent/status", listener, &o, NULL),
+                     WEIR_OK);
+    freeze();
+    assert_dump("agent/status (emit)\n"
+                "  1. a  [last] before=- after=-\n");
+}
+
 static void test_remove_owner_and_count(void **state) {
     (void)state;
     add("agent/status", "a", &quiet, WEIR_ORDER_MIDDLE, NULL, NULL);
@@ -1094,6 +1108,7 @@ int main(void) {
         T(test_add_after_freeze_is_too_late),
         T(test_add_unknown_hook),
         T(test_short_opts_struct_keeps_defaults),
+        T(test_opts_size_inside_a_field_skips_it),
         T(test_remove_owner_and_count),
         T(test_invoke_argument_errors),
         T(test_trace_lines),

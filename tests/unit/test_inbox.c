@@ -293,6 +293,79 @@ static void unchanged_when_append_fails(void **state) {
     assert_true(finished);
 }
 
+/* A claim that cannot complete leaves the log, the lists and the delivered
+ * ids as they were, and sends no notification. */
+static void claim_failure_changes_nothing(void **state) {
+    fixture *f = *state;
+    add(f, "t1", "first", false);
+    add(f, "s1", "steer", true);
+    add(f, "s2", "steer again", true);
+    size_t events = weir__log_count(f->log);
+    weir_error err;
+    bool finished = false;
+    for (long n = 1; !finished; n++) {
+        f->ntrace = 0;
+        json_t *claimed = NULL;
+        weir__alloc_fail_after(n);
+        int rc = weir__inbox_claim(f->ib, true, 1, &claimed, &err);
+        weir__alloc_fail_after(-1);
+        if (rc == WEIR_OK) {
+            /* all three, or (memory ran out for the second splice) the
+             * next-step batch alone with t1 still queued */
+            size_t got = json_array_size(claimed);
+            assert_true(got == 3 || got == 2);
+            assert_int_equal(weir__log_count(f->log), events + (got == 3 ? 2 : 1));
+            assert_int_equal(weir__inbox_count(f->ib, false), got == 3 ? 0 : 1);
+            assert_int_equal(f->ntrace, (got == 3 ? 2 : 1) + got); /* splices + claimed */
+            json_decref(claimed);
+            finished = true;
+            break;
+        }
+        assert_int_equal(rc, WEIR_E_NOMEM);
+        assert_null(claimed);
+        assert_int_equal(weir__log_count(f->log), events);
+        assert_int_equal(f->ntrace, 0);
+        assert_int_equal(weir__inbox_count(f->ib, true), 2);
+        assert_int_equal(weir__inbox_count(f->ib, false), 1);
+    }
+    assert_true(finished);
+    /* the live lists equal the fold of the log */
+    weir__inbox *fresh = NULL;
+    assert_int_equal(weir__inbox_create(f->log, &fresh, &err), WEIR_OK);
+    for (int t = 0; t < 2; t++)
+        assert_int_equal(weir__inbox_count(fresh, t), weir__inbox_count(f->ib, t));
+    weir__inbox_destroy(fresh);
+}
+
+/* After a claim the driver logs user/message with what entered the step (a
+ * pre-step listener may have changed it).  Resubmitting the original input
+ * is acknowledged, both live and after a reopen rebuilt the inbox. */
+static void resubmission_after_reopen_matches_live(void **state) {
+    fixture *f = *state;
+    add(f, "t1", "hello", false);
+    json_t *claimed = NULL;
+    weir_error err;
+    assert_int_equal(weir__inbox_claim(f->ib, true, 1, &claimed, &err), WEIR_OK);
+    json_t *entered = json_deep_copy(json_array_get(claimed, 0));
+    json_decref(claimed);
+    json_object_set_new(entered, "source", json_pack("{s:s}", "kind", "human"));
+    json_t *data = json_pack("{s:i,s:i,s:o}", "turn", 1, "step", 1, "message", entered);
+    json_t *op = json_string("append");
+    assert_int_equal(
+        weir__log_append(f->log, "user/message", data, op, NULL, 0, NULL, &err), WEIR_OK);
+    json_decref(op);
+    json_decref(data);
+    json_t *m = user("t1", "hello");
+    for (int round = 0; round < 2; round++) {
+        bool dup = false;
+        assert_int_equal(weir__inbox_add(f->ib, m, false, &dup, &err), WEIR_OK);
+        assert_true(dup);
+        assert_int_equal(weir__inbox_count(f->ib, false), 0);
+        open_all(f); /* second round: the inbox rebuilt from the log */
+    }
+    json_decref(m);
+}
+
 static void malformed_splice_is_corrupt(void **state) {
     fixture *f = *state;
     add(f, "t1", "first", false);
@@ -321,6 +394,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(clear_discards_with_outcome_canceled, setup, teardown),
         cmocka_unit_test_setup_teardown(rebuild_from_log_after_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(unchanged_when_append_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(claim_failure_changes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(resubmission_after_reopen_matches_live, setup, teardown),
         cmocka_unit_test_setup_teardown(malformed_splice_is_corrupt, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -120,6 +120,37 @@ static void hostile_lines_are_errors_not_crashes(void **state) {
     free(dir);
 }
 
+/* A message longer than the report's line buffer is cut at a character
+ * boundary, never inside a UTF-8 sequence (which made the report fail). */
+static void long_utf8_type_is_reported_not_oom(void **state) {
+    (void)state;
+    char *dir = wt_tmpdir("logcheck");
+    char path[4200], type[1400], line[1600];
+    snprintf(path, sizeof path, "%s/u.jsonl", dir);
+    size_t at = 0;
+    type[at++] = 'x'; /* shifts the cut into the middle of a two-byte character */
+    while (at + 2 < sizeof type) {
+        type[at++] = '\xc3';
+        type[at++] = '\xa9'; /* e-acute */
+    }
+    type[at] = '\0';
+    snprintf(line, sizeof line, "{\"seq\":0,\"time\":1,\"type\":\"%s\",\"data\":{}}\n", type);
+    assert_int_equal(wt_write_file(path, line), 0);
+    json_t *r = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_log_check(path, &r, &err), WEIR_OK);
+    const json_t *errors = json_object_get(r, "errors");
+    assert_int_equal(json_array_size(errors), 1);
+    const char *text = json_string_value(json_array_get(errors, 0));
+    assert_non_null(text);
+    assert_memory_equal(text, "seq 0: unknown event type 'x\xc3\xa9", 30);
+    assert_int_equal(strlen(text), 1022); /* 1023 bytes would end inside a character */
+    json_decref(r);
+    wt_rmtree(dir);
+    free(dir);
+}
+
 static void derive_reads_a_file(void **state) {
     (void)state;
     char path[4200];
@@ -165,6 +196,7 @@ int main(void) {
         cmocka_unit_test(step_outside_turn_is_reported),
         cmocka_unit_test(open_last_turn_is_reported_as_open),
         cmocka_unit_test(hostile_lines_are_errors_not_crashes),
+        cmocka_unit_test(long_utf8_type_is_reported_not_oom),
         cmocka_unit_test(derive_reads_a_file),
         cmocka_unit_test(check_alloc_failure_loop),
     };

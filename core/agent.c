@@ -1,0 +1,554 @@
+/*
+ * core/agent.c - one conversation: opening (and resuming) its session log,
+ * input from any thread (send, cancel), the wake latch, running the driver
+ * until idle, and event delivery.  The lifecycle itself is core/driver.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "host_int.h"
+
+/* ------------------------------------------------------------------------ */
+/* Event delivery                                                            */
+/* ------------------------------------------------------------------------ */
+
+void weir__agent_live(weir_agent *a, const char *type, json_t *data) {
+    if (!a || !type || !data)
+        return;
+    json_t *args = json_object();
+    json_t *ev = json_object();
+    if (args && ev && json_object_set_new(args, "agent", json_string(a->id)) == 0 &&
+        json_object_update(args, data) == 0 &&
+        json_object_set_new(ev, "type", json_string(type)) == 0 &&
+        json_object_set_new(ev, "time", json_integer(weir__now_ms())) == 0 &&
+        json_object_set(ev, "data", data) == 0) {
+        pthread_mutex_lock(&a->event_mu);
+        json_decref(weir__hook_invoke(a->hooks, type, a, &a->signal, args, NULL, NULL, NULL));
+        if (a->on_event)
+            a->on_event(ev, false, a->user_data);
+        pthread_mutex_unlock(&a->event_mu);
+    }
+    json_decref(args);
+    json_decref(ev);
+    json_decref(data);
+}
+
+static void on_durable(const json_t *event, void *ud) {
+    weir_agent *a = ud;
+    json_t *args = json_pack("{s:s, s:O}", "agent", a->id, "event", event);
+    pthread_mutex_lock(&a->event_mu);
+    if (args)
+        json_decref(
+            weir__hook_invoke(a->hooks, "session/event", a, &a->signal, args, NULL, NULL, NULL));
+    if (a->on_event)
+        a->on_event(event, true, a->user_data);
+    pthread_mutex_unlock(&a->event_mu);
+    json_decref(args);
+}
+
+static void on_inbox(const char *kind, const json_t *message, int turn, void *ud) {
+    weir_agent *a = ud;
+    char type[64];
+    snprintf(type, sizeof type, "agent/inbox/%s", kind);
+    json_t *data = json_pack("{s:O}", "message", message);
+    if (data && strcmp(kind, "claimed") == 0)
+        json_object_set_new(data, "turn", json_integer(turn));
+    weir__agent_live(a, type, data);
+}
+
+int weir__agent_log(weir_agent *a, const char *type, const json_t *data,
+                    const json_t *surface_op, const json_t *source_seqs, size_t *seq_out,
+                    weir_error *err) {
+    if (!a)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "agent log: NULL agent");
+    return weir__log_append(a->log, type, data, surface_op, source_seqs, 0, seq_out, err);
+}
+
+bool weir__agent_check_requests(void) {
+#ifndef NDEBUG
+    return true;
+#else
+    const char *v = getenv("WEIR_CHECK_REQUESTS");
+    return v && strcmp(v, "1") == 0;
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* Open / close                                                              */
+/* ------------------------------------------------------------------------ */
+
+static bool type_known(const char *type, void *ud) {
+    return weir__host_event_type(ud, type, NULL);
+}
+
+static bool valid_id(const char *id) {
+    if (!*id || strlen(id) > 200 || strcmp(id, ".") == 0 || strcmp(id, "..") == 0)
+        return false;
+    for (const char *p = id; *p; p++)
+        if (!(('a' <= *p && *p <= 'z') || ('A' <= *p && *p <= 'Z') ||
+              ('0' <= *p && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
+            return false;
+    return true;
+}
+
+/* "<session.dir>/<id>.jsonl", with a leading "~/" expanded from $HOME. */
+static int log_path_for(const json_t *config, const char *id, char **out, weir_error *err) {
+    const json_t *session = json_object_get(config, "session");
+    const char *dir = weir__json_str(session, "dir", NULL);
+    if (!dir || !*dir)
+        return weir__err(err, WEIR_E_CONFIG, NULL, NULL,
+                         "session.dir is not set in the deployment config");
+    if (dir[0] == '~' && (dir[1] == '/' || dir[1] == '\0')) {
+        const char *home = getenv("HOME");
+        if (!home || !*home)
+            return weir__err(err, WEIR_E_CONFIG, NULL, NULL,
+                             "session.dir '%s' needs $HOME, which is not set", dir);
+        *out = weir__asprintf("%s%s/%s.jsonl", home, dir + 1, id);
+    } else {
+        *out = weir__asprintf("%s/%s.jsonl", dir, id);
+    }
+    return *out ? WEIR_OK : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+}
+
+/* The id of an explicit log file: its base name without ".jsonl". */
+static char *id_from_file(const char *file) {
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    size_t n = strlen(base);
+    if (n > 6 && strcmp(base + n - 6, ".jsonl") == 0)
+        n -= 6;
+    return weir__strndup(base, n);
+}
+
+static int read_options(weir_agent *a, const json_t *config, weir_error *err) {
+    const json_t *agent = json_object_get(config, "agent");
+    if (agent && !json_is_object(agent))
+        return weir__err(err, WEIR_E_CONFIG, NULL, NULL, "agent: expected an object");
+    a->options = json_object();
+    if (!a->options)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    static const char *const keys[] = {"provider", "model", "max_tokens", "temperature"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        json_t *v = json_object_get(agent, keys[i]);
+        if (!v)
+            continue;
+        bool ok = i < 2 ? json_is_string(v) : i == 2 ? json_is_integer(v) : json_is_number(v);
+        if (!ok || (i == 2 && json_integer_value(v) <= 0))
+            return weir__err(err, WEIR_E_CONFIG, NULL, NULL, "agent.%s: invalid value",
+                             keys[i]);
+        if (json_object_set(a->options, keys[i], v) != 0)
+            return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    }
+    json_int_t par = weir__json_int(agent, "max_parallel_tool_calls", 10);
+    if (par < 1 || par > 1024)
+        return weir__err(err, WEIR_E_CONFIG, NULL, NULL,
+                         "agent.max_parallel_tool_calls: expected 1..1024");
+    a->max_parallel = (int)par;
+    return WEIR_OK;
+}
+
+int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent **out,
+                    weir_error *err) {
+    if (!host || !out)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir_agent_open: NULL argument");
+    *out = NULL;
+    if (opts && opts->struct_size < sizeof(weir_agent_options))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "weir_agent_open: options struct_size %u is too small",
+                         (unsigned)opts->struct_size);
+    const json_t *config = weir_host_config(host);
+    const char *sid = opts ? opts->session_id : NULL;
+    const char *file = opts ? opts->session_file : NULL;
+    if (sid && !valid_id(sid))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "session id '%s' may only use letters, digits, '.', '-' and '_'", sid);
+    weir__fsync policy;
+    const char *fs = weir__json_str(json_object_get(config, "session"), "fsync", NULL);
+    if (weir__fsync_parse(fs, &policy) != 0)
+        return weir__err(err, WEIR_E_CONFIG, NULL, NULL,
+                         "session.fsync '%s': expected always, step or none", fs);
+
+    weir_agent *a = weir__calloc(1, sizeof *a);
+    if (!a)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    a->host = host;
+    a->hooks = weir__host_hooks(host);
+    a->on_event = opts ? opts->on_event : NULL;
+    a->user_data = opts ? opts->user_data : NULL;
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    bool sync_ok = pthread_mutex_init(&a->event_mu, &attr) == 0;
+    pthread_mutexattr_destroy(&attr);
+    if (!sync_ok) {
+        weir__free(a);
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "cannot create the agent's mutex");
+    }
+    if (pthread_mutex_init(&a->mu, NULL) != 0) {
+        pthread_mutex_destroy(&a->event_mu);
+        weir__free(a);
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "cannot create the agent's mutex");
+    }
+    if (pthread_cond_init(&a->cv, NULL) != 0) {
+        pthread_mutex_destroy(&a->mu);
+        pthread_mutex_destroy(&a->event_mu);
+        weir__free(a);
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "cannot create the agent's condvar");
+    }
+    if (weir__signal_init(&a->signal) != WEIR_OK) {
+        pthread_cond_destroy(&a->cv);
+        pthread_mutex_destroy(&a->mu);
+        pthread_mutex_destroy(&a->event_mu);
+        weir__free(a);
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "cannot create the agent's signal");
+    }
+
+    int rc = read_options(a, config, err);
+    char idbuf[64];
+    char *path = NULL;
+    if (rc == WEIR_OK) {
+        if (sid)
+            a->id = weir__strdup(sid);
+        else if (file)
+            a->id = id_from_file(file);
+        else
+            a->id = weir__strdup(weir__random_id(idbuf, sizeof idbuf, "s"));
+        if (!a->id)
+            rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    }
+    if (rc == WEIR_OK) {
+        if (file) {
+            path = weir__strdup(file);
+            if (!path)
+                rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+        } else {
+            rc = log_path_for(config, a->id, &path, err);
+        }
+    }
+    if (rc == WEIR_OK)
+        rc = weir__log_open(path, policy, type_known, host, &a->log, err);
+    weir__free(path);
+    if (rc == WEIR_OK) {
+        weir__log_set_observer(a->log, on_durable, a);
+        a->resumed = weir__log_has_request_header(a->log);
+        rc = weir__log_repair(a->log, NULL, err);
+    }
+    if (rc == WEIR_OK) {
+        a->turn = weir__log_last_turn(a->log);
+        rc = weir__inbox_create(a->log, &a->inbox, err);
+    }
+    if (rc == WEIR_OK) {
+        weir__inbox_set_notify(a->inbox, on_inbox, a);
+        rc = weir__http_create(&a->http);
+        if (rc != WEIR_OK)
+            rc = weir__err(err, rc, NULL, NULL, "cannot create the agent's HTTP handle: %s",
+                           weir_strerror(rc));
+    }
+    if (rc != WEIR_OK) {
+        weir_agent_close(a);
+        return rc;
+    }
+    /* agent/created (serial): a failing listener fails the open. */
+    json_t *args = json_pack("{s:s, s:s}", "agent", a->id, "source",
+                             weir__log_count(a->log) > 0 ? "resume" : "startup");
+    json_t *res = args ? weir__hook_invoke(a->hooks, "agent/created", a, &a->signal, args, NULL,
+                                           NULL, err)
+                       : (weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory"), NULL);
+    json_decref(args);
+    if (!res) {
+        weir_agent_close(a);
+        return err ? (int)err->code : WEIR_E_HOOK_FAILED;
+    }
+    json_decref(res);
+    /* Input queued in the log before a crash wakes the agent again. */
+    a->wake = weir__inbox_count(a->inbox, false) > 0;
+    a->created = true;
+    *out = a;
+    return WEIR_OK;
+}
+
+void weir_agent_close(weir_agent *a) {
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->mu);
+    a->closing = true;
+    if (a->state == WEIR__AGENT_RUNNING)
+        weir__signal_cancel(&a->signal, "disposed");
+    while (a->driver_busy)
+        pthread_cond_wait(&a->cv, &a->mu);
+    pthread_mutex_unlock(&a->mu);
+    if (a->created) {
+        json_t *args = json_pack("{s:s}", "agent", a->id);
+        if (args)
+            json_decref(
+                weir__hook_invoke(a->hooks, "agent/disposed", a, NULL, args, NULL, NULL, NULL));
+        json_decref(args);
+    }
+    weir__http_destroy(a->http);
+    weir__inbox_destroy(a->inbox);
+    weir__log_close(a->log);
+    json_decref(a->options);
+    weir__free(a->id);
+    weir__signal_destroy(&a->signal);
+    pthread_cond_destroy(&a->cv);
+    pthread_mutex_destroy(&a->mu);
+    pthread_mutex_destroy(&a->event_mu);
+    weir__free(a);
+}
+
+const char *weir_agent_id(const weir_agent *a) { return a ? a->id : NULL; }
+
+const char *weir_agent_log_path(const weir_agent *a) {
+    return a ? weir__log_path(a->log) : NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Input                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* New reference: {role:"user", content:[blocks], source, id}, or NULL + err. */
+static json_t *normalize_message(const json_t *m, weir_send_mode mode, const char *input_id,
+                                 weir_error *err) {
+    if (!json_is_object(m)) {
+        weir__err(err, WEIR_E_INVAL, NULL, NULL, "message: expected an object");
+        return NULL;
+    }
+    const char *role = weir__json_str(m, "role", "user");
+    if (strcmp(role, "user") != 0) {
+        weir__err(err, WEIR_E_INVAL, NULL, NULL, "message.role: expected \"user\", got \"%s\"",
+                  role);
+        return NULL;
+    }
+    const json_t *content = json_object_get(m, "content");
+    const json_t *source = json_object_get(m, "source");
+    if (source && !json_is_object(source)) {
+        weir__err(err, WEIR_E_INVAL, NULL, NULL, "message.source: expected an object");
+        return NULL;
+    }
+    if (json_is_array(content)) {
+        size_t i;
+        const json_t *b;
+        json_array_foreach(content, i, b) {
+            if (!json_is_string(json_object_get(b, "type"))) {
+                weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                          "message.content[%zu]: expected a block with a \"type\"", i);
+                return NULL;
+            }
+        }
+    } else if (!json_is_string(content)) {
+        weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                  "message.content: expected a string or an array of blocks");
+        return NULL;
+    }
+    const char *mid = input_id ? input_id : weir__json_str(m, "id", NULL);
+    char idbuf[64];
+    if (!mid)
+        mid = weir__random_id(idbuf, sizeof idbuf, "in");
+    else if (!*mid) {
+        weir__err(err, WEIR_E_INVAL, NULL, NULL, "input id: must not be empty");
+        return NULL;
+    }
+    json_t *out = json_pack("{s:s}", "role", "user");
+    if (out && json_is_string(content))
+        json_object_set_new(out, "content",
+                            json_pack("[{s:s, s:O}]", "type", "text", "text", content));
+    else if (out)
+        json_object_set_new(out, "content", json_deep_copy(content));
+    if (out && source)
+        json_object_set_new(out, "source", json_deep_copy(source));
+    else if (out)
+        json_object_set_new(out, "source", json_pack("{s:s}", "kind",
+                                                     mode == WEIR_SEND_FOLLOWUP ? "human"
+                                                                                : "steer"));
+    if (out)
+        json_object_set_new(out, "id", json_string(mid));
+    if (!out || !json_object_get(out, "content") || !json_object_get(out, "source") ||
+        !json_object_get(out, "id")) {
+        json_decref(out);
+        weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+        return NULL;
+    }
+    return out;
+}
+
+int weir_agent_send(weir_agent *a, const json_t *message, weir_send_mode mode,
+                    const char *input_id, weir_error *err) {
+    if (!a || !message)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir_agent_send: NULL argument");
+    if (mode != WEIR_SEND_FOLLOWUP && mode != WEIR_SEND_STEER && mode != WEIR_SEND_INJECT)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir_agent_send: invalid mode %d",
+                         (int)mode);
+    json_t *msg = normalize_message(message, mode, input_id, err);
+    if (!msg)
+        return err ? (int)err->code : WEIR_E_INVAL;
+    bool wakes = mode != WEIR_SEND_INJECT;
+    bool next_step = mode != WEIR_SEND_FOLLOWUP;
+    /* Decide "waking after abort" before inserting (reference §5.1): waking
+     * input sent while the running turn is cancelled goes to the next turn. */
+    pthread_mutex_lock(&a->mu);
+    if (wakes && a->state == WEIR__AGENT_RUNNING && weir__signal_cancelled(&a->signal))
+        next_step = false;
+    bool closing = a->closing;
+    pthread_mutex_unlock(&a->mu);
+    if (closing) {
+        json_decref(msg);
+        return weir__err(err, WEIR_E_STATE, NULL, NULL, "agent %s is closing", a->id);
+    }
+    bool dup = false;
+    int rc = weir__inbox_add(a->inbox, msg, next_step, &dup, err);
+    json_decref(msg);
+    if (rc != WEIR_OK)
+        return rc;
+    if (wakes && !dup) {
+        pthread_mutex_lock(&a->mu);
+        a->wake = true;
+        pthread_cond_broadcast(&a->cv);
+        pthread_mutex_unlock(&a->mu);
+    }
+    return WEIR_OK;
+}
+
+int weir_agent_send_text(weir_agent *a, const char *text, weir_send_mode mode,
+                         weir_error *err) {
+    if (!a || !text)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir_agent_send_text: NULL argument");
+    json_t *m = json_pack("{s:s, s:s}", "role", "user", "content", text);
+    if (!m)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory (or text is not UTF-8)");
+    int rc = weir_agent_send(a, m, mode, NULL, err);
+    json_decref(m);
+    return rc;
+}
+
+int weir_agent_cancel(weir_agent *a, const char *cause, bool keep_inbox) {
+    if (!a)
+        return WEIR_E_INVAL;
+    if (!cause)
+        cause = "user";
+    if (strcmp(cause, "user") != 0 && strcmp(cause, "parent") != 0 &&
+        strcmp(cause, "disposed") != 0 && strncmp(cause, "hook:", 5) != 0)
+        return WEIR_E_INVAL;
+    pthread_mutex_lock(&a->mu);
+    if (a->state != WEIR__AGENT_RUNNING) {
+        pthread_mutex_unlock(&a->mu);
+        return WEIR_OK; /* idle cancel is a no-op and arms nothing */
+    }
+    weir__signal_cancel(&a->signal, cause);
+    if (!keep_inbox)
+        a->wake = false;
+    pthread_mutex_unlock(&a->mu);
+    if (!keep_inbox)
+        return weir__inbox_clear(a->inbox, NULL);
+    return WEIR_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Running                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static void status(weir_agent *a, const char *s) {
+    weir__agent_live(a, "agent/status", json_pack("{s:s}", "status", s));
+}
+
+int weir_agent_run_until_idle(weir_agent *a, weir_error *err) {
+    if (!a)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir_agent_run_until_idle: NULL agent");
+    pthread_mutex_lock(&a->mu);
+    while (a->driver_busy) /* another thread drives: wait for it */
+        pthread_cond_wait(&a->cv, &a->mu);
+    a->driver_busy = true;
+    int rc = WEIR_OK;
+    for (;;) {
+        /* never call into the inbox with `mu` held: its observers may cancel */
+        bool closing = a->closing;
+        pthread_mutex_unlock(&a->mu);
+        bool queued = !closing && weir__inbox_count(a->inbox, false) > 0;
+        pthread_mutex_lock(&a->mu);
+        if (a->closing || !(queued || a->wake))
+            break;
+        if (a->state == WEIR__AGENT_IDLE) {
+            a->state = WEIR__AGENT_RUNNING;
+            weir__signal_reset(&a->signal);
+            pthread_mutex_unlock(&a->mu);
+            status(a, "running");
+        } else {
+            weir__signal_reset(&a->signal);
+            pthread_mutex_unlock(&a->mu);
+        }
+        rc = weir__driver_turn(a, err);
+        pthread_mutex_lock(&a->mu);
+        if (rc != WEIR_OK)
+            break;
+    }
+    if (a->state == WEIR__AGENT_RUNNING) {
+        a->state = WEIR__AGENT_IDLE;
+        pthread_mutex_unlock(&a->mu);
+        status(a, "idle");
+        pthread_mutex_lock(&a->mu);
+    }
+    a->driver_busy = false;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    return rc;
+}
+
+json_t *weir_agent_messages(weir_agent *a) { return a ? weir__log_derive(a->log) : NULL; }
+
+int weir__agent_append(weir_agent *a, const char *type, const json_t *data, weir_error *err) {
+    if (!a || !type || !data)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "agent_append: NULL argument");
+    if (!weir__host_event_type(a->host, type, NULL))
+        return weir__err(err, WEIR_E_NOT_FOUND, NULL, NULL,
+                         "agent_append: event type '%s' is not registered by any plugin", type);
+    return weir__log_append(a->log, type, data, NULL, NULL, WEIR_EVENT_IGNORABLE, NULL, err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Streams                                                                   */
+/* ------------------------------------------------------------------------ */
+
+weir__http *weir__stream_http(weir_stream *s) { return s ? s->agent->http : NULL; }
+
+weir_signal *weir__stream_signal(weir_stream *s) { return s ? &s->agent->signal : NULL; }
+
+void weir__stream_frame(weir_stream *s, json_t *frame) {
+    if (!s || !frame) {
+        json_decref(frame);
+        return;
+    }
+    json_object_set_new(frame, "attempt_id", json_string(s->attempt_id));
+    json_object_set_new(frame, "revision", json_integer((json_int_t)s->revision));
+    weir__agent_live(s->agent, "agent/assistant-stream", json_pack("{s:o}", "frame", frame));
+}
+
+int weir__stream_emit(weir_stream *s, json_t *chunk) {
+    if (!s || !json_is_object(chunk) || !json_is_string(json_object_get(chunk, "type"))) {
+        json_decref(chunk);
+        return WEIR_E_INVAL;
+    }
+    if (weir__signal_cancelled(&s->agent->signal)) {
+        json_decref(chunk);
+        return WEIR_E_CANCELLED;
+    }
+    if (s->finished) { /* nothing follows finish */
+        json_decref(chunk);
+        return WEIR_E_STATE;
+    }
+    json_t *c = json_deep_copy(chunk);
+    json_decref(chunk);
+    int64_t now = weir__now_ms();
+    if (!c || json_object_set_new(c, "time", json_integer(now)) != 0 ||
+        json_array_append(s->chunks, c) != 0) {
+        json_decref(c);
+        return WEIR_E_NOMEM;
+    }
+    if (strcmp(json_string_value(json_object_get(c, "type")), "finish") == 0)
+        s->finished = true;
+    size_t index = json_array_size(s->chunks) - 1;
+    if (s->live)
+        weir__stream_frame(s, json_pack("{s:s, s:I, s:I, s:O}", "type", "chunk", "index",
+                                        (json_int_t)index, "time", (json_int_t)now, "chunk", c));
+    json_decref(c);
+    return WEIR_OK;
+}

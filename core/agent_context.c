@@ -1,0 +1,237 @@
+/*
+ * core/agent_context.c - the `agent context` members of weir_api (see
+ * core/agent_context.h): read the surface, commit a surface replacement,
+ * look up logged events and model info, and make one direct model call
+ * (a summarizer's) into a private collector.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "agent.h"
+#include "agent_context.h"
+#include "host_int.h"
+#include "surface.h"
+
+json_t *weir__agent_surface(weir_agent *a) {
+    if (!a)
+        return NULL;
+    const weir__surface *s = weir__log_surface(a->log);
+    size_t n = weir__surface_len(s);
+    json_t *out = json_array();
+    for (size_t i = 0; out && i < n; i++) {
+        const json_t *ev = weir__log_event(a->log, weir__surface_node(s, i));
+        json_t *msg = weir__derive_event_message(ev);
+        json_t *node = json_pack("{s:I, s:s, s:o}", "seq", weir__json_int(ev, "seq", 0), "type",
+                                 weir__json_str(ev, "type", ""), "message",
+                                 msg ? msg : json_null());
+        if (json_array_append_new(out, node) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    return out;
+}
+
+uint64_t weir__agent_replace_generation(weir_agent *a) {
+    return a ? weir__surface_replace_generation(weir__log_surface(a->log)) : 0;
+}
+
+/* New reference: the seqs of the current nodes start_seq..end_seq (by
+ * position), or [start_seq, end_seq] when they are not both current (the
+ * log then names the bad one). */
+static json_t *shadowed_seqs(const weir__surface *s, size_t start_seq, size_t end_seq) {
+    size_t n = weir__surface_len(s), from = n, to = n;
+    for (size_t i = 0; i < n; i++) {
+        if (weir__surface_node(s, i) == start_seq)
+            from = i;
+        if (weir__surface_node(s, i) == end_seq)
+            to = i;
+    }
+    json_t *out = json_array();
+    if (from == n || to == n || from > to) {
+        if (json_array_append_new(out, json_integer((json_int_t)start_seq)) != 0 ||
+            (end_seq != start_seq &&
+             json_array_append_new(out, json_integer((json_int_t)end_seq)) != 0)) {
+            json_decref(out);
+            return NULL;
+        }
+        return out;
+    }
+    for (size_t i = from; out && i <= to; i++) {
+        if (json_array_append_new(out, json_integer((json_int_t)weir__surface_node(s, i))) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    return out;
+}
+
+int weir__agent_surface_replace(weir_agent *a, const char *type, const json_t *data,
+                                size_t start_seq, size_t end_seq, const json_t *source_seqs,
+                                size_t *seq_out, weir_error *err) {
+    if (!a || !type || !json_is_object(data))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "agent_surface_replace: NULL argument");
+    if (strcmp(type, "user/message") != 0 && strcmp(type, "tool/result") != 0)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "agent_surface_replace: type '%s' cannot replace surface nodes "
+                         "(only user/message or tool/result)",
+                         type);
+    json_t *op = json_pack("{s:s, s:I, s:I}", "op", "replace", "start_seq", (json_int_t)start_seq,
+                           "end_seq", (json_int_t)end_seq);
+    json_t *src = source_seqs ? json_incref((json_t *)(uintptr_t)source_seqs)
+                              : shadowed_seqs(weir__log_surface(a->log), start_seq, end_seq);
+    int rc = op && src ? weir__agent_log(a, type, data, op, src, seq_out, err)
+                       : weir__err(err, WEIR_E_NOMEM, NULL, NULL,
+                                   "agent_surface_replace: out of memory");
+    json_decref(op);
+    json_decref(src);
+    return rc;
+}
+
+json_t *weir__agent_last_event(weir_agent *a, const char *type) {
+    if (!a || !type)
+        return NULL;
+    for (size_t seq = weir__log_count(a->log); seq-- > 0;) {
+        const json_t *ev = weir__log_event(a->log, seq);
+        if (strcmp(weir__json_str(ev, "type", ""), type) == 0)
+            return json_deep_copy(ev);
+    }
+    return NULL;
+}
+
+json_t *weir__agent_event(weir_agent *a, size_t seq) {
+    const json_t *ev = a && seq < weir__log_count(a->log) ? weir__log_event(a->log, seq) : NULL;
+    return ev ? json_deep_copy(ev) : NULL;
+}
+
+json_t *weir__agent_model_info(weir_agent *a, const char *provider, const char *model) {
+    if (!a || !provider || !model)
+        return NULL;
+    const weir__provider_entry *pe = weir__host_provider(a->host, provider);
+    return pe && pe->vt.model_info ? pe->vt.model_info(pe->self, model) : NULL;
+}
+
+/* Append `text` to the text block of stream index `index` (created in first
+ * appearance order).  0 or -1 (out of memory). */
+static int add_text(json_t *blocks, json_t *by_index, json_int_t index, const char *text) {
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)index);
+    json_t *b = json_object_get(by_index, key);
+    if (!b) {
+        b = json_pack("{s:s, s:s}", "type", "text", "text", "");
+        if (!b || json_object_set_new(by_index, key, b) != 0 || json_array_append(blocks, b) != 0)
+            return -1;
+    }
+    char *joined = weir__asprintf("%s%s", weir__json_str(b, "text", ""), text);
+    int rc = joined ? json_object_set_new(b, "text", json_string(joined)) : -1;
+    weir__free(joined);
+    return rc;
+}
+
+/* Fold collected chunks into *result (see the header); or fill `err`. */
+static int collect(const char *provider, const json_t *chunks, int stream_rc, json_t **result,
+                   weir_error *err) {
+    json_t *blocks = json_array(), *by_index = json_object();
+    const json_t *usage = NULL, *reason = NULL;
+    int rc = blocks && by_index ? WEIR_OK : WEIR_E_NOMEM;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(chunks, i, c) {
+        if (rc != WEIR_OK)
+            break;
+        const char *type = weir__json_str(c, "type", "");
+        if (strcmp(type, "text-delta") == 0 &&
+            add_text(blocks, by_index, weir__json_int(c, "index", 0),
+                     weir__json_str(c, "text", "")) != 0)
+            rc = WEIR_E_NOMEM;
+        else if (strcmp(type, "usage") == 0)
+            usage = json_object_get(c, "usage");
+        else if (strcmp(type, "finish") == 0)
+            reason = json_object_get(c, "reason");
+    }
+    const char *kind = weir__json_str(reason, "kind", NULL);
+    if (rc != WEIR_OK) {
+        weir__err(err, rc, provider, NULL, "agent_complete: out of memory");
+    } else if (!kind) {
+        rc = weir__err(err, WEIR_E_PROVIDER, provider, NULL,
+                       stream_rc != WEIR_OK
+                           ? "UNKNOWN: provider '%s' failed without a finish chunk"
+                           : "TRANSPORT: provider '%s' ended the stream without a finish chunk",
+                       provider);
+    } else if (strcmp(kind, "error") == 0 || strcmp(kind, "aborted") == 0) {
+        const json_t *f = json_object_get(reason, "failure");
+        rc = weir__err(err, WEIR_E_PROVIDER, provider, NULL, "%s: %s",
+                       weir__json_str(f, "code", "UNKNOWN"),
+                       weir__json_str(f, "message", "the provider finished with an error"));
+    } else {
+        json_t *out = json_pack("{s:{s:s, s:O}, s:s}", "message", "role", "assistant", "content",
+                                blocks, "finish", kind);
+        if (out && json_is_object(usage) &&
+            json_object_set_new(out, "usage", json_deep_copy(usage)) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+        if (!out)
+            rc = weir__err(err, WEIR_E_NOMEM, provider, NULL, "agent_complete: out of memory");
+        *result = out;
+    }
+    json_decref(blocks);
+    json_decref(by_index);
+    return rc;
+}
+
+int weir__agent_complete(weir_agent *a, const json_t *request, weir_signal *signal,
+                         json_t **result, weir_error *err) {
+    if (result)
+        *result = NULL;
+    if (!a || !json_is_object(request) || !result)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "agent_complete: NULL argument");
+    const char *provider = weir__json_str(request, "provider", NULL);
+    if (!provider || !json_is_string(json_object_get(request, "model")) ||
+        !json_is_array(json_object_get(request, "messages")))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "agent_complete: the request needs provider, model and messages");
+    const weir__provider_entry *pe = weir__host_provider(a->host, provider);
+    if (!pe)
+        return weir__err(err, WEIR_E_NOT_FOUND, provider, NULL,
+                         "agent_complete: unknown provider '%s': no plugin row with that id "
+                         "registered a provider",
+                         provider);
+    weir_signal *sig = signal ? signal : &a->signal;
+    if (weir__signal_cancelled(sig))
+        return weir__err(err, WEIR_E_CANCELLED, provider, NULL, "agent_complete: cancelled");
+    json_t *config = json_deep_copy(request);
+    if (!config)
+        return weir__err(err, WEIR_E_NOMEM, provider, NULL, "agent_complete: out of memory");
+    json_object_del(config, "messages");
+    json_object_del(config, "tools");
+    void *call = NULL;
+    weir_error pe_err;
+    weir_error_clear(&pe_err);
+    int rc = pe->vt.prepare_call ? pe->vt.prepare_call(pe->self, config, sig, &call, &pe_err)
+                                 : WEIR_OK;
+    json_decref(config);
+    if (rc != WEIR_OK)
+        return weir__err(err, WEIR_E_PROVIDER, provider, NULL,
+                         "UNKNOWN: provider '%s' prepare_call failed: %s", provider,
+                         pe_err.text[0] ? pe_err.text : weir_strerror(rc));
+    weir_stream st;
+    memset(&st, 0, sizeof st);
+    st.agent = a;
+    st.live = false; /* a private collector: no agent/assistant-stream frames */
+    st.chunks = json_array();
+    snprintf(st.attempt_id, sizeof st.attempt_id, "%s:complete", a->id);
+    int src = WEIR_E_NOMEM;
+    if (st.chunks)
+        src = pe->vt.stream(pe->self, call, request, &st);
+    if (pe->vt.release_call)
+        pe->vt.release_call(pe->self, call);
+    if (!st.chunks)
+        return weir__err(err, WEIR_E_NOMEM, provider, NULL, "agent_complete: out of memory");
+    if (weir__signal_cancelled(sig) || weir__signal_cancelled(&a->signal))
+        rc = weir__err(err, WEIR_E_CANCELLED, provider, NULL, "agent_complete: cancelled");
+    else
+        rc = collect(provider, st.chunks, src, result, err);
+    json_decref(st.chunks);
+    return rc;
+}

@@ -1,0 +1,61 @@
+/*
+ * core/agent_context.h - what a plugin may read and change of an agent's
+ * model context (the `agent context` members of weir_api, used by
+ * compaction): the current surface, surface replacements, the last logged
+ * event of a type, model info and a direct, unlogged model call.
+ * Owner: core/agent_context.c.  Everything here runs on the agent's driver
+ * thread (where its hooks run) unless said otherwise.
+ */
+#ifndef WEIR_CORE_AGENT_CONTEXT_H
+#define WEIR_CORE_AGENT_CONTEXT_H
+
+#include "common.h"
+
+/*
+ * New reference: [{seq, type, message|null}] for the current surface nodes in
+ * order; message is a copy of the node's derived message (null when the
+ * node contributes none).  NULL on NULL agent or out of memory.
+ */
+json_t *weir__agent_surface(weir_agent *agent);
+
+/* Committed surface replacements of the agent's log; 0 for NULL. */
+uint64_t weir__agent_replace_generation(weir_agent *agent);
+
+/*
+ * Append one `type` ("user/message" | "tool/result") event with `data`
+ * (borrowed) and surface_op {op:"replace", start_seq, end_seq}.
+ * `source_seqs` (borrowed, may be NULL: the replaced nodes) as the log wants
+ * it.  WEIR_E_INVAL on bad arguments, WEIR_E_LOG_REJECTED (nothing changed)
+ * when the log refuses it, WEIR_E_IO/NOMEM.  *seq_out may be NULL.
+ */
+int weir__agent_surface_replace(weir_agent *agent, const char *type, const json_t *data,
+                                size_t start_seq, size_t end_seq, const json_t *source_seqs,
+                                size_t *seq_out, weir_error *err);
+
+/* New reference: a deep copy of the last envelope of `type`, or NULL. */
+json_t *weir__agent_last_event(weir_agent *agent, const char *type);
+
+/* New reference: a deep copy of envelope `seq`, or NULL when out of range. */
+json_t *weir__agent_event(weir_agent *agent, size_t seq);
+
+/*
+ * New reference: the model_info of provider row `provider` for `model`
+ * ({context_window, max_output}), or NULL when unknown.  Thread-safe as the
+ * provider is.
+ */
+json_t *weir__agent_model_info(weir_agent *agent, const char *provider, const char *model);
+
+/*
+ * One direct model call for `request` (borrowed {provider, model,
+ * max_tokens?, messages, tools?}): prepare_call with the request minus
+ * messages/tools as config, stream into a private, non-live collector,
+ * release.  Nothing is logged and no hook runs.  On WEIR_OK *result is new:
+ * {message:{role:"assistant", content:[text blocks]}, usage?, finish}.
+ * Errors: WEIR_E_INVAL, WEIR_E_NOT_FOUND (unknown provider), WEIR_E_PROVIDER
+ * (prepare_call failed or the stream failed: err->text starts with the
+ * failure code), WEIR_E_CANCELLED, WEIR_E_NOMEM.
+ */
+int weir__agent_complete(weir_agent *agent, const json_t *request, weir_signal *signal,
+                         json_t **result, weir_error *err);
+
+#endif

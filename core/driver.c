@@ -1,0 +1,1157 @@
+/*
+ * core/driver.c - the turn/step lifecycle, in exactly the order of DESIGN §3:
+ *
+ *   turn/start; claim; system-prompt/assemble; agent/pre-step; step/start;
+ *   attempts (agent/request, prepare_call, admission, derive + freeze,
+ *   llm/stream, assistant/message | assistant/attempt + agent/request-error);
+ *   tools; step/end; continuation (agent/turn-stopping, claim, pre-step);
+ *   turn/end.
+ *
+ * Runs on the driver's thread (weir_agent_run_until_idle).  Every await
+ * point checks the turn's signal.  A function returning an error status
+ * means the log could not be written; everything else ends the turn with a
+ * reason and returns WEIR_OK.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "failure.h"
+#include "host_int.h"
+#include "surface.h"
+#include "tools.h"
+
+typedef struct turn_ctx {
+    weir_agent *a;
+    int turn, step;
+    json_t *assembly;  /* the turn's assembly (owned) */
+    char *system_text; /* rendered system prompt (owned) */
+    bool max_tokens;   /* sticky over the turn */
+    bool step_open;    /* step/start logged without its step/end */
+    json_t *reason;    /* the turn/end reason once decided (owned) */
+    weir_error *err;   /* fatal errors */
+} turn_ctx;
+
+/* Outcome of one step. */
+typedef struct step_out {
+    bool ends; /* the step ended the turn (no tool calls, concluded, max tokens) */
+} step_out;
+
+static bool cancelled(const turn_ctx *t) { return weir__signal_cancelled(&t->a->signal); }
+
+static void set_reason(turn_ctx *t, json_t *reason) {
+    if (t->reason) { /* the first reason decided stands */
+        json_decref(reason);
+        return;
+    }
+    t->reason = reason ? reason : json_pack("{s:s}", "kind", "error");
+}
+
+static void set_aborted(turn_ctx *t) {
+    set_reason(t, json_pack("{s:s, s:s}", "kind", "aborted", "cause",
+                            weir__signal_cause(&t->a->signal)));
+}
+
+/* New reference: {code, message, provider?}. */
+static json_t *unknown_failure(const char *provider, const char *what, const weir_error *e) {
+    return weir__failure_new(provider, "UNKNOWN", "%s%s%s", what, e && e->text[0] ? ": " : "",
+                             e && e->text[0] ? e->text : "");
+}
+
+/* agent/error (live) and the turn ends with {kind:"error", error}. Steals `failure`. */
+static void fail_turn(turn_ctx *t, json_t *failure) {
+    json_t *data = json_pack("{s:i, s:i, s:O}", "turn", t->turn, "step", t->step, "error",
+                             failure);
+    weir__agent_live(t->a, "agent/error", data);
+    set_reason(t, json_pack("{s:s, s:o}", "kind", "error", "error", failure));
+}
+
+/* A hook failed: report it and end the turn with UNKNOWN. */
+static void hook_failed(turn_ctx *t, const char *hook, const weir_error *e) {
+    fail_turn(t, weir__failure_new(NULL, "UNKNOWN", "%s failed: %s", hook,
+                                   e->text[0] ? e->text : weir_strerror((int)e->code)));
+}
+
+static int log_event(turn_ctx *t, const char *type, json_t *data, const json_t *op,
+                     const json_t *sources, size_t *seq) {
+    if (!data) {
+        return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory building %s", type);
+    }
+    int rc = weir__agent_log(t->a, type, data, op, sources, seq, t->err);
+    json_decref(data);
+    return rc;
+}
+
+static json_t *hook_args(const turn_ctx *t) {
+    return json_pack("{s:s, s:i, s:i}", "agent", t->a->id, "turn", t->turn, "step", t->step);
+}
+
+static json_t *invoke(turn_ctx *t, const char *hook, const json_t *args,
+                      weir__hook_default_fn dflt, void *ctx, weir_error *e) {
+    weir_error_clear(e);
+    if (!args) {
+        weir__err(e, WEIR_E_NOMEM, NULL, hook, "out of memory");
+        return NULL;
+    }
+    return weir__hook_invoke(t->a->hooks, hook, t->a, &t->a->signal, args, dflt, ctx, e);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Claim, assembly, pre-step                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Claim input; consumes the wake latch first (later input re-arms it). */
+static int claim(turn_ctx *t, bool turn_boundary, json_t **claimed) {
+    pthread_mutex_lock(&t->a->mu);
+    t->a->wake = false;
+    pthread_mutex_unlock(&t->a->mu);
+    return weir__inbox_claim(t->a->inbox, turn_boundary, t->turn, claimed, t->err);
+}
+
+static json_t *assemble_default(weir_call *call, const json_t *args, void *ctx) {
+    (void)call;
+    (void)ctx;
+    return json_incref(json_object_get(args, "assembly"));
+}
+
+/* Append `s` with {{name}} replaced by string/number variables. */
+static int render_text(json_t *out_parts, const char *s, const json_t *vars) {
+    size_t cap = strlen(s) + 1, len = 0;
+    char *buf = weir__malloc(cap);
+    if (!buf)
+        return -1;
+    while (*s) {
+        const char *open = strstr(s, "{{");
+        const char *close = open ? strstr(open + 2, "}}") : NULL;
+        const json_t *v = NULL;
+        char name[128];
+        size_t nlen = close ? (size_t)(close - open - 2) : 0;
+        if (close && nlen > 0 && nlen < sizeof name) {
+            memcpy(name, open + 2, nlen);
+            name[nlen] = '\0';
+            v = json_object_get(vars, name);
+        }
+        size_t lit = open ? (size_t)(open - s) : strlen(s);
+        char *val = NULL;
+        if (v && (json_is_string(v) || json_is_number(v)))
+            val = json_is_string(v) ? weir__strdup(json_string_value(v)) : weir__json_dump(v);
+        else
+            lit = open ? lit + 2 : lit; /* keep "{{" literally and go on after it */
+        size_t vlen = val ? strlen(val) : 0;
+        char *nb = weir__realloc(buf, cap + lit + vlen + 1);
+        if (!nb) {
+            weir__free(buf);
+            if (val)
+                free(val);
+            return -1;
+        }
+        buf = nb;
+        cap += lit + vlen + 1;
+        memcpy(buf + len, s, lit);
+        len += lit;
+        if (val) {
+            memcpy(buf + len, val, vlen);
+            len += vlen;
+            s = close + 2;
+            if (json_is_string(v))
+                weir__free(val);
+            else
+                free(val);
+        } else {
+            s += lit;
+        }
+    }
+    buf[len] = '\0';
+    int rc = json_array_append_new(out_parts, json_string(buf));
+    weir__free(buf);
+    return rc;
+}
+
+/* Render the assembly: non-empty sections by ascending order (stable). */
+static char *render_system(const json_t *assembly) {
+    const json_t *sections = json_object_get(assembly, "sections");
+    const json_t *vars = json_object_get(assembly, "variables");
+    size_t n = json_array_size(sections);
+    size_t *idx = weir__calloc(n ? n : 1, sizeof *idx);
+    json_t *parts = json_array();
+    char *out = NULL;
+    if (!idx || !parts)
+        goto done;
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
+    for (size_t i = 1; i < n; i++) { /* stable insertion sort by order */
+        size_t k = idx[i], j = i;
+        json_int_t ok = weir__json_int(json_array_get(sections, k), "order", 0);
+        while (j > 0 && weir__json_int(json_array_get(sections, idx[j - 1]), "order", 0) > ok) {
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = k;
+    }
+    size_t total = 1;
+    for (size_t i = 0; i < n; i++) {
+        const char *text = weir__json_str(json_array_get(sections, idx[i]), "text", "");
+        if (!*text)
+            continue;
+        if (render_text(parts, text, vars) != 0)
+            goto done;
+        total += strlen(json_string_value(json_array_get(parts, json_array_size(parts) - 1))) + 2;
+    }
+    out = weir__malloc(total);
+    if (!out)
+        goto done;
+    out[0] = '\0';
+    size_t i;
+    json_t *p;
+    json_array_foreach(parts, i, p) {
+        if (i)
+            strcat(out, "\n\n");
+        strcat(out, json_string_value(p));
+    }
+done:
+    weir__free(idx);
+    json_decref(parts);
+    return out;
+}
+
+/* system-prompt/assemble; false when the turn ended (reason set). */
+static bool assemble(turn_ctx *t) {
+    weir_error e;
+    json_t *tools = weir__tools_schemas(weir__host_tools(t->a->host));
+    json_t *args = hook_args(t);
+    if (args && tools)
+        json_object_set_new(args, "assembly",
+                            json_pack("{s:[], s:O, s:{}}", "sections", "tools", tools,
+                                      "variables"));
+    json_decref(tools);
+    json_t *res = invoke(t, "system-prompt/assemble", args, assemble_default, NULL, &e);
+    json_decref(args);
+    if (!json_is_object(res) || !json_is_array(json_object_get(res, "sections"))) {
+        if (res)
+            weir__err(&e, WEIR_E_HOOK_RESULT, NULL, "system-prompt/assemble",
+                      "expected an assembly object with sections");
+        json_decref(res);
+        hook_failed(t, "system-prompt/assemble", &e);
+        return false;
+    }
+    char *text = render_system(res);
+    if (!text) {
+        json_decref(res);
+        weir__err(&e, WEIR_E_NOMEM, NULL, NULL, "out of memory rendering the system prompt");
+        hook_failed(t, "system-prompt/assemble", &e);
+        return false;
+    }
+    json_decref(t->assembly);
+    weir__free(t->system_text);
+    t->assembly = res;
+    t->system_text = text;
+    return true;
+}
+
+static json_t *pre_step_default(weir_call *call, const json_t *args, void *ctx) {
+    (void)call;
+    (void)ctx;
+    return json_pack("{s:s, s:O}", "kind", "enter", "messages",
+                     json_object_get(args, "messages"));
+}
+
+/* Normalize the entered messages: user role, content blocks, id, source. */
+static json_t *entered_messages(const json_t *msgs, weir_error *e) {
+    json_t *out = json_array();
+    size_t i;
+    const json_t *m;
+    json_array_foreach(msgs, i, m) {
+        if (!json_is_object(m) || strcmp(weir__json_str(m, "role", ""), "user") != 0) {
+            weir__err(e, WEIR_E_HOOK_RESULT, NULL, "agent/pre-step",
+                      "messages[%zu]: expected a user message", i);
+            json_decref(out);
+            return NULL;
+        }
+        json_t *c = json_deep_copy(m);
+        const json_t *content = json_object_get(c, "content");
+        if (c && json_is_string(content))
+            json_object_set_new(c, "content", json_pack("[{s:s, s:O}]", "type", "text", "text",
+                                                        content));
+        else if (c && !json_is_array(content)) {
+            weir__err(e, WEIR_E_HOOK_RESULT, NULL, "agent/pre-step",
+                      "messages[%zu].content: expected an array of blocks", i);
+            json_decref(c);
+            json_decref(out);
+            return NULL;
+        }
+        char idbuf[64];
+        if (c && !json_is_string(json_object_get(c, "id")))
+            json_object_set_new(c, "id", json_string(weir__random_id(idbuf, sizeof idbuf, "in")));
+        if (c && !json_is_object(json_object_get(c, "source")))
+            json_object_set_new(c, "source", json_pack("{s:s}", "kind", "human"));
+        if (!out || !c || json_array_append_new(out, c) != 0) {
+            weir__err(e, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+typedef enum pre_kind { PRE_ENTER, PRE_STOPPED } pre_kind;
+
+/* agent/pre-step.  PRE_ENTER fills *entered (new) and *series. */
+static pre_kind pre_step(turn_ctx *t, const json_t *claimed, json_t **entered, bool *series) {
+    weir_error e;
+    json_t *args = json_pack("{s:s, s:i, s:i, s:O}", "agent", t->a->id, "turn", t->turn, "step",
+                             t->step + 1, "messages", claimed);
+    json_t *res = invoke(t, "agent/pre-step", args, pre_step_default, NULL, &e);
+    json_decref(args);
+    if (!res) {
+        hook_failed(t, "agent/pre-step", &e);
+        return PRE_STOPPED;
+    }
+    const char *kind = weir__json_str(res, "kind", "");
+    if (strcmp(kind, "reject") == 0) {
+        json_decref(res);
+        set_reason(t, json_pack("{s:s}", "kind", "blocked"));
+        return PRE_STOPPED;
+    }
+    const json_t *msgs = json_object_get(res, "messages");
+    if (strcmp(kind, "enter") != 0 || !json_is_array(msgs)) {
+        weir__err(&e, WEIR_E_HOOK_RESULT, NULL, "agent/pre-step",
+                  "expected {kind:\"reject\"} or {kind:\"enter\", messages:[...]}");
+        json_decref(res);
+        hook_failed(t, "agent/pre-step", &e);
+        return PRE_STOPPED;
+    }
+    *entered = entered_messages(msgs, &e);
+    *series = json_is_true(json_object_get(res, "starts_request_series"));
+    json_decref(res);
+    if (!*entered) {
+        hook_failed(t, "agent/pre-step", &e);
+        return PRE_STOPPED;
+    }
+    return PRE_ENTER;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Admission                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Text of a system message event's content, joined (borrowed into buf). */
+static char *event_system_text(const json_t *event) {
+    const json_t *content = json_object_get(json_object_get(json_object_get(event, "data"),
+                                                            "message"),
+                                            "content");
+    json_t *parts = json_array();
+    size_t i, total = 1;
+    const json_t *b;
+    json_array_foreach(content, i, b) {
+        const char *s = weir__json_str(b, "text", NULL);
+        if (s && parts) {
+            json_array_append_new(parts, json_string(s));
+            total += strlen(s);
+        }
+    }
+    char *out = weir__malloc(total);
+    if (out) {
+        out[0] = '\0';
+        json_t *p;
+        json_array_foreach(parts, i, p) strcat(out, json_string_value(p));
+    }
+    json_decref(parts);
+    return out;
+}
+
+/* system/message reconciliation against the head surface node. */
+static int reconcile_system(turn_ctx *t) {
+    const weir__surface *s = weir__log_surface(t->a->log);
+    size_t len = s ? weir__surface_len(s) : 0;
+    const json_t *head = len ? weir__log_event(t->a->log, weir__surface_node(s, 0)) : NULL;
+    bool head_is_system = head && strcmp(weir__json_str(head, "type", ""), "system/message") == 0;
+    const char *text = t->system_text ? t->system_text : "";
+    if (!head_is_system) {
+        if (!*text || len > 0) /* only a fresh history gets a head node */
+            return WEIR_OK;
+        json_t *data = json_pack("{s:i, s:i, s:{s:s, s:[{s:s, s:s}]}}", "turn", t->turn, "step",
+                                 t->step, "message", "role", "system", "content", "type", "text",
+                                 "text", text);
+        json_t *op = json_string("append");
+        int rc = op ? log_event(t, "system/message", data, op, NULL, NULL)
+                    : (json_decref(data), weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "oom"));
+        json_decref(op);
+        return rc;
+    }
+    char *cur = event_system_text(head);
+    if (!cur)
+        return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    bool same = strcmp(cur, text) == 0;
+    weir__free(cur);
+    if (same)
+        return WEIR_OK;
+    json_int_t seq = weir__json_int(head, "seq", 0);
+    json_t *data = *text ? json_pack("{s:i, s:i, s:{s:s, s:[{s:s, s:s}]}}", "turn", t->turn,
+                                     "step", t->step, "message", "role", "system", "content",
+                                     "type", "text", "text", text)
+                         : json_pack("{s:i, s:i, s:{s:s, s:[]}}", "turn", t->turn, "step",
+                                     t->step, "message", "role", "system", "content");
+    json_t *op = json_pack("{s:s, s:I, s:I}", "op", "replace", "start_seq", seq, "end_seq", seq);
+    json_t *src = json_pack("[I]", seq);
+    int rc = op && src ? log_event(t, "system/message", data, op, src, NULL)
+                       : (json_decref(data), weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "oom"));
+    json_decref(op);
+    json_decref(src);
+    return rc;
+}
+
+static int admit_users(turn_ctx *t, const json_t *entered) {
+    json_t *op = json_string("append");
+    if (!op)
+        return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    size_t i;
+    const json_t *m;
+    int rc = WEIR_OK;
+    json_array_foreach(entered, i, m) {
+        rc = log_event(t, "user/message",
+                       json_pack("{s:i, s:i, s:O}", "turn", t->turn, "step", t->step, "message", m),
+                       op, NULL, NULL);
+        if (rc != WEIR_OK)
+            break;
+    }
+    json_decref(op);
+    return rc;
+}
+
+/* request/header when changed (or first of this instance), request/context when changed. */
+static int admit_header(turn_ctx *t, const json_t *config, const weir__provider_entry *pe,
+                        bool series) {
+    weir_agent *a = t->a;
+    json_t *header = json_pack("{s:O}", "config", config);
+    const json_t *tools = json_object_get(t->assembly, "tools");
+    if (header && json_array_size(tools) > 0)
+        json_object_set_new(header, "tools", json_deep_copy(tools));
+    if (!header)
+        return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    const json_t *last = weir__log_request_header(a->log);
+    bool changed = !weir__json_equal(last, header);
+    const char *reason = NULL;
+    if (!a->requested)
+        reason = a->resumed ? "resume" : "initial";
+    else if (changed)
+        reason = "change";
+    else if (series)
+        reason = "series";
+    int rc = WEIR_OK;
+    if (reason) {
+        json_t *data = json_pack("{s:O, s:s}", "header", header, "reason", reason);
+        if (data && series && a->requested && changed)
+            json_object_set_new(data, "starts_series", json_true());
+        rc = log_event(t, "request/header", data, NULL, NULL, NULL);
+    }
+    json_decref(header);
+    if (rc != WEIR_OK)
+        return rc;
+    const char *provider = weir__json_str(config, "provider", "");
+    const char *model = weir__json_str(config, "model", "");
+    json_t *ctx = json_pack("{s:s, s:s}", "provider", provider, "model", model);
+    json_t *info = pe->vt.model_info ? pe->vt.model_info(pe->self, model) : NULL;
+    json_t *cw = json_object_get(info, "context_window");
+    if (ctx && json_is_integer(cw))
+        json_object_set(ctx, "context_window", cw);
+    json_decref(info);
+    if (!ctx)
+        return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    if (weir__json_equal(weir__log_request_context(a->log), ctx)) {
+        json_decref(ctx);
+        return WEIR_OK;
+    }
+    return log_event(t, "request/context", ctx, NULL, NULL, NULL);
+}
+
+/* The frozen request: header config + messages + header tools.  New reference. */
+static json_t *build_request(const json_t *header, json_t *messages) {
+    json_t *req = json_deep_copy(json_object_get(header, "config"));
+    const json_t *tools = json_object_get(header, "tools");
+    if (!req || !messages || json_object_set(req, "messages", messages) != 0 ||
+        (tools && json_object_set_new(req, "tools", json_deep_copy(tools)) != 0)) {
+        json_decref(req);
+        return NULL;
+    }
+    return req;
+}
+
+/* Model-visible means logged: the request equals a fresh fold of the log. */
+static void check_request(turn_ctx *t, const json_t *req) {
+    weir__surface *s = NULL;
+    weir__log *log = t->a->log;
+    if (weir__surface_create(&s) != WEIR_OK)
+        return;
+    size_t n = weir__log_count(log);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *ev = weir__log_event(log, i);
+        if (weir__is_surface_type(weir__json_str(ev, "type", "")))
+            weir__surface_apply(s, ev);
+    }
+    json_t *msgs = weir__surface_derive(s);
+    json_t *fresh = build_request(weir__log_request_header(log), msgs);
+    char *x = weir__json_dump(req), *y = weir__json_dump(fresh);
+    if (x && y && strcmp(x, y) != 0) {
+        fprintf(stderr,
+                "weir: model-visible means logged violated in %s (turn %d, step %d)\n"
+                "  request: %s\n  derived: %s\n",
+                weir__log_path(log), t->turn, t->step, x, y);
+        abort();
+    }
+    free(x);
+    free(y);
+    json_decref(fresh);
+    json_decref(msgs);
+    weir__surface_destroy(s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* One attempt                                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct attempt_ctx {
+    const weir__provider_entry *pe;
+    void *call;
+    weir_stream stream;
+    bool default_ran;
+    int provider_rc;
+} attempt_ctx;
+
+static json_t *stream_default(weir_call *call, const json_t *args, void *ctx) {
+    (void)call;
+    attempt_ctx *ac = ctx;
+    if (ac->default_ran) /* a listener called next() twice: replay what we have */
+        return json_incref(ac->stream.chunks);
+    ac->default_ran = true;
+    ac->provider_rc = ac->pe->vt.stream(ac->pe->self, ac->call, json_object_get(args, "request"),
+                                        &ac->stream);
+    return json_incref(ac->stream.chunks);
+}
+
+/* The assistant message assembled from chunks. */
+typedef struct assembled {
+    json_t *message;  /* {role:"assistant", content:[...]} */
+    json_t *usage;    /* borrowed from a chunk, or NULL */
+    json_t *calls;    /* [{id,name,arguments}] */
+    const char *finish; /* finish kind or NULL */
+    json_t *failure;  /* borrowed failure of an error/aborted finish, or NULL */
+    bool visible;     /* non-empty text or reasoning */
+} assembled;
+
+static json_t *block_for(json_t *blocks, json_t *order, json_int_t index, const char *type) {
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)index);
+    json_t *b = json_object_get(blocks, key);
+    if (b)
+        return b;
+    if (!strcmp(type, "tool_call"))
+        b = json_pack("{s:s, s:s, s:s, s:s}", "type", "tool_call", "id", "", "name", "",
+                      "arguments", "");
+    else
+        b = json_pack("{s:s, s:s}", "type", type, "text", "");
+    if (!b || json_object_set_new(blocks, key, b) != 0 ||
+        json_array_append_new(order, json_string(key)) != 0)
+        return NULL;
+    return b;
+}
+
+static int append_str(json_t *obj, const char *key, const char *more) {
+    const char *cur = weir__json_str(obj, key, "");
+    char *s = weir__asprintf("%s%s", cur, more);
+    int rc = s ? json_object_set_new(obj, key, json_string(s)) : -1;
+    weir__free(s);
+    return rc;
+}
+
+/* Fold chunks into a message.  `with_calls`: keep tool_call blocks (never
+ * kept from a max-tokens finish). */
+static int assemble_message(const json_t *chunks, bool with_calls, assembled *out) {
+    memset(out, 0, sizeof *out);
+    json_t *blocks = json_object(), *order = json_array();
+    int rc = blocks && order ? 0 : -1;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(chunks, i, c) {
+        if (rc != 0)
+            break;
+        const char *type = weir__json_str(c, "type", "");
+        json_int_t index = weir__json_int(c, "index", 0);
+        json_t *b = NULL;
+        if (!strcmp(type, "block-start")) {
+            const char *bt = weir__json_str(c, "block_type", "text");
+            if (strcmp(bt, "text") && strcmp(bt, "reasoning") && strcmp(bt, "tool_call"))
+                continue;
+            rc = block_for(blocks, order, index, bt) ? 0 : -1;
+        } else if (!strcmp(type, "text-delta") || !strcmp(type, "reasoning-delta")) {
+            b = block_for(blocks, order, index, type[0] == 't' ? "text" : "reasoning");
+            rc = b ? append_str(b, "text", weir__json_str(c, "text", "")) : -1;
+        } else if (!strcmp(type, "tool-call-delta")) {
+            b = block_for(blocks, order, index, "tool_call");
+            if (!b) {
+                rc = -1;
+                continue;
+            }
+            const char *id = weir__json_str(c, "id", NULL), *name = weir__json_str(c, "name", NULL);
+            if (id && *id)
+                json_object_set_new(b, "id", json_string(id));
+            if (name && *name)
+                json_object_set_new(b, "name", json_string(name));
+            rc = append_str(b, "arguments", weir__json_str(c, "arguments_delta", ""));
+        } else if (!strcmp(type, "usage")) {
+            out->usage = json_object_get(c, "usage");
+        } else if (!strcmp(type, "finish")) {
+            const json_t *reason = json_object_get(c, "reason");
+            out->finish = weir__json_str(reason, "kind", NULL);
+            out->failure = json_object_get(reason, "failure");
+        }
+    }
+    if (out->finish && !strcmp(out->finish, "max-tokens"))
+        with_calls = false; /* never dispatched: keep the history free of dangling calls */
+    json_t *content = json_array();
+    out->calls = json_array();
+    if (rc != 0 || !content || !out->calls)
+        goto fail;
+    json_t *k;
+    json_array_foreach(order, i, k) {
+        json_t *b = json_object_get(blocks, json_string_value(k));
+        const char *bt = weir__json_str(b, "type", "");
+        if (!strcmp(bt, "tool_call")) {
+            if (!with_calls)
+                continue;
+            if (!*weir__json_str(b, "arguments", ""))
+                json_object_set_new(b, "arguments", json_string("{}"));
+            if (json_array_append_new(out->calls,
+                                      json_pack("{s:O, s:O, s:O}", "id", json_object_get(b, "id"),
+                                                "name", json_object_get(b, "name"), "arguments",
+                                                json_object_get(b, "arguments"))) != 0)
+                goto fail;
+        } else if (!*weir__json_str(b, "text", "")) {
+            continue; /* empty text/reasoning blocks carry nothing */
+        } else {
+            out->visible = true;
+        }
+        if (json_array_append(content, b) != 0)
+            goto fail;
+    }
+    out->message = json_pack("{s:s, s:o}", "role", "assistant", "content", content);
+    content = NULL;
+    if (!out->message)
+        goto fail;
+    json_decref(blocks);
+    json_decref(order);
+    return 0;
+fail:
+    json_decref(content);
+    json_decref(blocks);
+    json_decref(order);
+    json_decref(out->calls);
+    out->calls = NULL;
+    return -1;
+}
+
+/* Commit the attempt's settlement and send the committed end frame. */
+static int settle(turn_ctx *t, attempt_ctx *ac, const char *type, json_t *data) {
+    size_t seq = 0;
+    const json_t *op = NULL;
+    json_t *append = NULL;
+    if (!strcmp(type, "assistant/message")) {
+        append = json_string("append");
+        op = append;
+    }
+    int rc = log_event(t, type, data, op, NULL, &seq);
+    json_decref(append);
+    if (rc == WEIR_OK)
+        weir__stream_frame(&ac->stream,
+                           json_pack("{s:s, s:I, s:{s:s, s:s, s:I}}", "type", "end", "index",
+                                     (json_int_t)json_array_size(ac->stream.chunks), "outcome",
+                                     "kind", "committed", "event_type", type, "seq",
+                                     (json_int_t)seq));
+    return rc;
+}
+
+typedef enum attempt_result {
+    ATTEMPT_OK,      /* assistant/message committed; *out filled */
+    ATTEMPT_RETRY,   /* failed, a listener asked for a retry */
+    ATTEMPT_STOPPED  /* the turn ends (reason set) */
+} attempt_result;
+
+/*
+ * Everything after prepare_call: admission, derive and freeze, llm/stream,
+ * settlement.  `chunks` receives the final stream (new), or NULL when the
+ * llm/stream middleware failed (then `mw` says why and the status is OK).
+ */
+static int stream_attempt(turn_ctx *t, attempt_ctx *ac, const json_t *config, bool first,
+                          const json_t *entered, bool series, json_t **chunks,
+                          weir_error *mw) {
+    weir_agent *a = t->a;
+    int rc = reconcile_system(t);
+    if (rc == WEIR_OK && first)
+        rc = admit_users(t, entered);
+    if (rc == WEIR_OK)
+        rc = admit_header(t, config, ac->pe, series && first);
+    if (rc == WEIR_OK)
+        rc = weir__log_checkpoint(a->log, t->err);
+    if (rc != WEIR_OK)
+        return rc;
+    a->requested = true;
+    json_t *msgs = weir__log_derive(a->log);
+    json_t *req = build_request(weir__log_request_header(a->log), msgs);
+    json_decref(msgs);
+    if (!req)
+        return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory deriving the request");
+    if (weir__agent_check_requests())
+        check_request(t, req);
+
+    a->attempts++;
+    ac->stream.agent = a;
+    ac->stream.live = true;
+    ac->stream.revision = ++a->revision;
+    ac->stream.chunks = json_array();
+    snprintf(ac->stream.attempt_id, sizeof ac->stream.attempt_id, "%s:%lu", a->id, a->attempts);
+    weir__stream_frame(&ac->stream, json_pack("{s:s, s:i, s:i}", "type", "start", "turn",
+                                              t->turn, "step", t->step));
+    json_t *args = hook_args(t);
+    if (args)
+        json_object_set(args, "request", req);
+    *chunks = NULL;
+    if (!ac->stream.chunks) {
+        json_decref(args);
+        json_decref(req);
+        return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    }
+    json_t *res = invoke(t, "llm/stream", args, stream_default, ac, mw);
+    json_decref(args);
+    json_decref(req);
+    if (res && !json_is_array(res)) {
+        weir__err(mw, WEIR_E_HOOK_RESULT, NULL, "llm/stream", "expected an array of chunks");
+        json_decref(res);
+        res = NULL;
+    }
+    if (!res)
+        return WEIR_OK;
+    if (res != ac->stream.chunks) { /* a listener produced its own stream: replay it live */
+        json_t *copy = json_deep_copy(res);
+        json_decref(res);
+        if (!copy)
+            return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+        if (ac->default_ran) {
+            weir__stream_frame(&ac->stream,
+                               json_pack("{s:s, s:I, s:{s:s}}", "type", "end", "index",
+                                         (json_int_t)json_array_size(ac->stream.chunks),
+                                         "outcome", "kind", "abandoned"));
+            ac->stream.revision = ++a->revision;
+            weir__stream_frame(&ac->stream, json_pack("{s:s, s:i, s:i}", "type", "start", "turn",
+                                                      t->turn, "step", t->step));
+        }
+        size_t i;
+        json_t *c;
+        json_array_foreach(copy, i, c) {
+            if (!json_is_object(c))
+                continue;
+            if (!json_object_get(c, "time"))
+                json_object_set_new(c, "time", json_integer(weir__now_ms()));
+            weir__stream_frame(&ac->stream,
+                               json_pack("{s:s, s:I, s:O, s:O}", "type", "chunk", "index",
+                                         (json_int_t)i, "time", json_object_get(c, "time"),
+                                         "chunk", c));
+        }
+        json_decref(ac->stream.chunks);
+        ac->stream.chunks = json_incref(copy);
+        res = copy;
+    }
+    *chunks = res;
+    return WEIR_OK;
+}
+
+/* Agent options on this instance's first request, the logged header's config after. */
+static json_t *request_default(weir_call *call, const json_t *args, void *ctx) {
+    (void)call;
+    (void)args;
+    weir_agent *a = ctx;
+    const json_t *h = weir__log_request_header(a->log);
+    return json_deep_copy(a->requested && h ? json_object_get(h, "config") : a->options);
+}
+
+/* One attempt of the step.  On ATTEMPT_OK, *msg / *calls / *finish are filled (new). */
+static int run_attempt(turn_ctx *t, bool first, const json_t *entered, bool series,
+                       json_t *prior, attempt_result *result, json_t **msg, json_t **calls,
+                       bool *max_tokens) {
+    weir_agent *a = t->a;
+    weir_error e;
+    *result = ATTEMPT_STOPPED;
+    json_t *args = hook_args(t);
+    json_t *config = invoke(t, "agent/request", args, request_default, a, &e);
+    json_decref(args);
+    if (config && !json_is_object(config)) {
+        weir__err(&e, WEIR_E_HOOK_RESULT, NULL, "agent/request", "expected a call config object");
+        json_decref(config);
+        config = NULL;
+    }
+    if (!config) {
+        hook_failed(t, "agent/request", &e);
+        return WEIR_OK;
+    }
+    const char *provider = weir__json_str(config, "provider", NULL);
+    if (!provider || !json_is_string(json_object_get(config, "model"))) {
+        json_decref(config);
+        fail_turn(t, weir__failure_new(provider, "UNKNOWN",
+                                       "the call config has no %s (set agent.%s in the "
+                                       "deployment config)",
+                                       provider ? "model" : "provider",
+                                       provider ? "model" : "provider"));
+        return WEIR_OK;
+    }
+    const weir__provider_entry *pe = weir__host_provider(a->host, provider);
+    if (!pe) {
+        fail_turn(t, weir__failure_new(provider, "UNKNOWN",
+                                       "unknown provider '%s': no plugin row with that id "
+                                       "registered a provider",
+                                       provider));
+        json_decref(config);
+        return WEIR_OK;
+    }
+    if (cancelled(t)) {
+        json_decref(config);
+        set_aborted(t);
+        return WEIR_OK;
+    }
+    attempt_ctx ac;
+    memset(&ac, 0, sizeof ac);
+    ac.pe = pe;
+    weir_error_clear(&e);
+    int prc = pe->vt.prepare_call ? pe->vt.prepare_call(pe->self, config, &a->signal, &ac.call, &e)
+                                  : WEIR_OK;
+    if (prc != WEIR_OK || cancelled(t)) {
+        if (prc == WEIR_OK && pe->vt.release_call)
+            pe->vt.release_call(pe->self, ac.call);
+        if (cancelled(t))
+            set_aborted(t);
+        else
+            fail_turn(t, unknown_failure(provider, "prepare_call failed", &e));
+        json_decref(config);
+        return WEIR_OK;
+    }
+
+    json_t *chunks = NULL;
+    weir_error mw;
+    weir_error_clear(&mw);
+    int rc = stream_attempt(t, &ac, config, first, entered, series, &chunks, &mw);
+    if (pe->vt.release_call)
+        pe->vt.release_call(pe->self, ac.call);
+    if (rc == WEIR_OK && !chunks) { /* middleware failure: not offered to recovery */
+        json_t *f = unknown_failure(provider, "llm/stream failed", &mw);
+        rc = f ? settle(t, &ac, "assistant/attempt",
+                        json_pack("{s:i, s:i, s:O, s:O}", "turn", t->turn, "step", t->step,
+                                  "stream", ac.stream.chunks, "failure", f))
+               : weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+        if (rc == WEIR_OK) {
+            if (cancelled(t)) {
+                json_decref(f);
+                set_aborted(t);
+            } else {
+                fail_turn(t, f);
+            }
+        } else {
+            json_decref(f);
+        }
+        json_decref(ac.stream.chunks);
+        json_decref(config);
+        return rc;
+    }
+    json_decref(ac.stream.chunks);
+    if (rc != WEIR_OK) {
+        json_decref(config);
+        return rc;
+    }
+
+    bool aborted = cancelled(t);
+    assembled m;
+    if (assemble_message(chunks, !aborted, &m) != 0) {
+        json_decref(chunks);
+        json_decref(config);
+        return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    }
+    json_t *failure = NULL;
+    if (!aborted && m.finish && (!strcmp(m.finish, "error") || !strcmp(m.finish, "aborted")))
+        failure = json_is_object(m.failure)
+                      ? json_deep_copy(m.failure)
+                      : weir__failure_new(provider, "UNKNOWN",
+                                          "the provider finished with '%s' and no failure",
+                                          m.finish);
+    else if (!aborted && !m.finish)
+        failure = ac.provider_rc != WEIR_OK
+                      ? weir__failure_new(provider, "UNKNOWN",
+                                          "provider '%s' failed (%s) without a finish chunk",
+                                          provider, weir_status_name(ac.provider_rc))
+                      : weir__failure_new(provider, "TRANSPORT",
+                                          "the stream ended without a finish chunk");
+    if (failure && !json_is_string(json_object_get(failure, "provider")))
+        json_object_set_new(failure, "provider", json_string(provider));
+
+    if (aborted) {
+        if (m.visible) {
+            json_t *data = json_pack("{s:i, s:i, s:O, s:O, s:b}", "turn", t->turn, "step", t->step,
+                                     "message", m.message, "stream", chunks, "interrupted", 1);
+            if (data && m.usage)
+                json_object_set(data, "usage", m.usage);
+            rc = settle(t, &ac, "assistant/message", data);
+        } else {
+            json_t *f = weir__failure_new(provider, "ABORTED", "cancelled: %s",
+                                          weir__signal_cause(&a->signal));
+            rc = settle(t, &ac, "assistant/attempt",
+                        json_pack("{s:i, s:i, s:O, s:o}", "turn", t->turn, "step", t->step,
+                                  "stream", chunks, "failure", f));
+        }
+        if (rc == WEIR_OK)
+            set_aborted(t);
+    } else if (failure) {
+        rc = settle(t, &ac, "assistant/attempt",
+                    json_pack("{s:i, s:i, s:O, s:O}", "turn", t->turn, "step", t->step, "stream",
+                              chunks, "failure", failure));
+        if (rc == WEIR_OK) {
+            json_t *eargs = json_pack("{s:s, s:i, s:i, s:s, s:O, s:O}", "agent", a->id, "turn",
+                                      t->turn, "step", t->step, "provider", provider, "failure",
+                                      failure, "prior_failures", prior);
+            json_t *action = invoke(t, "agent/request-error", eargs, NULL, NULL, &e);
+            json_decref(eargs);
+            if (!action) /* a failing recovery listener: report it; the failure stands */
+                weir__agent_live(a, "agent/error",
+                                 json_pack("{s:i, s:i, s:{s:s, s:s}}", "turn", t->turn, "step",
+                                           t->step, "error", "code", "UNKNOWN", "message",
+                                           e.text));
+            bool retry = action && !strcmp(weir__json_str(action, "kind", ""), "retry");
+            json_decref(action);
+            if (cancelled(t)) { /* cancellation wins over a retry */
+                set_aborted(t);
+            } else if (retry) {
+                json_array_append(prior, failure);
+                *result = ATTEMPT_RETRY;
+            } else {
+                set_reason(t, json_pack("{s:s, s:O}", "kind", "error", "error", failure));
+            }
+        }
+    } else {
+        json_t *data = json_pack("{s:i, s:i, s:O, s:O}", "turn", t->turn, "step", t->step,
+                                 "message", m.message, "stream", chunks);
+        if (data && m.usage)
+            json_object_set(data, "usage", m.usage);
+        rc = settle(t, &ac, "assistant/message", data);
+        if (rc == WEIR_OK) {
+            *result = ATTEMPT_OK;
+            *max_tokens = m.finish && !strcmp(m.finish, "max-tokens");
+            *msg = json_incref(m.message);
+            *calls = json_incref(m.calls);
+        }
+    }
+    json_decref(failure);
+    json_decref(m.message);
+    json_decref(m.calls);
+    json_decref(chunks);
+    json_decref(config);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tools and steps                                                           */
+/* ------------------------------------------------------------------------ */
+
+static int accept_context(void *ud, const json_t *message, weir_error *err) {
+    weir_agent *a = ud;
+    json_t *m = json_deep_copy(message);
+    char idbuf[64];
+    if (m && !json_is_string(json_object_get(m, "id")))
+        json_object_set_new(m, "id", json_string(weir__random_id(idbuf, sizeof idbuf, "ctx")));
+    if (!m)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    bool dup = false;
+    int rc = weir__inbox_add(a->inbox, m, true, &dup, err);
+    json_decref(m);
+    return rc;
+}
+
+/* One step: step/start, attempts, tools, step/end. */
+static int run_step(turn_ctx *t, const json_t *entered, bool series, step_out *out) {
+    weir_agent *a = t->a;
+    out->ends = true;
+    int rc = log_event(t, "step/start", json_pack("{s:i, s:i}", "turn", t->turn, "step", t->step),
+                       NULL, NULL, NULL);
+    if (rc != WEIR_OK)
+        return rc;
+    t->step_open = true;
+    json_t *prior = json_array();
+    json_t *msg = NULL, *calls = NULL;
+    bool max_tokens = false, first = true;
+    attempt_result ar = ATTEMPT_STOPPED;
+    if (!prior)
+        return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    for (;;) {
+        if (cancelled(t)) {
+            set_aborted(t);
+            break;
+        }
+        rc = run_attempt(t, first, entered, series, prior, &ar, &msg, &calls, &max_tokens);
+        if (rc != WEIR_OK || ar != ATTEMPT_RETRY)
+            break;
+        first = false;
+    }
+    json_decref(prior);
+    if (rc == WEIR_OK && ar == ATTEMPT_OK) {
+        bool concluded = false;
+        if (max_tokens)
+            t->max_tokens = true;
+        else if (json_array_size(calls) > 0) {
+            weir__tool_step st = {
+                .tools = weir__host_tools(a->host),
+                .hooks = a->hooks,
+                .log = a->log,
+                .agent = a,
+                .signal = &a->signal,
+                .turn = t->turn,
+                .step = t->step,
+                .max_parallel = a->max_parallel,
+                .accept_context = accept_context,
+                .ud = a,
+            };
+            weir_error e;
+            weir_error_clear(&e);
+            if (weir__tools_run(&st, calls, &concluded, &e) != WEIR_OK)
+                fail_turn(t, unknown_failure(NULL, "the tool scheduler failed", &e));
+            else
+                out->ends = concluded;
+        }
+        if (!t->reason && cancelled(t))
+            set_aborted(t);
+    }
+    json_decref(msg);
+    json_decref(calls);
+    if (rc != WEIR_OK)
+        return rc;
+    rc = log_event(t, "step/end", json_pack("{s:i, s:i}", "turn", t->turn, "step", t->step), NULL,
+                   NULL, NULL);
+    if (rc == WEIR_OK) {
+        t->step_open = false;
+        rc = weir__log_checkpoint(a->log, t->err);
+    }
+    return rc;
+}
+
+/* agent/turn-stopping (serial); false when the turn ended (reason set). */
+static bool turn_stopping(turn_ctx *t) {
+    weir_error e;
+    json_t *args = json_pack("{s:s, s:i}", "agent", t->a->id, "turn", t->turn);
+    json_t *res = invoke(t, "agent/turn-stopping", args, NULL, NULL, &e);
+    json_decref(args);
+    if (!res) {
+        hook_failed(t, "agent/turn-stopping", &e);
+        return false;
+    }
+    json_decref(res);
+    return true;
+}
+
+static int turn_body(turn_ctx *t) {
+    json_t *claimed = NULL;
+    int rc = claim(t, true, &claimed);
+    if (rc != WEIR_OK)
+        return rc;
+    if (!assemble(t)) {
+        json_decref(claimed);
+        return WEIR_OK;
+    }
+    bool may_end = true; /* the first proposed step: empty input ends the turn */
+    for (;;) {
+        if (cancelled(t)) {
+            set_aborted(t);
+            break;
+        }
+        json_t *entered = NULL;
+        bool series = false;
+        pre_kind pk = pre_step(t, claimed, &entered, &series);
+        json_decref(claimed);
+        claimed = NULL;
+        if (pk != PRE_ENTER)
+            break;
+        if (json_array_size(entered) == 0 && may_end) {
+            json_decref(entered);
+            break;
+        }
+        t->step++;
+        step_out so;
+        rc = run_step(t, entered, series, &so);
+        json_decref(entered);
+        if (rc != WEIR_OK || t->reason)
+            break;
+        if (so.ends) {
+            if (weir__inbox_count(t->a->inbox, true) == 0 && !turn_stopping(t))
+                break;
+            if (weir__inbox_count(t->a->inbox, true) == 0)
+                break;
+        }
+        if (cancelled(t)) {
+            set_aborted(t);
+            break;
+        }
+        rc = claim(t, false, &claimed);
+        if (rc != WEIR_OK)
+            break;
+        may_end = so.ends;
+    }
+    json_decref(claimed);
+    return rc;
+}
+
+/*
+ * The log refused an event (I/O, memory): close the open step and turn, as
+ * far as the log still takes events, so that the next turn nests.  What
+ * cannot be written is closed by crash repair on the next open.
+ */
+static void close_failed_turn(turn_ctx *t) {
+    weir_error ignored;
+    weir_error *keep = t->err;
+    t->err = &ignored;
+    if (t->step_open &&
+        log_event(t, "step/end", json_pack("{s:i, s:i}", "turn", t->turn, "step", t->step), NULL,
+                  NULL, NULL) != WEIR_OK) {
+        t->err = keep;
+        return;
+    }
+    json_t *reason = json_pack("{s:s, s:{s:s, s:s}}", "kind", "error", "error", "code", "UNKNOWN",
+                               "message", keep->text[0] ? keep->text : weir_strerror((int)keep->code));
+    if (reason)
+        log_event(t, "turn/end", json_pack("{s:i, s:o}", "turn", t->turn, "reason", reason), NULL,
+                  NULL, NULL);
+    t->err = keep;
+}
+
+static int finish_turn(turn_ctx *t, int rc) {
+    json_decref(t->reason);
+    json_decref(t->assembly);
+    weir__free(t->system_text);
+    return rc;
+}
+
+int weir__driver_turn(weir_agent *a, weir_error *err) {
+    if (!a)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir__driver_turn: NULL agent");
+    weir_error local;
+    turn_ctx t = {.a = a, .turn = a->turn + 1, .err = err ? err : &local};
+    weir_error_clear(t.err);
+    int rc = log_event(&t, "turn/start", json_pack("{s:i}", "turn", t.turn), NULL, NULL, NULL);
+    if (rc != WEIR_OK)
+        return rc;
+    a->turn = t.turn;
+    rc = turn_body(&t);
+    if (rc == WEIR_OK) {
+        if (!t.reason)
+            t.reason = json_pack("{s:s}", "kind", t.max_tokens ? "max-tokens" : "completed");
+        rc = log_event(&t, "turn/end",
+                       json_pack("{s:i, s:O}", "turn", t.turn, "reason",
+                                 t.reason ? t.reason : json_null()),
+                       NULL, NULL, NULL);
+        if (rc == WEIR_OK)
+            return finish_turn(&t, weir__log_checkpoint(a->log, t.err));
+    }
+    close_failed_turn(&t);
+    return finish_turn(&t, rc);
+}

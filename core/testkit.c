@@ -1,0 +1,569 @@
+/*
+ * core/testkit.c - the plugin test kit (weir/testkit.h): a fake host that
+ * loads plugins without a deployment and invokes hooks through the real
+ * registry (core/hooks.c).  Its weir_api table is the real one with the
+ * members that need a weir_host or a weir_agent replaced by kit versions
+ * that record what the plugin did.
+ */
+#include <string.h>
+
+#include "weir/testkit.h"
+
+#include "host_int.h"
+#include "hooks.h"
+#include "schema.h"
+#include "signal.h"
+#include "tools.h"
+
+/* One loaded row.  `base` comes first: the api hands &base to the plugin
+ * and the kit's table functions convert it back. */
+typedef struct tk_plugin {
+    weir_plugin base;
+    weir_tk *tk;
+    bool has_provider;
+} tk_plugin;
+
+/* What weir_call_agent() returns: a handle that only the kit's table
+ * functions look into. */
+typedef struct tk_agent {
+    weir_tk *tk;
+} tk_agent;
+
+typedef struct tk_event_type {
+    char *type;
+    tk_plugin *owner;
+} tk_event_type;
+
+struct weir_tk {
+    weir_api api;           /* the table plugins get */
+    weir__hooks *hooks;
+    weir__tools *tools;
+    tk_plugin **plugins;    /* load order */
+    size_t nplugins;
+    tk_event_type *types;
+    size_t ntypes;
+    tk_agent agent;
+    weir_signal signal;
+    json_t *messages;       /* what agent_messages returns */
+    json_t *events;         /* [{type, data}] */
+    json_t *logs;           /* [{plugin, level, text}] */
+    json_t *sent;           /* [{message, mode, input_id}] */
+    size_t default_calls;
+    bool frozen;
+};
+
+static tk_plugin *tk_of(const weir_plugin *self) {
+    /* Every weir_plugin a kit hands out is the first member of a tk_plugin. */
+    return (tk_plugin *)(void *)(uintptr_t)self;
+}
+
+static weir_tk *kit_of(const weir_agent *agent) {
+    return agent ? ((const tk_agent *)(const void *)agent)->tk : NULL;
+}
+
+/* --- the kit's table members -------------------------------------------- */
+
+static const char *level_name(weir_log_level level) {
+    switch (level) {
+    case WEIR_LOG_ERROR:
+        return "error";
+    case WEIR_LOG_WARN:
+        return "warning";
+    case WEIR_LOG_INFO:
+        return "info";
+    case WEIR_LOG_DEBUG:
+        return "debug";
+    }
+    return "log";
+}
+
+static void tk_log(const weir_plugin *self, weir_log_level level, const char *fmt, ...)
+    WEIR_PRINTF(3, 4);
+static void tk_log(const weir_plugin *self, weir_log_level level, const char *fmt, ...) {
+    if (!self || !fmt)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = weir__vasprintf(fmt, ap);
+    va_end(ap);
+    if (!text)
+        return; /* out of memory: the line is lost, as a full disk would lose it */
+    json_t *line = json_pack("{s:s,s:s,s:s}", "plugin", self->id, "level", level_name(level),
+                             "text", text);
+    weir__free(text);
+    json_array_append_new(tk_of(self)->tk->logs, line);
+}
+
+/* Registration is open only inside init (as in core/host.c). */
+static int may_register(weir_plugin *self, const char *what) {
+    if (!self)
+        return WEIR_E_INVAL;
+    if (!self->registering) {
+        tk_log(self, WEIR_LOG_ERROR, "plugin '%s': %s called after init", self->id, what);
+        return WEIR_E_TOO_LATE;
+    }
+    return WEIR_OK;
+}
+
+/* Keep the first registration failure of this init; return its code. */
+static int reg_fail(weir_plugin *self, const weir_error *e) {
+    if (self->reg_err.code == WEIR_OK)
+        self->reg_err = *e;
+    return e->code;
+}
+
+static int tk_hook_register(weir_plugin *self, const char *hook, weir_hook_fn fn,
+                            const weir_hook_opts *opts) {
+    int rc = may_register(self, "hook_register");
+    if (rc != WEIR_OK)
+        return rc;
+    weir_error e;
+    weir_error_clear(&e);
+    rc = weir__hooks_add(tk_of(self)->tk->hooks, self, self->id, self->index, hook, fn, opts,
+                         &e);
+    return rc == WEIR_OK ? WEIR_OK : reg_fail(self, &e);
+}
+
+static bool valid_type_name(const char *type) {
+    if (!type || !*type)
+        return false;
+    for (const char *c = type; *c; c++) {
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+              *c == '-' || *c == '/' || *c == '.'))
+            return false;
+    }
+    return true;
+}
+
+static int tk_event_type_register(weir_plugin *self, const char *type, uint32_t flags) {
+    int rc = may_register(self, "event_type_register");
+    if (rc != WEIR_OK)
+        return rc;
+    weir_tk *tk = tk_of(self)->tk;
+    weir_error e;
+    weir_error_clear(&e);
+    if (!valid_type_name(type)) {
+        weir__err(&e, WEIR_E_INVAL, self->id, NULL, "event type '%s' is not [a-z0-9_./-]+",
+                  type ? type : "(null)");
+        return reg_fail(self, &e);
+    }
+    if (flags & ~WEIR_EVENT_IGNORABLE) {
+        weir__err(&e, WEIR_E_INVAL, self->id, NULL, "event type '%s': unknown flags 0x%x", type,
+                  flags);
+        return reg_fail(self, &e);
+    }
+    for (size_t i = 0; i < tk->ntypes; i++) {
+        if (strcmp(tk->types[i].type, type) != 0)
+            continue;
+        if (tk->types[i].owner->base.desc == self->desc)
+            return WEIR_OK; /* a second row of the same plugin */
+        weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL,
+                  "event type '%s' is registered by plugins '%s' and '%s'", type,
+                  tk->types[i].owner->base.id, self->id);
+        return reg_fail(self, &e);
+    }
+    tk_event_type *grown = weir__realloc(tk->types, (tk->ntypes + 1) * sizeof *grown);
+    char *copy = weir__strdup(type);
+    if (grown)
+        tk->types = grown;
+    if (!grown || !copy) {
+        weir__free(copy);
+        weir__err(&e, WEIR_E_NOMEM, self->id, NULL, "out of memory");
+        return reg_fail(self, &e);
+    }
+    tk->types[tk->ntypes++] = (tk_event_type){copy, tk_of(self)};
+    return WEIR_OK;
+}
+
+static int tk_provider_register(weir_plugin *self, const weir_provider *provider,
+                                void *self_ptr) {
+    (void)self_ptr;
+    int rc = may_register(self, "provider_register");
+    if (rc != WEIR_OK)
+        return rc;
+    weir_error e;
+    weir_error_clear(&e);
+    if (!provider ||
+        provider->struct_size < offsetof(weir_provider, stream) + sizeof provider->stream ||
+        !provider->prepare_call || !provider->stream) {
+        weir__err(&e, WEIR_E_INVAL, self->id, NULL,
+                  "provider_register: a provider needs struct_size, prepare_call and stream");
+        return reg_fail(self, &e);
+    }
+    if (tk_of(self)->has_provider) {
+        weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL,
+                  "a provider is already registered under '%s'", self->id);
+        return reg_fail(self, &e);
+    }
+    tk_of(self)->has_provider = true;
+    return WEIR_OK;
+}
+
+static int tk_tool_register(weir_plugin *self, const weir_tool *tool) {
+    int rc = may_register(self, "tool_register");
+    if (rc != WEIR_OK)
+        return rc;
+    weir_error e;
+    weir_error_clear(&e);
+    rc = weir__tools_add(tk_of(self)->tk->tools, self->id, tool, &e);
+    return rc == WEIR_OK ? WEIR_OK : reg_fail(self, &e);
+}
+
+static const char *tk_agent_id(const weir_agent *agent) {
+    return agent ? "testkit" : NULL;
+}
+
+static const char *mode_name(weir_send_mode mode) {
+    switch (mode) {
+    case WEIR_SEND_FOLLOWUP:
+        return "followup";
+    case WEIR_SEND_STEER:
+        return "steer";
+    case WEIR_SEND_INJECT:
+        return "inject";
+    }
+    return NULL;
+}
+
+static int tk_agent_send(weir_agent *agent, const json_t *message, weir_send_mode mode,
+                         const char *input_id, weir_error *err) {
+    weir_tk *tk = kit_of(agent);
+    const char *m = mode_name(mode);
+    if (!tk || !json_is_object(message) || !m)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "agent_send: needs an agent, a message object and a known mode");
+    json_t *copy = json_deep_copy(message);
+    json_t *rec = copy ? json_pack("{s:o,s:s,s:s?}", "message", copy, "mode", m, "input_id",
+                                   input_id)
+                       : NULL;
+    if (!rec || json_array_append_new(tk->sent, rec) != 0)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "agent_send: out of memory");
+    return WEIR_OK;
+}
+
+static json_t *tk_agent_messages(weir_agent *agent) {
+    weir_tk *tk = kit_of(agent);
+    return tk ? json_deep_copy(tk->messages) : NULL;
+}
+
+static int tk_agent_append(weir_agent *agent, const char *type, const json_t *data,
+                           weir_error *err) {
+    weir_tk *tk = kit_of(agent);
+    if (!tk || !type || !data)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "agent_append: NULL argument");
+    bool known = false;
+    for (size_t i = 0; i < tk->ntypes && !known; i++)
+        known = strcmp(tk->types[i].type, type) == 0;
+    if (!known)
+        return weir__err(err, WEIR_E_NOT_FOUND, NULL, NULL,
+                         "agent_append: event type '%s' is not registered by any plugin", type);
+    json_t *copy = json_deep_copy(data);
+    json_t *rec = copy ? json_pack("{s:s,s:o}", "type", type, "data", copy) : NULL;
+    if (!rec || json_array_append_new(tk->events, rec) != 0)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "agent_append: out of memory");
+    return WEIR_OK;
+}
+
+/* --- create / destroy ---------------------------------------------------- */
+
+weir_tk *weir_tk_create(void) {
+    weir_tk *tk = weir__calloc(1, sizeof *tk);
+    if (!tk)
+        return NULL;
+    if (weir__signal_init(&tk->signal) != WEIR_OK) {
+        weir__free(tk);
+        return NULL;
+    }
+    tk->api = weir__api_table;
+    tk->api.log = tk_log;
+    tk->api.hook_register = tk_hook_register;
+    tk->api.event_type_register = tk_event_type_register;
+    tk->api.provider_register = tk_provider_register;
+    tk->api.tool_register = tk_tool_register;
+    tk->api.agent_id = tk_agent_id;
+    tk->api.agent_send = tk_agent_send;
+    tk->api.agent_messages = tk_agent_messages;
+    tk->api.agent_append = tk_agent_append;
+    tk->agent.tk = tk;
+    tk->messages = json_array();
+    tk->events = json_array();
+    tk->logs = json_array();
+    tk->sent = json_array();
+    if (!tk->messages || !tk->events || !tk->logs || !tk->sent ||
+        weir__hooks_create(&tk->hooks) != WEIR_OK || weir__tools_create(&tk->tools) != WEIR_OK) {
+        weir_tk_destroy(tk);
+        return NULL;
+    }
+    return tk;
+}
+
+static void plugin_free(tk_plugin *p) {
+    weir__dl_close(p->base.dl);
+    weir__free(p->base.id);
+    weir__free(p->base.path);
+    weir__free(p);
+}
+
+void weir_tk_destroy(weir_tk *tk) {
+    if (!tk)
+        return;
+    for (size_t i = tk->nplugins; i-- > 0;) {
+        tk_plugin *p = tk->plugins[i];
+        if (p->base.initialized && p->base.desc->fini)
+            p->base.desc->fini(&p->base);
+    }
+    weir__hooks_destroy(tk->hooks);
+    weir__tools_destroy(tk->tools);
+    for (size_t i = 0; i < tk->ntypes; i++)
+        weir__free(tk->types[i].type);
+    weir__free(tk->types);
+    for (size_t i = tk->nplugins; i-- > 0;)
+        plugin_free(tk->plugins[i]);
+    weir__free(tk->plugins);
+    json_decref(tk->messages);
+    json_decref(tk->events);
+    json_decref(tk->logs);
+    json_decref(tk->sent);
+    weir__signal_destroy(&tk->signal);
+    weir__free(tk);
+}
+
+/* --- loading ------------------------------------------------------------- */
+
+static bool valid_id(const char *id) {
+    if (!id || !*id)
+        return false;
+    for (const char *c = id; *c; c++) {
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+              (*c >= '0' && *c <= '9') || *c == '_' || *c == '-' || *c == '.'))
+            return false;
+    }
+    return strlen(id) < sizeof(((weir_error *)0)->plugin);
+}
+
+/* The loader's header checks, for a descriptor linked into the test. */
+static int check_static_desc(const weir_plugin_desc *d, const char *id, weir_error *err) {
+    if (d->abi_major != WEIR_ABI_MAJOR || d->abi_minor > WEIR_ABI_MINOR)
+        return weir__err(err, WEIR_E_PLUGIN_ABI, id, NULL,
+                         "plugin row '%s' was built for ABI %u.%u; this host provides ABI "
+                         "%d.%d",
+                         id, d->abi_major, d->abi_minor, WEIR_ABI_MAJOR, WEIR_ABI_MINOR);
+    if (d->struct_size < WEIR_PLUGIN_DESC_V1_SIZE || d->flags != 0)
+        return weir__err(err, WEIR_E_PLUGIN_ABI, id, NULL,
+                         "plugin row '%s': bad descriptor header (struct_size %u, flags 0x%x)",
+                         id, d->struct_size, d->flags);
+    if (!d->name || !*d->name || !d->version || !d->init)
+        return weir__err(err, WEIR_E_PLUGIN_ABI, id, NULL,
+                         "plugin row '%s': the descriptor needs a name, a version and init",
+                         id);
+    return WEIR_OK;
+}
+
+/* Unregister everything `p` registered that can be taken back. */
+static void unregister(weir_tk *tk, tk_plugin *p) {
+    weir__hooks_remove_owner(tk->hooks, &p->base);
+    size_t keep = 0;
+    for (size_t i = 0; i < tk->ntypes; i++) {
+        if (tk->types[i].owner == p)
+            weir__free(tk->types[i].type);
+        else
+            tk->types[keep++] = tk->types[i];
+    }
+    tk->ntypes = keep;
+}
+
+static int run_init(weir_tk *tk, tk_plugin *p, const json_t *config, weir_error *err) {
+    const weir_plugin_desc *d = p->base.desc;
+    if (d->config_schema) {
+        char msg[512];
+        if (weir__schema_validate_text(d->config_schema, config, msg, sizeof msg) != 0)
+            return weir__err(err, WEIR_E_PLUGIN_CONFIG, p->base.id, NULL,
+                             "plugin '%s' (row '%s'): invalid config: %s", d->name, p->base.id,
+                             msg);
+    }
+    weir_error perr;
+    weir_error_clear(&perr);
+    weir_error_clear(&p->base.reg_err);
+    p->base.registering = true;
+    int rc = d->init(&p->base, &tk->api, config, &perr);
+    p->base.registering = false;
+    const weir_error *reg = &p->base.reg_err;
+    if (rc == WEIR_OK && reg->code == WEIR_OK) {
+        p->base.initialized = true;
+        return WEIR_OK;
+    }
+    if (rc == WEIR_OK) /* init ignored a failed registration */
+        return weir__err(err, reg->code, p->base.id, reg->hook, "plugin '%s' (row '%s'): %s",
+                         d->name, p->base.id, reg->text);
+    const char *why = perr.text[0] ? perr.text : reg->text[0] ? reg->text : weir_strerror(rc);
+    int code = (rc == WEIR_E_NOMEM || reg->code == WEIR_E_NOMEM) ? WEIR_E_NOMEM
+                                                                 : WEIR_E_PLUGIN_INIT;
+    return weir__err(err, code, p->base.id, perr.hook[0] ? perr.hook : NULL,
+                     "plugin '%s' (row '%s') init failed: %s", d->name, p->base.id, why);
+}
+
+/* Add a row for `desc` and run its init.  Takes `dl` (closed on failure). */
+static int load(weir_tk *tk, const weir_plugin_desc *desc, weir__dl *dl, const char *path,
+                const char *id, const json_t *config, weir_error *err) {
+    int rc = WEIR_OK;
+    for (size_t i = 0; i < tk->nplugins && rc == WEIR_OK; i++) {
+        if (strcmp(tk->plugins[i]->base.id, id) == 0)
+            rc = weir__err(err, WEIR_E_DUPLICATE, id, NULL, "plugin row id '%s' is used twice",
+                           id);
+    }
+    json_t *empty = NULL;
+    if (rc == WEIR_OK && !config && !(config = empty = json_object()))
+        rc = weir__err(err, WEIR_E_NOMEM, id, NULL, "out of memory loading '%s'", id);
+    tk_plugin *p = NULL;
+    if (rc == WEIR_OK) {
+        tk_plugin **grown = weir__realloc(tk->plugins, (tk->nplugins + 1) * sizeof *grown);
+        if (grown)
+            tk->plugins = grown;
+        p = grown ? weir__calloc(1, sizeof *p) : NULL;
+        char *idc = p ? weir__strdup(id) : NULL;
+        char *pathc = idc ? weir__strdup(path) : NULL;
+        if (!pathc) {
+            weir__free(idc);
+            weir__free(p);
+            rc = weir__err(err, WEIR_E_NOMEM, id, NULL, "out of memory loading '%s'", id);
+        } else {
+            p->tk = tk;
+            p->base = (weir_plugin){.id = idc, .path = pathc, .index = tk->nplugins,
+                                    .desc = desc, .dl = dl};
+            dl = NULL;
+            tk->plugins[tk->nplugins++] = p;
+        }
+    }
+    weir__dl_close(dl);
+    if (rc == WEIR_OK && (rc = run_init(tk, p, config, err)) != WEIR_OK) {
+        unregister(tk, p);
+        tk->nplugins--;
+        plugin_free(p);
+    }
+    json_decref(empty);
+    return rc;
+}
+
+/* Arguments every load checks. */
+static int check_load(weir_tk *tk, const char *id, weir_error *err) {
+    if (!tk || !valid_id(id))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "weir_tk_load: needs a kit and a row id of [A-Za-z0-9_.-]{1,63}");
+    if (tk->frozen)
+        return weir__err(err, WEIR_E_TOO_LATE, id, NULL,
+                         "weir_tk_load: row '%s' loaded after the first weir_tk_invoke", id);
+    return WEIR_OK;
+}
+
+int weir_tk_load(weir_tk *tk, const weir_plugin_desc *desc, const char *id,
+                 const json_t *config, weir_error *err) {
+    int rc = check_load(tk, id, err);
+    if (rc != WEIR_OK)
+        return rc;
+    if (!desc)
+        return weir__err(err, WEIR_E_INVAL, id, NULL, "weir_tk_load: descriptor is NULL");
+    if ((rc = check_static_desc(desc, id, err)) != WEIR_OK)
+        return rc;
+    return load(tk, desc, NULL, "(static)", id, config, err);
+}
+
+int weir_tk_load_file(weir_tk *tk, const char *path, const char *id, const json_t *config,
+                      weir_error *err) {
+    int rc = check_load(tk, id, err);
+    if (rc != WEIR_OK)
+        return rc;
+    weir__dl *dl = NULL;
+    const weir_plugin_desc *desc = NULL;
+    if ((rc = weir__dl_open(path, &dl, &desc, err)) != WEIR_OK)
+        return rc;
+    return load(tk, desc, dl, path, id, config, err);
+}
+
+/* --- invoking ------------------------------------------------------------ */
+
+typedef struct tk_default {
+    weir_tk *tk;
+    json_t *value; /* borrowed from the invocation, or NULL */
+} tk_default;
+
+static json_t *run_default(weir_call *call, const json_t *args, void *ctx) {
+    (void)call;
+    (void)args;
+    tk_default *d = ctx;
+    d->tk->default_calls++;
+    return d->value ? json_incref(d->value) : json_null();
+}
+
+static int freeze(weir_tk *tk, weir_error *err) {
+    const char **ids = weir__calloc(tk->nplugins + 1, sizeof *ids);
+    if (!ids)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory freezing hooks");
+    for (size_t i = 0; i < tk->nplugins; i++)
+        ids[i] = tk->plugins[i]->base.id;
+    int rc = weir__hooks_freeze(tk->hooks, (const char *const *)ids, tk->nplugins, err);
+    weir__free(ids);
+    if (rc == WEIR_OK)
+        tk->frozen = true;
+    return rc;
+}
+
+json_t *weir_tk_invoke(weir_tk *tk, const char *hook, const json_t *args,
+                       json_t *default_result, weir_error *err) {
+    if (!tk || !hook || !args) {
+        json_decref(default_result);
+        weir__err(err, WEIR_E_INVAL, NULL, hook, "weir_tk_invoke: needs a kit, a hook and args");
+        return NULL;
+    }
+    if (!tk->frozen && freeze(tk, err) != WEIR_OK) {
+        json_decref(default_result);
+        return NULL;
+    }
+    tk_default d = {tk, default_result};
+    json_t *r = weir__hook_invoke(tk->hooks, hook, (weir_agent *)(void *)&tk->agent,
+                                  &tk->signal, args, run_default, &d, err);
+    json_decref(default_result);
+    return r;
+}
+
+size_t weir_tk_default_calls(const weir_tk *tk) {
+    return tk ? tk->default_calls : 0;
+}
+
+/* --- the fake agent and the records -------------------------------------- */
+
+int weir_tk_set_messages(weir_tk *tk, const json_t *messages) {
+    if (!tk || !json_is_array(messages))
+        return WEIR_E_INVAL;
+    json_t *copy = json_deep_copy(messages);
+    if (!copy)
+        return WEIR_E_NOMEM;
+    json_decref(tk->messages);
+    tk->messages = copy;
+    return WEIR_OK;
+}
+
+const json_t *weir_tk_events(const weir_tk *tk) {
+    return tk ? tk->events : NULL;
+}
+
+const json_t *weir_tk_logs(const weir_tk *tk) {
+    return tk ? tk->logs : NULL;
+}
+
+const json_t *weir_tk_sent(const weir_tk *tk) {
+    return tk ? tk->sent : NULL;
+}
+
+void weir_tk_clear(weir_tk *tk) {
+    if (!tk)
+        return;
+    json_array_clear(tk->events);
+    json_array_clear(tk->logs);
+    json_array_clear(tk->sent);
+    tk->default_calls = 0;
+}
+
+void weir_tk_cancel(weir_tk *tk, const char *cause) {
+    if (tk)
+        weir__signal_cancel(&tk->signal, cause ? cause : "user");
+}

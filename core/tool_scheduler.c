@@ -1,0 +1,576 @@
+/*
+ * core/tool_scheduler.c - the ordered parallel tool scheduler (DESIGN §7,
+ * reference §4.2): "ordered pre, concurrent execute, ordered post".
+ *
+ * Everything but the bodies runs on the calling (driver) thread: the
+ * tool/call append, argument checks, tools/pre-execute, tools/post-execute,
+ * the tool/result append and additional contexts, all in model order.  Bodies
+ * run on the registry's worker pool.  A run of parallel-safe calls shares a
+ * rolling pool of st->max_parallel slots; an exclusive call waits for the
+ * running bodies to finish and runs alone.  Results are committed as a
+ * contiguous model-order prefix.
+ */
+#include "tools.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "signal.h"
+
+#define RECEIPT_INSTRUCTION \
+    "The job runs in the background; its result will arrive later. Do not repeat this call."
+
+typedef enum slot_state {
+    S_UNSTARTED = 0,
+    S_RUNNING,   /* body dispatched, not yet collected */
+    S_READY,     /* outcome known, not committed */
+    S_COMMITTED
+} slot_state;
+
+typedef struct run run;
+
+typedef struct slot {
+    run *r;
+    const char *id;          /* borrowed from calls */
+    const char *name;        /* borrowed from calls */
+    char *args_text;         /* owned */
+    json_t *args;            /* parsed + validated, owned; NULL when invalid */
+    const weir__tool_def *def;
+    bool prepared;           /* args parsed (and checked when def is known) */
+    bool exclusive;          /* dispatched as an exclusive call */
+    bool dispatched;         /* the body ran: tools/post-execute applies */
+    bool done;               /* set by the worker under r->mu */
+    int body_rc;             /* the worker's status (E_NOMEM only) */
+    size_t call_seq;
+    slot_state state;
+    weir__tool_outcome out;
+} slot;
+
+struct run {
+    const weir__tool_step *st;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t done_count;       /* bodies finished (under mu) */
+    size_t collected;        /* bodies collected by the driver */
+    slot *slots;
+    size_t n, next, committed, running;
+    bool excl_running, aborted, concluded;
+    int failure;             /* first scheduler failure, or WEIR_OK */
+    weir_error *err;
+    json_t *agent_id;        /* for hook payloads */
+};
+
+static void fail(run *r, int code, const weir_error *e, const char *fmt, ...)
+    WEIR_PRINTF(4, 5);
+
+/* Record the first scheduler failure (copying `e` when given). */
+static void fail(run *r, int code, const weir_error *e, const char *fmt, ...) {
+    if (r->failure != WEIR_OK)
+        return;
+    r->failure = code;
+    if (!r->err)
+        return;
+    if (e && e->code != WEIR_OK) {
+        *r->err = *e;
+        r->failure = e->code;
+    } else {
+        va_list ap;
+        va_start(ap, fmt);
+        weir__verr(r->err, code, NULL, NULL, fmt, ap);
+        va_end(ap);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Hooks                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static json_t *pre_default(weir_call *call, const json_t *args, void *ctx) {
+    (void)call, (void)args, (void)ctx;
+    return json_pack("{s:s}", "kind", "allow");
+}
+
+static json_t *post_default(weir_call *call, const json_t *args, void *ctx) {
+    (void)call, (void)ctx;
+    return json_deep_copy(json_object_get(args, "result"));
+}
+
+/* A waterfall; without listeners the default runs directly. */
+static json_t *waterfall(run *r, const char *hook, const json_t *args,
+                         weir__hook_default_fn dflt, weir_error *e) {
+    const weir__tool_step *st = r->st;
+    if (!st->hooks || weir__hooks_count(st->hooks, hook) == 0) {
+        json_t *v = dflt(NULL, args, NULL);
+        if (!v)
+            weir__err(e, WEIR_E_NOMEM, NULL, hook, "%s: out of memory", hook);
+        return v;
+    }
+    return weir__hook_invoke(st->hooks, hook, st->agent, st->signal, args, dflt, NULL, e);
+}
+
+/* Base payload {agent, turn, step, call_id, name, arguments}. */
+static json_t *hook_args(run *r, const slot *s) {
+    return json_pack("{s:O, s:i, s:i, s:s, s:s, s:s}", "agent", r->agent_id, "turn",
+                     r->st->turn, "step", r->st->step, "call_id", s->id, "name", s->name,
+                     "arguments", s->args_text);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Log appends                                                               */
+/* ------------------------------------------------------------------------ */
+
+static int append_call(run *r, slot *s) {
+    json_t *data = json_pack("{s:i, s:i, s:s, s:s, s:s}", "turn", r->st->turn, "step",
+                             r->st->step, "call_id", s->id, "name", s->name, "arguments",
+                             s->args_text);
+    if (!data) {
+        fail(r, WEIR_E_NOMEM, NULL, "tools: out of memory");
+        return WEIR_E_NOMEM;
+    }
+    weir_error e = {0};
+    int rc = weir__log_append(r->st->log, "tool/call", data, NULL, NULL, 0, &s->call_seq, &e);
+    json_decref(data);
+    if (rc != WEIR_OK)
+        fail(r, rc, &e, "tools: appending tool/call failed");
+    return rc;
+}
+
+static int append_result(run *r, slot *s, size_t *seq) {
+    const weir__tool_outcome *o = &s->out;
+    json_t *block = json_pack("{s:s, s:s, s:O}", "type", "tool_result", "call_id", s->id,
+                              "content", o->content);
+    if (block && o->is_error && json_object_set_new(block, "is_error", json_true()) != 0) {
+        json_decref(block);
+        block = NULL;
+    }
+    json_t *data = block ? json_pack("{s:i, s:i, s:{s:s, s:[o]}}", "turn", r->st->turn,
+                                     "step", r->st->step, "message", "role", "tool",
+                                     "content", block)
+                         : NULL;
+    if (data && o->is_error && o->error && json_object_set(data, "error", o->error) != 0) {
+        json_decref(data);
+        data = NULL;
+    }
+    json_t *op = json_string("append");
+    json_t *src = json_pack("[I]", (json_int_t)s->call_seq);
+    int rc = WEIR_E_NOMEM;
+    if (data && op && src) {
+        weir_error e = {0};
+        rc = weir__log_append(r->st->log, "tool/result", data, op, src, 0, seq, &e);
+        if (rc != WEIR_OK)
+            fail(r, rc, &e, "tools: appending tool/result failed");
+    } else {
+        fail(r, WEIR_E_NOMEM, NULL, "tools: out of memory");
+    }
+    json_decref(data);
+    json_decref(op);
+    json_decref(src);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Preparing, starting and running calls                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Parse and check the arguments once; unknown tools get their error here. */
+static void prepare(run *r, slot *s) {
+    if (s->prepared)
+        return;
+    s->prepared = true;
+    s->def = weir__tools_find(r->st->tools, s->name);
+    int rc;
+    if (!s->def)
+        rc = weir__tool_outcome_error(&s->out, "UnknownTool", "UNKNOWN_TOOL", NULL,
+                                      "unknown tool '%s'", s->name);
+    else
+        rc = weir__tool_parse_args(s->def, s->args_text, &s->args, &s->out);
+    if (rc != WEIR_OK)
+        fail(r, rc, NULL, "tools: out of memory");
+}
+
+/* Parallel only when the tool's classifier says exactly 1 (live). */
+static bool classify(const slot *s) {
+    return s->def && s->args && weir__tool_parallel_safe(s->def, s->args);
+}
+
+static void body_task(void *arg) {
+    slot *s = arg;
+    run *r = s->r;
+    int rc = weir__tool_invoke(s->def, s->id, r->st->signal, s->args, &s->out);
+    pthread_mutex_lock(&r->mu);
+    s->body_rc = rc;
+    s->done = true;
+    r->done_count++;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* tools/pre-execute; true when the call may run.  Otherwise s->out is set. */
+static bool pre_execute(run *r, slot *s) {
+    json_t *args = hook_args(r, s);
+    if (!args) {
+        fail(r, WEIR_E_NOMEM, NULL, "tools: out of memory");
+        return false;
+    }
+    weir_error e = {0};
+    json_t *res = waterfall(r, "tools/pre-execute", args, pre_default, &e);
+    json_decref(args);
+    int rc = WEIR_OK;
+    bool allow = false;
+    const char *kind = weir__json_str(res, "kind", NULL);
+    if (!res && e.code == WEIR_E_NOMEM)
+        fail(r, WEIR_E_NOMEM, &e, "tools: out of memory");
+    else if (!res)
+        rc = weir__tool_outcome_error(&s->out, "HookError", "HOOK_FAILED", e.text,
+                                      "tools/pre-execute failed: %s", e.text);
+    else if (kind && strcmp(kind, "allow") == 0)
+        allow = true;
+    else if (kind && strcmp(kind, "deny") == 0) {
+        const char *reason = weir__json_str(res, "reason", "denied by policy");
+        rc = weir__tool_outcome_error(&s->out, "ToolDenied", "DENIED", reason, "denied: %s",
+                                      reason);
+    } else
+        rc = weir__tool_outcome_error(&s->out, "HookError", "HOOK_FAILED", NULL,
+                                      "tools/pre-execute returned an unknown decision");
+    json_decref(res);
+    if (rc != WEIR_OK)
+        fail(r, rc, NULL, "tools: out of memory");
+    return allow && r->failure == WEIR_OK;
+}
+
+/* The receipt of a background call: its text is the JSON receipt object. */
+static int receipt(slot *s, const char *job_id) {
+    json_t *obj = json_pack("{s:s, s:s, s:s, s:s}", "status", "queued", "job_id", job_id,
+                            "call_id", s->id, "instruction", RECEIPT_INSTRUCTION);
+    char *text = obj ? weir__json_dump(obj) : NULL;
+    json_decref(obj);
+    if (!text)
+        return WEIR_E_NOMEM;
+    weir__tool_outcome_clear(&s->out);
+    s->out.content = json_pack("[{s:s, s:s}]", "type", "text", "text", text);
+    weir__free(text);
+    return s->out.content ? WEIR_OK : WEIR_E_NOMEM;
+}
+
+/* Start call i: tool/call, checks, pre-execute, then dispatch or settle. */
+static void start(run *r, slot *s, bool parallel) {
+    if (append_call(r, s) != WEIR_OK)
+        return;
+    s->state = S_READY; /* unless dispatched below */
+    if (s->out.content || r->failure != WEIR_OK)
+        return; /* unknown tool or invalid arguments */
+    if (!pre_execute(r, s))
+        return;
+    if (weir__signal_cancelled(r->st->signal)) {
+        r->aborted = true;
+        if (weir__tool_outcome_error(&s->out, "AbortError", "ABORTED_BEFORE_DISPATCH", NULL,
+                                     "tool call aborted before dispatch") != WEIR_OK)
+            fail(r, WEIR_E_NOMEM, NULL, "tools: out of memory");
+        return;
+    }
+    if ((s->def->flags & WEIR_TOOL_BACKGROUND) && r->st->jobs) {
+        char job_id[48];
+        weir_error e = {0};
+        int rc = weir__jobs_submit(r->st->jobs, s->def, s->id, s->args, job_id, sizeof job_id,
+                                   &e);
+        if (rc == WEIR_OK && receipt(s, job_id) != WEIR_OK)
+            fail(r, WEIR_E_NOMEM, NULL, "tools: out of memory");
+        else if (rc != WEIR_OK)
+            fail(r, rc, &e, "tools: starting background job failed");
+        return;
+    }
+    s->state = S_RUNNING;
+    s->dispatched = true;
+    s->exclusive = !parallel;
+    r->running++;
+    if (s->exclusive)
+        r->excl_running = true;
+    weir_error e = {0};
+    int rc = weir__pool_submit(weir__tools_pool(r->st->tools), body_task, s, &e);
+    if (rc != WEIR_OK) {
+        s->state = S_READY;
+        s->dispatched = false;
+        r->running--;
+        r->excl_running = false;
+        fail(r, rc, &e, "tools: dispatching tool '%s' failed", s->name);
+    }
+}
+
+/* Move finished bodies to READY (driver thread). */
+static void collect(run *r) {
+    pthread_mutex_lock(&r->mu);
+    if (r->done_count != r->collected) {
+        for (size_t i = r->committed; i < r->next; i++) {
+            slot *s = &r->slots[i];
+            if (s->state == S_RUNNING && s->done) {
+                s->state = S_READY;
+                r->running--;
+                r->collected++;
+                if (s->exclusive)
+                    r->excl_running = false;
+            }
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Wait until some running body finished. */
+static void wait_any(run *r) {
+    pthread_mutex_lock(&r->mu);
+    while (r->done_count == r->collected)
+        pthread_cond_wait(&r->cv, &r->mu);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Committing                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* tools/post-execute; returns the additional contexts (new ref) or NULL. */
+static json_t *post_execute(run *r, slot *s) {
+    json_t *args = hook_args(r, s);
+    json_t *res_obj = json_pack("{s:O, s:b}", "content", s->out.content, "is_error",
+                                s->out.is_error);
+    if (!args || !res_obj || json_object_set_new(args, "result", res_obj) != 0) {
+        json_decref(args);
+        fail(r, WEIR_E_NOMEM, NULL, "tools: out of memory");
+        return NULL;
+    }
+    weir_error e = {0};
+    json_t *res = waterfall(r, "tools/post-execute", args, post_default, &e);
+    json_decref(args);
+    if (!res && e.code == WEIR_E_NOMEM) {
+        fail(r, WEIR_E_NOMEM, &e, "tools: out of memory");
+        return NULL;
+    }
+    json_t *content = json_object_get(res, "content");
+    json_t *is_error = json_object_get(res, "is_error");
+    json_t *ctxs = json_object_get(res, "additional_contexts");
+    json_t *blocks = NULL;
+    if (json_is_string(content))
+        blocks = json_pack("[{s:s, s:O}]", "type", "text", "text", content);
+    else if (json_is_array(content))
+        blocks = json_incref(content);
+    bool ok = res && json_is_object(res) && blocks && (!is_error || json_is_boolean(is_error)) &&
+              (!ctxs || json_is_array(ctxs));
+    if (!ok) {
+        bool got = res != NULL;
+        json_decref(blocks);
+        json_decref(res);
+        int rc = got ? weir__tool_outcome_error(&s->out, "HookError", "HOOK_FAILED", NULL,
+                                                "tools/post-execute returned an invalid result")
+                     : weir__tool_outcome_error(&s->out, "HookError", "HOOK_FAILED", e.text,
+                                                "tools/post-execute failed: %s", e.text);
+        if (rc != WEIR_OK)
+            fail(r, rc, NULL, "tools: out of memory");
+        return NULL;
+    }
+    json_decref(s->out.content);
+    s->out.content = blocks;
+    if (is_error)
+        s->out.is_error = json_is_true(is_error);
+    json_t *keep = json_incref(ctxs);
+    json_decref(res);
+    return keep;
+}
+
+static void commit(run *r, slot *s) {
+    if (s->body_rc != WEIR_OK) {
+        fail(r, s->body_rc, NULL, "tools: tool '%s': out of memory", s->name);
+        return;
+    }
+    json_t *ctxs = s->dispatched ? post_execute(r, s) : NULL;
+    if (r->failure != WEIR_OK) {
+        json_decref(ctxs);
+        return;
+    }
+    size_t seq = 0;
+    if (append_result(r, s, &seq) != WEIR_OK) {
+        json_decref(ctxs);
+        return;
+    }
+    s->state = S_COMMITTED;
+    if (s->out.concludes_turn && !s->out.is_error)
+        r->concluded = true;
+    size_t i;
+    json_t *m;
+    json_array_foreach(ctxs, i, m) {
+        if (!r->st->accept_context)
+            break;
+        weir_error e = {0};
+        int rc = r->st->accept_context(r->st->ud, m, &e);
+        if (rc != WEIR_OK) {
+            fail(r, rc, &e, "tools: queueing an additional context failed");
+            break;
+        }
+    }
+    json_decref(ctxs);
+    if (r->failure != WEIR_OK || !r->st->hooks ||
+        weir__hooks_count(r->st->hooks, "tools/result") == 0)
+        return;
+    json_t *args = hook_args(r, s);
+    json_t *res = weir__tool_outcome_json(&s->out);
+    if (args && res && json_object_set_new(args, "seq", json_integer((json_int_t)seq)) == 0 &&
+        json_object_set(args, "result", res) == 0)
+        json_decref(weir__hook_invoke(r->st->hooks, "tools/result", r->st->agent,
+                                      r->st->signal, args, NULL, NULL, NULL));
+    json_decref(args);
+    json_decref(res);
+}
+
+/* Commit the contiguous model-order prefix of settled calls. */
+static void commit_ready(run *r) {
+    while (r->failure == WEIR_OK && r->committed < r->next &&
+           r->slots[r->committed].state == S_READY) {
+        commit(r, &r->slots[r->committed]);
+        if (r->failure == WEIR_OK)
+            r->committed++;
+    }
+}
+
+/* Start what may start now, in model order. */
+static void fill(run *r) {
+    size_t max = r->st->max_parallel >= 1 ? (size_t)r->st->max_parallel : 1;
+    while (r->failure == WEIR_OK && !r->aborted && r->next < r->n) {
+        if (weir__signal_cancelled(r->st->signal)) {
+            r->aborted = true;
+            break;
+        }
+        slot *s = &r->slots[r->next];
+        prepare(r, s);
+        if (r->failure != WEIR_OK)
+            break;
+        bool parallel = classify(s);
+        if (parallel ? (r->excl_running || r->running >= max) : r->running > 0)
+            break; /* pool full, or a barrier */
+        r->next++;
+        start(r, s, parallel);
+        collect(r);
+        commit_ready(r);
+    }
+}
+
+/* Synthetic tool/call + tool/result for every call that never started. */
+static void skip_unstarted(run *r) {
+    for (size_t i = r->next; i < r->n && r->failure == WEIR_OK; i++) {
+        slot *s = &r->slots[i];
+        if (append_call(r, s) != WEIR_OK)
+            return;
+        if (weir__tool_outcome_error(&s->out, "AbortError", "ABORTED_BEFORE_DISPATCH", NULL,
+                                     "tool call aborted before dispatch") != WEIR_OK) {
+            fail(r, WEIR_E_NOMEM, NULL, "tools: out of memory");
+            return;
+        }
+        size_t seq;
+        if (append_result(r, s, &seq) != WEIR_OK)
+            return;
+        s->state = S_COMMITTED;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Entry point                                                               */
+/* ------------------------------------------------------------------------ */
+
+static int load_calls(run *r, const json_t *calls, weir_error *err) {
+    size_t i;
+    json_t *c;
+    json_array_foreach(calls, i, c) {
+        slot *s = &r->slots[i];
+        s->r = r;
+        s->id = weir__json_str(c, "id", NULL);
+        s->name = weir__json_str(c, "name", NULL);
+        if (!s->id || !s->name)
+            return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                             "tools: call %zu has no string 'id' or 'name'", i);
+        json_t *a = json_object_get(c, "arguments");
+        if (json_is_string(a))
+            s->args_text = weir__strdup(json_string_value(a));
+        else if (!a || json_is_null(a))
+            s->args_text = weir__strdup("");
+        else if (json_is_object(a))
+            s->args_text = weir__json_dump(a);
+        else
+            return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                             "tools: call '%s': 'arguments' must be JSON text", s->id);
+        if (!s->args_text)
+            return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "tools: out of memory");
+    }
+    return WEIR_OK;
+}
+
+static void run_free(run *r) {
+    for (size_t i = 0; r->slots && i < r->n; i++) {
+        weir__free(r->slots[i].args_text);
+        json_decref(r->slots[i].args);
+        weir__tool_outcome_clear(&r->slots[i].out);
+    }
+    weir__free(r->slots);
+    json_decref(r->agent_id);
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+}
+
+int weir__tools_run(const weir__tool_step *st, const json_t *calls, bool *concluded,
+                    weir_error *err) {
+    if (concluded)
+        *concluded = false;
+    if (!st || !st->tools || !st->log || !json_is_array(calls))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "tools: invalid arguments");
+    if (json_array_size(calls) == 0)
+        return WEIR_OK;
+    run r;
+    memset(&r, 0, sizeof r);
+    r.st = st;
+    r.err = err;
+    r.n = json_array_size(calls);
+    if (pthread_mutex_init(&r.mu, NULL) != 0)
+        return weir__err(err, WEIR_E_INTERNAL, NULL, NULL, "tools: mutex init failed");
+    if (pthread_cond_init(&r.cv, NULL) != 0) {
+        pthread_mutex_destroy(&r.mu);
+        return weir__err(err, WEIR_E_INTERNAL, NULL, NULL, "tools: condvar init failed");
+    }
+    const char *agent_id = st->agent ? weir_agent_id(st->agent) : NULL;
+    r.slots = weir__calloc(r.n, sizeof *r.slots);
+    r.agent_id = agent_id ? json_string(agent_id) : json_null();
+    if (!r.slots || !r.agent_id) {
+        run_free(&r);
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "tools: out of memory");
+    }
+    int rc = load_calls(&r, calls, err);
+    if (rc != WEIR_OK) {
+        run_free(&r);
+        return rc;
+    }
+    for (;;) {
+        collect(&r);
+        commit_ready(&r);
+        if (r.failure != WEIR_OK)
+            break;
+        fill(&r);
+        collect(&r);
+        commit_ready(&r);
+        if (r.failure != WEIR_OK)
+            break;
+        /* Nothing running: done, or free to start more (a body may have
+         * finished after fill saw it running). */
+        if (r.running == 0) {
+            if (r.next == r.n || r.aborted)
+                break;
+            continue;
+        }
+        wait_any(&r);
+    }
+    /* Quiesce: never return while a body may still touch the run. */
+    while (r.running > 0) {
+        wait_any(&r);
+        collect(&r);
+    }
+    if (r.failure == WEIR_OK && r.aborted)
+        skip_unstarted(&r);
+    if (concluded)
+        *concluded = r.concluded;
+    rc = r.failure;
+    run_free(&r);
+    return rc;
+}

@@ -1,0 +1,531 @@
+/*
+ * core/tools.c - the tool registry (DESIGN §7), tool executions and their
+ * normalized outcomes, and the background job table (DESIGN §6).
+ *
+ * The registry is filled during plugin init (single-threaded) and read-only
+ * afterwards; lookups may then come from any thread.  Bodies run on the
+ * registry's worker pool (tool_scheduler.c) or on a job table's own pool.
+ */
+#include "tools.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "schema.h"
+#include "signal.h"
+
+/* Upper bound on the shared body pool; calls beyond it wait queued. */
+#define TOOLS_POOL_MAX_THREADS 64
+
+struct weir__tools {
+    weir__tool_def **v; /* registration order */
+    size_t n, cap;
+    weir__pool *pool;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Registry                                                                  */
+/* ------------------------------------------------------------------------ */
+
+int weir__tools_create(weir__tools **out) {
+    if (!out)
+        return WEIR_E_INVAL;
+    *out = NULL;
+    weir__tools *t = weir__calloc(1, sizeof *t);
+    if (!t)
+        return WEIR_E_NOMEM;
+    int rc = weir__pool_create(TOOLS_POOL_MAX_THREADS, &t->pool, NULL);
+    if (rc != WEIR_OK) {
+        weir__free(t);
+        return rc;
+    }
+    *out = t;
+    return WEIR_OK;
+}
+
+static void def_free(weir__tool_def *d) {
+    if (!d)
+        return;
+    weir__free(d->name);
+    weir__free(d->description);
+    weir__free(d->plugin_id);
+    json_decref(d->parameters);
+    weir__free(d);
+}
+
+void weir__tools_destroy(weir__tools *t) {
+    if (!t)
+        return;
+    weir__pool_destroy(t->pool);
+    for (size_t i = 0; i < t->n; i++)
+        def_free(t->v[i]);
+    weir__free(t->v);
+    weir__free(t);
+}
+
+/* Tool names as the model APIs accept them: [A-Za-z0-9_-]{1,64}. */
+static bool valid_name(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n > 64)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+int weir__tools_add(weir__tools *t, const char *plugin_id, const weir_tool *tool,
+                    weir_error *err) {
+    if (!t || !tool)
+        return weir__err(err, WEIR_E_INVAL, plugin_id, NULL, "tool_register: NULL argument");
+    if (tool->struct_size < sizeof(weir_tool))
+        return weir__err(err, WEIR_E_INVAL, plugin_id, NULL,
+                         "tool_register: struct_size %u is smaller than the 1.0 weir_tool (%zu)",
+                         (unsigned)tool->struct_size, sizeof(weir_tool));
+    if (!tool->name || !valid_name(tool->name))
+        return weir__err(err, WEIR_E_INVAL, plugin_id, NULL,
+                         "tool_register: invalid tool name '%s' (want [A-Za-z0-9_-]{1,64})",
+                         tool->name ? tool->name : "(null)");
+    if (!tool->execute)
+        return weir__err(err, WEIR_E_INVAL, plugin_id, NULL,
+                         "tool_register: tool '%s' has no execute function", tool->name);
+    if (tool->parameters && !json_is_object(tool->parameters))
+        return weir__err(err, WEIR_E_INVAL, plugin_id, NULL,
+                         "tool_register: tool '%s': parameters must be a JSON Schema object",
+                         tool->name);
+    if (tool->flags & ~(uint32_t)WEIR_TOOL_BACKGROUND)
+        return weir__err(err, WEIR_E_INVAL, plugin_id, NULL,
+                         "tool_register: tool '%s': unknown flags 0x%x", tool->name,
+                         (unsigned)tool->flags);
+    const weir__tool_def *old = weir__tools_find(t, tool->name);
+    if (old)
+        return weir__err(err, WEIR_E_DUPLICATE, plugin_id, NULL,
+                         "tool '%s' of plugin '%s' is already registered by plugin '%s'",
+                         tool->name, plugin_id ? plugin_id : "(core)",
+                         old->plugin_id ? old->plugin_id : "(core)");
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 8;
+        weir__tool_def **v = weir__realloc(t->v, cap * sizeof *v);
+        if (!v)
+            return weir__err(err, WEIR_E_NOMEM, plugin_id, NULL, "tool_register: out of memory");
+        t->v = v;
+        t->cap = cap;
+    }
+    weir__tool_def *d = weir__calloc(1, sizeof *d);
+    if (!d)
+        return weir__err(err, WEIR_E_NOMEM, plugin_id, NULL, "tool_register: out of memory");
+    d->name = weir__strdup(tool->name);
+    d->description = weir__strdup(tool->description ? tool->description : "");
+    d->plugin_id = plugin_id ? weir__strdup(plugin_id) : NULL;
+    d->parameters = tool->parameters ? json_deep_copy(tool->parameters)
+                                     : json_pack("{s:s}", "type", "object");
+    if (!d->name || !d->description || (plugin_id && !d->plugin_id) || !d->parameters) {
+        def_free(d);
+        return weir__err(err, WEIR_E_NOMEM, plugin_id, NULL, "tool_register: out of memory");
+    }
+    d->flags = tool->flags;
+    d->execute = tool->execute;
+    d->concurrency_safe = tool->concurrency_safe;
+    d->user_data = tool->user_data;
+    t->v[t->n++] = d;
+    return WEIR_OK;
+}
+
+json_t *weir__tools_schemas(const weir__tools *t) {
+    if (!t)
+        return NULL;
+    json_t *arr = json_array();
+    if (!arr)
+        return NULL;
+    for (size_t i = 0; i < t->n; i++) {
+        const weir__tool_def *d = t->v[i];
+        json_t *o = json_pack("{s:s, s:s, s:O}", "name", d->name, "description",
+                              d->description, "parameters", d->parameters);
+        if (!o || json_array_append_new(arr, o) != 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+const weir__tool_def *weir__tools_find(const weir__tools *t, const char *name) {
+    if (!t || !name)
+        return NULL;
+    for (size_t i = 0; i < t->n; i++)
+        if (strcmp(t->v[i]->name, name) == 0)
+            return t->v[i];
+    return NULL;
+}
+
+weir__pool *weir__tools_pool(weir__tools *t) { return t ? t->pool : NULL; }
+
+bool weir__tool_parallel_safe(const weir__tool_def *def, const json_t *args) {
+    if (!def || !def->concurrency_safe || !args)
+        return false;
+    return def->concurrency_safe(args, def->user_data) == 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Executions                                                                */
+/* ------------------------------------------------------------------------ */
+
+const char *weir__tool_exec_call_id(const weir_tool_exec *exec) {
+    return exec ? exec->call_id : NULL;
+}
+
+weir_signal *weir__tool_exec_signal(const weir_tool_exec *exec) {
+    return exec ? exec->signal : NULL;
+}
+
+void weir__tool_exec_fail(weir_tool_exec *exec, const char *code, const char *fmt, ...) {
+    if (!exec)
+        return;
+    weir__free(exec->fail_code);
+    weir__free(exec->fail_message);
+    exec->fail_code = code && *code ? weir__strdup(code) : NULL;
+    exec->fail_message = NULL;
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        exec->fail_message = weir__vasprintf(fmt, ap);
+        va_end(ap);
+    }
+}
+
+void weir__tool_outcome_clear(weir__tool_outcome *o) {
+    if (!o)
+        return;
+    json_decref(o->content);
+    json_decref(o->error);
+    memset(o, 0, sizeof *o);
+}
+
+int weir__tool_outcome_error(weir__tool_outcome *o, const char *name, const char *code,
+                             const char *reason, const char *fmt, ...) {
+    if (!o || !name || !code || !fmt)
+        return WEIR_E_INVAL;
+    weir__tool_outcome_clear(o);
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = weir__vasprintf(fmt, ap);
+    va_end(ap);
+    char *shown = text ? weir__asprintf("Error: %s", text) : NULL;
+    weir__free(text);
+    if (!shown)
+        return WEIR_E_NOMEM;
+    o->content = json_pack("[{s:s, s:s}]", "type", "text", "text", shown);
+    weir__free(shown);
+    o->error = json_pack("{s:s, s:s}", "name", name, "code", code);
+    if (o->error && reason && json_object_set_new(o->error, "reason", json_string(reason)) != 0) {
+        json_decref(o->error);
+        o->error = NULL;
+    }
+    if (!o->content || !o->error) {
+        weir__tool_outcome_clear(o);
+        return WEIR_E_NOMEM;
+    }
+    o->is_error = true;
+    return WEIR_OK;
+}
+
+json_t *weir__tool_outcome_json(const weir__tool_outcome *o) {
+    if (!o || !o->content)
+        return NULL;
+    json_t *r = json_pack("{s:O, s:b}", "content", o->content, "is_error", o->is_error);
+    if (r && o->error && json_object_set(r, "error", o->error) != 0) {
+        json_decref(r);
+        return NULL;
+    }
+    return r;
+}
+
+int weir__tool_parse_args(const weir__tool_def *def, const char *text, json_t **args,
+                          weir__tool_outcome *o) {
+    if (!def || !args || !o)
+        return WEIR_E_INVAL;
+    *args = NULL;
+    json_t *v;
+    if (!text || !*text) {
+        v = json_object();
+        if (!v)
+            return WEIR_E_NOMEM;
+    } else {
+        json_error_t jerr;
+        v = json_loads(text, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+        if (!v) {
+            if (json_error_code(&jerr) == json_error_out_of_memory)
+                return WEIR_E_NOMEM;
+            char reason[300];
+            snprintf(reason, sizeof reason, "not valid JSON: %s (column %d)", jerr.text,
+                     jerr.column);
+            return weir__tool_outcome_error(o, "InvalidArguments", "INVALID_ARGUMENTS", reason,
+                                            "invalid arguments for tool '%s': %s", def->name,
+                                            reason);
+        }
+    }
+    char msg[512];
+    if (weir__schema_validate(def->parameters, v, msg, sizeof msg) != 0) {
+        json_decref(v);
+        return weir__tool_outcome_error(o, "InvalidArguments", "INVALID_ARGUMENTS", msg,
+                                        "invalid arguments for tool '%s': %s", def->name, msg);
+    }
+    *args = v;
+    return WEIR_OK;
+}
+
+/* A content array is an array of objects, each with a string "type". */
+static bool valid_blocks(const json_t *a) {
+    size_t i;
+    const json_t *b;
+    if (!json_is_array(a))
+        return false;
+    json_array_foreach(a, i, b) {
+        if (!json_is_object(b) || !json_is_string(json_object_get(b, "type")))
+            return false;
+    }
+    return true;
+}
+
+/* Normalize a body's result (steals `r`). */
+static int outcome_from_result(const weir__tool_def *def, json_t *r, weir__tool_outcome *o) {
+    json_t *content = r, *err_flag = NULL, *concl = NULL;
+    if (json_is_object(r)) {
+        content = json_object_get(r, "content");
+        err_flag = json_object_get(r, "is_error");
+        concl = json_object_get(r, "concludes_turn");
+        if ((err_flag && !json_is_boolean(err_flag)) || (concl && !json_is_boolean(concl)))
+            content = NULL;
+    }
+    json_t *blocks = NULL;
+    if (json_is_string(content)) {
+        blocks = json_pack("[{s:s, s:O}]", "type", "text", "text", content);
+        if (!blocks) {
+            json_decref(r);
+            return WEIR_E_NOMEM;
+        }
+    } else if (valid_blocks(content)) {
+        blocks = json_incref(content);
+    }
+    if (!blocks) {
+        json_decref(r);
+        return weir__tool_outcome_error(
+            o, "ToolError", "INVALID_RESULT", NULL,
+            "tool '%s' returned an invalid result (want a string, an array of content blocks "
+            "or {content, is_error?, concludes_turn?})",
+            def->name);
+    }
+    weir__tool_outcome_clear(o);
+    o->content = blocks;
+    o->is_error = json_is_true(err_flag);
+    o->concludes_turn = json_is_true(concl);
+    json_decref(r);
+    return WEIR_OK;
+}
+
+int weir__tool_invoke(const weir__tool_def *def, const char *call_id, weir_signal *signal,
+                      const json_t *args, weir__tool_outcome *o) {
+    if (!def || !args || !o)
+        return WEIR_E_INVAL;
+    weir_tool_exec exec = {call_id, signal, NULL, NULL};
+    json_t *result = NULL;
+    int rc = def->execute(&exec, args, &result, def->user_data);
+    int out;
+    if (rc == WEIR_OK) {
+        out = outcome_from_result(def, result, o);
+    } else {
+        json_decref(result);
+        const char *code = exec.fail_code ? exec.fail_code : "TOOL_ERROR";
+        if (exec.fail_message)
+            out = weir__tool_outcome_error(o, "ToolError", code, exec.fail_message, "%s",
+                                           exec.fail_message);
+        else {
+            char reason[200];
+            snprintf(reason, sizeof reason, "tool '%s' failed: %s", def->name,
+                     weir_strerror(rc));
+            out = weir__tool_outcome_error(o, "ToolError", code, reason, "%s", reason);
+        }
+    }
+    weir__free(exec.fail_code);
+    weir__free(exec.fail_message);
+    return out;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Background jobs                                                           */
+/* ------------------------------------------------------------------------ */
+
+typedef struct job {
+    char id[48];
+    char *call_id;
+    const weir__tool_def *def;
+    json_t *args;
+    weir_signal signal;
+    weir__jobs *table;
+    struct job *next; /* active list, submit order */
+} job;
+
+struct weir__jobs {
+    pthread_mutex_t mu;
+    weir__pool *pool;
+    job *active;
+    weir__job_done_fn on_done;
+    void *ud;
+};
+
+int weir__jobs_create(size_t max_jobs, weir__job_done_fn on_done, void *ud,
+                      weir__jobs **out, weir_error *err) {
+    if (!out || max_jobs == 0)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "jobs: invalid arguments");
+    *out = NULL;
+    weir__jobs *j = weir__calloc(1, sizeof *j);
+    if (!j)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "jobs: out of memory");
+    if (pthread_mutex_init(&j->mu, NULL) != 0) {
+        weir__free(j);
+        return weir__err(err, WEIR_E_INTERNAL, NULL, NULL, "jobs: mutex init failed");
+    }
+    int rc = weir__pool_create(max_jobs, &j->pool, err);
+    if (rc != WEIR_OK) {
+        pthread_mutex_destroy(&j->mu);
+        weir__free(j);
+        return rc;
+    }
+    j->on_done = on_done;
+    j->ud = ud;
+    *out = j;
+    return WEIR_OK;
+}
+
+static void job_free(job *jb) {
+    weir__free(jb->call_id);
+    json_decref(jb->args);
+    weir__signal_destroy(&jb->signal);
+    weir__free(jb);
+}
+
+static void job_run(void *arg) {
+    job *jb = arg;
+    weir__jobs *j = jb->table;
+    weir__tool_outcome o = {0};
+    int rc;
+    if (weir__signal_cancelled(&jb->signal))
+        rc = weir__tool_outcome_error(&o, "AbortError", "ABORTED", NULL,
+                                      "job %s was cancelled before it started", jb->id);
+    else
+        rc = weir__tool_invoke(jb->def, jb->call_id, &jb->signal, jb->args, &o);
+    json_t *result = rc == WEIR_OK ? weir__tool_outcome_json(&o) : NULL;
+    weir__tool_outcome_clear(&o);
+    pthread_mutex_lock(&j->mu);
+    for (job **pp = &j->active; *pp; pp = &(*pp)->next) {
+        if (*pp == jb) {
+            *pp = jb->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    if (j->on_done) {
+        /* Allocation failed: still report, with a minimal error result. */
+        static const char oom[] = "{\"content\":[{\"type\":\"text\",\"text\":\"Error: out of "
+                                  "memory\"}],\"is_error\":true}";
+        json_t *fallback = result ? NULL : json_loads(oom, 0, NULL);
+        j->on_done(jb->id, jb->call_id, jb->def->name, result ? result : fallback, j->ud);
+        json_decref(fallback);
+    }
+    json_decref(result);
+    job_free(jb);
+}
+
+int weir__jobs_submit(weir__jobs *j, const weir__tool_def *def, const char *call_id,
+                      const json_t *args, char *job_id, size_t job_id_size,
+                      weir_error *err) {
+    if (!j || !def || !call_id || !args || !job_id || job_id_size < 40)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "jobs: invalid arguments");
+    job *jb = weir__calloc(1, sizeof *jb);
+    if (!jb)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "jobs: out of memory");
+    if (weir__signal_init(&jb->signal) != WEIR_OK) {
+        weir__free(jb);
+        return weir__err(err, WEIR_E_INTERNAL, NULL, NULL, "jobs: signal init failed");
+    }
+    jb->call_id = weir__strdup(call_id);
+    jb->args = json_deep_copy(args);
+    if (!jb->call_id || !jb->args) {
+        job_free(jb);
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "jobs: out of memory");
+    }
+    weir__random_id(jb->id, sizeof jb->id, "job");
+    jb->def = def;
+    jb->table = j;
+    pthread_mutex_lock(&j->mu);
+    job **pp = &j->active;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = jb;
+    /* Copy the id now: once submitted the job may finish and be freed. */
+    snprintf(job_id, job_id_size, "%s", jb->id);
+    int rc = weir__pool_submit(j->pool, job_run, jb, err);
+    if (rc != WEIR_OK) {
+        *pp = NULL;
+        pthread_mutex_unlock(&j->mu);
+        job_free(jb);
+        job_id[0] = '\0';
+        return rc;
+    }
+    pthread_mutex_unlock(&j->mu);
+    return WEIR_OK;
+}
+
+int weir__jobs_cancel(weir__jobs *j, const char *job_id, weir_error *err) {
+    if (!j || !job_id)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "jobs: invalid arguments");
+    pthread_mutex_lock(&j->mu);
+    for (job *jb = j->active; jb; jb = jb->next) {
+        if (strcmp(jb->id, job_id) == 0) {
+            weir__signal_cancel(&jb->signal, "user");
+            pthread_mutex_unlock(&j->mu);
+            return WEIR_OK;
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    return weir__err(err, WEIR_E_NOT_FOUND, NULL, NULL, "jobs: no active job '%s'", job_id);
+}
+
+void weir__jobs_cancel_all(weir__jobs *j) {
+    if (!j)
+        return;
+    pthread_mutex_lock(&j->mu);
+    for (job *jb = j->active; jb; jb = jb->next)
+        weir__signal_cancel(&jb->signal, "user");
+    pthread_mutex_unlock(&j->mu);
+}
+
+json_t *weir__jobs_active(weir__jobs *j) {
+    if (!j)
+        return NULL;
+    json_t *arr = json_array();
+    if (!arr)
+        return NULL;
+    pthread_mutex_lock(&j->mu);
+    for (job *jb = j->active; jb; jb = jb->next) {
+        if (json_array_append_new(arr, json_string(jb->id)) != 0) {
+            pthread_mutex_unlock(&j->mu);
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    return arr;
+}
+
+void weir__jobs_destroy(weir__jobs *j) {
+    if (!j)
+        return;
+    weir__jobs_cancel_all(j);
+    weir__pool_destroy(j->pool);
+    pthread_mutex_destroy(&j->mu);
+    weir__free(j);
+}

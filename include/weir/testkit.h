@@ -1,0 +1,168 @@
+/*
+ * weir/testkit.h - the plugin test kit: a fake host for unit-testing a
+ * plugin's hooks without a deployment, a provider or a session log.
+ *
+ * A weir_tk loads one or more plugins (a descriptor linked into the test, or
+ * a built .so by path), runs their `init` with a weir_api table whose hook
+ * registry, chain ordering, result validation and `weir_next()` are the real
+ * ones from libweir, and lets the test invoke any catalog hook:
+ *
+ *     weir_tk *tk = weir_tk_create();
+ *     weir_error err;
+ *     json_t *cfg = json_pack("{s:[s]}", "deny", "rm");
+ *     weir_tk_load_file(tk, "build/lib/weir/plugins/weir-guard.so", "guard", cfg, &err);
+ *     json_t *args = json_pack("{s:s,s:i,s:i,s:s,s:s,s:s}", "agent", "testkit",
+ *                              "turn", 1, "step", 1, "call_id", "c1", "name", "rm",
+ *                              "arguments", "{}");
+ *     json_t *r = weir_tk_invoke(tk, "tools/pre-execute", args,
+ *                                json_pack("{s:s}", "kind", "allow"), &err);
+ *     ... assert on r, weir_tk_events(tk), weir_tk_logs(tk) ...
+ *     json_decref(r); json_decref(args); json_decref(cfg);
+ *     weir_tk_destroy(tk);
+ *
+ * What the fake host does instead of a real agent:
+ *   - weir_call_agent() returns a fake agent whose id is "testkit";
+ *     weir_agent_messages() returns a copy of what weir_tk_set_messages()
+ *     set (an empty array by default); weir_agent_append() records
+ *     {type, data} in weir_tk_events() (the type must be registered by a
+ *     loaded plugin, as in a real host); weir_agent_send() records
+ *     {message, mode, input_id} in weir_tk_sent().
+ *   - weir_log() lines are recorded as {plugin, level, text} in
+ *     weir_tk_logs() instead of being printed.
+ *   - weir_call_signal() returns the kit's signal; weir_tk_cancel() fires it.
+ *   - Tools are registered into the real tool registry (so names and schemas
+ *     are checked) but not run; providers are checked and accepted but not run.
+ * The chains freeze at the first weir_tk_invoke(); loading after that fails
+ * with WEIR_E_TOO_LATE.
+ *
+ * Thread-safety: a weir_tk is used from one thread at a time; two kits are
+ * independent.  Link: libweir (`weir::weir` in CMake, `pkg-config weir`).
+ */
+#ifndef WEIR_TESTKIT_H
+#define WEIR_TESTKIT_H
+
+#include <jansson.h>
+
+#include "weir/errors.h"
+#include "weir/export.h"
+#include "weir/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A fake host (opaque). */
+typedef struct weir_tk weir_tk;
+
+/**
+ * Create an empty kit.
+ * @return a new kit (free with weir_tk_destroy), or NULL when out of memory.
+ * Since: 0.1
+ */
+WEIR_API weir_tk *weir_tk_create(void) WEIR_WUR;
+
+/**
+ * Run every loaded plugin's `fini` in reverse load order, unload the files
+ * opened by weir_tk_load_file() and free everything.  NULL is a no-op.
+ * Since: 0.1
+ */
+WEIR_API void weir_tk_destroy(weir_tk *tk);
+
+/**
+ * Load a plugin from its descriptor (linked into the test: pass
+ * `weir_plugin_describe()`), as one `plugins` row with id `id`.  The
+ * descriptor header is checked as the loader checks it, `config` is
+ * validated against the descriptor's config_schema, then `init` runs.
+ * @param desc    borrowed; must outlive the kit.
+ * @param id      the row id (copied), unique within the kit.
+ * @param config  the row's config (borrowed); NULL means {}.
+ * @return WEIR_OK; WEIR_E_INVAL, WEIR_E_PLUGIN_ABI, WEIR_E_PLUGIN_CONFIG,
+ *         WEIR_E_PLUGIN_INIT (err->text "plugin 'N' (row 'ID') init failed:
+ *         ..."), WEIR_E_DUPLICATE (id reused), WEIR_E_TOO_LATE (after the
+ *         first invoke) or WEIR_E_NOMEM, with `err` filled.  On failure
+ *         nothing the plugin registered stays.
+ * Since: 0.1
+ */
+WEIR_API int weir_tk_load(weir_tk *tk, const weir_plugin_desc *desc, const char *id,
+                          const json_t *config, weir_error *err) WEIR_WUR;
+
+/**
+ * Like weir_tk_load(), for a built plugin file: dlopen()s `path` with the
+ * real loader (same checks and messages as a deployment).
+ * @param path  a path to weir-<name>.so (borrowed).
+ * @return as weir_tk_load(), plus WEIR_E_PLUGIN_OPEN / WEIR_E_PLUGIN_ENTRY.
+ * Since: 0.1
+ */
+WEIR_API int weir_tk_load_file(weir_tk *tk, const char *path, const char *id,
+                               const json_t *config, weir_error *err) WEIR_WUR;
+
+/**
+ * Invoke `hook` (a catalog name) as the core would, through the chain the
+ * loaded plugins registered (ordered and frozen on the first call).
+ * @param args            the payload (borrowed, must not be NULL).
+ * @param default_result  waterfall only: what the core default returns
+ *                        (steals the reference, even on error); NULL means
+ *                        json null.  Ignored by emit and serial hooks.
+ * @return a new reference: the chain's (validated) result for a waterfall,
+ *         json null for emit and serial; or NULL with `err` filled:
+ *         WEIR_E_HOOK_FAILED (err->plugin = the failing row),
+ *         WEIR_E_HOOK_RESULT, WEIR_E_NOT_FOUND (unknown hook),
+ *         WEIR_E_HOOK_ORDER (bad before/after at freeze), WEIR_E_INVAL.
+ * Since: 0.1
+ */
+WEIR_API json_t *weir_tk_invoke(weir_tk *tk, const char *hook, const json_t *args,
+                                json_t *default_result, weir_error *err) WEIR_WUR;
+
+/**
+ * How many times the core default ran in this kit's invocations (a chain
+ * that short-circuits does not reach it).  0 for NULL.
+ * Since: 0.1
+ */
+WEIR_API size_t weir_tk_default_calls(const weir_tk *tk);
+
+/**
+ * Set what weir_agent_messages() returns to plugins.
+ * @param messages  an array (copied deeply; borrowed).
+ * @return WEIR_OK, WEIR_E_INVAL (not an array) or WEIR_E_NOMEM.
+ * Since: 0.1
+ */
+WEIR_API int weir_tk_set_messages(weir_tk *tk, const json_t *messages);
+
+/**
+ * Plugin events appended through weir_agent_append(), in order:
+ * [{"type":..., "data":...}].  Borrowed; valid until weir_tk_clear() or
+ * weir_tk_destroy().  NULL for a NULL kit.
+ * Since: 0.1
+ */
+WEIR_API const json_t *weir_tk_events(const weir_tk *tk);
+
+/**
+ * Lines logged through weir_log(), in order:
+ * [{"plugin":row id, "level":"error"|"warning"|"info"|"debug", "text":...}].
+ * Borrowed, as weir_tk_events().
+ * Since: 0.1
+ */
+WEIR_API const json_t *weir_tk_logs(const weir_tk *tk);
+
+/**
+ * Messages queued through weir_agent_send(), in order:
+ * [{"message":..., "mode":"followup"|"steer"|"inject", "input_id":string|null}].
+ * Borrowed, as weir_tk_events().
+ * Since: 0.1
+ */
+WEIR_API const json_t *weir_tk_sent(const weir_tk *tk);
+
+/** Empty the events, logs and sent lists and reset the default counter. Since: 0.1 */
+WEIR_API void weir_tk_clear(weir_tk *tk);
+
+/**
+ * Fire the kit's cancellation signal (what weir_call_signal() returns) with
+ * `cause` (copied; NULL means "user").  Later invocations see it cancelled.
+ * Since: 0.1
+ */
+WEIR_API void weir_tk_cancel(weir_tk *tk, const char *cause);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WEIR_TESTKIT_H */

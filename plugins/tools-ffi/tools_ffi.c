@@ -1,0 +1,767 @@
+/*
+ * plugins/tools-ffi/tools_ffi.c - expose C functions from shared libraries
+ * as tools through libffi (DESIGN §7, docs/tools.md).
+ *
+ * Config: {"tools":[{"library","symbol","prototype","description"?,"name"?,
+ *                    "out"?:[names],"returns_owned"?:{"free":"free"|"none"|"<symbol>"},
+ *                    "parallel"?:bool}]}
+ * Every listed function is dlopen'd, dlsym'd and prepared (ffi_prep_cif) once
+ * at init; nothing else in the library is callable.  The JSON Schema of each
+ * tool comes from its prototype.  Calls may run on any worker thread: the
+ * per-tool state is read-only after init.
+ */
+#include <dlfcn.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include <ffi.h>
+
+#include "weir/plugin.h"
+
+#include "ffi_proto.h"
+
+#define PLUGIN_NAME "tools-ffi"
+
+typedef struct ffi_tool {
+    char *name;
+    char *library;
+    char *symbol;
+    char *description;
+    wf_proto proto;
+    void *lib;                  /* dlopen handle (one reference per tool) */
+    void *fn;
+    void (*free_fn)(void *);    /* frees a 'char *' return; NULL = never */
+    bool parallel;
+    ffi_cif cif;
+    ffi_type *atypes[WF_MAX_PARAMS];
+    json_t *schema;
+} ffi_tool;
+
+typedef struct state {
+    ffi_tool *tools;
+    size_t n;
+} state;
+
+static const char config_schema[] =
+    "{\"type\":\"object\",\"required\":[\"tools\"],\"additionalProperties\":false,"
+    "\"properties\":{\"tools\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+    "\"required\":[\"library\",\"symbol\",\"prototype\"],\"additionalProperties\":false,"
+    "\"properties\":{\"library\":{\"type\":\"string\",\"minLength\":1},"
+    "\"symbol\":{\"type\":\"string\",\"minLength\":1},"
+    "\"prototype\":{\"type\":\"string\"},"
+    "\"description\":{\"type\":\"string\"},"
+    "\"name\":{\"type\":\"string\",\"minLength\":1},"
+    "\"out\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+    "\"returns_owned\":{\"type\":\"object\",\"required\":[\"free\"],"
+    "\"additionalProperties\":false,\"properties\":{\"free\":{\"type\":\"string\","
+    "\"minLength\":1}}},"
+    "\"parallel\":{\"type\":\"boolean\"}}}}}}";
+
+static int set_err(weir_error *err, int code, const char *fmt, ...) WEIR_PRINTF(3, 4);
+static int set_err(weir_error *err, int code, const char *fmt, ...) {
+    if (!err)
+        return code;
+    va_list ap;
+    va_start(ap, fmt);
+    err->code = (weir_status)code;
+    snprintf(err->plugin, sizeof err->plugin, "%s", PLUGIN_NAME);
+    err->hook[0] = '\0';
+    vsnprintf(err->text, sizeof err->text, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Types                                                                     */
+/* ------------------------------------------------------------------------ */
+
+_Static_assert(sizeof(long long) == 8, "long long must be 64 bits");
+_Static_assert(sizeof(bool) == 1, "bool must be one byte");
+
+static ffi_type *ffi_of(wf_type t) {
+    switch (t) {
+    case WF_VOID: return &ffi_type_void;
+    case WF_BOOL: return &ffi_type_uint8;
+    case WF_CHAR: return CHAR_MIN < 0 ? &ffi_type_schar : &ffi_type_uchar;
+    case WF_SCHAR: return &ffi_type_schar;
+    case WF_UCHAR: return &ffi_type_uchar;
+    case WF_SHORT: return &ffi_type_sshort;
+    case WF_USHORT: return &ffi_type_ushort;
+    case WF_INT: return &ffi_type_sint;
+    case WF_UINT: return &ffi_type_uint;
+    case WF_LONG: return &ffi_type_slong;
+    case WF_ULONG: return &ffi_type_ulong;
+    case WF_LLONG: return &ffi_type_sint64;
+    case WF_ULLONG: return &ffi_type_uint64;
+    case WF_SIZE: return sizeof(size_t) == 8 ? &ffi_type_uint64 : &ffi_type_uint32;
+    case WF_SSIZE: return sizeof(ssize_t) == 8 ? &ffi_type_sint64 : &ffi_type_sint32;
+    case WF_I8: return &ffi_type_sint8;
+    case WF_I16: return &ffi_type_sint16;
+    case WF_I32: return &ffi_type_sint32;
+    case WF_I64: return &ffi_type_sint64;
+    case WF_U8: return &ffi_type_uint8;
+    case WF_U16: return &ffi_type_uint16;
+    case WF_U32: return &ffi_type_uint32;
+    case WF_U64: return &ffi_type_uint64;
+    case WF_FLOAT: return &ffi_type_float;
+    case WF_DOUBLE: return &ffi_type_double;
+    case WF_STRING:
+    case WF_STRING_OWNED: return &ffi_type_pointer;
+    }
+    return &ffi_type_void;
+}
+
+/* The C range of an integer type. */
+static void int_range(wf_type t, long long *min, unsigned long long *max) {
+    switch (t) {
+    case WF_SCHAR: *min = SCHAR_MIN; *max = SCHAR_MAX; return;
+    case WF_UCHAR: *min = 0; *max = UCHAR_MAX; return;
+    case WF_SHORT: *min = SHRT_MIN; *max = SHRT_MAX; return;
+    case WF_USHORT: *min = 0; *max = USHRT_MAX; return;
+    case WF_INT: *min = INT_MIN; *max = INT_MAX; return;
+    case WF_UINT: *min = 0; *max = UINT_MAX; return;
+    case WF_LONG: *min = LONG_MIN; *max = (unsigned long long)LONG_MAX; return;
+    case WF_ULONG: *min = 0; *max = ULONG_MAX; return;
+    case WF_LLONG: *min = LLONG_MIN; *max = LLONG_MAX; return;
+    case WF_ULLONG: *min = 0; *max = ULLONG_MAX; return;
+    case WF_SIZE: *min = 0; *max = SIZE_MAX; return;
+    case WF_SSIZE: *min = sizeof(ssize_t) == 8 ? LLONG_MIN : INT_MIN;
+                   *max = sizeof(ssize_t) == 8 ? LLONG_MAX : INT_MAX; return;
+    case WF_I8: *min = INT8_MIN; *max = INT8_MAX; return;
+    case WF_I16: *min = INT16_MIN; *max = INT16_MAX; return;
+    case WF_I32: *min = INT32_MIN; *max = INT32_MAX; return;
+    case WF_I64: *min = INT64_MIN; *max = INT64_MAX; return;
+    case WF_U8: *min = 0; *max = UINT8_MAX; return;
+    case WF_U16: *min = 0; *max = UINT16_MAX; return;
+    case WF_U32: *min = 0; *max = UINT32_MAX; return;
+    case WF_U64: *min = 0; *max = UINT64_MAX; return;
+    default: *min = 0; *max = 0; return;
+    }
+}
+
+static bool is_signed_int(wf_type t) {
+    long long min;
+    unsigned long long max;
+    int_range(t, &min, &max);
+    return min < 0;
+}
+
+/* The JSON Schema of one parameter (new reference). */
+static json_t *param_schema(wf_type t) {
+    if (t == WF_BOOL)
+        return json_pack("{s:s}", "type", "boolean");
+    if (t == WF_CHAR)
+        return json_pack("{s:s, s:i, s:i}", "type", "string", "minLength", 1, "maxLength", 1);
+    if (t == WF_FLOAT || t == WF_DOUBLE)
+        return json_pack("{s:s}", "type", "number");
+    if (t == WF_STRING)
+        return json_pack("{s:s}", "type", "string");
+    long long min;
+    unsigned long long max;
+    int_range(t, &min, &max);
+    /* JSON integers stop at LLONG_MAX (jansson's json_int_t). */
+    json_int_t jmax = max > (unsigned long long)LLONG_MAX ? LLONG_MAX : (json_int_t)max;
+    return json_pack("{s:s, s:I, s:I}", "type", "integer", "minimum", (json_int_t)min,
+                     "maximum", jmax);
+}
+
+/* One argument or out-parameter value. */
+typedef union val {
+    bool b;
+    char c;
+    signed char sc;
+    unsigned char uc;
+    short s;
+    unsigned short us;
+    int i;
+    unsigned int u;
+    long l;
+    unsigned long ul;
+    long long ll;
+    unsigned long long ull;
+    size_t z;
+    ssize_t sz;
+    int8_t i8;
+    int16_t i16;
+    int32_t i32;
+    int64_t i64;
+    uint8_t u8;
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+    float f;
+    double d;
+    const char *str;
+    void *ptr;
+} val;
+
+/* Store an in-range integer as type t (signed value in sv, unsigned in uv). */
+static void store_int(wf_type t, long long sv, unsigned long long uv, val *v) {
+    switch (t) {
+    case WF_SCHAR: v->sc = (signed char)sv; break;
+    case WF_UCHAR: v->uc = (unsigned char)uv; break;
+    case WF_SHORT: v->s = (short)sv; break;
+    case WF_USHORT: v->us = (unsigned short)uv; break;
+    case WF_INT: v->i = (int)sv; break;
+    case WF_UINT: v->u = (unsigned int)uv; break;
+    case WF_LONG: v->l = (long)sv; break;
+    case WF_ULONG: v->ul = (unsigned long)uv; break;
+    case WF_LLONG: v->ll = sv; break;
+    case WF_ULLONG: v->ull = uv; break;
+    case WF_SIZE: v->z = (size_t)uv; break;
+    case WF_SSIZE: v->sz = (ssize_t)sv; break;
+    case WF_I8: v->i8 = (int8_t)sv; break;
+    case WF_I16: v->i16 = (int16_t)sv; break;
+    case WF_I32: v->i32 = (int32_t)sv; break;
+    case WF_I64: v->i64 = sv; break;
+    case WF_U8: v->u8 = (uint8_t)uv; break;
+    case WF_U16: v->u16 = (uint16_t)uv; break;
+    case WF_U32: v->u32 = (uint32_t)uv; break;
+    case WF_U64: v->u64 = uv; break;
+    default: break;
+    }
+}
+
+/* Read an integer of type t from v. */
+static void load_int(wf_type t, const val *v, long long *sv, unsigned long long *uv) {
+    *sv = 0;
+    *uv = 0;
+    switch (t) {
+    case WF_SCHAR: *sv = v->sc; break;
+    case WF_UCHAR: *uv = v->uc; break;
+    case WF_SHORT: *sv = v->s; break;
+    case WF_USHORT: *uv = v->us; break;
+    case WF_INT: *sv = v->i; break;
+    case WF_UINT: *uv = v->u; break;
+    case WF_LONG: *sv = v->l; break;
+    case WF_ULONG: *uv = v->ul; break;
+    case WF_LLONG: *sv = v->ll; break;
+    case WF_ULLONG: *uv = v->ull; break;
+    case WF_SIZE: *uv = v->z; break;
+    case WF_SSIZE: *sv = v->sz; break;
+    case WF_I8: *sv = v->i8; break;
+    case WF_I16: *sv = v->i16; break;
+    case WF_I32: *sv = v->i32; break;
+    case WF_I64: *sv = v->i64; break;
+    case WF_U8: *uv = v->u8; break;
+    case WF_U16: *uv = v->u16; break;
+    case WF_U32: *uv = v->u32; break;
+    case WF_U64: *uv = v->u64; break;
+    default: break;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Rendering results as JSON text                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct buf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} buf;
+
+static void buf_add(buf *b, const char *s, size_t n) {
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 64;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void buf_str(buf *b, const char *s) { buf_add(b, s, strlen(s)); }
+
+/* A JSON string literal for `s` (bytes >= 0x80 that are not valid UTF-8 become '?'). */
+static void buf_json_string(buf *b, const char *s, size_t n) {
+    json_t *j = json_stringn(s, n);
+    char *fixed = NULL;
+    if (!j) {
+        fixed = malloc(n + 1);
+        if (!fixed) {
+            b->oom = true;
+            return;
+        }
+        for (size_t i = 0; i < n; i++)
+            fixed[i] = (unsigned char)s[i] >= 0x80 ? '?' : s[i];
+        fixed[n] = '\0';
+        j = json_stringn(fixed, n);
+    }
+    char *text = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+    json_decref(j);
+    free(fixed);
+    if (!text) {
+        b->oom = true;
+        return;
+    }
+    buf_str(b, text);
+    free(text);
+}
+
+static void buf_double(buf *b, double d, bool is_float) {
+    if (isnan(d)) {
+        buf_str(b, "\"NaN\"");
+        return;
+    }
+    if (isinf(d)) {
+        buf_str(b, d > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+        return;
+    }
+    char tmp[64];
+    /* The shortest %g precision that reads back to the same value. */
+    for (int prec = is_float ? 6 : 15; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*g", prec, d);
+        if (is_float ? (float)strtod(tmp, NULL) == (float)d : strtod(tmp, NULL) == d)
+            break;
+    }
+    buf_str(b, tmp);
+}
+
+/* Append the JSON text of a value of type t. */
+static void buf_value(buf *b, wf_type t, const val *v) {
+    char tmp[64];
+    if (wf_type_is_integer(t)) {
+        long long sv;
+        unsigned long long uv;
+        load_int(t, v, &sv, &uv);
+        if (is_signed_int(t))
+            snprintf(tmp, sizeof tmp, "%lld", sv);
+        else
+            snprintf(tmp, sizeof tmp, "%llu", uv);
+        buf_str(b, tmp);
+        return;
+    }
+    switch (t) {
+    case WF_VOID: buf_str(b, "null"); break;
+    case WF_BOOL: buf_str(b, v->b ? "true" : "false"); break;
+    case WF_CHAR:
+        if ((unsigned char)v->c < 0x80)
+            buf_json_string(b, &v->c, 1);
+        else {
+            snprintf(tmp, sizeof tmp, "%u", (unsigned)(unsigned char)v->c);
+            buf_str(b, tmp);
+        }
+        break;
+    case WF_FLOAT: buf_double(b, v->f, true); break;
+    case WF_DOUBLE: buf_double(b, v->d, false); break;
+    case WF_STRING:
+    case WF_STRING_OWNED:
+        if (v->str)
+            buf_json_string(b, v->str, strlen(v->str));
+        else
+            buf_str(b, "null");
+        break;
+    default: buf_str(b, "null"); break;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Calling                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Convert argument `j` for parameter `p` into `v`; false after exec_fail. */
+static bool convert(weir_tool_exec *exec, const wf_param *p, const json_t *j, val *v) {
+    const char *tn = wf_type_name(p->type);
+    if (!j) {
+        weir_tool_exec_fail(exec, "INVALID_ARGUMENTS", "argument '%s' is missing", p->name);
+        return false;
+    }
+    if (wf_type_is_integer(p->type)) {
+        if (!json_is_integer(j)) {
+            weir_tool_exec_fail(exec, "INVALID_ARGUMENTS", "argument '%s': expected an integer",
+                                p->name);
+            return false;
+        }
+        long long x = json_integer_value(j), min;
+        unsigned long long max;
+        int_range(p->type, &min, &max);
+        if (x < min || (x > 0 && (unsigned long long)x > max)) {
+            if (min < 0)
+                weir_tool_exec_fail(exec, "OUT_OF_RANGE",
+                                    "argument '%s': %lld is out of range for %s [%lld, %llu]",
+                                    p->name, x, tn, min, max);
+            else
+                weir_tool_exec_fail(exec, "OUT_OF_RANGE",
+                                    "argument '%s': %lld is out of range for %s [0, %llu]",
+                                    p->name, x, tn, max);
+            return false;
+        }
+        store_int(p->type, x, (unsigned long long)x, v);
+        return true;
+    }
+    switch (p->type) {
+    case WF_BOOL:
+        if (!json_is_boolean(j))
+            break;
+        v->b = json_is_true(j);
+        return true;
+    case WF_CHAR:
+        if (!json_is_string(j) || json_string_length(j) != 1 ||
+            (unsigned char)json_string_value(j)[0] >= 0x80)
+            break;
+        v->c = json_string_value(j)[0];
+        return true;
+    case WF_FLOAT:
+    case WF_DOUBLE: {
+        if (!json_is_number(j))
+            break;
+        double d = json_number_value(j);
+        if (p->type == WF_FLOAT && fabs(d) > FLT_MAX) {
+            weir_tool_exec_fail(exec, "OUT_OF_RANGE",
+                                "argument '%s': %g is out of range for float", p->name, d);
+            return false;
+        }
+        if (p->type == WF_FLOAT)
+            v->f = (float)d;
+        else
+            v->d = d;
+        return true;
+    }
+    case WF_STRING:
+        if (!json_is_string(j))
+            break;
+        if (strlen(json_string_value(j)) != json_string_length(j)) {
+            weir_tool_exec_fail(exec, "INVALID_ARGUMENTS",
+                                "argument '%s': strings may not contain NUL characters",
+                                p->name);
+            return false;
+        }
+        v->str = json_string_value(j);
+        return true;
+    default:
+        break;
+    }
+    weir_tool_exec_fail(exec, "INVALID_ARGUMENTS", "argument '%s': expected %s", p->name,
+                        p->type == WF_BOOL   ? "a boolean"
+                        : p->type == WF_CHAR ? "a single ASCII character"
+                        : p->type == WF_STRING ? "a string"
+                                               : "a number");
+    return false;
+}
+
+/* Read the return value libffi stored in rv (integers are widened to ffi_arg). */
+static void read_return(wf_type t, const void *rv, val *out) {
+    memset(out, 0, sizeof *out);
+    if (t == WF_VOID)
+        return;
+    if (t == WF_FLOAT || t == WF_DOUBLE || t == WF_STRING || t == WF_STRING_OWNED) {
+        memcpy(out, rv, t == WF_FLOAT ? sizeof(float) : t == WF_DOUBLE ? sizeof(double)
+                                                                       : sizeof(void *));
+        return;
+    }
+    size_t size = ffi_of(t)->size;
+    if (size >= sizeof(ffi_arg)) {
+        memcpy(out, rv, size);
+        return;
+    }
+    /* Narrow integers come back as a full ffi_arg (sign- or zero-extended). */
+    ffi_arg a;
+    memcpy(&a, rv, sizeof a);
+    if (t == WF_BOOL)
+        out->b = a != 0;
+    else if (t == WF_CHAR)
+        out->c = (char)a;
+    else
+        store_int(t, (long long)(ffi_sarg)a, (unsigned long long)a, out);
+}
+
+static int execute(weir_tool_exec *exec, const json_t *args, json_t **result, void *ud) {
+    ffi_tool *t = ud;
+    const wf_proto *pr = &t->proto;
+    val vals[WF_MAX_PARAMS], outs[WF_MAX_PARAMS];
+    void *ptrs[WF_MAX_PARAMS];
+    void *avalues[WF_MAX_PARAMS];
+    memset(vals, 0, sizeof vals);
+    memset(outs, 0, sizeof outs);
+    for (size_t i = 0; i < pr->nparams; i++) {
+        const wf_param *p = &pr->params[i];
+        if (p->out) {
+            ptrs[i] = &outs[i];
+            avalues[i] = &ptrs[i];
+        } else {
+            if (!convert(exec, p, json_object_get(args, p->name), &vals[i]))
+                return WEIR_E_INVAL;
+            avalues[i] = &vals[i];
+        }
+    }
+    union {
+        ffi_arg a;
+        double d;
+        float f;
+        void *p;
+        uint64_t u64;
+    } rv;
+    memset(&rv, 0, sizeof rv);
+    ffi_call(&t->cif, FFI_FN(t->fn), &rv, pr->nparams ? avalues : NULL);
+    val ret;
+    read_return(pr->ret, &rv, &ret);
+    bool has_out = false;
+    for (size_t i = 0; i < pr->nparams; i++)
+        has_out |= pr->params[i].out;
+    buf b = {0};
+    if (!has_out) {
+        buf_value(&b, pr->ret, &ret);
+    } else {
+        buf_str(&b, "{");
+        bool first = true;
+        if (pr->ret != WF_VOID) {
+            buf_str(&b, "\"return\":");
+            buf_value(&b, pr->ret, &ret);
+            first = false;
+        }
+        for (size_t i = 0; i < pr->nparams; i++) {
+            if (!pr->params[i].out)
+                continue;
+            buf_str(&b, first ? "\"" : ",\"");
+            buf_str(&b, pr->params[i].name);
+            buf_str(&b, "\":");
+            buf_value(&b, pr->params[i].type, &outs[i]);
+            first = false;
+        }
+        buf_str(&b, "}");
+    }
+    if (pr->ret == WF_STRING_OWNED && ret.ptr && t->free_fn)
+        t->free_fn(ret.ptr);
+    if (b.oom || !b.p) {
+        free(b.p);
+        weir_tool_exec_fail(exec, "TOOL_ERROR", "out of memory");
+        return WEIR_E_NOMEM;
+    }
+    *result = json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", b.p);
+    free(b.p);
+    if (!*result) {
+        weir_tool_exec_fail(exec, "TOOL_ERROR", "out of memory");
+        return WEIR_E_NOMEM;
+    }
+    return WEIR_OK;
+}
+
+static int parallel_safe(const json_t *args, void *ud) {
+    (void)args;
+    const ffi_tool *t = ud;
+    return t->parallel ? 1 : 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Init                                                                      */
+/* ------------------------------------------------------------------------ */
+
+static void state_free(state *s) {
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n; i++) {
+        ffi_tool *t = &s->tools[i];
+        free(t->name);
+        free(t->library);
+        free(t->symbol);
+        free(t->description);
+        json_decref(t->schema);
+#ifndef WEIR_SANITIZED
+        if (t->lib)
+            dlclose(t->lib);
+#endif
+    }
+    free(s->tools);
+    free(s);
+}
+
+static char *dup_str(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* Check `out` against the prototype's pointer parameters. */
+static int check_out(ffi_tool *t, const json_t *out, weir_error *err) {
+    wf_proto *pr = &t->proto;
+    size_t i;
+    const json_t *o;
+    json_array_foreach(out, i, o) {
+        const char *name = json_string_value(o);
+        size_t k = 0;
+        while (k < pr->nparams && strcmp(pr->params[k].name, name) != 0)
+            k++;
+        if (k == pr->nparams)
+            return set_err(err, WEIR_E_PLUGIN_CONFIG,
+                           "tool '%s': out: '%s' is not a parameter of the prototype", t->name,
+                           name);
+        if (!pr->params[k].out)
+            return set_err(err, WEIR_E_PLUGIN_CONFIG,
+                           "tool '%s': out: parameter '%s' is not a pointer ('%s *%s')",
+                           t->name, name, wf_type_name(pr->params[k].type), name);
+    }
+    for (size_t k = 0; k < pr->nparams; k++) {
+        if (!pr->params[k].out)
+            continue;
+        bool listed = false;
+        json_array_foreach(out, i, o) listed |= strcmp(json_string_value(o), pr->params[k].name) == 0;
+        if (!listed)
+            return set_err(err, WEIR_E_PLUGIN_CONFIG,
+                           "tool '%s': parameter '%s' is a pointer; list it in \"out\" to "
+                           "return its value",
+                           t->name, pr->params[k].name);
+    }
+    return WEIR_OK;
+}
+
+static int setup_tool(ffi_tool *t, const json_t *row, weir_error *err) {
+    const char *library = json_string_value(json_object_get(row, "library"));
+    const char *symbol = json_string_value(json_object_get(row, "symbol"));
+    const char *prototype = json_string_value(json_object_get(row, "prototype"));
+    const char *name = json_string_value(json_object_get(row, "name"));
+    const char *desc = json_string_value(json_object_get(row, "description"));
+    const json_t *owned = json_object_get(row, "returns_owned");
+    t->name = dup_str(name ? name : symbol);
+    t->library = dup_str(library);
+    t->symbol = dup_str(symbol);
+    t->description = dup_str(desc ? desc : prototype);
+    t->parallel = json_is_true(json_object_get(row, "parallel"));
+    if (!t->name || !t->library || !t->symbol || !t->description)
+        return set_err(err, WEIR_E_NOMEM, "out of memory");
+    char msg[200];
+    if (wf_proto_parse(prototype, &t->proto, msg, sizeof msg) != 0)
+        return set_err(err, WEIR_E_PLUGIN_CONFIG, "tool '%s': prototype: %s", t->name, msg);
+    wf_proto *pr = &t->proto;
+    if (strcmp(pr->name, symbol) != 0)
+        return set_err(err, WEIR_E_PLUGIN_CONFIG,
+                       "tool '%s': the prototype names '%s' but the symbol is '%s'", t->name,
+                       pr->name, symbol);
+    int rc = check_out(t, json_object_get(row, "out"), err);
+    if (rc != WEIR_OK)
+        return rc;
+    const char *free_mode = json_string_value(json_object_get(owned, "free"));
+    if (pr->ret == WF_STRING_OWNED && !free_mode)
+        return set_err(err, WEIR_E_PLUGIN_CONFIG,
+                       "tool '%s': a 'char *' return needs \"returns_owned\": {\"free\": "
+                       "\"free\" | \"none\" | \"<symbol>\"}",
+                       t->name);
+    if (pr->ret != WF_STRING_OWNED && owned)
+        return set_err(err, WEIR_E_PLUGIN_CONFIG,
+                       "tool '%s': \"returns_owned\" applies only to a 'char *' return",
+                       t->name);
+    t->lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+    if (!t->lib)
+        return set_err(err, WEIR_E_PLUGIN_CONFIG, "tool '%s': cannot open library '%s': %s",
+                       t->name, library, dlerror());
+    dlerror();
+    t->fn = dlsym(t->lib, symbol);
+    if (!t->fn)
+        return set_err(err, WEIR_E_PLUGIN_CONFIG,
+                       "tool '%s': symbol '%s' not found in library '%s'", t->name, symbol,
+                       library);
+    if (free_mode && strcmp(free_mode, "free") == 0) {
+        t->free_fn = free;
+    } else if (free_mode && strcmp(free_mode, "none") != 0) {
+        void *f = dlsym(t->lib, free_mode);
+        if (!f)
+            return set_err(err, WEIR_E_PLUGIN_CONFIG,
+                           "tool '%s': free function '%s' not found in library '%s'", t->name,
+                           free_mode, library);
+        memcpy(&t->free_fn, &f, sizeof f); /* object pointer -> function pointer */
+    }
+    json_t *props = json_object(), *required = json_array();
+    t->schema = json_pack("{s:s, s:o, s:o, s:b}", "type", "object", "properties", props,
+                          "required", required, "additionalProperties", 0);
+    if (!t->schema)
+        return set_err(err, WEIR_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < pr->nparams; i++) {
+        const wf_param *p = &pr->params[i];
+        t->atypes[i] = p->out ? &ffi_type_pointer : ffi_of(p->type);
+        if (p->out)
+            continue;
+        if (json_object_set_new(props, p->name, param_schema(p->type)) != 0 ||
+            json_array_append_new(required, json_string(p->name)) != 0)
+            return set_err(err, WEIR_E_NOMEM, "out of memory");
+    }
+    ffi_status st = ffi_prep_cif(&t->cif, FFI_DEFAULT_ABI, (unsigned)pr->nparams,
+                                 ffi_of(pr->ret), pr->nparams ? t->atypes : NULL);
+    if (st != FFI_OK)
+        return set_err(err, WEIR_E_PLUGIN_CONFIG, "tool '%s': ffi_prep_cif failed (status %d)",
+                       t->name, (int)st);
+    return WEIR_OK;
+}
+
+static int init(weir_plugin *self, const weir_api *api, const json_t *config,
+                weir_error *err) {
+    WEIR_PLUGIN_INIT_API(api);
+    json_t *schema = json_loads(config_schema, 0, NULL);
+    if (!schema)
+        return set_err(err, WEIR_E_NOMEM, "out of memory");
+    char msg[512];
+    int bad = weir_schema_validate(schema, config, msg, sizeof msg);
+    json_decref(schema);
+    if (bad)
+        return set_err(err, WEIR_E_PLUGIN_CONFIG, "config: %s", msg);
+    const json_t *rows = json_object_get(config, "tools");
+    state *s = calloc(1, sizeof *s);
+    if (s && json_array_size(rows))
+        s->tools = calloc(json_array_size(rows), sizeof *s->tools);
+    if (!s || (json_array_size(rows) && !s->tools)) {
+        state_free(s);
+        return set_err(err, WEIR_E_NOMEM, "out of memory");
+    }
+    size_t i;
+    const json_t *row;
+    int rc = WEIR_OK;
+    json_array_foreach(rows, i, row) {
+        ffi_tool *t = &s->tools[s->n++];
+        rc = setup_tool(t, row, err);
+        if (rc != WEIR_OK)
+            break;
+        weir_tool tool = {
+            .struct_size = sizeof(weir_tool),
+            .name = t->name,
+            .description = t->description,
+            .parameters = t->schema,
+            .flags = 0,
+            .execute = execute,
+            .concurrency_safe = parallel_safe,
+            .user_data = t,
+        };
+        rc = weir_tool_register(self, &tool);
+        if (rc != WEIR_OK) {
+            set_err(err, rc, "tool '%s': registration failed: %s", t->name,
+                    weir_strerror(rc));
+            break;
+        }
+    }
+    if (rc != WEIR_OK) {
+        state_free(s);
+        return rc;
+    }
+    weir_plugin_set_data(self, s);
+    return WEIR_OK;
+}
+
+static void fini(weir_plugin *self) { state_free(weir_plugin_data(self)); }
+
+static const weir_plugin_desc descriptor = {
+    WEIR_PLUGIN_HEADER,
+    .name = PLUGIN_NAME,
+    .version = "0.1.0",
+    .description = "C functions from shared libraries as tools (libffi)",
+    .config_schema = config_schema,
+    .init = init,
+    .fini = fini,
+};
+
+WEIR_PLUGIN_DEFINE(descriptor)

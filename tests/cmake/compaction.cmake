@@ -1,0 +1,15 @@
+# compaction-basic: test_compaction compiles the pure policy
+# (plugins/compaction-basic/compaction_policy.c) directly and drives the built
+# plugin through the host with provider-scripted and the driver test plugins
+# (tests/cmake/driver.cmake).
+if(TARGET test_compaction)
+  set(_compaction_dir ${PROJECT_SOURCE_DIR}/plugins/compaction-basic)
+  target_sources(test_compaction PRIVATE ${_compaction_dir}/compaction_policy.c)
+  target_include_directories(test_compaction PRIVATE ${_compaction_dir})
+  add_dependencies(test_compaction weir-compaction-basic)
+  # weir_driver_plugins is defined by driver.cmake, included after this file;
+  # add_dependencies resolves it when the build system is generated.
+  add_dependencies(test_compaction weir_driver_plugins)
+  set_tests_properties(test_compaction PROPERTIES TIMEOUT 120 ENVIRONMENT
+    "${WEIR_TEST_ENV};WEIR_CHECK_REQUESTS=1;WEIR_TEST_DRIVER_PLUGIN_DIR=${CMAKE_BINARY_DIR}/tests/driver-plugins")
+endif()

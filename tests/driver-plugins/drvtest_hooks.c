@@ -1,0 +1,209 @@
+/*
+ * tests/driver-plugins/drvtest_hooks.c - a hook plugin for the driver tests
+ * whose behaviour comes from its config:
+ *   "record_requests": true   llm/stream: log drvtest/request {request}
+ *                             (the harness checks it against the log)
+ *   "pre_step": {"action": "reject"|"empty"|"fail"|"rewrite", "text"?,
+ *                "step"?: N}  agent/pre-step on step N (default: every step)
+ *   "turn_stopping_steer": {"text", "times"}
+ *                             agent/turn-stopping steers `text`, `times` times
+ *   "request_error": {"action": "retry"|"fail"|"delegate", "times"?: N}
+ *   "request_model": "m"      agent/request: switch the model to m
+ *   "replay": [chunks]        llm/stream: return these chunks (no provider)
+ *   "append": "type"          register `type` and log it once on turn-stopping
+ *   "assemble_counter": true  system-prompt/assemble: add a section "call N"
+ *                             (N counts invocations), so the prompt changes
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <weir/plugin.h>
+
+typedef struct hk {
+    json_t *config;
+    int steers;   /* turn-stopping steers sent */
+    int retries;  /* request-error retries returned */
+    int assembles; /* system-prompt/assemble invocations */
+} hk;
+
+static json_t *on_assemble(weir_call *call, const json_t *args, void *ud) {
+    (void)args;
+    hk *h = ud;
+    json_t *a = weir_next(call);
+    json_t *out = a ? json_deep_copy(a) : NULL;
+    json_decref(a);
+    char text[32];
+    snprintf(text, sizeof text, "call %d", ++h->assembles);
+    if (out)
+        json_array_append_new(json_object_get(out, "sections"),
+                              json_pack("{s:s, s:i, s:s}", "name", "counter", "order", 100,
+                                        "text", text));
+    return out;
+}
+
+static json_t *on_stream(weir_call *call, const json_t *args, void *ud) {
+    hk *h = ud;
+    if (json_is_true(json_object_get(h->config, "record_requests"))) {
+        json_t *data = json_pack("{s:O}", "request", json_object_get(args, "request"));
+        int rc = data ? weir_agent_append(weir_call_agent(call), "drvtest/request", data, NULL)
+                      : WEIR_E_NOMEM;
+        json_decref(data);
+        if (rc != WEIR_OK) {
+            weir_call_fail(call, "cannot log drvtest/request: status %d", rc);
+            return NULL;
+        }
+    }
+    const json_t *replay = json_object_get(h->config, "replay");
+    if (replay)
+        return json_deep_copy(replay);
+    return weir_next(call);
+}
+
+static json_t *on_pre_step(weir_call *call, const json_t *args, void *ud) {
+    hk *h = ud;
+    const json_t *ps = json_object_get(h->config, "pre_step");
+    const json_t *only = json_object_get(ps, "step");
+    if (json_is_integer(only) &&
+        json_integer_value(only) != json_integer_value(json_object_get(args, "step")))
+        return weir_next(call);
+    const char *action = json_string_value(json_object_get(ps, "action"));
+    if (!action)
+        return weir_next(call);
+    if (!strcmp(action, "reject"))
+        return json_pack("{s:s}", "kind", "reject");
+    if (!strcmp(action, "fail")) {
+        weir_call_fail(call, "drvtest: pre-step refused");
+        return NULL;
+    }
+    json_t *d = weir_next(call);
+    if (!d)
+        return NULL;
+    json_t *out = json_deep_copy(d);
+    json_decref(d);
+    if (!out)
+        return NULL;
+    if (!strcmp(action, "empty")) {
+        json_object_set_new(out, "messages", json_array());
+    } else if (!strcmp(action, "rewrite")) {
+        json_t *msgs = json_object_get(out, "messages");
+        size_t i;
+        json_t *m;
+        json_array_foreach(msgs, i, m) {
+            json_object_set_new(m, "content",
+                                json_pack("[{s:s, s:s}]", "type", "text", "text",
+                                          json_string_value(json_object_get(ps, "text"))));
+        }
+    }
+    return out;
+}
+
+static json_t *on_turn_stopping(weir_call *call, const json_t *args, void *ud) {
+    (void)args;
+    hk *h = ud;
+    const json_t *ts = json_object_get(h->config, "turn_stopping_steer");
+    if (ts && h->steers < json_integer_value(json_object_get(ts, "times"))) {
+        h->steers++;
+        json_t *m = json_pack("{s:s, s:s}", "role", "user", "content",
+                              json_string_value(json_object_get(ts, "text")));
+        int rc = m ? weir_agent_send(weir_call_agent(call), m, WEIR_SEND_STEER, NULL, NULL)
+                   : WEIR_E_NOMEM;
+        json_decref(m);
+        if (rc != WEIR_OK) {
+            weir_call_fail(call, "steer failed: status %d", rc);
+            return NULL;
+        }
+    }
+    const char *type = json_string_value(json_object_get(h->config, "append"));
+    if (type) {
+        json_t *data = json_pack("{s:i}", "n", 1);
+        int rc = weir_agent_append(weir_call_agent(call), type, data, NULL);
+        json_decref(data);
+        if (rc != WEIR_OK) {
+            weir_call_fail(call, "append failed: status %d", rc);
+            return NULL;
+        }
+    }
+    return json_null();
+}
+
+static json_t *on_request_error(weir_call *call, const json_t *args, void *ud) {
+    (void)args;
+    hk *h = ud;
+    const json_t *re = json_object_get(h->config, "request_error");
+    const char *action = json_string_value(json_object_get(re, "action"));
+    if (action && !strcmp(action, "fail")) {
+        weir_call_fail(call, "drvtest: recovery refused");
+        return NULL;
+    }
+    if (action && !strcmp(action, "retry") &&
+        h->retries < json_integer_value(json_object_get(re, "times"))) {
+        h->retries++;
+        return json_pack("{s:s}", "kind", "retry");
+    }
+    return weir_next(call);
+}
+
+static json_t *on_request(weir_call *call, const json_t *args, void *ud) {
+    (void)args;
+    hk *h = ud;
+    json_t *c = weir_next(call);
+    const char *model = json_string_value(json_object_get(h->config, "request_model"));
+    if (!c || !model)
+        return c;
+    json_t *out = json_deep_copy(c);
+    json_decref(c);
+    if (out)
+        json_object_set_new(out, "model", json_string(model));
+    return out;
+}
+
+static int init(weir_plugin *self, const weir_api *api, const json_t *config, weir_error *err) {
+    (void)err;
+    WEIR_PLUGIN_INIT_API(api);
+    hk *h = calloc(1, sizeof *h);
+    if (!h)
+        return WEIR_E_NOMEM;
+    h->config = json_deep_copy(config);
+    weir_plugin_set_data(self, h);
+    weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
+    o.user_data = h;
+    int rc = WEIR_OK;
+    if (json_object_get(config, "record_requests") || json_object_get(config, "replay")) {
+        if (json_is_true(json_object_get(config, "record_requests")))
+            rc = weir_event_type_register(self, "drvtest/request", WEIR_EVENT_IGNORABLE);
+        if (rc == WEIR_OK)
+            rc = weir_hook_register(self, "llm/stream", on_stream, &o);
+    }
+    if (rc == WEIR_OK && json_object_get(config, "pre_step"))
+        rc = weir_hook_register(self, "agent/pre-step", on_pre_step, &o);
+    if (rc == WEIR_OK &&
+        (json_object_get(config, "turn_stopping_steer") || json_object_get(config, "append"))) {
+        const char *type = json_string_value(json_object_get(config, "append"));
+        if (type)
+            rc = weir_event_type_register(self, type, WEIR_EVENT_IGNORABLE);
+        if (rc == WEIR_OK)
+            rc = weir_hook_register(self, "agent/turn-stopping", on_turn_stopping, &o);
+    }
+    if (rc == WEIR_OK && json_object_get(config, "request_error"))
+        rc = weir_hook_register(self, "agent/request-error", on_request_error, &o);
+    if (rc == WEIR_OK && json_is_true(json_object_get(config, "assemble_counter")))
+        rc = weir_hook_register(self, "system-prompt/assemble", on_assemble, &o);
+    if (rc == WEIR_OK && json_object_get(config, "request_model"))
+        rc = weir_hook_register(self, "agent/request", on_request, &o);
+    return rc;
+}
+
+static void fini(weir_plugin *self) {
+    hk *h = weir_plugin_data(self);
+    if (h)
+        json_decref(h->config);
+    free(h);
+}
+
+static const weir_plugin_desc desc = {
+    WEIR_PLUGIN_HEADER, "drvtest-hooks", "0.1.0", "driver test hooks (config-driven)", NULL,
+    init, fini, {NULL, NULL, NULL, NULL},
+};
+
+WEIR_PLUGIN_DEFINE(desc)

@@ -1,0 +1,73 @@
+/*
+ * tests/driver-plugins/drvtest_tools.c - stub tools for the driver tests.
+ * Config: {"tools": [{"name", "reply"?: "text", "concludes"?: bool,
+ *                     "fail"?: "message"}]}
+ * A tool returns `reply` (default: its arguments text, prefixed "echo:"),
+ * concludes the turn when asked, or fails with code TOOL_FAILED.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <weir/plugin.h>
+
+static int execute(weir_tool_exec *exec, const json_t *args, json_t **result, void *ud) {
+    const json_t *def = ud;
+    const char *fail = json_string_value(json_object_get(def, "fail"));
+    if (fail) {
+        weir_tool_exec_fail(exec, "TOOL_FAILED", "%s", fail);
+        return WEIR_E_TOOL;
+    }
+    const char *reply = json_string_value(json_object_get(def, "reply"));
+    char *dump = NULL;
+    if (!reply) {
+        char *a = json_dumps(args, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        size_t n = a ? strlen(a) + 6 : 0;
+        dump = a ? malloc(n) : NULL;
+        if (dump)
+            snprintf(dump, n, "echo:%s", a);
+        free(a);
+        if (!dump)
+            return WEIR_E_NOMEM;
+        reply = dump;
+    }
+    *result = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", reply,
+                        "concludes_turn", json_is_true(json_object_get(def, "concludes")));
+    free(dump);
+    return *result ? WEIR_OK : WEIR_E_NOMEM;
+}
+
+static int safe(const json_t *args, void *ud) {
+    (void)args;
+    (void)ud;
+    return 1;
+}
+
+static int init(weir_plugin *self, const weir_api *api, const json_t *config, weir_error *err) {
+    (void)err;
+    WEIR_PLUGIN_INIT_API(api);
+    json_t *tools = json_deep_copy(json_object_get(config, "tools"));
+    weir_plugin_set_data(self, tools);
+    json_t *params = json_pack("{s:s}", "type", "object");
+    size_t i;
+    json_t *t;
+    int rc = tools && params ? WEIR_OK : WEIR_E_NOMEM;
+    json_array_foreach(tools, i, t) {
+        if (rc != WEIR_OK)
+            break;
+        weir_tool tool = {sizeof(weir_tool), json_string_value(json_object_get(t, "name")),
+                          "a stub tool", params, 0, execute, safe, t};
+        rc = weir_tool_register(self, &tool);
+    }
+    json_decref(params);
+    return rc;
+}
+
+static void fini(weir_plugin *self) { json_decref(weir_plugin_data(self)); }
+
+static const weir_plugin_desc desc = {
+    WEIR_PLUGIN_HEADER, "drvtest-tools", "0.1.0", "driver test stub tools", NULL,
+    init, fini, {NULL, NULL, NULL, NULL},
+};
+
+WEIR_PLUGIN_DEFINE(desc)

@@ -1,0 +1,127 @@
+#!/bin/sh
+# sdk_install.sh BUILD_DIR SOURCE_DIR [SANITIZE]
+#
+# The installed tree is relocatable and is a usable SDK (DESIGN §9a):
+#  1. `cmake --install BUILD_DIR` into a temp prefix, then move the prefix
+#     elsewhere: nothing may depend on where it was installed.
+#  2. The layout: bin/weir, lib/libweir.so*, lib/weir/plugins/weir-*.so,
+#     include/weir/*.h (+ version.h, testkit.h), lib/pkgconfig/weir.pc,
+#     lib/cmake/weir/{weirConfig,weirConfigVersion,weirTargets,WeirPlugin}.cmake.
+#  3. `weir version` and `weir plugins` run with an empty environment and
+#     find libweir and the installed plugins.
+#  4. pkg-config resolves --cflags, --libs and pluginsdir inside the prefix,
+#     and those flags build a plugin that `weir plugins DIR` loads.
+#  5. sdk/template configures against the prefix (CMAKE_PREFIX_PATH),
+#     builds, and its test-kit test passes.
+# SANITIZE is the build's WEIR_SANITIZE: out-of-tree builds then use the
+# same -fsanitize flags (libweir carries the sanitizer runtime's symbols).
+set -eu
+if [ $# -lt 2 ]; then
+    echo "usage: $0 BUILD_DIR SOURCE_DIR [SANITIZE]" >&2
+    exit 2
+fi
+build=$1
+src=$2
+san=${3:-}
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/weir-sdk.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+fail() {
+    echo "sdk_install: FAIL: $*" >&2
+    exit 1
+}
+run_logged() { # run_logged NAME CMD...: quiet unless it fails
+    name=$1
+    shift
+    if ! "$@" >"$tmp/$name.log" 2>&1; then
+        cat "$tmp/$name.log" >&2
+        fail "$name: $*"
+    fi
+}
+
+# 1. install, then move
+run_logged install cmake --install "$build" --prefix "$tmp/first"
+mv "$tmp/first" "$tmp/moved"
+prefix=$tmp/moved
+echo "sdk_install: installed and moved to $prefix"
+
+# 2. layout
+for f in bin/weir lib/libweir.so include/weir/plugin.h include/weir/host.h \
+    include/weir/testkit.h include/weir/version.h lib/pkgconfig/weir.pc \
+    lib/cmake/weir/weirConfig.cmake lib/cmake/weir/weirConfigVersion.cmake \
+    lib/cmake/weir/weirTargets.cmake lib/cmake/weir/WeirPlugin.cmake; do
+    [ -e "$prefix/$f" ] || fail "missing $f"
+done
+ls "$prefix"/lib/libweir.so.* >/dev/null 2>&1 || fail "missing lib/libweir.so.<version>"
+ls "$prefix"/lib/weir/plugins/weir-*.so >/dev/null 2>&1 || fail "no lib/weir/plugins/weir-*.so"
+[ ! -e "$prefix/lib/weir/plugins/weir-example-guard.so" ] || fail "an example plugin was installed"
+if grep -rl "$tmp/first" "$prefix/lib/cmake" "$prefix/lib/pkgconfig"; then
+    fail "the files above name the install prefix: not relocatable"
+fi
+
+# 3. the installed CLI with an empty environment
+out=$(env -i "$prefix/bin/weir" version) || fail "weir version failed"
+case $out in
+weir\ *) ;;
+*) fail "weir version printed: $out" ;;
+esac
+out=$(env -i "$prefix/bin/weir" plugins) || fail "weir plugins failed"
+case $out in
+*"$prefix/lib/weir/plugins/weir-"*.so*) ;;
+*) fail "weir plugins does not list $prefix/lib/weir/plugins: $out" ;;
+esac
+echo "sdk_install: installed weir runs with no environment"
+
+# 4. pkg-config
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+real_prefix=$(cd "$prefix" && pwd -P)
+inside() { # inside PATH: PATH resolves inside the prefix
+    r=$(cd "$1" 2>/dev/null && pwd -P) || fail "pkg-config path $1 does not exist"
+    case $r in
+    "$real_prefix"/*) ;;
+    *) fail "pkg-config path $1 resolves outside the prefix ($r)" ;;
+    esac
+}
+flags=$(pkg-config --cflags --libs weir) || fail "pkg-config --cflags --libs weir"
+found_i=0
+found_l=0
+for f in $flags; do
+    case $f in
+    -I*) inside "${f#-I}" && [ -f "${f#-I}/weir/plugin.h" ] && found_i=1 ;;
+    -L*) inside "${f#-L}" && [ -f "${f#-L}/libweir.so" ] && found_l=1 ;;
+    esac
+done
+[ $found_i = 1 ] || fail "--cflags has no -I with weir/plugin.h: $flags"
+[ $found_l = 1 ] || fail "--libs has no -L with libweir.so: $flags"
+case " $flags " in *" -lweir "*) ;; *) fail "--libs lacks -lweir: $flags" ;; esac
+pdir=$(pkg-config --variable=pluginsdir weir)
+inside "$pdir"
+[ "$(cd "$pdir" && pwd -P)" = "$real_prefix/lib/weir/plugins" ] ||
+    fail "pluginsdir is $pdir"
+mkdir "$tmp/pc"
+cc_flags="-std=c17 -shared -fPIC -fvisibility=hidden"
+[ -z "$san" ] || cc_flags="$cc_flags -fsanitize=$(echo "$san" | tr ';' ',')"
+# shellcheck disable=SC2046,SC2086
+run_logged pc-plugin ${CC:-cc} $cc_flags $(pkg-config --cflags weir) \
+    -o "$tmp/pc/weir-example-guard.so" "$src/examples/hook-plugin/guard.c" \
+    $(pkg-config --libs jansson)
+out=$(env -i "$prefix/bin/weir" plugins "$tmp/pc") || fail "weir plugins $tmp/pc"
+case $out in
+example-guard*) ;;
+*) fail "a plugin built with pkg-config flags does not load: $out" ;;
+esac
+echo "sdk_install: pkg-config resolves inside the prefix and builds a plugin"
+
+# 5. the template, out of tree, with find_package(weir)
+set -- -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Debug
+if [ -n "$san" ]; then
+    sf="-fsanitize=$(echo "$san" | tr ';' ',') -fno-omit-frame-pointer"
+    set -- "$@" -DWEIR_SANITIZE="$san" -DCMAKE_C_FLAGS="$sf" \
+        -DCMAKE_EXE_LINKER_FLAGS="$sf" -DCMAKE_MODULE_LINKER_FLAGS="$sf"
+fi
+run_logged template-configure cmake -S "$src/sdk/template" -B "$tmp/template" "$@"
+run_logged template-build cmake --build "$tmp/template" -j2
+run_logged template-test ctest --test-dir "$tmp/template" --output-on-failure
+[ -f "$tmp/template/weir-myplugin.so" ] || fail "the template did not build weir-myplugin.so"
+echo "sdk_install: sdk/template builds against the prefix and its test passes"
+echo "sdk_install: ok"

@@ -1,0 +1,235 @@
+/* tests/support/driver_harness.c - see driver_harness.h. */
+#include "driver_harness.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "session_log.h"
+#include "surface.h"
+#include "testutil.h"
+
+static char *replace_all(const char *s, const char *what, const char *with) {
+    size_t n = 0, wl = strlen(what), vl = strlen(with);
+    for (const char *p = strstr(s, what); p; p = strstr(p + wl, what))
+        n++;
+    char *out = malloc(strlen(s) + n * vl + 1), *o = out;
+    assert_non_null(out);
+    for (const char *p; (p = strstr(s, what)) != NULL; s = p + wl) {
+        memcpy(o, s, (size_t)(p - s));
+        o += p - s;
+        memcpy(o, with, vl);
+        o += vl;
+    }
+    strcpy(o, s);
+    return out;
+}
+
+void dh_setup(dh *d, const char *rows, const char *agent) {
+    memset(d, 0, sizeof *d);
+    d->dir = wt_tmpdir("driver");
+    assert_non_null(d->dir);
+    d->events = json_array();
+    char *text = replace_all(rows ? rows : "[]", "@DATA@", wt_env("WEIR_TEST_DATA_DIR"));
+    json_error_t je;
+    json_t *extra = json_loads(text, 0, &je);
+    free(text);
+    if (!extra)
+        fail_msg("bad plugin rows: %s", je.text);
+    d->config = json_pack("{s:{s:s, s:s, s:i, s:i}, s:{s:s, s:s}, s:[s, s], s:[{s:s, s:s, s:{s:b}}]}",
+                          "agent", "provider", "scripted", "model", "demo", "max_tokens", 1024,
+                          "max_parallel_tool_calls", 4, "session", "dir", d->dir, "fsync", "none",
+                          "plugin_path", wt_env("WEIR_TEST_PLUGIN_DIR"),
+                          wt_env("WEIR_TEST_DRIVER_PLUGIN_DIR"), "plugins", "id", "record",
+                          "plugin", "drvtest-hooks", "config", "record_requests", 1);
+    assert_non_null(d->config);
+    assert_int_equal(json_array_extend(json_object_get(d->config, "plugins"), extra), 0);
+    json_decref(extra);
+    if (agent) {
+        json_t *a = json_loads(agent, 0, &je);
+        if (!a)
+            fail_msg("bad agent options: %s", je.text);
+        json_object_update(json_object_get(d->config, "agent"), a);
+        json_decref(a);
+    }
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_host_create(d->config, &d->host, &err) != WEIR_OK)
+        fail_msg("weir_host_create: %s", err.text);
+}
+
+static void record(const json_t *event, bool durable, void *ud) {
+    dh *d = ud;
+    assert_int_equal(json_array_append_new(d->events, json_deep_copy(event)), 0);
+    if (d->on_event)
+        d->on_event(d, event, durable);
+}
+
+void dh_open(dh *d, const char *id) {
+    weir_agent_options o = WEIR_AGENT_OPTIONS_INIT;
+    o.session_id = id;
+    o.on_event = record;
+    o.user_data = d;
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_agent_open(d->host, &o, &d->agent, &err) != WEIR_OK)
+        fail_msg("weir_agent_open: %s", err.text);
+}
+
+void dh_close(dh *d) {
+    weir_agent_close(d->agent);
+    d->agent = NULL;
+}
+
+void dh_send(dh *d, const char *text, weir_send_mode mode) {
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_agent_send_text(d->agent, text, mode, &err) != WEIR_OK)
+        fail_msg("weir_agent_send_text: %s", err.text);
+}
+
+void dh_run(dh *d) {
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_agent_run_until_idle(d->agent, &err) != WEIR_OK)
+        fail_msg("weir_agent_run_until_idle: %s", err.text);
+}
+
+char *dh_types(const dh *d, bool durable_only) {
+    size_t cap = 64, len = 0, i;
+    char *out = calloc(1, cap);
+    const json_t *e;
+    assert_non_null(out);
+    json_array_foreach(d->events, i, e) {
+        if (durable_only && !json_object_get(e, "seq"))
+            continue;
+        const char *t = json_string_value(json_object_get(e, "type"));
+        if (!strcmp(t, "drvtest/request"))
+            continue; /* the harness's own record */
+        size_t tl = strlen(t) + 2;
+        if (len + tl >= cap) {
+            cap = (cap + tl) * 2;
+            out = realloc(out, cap);
+            assert_non_null(out);
+        }
+        len += (size_t)sprintf(out + len, "%s%s", len ? "," : "", t);
+    }
+    return out;
+}
+
+const json_t *dh_find(const dh *d, const char *type, int n) {
+    size_t i;
+    const json_t *e;
+    json_array_foreach(d->events, i, e) {
+        if (json_object_get(e, "seq") && !strcmp(json_string_value(json_object_get(e, "type")), type) &&
+            n-- == 0)
+            return e;
+    }
+    return NULL;
+}
+
+int dh_count(const dh *d, const char *type) {
+    size_t i;
+    const json_t *e;
+    int n = 0;
+    json_array_foreach(d->events, i, e) n +=
+        !strcmp(json_string_value(json_object_get(e, "type")), type);
+    return n;
+}
+
+const char *dh_log(const dh *d) { return weir_agent_log_path(d->agent); }
+
+/* The request the driver must have sent at `upto`: rebuilt from the log. */
+static json_t *rebuild_request(weir__log *log, size_t upto) {
+    weir__surface *s = NULL;
+    assert_int_equal(weir__surface_create(&s), WEIR_OK);
+    const json_t *header = NULL;
+    for (size_t i = 0; i < upto; i++) {
+        const json_t *ev = weir__log_event(log, i);
+        const char *type = json_string_value(json_object_get(ev, "type"));
+        if (!strcmp(type, "request/header"))
+            header = json_object_get(json_object_get(ev, "data"), "header");
+        assert_int_equal(weir__surface_apply(s, ev), WEIR_OK);
+    }
+    assert_non_null(header);
+    json_t *req = json_deep_copy(json_object_get(header, "config"));
+    json_object_set_new(req, "messages", weir__surface_derive(s));
+    const json_t *tools = json_object_get(header, "tools");
+    if (tools)
+        json_object_set_new(req, "tools", json_deep_copy(tools));
+    weir__surface_destroy(s);
+    return req;
+}
+
+void dh_check_log(const char *path, const json_t *expect_messages, bool allow_open) {
+    weir_error err;
+    weir_error_clear(&err);
+    json_t *report = NULL;
+    if (weir_log_check(path, &report, &err) != WEIR_OK)
+        fail_msg("weir_log_check %s: %s", path, err.text);
+    if (!json_is_true(json_object_get(report, "ok")) ||
+        (!allow_open && json_array_size(json_object_get(report, "open")) > 0)) {
+        char *r = json_dumps(report, JSON_COMPACT);
+        fail_msg("log check %s failed: %s", path, r);
+    }
+    json_decref(report);
+
+    json_t *derived = NULL;
+    if (weir_log_derive(path, &derived, &err) != WEIR_OK)
+        fail_msg("weir_log_derive %s: %s", path, err.text);
+    if (expect_messages && !json_equal(derived, expect_messages)) {
+        char *a = json_dumps(derived, JSON_COMPACT), *b = json_dumps(expect_messages, JSON_COMPACT);
+        fail_msg("replay differs:\n  log:   %s\n  agent: %s", a, b);
+    }
+    json_decref(derived);
+
+    weir__log *log = NULL;
+    if (weir__log_open_readonly(path, &log, &err) != WEIR_OK)
+        fail_msg("open %s: %s", path, err.text);
+    size_t n = weir__log_count(log);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *ev = weir__log_event(log, i);
+        if (strcmp(json_string_value(json_object_get(ev, "type")), "drvtest/request") != 0)
+            continue;
+        json_t *want = rebuild_request(log, i);
+        char *x = json_dumps(json_object_get(json_object_get(ev, "data"), "request"),
+                             JSON_COMPACT | JSON_PRESERVE_ORDER);
+        char *y = json_dumps(want, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (strcmp(x, y) != 0)
+            fail_msg("request at seq %zu is not the log's derive:\n  sent:    %s\n  derived: %s",
+                     i, x, y);
+        free(x);
+        free(y);
+        json_decref(want);
+    }
+    weir__log_close(log);
+}
+
+void dh_check(dh *d) {
+    json_t *msgs = weir_agent_messages(d->agent);
+    assert_non_null(msgs);
+    dh_check_log(dh_log(d), msgs, false);
+    json_decref(msgs);
+}
+
+void dh_teardown(dh *d) {
+    if (d->agent) {
+        char *path = strdup(dh_log(d));
+        json_t *msgs = weir_agent_messages(d->agent);
+        dh_close(d);
+        dh_check_log(path, msgs, false);
+        json_decref(msgs);
+        free(path);
+    }
+    weir_host_destroy(d->host);
+    json_decref(d->config);
+    json_decref(d->events);
+    wt_rmtree(d->dir);
+    free(d->dir);
+    memset(d, 0, sizeof *d);
+}

@@ -1,0 +1,1176 @@
+/*
+ * tests/support/mock_llm.c - the loopback mock LLM server (see mock_llm.h
+ * for the endpoints, the script format and the faults).
+ *
+ * One accept thread; one thread per connection, each serving HTTP/1.1
+ * requests in a keep-alive loop.  Every blocking wait polls a wake pipe
+ * (reads, writes, delays) that mock_llm_stop makes readable, so stop never
+ * hangs on a stalled or non-reading client.  After start the server uses only libc (no jansson, no weir__
+ * allocators); running out of memory aborts (this is test support).
+ */
+#include "mock_llm.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#define MAX_HEAD (1L << 20)      /* request line + headers */
+#define MAX_BODY (64L << 20)     /* request body */
+#define DEFAULT_CHUNK 16
+
+/* ---- small growable string (aborts on OOM) ------------------------------ */
+
+typedef struct sb {
+    char *p;
+    size_t len, cap;
+} sb;
+
+static void *xrealloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (!q) {
+        fputs("mock_llm: out of memory\n", stderr);
+        abort();
+    }
+    return q;
+}
+
+static char *xstrndup(const char *s, size_t n) {
+    char *d = xrealloc(NULL, n + 1);
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+static char *xstrdup(const char *s) { return s ? xstrndup(s, strlen(s)) : NULL; }
+
+static void sb_add(sb *b, const char *s, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        b->p = xrealloc(b->p, cap);
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void sb_puts(sb *b, const char *s) { sb_add(b, s, strlen(s)); }
+
+static void sb_printf(sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sb *b, const char *fmt, ...) {
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof tmp) {
+        sb_add(b, tmp, (size_t)n);
+        return;
+    }
+    char *big = xrealloc(NULL, (size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    sb_add(b, big, (size_t)n);
+    free(big);
+}
+
+/* Append `s` (n bytes) as a JSON string literal. */
+static void sb_json(sb *b, const char *s, size_t n) {
+    sb_add(b, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            sb_add(b, e, 2);
+        } else if (c == '\n') {
+            sb_add(b, "\\n", 2);
+        } else if (c == '\r') {
+            sb_add(b, "\\r", 2);
+        } else if (c == '\t') {
+            sb_add(b, "\\t", 2);
+        } else if (c < 0x20) {
+            sb_printf(b, "\\u%04x", c);
+        } else {
+            sb_add(b, (const char *)&c, 1);
+        }
+    }
+    sb_add(b, "\"", 1);
+}
+
+static void sb_jsonz(sb *b, const char *s) { sb_json(b, s, strlen(s)); }
+
+/* ---- the script --------------------------------------------------------- */
+
+typedef struct tool_call {
+    char *id, *name, *arguments;
+} tool_call;
+
+typedef struct entry {
+    char *text, *reasoning;
+    tool_call *calls;
+    size_t ncalls;
+    long input_tokens, output_tokens;
+    char *finish;       /* NULL: derived from tool calls */
+    size_t chunk_size;
+    long delay_ms;
+    char *fault;        /* never NULL */
+    char *retry_after;  /* NULL: "1" */
+    long retry_after_ms; /* -1: none */
+    long status;
+    char *body;
+    char *expect_contains;
+} entry;
+
+typedef struct record {
+    char *path, *head, *body;
+} record;
+
+typedef struct conn {
+    struct mock_llm *m;
+    int fd;
+    pthread_t thread;
+    struct conn *next;
+    char *in;   /* bytes read and not consumed yet */
+    size_t in_len, in_cap;
+} conn;
+
+struct mock_llm {
+    int listen_fd;
+    int port;
+    int wake[2];
+    pthread_t accept_thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    entry *entries;
+    size_t nentries;
+    bool loop;
+    record *recs;
+    size_t nrecs, caprecs;
+    long served; /* script entries handed out */
+    long connections, responses, expect_failures;
+    conn *conns;
+};
+
+static const char *const fault_names[] = {
+    "none",     "rate_limit", "server_error", "overloaded", "auth",         "overflow",
+    "http_error", "reset",    "stall",        "malformed",  "truncated",    "inband_error",
+    NULL,
+};
+
+static const char *const entry_keys[] = {
+    "text",  "reasoning", "tool_calls",  "usage",          "finish", "chunk_size",
+    "chunk_delay_ms", "fault", "retry_after", "retry_after_ms", "status", "body",
+    "expect", NULL,
+};
+
+static bool in_list(const char *s, const char *const *list) {
+    for (; *list; list++)
+        if (strcmp(s, *list) == 0)
+            return true;
+    return false;
+}
+
+static char *opt_str(const json_t *o, const char *key) {
+    const json_t *v = json_object_get(o, key);
+    return json_is_string(v) ? xstrdup(json_string_value(v)) : NULL;
+}
+
+static long opt_int(const json_t *o, const char *key, long dflt) {
+    const json_t *v = json_object_get(o, key);
+    return json_is_integer(v) ? (long)json_integer_value(v) : dflt;
+}
+
+static void entry_free(entry *e) {
+    free(e->text);
+    free(e->reasoning);
+    for (size_t i = 0; i < e->ncalls; i++) {
+        free(e->calls[i].id);
+        free(e->calls[i].name);
+        free(e->calls[i].arguments);
+    }
+    free(e->calls);
+    free(e->finish);
+    free(e->fault);
+    free(e->retry_after);
+    free(e->body);
+    free(e->expect_contains);
+}
+
+static int parse_entry(json_t *o, size_t idx, entry *e) {
+    memset(e, 0, sizeof *e);
+    if (!json_is_object(o)) {
+        fprintf(stderr, "mock_llm: script requests[%zu] is not an object\n", idx);
+        return -1;
+    }
+    const char *key;
+    const json_t *val;
+    json_object_foreach(o, key, val) {
+        if (!in_list(key, entry_keys)) {
+            fprintf(stderr, "mock_llm: script requests[%zu]: unknown key \"%s\"\n", idx, key);
+            return -1;
+        }
+    }
+    e->text = opt_str(o, "text");
+    e->reasoning = opt_str(o, "reasoning");
+    e->finish = opt_str(o, "finish");
+    e->fault = opt_str(o, "fault");
+    e->retry_after = opt_str(o, "retry_after");
+    e->retry_after_ms = opt_int(o, "retry_after_ms", -1);
+    e->status = opt_int(o, "status", 500);
+    e->delay_ms = opt_int(o, "chunk_delay_ms", 0);
+    long cs = opt_int(o, "chunk_size", DEFAULT_CHUNK);
+    e->chunk_size = cs > 0 ? (size_t)cs : DEFAULT_CHUNK;
+    const json_t *usage = json_object_get(o, "usage");
+    e->input_tokens = opt_int(usage, "input_tokens", 10);
+    e->output_tokens = opt_int(usage, "output_tokens", 5);
+    e->expect_contains = opt_str(json_object_get(o, "expect"), "message_contains");
+    const json_t *body = json_object_get(o, "body");
+    if (json_is_string(body))
+        e->body = xstrdup(json_string_value(body));
+    else if (body)
+        e->body = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+    if (!e->fault)
+        e->fault = xstrdup("none");
+    if (!in_list(e->fault, fault_names)) {
+        fprintf(stderr, "mock_llm: script requests[%zu]: unknown fault \"%s\"\n", idx, e->fault);
+        return -1;
+    }
+    if (e->finish && strcmp(e->finish, "stop") && strcmp(e->finish, "tool_calls") &&
+        strcmp(e->finish, "length")) {
+        fprintf(stderr, "mock_llm: script requests[%zu]: unknown finish \"%s\"\n", idx, e->finish);
+        return -1;
+    }
+    const json_t *calls = json_object_get(o, "tool_calls");
+    if (calls && !json_is_array(calls)) {
+        fprintf(stderr, "mock_llm: script requests[%zu]: tool_calls is not an array\n", idx);
+        return -1;
+    }
+    e->ncalls = json_array_size(calls);
+    if (e->ncalls) {
+        e->calls = xrealloc(NULL, e->ncalls * sizeof *e->calls);
+        memset(e->calls, 0, e->ncalls * sizeof *e->calls);
+    }
+    for (size_t i = 0; i < e->ncalls; i++) {
+        const json_t *c = json_array_get(calls, i);
+        tool_call *tc = &e->calls[i];
+        tc->id = opt_str(c, "id");
+        tc->name = opt_str(c, "name");
+        tc->arguments = opt_str(c, "arguments");
+        if (!tc->name) {
+            fprintf(stderr, "mock_llm: script requests[%zu].tool_calls[%zu]: no name\n", idx, i);
+            return -1;
+        }
+        if (!tc->id) {
+            char buf[64];
+            snprintf(buf, sizeof buf, "call_mock_%zu_%zu", idx, i);
+            tc->id = xstrdup(buf);
+        }
+        if (!tc->arguments)
+            tc->arguments = xstrdup("{}");
+    }
+    return 0;
+}
+
+static int parse_script(mock_llm *m, const char *text) {
+    json_error_t jerr;
+    json_t *root = json_loads(text, 0, &jerr);
+    if (!json_is_object(root)) {
+        fprintf(stderr, "mock_llm: script line %d: %s\n", jerr.line,
+                root ? "not a JSON object" : jerr.text);
+        json_decref(root);
+        return -1;
+    }
+    const json_t *reqs = json_object_get(root, "requests");
+    if (reqs && !json_is_array(reqs)) {
+        fprintf(stderr, "mock_llm: script: \"requests\" is not an array\n");
+        json_decref(root);
+        return -1;
+    }
+    m->loop = json_is_true(json_object_get(root, "loop"));
+    size_t n = json_array_size(reqs);
+    m->entries = n ? xrealloc(NULL, n * sizeof *m->entries) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        m->nentries = i + 1;
+        if (parse_entry(json_array_get(reqs, i), i, &m->entries[i])) {
+            json_decref(root);
+            return -1;
+        }
+    }
+    json_decref(root);
+    return 0;
+}
+
+/* ---- socket helpers ----------------------------------------------------- */
+
+/* Wait until fd is readable: 1, 0 when the server is stopping, -1 error. */
+static int wait_readable(mock_llm *m, int fd, int timeout_ms) {
+    struct pollfd p[2] = {{.fd = m->wake[0], .events = POLLIN}, {.fd = fd, .events = POLLIN}};
+    for (;;) {
+        int r = poll(p, fd >= 0 ? 2 : 1, timeout_ms);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (p[0].revents)
+            return 0;
+        if (r == 0)
+            return 2; /* timeout */
+        return 1;
+    }
+}
+
+/* Sleep ms, waking early when stopping.  Returns false when stopping. */
+static bool nap(mock_llm *m, long ms) {
+    if (ms <= 0)
+        return true;
+    return wait_readable(m, -1, (int)ms) == 2;
+}
+
+/* Send everything; -1 when the peer is gone or the server is stopping. */
+static int send_all(conn *c, const char *p, size_t n) {
+    while (n) {
+        struct pollfd pf[2] = {{.fd = c->m->wake[0], .events = POLLIN},
+                               {.fd = c->fd, .events = POLLOUT}};
+        int r = poll(pf, 2, -1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 || pf[0].revents)
+            return -1;
+        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            continue;
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* One HTTP/1.1 chunk. */
+static int send_chunk(conn *c, const char *p, size_t n) {
+    char hdr[32];
+    int h = snprintf(hdr, sizeof hdr, "%zx\r\n", n);
+    if (send_all(c, hdr, (size_t)h) || send_all(c, p, n) || send_all(c, "\r\n", 2))
+        return -1;
+    return 0;
+}
+
+/* Read more bytes into c->in: 1 got some, 0 EOF/stopping, -1 error. */
+static int read_more(conn *c) {
+    int w = wait_readable(c->m, c->fd, -1);
+    if (w != 1)
+        return w == 0 ? 0 : -1;
+    if (c->in_len + 65536 + 1 > c->in_cap) {
+        c->in_cap = c->in_len + 65536 + 1;
+        c->in = xrealloc(c->in, c->in_cap);
+    }
+    ssize_t r = recv(c->fd, c->in + c->in_len, 65536, 0);
+    if (r < 0 && errno == EINTR)
+        return 1;
+    if (r <= 0)
+        return r == 0 ? 0 : -1;
+    c->in_len += (size_t)r;
+    c->in[c->in_len] = '\0';
+    return 1;
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+typedef struct request {
+    char method[16];
+    char *path, *head, *body;
+    size_t body_len;
+    bool close;
+    long index; /* record index */
+} request;
+
+/* Value of header `name` in the raw head (after the request line), malloc'd. */
+static char *head_value(const char *head, const char *name) {
+    size_t n = strlen(name);
+    const char *line = strstr(head, "\r\n");
+    while (line && line[2] && !(line[2] == '\r' && line[3] == '\n')) {
+        line += 2;
+        const char *end = strstr(line, "\r\n");
+        if (!end)
+            end = line + strlen(line);
+        if ((size_t)(end - line) > n && line[n] == ':' && strncasecmp(line, name, n) == 0) {
+            const char *v = line + n + 1;
+            while (v < end && (*v == ' ' || *v == '\t'))
+                v++;
+            const char *e = end;
+            while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
+                e--;
+            return xstrndup(v, (size_t)(e - v));
+        }
+        line = end;
+    }
+    return NULL;
+}
+
+/* Read one request: 1 ok, 0 connection over, -1 protocol error (400 sent). */
+static int read_request(conn *c, request *rq) {
+    memset(rq, 0, sizeof *rq);
+    char *end;
+    while (!(c->in && (end = memmem(c->in, c->in_len, "\r\n\r\n", 4)))) {
+        if ((long)c->in_len > MAX_HEAD)
+            return -1;
+        int r = read_more(c);
+        if (r <= 0)
+            return 0;
+    }
+    size_t head_len = (size_t)(end - c->in) + 4;
+    rq->head = xstrndup(c->in, head_len);
+    char path[1024];
+    if (sscanf(rq->head, "%15s %1023s HTTP/1.%*d", rq->method, path) != 2)
+        return -1;
+    rq->path = xstrdup(path);
+    char *v = head_value(rq->head, "Transfer-Encoding");
+    bool chunked = v != NULL;
+    free(v);
+    if (chunked)
+        return -1;
+    v = head_value(rq->head, "Content-Length");
+    long clen = v ? strtol(v, NULL, 10) : 0;
+    free(v);
+    if (clen < 0 || clen > MAX_BODY)
+        return -1;
+    v = head_value(rq->head, "Connection");
+    rq->close = v && strcasecmp(v, "close") == 0;
+    free(v);
+    v = head_value(rq->head, "Expect");
+    if (v && strcasecmp(v, "100-continue") == 0) {
+        const char *cont = "HTTP/1.1 100 Continue\r\n\r\n";
+        if (send_all(c, cont, strlen(cont))) {
+            free(v);
+            return 0;
+        }
+    }
+    free(v);
+    while (c->in_len < head_len + (size_t)clen) {
+        int r = read_more(c);
+        if (r <= 0)
+            return 0;
+    }
+    rq->body = xstrndup(c->in + head_len, (size_t)clen);
+    rq->body_len = (size_t)clen;
+    size_t used = head_len + (size_t)clen;
+    memmove(c->in, c->in + used, c->in_len - used + 1);
+    c->in_len -= used;
+    return 1;
+}
+
+static void request_free(request *rq) {
+    free(rq->path);
+    free(rq->head);
+    free(rq->body);
+}
+
+/* Record the request; returns its index. */
+static long record_request(mock_llm *m, const request *rq) {
+    pthread_mutex_lock(&m->mu);
+    if (m->nrecs == m->caprecs) {
+        m->caprecs = m->caprecs ? m->caprecs * 2 : 16;
+        m->recs = xrealloc(m->recs, m->caprecs * sizeof *m->recs);
+    }
+    long i = (long)m->nrecs++;
+    m->recs[i].path = xstrdup(rq->path);
+    m->recs[i].head = xstrdup(rq->head);
+    m->recs[i].body = xstrdup(rq->body);
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+    return i;
+}
+
+static void response_done(mock_llm *m) {
+    pthread_mutex_lock(&m->mu);
+    m->responses++;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* The request's "model" string (no escapes) or "mock-model"; malloc'd. */
+static char *request_model(const char *body) {
+    const char *k = strstr(body, "\"model\"");
+    if (k) {
+        k += 7;
+        while (*k == ' ' || *k == ':' || *k == '\t' || *k == '\n' || *k == '\r')
+            k++;
+        if (*k == '"') {
+            const char *e = ++k;
+            while (*e && *e != '"' && *e != '\\' && e - k < 200)
+                e++;
+            if (*e == '"')
+                return xstrndup(k, (size_t)(e - k));
+        }
+    }
+    return xstrdup("mock-model");
+}
+
+/* ---- responses ---------------------------------------------------------- */
+
+typedef enum { API_OPENAI, API_ANTHROPIC } api_kind;
+
+static const char *reason_phrase(long status) {
+    switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    case 529: return "Overloaded";
+    default: return "Status";
+    }
+}
+
+static const char *request_id_header(api_kind api) {
+    return api == API_ANTHROPIC ? "request-id" : "x-request-id";
+}
+
+static int send_json_response(conn *c, api_kind api, long index, long status, const char *body,
+                              const entry *e) {
+    sb h = {0};
+    sb_printf(&h, "HTTP/1.1 %ld %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n",
+              status, reason_phrase(status), strlen(body));
+    sb_printf(&h, "%s: req_mock_%ld\r\n", request_id_header(api), index);
+    if (e && (status == 429 || status == 529 || status == 503)) {
+        const char *ra = e->retry_after ? e->retry_after : "1";
+        if (*ra)
+            sb_printf(&h, "Retry-After: %s\r\n", ra);
+    }
+    if (e && e->retry_after_ms >= 0)
+        sb_printf(&h, "retry-after-ms: %ld\r\n", e->retry_after_ms);
+    sb_puts(&h, "\r\n");
+    sb_puts(&h, body);
+    int rc = send_all(c, h.p, h.len);
+    free(h.p);
+    return rc;
+}
+
+/* A provider-shaped error body. */
+static char *error_body(api_kind api, const char *type, const char *code, const char *msg) {
+    sb b = {0};
+    if (api == API_ANTHROPIC) {
+        sb_puts(&b, "{\"type\":\"error\",\"error\":{\"type\":");
+        sb_jsonz(&b, type);
+        sb_puts(&b, ",\"message\":");
+        sb_jsonz(&b, msg);
+        sb_puts(&b, "}}");
+    } else {
+        sb_puts(&b, "{\"error\":{\"message\":");
+        sb_jsonz(&b, msg);
+        sb_puts(&b, ",\"type\":");
+        sb_jsonz(&b, type);
+        sb_puts(&b, ",\"param\":null,\"code\":");
+        if (code)
+            sb_jsonz(&b, code);
+        else
+            sb_puts(&b, "null");
+        sb_puts(&b, "}}");
+    }
+    return b.p;
+}
+
+/* The list of SSE events of one stream, with the fault's cut points. */
+typedef struct events {
+    char **ev;
+    size_t n, cap;
+    size_t first_delta; /* index after which `malformed` inserts its line */
+    size_t end_start;   /* first event of the ending (finish, usage, stop) */
+} events;
+
+static void ev_push(events *es, sb *b) {
+    if (es->n == es->cap) {
+        es->cap = es->cap ? es->cap * 2 : 32;
+        es->ev = xrealloc(es->ev, es->cap * sizeof *es->ev);
+    }
+    es->ev[es->n++] = b->p;
+    memset(b, 0, sizeof *b);
+}
+
+static void ev_free(events *es) {
+    for (size_t i = 0; i < es->n; i++)
+        free(es->ev[i]);
+    free(es->ev);
+}
+
+/* Length of the next piece of s (<= max bytes, not cutting UTF-8). */
+static size_t piece_len(const char *s, size_t left, size_t max) {
+    if (left <= max)
+        return left;
+    size_t n = max;
+    while (n > 1 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return n;
+}
+
+static void openai_chunk_start(sb *b, long index, const char *model) {
+    sb_printf(b, "data: {\"id\":\"chatcmpl-mock-%ld\",\"object\":\"chat.completion.chunk\","
+                 "\"created\":1700000000,\"model\":", index);
+    sb_jsonz(b, model);
+}
+
+static void openai_delta(events *es, long index, const char *model, const char *field,
+                         const char *s, size_t n) {
+    sb b = {0};
+    openai_chunk_start(&b, index, model);
+    sb_printf(&b, ",\"choices\":[{\"index\":0,\"delta\":{\"%s\":", field);
+    sb_json(&b, s, n);
+    sb_puts(&b, "},\"finish_reason\":null}]}\n\n");
+    ev_push(es, &b);
+}
+
+static void openai_events(events *es, const entry *e, long index, const char *model) {
+    sb b = {0};
+    openai_chunk_start(&b, index, model);
+    sb_puts(&b, ",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
+                "\"finish_reason\":null}]}\n\n");
+    ev_push(es, &b);
+    es->first_delta = 0;
+    const struct {
+        const char *src, *field;
+    } parts[] = {{e->reasoning, "reasoning_content"}, {e->text, "content"}};
+    for (size_t k = 0; k < 2; k++) {
+        const char *s = parts[k].src;
+        size_t left = s ? strlen(s) : 0;
+        while (left) {
+            size_t n = piece_len(s, left, e->chunk_size);
+            openai_delta(es, index, model, parts[k].field, s, n);
+            if (es->first_delta == 0)
+                es->first_delta = es->n - 1;
+            s += n;
+            left -= n;
+        }
+    }
+    for (size_t i = 0; i < e->ncalls; i++) {
+        const tool_call *tc = &e->calls[i];
+        openai_chunk_start(&b, index, model);
+        sb_printf(&b, ",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":%zu,\"id\":",
+                  i);
+        sb_jsonz(&b, tc->id);
+        sb_puts(&b, ",\"type\":\"function\",\"function\":{\"name\":");
+        sb_jsonz(&b, tc->name);
+        sb_puts(&b, ",\"arguments\":\"\"}}]},\"finish_reason\":null}]}\n\n");
+        ev_push(es, &b);
+        const char *s = tc->arguments;
+        size_t left = strlen(s);
+        while (left) {
+            size_t n = piece_len(s, left, e->chunk_size);
+            openai_chunk_start(&b, index, model);
+            sb_printf(&b, ",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":%zu,"
+                          "\"function\":{\"arguments\":", i);
+            sb_json(&b, s, n);
+            sb_puts(&b, "}}]},\"finish_reason\":null}]}\n\n");
+            ev_push(es, &b);
+            s += n;
+            left -= n;
+        }
+    }
+    es->end_start = es->n;
+    const char *finish = e->finish ? e->finish : e->ncalls ? "tool_calls" : "stop";
+    openai_chunk_start(&b, index, model);
+    sb_printf(&b, ",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"%s\"}]}\n\n", finish);
+    ev_push(es, &b);
+    openai_chunk_start(&b, index, model);
+    sb_printf(&b, ",\"choices\":[],\"usage\":{\"prompt_tokens\":%ld,\"completion_tokens\":%ld,"
+                  "\"total_tokens\":%ld}}\n\n",
+              e->input_tokens, e->output_tokens, e->input_tokens + e->output_tokens);
+    ev_push(es, &b);
+    sb_puts(&b, "data: [DONE]\n\n");
+    ev_push(es, &b);
+}
+
+static void anthropic_event(events *es, const char *name, sb *data) {
+    sb b = {0};
+    sb_printf(&b, "event: %s\ndata: ", name);
+    sb_add(&b, data->p, data->len);
+    sb_puts(&b, "\n\n");
+    free(data->p);
+    memset(data, 0, sizeof *data);
+    ev_push(es, &b);
+}
+
+/* One content block: start, deltas of `s` in pieces, optional extra, stop. */
+static void anthropic_block(events *es, const entry *e, size_t idx, const char *start_json,
+                            const char *delta_type, const char *delta_field, const char *s) {
+    sb d = {0};
+    sb_printf(&d, "{\"type\":\"content_block_start\",\"index\":%zu,\"content_block\":%s}", idx,
+              start_json);
+    anthropic_event(es, "content_block_start", &d);
+    size_t left = strlen(s);
+    while (left) {
+        size_t n = piece_len(s, left, e->chunk_size);
+        sb_printf(&d, "{\"type\":\"content_block_delta\",\"index\":%zu,\"delta\":{\"type\":\"%s\","
+                      "\"%s\":", idx, delta_type, delta_field);
+        sb_json(&d, s, n);
+        sb_puts(&d, "}}");
+        anthropic_event(es, "content_block_delta", &d);
+        if (es->first_delta == 0)
+            es->first_delta = es->n - 1;
+        s += n;
+        left -= n;
+    }
+    if (strcmp(delta_type, "thinking_delta") == 0) {
+        sb_printf(&d, "{\"type\":\"content_block_delta\",\"index\":%zu,\"delta\":{\"type\":"
+                      "\"signature_delta\",\"signature\":\"mock-signature\"}}", idx);
+        anthropic_event(es, "content_block_delta", &d);
+    }
+    sb_printf(&d, "{\"type\":\"content_block_stop\",\"index\":%zu}", idx);
+    anthropic_event(es, "content_block_stop", &d);
+}
+
+static void anthropic_events(events *es, const entry *e, long index, const char *model) {
+    sb d = {0};
+    sb_printf(&d, "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_mock_%ld\",\"type\":"
+                  "\"message\",\"role\":\"assistant\",\"model\":", index);
+    sb_jsonz(&d, model);
+    sb_printf(&d, ",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":"
+                  "{\"input_tokens\":%ld,\"output_tokens\":1}}}", e->input_tokens);
+    anthropic_event(es, "message_start", &d);
+    sb_puts(&d, "{\"type\":\"ping\"}");
+    anthropic_event(es, "ping", &d);
+    es->first_delta = 0;
+    size_t idx = 0;
+    if (e->reasoning && *e->reasoning)
+        anthropic_block(es, e, idx++, "{\"type\":\"thinking\",\"thinking\":\"\"}", "thinking_delta",
+                        "thinking", e->reasoning);
+    if (e->text && *e->text)
+        anthropic_block(es, e, idx++, "{\"type\":\"text\",\"text\":\"\"}", "text_delta", "text",
+                        e->text);
+    for (size_t i = 0; i < e->ncalls; i++) {
+        sb start = {0};
+        sb_puts(&start, "{\"type\":\"tool_use\",\"id\":");
+        sb_jsonz(&start, e->calls[i].id);
+        sb_puts(&start, ",\"name\":");
+        sb_jsonz(&start, e->calls[i].name);
+        sb_puts(&start, ",\"input\":{}}");
+        anthropic_block(es, e, idx++, start.p, "input_json_delta", "partial_json",
+                        e->calls[i].arguments);
+        free(start.p);
+    }
+    es->end_start = es->n;
+    const char *finish = e->finish ? e->finish : e->ncalls ? "tool_calls" : "stop";
+    const char *reason = strcmp(finish, "tool_calls") == 0 ? "tool_use"
+                         : strcmp(finish, "length") == 0   ? "max_tokens"
+                                                           : "end_turn";
+    sb_printf(&d, "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"%s\","
+                  "\"stop_sequence\":null},\"usage\":{\"output_tokens\":%ld}}",
+              reason, e->output_tokens);
+    anthropic_event(es, "message_delta", &d);
+    sb_puts(&d, "{\"type\":\"message_stop\"}");
+    anthropic_event(es, "message_stop", &d);
+}
+
+/* Send events [from, to) as chunks with the entry's delay.  -1 on failure. */
+static int send_events(conn *c, const entry *e, char *const *ev, size_t from, size_t to) {
+    for (size_t i = from; i < to; i++) {
+        if (i > 0 && !nap(c->m, e->delay_ms))
+            return -1;
+        if (send_chunk(c, ev[i], strlen(ev[i])))
+            return -1;
+    }
+    return 0;
+}
+
+/* Serve a streaming 200.  Returns 0 to keep the connection, -1 to close it. */
+static int serve_stream(conn *c, api_kind api, const entry *e, const request *rq) {
+    char *model = request_model(rq->body);
+    events es = {0};
+    if (api == API_OPENAI)
+        openai_events(&es, e, rq->index, model);
+    else
+        anthropic_events(&es, e, rq->index, model);
+    free(model);
+
+    sb h = {0};
+    sb_printf(&h, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                  "Connection: keep-alive\r\nTransfer-Encoding: chunked\r\n%s: req_mock_%ld\r\n\r\n",
+              request_id_header(api), rq->index);
+    int rc = send_all(c, h.p, h.len);
+    free(h.p);
+    const char *f = e->fault;
+    if (rc == 0 && (strcmp(f, "reset") == 0 || strcmp(f, "stall") == 0)) {
+        rc = send_events(c, e, es.ev, 0, 1);
+        if (rc == 0 && strcmp(f, "reset") == 0) {
+            struct linger lg = {.l_onoff = 1, .l_linger = 0};
+            setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+        } else if (rc == 0) {
+            /* stall: wait for the client to give up (EOF) or the server to stop */
+            char sink[4096];
+            while (wait_readable(c->m, c->fd, -1) == 1 && recv(c->fd, sink, sizeof sink, 0) > 0) {
+            }
+        }
+        rc = -1; /* both end the connection */
+    } else if (rc == 0 && strcmp(f, "malformed") == 0) {
+        size_t cut = es.first_delta + 1;
+        rc = send_events(c, e, es.ev, 0, cut);
+        const char *bad = api == API_OPENAI
+                              ? "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"\n\n"
+                              : "event: content_block_delta\ndata: {\"type\":\"content_block_delta\","
+                                "\"index\":0,\"delta\":{\n\n";
+        if (rc == 0)
+            rc = send_chunk(c, bad, strlen(bad));
+        if (rc == 0)
+            rc = send_events(c, e, es.ev, cut, es.n);
+    } else if (rc == 0 && strcmp(f, "truncated") == 0) {
+        rc = send_events(c, e, es.ev, 0, es.end_start);
+    } else if (rc == 0 && strcmp(f, "inband_error") == 0) {
+        rc = send_events(c, e, es.ev, 0, 1);
+        const char *err =
+            api == API_OPENAI
+                ? "data: {\"error\":{\"message\":\"Overloaded\",\"type\":\"overloaded_error\"}}\n\n"
+                : "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+                  "\"message\":\"Overloaded\"}}\n\n";
+        if (rc == 0)
+            rc = send_chunk(c, err, strlen(err));
+    } else if (rc == 0) {
+        rc = send_events(c, e, es.ev, 0, es.n);
+    }
+    if (rc == 0)
+        rc = send_all(c, "0\r\n\r\n", 5);
+    ev_free(&es);
+    return rc;
+}
+
+/* Answer one request.  Returns 0 to keep the connection, -1 to close it. */
+static int serve_request(conn *c, const request *rq) {
+    mock_llm *m = c->m;
+    api_kind api;
+    if (strcmp(rq->path, "/v1/chat/completions") == 0)
+        api = API_OPENAI;
+    else if (strcmp(rq->path, "/v1/messages") == 0)
+        api = API_ANTHROPIC;
+    else
+        return send_json_response(c, API_OPENAI, rq->index, 404,
+                                  "{\"error\":{\"message\":\"mock_llm: unknown path\"}}", NULL);
+    if (strcmp(rq->method, "POST") != 0)
+        return send_json_response(c, api, rq->index, 405,
+                                  "{\"error\":{\"message\":\"mock_llm: POST only\"}}", NULL);
+
+    pthread_mutex_lock(&m->mu);
+    long k = m->served++;
+    pthread_mutex_unlock(&m->mu);
+    const entry *e = NULL;
+    if ((size_t)k < m->nentries)
+        e = &m->entries[k];
+    else if (m->loop && m->nentries)
+        e = &m->entries[(size_t)k % m->nentries];
+    if (!e) {
+        sb msg = {0};
+        sb_printf(&msg, "mock_llm: no scripted response for request %ld", k);
+        char *body = error_body(api, "api_error", NULL, msg.p);
+        int rc = send_json_response(c, api, rq->index, 500, body, NULL);
+        free(body);
+        free(msg.p);
+        return rc;
+    }
+    if (e->expect_contains && !strstr(rq->body, e->expect_contains)) {
+        pthread_mutex_lock(&m->mu);
+        m->expect_failures++;
+        pthread_mutex_unlock(&m->mu);
+        sb msg = {0};
+        sb_puts(&msg, "mock_llm expect failed: request body does not contain \"");
+        sb_puts(&msg, e->expect_contains);
+        sb_puts(&msg, "\"");
+        char *body = error_body(api, "invalid_request_error", "mock_expect_failed", msg.p);
+        int rc = send_json_response(c, api, rq->index, 400, body, NULL);
+        free(body);
+        free(msg.p);
+        return rc;
+    }
+
+    const char *f = e->fault;
+    long status = 0;
+    char *body = NULL;
+    bool anth = api == API_ANTHROPIC;
+    if (strcmp(f, "rate_limit") == 0) {
+        status = 429;
+        body = anth ? error_body(api, "rate_limit_error", NULL,
+                                 "Number of request tokens has exceeded your per-minute rate limit")
+                    : error_body(api, "requests", "rate_limit_exceeded",
+                                 "Rate limit reached for requests");
+    } else if (strcmp(f, "server_error") == 0) {
+        status = 500;
+        body = anth ? error_body(api, "api_error", NULL, "Internal server error")
+                    : error_body(api, "server_error", NULL,
+                                 "The server had an error while processing your request.");
+    } else if (strcmp(f, "overloaded") == 0) {
+        status = anth ? 529 : 503;
+        body = anth ? error_body(api, "overloaded_error", NULL, "Overloaded")
+                    : error_body(api, "server_error", NULL,
+                                 "The engine is currently overloaded, please try again later");
+    } else if (strcmp(f, "auth") == 0) {
+        status = 401;
+        body = anth ? error_body(api, "authentication_error", NULL, "invalid x-api-key")
+                    : error_body(api, "invalid_request_error", "invalid_api_key",
+                                 "Incorrect API key provided.");
+    } else if (strcmp(f, "overflow") == 0) {
+        status = 400;
+        body = anth ? error_body(api, "invalid_request_error", NULL,
+                                 "prompt is too long: 210000 tokens > 200000 maximum")
+                    : error_body(api, "invalid_request_error", "context_length_exceeded",
+                                 "This model's maximum context length is 128000 tokens. However, "
+                                 "your messages resulted in 130000 tokens. Please reduce the "
+                                 "length of the messages.");
+    } else if (strcmp(f, "http_error") == 0) {
+        status = e->status;
+        body = xstrdup(e->body ? e->body : "");
+    }
+    if (status) {
+        int rc = send_json_response(c, api, rq->index, status, body, e);
+        free(body);
+        return rc;
+    }
+    return serve_stream(c, api, e, rq);
+}
+
+static void *conn_main(void *arg) {
+    conn *c = arg;
+    mock_llm *m = c->m;
+    for (;;) {
+        request rq;
+        int r = read_request(c, &rq);
+        if (r == 0) {
+            request_free(&rq);
+            break;
+        }
+        if (r < 0) {
+            const char *bad = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+            send_all(c, bad, strlen(bad));
+            request_free(&rq);
+            break;
+        }
+        rq.index = record_request(m, &rq);
+        int rc = serve_request(c, &rq);
+        bool close_it = rq.close;
+        request_free(&rq);
+        response_done(m);
+        if (rc || close_it)
+            break;
+    }
+    close(c->fd); /* after SO_LINGER {1, 0} (fault "reset") this sends a RST */
+    c->fd = -1;
+    return NULL;
+}
+
+static void *accept_main(void *arg) {
+    mock_llm *m = arg;
+    for (;;) {
+        if (wait_readable(m, m->listen_fd, -1) != 1)
+            break;
+        int fd = accept(m->listen_fd, NULL, NULL);
+        if (fd < 0)
+            continue;
+        conn *c = xrealloc(NULL, sizeof *c);
+        memset(c, 0, sizeof *c);
+        c->m = m;
+        c->fd = fd;
+        pthread_mutex_lock(&m->mu);
+        if (pthread_create(&c->thread, NULL, conn_main, c) != 0) {
+            pthread_mutex_unlock(&m->mu);
+            close(fd);
+            free(c);
+            continue;
+        }
+        m->connections++;
+        c->next = m->conns;
+        m->conns = c;
+        pthread_cond_broadcast(&m->cv);
+        pthread_mutex_unlock(&m->mu);
+    }
+    return NULL;
+}
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+static void free_all(mock_llm *m) {
+    for (size_t i = 0; i < m->nentries; i++)
+        entry_free(&m->entries[i]);
+    free(m->entries);
+    for (size_t i = 0; i < m->nrecs; i++) {
+        free(m->recs[i].path);
+        free(m->recs[i].head);
+        free(m->recs[i].body);
+    }
+    free(m->recs);
+    if (m->listen_fd >= 0)
+        close(m->listen_fd);
+    if (m->wake[0] >= 0)
+        close(m->wake[0]);
+    if (m->wake[1] >= 0)
+        close(m->wake[1]);
+    pthread_mutex_destroy(&m->mu);
+    pthread_cond_destroy(&m->cv);
+    free(m);
+}
+
+int mock_llm_start(const char *script_json, mock_llm **out) {
+    if (!out)
+        return -1;
+    *out = NULL;
+    mock_llm *m = xrealloc(NULL, sizeof *m);
+    memset(m, 0, sizeof *m);
+    m->listen_fd = m->wake[0] = m->wake[1] = -1;
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_cond_init(&m->cv, NULL);
+    if (!script_json || parse_script(m, script_json)) {
+        if (!script_json)
+            fputs("mock_llm: no script\n", stderr);
+        free_all(m);
+        return -1;
+    }
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = 0};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t alen = sizeof addr;
+    m->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (m->listen_fd < 0 || pipe2(m->wake, O_CLOEXEC) ||
+        bind(m->listen_fd, (struct sockaddr *)&addr, sizeof addr) ||
+        listen(m->listen_fd, 64) ||
+        getsockname(m->listen_fd, (struct sockaddr *)&addr, &alen)) {
+        fprintf(stderr, "mock_llm: cannot listen on 127.0.0.1: %s\n", strerror(errno));
+        free_all(m);
+        return -1;
+    }
+    m->port = ntohs(addr.sin_port);
+    if (pthread_create(&m->accept_thread, NULL, accept_main, m) != 0) {
+        fputs("mock_llm: cannot start the accept thread\n", stderr);
+        free_all(m);
+        return -1;
+    }
+    *out = m;
+    return 0;
+}
+
+int mock_llm_start_file(const char *path, mock_llm **out) {
+    if (out)
+        *out = NULL;
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    if (!f) {
+        fprintf(stderr, "mock_llm: cannot open script %s: %s\n", path ? path : "(null)",
+                strerror(errno));
+        return -1;
+    }
+    sb text = {0};
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        sb_add(&text, buf, n);
+    fclose(f);
+    int rc = mock_llm_start(text.p ? text.p : "", out);
+    free(text.p);
+    return rc;
+}
+
+int mock_llm_port(mock_llm *m) { return m ? m->port : -1; }
+
+char *mock_llm_base_url(mock_llm *m) {
+    if (!m)
+        return NULL;
+    char *url = malloc(40);
+    if (url)
+        snprintf(url, 40, "http://127.0.0.1:%d", m->port);
+    return url;
+}
+
+void mock_llm_stop(mock_llm *m) {
+    if (!m)
+        return;
+    char one = 1;
+    while (write(m->wake[1], &one, 1) < 0 && errno == EINTR) {
+    }
+    pthread_join(m->accept_thread, NULL);
+    /* no new connections now; wake and join the rest */
+    for (conn *c = m->conns, *next; c; c = next) {
+        next = c->next;
+        pthread_join(c->thread, NULL); /* the thread closed its socket */
+        free(c->in);
+        free(c);
+    }
+    free_all(m);
+}
+
+#define LOCKED_GET(m, field)                \
+    do {                                    \
+        if (!(m))                           \
+            return -1;                      \
+        mock_llm *mm_ = (m);                \
+        pthread_mutex_lock(&mm_->mu);       \
+        long v_ = (long)mm_->field;         \
+        pthread_mutex_unlock(&mm_->mu);     \
+        return v_;                          \
+    } while (0)
+
+long mock_llm_connections(mock_llm *m) { LOCKED_GET(m, connections); }
+long mock_llm_requests(mock_llm *m) { LOCKED_GET(m, nrecs); }
+long mock_llm_responses(mock_llm *m) { LOCKED_GET(m, responses); }
+long mock_llm_expect_failures(mock_llm *m) { LOCKED_GET(m, expect_failures); }
+
+int mock_llm_wait_responses(mock_llm *m, long n, long timeout_ms) {
+    if (!m)
+        return -1;
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += timeout_ms / 1000;
+    dl.tv_nsec += (timeout_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&m->mu);
+    int rc = 0;
+    while (m->responses < n && rc == 0)
+        rc = pthread_cond_timedwait(&m->cv, &m->mu, &dl);
+    bool ok = m->responses >= n;
+    pthread_mutex_unlock(&m->mu);
+    return ok ? 0 : -1;
+}
+
+/* Copy a field of record i (the getter picks it) under the lock. */
+static char *record_copy(mock_llm *m, long i, int which, const char *header) {
+    if (!m || i < 0)
+        return NULL;
+    mock_llm *mm = m;
+    char *out = NULL;
+    pthread_mutex_lock(&mm->mu);
+    if ((size_t)i < mm->nrecs) {
+        const record *r = &mm->recs[i];
+        if (which == 0)
+            out = xstrdup(r->body);
+        else if (which == 1)
+            out = xstrdup(r->path);
+        else
+            out = head_value(r->head, header);
+    }
+    pthread_mutex_unlock(&mm->mu);
+    return out;
+}
+
+char *mock_llm_request_body(mock_llm *m, long i) { return record_copy(m, i, 0, NULL); }
+char *mock_llm_request_path(mock_llm *m, long i) { return record_copy(m, i, 1, NULL); }
+char *mock_llm_request_header(mock_llm *m, long i, const char *name) {
+    return name ? record_copy(m, i, 2, name) : NULL;
+}

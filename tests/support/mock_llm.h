@@ -1,0 +1,138 @@
+/*
+ * tests/support/mock_llm.h - a loopback mock LLM server for tests and
+ * benches.  Pure C sockets, HTTP/1.1 keep-alive, binds 127.0.0.1 only.
+ *
+ * Endpoints (the path decides the wire format; anything else gets a 404):
+ *   POST /v1/chat/completions  OpenAI Chat Completions streaming SSE
+ *   POST /v1/messages          Anthropic Messages streaming SSE
+ *
+ * Requests are answered in arrival order from a script: request i (0-based,
+ * counted over all connections) gets script entry i.  When the script runs
+ * out the server answers 500 {"error":{"message":"mock_llm: no scripted
+ * response for request N",...}} unless the script sets "loop": true, which
+ * starts again at entry 0.
+ *
+ * Script format (JSON; every key optional):
+ *   {"loop": false,
+ *    "requests": [
+ *      {"text": "Hello",                 assistant text (streamed in pieces)
+ *       "reasoning": "thinking...",      OpenAI delta.reasoning_content /
+ *                                        Anthropic thinking block (sent first)
+ *       "tool_calls": [{"id":"call_1","name":"pow","arguments":"{\"x\":2}"}],
+ *                                        `arguments` is JSON *text*, streamed
+ *                                        in pieces (OpenAI function.arguments,
+ *                                        Anthropic input_json_delta)
+ *       "usage": {"input_tokens":10,"output_tokens":5},   default 10 / 5
+ *       "finish": "stop"|"tool_calls"|"length",
+ *                                        default tool_calls when there are
+ *                                        tool calls, else stop.  Anthropic:
+ *                                        end_turn / tool_use / max_tokens
+ *       "chunk_size": 16,                max bytes per text/argument delta
+ *                                        (cut on UTF-8 boundaries), default 16
+ *       "chunk_delay_ms": 0,             sleep between SSE events
+ *       "fault": "none",                 see below
+ *       "retry_after": "2",              Retry-After header value for
+ *                                        rate_limit/overloaded (default "1");
+ *                                        "" sends no Retry-After
+ *       "retry_after_ms": 1500,          also send retry-after-ms (>= 0)
+ *       "status": 418, "body": "...",    for fault "http_error"
+ *       "expect": {"message_contains": "..."}
+ *      }]}
+ *
+ * Faults:
+ *   none          the normal stream
+ *   rate_limit    429 + Retry-After, provider-shaped body (OpenAI
+ *                 code rate_limit_exceeded / Anthropic rate_limit_error)
+ *   server_error  500, provider-shaped body (Anthropic api_error)
+ *   overloaded    Anthropic: 529 overloaded_error; OpenAI: 503 with
+ *                 "The engine is currently overloaded" (+ Retry-After)
+ *   auth          401 (OpenAI invalid_api_key / Anthropic authentication_error)
+ *   overflow      400 with each provider's real context-overflow body:
+ *                 OpenAI code context_length_exceeded "This model's maximum
+ *                 context length is 128000 tokens...", Anthropic
+ *                 invalid_request_error "prompt is too long: 210000 tokens
+ *                 > 200000 maximum"
+ *   http_error    `status` (default 500) with `body` verbatim (JSON type)
+ *   reset         200 headers + the first event, then a TCP RST
+ *   stall         200 headers + the first event, then nothing until the
+ *                 client closes the connection (or the server stops)
+ *   malformed     the stream with one data line of invalid JSON in the
+ *                 middle (after the first text delta), then the rest
+ *   truncated     the stream without its end: no finish_reason chunk, usage
+ *                 or [DONE] (OpenAI); no message_delta/message_stop
+ *                 (Anthropic).  The HTTP body itself ends cleanly.
+ *   inband_error  200, the stream starts, then an in-band error: Anthropic
+ *                 `event: error` data {"type":"error","error":{"type":
+ *                 "overloaded_error","message":"Overloaded"}}; OpenAI
+ *                 data {"error":{"message":"Overloaded","type":
+ *                 "overloaded_error"}}; then the body ends
+ *
+ * expect.message_contains: the raw request body must contain the string;
+ * otherwise the request is answered 400 {"error":{"message":"mock_llm
+ * expect failed: ..."}} and counted by mock_llm_expect_failures().
+ *
+ * Responses carry `x-request-id: req_mock_<i>` (OpenAI) or
+ * `request-id: req_mock_<i>` (Anthropic); ids are chatcmpl-mock-<i> /
+ * msg_mock_<i>; `model` echoes the request's "model" (or "mock-model").
+ * OpenAI streams end with a usage chunk (choices: []) and `data: [DONE]`.
+ * Anthropic streams send a ping after message_start.
+ *
+ * Threading: one server thread accepts, one thread per connection serves.
+ * Every accessor below is thread-safe.  The server never touches the
+ * weir__ allocators or jansson after mock_llm_start* returns, so tests may
+ * run allocation-failure loops while it serves.
+ */
+#ifndef WEIR_TESTS_MOCK_LLM_H
+#define WEIR_TESTS_MOCK_LLM_H
+
+#include <stddef.h>
+
+typedef struct mock_llm mock_llm;
+
+/*
+ * Start a server from script JSON text (see above) on 127.0.0.1, port 0
+ * (the kernel picks; read it with mock_llm_port).  Returns 0 and *out (owned;
+ * release with mock_llm_stop), or -1 with a reason on stderr (bad script,
+ * socket error).
+ */
+int mock_llm_start(const char *script_json, mock_llm **out);
+/* Same, reading the script from a file. */
+int mock_llm_start_file(const char *path, mock_llm **out);
+/* The TCP port the server listens on. */
+int mock_llm_port(mock_llm *m);
+/*
+ * A malloc'd base URL "http://127.0.0.1:<port>" (no trailing slash, no /v1);
+ * free() it.  NULL on allocation failure.
+ */
+char *mock_llm_base_url(mock_llm *m);
+/*
+ * Stop the server: close the listener, wake and join every connection
+ * thread (stalled ones included), free everything.  NULL is a no-op.
+ */
+void mock_llm_stop(mock_llm *m);
+
+/* TCP connections accepted so far. */
+long mock_llm_connections(mock_llm *m);
+/* Requests received so far (complete request heads + bodies). */
+long mock_llm_requests(mock_llm *m);
+/* Responses fully sent (or ended by their fault) so far. */
+long mock_llm_responses(mock_llm *m);
+/* Requests whose `expect` did not hold. */
+long mock_llm_expect_failures(mock_llm *m);
+/*
+ * Block until at least `n` responses have finished or `timeout_ms` passed.
+ * Returns 0 when reached, -1 on timeout.
+ */
+int mock_llm_wait_responses(mock_llm *m, long n, long timeout_ms);
+
+/* A malloc'd copy of request i's body (NUL-terminated), or NULL if none. */
+char *mock_llm_request_body(mock_llm *m, long i);
+/* A malloc'd copy of request i's path ("/v1/messages"), or NULL. */
+char *mock_llm_request_path(mock_llm *m, long i);
+/*
+ * A malloc'd copy of request i's header `name` (case-insensitive) value,
+ * with surrounding spaces trimmed, or NULL when absent.
+ */
+char *mock_llm_request_header(mock_llm *m, long i, const char *name);
+
+#endif

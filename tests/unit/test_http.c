@@ -1,0 +1,625 @@
+/*
+ * tests/unit/test_http.c - core/http.c against the in-process mock LLM
+ * server (tests/support/mock_llm.c), plus the standalone weir-mock-llm.
+ * No timed assertions: waits use semaphores and the server's counters.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <setjmp.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "failure.h"
+#include "http.h"
+#include "mock_llm.h"
+#include "signal.h"
+#include "testutil.h"
+
+extern char **environ;
+
+static const char *const headers[] = {"Content-Type: application/json",
+                                      "Authorization: Bearer sk-test-secret", NULL};
+
+/* Events rendered as "<event>|<data>\n"; a semaphore posted per event. */
+typedef struct events {
+    char *text;
+    size_t len;
+    int count;
+    int stop_at; /* return 1 from this (1-based) event; 0 = never */
+    sem_t got;
+} events;
+
+static int on_event(void *ud, const char *event, const char *data, size_t data_len) {
+    events *e = ud;
+    size_t el = strlen(event);
+    e->text = realloc(e->text, e->len + el + data_len + 3);
+    assert_non_null(e->text);
+    memcpy(e->text + e->len, event, el);
+    e->len += el;
+    e->text[e->len++] = '|';
+    memcpy(e->text + e->len, data, data_len);
+    e->len += data_len;
+    e->text[e->len++] = '\n';
+    e->text[e->len] = '\0';
+    e->count++;
+    sem_post(&e->got);
+    return e->stop_at && e->count == e->stop_at ? 1 : 0;
+}
+
+static void events_init(events *e) {
+    memset(e, 0, sizeof *e);
+    sem_init(&e->got, 0, 0);
+}
+
+static void events_fini(events *e) {
+    free(e->text);
+    sem_destroy(&e->got);
+}
+
+/* Everything one test needs: a server, a handle, a URL. */
+typedef struct fixture {
+    mock_llm *mock;
+    weir__http *http;
+    char url[128];
+} fixture;
+
+static void fixture_start(fixture *f, const char *script, const char *path) {
+    memset(f, 0, sizeof *f);
+    assert_int_equal(mock_llm_start(script, &f->mock), 0);
+    assert_int_equal(weir__http_create(&f->http), WEIR_OK);
+    snprintf(f->url, sizeof f->url, "http://127.0.0.1:%d%s", mock_llm_port(f->mock), path);
+}
+
+static void fixture_stop(fixture *f) {
+    weir__http_destroy(f->http);
+    mock_llm_stop(f->mock);
+}
+
+static weir_http_request make_req(const char *url, const char *body, long idle_ms) {
+    weir_http_request r = {.struct_size = sizeof r,
+                           .url = url,
+                           .headers = headers,
+                           .body = body,
+                           .body_len = strlen(body),
+                           .idle_timeout_ms = idle_ms};
+    return r;
+}
+
+static const char body_openai[] = "{\"model\":\"gpt-test\",\"messages\":[{\"role\":\"user\"}]}";
+
+static void test_http_sse_events_are_delivered(void **state) {
+    fixture f;
+    fixture_start(&f, "{\"requests\":[{\"text\":\"Hey\",\"chunk_size\":2,\"usage\":"
+                      "{\"input_tokens\":3,\"output_tokens\":4}}]}",
+                  "/v1/chat/completions");
+    events ev;
+    events_init(&ev);
+    weir_http_request req = make_req(f.url, body_openai, 0);
+    weir_http_response resp;
+    json_t *failure = NULL;
+    assert_int_equal(weir__http_sse(f.http, NULL, &req, on_event, &ev, &resp, &failure), WEIR_OK);
+    assert_null(failure);
+    assert_int_equal(resp.status, 200);
+    assert_string_equal(resp.request_id, "req_mock_0");
+    assert_int_equal(resp.retry_after_ms, -1);
+    assert_null(resp.body);
+    const char *pre = "|{\"id\":\"chatcmpl-mock-0\",\"object\":\"chat.completion.chunk\","
+                      "\"created\":1700000000,\"model\":\"gpt-test\",";
+    char want[4096];
+    snprintf(want, sizeof want,
+             "%s\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
+             "\"finish_reason\":null}]}\n"
+             "%s\"choices\":[{\"index\":0,\"delta\":{\"content\":\"He\"},\"finish_reason\":null}]}\n"
+             "%s\"choices\":[{\"index\":0,\"delta\":{\"content\":\"y\"},\"finish_reason\":null}]}\n"
+             "%s\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n"
+             "%s\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4,"
+             "\"total_tokens\":7}}\n"
+             "|[DONE]\n",
+             pre, pre, pre, pre, pre);
+    assert_string_equal(ev.text, want);
+    /* the server saw the body and headers as sent */
+    char *got_body = mock_llm_request_body(f.mock, 0);
+    assert_string_equal(got_body, body_openai);
+    free(got_body);
+    char *auth = mock_llm_request_header(f.mock, 0, "authorization");
+    assert_string_equal(auth, "Bearer sk-test-secret");
+    free(auth);
+    weir__http_response_clear(&resp);
+    events_fini(&ev);
+    fixture_stop(&f);
+}
+
+static void test_http_anthropic_stream_event_names(void **state) {
+    fixture f;
+    fixture_start(&f, "{\"requests\":[{\"text\":\"ok\",\"reasoning\":\"r\",\"tool_calls\":"
+                      "[{\"id\":\"t1\",\"name\":\"pow\",\"arguments\":\"{}\"}]}]}",
+                  "/v1/messages");
+    events ev;
+    events_init(&ev);
+    weir_http_request req = make_req(f.url, "{\"model\":\"claude-test\"}", 0);
+    weir_http_response resp;
+    json_t *failure = NULL;
+    assert_int_equal(weir__http_sse(f.http, NULL, &req, on_event, &ev, &resp, &failure), WEIR_OK);
+    assert_string_equal(resp.request_id, "req_mock_0");
+    /* the sequence of event names */
+    char names[1024] = "";
+    for (char *line = ev.text; line && *line;) {
+        char *bar = strchr(line, '|');
+        char *nl = strchr(line, '\n');
+        /* data lines of these events are one line each */
+        strncat(names, line, (size_t)(bar - line));
+        strcat(names, " ");
+        line = nl + 1;
+    }
+    assert_string_equal(names,
+                        "message_start ping content_block_start content_block_delta "
+                        "content_block_delta content_block_stop content_block_start "
+                        "content_block_delta content_block_stop content_block_start "
+                        "content_block_delta content_block_stop message_delta message_stop ");
+    assert_non_null(strstr(ev.text, "\"stop_reason\":\"tool_use\""));
+    assert_non_null(strstr(ev.text, "\"partial_json\":\"{}\""));
+    weir__http_response_clear(&resp);
+    events_fini(&ev);
+    fixture_stop(&f);
+}
+
+static void test_http_keep_alive_uses_one_connection(void **state) {
+    fixture f;
+    fixture_start(&f, "{\"loop\":true,\"requests\":[{\"text\":\"a\"},{\"fault\":\"server_error\"}]}",
+                  "/v1/chat/completions");
+    for (int i = 0; i < 4; i++) {
+        events ev;
+        events_init(&ev);
+        weir_http_request req = make_req(f.url, body_openai, 0);
+        weir_http_response resp;
+        json_t *failure = NULL;
+        assert_int_equal(weir__http_sse(f.http, NULL, &req, on_event, &ev, &resp, &failure),
+                         WEIR_OK);
+        assert_int_equal(resp.status, i % 2 ? 500 : 200);
+        weir__http_response_clear(&resp);
+        events_fini(&ev);
+    }
+    assert_int_equal(mock_llm_requests(f.mock), 4);
+    assert_int_equal(mock_llm_connections(f.mock), 1);
+    assert_int_equal(weir__http_connects(f.http), 1);
+    fixture_stop(&f);
+}
+
+static void test_http_429_retry_after_is_parsed(void **state) {
+    fixture f;
+    fixture_start(&f, "{\"requests\":[{\"fault\":\"rate_limit\",\"retry_after\":\"2\"},"
+                      "{\"fault\":\"rate_limit\",\"retry_after\":\"7\",\"retry_after_ms\":1500},"
+                      "{\"fault\":\"rate_limit\",\"retry_after\":\"soon\"}]}",
+                  "/v1/chat/completions");
+    const long long want_ms[] = {2000, 1500, -1};
+    for (int i = 0; i < 3; i++) {
+        events ev;
+        events_init(&ev);
+        weir_http_request req = make_req(f.url, body_openai, 0);
+        weir_http_response resp;
+        json_t *failure = NULL;
+        assert_int_equal(weir__http_sse(f.http, NULL, &req, on_event, &ev, &resp, &failure),
+                         WEIR_OK);
+        assert_int_equal(resp.status, 429);
+        assert_int_equal(resp.retry_after_ms, want_ms[i]);
+        assert_int_equal(ev.count, 0);
+        json_t *fl = weir__failure_from_http("openai", &resp);
+        assert_string_equal(weir__json_str(fl, "code", ""), "RATE_LIMIT");
+        assert_string_equal(weir__json_str(fl, "message", ""), "Rate limit reached for requests");
+        char rid[32];
+        snprintf(rid, sizeof rid, "req_mock_%d", i);
+        assert_string_equal(weir__json_str(fl, "request_id", ""), rid);
+        json_decref(fl);
+        weir__http_response_clear(&resp);
+        events_fini(&ev);
+    }
+    fixture_stop(&f);
+}
+
+static void test_http_500_body_is_collected(void **state) {
+    fixture f;
+    fixture_start(&f, "{\"requests\":[{\"fault\":\"server_error\"}]}", "/v1/messages");
+    events ev;
+    events_init(&ev);
+    weir_http_request req = make_req(f.url, "{}", 0);
+    weir_http_response resp;
+    json_t *failure = NULL;
+    assert_int_equal(weir__http_sse(f.http, NULL, &req, on_event, &ev, &resp, &failure), WEIR_OK);
+    assert_int_equal(resp.status, 500);
+    assert_string_equal(resp.body, "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":"
+                                   "\"Internal server error\"}}");
+    assert_int_equal(resp.body_len, strlen(resp.body));
+    assert_int_equal(ev.count, 0);
+    weir__http_response_clear(&resp);
+    assert_null(resp.body);
+    assert_int_equal(resp.retry_after_ms, -1);
+    events_fini(&ev);
+    fixture_stop(&f);
+}
+
+static void test_http_overflow_bodies_classify_as_context_window_exceeded(void **state) {
+    const char *paths[] = {"/v1/chat/completions", "/v1/messages"};
+    for (int i = 0; i < 2; i++) {
+        fixture f;
+        fixture_start(&f, "{\"requests\":[{\"fault\":\"overflow\"}]}", paths[i]);
+        events ev;
+        events_init(&ev);
+        weir_http_request req = make_req(f.url, "{}", 0);
+        weir_http_response resp;
+        json_t *failure = NULL;
+        assert_int_equal(weir__http_sse(f.http, NULL, &req, on_event, &ev, &resp, &failure),
+                         WEIR_OK);
+        assert_int_equal(resp.status, 400);
+        json_t *fl = weir__failure_from_http("p", &resp);
+        assert_string_equal(weir__json_str(fl, "code", ""), "CONTEXT_WINDOW_EXCEEDED");
+        json_decref(fl);
+        weir__http_response_clear(&resp);
+        events_fini(&ev);
+        fixture_stop(&f);
+    }
+}
+
+static void test_http_2xx_json_body_is_collected(void **state) {
+    fixture f;
+    fixture_start(&f, "{\"requests\":[{\"fault\":\"http_error\",\"status\":200,\"body\":{\"ok\":1}}]}",
+                  "/v1/chat/completions");
+    events ev;
+    events_init(&ev);
+    weir_http_request req = make_req(f.url, "{}", 0);
+    weir_http_response resp;
+    json_t *failure = NULL;
+    assert_int_equal(weir__http_sse(f.http, NULL, &req, on_event, &ev, &resp, &failure), WEIR_OK);
+    assert_int_equal(resp.status, 200);
+    assert_string_equal(resp.body, "{\"ok\":1}");
+    assert_int_equal(ev.count, 0);
+    weir__http_response_clear(&resp);
+    events_fini(&ev);
+    fixture_stop(&f);
+}
+
+static void test_http_truncated_stream_is_ok_without_done(void **state) {
+    fixture f;
+    fixture_start(&f, "{\"requests\":[{\"text\":\"abc\",\"fault\":\"truncated\"}]}",
+                  "/v1/chat/completions");
+    events ev;
+    events_init(&ev);
+    weir_http_request req = make_req(f.url, "{}", 0);
+    weir_http_response resp;
+    json_t *failure = NULL;
+    assert_int_equal(weir__http_sse(f.http, NULL, &req, on_event, &ev, &resp, &failure), WEIR_OK);
+    assert_int_equal(ev.count, 2); /* role chunk + one text delta; no finish, no [DONE] */
+    assert_null(strstr(ev.text, "[DONE]"));
+    assert_null(strstr(ev.text, "finish_reason\":\"stop"));
+    weir__http_response_clear(&resp);
+    events_fini(&ev);
+    fixture_stop(&f);
+}
+
+static void test_http_malformed_data_is_passed_through(void **state) {
+    fixture f;
+    fixture_start(&f, "{\"requests\":[{\"text\":\"abc\",\"fault\":\"malformed\"}]}",
+                  "/v1/chat/completions");
+    events ev;
+    events_init(&ev);
+    weir_http_request req = make_req(f.url, "{}", 0);
+    weir_http_response resp;
+    json_t *failure = NULL;
+    assert_int_equal(weir__http_sse(f.http, NULL, &req, on_event, &ev, &resp, &failure), WEIR_OK);
+    assert_non_null(strstr(ev.text, "\n|{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"\n"));
+    assert_non_null(strstr(ev.text, "|[DONE]\n"));
+    weir__http_response_clear(&resp);
+    events_fini(&ev);
+    fixture_stop(&f);
+}
+
+static void test_http_stall_times_out(void **state) {
+    fixture f;
+    fixture_start(&f, "{\"requests\":[{\"text\":\"abc\",\"fault\":\"stall\"}]}",
+                  "/v1/chat/completions");
+    events ev;
+    events_init(&ev);
+    weir_http_request req = make_req(f.url, "{}", 200);
+    weir_http_response resp;
+    json_t *failure = NULL;
+    assert_int_equal(weir__http_sse(f.http, NULL, &req, on_event, &ev, &resp, &failure),
+                     WEIR_E_TIMEOUT);
+    assert_int_equal(ev.count, 1);
+    assert_int_equal(resp.status, 200);
+    json_t *want = json_pack("{s:s,s:s}", "code", "TIMEOUT", "message", "no data for 200 ms");
+    assert_true(json_equal(failure, want));
+    json_decref(want);
+    json_decref(failure);
+    weir__http_response_clear(&resp);
+    events_fini(&ev);
+    fixture_stop(&f);
+}
+
+static void test_http_reset_is_transport(void **state) {
+    fixture f;
+    fixture_start(&f, "{\"requests\":[{\"text\":\"abc\",\"fault\":\"reset\"}]}",
+                  "/v1/chat/completions");
+    events ev;
+    events_init(&ev);
+    weir_http_request req = make_req(f.url, "{}", 0);
+    weir_http_response resp;
+    json_t *failure = NULL;
+    assert_int_equal(weir__http_sse(f.http, NULL, &req, on_event, &ev, &resp, &failure),
+                     WEIR_E_IO);
+    assert_string_equal(weir__json_str(failure, "code", ""), "TRANSPORT");
+    /* curl's own text */
+    const char *msg = weir__json_str(failure, "message", "");
+    assert_string_equal(msg, "Failure when receiving data from the peer: Recv failure: "
+                             "Connection reset by peer");
+    assert_null(strstr(msg, "sk-test-secret"));
+    json_decref(failure);
+    weir__http_response_clear(&resp);
+    events_fini(&ev);
+    fixture_stop(&f);
+}
+
+typedef struct canceller {
+    events *ev;
+    weir_signal *sig;
+} canceller;
+
+static void *cancel_after_first_event(void *arg) {
+    canceller *c = arg;
+    sem_wait(&c->ev->got);
+    weir__signal_cancel(c->sig, "user");
+    return NULL;
+}
+
+static void test_http_cancel_from_another_thread_is_aborted(void **state) {
+    fixture f;
+    fixture_start(&f, "{\"requests\":[{\"text\":\"abc\",\"fault\":\"stall\"}]}",
+                  "/v1/chat/completions");
+    weir_signal sig;
+    assert_int_equal(weir__signal_init(&sig), WEIR_OK);
+    events ev;
+    events_init(&ev);
+    canceller c = {&ev, &sig};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, cancel_after_first_event, &c), 0);
+    weir_http_request req = make_req(f.url, "{}", 0); /* default idle: 300 s */
+    weir_http_response resp;
+    json_t *failure = NULL;
+    assert_int_equal(weir__http_sse(f.http, &sig, &req, on_event, &ev, &resp, &failure),
+                     WEIR_E_CANCELLED);
+    pthread_join(t, NULL);
+    json_t *want = json_pack("{s:s,s:s}", "code", "ABORTED", "message", "request cancelled (user)");
+    assert_true(json_equal(failure, want));
+    json_decref(want);
+    json_decref(failure);
+    weir__http_response_clear(&resp);
+    events_fini(&ev);
+    weir__signal_destroy(&sig);
+    fixture_stop(&f);
+}
+
+static void test_http_callback_stop_is_aborted(void **state) {
+    fixture f;
+    fixture_start(&f, "{\"requests\":[{\"text\":\"abcdef\",\"chunk_size\":1}]}",
+                  "/v1/chat/completions");
+    events ev;
+    events_init(&ev);
+    ev.stop_at = 2;
+    weir_http_request req = make_req(f.url, "{}", 0);
+    weir_http_response resp;
+    json_t *failure = NULL;
+    assert_int_equal(weir__http_sse(f.http, NULL, &req, on_event, &ev, &resp, &failure),
+                     WEIR_E_CANCELLED);
+    assert_int_equal(ev.count, 2);
+    json_t *want = json_pack("{s:s,s:s}", "code", "ABORTED", "message",
+                             "stopped by the SSE event callback");
+    assert_true(json_equal(failure, want));
+    json_decref(want);
+    json_decref(failure);
+    weir__http_response_clear(&resp);
+    events_fini(&ev);
+    fixture_stop(&f);
+}
+
+static void test_http_connection_refused_is_transport(void **state) {
+    /* a bound socket that does not listen refuses connections */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t alen = sizeof a;
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/messages", ntohs(a.sin_port));
+    weir__http *h;
+    assert_int_equal(weir__http_create(&h), WEIR_OK);
+    events ev;
+    events_init(&ev);
+    weir_http_request req = make_req(url, "{}", 0);
+    weir_http_response resp;
+    json_t *failure = NULL;
+    assert_int_equal(weir__http_sse(h, NULL, &req, on_event, &ev, &resp, &failure), WEIR_E_IO);
+    assert_int_equal(resp.status, 0);
+    assert_string_equal(weir__json_str(failure, "code", ""), "TRANSPORT");
+    const char *msg = weir__json_str(failure, "message", "");
+    assert_memory_equal(msg, "Couldn't connect to server: Failed to connect to 127.0.0.1 port ",
+                        strlen("Couldn't connect to server: Failed to connect to 127.0.0.1 port "));
+    json_decref(failure);
+    weir__http_response_clear(&resp);
+    events_fini(&ev);
+    weir__http_destroy(h);
+    close(fd);
+}
+
+static void test_http_invalid_arguments(void **state) {
+    weir__http *h;
+    assert_int_equal(weir__http_create(&h), WEIR_OK);
+    weir_http_response resp;
+    json_t *failure = NULL;
+    weir_http_request req = make_req("http://127.0.0.1:1/", "{}", 0);
+    assert_int_equal(weir__http_sse(NULL, NULL, &req, on_event, NULL, &resp, &failure),
+                     WEIR_E_INVAL);
+    assert_string_equal(weir__json_str(failure, "code", ""), "INVALID_REQUEST");
+    assert_string_equal(weir__json_str(failure, "message", ""),
+                        "HTTP request: the HTTP handle is NULL");
+    json_decref(failure);
+    req.url = NULL;
+    assert_int_equal(weir__http_sse(h, NULL, &req, on_event, NULL, &resp, &failure), WEIR_E_INVAL);
+    assert_string_equal(weir__json_str(failure, "message", ""), "HTTP request: url is NULL");
+    json_decref(failure);
+    req = make_req("http://127.0.0.1:1/", "{}", 0);
+    req.struct_size = 4;
+    assert_int_equal(weir__http_sse(h, NULL, &req, on_event, NULL, &resp, NULL), WEIR_E_INVAL);
+    req = make_req("notascheme://x", "{}", 0);
+    assert_int_equal(weir__http_sse(h, NULL, &req, on_event, NULL, &resp, &failure), WEIR_E_INVAL);
+    assert_string_equal(weir__json_str(failure, "code", ""), "INVALID_REQUEST");
+    json_decref(failure);
+    assert_int_equal(weir__http_create(NULL), WEIR_E_INVAL);
+    weir__http_destroy(NULL);
+    weir__http_response_clear(NULL);
+    assert_int_equal(weir__http_connects(NULL), 0);
+    weir__http_destroy(h);
+}
+
+static void test_http_allocation_failures_are_reported(void **state) {
+    fixture f;
+    fixture_start(&f, "{\"loop\":true,\"requests\":[{\"fault\":\"server_error\"}]}",
+                  "/v1/chat/completions");
+    for (long n = 1;; n++) {
+        events ev;
+        events_init(&ev);
+        weir_http_request req = make_req(f.url, "{}", 0);
+        weir_http_response resp;
+        json_t *failure = NULL;
+        weir__alloc_fail_after(n);
+        int rc = weir__http_sse(f.http, NULL, &req, on_event, &ev, &resp, &failure);
+        weir__alloc_fail_after(-1);
+        weir__http_response_clear(&resp);
+        events_fini(&ev);
+        assert_null(failure);
+        if (rc == WEIR_OK)
+            break;
+        assert_int_equal(rc, WEIR_E_NOMEM);
+    }
+    fixture_stop(&f);
+}
+
+static void test_mock_expect_message_contains(void **state) {
+    fixture f;
+    fixture_start(&f, "{\"requests\":[{\"text\":\"a\",\"expect\":{\"message_contains\":\"needle\"}},"
+                      "{\"text\":\"b\",\"expect\":{\"message_contains\":\"needle\"}}]}",
+                  "/v1/chat/completions");
+    const char *bodies[] = {"{\"messages\":[\"hay needle hay\"]}", "{\"messages\":[\"hay\"]}"};
+    const long want_status[] = {200, 400};
+    for (int i = 0; i < 2; i++) {
+        events ev;
+        events_init(&ev);
+        weir_http_request req = make_req(f.url, bodies[i], 0);
+        weir_http_response resp;
+        json_t *failure = NULL;
+        assert_int_equal(weir__http_sse(f.http, NULL, &req, on_event, &ev, &resp, &failure),
+                         WEIR_OK);
+        assert_int_equal(resp.status, want_status[i]);
+        weir__http_response_clear(&resp);
+        events_fini(&ev);
+    }
+    assert_int_equal(mock_llm_expect_failures(f.mock), 1);
+    fixture_stop(&f);
+}
+
+static void test_standalone_mock_serves_and_counts_connections(void **state) {
+    char *dir = wt_tmpdir("mockllm");
+    char script[512], port_file[512], exe[512];
+    snprintf(script, sizeof script, "%s/script.json", dir);
+    snprintf(port_file, sizeof port_file, "%s/port", dir);
+    snprintf(exe, sizeof exe, "%s/weir-mock-llm", wt_env("WEIR_TEST_BIN_DIR"));
+    assert_int_equal(wt_write_file(script, "{\"requests\":[{\"text\":\"one\"},{\"text\":\"two\"}]}"),
+                     0);
+    int out[2];
+    assert_int_equal(pipe(out), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_addclose(&fa, out[0]);
+    char *argv[] = {exe, "--script", script, "--port-file", port_file, "--max-requests", "2",
+                    "--timeout-s", "60", NULL};
+    pid_t pid;
+    assert_int_equal(posix_spawn(&pid, exe, &fa, NULL, argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    close(out[1]);
+    FILE *from = fdopen(out[0], "r");
+    assert_non_null(from);
+    char line[64];
+    assert_non_null(fgets(line, sizeof line, from)); /* one line: do not wait for more */
+    int port = 0;
+    assert_int_equal(sscanf(line, "port=%d", &port), 1);
+    char *pf = wt_read_file(port_file, NULL);
+    assert_non_null(pf);
+    assert_int_equal(atoi(pf), port);
+    free(pf);
+
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/messages", port);
+    weir__http *h;
+    assert_int_equal(weir__http_create(&h), WEIR_OK);
+    for (int i = 0; i < 2; i++) {
+        events ev;
+        events_init(&ev);
+        weir_http_request req = make_req(url, "{}", 0);
+        weir_http_response resp;
+        json_t *failure = NULL;
+        int rc = weir__http_sse(h, NULL, &req, on_event, &ev, &resp, &failure);
+        if (rc)
+            fail_msg("request %d: %s", i, weir__json_str(failure, "message", ""));
+        assert_non_null(strstr(ev.text, i ? "\"text\":\"two\"" : "\"text\":\"one\""));
+        weir__http_response_clear(&resp);
+        events_fini(&ev);
+    }
+    char rest[256] = "";
+    size_t n = fread(rest, 1, sizeof rest - 1, from); /* until the server exits */
+    rest[n] = '\0';
+    fclose(from);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_string_equal(rest, "connections=1\nrequests=2\n");
+    weir__http_destroy(h);
+    wt_rmtree(dir);
+    free(dir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_http_sse_events_are_delivered),
+        cmocka_unit_test(test_http_anthropic_stream_event_names),
+        cmocka_unit_test(test_http_keep_alive_uses_one_connection),
+        cmocka_unit_test(test_http_429_retry_after_is_parsed),
+        cmocka_unit_test(test_http_500_body_is_collected),
+        cmocka_unit_test(test_http_overflow_bodies_classify_as_context_window_exceeded),
+        cmocka_unit_test(test_http_2xx_json_body_is_collected),
+        cmocka_unit_test(test_http_truncated_stream_is_ok_without_done),
+        cmocka_unit_test(test_http_malformed_data_is_passed_through),
+        cmocka_unit_test(test_http_stall_times_out),
+        cmocka_unit_test(test_http_reset_is_transport),
+        cmocka_unit_test(test_http_cancel_from_another_thread_is_aborted),
+        cmocka_unit_test(test_http_callback_stop_is_aborted),
+        cmocka_unit_test(test_http_connection_refused_is_transport),
+        cmocka_unit_test(test_http_invalid_arguments),
+        cmocka_unit_test(test_http_allocation_failures_are_reported),
+        cmocka_unit_test(test_mock_expect_message_contains),
+        cmocka_unit_test(test_standalone_mock_serves_and_counts_connections),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,221 @@
+/*
+ * tests/unit/test_scripted.c - the shipped provider-scripted and
+ * system-prompt plugins, driven through an agent (driver_harness).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "driver_harness.h"
+#include "testutil.h"
+
+static const json_t *reason(const dh *d, int n) {
+    return json_object_get(json_object_get(dh_find(d, "turn/end", n), "data"), "reason");
+}
+
+static const char *assistant_text(const dh *d, int n) {
+    const json_t *m = json_object_get(json_object_get(dh_find(d, "assistant/message", n), "data"),
+                                      "message");
+    const json_t *c = json_object_get(m, "content");
+    return json_string_value(json_object_get(json_array_get(c, json_array_size(c) - 1), "text"));
+}
+
+static void one_turn(dh *d, const char *rows, const char *prompt) {
+    dh_setup(d, rows, NULL);
+    dh_open(d, "s");
+    dh_send(d, prompt, WEIR_SEND_FOLLOWUP);
+    dh_run(d);
+}
+
+static void scripted_unmet_expectation_fails_with_invalid_request(void **state) {
+    (void)state;
+    dh d;
+    one_turn(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":"
+             "[{\"text\":\"x\",\"expect\":{\"message_contains\":\"absent\"}}]}}]",
+             "hello");
+    const json_t *e = json_object_get(reason(&d, 0), "error");
+    assert_string_equal(json_string_value(json_object_get(e, "code")), "INVALID_REQUEST");
+    assert_string_equal(json_string_value(json_object_get(e, "message")),
+                        "expected a message containing \"absent\"");
+    dh_teardown(&d);
+}
+
+static void scripted_unmet_role_and_count_expectations_say_what_was_expected(void **state) {
+    (void)state;
+    dh d;
+    one_turn(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":"
+             "[{\"text\":\"x\",\"expect\":{\"last_role\":\"tool\"}}]}}]",
+             "hello");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(reason(&d, 0), "error"), "message")),
+        "expected the last message's role to be \"tool\", got \"user\"");
+    dh_teardown(&d);
+    one_turn(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":"
+             "[{\"text\":\"x\",\"expect\":{\"tools_count\":2}}]}}]",
+             "hello");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(reason(&d, 0), "error"), "message")),
+        "expected 2 tools in the request, got 0");
+    dh_teardown(&d);
+}
+
+static void scripted_exhausted_script_fails_unknown(void **state) {
+    (void)state;
+    dh d;
+    one_turn(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":[]}}]",
+             "hello");
+    const json_t *e = json_object_get(reason(&d, 0), "error");
+    assert_string_equal(json_string_value(json_object_get(e, "code")), "UNKNOWN");
+    assert_string_equal(json_string_value(json_object_get(e, "message")),
+                        "script exhausted (0 replies)");
+    dh_teardown(&d);
+}
+
+static int text_deltas(const dh *d) {
+    const json_t *stream = json_object_get(json_object_get(dh_find(d, "assistant/message", 0), "data"),
+                                           "stream");
+    size_t i;
+    const json_t *c;
+    int n = 0;
+    json_array_foreach(stream, i, c) n +=
+        !strcmp(json_string_value(json_object_get(c, "type")), "text-delta");
+    return n;
+}
+
+static void scripted_chunks_split_text_without_breaking_utf8(void **state) {
+    (void)state;
+    dh d;
+    one_turn(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":"
+             "[{\"text\":\"h\\u00e9llo w\\u00f6rld\",\"chunks\":3,\"finish\":\"stop\"}]}}]",
+             "hello");
+    assert_int_equal(text_deltas(&d), 3);
+    assert_string_equal(assistant_text(&d, 0), "h\xc3\xa9llo w\xc3\xb6rld");
+    dh_teardown(&d);
+}
+
+static void scripted_script_file_plays_replies_in_order(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"script\":"
+             "\"@DATA@/scripted/two_replies.json\"}}]",
+             NULL);
+    dh_open(&d, "file");
+    dh_send(&d, "one", WEIR_SEND_FOLLOWUP);
+    dh_send(&d, "two", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_string_equal(assistant_text(&d, 0), "first reply");
+    assert_string_equal(assistant_text(&d, 1), "second reply");
+    const json_t *u = json_object_get(json_object_get(dh_find(&d, "assistant/message", 0), "data"),
+                                      "usage");
+    assert_int_equal(json_integer_value(json_object_get(u, "input_tokens")), 7);
+    dh_teardown(&d);
+}
+
+static void scripted_builtin_demo_calls_pow_and_states_result(void **state) {
+    (void)state;
+    dh d;
+    one_turn(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"script\":"
+             "\"builtin:demo\"}},"
+             "{\"id\":\"math\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"
+             "[{\"name\":\"pow\",\"reply\":\"1024\"}]}}]",
+             "what is 2 to the 10th?");
+    const json_t *call = json_object_get(dh_find(&d, "tool/call", 0), "data");
+    assert_string_equal(json_string_value(json_object_get(call, "name")), "pow");
+    assert_string_equal(json_string_value(json_object_get(call, "arguments")), "{\"x\":2,\"y\":10}");
+    assert_string_equal(assistant_text(&d, 1), "2 to the power 10 is 1024.");
+    assert_string_equal(json_string_value(json_object_get(reason(&d, 0), "kind")), "completed");
+    dh_teardown(&d);
+}
+
+static int create_host(const char *rows, char *msg, size_t size) {
+    json_error_t je;
+    char *dir = wt_tmpdir("scripted");
+    json_t *cfg = json_loads(rows, 0, &je);
+    assert_non_null(cfg);
+    json_t *full = json_pack("{s:{s:s}, s:[s], s:O}", "session", "dir", dir, "plugin_path",
+                             wt_env("WEIR_TEST_PLUGIN_DIR"), "plugins", cfg);
+    weir_host *host = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    int rc = weir_host_create(full, &host, &err);
+    snprintf(msg, size, "%s", err.text);
+    weir_host_destroy(host);
+    json_decref(full);
+    json_decref(cfg);
+    wt_rmtree(dir);
+    free(dir);
+    return rc;
+}
+
+static void scripted_missing_script_fails_init_naming_file(void **state) {
+    (void)state;
+    char msg[1024];
+    assert_int_not_equal(create_host("[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\","
+                                     "\"config\":{\"script\":\"/nonexistent/s.json\"}}]",
+                                     msg, sizeof msg),
+                         WEIR_OK);
+    assert_non_null(strstr(msg, "cannot read script /nonexistent/s.json"));
+    assert_int_not_equal(create_host("[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\","
+                                     "\"config\":{\"replies\":[{\"finish\":\"later\"}]}}]",
+                                     msg, sizeof msg),
+                         WEIR_OK);
+    assert_non_null(strstr(msg, "replies[0].finish: expected stop, tool-calls or max-tokens"));
+}
+
+static void system_prompt_missing_file_fails_init_naming_it(void **state) {
+    (void)state;
+    char msg[1024];
+    assert_int_not_equal(create_host("[{\"id\":\"prompt\",\"plugin\":\"system-prompt\","
+                                     "\"config\":{\"files\":[\"/nonexistent/p.md\"]}}]",
+                                     msg, sizeof msg),
+                         WEIR_OK);
+    assert_non_null(strstr(msg, "cannot read system prompt file /nonexistent/p.md"));
+}
+
+static void system_prompt_sections_render_by_order(void **state) {
+    (void)state;
+    dh d;
+    one_turn(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":"
+             "[{\"text\":\"ok\"}]}},"
+             "{\"id\":\"guidance\",\"plugin\":\"system-prompt\",\"config\":{\"text\":\"Use tools.\","
+             "\"order\":20}},"
+             "{\"id\":\"persona\",\"plugin\":\"system-prompt\",\"config\":{\"files\":"
+             "[\"@DATA@/scripted/persona.txt\"],\"order\":10}},"
+             "{\"id\":\"identity\",\"plugin\":\"system-prompt\",\"config\":{\"text\":\"You are weir.\","
+             "\"order\":0}}]",
+             "hello");
+    const json_t *m = json_object_get(json_object_get(dh_find(&d, "system/message", 0), "data"),
+                                      "message");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(m, "content"), 0), "text")),
+        "You are weir.\n\nYou answer in French.\n\nUse tools.");
+    dh_teardown(&d);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(scripted_unmet_expectation_fails_with_invalid_request),
+        cmocka_unit_test(scripted_unmet_role_and_count_expectations_say_what_was_expected),
+        cmocka_unit_test(scripted_exhausted_script_fails_unknown),
+        cmocka_unit_test(scripted_chunks_split_text_without_breaking_utf8),
+        cmocka_unit_test(scripted_script_file_plays_replies_in_order),
+        cmocka_unit_test(scripted_builtin_demo_calls_pow_and_states_result),
+        cmocka_unit_test(scripted_missing_script_fails_init_naming_file),
+        cmocka_unit_test(system_prompt_missing_file_fails_init_naming_it),
+        cmocka_unit_test(system_prompt_sections_render_by_order),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

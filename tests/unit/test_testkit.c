@@ -1,0 +1,533 @@
+/*
+ * tests/unit/test_testkit.c - the plugin test kit (weir/testkit.h): static
+ * and file loading, the real registry behind it (ordering, validation,
+ * failures), the fake agent's records, and allocation failure.
+ *
+ * The plugins here are descriptors linked into the test.  Tests are built
+ * with WEIR_NO_API_MACROS, so they call the table directly (g_api->...).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common.h"
+#include "testutil.h"
+#include "weir/testkit.h"
+
+static const weir_api *g_api; /* the table the last init received */
+
+/* --- helpers ------------------------------------------------------------- */
+
+static void assert_json(const json_t *value, const char *expected) {
+    char *text = json_dumps(value, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
+    assert_non_null(text);
+    assert_string_equal(text, expected);
+    free(text);
+}
+
+static json_t *parse(const char *text) {
+    json_t *v = json_loads(text, 0, NULL);
+    assert_non_null(v);
+    return v;
+}
+
+#define PRE_EXEC_ARGS                                                                   \
+    "{\"agent\":\"testkit\",\"turn\":1,\"step\":1,\"call_id\":\"c1\",\"name\":\"ls\"," \
+    "\"arguments\":\"{}\"}"
+
+/* --- fixture plugins ----------------------------------------------------- */
+
+/* "marker": on tools/pre-execute appends its row id to result.seen; config
+ * {"order"?: n, "fail"?: bool, "bad"?: bool}. */
+static json_t *marker_pre_execute(weir_call *call, const json_t *args, void *ud) {
+    (void)args;
+    const char *id = ud;
+    json_t *r = g_api->next(call);
+    if (!r)
+        return NULL;
+    json_t *out = json_deep_copy(r);
+    json_decref(r);
+    json_t *seen = json_object_get(out, "seen");
+    if (!seen)
+        json_object_set_new(out, "seen", seen = json_array());
+    json_array_append_new(seen, json_string(id));
+    return out;
+}
+
+static json_t *failing_pre_execute(weir_call *call, const json_t *args, void *ud) {
+    (void)args;
+    g_api->call_fail(call, "row %s refuses", (const char *)ud);
+    return NULL;
+}
+
+static json_t *bad_pre_execute(weir_call *call, const json_t *args, void *ud) {
+    (void)call;
+    (void)args;
+    (void)ud;
+    return json_pack("{s:s}", "kind", "maybe");
+}
+
+static int marker_init(weir_plugin *self, const weir_api *api, const json_t *config,
+                       weir_error *err) {
+    (void)err;
+    g_api = api;
+    weir_hook_opts opts = WEIR_HOOK_OPTS_INIT;
+    opts.order = (int)json_integer_value(json_object_get(config, "order"));
+    opts.user_data = (void *)(uintptr_t)api->plugin_id(self); /* valid for the row's life */
+    weir_hook_fn fn = json_is_true(json_object_get(config, "fail")) ? failing_pre_execute
+                      : json_is_true(json_object_get(config, "bad")) ? bad_pre_execute
+                                                                     : marker_pre_execute;
+    return api->hook_register(self, "tools/pre-execute", fn, &opts);
+}
+
+static const weir_plugin_desc marker_desc = {
+    WEIR_PLUGIN_HEADER,
+    .name = "marker",
+    .version = "1.0.0",
+    .description = "test kit fixture: marks the pre-execute result",
+    .config_schema = "{\"type\":\"object\",\"properties\":{\"order\":{\"type\":\"integer\"},"
+                     "\"fail\":{\"type\":\"boolean\"},\"bad\":{\"type\":\"boolean\"}},"
+                     "\"additionalProperties\":false}",
+    .init = marker_init,
+};
+
+/* "agentish": exercises the fake agent on agent/pre-step. */
+static json_t *agentish_pre_step(weir_call *call, const json_t *args, void *ud) {
+    (void)args;
+    (void)ud;
+    weir_agent *agent = g_api->call_agent(call);
+    json_t *msgs = g_api->agent_messages(agent);
+    json_t *data = json_pack("{s:s,s:I,s:b}", "agent", g_api->agent_id(agent), "n",
+                             (json_int_t)json_array_size(msgs), "cancelled",
+                             g_api->signal_cancelled(g_api->call_signal(call)));
+    json_decref(msgs);
+    weir_error err;
+    int rc = g_api->agent_append(agent, "agentish/seen", data, &err);
+    json_decref(data);
+    if (rc != WEIR_OK) {
+        g_api->call_fail(call, "%s", err.text);
+        return NULL;
+    }
+    json_t *hello = json_pack("{s:s,s:[{s:s,s:s}]}", "role", "user", "content", "type", "text",
+                              "text", "again");
+    rc = g_api->agent_send(agent, hello, WEIR_SEND_STEER, "in-1", &err);
+    json_decref(hello);
+    /* An unregistered type is refused, as by a real host. */
+    json_t *empty = json_object();
+    int unknown = g_api->agent_append(agent, "agentish/unknown", empty, &err);
+    json_decref(empty);
+    g_api->log(NULL, WEIR_LOG_INFO, "ignored: no instance");
+    if (rc != WEIR_OK || unknown != WEIR_E_NOT_FOUND) {
+        g_api->call_fail(call, "send %d, unknown append %d", rc, unknown);
+        return NULL;
+    }
+    return g_api->next(call);
+}
+
+static weir_plugin *g_agentish_self;
+
+static int agentish_init(weir_plugin *self, const weir_api *api, const json_t *config,
+                         weir_error *err) {
+    (void)config;
+    (void)err;
+    g_api = api;
+    g_agentish_self = self;
+    api->log(self, WEIR_LOG_WARN, "hello %d", 42);
+    int rc = api->event_type_register(self, "agentish/seen", 0);
+    if (rc == WEIR_OK)
+        rc = api->hook_register(self, "agent/pre-step", agentish_pre_step, NULL);
+    return rc;
+}
+
+static const weir_plugin_desc agentish_desc = {
+    WEIR_PLUGIN_HEADER,
+    .name = "agentish",
+    .version = "1.0.0",
+    .description = "test kit fixture: uses the fake agent",
+    .init = agentish_init,
+};
+
+/* "initfail": registers a hook, then fails init. */
+static int initfail_init(weir_plugin *self, const weir_api *api, const json_t *config,
+                         weir_error *err) {
+    (void)config;
+    api->hook_register(self, "tools/pre-execute", bad_pre_execute, NULL);
+    api->event_type_register(self, "initfail/event", 0);
+    snprintf(err->text, sizeof err->text, "no licence key");
+    return WEIR_E_PLUGIN_CONFIG;
+}
+
+static const weir_plugin_desc initfail_desc = {
+    WEIR_PLUGIN_HEADER, .name = "initfail", .version = "1.0.0", .init = initfail_init,
+};
+
+/* "badhook": init ignores a failed registration on an unknown hook. */
+static int badhook_init(weir_plugin *self, const weir_api *api, const json_t *config,
+                        weir_error *err) {
+    (void)config;
+    (void)err;
+    api->hook_register(self, "tools/no-such-hook", bad_pre_execute, NULL);
+    return WEIR_OK;
+}
+
+static const weir_plugin_desc badhook_desc = {
+    WEIR_PLUGIN_HEADER, .name = "badhook", .version = "1.0.0", .init = badhook_init,
+};
+
+/* "finilog": fini records its row id in order. */
+static char g_fini_order[64];
+
+static void finilog_fini(weir_plugin *self) {
+    strcat(g_fini_order, g_api->plugin_id(self));
+}
+
+static int finilog_init(weir_plugin *self, const weir_api *api, const json_t *config,
+                        weir_error *err) {
+    (void)self;
+    (void)config;
+    (void)err;
+    g_api = api;
+    return WEIR_OK;
+}
+
+static const weir_plugin_desc finilog_desc = {
+    WEIR_PLUGIN_HEADER, .name = "finilog", .version = "1.0.0",
+    .init = finilog_init, .fini = finilog_fini,
+};
+
+/* --- tests --------------------------------------------------------------- */
+
+static int load(weir_tk *tk, const weir_plugin_desc *d, const char *id, const char *config,
+                weir_error *err) {
+    json_t *c = config ? parse(config) : NULL;
+    int rc = weir_tk_load(tk, d, id, c, err);
+    json_decref(c);
+    return rc;
+}
+
+static void test_load_gives_the_plugin_a_full_table(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    assert_non_null(tk);
+    weir_error err;
+    assert_int_equal(load(tk, &marker_desc, "m1", NULL, &err), WEIR_OK);
+    assert_int_equal(g_api->abi_major, WEIR_ABI_MAJOR);
+    assert_int_equal(g_api->abi_minor, WEIR_ABI_MINOR);
+    assert_int_equal(g_api->struct_size, sizeof(weir_api));
+    assert_true(WEIR_API_HAS(g_api, status_name));
+    assert_string_equal(g_api->strerror(WEIR_E_NOMEM), weir_strerror(WEIR_E_NOMEM));
+    weir_tk_destroy(tk);
+}
+
+static void test_waterfall_runs_the_chain_in_order_then_the_default(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    weir_error err;
+    assert_int_equal(load(tk, &marker_desc, "a", NULL, &err), WEIR_OK);
+    assert_int_equal(load(tk, &marker_desc, "b", "{\"order\":-10}", &err), WEIR_OK);
+    assert_int_equal(load(tk, &marker_desc, "c", NULL, &err), WEIR_OK);
+    json_t *args = parse(PRE_EXEC_ARGS);
+    json_t *r = weir_tk_invoke(tk, "tools/pre-execute", args, parse("{\"kind\":\"allow\"}"),
+                               &err);
+    /* b is FIRST (outermost), then a, c in config order; the innermost marks first. */
+    assert_json(r, "{\"kind\":\"allow\",\"seen\":[\"c\",\"a\",\"b\"]}");
+    assert_int_equal(weir_tk_default_calls(tk), 1);
+    json_decref(r);
+    json_decref(args);
+    weir_tk_destroy(tk);
+}
+
+static void test_empty_chain_returns_the_default(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    weir_error err;
+    json_t *args = parse(PRE_EXEC_ARGS);
+    json_t *r = weir_tk_invoke(tk, "tools/pre-execute", args, parse("{\"kind\":\"allow\"}"),
+                               &err);
+    assert_json(r, "{\"kind\":\"allow\"}");
+    json_decref(r);
+    /* A NULL default is json null, which agent/request-error accepts. */
+    r = weir_tk_invoke(tk, "agent/request-error", args, NULL, &err);
+    assert_true(json_is_null(r));
+    assert_int_equal(weir_tk_default_calls(tk), 2);
+    json_decref(r);
+    json_decref(args);
+    weir_tk_destroy(tk);
+}
+
+static void test_invalid_result_names_the_outermost_row(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    weir_error err;
+    assert_int_equal(load(tk, &marker_desc, "liar", "{\"bad\":true}", &err), WEIR_OK);
+    json_t *args = parse(PRE_EXEC_ARGS);
+    assert_null(weir_tk_invoke(tk, "tools/pre-execute", args, NULL, &err));
+    assert_int_equal(err.code, WEIR_E_HOOK_RESULT);
+    assert_string_equal(err.plugin, "liar");
+    assert_string_equal(err.hook, "tools/pre-execute");
+    json_decref(args);
+    weir_tk_destroy(tk);
+}
+
+static void test_listener_failure_names_the_row(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    weir_error err;
+    assert_int_equal(load(tk, &marker_desc, "outer", NULL, &err), WEIR_OK);
+    assert_int_equal(load(tk, &marker_desc, "inner", "{\"fail\":true}", &err), WEIR_OK);
+    json_t *args = parse(PRE_EXEC_ARGS);
+    assert_null(weir_tk_invoke(tk, "tools/pre-execute", args, parse("{\"kind\":\"allow\"}"),
+                               &err));
+    assert_int_equal(err.code, WEIR_E_HOOK_FAILED);
+    assert_string_equal(err.plugin, "inner");
+    assert_string_equal(err.text, "hook tools/pre-execute: plugin inner failed: row inner refuses");
+    assert_int_equal(weir_tk_default_calls(tk), 0);
+    json_decref(args);
+    weir_tk_destroy(tk);
+}
+
+static void test_invoke_checks_its_arguments(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    weir_error err;
+    json_t *args = parse("{}");
+    assert_null(weir_tk_invoke(tk, "no/such-hook", args, json_integer(1), &err));
+    assert_int_equal(err.code, WEIR_E_NOT_FOUND);
+    assert_string_equal(err.text, "unknown hook \"no/such-hook\"");
+    assert_null(weir_tk_invoke(tk, "tools/pre-execute", NULL, json_integer(1), &err));
+    assert_int_equal(err.code, WEIR_E_INVAL);
+    assert_null(weir_tk_invoke(NULL, "tools/pre-execute", args, NULL, &err));
+    assert_int_equal(err.code, WEIR_E_INVAL);
+    json_decref(args);
+    weir_tk_destroy(tk);
+}
+
+static void test_loading_after_the_first_invoke_is_too_late(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    weir_error err;
+    json_t *args = parse("{}");
+    json_t *r = weir_tk_invoke(tk, "agent/status", args, NULL, &err);
+    assert_true(json_is_null(r));
+    assert_int_equal(load(tk, &marker_desc, "late", NULL, &err), WEIR_E_TOO_LATE);
+    assert_string_equal(err.text,
+                        "weir_tk_load: row 'late' loaded after the first weir_tk_invoke");
+    json_decref(args);
+    weir_tk_destroy(tk);
+}
+
+static void test_load_checks_ids_and_descriptors(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    weir_error err;
+    assert_int_equal(load(tk, &marker_desc, "twice", NULL, &err), WEIR_OK);
+    assert_int_equal(load(tk, &marker_desc, "twice", NULL, &err), WEIR_E_DUPLICATE);
+    assert_string_equal(err.text, "plugin row id 'twice' is used twice");
+    assert_int_equal(load(tk, &marker_desc, "bad id", NULL, &err), WEIR_E_INVAL);
+    assert_int_equal(load(tk, NULL, "x", NULL, &err), WEIR_E_INVAL);
+    weir_plugin_desc future = marker_desc;
+    future.abi_minor = WEIR_ABI_MINOR + 1;
+    assert_int_equal(load(tk, &future, "future", NULL, &err), WEIR_E_PLUGIN_ABI);
+    char want[200];
+    snprintf(want, sizeof want,
+             "plugin row 'future' was built for ABI %d.%d; this host provides ABI %d.%d",
+             WEIR_ABI_MAJOR, WEIR_ABI_MINOR + 1, WEIR_ABI_MAJOR, WEIR_ABI_MINOR);
+    assert_string_equal(err.text, want);
+    weir_tk_destroy(tk);
+}
+
+static void test_config_is_checked_against_the_schema(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    weir_error err;
+    assert_int_equal(load(tk, &marker_desc, "m", "{\"order\":\"first\"}", &err),
+                     WEIR_E_PLUGIN_CONFIG);
+    assert_string_equal(err.text, "plugin 'marker' (row 'm'): invalid config: $.order: "
+                                  "expected integer, got string");
+    assert_string_equal(err.plugin, "m");
+    weir_tk_destroy(tk);
+}
+
+static void test_failed_init_is_wrapped_and_unregistered(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    weir_error err;
+    assert_int_equal(load(tk, &initfail_desc, "lic", NULL, &err), WEIR_E_PLUGIN_INIT);
+    assert_string_equal(err.text, "plugin 'initfail' (row 'lic') init failed: no licence key");
+    /* Its listener is gone: the default answers. */
+    json_t *args = parse(PRE_EXEC_ARGS);
+    json_t *r = weir_tk_invoke(tk, "tools/pre-execute", args, parse("{\"kind\":\"allow\"}"),
+                               &err);
+    assert_json(r, "{\"kind\":\"allow\"}");
+    json_decref(r);
+    json_decref(args);
+    weir_tk_destroy(tk);
+}
+
+static void test_ignored_registration_failure_fails_the_load(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    weir_error err;
+    assert_int_equal(load(tk, &badhook_desc, "bh", NULL, &err), WEIR_E_NOT_FOUND);
+    assert_string_equal(err.text,
+                        "plugin 'badhook' (row 'bh'): plugin bh: unknown hook "
+                        "\"tools/no-such-hook\" (see `weir hooks --catalog`)");
+    weir_tk_destroy(tk);
+}
+
+static void test_fake_agent_records_events_sends_and_logs(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    weir_error err;
+    assert_int_equal(load(tk, &agentish_desc, "ag", NULL, &err), WEIR_OK);
+    json_t *msgs = parse("[{\"role\":\"user\",\"content\":[]},{\"role\":\"user\",\"content\":[]}]");
+    assert_int_equal(weir_tk_set_messages(tk, msgs), WEIR_OK);
+    assert_int_equal(weir_tk_set_messages(tk, json_object_get(msgs, "x")), WEIR_E_INVAL);
+    json_decref(msgs);
+    json_t *args = parse("{\"agent\":\"testkit\",\"turn\":1,\"step\":1,\"messages\":[]}");
+    json_t *r = weir_tk_invoke(tk, "agent/pre-step", args,
+                               parse("{\"kind\":\"enter\",\"messages\":[]}"), &err);
+    assert_json(r, "{\"kind\":\"enter\",\"messages\":[]}");
+    assert_json(weir_tk_events(tk), "[{\"data\":{\"agent\":\"testkit\",\"cancelled\":false,"
+                                    "\"n\":2},\"type\":\"agentish/seen\"}]");
+    assert_json(weir_tk_sent(tk), "[{\"input_id\":\"in-1\",\"message\":{\"content\":[{\"text\":"
+                                  "\"again\",\"type\":\"text\"}],\"role\":\"user\"},\"mode\":"
+                                  "\"steer\"}]");
+    assert_json(weir_tk_logs(tk),
+                "[{\"level\":\"warning\",\"plugin\":\"ag\",\"text\":\"hello 42\"}]");
+    json_decref(r);
+    weir_tk_clear(tk);
+    assert_int_equal(json_array_size(weir_tk_events(tk)), 0);
+    assert_int_equal(json_array_size(weir_tk_sent(tk)), 0);
+    assert_int_equal(json_array_size(weir_tk_logs(tk)), 0);
+    assert_int_equal(weir_tk_default_calls(tk), 0);
+    /* The kit's signal is the one listeners see. */
+    weir_tk_cancel(tk, NULL);
+    r = weir_tk_invoke(tk, "agent/pre-step", args, parse("{\"kind\":\"reject\"}"), &err);
+    assert_json(r, "{\"kind\":\"reject\"}");
+    assert_json(json_object_get(json_array_get(weir_tk_events(tk), 0), "data"),
+                "{\"agent\":\"testkit\",\"cancelled\":true,\"n\":2}");
+    json_decref(r);
+    json_decref(args);
+    weir_tk_destroy(tk);
+}
+
+static void test_registering_after_init_is_refused_and_logged(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    weir_error err;
+    assert_int_equal(load(tk, &agentish_desc, "ag", NULL, &err), WEIR_OK);
+    weir_tk_clear(tk);
+    assert_int_equal(g_api->hook_register(g_agentish_self, "agent/pre-step", bad_pre_execute,
+                                          NULL),
+                     WEIR_E_TOO_LATE);
+    assert_int_equal(g_api->event_type_register(g_agentish_self, "agentish/late", 0),
+                     WEIR_E_TOO_LATE);
+    assert_json(json_object_get(json_array_get(weir_tk_logs(tk), 0), "text"),
+                "\"plugin 'ag': hook_register called after init\"");
+    assert_int_equal(json_array_size(weir_tk_logs(tk)), 2);
+    weir_tk_destroy(tk);
+}
+
+static void test_destroy_runs_fini_in_reverse_load_order(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    weir_error err;
+    g_fini_order[0] = '\0';
+    assert_int_equal(load(tk, &finilog_desc, "x", NULL, &err), WEIR_OK);
+    assert_int_equal(load(tk, &finilog_desc, "y", NULL, &err), WEIR_OK);
+    assert_int_equal(load(tk, &finilog_desc, "z", NULL, &err), WEIR_OK);
+    weir_tk_destroy(tk);
+    assert_string_equal(g_fini_order, "zyx");
+    weir_tk_destroy(NULL);
+}
+
+static void test_load_file_uses_the_real_loader(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    weir_error err;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/weir-fx-alpha.so", wt_env("WEIR_TEST_FIXTURE_DIR"));
+    assert_int_equal(weir_tk_load_file(tk, path, "alpha", NULL, &err), WEIR_OK);
+    snprintf(path, sizeof path, "%s/weir-fx-abi-major.so", wt_env("WEIR_TEST_FIXTURE_DIR"));
+    assert_int_equal(weir_tk_load_file(tk, path, "major", NULL, &err), WEIR_E_PLUGIN_ABI);
+    assert_int_equal(weir_tk_load_file(tk, "/nonexistent/weir-x.so", "x", NULL, &err),
+                     WEIR_E_PLUGIN_OPEN);
+    assert_string_equal(err.text, "plugin file not found: /nonexistent/weir-x.so");
+    json_t *args = parse("{\"agent\":\"testkit\",\"turn\":1,\"step\":1,\"messages\":[]}");
+    json_t *r = weir_tk_invoke(tk, "agent/pre-step", args, parse("{\"kind\":\"reject\"}"),
+                               &err);
+    assert_json(r, "{\"kind\":\"reject\"}");
+    assert_int_equal(weir_tk_default_calls(tk), 1);
+    json_decref(r);
+    json_decref(args);
+    weir_tk_destroy(tk);
+}
+
+/* One full cycle; returns WEIR_OK or the first failure. */
+static int alloc_cycle(void) {
+    weir_tk *tk = weir_tk_create();
+    if (!tk)
+        return WEIR_E_NOMEM;
+    weir_error err;
+    json_t *args = json_loads(PRE_EXEC_ARGS, 0, NULL);
+    json_t *dflt = json_pack("{s:s}", "kind", "allow");
+    int rc = args && dflt ? WEIR_OK : WEIR_E_NOMEM;
+    if (rc == WEIR_OK)
+        rc = weir_tk_load(tk, &marker_desc, "a", NULL, &err);
+    if (rc == WEIR_OK)
+        rc = weir_tk_load(tk, &agentish_desc, "b", NULL, &err);
+    if (rc == WEIR_OK) {
+        json_t *r = weir_tk_invoke(tk, "tools/pre-execute", args, dflt, &err);
+        dflt = NULL;
+        rc = r ? WEIR_OK : err.code;
+        json_decref(r);
+    }
+    json_decref(dflt);
+    json_decref(args);
+    weir_tk_destroy(tk);
+    return rc;
+}
+
+static void test_allocation_failures_are_clean(void **state) {
+    (void)state;
+    bool completed = false;
+    for (long n = 1; n < 100000 && !completed; n++) {
+        weir__alloc_fail_after(n);
+        int rc = alloc_cycle();
+        long used = weir__alloc_fail_after(-1);
+        if (used < n) {
+            assert_int_equal(rc, WEIR_OK); /* nothing failed: must succeed */
+            completed = true;
+        }
+    }
+    assert_true(completed);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_load_gives_the_plugin_a_full_table),
+        cmocka_unit_test(test_waterfall_runs_the_chain_in_order_then_the_default),
+        cmocka_unit_test(test_empty_chain_returns_the_default),
+        cmocka_unit_test(test_invalid_result_names_the_outermost_row),
+        cmocka_unit_test(test_listener_failure_names_the_row),
+        cmocka_unit_test(test_invoke_checks_its_arguments),
+        cmocka_unit_test(test_loading_after_the_first_invoke_is_too_late),
+        cmocka_unit_test(test_load_checks_ids_and_descriptors),
+        cmocka_unit_test(test_config_is_checked_against_the_schema),
+        cmocka_unit_test(test_failed_init_is_wrapped_and_unregistered),
+        cmocka_unit_test(test_ignored_registration_failure_fails_the_load),
+        cmocka_unit_test(test_fake_agent_records_events_sends_and_logs),
+        cmocka_unit_test(test_registering_after_init_is_refused_and_logged),
+        cmocka_unit_test(test_destroy_runs_fini_in_reverse_load_order),
+        cmocka_unit_test(test_load_file_uses_the_real_loader),
+        cmocka_unit_test(test_allocation_failures_are_clean),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

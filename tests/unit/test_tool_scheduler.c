@@ -1,0 +1,1129 @@
+/*
+ * tests/unit/test_tool_scheduler.c - the tool registry, the ordered parallel
+ * scheduler (reference §4.2 / §10.2 tool-calls.spec) and background jobs.
+ *
+ * Every scenario runs weir__tools_run against a real session log in a temp
+ * dir and real hook chains.  Concurrency is asserted with barriers and
+ * counters inside the tool bodies, never with timings: a body that waits for
+ * a sibling waits on a condition variable (with a long safety bound that
+ * only trips when the scheduler is wrong, and then fails the test).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hooks.h"
+#include "pool.h"
+#include "session_log.h"
+#include "signal.h"
+#include "testutil.h"
+#include "tools.h"
+
+/* ------------------------------------------------------------------------ */
+/* Shared body state                                                         */
+/* ------------------------------------------------------------------------ */
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
+static char g_events[64][32]; /* "start:a", "end:a" in real order */
+static int g_nevents;
+static int g_current, g_max_current, g_started;
+static bool g_timed_out;
+static int g_cap; /* pool-cap test: wait until this many run at once */
+static weir_signal *g_signal;
+static int g_barrier_count[8];
+
+static void reset_bodies(void) {
+    pthread_mutex_lock(&g_mu);
+    g_nevents = 0;
+    g_current = g_max_current = g_started = 0;
+    g_timed_out = false;
+    g_cap = 0;
+    memset(g_barrier_count, 0, sizeof g_barrier_count);
+    pthread_mutex_unlock(&g_mu);
+}
+
+static void record(const char *what, const char *id) {
+    if (g_nevents < 64)
+        snprintf(g_events[g_nevents++], sizeof g_events[0], "%s:%s", what, id);
+}
+
+/* Wait on g_cv with a 30 s safety bound; the bound is never expected. */
+static void wait_locked(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 30;
+    if (pthread_cond_timedwait(&g_cv, &g_mu, &ts) != 0)
+        g_timed_out = true;
+}
+
+static int event_index(const char *ev) {
+    for (int i = 0; i < g_nevents; i++)
+        if (strcmp(g_events[i], ev) == 0)
+            return i;
+    return -1;
+}
+
+/*
+ * The "work" tool.  Arguments:
+ *   id         label for the event record
+ *   barrier/n  wait until n bodies reached barrier slot `barrier`
+ *   after      wait until "end:<after>" was recorded
+ *   cancel     cancel g_signal (after the barrier)
+ *   wait_cancel wait until g_signal fired
+ *   cap        wait until g_cap bodies run at once or all `total` started
+ *   total      number of bodies in the run (for cap)
+ *   text       the result text (default "ok:<id>")
+ *   concludes  result concludes the turn
+ */
+static int work_exec(weir_tool_exec *exec, const json_t *args, json_t **result, void *ud) {
+    (void)ud;
+    const char *id = weir__json_str(args, "id", "?");
+    json_int_t barrier = weir__json_int(args, "barrier", -1);
+    json_int_t n = weir__json_int(args, "n", 0);
+    const char *after = weir__json_str(args, "after", NULL);
+    json_int_t total = weir__json_int(args, "total", 0);
+    pthread_mutex_lock(&g_mu);
+    if (!weir__tool_exec_call_id(exec))
+        g_timed_out = true; /* reported as a failure by every test */
+    record("start", id);
+    g_started++;
+    g_current++;
+    if (g_current > g_max_current)
+        g_max_current = g_current;
+    pthread_cond_broadcast(&g_cv);
+    if (barrier >= 0 && barrier < 8) {
+        g_barrier_count[barrier]++;
+        pthread_cond_broadcast(&g_cv);
+        while (g_barrier_count[barrier] < n && !g_timed_out)
+            wait_locked();
+    }
+    if (after) {
+        char ev[32];
+        snprintf(ev, sizeof ev, "end:%s", after);
+        while (event_index(ev) < 0 && !g_timed_out)
+            wait_locked();
+    }
+    if (g_cap > 0)
+        while (g_current < g_cap && g_started < total && !g_timed_out)
+            wait_locked();
+    pthread_mutex_unlock(&g_mu);
+    if (json_is_true(json_object_get(args, "cancel")))
+        weir__signal_cancel(g_signal, "user");
+    if (json_is_true(json_object_get(args, "wait_cancel"))) {
+        int rc = weir__signal_sleep(weir__tool_exec_signal(exec), 30000);
+        if (rc != WEIR_E_CANCELLED || weir__tool_exec_signal(exec) != g_signal) {
+            pthread_mutex_lock(&g_mu);
+            g_timed_out = true;
+            pthread_mutex_unlock(&g_mu);
+        }
+    }
+    pthread_mutex_lock(&g_mu);
+    g_current--;
+    record("end", id);
+    pthread_cond_broadcast(&g_cv);
+    pthread_mutex_unlock(&g_mu);
+    const char *text = weir__json_str(args, "text", NULL);
+    char buf[64];
+    if (!text) {
+        snprintf(buf, sizeof buf, "ok:%s", id);
+        text = buf;
+    }
+    if (json_is_true(json_object_get(args, "concludes")))
+        *result = json_pack("{s:s, s:b}", "content", text, "concludes_turn", 1);
+    else
+        *result = json_string(text);
+    return *result ? WEIR_OK : WEIR_E_NOMEM;
+}
+
+static int always_parallel(const json_t *args, void *ud) {
+    (void)args, (void)ud;
+    return 1;
+}
+
+/* Parallel unless the arguments say {"exclusive":true}. */
+static int parallel_unless_flag(const json_t *args, void *ud) {
+    (void)ud;
+    return json_is_true(json_object_get(args, "exclusive")) ? 0 : 1;
+}
+
+static int fail_exec(weir_tool_exec *exec, const json_t *args, json_t **result, void *ud) {
+    (void)ud;
+    if (json_is_true(json_object_get(args, "quiet")))
+        return WEIR_E_TOOL;
+    weir__tool_exec_fail(exec, "E_BOOM", "boom %d", 42);
+    *result = json_string("ignored");
+    return WEIR_E_TOOL;
+}
+
+static int bad_result_exec(weir_tool_exec *exec, const json_t *args, json_t **result,
+                           void *ud) {
+    (void)exec, (void)args, (void)ud;
+    *result = json_integer(5);
+    return WEIR_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Fixture                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct fx {
+    char *dir;
+    weir__log *log;
+    weir__tools *tools;
+    weir__hooks *hooks;
+    weir_signal signal;
+    weir__tool_step st;
+    json_t *contexts;   /* accepted additional contexts */
+    json_t *ctx_counts; /* log count at each accept */
+    int accept_fail;    /* accept_context returns this when non-zero */
+    json_t *hook_order; /* "pre:a", "post:a" */
+} fx;
+
+static fx *g_fx;
+
+static int accept_ctx(void *ud, const json_t *message, weir_error *err) {
+    fx *f = ud;
+    if (f->accept_fail)
+        return weir__err(err, f->accept_fail, NULL, NULL, "inbox is closed");
+    json_array_append_new(f->contexts, json_deep_copy(message));
+    json_array_append_new(f->ctx_counts, json_integer((json_int_t)weir__log_count(f->log)));
+    return WEIR_OK;
+}
+
+static void add_tool(fx *f, const char *name, int (*exec)(weir_tool_exec *, const json_t *,
+                                                           json_t **, void *),
+                     int (*safe)(const json_t *, void *), const char *schema, uint32_t flags) {
+    json_t *params = schema ? json_loads(schema, 0, NULL) : NULL;
+    weir_tool t = {sizeof(weir_tool), name, "a test tool", params, flags, exec, safe, NULL};
+    weir_error err = {0};
+    assert_int_equal(weir__tools_add(f->tools, "test", &t, &err), WEIR_OK);
+    json_decref(params);
+}
+
+static int setup(void **state) {
+    fx *f = calloc(1, sizeof *f);
+    f->dir = wt_tmpdir("tools");
+    assert_non_null(f->dir);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/s.jsonl", f->dir);
+    weir_error err = {0};
+    assert_int_equal(weir__log_open(path, WEIR__FSYNC_NONE, NULL, NULL, &f->log, &err), WEIR_OK);
+    assert_int_equal(weir__tools_create(&f->tools), WEIR_OK);
+    assert_int_equal(weir__hooks_create(&f->hooks), WEIR_OK);
+    assert_int_equal(weir__signal_init(&f->signal), WEIR_OK);
+    f->contexts = json_array();
+    f->ctx_counts = json_array();
+    f->hook_order = json_array();
+    add_tool(f, "work", work_exec, always_parallel, NULL, 0);
+    add_tool(f, "solo", work_exec, NULL, NULL, 0);
+    add_tool(f, "maybe", work_exec, parallel_unless_flag, NULL, 0);
+    add_tool(f, "fail", fail_exec, always_parallel, NULL, 0);
+    add_tool(f, "badresult", bad_result_exec, NULL, NULL, 0);
+    add_tool(f, "pow", work_exec, NULL,
+             "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"number\"},"
+             "\"y\":{\"type\":\"number\"}},\"required\":[\"x\",\"y\"]}",
+             0);
+    f->st = (weir__tool_step){.tools = f->tools, .hooks = f->hooks, .log = f->log,
+                              .agent = NULL, .signal = &f->signal, .turn = 1, .step = 2,
+                              .max_parallel = 10, .accept_context = accept_ctx, .ud = f};
+    g_signal = &f->signal;
+    g_fx = f;
+    reset_bodies();
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fx *f = *state;
+    weir__tools_destroy(f->tools);
+    weir__hooks_destroy(f->hooks);
+    weir__log_close(f->log);
+    weir__signal_destroy(&f->signal);
+    json_decref(f->contexts);
+    json_decref(f->ctx_counts);
+    json_decref(f->hook_order);
+    wt_rmtree(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+/* Register listeners (owner "t") and freeze. */
+static void hook(fx *f, const char *name, weir_hook_fn fn) {
+    weir_error err = {0};
+    assert_int_equal(weir__hooks_add(f->hooks, NULL, "t", 0, name, fn, NULL, &err), WEIR_OK);
+}
+
+static void freeze(fx *f) {
+    const char *ids[] = {"t"};
+    weir_error err = {0};
+    assert_int_equal(weir__hooks_freeze(f->hooks, ids, 1, &err), WEIR_OK);
+}
+
+/* calls from compact text: [["id","name",{args}|"raw"], ...] */
+static json_t *calls(const char *spec) {
+    json_t *in = json_loads(spec, 0, NULL);
+    assert_non_null(in);
+    json_t *out = json_array();
+    size_t i;
+    json_t *c;
+    json_array_foreach(in, i, c) {
+        json_t *a = json_array_get(c, 2);
+        char *text = json_is_string(a) ? strdup(json_string_value(a)) : weir__json_dump(a);
+        json_array_append_new(out, json_pack("{s:O, s:O, s:s}", "id", json_array_get(c, 0),
+                                             "name", json_array_get(c, 1), "arguments", text));
+        free(text);
+    }
+    json_decref(in);
+    return out;
+}
+
+static int run_calls(fx *f, const char *spec, bool *concluded, weir_error *err) {
+    json_t *c = calls(spec);
+    bool dummy;
+    int rc = weir__tools_run(&f->st, c, concluded ? concluded : &dummy, err);
+    json_decref(c);
+    return rc;
+}
+
+/* "tool/call:a tool/result:a ..." for the log. */
+static void log_summary(fx *f, char *out, size_t size) {
+    out[0] = '\0';
+    size_t used = 0;
+    for (size_t i = 0; i < weir__log_count(f->log); i++) {
+        const json_t *ev = weir__log_event(f->log, i);
+        const char *type = weir__json_str(ev, "type", "?");
+        const json_t *data = json_object_get(ev, "data");
+        const char *id = weir__json_str(data, "call_id", NULL);
+        if (!id) {
+            const json_t *msg = json_object_get(data, "message");
+            id = weir__json_str(json_array_get(json_object_get(msg, "content"), 0), "call_id",
+                                "?");
+        }
+        used += (size_t)snprintf(out + used, size - used, "%s%s:%s", used ? " " : "",
+                                 strcmp(type, "tool/call") == 0 ? "call" : "result", id);
+        if (used >= size)
+            break;
+    }
+}
+
+/* The tool/result event for call `id` (borrowed data), or NULL. */
+static const json_t *result_of(fx *f, const char *id) {
+    for (size_t i = 0; i < weir__log_count(f->log); i++) {
+        const json_t *ev = weir__log_event(f->log, i);
+        if (strcmp(weir__json_str(ev, "type", ""), "tool/result") != 0)
+            continue;
+        const json_t *data = json_object_get(ev, "data");
+        const json_t *block =
+            json_array_get(json_object_get(json_object_get(data, "message"), "content"), 0);
+        if (strcmp(weir__json_str(block, "call_id", ""), id) == 0)
+            return ev;
+    }
+    return NULL;
+}
+
+/* The model-visible result block of `id` as compact JSON (malloc'd). */
+static char *result_json(fx *f, const char *id) {
+    const json_t *ev = result_of(f, id);
+    assert_non_null(ev);
+    return weir__json_dump(json_object_get(ev, "data"));
+}
+
+static void assert_result(fx *f, const char *id, const char *want_data) {
+    char *got = result_json(f, id);
+    json_t *want = json_loads(want_data, 0, NULL);
+    assert_non_null(want);
+    char *w = weir__json_dump(want);
+    assert_string_equal(got, w);
+    free(got);
+    free(w);
+    json_decref(want);
+}
+
+/* `weir log --check`: every tool/call has exactly one later tool/result whose
+ * source_seqs is [the call's seq], with surface_op "append". */
+static void assert_paired(fx *f) {
+    for (size_t i = 0; i < weir__log_count(f->log); i++) {
+        const json_t *ev = weir__log_event(f->log, i);
+        if (strcmp(weir__json_str(ev, "type", ""), "tool/call") != 0)
+            continue;
+        const char *id = weir__json_str(json_object_get(ev, "data"), "call_id", "");
+        const json_t *res = result_of(f, id);
+        assert_non_null(res);
+        assert_true(weir__json_int(res, "seq", 0) > (json_int_t)i);
+        assert_int_equal(json_integer_value(json_array_get(json_object_get(res, "source_seqs"), 0)),
+                         (json_int_t)i);
+        assert_string_equal(weir__json_str(res, "surface_op", ""), "append");
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Registry                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static void duplicate_tool_names_name_both_plugins(void **state) {
+    fx *f = *state;
+    weir_tool t = {sizeof(weir_tool), "work", "again", NULL, 0, work_exec, NULL, NULL};
+    weir_error err = {0};
+    assert_int_equal(weir__tools_add(f->tools, "other", &t, &err), WEIR_E_DUPLICATE);
+    assert_string_equal(err.text,
+                        "tool 'work' of plugin 'other' is already registered by plugin 'test'");
+    assert_string_equal(err.plugin, "other");
+}
+
+static void registration_copies_the_schema(void **state) {
+    fx *f = *state;
+    json_t *params = json_pack("{s:s}", "type", "object");
+    weir_tool t = {sizeof(weir_tool), "copied", NULL, params, 0, work_exec, NULL, NULL};
+    weir_error err = {0};
+    assert_int_equal(weir__tools_add(f->tools, "p", &t, &err), WEIR_OK);
+    json_object_set_new(params, "type", json_string("array"));
+    json_decref(params);
+    json_t *schemas = weir__tools_schemas(f->tools);
+    const json_t *last = json_array_get(schemas, json_array_size(schemas) - 1);
+    char *s = weir__json_dump(last);
+    assert_string_equal(s, "{\"name\":\"copied\",\"description\":\"\",\"parameters\":{\"type\":"
+                           "\"object\"}}");
+    free(s);
+    json_decref(schemas);
+    /* Registration order. */
+    schemas = weir__tools_schemas(f->tools);
+    assert_string_equal(weir__json_str(json_array_get(schemas, 0), "name", ""), "work");
+    json_decref(schemas);
+}
+
+static void invalid_registrations_are_refused(void **state) {
+    fx *f = *state;
+    weir_error err = {0};
+    weir_tool t = {sizeof(weir_tool), "has space", NULL, NULL, 0, work_exec, NULL, NULL};
+    assert_int_equal(weir__tools_add(f->tools, "p", &t, &err), WEIR_E_INVAL);
+    assert_string_equal(err.text, "tool_register: invalid tool name 'has space' (want "
+                                  "[A-Za-z0-9_-]{1,64})");
+    t.name = "noexec";
+    t.execute = NULL;
+    assert_int_equal(weir__tools_add(f->tools, "p", &t, &err), WEIR_E_INVAL);
+    assert_string_equal(err.text, "tool_register: tool 'noexec' has no execute function");
+    t.execute = work_exec;
+    t.struct_size = 8;
+    assert_int_equal(weir__tools_add(f->tools, "p", &t, &err), WEIR_E_INVAL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scheduling                                                                */
+/* ------------------------------------------------------------------------ */
+
+static void parallel_siblings_all_start_before_any_completes(void **state) {
+    fx *f = *state;
+    weir_error err = {0};
+    assert_int_equal(run_calls(f,
+                               "[[\"a\",\"work\",{\"id\":\"a\",\"barrier\":0,\"n\":3}],"
+                               "[\"b\",\"work\",{\"id\":\"b\",\"barrier\":0,\"n\":3}],"
+                               "[\"c\",\"work\",{\"id\":\"c\",\"barrier\":0,\"n\":3}]]",
+                               NULL, &err),
+                     WEIR_OK);
+    assert_false(g_timed_out);
+    assert_int_equal(g_nevents, 6);
+    for (int i = 0; i < 3; i++)
+        assert_memory_equal(g_events[i], "start:", 6);
+    assert_int_equal(g_max_current, 3);
+    char sum[512];
+    log_summary(f, sum, sizeof sum);
+    assert_string_equal(sum, "call:a call:b call:c result:a result:b result:c");
+    assert_paired(f);
+}
+
+static void exclusive_between_parallel_gives_three_groups(void **state) {
+    fx *f = *state;
+    weir_error err = {0};
+    assert_int_equal(run_calls(f,
+                               "[[\"a\",\"work\",{\"id\":\"a\",\"barrier\":0,\"n\":2}],"
+                               "[\"b\",\"work\",{\"id\":\"b\",\"barrier\":0,\"n\":2}],"
+                               "[\"c\",\"solo\",{\"id\":\"c\"}],"
+                               "[\"d\",\"work\",{\"id\":\"d\",\"barrier\":1,\"n\":2}],"
+                               "[\"e\",\"work\",{\"id\":\"e\",\"barrier\":1,\"n\":2}]]",
+                               NULL, &err),
+                     WEIR_OK);
+    assert_false(g_timed_out);
+    int sc = event_index("start:c"), ec = event_index("end:c");
+    assert_true(sc > event_index("end:a") && sc > event_index("end:b"));
+    assert_int_equal(ec, sc + 1); /* c ran alone */
+    assert_true(ec < event_index("start:d") && ec < event_index("start:e"));
+    char sum[512];
+    log_summary(f, sum, sizeof sum);
+    /* The exclusive call's tool/call waits for the first group's commits. */
+    assert_string_equal(sum, "call:a call:b result:a result:b call:c result:c call:d call:e "
+                             "result:d result:e");
+    assert_paired(f);
+}
+
+static void classification_is_read_live_per_call(void **state) {
+    fx *f = *state;
+    weir_error err = {0};
+    /* maybe(exclusive) is a barrier, maybe() is parallel: 3 groups again. */
+    assert_int_equal(run_calls(f,
+                               "[[\"a\",\"maybe\",{\"id\":\"a\",\"barrier\":0,\"n\":2}],"
+                               "[\"b\",\"maybe\",{\"id\":\"b\",\"barrier\":0,\"n\":2}],"
+                               "[\"c\",\"maybe\",{\"id\":\"c\",\"exclusive\":true}],"
+                               "[\"d\",\"maybe\",{\"id\":\"d\"}]]",
+                               NULL, &err),
+                     WEIR_OK);
+    assert_false(g_timed_out);
+    int sc = event_index("start:c");
+    assert_true(sc > event_index("end:a") && sc > event_index("end:b"));
+    assert_int_equal(event_index("end:c"), sc + 1);
+    assert_true(event_index("start:d") > sc);
+    assert_paired(f);
+}
+
+static void model_order_commits_despite_out_of_order_completion(void **state) {
+    fx *f = *state;
+    weir_error err = {0};
+    assert_int_equal(run_calls(f,
+                               "[[\"a\",\"work\",{\"id\":\"a\",\"after\":\"b\"}],"
+                               "[\"b\",\"work\",{\"id\":\"b\",\"after\":\"c\"}],"
+                               "[\"c\",\"work\",{\"id\":\"c\"}]]",
+                               NULL, &err),
+                     WEIR_OK);
+    assert_false(g_timed_out);
+    assert_true(event_index("end:c") < event_index("end:b"));
+    assert_true(event_index("end:b") < event_index("end:a"));
+    char sum[512];
+    log_summary(f, sum, sizeof sum);
+    assert_string_equal(sum, "call:a call:b call:c result:a result:b result:c");
+    assert_result(f, "b",
+                  "{\"turn\":1,\"step\":2,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"
+                  "\"tool_result\",\"call_id\":\"b\",\"content\":[{\"type\":\"text\",\"text\":"
+                  "\"ok:b\"}]}]}}");
+    const json_t *call_b = weir__log_event(f->log, 1);
+    char *s = weir__json_dump(json_object_get(call_b, "data"));
+    assert_string_equal(s, "{\"turn\":1,\"step\":2,\"call_id\":\"b\",\"name\":\"work\","
+                           "\"arguments\":\"{\\\"id\\\":\\\"b\\\",\\\"after\\\":\\\"c\\\"}\"}");
+    free(s);
+    assert_paired(f);
+}
+
+static void run_cap_test(fx *f, int cap) {
+    g_cap = cap;
+    f->st.max_parallel = cap;
+    weir_error err = {0};
+    assert_int_equal(run_calls(f,
+                               "[[\"a\",\"work\",{\"id\":\"a\",\"total\":5}],"
+                               "[\"b\",\"work\",{\"id\":\"b\",\"total\":5}],"
+                               "[\"c\",\"work\",{\"id\":\"c\",\"total\":5}],"
+                               "[\"d\",\"work\",{\"id\":\"d\",\"total\":5}],"
+                               "[\"e\",\"work\",{\"id\":\"e\",\"total\":5}]]",
+                               NULL, &err),
+                     WEIR_OK);
+    assert_false(g_timed_out);
+    assert_int_equal(g_max_current, cap);
+    assert_paired(f);
+}
+
+static void rolling_pool_caps_at_max_parallel(void **state) { run_cap_test(*state, 2); }
+
+static void max_parallel_one_is_fully_serial(void **state) {
+    fx *f = *state;
+    run_cap_test(f, 1);
+    const char *want[] = {"start:a", "end:a", "start:b", "end:b", "start:c",
+                          "end:c",   "start:d", "end:d", "start:e", "end:e"};
+    assert_int_equal(g_nevents, 10);
+    for (int i = 0; i < 10; i++)
+        assert_string_equal(g_events[i], want[i]);
+    char sum[512];
+    log_summary(f, sum, sizeof sum);
+    assert_string_equal(sum, "call:a result:a call:b result:b call:c result:c call:d result:d "
+                             "call:e result:e");
+}
+
+static json_t *pre_record(weir_call *call, const json_t *args, void *ud) {
+    (void)ud;
+    char buf[64];
+    snprintf(buf, sizeof buf, "pre:%s", weir__json_str(args, "call_id", "?"));
+    json_array_append_new(g_fx->hook_order, json_string(buf));
+    assert_int_equal(weir__json_int(args, "turn", 0), 1);
+    assert_int_equal(weir__json_int(args, "step", 0), 2);
+    assert_true(json_is_string(json_object_get(args, "arguments")));
+    return weir__call_next(call);
+}
+
+static json_t *post_record(weir_call *call, const json_t *args, void *ud) {
+    (void)ud;
+    char buf[64];
+    snprintf(buf, sizeof buf, "post:%s", weir__json_str(args, "call_id", "?"));
+    json_array_append_new(g_fx->hook_order, json_string(buf));
+    assert_true(json_is_object(json_object_get(args, "result")));
+    return weir__call_next(call);
+}
+
+static void ordered_pre_and_post_despite_out_of_order_bodies(void **state) {
+    fx *f = *state;
+    hook(f, "tools/pre-execute", pre_record);
+    hook(f, "tools/post-execute", post_record);
+    freeze(f);
+    weir_error err = {0};
+    assert_int_equal(run_calls(f,
+                               "[[\"a\",\"work\",{\"id\":\"a\",\"after\":\"c\"}],"
+                               "[\"b\",\"work\",{\"id\":\"b\",\"after\":\"a\"}],"
+                               "[\"c\",\"work\",{\"id\":\"c\"}]]",
+                               NULL, &err),
+                     WEIR_OK);
+    assert_false(g_timed_out);
+    char *s = weir__json_dump(f->hook_order);
+    assert_string_equal(s, "[\"pre:a\",\"pre:b\",\"pre:c\",\"post:a\",\"post:b\",\"post:c\"]");
+    free(s);
+    assert_paired(f);
+}
+
+static json_t *pre_deny_b(weir_call *call, const json_t *args, void *ud) {
+    (void)ud;
+    if (strcmp(weir__json_str(args, "call_id", ""), "b") == 0)
+        return json_pack("{s:s, s:s}", "kind", "deny", "reason", "not allowed");
+    return weir__call_next(call);
+}
+
+static void denial_becomes_an_error_the_model_sees(void **state) {
+    fx *f = *state;
+    hook(f, "tools/pre-execute", pre_deny_b);
+    hook(f, "tools/post-execute", post_record);
+    freeze(f);
+    weir_error err = {0};
+    assert_int_equal(run_calls(f,
+                               "[[\"a\",\"solo\",{\"id\":\"a\"}],[\"b\",\"solo\",{\"id\":\"b\"}],"
+                               "[\"c\",\"solo\",{\"id\":\"c\"}]]",
+                               NULL, &err),
+                     WEIR_OK);
+    assert_int_equal(event_index("start:b"), -1);
+    assert_result(f, "b",
+                  "{\"turn\":1,\"step\":2,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"
+                  "\"tool_result\",\"call_id\":\"b\",\"content\":[{\"type\":\"text\",\"text\":"
+                  "\"Error: denied: not allowed\"}],\"is_error\":true}]},\"error\":{\"name\":"
+                  "\"ToolDenied\",\"code\":\"DENIED\",\"reason\":\"not allowed\"}}");
+    /* Denied calls are never dispatched, so no post-execute for them. */
+    char *s = weir__json_dump(f->hook_order);
+    assert_string_equal(s, "[\"post:a\",\"post:c\"]");
+    free(s);
+    char sum[512];
+    log_summary(f, sum, sizeof sum);
+    assert_string_equal(sum, "call:a result:a call:b result:b call:c result:c");
+    assert_paired(f);
+}
+
+#define ABORT_RESULT_FMT                                                                    \
+    "{\"turn\":1,\"step\":2,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"            \
+    "\"tool_result\",\"call_id\":\"%s\",\"content\":[{\"type\":\"text\",\"text\":\"Error: tool " \
+    "call aborted before dispatch\"}],\"is_error\":true}]},\"error\":{\"name\":\"AbortError\","   \
+    "\"code\":\"ABORTED_BEFORE_DISPATCH\"}}"
+
+static void assert_aborted(fx *f, const char *id) {
+    char want[1024];
+    snprintf(want, sizeof want, ABORT_RESULT_FMT, id);
+    assert_result(f, id, want);
+}
+
+static void abort_before_the_group_gives_synthetic_pairs(void **state) {
+    fx *f = *state;
+    weir__signal_cancel(&f->signal, "user");
+    weir_error err = {0};
+    assert_int_equal(run_calls(f,
+                               "[[\"a\",\"work\",{\"id\":\"a\"}],[\"b\",\"solo\",{\"id\":\"b\"}],"
+                               "[\"c\",\"nope\",{}]]",
+                               NULL, &err),
+                     WEIR_OK);
+    assert_int_equal(g_nevents, 0);
+    char sum[512];
+    log_summary(f, sum, sizeof sum);
+    assert_string_equal(sum, "call:a result:a call:b result:b call:c result:c");
+    assert_aborted(f, "a");
+    assert_aborted(f, "b");
+    assert_aborted(f, "c");
+    const json_t *call_c = weir__log_event(f->log, 4);
+    char *s = weir__json_dump(json_object_get(call_c, "data"));
+    assert_string_equal(s, "{\"turn\":1,\"step\":2,\"call_id\":\"c\",\"name\":\"nope\","
+                           "\"arguments\":\"{}\"}");
+    free(s);
+    assert_paired(f);
+}
+
+static json_t *pre_cancel_on_b(weir_call *call, const json_t *args, void *ud) {
+    (void)ud;
+    if (strcmp(weir__json_str(args, "call_id", ""), "b") == 0)
+        weir__signal_cancel(g_signal, "user");
+    return weir__call_next(call);
+}
+
+static void abort_during_pre_execute(void **state) {
+    fx *f = *state;
+    hook(f, "tools/pre-execute", pre_cancel_on_b);
+    freeze(f);
+    weir_error err = {0};
+    assert_int_equal(run_calls(f,
+                               "[[\"a\",\"work\",{\"id\":\"a\",\"wait_cancel\":true}],"
+                               "[\"b\",\"work\",{\"id\":\"b\"}],[\"c\",\"work\",{\"id\":\"c\"}]]",
+                               NULL, &err),
+                     WEIR_OK);
+    assert_false(g_timed_out);
+    assert_int_equal(event_index("start:b"), -1);
+    assert_int_equal(event_index("start:c"), -1);
+    char sum[512];
+    log_summary(f, sum, sizeof sum);
+    assert_string_equal(sum, "call:a call:b result:a result:b call:c result:c");
+    assert_result(f, "a",
+                  "{\"turn\":1,\"step\":2,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"
+                  "\"tool_result\",\"call_id\":\"a\",\"content\":[{\"type\":\"text\",\"text\":"
+                  "\"ok:a\"}]}]}}");
+    assert_aborted(f, "b");
+    assert_aborted(f, "c");
+    assert_paired(f);
+}
+
+static void abort_with_started_calls_commits_them(void **state) {
+    fx *f = *state;
+    f->st.max_parallel = 2;
+    hook(f, "tools/post-execute", post_record);
+    freeze(f);
+    weir_error err = {0};
+    assert_int_equal(
+        run_calls(f,
+                  "[[\"a\",\"work\",{\"id\":\"a\",\"barrier\":0,\"n\":2,\"cancel\":true}],"
+                  "[\"b\",\"work\",{\"id\":\"b\",\"barrier\":0,\"n\":2,\"wait_cancel\":true}],"
+                  "[\"c\",\"work\",{\"id\":\"c\"}],[\"d\",\"solo\",{\"id\":\"d\"}]]",
+                  NULL, &err),
+        WEIR_OK);
+    assert_false(g_timed_out);
+    assert_int_equal(event_index("start:c"), -1);
+    char sum[512];
+    log_summary(f, sum, sizeof sum);
+    assert_string_equal(sum, "call:a call:b result:a result:b call:c result:c call:d result:d");
+    char *s = weir__json_dump(f->hook_order);
+    assert_string_equal(s, "[\"post:a\",\"post:b\"]");
+    free(s);
+    assert_aborted(f, "c");
+    assert_aborted(f, "d");
+    assert_paired(f);
+}
+
+static void unknown_tool_is_an_error_result(void **state) {
+    fx *f = *state;
+    weir_error err = {0};
+    assert_int_equal(run_calls(f, "[[\"a\",\"nope\",{\"q\":1}],[\"b\",\"work\",{\"id\":\"b\"}]]",
+                               NULL, &err),
+                     WEIR_OK);
+    assert_result(f, "a",
+                  "{\"turn\":1,\"step\":2,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"
+                  "\"tool_result\",\"call_id\":\"a\",\"content\":[{\"type\":\"text\",\"text\":"
+                  "\"Error: unknown tool 'nope'\"}],\"is_error\":true}]},\"error\":{\"name\":"
+                  "\"UnknownTool\",\"code\":\"UNKNOWN_TOOL\"}}");
+    assert_int_equal(event_index("start:b"), 0);
+    assert_paired(f);
+}
+
+static void failing_tool_is_a_structured_error(void **state) {
+    fx *f = *state;
+    weir_error err = {0};
+    assert_int_equal(run_calls(f,
+                               "[[\"a\",\"fail\",{}],[\"b\",\"fail\",{\"quiet\":true}],"
+                               "[\"c\",\"badresult\",{}]]",
+                               NULL, &err),
+                     WEIR_OK);
+    assert_result(f, "a",
+                  "{\"turn\":1,\"step\":2,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"
+                  "\"tool_result\",\"call_id\":\"a\",\"content\":[{\"type\":\"text\",\"text\":"
+                  "\"Error: boom 42\"}],\"is_error\":true}]},\"error\":{\"name\":\"ToolError\","
+                  "\"code\":\"E_BOOM\",\"reason\":\"boom 42\"}}");
+    assert_result(f, "b",
+                  "{\"turn\":1,\"step\":2,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"
+                  "\"tool_result\",\"call_id\":\"b\",\"content\":[{\"type\":\"text\",\"text\":"
+                  "\"Error: tool 'fail' failed: tool failure\"}],\"is_error\":true}]},\"error\":"
+                  "{\"name\":\"ToolError\",\"code\":\"TOOL_ERROR\",\"reason\":\"tool 'fail' "
+                  "failed: tool failure\"}}");
+    char *c = result_json(f, "c");
+    assert_non_null(strstr(c, "\"code\":\"INVALID_RESULT\""));
+    free(c);
+    assert_paired(f);
+}
+
+static void invalid_arguments_name_the_field(void **state) {
+    fx *f = *state;
+    weir_error err = {0};
+    assert_int_equal(run_calls(f,
+                               "[[\"a\",\"pow\",{\"x\":\"two\",\"y\":2}],[\"b\",\"pow\","
+                               "\"{oops\"],[\"c\",\"pow\",{\"x\":2,\"y\":3,\"id\":\"c\"}]]",
+                               NULL, &err),
+                     WEIR_OK);
+    assert_result(f, "a",
+                  "{\"turn\":1,\"step\":2,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"
+                  "\"tool_result\",\"call_id\":\"a\",\"content\":[{\"type\":\"text\",\"text\":"
+                  "\"Error: invalid arguments for tool 'pow': $.x: expected number, got "
+                  "string\"}],\"is_error\":true}]},\"error\":{\"name\":\"InvalidArguments\","
+                  "\"code\":\"INVALID_ARGUMENTS\",\"reason\":\"$.x: expected number, got "
+                  "string\"}}");
+    char *b = result_json(f, "b");
+    assert_non_null(strstr(b, "Error: invalid arguments for tool 'pow': not valid JSON: "));
+    free(b);
+    assert_int_equal(event_index("start:a"), -1);
+    assert_int_equal(event_index("start:c"), 0);
+    /* The logged arguments are the model's raw text. */
+    const json_t *call_b = weir__log_event(f->log, 2);
+    assert_string_equal(weir__json_str(json_object_get(call_b, "data"), "arguments", ""), "{oops");
+    assert_paired(f);
+}
+
+static json_t *post_add_context(weir_call *call, const json_t *args, void *ud) {
+    (void)ud;
+    json_t *r = weir__call_next(call);
+    char text[64];
+    snprintf(text, sizeof text, "ctx-%s", weir__json_str(args, "call_id", "?"));
+    json_object_set_new(r, "additional_contexts",
+                        json_pack("[{s:s, s:[{s:s, s:s}]}]", "role", "user", "content", "type",
+                                  "text", "text", text));
+    if (strcmp(weir__json_str(args, "call_id", ""), "b") == 0)
+        json_object_set_new(r, "content", json_pack("[{s:s, s:s}]", "type", "text", "text",
+                                                    "redacted"));
+    return r;
+}
+
+static void additional_contexts_follow_each_result_in_model_order(void **state) {
+    fx *f = *state;
+    hook(f, "tools/post-execute", post_add_context);
+    freeze(f);
+    weir_error err = {0};
+    assert_int_equal(run_calls(f,
+                               "[[\"a\",\"work\",{\"id\":\"a\",\"after\":\"b\"}],"
+                               "[\"b\",\"work\",{\"id\":\"b\"}]]",
+                               NULL, &err),
+                     WEIR_OK);
+    assert_int_equal(json_array_size(f->contexts), 2);
+    const char *texts[] = {"ctx-a", "ctx-b"};
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *m = json_array_get(f->contexts, i);
+        assert_string_equal(
+            weir__json_str(json_array_get(json_object_get(m, "content"), 0), "text", ""),
+            texts[i]);
+        /* Accepted right after that call's own tool/result. */
+        const json_t *res = result_of(f, i == 0 ? "a" : "b");
+        assert_int_equal(json_integer_value(json_array_get(f->ctx_counts, i)),
+                         weir__json_int(res, "seq", -1) + 1);
+    }
+    char *b = result_json(f, "b");
+    assert_non_null(strstr(b, "\"content\":[{\"type\":\"text\",\"text\":\"redacted\"}]"));
+    free(b);
+    assert_paired(f);
+}
+
+static void scheduler_failure_fabricates_no_results(void **state) {
+    fx *f = *state;
+    hook(f, "tools/post-execute", post_add_context);
+    freeze(f);
+    f->accept_fail = WEIR_E_STATE;
+    weir_error err = {0};
+    assert_int_equal(
+        run_calls(f,
+                  "[[\"a\",\"work\",{\"id\":\"a\",\"barrier\":0,\"n\":2}],"
+                  "[\"b\",\"work\",{\"id\":\"b\",\"barrier\":0,\"n\":2,\"after\":\"a\"}],"
+                  "[\"c\",\"solo\",{\"id\":\"c\"}]]",
+                  NULL, &err),
+        WEIR_E_STATE);
+    assert_string_equal(err.text, "inbox is closed");
+    assert_false(g_timed_out);
+    /* b was in flight and finished; nothing was fabricated for b or c. */
+    assert_true(event_index("end:b") >= 0);
+    assert_int_equal(event_index("start:c"), -1);
+    char sum[512];
+    log_summary(f, sum, sizeof sum);
+    assert_string_equal(sum, "call:a call:b result:a");
+}
+
+static void scheduler_failure_on_log_append(void **state) {
+    fx *f = *state;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/s.jsonl", f->dir);
+    weir__log_close(f->log);
+    weir_error err = {0};
+    assert_int_equal(weir__log_open_readonly(path, &f->log, &err), WEIR_OK);
+    f->st.log = f->log;
+    int rc = run_calls(f, "[[\"a\",\"work\",{\"id\":\"a\"}],[\"b\",\"work\",{\"id\":\"b\"}]]",
+                       NULL, &err);
+    assert_int_not_equal(rc, WEIR_OK);
+    assert_int_equal(err.code, rc);
+    assert_int_equal(g_nevents, 0);
+    assert_int_equal(weir__log_count(f->log), 0);
+}
+
+static void tool_can_conclude_the_turn(void **state) {
+    fx *f = *state;
+    bool concluded = false;
+    weir_error err = {0};
+    assert_int_equal(run_calls(f, "[[\"a\",\"work\",{\"id\":\"a\"}]]", &concluded, &err), WEIR_OK);
+    assert_false(concluded);
+    assert_int_equal(run_calls(f,
+                               "[[\"b\",\"work\",{\"id\":\"b\",\"concludes\":true}],"
+                               "[\"c\",\"work\",{\"id\":\"c\"}]]",
+                               &concluded, &err),
+                     WEIR_OK);
+    assert_true(concluded);
+    assert_paired(f);
+}
+
+static void invalid_calls_are_refused_before_logging(void **state) {
+    fx *f = *state;
+    json_t *c = json_pack("[{s:s}]", "name", "work");
+    bool concluded;
+    weir_error err = {0};
+    assert_int_equal(weir__tools_run(&f->st, c, &concluded, &err), WEIR_E_INVAL);
+    assert_string_equal(err.text, "tools: call 0 has no string 'id' or 'name'");
+    json_decref(c);
+    assert_int_equal(weir__log_count(f->log), 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Background jobs                                                           */
+/* ------------------------------------------------------------------------ */
+
+typedef struct done_rec {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int count;
+    char job_id[64], call_id[64], tool[64];
+    char *result;
+} done_rec;
+
+static void on_done(const char *job_id, const char *call_id, const char *tool,
+                    const json_t *result, void *ud) {
+    done_rec *d = ud;
+    pthread_mutex_lock(&d->mu);
+    d->count++;
+    snprintf(d->job_id, sizeof d->job_id, "%s", job_id);
+    snprintf(d->call_id, sizeof d->call_id, "%s", call_id);
+    snprintf(d->tool, sizeof d->tool, "%s", tool);
+    free(d->result);
+    d->result = weir__json_dump(result);
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void wait_done(done_rec *d, int count) {
+    pthread_mutex_lock(&d->mu);
+    while (d->count < count)
+        pthread_cond_wait(&d->cv, &d->mu);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void background_tool_returns_a_receipt_and_completes(void **state) {
+    fx *f = *state;
+    done_rec d = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, "", "", "", NULL};
+    weir_error err = {0};
+    assert_int_equal(weir__jobs_create(2, on_done, &d, &f->st.jobs, &err), WEIR_OK);
+    add_tool(f, "bg", work_exec, NULL, NULL, WEIR_TOOL_BACKGROUND);
+    assert_int_equal(run_calls(f, "[[\"k1\",\"bg\",{\"id\":\"k1\",\"text\":\"late\"}]]", NULL,
+                               &err),
+                     WEIR_OK);
+    wait_done(&d, 1);
+    const json_t *res = result_of(f, "k1");
+    const json_t *block = json_array_get(
+        json_object_get(json_object_get(json_object_get(res, "data"), "message"), "content"), 0);
+    const char *text = weir__json_str(json_array_get(json_object_get(block, "content"), 0),
+                                      "text", "");
+    json_t *receipt = json_loads(text, 0, NULL);
+    assert_non_null(receipt);
+    assert_string_equal(weir__json_str(receipt, "status", ""), "queued");
+    assert_string_equal(weir__json_str(receipt, "call_id", ""), "k1");
+    assert_string_equal(weir__json_str(receipt, "job_id", ""), d.job_id);
+    assert_memory_equal(d.job_id, "job-", 4);
+    assert_string_equal(weir__json_str(receipt, "instruction", ""),
+                        "The job runs in the background; its result will arrive later. Do not "
+                        "repeat this call.");
+    json_decref(receipt);
+    assert_string_equal(d.call_id, "k1");
+    assert_string_equal(d.tool, "bg");
+    assert_string_equal(d.result, "{\"content\":[{\"type\":\"text\",\"text\":\"late\"}],"
+                                  "\"is_error\":false}");
+    weir__jobs_destroy(f->st.jobs);
+    f->st.jobs = NULL;
+    free(d.result);
+    assert_paired(f);
+}
+
+static int jobs_wait_exec(weir_tool_exec *exec, const json_t *args, json_t **result,
+                          void *ud) {
+    (void)args, (void)ud;
+    pthread_mutex_lock(&g_mu);
+    g_started++;
+    pthread_cond_broadcast(&g_cv);
+    pthread_mutex_unlock(&g_mu);
+    int rc = weir__signal_sleep(weir__tool_exec_signal(exec), 30000);
+    if (rc == WEIR_E_CANCELLED) {
+        weir__tool_exec_fail(exec, "CANCELLED", "job cancelled");
+        return rc;
+    }
+    *result = json_string("slept");
+    return WEIR_OK;
+}
+
+static void jobs_cancel_fires_the_job_signal(void **state) {
+    fx *f = *state;
+    done_rec d = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, "", "", "", NULL};
+    weir__jobs *j;
+    weir_error err = {0};
+    assert_int_equal(weir__jobs_create(4, on_done, &d, &j, &err), WEIR_OK);
+    add_tool(f, "waiter", jobs_wait_exec, NULL, NULL, WEIR_TOOL_BACKGROUND);
+    const weir__tool_def *def = weir__tools_find(f->tools, "waiter");
+    json_t *args = json_object();
+    char id1[48], id2[48];
+    assert_int_equal(weir__jobs_submit(j, def, "c1", args, id1, sizeof id1, &err), WEIR_OK);
+    assert_int_equal(weir__jobs_submit(j, def, "c2", args, id2, sizeof id2, &err), WEIR_OK);
+    json_t *active = weir__jobs_active(j);
+    assert_int_equal(json_array_size(active), 2);
+    assert_string_equal(json_string_value(json_array_get(active, 0)), id1);
+    assert_string_equal(json_string_value(json_array_get(active, 1)), id2);
+    json_decref(active);
+    pthread_mutex_lock(&g_mu);
+    while (g_started < 2 && !g_timed_out)
+        wait_locked();
+    pthread_mutex_unlock(&g_mu);
+    assert_false(g_timed_out);
+    assert_int_equal(weir__jobs_cancel(j, id1, &err), WEIR_OK);
+    wait_done(&d, 1);
+    assert_string_equal(d.job_id, id1);
+    assert_string_equal(d.result,
+                        "{\"content\":[{\"type\":\"text\",\"text\":\"Error: job cancelled\"}],"
+                        "\"is_error\":true,\"error\":{\"name\":\"ToolError\",\"code\":"
+                        "\"CANCELLED\",\"reason\":\"job cancelled\"}}");
+    active = weir__jobs_active(j);
+    assert_int_equal(json_array_size(active), 1);
+    assert_string_equal(json_string_value(json_array_get(active, 0)), id2);
+    json_decref(active);
+    assert_int_equal(weir__jobs_cancel(j, id1, &err), WEIR_E_NOT_FOUND);
+    weir__jobs_cancel_all(j);
+    wait_done(&d, 2);
+    active = weir__jobs_active(j);
+    assert_int_equal(json_array_size(active), 0);
+    json_decref(active);
+    json_decref(args);
+    weir__jobs_destroy(j);
+    free(d.result);
+}
+
+static void jobs_destroy_cancels_and_waits(void **state) {
+    fx *f = *state;
+    done_rec d = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, "", "", "", NULL};
+    weir__jobs *j;
+    weir_error err = {0};
+    assert_int_equal(weir__jobs_create(1, on_done, &d, &j, &err), WEIR_OK);
+    add_tool(f, "waiter", jobs_wait_exec, NULL, NULL, WEIR_TOOL_BACKGROUND);
+    const weir__tool_def *def = weir__tools_find(f->tools, "waiter");
+    json_t *args = json_object();
+    char id[48];
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(weir__jobs_submit(j, def, "c", args, id, sizeof id, &err), WEIR_OK);
+    weir__jobs_destroy(j);
+    assert_int_equal(d.count, 3);
+    json_decref(args);
+    free(d.result);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Worker pool and allocation failures                                       */
+/* ------------------------------------------------------------------------ */
+
+typedef struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool open;
+    int ran;
+} gate;
+
+static void gate_task(void *arg) {
+    gate *g = arg;
+    pthread_mutex_lock(&g->mu);
+    while (!g->open)
+        pthread_cond_wait(&g->cv, &g->mu);
+    g->ran++;
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void pool_starts_threads_lazily_up_to_its_cap(void **state) {
+    (void)state;
+    weir__pool *p;
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0};
+    assert_int_equal(weir__pool_create(2, &p, NULL), WEIR_OK);
+    assert_int_equal(weir__pool_threads(p), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(weir__pool_submit(p, gate_task, &g, NULL), WEIR_OK);
+    assert_int_equal(weir__pool_threads(p), 2);
+    pthread_mutex_lock(&g.mu);
+    g.open = true;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    weir__pool_destroy(p); /* runs the queued third task, then joins */
+    assert_int_equal(g.ran, 3);
+}
+
+static void allocation_failures_are_handled(void **state) {
+    fx *f = *state;
+    hook(f, "tools/pre-execute", pre_record);
+    hook(f, "tools/post-execute", post_add_context);
+    freeze(f);
+    const char *spec = "[[\"a\",\"work\",{\"id\":\"a\"}],[\"b\",\"pow\",{\"x\":1}],"
+                       "[\"c\",\"nope\",{}],[\"d\",\"fail\",{}]]";
+    for (long n = 1; n < 100000; n++) {
+        json_t *c = calls(spec);
+        json_array_clear(f->contexts);
+        json_array_clear(f->ctx_counts);
+        weir_error err = {0};
+        bool concluded;
+        weir__alloc_fail_after(n);
+        int rc = weir__tools_run(&f->st, c, &concluded, &err);
+        weir__alloc_fail_after(-1);
+        json_decref(c);
+        if (rc == WEIR_OK) {
+            assert_true(n > 1);
+            return;
+        }
+    }
+    fail_msg("weir__tools_run never succeeded");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+        T(duplicate_tool_names_name_both_plugins),
+        T(registration_copies_the_schema),
+        T(invalid_registrations_are_refused),
+        T(parallel_siblings_all_start_before_any_completes),
+        T(exclusive_between_parallel_gives_three_groups),
+        T(classification_is_read_live_per_call),
+        T(model_order_commits_despite_out_of_order_completion),
+        T(rolling_pool_caps_at_max_parallel),
+        T(max_parallel_one_is_fully_serial),
+        T(ordered_pre_and_post_despite_out_of_order_bodies),
+        T(denial_becomes_an_error_the_model_sees),
+        T(abort_before_the_group_gives_synthetic_pairs),
+        T(abort_during_pre_execute),
+        T(abort_with_started_calls_commits_them),
+        T(unknown_tool_is_an_error_result),
+        T(failing_tool_is_a_structured_error),
+        T(invalid_arguments_name_the_field),
+        T(additional_contexts_follow_each_result_in_model_order),
+        T(scheduler_failure_fabricates_no_results),
+        T(scheduler_failure_on_log_append),
+        T(tool_can_conclude_the_turn),
+        T(invalid_calls_are_refused_before_logging),
+        T(background_tool_returns_a_receipt_and_completes),
+        T(jobs_cancel_fires_the_job_signal),
+        T(jobs_destroy_cancels_and_waits),
+        T(pool_starts_threads_lazily_up_to_its_cap),
+        T(allocation_failures_are_handled),
+#undef T
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,441 @@
+/*
+ * tests/unit/test_tools_ffi.c - the tools-ffi plugin, loaded through the
+ * host (weir_host_create with a row naming the built plugin by path) and
+ * calling the functions of tests/tool-plugins/weirffitest.c.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host_int.h"
+#include "testutil.h"
+#include "tools.h"
+
+/* One config row: {library, symbol, prototype} plus `extra` (JSON object text or NULL). */
+typedef struct row {
+    const char *symbol;
+    const char *prototype;
+    const char *extra;
+} row;
+
+static const char *test_lib(void) { return wt_env("WEIR_FFI_TEST_LIB"); }
+
+static int load_rows(const row *rows, size_t n, const char *library, weir_host **host,
+                     weir_error *err) {
+    char plugin[4096];
+    snprintf(plugin, sizeof plugin, "%s/weir-tools-ffi.so", wt_env("WEIR_TEST_PLUGIN_DIR"));
+    json_t *tools = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_t *r = rows[i].extra ? json_loads(rows[i].extra, 0, NULL) : json_object();
+        assert_non_null(r);
+        json_object_set_new(r, "library", json_string(library ? library : test_lib()));
+        json_object_set_new(r, "symbol", json_string(rows[i].symbol));
+        json_object_set_new(r, "prototype", json_string(rows[i].prototype));
+        json_array_append_new(tools, r);
+    }
+    json_t *config = json_pack("{s:[{s:s, s:s, s:{s:o}}]}", "plugins", "id", "ffi", "plugin",
+                               plugin, "config", "tools", tools);
+    assert_non_null(config);
+    int rc = weir_host_create(config, host, err);
+    json_decref(config);
+    return rc;
+}
+
+static weir_host *load_ok(const row *rows, size_t n) {
+    weir_host *h = NULL;
+    weir_error err = {0};
+    int rc = load_rows(rows, n, NULL, &h, &err);
+    if (rc != WEIR_OK)
+        fail_msg("host create failed: %s", err.text);
+    return h;
+}
+
+/* Load one row that must fail; returns the error text (static). */
+static const char *load_fail(const row *r, const char *library) {
+    static weir_error err;
+    memset(&err, 0, sizeof err);
+    weir_host *h = NULL;
+    assert_int_not_equal(load_rows(r, 1, library, &h, &err), WEIR_OK);
+    assert_null(h);
+    return err.text;
+}
+
+/*
+ * Call `tool` with `args` through the registry's argument check and the
+ * body: the text of the first content block, or "error <code>: <text>".
+ * `validate` false skips the schema check (to reach the plugin's own).
+ */
+static char *call_tool(weir_host *h, const char *tool, const char *args, bool validate) {
+    const weir__tool_def *def = weir__tools_find(weir__host_tools(h), tool);
+    if (!def)
+        fail_msg("no tool '%s'", tool);
+    weir__tool_outcome o = {0};
+    json_t *a = NULL;
+    if (validate)
+        assert_int_equal(weir__tool_parse_args(def, args, &a, &o), WEIR_OK);
+    else
+        a = json_loads(args, JSON_ALLOW_NUL, NULL);
+    if (a)
+        assert_int_equal(weir__tool_invoke(def, "call-1", NULL, a, &o), WEIR_OK);
+    json_decref(a);
+    const char *text = weir__json_str(json_array_get(o.content, 0), "text", "");
+    char *out;
+    if (o.is_error) {
+        const char *code = weir__json_str(o.error, "code", "?");
+        size_t n = strlen(text) + strlen(code) + 16;
+        out = malloc(n);
+        snprintf(out, n, "error %s: %s", code, text);
+    } else {
+        out = strdup(text);
+    }
+    weir__tool_outcome_clear(&o);
+    return out;
+}
+
+static void expect(weir_host *h, const char *tool, const char *args, const char *want) {
+    char *got = call_tool(h, tool, args, true);
+    if (strcmp(got, want) != 0) {
+        fprintf(stderr, "%s(%s): got %s, want %s\n", tool, args, got, want);
+        free(got);
+        fail();
+    }
+    free(got);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void every_supported_type_round_trips(void **state) {
+    (void)state;
+    static const row rows[] = {
+        {"t_bool", "bool t_bool(bool v)", NULL},
+        {"t_not", "_Bool t_not(_Bool v)", NULL},
+        {"t_char", "char t_char(char v)", NULL},
+        {"t_schar", "signed char t_schar(signed char v)", NULL},
+        {"t_uchar", "unsigned char t_uchar(unsigned char v)", NULL},
+        {"t_short", "short t_short(short v)", NULL},
+        {"t_ushort", "unsigned short t_ushort(unsigned short v)", NULL},
+        {"t_int", "int t_int(int v)", NULL},
+        {"t_uint", "unsigned t_uint(unsigned v)", NULL},
+        {"t_long", "long t_long(long v)", NULL},
+        {"t_ulong", "unsigned long t_ulong(unsigned long v)", NULL},
+        {"t_llong", "long long t_llong(long long v)", NULL},
+        {"t_ullong", "unsigned long long t_ullong(unsigned long long v)", NULL},
+        {"t_size", "size_t t_size(size_t v)", NULL},
+        {"t_ssize", "ssize_t t_ssize(ssize_t v)", NULL},
+        {"t_i8", "int8_t t_i8(int8_t v)", NULL},
+        {"t_i16", "int16_t t_i16(int16_t v)", NULL},
+        {"t_i32", "int32_t t_i32(int32_t v)", NULL},
+        {"t_i64", "int64_t t_i64(int64_t v)", NULL},
+        {"t_u8", "uint8_t t_u8(uint8_t v)", NULL},
+        {"t_u16", "uint16_t t_u16(uint16_t v)", NULL},
+        {"t_u32", "uint32_t t_u32(uint32_t v)", NULL},
+        {"t_u64", "uint64_t t_u64(uint64_t v)", NULL},
+        {"t_u64_max", "uint64_t t_u64_max(void)", NULL},
+        {"t_float", "float t_float(float v)", NULL},
+        {"t_double", "double t_double(double v)", NULL},
+        {"t_mix", "double t_mix(int8_t a, uint16_t b, float c, double d, const char *s, bool e)",
+         NULL},
+        {"t_void", "void t_void(void)", NULL},
+        {"t_void_calls", "int t_void_calls(void)", NULL},
+    };
+    weir_host *h = load_ok(rows, sizeof rows / sizeof rows[0]);
+    expect(h, "t_bool", "{\"v\":true}", "true");
+    expect(h, "t_not", "{\"v\":true}", "false");
+    expect(h, "t_char", "{\"v\":\"q\"}", "\"q\"");
+    expect(h, "t_char", "{\"v\":\"\\n\"}", "\"\\n\"");
+    expect(h, "t_schar", "{\"v\":-128}", "-128");
+    expect(h, "t_uchar", "{\"v\":255}", "255");
+    expect(h, "t_short", "{\"v\":-32768}", "-32768");
+    expect(h, "t_ushort", "{\"v\":65535}", "65535");
+    expect(h, "t_int", "{\"v\":-2147483648}", "-2147483648");
+    expect(h, "t_uint", "{\"v\":4294967295}", "4294967295");
+    expect(h, "t_long", "{\"v\":-9223372036854775808}", "-9223372036854775808");
+    expect(h, "t_ulong", "{\"v\":9223372036854775807}", "9223372036854775807");
+    expect(h, "t_llong", "{\"v\":9223372036854775807}", "9223372036854775807");
+    expect(h, "t_ullong", "{\"v\":0}", "0");
+    expect(h, "t_size", "{\"v\":123456789012}", "123456789012");
+    expect(h, "t_ssize", "{\"v\":-5}", "-5");
+    expect(h, "t_i8", "{\"v\":127}", "127");
+    expect(h, "t_i16", "{\"v\":-32768}", "-32768");
+    expect(h, "t_i32", "{\"v\":2147483647}", "2147483647");
+    expect(h, "t_i64", "{\"v\":-9223372036854775807}", "-9223372036854775807");
+    expect(h, "t_u8", "{\"v\":200}", "200");
+    expect(h, "t_u16", "{\"v\":65535}", "65535");
+    expect(h, "t_u32", "{\"v\":4294967295}", "4294967295");
+    expect(h, "t_u64", "{\"v\":9223372036854775807}", "9223372036854775807");
+    expect(h, "t_u64_max", "{}", "18446744073709551615");
+    expect(h, "t_float", "{\"v\":0.1}", "0.1");
+    expect(h, "t_float", "{\"v\":-3}", "-3");
+    expect(h, "t_double", "{\"v\":0.1}", "0.1");
+    expect(h, "t_double", "{\"v\":1e300}", "1e+300");
+    expect(h, "t_mix", "{\"a\":-1,\"b\":2,\"c\":0.5,\"d\":0.25,\"s\":\"four\",\"e\":true}",
+           "1005.75");
+    expect(h, "t_void", "{}", "null");
+    expect(h, "t_void", "{}", "null");
+    expect(h, "t_void_calls", "{}", "2");
+    weir_host_destroy(h);
+}
+
+static void schema_is_derived_from_the_prototype(void **state) {
+    (void)state;
+    static const row rows[] = {
+        {"t_mix", "double t_mix(int8_t a, uint16_t b, float c, double d, const char *s, bool e)",
+         "{\"description\":\"mixed\",\"name\":\"mix\"}"},
+        {"t_char", "char t_char(char v)", NULL},
+        {"t_u64", "uint64_t t_u64(uint64_t v)", NULL},
+    };
+    weir_host *h = load_ok(rows, 3);
+    json_t *schemas = weir__tools_schemas(weir__host_tools(h));
+    char *s = weir__json_dump(schemas);
+    assert_string_equal(
+        s, "[{\"name\":\"mix\",\"description\":\"mixed\",\"parameters\":{\"type\":\"object\","
+           "\"properties\":{\"a\":{\"type\":\"integer\",\"minimum\":-128,\"maximum\":127},"
+           "\"b\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":65535},\"c\":{\"type\":"
+           "\"number\"},\"d\":{\"type\":\"number\"},\"s\":{\"type\":\"string\"},\"e\":{\"type\":"
+           "\"boolean\"}},\"required\":[\"a\",\"b\",\"c\",\"d\",\"s\",\"e\"],"
+           "\"additionalProperties\":false}},"
+           "{\"name\":\"t_char\",\"description\":\"char t_char(char v)\",\"parameters\":{\"type\":"
+           "\"object\",\"properties\":{\"v\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":"
+           "1}},\"required\":[\"v\"],\"additionalProperties\":false}},"
+           "{\"name\":\"t_u64\",\"description\":\"uint64_t t_u64(uint64_t v)\",\"parameters\":{"
+           "\"type\":\"object\",\"properties\":{\"v\":{\"type\":\"integer\",\"minimum\":0,"
+           "\"maximum\":9223372036854775807}},\"required\":[\"v\"],\"additionalProperties\":"
+           "false}}]");
+    free(s);
+    json_decref(schemas);
+    weir_host_destroy(h);
+}
+
+static void integer_ranges_are_checked_before_the_call(void **state) {
+    (void)state;
+    static const row rows[] = {
+        {"t_i8", "int8_t t_i8(int8_t v)", NULL},
+        {"t_uchar", "unsigned char t_uchar(unsigned char v)", NULL},
+        {"t_uint", "unsigned int t_uint(unsigned int v)", NULL},
+        {"t_float", "float t_float(float v)", NULL},
+        {"t_char", "char t_char(char v)", NULL},
+        {"t_int", "int t_int(int v)", NULL},
+    };
+    weir_host *h = load_ok(rows, sizeof rows / sizeof rows[0]);
+    /* Through the registry: the derived schema refuses it, naming the field. */
+    char *got = call_tool(h, "t_i8", "{\"v\":128}", true);
+    assert_non_null(strstr(got, "error INVALID_ARGUMENTS: Error: invalid arguments for tool "
+                                "'t_i8': $.v"));
+    free(got);
+    /* The plugin checks again itself: never truncation. */
+    static const struct {
+        const char *tool, *args, *want;
+    } cases[] = {
+        {"t_i8", "{\"v\":128}",
+         "error OUT_OF_RANGE: Error: argument 'v': 128 is out of range for int8_t [-128, 127]"},
+        {"t_i8", "{\"v\":-129}",
+         "error OUT_OF_RANGE: Error: argument 'v': -129 is out of range for int8_t [-128, 127]"},
+        {"t_uchar", "{\"v\":-1}",
+         "error OUT_OF_RANGE: Error: argument 'v': -1 is out of range for unsigned char [0, "
+         "255]"},
+        {"t_uint", "{\"v\":4294967296}",
+         "error OUT_OF_RANGE: Error: argument 'v': 4294967296 is out of range for unsigned int "
+         "[0, 4294967295]"},
+        {"t_float", "{\"v\":1e39}",
+         "error OUT_OF_RANGE: Error: argument 'v': 1e+39 is out of range for float"},
+        {"t_int", "{\"v\":1.5}", "error INVALID_ARGUMENTS: Error: argument 'v': expected an integer"},
+        {"t_int", "{}", "error INVALID_ARGUMENTS: Error: argument 'v' is missing"},
+        {"t_char", "{\"v\":\"ab\"}",
+         "error INVALID_ARGUMENTS: Error: argument 'v': expected a single ASCII character"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        got = call_tool(h, cases[i].tool, cases[i].args, false);
+        assert_string_equal(got, cases[i].want);
+        free(got);
+    }
+    weir_host_destroy(h);
+}
+
+static void out_parameters_are_returned(void **state) {
+    (void)state;
+    static const row rows[] = {
+        {"t_divmod", "int t_divmod(int a, int b, int *quotient, int *remainder)",
+         "{\"out\":[\"quotient\",\"remainder\"]}"},
+        {"t_minmax", "void t_minmax(double a, double b, double *lo, double *hi)",
+         "{\"out\":[\"lo\",\"hi\"]}"},
+    };
+    weir_host *h = load_ok(rows, 2);
+    expect(h, "t_divmod", "{\"a\":7,\"b\":2}", "{\"return\":0,\"quotient\":3,\"remainder\":1}");
+    expect(h, "t_divmod", "{\"a\":7,\"b\":0}", "{\"return\":-1,\"quotient\":0,\"remainder\":0}");
+    expect(h, "t_minmax", "{\"a\":2,\"b\":1.5}", "{\"lo\":1.5,\"hi\":2}");
+    /* Out-parameters are not arguments. */
+    char *got = call_tool(h, "t_divmod", "{\"a\":7,\"b\":2,\"quotient\":1}", true);
+    assert_non_null(strstr(got, "error INVALID_ARGUMENTS"));
+    free(got);
+    weir_host_destroy(h);
+}
+
+static void string_returns_with_each_free_mode(void **state) {
+    (void)state;
+    static const row rows[] = {
+        {"t_upper", "char *t_upper(const char *s)", "{\"returns_owned\":{\"free\":\"free\"}}"},
+        {"t_custom", "char *t_custom(const char *s)",
+         "{\"returns_owned\":{\"free\":\"t_release\"}}"},
+        {"t_released", "int t_released(void)", NULL},
+        {"t_static", "char *t_static(void)", "{\"returns_owned\":{\"free\":\"none\"}}"},
+        {"t_greeting", "const char *t_greeting(int polite)", NULL},
+        {"t_null", "char *t_null(void)", "{\"returns_owned\":{\"free\":\"free\"}}"},
+    };
+    weir_host *h = load_ok(rows, sizeof rows / sizeof rows[0]);
+    expect(h, "t_upper", "{\"s\":\"hello, world\"}", "\"HELLO, WORLD\"");
+    expect(h, "t_released", "{}", "0");
+    expect(h, "t_custom", "{\"s\":\"mine\"}", "\"mine\"");
+    expect(h, "t_custom", "{\"s\":\"again\"}", "\"again\"");
+    expect(h, "t_released", "{}", "2");
+    expect(h, "t_static", "{}", "\"static text\"");
+    expect(h, "t_static", "{}", "\"static text\"");
+    expect(h, "t_greeting", "{\"polite\":0}", "\"hi \\\"you\\\"\"");
+    expect(h, "t_greeting", "{\"polite\":1}", "\"good day\"");
+    expect(h, "t_null", "{}", "null");
+    char *got = call_tool(h, "t_upper", "{\"s\":\"a\\u0000b\"}", true);
+    assert_non_null(strstr(got, "error INVALID_ARGUMENTS: Error: invalid arguments for tool "
+                                "'t_upper': not valid JSON: "));
+    free(got);
+    got = call_tool(h, "t_upper", "{\"s\":\"a\\u0000b\"}", false);
+    assert_string_equal(got, "error INVALID_ARGUMENTS: Error: argument 's': strings may not "
+                             "contain NUL characters");
+    free(got);
+    weir_host_destroy(h);
+}
+
+static void libm_pow_as_in_the_design(void **state) {
+    (void)state;
+    static const row r = {"pow", "double pow(double x, double y)",
+                          "{\"description\":\"x raised to the power y\"}"};
+    weir_host *h = NULL;
+    weir_error err = {0};
+    assert_int_equal(load_rows(&r, 1, "libm.so.6", &h, &err), WEIR_OK);
+    expect(h, "pow", "{\"x\":2,\"y\":10}", "1024");
+    expect(h, "pow", "{\"x\":-1,\"y\":0.5}", "\"NaN\"");
+    expect(h, "pow", "{\"x\":10,\"y\":400}", "\"Infinity\"");
+    char *got = call_tool(h, "pow", "{\"x\":\"two\",\"y\":2}", true);
+    assert_string_equal(got, "error INVALID_ARGUMENTS: Error: invalid arguments for tool 'pow': "
+                             "$.x: expected number, got string");
+    free(got);
+    /* Exclusive unless the row says "parallel": true. */
+    const weir__tool_def *def = weir__tools_find(weir__host_tools(h), "pow");
+    json_t *args = json_pack("{s:i, s:i}", "x", 1, "y", 1);
+    assert_false(weir__tool_parallel_safe(def, args));
+    weir_host_destroy(h);
+    static const row par = {"pow", "double pow(double x, double y)", "{\"parallel\":true}"};
+    assert_int_equal(load_rows(&par, 1, "libm.so.6", &h, &err), WEIR_OK);
+    def = weir__tools_find(weir__host_tools(h), "pow");
+    assert_true(weir__tool_parallel_safe(def, args));
+    json_decref(args);
+    weir_host_destroy(h);
+}
+
+static void init_errors_name_what_is_wrong(void **state) {
+    (void)state;
+    static const struct {
+        row r;
+        const char *library;
+        const char *want;
+    } cases[] = {
+        {{"pow", "int pow(int)", NULL}, "libm.so.6",
+         "tool 'pow': prototype: column 12: expected a parameter name"},
+        {{"powx", "double powx(double x, double y)", NULL}, "libm.so.6",
+         "tool 'powx': symbol 'powx' not found in library 'libm.so.6'"},
+        {{"pow", "double pow(double x, double y)", NULL}, "libweir-no-such-lib.so",
+         "tool 'pow': cannot open library 'libweir-no-such-lib.so': "},
+        {{"pow", "double power(double x, double y)", NULL}, "libm.so.6",
+         "tool 'pow': the prototype names 'power' but the symbol is 'pow'"},
+        {{"t_divmod", "int t_divmod(int a, int b, int *quotient, int *remainder)",
+          "{\"out\":[\"quotient\"]}"},
+         NULL,
+         "tool 't_divmod': parameter 'remainder' is a pointer; list it in \"out\" to return its "
+         "value"},
+        {{"t_divmod", "int t_divmod(int a, int b, int *quotient, int *remainder)",
+          "{\"out\":[\"quotient\",\"remainder\",\"a\"]}"},
+         NULL, "tool 't_divmod': out: parameter 'a' is not a pointer ('int *a')"},
+        {{"t_divmod", "int t_divmod(int a, int b, int *quotient, int *remainder)",
+          "{\"out\":[\"quotient\",\"remainder\",\"zz\"]}"},
+         NULL, "tool 't_divmod': out: 'zz' is not a parameter of the prototype"},
+        {{"t_upper", "char *t_upper(const char *s)", NULL}, NULL,
+         "tool 't_upper': a 'char *' return needs \"returns_owned\": {\"free\": \"free\" | "
+         "\"none\" | \"<symbol>\"}"},
+        {{"t_upper", "char *t_upper(const char *s)",
+          "{\"returns_owned\":{\"free\":\"no_such_free\"}}"},
+         NULL, "tool 't_upper': free function 'no_such_free' not found in library '"},
+        {{"t_int", "int t_int(int v)", "{\"returns_owned\":{\"free\":\"free\"}}"}, NULL,
+         "tool 't_int': \"returns_owned\" applies only to a 'char *' return"},
+        {{"t_int", "int t_int(int v)", "{\"unknown\":1}"}, NULL, "config: $.tools[0]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *text = load_fail(&cases[i].r, cases[i].library);
+        if (!strstr(text, cases[i].want)) {
+            fprintf(stderr, "case %zu: got '%s', want it to contain '%s'\n", i, text,
+                    cases[i].want);
+            fail();
+        }
+    }
+}
+
+static void two_rows_with_one_name_are_a_duplicate(void **state) {
+    (void)state;
+    static const row rows[] = {
+        {"t_int", "int t_int(int v)", "{\"name\":\"same\"}"},
+        {"t_i32", "int32_t t_i32(int32_t v)", "{\"name\":\"same\"}"},
+    };
+    weir_host *h = NULL;
+    weir_error err = {0};
+    assert_int_not_equal(load_rows(rows, 2, NULL, &h, &err), WEIR_OK);
+    assert_non_null(strstr(err.text, "tool 'same'"));
+}
+
+static void allocation_failures_during_calls_are_handled(void **state) {
+    (void)state;
+    static const row rows[] = {
+        {"t_upper", "char *t_upper(const char *s)", "{\"returns_owned\":{\"free\":\"free\"}}"},
+        {"t_divmod", "int t_divmod(int a, int b, int *quotient, int *remainder)",
+         "{\"out\":[\"quotient\",\"remainder\"]}"},
+    };
+    weir_host *h = load_ok(rows, 2);
+    static const char *const tools[] = {"t_upper", "t_divmod"};
+    static const char *const args[] = {"{\"s\":\"abc\"}", "{\"a\":9,\"b\":4}"};
+    for (size_t k = 0; k < 2; k++) {
+        const weir__tool_def *def = weir__tools_find(weir__host_tools(h), tools[k]);
+        json_t *a = json_loads(args[k], 0, NULL);
+        bool ok = false;
+        for (long n = 1; n < 1000 && !ok; n++) {
+            weir__tool_outcome o = {0};
+            weir__alloc_fail_after(n);
+            int rc = weir__tool_invoke(def, "c", NULL, a, &o);
+            weir__alloc_fail_after(-1);
+            ok = rc == WEIR_OK && !o.is_error;
+            if (rc != WEIR_OK)
+                assert_int_equal(rc, WEIR_E_NOMEM);
+            weir__tool_outcome_clear(&o);
+        }
+        assert_true(ok);
+        json_decref(a);
+    }
+    weir_host_destroy(h);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_supported_type_round_trips),
+        cmocka_unit_test(schema_is_derived_from_the_prototype),
+        cmocka_unit_test(integer_ranges_are_checked_before_the_call),
+        cmocka_unit_test(out_parameters_are_returned),
+        cmocka_unit_test(string_returns_with_each_free_mode),
+        cmocka_unit_test(libm_pow_as_in_the_design),
+        cmocka_unit_test(init_errors_name_what_is_wrong),
+        cmocka_unit_test(two_rows_with_one_name_are_a_duplicate),
+        cmocka_unit_test(allocation_failures_during_calls_are_handled),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
