@@ -126,6 +126,31 @@ static void commit(weir__log *log, json_t *ev) {
     }
 }
 
+/* The request header fold reads request/header data: it must be canonical
+ * (reference §3.2, §3.4).  0 or -1 + msg. */
+static int check_header(const json_t *data, char *msg, size_t size) {
+    static const char *const reasons[] = {"initial", "resume", "change", "series"};
+    const json_t *header = json_object_get(data, "header");
+    const char *reason = weir__json_str(data, "reason", "");
+    const json_t *starts = json_object_get(data, "starts_series");
+    const json_t *tools = json_object_get(header, "tools");
+    bool known = false;
+    for (size_t i = 0; i < sizeof reasons / sizeof *reasons; i++)
+        known = known || strcmp(reason, reasons[i]) == 0;
+    const char *why = !json_is_object(header) ? "data.header must be an object"
+                      : !json_is_object(json_object_get(header, "config"))
+                          ? "data.header.config must be an object"
+                      : tools && (!json_is_array(tools) || json_array_size(tools) == 0)
+                          ? "data.header.tools must be a non-empty array when present"
+                      : !known ? "data.reason must be \"initial\", \"resume\", \"change\" or \"series\""
+                      : starts && !json_is_true(starts) ? "data.starts_series may only be true"
+                                                        : NULL;
+    if (!why)
+        return 0;
+    snprintf(msg, size, "request/header: %s", why);
+    return -1;
+}
+
 /* Validate an envelope read from disk or built by append.  0 or -1 + msg. */
 static int validate(const weir__log *log, const json_t *ev, char *msg, size_t size) {
     const json_t *ign = json_object_get(ev, "ignorable");
@@ -155,6 +180,9 @@ static int validate(const weir__log *log, const json_t *ev, char *msg, size_t si
         snprintf(msg, size, "unknown event type '%s' (not registered, not ignorable)", type);
         return -1;
     }
+    if (strcmp(type, "request/header") == 0 &&
+        check_header(json_object_get(ev, "data"), msg, size) < 0)
+        return -1;
     char smsg[512];
     if (weir__surface_check(log->surface, ev, smsg, sizeof smsg) < 0) {
         snprintf(msg, size, "%s: %s", type, smsg);

@@ -427,6 +427,62 @@ static void request_header_fold_keeps_latest(void **state) {
         "m2");
 }
 
+/* The header fold only ever sees canonical request/header data: anything
+ * else is rejected on append and is corruption (naming the line) on open. */
+static void malformed_request_header_rejected(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    must_add(f->log, "turn/start", "{\"turn\":1}");
+    static const struct {
+        const char *data, *why;
+    } cases[] = {
+        {"{\"reason\":\"initial\"}", "data.header must be an object"},
+        {"{\"header\":{},\"reason\":\"initial\"}", "data.header.config must be an object"},
+        {"{\"header\":{\"config\":{},\"tools\":[]},\"reason\":\"change\"}",
+         "data.header.tools must be a non-empty array when present"},
+        {"{\"header\":{\"config\":{}},\"reason\":\"later\"}",
+         "data.reason must be \"initial\", \"resume\", \"change\" or \"series\""},
+        {"{\"header\":{\"config\":{}},\"reason\":\"series\",\"starts_series\":false}",
+         "data.starts_series may only be true"},
+    };
+    long size = file_size(f->path);
+    char want[4400];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        weir_error err;
+        weir_error_clear(&err);
+        assert_int_equal(add(f->log, "request/header", cases[i].data, &err), WEIR_E_LOG_REJECTED);
+        snprintf(want, sizeof want, "session log %s: rejected request/header: %s", f->path,
+                 cases[i].why);
+        assert_string_equal(err.text, want);
+        assert_int_equal(weir__log_count(f->log), 1);
+        assert_int_equal(file_size(f->path), size);
+        assert_false(weir__log_has_request_header(f->log));
+    }
+    must_add(f->log, "request/header",
+             "{\"header\":{\"config\":{\"provider\":\"a\",\"model\":\"m\"}},"
+             "\"reason\":\"series\",\"starts_series\":true}");
+    weir__log_close(f->log);
+    f->log = NULL;
+    /* the same rule applies to a stored line */
+    char *text = wt_read_file(f->path, NULL);
+    char buf[8192];
+    snprintf(buf, sizeof buf,
+             "%s{\"seq\":2,\"time\":1,\"type\":\"request/header\",\"data\":{\"header\":{"
+             "\"config\":{}},\"reason\":\"again\"}}\n"
+             "{\"seq\":3,\"time\":1,\"type\":\"step/start\",\"data\":{\"turn\":1,\"step\":1}}\n",
+             text);
+    free(text);
+    assert_int_equal(wt_write_file(f->path, buf), 0);
+    weir_error err;
+    assert_int_equal(weir__log_open(f->path, WEIR__FSYNC_NONE, NULL, NULL, &f->log, &err),
+                     WEIR_E_LOG_CORRUPT);
+    snprintf(want, sizeof want,
+             "%s:3: request/header: data.reason must be \"initial\", \"resume\", \"change\" or "
+             "\"series\"",
+             f->path);
+    assert_string_equal(err.text, want);
+}
+
 typedef struct seen {
     weir__log *log;
     size_t seqs[8];
@@ -615,6 +671,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(mid_file_corruption_names_line, setup, teardown),
         cmocka_unit_test_setup_teardown(reopen_gives_same_derived_history, setup, teardown),
         cmocka_unit_test_setup_teardown(repair_appends_closers, setup, teardown),
+        cmocka_unit_test_setup_teardown(malformed_request_header_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(request_header_fold_keeps_latest, setup, teardown),
         cmocka_unit_test_setup_teardown(observer_sees_events_in_seq_order, setup, teardown),
         cmocka_unit_test_setup_teardown(failed_write_changes_nothing, setup, teardown),
