@@ -21,9 +21,9 @@ json_t *weir__agent_surface(weir_agent *a) {
     for (size_t i = 0; out && i < n; i++) {
         const json_t *ev = weir__log_event(a->log, weir__surface_node(s, i));
         json_t *msg = weir__derive_event_message(ev);
-        json_t *node = json_pack("{s:I, s:s, s:o}", "seq", weir__json_int(ev, "seq", 0), "type",
-                                 weir__json_str(ev, "type", ""), "message",
-                                 msg ? msg : json_null());
+        json_t *node =
+            json_pack("{s:I, s:s, s:o}", "seq", weir__json_int(ev, "seq", 0), "type",
+                      weir__json_str(ev, "type", ""), "message", msg ? msg : json_null());
         if (json_array_append_new(out, node) != 0) {
             json_decref(out);
             out = NULL;
@@ -80,9 +80,9 @@ int weir__agent_surface_replace(weir_agent *a, const char *type, const json_t *d
                            "end_seq", (json_int_t)end_seq);
     json_t *src = source_seqs ? json_incref((json_t *)(uintptr_t)source_seqs)
                               : shadowed_seqs(weir__log_surface(a->log), start_seq, end_seq);
-    int rc = op && src ? weir__agent_log(a, type, data, op, src, seq_out, err)
-                       : weir__err(err, WEIR_E_NOMEM, NULL, NULL,
-                                   "agent_surface_replace: out of memory");
+    int rc = op && src
+                 ? weir__agent_log(a, type, data, op, src, seq_out, err)
+                 : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "agent_surface_replace: out of memory");
     json_decref(op);
     json_decref(src);
     return rc;
@@ -180,8 +180,8 @@ static int collect(const char *provider, const json_t *chunks, int stream_rc, js
     return rc;
 }
 
-int weir__agent_complete(weir_agent *a, const json_t *request, weir_signal *signal,
-                         json_t **result, weir_error *err) {
+int weir__agent_complete(weir_agent *a, const json_t *request, weir_signal *signal, json_t **result,
+                         weir_error *err) {
     if (result)
         *result = NULL;
     if (!a || !json_is_object(request) || !result)
@@ -208,8 +208,8 @@ int weir__agent_complete(weir_agent *a, const json_t *request, weir_signal *sign
     void *call = NULL;
     weir_error pe_err;
     weir_error_clear(&pe_err);
-    int rc = pe->vt.prepare_call ? pe->vt.prepare_call(pe->self, config, sig, &call, &pe_err)
-                                 : WEIR_OK;
+    int rc =
+        pe->vt.prepare_call ? pe->vt.prepare_call(pe->self, config, sig, &call, &pe_err) : WEIR_OK;
     json_decref(config);
     if (rc != WEIR_OK)
         return weir__err(err, WEIR_E_PROVIDER, provider, NULL,

@@ -46,7 +46,7 @@ typedef struct overflow_counter {
 
 typedef struct state {
     weir_plugin *self;
-    cp_config cfg; /* read-only after init */
+    cp_config cfg;      /* read-only after init */
     pthread_mutex_t mu; /* guards counters, n, rng */
     overflow_counter *counters;
     size_t n;
@@ -59,16 +59,16 @@ typedef struct run {
     weir_agent *agent;
     weir_signal *signal;
     json_int_t turn, step;
-    bool forced;           /* overflow: no threshold, keep only the newest unit */
-    size_t extra_tokens;   /* input entering with the next step */
-    const char *provider;  /* borrowed from `route` */
+    bool forced;          /* overflow: no threshold, keep only the newest unit */
+    size_t extra_tokens;  /* input entering with the next step */
+    const char *provider; /* borrowed from `route` */
     const char *model;
-    json_t *route;         /* request/context data (owned) */
-    long long window;      /* context window, -1 unknown */
-    size_t threshold;      /* tokens; 0 when forced */
+    json_t *route;    /* request/context data (owned) */
+    long long window; /* context window, -1 unknown */
+    size_t threshold; /* tokens; 0 when forced */
     char id[40];
     /* outcome */
-    size_t pruned;         /* tool results pruned */
+    size_t pruned; /* tool results pruned */
     int summaries;
     size_t tokens_before, tokens_after;
     char error[512];
@@ -210,16 +210,15 @@ static bool prune_pass(run *r, const json_t *surface) {
         if (!append(r, "compaction/prune",
                     json_pack("{s:s, s:I, s:[I], s:I, s:I, s:I}", "compaction_id", r->id, "seq",
                               seq, "shadowed_seqs", seq, "pruned_chars", (json_int_t)chars,
-                              "shadowed_tokens", (json_int_t)cp_message_tokens(msg),
-                              "tokens_after",
+                              "shadowed_tokens", (json_int_t)cp_message_tokens(msg), "tokens_after",
                               (json_int_t)cp_message_tokens(json_object_get(data, "message"))))) {
             json_decref(data);
             return false;
         }
         weir_error err;
         memset(&err, 0, sizeof err);
-        int rc = weir_agent_surface_replace(r->agent, "tool/result", data, (size_t)seq,
-                                            (size_t)seq, NULL, NULL, &err);
+        int rc = weir_agent_surface_replace(r->agent, "tool/result", data, (size_t)seq, (size_t)seq,
+                                            NULL, NULL, &err);
         json_decref(data);
         if (rc != WEIR_OK) {
             set_error(r, "pruning the tool result at seq %lld was rejected: %s", (long long)seq,
@@ -235,7 +234,9 @@ static bool prune_pass(run *r, const json_t *surface) {
 static char *reply_text(const json_t *message) {
     size_t len = 0, i;
     const json_t *b, *content = json_object_get(message, "content");
-    json_array_foreach(content, i, b) len += json_string_length(json_object_get(b, "text"));
+    json_array_foreach(content, i, b) {
+        len += json_string_length(json_object_get(b, "text"));
+    }
     if (len == 0)
         return NULL;
     char *out = malloc(len + 1);
@@ -260,13 +261,12 @@ static json_t *summary_request(run *r, const json_t *surface, size_t a, size_t b
     char *transcript = cp_render_transcript(surface, a, b);
     if (!transcript)
         return NULL;
-    json_t *req = json_pack(
-        "{s:s, s:s, s:I, s:[{s:s, s:[{s:s, s:s}]}, {s:s, s:[{s:s, s:s}]}]}", "provider",
-        cfg->summary_provider ? cfg->summary_provider : r->provider, "model",
-        cfg->summary_model ? cfg->summary_model : r->model, "max_tokens",
-        (json_int_t)cfg->summary_max_tokens, "messages", "role", "system", "content", "type",
-        "text", "text", cfg->summary_prompt, "role", "user", "content", "type", "text", "text",
-        transcript);
+    json_t *req = json_pack("{s:s, s:s, s:I, s:[{s:s, s:[{s:s, s:s}]}, {s:s, s:[{s:s, s:s}]}]}",
+                            "provider", cfg->summary_provider ? cfg->summary_provider : r->provider,
+                            "model", cfg->summary_model ? cfg->summary_model : r->model,
+                            "max_tokens", (json_int_t)cfg->summary_max_tokens, "messages", "role",
+                            "system", "content", "type", "text", "text", cfg->summary_prompt,
+                            "role", "user", "content", "type", "text", "text", transcript);
     free(transcript);
     return req;
 }
@@ -314,18 +314,17 @@ static bool summarize(run *r, const json_t *surface, size_t a, size_t b) {
         }
     json_int_t start_seq = json_integer_value(json_object_get(json_array_get(surface, a), "seq"));
     json_int_t end_seq = json_integer_value(json_object_get(json_array_get(surface, b), "seq"));
-    json_t *ev = seqs ? json_pack("{s:s, s:I, s:I, s:{s:I, s:I}, s:O, s:I, s:I, s:s, s:s, s:O}",
-                                  "compaction_id", r->id, "turn", r->turn, "step", r->step,
-                                  "shadowed_range", "start", start_seq, "end", end_seq,
-                                  "shadowed_seqs", seqs, "shadowed_tokens", (json_int_t)shadowed,
-                                  "summary_tokens", (json_int_t)summary_tokens, "provider",
-                                  json_string_value(json_object_get(req, "provider")), "model",
-                                  json_string_value(json_object_get(req, "model")), "summary",
-                                  json_object_get(json_array_get(json_object_get(checkpoint,
-                                                                                 "content"),
-                                                                 0),
-                                                  "text"))
-                      : NULL;
+    json_t *ev =
+        seqs ? json_pack("{s:s, s:I, s:I, s:{s:I, s:I}, s:O, s:I, s:I, s:s, s:s, s:O}",
+                         "compaction_id", r->id, "turn", r->turn, "step", r->step, "shadowed_range",
+                         "start", start_seq, "end", end_seq, "shadowed_seqs", seqs,
+                         "shadowed_tokens", (json_int_t)shadowed, "summary_tokens",
+                         (json_int_t)summary_tokens, "provider",
+                         json_string_value(json_object_get(req, "provider")), "model",
+                         json_string_value(json_object_get(req, "model")), "summary",
+                         json_object_get(json_array_get(json_object_get(checkpoint, "content"), 0),
+                                         "text"))
+             : NULL;
     const json_t *usage = json_object_get(result, "usage");
     if (ev && json_is_object(usage))
         json_object_set(ev, "usage", (json_t *)(uintptr_t)usage);
@@ -335,8 +334,8 @@ static bool summarize(run *r, const json_t *surface, size_t a, size_t b) {
     json_t *last = ok ? weir_agent_last_event(r->agent, "compaction/summary") : NULL;
     json_t *sources = last ? json_pack("[O]", json_object_get(last, "seq")) : NULL;
     json_decref(last);
-    json_t *data = json_pack("{s:I, s:I, s:O}", "turn", r->turn, "step", r->step, "message",
-                             checkpoint);
+    json_t *data =
+        json_pack("{s:I, s:I, s:O}", "turn", r->turn, "step", r->step, "message", checkpoint);
     json_decref(checkpoint);
     if (ok && (!sources || !data || json_array_extend(sources, seqs) != 0)) {
         set_error(r, "out of memory committing the summary");
@@ -393,8 +392,8 @@ static outcome compact(run *r) {
     }
     new_id(r->s, r->id, sizeof r->id);
     json_t *start = json_pack("{s:s, s:s, s:I, s:I, s:I}", "compaction_id", r->id, "trigger",
-                              r->forced ? "overflow" : "pressure", "turn", r->turn, "step",
-                              r->step, "tokens", (json_int_t)r->tokens_before);
+                              r->forced ? "overflow" : "pressure", "turn", r->turn, "step", r->step,
+                              "tokens", (json_int_t)r->tokens_before);
     if (start && r->window > 0)
         json_object_set_new(start, "context_window", json_integer((json_int_t)r->window));
     if (start && !r->forced)
@@ -438,11 +437,10 @@ static outcome compact(run *r) {
         set_error(r, "still above the threshold (%zu >= %zu tokens) after %d summary attempt%s",
                   tokens, r->threshold, cfg->max_attempts, cfg->max_attempts == 1 ? "" : "s");
     ok = ok && !r->error[0];
-    json_t *end = json_pack("{s:s, s:I, s:I, s:b, s:I, s:I, s:I, s:I}", "compaction_id", r->id,
-                            "turn", r->turn, "step", r->step, "ok", ok, "pruned",
-                            (json_int_t)r->pruned, "summaries", (json_int_t)r->summaries,
-                            "tokens_before", (json_int_t)r->tokens_before, "tokens_after",
-                            (json_int_t)r->tokens_after);
+    json_t *end = json_pack(
+        "{s:s, s:I, s:I, s:b, s:I, s:I, s:I, s:I}", "compaction_id", r->id, "turn", r->turn, "step",
+        r->step, "ok", ok, "pruned", (json_int_t)r->pruned, "summaries", (json_int_t)r->summaries,
+        "tokens_before", (json_int_t)r->tokens_before, "tokens_after", (json_int_t)r->tokens_after);
     if (end && !ok)
         json_object_set_new(end, "error", json_string(r->error));
     char why[sizeof r->error];
@@ -476,8 +474,9 @@ static json_t *on_pre_step(weir_call *call, const json_t *args, void *ud) {
     if (r.agent && !(r.signal && weir_signal_cancelled(r.signal))) {
         size_t i;
         const json_t *m;
-        json_array_foreach(json_object_get(args, "messages"), i, m) r.extra_tokens +=
-            cp_message_tokens(m);
+        json_array_foreach(json_object_get(args, "messages"), i, m) {
+            r.extra_tokens += cp_message_tokens(m);
+        }
         compact(&r);
         json_decref(r.route);
     }
@@ -513,8 +512,7 @@ static overflow_counter *counter_get(state *s, const char *agent, json_int_t tur
 
 static json_t *on_request_error(weir_call *call, const json_t *args, void *ud) {
     state *s = ud;
-    const char *code =
-        json_string_value(json_object_get(json_object_get(args, "failure"), "code"));
+    const char *code = json_string_value(json_object_get(json_object_get(args, "failure"), "code"));
     const char *agent_id = json_string_value(json_object_get(args, "agent"));
     weir_agent *agent = weir_call_agent(call);
     weir_signal *signal = weir_call_signal(call);

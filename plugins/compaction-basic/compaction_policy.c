@@ -89,7 +89,8 @@ int cp_config_parse(const json_t *config, cp_config *cfg, bool *oom, char *msg, 
     cfg->summary_max_tokens = (long)int_or(summary, "max_tokens", 4096);
     if (!(cfg->threshold_ratio > 0 && cfg->threshold_ratio <= 1))
         return fail(msg, msg_size, "config.threshold_ratio: expected a number in (0, 1]");
-    if (json_object_get(config, "keep_recent_tokens") && json_object_get(config, "keep_recent_ratio"))
+    if (json_object_get(config, "keep_recent_tokens") &&
+        json_object_get(config, "keep_recent_ratio"))
         return fail(msg, msg_size,
                     "config: keep_recent_tokens and keep_recent_ratio are mutually exclusive");
     if (!(cfg->keep_recent_ratio >= 0 && cfg->keep_recent_ratio < cfg->threshold_ratio))
@@ -181,8 +182,8 @@ size_t cp_measure(const json_t *surface, long long baseline_seq, size_t baseline
     if (baseline_seq >= 0) {
         long long max_before = -1;
         for (size_t i = 0; i < n; i++) {
-            long long seq = (long long)json_integer_value(
-                json_object_get(json_array_get(surface, i), "seq"));
+            long long seq =
+                (long long)json_integer_value(json_object_get(json_array_get(surface, i), "seq"));
             if (seq == baseline_seq) {
                 baseline = max_before < baseline_seq;
                 from = i + 1;
@@ -219,8 +220,11 @@ size_t cp_usage_tokens(const json_t *usage) {
 
 /* Bytes of the UTF-8 sequence starting at `p` (1 for an invalid byte). */
 static size_t seq_len(const unsigned char *p) {
-    size_t n = *p < 0x80 ? 1 : (*p & 0xE0) == 0xC0 ? 2 : (*p & 0xF0) == 0xE0 ? 3
-                           : (*p & 0xF8) == 0xF0 ? 4 : 1;
+    size_t n = *p < 0x80             ? 1
+               : (*p & 0xE0) == 0xC0 ? 2
+               : (*p & 0xF0) == 0xE0 ? 3
+               : (*p & 0xF8) == 0xF0 ? 4
+                                     : 1;
     for (size_t k = 1; k < n; k++)
         if ((p[k] & 0xC0) != 0x80)
             return 1;
@@ -252,8 +256,8 @@ char *cp_prune_text(const char *text, size_t max_chars, size_t head, size_t tail
     size_t head_end = utf8_offset(text, head);
     size_t tail_start = utf8_offset(text, cps - tail);
     char marker[96];
-    int ml = snprintf(marker, sizeof marker, "\n[\xE2\x80\xA6 %zu characters pruned \xE2\x80\xA6]\n",
-                      pruned);
+    int ml = snprintf(marker, sizeof marker,
+                      "\n[\xE2\x80\xA6 %zu characters pruned \xE2\x80\xA6]\n", pruned);
     size_t len = strlen(text);
     size_t total = head_end + (size_t)ml + (len - tail_start);
     char *out = malloc(total + 1);
@@ -283,8 +287,8 @@ static int prune_blocks(json_t *blocks, const cp_config *cfg, size_t *pruned, bo
         if (!type || strcmp(type, "text") != 0)
             continue;
         const char *text = json_string_value(json_object_get(b, "text"));
-        char *cut = cp_prune_text(text, cfg->max_result_chars, cfg->head_chars, cfg->tail_chars,
-                                  oom);
+        char *cut =
+            cp_prune_text(text, cfg->max_result_chars, cfg->head_chars, cfg->tail_chars, oom);
         if (!cut) {
             if (*oom)
                 return -1;
@@ -446,7 +450,7 @@ static void render_blocks(buf *b, const json_t *blocks) {
             put(b, "\n");
         } else if (!strcmp(type, "tool_result")) {
             put(b, json_is_true(json_object_get(blk, "is_error")) ? "[tool error]\n"
-                                                                    : "[tool result]\n");
+                                                                  : "[tool result]\n");
             render_blocks(b, json_object_get(blk, "content"));
         } else if (!strcmp(type, "image")) {
             put(b, "[image]\n");
@@ -480,9 +484,9 @@ json_t *cp_summary_message(const char *summary, const char *compaction_id) {
     if (!text)
         return NULL;
     snprintf(text, n, "%s%s", CP_SUMMARY_PREFIX, summary);
-    json_t *m = json_pack("{s:s, s:[{s:s, s:s}], s:{s:s, s:s}}", "role", "user", "content", "type",
-                          "text", "text", text, "source", "kind", "compaction", "compaction_id",
-                          compaction_id);
+    json_t *m =
+        json_pack("{s:s, s:[{s:s, s:s}], s:{s:s, s:s}}", "role", "user", "content", "type", "text",
+                  "text", text, "source", "kind", "compaction", "compaction_id", compaction_id);
     free(text);
     return m;
 }

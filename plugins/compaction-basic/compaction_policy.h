@@ -18,18 +18,18 @@
 
 /** Parsed plugin config (read-only after cp_config_parse). */
 typedef struct cp_config {
-    double threshold_ratio;    /* compact at floor(context_window * ratio); (0, 1] */
-    long keep_recent_tokens;   /* verbatim tail kept by summaries; -1: use the ratio */
-    double keep_recent_ratio;  /* tail as a fraction of the window (< threshold_ratio) */
-    size_t max_result_chars;   /* a tool result text longer than this is pruned */
-    size_t head_chars;         /* code points kept at the start of a pruned text */
-    size_t tail_chars;         /* code points kept at its end */
-    char *summary_provider;    /* NULL: the provider of the last request/context */
-    char *summary_model;       /* NULL: the model of the last request/context */
-    long summary_max_tokens;   /* max_tokens of the summary request */
-    char *summary_prompt;      /* never NULL after parse (default prompt) */
-    int max_attempts;          /* summaries per trigger (>= 1) */
-    int max_overflow_retries;  /* overflow recoveries per step (0 disables) */
+    double threshold_ratio;   /* compact at floor(context_window * ratio); (0, 1] */
+    long keep_recent_tokens;  /* verbatim tail kept by summaries; -1: use the ratio */
+    double keep_recent_ratio; /* tail as a fraction of the window (< threshold_ratio) */
+    size_t max_result_chars;  /* a tool result text longer than this is pruned */
+    size_t head_chars;        /* code points kept at the start of a pruned text */
+    size_t tail_chars;        /* code points kept at its end */
+    char *summary_provider;   /* NULL: the provider of the last request/context */
+    char *summary_model;      /* NULL: the model of the last request/context */
+    long summary_max_tokens;  /* max_tokens of the summary request */
+    char *summary_prompt;     /* never NULL after parse (default prompt) */
+    int max_attempts;         /* summaries per trigger (>= 1) */
+    int max_overflow_retries; /* overflow recoveries per step (0 disables) */
 } cp_config;
 
 /** The JSON Schema of the config (the descriptor's config_schema). */

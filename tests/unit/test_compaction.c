@@ -69,11 +69,19 @@ static char *repeat(char c, size_t n) {
 }
 
 /* Surface node texts for the range tests. */
-#define SYS "{\"seq\":0,\"type\":\"system/message\",\"message\":{\"role\":\"system\",\"content\":[{\"type\":\"text\",\"text\":\"be brief\"}]}}"
-#define USER(seq, text) "{\"seq\":" #seq ",\"type\":\"user/message\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"" text "\"}]}}"
-#define ASSIST(seq, text) "{\"seq\":" #seq ",\"type\":\"assistant/message\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"" text "\"}]}}"
-#define CALL(seq, id) "{\"seq\":" #seq ",\"type\":\"assistant/message\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_call\",\"id\":\"" id "\",\"name\":\"t\",\"arguments\":\"{}\"}]}}"
-#define RESULT(seq, id, text) "{\"seq\":" #seq ",\"type\":\"tool/result\",\"message\":{\"role\":\"tool\",\"content\":[{\"type\":\"tool_result\",\"call_id\":\"" id "\",\"content\":[{\"type\":\"text\",\"text\":\"" text "\"}]}]}}"
+#define NODE(seq, type, role, blocks)                                                              \
+    "{\"seq\":" #seq ",\"type\":\"" type "\",\"message\":{\"role\":\"" role "\","                  \
+    "\"content\":[" blocks "]}}"
+#define TEXT(text) "{\"type\":\"text\",\"text\":\"" text "\"}"
+#define SYS NODE(0, "system/message", "system", TEXT("be brief"))
+#define USER(seq, text) NODE(seq, "user/message", "user", TEXT(text))
+#define ASSIST(seq, text) NODE(seq, "assistant/message", "assistant", TEXT(text))
+#define CALL(seq, id)                                                                              \
+    NODE(seq, "assistant/message", "assistant",                                                    \
+         "{\"type\":\"tool_call\",\"id\":\"" id "\",\"name\":\"t\",\"arguments\":\"{}\"}")
+#define RESULT(seq, id, text)                                                                      \
+    NODE(seq, "tool/result", "tool",                                                               \
+         "{\"type\":\"tool_result\",\"call_id\":\"" id "\",\"content\":[" TEXT(text) "]}")
 
 /* ------------------------------------------------------------------------ */
 /* Pure policy                                                               */
@@ -132,9 +140,10 @@ static void token_estimates_count_four_characters_a_token(void **state) {
     assert_int_equal(cp_tokens_for_chars(4), 1);
     assert_int_equal(cp_tokens_for_chars(5), 2);
     assert_int_equal(cp_message_tokens(NULL), 0);
-    json_t *m = parse("{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"12345678\"},"
-                      "{\"type\":\"tool_call\",\"id\":\"c\",\"name\":\"ab\",\"arguments\":\"{}\"},"
-                      "{\"type\":\"image\",\"media_type\":\"image/png\",\"data\":\"xx\"}]}");
+    json_t *m =
+        parse("{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"12345678\"},"
+              "{\"type\":\"tool_call\",\"id\":\"c\",\"name\":\"ab\",\"arguments\":\"{}\"},"
+              "{\"type\":\"image\",\"media_type\":\"image/png\",\"data\":\"xx\"}]}");
     /* 8 + (1 + 2 + 2) = 13 chars -> 4 tokens, + 1000 for the image, + 4 per message */
     assert_int_equal(cp_message_tokens(m), 1008);
     json_decref(m);
@@ -148,10 +157,10 @@ static void measure_uses_the_usage_baseline_until_a_replace_lands_behind_it(void
     (void)state;
     /* USER(1) "abcd" = 1+4 = 5 tokens; ASSIST(2) = 5; USER(3) "abcdabcd" = 2+4 = 6 */
     json_t *s = parse("[" USER(1, "abcd") "," ASSIST(2, "abcd") "," USER(3, "abcdabcd") "]");
-    assert_int_equal(cp_measure(s, 2, 1000, 0), 1006);  /* baseline + what came after it */
-    assert_int_equal(cp_measure(s, 2, 1000, 7), 1013);  /* + pending input */
-    assert_int_equal(cp_measure(s, -1, 1000, 0), 16);   /* no usage: all estimated */
-    assert_int_equal(cp_measure(s, 9, 1000, 0), 16);    /* response no longer on the surface */
+    assert_int_equal(cp_measure(s, 2, 1000, 0), 1006); /* baseline + what came after it */
+    assert_int_equal(cp_measure(s, 2, 1000, 7), 1013); /* + pending input */
+    assert_int_equal(cp_measure(s, -1, 1000, 0), 16);  /* no usage: all estimated */
+    assert_int_equal(cp_measure(s, 9, 1000, 0), 16);   /* response no longer on the surface */
     json_decref(s);
     /* a summary (seq 5) replaced what came before the response: the baseline is stale */
     s = parse("[" USER(5, "abcd") "," ASSIST(2, "abcd") "," USER(3, "abcdabcd") "]");
@@ -190,7 +199,9 @@ static void pruning_never_splits_utf8(void **state) {
     json_decref(probe);
     free(out);
     /* an invalid byte counts as one code point and is never merged with its neighbours */
-    out = cp_prune_text("ab\xFF" "cdefgh", 5, 3, 1, &oom);
+    out = cp_prune_text("ab\xFF"
+                        "cdefgh",
+                        5, 3, 1, &oom);
     assert_non_null(out);
     assert_memory_equal(out, "ab\xFF\n[", 5);
     free(out);
@@ -203,8 +214,8 @@ static void pruning_a_tool_message_converges_in_one_pass(void **state) {
     char *big = repeat('x', 100);
     json_t *m = json_pack("{s:s, s:[{s:s, s:s, s:[{s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s}]}]}",
                           "role", "tool", "content", "type", "tool_result", "call_id", "c1",
-                          "content", "type", "text", "text", "short", "type", "image",
-                          "media_type", "image/png", "data", "AA", "type", "text", "text", big);
+                          "content", "type", "text", "text", "short", "type", "image", "media_type",
+                          "image/png", "data", "AA", "type", "text", "text", big);
     free(big);
     size_t chars = 0;
     bool oom = false;
@@ -218,7 +229,8 @@ static void pruning_a_tool_message_converges_in_one_pass(void **state) {
                         "image"); /* non-text blocks keep their place */
     assert_string_equal(json_string_value(json_object_get(json_array_get(inner, 2), "text")),
                         "xxxx\n[\xE2\x80\xA6 93 characters pruned \xE2\x80\xA6]\nxxx");
-    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(p, "content"), 0), "call_id")),
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(p, "content"), 0), "call_id")),
                         "c1");
     assert_true(cp_message_tokens(p) < cp_message_tokens(m));
     json_t *again = cp_prune_message(p, &cfg, &chars, &oom); /* a second pass is a no-op */
@@ -232,8 +244,8 @@ static void pruning_a_tool_message_converges_in_one_pass(void **state) {
 
 static void range_is_head_anchored_after_the_system_node(void **state) {
     (void)state;
-    json_t *s = parse("[" SYS "," USER(1, "aaaaaaaa") "," ASSIST(2, "bbbbbbbb") "," USER(3, "cc") ","
-                      ASSIST(4, "dd") "]");
+    json_t *s = parse("[" SYS "," USER(1, "aaaaaaaa") "," ASSIST(2, "bbbbbbbb") "," USER(
+        3, "cc") "," ASSIST(4, "dd") "]");
     size_t a = 99, b = 99;
     assert_true(cp_select_range(s, 0, &a, &b)); /* keep 0: only the newest node stays */
     assert_int_equal(a, 1);
@@ -248,8 +260,8 @@ static void range_is_head_anchored_after_the_system_node(void **state) {
 
 static void range_never_splits_a_tool_call_from_its_result(void **state) {
     (void)state;
-    json_t *s = parse("[" SYS "," USER(1, "aaaa") "," CALL(2, "c1") "," RESULT(3, "c1", "r1") ","
-                      CALL(4, "c2") "," RESULT(5, "c2", "r2") "," ASSIST(6, "done") "]");
+    json_t *s = parse("[" SYS "," USER(1, "aaaa") "," CALL(2, "c1") "," RESULT(
+        3, "c1", "r1") "," CALL(4, "c2") "," RESULT(5, "c2", "r2") "," ASSIST(6, "done") "]");
     size_t a, b;
     /* keep 0: cut before node 6 is balanced */
     assert_true(cp_select_range(s, 0, &a, &b));
@@ -260,11 +272,13 @@ static void range_never_splits_a_tool_call_from_its_result(void **state) {
     assert_int_equal(b, 3);
     json_decref(s);
     /* parallel calls: both results must stay with their assistant message */
-    s = parse("[" USER(1, "aaaa") ","
-              "{\"seq\":2,\"type\":\"assistant/message\",\"message\":{\"role\":\"assistant\","
-              "\"content\":[{\"type\":\"tool_call\",\"id\":\"p1\",\"name\":\"t\",\"arguments\":\"{}\"},"
-              "{\"type\":\"tool_call\",\"id\":\"p2\",\"name\":\"t\",\"arguments\":\"{}\"}]}},"
-              RESULT(3, "p1", "x") "," RESULT(4, "p2", "y") "]");
+    s = parse("[" USER(
+        1, "aaaa") ","
+                   "{\"seq\":2,\"type\":\"assistant/message\",\"message\":{\"role\":\"assistant\","
+                   "\"content\":[{\"type\":\"tool_call\",\"id\":\"p1\",\"name\":\"t\","
+                   "\"arguments\":\"{}\"},"
+                   "{\"type\":\"tool_call\",\"id\":\"p2\",\"name\":\"t\",\"arguments\":\"{}\"}]}}"
+                   "," RESULT(3, "p1", "x") "," RESULT(4, "p2", "y") "]");
     assert_true(cp_select_range(s, 0, &a, &b));
     assert_int_equal(a, 0);
     assert_int_equal(b, 0);
@@ -290,7 +304,8 @@ static void transcript_and_checkpoint_shapes(void **state) {
     (void)state;
     json_t *s = parse("[" SYS "," USER(1, "hi") "," CALL(2, "c1") "," RESULT(3, "c1", "42") "]");
     char *t = cp_render_transcript(s, 1, 3);
-    assert_string_equal(t, "[user]\nhi\n\n[assistant]\n[tool call t] {}\n\n[tool]\n[tool result]\n42\n");
+    assert_string_equal(
+        t, "[user]\nhi\n\n[assistant]\n[tool call t] {}\n\n[tool]\n[tool result]\n42\n");
     free(t);
     json_decref(s);
     json_t *m = cp_summary_message("It went well.", "cmp-1");
@@ -337,8 +352,7 @@ static const char *end_kind(const dh *d, int n) {
 
 static const char *end_code(const dh *d, int n) {
     return json_string_value(json_object_get(
-        json_object_get(json_object_get(event_data(d, "turn/end", n), "reason"), "error"),
-        "code"));
+        json_object_get(json_object_get(event_data(d, "turn/end", n), "reason"), "error"), "code"));
 }
 
 /* provider-scripted with a 1000-token demo model, plus compaction-basic. */
@@ -365,13 +379,13 @@ static const char *first_text(const json_t *messages, size_t i) {
 static void pressure_compacts_between_turns_with_a_summary(void **state) {
     (void)state;
     char *u1 = repeat('u', 400), *a1 = repeat('a', 400);
-    char *replies = fmt(
-        "{\"text\":\"%s\",\"usage\":{\"input_tokens\":100,\"output_tokens\":100}},"
-        "{\"text\":\"short answer\",\"usage\":{\"input_tokens\":850,\"output_tokens\":10}},"
-        "{\"text\":\"SUMMARY-ONE\",\"expect\":{\"message_contains\":\"[user]\\n%s\"}},"
-        "{\"text\":\"third answer\",\"expect\":{\"message_contains\":"
-        "\"Summary of earlier conversation:\\nSUMMARY-ONE\",\"messages_count\":3}}",
-        a1, u1);
+    char *replies =
+        fmt("{\"text\":\"%s\",\"usage\":{\"input_tokens\":100,\"output_tokens\":100}},"
+            "{\"text\":\"short answer\",\"usage\":{\"input_tokens\":850,\"output_tokens\":10}},"
+            "{\"text\":\"SUMMARY-ONE\",\"expect\":{\"message_contains\":\"[user]\\n%s\"}},"
+            "{\"text\":\"third answer\",\"expect\":{\"message_contains\":"
+            "\"Summary of earlier conversation:\\nSUMMARY-ONE\",\"messages_count\":3}}",
+            a1, u1);
     dh d;
     setup(&d, replies, "{\"keep_recent_tokens\":1}", NULL);
     free(replies);
@@ -381,14 +395,13 @@ static void pressure_compacts_between_turns_with_a_summary(void **state) {
     assert_int_equal(dh_count(&d, "compaction/start"), 0); /* 200 + 8 tokens: below 800 */
     run_text(&d, "third question");
     assert_string_equal(end_kind(&d, 2), "completed");
-    assert_types(&d,
-                 "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,user/message,"
-                 "request/header,request/context,assistant/message,step/end,turn/end,"
-                 "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,user/message,"
-                 "assistant/message,step/end,turn/end,"
-                 "agent/inbox/spliced,turn/start,agent/inbox/spliced,compaction/start,"
-                 "compaction/summary,user/message,compaction/end,step/start,user/message,"
-                 "assistant/message,step/end,turn/end");
+    assert_types(&d, "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,user/message,"
+                     "request/header,request/context,assistant/message,step/end,turn/end,"
+                     "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,user/message,"
+                     "assistant/message,step/end,turn/end,"
+                     "agent/inbox/spliced,turn/start,agent/inbox/spliced,compaction/start,"
+                     "compaction/summary,user/message,compaction/end,step/start,user/message,"
+                     "assistant/message,step/end,turn/end");
     const json_t *start = event_data(&d, "compaction/start", 0);
     assert_string_equal(json_string_value(json_object_get(start, "trigger")), "pressure");
     assert_int_equal(json_integer_value(json_object_get(start, "tokens")), 860 + 4 + 4);
@@ -404,8 +417,9 @@ static void pressure_compacts_between_turns_with_a_summary(void **state) {
                            json_object_get(u1ev, "seq"), "end_seq", json_object_get(u2ev, "seq"));
     assert_true(json_equal(json_object_get(rep, "surface_op"), op));
     json_decref(op);
-    json_t *src = json_pack("[O, O, O, O]", json_object_get(sum, "seq"), json_object_get(u1ev, "seq"),
-                            json_object_get(a1ev, "seq"), json_object_get(u2ev, "seq"));
+    json_t *src =
+        json_pack("[O, O, O, O]", json_object_get(sum, "seq"), json_object_get(u1ev, "seq"),
+                  json_object_get(a1ev, "seq"), json_object_get(u2ev, "seq"));
     assert_true(json_equal(json_object_get(rep, "source_seqs"), src));
     json_decref(src);
     const json_t *sd = json_object_get(sum, "data");
@@ -428,6 +442,35 @@ static void pressure_compacts_between_turns_with_a_summary(void **state) {
     json_decref(msgs);
     free(u1);
     free(a1);
+    dh_teardown(&d);
+}
+
+static void pressure_summaries_are_bounded_per_trigger(void **state) {
+    (void)state;
+    char *u1 = repeat('u', 400), *a1 = repeat('a', 400), *u2 = repeat('v', 3600);
+    char *replies = fmt("{\"text\":\"%s\",\"usage\":{\"input_tokens\":100,\"output_tokens\":100}},"
+                        "{\"text\":\"S1\"},"
+                        "{\"text\":\"fine\",\"expect\":{\"messages_count\":3}}",
+                        a1);
+    dh d;
+    setup(&d, replies, "{\"keep_recent_tokens\":1,\"max_attempts\":1}", NULL);
+    free(replies);
+    dh_open(&d, "bounded");
+    run_text(&d, u1);
+    run_text(&d, u2); /* 200 + 904 entering: the kept tail alone stays above 800 */
+    assert_string_equal(end_kind(&d, 1), "completed");
+    assert_int_equal(dh_count(&d, "compaction/start"), 1);
+    assert_int_equal(dh_count(&d, "compaction/summary"), 1);
+    const json_t *end = event_data(&d, "compaction/end", 0);
+    assert_false(json_is_true(json_object_get(end, "ok")));
+    assert_int_equal(json_integer_value(json_object_get(end, "summaries")), 1);
+    assert_int_equal(json_integer_value(json_object_get(end, "tokens_before")), 1104);
+    assert_int_equal(json_integer_value(json_object_get(end, "tokens_after")), 1021);
+    assert_string_equal(json_string_value(json_object_get(end, "error")),
+                        "still above the threshold (1021 >= 800 tokens) after 1 summary attempt");
+    free(u1);
+    free(a1);
+    free(u2);
     dh_teardown(&d);
 }
 
@@ -515,19 +558,18 @@ static void overflow_recovery_retries_after_a_summary(void **state) {
     run_text(&d, u1);
     run_text(&d, "second question");
     assert_string_equal(end_kind(&d, 1), "completed");
-    assert_types(&d,
-                 "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,user/message,"
-                 "request/header,request/context,assistant/message,step/end,turn/end,"
-                 "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,user/message,"
-                 "assistant/attempt,compaction/start,compaction/summary,user/message,"
-                 "compaction/end,assistant/message,step/end,turn/end");
+    assert_types(&d, "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,user/message,"
+                     "request/header,request/context,assistant/message,step/end,turn/end,"
+                     "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,user/message,"
+                     "assistant/attempt,compaction/start,compaction/summary,user/message,"
+                     "compaction/end,assistant/message,step/end,turn/end");
     const json_t *start = event_data(&d, "compaction/start", 0);
     assert_string_equal(json_string_value(json_object_get(start, "trigger")), "overflow");
     assert_null(json_object_get(start, "threshold"));
     /* forced: keeps only the newest node (the entered question) */
-    assert_int_equal(json_array_size(json_object_get(event_data(&d, "compaction/summary", 0),
-                                                     "shadowed_seqs")),
-                     2);
+    assert_int_equal(
+        json_array_size(json_object_get(event_data(&d, "compaction/summary", 0), "shadowed_seqs")),
+        2);
     json_t *msgs = weir_agent_messages(d.agent);
     assert_int_equal(json_array_size(msgs), 3);
     assert_string_equal(first_text(msgs, 0), "Summary of earlier conversation:\nSUMMARY-TWO");
@@ -614,11 +656,11 @@ static void summarizer_failure_leaves_the_surface_unchanged(void **state) {
 static void a_non_shrinking_summary_is_rejected(void **state) {
     (void)state;
     char *long_summary = repeat('s', 3000);
-    char *replies = fmt(
-        "{\"text\":\"first answer\",\"usage\":{\"input_tokens\":900,\"output_tokens\":10}},"
-        "{\"text\":\"%s\"},"
-        "{\"text\":\"second answer\",\"expect\":{\"messages_count\":3}}",
-        long_summary);
+    char *replies =
+        fmt("{\"text\":\"first answer\",\"usage\":{\"input_tokens\":900,\"output_tokens\":10}},"
+            "{\"text\":\"%s\"},"
+            "{\"text\":\"second answer\",\"expect\":{\"messages_count\":3}}",
+            long_summary);
     free(long_summary);
     dh d;
     setup(&d, replies, "{\"keep_recent_tokens\":1,\"max_attempts\":1}", NULL);
@@ -643,9 +685,10 @@ static void a_non_shrinking_summary_is_rejected(void **state) {
 
 /* One completed turn with a tool call: system? no; U, A(call), R, A. */
 static void context_setup(dh *d, const char *more_replies, bool loop) {
-    char *replies = fmt("{\"tool_calls\":[{\"id\":\"c1\",\"name\":\"echo\",\"arguments\":{\"v\":1}}]},"
-                        "{\"text\":\"done\",\"usage\":{\"input_tokens\":7,\"output_tokens\":2}}%s%s",
-                        more_replies ? "," : "", more_replies ? more_replies : "");
+    char *replies =
+        fmt("{\"tool_calls\":[{\"id\":\"c1\",\"name\":\"echo\",\"arguments\":{\"v\":1}}]},"
+            "{\"text\":\"done\",\"usage\":{\"input_tokens\":7,\"output_tokens\":2}}%s%s",
+            more_replies ? "," : "", more_replies ? more_replies : "");
     char *rows = fmt("[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{"
                      "\"models\":{\"demo\":{\"context_window\":1000,\"max_output\":100}},"
                      "\"loop\":%s,\"replies\":[%s]}},"
@@ -706,27 +749,27 @@ static void agent_context_replace_goes_through_the_log_validation(void **state) 
     json_t *surface = weir__agent_surface(d.agent);
     size_t u = (size_t)json_integer_value(json_object_get(json_array_get(surface, 0), "seq"));
     size_t r = (size_t)json_integer_value(json_object_get(json_array_get(surface, 2), "seq"));
-    json_t *data = json_pack("{s:i, s:i, s:{s:s, s:[{s:s, s:s}]}}", "turn", 1, "step", 2,
-                             "message", "role", "user", "content", "type", "text", "text", "S");
+    json_t *data = json_pack("{s:i, s:i, s:{s:s, s:[{s:s, s:s}]}}", "turn", 1, "step", 2, "message",
+                             "role", "user", "content", "type", "text", "text", "S");
     weir_error err;
     weir_error_clear(&err);
     size_t before = dh_count(&d, "user/message");
-    assert_int_equal(weir__agent_surface_replace(d.agent, "assistant/message", data, u, u, NULL,
-                                                 NULL, &err),
-                     WEIR_E_INVAL);
+    assert_int_equal(
+        weir__agent_surface_replace(d.agent, "assistant/message", data, u, u, NULL, NULL, &err),
+        WEIR_E_INVAL);
     assert_string_equal(err.text, "agent_surface_replace: type 'assistant/message' cannot replace "
                                   "surface nodes (only user/message or tool/result)");
     /* start after end: rejected by the log, nothing changes */
-    assert_int_equal(weir__agent_surface_replace(d.agent, "user/message", data, r, u, NULL, NULL,
-                                                 &err),
-                     WEIR_E_LOG_REJECTED);
+    assert_int_equal(
+        weir__agent_surface_replace(d.agent, "user/message", data, r, u, NULL, NULL, &err),
+        WEIR_E_LOG_REJECTED);
     /* a tool/result rewrite that changes more than the content */
     json_t *rev = weir__agent_event(d.agent, r);
     json_t *rdata = json_deep_copy(json_object_get(rev, "data"));
     json_object_set_new(rdata, "step", json_integer(9));
-    assert_int_equal(weir__agent_surface_replace(d.agent, "tool/result", rdata, r, r, NULL, NULL,
-                                                 &err),
-                     WEIR_E_LOG_REJECTED);
+    assert_int_equal(
+        weir__agent_surface_replace(d.agent, "tool/result", rdata, r, r, NULL, NULL, &err),
+        WEIR_E_LOG_REJECTED);
     assert_non_null(strstr(err.text, "a tool/result rewrite may change only message.content"));
     assert_int_equal(weir__agent_replace_generation(d.agent), 0);
     json_t *again = weir__agent_surface(d.agent);
@@ -734,9 +777,9 @@ static void agent_context_replace_goes_through_the_log_validation(void **state) 
     json_decref(again);
     /* a valid summary over U..R: the default source_seqs are the shadowed nodes */
     size_t seq = 0;
-    assert_int_equal(weir__agent_surface_replace(d.agent, "user/message", data, u, r, NULL, &seq,
-                                                 &err),
-                     WEIR_OK);
+    assert_int_equal(
+        weir__agent_surface_replace(d.agent, "user/message", data, u, r, NULL, &seq, &err),
+        WEIR_OK);
     assert_int_equal(weir__agent_replace_generation(d.agent), 1);
     json_t *ev = weir__agent_event(d.agent, seq);
     json_t *src = json_pack("[I, O, I]", (json_int_t)u,
@@ -758,10 +801,11 @@ static void agent_context_replace_goes_through_the_log_validation(void **state) 
 static void agent_complete_collects_text_and_reports_failures(void **state) {
     (void)state;
     dh d;
-    context_setup(&d, "{\"reasoning\":\"hmm\",\"text\":\"the summary\",\"chunks\":3,"
-                      "\"usage\":{\"input_tokens\":5,\"output_tokens\":3}},"
-                      "{\"fail\":{\"code\":\"RATE_LIMIT\",\"message\":\"slow down\"}},"
-                      "{\"text\":\"never read\"}",
+    context_setup(&d,
+                  "{\"reasoning\":\"hmm\",\"text\":\"the summary\",\"chunks\":3,"
+                  "\"usage\":{\"input_tokens\":5,\"output_tokens\":3}},"
+                  "{\"fail\":{\"code\":\"RATE_LIMIT\",\"message\":\"slow down\"}},"
+                  "{\"text\":\"never read\"}",
                   false);
     json_t *req = parse("{\"provider\":\"scripted\",\"model\":\"demo\",\"max_tokens\":50,"
                         "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
@@ -818,8 +862,8 @@ static void agent_context_survives_allocation_failures(void **state) {
     weir_error_clear(&err);
     assert_int_equal(weir_agent_open(d.host, &o, &agent, &err), WEIR_OK);
     json_t *req = parse("{\"provider\":\"scripted\",\"model\":\"demo\",\"messages\":[]}");
-    json_t *data = json_pack("{s:i, s:i, s:{s:s, s:[{s:s, s:s}]}}", "turn", 1, "step", 2,
-                             "message", "role", "user", "content", "type", "text", "text", "S");
+    json_t *data = json_pack("{s:i, s:i, s:{s:s, s:[{s:s, s:s}]}}", "turn", 1, "step", 2, "message",
+                             "role", "user", "content", "type", "text", "text", "S");
     json_t *surface = weir__agent_surface(agent);
     size_t u = (size_t)json_integer_value(json_object_get(json_array_get(surface, 0), "seq"));
     size_t r = (size_t)json_integer_value(json_object_get(json_array_get(surface, 2), "seq"));
@@ -876,6 +920,7 @@ int main(void) {
         cmocka_unit_test(nothing_compactable_declines),
         cmocka_unit_test(transcript_and_checkpoint_shapes),
         cmocka_unit_test(pressure_compacts_between_turns_with_a_summary),
+        cmocka_unit_test(pressure_summaries_are_bounded_per_trigger),
         cmocka_unit_test(nothing_happens_below_the_threshold),
         cmocka_unit_test(pruning_alone_relieves_pressure),
         cmocka_unit_test(overflow_recovery_retries_after_a_summary),
