@@ -408,6 +408,12 @@ int weir__http_sse(weir__http *h, weir_signal *signal, const weir_http_request *
                     : !req->url                    ? "url is NULL"
                                                    : "body is NULL but body_len > 0");
 
+    if (weir__signal_cancelled(signal)) {
+        const char *cause = weir__signal_cause(signal);
+        return fail(failure, "ABORTED", "request cancelled%s%s%s", *cause ? " (" : "", cause,
+                    *cause ? ")" : "");
+    }
+
     xfer x = {.signal = signal, .resp = resp};
     x.retry_after_hdr = x.retry_after_ms_hdr = -1;
     long idle_ms = req->idle_timeout_ms > 0 ? req->idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS;

@@ -57,7 +57,7 @@ static int write_port_file(const char *path, int port) {
 int main(int argc, char **argv) {
     const char *script = NULL, *port_file = NULL;
     long max_requests = 0, timeout_s = 60;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v)
@@ -72,7 +72,6 @@ int main(int argc, char **argv) {
             ;
         else
             return usage();
-        i++;
     }
     if (!script)
         return usage();

@@ -408,6 +408,31 @@ static void test_http_cancel_from_another_thread_is_aborted(void **state) {
     fixture_stop(&f);
 }
 
+static void test_http_already_cancelled_signal_sends_nothing(void **state) {
+    fixture f;
+    fixture_start(&f, "{\"requests\":[{\"text\":\"abc\"}]}", "/v1/chat/completions");
+    weir_signal sig;
+    assert_int_equal(weir__signal_init(&sig), WEIR_OK);
+    weir__signal_cancel(&sig, "disposed");
+    events ev;
+    events_init(&ev);
+    weir_http_request req = make_req(f.url, "{}", 0);
+    weir_http_response resp;
+    json_t *failure = NULL;
+    assert_int_equal(weir__http_sse(f.http, &sig, &req, on_event, &ev, &resp, &failure),
+                     WEIR_E_CANCELLED);
+    json_t *want = json_pack("{s:s,s:s}", "code", "ABORTED", "message",
+                             "request cancelled (disposed)");
+    assert_true(json_equal(failure, want));
+    assert_int_equal(weir__http_connects(f.http), 0);
+    assert_int_equal(mock_llm_connections(f.mock), 0);
+    json_decref(want);
+    json_decref(failure);
+    events_fini(&ev);
+    weir__signal_destroy(&sig);
+    fixture_stop(&f);
+}
+
 static void test_http_callback_stop_is_aborted(void **state) {
     fixture f;
     fixture_start(&f, "{\"requests\":[{\"text\":\"abcdef\",\"chunk_size\":1}]}",
@@ -614,6 +639,7 @@ int main(void) {
         cmocka_unit_test(test_http_stall_times_out),
         cmocka_unit_test(test_http_reset_is_transport),
         cmocka_unit_test(test_http_cancel_from_another_thread_is_aborted),
+        cmocka_unit_test(test_http_already_cancelled_signal_sends_nothing),
         cmocka_unit_test(test_http_callback_stop_is_aborted),
         cmocka_unit_test(test_http_connection_refused_is_transport),
         cmocka_unit_test(test_http_invalid_arguments),
