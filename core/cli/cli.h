@@ -22,6 +22,7 @@ int weir_cmd_version(int argc, char **argv);
 int weir_cmd_run(int argc, char **argv);    /* core/cli/run.c */
 int weir_cmd_resume(int argc, char **argv); /* core/cli/run.c */
 int weir_cmd_log(int argc, char **argv);    /* core/cli/log.c */
+int weir_cmd_serve(int argc, char **argv);  /* core/cli/serve.c */
 
 /* Shared helpers (core/cli/main.c). */
 /* Print "weir: <what>: <err->text>" to stderr and map the status to an exit code. */

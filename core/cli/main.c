@@ -20,6 +20,7 @@ static const char usage_text[] =
     "  config [-c FILE]...                         print the composed deployment config\n"
     "  plugins [DIR]...                            list the plugins found\n"
     "  hooks [-c FILE]... [--catalog|--markdown]   print each hook chain in order\n"
+    "  serve --stdio [-c FILE]...                  the stdio JSONL protocol for host programs\n"
     "  version                                     print versions\n"
     "\n"
     "Without -c, the built-in default deployment is used.  `weir <command> --help`\n"
@@ -260,7 +261,7 @@ static const struct {
 } commands[] = {
     {"run", weir_cmd_run},         {"resume", weir_cmd_resume}, {"log", weir_cmd_log},
     {"config", weir_cmd_config},   {"plugins", weir_cmd_plugins}, {"hooks", weir_cmd_hooks},
-    {"version", weir_cmd_version},
+    {"serve", weir_cmd_serve},     {"version", weir_cmd_version},
 };
 
 int main(int argc, char **argv) {
