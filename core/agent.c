@@ -3,6 +3,7 @@
  * input from any thread (send, cancel), the wake latch, running the driver
  * until idle, and event delivery.  The lifecycle itself is core/driver.c.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,22 +14,64 @@
 /* Event delivery                                                            */
 /* ------------------------------------------------------------------------ */
 
-void weir__agent_live(weir_agent *a, const char *type, json_t *data) {
-    if (!a || !type || !data)
+/* Run the emit hook and the embedder's callback for one event. */
+static void dispatch(weir_agent *a, const char *hook, const json_t *args, const json_t *event,
+                     bool durable) {
+    if (args)
+        json_decref(weir__hook_invoke(a->hooks, hook, a, &a->signal, args, NULL, NULL, NULL));
+    if (a->on_event)
+        a->on_event(event, durable, a->user_data);
+}
+
+/*
+ * Deliver one event (args borrowed, may be NULL under memory pressure).
+ * Deliveries never nest and never run with a lock held: an event raised
+ * while another is being delivered (a callback that sends, or another
+ * thread) is queued and delivered, in order, by the frame already
+ * delivering once its callback returns.
+ */
+static void deliver(weir_agent *a, const char *hook, const json_t *args, const json_t *event,
+                    bool durable) {
+    pthread_mutex_lock(&a->event_mu);
+    if (a->delivering) {
+        json_t *item = json_pack("{s:s, s:O?, s:O, s:b}", "hook", hook, "args", args, "event",
+                                 event, "durable", durable);
+        if (!item || json_array_append_new(a->pending, item) != 0)
+            fprintf(stderr, "weir: agent %s: out of memory, event %s dropped\n", a->id, hook);
+        pthread_mutex_unlock(&a->event_mu);
         return;
+    }
+    a->delivering = true;
+    pthread_mutex_unlock(&a->event_mu);
+    dispatch(a, hook, args, event, durable);
+    pthread_mutex_lock(&a->event_mu);
+    while (json_array_size(a->pending) > 0) {
+        json_t *item = json_incref(json_array_get(a->pending, 0));
+        json_array_remove(a->pending, 0);
+        pthread_mutex_unlock(&a->event_mu);
+        dispatch(a, json_string_value(json_object_get(item, "hook")),
+                 json_object_get(item, "args"), json_object_get(item, "event"),
+                 json_is_true(json_object_get(item, "durable")));
+        json_decref(item);
+        pthread_mutex_lock(&a->event_mu);
+    }
+    a->delivering = false;
+    pthread_mutex_unlock(&a->event_mu);
+}
+
+void weir__agent_live(weir_agent *a, const char *type, json_t *data) {
+    if (!a || !type || !data) {
+        json_decref(data);
+        return;
+    }
     json_t *args = json_object();
     json_t *ev = json_object();
     if (args && ev && json_object_set_new(args, "agent", json_string(a->id)) == 0 &&
         json_object_update(args, data) == 0 &&
         json_object_set_new(ev, "type", json_string(type)) == 0 &&
         json_object_set_new(ev, "time", json_integer(weir__now_ms())) == 0 &&
-        json_object_set(ev, "data", data) == 0) {
-        pthread_mutex_lock(&a->event_mu);
-        json_decref(weir__hook_invoke(a->hooks, type, a, &a->signal, args, NULL, NULL, NULL));
-        if (a->on_event)
-            a->on_event(ev, false, a->user_data);
-        pthread_mutex_unlock(&a->event_mu);
-    }
+        json_object_set(ev, "data", data) == 0)
+        deliver(a, type, args, ev, false);
     json_decref(args);
     json_decref(ev);
     json_decref(data);
@@ -37,13 +80,7 @@ void weir__agent_live(weir_agent *a, const char *type, json_t *data) {
 static void on_durable(const json_t *event, void *ud) {
     weir_agent *a = ud;
     json_t *args = json_pack("{s:s, s:O}", "agent", a->id, "event", event);
-    pthread_mutex_lock(&a->event_mu);
-    if (args)
-        json_decref(
-            weir__hook_invoke(a->hooks, "session/event", a, &a->signal, args, NULL, NULL, NULL));
-    if (a->on_event)
-        a->on_event(event, true, a->user_data);
-    pthread_mutex_unlock(&a->event_mu);
+    deliver(a, "session/event", args, event, true);
     json_decref(args);
 }
 
@@ -176,23 +213,22 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
     a->hooks = weir__host_hooks(host);
     a->on_event = opts ? opts->on_event : NULL;
     a->user_data = opts ? opts->user_data : NULL;
-    pthread_mutexattr_t attr;
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-    bool sync_ok = pthread_mutex_init(&a->event_mu, &attr) == 0;
-    pthread_mutexattr_destroy(&attr);
-    if (!sync_ok) {
+    a->pending = json_array();
+    if (!a->pending || pthread_mutex_init(&a->event_mu, NULL) != 0) {
+        json_decref(a->pending);
         weir__free(a);
-        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "cannot create the agent's mutex");
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "cannot create the agent's event queue");
     }
     if (pthread_mutex_init(&a->mu, NULL) != 0) {
         pthread_mutex_destroy(&a->event_mu);
+        json_decref(a->pending);
         weir__free(a);
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "cannot create the agent's mutex");
     }
     if (pthread_cond_init(&a->cv, NULL) != 0) {
         pthread_mutex_destroy(&a->mu);
         pthread_mutex_destroy(&a->event_mu);
+        json_decref(a->pending);
         weir__free(a);
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "cannot create the agent's condvar");
     }
@@ -200,6 +236,7 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
         pthread_cond_destroy(&a->cv);
         pthread_mutex_destroy(&a->mu);
         pthread_mutex_destroy(&a->event_mu);
+        json_decref(a->pending);
         weir__free(a);
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "cannot create the agent's signal");
     }
@@ -294,6 +331,7 @@ void weir_agent_close(weir_agent *a) {
     pthread_cond_destroy(&a->cv);
     pthread_mutex_destroy(&a->mu);
     pthread_mutex_destroy(&a->event_mu);
+    json_decref(a->pending);
     weir__free(a);
 }
 

@@ -40,7 +40,9 @@ struct weir_agent {
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    pthread_mutex_t event_mu; /* recursive: serializes event delivery */
+    pthread_mutex_t event_mu; /* guards `pending` and `delivering` */
+    json_t *pending;          /* events raised while another is being delivered */
+    bool delivering;          /* some frame is delivering events */
     weir__agent_state state;
     bool wake;                /* wake latch: waking input since the last claim */
     bool driver_busy;         /* a thread is inside weir_agent_run_until_idle */
@@ -67,7 +69,9 @@ int weir__driver_turn(weir_agent *agent, weir_error *err);
 /*
  * Deliver a live event: the emit hook `type` with {agent, ...data} and the
  * embedder's callback with {type, time, data}.  Steals `data` (an object;
- * NULL is ignored).  Any thread; deliveries are serialized.
+ * NULL is ignored).  Any thread.  Deliveries never overlap or nest: an event
+ * raised during another's delivery is queued and delivered right after it,
+ * by the thread already delivering.
  */
 void weir__agent_live(weir_agent *agent, const char *type, json_t *data);
 

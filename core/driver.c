@@ -115,7 +115,8 @@ static json_t *assemble_default(weir_call *call, const json_t *args, void *ctx) 
     return json_incref(json_object_get(args, "assembly"));
 }
 
-/* Append `s` with {{name}} replaced by string/number variables. */
+/* Append `s` with {{name}} replaced by string/number variables; other
+ * {{...}} stay as written. */
 static int render_text(json_t *out_parts, const char *s, const json_t *vars) {
     size_t cap = strlen(s) + 1, len = 0;
     char *buf = weir__malloc(cap);
@@ -125,42 +126,35 @@ static int render_text(json_t *out_parts, const char *s, const json_t *vars) {
         const char *open = strstr(s, "{{");
         const char *close = open ? strstr(open + 2, "}}") : NULL;
         const json_t *v = NULL;
-        char name[128];
+        char name[128], num[64];
         size_t nlen = close ? (size_t)(close - open - 2) : 0;
         if (close && nlen > 0 && nlen < sizeof name) {
             memcpy(name, open + 2, nlen);
             name[nlen] = '\0';
             v = json_object_get(vars, name);
         }
-        size_t lit = open ? (size_t)(open - s) : strlen(s);
-        char *val = NULL;
-        if (v && (json_is_string(v) || json_is_number(v)))
-            val = json_is_string(v) ? weir__strdup(json_string_value(v)) : weir__json_dump(v);
-        else
-            lit = open ? lit + 2 : lit; /* keep "{{" literally and go on after it */
+        const char *val = NULL;
+        if (json_is_string(v))
+            val = json_string_value(v);
+        else if (json_is_integer(v))
+            val = (snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v)), num);
+        else if (json_is_real(v))
+            val = (snprintf(num, sizeof num, "%g", json_real_value(v)), num);
+        /* the literal run: up to the variable, or through an unmatched "{{" */
+        size_t lit = !open ? strlen(s) : (size_t)(open - s) + (val ? 0 : 2);
         size_t vlen = val ? strlen(val) : 0;
-        char *nb = weir__realloc(buf, cap + lit + vlen + 1);
+        char *nb = weir__realloc(buf, cap + lit + vlen);
         if (!nb) {
             weir__free(buf);
-            if (val)
-                free(val);
             return -1;
         }
         buf = nb;
-        cap += lit + vlen + 1;
+        cap += lit + vlen;
         memcpy(buf + len, s, lit);
         len += lit;
-        if (val) {
-            memcpy(buf + len, val, vlen);
-            len += vlen;
-            s = close + 2;
-            if (json_is_string(v))
-                weir__free(val);
-            else
-                free(val);
-        } else {
-            s += lit;
-        }
+        memcpy(buf + len, val ? val : "", vlen);
+        len += vlen;
+        s = val ? close + 2 : s + lit;
     }
     buf[len] = '\0';
     int rc = json_array_append_new(out_parts, json_string(buf));
@@ -219,7 +213,8 @@ done:
 static bool assemble(turn_ctx *t) {
     weir_error e;
     json_t *tools = weir__tools_schemas(weir__host_tools(t->a->host));
-    json_t *args = hook_args(t);
+    json_t *args = json_pack("{s:s, s:i, s:i}", "agent", t->a->id, "turn", t->turn, "step",
+                             t->step + 1); /* the step it is assembled for */
     if (args && tools)
         json_object_set_new(args, "assembly",
                             json_pack("{s:[], s:O, s:{}}", "sections", "tools", tools,
@@ -764,6 +759,101 @@ static int stream_attempt(turn_ctx *t, attempt_ctx *ac, const json_t *config, bo
     return WEIR_OK;
 }
 
+/*
+ * Settle one streamed attempt: interrupted prefix or attempt on cancel;
+ * assistant/attempt + agent/request-error on failure; assistant/message on
+ * success (then *msg, *calls are new and *max_tokens set).
+ */
+static int conclude_attempt(turn_ctx *t, attempt_ctx *ac, const char *provider,
+                            const json_t *chunks, json_t *prior, attempt_result *result,
+                            json_t **msg, json_t **calls, bool *max_tokens) {
+    weir_agent *a = t->a;
+    weir_error e;
+    int rc = WEIR_OK;
+    bool aborted = cancelled(t);
+    assembled m;
+    if (assemble_message(chunks, !aborted, &m) != 0)
+        return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+
+    json_t *failure = NULL;
+    if (!aborted && m.finish && (!strcmp(m.finish, "error") || !strcmp(m.finish, "aborted")))
+        failure = json_is_object(m.failure)
+                      ? json_deep_copy(m.failure)
+                      : weir__failure_new(provider, "UNKNOWN",
+                                          "the provider finished with '%s' and no failure",
+                                          m.finish);
+    else if (!aborted && !m.finish)
+        failure = ac->provider_rc != WEIR_OK
+                      ? weir__failure_new(provider, "UNKNOWN",
+                                          "provider '%s' failed (%s) without a finish chunk",
+                                          provider, weir_status_name(ac->provider_rc))
+                      : weir__failure_new(provider, "TRANSPORT",
+                                          "the stream ended without a finish chunk");
+    if (failure && !json_is_string(json_object_get(failure, "provider")))
+        json_object_set_new(failure, "provider", json_string(provider));
+
+    if (aborted) {
+        if (m.visible) {
+            json_t *data = json_pack("{s:i, s:i, s:O, s:O, s:b}", "turn", t->turn, "step", t->step,
+                                     "message", m.message, "stream", chunks, "interrupted", 1);
+            if (data && m.usage)
+                json_object_set(data, "usage", m.usage);
+            rc = settle(t, ac, "assistant/message", data);
+        } else {
+            json_t *f = weir__failure_new(provider, "ABORTED", "cancelled: %s",
+                                          weir__signal_cause(&a->signal));
+            rc = settle(t, ac, "assistant/attempt",
+                        json_pack("{s:i, s:i, s:O, s:o}", "turn", t->turn, "step", t->step,
+                                  "stream", chunks, "failure", f));
+        }
+        if (rc == WEIR_OK)
+            set_aborted(t);
+    } else if (failure) {
+        rc = settle(t, ac, "assistant/attempt",
+                    json_pack("{s:i, s:i, s:O, s:O}", "turn", t->turn, "step", t->step, "stream",
+                              chunks, "failure", failure));
+        if (rc == WEIR_OK) {
+            json_t *eargs = json_pack("{s:s, s:i, s:i, s:s, s:O, s:O}", "agent", a->id, "turn",
+                                      t->turn, "step", t->step, "provider", provider, "failure",
+                                      failure, "prior_failures", prior);
+            json_t *action = invoke(t, "agent/request-error", eargs, NULL, NULL, &e);
+            json_decref(eargs);
+            if (!action) /* a failing recovery listener: report it; the failure stands */
+                weir__agent_live(a, "agent/error",
+                                 json_pack("{s:i, s:i, s:{s:s, s:s}}", "turn", t->turn, "step",
+                                           t->step, "error", "code", "UNKNOWN", "message",
+                                           e.text));
+            bool retry = action && !strcmp(weir__json_str(action, "kind", ""), "retry");
+            json_decref(action);
+            if (cancelled(t)) { /* cancellation wins over a retry */
+                set_aborted(t);
+            } else if (retry) {
+                json_array_append(prior, failure);
+                *result = ATTEMPT_RETRY;
+            } else {
+                set_reason(t, json_pack("{s:s, s:O}", "kind", "error", "error", failure));
+            }
+        }
+    } else {
+        json_t *data = json_pack("{s:i, s:i, s:O, s:O}", "turn", t->turn, "step", t->step,
+                                 "message", m.message, "stream", chunks);
+        if (data && m.usage)
+            json_object_set(data, "usage", m.usage);
+        rc = settle(t, ac, "assistant/message", data);
+        if (rc == WEIR_OK) {
+            *result = ATTEMPT_OK;
+            *max_tokens = m.finish && !strcmp(m.finish, "max-tokens");
+            *msg = json_incref(m.message);
+            *calls = json_incref(m.calls);
+        }
+    }
+    json_decref(failure);
+    json_decref(m.message);
+    json_decref(m.calls);
+    return rc;
+}
+
+
 /* Agent options on this instance's first request, the logged header's config after. */
 static json_t *request_default(weir_call *call, const json_t *args, void *ctx) {
     (void)call;
@@ -859,95 +949,10 @@ static int run_attempt(turn_ctx *t, bool first, const json_t *entered, bool seri
         json_decref(config);
         return rc;
     }
-    json_decref(ac.stream.chunks);
-    if (rc != WEIR_OK) {
-        json_decref(config);
-        return rc;
-    }
-
-    bool aborted = cancelled(t);
-    assembled m;
-    if (assemble_message(chunks, !aborted, &m) != 0) {
-        json_decref(chunks);
-        json_decref(config);
-        return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
-    }
-    json_t *failure = NULL;
-    if (!aborted && m.finish && (!strcmp(m.finish, "error") || !strcmp(m.finish, "aborted")))
-        failure = json_is_object(m.failure)
-                      ? json_deep_copy(m.failure)
-                      : weir__failure_new(provider, "UNKNOWN",
-                                          "the provider finished with '%s' and no failure",
-                                          m.finish);
-    else if (!aborted && !m.finish)
-        failure = ac.provider_rc != WEIR_OK
-                      ? weir__failure_new(provider, "UNKNOWN",
-                                          "provider '%s' failed (%s) without a finish chunk",
-                                          provider, weir_status_name(ac.provider_rc))
-                      : weir__failure_new(provider, "TRANSPORT",
-                                          "the stream ended without a finish chunk");
-    if (failure && !json_is_string(json_object_get(failure, "provider")))
-        json_object_set_new(failure, "provider", json_string(provider));
-
-    if (aborted) {
-        if (m.visible) {
-            json_t *data = json_pack("{s:i, s:i, s:O, s:O, s:b}", "turn", t->turn, "step", t->step,
-                                     "message", m.message, "stream", chunks, "interrupted", 1);
-            if (data && m.usage)
-                json_object_set(data, "usage", m.usage);
-            rc = settle(t, &ac, "assistant/message", data);
-        } else {
-            json_t *f = weir__failure_new(provider, "ABORTED", "cancelled: %s",
-                                          weir__signal_cause(&a->signal));
-            rc = settle(t, &ac, "assistant/attempt",
-                        json_pack("{s:i, s:i, s:O, s:o}", "turn", t->turn, "step", t->step,
-                                  "stream", chunks, "failure", f));
-        }
-        if (rc == WEIR_OK)
-            set_aborted(t);
-    } else if (failure) {
-        rc = settle(t, &ac, "assistant/attempt",
-                    json_pack("{s:i, s:i, s:O, s:O}", "turn", t->turn, "step", t->step, "stream",
-                              chunks, "failure", failure));
-        if (rc == WEIR_OK) {
-            json_t *eargs = json_pack("{s:s, s:i, s:i, s:s, s:O, s:O}", "agent", a->id, "turn",
-                                      t->turn, "step", t->step, "provider", provider, "failure",
-                                      failure, "prior_failures", prior);
-            json_t *action = invoke(t, "agent/request-error", eargs, NULL, NULL, &e);
-            json_decref(eargs);
-            if (!action) /* a failing recovery listener: report it; the failure stands */
-                weir__agent_live(a, "agent/error",
-                                 json_pack("{s:i, s:i, s:{s:s, s:s}}", "turn", t->turn, "step",
-                                           t->step, "error", "code", "UNKNOWN", "message",
-                                           e.text));
-            bool retry = action && !strcmp(weir__json_str(action, "kind", ""), "retry");
-            json_decref(action);
-            if (cancelled(t)) { /* cancellation wins over a retry */
-                set_aborted(t);
-            } else if (retry) {
-                json_array_append(prior, failure);
-                *result = ATTEMPT_RETRY;
-            } else {
-                set_reason(t, json_pack("{s:s, s:O}", "kind", "error", "error", failure));
-            }
-        }
-    } else {
-        json_t *data = json_pack("{s:i, s:i, s:O, s:O}", "turn", t->turn, "step", t->step,
-                                 "message", m.message, "stream", chunks);
-        if (data && m.usage)
-            json_object_set(data, "usage", m.usage);
-        rc = settle(t, &ac, "assistant/message", data);
-        if (rc == WEIR_OK) {
-            *result = ATTEMPT_OK;
-            *max_tokens = m.finish && !strcmp(m.finish, "max-tokens");
-            *msg = json_incref(m.message);
-            *calls = json_incref(m.calls);
-        }
-    }
-    json_decref(failure);
-    json_decref(m.message);
-    json_decref(m.calls);
+    if (rc == WEIR_OK)
+        rc = conclude_attempt(t, &ac, provider, chunks, prior, result, msg, calls, max_tokens);
     json_decref(chunks);
+    json_decref(ac.stream.chunks);
     json_decref(config);
     return rc;
 }

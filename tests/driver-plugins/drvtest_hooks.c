@@ -10,9 +10,11 @@
  *   "request_error": {"action": "retry"|"fail"|"delegate", "times"?: N}
  *   "request_model": "m"      agent/request: switch the model to m
  *   "replay": [chunks]        llm/stream: return these chunks (no provider)
+ *   "stream_fail": true       llm/stream: fail (a middleware failure)
  *   "append": "type"          register `type` and log it once on turn-stopping
- *   "assemble_counter": true  system-prompt/assemble: add a section "call N"
- *                             (N counts invocations), so the prompt changes
+ *   "assemble_counter": true  system-prompt/assemble: add a section
+ *                             "call {{n}} {{unset}}" with variable n counting
+ *                             invocations, so the prompt changes every turn
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,12 +35,12 @@ static json_t *on_assemble(weir_call *call, const json_t *args, void *ud) {
     json_t *a = weir_next(call);
     json_t *out = a ? json_deep_copy(a) : NULL;
     json_decref(a);
-    char text[32];
-    snprintf(text, sizeof text, "call %d", ++h->assembles);
-    if (out)
+    if (out) { /* rendered by the core: {{n}} from variables, {{unset}} stays */
+        json_object_set_new(json_object_get(out, "variables"), "n", json_integer(++h->assembles));
         json_array_append_new(json_object_get(out, "sections"),
                               json_pack("{s:s, s:i, s:s}", "name", "counter", "order", 100,
-                                        "text", text));
+                                        "text", "call {{n}} {{unset}}"));
+    }
     return out;
 }
 
@@ -53,6 +55,10 @@ static json_t *on_stream(weir_call *call, const json_t *args, void *ud) {
             weir_call_fail(call, "cannot log drvtest/request: status %d", rc);
             return NULL;
         }
+    }
+    if (json_is_true(json_object_get(h->config, "stream_fail"))) {
+        weir_call_fail(call, "drvtest: stream middleware broke");
+        return NULL;
     }
     const json_t *replay = json_object_get(h->config, "replay");
     if (replay)
@@ -169,7 +175,8 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
     weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
     o.user_data = h;
     int rc = WEIR_OK;
-    if (json_object_get(config, "record_requests") || json_object_get(config, "replay")) {
+    if (json_object_get(config, "record_requests") || json_object_get(config, "replay") ||
+        json_object_get(config, "stream_fail")) {
         if (json_is_true(json_object_get(config, "record_requests")))
             rc = weir_event_type_register(self, "drvtest/request", WEIR_EVENT_IGNORABLE);
         if (rc == WEIR_OK)

@@ -11,8 +11,8 @@
 #     find libweir and the installed plugins.
 #  4. pkg-config resolves --cflags, --libs and pluginsdir inside the prefix,
 #     and those flags build a plugin that `weir plugins DIR` loads.
-#  5. sdk/template configures against the prefix (CMAKE_PREFIX_PATH),
-#     builds, and its test-kit test passes.
+#  5. sdk/template and examples/hook-plugin configure against the prefix
+#     (CMAKE_PREFIX_PATH), build, and their test-kit tests pass.
 # SANITIZE is the build's WEIR_SANITIZE: out-of-tree builds then use the
 # same -fsanitize flags (libweir carries the sanitizer runtime's symbols).
 set -eu
@@ -30,12 +30,12 @@ fail() {
     echo "sdk_install: FAIL: $*" >&2
     exit 1
 }
-run_logged() { # run_logged NAME CMD...: quiet unless it fails
-    name=$1
+run_logged() { # run_logged LOG CMD...: output in $tmp/LOG.log, shown if it fails
+    log=$1
     shift
-    if ! "$@" >"$tmp/$name.log" 2>&1; then
-        cat "$tmp/$name.log" >&2
-        fail "$name: $*"
+    if ! "$@" >"$tmp/$log.log" 2>&1; then
+        cat "$tmp/$log.log" >&2
+        fail "$log: $*"
     fi
 }
 
@@ -119,9 +119,14 @@ if [ -n "$san" ]; then
     set -- "$@" -DWEIR_SANITIZE="$san" -DCMAKE_C_FLAGS="$sf" \
         -DCMAKE_EXE_LINKER_FLAGS="$sf" -DCMAKE_MODULE_LINKER_FLAGS="$sf"
 fi
-run_logged template-configure cmake -S "$src/sdk/template" -B "$tmp/template" "$@"
-run_logged template-build cmake --build "$tmp/template" -j2
-run_logged template-test ctest --test-dir "$tmp/template" --output-on-failure
+for project in sdk/template examples/hook-plugin; do
+    name=$(basename "$project")
+    run_logged "$name-configure" cmake -S "$src/$project" -B "$tmp/$name" "$@"
+    run_logged "$name-build" cmake --build "$tmp/$name" -j2
+    run_logged "$name-test" ctest --test-dir "$tmp/$name" --output-on-failure
+    grep -q "100% tests passed, 0 tests failed out of 1" "$tmp/$name-test.log" ||
+        fail "$project: its test did not run: $(cat "$tmp/$name-test.log")"
+    echo "sdk_install: $project builds against the prefix and its test passes"
+done
 [ -f "$tmp/template/weir-myplugin.so" ] || fail "the template did not build weir-myplugin.so"
-echo "sdk_install: sdk/template builds against the prefix and its test passes"
 echo "sdk_install: ok"

@@ -92,6 +92,30 @@ static void request_error_listener_failure_keeps_original_error(void **state) {
     dh_teardown(&d);
 }
 
+static void stream_middleware_failure_is_not_offered_to_recovery(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":"
+             "[{\"text\":\"never\"}]}},"
+             "{\"id\":\"broken\",\"plugin\":\"drvtest-hooks\",\"config\":{\"stream_fail\":true}},"
+             "{\"id\":\"retry\",\"plugin\":\"drvtest-hooks\",\"config\":"
+             "{\"request_error\":{\"action\":\"retry\",\"times\":5}}}]",
+             NULL);
+    dh_open(&d, "middleware");
+    dh_send(&d, "hello", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_int_equal(dh_count(&d, "assistant/attempt"), 1);
+    assert_int_equal(dh_count(&d, "agent/error"), 1);
+    const json_t *e = json_object_get(turn_reason(&d, 0), "error");
+    assert_string_equal(json_string_value(json_object_get(e, "code")), "UNKNOWN");
+    assert_non_null(strstr(json_string_value(json_object_get(e, "message")),
+                           "llm/stream failed: "));
+    assert_non_null(strstr(json_string_value(json_object_get(e, "message")),
+                           "drvtest: stream middleware broke"));
+    dh_teardown(&d);
+}
+
 static void cancel_on_attempt(dh *d, const json_t *ev, bool durable) {
     if (durable && !strcmp(json_string_value(json_object_get(ev, "type")), "assistant/attempt"))
         assert_int_equal(weir_agent_cancel(d->agent, "hook:test", false), WEIR_OK);
@@ -335,6 +359,7 @@ int main(void) {
         cmocka_unit_test(request_error_without_recovery_ends_turn_with_failure),
         cmocka_unit_test(request_error_listener_failure_keeps_original_error),
         cmocka_unit_test(retry_is_cancelled_by_cancel),
+        cmocka_unit_test(stream_middleware_failure_is_not_offered_to_recovery),
         cmocka_unit_test(cancel_mid_stream_commits_interrupted_prefix),
         cmocka_unit_test(cancel_mid_tool_call_drops_the_half_streamed_call),
         cmocka_unit_test(cancel_before_content_logs_attempt_only),

@@ -298,7 +298,7 @@ static void changed_system_prompt_replaces_the_head_node(void **state) {
     const json_t *sys = json_array_get(msgs, 0);
     assert_string_equal(
         json_string_value(json_object_get(json_array_get(json_object_get(sys, "content"), 0), "text")),
-        "Be brief.\n\ncall 2");
+        "Be brief.\n\ncall 2 {{unset}}");
     assert_int_equal(json_array_size(msgs), 5);
     json_decref(msgs);
     dh_teardown(&d);
@@ -323,6 +323,25 @@ static void plugin_events_are_logged_ignorable(void **state) {
     assert_int_equal(weir__agent_append(d.agent, "drvtest/unregistered", data, &err),
                      WEIR_E_NOT_FOUND);
     json_decref(data);
+    dh_teardown(&d);
+}
+
+static void empty_completion_is_logged_but_not_model_visible(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":["
+             "{\"finish\":\"stop\"},{\"text\":\"b\",\"expect\":{\"messages_count\":2}}]}}]",
+             NULL);
+    dh_open(&d, "empty-completion");
+    dh_send(&d, "one", WEIR_SEND_FOLLOWUP);
+    dh_send(&d, "two", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_string_equal(reason_kind(&d, 0), "completed");
+    assert_string_equal(reason_kind(&d, 1), "completed");
+    const json_t *am = json_object_get(dh_find(&d, "assistant/message", 0), "data");
+    assert_int_equal(json_array_size(json_object_get(json_object_get(am, "message"), "content")), 0);
+    assert_non_null(json_object_get(am, "usage"));
     dh_teardown(&d);
 }
 
@@ -374,6 +393,7 @@ int main(void) {
         cmocka_unit_test(llm_stream_listener_replays_its_own_chunks),
         cmocka_unit_test(changed_system_prompt_replaces_the_head_node),
         cmocka_unit_test(plugin_events_are_logged_ignorable),
+        cmocka_unit_test(empty_completion_is_logged_but_not_model_visible),
         cmocka_unit_test(agent_survives_every_allocation_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
