@@ -185,6 +185,52 @@ static int read_options(weir_agent *a, const json_t *config, weir_error *err) {
     return WEIR_OK;
 }
 
+/*
+ * A background job finished (on its worker thread): its result re-enters the
+ * conversation as a `service` observation, steered to the next request
+ * boundary (or starting a turn when idle).  The job id is the input id, so
+ * a result is delivered once.  Once the agent closes, sends are refused.
+ */
+static void on_job_done(const char *job_id, const char *call_id, const char *tool,
+                        const json_t *result, void *ud) {
+    weir_agent *a = ud;
+    char *body = NULL;
+    size_t i;
+    const json_t *block;
+    json_array_foreach(json_object_get(result, "content"), i, block) {
+        const char *text = weir__json_str(block, "text", NULL);
+        if (!text)
+            continue;
+        char *joined = body ? weir__asprintf("%s\n%s", body, text) : weir__strdup(text);
+        weir__free(body);
+        body = joined;
+        if (!body)
+            return;
+    }
+    bool is_error = json_is_true(json_object_get(result, "is_error"));
+    char *text = weir__asprintf("Background job %s (tool %s, call %s) %s:\n%s", job_id, tool,
+                                call_id, is_error ? "failed" : "finished", body ? body : "");
+    weir__free(body);
+    json_t *msg = text ? json_pack("{s:s, s:[{s:s, s:s}], s:{s:s, s:s, s:s, s:s}}", "role", "user",
+                                   "content", "type", "text", "text", text, "source", "kind",
+                                   "service", "name", "jobs", "job_id", job_id, "call_id",
+                                   call_id)
+                       : NULL;
+    weir__free(text);
+    if (!msg)
+        return;
+    weir_error e;
+    weir_error_clear(&e);
+    if (weir_agent_send(a, msg, WEIR_SEND_STEER, job_id, &e) != WEIR_OK && e.code != WEIR_E_STATE)
+        fprintf(stderr, "weir: agent %s: background job %s result lost: %s\n", a->id, job_id,
+                e.text);
+    json_decref(msg);
+}
+
+json_t *weir_agent_active_jobs(weir_agent *a) {
+    return a && a->jobs ? weir__jobs_active(a->jobs) : NULL;
+}
+
 int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent **out,
                     weir_error *err) {
     if (!host || !out)
@@ -282,6 +328,8 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
             rc = weir__err(err, rc, NULL, NULL, "cannot create the agent's HTTP handle: %s",
                            weir_strerror(rc));
     }
+    if (rc == WEIR_OK)
+        rc = weir__jobs_create(4, on_job_done, a, &a->jobs, err);
     if (rc != WEIR_OK) {
         weir_agent_close(a);
         return rc;
@@ -322,6 +370,7 @@ void weir_agent_close(weir_agent *a) {
                 weir__hook_invoke(a->hooks, "agent/disposed", a, NULL, args, NULL, NULL, NULL));
         json_decref(args);
     }
+    weir__jobs_destroy(a->jobs); /* cancels and waits; late results are refused */
     weir__http_destroy(a->http);
     weir__inbox_destroy(a->inbox);
     weir__log_close(a->log);

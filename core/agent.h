@@ -14,6 +14,7 @@
 #include "inbox.h"
 #include "session_log.h"
 #include "signal.h"
+#include "tools.h"
 
 typedef enum weir__agent_state {
     WEIR__AGENT_IDLE = 0,
@@ -33,6 +34,7 @@ struct weir_agent {
     weir__log *log;
     weir__inbox *inbox;
     weir__http *http;         /* reused connection for provider plugins */
+    weir__jobs *jobs;         /* background tool jobs (DESIGN §6) */
     json_t *options;          /* {provider?, model?, max_tokens?, temperature?} */
     int max_parallel;         /* agent.max_parallel_tool_calls, >= 1 */
     weir_event_fn on_event;

@@ -1017,6 +1017,7 @@ static int run_step(turn_ctx *t, const json_t *entered, bool series, step_out *o
                 .max_parallel = a->max_parallel,
                 .accept_context = accept_context,
                 .ud = a,
+                .jobs = a->jobs,
             };
             weir_error e;
             weir_error_clear(&e);

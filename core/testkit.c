@@ -264,6 +264,45 @@ static int tk_agent_append(weir_agent *agent, const char *type, const json_t *da
     return WEIR_OK;
 }
 
+/*
+ * The agent-context members (compaction and other maintenance) need a real
+ * session log; under the test kit they see an empty conversation and refuse
+ * to change it, instead of reaching into the fake agent.
+ */
+static json_t *tk_agent_surface(weir_agent *agent) { return agent ? json_array() : NULL; }
+static uint64_t tk_agent_replace_generation(weir_agent *agent) {
+    (void)agent;
+    return 0;
+}
+static int tk_agent_surface_replace(weir_agent *agent, const char *type, const json_t *data,
+                                    size_t start_seq, size_t end_seq, const json_t *source_seqs,
+                                    size_t *seq_out, weir_error *err) {
+    (void)agent, (void)type, (void)data, (void)start_seq, (void)end_seq, (void)source_seqs;
+    (void)seq_out;
+    return weir__err(err, WEIR_E_UNSUPPORTED, NULL, NULL,
+                     "agent_surface_replace: the test kit has no session log");
+}
+static json_t *tk_agent_event_none(weir_agent *agent, const char *type) {
+    (void)agent, (void)type;
+    return NULL;
+}
+static json_t *tk_agent_event_at(weir_agent *agent, size_t seq) {
+    (void)agent, (void)seq;
+    return NULL;
+}
+static json_t *tk_agent_model_info(weir_agent *agent, const char *provider, const char *model) {
+    (void)agent, (void)provider, (void)model;
+    return NULL;
+}
+static int tk_agent_complete(weir_agent *agent, const json_t *request, weir_signal *signal,
+                             json_t **result, weir_error *err) {
+    (void)agent, (void)request, (void)signal;
+    if (result)
+        *result = NULL;
+    return weir__err(err, WEIR_E_UNSUPPORTED, NULL, NULL,
+                     "agent_complete: the test kit runs no provider");
+}
+
 /* --- create / destroy ---------------------------------------------------- */
 
 weir_tk *weir_tk_create(void) {
@@ -284,6 +323,13 @@ weir_tk *weir_tk_create(void) {
     tk->api.agent_send = tk_agent_send;
     tk->api.agent_messages = tk_agent_messages;
     tk->api.agent_append = tk_agent_append;
+    tk->api.agent_surface = tk_agent_surface;
+    tk->api.agent_replace_generation = tk_agent_replace_generation;
+    tk->api.agent_surface_replace = tk_agent_surface_replace;
+    tk->api.agent_last_event = tk_agent_event_none;
+    tk->api.agent_event = tk_agent_event_at;
+    tk->api.agent_model_info = tk_agent_model_info;
+    tk->api.agent_complete = tk_agent_complete;
     tk->agent.tk = tk;
     tk->messages = json_array();
     tk->events = json_array();

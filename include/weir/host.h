@@ -179,6 +179,14 @@ WEIR_API int weir_agent_run_until_idle(weir_agent *agent, weir_error *err);
 /** New reference: the derived model-visible messages. Since: 0.1 */
 WEIR_API json_t *weir_agent_messages(weir_agent *agent);
 
+/**
+ * Ids of the agent's background tool jobs still queued or running.
+ * @return a new reference (array of strings), or NULL on bad input or
+ *         allocation failure.  Any thread.
+ * Since: 0.1
+ */
+WEIR_API json_t *weir_agent_active_jobs(weir_agent *agent);
+
 /** Path of the agent's log file (borrowed). Since: 0.1 */
 WEIR_API const char *weir_agent_log_path(const weir_agent *agent);
 

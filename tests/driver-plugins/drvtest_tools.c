@@ -1,9 +1,13 @@
 /*
  * tests/driver-plugins/drvtest_tools.c - stub tools for the driver tests.
  * Config: {"tools": [{"name", "reply"?: "text", "concludes"?: bool,
- *                     "fail"?: "message"}]}
+ *                     "fail"?: "message", "background"?: bool,
+ *                     "wait_for_file"?: "path"}]}
  * A tool returns `reply` (default: its arguments text, prefixed "echo:"),
- * concludes the turn when asked, or fails with code TOOL_FAILED.
+ * concludes the turn when asked, or fails with code TOOL_FAILED.  A
+ * background tool runs as a job; `wait_for_file` makes the body wait
+ * (cancellably, at most 20 s) until that file exists, so tests decide when a
+ * job finishes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +17,18 @@
 
 static int execute(weir_tool_exec *exec, const json_t *args, json_t **result, void *ud) {
     const json_t *def = ud;
+    const char *gate = json_string_value(json_object_get(def, "wait_for_file"));
+    for (int i = 0; gate && i < 4000; i++) {
+        FILE *f = fopen(gate, "r");
+        if (f) {
+            fclose(f);
+            break;
+        }
+        if (weir_signal_sleep(weir_tool_exec_signal(exec), 5) != WEIR_OK) {
+            weir_tool_exec_fail(exec, "ABORTED", "cancelled while waiting");
+            return WEIR_E_CANCELLED;
+        }
+    }
     const char *fail = json_string_value(json_object_get(def, "fail"));
     if (fail) {
         weir_tool_exec_fail(exec, "TOOL_FAILED", "%s", fail);
@@ -56,7 +72,10 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
         if (rc != WEIR_OK)
             break;
         weir_tool tool = {sizeof(weir_tool), json_string_value(json_object_get(t, "name")),
-                          "a stub tool", params, 0, execute, safe, t};
+                          "a stub tool", params,
+                          json_is_true(json_object_get(t, "background")) ? WEIR_TOOL_BACKGROUND
+                                                                         : 0,
+                          execute, safe, t};
         rc = weir_tool_register(self, &tool);
     }
     json_decref(params);

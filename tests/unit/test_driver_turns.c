@@ -10,11 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "agent.h"
 #include "driver_harness.h"
+#include "testutil.h"
 
 #define PROMPT_ROW "{\"id\":\"prompt\",\"plugin\":\"system-prompt\",\"config\":{\"text\":\"Be brief.\"}}"
 
@@ -96,6 +98,57 @@ static void tool_round_trip_puts_result_in_next_request(void **state) {
     const json_t *call = json_object_get(dh_find(&d, "tool/call", 0), "data");
     assert_string_equal(json_string_value(json_object_get(call, "arguments")), "{\"q\":\"weir\"}");
     dh_teardown(&d);
+}
+
+static void background_job_result_returns_as_a_service_message(void **state) {
+    (void)state;
+    char *dir = wt_tmpdir("bgjob");
+    assert_non_null(dir);
+    char gate[4200], rows[8192];
+    snprintf(gate, sizeof gate, "%s/release", dir);
+    snprintf(rows, sizeof rows,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":["
+             "{\"text\":\"Starting.\",\"tool_calls\":[{\"id\":\"c1\",\"name\":\"crawl\","
+             "\"arguments\":{}}]},"
+             "{\"text\":\"Queued.\",\"expect\":{\"message_contains\":\"queued\"}},"
+             "{\"text\":\"Done.\",\"expect\":{\"message_contains\":\"crawl result\"}}]}},"
+             "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"
+             "[{\"name\":\"crawl\",\"reply\":\"crawl result\",\"background\":true,"
+             "\"wait_for_file\":\"%s\"}]}}]",
+             gate);
+    dh d;
+    dh_setup(&d, rows, NULL);
+    dh_open(&d, "bgjob");
+    dh_send(&d, "crawl it", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    /* the call got a receipt at once; the job is still running */
+    assert_int_equal(dh_count(&d, "turn/end"), 1);
+    json_t *active = weir_agent_active_jobs(d.agent);
+    assert_int_equal(json_array_size(active), 1);
+    char *res = json_dumps(json_object_get(dh_find(&d, "tool/result", 0), "data"), JSON_COMPACT);
+    assert_non_null(res);
+    assert_non_null(strstr(res, "queued"));
+    assert_non_null(strstr(res, "job-"));
+    free(res);
+    assert_int_equal(wt_write_file(gate, "go"), 0);
+    for (int i = 0; i < 2000 && json_array_size(active) > 0; i++) {
+        json_decref(active);
+        usleep(5000);
+        active = weir_agent_active_jobs(d.agent);
+    }
+    assert_int_equal(json_array_size(active), 0);
+    json_decref(active);
+    /* the result was steered in: it wakes the idle agent for a new turn */
+    dh_run(&d);
+    assert_int_equal(dh_count(&d, "turn/end"), 2);
+    assert_string_equal(reason_kind(&d, 1), "completed");
+    const json_t *um = json_object_get(dh_find(&d, "user/message", 1), "data");
+    const json_t *src = json_object_get(json_object_get(um, "message"), "source");
+    assert_string_equal(json_string_value(json_object_get(src, "kind")), "service");
+    assert_non_null(json_object_get(src, "job_id"));
+    dh_teardown(&d);
+    wt_rmtree(dir);
+    free(dir);
 }
 
 static const char *const PRE_ROWS =
@@ -383,6 +436,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(simple_turn_emits_ordered_events),
         cmocka_unit_test(tool_round_trip_puts_result_in_next_request),
+        cmocka_unit_test(background_job_result_returns_as_a_service_message),
         cmocka_unit_test(pre_step_reject_blocks_turn_without_step),
         cmocka_unit_test(pre_step_rewrite_changes_entered_messages),
         cmocka_unit_test(pre_step_rewrite_to_empty_spends_no_step),
