@@ -10,3 +10,10 @@ target_link_libraries(weir-mock-llm PRIVATE weir_testsupport weir_warnings weir_
 if(TARGET test_http)
   add_dependencies(test_http weir-mock-llm)
 endif()
+
+# bench/connections/session.c: one TCP connect for a 10-step agent session.
+# The executable is defined in bench/connections (processed after tests/);
+# add_test resolves the target name at generate time.
+add_test(NAME bench_session_connections COMMAND bench_session_connections)
+set_tests_properties(bench_session_connections PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}"
+  TIMEOUT 120)

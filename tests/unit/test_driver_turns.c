@@ -151,10 +151,10 @@ static void background_job_result_returns_as_a_service_message(void **state) {
     free(dir);
 }
 
-static const char *const PRE_ROWS =
-    "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":"
-    "[{\"text\":\"ok\",\"expect\":{\"message_contains\":\"%s\"}}]}},"
-    "{\"id\":\"gate\",\"plugin\":\"drvtest-hooks\",\"config\":{\"pre_step\":%s}}]";
+#define PRE_ROWS                                                                           \
+    "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":"  \
+    "[{\"text\":\"ok\",\"expect\":{\"message_contains\":\"%s\"}}]}},"            \
+    "{\"id\":\"gate\",\"plugin\":\"drvtest-hooks\",\"config\":{\"pre_step\":%s}}]"
 
 static void setup_pre(dh *d, const char *contains, const char *pre) {
     char rows[1024];

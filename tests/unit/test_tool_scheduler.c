@@ -3,7 +3,8 @@
  * scheduler (reference §4.2 / §10.2 tool-calls.spec) and background jobs.
  *
  * Every scenario runs weir__tools_run against a real session log in a temp
- * dir and real hook chains.  Concurrency is asserted with barriers and
+ * dir and real hook chains.  The fixture frames the log as one step of one
+ * turn and teardown runs `weir log --check` (weir_log_check) on it.  Concurrency is asserted with barriers and
  * counters inside the tool bodies, never with timings: a body that waits for
  * a sibling waits on a condition variable (with a long safety bound that
  * only trips when the scheduler is wrong, and then fails the test).
@@ -20,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "weir/host.h"
 
 #include "hooks.h"
 #include "pool.h"
@@ -187,6 +190,11 @@ typedef struct fx {
     json_t *ctx_counts; /* log count at each accept */
     int accept_fail;    /* accept_context returns this when non-zero */
     json_t *hook_order; /* "pre:a", "post:a" */
+    size_t framing;     /* events before the first call: turn/start, step/start */
+    /* `weir log --check` errors teardown expects (NULL: none).  Only the
+     * tests that make the scheduler fail set it: a failed run fabricates no
+     * results, so its logged calls legitimately lack one. */
+    json_t *expect_errors;
 } fx;
 
 static fx *g_fx;
@@ -208,6 +216,41 @@ static void add_tool(fx *f, const char *name, int (*exec)(weir_tool_exec *, cons
     weir_error err = {0};
     assert_int_equal(weir__tools_add(f->tools, "test", &t, &err), WEIR_OK);
     json_decref(params);
+}
+
+/* Append a framing event {turn[, step]} (reason completed for turn/end). */
+static void frame(fx *f, const char *type, bool with_step) {
+    json_t *data = json_pack("{s:i}", "turn", f->st.turn);
+    if (with_step)
+        json_object_set_new(data, "step", json_integer(f->st.step));
+    if (strcmp(type, "turn/end") == 0)
+        json_object_set_new(data, "reason", json_pack("{s:s}", "kind", "completed"));
+    weir_error err = {0};
+    assert_int_equal(weir__log_append(f->log, type, data, NULL, NULL, 0, NULL, &err), WEIR_OK);
+    json_decref(data);
+}
+
+static bool is_framing(const json_t *ev) {
+    const char *type = weir__json_str(ev, "type", "");
+    return strncmp(type, "turn/", 5) == 0 || strncmp(type, "step/", 5) == 0;
+}
+
+/* Log events other than turn/step framing. */
+static size_t body_count(fx *f) {
+    size_t n = 0;
+    for (size_t i = 0; i < weir__log_count(f->log); i++)
+        n += !is_framing(weir__log_event(f->log, i));
+    return n;
+}
+
+/* The missing-result error `weir log --check` reports for the call at seq. */
+static void expect_missing(fx *f, size_t seq, const char *call_id) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "seq %zu: tool/call '%s' has no tool/result in step %d of turn %d",
+             seq, call_id, f->st.step, f->st.turn);
+    if (!f->expect_errors)
+        f->expect_errors = json_array();
+    json_array_append_new(f->expect_errors, json_string(buf));
 }
 
 static int setup(void **state) {
@@ -236,6 +279,9 @@ static int setup(void **state) {
     f->st = (weir__tool_step){.tools = f->tools, .hooks = f->hooks, .log = f->log,
                               .agent = NULL, .signal = &f->signal, .turn = 1, .step = 2,
                               .max_parallel = 10, .accept_context = accept_ctx, .ud = f};
+    frame(f, "turn/start", false);
+    frame(f, "step/start", true);
+    f->framing = weir__log_count(f->log);
     g_signal = &f->signal;
     g_fx = f;
     reset_bodies();
@@ -243,15 +289,41 @@ static int setup(void **state) {
     return 0;
 }
 
+/* Close the step and turn, then `weir log --check` the file: no errors
+ * (or exactly f->expect_errors) and nothing left open. */
+static void check_log(fx *f) {
+    frame(f, "step/end", true);
+    frame(f, "turn/end", false);
+    char path[4096];
+    snprintf(path, sizeof path, "%s", weir__log_path(f->log));
+    weir__log_close(f->log);
+    f->log = NULL;
+    json_t *report = NULL;
+    weir_error err = {0};
+    assert_int_equal(weir_log_check(path, &report, &err), WEIR_OK);
+    json_t *want = f->expect_errors ? json_incref(f->expect_errors) : json_array();
+    char *got_s = weir__json_dump(json_object_get(report, "errors"));
+    char *want_s = weir__json_dump(want);
+    if (strcmp(got_s, want_s) != 0)
+        fail_msg("log check errors %s, want %s", got_s, want_s);
+    assert_int_equal(json_is_true(json_object_get(report, "ok")), json_array_size(want) == 0);
+    assert_int_equal(json_array_size(json_object_get(report, "open")), 0);
+    free(got_s);
+    free(want_s);
+    json_decref(want);
+    json_decref(report);
+}
+
 static int teardown(void **state) {
     fx *f = *state;
     weir__tools_destroy(f->tools);
     weir__hooks_destroy(f->hooks);
-    weir__log_close(f->log);
+    check_log(f);
     weir__signal_destroy(&f->signal);
     json_decref(f->contexts);
     json_decref(f->ctx_counts);
     json_decref(f->hook_order);
+    json_decref(f->expect_errors);
     wt_rmtree(f->dir);
     free(f->dir);
     free(f);
@@ -302,6 +374,8 @@ static void log_summary(fx *f, char *out, size_t size) {
     size_t used = 0;
     for (size_t i = 0; i < weir__log_count(f->log); i++) {
         const json_t *ev = weir__log_event(f->log, i);
+        if (is_framing(ev))
+            continue;
         const char *type = weir__json_str(ev, "type", "?");
         const json_t *data = json_object_get(ev, "data");
         const char *id = weir__json_str(data, "call_id", NULL);
@@ -317,9 +391,10 @@ static void log_summary(fx *f, char *out, size_t size) {
     }
 }
 
-/* The tool/result event for call `id` (borrowed data), or NULL. */
-static const json_t *result_of(fx *f, const char *id) {
-    for (size_t i = 0; i < weir__log_count(f->log); i++) {
+/* The first tool/result event for call `id` with a seq in (from, end)
+ * (borrowed data), or NULL. */
+static const json_t *result_between(fx *f, const char *id, size_t from, size_t end) {
+    for (size_t i = from + 1; i < end; i++) {
         const json_t *ev = weir__log_event(f->log, i);
         if (strcmp(weir__json_str(ev, "type", ""), "tool/result") != 0)
             continue;
@@ -330,6 +405,11 @@ static const json_t *result_of(fx *f, const char *id) {
             return ev;
     }
     return NULL;
+}
+
+/* The tool/result event for call `id` (borrowed data), or NULL. */
+static const json_t *result_of(fx *f, const char *id) {
+    return result_between(f, id, f->framing - 1, weir__log_count(f->log));
 }
 
 /* The model-visible result block of `id` as compact JSON (malloc'd). */
@@ -350,15 +430,16 @@ static void assert_result(fx *f, const char *id, const char *want_data) {
     json_decref(want);
 }
 
-/* `weir log --check`: every tool/call has exactly one later tool/result whose
+/* Every tool/call from seq `first` on has a later tool/result whose
  * source_seqs is [the call's seq], with surface_op "append". */
-static void assert_paired(fx *f) {
-    for (size_t i = 0; i < weir__log_count(f->log); i++) {
+static void assert_paired_from(fx *f, size_t first) {
+    size_t end = weir__log_count(f->log);
+    for (size_t i = first; i < end; i++) {
         const json_t *ev = weir__log_event(f->log, i);
         if (strcmp(weir__json_str(ev, "type", ""), "tool/call") != 0)
             continue;
         const char *id = weir__json_str(json_object_get(ev, "data"), "call_id", "");
-        const json_t *res = result_of(f, id);
+        const json_t *res = result_between(f, id, i, end);
         assert_non_null(res);
         assert_true(weir__json_int(res, "seq", 0) > (json_int_t)i);
         assert_int_equal(json_integer_value(json_array_get(json_object_get(res, "source_seqs"), 0)),
@@ -366,6 +447,8 @@ static void assert_paired(fx *f) {
         assert_string_equal(weir__json_str(res, "surface_op", ""), "append");
     }
 }
+
+static void assert_paired(fx *f) { assert_paired_from(f, 0); }
 
 /* ------------------------------------------------------------------------ */
 /* Registry                                                                  */
@@ -504,7 +587,7 @@ static void model_order_commits_despite_out_of_order_completion(void **state) {
                   "{\"turn\":1,\"step\":2,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"
                   "\"tool_result\",\"call_id\":\"b\",\"content\":[{\"type\":\"text\",\"text\":"
                   "\"ok:b\"}]}]}}");
-    const json_t *call_b = weir__log_event(f->log, 1);
+    const json_t *call_b = weir__log_event(f->log, f->framing + 1);
     char *s = weir__json_dump(json_object_get(call_b, "data"));
     assert_string_equal(s, "{\"turn\":1,\"step\":2,\"call_id\":\"b\",\"name\":\"work\","
                            "\"arguments\":\"{\\\"id\\\":\\\"b\\\",\\\"after\\\":\\\"c\\\"}\"}");
@@ -550,8 +633,8 @@ static json_t *pre_record(weir_call *call, const json_t *args, void *ud) {
     char buf[64];
     snprintf(buf, sizeof buf, "pre:%s", weir__json_str(args, "call_id", "?"));
     json_array_append_new(g_fx->hook_order, json_string(buf));
-    assert_int_equal(weir__json_int(args, "turn", 0), 1);
-    assert_int_equal(weir__json_int(args, "step", 0), 2);
+    assert_int_equal(weir__json_int(args, "turn", 0), g_fx->st.turn);
+    assert_int_equal(weir__json_int(args, "step", 0), g_fx->st.step);
     assert_true(json_is_string(json_object_get(args, "arguments")));
     return weir__call_next(call);
 }
@@ -646,7 +729,7 @@ static void abort_before_the_group_gives_synthetic_pairs(void **state) {
     assert_aborted(f, "a");
     assert_aborted(f, "b");
     assert_aborted(f, "c");
-    const json_t *call_c = weir__log_event(f->log, 4);
+    const json_t *call_c = weir__log_event(f->log, f->framing + 4);
     char *s = weir__json_dump(json_object_get(call_c, "data"));
     assert_string_equal(s, "{\"turn\":1,\"step\":2,\"call_id\":\"c\",\"name\":\"nope\","
                            "\"arguments\":\"{}\"}");
@@ -773,7 +856,7 @@ static void invalid_arguments_name_the_field(void **state) {
     assert_int_equal(event_index("start:a"), -1);
     assert_int_equal(event_index("start:c"), 0);
     /* The logged arguments are the model's raw text. */
-    const json_t *call_b = weir__log_event(f->log, 2);
+    const json_t *call_b = weir__log_event(f->log, f->framing + 2);
     assert_string_equal(weir__json_str(json_object_get(call_b, "data"), "arguments", ""), "{oops");
     assert_paired(f);
 }
@@ -841,6 +924,7 @@ static void scheduler_failure_fabricates_no_results(void **state) {
     char sum[512];
     log_summary(f, sum, sizeof sum);
     assert_string_equal(sum, "call:a call:b result:a");
+    expect_missing(f, f->framing + 1, "b");
 }
 
 static void scheduler_failure_on_log_append(void **state) {
@@ -856,7 +940,12 @@ static void scheduler_failure_on_log_append(void **state) {
     assert_int_not_equal(rc, WEIR_OK);
     assert_int_equal(err.code, rc);
     assert_int_equal(g_nevents, 0);
-    assert_int_equal(weir__log_count(f->log), 0);
+    assert_int_equal(weir__log_count(f->log), f->framing);
+    assert_int_equal(body_count(f), 0);
+    /* Writable again, so teardown can close the step and turn. */
+    weir__log_close(f->log);
+    assert_int_equal(weir__log_open(path, WEIR__FSYNC_NONE, NULL, NULL, &f->log, &err), WEIR_OK);
+    f->st.log = f->log;
 }
 
 static void tool_can_conclude_the_turn(void **state) {
@@ -882,7 +971,8 @@ static void invalid_calls_are_refused_before_logging(void **state) {
     assert_int_equal(weir__tools_run(&f->st, c, &concluded, &err), WEIR_E_INVAL);
     assert_string_equal(err.text, "tools: call 0 has no string 'id' or 'name'");
     json_decref(c);
-    assert_int_equal(weir__log_count(f->log), 0);
+    assert_int_equal(weir__log_count(f->log), f->framing);
+    assert_int_equal(body_count(f), 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1076,6 +1166,12 @@ static void allocation_failures_are_handled(void **state) {
     const char *spec = "[[\"a\",\"work\",{\"id\":\"a\"}],[\"b\",\"pow\",{\"x\":1}],"
                        "[\"c\",\"nope\",{}],[\"d\",\"fail\",{}]]";
     for (long n = 1; n < 100000; n++) {
+        if (n > 1) { /* each attempt is a step of its own */
+            frame(f, "step/end", true);
+            f->st.step++;
+            frame(f, "step/start", true);
+        }
+        size_t first = weir__log_count(f->log);
         json_t *c = calls(spec);
         json_array_clear(f->contexts);
         json_array_clear(f->ctx_counts);
@@ -1087,7 +1183,18 @@ static void allocation_failures_are_handled(void **state) {
         json_decref(c);
         if (rc == WEIR_OK) {
             assert_true(n > 1);
+            assert_paired_from(f, first);
             return;
+        }
+        /* The failed attempt fabricated no results: its calls without one
+         * are what the log check reports, and only those. */
+        size_t end = weir__log_count(f->log);
+        for (size_t i = first; i < end; i++) {
+            const json_t *ev = weir__log_event(f->log, i);
+            const char *id = weir__json_str(json_object_get(ev, "data"), "call_id", "");
+            if (strcmp(weir__json_str(ev, "type", ""), "tool/call") == 0 &&
+                !result_between(f, id, i, end))
+                expect_missing(f, i, id);
         }
     }
     fail_msg("weir__tools_run never succeeded");
