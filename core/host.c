@@ -5,6 +5,7 @@
  * initialised are finalised in reverse order and nothing stays loaded.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "host_int.h"
@@ -329,8 +330,28 @@ static const char *level_name(weir_log_level level) {
     return "log";
 }
 
+/*
+ * Lines above the threshold are dropped: $WEIR_LOG_LEVEL (error, warn, info,
+ * debug; default warn), or debug when WEIR_TRACE is on.  Read on each call
+ * (logging is rare), so tests and embedders may change it at run time.
+ */
+static weir_log_level log_threshold(void) {
+    const char *lv = getenv("WEIR_LOG_LEVEL");
+    const char *trace = getenv("WEIR_TRACE");
+    if (lv && *lv) {
+        if (!strcmp(lv, "error"))
+            return WEIR_LOG_ERROR;
+        if (!strcmp(lv, "info"))
+            return WEIR_LOG_INFO;
+        if (!strcmp(lv, "debug"))
+            return WEIR_LOG_DEBUG;
+        return WEIR_LOG_WARN;
+    }
+    return trace && *trace && strcmp(trace, "0") ? WEIR_LOG_DEBUG : WEIR_LOG_WARN;
+}
+
 void weir__plugin_log(const weir_plugin *self, weir_log_level level, const char *fmt, ...) {
-    if (!fmt)
+    if (!fmt || level > log_threshold())
         return;
     char msg[1024];
     va_list ap;

@@ -151,6 +151,59 @@ static int check_header(const json_t *data, char *msg, size_t size) {
     return -1;
 }
 
+/*
+ * The fields the log's own folds (nesting, repair, the inbox, the checker)
+ * read from core events: without them a log could be accepted but not
+ * repaired into a valid one.  "turn"/"step" are integers >= 0, "call_id" a
+ * non-empty string, "reason" an object with a string "kind".  0 or -1 + msg.
+ */
+static int check_core_shape(const char *type, const json_t *data, char *msg, size_t size) {
+    static const struct {
+        const char *type;
+        const char *fields[5];
+    } shapes[] = {
+        {"turn/start", {"turn"}},
+        {"turn/end", {"turn", "reason"}},
+        {"step/start", {"turn", "step"}},
+        {"step/end", {"turn", "step"}},
+        {"tool/call", {"turn", "step", "call_id", "name", "arguments"}},
+        {"tool/result", {"turn", "step"}},
+        {"assistant/message", {"turn", "step"}},
+        {"assistant/attempt", {"turn", "step"}},
+        {"request/context", {"provider", "model"}},
+        {"agent/inbox/spliced", {"target", "start", "inserted"}},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        if (strcmp(type, shapes[i].type) != 0)
+            continue;
+        for (size_t f = 0; f < 5 && shapes[i].fields[f]; f++) {
+            const char *name = shapes[i].fields[f];
+            const json_t *v = json_object_get(data, name);
+            const char *want = NULL;
+            if (!strcmp(name, "turn") || !strcmp(name, "step") || !strcmp(name, "start"))
+                want = json_is_integer(v) && json_integer_value(v) >= 0 ? NULL
+                                                                         : "an integer >= 0";
+            else if (!strcmp(name, "reason"))
+                want = json_is_string(json_object_get(v, "kind")) ? NULL
+                                                                  : "an object with a string kind";
+            else if (!strcmp(name, "inserted"))
+                want = json_is_array(v) ? NULL : "an array";
+            else if (!strcmp(name, "call_id") || !strcmp(name, "provider") ||
+                     !strcmp(name, "model") || !strcmp(name, "target"))
+                want = json_is_string(v) && json_string_value(v)[0] ? NULL
+                                                                    : "a non-empty string";
+            else
+                want = json_is_string(v) ? NULL : "a string";
+            if (want) {
+                snprintf(msg, size, "%s: data.%s must be %s", type, name, want);
+                return -1;
+            }
+        }
+        return 0;
+    }
+    return 0;
+}
+
 /* Validate an envelope read from disk or built by append.  0 or -1 + msg. */
 static int validate(const weir__log *log, const json_t *ev, char *msg, size_t size) {
     const json_t *ign = json_object_get(ev, "ignorable");
@@ -182,6 +235,8 @@ static int validate(const weir__log *log, const json_t *ev, char *msg, size_t si
     }
     if (strcmp(type, "request/header") == 0 &&
         check_header(json_object_get(ev, "data"), msg, size) < 0)
+        return -1;
+    if (check_core_shape(type, json_object_get(ev, "data"), msg, size) < 0)
         return -1;
     char smsg[512];
     if (weir__surface_check(log->surface, ev, smsg, sizeof smsg) < 0) {

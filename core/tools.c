@@ -255,9 +255,11 @@ int weir__tool_parse_args(const weir__tool_def *def, const char *text, json_t **
             return WEIR_E_NOMEM;
     } else {
         json_error_t jerr;
+        memset(&jerr, 0, sizeof jerr);
         v = json_loads(text, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
         if (!v) {
-            if (json_error_code(&jerr) == json_error_out_of_memory)
+            /* jansson may fail an allocation before it fills the error */
+            if (json_error_code(&jerr) == json_error_out_of_memory || !jerr.text[0])
                 return WEIR_E_NOMEM;
             char reason[300];
             snprintf(reason, sizeof reason, "not valid JSON: %s (column %d)", jerr.text,

@@ -1,11 +1,524 @@
-/* core/cli/serve.c - `weir serve --stdio` (placeholder until generations land). */
+/*
+ * core/cli/serve.c - `weir serve --stdio`: the stdio JSONL protocol for host
+ * programs (docs/stdio-protocol.md).
+ *
+ * Commands come one JSON object per line on stdin; events go one JSON
+ * object per line on stdout, and nothing else does (diagnostics go to
+ * stderr).  Threads: the main thread reads and validates commands and
+ * sends them to the agent; a driver thread runs weir_agent_run_until_idle()
+ * whenever a command woke it.  Every stdout line is written whole under
+ * `out_mu`.  End of input is a shutdown: the running turn is cancelled
+ * (generation.detached) and queued input is reported input.held.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <weir/generation.h>
 
 #include "cli.h"
 
+#define MAX_LINE (1u << 20) /* longer command lines are refused */
+#define MAX_INPUT_ID 128
+
+typedef struct serve {
+    bool all_events;  /* --events all: the agent's own events too */
+    weir_agent *agent;
+    weir_generation_tracker *tracker;
+    pthread_mutex_t out_mu; /* stdout */
+    pthread_mutex_t mu;     /* the fields below */
+    pthread_cond_t cv;
+    bool work;        /* a command woke the agent */
+    bool stopping;    /* shutdown began: the driver thread exits */
+    bool driver_done; /* the driver thread left its loop */
+    bool broken;      /* the agent cannot go on (log I/O failure) */
+} serve;
+
+/* ------------------------------------------------------------------------ */
+/* Output                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Write one event as one line on stdout. */
+static void put(serve *s, const json_t *event) {
+    char *line = json_dumps(event, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (!line) {
+        fprintf(stderr, "weir serve: out of memory, an event was dropped\n");
+        return;
+    }
+    pthread_mutex_lock(&s->out_mu);
+    fputs(line, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+    pthread_mutex_unlock(&s->out_mu);
+    free(line);
+}
+
+static json_int_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (json_int_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Serve's own events are flat: {"type", "time", ...fields}.  Steals `fields`. */
+static void put_own(serve *s, const char *type, json_t *fields) {
+    json_t *ev = json_pack("{s:s, s:I}", "type", type, "time", now_ms());
+    if (ev && fields && json_object_update(ev, fields) == 0)
+        put(s, ev);
+    else
+        fprintf(stderr, "weir serve: out of memory, a %s event was dropped\n", type);
+    json_decref(ev);
+    json_decref(fields);
+}
+
+/* {"type":"error","time","line"?,"input_id"?,"message"}; line 0 = none. */
+static void put_error(serve *s, long line, const char *input_id, const char *fmt, ...)
+    WEIR_PRINTF(4, 5);
+static void put_error(serve *s, long line, const char *input_id, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_t *f = json_object();
+    if (f && line > 0)
+        json_object_set_new(f, "line", json_integer(line));
+    if (f && input_id)
+        json_object_set_new(f, "input_id", json_string(input_id));
+    json_t *m = json_string(msg);
+    if (f && json_object_set_new(f, "message", m ? m : json_string("invalid input")) != 0) {
+        json_decref(f);
+        f = NULL;
+    }
+    put_own(s, "error", f);
+}
+
+static void on_generation(const json_t *event, void *ud) { put(ud, event); }
+
+static void on_event(const json_t *event, bool durable, void *ud) {
+    serve *s = ud;
+    if (s->all_events)
+        put(s, event);
+    if (weir_generation_tracker_feed(s->tracker, event, durable) == WEIR_E_NOMEM)
+        fprintf(stderr, "weir serve: out of memory while tracking generations\n");
+}
+
+/* ------------------------------------------------------------------------ */
+/* The driver thread                                                         */
+/* ------------------------------------------------------------------------ */
+
+static void *driver_main(void *arg) {
+    serve *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->work && !s->stopping)
+            pthread_cond_wait(&s->cv, &s->mu);
+        if (s->stopping)
+            break;
+        s->work = false;
+        pthread_mutex_unlock(&s->mu);
+        weir_error err;
+        weir_error_clear(&err);
+        int rc = weir_agent_run_until_idle(s->agent, &err);
+        if (rc != WEIR_OK)
+            put_error(s, 0, NULL, "the agent stopped: %s: %s", weir_status_name(rc), err.text);
+        pthread_mutex_lock(&s->mu);
+        if (rc != WEIR_OK) {
+            s->broken = true;
+            break;
+        }
+    }
+    s->driver_done = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+static void wake_driver(serve *s) {
+    pthread_mutex_lock(&s->mu);
+    s->work = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/*
+ * Shutdown: cancel the running turn, report queued input as held, and wait
+ * for the driver thread.  A turn may start between a cancel and the inbox
+ * clearing; cancelling again until the driver is done stops it too.
+ */
+static void stop_driver(serve *s, pthread_t th) {
+    pthread_mutex_lock(&s->mu);
+    s->stopping = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_generation_tracker_shutdown(s->tracker, s->agent, &err) != WEIR_OK)
+        put_error(s, 0, NULL, "shutdown: %s", err.text);
+    pthread_mutex_lock(&s->mu);
+    while (!s->driver_done) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 200 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        if (pthread_cond_timedwait(&s->cv, &s->mu, &until) == ETIMEDOUT && !s->driver_done) {
+            pthread_mutex_unlock(&s->mu);
+            weir_agent_cancel(s->agent, "disposed", false);
+            pthread_mutex_lock(&s->mu);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(th, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Commands                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The first member of `cmd` not listed in `allowed` (NULL-terminated), or NULL. */
+static const char *unknown_key(json_t *cmd, const char *const *allowed) {
+    const char *key;
+    json_t *v;
+    json_object_foreach(cmd, key, v) {
+        bool ok = false;
+        for (const char *const *a = allowed; *a && !ok; a++)
+            ok = strcmp(key, *a) == 0;
+        if (!ok)
+            return key;
+    }
+    return NULL;
+}
+
+static bool blank(const char *text) {
+    for (; *text; text++)
+        if (*text != ' ' && *text != '\t' && *text != '\r' && *text != '\n')
+            return false;
+    return true;
+}
+
+static void cmd_send(serve *s, long line, json_t *cmd) {
+    static const char *const keys[] = {"op", "input_id", "text", "message", "mode", NULL};
+    const json_t *jid = json_object_get(cmd, "input_id");
+    const char *input_id = json_string_value(jid);
+    const char *bad = unknown_key(cmd, keys);
+    if (bad) {
+        put_error(s, line, input_id, "send: unknown field \"%.64s\"", bad);
+        return;
+    }
+    if (jid && (!input_id || !*input_id || json_string_length(jid) > MAX_INPUT_ID ||
+                strlen(input_id) != json_string_length(jid))) {
+        put_error(s, line, NULL, "send: input_id: expected a string of 1 to %d characters",
+                  MAX_INPUT_ID);
+        return;
+    }
+    const json_t *text = json_object_get(cmd, "text");
+    json_t *message = json_object_get(cmd, "message");
+    if ((text != NULL) == (message != NULL)) {
+        put_error(s, line, input_id, "send: expected exactly one of \"text\" and \"message\"");
+        return;
+    }
+    if (text && (!json_is_string(text) || blank(json_string_value(text)))) {
+        put_error(s, line, input_id, "send: text: expected a non-blank string");
+        return;
+    }
+    if (message && !json_is_object(message)) {
+        put_error(s, line, input_id, "send: message: expected an object");
+        return;
+    }
+    const json_t *jmode = json_object_get(cmd, "mode");
+    const char *mode = jmode ? json_string_value(jmode) : "followup";
+    weir_send_mode m;
+    if (mode && !strcmp(mode, "followup")) {
+        m = WEIR_SEND_FOLLOWUP;
+    } else if (mode && !strcmp(mode, "steer")) {
+        m = WEIR_SEND_STEER;
+    } else if (mode && !strcmp(mode, "inject")) {
+        m = WEIR_SEND_INJECT;
+    } else {
+        put_error(s, line, input_id, "send: mode: expected \"followup\", \"steer\" or \"inject\"");
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    bool broken = s->broken;
+    pthread_mutex_unlock(&s->mu);
+    if (broken) {
+        put_error(s, line, input_id, "send: the agent stopped after an error; shut down");
+        return;
+    }
+    json_t *msg = message ? json_incref(message)
+                          : json_pack("{s:s, s:O}", "role", "user", "content", text);
+    weir_error err;
+    weir_error_clear(&err);
+    int rc = msg ? weir_agent_send(s->agent, msg, m, input_id, &err) : WEIR_E_NOMEM;
+    json_decref(msg);
+    if (rc != WEIR_OK) {
+        put_error(s, line, input_id, "send: %s", err.text[0] ? err.text : weir_strerror(rc));
+        return;
+    }
+    if (m != WEIR_SEND_INJECT)
+        wake_driver(s);
+}
+
+static void cmd_cancel(serve *s, long line, json_t *cmd) {
+    static const char *const keys[] = {"op", "cause", "keep_inbox", NULL};
+    const char *bad = unknown_key(cmd, keys);
+    if (bad) {
+        put_error(s, line, NULL, "cancel: unknown field \"%.64s\"", bad);
+        return;
+    }
+    const json_t *jcause = json_object_get(cmd, "cause");
+    const json_t *jkeep = json_object_get(cmd, "keep_inbox");
+    const char *cause = jcause ? json_string_value(jcause) : "user";
+    if (!cause || strlen(cause) > 200 || (jcause && strlen(cause) != json_string_length(jcause))) {
+        put_error(s, line, NULL, "cancel: cause: expected a string");
+        return;
+    }
+    if (jkeep && !json_is_boolean(jkeep)) {
+        put_error(s, line, NULL, "cancel: keep_inbox: expected true or false");
+        return;
+    }
+    int rc = weir_agent_cancel(s->agent, cause, json_is_true(jkeep));
+    if (rc == WEIR_E_INVAL)
+        put_error(s, line, NULL,
+                  "cancel: cause \"%s\": expected \"user\", \"parent\", \"hook:<reason>\" or "
+                  "\"disposed\"",
+                  cause);
+    else if (rc != WEIR_OK)
+        put_error(s, line, NULL, "cancel: %s", weir_strerror(rc));
+}
+
+/* Handle one command line.  Returns false for a shutdown. */
+static bool handle(serve *s, long line, const char *buf, size_t len) {
+    size_t i = 0;
+    while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r'))
+        i++;
+    if (i == len)
+        return true; /* blank lines are ignored */
+    json_error_t je;
+    json_t *cmd = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    if (!cmd) {
+        put_error(s, line, NULL, "invalid JSON at column %d: %s", je.column, je.text);
+        return true;
+    }
+    bool go_on = true;
+    const char *op = json_string_value(json_object_get(cmd, "op"));
+    if (!json_is_object(cmd))
+        put_error(s, line, NULL, "expected a JSON object");
+    else if (!op)
+        put_error(s, line, NULL, "missing \"op\" (\"send\", \"cancel\" or \"shutdown\")");
+    else if (!strcmp(op, "send"))
+        cmd_send(s, line, cmd);
+    else if (!strcmp(op, "cancel"))
+        cmd_cancel(s, line, cmd);
+    else if (!strcmp(op, "shutdown")) {
+        static const char *const keys[] = {"op", NULL};
+        const char *bad = unknown_key(cmd, keys);
+        if (bad)
+            put_error(s, line, NULL, "shutdown: unknown field \"%.64s\"", bad);
+        else
+            go_on = false;
+    } else
+        put_error(s, line, NULL, "unknown op \"%.64s\" (expected \"send\", \"cancel\" or "
+                                 "\"shutdown\")",
+                  op);
+    json_decref(cmd);
+    return go_on;
+}
+
+/*
+ * Read one line of at most MAX_LINE bytes into *buf (without its newline).
+ * Returns its length, or -1 at end of input with nothing read.  A longer
+ * line is consumed to its end and reported through *too_long.
+ */
+static long read_line(char **buf, size_t *cap, bool *too_long) {
+    size_t len = 0;
+    int c;
+    *too_long = false;
+    while ((c = getchar()) != EOF && c != '\n') {
+        if (len >= MAX_LINE) {
+            *too_long = true;
+            continue;
+        }
+        if (len + 1 >= *cap) {
+            size_t ncap = *cap ? *cap * 2 : 4096;
+            char *nb = realloc(*buf, ncap);
+            if (!nb) {
+                *too_long = true;
+                continue;
+            }
+            *buf = nb;
+            *cap = ncap;
+        }
+        (*buf)[len++] = (char)c;
+    }
+    if (c == EOF && len == 0 && !*too_long)
+        return -1;
+    return (long)len;
+}
+
+/* ------------------------------------------------------------------------ */
+/* weir serve                                                                */
+/* ------------------------------------------------------------------------ */
+
+static const char serve_help[] =
+    "usage: weir serve --stdio [-c FILE]... [-s SESSION_ID] [--events generations|all]\n"
+    "\n"
+    "Serve one agent over stdin/stdout for a host program: one JSON command per\n"
+    "line on stdin, one JSON event per line on stdout (docs/stdio-protocol.md).\n"
+    "Commands:\n"
+    "  {\"op\":\"send\",\"input_id\"?,\"text\"|\"message\",\n"
+    "   \"mode\"?:\"followup\"|\"steer\"|\"inject\"}\n"
+    "  {\"op\":\"cancel\",\"cause\"?,\"keep_inbox\"?}\n"
+    "  {\"op\":\"shutdown\"}            (end of input is a shutdown too)\n"
+    "\n"
+    "  -c, --config FILE   deployment config (repeat to overlay; default: built in)\n"
+    "  -s, --session ID    session id or log path; an existing session is resumed\n"
+    "      --events all    also print the agent's own events (default: only the\n"
+    "                      generation.* and input.* events)\n"
+    "\n"
+    "exit codes: 0 ok, 1 the agent stopped after an error, 2 usage,\n"
+    "            3 configuration or plugin error, 4 I/O error\n";
+
+/* The command loop: read until shutdown or end of input. */
+static void serve_loop(serve *s) {
+    char *buf = NULL;
+    size_t cap = 0;
+    long line = 0, len;
+    bool too_long;
+    while ((len = read_line(&buf, &cap, &too_long)) >= 0) {
+        line++;
+        if (too_long)
+            put_error(s, line, NULL, "line too long (more than %u bytes)", MAX_LINE);
+        else if (!handle(s, line, buf ? buf : "", (size_t)len))
+            break;
+    }
+    free(buf);
+}
+
+static int serve_agent(serve *s, weir_host *host, const char *path) {
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_generation_tracker_create(on_generation, s, &s->tracker, &err) != WEIR_OK)
+        return weir_cli_fail("serve", &err);
+    weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;
+    opts.session_file = path;
+    opts.on_event = on_event;
+    opts.user_data = s;
+    if (weir_agent_open(host, &opts, &s->agent, &err) != WEIR_OK) {
+        weir_generation_tracker_destroy(s->tracker);
+        return weir_cli_fail("open session", &err);
+    }
+    put_own(s, "session.ready", json_pack("{s:s, s:s}", "session_id", weir_agent_id(s->agent),
+                                          "log", weir_agent_log_path(s->agent)));
+    s->work = true; /* input queued before a crash wakes the agent */
+    pthread_t th;
+    int rc = WEIR_EXIT_OK;
+    if (pthread_create(&th, NULL, driver_main, s) != 0) {
+        fprintf(stderr, "weir serve: cannot start the driver thread\n");
+        rc = WEIR_EXIT_FAIL;
+    } else {
+        serve_loop(s);
+        stop_driver(s, th);
+        if (s->broken)
+            rc = WEIR_EXIT_FAIL;
+    }
+    weir_agent_close(s->agent);
+    put_own(s, "session.closed",
+            json_pack("{s:s}", "status", rc == WEIR_EXIT_OK ? "completed" : "error"));
+    weir_generation_tracker_destroy(s->tracker);
+    return rc;
+}
+
 int weir_cmd_serve(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "weir serve: not built yet\n");
-    return WEIR_EXIT_FAIL;
+    static const struct option longopts[] = {{"stdio", no_argument, NULL, 'S'},
+                                              {"config", required_argument, NULL, 'c'},
+                                              {"session", required_argument, NULL, 's'},
+                                              {"events", required_argument, NULL, 'e'},
+                                              {"help", no_argument, NULL, 'h'},
+                                              {0}};
+    char *files[64];
+    size_t nfiles = 0;
+    const char *session = NULL;
+    bool stdio = false;
+    serve s = {0};
+    int ch;
+    while ((ch = getopt_long(argc, argv, "c:s:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'S':
+            stdio = true;
+            break;
+        case 'c':
+            if (nfiles == sizeof files / sizeof files[0]) {
+                fprintf(stderr, "weir serve: too many -c files (at most 64)\n");
+                return WEIR_EXIT_USAGE;
+            }
+            files[nfiles++] = optarg;
+            break;
+        case 's':
+            session = optarg;
+            break;
+        case 'e':
+            if (!strcmp(optarg, "all")) {
+                s.all_events = true;
+            } else if (strcmp(optarg, "generations") != 0) {
+                fprintf(stderr, "weir serve: --events: expected \"generations\" or \"all\"\n");
+                return WEIR_EXIT_USAGE;
+            }
+            break;
+        case 'h':
+            fputs(serve_help, stdout);
+            return WEIR_EXIT_OK;
+        default:
+            fputs(serve_help, stderr);
+            return WEIR_EXIT_USAGE;
+        }
+    }
+    if (!stdio || optind != argc) {
+        fprintf(stderr, "weir serve: %s\n\n%s",
+                stdio ? "unexpected argument" : "--stdio is the only transport; give it",
+                serve_help);
+        return WEIR_EXIT_USAGE;
+    }
+    json_t *config = NULL;
+    int rc = weir_cli_compose(files, nfiles, &config);
+    if (rc != WEIR_EXIT_OK)
+        return rc;
+    char *path = NULL;
+    if (session && (rc = weir_cli_session_path(config, session, &path)) != WEIR_EXIT_OK) {
+        json_decref(config);
+        return rc;
+    }
+    const char *okey = getenv("OPENAI_API_KEY"), *akey = getenv("ANTHROPIC_API_KEY");
+    if (nfiles == 0 && (!okey || !*okey) && (!akey || !*akey))
+        fputs("weir: no OPENAI_API_KEY or ANTHROPIC_API_KEY set; using the built-in scripted "
+              "demo provider\n",
+              stderr);
+    weir_host *host = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_host_create(config, &host, &err) != WEIR_OK) {
+        free(path);
+        json_decref(config);
+        return weir_cli_fail("load", &err);
+    }
+    json_decref(config);
+    signal(SIGPIPE, SIG_IGN); /* a host that went away: writes fail, input ends */
+    pthread_mutex_init(&s.out_mu, NULL);
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.cv, NULL);
+    rc = serve_agent(&s, host, path);
+    pthread_cond_destroy(&s.cv);
+    pthread_mutex_destroy(&s.mu);
+    pthread_mutex_destroy(&s.out_mu);
+    weir_host_destroy(host);
+    free(path);
+    return rc;
 }

@@ -8,5 +8,6 @@
 #include "weir/version.h"
 #include "weir/errors.h"
 #include "weir/host.h"
+#include "weir/generation.h"
 
 #endif /* WEIR_WEIR_H */

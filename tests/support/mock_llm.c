@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -985,6 +986,8 @@ static void *accept_main(void *arg) {
         int fd = accept(m->listen_fd, NULL, NULL);
         if (fd < 0)
             continue;
+        int one = 1; /* small SSE writes must not wait for Nagle's delayed ACK */
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         conn *c = xrealloc(NULL, sizeof *c);
         memset(c, 0, sizeof *c);
         c->m = m;

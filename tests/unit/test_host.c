@@ -280,10 +280,18 @@ static void test_log_line_format(void **state) {
     assert_true(fd >= 0);
     dup2(fd, 2);
     close(fd);
+    /* default threshold: warnings and errors only */
+    unsetenv("WEIR_LOG_LEVEL");
+    weir__plugin_log(&a.p, WEIR_LOG_INFO, "%s", "dropped");
+    weir__plugin_log(&a.p, WEIR_LOG_DEBUG, "dropped");
+    setenv("WEIR_LOG_LEVEL", "debug", 1);
     weir__plugin_log(&a.p, WEIR_LOG_WARN, "x=%d", 3);
     weir__plugin_log(&a.p, WEIR_LOG_INFO, "%s", "hello");
     weir__plugin_log(&a.p, WEIR_LOG_DEBUG, "d");
+    setenv("WEIR_LOG_LEVEL", "error", 1);
+    weir__plugin_log(&a.p, WEIR_LOG_WARN, "dropped");
     weir__plugin_log(&a.p, WEIR_LOG_ERROR, "e");
+    unsetenv("WEIR_LOG_LEVEL");
     fflush(stderr);
     dup2(saved, 2);
     close(saved);

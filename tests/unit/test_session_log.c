@@ -429,6 +429,50 @@ static void request_header_fold_keeps_latest(void **state) {
 
 /* The header fold only ever sees canonical request/header data: anything
  * else is rejected on append and is corruption (naming the line) on open. */
+static void core_events_without_their_fields_rejected(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    static const struct {
+        const char *type, *data, *why;
+    } cases[] = {
+        {"turn/start", "{\"rn\":1}", "turn/start: data.turn must be an integer >= 0"},
+        {"turn/end", "{\"turn\":1,\"reason\":\"done\"}",
+         "turn/end: data.reason must be an object with a string kind"},
+        {"step/start", "{\"turn\":1}", "step/start: data.step must be an integer >= 0"},
+        {"tool/call", "{\"turn\":1,\"step\":1,\"name\":\"x\",\"arguments\":\"{}\"}",
+         "tool/call: data.call_id must be a non-empty string"},
+        {"tool/call", "{\"turn\":1,\"step\":1,\"call_id\":\"c\",\"name\":\"x\",\"arguments\":{}}",
+         "tool/call: data.arguments must be a string"},
+        {"agent/inbox/spliced", "{\"target\":\"next-turn\",\"start\":-1,\"inserted\":[]}",
+         "agent/inbox/spliced: data.start must be an integer >= 0"},
+    };
+    long size = file_size(f->path);
+    char want[4400];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        weir_error err;
+        weir_error_clear(&err);
+        assert_int_equal(add(f->log, cases[i].type, cases[i].data, &err), WEIR_E_LOG_REJECTED);
+        snprintf(want, sizeof want, "session log %s: rejected %s", f->path, cases[i].why);
+        assert_string_equal(err.text, want);
+        assert_int_equal(weir__log_count(f->log), 0);
+        assert_int_equal(file_size(f->path), size);
+    }
+    weir__log_close(f->log);
+    f->log = NULL;
+    /* a stored line is corruption naming its line */
+    assert_int_equal(wt_write_file(f->path, "{\"seq\":0,\"time\":1,\"type\":\"turn/start\","
+                                            "\"data\":{\"rn\":1}}\n"
+                                            "{\"seq\":1,\"time\":1,\"type\":\"turn/end\","
+                                            "\"data\":{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}}\n"),
+                     0);
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir__log_open(f->path, WEIR__FSYNC_NONE, NULL, NULL, &f->log, &err),
+                     WEIR_E_LOG_CORRUPT);
+    snprintf(want, sizeof want, "%s:1: turn/start: data.turn must be an integer >= 0", f->path);
+    assert_string_equal(err.text, want);
+}
+
 static void malformed_request_header_rejected(void **state) {
     fixture *f = *state;
     open_log(f);
@@ -671,6 +715,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(mid_file_corruption_names_line, setup, teardown),
         cmocka_unit_test_setup_teardown(reopen_gives_same_derived_history, setup, teardown),
         cmocka_unit_test_setup_teardown(repair_appends_closers, setup, teardown),
+        cmocka_unit_test_setup_teardown(core_events_without_their_fields_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(malformed_request_header_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(request_header_fold_keeps_latest, setup, teardown),
         cmocka_unit_test_setup_teardown(observer_sees_events_in_seq_order, setup, teardown),

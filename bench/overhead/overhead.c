@@ -1,0 +1,372 @@
+/*
+ * bench/overhead/overhead.c - host overhead per step (DESIGN §11: "host
+ * overhead per step within a small margin of a raw HTTP client doing the
+ * same requests").
+ *
+ * Each round starts the in-process loopback mock LLM (tests/support/mock_llm)
+ * and runs two phases against it, measured in the same process:
+ *   weir  N one-step turns through the public agent API: a host built from
+ *         a deployment made in this program (provider-openai pointed at the
+ *         mock), weir_agent_send_text + weir_agent_run_until_idle per step,
+ *         so every step does the whole lifecycle: inbox splice, hooks,
+ *         session log appends (fsync policy --fsync), derive, request build,
+ *         streaming, decode, assistant/message.
+ *   raw   the floor: the very request bodies weir sent in this round (read
+ *         back from the mock), POSTed by a minimal libcurl client on one
+ *         keep-alive handle that splits the SSE lines and parses each data
+ *         payload with jansson to collect the text.
+ * Wall time (CLOCK_MONOTONIC) and CPU time of the calling thread
+ * (CLOCK_THREAD_CPUTIME_ID; both phases run on it, the mock's threads are
+ * not counted) are taken per phase; the median over rounds is printed:
+ *
+ *   steps=200 weir_us_per_step=... raw_us_per_step=... ratio=...
+ *   cpu_weir_us_per_step=... cpu_raw_us_per_step=... cpu_ratio=... fsync=step rounds=5
+ *
+ * It never fails on timing: exit 0 when both phases completed every step
+ * with the expected answer, 2 on setup or request errors.
+ *
+ * Options: --steps N (200), --rounds R (5), --fsync always|step|none (step),
+ * --phase weir|raw|both (both; with `raw` the weir phase still runs, to
+ * produce the bodies, but is not reported).  bench/run.sh also counts
+ * instructions of each phase with callgrind (--toggle-collect=weir_phase /
+ * raw_phase).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "mock_llm.h"
+#include "testutil.h"
+#include "weir/host.h"
+
+#ifndef WEIR_BENCH_OPENAI_PLUGIN
+#error "WEIR_BENCH_OPENAI_PLUGIN (path of weir-provider-openai.so) must be defined"
+#endif
+
+#define MAX_ROUNDS 64
+
+static const char answer[] =
+    "Benchmarks measure the host, not the model: this reply streams in a few "
+    "pieces, is decoded, logged and folded into the history like any other.";
+
+typedef struct timing {
+    double wall_us;
+    double cpu_us;
+} timing;
+
+typedef struct options {
+    int steps;
+    int rounds;
+    const char *fsync;
+    const char *phase;
+} options;
+
+static double now_us(clockid_t clock) {
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ------------------------------------------------------------------------ */
+/* weir phase                                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct turn_count {
+    int completed;
+    int other;
+} turn_count;
+
+static void on_event(const json_t *event, bool durable, void *ud) {
+    turn_count *tc = ud;
+    if (!durable || strcmp(json_string_value(json_object_get(event, "type")), "turn/end") != 0)
+        return;
+    const char *kind = json_string_value(
+        json_object_get(json_object_get(json_object_get(event, "data"), "reason"), "kind"));
+    if (kind && strcmp(kind, "completed") == 0)
+        tc->completed++;
+    else
+        tc->other++;
+}
+
+static json_t *deployment(const char *base_url, const char *session_dir, const char *fsync) {
+    return json_pack(
+        "{s:{s:s, s:s, s:i}, s:{s:s, s:s}, s:[],"
+        " s:[{s:s, s:s, s:{s:s+, s:s, s:{s:{s:i, s:i}}}}]}",
+        "agent", "provider", "openai", "model", "bench", "max_tokens", 256,
+        "session", "dir", session_dir, "fsync", fsync,
+        "plugin_path",
+        "plugins", "id", "openai", "plugin", WEIR_BENCH_OPENAI_PLUGIN, "config",
+        "base_url", base_url, "/v1", "api_key", "bench-key",
+        "models", "bench", "context_window", 10000000, "max_output", 4096);
+}
+
+/* The timed loop (a named function so callgrind can toggle on it). */
+__attribute__((noinline)) int weir_phase(weir_agent *agent, int steps, weir_error *err);
+__attribute__((noinline)) int weir_phase(weir_agent *agent, int steps, weir_error *err) {
+    char text[64];
+    for (int i = 0; i < steps; i++) {
+        snprintf(text, sizeof text, "step %d: tell me about overhead", i);
+        if (weir_agent_send_text(agent, text, WEIR_SEND_FOLLOWUP, err) != WEIR_OK ||
+            weir_agent_run_until_idle(agent, err) != WEIR_OK)
+            return -1;
+    }
+    return 0;
+}
+
+static int run_weir(mock_llm *mock, const options *o, int round, const char *dir, timing *t) {
+    char *base = mock_llm_base_url(mock);
+    json_t *cfg = base ? deployment(base, dir, o->fsync) : NULL;
+    free(base);
+    if (!cfg)
+        return -1;
+    weir_error err;
+    weir_error_clear(&err);
+    weir_host *host = NULL;
+    weir_agent *agent = NULL;
+    turn_count tc = {0, 0};
+    char sid[32];
+    snprintf(sid, sizeof sid, "bench-%d", round);
+    weir_agent_options ao = WEIR_AGENT_OPTIONS_INIT;
+    ao.session_id = sid;
+    ao.on_event = on_event;
+    ao.user_data = &tc;
+    int rc = -1;
+    if (weir_host_create(cfg, &host, &err) == WEIR_OK &&
+        weir_agent_open(host, &ao, &agent, &err) == WEIR_OK) {
+        double w0 = now_us(CLOCK_MONOTONIC), c0 = now_us(CLOCK_THREAD_CPUTIME_ID);
+        rc = weir_phase(agent, o->steps, &err);
+        t->cpu_us = now_us(CLOCK_THREAD_CPUTIME_ID) - c0;
+        t->wall_us = now_us(CLOCK_MONOTONIC) - w0;
+    }
+    if (rc != 0)
+        fprintf(stderr, "bench_overhead: weir: %s\n", err.text);
+    else if (tc.completed != o->steps || tc.other != 0) {
+        fprintf(stderr, "bench_overhead: weir: %d turns completed, %d ended otherwise (want %d)\n",
+                tc.completed, tc.other, o->steps);
+        rc = -1;
+    }
+    weir_agent_close(agent);
+    weir_host_destroy(host);
+    json_decref(cfg);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* raw phase: the floor                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct raw_stream {
+    char *buf; /* unparsed tail of the body */
+    size_t len, cap;
+    char text[1024]; /* assembled assistant text */
+    size_t text_len;
+    int bad;
+} raw_stream;
+
+/* One SSE line: "data: {json}" with choices[0].delta.content. */
+static void raw_line(raw_stream *s, const char *line, size_t n) {
+    if (n < 6 || memcmp(line, "data: ", 6) != 0)
+        return;
+    line += 6;
+    n -= 6;
+    if (n == 6 && memcmp(line, "[DONE]", 6) == 0)
+        return;
+    json_t *chunk = json_loadb(line, n, 0, NULL);
+    if (!chunk) {
+        s->bad++;
+        return;
+    }
+    const json_t *delta = json_object_get(json_array_get(json_object_get(chunk, "choices"), 0),
+                                          "delta");
+    const char *piece = json_string_value(json_object_get(delta, "content"));
+    if (piece) {
+        size_t pl = strlen(piece);
+        if (s->text_len + pl < sizeof s->text) {
+            memcpy(s->text + s->text_len, piece, pl);
+            s->text_len += pl;
+            s->text[s->text_len] = '\0';
+        }
+    }
+    json_decref(chunk);
+}
+
+static size_t raw_write(char *data, size_t size, size_t nmemb, void *ud) {
+    raw_stream *s = ud;
+    size_t n = size * nmemb;
+    if (s->len + n > s->cap) {
+        size_t cap = (s->len + n) * 2;
+        char *b = realloc(s->buf, cap);
+        if (!b)
+            return 0;
+        s->buf = b;
+        s->cap = cap;
+    }
+    memcpy(s->buf + s->len, data, n);
+    s->len += n;
+    size_t start = 0;
+    for (size_t i = 0; i < s->len; i++) {
+        if (s->buf[i] == '\n') {
+            size_t end = i > start && s->buf[i - 1] == '\r' ? i - 1 : i;
+            raw_line(s, s->buf + start, end - start);
+            start = i + 1;
+        }
+    }
+    memmove(s->buf, s->buf + start, s->len - start);
+    s->len -= start;
+    return n;
+}
+
+__attribute__((noinline)) int raw_phase(CURL *curl, const char *url, char **bodies, int steps);
+__attribute__((noinline)) int raw_phase(CURL *curl, const char *url, char **bodies, int steps) {
+    struct curl_slist *headers = NULL;
+    headers = curl_slist_append(headers, "Content-Type: application/json");
+    headers = curl_slist_append(headers, "Accept: text/event-stream");
+    headers = curl_slist_append(headers, "Authorization: Bearer bench-key");
+    if (!headers)
+        return -1;
+    raw_stream s = {0};
+    int rc = 0;
+    for (int i = 0; i < steps && rc == 0; i++) {
+        s.len = 0;
+        s.text_len = 0;
+        s.text[0] = '\0';
+        curl_easy_setopt(curl, CURLOPT_URL, url);
+        curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, bodies[i]);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)strlen(bodies[i]));
+        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, raw_write);
+        curl_easy_setopt(curl, CURLOPT_WRITEDATA, &s);
+        long status = 0;
+        CURLcode cc = curl_easy_perform(curl);
+        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+        if (cc != CURLE_OK || status != 200 || s.bad || strcmp(s.text, answer) != 0) {
+            fprintf(stderr, "bench_overhead: raw request %d: %s, status %ld, text '%s'\n", i,
+                    curl_easy_strerror(cc), status, s.text);
+            rc = -1;
+        }
+    }
+    free(s.buf);
+    curl_slist_free_all(headers);
+    return rc;
+}
+
+static int run_raw(mock_llm *mock, long first, int steps, timing *t) {
+    char **bodies = calloc((size_t)steps, sizeof *bodies);
+    CURL *curl = curl_easy_init();
+    char url[96];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/chat/completions", mock_llm_port(mock));
+    int rc = bodies && curl ? 0 : -1;
+    for (int i = 0; i < steps && rc == 0; i++)
+        if (!(bodies[i] = mock_llm_request_body(mock, first + i)))
+            rc = -1;
+    if (rc == 0) {
+        double w0 = now_us(CLOCK_MONOTONIC), c0 = now_us(CLOCK_THREAD_CPUTIME_ID);
+        rc = raw_phase(curl, url, bodies, steps);
+        t->cpu_us = now_us(CLOCK_THREAD_CPUTIME_ID) - c0;
+        t->wall_us = now_us(CLOCK_MONOTONIC) - w0;
+    }
+    for (int i = 0; bodies && i < steps; i++)
+        free(bodies[i]);
+    free(bodies);
+    if (curl)
+        curl_easy_cleanup(curl);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static int parse_options(int argc, char **argv, options *o) {
+    for (int i = 1; i < argc; i += 2) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(argv[i], "--steps") == 0 && v && atoi(v) > 0)
+            o->steps = atoi(v);
+        else if (strcmp(argv[i], "--rounds") == 0 && v && atoi(v) > 0 && atoi(v) <= MAX_ROUNDS)
+            o->rounds = atoi(v);
+        else if (strcmp(argv[i], "--fsync") == 0 && v &&
+                 (!strcmp(v, "always") || !strcmp(v, "step") || !strcmp(v, "none")))
+            o->fsync = v;
+        else if (strcmp(argv[i], "--phase") == 0 && v &&
+                 (!strcmp(v, "weir") || !strcmp(v, "raw") || !strcmp(v, "both")))
+            o->phase = v;
+        else {
+            fprintf(stderr, "usage: %s [--steps N] [--rounds 1..%d] [--fsync always|step|none]"
+                            " [--phase weir|raw|both]\n", argv[0], MAX_ROUNDS);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    options o = {200, 5, "step", "both"};
+    if (parse_options(argc, argv, &o) != 0)
+        return 2;
+    char script[512];
+    snprintf(script, sizeof script,
+             "{\"loop\":true,\"requests\":[{\"text\":\"%s\",\"chunk_size\":48,"
+             "\"usage\":{\"input_tokens\":100,\"output_tokens\":30}}]}", answer);
+    char *dir = wt_tmpdir("bench-overhead");
+    if (!dir || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return 2;
+    double ww[MAX_ROUNDS], wc[MAX_ROUNDS], rw[MAX_ROUNDS], rc_[MAX_ROUNDS];
+    bool do_raw = strcmp(o.phase, "weir") != 0;
+    int rc = 0;
+    for (int r = 0; r < o.rounds && rc == 0; r++) {
+        mock_llm *mock;
+        if (mock_llm_start(script, &mock) != 0) {
+            rc = 2;
+            break;
+        }
+        timing tw = {0}, tr = {0};
+        if (run_weir(mock, &o, r, dir, &tw) != 0 || mock_llm_requests(mock) != o.steps ||
+            (do_raw && run_raw(mock, 0, o.steps, &tr) != 0))
+            rc = 2;
+        ww[r] = tw.wall_us / o.steps;
+        wc[r] = tw.cpu_us / o.steps;
+        rw[r] = tr.wall_us / o.steps;
+        rc_[r] = tr.cpu_us / o.steps;
+        mock_llm_stop(mock);
+    }
+    wt_rmtree(dir);
+    free(dir);
+    curl_global_cleanup();
+    if (rc)
+        return rc;
+    double mw = median(ww, o.rounds), mc = median(wc, o.rounds);
+    double mrw = median(rw, o.rounds), mrc = median(rc_, o.rounds);
+    if (strcmp(o.phase, "weir") == 0)
+        printf("steps=%d weir_us_per_step=%.1f cpu_weir_us_per_step=%.1f fsync=%s rounds=%d\n",
+               o.steps, mw, mc, o.fsync, o.rounds);
+    else if (strcmp(o.phase, "raw") == 0)
+        printf("steps=%d raw_us_per_step=%.1f cpu_raw_us_per_step=%.1f rounds=%d\n", o.steps, mrw,
+               mrc, o.rounds);
+    else
+        printf("steps=%d weir_us_per_step=%.1f raw_us_per_step=%.1f ratio=%.2f "
+               "cpu_weir_us_per_step=%.1f cpu_raw_us_per_step=%.1f cpu_ratio=%.2f fsync=%s "
+               "rounds=%d\n",
+               o.steps, mw, mrw, mrw > 0 ? mw / mrw : 0.0, mc, mrc, mrc > 0 ? mc / mrc : 0.0,
+               o.fsync, o.rounds);
+    return 0;
+}

@@ -1,0 +1,89 @@
+#!/bin/sh
+# bench/run.sh [BUILD_DIR] - build every bench in a Release tree and run it,
+# printing one summary line per bench (full output in BUILD_DIR/bench-*.txt).
+#
+#   bench/run.sh                      # builds ./build-bench-release
+#   BENCH_STEPS=500 bench/run.sh      # more steps for bench_overhead
+#   BENCH_CALLGRIND=0 bench/run.sh    # skip the callgrind instruction count
+#
+# Benches never fail on timing: they print ratios to a floor measured in the
+# same run.  The exit status is non-zero only when a bench could not be built
+# or did not complete its work.  See bench/README.md.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(dirname "$here")
+build=${1:-$src/build-bench-release}
+steps=${BENCH_STEPS:-200}
+jobs=${BENCH_JOBS:-2}
+status=0
+
+echo "== configure + build (Release) in $build"
+if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEIR_SANITIZE= \
+        -DWEIR_BUILD_TESTS=ON >"$build.configure.log" 2>&1; then
+    echo "configure failed; see $build.configure.log" >&2
+    exit 2
+fi
+rm -f "$build.configure.log"
+if ! cmake --build "$build" -j"$jobs" --target bench_overhead bench_log bench_connections \
+        >"$build/bench-build.txt" 2>&1; then
+    tail -n 30 "$build/bench-build.txt" >&2
+    echo "build failed; see $build/bench-build.txt" >&2
+    exit 2
+fi
+bin=$build/bin
+
+# bench_overhead: its output is already one line
+if "$bin/bench_overhead" --steps "$steps" --rounds 5 >"$build/bench-overhead.txt" \
+        2>"$build/bench-overhead.err"; then
+    echo "bench_overhead: $(cat "$build/bench-overhead.txt")"
+else
+    echo "bench_overhead: FAILED ($(tail -n 3 "$build/bench-overhead.err"))"
+    status=1
+fi
+
+# deterministic instruction counts of each phase (callgrind, if present)
+if [ "${BENCH_CALLGRIND:-1}" != 0 ] && command -v valgrind >/dev/null 2>&1; then
+    cg_steps=50
+    ir() { # ir PHASE: instructions collected inside function PHASE
+        out="$build/callgrind.$1.out"
+        rm -f "$out"
+        valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="$1" \
+            "$bin/bench_overhead" --steps $cg_steps --rounds 1 >/dev/null 2>"$build/callgrind.$1.err" &&
+            sed -n 's/^summary: *\([0-9]*\).*/\1/p; s/^totals: *\([0-9]*\).*/\1/p' "$out" | head -n 1
+    }
+    w=$(ir weir_phase)
+    r=$(ir raw_phase)
+    if [ -n "$w" ] && [ -n "$r" ] && [ "$r" -gt 0 ]; then
+        echo "bench_overhead (callgrind): steps=$cg_steps weir_ir_per_step=$((w / cg_steps))" \
+             "raw_ir_per_step=$((r / cg_steps))" \
+             "ratio=$(awk -v w="$w" -v r="$r" 'BEGIN { printf "%.2f", w / r }')"
+    else
+        echo "bench_overhead (callgrind): FAILED (see $build/callgrind.*.err)"
+        status=1
+    fi
+fi
+
+# bench_log: condense the append and derive lines into one
+if "$bin/bench_log" >"$build/bench-log.txt" 2>"$build/bench-log.err"; then
+    awk '
+        /^append/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+                    app = app sprintf(" %s=%s/s(x%s)", f["fsync"], f["weir_events_per_s"], f["ratio"]) }
+        /^derive/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+                    if (first == "") first = f["n"]; last = f["n"]; fold = f["fold_ratio_to_first"]
+                    dc = f["derive_ratio_to_copy"]; fu = f["fold_us"]; ru = f["refold_us"] }
+        END { printf "bench_log: append%s; derive n=%s..%s fold_us=%s fold_ratio_to_first=%s" \
+                     " derive_ratio_to_copy=%s refold_us=%s\n", app, first, last, fu, fold, dc, ru }
+    ' "$build/bench-log.txt"
+else
+    echo "bench_log: FAILED ($(tail -n 3 "$build/bench-log.err"))"
+    status=1
+fi
+
+# bench_connections: a count (also a ctest)
+if "$bin/bench_connections" >"$build/bench-connections.txt" 2>&1; then
+    echo "bench_connections: $(tail -n 1 "$build/bench-connections.txt")"
+else
+    echo "bench_connections: FAILED ($(tail -n 1 "$build/bench-connections.txt"))"
+    status=1
+fi
+exit $status

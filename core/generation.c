@@ -1,0 +1,689 @@
+/*
+ * core/generation.c - the generation tracker (DESIGN §6, reference §5.3-5.4,
+ * docs/generations.md): an observer of an agent's event stream that
+ * publishes the host-facing generation.* and input.* events.
+ *
+ * State, all under `mu`:
+ *   lists    the inbox, mirrored from the log's agent/inbox/spliced events
+ *            (they arrive in seq order, unlike the live inbox events,
+ *            which may overtake them when input comes from a callback)
+ *   pending  a turn has started and its claims are being collected; the
+ *            generation starts at the first log event after them
+ *   gen      the open generation: its claimed inputs, the delivered
+ *            (input_ids) and natively accepted ids, and the text of the
+ *            last surface message when that is an assistant message
+ *            without tool calls
+ *   jobs     background jobs still running: from a tool result's receipt
+ *            until the job's result is queued as a service message
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "generation.h"
+
+typedef struct gen_state {
+    bool open;
+    int turn;
+    char id[32];
+    json_t *claimed;   /* [{id, source, delivery}] */
+    json_t *input_ids; /* [id]: delivered or applied */
+    json_t *accepted;  /* [id]: natively accepted */
+    json_t *text;      /* string: the finished-text candidate */
+} gen_state;
+
+struct weir_generation_tracker {
+    pthread_mutex_t mu;
+    weir_generation_event_fn cb;
+    void *user_data;
+    json_t *lists[2];       /* the inbox: next-turn, next-step; [{id, source, target,
+                               call_id?} | null for input never seen queued] */
+    int unknown_claims;     /* claims of never-seen input, named by live events */
+    int unknown_discards;   /* discards of never-seen input, likewise */
+    json_t *recent_discards; /* [id] reported while unknown discards are pending */
+    json_t *jobs;           /* [job id] still running */
+    json_t *done_jobs;      /* [job id] whose result came before its receipt */
+    int pending_turn;       /* > 0: collecting this turn's first claims */
+    json_t *pending_claims; /* [{id, source, target}] */
+    gen_state gen;
+    bool closed;            /* shutdown began */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Index of `id` in `arr` (strings, or objects with "id"), or -1. */
+static long find_id(const json_t *arr, const char *id) {
+    size_t i;
+    const json_t *v;
+    json_array_foreach(arr, i, v) {
+        const char *s = json_is_object(v) ? weir__json_str(v, "id", NULL) : json_string_value(v);
+        if (s && strcmp(s, id) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+/* Append the string `id` to `arr` unless present.  WEIR_OK or E_NOMEM. */
+static int add_id(json_t *arr, const char *id) {
+    if (find_id(arr, id) >= 0)
+        return WEIR_OK;
+    return json_array_append_new(arr, json_string(id)) == 0 ? WEIR_OK : WEIR_E_NOMEM;
+}
+
+/* The message's id, or NULL. */
+static const char *message_id(const json_t *message) {
+    const char *id = weir__json_str(message, "id", NULL);
+    return id && *id ? id : NULL;
+}
+
+/* The message's source as one string, into buf: source.kind, or
+ * "<kind>:<name>" when the source has a name (a string source as is). */
+static const char *source_of(const json_t *message, char *buf, size_t size) {
+    const json_t *src = json_object_get(message, "source");
+    const char *kind = json_is_string(src) ? json_string_value(src)
+                                           : weir__json_str(src, "kind", "human");
+    const char *name = weir__json_str(src, "name", NULL);
+    if (name && *name)
+        snprintf(buf, size, "%s:%s", kind, name);
+    else
+        snprintf(buf, size, "%s", kind);
+    return buf;
+}
+
+/* Emit {type, time, data}.  Steals `data`.  WEIR_OK or E_NOMEM. */
+static int emit(weir_generation_tracker *t, const char *type, json_t *data) {
+    if (!data)
+        return WEIR_E_NOMEM;
+    json_t *ev = json_pack("{s:s, s:I, s:o}", "type", type, "time", (json_int_t)weir__now_ms(),
+                           "data", data);
+    if (!ev)
+        return WEIR_E_NOMEM;
+    t->cb(ev, t->user_data);
+    json_decref(ev);
+    return WEIR_OK;
+}
+
+/* New object: {generation_id, input_ids, accepted_input_ids} of the open
+ * generation (copies; accepted ids that were applied are left out). */
+static json_t *correlation(const weir_generation_tracker *t) {
+    json_t *inputs = json_deep_copy(t->gen.input_ids);
+    json_t *accepted = json_array();
+    size_t i;
+    const json_t *v;
+    json_array_foreach(t->gen.accepted, i, v) {
+        if (accepted && find_id(t->gen.input_ids, json_string_value(v)) < 0 &&
+            json_array_append_new(accepted, json_string(json_string_value(v))) != 0) {
+            json_decref(accepted);
+            accepted = NULL;
+        }
+    }
+    if (!inputs || !accepted) {
+        json_decref(inputs);
+        json_decref(accepted);
+        return NULL;
+    }
+    return json_pack("{s:s, s:o, s:o}", "generation_id", t->gen.id, "input_ids", inputs,
+                     "accepted_input_ids", accepted);
+}
+
+static void gen_clear(gen_state *g) {
+    json_decref(g->claimed);
+    json_decref(g->input_ids);
+    json_decref(g->accepted);
+    json_decref(g->text);
+    memset(g, 0, sizeof *g);
+}
+
+/* The claimed input `id` of the open generation ({id, source, delivery}), or NULL. */
+static const json_t *claimed_input(const weir_generation_tracker *t, const char *id) {
+    long i = find_id(t->gen.claimed, id);
+    return i < 0 ? NULL : json_array_get(t->gen.claimed, (size_t)i);
+}
+
+/* Set the finished-text candidate to `text` (borrowed string). */
+static int set_text(weir_generation_tracker *t, json_t *text) {
+    if (!t->gen.open)
+        return WEIR_OK;
+    json_t *copy = text ? json_incref(text) : json_string("");
+    if (!copy)
+        return WEIR_E_NOMEM;
+    json_decref(t->gen.text);
+    t->gen.text = copy;
+    return WEIR_OK;
+}
+
+json_t *weir__generation_text(const json_t *message, bool *has_tool_calls) {
+    if (has_tool_calls)
+        *has_tool_calls = false;
+    size_t len = 0, i;
+    const json_t *b;
+    const json_t *content = json_object_get(message, "content");
+    if (json_is_string(content))
+        return json_string(json_string_value(content));
+    json_array_foreach(content, i, b) {
+        const char *type = weir__json_str(b, "type", "");
+        if (strcmp(type, "tool_call") == 0 && has_tool_calls)
+            *has_tool_calls = true;
+        else if (strcmp(type, "text") == 0 && json_is_string(json_object_get(b, "text")))
+            len += json_string_length(json_object_get(b, "text"));
+    }
+    char *buf = weir__malloc(len + 1);
+    if (!buf)
+        return NULL;
+    size_t at = 0;
+    json_array_foreach(content, i, b) {
+        const json_t *tx = json_object_get(b, "text");
+        if (strcmp(weir__json_str(b, "type", ""), "text") == 0 && json_is_string(tx)) {
+            memcpy(buf + at, json_string_value(tx), json_string_length(tx));
+            at += json_string_length(tx);
+        }
+    }
+    buf[at] = '\0';
+    json_t *out = json_stringn(buf, at);
+    weir__free(buf);
+    return out;
+}
+
+const char *weir__generation_receipt_job(const json_t *message, char *buf, size_t size) {
+    const json_t *block = json_array_get(json_object_get(message, "content"), 0);
+    if (!buf || size == 0 || json_is_true(json_object_get(block, "is_error")))
+        return NULL;
+    const char *text = weir__json_str(json_array_get(json_object_get(block, "content"), 0),
+                                      "text", NULL);
+    if (!text || text[0] != '{')
+        return NULL;
+    json_t *receipt = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+    const char *status = weir__json_str(receipt, "status", "");
+    const char *job = weir__json_str(receipt, "job_id", NULL);
+    const char *out = NULL;
+    if (strcmp(status, "queued") == 0 && job && *job && strlen(job) < size) {
+        memcpy(buf, job, strlen(job) + 1);
+        out = buf;
+    }
+    json_decref(receipt);
+    return out;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Generations                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Start the pending turn's generation from its collected claims. */
+static int start_generation(weir_generation_tracker *t) {
+    json_t *claims = t->pending_claims;
+    size_t n = json_array_size(claims), initial = 0, i;
+    for (i = 0; i < n; i++) /* the next-turn input, else the first one */
+        if (strcmp(weir__json_str(json_array_get(claims, i), "target", ""), "next-turn") == 0) {
+            initial = i;
+            break;
+        }
+    gen_state g = {.open = true, .turn = t->pending_turn};
+    snprintf(g.id, sizeof g.id, "gen-%d", t->pending_turn);
+    g.claimed = json_array();
+    g.input_ids = json_array();
+    g.accepted = json_array();
+    g.text = json_string("");
+    bool ok = g.claimed && g.input_ids && g.accepted && g.text;
+    for (i = 0; ok && i < n; i++) {
+        const json_t *c = json_array_get(claims, i);
+        ok = json_array_append_new(
+                 g.claimed, json_pack("{s:O, s:O, s:s}", "id", json_object_get(c, "id"), "source",
+                                      json_object_get(c, "source"), "delivery",
+                                      i == initial ? "new_turn" : "request_boundary")) == 0;
+    }
+    const json_t *first = json_array_get(claims, initial);
+    json_t *data = ok ? json_pack("{s:s, s:O, s:i}", "generation_id", g.id, "initial_input_id",
+                                  json_object_get(first, "id"), "turn", g.turn)
+                      : NULL;
+    const char *call_id = weir__json_str(first, "call_id", NULL);
+    if (data && call_id && json_object_set_new(data, "call_id", json_string(call_id)) != 0) {
+        json_decref(data);
+        data = NULL;
+    }
+    if (!data) {
+        gen_clear(&g);
+        return WEIR_E_NOMEM; /* stays pending: the next event retries */
+    }
+    int rc = emit(t, "generation.started", data);
+    if (rc != WEIR_OK) {
+        gen_clear(&g);
+        return rc;
+    }
+    t->gen = g;
+    t->pending_turn = 0;
+    json_array_clear(t->pending_claims);
+    return WEIR_OK;
+}
+
+/* generation.finished / failed / detached for the open generation, then close it. */
+static int finish_generation(weir_generation_tracker *t, const json_t *reason) {
+    const char *kind = weir__json_str(reason, "kind", "error");
+    int rc = WEIR_OK;
+    /* claimed inputs that never reached the log: their effect is unknown */
+    size_t i;
+    const json_t *c;
+    json_array_foreach(t->gen.claimed, i, c) {
+        const char *id = weir__json_str(c, "id", "");
+        if (find_id(t->gen.input_ids, id) >= 0)
+            continue;
+        int r = emit(t, "input.unknown",
+                     json_pack("{s:s, s:O, s:O, s:s, s:s}", "input_id", id, "delivery",
+                               json_object_get(c, "delivery"), "source",
+                               json_object_get(c, "source"), "generation_id", t->gen.id,
+                               "reason", kind));
+        if (r != WEIR_OK)
+            rc = r;
+    }
+    json_t *data = correlation(t);
+    const char *type;
+    if (!strcmp(kind, "completed") || !strcmp(kind, "max-tokens")) {
+        type = "generation.finished";
+        if (data && (json_object_set(data, "text", t->gen.text) != 0 ||
+                     json_object_set_new(data, "active_job_ids", json_deep_copy(t->jobs)) != 0 ||
+                     json_object_set_new(data, "disposition",
+                                         json_string("manager_turn_finished")) != 0)) {
+            json_decref(data);
+            data = NULL;
+        }
+    } else if (!strcmp(kind, "aborted") || !strcmp(kind, "interrupted")) {
+        type = "generation.detached";
+        if (data && json_object_set_new(data, "cancellation", json_string("unconfirmed")) != 0) {
+            json_decref(data);
+            data = NULL;
+        }
+    } else { /* error, blocked, anything else */
+        type = "generation.failed";
+        const json_t *e = json_object_get(reason, "error");
+        const char *etype = weir__json_str(e, "code", !strcmp(kind, "blocked") ? "BLOCKED"
+                                                                                : "UNKNOWN");
+        const char *emsg = weir__json_str(e, "message", !strcmp(kind, "blocked")
+                                                             ? "the step was rejected by a plugin"
+                                                             : "");
+        if (data && (json_object_set_new(data, "error_type", json_string(etype)) != 0 ||
+                     json_object_set_new(data, "error_message", json_string(emsg)) != 0)) {
+            json_decref(data);
+            data = NULL;
+        }
+    }
+    if (data && json_object_set_new(data, "reason", json_deep_copy(reason)) != 0) {
+        json_decref(data);
+        data = NULL;
+    }
+    int r = emit(t, type, data);
+    gen_clear(&t->gen); /* terminal: closed even when the event could not be built */
+    return r != WEIR_OK ? r : rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Event handlers                                                            */
+/* ------------------------------------------------------------------------ */
+
+static int on_turn_start(weir_generation_tracker *t, const json_t *data) {
+    int rc = WEIR_OK;
+    if (t->gen.open) { /* the previous turn never ended (its log failed) */
+        json_t *reason = json_pack("{s:s}", "kind", "interrupted");
+        rc = reason ? finish_generation(t, reason) : WEIR_E_NOMEM;
+        json_decref(reason);
+        if (t->gen.open)
+            gen_clear(&t->gen);
+    }
+    json_int_t turn = weir__json_int(data, "turn", 0);
+    t->pending_turn = turn > 0 && turn <= 1000000000 ? (int)turn : 0;
+    json_array_clear(t->pending_claims);
+    return rc;
+}
+
+/* Report an input the inbox dropped: input.discarded, or input.held after shutdown. */
+static int report_dropped(weir_generation_tracker *t, const char *id, const char *source) {
+    if (t->closed)
+        return emit(t, "input.held", json_pack("{s:s, s:s, s:s}", "input_id", id, "source",
+                                               source, "reason", "shutdown"));
+    return emit(t, "input.discarded", json_pack("{s:s, s:s, s:s}", "input_id", id, "source",
+                                                source, "reason", "canceled"));
+}
+
+/* A claimed input (borrowed {id, source, target, call_id?}) joins the
+ * pending turn or the open generation; turn 0 means the current one. */
+static int add_claim(weir_generation_tracker *t, json_t *item, json_int_t turn) {
+    if (t->pending_turn > 0 && (turn == 0 || turn == t->pending_turn))
+        return json_array_append(t->pending_claims, item) == 0 ? WEIR_OK : WEIR_E_NOMEM;
+    if (!t->gen.open || (turn != 0 && turn != t->gen.turn))
+        return WEIR_OK;
+    json_t *c = json_pack("{s:O, s:O, s:s}", "id", json_object_get(item, "id"), "source",
+                          json_object_get(item, "source"), "delivery", "request_boundary");
+    return c && json_array_append_new(t->gen.claimed, c) == 0 ? WEIR_OK : WEIR_E_NOMEM;
+}
+
+/* True when `id` is queued, claimed in the pending turn or the open generation. */
+static bool known_id(const weir_generation_tracker *t, const char *id) {
+    return find_id(t->lists[0], id) >= 0 || find_id(t->lists[1], id) >= 0 ||
+           find_id(t->pending_claims, id) >= 0 || (t->gen.open && claimed_input(t, id));
+}
+
+/* Insertion: mirror it and report input.queued. */
+static int spliced_insert(weir_generation_tracker *t, json_t *list, const char *target,
+                          const json_t *data) {
+    bool next_step = strcmp(target, "next-step") == 0;
+    json_int_t start = weir__json_int(data, "start", 0);
+    if (start < 0 || start > 1000000)
+        return WEIR_OK;
+    while (json_array_size(list) < (size_t)start) /* input the tracker never saw */
+        if (json_array_append_new(list, json_null()) != 0)
+            return WEIR_E_NOMEM;
+    size_t at = (size_t)start, i;
+    const json_t *m;
+    int rc = WEIR_OK;
+    json_array_foreach(json_object_get(data, "inserted"), i, m) {
+        const char *id = message_id(m);
+        char sbuf[256];
+        const char *source = source_of(m, sbuf, sizeof sbuf);
+        /* a background job's result: the job is no longer running */
+        const char *job = weir__json_str(json_object_get(m, "source"), "job_id", NULL);
+        long ji = job ? find_id(t->jobs, job) : -1;
+        if (ji >= 0)
+            json_array_remove(t->jobs, (size_t)ji);
+        else if (job && add_id(t->done_jobs, job) != WEIR_OK) /* before its receipt */
+            rc = WEIR_E_NOMEM;
+        const char *call_id = weir__json_str(json_object_get(m, "source"), "call_id", NULL);
+        json_t *item = id ? json_pack("{s:s, s:s, s:s}", "id", id, "source", source, "target",
+                                      target)
+                          : json_null();
+        if (item && call_id && id &&
+            json_object_set_new(item, "call_id", json_string(call_id)) != 0) {
+            json_decref(item);
+            item = NULL;
+        }
+        if (!item || json_array_insert_new(list, at++, item) != 0) {
+            rc = WEIR_E_NOMEM;
+            continue;
+        }
+        if (!id)
+            continue;
+        bool in_gen = t->gen.open || t->pending_turn > 0;
+        json_t *ev = json_pack("{s:s, s:s, s:s}", "input_id", id, "delivery",
+                               next_step && in_gen ? "request_boundary" : "new_turn", "source",
+                               source);
+        if (ev && t->gen.open &&
+            json_object_set_new(ev, "generation_id", json_string(t->gen.id)) != 0) {
+            json_decref(ev);
+            ev = NULL;
+        }
+        int r = emit(t, "input.queued", ev);
+        if (r != WEIR_OK)
+            rc = r;
+    }
+    return rc;
+}
+
+/* Deletion from the front: a claim, or a discard (outcome "canceled"). */
+static int spliced_delete(weir_generation_tracker *t, json_t *list, const json_t *data) {
+    json_int_t n = weir__json_int(data, "removed_count", 0);
+    json_int_t start = weir__json_int(data, "start", 0);
+    if (n <= 0 || n > 1000000 || start < 0 || start > 1000000)
+        return WEIR_OK;
+    bool canceled = strcmp(weir__json_str(data, "outcome", ""), "canceled") == 0;
+    json_t *dropped = json_array(); /* ids reported dropped here */
+    int rc = dropped ? WEIR_OK : WEIR_E_NOMEM;
+    for (json_int_t k = 0; k < n; k++) {
+        json_t *e = json_incref(json_array_get(list, (size_t)start));
+        json_array_remove(list, (size_t)start);
+        int r = WEIR_OK;
+        if (!json_is_object(e)) { /* input the tracker never saw: the live event names it */
+            if (canceled)
+                t->unknown_discards++;
+            else
+                t->unknown_claims++;
+        } else if (canceled) {
+            r = report_dropped(t, weir__json_str(e, "id", ""), weir__json_str(e, "source", ""));
+            if (dropped && json_array_append(dropped, json_object_get(e, "id")) != 0)
+                r = WEIR_E_NOMEM;
+        } else {
+            r = add_claim(t, e, 0);
+        }
+        json_decref(e);
+        if (r != WEIR_OK)
+            rc = r;
+    }
+    /* while unknown discards are pending, remember which ids were reported */
+    if (dropped && t->unknown_discards > 0 && json_array_extend(t->recent_discards, dropped) != 0)
+        rc = WEIR_E_NOMEM;
+    json_decref(dropped);
+    return rc;
+}
+
+static int on_spliced(weir_generation_tracker *t, const json_t *data) {
+    const char *target = weir__json_str(data, "target", "");
+    int li = !strcmp(target, "next-turn") ? 0 : !strcmp(target, "next-step") ? 1 : -1;
+    if (li < 0)
+        return WEIR_OK;
+    if (json_array_size(json_object_get(data, "inserted")) > 0)
+        return spliced_insert(t, t->lists[li], target, data);
+    return spliced_delete(t, t->lists[li], data);
+}
+
+/* Live claim: only consulted for input the tracker never saw queued (a
+ * resumed session's inbox); everything else comes from the log's splices. */
+static int on_claimed(weir_generation_tracker *t, const json_t *data) {
+    const json_t *m = json_object_get(data, "message");
+    const char *id = message_id(m);
+    if (t->unknown_claims == 0 || !id || known_id(t, id))
+        return WEIR_OK;
+    char sbuf[256];
+    json_t *item = json_pack("{s:s, s:s, s:s}", "id", id, "source", source_of(m, sbuf, sizeof sbuf),
+                             "target", "");
+    int rc = item ? add_claim(t, item, weir__json_int(data, "turn", 0)) : WEIR_E_NOMEM;
+    json_decref(item);
+    t->unknown_claims--;
+    return rc;
+}
+
+/* Live discard: as on_claimed, for input the tracker never saw queued. */
+static int on_discarded(weir_generation_tracker *t, const json_t *data) {
+    const json_t *m = json_object_get(data, "message");
+    const char *id = message_id(m);
+    if (t->unknown_discards == 0 || !id || known_id(t, id))
+        return WEIR_OK;
+    long ri = find_id(t->recent_discards, id);
+    if (ri >= 0) { /* already reported from the splice */
+        json_array_remove(t->recent_discards, (size_t)ri);
+        return WEIR_OK;
+    }
+    t->unknown_discards--;
+    if (t->unknown_discards == 0)
+        json_array_clear(t->recent_discards);
+    char sbuf[256];
+    return report_dropped(t, id, source_of(m, sbuf, sizeof sbuf));
+}
+
+static int on_user_message(weir_generation_tracker *t, const json_t *data) {
+    const json_t *m = json_object_get(data, "message");
+    if (!t->gen.open)
+        return WEIR_OK;
+    int rc = set_text(t, NULL);
+    const char *id = message_id(m);
+    const json_t *c = id ? claimed_input(t, id) : NULL;
+    if (rc != WEIR_OK || !c || find_id(t->gen.input_ids, id) >= 0)
+        return rc;
+    json_t *ev = json_pack("{s:s, s:O, s:O, s:s}", "input_id", id, "delivery",
+                           json_object_get(c, "delivery"), "source", json_object_get(c, "source"),
+                           "generation_id", t->gen.id);
+    if (!ev || add_id(t->gen.input_ids, id) != WEIR_OK) {
+        json_decref(ev);
+        return WEIR_E_NOMEM;
+    }
+    return emit(t, "input.delivered", ev);
+}
+
+static int on_assistant_message(weir_generation_tracker *t, const json_t *data) {
+    bool calls = false;
+    json_t *text = weir__generation_text(json_object_get(data, "message"), &calls);
+    if (!text)
+        return WEIR_E_NOMEM;
+    int rc = set_text(t, calls ? NULL : text);
+    if (rc == WEIR_OK && json_string_length(text) > 0) {
+        json_t *ev = t->gen.open ? correlation(t) : json_object();
+        json_int_t turn = weir__json_int(data, "turn", 0), step = weir__json_int(data, "step", 0);
+        if (ev && (json_object_set(ev, "text", text) != 0 ||
+                   json_object_set_new(ev, "turn", json_integer(turn)) != 0 ||
+                   json_object_set_new(ev, "step", json_integer(step)) != 0)) {
+            json_decref(ev);
+            ev = NULL;
+        }
+        rc = emit(t, "assistant.message", ev);
+    }
+    json_decref(text);
+    return rc;
+}
+
+static int on_tool_result(weir_generation_tracker *t, const json_t *data) {
+    int rc = set_text(t, NULL);
+    char job[128];
+    const char *id = weir__generation_receipt_job(json_object_get(data, "message"), job,
+                                                  sizeof job);
+    long di = id ? find_id(t->done_jobs, id) : -1;
+    if (di >= 0) /* the job finished before its receipt was logged */
+        json_array_remove(t->done_jobs, (size_t)di);
+    else if (rc == WEIR_OK && id)
+        rc = add_id(t->jobs, id);
+    return rc;
+}
+
+static int on_steering(weir_generation_tracker *t, const json_t *data, bool applied) {
+    const char *id = weir__json_str(data, "input_id", NULL);
+    if (!t->gen.open || !id || !*id)
+        return WEIR_OK;
+    return add_id(applied ? t->gen.input_ids : t->gen.accepted, id);
+}
+
+static int on_turn_end(weir_generation_tracker *t, const json_t *data) {
+    json_int_t turn = weir__json_int(data, "turn", 0);
+    if (t->pending_turn > 0 && turn == t->pending_turn) { /* claimed nothing: no generation */
+        t->pending_turn = 0;
+        json_array_clear(t->pending_claims);
+    }
+    if (!t->gen.open || turn != t->gen.turn)
+        return WEIR_OK;
+    const json_t *reason = json_object_get(data, "reason");
+    if (json_is_object(reason))
+        return finish_generation(t, reason);
+    json_t *r = json_pack("{s:s}", "kind", "error");
+    int rc = r ? finish_generation(t, r) : WEIR_E_NOMEM;
+    json_decref(r);
+    if (t->gen.open)
+        gen_clear(&t->gen);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Public API                                                                */
+/* ------------------------------------------------------------------------ */
+
+int weir_generation_tracker_create(weir_generation_event_fn cb, void *user_data,
+                                   weir_generation_tracker **out, weir_error *err) {
+    if (out)
+        *out = NULL;
+    if (!cb || !out)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "weir_generation_tracker_create: NULL argument");
+    weir_generation_tracker *t = weir__calloc(1, sizeof *t);
+    if (!t)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "generation tracker: out of memory");
+    t->cb = cb;
+    t->user_data = user_data;
+    t->lists[0] = json_array();
+    t->lists[1] = json_array();
+    t->recent_discards = json_array();
+    t->jobs = json_array();
+    t->done_jobs = json_array();
+    t->pending_claims = json_array();
+    if (!t->lists[0] || !t->lists[1] || !t->recent_discards || !t->jobs || !t->done_jobs ||
+        !t->pending_claims || pthread_mutex_init(&t->mu, NULL) != 0) {
+        json_decref(t->lists[0]);
+        json_decref(t->lists[1]);
+        json_decref(t->recent_discards);
+        json_decref(t->jobs);
+        json_decref(t->done_jobs);
+        json_decref(t->pending_claims);
+        weir__free(t);
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "generation tracker: out of memory");
+    }
+    *out = t;
+    return WEIR_OK;
+}
+
+void weir_generation_tracker_destroy(weir_generation_tracker *t) {
+    if (!t)
+        return;
+    gen_clear(&t->gen);
+    json_decref(t->lists[0]);
+    json_decref(t->lists[1]);
+    json_decref(t->recent_discards);
+    json_decref(t->jobs);
+    json_decref(t->done_jobs);
+    json_decref(t->pending_claims);
+    pthread_mutex_destroy(&t->mu);
+    weir__free(t);
+}
+
+/* Events of the log (durable) and of the agent (live) that the tracker reads. */
+static int dispatch(weir_generation_tracker *t, const char *type, const json_t *data,
+                    bool durable) {
+    if (durable) {
+        if (!strcmp(type, "turn/start"))
+            return on_turn_start(t, data);
+        if (!strcmp(type, "agent/inbox/spliced"))
+            return on_spliced(t, data);
+        if (!strcmp(type, "user/message"))
+            return on_user_message(t, data);
+        if (!strcmp(type, "assistant/message"))
+            return on_assistant_message(t, data);
+        if (!strcmp(type, "tool/result"))
+            return on_tool_result(t, data);
+        if (!strcmp(type, "turn/end"))
+            return on_turn_end(t, data);
+        return WEIR_OK;
+    }
+    if (!strcmp(type, "agent/inbox/claimed"))
+        return on_claimed(t, data);
+    if (!strcmp(type, "agent/inbox/discarded"))
+        return on_discarded(t, data);
+    if (!strcmp(type, "steering/accepted") || !strcmp(type, "steering/applied"))
+        return on_steering(t, data, strcmp(type, "steering/applied") == 0);
+    return WEIR_OK;
+}
+
+int weir_generation_tracker_feed(weir_generation_tracker *t, const json_t *event, bool durable) {
+    const char *type = json_string_value(json_object_get(event, "type"));
+    if (!t || !type)
+        return WEIR_E_INVAL;
+    const json_t *data = json_object_get(event, "data");
+    if (!json_is_object(data))
+        data = NULL;
+    pthread_mutex_lock(&t->mu);
+    int rc = WEIR_OK;
+    /* The first event after a turn's claims starts its generation. */
+    if (durable && t->pending_turn > 0 && json_array_size(t->pending_claims) > 0 &&
+        strcmp(type, "agent/inbox/spliced") != 0 && strcmp(type, "turn/start") != 0)
+        rc = start_generation(t);
+    int r = dispatch(t, type, data, durable);
+    pthread_mutex_unlock(&t->mu);
+    return rc != WEIR_OK ? rc : r;
+}
+
+int weir_generation_tracker_shutdown(weir_generation_tracker *t, weir_agent *agent,
+                                     weir_error *err) {
+    if (!t || !agent)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "weir_generation_tracker_shutdown: NULL argument");
+    pthread_mutex_lock(&t->mu);
+    t->closed = true;
+    pthread_mutex_unlock(&t->mu);
+    /* The tracker's lock is not held here: the agent feeds these events
+     * back through the embedder's on_event, maybe on this thread. */
+    weir_agent_cancel(agent, "disposed", false);
+    return weir__inbox_clear(agent->inbox, err);
+}

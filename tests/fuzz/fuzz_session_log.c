@@ -1,0 +1,139 @@
+/*
+ * tests/fuzz/fuzz_session_log.c - libFuzzer target for the session log
+ * reader (core/session_log.c, core/surface.c, core/log_check.c).
+ *
+ * The input is written to a temp file and read the three ways a hostile or
+ * crashed log is read: weir__log_open_readonly + derive, weir_log_check and
+ * weir_log_derive (what `weir log` does), and the read-write open + crash
+ * repair that `weir resume` does.  Oracles: no crash, leak or UB; the
+ * read-only derive and weir_log_derive agree; a log that checks ok (open
+ * turns allowed) repairs into one that checks ok with nothing open, and its
+ * derived history before the repair is a prefix of the one after (DESIGN
+ * §11: a crashed log opens and resumes to the same derived history).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "session_log.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char dir_path[64];
+static char log_path[256];
+
+static void cleanup(void) {
+    unlink(log_path);
+    rmdir(dir_path);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    snprintf(dir_path, sizeof dir_path, "/tmp/weir-fuzz-log.XXXXXX");
+    if (!mkdtemp(dir_path))
+        abort();
+    atexit(cleanup);
+    snprintf(log_path, sizeof log_path, "%s/s.jsonl", dir_path);
+    return 0;
+}
+
+static void write_file(const char *path, const void *data, size_t size) {
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(data, 1, size, f) != size || fclose(f) != 0)
+        abort();
+}
+
+static void die(const char *what, const json_t *a, const json_t *b) {
+    char *sa = a ? json_dumps(a, JSON_COMPACT) : NULL, *sb = b ? json_dumps(b, JSON_COMPACT) : NULL;
+    fprintf(stderr, "fuzz_session_log: %s\n  a: %s\n  b: %s\n", what, sa ? sa : "-", sb ? sb : "-");
+    free(sa);
+    free(sb);
+    abort();
+}
+
+/* Whether array `a` is a prefix of array `b`. */
+static bool is_prefix(const json_t *a, const json_t *b) {
+    if (json_array_size(a) > json_array_size(b))
+        return false;
+    for (size_t i = 0; i < json_array_size(a); i++)
+        if (!json_equal(json_array_get(a, i), json_array_get(b, i)))
+            return false;
+    return true;
+}
+
+/* weir_log_check: *ok and the new-reference open list, or false if it failed. */
+static bool check(bool *ok, json_t **open) {
+    json_t *report = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_log_check(log_path, &report, &err) != WEIR_OK) {
+        if (err.text[0] == '\0')
+            abort();
+        return false;
+    }
+    *ok = json_is_true(json_object_get(report, "ok"));
+    *open = json_incref(json_object_get(report, "open"));
+    json_decref(report);
+    return true;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    write_file(log_path, data, size);
+    weir_error err;
+    weir_error_clear(&err);
+
+    /* read-only open + derive, as `weir log` */
+    json_t *derived = NULL;
+    weir__log *log = NULL;
+    if (weir__log_open_readonly(log_path, &log, &err) == WEIR_OK) {
+        for (size_t i = 0; i < weir__log_count(log); i++)
+            if (!weir__log_event(log, i))
+                abort();
+        derived = weir__log_derive(log);
+        if (!derived)
+            abort();
+        weir__log_close(log);
+        json_t *again = NULL;
+        weir_error_clear(&err);
+        if (weir_log_derive(log_path, &again, &err) != WEIR_OK || !json_equal(derived, again))
+            die("weir_log_derive disagrees with the read-only open", derived, again);
+        json_decref(again);
+    } else if (err.text[0] == '\0') {
+        abort();
+    }
+
+    bool ok = false;
+    json_t *open = NULL;
+    if (check(&ok, &open) && ok && derived) {
+        /* resume: read-write open (drops a torn tail) + repair */
+        weir_error_clear(&err);
+        if (weir__log_open(log_path, WEIR__FSYNC_NONE, NULL, NULL, &log, &err) != WEIR_OK)
+            die(err.text, derived, NULL);
+        bool repaired = false;
+        weir_error_clear(&err);
+        if (weir__log_repair(log, &repaired, &err) != WEIR_OK)
+            die(err.text, derived, NULL);
+        json_t *after = weir__log_derive(log);
+        weir__log_close(log);
+        if (!after)
+            abort();
+        if (!is_prefix(derived, after))
+            die("the derived history is not a prefix after repair", derived, after);
+        json_decref(after);
+        bool ok2 = false;
+        json_t *open2 = NULL;
+        if (!check(&ok2, &open2) || !ok2 || json_array_size(open2) != 0) {
+            json_t *report = NULL;
+            weir_error_clear(&err);
+            if (weir_log_check(log_path, &report, &err) != WEIR_OK)
+                report = json_string(err.text);
+            die("a log that checked ok does not check clean after repair", open, report);
+        }
+        json_decref(open2);
+    }
+    json_decref(open);
+    json_decref(derived);
+    return 0;
+}
