@@ -14,346 +14,83 @@
  *   connect_timeout_ms       default 10000
  *   stream_idle_timeout_ms   default 300000
  *
- * One attempt per `stream` call, no hidden retries.  The API key and header
- * values never appear in chunks, failures or log lines.
+ * Config parsing, headers, model_info, prepare_call and the HTTP call are
+ * shared with provider-openai (plugins/provider-common/provider_host.c);
+ * this file holds what is Anthropic's own.  One attempt per `stream` call,
+ * no hidden retries.  The API key and header values never appear in chunks,
+ * failures or log lines.
  */
-#ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L /* strdup, strcasecmp */
-#endif
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
-
 #include "weir/plugin.h"
 
 #include "anthropic.h"
+#include "provider_host.h"
 
-#define PLUGIN_NAME "provider-anthropic"
-#define DEFAULT_BASE_URL "https://api.anthropic.com"
-#define API_VERSION "2023-06-01"
 #define DEFAULT_MAX_TOKENS 4096
 
-/* One configured row. Immutable after init, so shared by every agent thread. */
-typedef struct provider {
-    char *id;         /* the row id: the provider name in failures */
-    char *url;        /* {base_url}/v1/messages */
-    char **headers;   /* NULL-terminated "Name: value" (holds the key) */
-    json_t *models;   /* {name: {context_window, max_output}} */
-    long connect_timeout_ms, idle_timeout_ms;
-} provider;
+static const char *const default_headers[][2] = {
+    {"Content-Type", "application/json"},
+    {"Accept", "text/event-stream"},
+    {"anthropic-version", "2023-06-01"},
+};
 
-static const char config_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"base_url\":{\"type\":\"string\",\"minLength\":1},"
-    "\"api_key\":{\"type\":\"string\"},"
-    "\"headers\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"
-    "\"models\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"object\","
-    "\"additionalProperties\":false,\"properties\":{"
-    "\"context_window\":{\"type\":\"integer\",\"minimum\":1},"
-    "\"max_output\":{\"type\":\"integer\",\"minimum\":1}}}},"
-    "\"connect_timeout_ms\":{\"type\":\"integer\",\"minimum\":1},"
-    "\"stream_idle_timeout_ms\":{\"type\":\"integer\",\"minimum\":1}}}";
-
-/* Fill `err` (may be NULL) and return `code`. */
-static int set_err(weir_error *err, int code, const char *plugin, const char *fmt, ...)
-    WEIR_PRINTF(4, 5);
-static int set_err(weir_error *err, int code, const char *plugin, const char *fmt, ...) {
-    if (!err)
-        return code;
-    va_list ap;
-    va_start(ap, fmt);
-    err->code = (weir_status)code;
-    snprintf(err->plugin, sizeof err->plugin, "%s", plugin ? plugin : PLUGIN_NAME);
-    err->hook[0] = '\0';
-    vsnprintf(err->text, sizeof err->text, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
-static void provider_free(provider *p) {
-    if (!p)
-        return;
-    for (char **h = p->headers; h && *h; h++)
-        free(*h);
-    free(p->headers);
-    free(p->url);
-    free(p->id);
-    json_decref(p->models);
-    free(p);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Config                                                                   */
-/* ------------------------------------------------------------------------ */
-
-/* A header name is an HTTP token; a value has no line breaks or NULs. */
-static bool header_name_ok(const char *s) {
-    if (!s[0])
-        return false;
-    for (; *s; s++)
-        if (*s <= ' ' || *s >= 0x7f || strchr("\"(),/:;<=>?@[\\]{}", *s))
-            return false;
-    return true;
-}
-
-static bool header_value_ok(const char *s) {
-    return !strpbrk(s, "\r\n");
-}
-
-/* Append "name: value" to the NULL-terminated list (capacity checked by the
- * caller). */
-static int header_add(char **list, size_t *n, const char *name, const char *value) {
-    size_t len = strlen(name) + strlen(value) + 3;
-    char *h = malloc(len);
-    if (!h)
-        return -1;
-    snprintf(h, len, "%s: %s", name, value);
-    list[(*n)++] = h;
-    list[*n] = NULL;
-    return 0;
-}
-
-/* True when the config's headers name `header` (case-insensitive). */
-static bool has_header(json_t *extra, const char *header) {
-    const char *name;
-    json_t *v;
-    json_object_foreach(extra, name, v) {
-        if (strcasecmp(name, header) == 0)
-            return true;
-    }
-    return false;
-}
-
-/* Defaults unless `extra` (the config's headers) names them, then extra. */
-static int build_headers(provider *p, const char *api_key, json_t *extra,
-                         weir_error *err) {
-    static const char *const defaults[][2] = {
-        {"Content-Type", "application/json"},
-        {"Accept", "text/event-stream"},
-        {"anthropic-version", API_VERSION},
-    };
-    size_t cap = 5 + json_object_size(extra), n = 0;
-    p->headers = calloc(cap, sizeof *p->headers);
-    if (!p->headers)
-        return set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
-    const char *name;
-    json_t *v;
-    json_object_foreach(extra, name, v) {
-        if (!header_name_ok(name))
-            return set_err(err, WEIR_E_PLUGIN_CONFIG, p->id,
-                           "config.headers: \"%s\" is not a valid header name", name);
-        if (!json_is_string(v) || !header_value_ok(json_string_value(v)))
-            return set_err(err, WEIR_E_PLUGIN_CONFIG, p->id,
-                           "config.headers.%s: the value must be a string without line breaks",
-                           name);
-    }
-    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
-        if (!has_header(extra, defaults[i][0]) &&
-            header_add(p->headers, &n, defaults[i][0], defaults[i][1]) != 0)
-            return set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
-    bool custom_key = has_header(extra, "x-api-key");
-    json_object_foreach(extra, name, v) {
-        if (header_add(p->headers, &n, name, json_string_value(v)) != 0)
-            return set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
-    }
-    if (api_key[0] && !custom_key) {
-        if (!header_value_ok(api_key))
-            return set_err(err, WEIR_E_PLUGIN_CONFIG, p->id,
-                           "config.api_key: contains a line break");
-        if (header_add(p->headers, &n, "x-api-key", api_key) != 0)
-            return set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
-    }
-    return WEIR_OK;
-}
-
-/* A positive integer member, or `dflt` when absent. */
-static int config_ms(const json_t *config, const char *key, long dflt, long *out,
-                     const char *id, weir_error *err) {
-    json_t *v = json_object_get(config, key);
-    *out = dflt;
-    if (!v)
-        return WEIR_OK;
-    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 86400000)
-        return set_err(err, WEIR_E_PLUGIN_CONFIG, id,
-                       "config.%s: expected a positive integer (milliseconds)", key);
-    *out = (long)json_integer_value(v);
-    return WEIR_OK;
-}
-
-static int parse_config(provider *p, const json_t *config, weir_error *err) {
-    if (config && !json_is_null(config) && !json_is_object(config))
-        return set_err(err, WEIR_E_PLUGIN_CONFIG, p->id, "config: expected an object");
-    json_t *jbase = json_object_get(config, "base_url");
-    json_t *jkey = json_object_get(config, "api_key");
-    json_t *headers = json_object_get(config, "headers");
-    json_t *models = json_object_get(config, "models");
-    if (jbase && (!json_is_string(jbase) || !json_string_value(jbase)[0]))
-        return set_err(err, WEIR_E_PLUGIN_CONFIG, p->id,
-                       "config.base_url: expected a non-empty string");
-    if (jkey && !json_is_string(jkey))
-        return set_err(err, WEIR_E_PLUGIN_CONFIG, p->id, "config.api_key: expected a string");
-    if (headers && !json_is_object(headers))
-        return set_err(err, WEIR_E_PLUGIN_CONFIG, p->id, "config.headers: expected an object");
-    if (models && !json_is_object(models))
-        return set_err(err, WEIR_E_PLUGIN_CONFIG, p->id, "config.models: expected an object");
-    const char *name;
-    json_t *m;
-    json_object_foreach(models, name, m) {
-        json_t *cw = json_object_get(m, "context_window"), *mo = json_object_get(m, "max_output");
-        if (!json_is_object(m) || (cw && (!json_is_integer(cw) || json_integer_value(cw) < 1)) ||
-            (mo && (!json_is_integer(mo) || json_integer_value(mo) < 1)))
-            return set_err(err, WEIR_E_PLUGIN_CONFIG, p->id,
-                           "config.models.%s: expected {context_window, max_output} positive "
-                           "integers",
-                           name);
-    }
-    int rc = config_ms(config, "connect_timeout_ms", 10000, &p->connect_timeout_ms, p->id, err);
-    if (rc == WEIR_OK)
-        rc = config_ms(config, "stream_idle_timeout_ms", 300000, &p->idle_timeout_ms, p->id,
-                       err);
-    if (rc != WEIR_OK)
-        return rc;
-
-    const char *base = jbase ? json_string_value(jbase) : DEFAULT_BASE_URL;
-    size_t blen = strlen(base);
-    while (blen > 1 && base[blen - 1] == '/')
-        blen--;
-    size_t len = blen + sizeof "/v1/messages";
-    p->url = malloc(len);
-    p->models = models ? json_deep_copy(models) : json_object();
-    if (!p->url || !p->models)
-        return set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
-    snprintf(p->url, len, "%.*s/v1/messages", (int)blen, base);
-    return build_headers(p, jkey ? json_string_value(jkey) : "", headers, err);
-}
+static const pc_spec spec = {
+    .plugin = "provider-anthropic",
+    .default_base_url = "https://api.anthropic.com",
+    .path = "/v1/messages",
+    .headers = default_headers,
+    .nheaders = sizeof default_headers / sizeof default_headers[0],
+    .key_header = "x-api-key",
+    .key_prefix = "",
+    .max_temperature = 1,
+};
 
 /* ------------------------------------------------------------------------ */
 /* Provider callbacks                                                       */
 /* ------------------------------------------------------------------------ */
 
-static json_t *model_info(void *self, const char *model) {
-    const provider *p = self;
-    json_t *entry = p && model ? json_object_get(p->models, model) : NULL;
-    return entry ? json_deep_copy(entry) : NULL;
-}
-
 static int prepare_call(void *self, const json_t *config, weir_signal *signal, void **call,
                         weir_error *err) {
-    const provider *p = self;
-    if (call)
-        *call = NULL;
-    if (!p || !call)
-        return set_err(err, WEIR_E_INVAL, p ? p->id : NULL, "prepare_call: NULL argument");
-    if (signal && weir_signal_cancelled(signal))
-        return set_err(err, WEIR_E_CANCELLED, p->id, "prepare_call: cancelled");
-    if (!json_is_object(config))
-        return set_err(err, WEIR_E_INVAL, p->id, "call config: expected an object");
-    const char *model = json_string_value(json_object_get(config, "model"));
-    json_t *max_tokens = json_object_get(config, "max_tokens");
-    json_t *temperature = json_object_get(config, "temperature");
-    if (!model || !model[0])
-        return set_err(err, WEIR_E_INVAL, p->id,
-                       "call config: \"model\" must be a non-empty string");
-    if (max_tokens && !json_is_null(max_tokens) &&
-        (!json_is_integer(max_tokens) || json_integer_value(max_tokens) < 1))
-        return set_err(err, WEIR_E_INVAL, p->id,
-                       "call config: \"max_tokens\" must be a positive integer");
-    if (temperature && !json_is_null(temperature) &&
-        (!json_is_number(temperature) || json_number_value(temperature) < 0 ||
-         json_number_value(temperature) > 1))
-        return set_err(err, WEIR_E_INVAL, p->id,
-                       "call config: \"temperature\" must be a number from 0 to 1");
-    return WEIR_OK;
-}
-
-static int emit_chunk(void *user_data, json_t *chunk) {
-    return weir_stream_emit((weir_stream *)user_data, chunk) == WEIR_OK ? 0 : -1;
+    return pc_prepare_call(&spec, self, config, signal, call, err);
 }
 
 static int on_event(void *user_data, const char *event, const char *data, size_t len) {
     return anthropic_decoder_event(user_data, event, data, len);
 }
 
+static int decoder_end(void *decoder, json_t *failure, bool aborted) {
+    return anthropic_decoder_end(decoder, failure, aborted);
+}
+
+static bool decoder_done(void *decoder) { return anthropic_decoder_done(decoder); }
+
+static const pc_codec codec = {on_event, decoder_end, decoder_done};
+
 /* max_tokens when the request has none: the model's max_output, or 4096. */
-static long default_max_tokens(const provider *p, const json_t *request) {
+static long default_max_tokens(const pc_provider *p, const json_t *request) {
     const char *model = json_string_value(json_object_get(request, "model"));
     json_t *mo = json_object_get(json_object_get(p->models, model ? model : ""), "max_output");
     return json_is_integer(mo) ? (long)json_integer_value(mo) : DEFAULT_MAX_TOKENS;
 }
 
-/* The failure for a transfer that ended without a finish chunk. */
-static json_t *transfer_failure(const provider *p, int rc, const weir_http_response *resp,
-                                json_t *failure, bool aborted) {
-    if (resp->status != 0 && (resp->status < 200 || resp->status > 299)) {
-        json_decref(failure);
-        json_t *f = weir_failure_from_http(p->id, resp);
-        return f ? f : weir_failure_new(p->id, "UNKNOWN", "HTTP status %ld", resp->status);
-    }
-    if (rc == WEIR_OK) {
-        json_decref(failure);
-        return NULL; /* the body ended: the decoder says what was missing */
-    }
-    if (failure)
-        return failure;
-    return aborted ? weir_failure_new(p->id, "ABORTED", "the call was cancelled")
-                   : weir_failure_new(p->id, "TRANSPORT", "the HTTP transfer failed (%d)", rc);
-}
-
 static int stream(void *self, void *call, const json_t *request, weir_stream *st) {
     (void)call;
-    const provider *p = self;
+    const pc_provider *p = self;
     if (!p || !st)
         return WEIR_E_INVAL;
-    anthropic_decoder *d = anthropic_decoder_new(p->id, emit_chunk, st);
+    anthropic_decoder *d = anthropic_decoder_new(p->id, pc_emit_chunk, st);
     if (!d)
         return WEIR_E_NOMEM;
     char msg[512];
     json_t *body =
         anthropic_request_body(request, default_max_tokens(p, request), msg, sizeof msg);
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    if (body && !text)
-        snprintf(msg, sizeof msg, "out of memory");
-    json_decref(body);
-    int end;
-    if (!text) {
-        const char *code = strcmp(msg, "out of memory") == 0 ? "UNKNOWN" : "INVALID_REQUEST";
-        end = anthropic_decoder_end(
-            d, weir_failure_new(p->id, code, "cannot translate the request: %s", msg), false);
-    } else {
-        weir_http_request req = {
-            .struct_size = sizeof req,
-            .url = p->url,
-            .headers = (const char *const *)p->headers,
-            .body = text,
-            .body_len = strlen(text),
-            .connect_timeout_ms = p->connect_timeout_ms,
-            .idle_timeout_ms = p->idle_timeout_ms,
-        };
-        weir_http_response resp;
-        memset(&resp, 0, sizeof resp);
-        resp.retry_after_ms = -1;
-        json_t *failure = NULL;
-        int rc = weir_http_sse(st, &req, on_event, d, &resp, &failure);
-        if (anthropic_decoder_done(d)) {
-            json_decref(failure);
-            end = anthropic_decoder_end(d, NULL, false);
-        } else {
-            bool aborted = weir_signal_cancelled(weir_stream_signal(st));
-            end = anthropic_decoder_end(d, transfer_failure(p, rc, &resp, failure, aborted),
-                                     aborted);
-        }
-        weir_http_response_clear(&resp);
-        free(text);
-    }
+    int rc = pc_stream_run(p, st, body, msg, sizeof msg, d, &codec);
     anthropic_decoder_free(d);
-    return end == 0 ? WEIR_OK : WEIR_E_NOMEM;
+    return rc;
 }
 
 static const weir_provider provider_vtable = {
     .struct_size = sizeof(weir_provider),
-    .model_info = model_info,
+    .model_info = pc_model_info,
     .prepare_call = prepare_call,
     .stream = stream,
     .release_call = NULL, /* prepare_call keeps no per-call state */
@@ -366,39 +103,17 @@ static const weir_provider provider_vtable = {
 static int init(weir_plugin *self, const weir_api *api, const json_t *config,
                 weir_error *err) {
     WEIR_PLUGIN_INIT_API(api);
-    provider *p = calloc(1, sizeof *p);
-    if (!p || !(p->id = strdup(weir_plugin_id(self)))) {
-        free(p);
-        return set_err(err, WEIR_E_NOMEM, NULL, "out of memory");
-    }
-    int rc = parse_config(p, config, err);
-    if (rc == WEIR_OK) {
-        rc = weir_provider_register(self, &provider_vtable, p);
-        if (rc != WEIR_OK)
-            set_err(err, rc, p->id, "cannot register provider \"%s\"", p->id);
-    }
-    if (rc != WEIR_OK) {
-        provider_free(p);
-        return rc;
-    }
-    weir_plugin_set_data(self, p);
-    weir_log(self, WEIR_LOG_DEBUG, "provider registered (%zu models configured)",
-             json_object_size(p->models));
-    return WEIR_OK;
-}
-
-static void fini(weir_plugin *self) {
-    provider_free(weir_plugin_data(self));
+    return pc_provider_init(self, &spec, &provider_vtable, config, err);
 }
 
 static const weir_plugin_desc descriptor = {
     WEIR_PLUGIN_HEADER,
-    .name = PLUGIN_NAME,
+    .name = "provider-anthropic",
     .version = "0.1.0",
     .description = "Anthropic Messages API, streaming SSE",
-    .config_schema = config_schema,
+    .config_schema = pc_config_schema,
     .init = init,
-    .fini = fini,
+    .fini = pc_provider_fini,
 };
 
 WEIR_PLUGIN_DEFINE(descriptor)

@@ -25,15 +25,10 @@
 #endif
 #include "anthropic.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "weir/export.h"
-
-#define MAX_BLOCKS 4096 /* hostile streams cannot grow the state without bound */
-#define SHOW_BYTES 200  /* bytes of a malformed event quoted in the failure */
+#include "provider_common.h"
 
 typedef enum slot_kind { KIND_TEXT, KIND_THINKING, KIND_TOOL, KIND_SKIPPED } slot_kind;
 
@@ -51,117 +46,12 @@ typedef struct count {
 } count;
 
 struct anthropic_decoder {
-    char *provider;
-    anthropic_emit_fn emit;
-    void *user_data;
+    pc_out out; /* chunks, block count, finish state */
     slot *slots;
     size_t nslots, cap;
-    int nblocks;
     char *stop_reason;
     count input, output, cache_read, cache_write;
-    bool refused; /* the consumer refused a chunk: only the finish goes on */
-    bool done;    /* the finish was emitted (or could not be built) */
-    bool lost;    /* the finish could not be built (out of memory) */
 };
-
-/* ------------------------------------------------------------------------ */
-/* Small helpers                                                            */
-/* ------------------------------------------------------------------------ */
-
-/* Malloc'd printable rendering of at most SHOW_BYTES bytes of `p`:
- * printable ASCII as is, `\` doubled, everything else as \xNN. */
-static char *show_bytes(const char *p, size_t n) {
-    size_t shown = n < SHOW_BYTES ? n : SHOW_BYTES;
-    char *out = malloc(shown * 4 + 4);
-    if (!out)
-        return NULL;
-    char *o = out;
-    for (size_t i = 0; i < shown; i++) {
-        unsigned char c = (unsigned char)p[i];
-        if (c == '\\') {
-            *o++ = '\\';
-            *o++ = '\\';
-        } else if (c >= 0x20 && c < 0x7f) {
-            *o++ = (char)c;
-        } else {
-            o += sprintf(o, "\\x%02x", c);
-        }
-    }
-    if (shown < n)
-        o += sprintf(o, "...");
-    *o = '\0';
-    return out;
-}
-
-/* Set obj[key] = value (stolen); on failure drop *obj (NULL stays NULL). */
-static void set_new(json_t **obj, const char *key, json_t *value) {
-    if (*obj && json_object_set_new(*obj, key, value) != 0) {
-        json_decref(*obj);
-        *obj = NULL;
-    } else if (!*obj) {
-        json_decref(value);
-    }
-}
-
-static json_t *failure_new(const anthropic_decoder *d, const char *code, const char *message) {
-    return json_pack("{s:s,s:s,s:s}", "code", code, "message", message, "provider",
-                     d->provider);
-}
-
-/* Emit the one finish chunk: `failure` (stolen) makes it an error/aborted
- * finish, otherwise `kind`.  It goes out even after a consumer refusal. */
-static void finish(anthropic_decoder *d, const char *kind, json_t *failure) {
-    if (d->done) {
-        json_decref(failure);
-        return;
-    }
-    d->done = true;
-    json_t *reason = failure ? json_pack("{s:s,s:o}", "kind", kind, "failure", failure)
-                             : json_pack("{s:s}", "kind", kind);
-    json_t *chunk = reason ? json_pack("{s:s,s:o}", "type", "finish", "reason", reason) : NULL;
-    if (!chunk) {
-        d->lost = true;
-        return;
-    }
-    d->emit(d->user_data, chunk);
-}
-
-/* Finish with a failure whose message is printf-formatted. */
-static void fail(anthropic_decoder *d, const char *code, const char *fmt, ...)
-    WEIR_PRINTF(3, 4);
-static void fail(anthropic_decoder *d, const char *code, const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    finish(d, "error", failure_new(d, code, msg));
-}
-
-static void malformed(anthropic_decoder *d, const char *why, const char *data, size_t len) {
-    char *shown = show_bytes(data, len);
-    fail(d, "TRANSPORT", "malformed stream event (%s): %s", why, shown ? shown : "");
-    free(shown);
-}
-
-/* Hand a chunk to the consumer.  NULL (out of memory) finishes the stream
- * with a failure; a refusal stops every chunk but the finish.  Returns 0
- * when the chunk was taken. */
-static int put(anthropic_decoder *d, json_t *chunk) {
-    if (!chunk) {
-        fail(d, "UNKNOWN", "out of memory while decoding the stream");
-        return -1;
-    }
-    if (d->refused || d->done) {
-        json_decref(chunk);
-        return -1;
-    }
-    if (d->emit(d->user_data, chunk) != 0) {
-        d->refused = true;
-        return -1;
-    }
-    return 0;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Blocks                                                                   */
@@ -173,13 +63,7 @@ static const char *const block_types[] = {"text", "reasoning", "tool_call", NULL
 static int block_start(anthropic_decoder *d, slot *s) {
     if (s->block >= 0)
         return 0;
-    if (d->nblocks >= MAX_BLOCKS) {
-        fail(d, "TRANSPORT", "malformed stream: more than %d content blocks", MAX_BLOCKS);
-        return -1;
-    }
-    s->block = d->nblocks++;
-    return put(d, json_pack("{s:s,s:i,s:s}", "type", "block-start", "index", s->block,
-                            "block_type", block_types[s->kind]));
+    return pc_block_start(&d->out, block_types[s->kind], &s->block);
 }
 
 /* End a started block; a tool call without arguments gets "{}". */
@@ -189,11 +73,7 @@ static int block_stop(anthropic_decoder *d, slot *s) {
     s->stopped = true;
     if (s->block < 0)
         return 0;
-    if (s->kind == KIND_TOOL && s->args_len == 0 &&
-        put(d, json_pack("{s:s,s:i,s:s}", "type", "tool-call-delta", "index", s->block,
-                         "arguments_delta", "{}")) != 0)
-        return -1;
-    return put(d, json_pack("{s:s,s:i}", "type", "block-end", "index", s->block));
+    return pc_block_end(&d->out, s->block, s->kind == KIND_TOOL && s->args_len == 0);
 }
 
 static slot *slot_find(anthropic_decoder *d, json_int_t key) {
@@ -204,15 +84,16 @@ static slot *slot_find(anthropic_decoder *d, json_int_t key) {
 }
 
 static slot *slot_add(anthropic_decoder *d, json_int_t key, slot_kind kind) {
-    if (d->nslots >= MAX_BLOCKS) {
-        fail(d, "TRANSPORT", "malformed stream: more than %d content blocks", MAX_BLOCKS);
+    if (d->nslots >= PC_MAX_BLOCKS) {
+        pc_fail(&d->out, "TRANSPORT", "malformed stream: more than %d content blocks",
+                PC_MAX_BLOCKS);
         return NULL;
     }
     if (d->nslots == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 4;
         slot *grown = realloc(d->slots, cap * sizeof *grown);
         if (!grown) {
-            fail(d, "UNKNOWN", "out of memory while decoding the stream");
+            pc_fail(&d->out, "UNKNOWN", "out of memory while decoding the stream");
             return NULL;
         }
         d->slots = grown;
@@ -232,17 +113,17 @@ static int text_delta(anthropic_decoder *d, slot *s, const char *text) {
         return 0;
     if (block_start(d, s) != 0)
         return -1;
-    return put(d, json_pack("{s:s,s:i,s:s}", "type",
-                            s->kind == KIND_TEXT ? "text-delta" : "reasoning-delta", "index",
-                            s->block, "text", text));
+    return pc_put(&d->out, json_pack("{s:s,s:i,s:s}", "type",
+                                     s->kind == KIND_TEXT ? "text-delta" : "reasoning-delta",
+                                     "index", s->block, "text", text));
 }
 
 static int args_delta(anthropic_decoder *d, slot *s, const char *args) {
     if (!args[0])
         return 0;
     s->args_len += strlen(args);
-    return put(d, json_pack("{s:s,s:i,s:s}", "type", "tool-call-delta", "index", s->block,
-                            "arguments_delta", args));
+    return pc_put(&d->out, json_pack("{s:s,s:i,s:s}", "type", "tool-call-delta", "index", s->block,
+                                     "arguments_delta", args));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -316,13 +197,13 @@ static const char *on_block_start(anthropic_decoder *d, const json_t *root) {
         return "";
     json_t *chunk = json_pack("{s:s,s:i,s:O,s:O,s:s}", "type", "tool-call-delta", "index",
                               s->block, "id", id, "name", name, "arguments_delta", "");
-    if (put(d, chunk) != 0)
+    if (pc_put(&d->out, chunk) != 0)
         return "";
     /* The input streams as input_json_delta; a non-empty start value counts. */
     if (json_is_object(input) && json_object_size(input) > 0) {
         char *args = json_dumps(input, JSON_COMPACT);
         if (!args) {
-            fail(d, "UNKNOWN", "out of memory while decoding the stream");
+            pc_fail(&d->out, "UNKNOWN", "out of memory while decoding the stream");
             return "";
         }
         int rc = args_delta(d, s, args);
@@ -393,7 +274,7 @@ static const char *on_message_delta(anthropic_decoder *d, const json_t *root) {
                 return "stop_reason is not a string";
             free(d->stop_reason);
             if (!(d->stop_reason = strdup(json_string_value(reason)))) {
-                fail(d, "UNKNOWN", "out of memory while decoding the stream");
+                pc_fail(&d->out, "UNKNOWN", "out of memory while decoding the stream");
                 return "";
             }
         }
@@ -405,9 +286,9 @@ static json_t *usage_chunk(const anthropic_decoder *d) {
     json_t *u = json_pack("{s:I,s:I}", "input_tokens", d->input.value, "output_tokens",
                           d->output.value);
     if (d->cache_read.present)
-        set_new(&u, "cache_read_tokens", json_integer(d->cache_read.value));
+        pc_set_new(&u, "cache_read_tokens", json_integer(d->cache_read.value));
     if (d->cache_write.present)
-        set_new(&u, "cache_write_tokens", json_integer(d->cache_write.value));
+        pc_set_new(&u, "cache_write_tokens", json_integer(d->cache_write.value));
     return u ? json_pack("{s:s,s:o}", "type", "usage", "usage", u) : NULL;
 }
 
@@ -417,7 +298,7 @@ static void on_message_stop(anthropic_decoder *d) {
         block_stop(d, &d->slots[i]);
         has_tools = has_tools || (d->slots[i].kind == KIND_TOOL);
     }
-    if (d->done)
+    if (d->out.done)
         return;
     const char *r = d->stop_reason ? d->stop_reason : "end_turn";
     const char *kind = strcmp(r, "max_tokens") == 0 ||
@@ -426,16 +307,16 @@ static void on_message_stop(anthropic_decoder *d) {
                        : strcmp(r, "tool_use") == 0 || has_tools ? "tool-calls"
                                                                  : "stop";
     if (strcmp(r, "refusal") == 0) {
-        fail(d, "UNKNOWN", "the model declined to answer (stop_reason refusal)");
+        pc_fail(&d->out, "UNKNOWN", "the model declined to answer (stop_reason refusal)");
         return;
     }
-    if (strcmp(kind, "max-tokens") != 0 && d->nblocks == 0) {
-        fail(d, "EMPTY_RESPONSE", "the model finished without any content");
+    if (strcmp(kind, "max-tokens") != 0 && d->out.nblocks == 0) {
+        pc_fail(&d->out, "EMPTY_RESPONSE", "the model finished without any content");
         return;
     }
     if (d->input.present || d->output.present)
-        put(d, usage_chunk(d));
-    finish(d, kind, NULL);
+        pc_put(&d->out, usage_chunk(d));
+    pc_finish(&d->out, kind, NULL);
 }
 
 /* error.type -> canonical code; invalid_request_error may be an overflow. */
@@ -467,8 +348,7 @@ static void on_error(anthropic_decoder *d, const json_t *root) {
     json_t *error = json_object_get(root, "error");
     const char *type = json_string_value(json_object_get(error, "type"));
     const char *message = json_string_value(json_object_get(error, "message"));
-    fail(d, error_code(type, message), "in-band error from the provider: %s%s%s",
-         type ? type : "", type ? ": " : "", message ? message : "(no message)");
+    pc_inband_error(&d->out, error_code(type, message), type, message);
 }
 
 /* Decode one parsed event.  Returns "wrong type" text, "" when the stream
@@ -518,13 +398,10 @@ anthropic_decoder *anthropic_decoder_new(const char *provider, anthropic_emit_fn
     anthropic_decoder *d = calloc(1, sizeof *d);
     if (!d)
         return NULL;
-    d->provider = strdup(provider ? provider : "anthropic");
-    if (!d->provider) {
+    if (pc_out_init(&d->out, provider, "anthropic", "event", emit, user_data) != 0) {
         free(d);
         return NULL;
     }
-    d->emit = emit;
-    d->user_data = user_data;
     return d;
 }
 
@@ -533,61 +410,36 @@ void anthropic_decoder_free(anthropic_decoder *d) {
         return;
     free(d->slots);
     free(d->stop_reason);
-    free(d->provider);
+    pc_out_clear(&d->out);
     free(d);
 }
 
-bool anthropic_decoder_done(const anthropic_decoder *d) {
-    return !d || d->done;
-}
+bool anthropic_decoder_done(const anthropic_decoder *d) { return !d || d->out.done; }
 
 int anthropic_decoder_event(anthropic_decoder *d, const char *event, const char *data,
                             size_t len) {
     if (!d)
         return -1;
-    if (d->done)
+    if (d->out.done)
         return 0;
-    if (d->refused)
+    if (d->out.refused)
         return -1;
     if (!data) {
         data = "";
         len = 0;
     }
-    json_error_t jerr;
-    json_t *root = json_loadb(data, len, 0, &jerr);
-    if (!root) {
-        malformed(d, "invalid JSON", data, len);
+    json_t *root = pc_parse(&d->out, data, len);
+    if (!root)
         return -1;
-    }
     const char *bad = decode(d, event, root);
     json_decref(root);
     if (bad && bad[0])
-        malformed(d, bad, data, len);
-    if (d->done)
+        pc_malformed(&d->out, bad, data, len);
+    if (d->out.done)
         return bad ? -1 : 0; /* after message_stop the body drains normally */
-    return d->refused ? -1 : 0;
+    return d->out.refused ? -1 : 0;
 }
 
 int anthropic_decoder_end(anthropic_decoder *d, json_t *failure, bool aborted) {
-    if (!d) {
-        json_decref(failure);
-        return -1;
-    }
-    if (!d->done) {
-        if (failure && json_is_object(failure)) {
-            if (!json_object_get(failure, "provider"))
-                json_object_set_new(failure, "provider", json_string(d->provider));
-            const char *code = json_string_value(json_object_get(failure, "code"));
-            if (code && strcmp(code, "ABORTED") == 0)
-                aborted = true;
-            finish(d, aborted ? "aborted" : "error", failure);
-            failure = NULL;
-        } else if (aborted) {
-            finish(d, "aborted", failure_new(d, "ABORTED", "the call was cancelled"));
-        } else {
-            fail(d, "TRANSPORT", "stream ended before finish");
-        }
-    }
-    json_decref(failure);
-    return d->lost ? -1 : 0;
+    return pc_end(d ? &d->out : NULL, failure, aborted);
 }

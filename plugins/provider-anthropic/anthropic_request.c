@@ -14,55 +14,17 @@
  *   tools             -> [{name,description,input_schema}]
  *   max_tokens        -> the request's, else `default_max_tokens`
  */
-#ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L
-#endif
 #include "anthropic.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "weir/export.h"
-
-/* Fill msg; always returns -1. */
-static int bad(char *msg, size_t size, const char *fmt, ...) WEIR_PRINTF(3, 4);
-static int bad(char *msg, size_t size, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (msg && size)
-        vsnprintf(msg, size, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-#define OOM(msg, size) bad(msg, size, "out of memory")
-
-static const char *block_type(const json_t *block) {
-    return json_string_value(json_object_get(block, "type"));
-}
+#include "provider_common.h"
 
 static bool is_type(const json_t *block, const char *type) {
-    const char *t = block_type(block);
+    const char *t = pc_block_type(block);
     return t && strcmp(t, type) == 0;
-}
-
-/* Append to a growable system prompt, a blank line between pieces. */
-static int system_add(char **sys, const char *text) {
-    if (!text[0])
-        return 0;
-    size_t old = *sys ? strlen(*sys) : 0, add = strlen(text);
-    char *p = realloc(*sys, old + add + 3);
-    if (!p)
-        return -1;
-    if (old) {
-        memcpy(p + old, "\n\n", 2);
-        old += 2;
-    }
-    memcpy(p + old, text, add + 1);
-    *sys = p;
-    return 0;
 }
 
 static json_t *text_block(const char *text) {
@@ -70,23 +32,20 @@ static json_t *text_block(const char *text) {
 }
 
 static json_t *image_block(const json_t *block, const char *where, char *msg, size_t size) {
-    const char *media = json_string_value(json_object_get(block, "media_type"));
-    const char *data = json_string_value(json_object_get(block, "data"));
-    if (!media || !data) {
-        bad(msg, size, "%s: image needs string \"media_type\" and \"data\"", where);
+    const char *media, *data;
+    if (pc_image_fields(block, where, &media, &data, msg, size) != 0)
         return NULL;
-    }
     json_t *b = json_pack("{s:s,s:{s:s,s:s,s:s}}", "type", "image", "source", "type", "base64",
                           "media_type", media, "data", data);
     if (!b)
-        OOM(msg, size);
+        PC_OOM(msg, size);
     return b;
 }
 
 /* Append `b` (stolen; NULL means out of memory) to `blocks`. */
 static int push(json_t *blocks, json_t *b, char *msg, size_t size) {
     if (!b || json_array_append_new(blocks, b) != 0)
-        return OOM(msg, size);
+        return PC_OOM(msg, size);
     return 0;
 }
 
@@ -96,11 +55,11 @@ static json_t *tool_result_block(const json_t *block, const char *where, char *m
     json_t *content = json_object_get(block, "content");
     json_t *is_error = json_object_get(block, "is_error");
     if (!call_id) {
-        bad(msg, size, "%s: tool_result needs a string \"call_id\"", where);
+        pc_bad(msg, size, "%s: tool_result needs a string \"call_id\"", where);
         return NULL;
     }
     if (content && !json_is_array(content) && !json_is_string(content)) {
-        bad(msg, size, "%s.content: expected an array of blocks", where);
+        pc_bad(msg, size, "%s.content: expected an array of blocks", where);
         return NULL;
     }
     json_t *out = json_array();
@@ -108,7 +67,7 @@ static json_t *tool_result_block(const json_t *block, const char *where, char *m
     if (!out || !b) {
         json_decref(out);
         json_decref(b);
-        OOM(msg, size);
+        PC_OOM(msg, size);
         return NULL;
     }
     int rc = 0;
@@ -127,15 +86,15 @@ static json_t *tool_result_block(const json_t *block, const char *where, char *m
             json_t *img = image_block(c, at, msg, size);
             rc = img ? push(out, img, msg, size) : -1;
         } else {
-            rc = bad(msg, size, "%s: unsupported block in a tool result", at);
+            rc = pc_bad(msg, size, "%s: unsupported block in a tool result", at);
         }
         if (rc != 0)
             break;
     }
     if (rc == 0 && json_array_size(out) > 0 && json_object_set(b, "content", out) != 0)
-        rc = OOM(msg, size);
+        rc = PC_OOM(msg, size);
     if (rc == 0 && json_is_true(is_error) && json_object_set_new(b, "is_error", json_true()))
-        rc = OOM(msg, size);
+        rc = PC_OOM(msg, size);
     json_decref(out);
     if (rc != 0) {
         json_decref(b);
@@ -151,7 +110,7 @@ static json_t *tool_use_block(const json_t *block, const char *where, char *msg,
     const char *name = json_string_value(json_object_get(block, "name"));
     const char *args = json_string_value(json_object_get(block, "arguments"));
     if (!id || !name || !args) {
-        bad(msg, size, "%s: tool_call needs string \"id\", \"name\" and \"arguments\"", where);
+        pc_bad(msg, size, "%s: tool_call needs string \"id\", \"name\" and \"arguments\"", where);
         return NULL;
     }
     json_error_t jerr;
@@ -164,14 +123,14 @@ static json_t *tool_use_block(const json_t *block, const char *where, char *msg,
                                   name, "input", input)
                       : NULL;
     if (!b)
-        OOM(msg, size);
+        PC_OOM(msg, size);
     return b;
 }
 
-/* Translate one message's blocks.  System text goes to *sys; the rest to
+/* Translate one message's blocks.  System text goes to `sys`; the rest to
  * `blocks` (a new array). */
-static int translate_blocks(const json_t *content, const char *role, const char *where,
-                            char **sys, json_t *blocks, char *msg, size_t size) {
+static int translate_blocks(const json_t *content, const char *role, const char *where, pc_buf *sys,
+                            json_t *blocks, char *msg, size_t size) {
     bool system = strcmp(role, "system") == 0, user = strcmp(role, "user") == 0;
     bool assistant = strcmp(role, "assistant") == 0, tool = strcmp(role, "tool") == 0;
     size_t i;
@@ -179,11 +138,11 @@ static int translate_blocks(const json_t *content, const char *role, const char 
     json_array_foreach(content, i, b) {
         char at[96];
         snprintf(at, sizeof at, "%s.content[%zu]", where, i);
-        const char *type = block_type(b);
+        const char *type = pc_block_type(b);
         const char *text = json_string_value(json_object_get(b, "text"));
         int rc;
         if (is_type(b, "text") && text && system) {
-            rc = system_add(sys, text) == 0 ? 0 : OOM(msg, size);
+            rc = pc_buf_piece(sys, text) == 0 ? 0 : PC_OOM(msg, size);
         } else if (is_type(b, "text") && text && (user || assistant)) {
             rc = text[0] ? push(blocks, text_block(text), msg, size) : 0;
         } else if (is_type(b, "image") && user) {
@@ -198,8 +157,8 @@ static int translate_blocks(const json_t *content, const char *role, const char 
         } else if (is_type(b, "reasoning") && assistant) {
             rc = 0; /* never resent: canonical reasoning carries no signature */
         } else {
-            rc = bad(msg, size, "%s: unsupported block type \"%s\" in a %s message", at,
-                     type ? type : "(none)", role);
+            rc = pc_bad(msg, size, "%s: unsupported block type \"%s\" in a %s message", at,
+                        type ? type : "(none)", role);
         }
         if (rc != 0)
             return -1;
@@ -227,16 +186,10 @@ static int results_first(json_t *blocks) {
     return rc;
 }
 
-static json_t *translate_messages(const json_t *messages, char **sys, char *msg, size_t size) {
-    if (!json_is_array(messages)) {
-        bad(msg, size, "messages: expected an array");
+static json_t *translate_messages(const json_t *messages, pc_buf *sys, char *msg, size_t size) {
+    json_t *out = pc_array_for(messages, "messages", msg, size);
+    if (!out)
         return NULL;
-    }
-    json_t *out = json_array();
-    if (!out) {
-        OOM(msg, size);
-        return NULL;
-    }
     size_t i;
     json_t *m;
     json_array_foreach(messages, i, m) {
@@ -245,17 +198,17 @@ static json_t *translate_messages(const json_t *messages, char **sys, char *msg,
         const char *role = json_string_value(json_object_get(m, "role"));
         json_t *content = json_object_get(m, "content");
         if (!role || !json_is_array(content)) {
-            bad(msg, size, "%s: needs a string \"role\" and a \"content\" array", where);
+            pc_bad(msg, size, "%s: needs a string \"role\" and a \"content\" array", where);
             goto fail;
         }
         if (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant") &&
             strcmp(role, "tool")) {
-            bad(msg, size, "%s: unknown role \"%s\"", where, role);
+            pc_bad(msg, size, "%s: unknown role \"%s\"", where, role);
             goto fail;
         }
         json_t *blocks = json_array();
         if (!blocks) {
-            OOM(msg, size);
+            PC_OOM(msg, size);
             goto fail;
         }
         if (translate_blocks(content, role, where, sys, blocks, msg, size) != 0) {
@@ -274,14 +227,14 @@ static json_t *translate_messages(const json_t *messages, char **sys, char *msg,
                                                       blocks));
         json_decref(blocks);
         if (rc != 0) {
-            OOM(msg, size);
+            PC_OOM(msg, size);
             goto fail;
         }
     }
     json_array_foreach(out, i, m) {
         if (strcmp(json_string_value(json_object_get(m, "role")), "user") == 0 &&
             results_first(json_object_get(m, "content")) != 0) {
-            OOM(msg, size);
+            PC_OOM(msg, size);
             goto fail;
         }
     }
@@ -291,77 +244,22 @@ fail:
     return NULL;
 }
 
-static json_t *translate_tools(const json_t *tools, char *msg, size_t size) {
-    json_t *out = json_array();
-    if (!out) {
-        OOM(msg, size);
-        return NULL;
-    }
-    size_t i;
-    json_t *t;
-    json_array_foreach(tools, i, t) {
-        const char *name = json_string_value(json_object_get(t, "name"));
-        json_t *desc = json_object_get(t, "description");
-        json_t *params = json_object_get(t, "parameters");
-        if (!name || (desc && !json_is_string(desc)) || (params && !json_is_object(params))) {
-            bad(msg, size,
-                "tools[%zu]: needs a string \"name\", a string \"description\" and an object "
-                "\"parameters\"",
-                i);
-            json_decref(out);
-            return NULL;
-        }
-        json_t *entry = json_pack("{s:s}", "name", name);
-        if (entry && ((desc && json_object_set(entry, "description", desc) != 0) ||
-                      json_object_set_new(entry, "input_schema",
-                                          params ? json_incref(params)
-                                                 : json_pack("{s:s,s:{}}", "type", "object",
-                                                             "properties")) != 0)) {
-            json_decref(entry);
-            entry = NULL;
-        }
-        if (!entry || json_array_append_new(out, entry) != 0) {
-            OOM(msg, size);
-            json_decref(out);
-            return NULL;
-        }
-    }
-    return out;
-}
-
 json_t *anthropic_request_body(const json_t *request, long default_max_tokens, char *msg,
                                size_t size) {
-    if (msg && size)
-        msg[0] = '\0';
-    if (!json_is_object(request)) {
-        bad(msg, size, "request: expected an object");
+    const char *model = pc_request_check(request, msg, size);
+    if (!model)
         return NULL;
-    }
-    const char *model = json_string_value(json_object_get(request, "model"));
     json_t *max_tokens = json_object_get(request, "max_tokens");
     json_t *temperature = json_object_get(request, "temperature");
     json_t *tools = json_object_get(request, "tools");
-    if (!model || !model[0]) {
-        bad(msg, size, "model: expected a non-empty string");
-        return NULL;
-    }
-    if (max_tokens && !json_is_null(max_tokens) &&
-        (!json_is_integer(max_tokens) || json_integer_value(max_tokens) < 1)) {
-        bad(msg, size, "max_tokens: expected a positive integer");
-        return NULL;
-    }
-    if (temperature && !json_is_null(temperature) && !json_is_number(temperature)) {
-        bad(msg, size, "temperature: expected a number");
-        return NULL;
-    }
     if (tools && !json_is_null(tools) && !json_is_array(tools)) {
-        bad(msg, size, "tools: expected an array");
+        pc_bad(msg, size, "tools: expected an array");
         return NULL;
     }
-    char *sys = NULL;
+    pc_buf sys = {0};
     json_t *messages = translate_messages(json_object_get(request, "messages"), &sys, msg, size);
     if (!messages) {
-        free(sys);
+        free(sys.p);
         return NULL;
     }
     json_int_t limit = json_is_integer(max_tokens) ? json_integer_value(max_tokens)
@@ -370,12 +268,12 @@ json_t *anthropic_request_body(const json_t *request, long default_max_tokens, c
     json_t *body = json_pack("{s:s,s:I}", "model", model, "max_tokens", limit);
     if (!body)
         goto oom;
-    if (sys && json_object_set_new(body, "system", json_string(sys)) != 0)
+    if (sys.p && json_object_set_new(body, "system", json_string(sys.p)) != 0)
         goto oom;
     if (json_object_set(body, "messages", messages) != 0)
         goto oom;
     if (json_array_size(tools) > 0) {
-        json_t *out = translate_tools(tools, msg, size);
+        json_t *out = pc_translate_tools(tools, "input_schema", false, msg, size);
         if (!out)
             goto fail;
         if (json_object_set_new(body, "tools", out) != 0)
@@ -385,13 +283,13 @@ json_t *anthropic_request_body(const json_t *request, long default_max_tokens, c
         goto oom;
     if (json_object_set_new(body, "stream", json_true()) != 0)
         goto oom;
-    free(sys);
+    free(sys.p);
     json_decref(messages);
     return body;
 oom:
-    OOM(msg, size);
+    PC_OOM(msg, size);
 fail:
-    free(sys);
+    free(sys.p);
     json_decref(messages);
     json_decref(body);
     return NULL;

@@ -11,20 +11,12 @@
  * call blocks stay open until the finish_reason (fragments of parallel calls
  * may interleave).  A stop with no block at all is EMPTY_RESPONSE.
  */
-#ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L /* strdup, strcasecmp */
-#endif
 #include "openai.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "weir/export.h"
-
-#define MAX_BLOCKS 4096 /* hostile streams cannot grow the state without bound */
-#define SHOW_BYTES 200  /* bytes of a malformed chunk quoted in the failure */
+#include "provider_common.h"
 
 typedef enum finish_reason {
     REASON_NONE = 0,
@@ -41,139 +33,23 @@ typedef struct tool_slot {
 } tool_slot;
 
 struct openai_decoder {
-    char *provider;
-    openai_emit_fn emit;
-    void *user_data;
-    int nblocks;           /* canonical blocks started so far */
+    pc_out out;            /* chunks, block count, finish state */
     int open_block;        /* the open text/reasoning block, or -1 */
     const char *open_type; /* "text" or "reasoning" */
     tool_slot *tools;
     size_t ntools, tools_cap;
     finish_reason reason;
-    json_t *usage;  /* latest mapped usage, emitted before the finish */
-    bool stopped;   /* the consumer refused a chunk: only the finish goes on */
-    bool done;      /* the finish was emitted (or could not be built) */
-    bool lost;      /* the finish could not be built (out of memory) */
+    json_t *usage; /* latest mapped usage, emitted before the finish */
 };
-
-/* ------------------------------------------------------------------------ */
-/* Small helpers                                                            */
-/* ------------------------------------------------------------------------ */
-
-/* Malloc'd printable rendering of at most SHOW_BYTES bytes of `p`:
- * printable ASCII as is, `\` doubled, everything else as \xNN. */
-static char *show_bytes(const char *p, size_t n) {
-    size_t shown = n < SHOW_BYTES ? n : SHOW_BYTES;
-    char *out = malloc(shown * 4 + 4);
-    if (!out)
-        return NULL;
-    char *o = out;
-    for (size_t i = 0; i < shown; i++) {
-        unsigned char c = (unsigned char)p[i];
-        if (c == '\\') {
-            *o++ = '\\';
-            *o++ = '\\';
-        } else if (c >= 0x20 && c < 0x7f) {
-            *o++ = (char)c;
-        } else {
-            o += sprintf(o, "\\x%02x", c);
-        }
-    }
-    if (shown < n)
-        o += sprintf(o, "...");
-    *o = '\0';
-    return out;
-}
-
-/* Set obj[key] = value (stolen); on failure drop *obj (NULL stays NULL). */
-static void set_new(json_t **obj, const char *key, json_t *value) {
-    if (*obj && json_object_set_new(*obj, key, value) != 0) {
-        json_decref(*obj);
-        *obj = NULL;
-    } else if (!*obj) {
-        json_decref(value);
-    }
-}
-
-static json_t *failure_new(const openai_decoder *d, const char *code, const char *message) {
-    return json_pack("{s:s,s:s,s:s}", "code", code, "message", message, "provider",
-                     d->provider);
-}
-
-static void fail(openai_decoder *d, const char *code, const char *fmt, ...) WEIR_PRINTF(3, 4);
-
-/* Hand a chunk to the consumer.  NULL (out of memory) finishes the stream
- * with a failure; a refusal stops every chunk but the finish.  Returns 0
- * when the chunk was taken. */
-static int put(openai_decoder *d, json_t *chunk) {
-    if (!chunk) {
-        fail(d, "UNKNOWN", "out of memory while decoding the stream");
-        return -1;
-    }
-    if (d->stopped || d->done) {
-        json_decref(chunk);
-        return -1;
-    }
-    if (d->emit(d->user_data, chunk) != 0) {
-        d->stopped = true;
-        return -1;
-    }
-    return 0;
-}
-
-/* Emit the one finish chunk: `failure` (stolen) makes it an error/aborted
- * finish, otherwise `kind`.  Consumer refusals are ignored here: the finish
- * always goes out. */
-static void finish(openai_decoder *d, const char *kind, json_t *failure) {
-    if (d->done) {
-        json_decref(failure);
-        return;
-    }
-    d->done = true;
-    json_t *reason = failure ? json_pack("{s:s,s:o}", "kind", kind, "failure", failure)
-                             : json_pack("{s:s}", "kind", kind);
-    json_t *chunk = reason ? json_pack("{s:s,s:o}", "type", "finish", "reason", reason) : NULL;
-    if (!chunk) {
-        d->lost = true;
-        return;
-    }
-    d->emit(d->user_data, chunk);
-}
-
-/* Finish with a failure whose message is printf-formatted. */
-static void fail(openai_decoder *d, const char *code, const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    finish(d, "error", failure_new(d, code, msg));
-}
-
-static void malformed(openai_decoder *d, const char *why, const char *data, size_t len) {
-    char *shown = show_bytes(data, len);
-    fail(d, "TRANSPORT", "malformed stream chunk (%s): %s", why, shown ? shown : "");
-    free(shown);
-}
 
 /* ------------------------------------------------------------------------ */
 /* Blocks                                                                   */
 /* ------------------------------------------------------------------------ */
 
+/* Start a block; its canonical index, or -1 when the stream stopped. */
 static int block_start(openai_decoder *d, const char *type) {
-    if (d->nblocks >= MAX_BLOCKS) {
-        fail(d, "TRANSPORT", "malformed stream: more than %d content blocks", MAX_BLOCKS);
-        return -1;
-    }
-    int index = d->nblocks++;
-    if (put(d, json_pack("{s:s,s:i,s:s}", "type", "block-start", "index", index,
-                         "block_type", type)) != 0)
-        return -1;
-    return index;
-}
-
-static int block_end(openai_decoder *d, int index) {
-    return put(d, json_pack("{s:s,s:i}", "type", "block-end", "index", index));
+    int index;
+    return pc_block_start(&d->out, type, &index) == 0 ? index : -1;
 }
 
 static int close_simple(openai_decoder *d) {
@@ -181,20 +57,15 @@ static int close_simple(openai_decoder *d) {
         return 0;
     int index = d->open_block;
     d->open_block = -1;
-    return block_end(d, index);
+    return pc_block_end(&d->out, index, false);
 }
 
-/* A tool call block ends; a call that never got arguments gets "{}" so its
- * arguments are always JSON text. */
+/* A tool call block ends; a call that never got arguments gets "{}". */
 static int close_tool(openai_decoder *d, tool_slot *t) {
     if (t->closed)
         return 0;
     t->closed = true;
-    if (t->args_len == 0 &&
-        put(d, json_pack("{s:s,s:i,s:s}", "type", "tool-call-delta", "index", t->block,
-                         "arguments_delta", "{}")) != 0)
-        return -1;
-    return block_end(d, t->block);
+    return pc_block_end(&d->out, t->block, t->args_len == 0);
 }
 
 static int close_all(openai_decoder *d) {
@@ -220,8 +91,8 @@ static int simple_delta(openai_decoder *d, const char *block_type, const char *c
         d->open_block = index;
         d->open_type = block_type;
     }
-    return put(d, json_pack("{s:s,s:i,s:s}", "type", chunk_type, "index", d->open_block,
-                            "text", text));
+    return pc_put(&d->out, json_pack("{s:s,s:i,s:s}", "type", chunk_type, "index", d->open_block,
+                                     "text", text));
 }
 
 static tool_slot *tool_find(openai_decoder *d, json_int_t key) {
@@ -232,7 +103,7 @@ static tool_slot *tool_find(openai_decoder *d, json_int_t key) {
         size_t cap = d->tools_cap ? d->tools_cap * 2 : 4;
         tool_slot *grown = realloc(d->tools, cap * sizeof *grown);
         if (!grown) {
-            fail(d, "UNKNOWN", "out of memory while decoding the stream");
+            pc_fail(&d->out, "UNKNOWN", "out of memory while decoding the stream");
             return NULL;
         }
         d->tools = grown;
@@ -302,9 +173,9 @@ static const char *map_usage(const json_t *u, json_t **out) {
     json_int_t input = prompt > cached ? prompt - cached : 0;
     json_t *m = json_pack("{s:I,s:I}", "input_tokens", input, "output_tokens", completion);
     if (has_cached)
-        set_new(&m, "cache_read_tokens", json_integer(cached));
+        pc_set_new(&m, "cache_read_tokens", json_integer(cached));
     if (has_reasoning)
-        set_new(&m, "reasoning_tokens", json_integer(reasoning));
+        pc_set_new(&m, "reasoning_tokens", json_integer(reasoning));
     *out = m;
     return m ? NULL : "out of memory";
 }
@@ -338,20 +209,20 @@ static const char *tool_call_delta(openai_decoder *d, const json_t *tc, size_t p
     bool say = false;
     if (id && id[0] && !t->has_id) {
         t->has_id = say = true;
-        set_new(&chunk, "id", json_string(id));
+        pc_set_new(&chunk, "id", json_string(id));
     }
     if (name && name[0] && !t->has_name) {
         t->has_name = say = true;
-        set_new(&chunk, "name", json_string(name));
+        pc_set_new(&chunk, "name", json_string(name));
     }
     size_t alen = args ? strlen(args) : 0;
-    set_new(&chunk, "arguments_delta", json_string(args ? args : ""));
+    pc_set_new(&chunk, "arguments_delta", json_string(args ? args : ""));
     t->args_len += alen;
     if (chunk && !say && alen == 0) {
         json_decref(chunk);
         return NULL;
     }
-    return put(d, chunk) == 0 ? NULL : "";
+    return pc_put(&d->out, chunk) == 0 ? NULL : "";
 }
 
 /* An in-band {"error":{...}} object: classify by type/code, then message. */
@@ -394,8 +265,7 @@ static void inband_error(openai_decoder *d, const json_t *error) {
     } else {
         message = json_string_value(error);
     }
-    fail(d, error_code(type, code, message), "in-band error from the provider: %s%s%s",
-         type ? type : "", type ? ": " : "", message ? message : "(no message)");
+    pc_inband_error(&d->out, error_code(type, code, message), type, message);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -404,24 +274,28 @@ static void inband_error(openai_decoder *d, const json_t *error) {
 
 static void finish_normally(openai_decoder *d) {
     close_all(d);
-    if (d->done)
+    if (d->out.done)
         return;
     bool has_tools = d->ntools > 0;
     if (d->reason == REASON_FILTER) {
-        fail(d, "UNKNOWN", "the provider stopped the answer (finish_reason content_filter)");
+        pc_fail(&d->out, "UNKNOWN",
+                "the provider stopped the answer (finish_reason content_filter)");
         return;
     }
-    if (d->reason != REASON_LENGTH && d->nblocks == 0) {
-        fail(d, "EMPTY_RESPONSE", "the model finished without any content");
+    if (d->reason != REASON_LENGTH && d->out.nblocks == 0) {
+        pc_fail(&d->out, "EMPTY_RESPONSE", "the model finished without any content");
         return;
     }
     if (d->usage) {
         json_t *usage = d->usage;
         d->usage = NULL;
-        put(d, json_pack("{s:s,s:o}", "type", "usage", "usage", usage));
+        pc_put(&d->out, json_pack("{s:s,s:o}", "type", "usage", "usage", usage));
     }
-    finish(d, d->reason == REASON_LENGTH ? "max-tokens" : has_tools ? "tool-calls" : "stop",
-           NULL);
+    pc_finish(&d->out,
+              d->reason == REASON_LENGTH ? "max-tokens"
+              : has_tools                ? "tool-calls"
+                                         : "stop",
+              NULL);
 }
 
 openai_decoder *openai_decoder_new(const char *provider, openai_emit_fn emit,
@@ -431,13 +305,10 @@ openai_decoder *openai_decoder_new(const char *provider, openai_emit_fn emit,
     openai_decoder *d = calloc(1, sizeof *d);
     if (!d)
         return NULL;
-    d->provider = strdup(provider ? provider : "openai");
-    if (!d->provider) {
+    if (pc_out_init(&d->out, provider, "openai", "chunk", emit, user_data) != 0) {
         free(d);
         return NULL;
     }
-    d->emit = emit;
-    d->user_data = user_data;
     d->open_block = -1;
     return d;
 }
@@ -447,13 +318,11 @@ void openai_decoder_free(openai_decoder *d) {
         return;
     json_decref(d->usage);
     free(d->tools);
-    free(d->provider);
+    pc_out_clear(&d->out);
     free(d);
 }
 
-bool openai_decoder_done(const openai_decoder *d) {
-    return !d || d->done;
-}
+bool openai_decoder_done(const openai_decoder *d) { return !d || d->out.done; }
 
 /* Decode one parsed chunk.  Returns "wrong type" text, "" when the stream
  * stopped, or NULL. */
@@ -537,56 +406,36 @@ static bool is_done_marker(const char *data, size_t len) {
 int openai_decoder_event(openai_decoder *d, const char *data, size_t len) {
     if (!d)
         return -1;
-    if (d->done)
+    if (d->out.done)
         return 0;
     if (!data) {
         data = "";
         len = 0;
     }
-    if (d->stopped)
+    if (d->out.refused)
         return -1;
     if (is_done_marker(data, len)) {
         if (d->reason == REASON_NONE)
-            fail(d, "TRANSPORT", "stream ended before finish ([DONE] without finish_reason)");
+            pc_fail(&d->out, "TRANSPORT",
+                    "stream ended before finish ([DONE] without finish_reason)");
         else
             finish_normally(d);
         return 0;
     }
-    json_error_t jerr;
-    json_t *root = json_loadb(data, len, 0, &jerr);
-    if (!root) {
-        malformed(d, "invalid JSON", data, len);
+    json_t *root = pc_parse(&d->out, data, len);
+    if (!root)
         return -1;
-    }
     const char *bad = decode(d, root);
     json_decref(root);
     if (bad && bad[0])
-        malformed(d, bad, data, len);
-    return d->done || d->stopped ? -1 : 0;
+        pc_malformed(&d->out, bad, data, len);
+    return d->out.done || d->out.refused ? -1 : 0;
 }
 
 int openai_decoder_end(openai_decoder *d, json_t *failure, bool aborted) {
-    if (!d) {
-        json_decref(failure);
-        return -1;
-    }
-    if (!d->done) {
-        if (failure && json_is_object(failure)) {
-            if (!json_object_get(failure, "provider"))
-                json_object_set_new(failure, "provider", json_string(d->provider));
-            const char *code = json_string_value(json_object_get(failure, "code"));
-            if (code && strcmp(code, "ABORTED") == 0)
-                aborted = true;
-            finish(d, aborted ? "aborted" : "error", failure);
-            failure = NULL;
-        } else if (aborted) {
-            finish(d, "aborted", failure_new(d, "ABORTED", "the call was cancelled"));
-        } else if (d->reason != REASON_NONE && !d->stopped) {
-            finish_normally(d);
-        } else {
-            fail(d, "TRANSPORT", "stream ended before finish");
-        }
-    }
-    json_decref(failure);
-    return d->lost ? -1 : 0;
+    /* No failure, a finish_reason seen: servers that omit [DONE] finish. */
+    if (d && !d->out.done && !json_is_object(failure) && !aborted && d->reason != REASON_NONE &&
+        !d->out.refused)
+        finish_normally(d);
+    return pc_end(d ? &d->out : NULL, failure, aborted);
 }

@@ -1,14 +1,18 @@
 # provider-openai / provider-anthropic tests.
 #
-# Unit tests compile each plugin's pure files (request translation and the
-# stream decoder) directly, and load the built plugin .so through a fake host
-# table whose HTTP is the core client talking to the loopback mock LLM.
+# Unit tests compile each plugin's pure files (request translation, the
+# stream decoder and plugins/provider-common/provider_common.c) directly, and
+# load the built plugin .so through the fake host of
+# tests/support/provider_test.c, whose HTTP is the core client talking to the
+# loopback mock LLM.
 # Script tests run `weir run` against the standalone mock (weir-mock-llm).
+set(_common ${PROJECT_SOURCE_DIR}/plugins/provider-common)
 foreach(p openai anthropic)
   set(_dir ${PROJECT_SOURCE_DIR}/plugins/provider-${p})
   if(TARGET test_provider_${p})
-    target_sources(test_provider_${p} PRIVATE ${_dir}/${p}_request.c ${_dir}/${p}_decode.c)
-    target_include_directories(test_provider_${p} PRIVATE ${_dir})
+    target_sources(test_provider_${p} PRIVATE ${_dir}/${p}_request.c ${_dir}/${p}_decode.c
+                   ${_common}/provider_common.c)
+    target_include_directories(test_provider_${p} PRIVATE ${_dir} ${_common})
     target_link_libraries(test_provider_${p} PRIVATE ${CMAKE_DL_LIBS})
     add_dependencies(test_provider_${p} weir-provider-${p})
   endif()
@@ -19,9 +23,10 @@ foreach(p openai anthropic)
       set(_fuzz fuzz_anthropic_event)
     endif()
     weir_add_fuzz(${_fuzz} SOURCES ${PROJECT_SOURCE_DIR}/tests/fuzz/${_fuzz}.c
-                  ${_dir}/${p}_decode.c ${_dir}/${p}_request.c)
+                  ${_dir}/${p}_decode.c ${_dir}/${p}_request.c ${_common}/provider_common.c)
     if(TARGET ${_fuzz})
-      target_include_directories(${_fuzz} PRIVATE ${_dir})
+      target_include_directories(${_fuzz} PRIVATE ${_dir} ${_common}
+                                 ${PROJECT_SOURCE_DIR}/tests/support)
     endif()
   endif()
 

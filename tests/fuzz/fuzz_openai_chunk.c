@@ -8,44 +8,23 @@
  * translated as a request.
  */
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "openai.h"
+#include "provider_test.h"
 
-typedef struct seen {
-    size_t chunks, finishes;
-    bool finish_last;
-} seen;
-
-static int count(void *user_data, json_t *chunk) {
-    seen *s = user_data;
-    const char *type = json_string_value(json_object_get(chunk, "type"));
-    if (!type)
-        abort();
-    s->chunks++;
-    s->finish_last = strcmp(type, "finish") == 0;
-    s->finishes += s->finish_last;
-    json_decref(chunk);
-    return 0;
+static void line(void *decoder, const char *p, size_t n) {
+    openai_decoder_event(decoder, p, n);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    seen s = {0, 0, false};
-    openai_decoder *d = openai_decoder_new("fuzz", count, &s);
+    pt_fuzz_seen s = {0, 0, false};
+    openai_decoder *d = openai_decoder_new("fuzz", pt_fuzz_count, &s);
     if (!d)
         return 0;
-    const char *p = (const char *)data, *end = p + size;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        openai_decoder_event(d, p, n);
-        p += n + 1;
-    }
-    if (openai_decoder_end(d, NULL, false) == 0 && (s.finishes != 1 || !s.finish_last))
-        abort();
+    pt_fuzz_lines((const char *)data, size, line, d);
+    pt_fuzz_check_end(openai_decoder_end(d, NULL, false), &s);
     openai_decoder_free(d);
 
     json_t *request = json_loadb((const char *)data, size, 0, NULL);

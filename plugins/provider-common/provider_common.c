@@ -1,0 +1,305 @@
+/*
+ * plugins/provider-common/provider_common.c - decoder output and request
+ * translation helpers shared by the HTTP provider plugins (see
+ * provider_common.h).
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* strdup */
+#endif
+#include "provider_common.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SHOW_BYTES 200 /* bytes of malformed input quoted in the failure */
+
+/* ------------------------------------------------------------------------ */
+/* Decoder output                                                           */
+/* ------------------------------------------------------------------------ */
+
+int pc_out_init(pc_out *o, const char *provider, const char *fallback, const char *unit,
+                pc_emit_fn emit, void *user_data) {
+    o->provider = strdup(provider ? provider : fallback);
+    if (!o->provider)
+        return -1;
+    o->unit = unit;
+    o->emit = emit;
+    o->user_data = user_data;
+    return 0;
+}
+
+void pc_out_clear(pc_out *o) {
+    if (o)
+        free(o->provider);
+}
+
+/* Malloc'd printable rendering of at most SHOW_BYTES bytes of `p`:
+ * printable ASCII as is, `\` doubled, everything else as \xNN. */
+static char *show_bytes(const char *p, size_t n) {
+    size_t shown = n < SHOW_BYTES ? n : SHOW_BYTES;
+    char *out = malloc(shown * 4 + 4);
+    if (!out)
+        return NULL;
+    char *o = out;
+    for (size_t i = 0; i < shown; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == '\\') {
+            *o++ = '\\';
+            *o++ = '\\';
+        } else if (c >= 0x20 && c < 0x7f) {
+            *o++ = (char)c;
+        } else {
+            o += sprintf(o, "\\x%02x", c);
+        }
+    }
+    if (shown < n)
+        o += sprintf(o, "...");
+    *o = '\0';
+    return out;
+}
+
+void pc_set_new(json_t **obj, const char *key, json_t *value) {
+    if (*obj && json_object_set_new(*obj, key, value) != 0) {
+        json_decref(*obj);
+        *obj = NULL;
+    } else if (!*obj) {
+        json_decref(value);
+    }
+}
+
+json_t *pc_failure(const pc_out *o, const char *code, const char *message) {
+    return json_pack("{s:s,s:s,s:s}", "code", code, "message", message, "provider",
+                     o->provider);
+}
+
+int pc_put(pc_out *o, json_t *chunk) {
+    if (!chunk) {
+        pc_fail(o, "UNKNOWN", "out of memory while decoding the stream");
+        return -1;
+    }
+    if (o->refused || o->done) {
+        json_decref(chunk);
+        return -1;
+    }
+    if (o->emit(o->user_data, chunk) != 0) {
+        o->refused = true;
+        return -1;
+    }
+    return 0;
+}
+
+void pc_finish(pc_out *o, const char *kind, json_t *failure) {
+    if (o->done) {
+        json_decref(failure);
+        return;
+    }
+    o->done = true;
+    json_t *reason = failure ? json_pack("{s:s,s:o}", "kind", kind, "failure", failure)
+                             : json_pack("{s:s}", "kind", kind);
+    json_t *chunk = reason ? json_pack("{s:s,s:o}", "type", "finish", "reason", reason) : NULL;
+    if (!chunk) {
+        o->lost = true;
+        return;
+    }
+    o->emit(o->user_data, chunk);
+}
+
+void pc_fail(pc_out *o, const char *code, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    pc_finish(o, "error", pc_failure(o, code, msg));
+}
+
+void pc_malformed(pc_out *o, const char *why, const char *data, size_t len) {
+    char *shown = show_bytes(data, len);
+    pc_fail(o, "TRANSPORT", "malformed stream %s (%s): %s", o->unit, why, shown ? shown : "");
+    free(shown);
+}
+
+json_t *pc_parse(pc_out *o, const char *data, size_t len) {
+    json_error_t jerr;
+    json_t *root = json_loadb(data, len, 0, &jerr);
+    if (!root)
+        pc_malformed(o, "invalid JSON", data, len);
+    return root;
+}
+
+int pc_block_start(pc_out *o, const char *block_type, int *index) {
+    if (o->nblocks >= PC_MAX_BLOCKS) {
+        pc_fail(o, "TRANSPORT", "malformed stream: more than %d content blocks", PC_MAX_BLOCKS);
+        return -1;
+    }
+    *index = o->nblocks++;
+    return pc_put(o, json_pack("{s:s,s:i,s:s}", "type", "block-start", "index", *index,
+                               "block_type", block_type));
+}
+
+int pc_block_end(pc_out *o, int index, bool empty_tool_call) {
+    if (empty_tool_call &&
+        pc_put(o, json_pack("{s:s,s:i,s:s}", "type", "tool-call-delta", "index", index,
+                            "arguments_delta", "{}")) != 0)
+        return -1;
+    return pc_put(o, json_pack("{s:s,s:i}", "type", "block-end", "index", index));
+}
+
+void pc_inband_error(pc_out *o, const char *code, const char *type, const char *message) {
+    pc_fail(o, code, "in-band error from the provider: %s%s%s", type ? type : "",
+            type ? ": " : "", message ? message : "(no message)");
+}
+
+int pc_end(pc_out *o, json_t *failure, bool aborted) {
+    if (!o) {
+        json_decref(failure);
+        return -1;
+    }
+    if (!o->done) {
+        if (failure && json_is_object(failure)) {
+            if (!json_object_get(failure, "provider"))
+                json_object_set_new(failure, "provider", json_string(o->provider));
+            const char *code = json_string_value(json_object_get(failure, "code"));
+            if (code && strcmp(code, "ABORTED") == 0)
+                aborted = true;
+            pc_finish(o, aborted ? "aborted" : "error", failure);
+            failure = NULL;
+        } else if (aborted) {
+            pc_finish(o, "aborted", pc_failure(o, "ABORTED", "the call was cancelled"));
+        } else {
+            pc_fail(o, "TRANSPORT", "stream ended before finish");
+        }
+    }
+    json_decref(failure);
+    return o->lost ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Request translation                                                      */
+/* ------------------------------------------------------------------------ */
+
+int pc_bad(char *msg, size_t size, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (msg && size)
+        vsnprintf(msg, size, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int pc_buf_add(pc_buf *b, const char *s, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p)
+            return -1;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return 0;
+}
+
+int pc_buf_piece(pc_buf *b, const char *s) {
+    if (!s[0])
+        return 0;
+    if (b->len && pc_buf_add(b, "\n\n", 2) != 0)
+        return -1;
+    return pc_buf_add(b, s, strlen(s));
+}
+
+const char *pc_block_type(const json_t *block) {
+    return json_string_value(json_object_get(block, "type"));
+}
+
+const char *pc_request_check(const json_t *request, char *msg, size_t size) {
+    if (msg && size)
+        msg[0] = '\0';
+    if (!json_is_object(request)) {
+        pc_bad(msg, size, "request: expected an object");
+        return NULL;
+    }
+    const char *model = json_string_value(json_object_get(request, "model"));
+    json_t *max_tokens = json_object_get(request, "max_tokens");
+    json_t *temperature = json_object_get(request, "temperature");
+    if (!model || !model[0]) {
+        pc_bad(msg, size, "model: expected a non-empty string");
+        return NULL;
+    }
+    if (max_tokens && !json_is_null(max_tokens) &&
+        (!json_is_integer(max_tokens) || json_integer_value(max_tokens) < 1)) {
+        pc_bad(msg, size, "max_tokens: expected a positive integer");
+        return NULL;
+    }
+    if (temperature && !json_is_null(temperature) && !json_is_number(temperature)) {
+        pc_bad(msg, size, "temperature: expected a number");
+        return NULL;
+    }
+    return model;
+}
+
+json_t *pc_array_for(const json_t *in, const char *what, char *msg, size_t size) {
+    if (!json_is_array(in)) {
+        pc_bad(msg, size, "%s: expected an array", what);
+        return NULL;
+    }
+    json_t *out = json_array();
+    if (!out)
+        PC_OOM(msg, size);
+    return out;
+}
+
+int pc_image_fields(const json_t *block, const char *where, const char **media,
+                    const char **data, char *msg, size_t size) {
+    *media = json_string_value(json_object_get(block, "media_type"));
+    *data = json_string_value(json_object_get(block, "data"));
+    if (!*media || !*data)
+        return pc_bad(msg, size, "%s: image needs string \"media_type\" and \"data\"", where);
+    return 0;
+}
+
+json_t *pc_translate_tools(const json_t *tools, const char *schema_key, bool wrap_function,
+                           char *msg, size_t size) {
+    json_t *out = pc_array_for(tools, "tools", msg, size);
+    if (!out)
+        return NULL;
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) {
+        const char *name = json_string_value(json_object_get(t, "name"));
+        json_t *desc = json_object_get(t, "description");
+        json_t *params = json_object_get(t, "parameters");
+        if (!name || (desc && !json_is_string(desc)) || (params && !json_is_object(params))) {
+            pc_bad(msg, size,
+                   "tools[%zu]: needs a string \"name\", a string \"description\" and an object "
+                   "\"parameters\"",
+                   i);
+            json_decref(out);
+            return NULL;
+        }
+        json_t *fn = json_pack("{s:s}", "name", name);
+        if (fn && ((desc && json_object_set(fn, "description", desc) != 0) ||
+                   json_object_set_new(fn, schema_key,
+                                       params ? json_incref(params)
+                                              : json_pack("{s:s,s:{}}", "type", "object",
+                                                          "properties")) != 0)) {
+            json_decref(fn);
+            fn = NULL;
+        }
+        json_t *entry = fn && wrap_function
+                            ? json_pack("{s:s,s:o}", "type", "function", "function", fn)
+                            : fn;
+        if (!entry || json_array_append_new(out, entry) != 0) {
+            PC_OOM(msg, size);
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}

@@ -1,0 +1,97 @@
+/*
+ * plugins/provider-common/provider_host.h - the host-facing parts shared by
+ * the HTTP provider plugins: config parsing (base_url, api_key, headers,
+ * models, timeouts), the request headers, model_info, prepare_call and one
+ * streamed HTTP call.  What differs between providers is a pc_spec.
+ *
+ * Not a plugin: each provider lists provider_host.c among its own sources
+ * (it calls the host through the plugin's weir_api table, so it is not
+ * compiled into unit tests).  Symbols are plugin-private (hidden
+ * visibility).
+ */
+#ifndef WEIR_PROVIDER_HOST_H
+#define WEIR_PROVIDER_HOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "weir/plugin.h"
+
+/** What sets one HTTP provider apart.  Static data of the plugin. */
+typedef struct pc_spec {
+    const char *plugin;           /* plugin name: err->plugin before the row id is known */
+    const char *default_base_url; /* when the config has no base_url */
+    const char *path;             /* appended to base_url: the request URL */
+    const char *const (*headers)[2]; /* default {name, value} headers */
+    size_t nheaders;
+    const char *key_header;       /* the header that carries api_key */
+    const char *key_prefix;       /* put before the key in it ("Bearer " or "") */
+    int max_temperature;          /* call config temperature is 0..max */
+} pc_spec;
+
+/** One configured row.  Immutable after init, so shared by every agent thread. */
+typedef struct pc_provider {
+    const pc_spec *spec;
+    char *id;       /* the row id: the provider name in failures */
+    char *url;      /* {base_url}{spec->path} */
+    char **headers; /* NULL-terminated "Name: value" (holds the key) */
+    json_t *models; /* {name: {context_window, max_output}} */
+    long connect_timeout_ms, idle_timeout_ms;
+} pc_provider;
+
+/** The decoder calls pc_stream_run makes, on the provider's own decoder. */
+typedef struct pc_codec {
+    weir_sse_fn on_event;                                    /* one SSE event */
+    int (*end)(void *decoder, json_t *failure, bool aborted); /* steals failure */
+    bool (*done)(void *decoder);                             /* finish emitted */
+} pc_codec;
+
+/** The provider config schema (JSON text) both providers accept. */
+extern const char pc_config_schema[];
+
+/**
+ * Fill `err` (may be NULL): `code`, `plugin` (borrowed, not NULL), no hook,
+ * the printf-formatted text.  @return `code`.  Thread-safe.
+ */
+int pc_set_err(weir_error *err, int code, const char *plugin, const char *fmt, ...)
+    WEIR_PRINTF(4, 5);
+
+/**
+ * The plugin's init after WEIR_PLUGIN_INIT_API: parse `config` (borrowed)
+ * as described by `spec` (static), register `vtable` with the new row as its
+ * self and keep the row as the plugin data (freed by pc_provider_fini).
+ * @return WEIR_OK, or a status with `err` naming the config field.
+ */
+int pc_provider_init(weir_plugin *self, const pc_spec *spec, const weir_provider *vtable,
+                     const json_t *config, weir_error *err);
+
+/** The plugin's fini: free the row kept by pc_provider_init. */
+void pc_provider_fini(weir_plugin *self);
+
+/** weir_provider.model_info: the configured entry of `model` (new), or NULL. */
+json_t *pc_model_info(void *self, const char *model);
+
+/**
+ * weir_provider.prepare_call for the provider `self` (a pc_provider, may be
+ * NULL: errors then name spec->plugin): checks the call config (model,
+ * max_tokens, temperature up to spec->max_temperature).  Keeps no per-call
+ * state (*call = NULL).  Thread-safe.
+ */
+int pc_prepare_call(const pc_spec *spec, void *self, const json_t *config, weir_signal *signal,
+                    void **call, weir_error *err);
+
+/** A pc_emit_fn that hands chunks to the weir_stream `user_data`. */
+int pc_emit_chunk(void *user_data, json_t *chunk);
+
+/**
+ * One streamed call: POST `body` (stolen; NULL when translation failed, then
+ * `msg` says why) to the row's URL and feed the SSE events to `decoder`
+ * (borrowed) through `codec`, then end it with the failure of the transfer,
+ * if any.  `msg` (msg_size bytes) is scratch.
+ * @return WEIR_OK when exactly one finish chunk went out, WEIR_E_NOMEM when
+ *         it could not be built.
+ */
+int pc_stream_run(const pc_provider *p, weir_stream *st, json_t *body, char *msg,
+                  size_t msg_size, void *decoder, const pc_codec *codec);
+
+#endif /* WEIR_PROVIDER_HOST_H */

@@ -1,0 +1,219 @@
+/*
+ * tests/support/provider_test.h - what the HTTP provider tests
+ * (test_provider_openai, test_provider_anthropic) share: test data, JSON and
+ * chunk assertions, SSE text splitting, and a fake host table that loads a
+ * built provider plugin and runs it against the loopback mock LLM (real core
+ * HTTP client), plus the plugin scenarios whose only differences are
+ * parameters.  cmocka assertions; single-threaded test use only.
+ */
+#ifndef WEIR_TEST_PROVIDER_TEST_H
+#define WEIR_TEST_PROVIDER_TEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "http.h"
+#include "mock_llm.h"
+#include "signal.h"
+#include "weir/plugin.h"
+
+/** The API key the plugin tests configure; it must never leak. */
+#define PT_KEY "sk-test-SECRET-12345"
+
+/* ------------------------------------------------------------------------ */
+/* Data, JSON and chunks                                                    */
+/* ------------------------------------------------------------------------ */
+
+/** $WEIR_TEST_DATA_DIR/providers/<name> as text (malloc'd); fails the test if absent. */
+char *pt_read_data(const char *name);
+
+/** $WEIR_TEST_DATA_DIR/providers/<name> parsed (new reference); fails the test if bad. */
+json_t *pt_load_data(const char *name);
+
+/** Fail the test, printing both, unless `got` equals `want` (both borrowed). */
+void pt_assert_json_equal(const json_t *got, const json_t *want);
+
+/** A decoder emit callback appending each chunk (stolen) to the array `user_data`. */
+int pt_collect(void *user_data, json_t *chunk);
+
+/** Called by pt_feed_sse for each event: name ("" when none) and data (borrowed). */
+typedef void (*pt_event_fn)(void *ctx, const char *event, const char *data, size_t len);
+
+/**
+ * Split SSE text (events separated by blank lines; "event: " and "data: "
+ * lines, data lines joined by '\n') and call `fn` for each event.
+ */
+void pt_feed_sse(const char *text, pt_event_fn fn, void *ctx);
+
+/** Assert exactly one finish chunk, last in `chunks`; its reason (borrowed). */
+json_t *pt_finish_reason(const json_t *chunks);
+
+/**
+ * Assert the finish has `kind` and a failure of `code` from provider "llm",
+ * with `message` unless it is NULL.
+ */
+void pt_assert_failure(const json_t *chunks, const char *kind, const char *code,
+                       const char *message);
+
+/**
+ * Assemble chunks into an assistant message (as the core does; new
+ * reference); *usage gets the usage chunk's object (new reference) or NULL.
+ */
+json_t *pt_assemble(const json_t *chunks, json_t **usage);
+
+/* ------------------------------------------------------------------------ */
+/* A provider's pure parts, driven the same way                             */
+/* ------------------------------------------------------------------------ */
+
+/** One provider's stream decoder and request translation, as the shared checks call them. */
+typedef struct pt_provider_ops {
+    /** A decoder for provider "llm" emitting to `emit` (NULL when out of memory). */
+    void *(*decoder_new)(int (*emit)(void *user_data, json_t *chunk), void *user_data);
+    /** Feed one SSE event (name may be ""; data borrowed). */
+    int (*decoder_event)(void *decoder, const char *event, const char *data, size_t len);
+    /** End the transfer (steals `failure`). */
+    int (*decoder_end)(void *decoder, json_t *failure, bool aborted);
+    void (*decoder_free)(void *decoder);
+    /** Translate a canonical request (new reference, or NULL with `msg`). */
+    json_t *(*request_body)(const json_t *request, char *msg, size_t size);
+    const char *dir; /* the provider's test data folder under providers/ */
+} pt_provider_ops;
+
+/** Feed SSE text (see pt_feed_sse) to `decoder`. */
+void pt_feed_decoder(const pt_provider_ops *ops, void *decoder, const char *sse);
+
+/** Decode a whole SSE text; the chunks (new reference).  Asserts one finish went out. */
+json_t *pt_decode_text(const pt_provider_ops *ops, const char *sse);
+
+/** pt_decode_text of the data file providers/<name>. */
+json_t *pt_decode_file(const pt_provider_ops *ops, const char *name);
+
+/** Decoding providers/<sse> gives exactly the chunks of providers/<expected>. */
+void pt_check_stream(const pt_provider_ops *ops, const char *sse, const char *expected);
+
+/** request.json translates to <dir>/request.expected.json or fails "out of memory". */
+void pt_check_request_survives_allocation_failures(const pt_provider_ops *ops);
+
+/**
+ * An idle failure after `partial_sse` ends the stream with it; an ABORTED
+ * failure and a bare abort end it "aborted".
+ */
+void pt_check_transport_failure_and_abort(const pt_provider_ops *ops, const char *partial_sse);
+
+/** 600 bytes of invalid JSON are quoted escaped and cut at 200; `unit` "chunk" or "event". */
+void pt_check_malformed_is_truncated_and_escaped(const pt_provider_ops *ops, const char *unit);
+
+/** Decoding <dir>/tool_calls.sse under every allocation failure emits exactly one finish. */
+void pt_check_decoder_survives_allocation_failures(const pt_provider_ops *ops);
+
+/* ------------------------------------------------------------------------ */
+/* The plugin through a fake host (real HTTP, loopback mock LLM)            */
+/* ------------------------------------------------------------------------ */
+
+/** What the fake host saw.  Reset by pt_plugin_setup. */
+typedef struct pt_fake_host {
+    const weir_provider *provider; /* registered by the plugin's init */
+    void *provider_self;
+    void *data;     /* the plugin's data */
+    json_t *chunks; /* every chunk the plugin emitted */
+    char log[8192]; /* every log line, concatenated */
+    weir__http *http;
+    weir_signal signal;
+    const char *cancel_on; /* chunk type whose arrival cancels the signal */
+} pt_fake_host;
+
+/** The fake host state of the running test. */
+extern pt_fake_host pt_host;
+
+/** The fake host's API table. */
+extern const weir_api pt_fake_api;
+
+/** File name of the plugin under test in $WEIR_TEST_PLUGIN_DIR; set it in main. */
+extern const char *pt_plugin_file;
+
+/** The plugin's descriptor (valid after pt_plugin_setup). */
+extern const weir_plugin_desc *pt_plugin_desc;
+
+/** cmocka setup: load the plugin (once) and reset pt_host.  `state` unused. */
+int pt_plugin_setup(void **state);
+
+/** cmocka teardown: fini the plugin if it was initialised; free pt_host's state. */
+int pt_plugin_teardown(void **state);
+
+/**
+ * Start the mock with `script`, init the plugin with `config_tmpl` (its one
+ * "@BASE@" is the mock's base URL), run one stream of `request_json` (NULL:
+ * providers/request.json); *rc is the stream's status.
+ * @return the running mock (stop it with mock_llm_stop).
+ */
+mock_llm *pt_run_plugin(const char *script, const char *config_tmpl, const char *request_json,
+                        int *rc);
+
+/** Assert the API key appears in no chunk and no log line. */
+void pt_assert_no_secret(void);
+
+/**
+ * Every mock fault maps to its canonical failure (provider "llm").
+ * `base_url` is the config's base_url ("@BASE@" is the mock's);
+ * `overloaded_codes` the '|'-separated codes the overloaded fault may give.
+ */
+void pt_check_fault_mapping(const char *base_url, const char *overloaded_codes);
+
+/** A cancel at the first text-delta ends the stream "aborted" ABORTED. */
+void pt_check_cancel_mid_stream(const char *config);
+
+/**
+ * Bad configs fail init with their exact messages, and bad call configs fail
+ * prepare_call; `temperature_message` is the provider's text for 3.0.
+ */
+void pt_check_bad_config_and_call_config(const char *temperature_message);
+
+/** The config schema accepts the documented shape and rejects others. */
+void pt_check_config_schema(const char *plugin_name);
+
+/* ------------------------------------------------------------------------ */
+/* Fuzz targets (header-only: they do not link the test support library)   */
+/* ------------------------------------------------------------------------ */
+
+/** What a fuzzed decoder emitted. */
+typedef struct pt_fuzz_seen {
+    size_t chunks, finishes;
+    bool finish_last;
+} pt_fuzz_seen;
+
+/** Decoder emit callback counting into the pt_fuzz_seen `user_data`; aborts on an untyped chunk. */
+static inline int pt_fuzz_count(void *user_data, json_t *chunk) {
+    pt_fuzz_seen *s = user_data;
+    const char *type = json_string_value(json_object_get(chunk, "type"));
+    if (!type)
+        abort();
+    s->chunks++;
+    s->finish_last = strcmp(type, "finish") == 0;
+    s->finishes += s->finish_last;
+    json_decref(chunk);
+    return 0;
+}
+
+/** Call `line` for each '\n'-separated line of the fuzz input (borrowed). */
+static inline void pt_fuzz_lines(const char *data, size_t size,
+                                 void (*line)(void *ctx, const char *p, size_t n), void *ctx) {
+    const char *p = data, *end = p + size;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        line(ctx, p, n);
+        p += n + 1;
+    }
+}
+
+/** Abort unless the stream ended with exactly one finish chunk, last (when `end` is 0). */
+static inline void pt_fuzz_check_end(int end, const pt_fuzz_seen *s) {
+    if (end == 0 && (s->finishes != 1 || !s->finish_last))
+        abort();
+}
+
+#endif /* WEIR_TEST_PROVIDER_TEST_H */
