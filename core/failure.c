@@ -97,6 +97,7 @@ static bool contains_any(const char *hay, size_t len, const char *const *needles
 static const char *const overflow_patterns[] = {
     "context_length_exceeded", "maximum context length", "prompt is too long",
     "context window",          "too many tokens",         "input is too long",
+    "exceed_context_size",     "available context size", /* llama.cpp server */
     NULL,
 };
 /* Body wording that means a 429 is an exhausted quota, not a rate limit. */
@@ -113,11 +114,16 @@ static const char *const overloaded_patterns[] = {"overloaded_error", NULL};
  *   529, or overloaded_error     OVERLOADED
  *   5xx                          SERVER
  *   401, 403                     AUTH
+ *   402                          QUOTA (payment required)
+ *   408                          TIMEOUT
  *   4xx + overflow wording       CONTEXT_WINDOW_EXCEEDED
+ *   4xx + quota wording          QUOTA (Anthropic's credit balance is a 400)
  *   other 4xx                    INVALID_REQUEST
  *   no/2xx status (in-band error event bodies): overflow wording
- *                                CONTEXT_WINDOW_EXCEEDED, rate_limit_error
- *                                RATE_LIMIT, api_error SERVER
+ *                                CONTEXT_WINDOW_EXCEEDED, quota wording QUOTA,
+ *                                rate_limit RATE_LIMIT, api_error/server_error
+ *                                SERVER, authentication_error/permission_error
+ *                                AUTH, invalid_request_error INVALID_REQUEST
  *   anything else                UNKNOWN
  */
 static const char *classify(long status, const char *body, size_t len) {
@@ -129,8 +135,13 @@ static const char *classify(long status, const char *body, size_t len) {
         return "SERVER";
     if (status == 401 || status == 403)
         return "AUTH";
+    if (status == 402)
+        return "QUOTA";
+    if (status == 408)
+        return "TIMEOUT";
     if (status >= 400 && status <= 499)
         return contains_any(body, len, overflow_patterns) ? "CONTEXT_WINDOW_EXCEEDED"
+               : contains_any(body, len, quota_patterns)  ? "QUOTA"
                                                           : "INVALID_REQUEST";
     if (status < 300) {
         if (contains_any(body, len, overflow_patterns))
@@ -141,6 +152,11 @@ static const char *classify(long status, const char *body, size_t len) {
             return "RATE_LIMIT";
         if (contains_ci(body, len, "api_error") || contains_ci(body, len, "server_error"))
             return "SERVER";
+        if (contains_ci(body, len, "authentication_error") ||
+            contains_ci(body, len, "permission_error"))
+            return "AUTH";
+        if (contains_ci(body, len, "invalid_request_error"))
+            return "INVALID_REQUEST";
     }
     return "UNKNOWN";
 }

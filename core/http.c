@@ -44,6 +44,9 @@ struct weir__http {
 typedef struct xfer {
     weir_signal *signal;
     weir__sse *sse;
+    weir_sse_fn on_event;   /* the caller's event callback */
+    void *ud;
+    bool cb_stopped;        /* on_event returned non-zero */
     weir_http_response *resp;
     uint64_t last_data_us;  /* monotonic time of the last byte received */
     uint64_t idle_us;
@@ -359,14 +362,27 @@ static int fail(json_t **failure, const char *code, const char *fmt, ...) {
     return status_for_code(code);
 }
 
-/* Failure for a parser/callback stop (rc from weir__sse_feed/finish). */
-static int sse_failure(json_t **failure, int rc) {
+/* Failure for a parser/callback stop (rc from weir__sse_feed/finish).  A stop
+ * by the caller's callback is ABORTED whatever value it returned (it may
+ * collide with the parser's own negative codes). */
+static int sse_failure(json_t **failure, const xfer *x, int rc) {
+    if (x->cb_stopped)
+        return fail(failure, "ABORTED", "stopped by the SSE event callback");
     if (rc == WEIR__SSE_NOMEM)
         return WEIR_E_NOMEM;
     if (rc == WEIR__SSE_TOO_LONG)
         return fail(failure, "TRANSPORT", "SSE line or event longer than %zu bytes",
                     WEIR__SSE_MAX_LINE);
     return fail(failure, "ABORTED", "stopped by the SSE event callback");
+}
+
+/* The parser's event callback: forwards to the caller's and notes a stop. */
+static int on_sse_event(void *ud, const char *event, const char *data, size_t data_len) {
+    xfer *x = ud;
+    int rc = x->on_event(x->ud, event, data, data_len);
+    if (rc)
+        x->cb_stopped = true;
+    return rc;
 }
 
 /* Run the added transfer to completion; the curl result. */
@@ -414,11 +430,11 @@ int weir__http_sse(weir__http *h, weir_signal *signal, const weir_http_request *
                     *cause ? ")" : "");
     }
 
-    xfer x = {.signal = signal, .resp = resp};
+    xfer x = {.signal = signal, .resp = resp, .on_event = on_event, .ud = ud};
     x.retry_after_hdr = x.retry_after_ms_hdr = -1;
     long idle_ms = req->idle_timeout_ms > 0 ? req->idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS;
     x.idle_us = (uint64_t)idle_ms * 1000u;
-    if (weir__sse_create(on_event, ud, &x.sse))
+    if (weir__sse_create(on_sse_event, &x, &x.sse))
         return WEIR_E_NOMEM;
 
     struct curl_slist *headers = NULL;
@@ -482,7 +498,7 @@ int weir__http_sse(weir__http *h, weir_signal *signal, const weir_http_request *
     } else if (x.nomem) {
         rc = WEIR_E_NOMEM;
     } else if (x.sse_rc) {
-        rc = sse_failure(failure, x.sse_rc);
+        rc = sse_failure(failure, &x, x.sse_rc);
     } else if (cr != CURLE_OK) {
         const char *code = curl_failure_code(cr);
         rc = fail(failure, code, "%s%s%s", curl_easy_strerror(cr), h->errbuf[0] ? ": " : "",
@@ -490,7 +506,7 @@ int weir__http_sse(weir__http *h, weir_signal *signal, const weir_http_request *
     } else if (x.is_sse && resp->status >= 200 && resp->status < 300) {
         int fr = weir__sse_finish(x.sse);
         if (fr)
-            rc = sse_failure(failure, fr);
+            rc = sse_failure(failure, &x, fr);
     }
     weir__sse_destroy(x.sse);
     return rc;

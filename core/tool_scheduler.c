@@ -351,16 +351,38 @@ static json_t *post_execute(run *r, slot *s) {
         blocks = json_pack("[{s:s, s:O}]", "type", "text", "text", content);
     else if (json_is_array(content))
         blocks = json_incref(content);
+    /* The shapes the hook catalog does not check: blocks and messages. */
+    char why[96] = "";
+    size_t i;
+    json_t *v;
+    json_array_foreach(blocks, i, v) {
+        if (!json_is_object(v) || !json_is_string(json_object_get(v, "type"))) {
+            snprintf(why, sizeof why, "content[%zu] is not a content block", i);
+            break;
+        }
+    }
+    json_array_foreach(json_is_array(ctxs) ? ctxs : NULL, i, v) {
+        if (!why[0] && !json_is_object(v)) {
+            snprintf(why, sizeof why, "additional_contexts[%zu] is not a message object", i);
+            break;
+        }
+    }
     bool ok = res && json_is_object(res) && blocks && (!is_error || json_is_boolean(is_error)) &&
-              (!ctxs || json_is_array(ctxs));
+              (!ctxs || json_is_array(ctxs)) && !why[0];
     if (!ok) {
         bool got = res != NULL;
         json_decref(blocks);
         json_decref(res);
-        int rc = got ? weir__tool_outcome_error(&s->out, "HookError", "HOOK_FAILED", NULL,
-                                                "tools/post-execute returned an invalid result")
-                     : weir__tool_outcome_error(&s->out, "HookError", "HOOK_FAILED", e.text,
-                                                "tools/post-execute failed: %s", e.text);
+        int rc = !got ? weir__tool_outcome_error(&s->out, "HookError", "HOOK_FAILED", e.text,
+                                                 "tools/post-execute failed: %s", e.text)
+                 : why[0] ? weir__tool_outcome_error(&s->out, "HookError", "HOOK_FAILED", why,
+                                                     "tools/post-execute returned an invalid "
+                                                     "result for tool '%s': %s",
+                                                     s->name, why)
+                          : weir__tool_outcome_error(&s->out, "HookError", "HOOK_FAILED", NULL,
+                                                     "tools/post-execute returned an invalid "
+                                                     "result for tool '%s'",
+                                                     s->name);
         if (rc != WEIR_OK)
             fail(r, rc, NULL, "tools: out of memory");
         return NULL;

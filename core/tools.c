@@ -421,14 +421,6 @@ static void job_run(void *arg) {
         rc = weir__tool_invoke(jb->def, jb->call_id, &jb->signal, jb->args, &o);
     json_t *result = rc == WEIR_OK ? weir__tool_outcome_json(&o) : NULL;
     weir__tool_outcome_clear(&o);
-    pthread_mutex_lock(&j->mu);
-    for (job **pp = &j->active; *pp; pp = &(*pp)->next) {
-        if (*pp == jb) {
-            *pp = jb->next;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&j->mu);
     if (j->on_done) {
         /* Allocation failed: still report, with a minimal error result. */
         static const char oom[] = "{\"content\":[{\"type\":\"text\",\"text\":\"Error: out of "
@@ -438,6 +430,16 @@ static void job_run(void *arg) {
         json_decref(fallback);
     }
     json_decref(result);
+    /* Listed until its result was handed on: a job is always either active
+     * or delivered, never neither. */
+    pthread_mutex_lock(&j->mu);
+    for (job **pp = &j->active; *pp; pp = &(*pp)->next) {
+        if (*pp == jb) {
+            *pp = jb->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
     job_free(jb);
 }
 

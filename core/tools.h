@@ -143,7 +143,8 @@ int weir__tool_invoke(const weir__tool_def *def, const char *call_id, weir_signa
 /*
  * Called on the job's worker thread once the job finished (also after a
  * cancel).  `result` is {content, is_error, error?} (borrowed, valid for the
- * call).  The job is no longer listed as active when this runs.
+ * call).  The job is still listed as active while this runs and leaves the
+ * list when it returned, so a job is always either active or delivered.
  */
 typedef void (*weir__job_done_fn)(const char *job_id, const char *call_id,
                                   const char *tool, const json_t *result, void *ud);

@@ -738,11 +738,8 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config,
             .user_data = t,
         };
         rc = weir_tool_register(self, &tool);
-        if (rc != WEIR_OK) {
-            set_err(err, rc, "tool '%s': registration failed: %s", t->name,
-                    weir_strerror(rc));
-            break;
-        }
+        if (rc != WEIR_OK)
+            break; /* err stays empty: the host reports the registry's reason */
     }
     if (rc != WEIR_OK) {
         state_free(s);

@@ -143,6 +143,30 @@ static void test_failure_other_4xx_is_invalid_request(void **state) {
     expect_code(422, NULL, "INVALID_REQUEST");
 }
 
+/* Gaps the table once had: each of these fell through to INVALID_REQUEST or
+ * UNKNOWN, so a retry policy routed them wrongly. */
+static void test_failure_timeout_payment_llamacpp_and_in_band_auth(void **state) {
+    (void)state;
+    expect_code(408, "Request Timeout", "TIMEOUT");
+    expect_code(402, "{\"error\":{\"message\":\"Insufficient credits\",\"code\":402}}", "QUOTA");
+    /* Anthropic sends an exhausted credit balance as a 400 */
+    expect_code(400,
+                "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":"
+                "\"Your credit balance is too low to access the Anthropic API.\"}}",
+                "QUOTA");
+    /* llama.cpp server (DESIGN §8 names it) */
+    expect_code(400,
+                "{\"error\":{\"code\":400,\"message\":\"the request exceeds the available "
+                "context size, try increasing it\",\"type\":\"exceed_context_size_error\"}}",
+                "CONTEXT_WINDOW_EXCEEDED");
+    /* Anthropic in-band error events (no HTTP status of their own) */
+    expect_code(200, "{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\"}}", "AUTH");
+    expect_code(0, "{\"type\":\"error\",\"error\":{\"type\":\"permission_error\"}}", "AUTH");
+    expect_code(200, "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
+                     "\"message\":\"bad role\"}}",
+                "INVALID_REQUEST");
+}
+
 static void test_failure_anything_else_is_unknown(void **state) {
     expect_code(0, NULL, "UNKNOWN");
     expect_code(302, "moved", "UNKNOWN");
@@ -291,6 +315,7 @@ int main(void) {
         cmocka_unit_test(test_failure_anthropic_overflow_is_context_window_exceeded),
         cmocka_unit_test(test_failure_each_overflow_pattern_is_recognised),
         cmocka_unit_test(test_failure_other_4xx_is_invalid_request),
+        cmocka_unit_test(test_failure_timeout_payment_llamacpp_and_in_band_auth),
         cmocka_unit_test(test_failure_anything_else_is_unknown),
         cmocka_unit_test(test_failure_message_from_json_error_message),
         cmocka_unit_test(test_failure_message_truncates_a_raw_body_to_300_bytes),

@@ -37,7 +37,8 @@ typedef struct events {
     char *text;
     size_t len;
     int count;
-    int stop_at; /* return 1 from this (1-based) event; 0 = never */
+    int stop_at; /* return stop_rc (1 when 0) from this (1-based) event; 0 = never */
+    int stop_rc;
     sem_t got;
 } events;
 
@@ -55,7 +56,7 @@ static int on_event(void *ud, const char *event, const char *data, size_t data_l
     e->text[e->len] = '\0';
     e->count++;
     sem_post(&e->got);
-    return e->stop_at && e->count == e->stop_at ? 1 : 0;
+    return e->stop_at && e->count == e->stop_at ? (e->stop_rc ? e->stop_rc : 1) : 0;
 }
 
 static void events_init(events *e) {
@@ -456,6 +457,36 @@ static void test_http_callback_stop_is_aborted(void **state) {
     fixture_stop(&f);
 }
 
+/* Whatever non-zero value the callback returns (-1, or one that equals a
+ * parser status), its stop is ABORTED, never a transport or memory error. */
+static void test_http_callback_stop_with_negative_values_is_aborted(void **state) {
+    (void)state;
+    const int values[] = {-1, -2, -3};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        fixture f;
+        fixture_start(&f, "{\"requests\":[{\"text\":\"abcdef\",\"chunk_size\":1}]}",
+                      "/v1/chat/completions");
+        events ev;
+        events_init(&ev);
+        ev.stop_at = 2;
+        ev.stop_rc = values[i];
+        weir_http_request req = make_req(f.url, "{}", 0);
+        weir_http_response resp;
+        json_t *failure = NULL;
+        assert_int_equal(weir__http_sse(f.http, NULL, &req, on_event, &ev, &resp, &failure),
+                         WEIR_E_CANCELLED);
+        assert_int_equal(ev.count, 2);
+        json_t *want = json_pack("{s:s,s:s}", "code", "ABORTED", "message",
+                                 "stopped by the SSE event callback");
+        assert_true(json_equal(failure, want));
+        json_decref(want);
+        json_decref(failure);
+        weir__http_response_clear(&resp);
+        events_fini(&ev);
+        fixture_stop(&f);
+    }
+}
+
 static void test_http_connection_refused_is_transport(void **state) {
     /* a bound socket that does not listen refuses connections */
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -641,6 +672,7 @@ int main(void) {
         cmocka_unit_test(test_http_cancel_from_another_thread_is_aborted),
         cmocka_unit_test(test_http_already_cancelled_signal_sends_nothing),
         cmocka_unit_test(test_http_callback_stop_is_aborted),
+        cmocka_unit_test(test_http_callback_stop_with_negative_values_is_aborted),
         cmocka_unit_test(test_http_connection_refused_is_transport),
         cmocka_unit_test(test_http_invalid_arguments),
         cmocka_unit_test(test_http_allocation_failures_are_reported),

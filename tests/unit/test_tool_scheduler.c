@@ -903,6 +903,43 @@ static void additional_contexts_follow_each_result_in_model_order(void **state) 
     assert_paired(f);
 }
 
+/* a: content blocks that are not blocks; b: a context that is not a message. */
+static json_t *post_bad_shapes(weir_call *call, const json_t *args, void *ud) {
+    (void)ud;
+    json_t *r = weir__call_next(call);
+    if (strcmp(weir__json_str(args, "call_id", ""), "a") == 0)
+        json_object_set_new(r, "content", json_pack("[i]", 1));
+    else
+        json_object_set_new(r, "additional_contexts", json_pack("[s]", "not a message"));
+    return r;
+}
+
+static void post_execute_invalid_blocks_or_contexts_fail_closed(void **state) {
+    fx *f = *state;
+    hook(f, "tools/post-execute", post_bad_shapes);
+    freeze(f);
+    weir_error err = {0};
+    assert_int_equal(run_calls(f, "[[\"a\",\"solo\",{\"id\":\"a\"}],[\"b\",\"solo\",{\"id\":\"b\"}]]",
+                               NULL, &err),
+                     WEIR_OK);
+    assert_result(f, "a",
+                  "{\"turn\":1,\"step\":2,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"
+                  "\"tool_result\",\"call_id\":\"a\",\"content\":[{\"type\":\"text\",\"text\":"
+                  "\"Error: tools/post-execute returned an invalid result for tool 'solo': content[0] "
+                  "is not a content block\"}],\"is_error\":true}]},\"error\":{\"name\":"
+                  "\"HookError\",\"code\":\"HOOK_FAILED\",\"reason\":\"content[0] is not a content "
+                  "block\"}}");
+    assert_result(f, "b",
+                  "{\"turn\":1,\"step\":2,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"
+                  "\"tool_result\",\"call_id\":\"b\",\"content\":[{\"type\":\"text\",\"text\":"
+                  "\"Error: tools/post-execute returned an invalid result for tool 'solo': "
+                  "additional_contexts[0] is not a message object\"}],\"is_error\":true}]},"
+                  "\"error\":{\"name\":\"HookError\",\"code\":\"HOOK_FAILED\",\"reason\":"
+                  "\"additional_contexts[0] is not a message object\"}}");
+    assert_int_equal(json_array_size(f->contexts), 0);
+    assert_paired(f);
+}
+
 static void scheduler_failure_fabricates_no_results(void **state) {
     fx *f = *state;
     hook(f, "tools/post-execute", post_add_context);
@@ -1043,6 +1080,45 @@ static void background_tool_returns_a_receipt_and_completes(void **state) {
     assert_paired(f);
 }
 
+/* on_done that records whether its own job is still listed as active. */
+typedef struct listed_rec {
+    done_rec d;
+    weir__jobs *j;
+    int listed; /* 1 listed, 0 not, -1 unset */
+} listed_rec;
+
+static void on_done_check_listed(const char *job_id, const char *call_id, const char *tool,
+                                 const json_t *result, void *ud) {
+    listed_rec *l = ud;
+    json_t *active = weir__jobs_active(l->j);
+    int listed = active && json_array_size(active) == 1 &&
+                 strcmp(json_string_value(json_array_get(active, 0)), job_id) == 0;
+    json_decref(active);
+    pthread_mutex_lock(&l->d.mu);
+    l->listed = listed;
+    pthread_mutex_unlock(&l->d.mu);
+    on_done(job_id, call_id, tool, result, &l->d);
+}
+
+/* Between finishing and handing its result on, a job must not vanish: a host
+ * polling weir_agent_active_jobs would see no pending work and no result. */
+static void job_stays_active_until_its_result_is_delivered(void **state) {
+    fx *f = *state;
+    listed_rec l = {{PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, "", "", "", NULL},
+                    NULL, -1};
+    weir_error err = {0};
+    assert_int_equal(weir__jobs_create(1, on_done_check_listed, &l, &l.j, &err), WEIR_OK);
+    add_tool(f, "bg", work_exec, NULL, NULL, WEIR_TOOL_BACKGROUND);
+    f->st.jobs = l.j;
+    assert_int_equal(run_calls(f, "[[\"k1\",\"bg\",{\"id\":\"k1\"}]]", NULL, &err), WEIR_OK);
+    wait_done(&l.d, 1);
+    weir__jobs_destroy(l.j);
+    f->st.jobs = NULL;
+    assert_int_equal(l.listed, 1);
+    free(l.d.result);
+    assert_paired(f);
+}
+
 static int jobs_wait_exec(weir_tool_exec *exec, const json_t *args, json_t **result,
                           void *ud) {
     (void)args, (void)ud;
@@ -1057,6 +1133,20 @@ static int jobs_wait_exec(weir_tool_exec *exec, const json_t *args, json_t **res
     }
     *result = json_string("slept");
     return WEIR_OK;
+}
+
+/* Active job ids once exactly `n` are listed (a job leaves the list just
+ * after its on_done returned, so poll; the 30 s bound is never expected). */
+static json_t *active_when(weir__jobs *j, size_t n) {
+    json_t *active = weir__jobs_active(j);
+    for (int i = 0; i < 30000 && json_array_size(active) != n; i++) {
+        json_decref(active);
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+        active = weir__jobs_active(j);
+    }
+    assert_int_equal(json_array_size(active), n);
+    return active;
 }
 
 static void jobs_cancel_fires_the_job_signal(void **state) {
@@ -1088,16 +1178,13 @@ static void jobs_cancel_fires_the_job_signal(void **state) {
                         "{\"content\":[{\"type\":\"text\",\"text\":\"Error: job cancelled\"}],"
                         "\"is_error\":true,\"error\":{\"name\":\"ToolError\",\"code\":"
                         "\"CANCELLED\",\"reason\":\"job cancelled\"}}");
-    active = weir__jobs_active(j);
-    assert_int_equal(json_array_size(active), 1);
+    active = active_when(j, 1);
     assert_string_equal(json_string_value(json_array_get(active, 0)), id2);
     json_decref(active);
     assert_int_equal(weir__jobs_cancel(j, id1, &err), WEIR_E_NOT_FOUND);
     weir__jobs_cancel_all(j);
     wait_done(&d, 2);
-    active = weir__jobs_active(j);
-    assert_int_equal(json_array_size(active), 0);
-    json_decref(active);
+    json_decref(active_when(j, 0));
     json_decref(args);
     weir__jobs_destroy(j);
     free(d.result);
@@ -1221,11 +1308,13 @@ int main(void) {
         T(failing_tool_is_a_structured_error),
         T(invalid_arguments_name_the_field),
         T(additional_contexts_follow_each_result_in_model_order),
+        T(post_execute_invalid_blocks_or_contexts_fail_closed),
         T(scheduler_failure_fabricates_no_results),
         T(scheduler_failure_on_log_append),
         T(tool_can_conclude_the_turn),
         T(invalid_calls_are_refused_before_logging),
         T(background_tool_returns_a_receipt_and_completes),
+        T(job_stays_active_until_its_result_is_delivered),
         T(jobs_cancel_fires_the_job_signal),
         T(jobs_destroy_cancels_and_waits),
         T(pool_starts_threads_lazily_up_to_its_cap),
