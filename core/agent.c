@@ -580,7 +580,13 @@ int weir_agent_run_until_idle(weir_agent *a, weir_error *err) {
     return rc;
 }
 
-json_t *weir_agent_messages(weir_agent *a) { return a ? weir__log_derive(a->log) : NULL; }
+/* Public: a deep copy, so the caller may change the messages too. */
+json_t *weir_agent_messages(weir_agent *a) {
+    json_t *shared = a ? weir__log_derive(a->log) : NULL;
+    json_t *copy = shared ? json_deep_copy(shared) : NULL;
+    json_decref(shared);
+    return copy;
+}
 
 int weir__agent_append(weir_agent *a, const char *type, const json_t *data, weir_error *err) {
     if (!a || !type || !data)

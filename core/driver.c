@@ -460,12 +460,17 @@ static int admit_header(turn_ctx *t, const json_t *config, const weir__provider_
     return log_event(t, "request/context", ctx, NULL, NULL, NULL);
 }
 
-/* The frozen request: header config + messages + header tools.  New reference. */
+/*
+ * The frozen request: header config + messages + header tools.  New
+ * reference; a new top-level object whose values (the config's values, the
+ * messages, the tools) are shared with the log, so it is read-only, as the
+ * hooks that receive it are (hooks.h).
+ */
 static json_t *build_request(const json_t *header, json_t *messages) {
-    json_t *req = json_deep_copy(json_object_get(header, "config"));
-    const json_t *tools = json_object_get(header, "tools");
+    json_t *req = json_copy(json_object_get(header, "config"));
+    json_t *tools = json_object_get(header, "tools");
     if (!req || !messages || json_object_set(req, "messages", messages) != 0 ||
-        (tools && json_object_set_new(req, "tools", json_deep_copy(tools)) != 0)) {
+        (tools && json_object_set(req, "tools", tools) != 0)) {
         json_decref(req);
         return NULL;
     }

@@ -616,6 +616,21 @@ int weir__log_checkpoint(weir__log *log, weir_error *err) {
 
 /* --- derivation ---------------------------------------------------------- */
 
+/* A new array holding new references to the elements of `arr` (no copy of
+ * the elements), or NULL on allocation failure. */
+static json_t *share(json_t *arr) {
+    json_t *out = json_array();
+    size_t i;
+    json_t *m;
+    json_array_foreach(arr, i, m) {
+        if (!out || json_array_append(out, m) != 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
 json_t *weir__log_derive(weir__log *log) {
     if (!log)
         return NULL;
@@ -630,7 +645,7 @@ json_t *weir__log_derive(weir__log *log) {
     }
     if (log->derived && weir__surface_derive_into(log->surface, log->derived_nodes, log->derived,
                                                   &log->derived_nodes) == WEIR_OK)
-        out = json_deep_copy(log->derived);
+        out = share(log->derived);
     unlock(log);
     return out;
 }

@@ -84,9 +84,12 @@ void weir__log_set_observer(weir__log *log, weir__log_observer_fn fn, void *ud);
  * synchronized: read it only while no other thread appends. */
 const weir__surface *weir__log_surface(const weir__log *log);
 /*
- * New reference: derived messages (DESIGN §5a), a deep copy the caller may
- * change.  The fold is cached: appends cost O(new nodes); a replace rebuilds.
- * NULL on allocation failure.  Thread-safe.
+ * New reference: derived messages (DESIGN §5a) in a new array the caller may
+ * change (append, remove, reorder); the messages in it are shared with the
+ * log's derivation cache and other callers, so they are read-only for
+ * everyone (json_deep_copy one to change it).  The fold is cached: appends
+ * cost O(new nodes) plus O(n) reference counts for the array; a replace
+ * rebuilds.  NULL on allocation failure.  Thread-safe.
  */
 json_t *weir__log_derive(weir__log *log);
 /* Borrowed latest request/header data.header and request/context data, or NULL. */
