@@ -12,12 +12,6 @@
 #include "schema.h"
 #include "tools.h"
 
-typedef struct event_type {
-    char *type;
-    uint32_t flags;
-    weir_plugin *owner;
-} event_type;
-
 struct weir_host {
     json_t *config;              /* own copy of the composed config */
     weir_plugin **plugins;       /* load order */
@@ -26,7 +20,7 @@ struct weir_host {
     weir__tools *tools;
     weir__provider_entry *providers;
     size_t nproviders;
-    event_type *types;
+    weir__event_type *types;
     size_t ntypes;
 };
 
@@ -316,7 +310,7 @@ void *weir__plugin_data(const weir_plugin *self) {
     return self ? self->data : NULL;
 }
 
-static const char *level_name(weir_log_level level) {
+const char *weir__log_level_name(weir_log_level level) {
     switch (level) {
     case WEIR_LOG_ERROR:
         return "error";
@@ -359,45 +353,43 @@ void weir__plugin_log(const weir_plugin *self, weir_log_level level, const char 
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     fprintf(stderr, "weir[%s]: %s: %s\n", self && self->id ? self->id : "?",
-            level_name(level), msg);
+            weir__log_level_name(level), msg);
 }
 
-/*
- * Common entry of every registration call: arguments present and the
- * instance inside its init.  Outside init the call is logged and refused.
- */
-static int may_register(weir_plugin *self, const char *what) {
-    if (!self)
+int weir__reg_open(weir_plugin *self, const char *what,
+                   void (*log)(const weir_plugin *self, weir_log_level level, const char *fmt,
+                               ...)) {
+    if (!self || !log)
         return WEIR_E_INVAL;
     if (!self->registering) {
-        weir__plugin_log(self, WEIR_LOG_ERROR, "plugin '%s': %s called after init", self->id,
-                         what);
+        log(self, WEIR_LOG_ERROR, "plugin '%s': %s called after init", self->id, what);
         return WEIR_E_TOO_LATE;
     }
     return WEIR_OK;
 }
 
-/* Record the first registration failure of this init and return `rc`. */
-static int reg_fail(weir_plugin *self, int rc, const weir_error *detail) {
+int weir__reg_fail(weir_plugin *self, const weir_error *e) {
+    if (!self || !e)
+        return WEIR_E_INVAL;
     if (self->reg_err.code == WEIR_OK)
-        self->reg_err = *detail;
-    return rc;
+        self->reg_err = *e;
+    return e->code;
 }
 
 int weir__plugin_hook_register(weir_plugin *self, const char *hook, weir_hook_fn fn,
                                const weir_hook_opts *opts) {
-    int rc = may_register(self, "hook_register");
+    int rc = weir__reg_open(self, "hook_register", weir__plugin_log);
     if (rc != WEIR_OK)
         return rc;
     weir_error e;
     weir_error_clear(&e);
     if (!hook || !fn) {
-        rc = weir__err(&e, WEIR_E_INVAL, self->id, hook,
-                       "hook_register: hook name and function are required");
-        return reg_fail(self, rc, &e);
+        weir__err(&e, WEIR_E_INVAL, self->id, hook,
+                  "hook_register: hook name and function are required");
+        return weir__reg_fail(self, &e);
     }
     rc = weir__hooks_add(self->host->hooks, self, self->id, self->index, hook, fn, opts, &e);
-    return rc == WEIR_OK ? WEIR_OK : reg_fail(self, rc, &e);
+    return rc == WEIR_OK ? WEIR_OK : weir__reg_fail(self, &e);
 }
 
 static bool valid_type_name(const char *type) {
@@ -411,75 +403,91 @@ static bool valid_type_name(const char *type) {
     return true;
 }
 
-int weir__plugin_event_type_register(weir_plugin *self, const char *type, uint32_t flags) {
-    int rc = may_register(self, "event_type_register");
-    if (rc != WEIR_OK)
-        return rc;
+int weir__reg_event_type(weir_plugin *self, weir__event_type **types, size_t *ntypes,
+                         const char *type, uint32_t flags, const char *const *reserved,
+                         size_t nreserved) {
+    if (!self || !types || !ntypes)
+        return WEIR_E_INVAL;
     weir_error e;
     weir_error_clear(&e);
     if (!valid_type_name(type)) {
-        rc = weir__err(&e, WEIR_E_INVAL, self->id, NULL,
-                       "event type '%s' is not [a-z0-9_./-]+", type ? type : "(null)");
-        return reg_fail(self, rc, &e);
+        weir__err(&e, WEIR_E_INVAL, self->id, NULL, "event type '%s' is not [a-z0-9_./-]+",
+                  type ? type : "(null)");
+        return weir__reg_fail(self, &e);
     }
     if (flags & ~WEIR_EVENT_IGNORABLE) {
-        rc = weir__err(&e, WEIR_E_INVAL, self->id, NULL,
-                       "event type '%s': unknown flags 0x%x", type, flags);
-        return reg_fail(self, rc, &e);
+        weir__err(&e, WEIR_E_INVAL, self->id, NULL, "event type '%s': unknown flags 0x%x", type,
+                  flags);
+        return weir__reg_fail(self, &e);
     }
-    for (size_t i = 0; i < sizeof core_types / sizeof core_types[0]; i++) {
-        if (strcmp(core_types[i], type) == 0) {
-            rc = weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL,
-                           "event type '%s' is a core event type", type);
-            return reg_fail(self, rc, &e);
+    for (size_t i = 0; i < nreserved; i++) {
+        if (strcmp(reserved[i], type) == 0) {
+            weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL,
+                      "event type '%s' is a core event type", type);
+            return weir__reg_fail(self, &e);
         }
     }
-    weir_host *h = self->host;
-    for (size_t i = 0; i < h->ntypes; i++) {
-        if (strcmp(h->types[i].type, type) == 0) {
-            if (h->types[i].owner->desc == self->desc)
+    for (size_t i = 0; i < *ntypes; i++) {
+        if (strcmp((*types)[i].type, type) == 0) {
+            if ((*types)[i].owner->desc == self->desc)
                 return WEIR_OK; /* a second row of the same plugin */
-            rc = weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL,
-                           "event type '%s' is registered by plugins '%s' and '%s'", type,
-                           h->types[i].owner->id, self->id);
-            return reg_fail(self, rc, &e);
+            weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL,
+                      "event type '%s' is registered by plugins '%s' and '%s'", type,
+                      (*types)[i].owner->id, self->id);
+            return weir__reg_fail(self, &e);
         }
     }
-    event_type *grown = weir__realloc(h->types, (h->ntypes + 1) * sizeof *grown);
+    weir__event_type *grown = weir__realloc(*types, (*ntypes + 1) * sizeof *grown);
     char *copy = weir__strdup(type);
     if (grown)
-        h->types = grown;
+        *types = grown;
     if (!grown || !copy) {
         weir__free(copy);
-        rc = weir__err(&e, WEIR_E_NOMEM, self->id, NULL, "out of memory");
-        return reg_fail(self, rc, &e);
+        weir__err(&e, WEIR_E_NOMEM, self->id, NULL, "out of memory");
+        return weir__reg_fail(self, &e);
     }
     /* Plugin events are always ignorable: a reader without the plugin can
      * still read the log (DESIGN §5). */
-    h->types[h->ntypes++] = (event_type){copy, flags | WEIR_EVENT_IGNORABLE, self};
+    (*types)[(*ntypes)++] = (weir__event_type){copy, flags | WEIR_EVENT_IGNORABLE, self};
     return WEIR_OK;
+}
+
+int weir__plugin_event_type_register(weir_plugin *self, const char *type, uint32_t flags) {
+    int rc = weir__reg_open(self, "event_type_register", weir__plugin_log);
+    if (rc != WEIR_OK)
+        return rc;
+    return weir__reg_event_type(self, &self->host->types, &self->host->ntypes, type, flags,
+                                core_types, sizeof core_types / sizeof core_types[0]);
+}
+
+int weir__reg_check_provider(weir_plugin *self, const weir_provider *provider) {
+    if (!self)
+        return WEIR_E_INVAL;
+    if (provider &&
+        provider->struct_size >= offsetof(weir_provider, stream) + sizeof provider->stream &&
+        provider->prepare_call && provider->stream)
+        return WEIR_OK;
+    weir_error e;
+    weir_error_clear(&e);
+    weir__err(&e, WEIR_E_INVAL, self->id, NULL,
+              "provider_register: a provider needs struct_size, prepare_call and stream");
+    return weir__reg_fail(self, &e);
 }
 
 int weir__plugin_provider_register(weir_plugin *self, const weir_provider *provider,
                                    void *self_ptr) {
-    int rc = may_register(self, "provider_register");
+    int rc = weir__reg_open(self, "provider_register", weir__plugin_log);
+    if (rc == WEIR_OK)
+        rc = weir__reg_check_provider(self, provider);
     if (rc != WEIR_OK)
         return rc;
     weir_error e;
     weir_error_clear(&e);
-    if (!provider || provider->struct_size < offsetof(weir_provider, stream) +
-                                                 sizeof provider->stream ||
-        !provider->prepare_call || !provider->stream) {
-        rc = weir__err(&e, WEIR_E_INVAL, self->id, NULL,
-                       "provider_register: a provider needs struct_size, prepare_call and "
-                       "stream");
-        return reg_fail(self, rc, &e);
-    }
     weir_host *h = self->host;
     if (weir__host_provider(h, self->id)) {
-        rc = weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL,
-                       "a provider is already registered under '%s'", self->id);
-        return reg_fail(self, rc, &e);
+        weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL,
+                  "a provider is already registered under '%s'", self->id);
+        return weir__reg_fail(self, &e);
     }
     weir__provider_entry *grown =
         weir__realloc(h->providers, (h->nproviders + 1) * sizeof *grown);
@@ -488,8 +496,8 @@ int weir__plugin_provider_register(weir_plugin *self, const weir_provider *provi
         h->providers = grown;
     if (!grown || !id) {
         weir__free(id);
-        rc = weir__err(&e, WEIR_E_NOMEM, self->id, NULL, "out of memory");
-        return reg_fail(self, rc, &e);
+        weir__err(&e, WEIR_E_NOMEM, self->id, NULL, "out of memory");
+        return weir__reg_fail(self, &e);
     }
     weir__provider_entry *pe = &h->providers[h->nproviders++];
     *pe = (weir__provider_entry){.id = id, .self = self_ptr, .owner = self};
@@ -500,15 +508,15 @@ int weir__plugin_provider_register(weir_plugin *self, const weir_provider *provi
 }
 
 int weir__plugin_tool_register(weir_plugin *self, const weir_tool *tool) {
-    int rc = may_register(self, "tool_register");
+    int rc = weir__reg_open(self, "tool_register", weir__plugin_log);
     if (rc != WEIR_OK)
         return rc;
     weir_error e;
     weir_error_clear(&e);
     if (!tool) {
-        rc = weir__err(&e, WEIR_E_INVAL, self->id, NULL, "tool_register: tool is NULL");
-        return reg_fail(self, rc, &e);
+        weir__err(&e, WEIR_E_INVAL, self->id, NULL, "tool_register: tool is NULL");
+        return weir__reg_fail(self, &e);
     }
     rc = weir__tools_add(self->host->tools, self->id, tool, &e);
-    return rc == WEIR_OK ? WEIR_OK : reg_fail(self, rc, &e);
+    return rc == WEIR_OK ? WEIR_OK : weir__reg_fail(self, &e);
 }

@@ -72,6 +72,8 @@ extern const weir_api weir__api_table;
 const char *weir__plugin_id(const weir_plugin *self);
 void weir__plugin_set_data(weir_plugin *self, void *data);
 void *weir__plugin_data(const weir_plugin *self);
+/* "error", "warning", "info", "debug" ("log" for another value); static, thread-safe. */
+const char *weir__log_level_name(weir_log_level level);
 void weir__plugin_log(const weir_plugin *self, weir_log_level level, const char *fmt, ...)
     WEIR_PRINTF(3, 4);
 int weir__plugin_hook_register(weir_plugin *self, const char *hook, weir_hook_fn fn,
@@ -80,5 +82,44 @@ int weir__plugin_event_type_register(weir_plugin *self, const char *type, uint32
 int weir__plugin_provider_register(weir_plugin *self, const weir_provider *provider,
                                    void *self_ptr);
 int weir__plugin_tool_register(weir_plugin *self, const weir_tool *tool);
+
+/*
+ * Registration pieces shared by the host and the test kit (core/testkit.c),
+ * implemented in core/host.c.  Called from the thread running the plugin's
+ * init.
+ */
+
+/* A plugin event type: `type` owned, `flags` always has WEIR_EVENT_IGNORABLE. */
+typedef struct weir__event_type {
+    char *type;
+    uint32_t flags;
+    weir_plugin *owner;
+} weir__event_type;
+
+/*
+ * The gate of every registration call: WEIR_E_INVAL without `self`; outside
+ * init, "plugin '<id>': <what> called after init" is logged through `log`
+ * and the call is refused with WEIR_E_TOO_LATE.  Else WEIR_OK.
+ */
+int weir__reg_open(weir_plugin *self, const char *what,
+                   void (*log)(const weir_plugin *self, weir_log_level level, const char *fmt,
+                               ...));
+/* Keep `e` (copied) as self's first registration failure of this init; returns e->code. */
+int weir__reg_fail(weir_plugin *self, const weir_error *e);
+/*
+ * event_type_register into the array *types of *ntypes (grown with
+ * weir__realloc; the entries' `type` strings are weir__malloc'd): checks the
+ * name ([a-z0-9_./-]+) and flags, refuses the `nreserved` names of `reserved`
+ * (may be NULL) and a type another plugin registered; a second row of the
+ * same plugin is a no-op.  Failures are kept with weir__reg_fail.
+ */
+int weir__reg_event_type(weir_plugin *self, weir__event_type **types, size_t *ntypes,
+                         const char *type, uint32_t flags, const char *const *reserved,
+                         size_t nreserved);
+/*
+ * provider_register's check of the vtable (struct_size covers `stream`;
+ * prepare_call and stream set): WEIR_E_INVAL, kept with weir__reg_fail.
+ */
+int weir__reg_check_provider(weir_plugin *self, const weir_provider *provider);
 
 #endif

@@ -29,18 +29,13 @@ typedef struct tk_agent {
     weir_tk *tk;
 } tk_agent;
 
-typedef struct tk_event_type {
-    char *type;
-    tk_plugin *owner;
-} tk_event_type;
-
 struct weir_tk {
     weir_api api;           /* the table plugins get */
     weir__hooks *hooks;
     weir__tools *tools;
     tk_plugin **plugins;    /* load order */
     size_t nplugins;
-    tk_event_type *types;
+    weir__event_type *types;
     size_t ntypes;
     tk_agent agent;
     weir_signal signal;
@@ -63,20 +58,6 @@ static weir_tk *kit_of(const weir_agent *agent) {
 
 /* --- the kit's table members -------------------------------------------- */
 
-static const char *level_name(weir_log_level level) {
-    switch (level) {
-    case WEIR_LOG_ERROR:
-        return "error";
-    case WEIR_LOG_WARN:
-        return "warning";
-    case WEIR_LOG_INFO:
-        return "info";
-    case WEIR_LOG_DEBUG:
-        return "debug";
-    }
-    return "log";
-}
-
 static void tk_log(const weir_plugin *self, weir_log_level level, const char *fmt, ...)
     WEIR_PRINTF(3, 4);
 static void tk_log(const weir_plugin *self, weir_log_level level, const char *fmt, ...) {
@@ -88,125 +69,60 @@ static void tk_log(const weir_plugin *self, weir_log_level level, const char *fm
     va_end(ap);
     if (!text)
         return; /* out of memory: the line is lost, as a full disk would lose it */
-    json_t *line = json_pack("{s:s,s:s,s:s}", "plugin", self->id, "level", level_name(level),
-                             "text", text);
+    json_t *line = json_pack("{s:s,s:s,s:s}", "plugin", self->id, "level",
+                             weir__log_level_name(level), "text", text);
     weir__free(text);
     json_array_append_new(tk_of(self)->tk->logs, line);
 }
 
-/* Registration is open only inside init (as in core/host.c). */
-static int may_register(weir_plugin *self, const char *what) {
-    if (!self)
-        return WEIR_E_INVAL;
-    if (!self->registering) {
-        tk_log(self, WEIR_LOG_ERROR, "plugin '%s': %s called after init", self->id, what);
-        return WEIR_E_TOO_LATE;
-    }
-    return WEIR_OK;
-}
-
-/* Keep the first registration failure of this init; return its code. */
-static int reg_fail(weir_plugin *self, const weir_error *e) {
-    if (self->reg_err.code == WEIR_OK)
-        self->reg_err = *e;
-    return e->code;
-}
-
+/* Registration goes through the host's checks (core/host.c). */
 static int tk_hook_register(weir_plugin *self, const char *hook, weir_hook_fn fn,
                             const weir_hook_opts *opts) {
-    int rc = may_register(self, "hook_register");
+    int rc = weir__reg_open(self, "hook_register", tk_log);
     if (rc != WEIR_OK)
         return rc;
     weir_error e;
     weir_error_clear(&e);
     rc = weir__hooks_add(tk_of(self)->tk->hooks, self, self->id, self->index, hook, fn, opts,
                          &e);
-    return rc == WEIR_OK ? WEIR_OK : reg_fail(self, &e);
-}
-
-static bool valid_type_name(const char *type) {
-    if (!type || !*type)
-        return false;
-    for (const char *c = type; *c; c++) {
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' ||
-              *c == '-' || *c == '/' || *c == '.'))
-            return false;
-    }
-    return true;
+    return rc == WEIR_OK ? WEIR_OK : weir__reg_fail(self, &e);
 }
 
 static int tk_event_type_register(weir_plugin *self, const char *type, uint32_t flags) {
-    int rc = may_register(self, "event_type_register");
+    int rc = weir__reg_open(self, "event_type_register", tk_log);
     if (rc != WEIR_OK)
         return rc;
     weir_tk *tk = tk_of(self)->tk;
-    weir_error e;
-    weir_error_clear(&e);
-    if (!valid_type_name(type)) {
-        weir__err(&e, WEIR_E_INVAL, self->id, NULL, "event type '%s' is not [a-z0-9_./-]+",
-                  type ? type : "(null)");
-        return reg_fail(self, &e);
-    }
-    if (flags & ~WEIR_EVENT_IGNORABLE) {
-        weir__err(&e, WEIR_E_INVAL, self->id, NULL, "event type '%s': unknown flags 0x%x", type,
-                  flags);
-        return reg_fail(self, &e);
-    }
-    for (size_t i = 0; i < tk->ntypes; i++) {
-        if (strcmp(tk->types[i].type, type) != 0)
-            continue;
-        if (tk->types[i].owner->base.desc == self->desc)
-            return WEIR_OK; /* a second row of the same plugin */
-        weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL,
-                  "event type '%s' is registered by plugins '%s' and '%s'", type,
-                  tk->types[i].owner->base.id, self->id);
-        return reg_fail(self, &e);
-    }
-    tk_event_type *grown = weir__realloc(tk->types, (tk->ntypes + 1) * sizeof *grown);
-    char *copy = weir__strdup(type);
-    if (grown)
-        tk->types = grown;
-    if (!grown || !copy) {
-        weir__free(copy);
-        weir__err(&e, WEIR_E_NOMEM, self->id, NULL, "out of memory");
-        return reg_fail(self, &e);
-    }
-    tk->types[tk->ntypes++] = (tk_event_type){copy, tk_of(self)};
-    return WEIR_OK;
+    return weir__reg_event_type(self, &tk->types, &tk->ntypes, type, flags, NULL, 0);
 }
 
 static int tk_provider_register(weir_plugin *self, const weir_provider *provider,
                                 void *self_ptr) {
     (void)self_ptr;
-    int rc = may_register(self, "provider_register");
+    int rc = weir__reg_open(self, "provider_register", tk_log);
+    if (rc == WEIR_OK)
+        rc = weir__reg_check_provider(self, provider);
     if (rc != WEIR_OK)
         return rc;
-    weir_error e;
-    weir_error_clear(&e);
-    if (!provider ||
-        provider->struct_size < offsetof(weir_provider, stream) + sizeof provider->stream ||
-        !provider->prepare_call || !provider->stream) {
-        weir__err(&e, WEIR_E_INVAL, self->id, NULL,
-                  "provider_register: a provider needs struct_size, prepare_call and stream");
-        return reg_fail(self, &e);
-    }
     if (tk_of(self)->has_provider) {
+        weir_error e;
+        weir_error_clear(&e);
         weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL,
                   "a provider is already registered under '%s'", self->id);
-        return reg_fail(self, &e);
+        return weir__reg_fail(self, &e);
     }
     tk_of(self)->has_provider = true;
     return WEIR_OK;
 }
 
 static int tk_tool_register(weir_plugin *self, const weir_tool *tool) {
-    int rc = may_register(self, "tool_register");
+    int rc = weir__reg_open(self, "tool_register", tk_log);
     if (rc != WEIR_OK)
         return rc;
     weir_error e;
     weir_error_clear(&e);
     rc = weir__tools_add(tk_of(self)->tk->tools, self->id, tool, &e);
-    return rc == WEIR_OK ? WEIR_OK : reg_fail(self, &e);
+    return rc == WEIR_OK ? WEIR_OK : weir__reg_fail(self, &e);
 }
 
 static const char *tk_agent_id(const weir_agent *agent) {
@@ -410,7 +326,7 @@ static void unregister(weir_tk *tk, tk_plugin *p) {
     weir__hooks_remove_owner(tk->hooks, &p->base);
     size_t keep = 0;
     for (size_t i = 0; i < tk->ntypes; i++) {
-        if (tk->types[i].owner == p)
+        if (tk->types[i].owner == &p->base)
             weir__free(tk->types[i].type);
         else
             tk->types[keep++] = tk->types[i];

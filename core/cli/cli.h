@@ -29,6 +29,23 @@ int weir_cmd_serve(int argc, char **argv);  /* core/cli/serve.c */
 int weir_cli_fail(const char *what, const weir_error *err);
 /* Compose the -c files (none: the default deployment). Exit code on failure. */
 int weir_cli_compose(char **files, size_t nfiles, json_t **out);
+/* The -c FILE options of one command line, in order (strings borrowed from argv). */
+typedef struct weir_cli_files {
+    char *files[64];
+    size_t n;
+} weir_cli_files;
+/*
+ * Append one -c FILE to `f`; when it is full, print "<prog>: too many -c files
+ * (at most 64)" to stderr and return WEIR_EXIT_USAGE.  Else WEIR_EXIT_OK.
+ */
+int weir_cli_add_file(weir_cli_files *f, const char *prog, char *file);
+/*
+ * Load the deployment `config` (stolen) into a new host (*out, the caller
+ * destroys it).  With `demo_note` and neither OPENAI_API_KEY nor
+ * ANTHROPIC_API_KEY set, first tell stderr that the scripted demo provider
+ * stands in.  On failure print "weir: load: ..." and return its exit code.
+ */
+int weir_cli_host(json_t *config, bool demo_note, weir_host **out);
 /*
  * The log file of a session argument (core/cli/log.c): `arg` itself when it
  * contains '/' or ends in ".jsonl", else <config session.dir>/<arg>.jsonl

@@ -180,17 +180,13 @@ int weir_cmd_log(int argc, char **argv) {
                                               {"check", no_argument, NULL, 'k'},
                                               {"help", no_argument, NULL, 'h'},
                                               {0}};
-    char *files[64];
-    size_t nfiles = 0;
+    weir_cli_files files = {0};
     int mode = 0, ch;
     while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 'c':
-            if (nfiles == sizeof files / sizeof files[0]) {
-                fprintf(stderr, "weir: too many -c files (at most 64)\n");
+            if (weir_cli_add_file(&files, "weir", optarg) != WEIR_EXIT_OK)
                 return WEIR_EXIT_USAGE;
-            }
-            files[nfiles++] = optarg;
             break;
         case 'd':
         case 'k':
@@ -213,7 +209,7 @@ int weir_cmd_log(int argc, char **argv) {
         return WEIR_EXIT_USAGE;
     }
     json_t *config = NULL;
-    int rc = weir_cli_compose(files, nfiles, &config);
+    int rc = weir_cli_compose(files.files, files.n, &config);
     if (rc != WEIR_EXIT_OK)
         return rc;
     char *path = NULL;

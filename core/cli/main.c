@@ -60,30 +60,37 @@ int weir_cli_compose(char **files, size_t nfiles, json_t **out) {
     return WEIR_EXIT_OK;
 }
 
-/* Parse the common `-c FILE` options; the rest stay in argv after optind. */
-typedef struct cfg_opts {
-    char *files[64];
-    size_t nfiles;
-} cfg_opts;
-
-static int add_file(cfg_opts *o, char *f) {
-    if (o->nfiles == sizeof o->files / sizeof o->files[0]) {
-        fprintf(stderr, "weir: too many -c files (at most 64)\n");
-        return -1;
+int weir_cli_add_file(weir_cli_files *f, const char *prog, char *file) {
+    if (f->n == sizeof f->files / sizeof f->files[0]) {
+        fprintf(stderr, "%s: too many -c files (at most 64)\n", prog);
+        return WEIR_EXIT_USAGE;
     }
-    o->files[o->nfiles++] = f;
-    return 0;
+    f->files[f->n++] = file;
+    return WEIR_EXIT_OK;
+}
+
+int weir_cli_host(json_t *config, bool demo_note, weir_host **out) {
+    const char *okey = getenv("OPENAI_API_KEY"), *akey = getenv("ANTHROPIC_API_KEY");
+    if (demo_note && (!okey || !*okey) && (!akey || !*akey))
+        fputs("weir: no OPENAI_API_KEY or ANTHROPIC_API_KEY set; using the built-in scripted "
+              "demo provider\n",
+              stderr);
+    weir_error err;
+    weir_error_clear(&err);
+    weir_status st = weir_host_create(config, out, &err);
+    json_decref(config);
+    return st == WEIR_OK ? WEIR_EXIT_OK : weir_cli_fail("load", &err);
 }
 
 int weir_cmd_config(int argc, char **argv) {
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'}, {0}};
-    cfg_opts o = {0};
+    weir_cli_files o = {0};
     int ch;
     while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 'c':
-            if (add_file(&o, optarg) != 0)
+            if (weir_cli_add_file(&o, "weir", optarg) != WEIR_EXIT_OK)
                 return WEIR_EXIT_USAGE;
             break;
         case 'h':
@@ -101,7 +108,7 @@ int weir_cmd_config(int argc, char **argv) {
         return WEIR_EXIT_USAGE;
     }
     json_t *cfg = NULL;
-    int rc = weir_cli_compose(o.files, o.nfiles, &cfg);
+    int rc = weir_cli_compose(o.files, o.n, &cfg);
     if (rc != WEIR_EXIT_OK)
         return rc;
     json_dumpf(cfg, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -202,12 +209,12 @@ int weir_cmd_hooks(int argc, char **argv) {
                                               {"markdown", no_argument, NULL, 'm'},
                                               {"help", no_argument, NULL, 'h'},
                                               {0}};
-    cfg_opts o = {0};
+    weir_cli_files o = {0};
     int ch, mode = 0;
     while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 'c':
-            if (add_file(&o, optarg) != 0)
+            if (weir_cli_add_file(&o, "weir", optarg) != WEIR_EXIT_OK)
                 return WEIR_EXIT_USAGE;
             break;
         case 'C':
@@ -231,17 +238,12 @@ int weir_cmd_hooks(int argc, char **argv) {
         return weir_hook_catalog_write(stdout, mode == 2) == WEIR_OK ? WEIR_EXIT_OK
                                                                      : WEIR_EXIT_IO;
     json_t *cfg = NULL;
-    int rc = weir_cli_compose(o.files, o.nfiles, &cfg);
+    int rc = weir_cli_compose(o.files, o.n, &cfg);
     if (rc != WEIR_EXIT_OK)
         return rc;
     weir_host *host = NULL;
-    weir_error err;
-    weir_error_clear(&err);
-    if (weir_host_create(cfg, &host, &err) != WEIR_OK) {
-        json_decref(cfg);
-        return weir_cli_fail("load", &err);
-    }
-    json_decref(cfg);
+    if ((rc = weir_cli_host(cfg, false, &host)) != WEIR_EXIT_OK)
+        return rc;
     weir_host_dump_hooks(host, stdout);
     weir_host_destroy(host);
     return WEIR_EXIT_OK;

@@ -275,11 +275,6 @@ static char *read_stdin(void) {
     return buf;
 }
 
-static bool no_api_key(void) {
-    const char *o = getenv("OPENAI_API_KEY"), *a = getenv("ANTHROPIC_API_KEY");
-    return (!o || !*o) && (!a || !*a);
-}
-
 static const char run_help[] =
     "usage: weir run [-c FILE]... [-s SESSION_ID] [--json] [PROMPT]\n"
     "\n"
@@ -315,19 +310,15 @@ static int run_common(int argc, char **argv, bool resume) {
                                               {"json", no_argument, NULL, 'j'},
                                               {"help", no_argument, NULL, 'h'},
                                               {0}};
-    char *files[64];
-    size_t nfiles = 0;
+    weir_cli_files files = {0};
     const char *session = NULL;
     run_state st = {0};
     int ch;
     while ((ch = getopt_long(argc, argv, resume ? "c:h" : "c:s:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 'c':
-            if (nfiles == sizeof files / sizeof files[0]) {
-                fprintf(stderr, "weir: too many -c files (at most 64)\n");
+            if (weir_cli_add_file(&files, "weir", optarg) != WEIR_EXIT_OK)
                 return WEIR_EXIT_USAGE;
-            }
-            files[nfiles++] = optarg;
             break;
         case 's':
             if (resume)
@@ -359,7 +350,7 @@ static int run_common(int argc, char **argv, bool resume) {
     const char *prompt = rest > (resume ? 1 : 0) ? argv[argc - 1] : NULL;
 
     json_t *config = NULL;
-    int rc = weir_cli_compose(files, nfiles, &config);
+    int rc = weir_cli_compose(files.files, files.n, &config);
     if (rc != WEIR_EXIT_OK)
         return rc;
     char *path = NULL;
@@ -377,25 +368,19 @@ static int run_common(int argc, char **argv, bool resume) {
             return WEIR_EXIT_IO;
         }
     }
-    if (nfiles == 0 && no_api_key())
-        fputs("weir: no OPENAI_API_KEY or ANTHROPIC_API_KEY set; using the built-in scripted "
-              "demo provider\n",
-              stderr);
     weir_host *host = NULL;
-    weir_error err;
-    weir_error_clear(&err);
-    if (weir_host_create(config, &host, &err) != WEIR_OK) {
+    if ((rc = weir_cli_host(config, files.n == 0, &host)) != WEIR_EXIT_OK) {
         free(path);
-        json_decref(config);
-        return weir_cli_fail("load", &err);
+        return rc;
     }
-    json_decref(config);
     st.calls = json_object();
     weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;
     opts.session_file = path;
     opts.on_event = on_event;
     opts.user_data = &st;
     weir_agent *agent = NULL;
+    weir_error err;
+    weir_error_clear(&err);
     if (weir_agent_open(host, &opts, &agent, &err) != WEIR_OK) {
         rc = weir_cli_fail("open session", &err);
     } else {

@@ -444,8 +444,7 @@ int weir_cmd_serve(int argc, char **argv) {
                                               {"events", required_argument, NULL, 'e'},
                                               {"help", no_argument, NULL, 'h'},
                                               {0}};
-    char *files[64];
-    size_t nfiles = 0;
+    weir_cli_files files = {0};
     const char *session = NULL;
     bool stdio = false;
     serve s = {0};
@@ -456,11 +455,8 @@ int weir_cmd_serve(int argc, char **argv) {
             stdio = true;
             break;
         case 'c':
-            if (nfiles == sizeof files / sizeof files[0]) {
-                fprintf(stderr, "weir serve: too many -c files (at most 64)\n");
+            if (weir_cli_add_file(&files, "weir serve", optarg) != WEIR_EXIT_OK)
                 return WEIR_EXIT_USAGE;
-            }
-            files[nfiles++] = optarg;
             break;
         case 's':
             session = optarg;
@@ -488,7 +484,7 @@ int weir_cmd_serve(int argc, char **argv) {
         return WEIR_EXIT_USAGE;
     }
     json_t *config = NULL;
-    int rc = weir_cli_compose(files, nfiles, &config);
+    int rc = weir_cli_compose(files.files, files.n, &config);
     if (rc != WEIR_EXIT_OK)
         return rc;
     char *path = NULL;
@@ -496,20 +492,11 @@ int weir_cmd_serve(int argc, char **argv) {
         json_decref(config);
         return rc;
     }
-    const char *okey = getenv("OPENAI_API_KEY"), *akey = getenv("ANTHROPIC_API_KEY");
-    if (nfiles == 0 && (!okey || !*okey) && (!akey || !*akey))
-        fputs("weir: no OPENAI_API_KEY or ANTHROPIC_API_KEY set; using the built-in scripted "
-              "demo provider\n",
-              stderr);
     weir_host *host = NULL;
-    weir_error err;
-    weir_error_clear(&err);
-    if (weir_host_create(config, &host, &err) != WEIR_OK) {
+    if ((rc = weir_cli_host(config, files.n == 0, &host)) != WEIR_EXIT_OK) {
         free(path);
-        json_decref(config);
-        return weir_cli_fail("load", &err);
+        return rc;
     }
-    json_decref(config);
     signal(SIGPIPE, SIG_IGN); /* a host that went away: writes fail, input ends */
     pthread_mutex_init(&s.out_mu, NULL);
     pthread_mutex_init(&s.mu, NULL);

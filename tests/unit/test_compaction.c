@@ -22,6 +22,7 @@
 #include "agent_context.h"
 #include "compaction_policy.h"
 #include "driver_harness.h"
+#include "harness_check.h"
 #include "schema.h"
 #include "signal.h"
 
@@ -331,28 +332,14 @@ static char *fmt(const char *f, ...) {
     return out;
 }
 
-static void assert_types(const dh *d, const char *want) {
-    char *got = dh_types(d, true);
-    if (strcmp(got, want) != 0)
-        fail_msg("event types differ\n  got:  %s\n  want: %s", got, want);
-    free(got);
-}
-
-static const json_t *event_data(const dh *d, const char *type, int n) {
-    const json_t *e = dh_find(d, type, n);
-    if (!e)
-        fail_msg("no %s event #%d", type, n);
-    return json_object_get(e, "data");
-}
-
 static const char *end_kind(const dh *d, int n) {
     return json_string_value(
-        json_object_get(json_object_get(event_data(d, "turn/end", n), "reason"), "kind"));
+        json_object_get(json_object_get(dh_event_data(d, "turn/end", n), "reason"), "kind"));
 }
 
 static const char *end_code(const dh *d, int n) {
-    return json_string_value(json_object_get(
-        json_object_get(json_object_get(event_data(d, "turn/end", n), "reason"), "error"), "code"));
+    const json_t *reason = json_object_get(dh_event_data(d, "turn/end", n), "reason");
+    return json_string_value(json_object_get(json_object_get(reason, "error"), "code"));
 }
 
 /* provider-scripted with a 1000-token demo model, plus compaction-basic. */
@@ -395,14 +382,15 @@ static void pressure_compacts_between_turns_with_a_summary(void **state) {
     assert_int_equal(dh_count(&d, "compaction/start"), 0); /* 200 + 8 tokens: below 800 */
     run_text(&d, "third question");
     assert_string_equal(end_kind(&d, 2), "completed");
-    assert_types(&d, "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,user/message,"
-                     "request/header,request/context,assistant/message,step/end,turn/end,"
-                     "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,user/message,"
-                     "assistant/message,step/end,turn/end,"
-                     "agent/inbox/spliced,turn/start,agent/inbox/spliced,compaction/start,"
-                     "compaction/summary,user/message,compaction/end,step/start,user/message,"
-                     "assistant/message,step/end,turn/end");
-    const json_t *start = event_data(&d, "compaction/start", 0);
+    dh_assert_types(&d,
+                    "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,user/message,"
+                    "request/header,request/context,assistant/message,step/end,turn/end,"
+                    "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,user/message,"
+                    "assistant/message,step/end,turn/end,"
+                    "agent/inbox/spliced,turn/start,agent/inbox/spliced,compaction/start,"
+                    "compaction/summary,user/message,compaction/end,step/start,user/message,"
+                    "assistant/message,step/end,turn/end");
+    const json_t *start = dh_event_data(&d, "compaction/start", 0);
     assert_string_equal(json_string_value(json_object_get(start, "trigger")), "pressure");
     assert_int_equal(json_integer_value(json_object_get(start, "tokens")), 860 + 4 + 4);
     assert_int_equal(json_integer_value(json_object_get(start, "threshold")), 800);
@@ -428,7 +416,7 @@ static void pressure_compacts_between_turns_with_a_summary(void **state) {
     assert_string_equal(json_string_value(json_object_get(sd, "provider")), "scripted");
     assert_string_equal(json_string_value(json_object_get(sd, "model")), "demo");
     assert_int_equal(json_array_size(json_object_get(sd, "shadowed_seqs")), 3);
-    const json_t *end = event_data(&d, "compaction/end", 0);
+    const json_t *end = dh_event_data(&d, "compaction/end", 0);
     assert_true(json_is_true(json_object_get(end, "ok")));
     assert_null(json_object_get(end, "error"));
     assert_int_equal(json_integer_value(json_object_get(end, "summaries")), 1);
@@ -461,7 +449,7 @@ static void pressure_summaries_are_bounded_per_trigger(void **state) {
     assert_string_equal(end_kind(&d, 1), "completed");
     assert_int_equal(dh_count(&d, "compaction/start"), 1);
     assert_int_equal(dh_count(&d, "compaction/summary"), 1);
-    const json_t *end = event_data(&d, "compaction/end", 0);
+    const json_t *end = dh_event_data(&d, "compaction/end", 0);
     assert_false(json_is_true(json_object_get(end, "ok")));
     assert_int_equal(json_integer_value(json_object_get(end, "summaries")), 1);
     assert_int_equal(json_integer_value(json_object_get(end, "tokens_before")), 1104);
@@ -513,7 +501,7 @@ static void pruning_alone_relieves_pressure(void **state) {
     assert_int_equal(dh_count(&d, "compaction/summary"), 0);
     assert_int_equal(dh_count(&d, "tool/result"), 2);
     const json_t *orig = dh_find(&d, "tool/result", 0), *pruned = dh_find(&d, "tool/result", 1);
-    const json_t *pe = event_data(&d, "compaction/prune", 0);
+    const json_t *pe = dh_event_data(&d, "compaction/prune", 0);
     assert_int_equal(json_integer_value(json_object_get(pe, "seq")),
                      json_integer_value(json_object_get(orig, "seq")));
     assert_int_equal(json_integer_value(json_object_get(pe, "pruned_chars")), 6008 - 150);
@@ -530,7 +518,7 @@ static void pruning_alone_relieves_pressure(void **state) {
     assert_int_equal(strncmp(text, "HEADxxx", 7), 0);
     assert_non_null(strstr(text, "xx\n[\xE2\x80\xA6 5858 characters pruned \xE2\x80\xA6]\nxx"));
     assert_int_equal(strcmp(text + strlen(text) - 6, "xxTAIL"), 0);
-    const json_t *end = event_data(&d, "compaction/end", 0);
+    const json_t *end = dh_event_data(&d, "compaction/end", 0);
     assert_true(json_is_true(json_object_get(end, "ok")));
     assert_int_equal(json_integer_value(json_object_get(end, "pruned")), 1);
     /* the compaction ran between the tool step and the next step */
@@ -558,18 +546,18 @@ static void overflow_recovery_retries_after_a_summary(void **state) {
     run_text(&d, u1);
     run_text(&d, "second question");
     assert_string_equal(end_kind(&d, 1), "completed");
-    assert_types(&d, "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,user/message,"
-                     "request/header,request/context,assistant/message,step/end,turn/end,"
-                     "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,user/message,"
-                     "assistant/attempt,compaction/start,compaction/summary,user/message,"
-                     "compaction/end,assistant/message,step/end,turn/end");
-    const json_t *start = event_data(&d, "compaction/start", 0);
+    dh_assert_types(&d,
+                    "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,user/message,"
+                    "request/header,request/context,assistant/message,step/end,turn/end,"
+                    "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,user/message,"
+                    "assistant/attempt,compaction/start,compaction/summary,user/message,"
+                    "compaction/end,assistant/message,step/end,turn/end");
+    const json_t *start = dh_event_data(&d, "compaction/start", 0);
     assert_string_equal(json_string_value(json_object_get(start, "trigger")), "overflow");
     assert_null(json_object_get(start, "threshold"));
     /* forced: keeps only the newest node (the entered question) */
-    assert_int_equal(
-        json_array_size(json_object_get(event_data(&d, "compaction/summary", 0), "shadowed_seqs")),
-        2);
+    const json_t *summary = dh_event_data(&d, "compaction/summary", 0);
+    assert_int_equal(json_array_size(json_object_get(summary, "shadowed_seqs")), 2);
     json_t *msgs = weir_agent_messages(d.agent);
     assert_int_equal(json_array_size(msgs), 3);
     assert_string_equal(first_text(msgs, 0), "Summary of earlier conversation:\nSUMMARY-TWO");
@@ -638,7 +626,7 @@ static void summarizer_failure_leaves_the_surface_unchanged(void **state) {
     run_text(&d, "second question");
     assert_string_equal(end_kind(&d, 1), "error");
     assert_string_equal(end_code(&d, 1), "CONTEXT_WINDOW_EXCEEDED"); /* the original error */
-    const json_t *end = event_data(&d, "compaction/end", 0);
+    const json_t *end = dh_event_data(&d, "compaction/end", 0);
     assert_false(json_is_true(json_object_get(end, "ok")));
     assert_string_equal(json_string_value(json_object_get(end, "error")),
                         "the summarizer failed: SERVER: summarizer down");
@@ -669,7 +657,7 @@ static void a_non_shrinking_summary_is_rejected(void **state) {
     run_text(&d, "first question");
     run_text(&d, "second question");
     assert_string_equal(end_kind(&d, 1), "completed"); /* pressure failures never stop a turn */
-    const json_t *end = event_data(&d, "compaction/end", 0);
+    const json_t *end = dh_event_data(&d, "compaction/end", 0);
     assert_false(json_is_true(json_object_get(end, "ok")));
     const char *err = json_string_value(json_object_get(end, "error"));
     assert_non_null(err);

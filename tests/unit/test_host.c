@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "fixture_config.h"
 #include "host_int.h"
 #include "testutil.h"
 
@@ -74,23 +75,6 @@ static void inst_init(inst *in, weir_host *host, const char *id,
     in->p.id = in->id;
     in->p.desc = desc;
     in->p.registering = true;
-}
-
-static json_t *config_of(const char *id, ...) {
-    json_t *rows = json_array();
-    va_list ap;
-    va_start(ap, id);
-    for (const char *row_id = id; row_id; row_id = va_arg(ap, const char *)) {
-        const char *plugin = va_arg(ap, const char *);
-        json_t *cfg = va_arg(ap, json_t *);
-        json_t *row = json_pack("{s:s, s:s}", "id", row_id, "plugin", plugin);
-        if (cfg)
-            json_object_set_new(row, "config", cfg);
-        json_array_append_new(rows, row);
-    }
-    va_end(ap);
-    return json_pack("{s:[s], s:o}", "plugin_path", wt_env("WEIR_TEST_FIXTURE_DIR"),
-                     "plugins", rows);
 }
 
 /* --- event types ------------------------------------------------------- */
@@ -326,9 +310,9 @@ static void test_host_keeps_its_own_config(void **state) {
 
 static void test_dump_hooks_in_chain_order(void **state) {
     fx *f = *state;
-    json_t *cfg = config_of("first", "fx-alpha", json_pack("{s:[s]}", "after", "second"),
-                            "second", "fx-beta", NULL, "third", "fx-gamma",
-                            json_pack("{s:[s]}", "before", "second"), NULL);
+    json_t *cfg = wt_fixture_config("first", "fx-alpha", json_pack("{s:[s]}", "after", "second"),
+                                    "second", "fx-beta", NULL, "third", "fx-gamma",
+                                    json_pack("{s:[s]}", "before", "second"), NULL);
     weir_host *h = NULL;
     weir_error err;
     weir_error_clear(&err);
@@ -357,9 +341,8 @@ static void test_dump_hooks_in_chain_order(void **state) {
 
 static void test_registration_error_reaches_init_failure(void **state) {
     fx *f = *state;
-    json_t *cfg = config_of("a", "fx-alpha", json_pack("{s:s, s:s}", "log", f->log, "hook",
-                                                       "no/such-hook"),
-                            NULL);
+    json_t *cfg = wt_fixture_config(
+        "a", "fx-alpha", json_pack("{s:s, s:s}", "log", f->log, "hook", "no/such-hook"), NULL);
     weir_host *h = NULL;
     weir_error err;
     weir_error_clear(&err);
@@ -380,9 +363,9 @@ static void test_registration_error_reaches_init_failure(void **state) {
 
 static void test_freeze_error_fails_deployment(void **state) {
     fx *f = *state;
-    json_t *cfg = config_of("a", "fx-alpha", json_pack("{s:s, s:[s]}", "log", f->log,
-                                                       "before", "nobody"),
-                            "b", "fx-beta", json_pack("{s:s}", "log", f->log), NULL);
+    json_t *cfg = wt_fixture_config("a", "fx-alpha", json_pack("{s:s, s:[s]}", "log", f->log,
+                                                               "before", "nobody"),
+                                    "b", "fx-beta", json_pack("{s:s}", "log", f->log), NULL);
     weir_host *h = NULL;
     weir_error err;
     weir_error_clear(&err);

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "fixture_config.h"
 #include "host_int.h"
 #include "testutil.h"
 
@@ -48,25 +49,6 @@ static int teardown(void **state) {
 static const char *fixture(char *buf, size_t size, const char *name) {
     snprintf(buf, size, "%s/weir-%s.so", wt_env("WEIR_TEST_FIXTURE_DIR"), name);
     return buf;
-}
-
-/* A config whose rows are given as (id, plugin name, config) triples;
- * plugins are found along plugin_path = [fixture dir]. */
-static json_t *config_of(const char *id, ...) {
-    json_t *rows = json_array();
-    va_list ap;
-    va_start(ap, id);
-    for (const char *row_id = id; row_id; row_id = va_arg(ap, const char *)) {
-        const char *plugin = va_arg(ap, const char *);
-        json_t *cfg = va_arg(ap, json_t *); /* stolen, may be NULL */
-        json_t *row = json_pack("{s:s, s:s}", "id", row_id, "plugin", plugin);
-        if (cfg)
-            json_object_set_new(row, "config", cfg);
-        json_array_append_new(rows, row);
-    }
-    va_end(ap);
-    return json_pack("{s:[s], s:o}", "plugin_path", wt_env("WEIR_TEST_FIXTURE_DIR"),
-                     "plugins", rows);
 }
 
 static json_t *log_cfg(const fx *f) {
@@ -254,8 +236,8 @@ static void test_duplicate_plugin_name(void **state) {
     char a[4096], b[4096], expect[12000];
     fixture(a, sizeof a, "fx-dup-a");
     fixture(b, sizeof b, "fx-dup-b");
-    json_t *cfg = config_of("first", "fx-alpha", log_cfg(f), "a", "fx-dup-a", NULL, "b",
-                            "fx-dup-b", NULL, NULL);
+    json_t *cfg = wt_fixture_config("first", "fx-alpha", log_cfg(f), "a", "fx-dup-a", NULL, "b",
+                                    "fx-dup-b", NULL, NULL);
     weir_host *h = NULL;
     weir_error err;
     weir_error_clear(&err);
@@ -271,8 +253,8 @@ static void test_duplicate_plugin_name(void **state) {
 
 static void test_same_file_twice_is_two_instances(void **state) {
     fx *f = *state;
-    json_t *cfg = config_of("one", "fx-alpha", log_cfg(f), "two", "fx-alpha", log_cfg(f),
-                            NULL);
+    json_t *cfg = wt_fixture_config("one", "fx-alpha", log_cfg(f), "two", "fx-alpha", log_cfg(f),
+                                    NULL);
     weir_host *h = NULL;
     weir_error err;
     weir_error_clear(&err);
@@ -290,9 +272,9 @@ static void test_init_failure_unwinds(void **state) {
     fx *f = *state;
     char path[4096], expect[8192];
     fixture(path, sizeof path, "fx-init-fails");
-    json_t *cfg = config_of("one", "fx-alpha", log_cfg(f), "two", "fx-beta", log_cfg(f),
-                            "bad", "fx-init-fails", log_cfg(f), "never", "fx-gamma",
-                            log_cfg(f), NULL);
+    json_t *cfg = wt_fixture_config("one", "fx-alpha", log_cfg(f), "two", "fx-beta", log_cfg(f),
+                                    "bad", "fx-init-fails", log_cfg(f), "never", "fx-gamma",
+                                    log_cfg(f), NULL);
     weir_host *h = NULL;
     weir_error err;
     weir_error_clear(&err);
@@ -311,8 +293,8 @@ static void test_load_error_after_good_rows_unwinds(void **state) {
     fx *f = *state;
     char path[4096], expect[8192];
     fixture(path, sizeof path, "fx-abi-major");
-    json_t *cfg = config_of("one", "fx-alpha", log_cfg(f), "two", "fx-beta", log_cfg(f),
-                            "old", "fx-abi-major", NULL, NULL);
+    json_t *cfg = wt_fixture_config("one", "fx-alpha", log_cfg(f), "two", "fx-beta", log_cfg(f),
+                                    "old", "fx-abi-major", NULL, NULL);
     weir_host *h = NULL;
     weir_error err;
     weir_error_clear(&err);
@@ -327,8 +309,8 @@ static void test_load_error_after_good_rows_unwinds(void **state) {
 static void test_invalid_plugin_config(void **state) {
     fx *f = *state;
     json_t *bad = json_pack("{s:s, s:s}", "count", "three", "log", f->log);
-    json_t *cfg = config_of("a", "fx-alpha", log_cfg(f), "cfg", "fx-config-schema", bad,
-                            NULL);
+    json_t *cfg = wt_fixture_config("a", "fx-alpha", log_cfg(f), "cfg", "fx-config-schema", bad,
+                                    NULL);
     weir_host *h = NULL;
     weir_error err;
     weir_error_clear(&err);
@@ -345,7 +327,7 @@ static void test_invalid_plugin_config(void **state) {
 static void test_valid_plugin_config(void **state) {
     fx *f = *state;
     json_t *good = json_pack("{s:i, s:s}", "count", 3, "log", f->log);
-    json_t *cfg = config_of("cfg", "fx-config-schema", good, NULL);
+    json_t *cfg = wt_fixture_config("cfg", "fx-config-schema", good, NULL);
     weir_host *h = NULL;
     weir_error err;
     weir_error_clear(&err);
@@ -357,7 +339,7 @@ static void test_valid_plugin_config(void **state) {
 
 static void test_register_after_init_from_fini(void **state) {
     fx *f = *state;
-    json_t *cfg = config_of("late", "fx-late-register", log_cfg(f), NULL);
+    json_t *cfg = wt_fixture_config("late", "fx-late-register", log_cfg(f), NULL);
     weir_host *h = NULL;
     assert_int_equal(weir_host_create(cfg, &h, NULL), WEIR_OK);
     capture c;
@@ -382,7 +364,7 @@ static json_t *noop_hook(weir_call *call, const json_t *args, void *ud) {
 
 static void test_register_after_init_via_api(void **state) {
     fx *f = *state;
-    json_t *cfg = config_of("a", "fx-alpha", NULL, NULL);
+    json_t *cfg = wt_fixture_config("a", "fx-alpha", NULL, NULL);
     weir_host *h = NULL;
     assert_int_equal(weir_host_create(cfg, &h, NULL), WEIR_OK);
     weir_plugin *p = weir__host_plugin(h, "a");
@@ -416,8 +398,8 @@ static void test_register_after_init_via_api(void **state) {
 
 static void test_teardown_reverse_order(void **state) {
     fx *f = *state;
-    json_t *cfg = config_of("a", "fx-alpha", log_cfg(f), "b", "fx-beta", log_cfg(f), "c",
-                            "fx-gamma", log_cfg(f), NULL);
+    json_t *cfg = wt_fixture_config("a", "fx-alpha", log_cfg(f), "b", "fx-beta", log_cfg(f), "c",
+                                    "fx-gamma", log_cfg(f), NULL);
     weir_host *h = NULL;
     weir_error err;
     weir_error_clear(&err);
@@ -430,7 +412,7 @@ static void test_teardown_reverse_order(void **state) {
 
 static void test_disabled_row_is_skipped(void **state) {
     fx *f = *state;
-    json_t *cfg = config_of("a", "fx-alpha", log_cfg(f), "b", "fx-beta", log_cfg(f), NULL);
+    json_t *cfg = wt_fixture_config("a", "fx-alpha", log_cfg(f), "b", "fx-beta", log_cfg(f), NULL);
     json_object_set_new(json_array_get(json_object_get(cfg, "plugins"), 0), "disabled",
                         json_true());
     weir_host *h = NULL;
@@ -443,9 +425,9 @@ static void test_disabled_row_is_skipped(void **state) {
 
 static void test_alloc_failure_loop(void **state) {
     (void)state;
-    json_t *cfg = config_of("a", "fx-alpha", json_pack("{s:[s]}", "after", "b"), "b",
-                            "fx-beta", NULL, "c", "fx-gamma", json_pack("{s:[s]}", "before", "b"),
-                            NULL);
+    json_t *cfg = wt_fixture_config("a", "fx-alpha", json_pack("{s:[s]}", "after", "b"), "b",
+                                    "fx-beta", NULL, "c", "fx-gamma",
+                                    json_pack("{s:[s]}", "before", "b"), NULL);
     bool ok = false;
     long n;
     for (n = 1; n < 100000 && !ok; n++) {

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "driver_harness.h"
+#include "harness_check.h"
 #include "retry_policy.h"
 #include "schema.h"
 
@@ -390,20 +391,6 @@ static const char *reason_kind(const dh *d, int turn_index) {
         json_object_get(json_object_get(json_object_get(e, "data"), "reason"), "kind"));
 }
 
-static void assert_types(const dh *d, const char *want) {
-    char *got = dh_types(d, true);
-    if (strcmp(got, want) != 0)
-        fail_msg("event types differ\n  got:  %s\n  want: %s", got, want);
-    free(got);
-}
-
-static const json_t *event_data(const dh *d, const char *type, int n) {
-    const json_t *e = dh_find(d, type, n);
-    if (!e)
-        fail_msg("no %s event #%d", type, n);
-    return json_object_get(e, "data");
-}
-
 static json_int_t int_field(const json_t *o, const char *key) {
     const json_t *v = json_object_get(o, key);
     if (!json_is_integer(v))
@@ -432,14 +419,14 @@ static void server_failures_are_retried_until_success(void **state) {
     dh_send(&d, "hi", WEIR_SEND_FOLLOWUP);
     dh_run(&d);
     assert_string_equal(reason_kind(&d, 0), "completed");
-    assert_types(&d, "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,"
-                     "user/message,request/header,request/context,assistant/attempt,llm/retry,"
-                     "llm/retry-started,assistant/attempt,llm/retry,llm/retry-started,"
-                     "assistant/message,step/end,turn/end");
+    dh_assert_types(&d, "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,"
+                        "user/message,request/header,request/context,assistant/attempt,llm/retry,"
+                        "llm/retry-started,assistant/attempt,llm/retry,llm/retry-started,"
+                        "assistant/message,step/end,turn/end");
     assert_int_equal(dh_count(&d, "user/message"), 1); /* no re-admission */
     assert_int_equal(dh_count(&d, "drvtest/request"), 3);
 
-    const json_t *r1 = event_data(&d, "llm/retry", 0), *r2 = event_data(&d, "llm/retry", 1);
+    const json_t *r1 = dh_event_data(&d, "llm/retry", 0), *r2 = dh_event_data(&d, "llm/retry", 1);
     assert_int_equal(int_field(r1, "retry"), 1);
     assert_int_equal(int_field(r2, "retry"), 2);
     assert_int_equal(int_field(r1, "turn"), 1);
@@ -452,11 +439,11 @@ static void server_failures_are_retried_until_success(void **state) {
     assert_in_range(int_field(r2, "delay_ms"), 0, 4);
     /* one id for the step's retries, repeated by llm/retry-started */
     assert_string_equal(str_field(r1, "retry_id"), str_field(r2, "retry_id"));
-    const json_t *s2 = event_data(&d, "llm/retry-started", 1);
+    const json_t *s2 = dh_event_data(&d, "llm/retry-started", 1);
     assert_string_equal(str_field(s2, "retry_id"), str_field(r1, "retry_id"));
     assert_int_equal(int_field(s2, "retry"), 2);
     /* the failed partial output stays on its attempt, never in the history */
-    assert_non_null(json_object_get(event_data(&d, "assistant/attempt", 0), "failure"));
+    assert_non_null(json_object_get(dh_event_data(&d, "assistant/attempt", 0), "failure"));
     json_t *msgs = weir_agent_messages(d.agent);
     char *text = json_dumps(msgs, JSON_COMPACT);
     assert_null(strstr(text, "partial"));
@@ -479,7 +466,7 @@ static void retry_after_from_the_provider_is_the_delay(void **state) {
     dh_send(&d, "hi", WEIR_SEND_FOLLOWUP);
     dh_run(&d);
     assert_string_equal(reason_kind(&d, 0), "completed");
-    assert_int_equal(int_field(event_data(&d, "llm/retry", 0), "delay_ms"), 3);
+    assert_int_equal(int_field(dh_event_data(&d, "llm/retry", 0), "delay_ms"), 3);
     dh_teardown(&d);
 }
 
@@ -495,7 +482,7 @@ static void non_retryable_code_ends_the_turn_with_error(void **state) {
     dh_send(&d, "hi", WEIR_SEND_FOLLOWUP);
     dh_run(&d);
     assert_string_equal(reason_kind(&d, 0), "error");
-    const json_t *reason = json_object_get(event_data(&d, "turn/end", 0), "reason");
+    const json_t *reason = json_object_get(dh_event_data(&d, "turn/end", 0), "reason");
     assert_string_equal(str_field(json_object_get(reason, "error"), "code"), "AUTH");
     assert_int_equal(dh_count(&d, "llm/retry"), 0);
     assert_int_equal(dh_count(&d, "assistant/attempt"), 1);
@@ -542,7 +529,7 @@ static void always_mode_lets_downstream_recovery_answer_first(void **state) {
     assert_string_equal(reason_kind(&d, 0), "completed");
     assert_int_equal(dh_count(&d, "assistant/attempt"), 2);
     assert_int_equal(dh_count(&d, "llm/retry"), 1);
-    const json_t *r = event_data(&d, "llm/retry", 0);
+    const json_t *r = dh_event_data(&d, "llm/retry", 0);
     assert_string_equal(str_field(r, "mode"), "always");
     assert_null(json_object_get(r, "max_retries")); /* no budget in always mode */
     assert_int_equal(int_field(r, "retry"), 1);
