@@ -13,7 +13,7 @@
 #include "http.h"
 #include "inbox.h"
 #include "session_log.h"
-#include "signal.h"
+#include "cancel.h"
 #include "tools.h"
 
 typedef enum weir__agent_state {

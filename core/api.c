@@ -8,7 +8,7 @@
 #include "host_int.h"
 #include "hooks.h"
 #include "schema.h"
-#include "signal.h"
+#include "cancel.h"
 #include "tools.h"
 
 static int api_http_sse(weir_stream *stream, const weir_http_request *req,

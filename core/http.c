@@ -24,7 +24,7 @@
 
 #include "failure.h"
 #include "http.h"
-#include "signal.h"
+#include "cancel.h"
 #include "sse.h"
 
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000L

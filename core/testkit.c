@@ -12,7 +12,7 @@
 #include "host_int.h"
 #include "hooks.h"
 #include "schema.h"
-#include "signal.h"
+#include "cancel.h"
 #include "tools.h"
 
 /* One loaded row.  `base` comes first: the api hands &base to the plugin

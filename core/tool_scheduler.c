@@ -15,7 +15,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "signal.h"
+#include "cancel.h"
 
 #define RECEIPT_INSTRUCTION \
     "The job runs in the background; its result will arrive later. Do not repeat this call."

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "schema.h"
-#include "signal.h"
+#include "cancel.h"
 
 /* Upper bound on the shared body pool; calls beyond it wait queued. */
 #define TOOLS_POOL_MAX_THREADS 64

@@ -18,7 +18,7 @@
 
 #include "http.h"
 #include "mock_llm.h"
-#include "signal.h"
+#include "cancel.h"
 #include "weir/plugin.h"
 
 /** The API key the plugin tests configure; it must never leak. */

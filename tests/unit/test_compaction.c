@@ -24,7 +24,7 @@
 #include "driver_harness.h"
 #include "harness_check.h"
 #include "schema.h"
-#include "signal.h"
+#include "cancel.h"
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */

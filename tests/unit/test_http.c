@@ -24,7 +24,7 @@
 #include "failure.h"
 #include "http.h"
 #include "mock_llm.h"
-#include "signal.h"
+#include "cancel.h"
 #include "testutil.h"
 
 extern char **environ;

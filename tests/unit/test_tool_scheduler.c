@@ -27,7 +27,7 @@
 #include "hooks.h"
 #include "pool.h"
 #include "session_log.h"
-#include "signal.h"
+#include "cancel.h"
 #include "testutil.h"
 #include "tools.h"
 

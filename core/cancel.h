@@ -1,12 +1,12 @@
 /*
- * core/signal.h - cancellation signals (struct weir_signal).
+ * core/cancel.h - cancellation signals (struct weir_signal).
  *
  * A signal is an atomic flag plus a condition variable; everything that
  * waits (backoff sleeps, HTTP transfers via their progress callback, tool
  * pool waits) wakes on it.  The first cause wins.  Thread-safe.
  */
-#ifndef WEIR_CORE_SIGNAL_H
-#define WEIR_CORE_SIGNAL_H
+#ifndef WEIR_CORE_CANCEL_H
+#define WEIR_CORE_CANCEL_H
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -1,12 +1,12 @@
 /*
- * core/signal.c - cancellation signals.
+ * core/cancel.c - cancellation signals (core/cancel.h).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#include "signal.h"
+#include "cancel.h"
 
 int weir__signal_init(weir_signal *s) {
     if (!s)
