@@ -675,7 +675,29 @@ static json_t *interrupted_result(const json_t *call) {
                      "error", "name", "AbortError", "code", "INTERRUPTED");
 }
 
-/* Collect the closers of the open last turn into `todo` ([type, data] pairs). */
+/* Whether a `type` event after `from` carries call id `id` (tool/call:
+ * data.call_id; tool/result: its tool_result block). */
+static bool later_has_call(const weir__log *log, size_t from, const char *type, const char *id) {
+    bool result = strcmp(type, "tool/result") == 0;
+    for (size_t j = from; j < log->count; j++) {
+        const json_t *ev = log->events[j];
+        if (strcmp(weir__json_str(ev, "type", ""), type) != 0)
+            continue;
+        const char *cid = result ? result_call_id(ev)
+                                 : weir__json_str(json_object_get(ev, "data"), "call_id", NULL);
+        if (cid && strcmp(cid, id) == 0)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Collect the closers of the open last turn into `todo` ([type, data]
+ * pairs): an interrupted tool/result for every call without one, including
+ * the tool_call blocks of an assistant/message whose tool/call was never
+ * logged (a crash between the two: the pair is written then), then step/end
+ * and turn/end {kind:"interrupted"}.
+ */
 static int plan_repair(weir__log *log, json_t *todo) {
     const json_t *start = json_object_get(log->events[log->turn_start_seq], "data");
     int turn = (int)weir__json_int(start, "turn", 0);
@@ -683,19 +705,39 @@ static int plan_repair(weir__log *log, json_t *todo) {
     for (size_t i = log->turn_start_seq; i < log->count; i++) {
         const json_t *ev = log->events[i];
         const char *type = weir__json_str(ev, "type", "");
+        const json_t *d = json_object_get(ev, "data");
         if (strcmp(type, "step/start") == 0)
-            step = weir__json_int(json_object_get(ev, "data"), "step", 0);
+            step = weir__json_int(d, "step", 0);
+        if (strcmp(type, "assistant/message") == 0) {
+            size_t k;
+            const json_t *b;
+            json_array_foreach(json_object_get(json_object_get(d, "message"), "content"), k, b) {
+                const char *id = weir__json_str(b, "id", NULL);
+                if (strcmp(weir__json_str(b, "type", ""), "tool_call") != 0 || !id || !*id ||
+                    later_has_call(log, i + 1, "tool/call", id))
+                    continue;
+                json_t *call = json_pack("{s:O?, s:O?, s:s, s:s, s:s}", "turn",
+                                         json_object_get(d, "turn"), "step",
+                                         json_object_get(d, "step"), "call_id", id, "name",
+                                         weir__json_str(b, "name", ""), "arguments",
+                                         weir__json_str(b, "arguments", "{}"));
+                json_t *env = call ? json_pack("{s:O}", "data", call) : NULL;
+                json_t *res = env ? interrupted_result(env) : NULL;
+                json_decref(env);
+                if (!res) {
+                    json_decref(call);
+                    return WEIR_E_NOMEM;
+                }
+                if (json_array_append_new(todo, json_pack("[s,o]", "tool/call", call)) ||
+                    json_array_append_new(todo, json_pack("[s,o]", "tool/result", res)))
+                    return WEIR_E_NOMEM;
+            }
+            continue;
+        }
         if (strcmp(type, "tool/call") != 0)
             continue;
-        const char *id = weir__json_str(json_object_get(ev, "data"), "call_id", "");
-        bool answered = false;
-        for (size_t j = i + 1; j < log->count && !answered; j++) {
-            const char *rid = strcmp(weir__json_str(log->events[j], "type", ""), "tool/result") == 0
-                                  ? result_call_id(log->events[j])
-                                  : NULL;
-            answered = rid && strcmp(rid, id) == 0;
-        }
-        if (!answered &&
+        const char *id = weir__json_str(d, "call_id", "");
+        if (!later_has_call(log, i + 1, "tool/result", id) &&
             json_array_append_new(todo, json_pack("[s,o]", "tool/result", interrupted_result(ev))))
             return WEIR_E_NOMEM;
     }

@@ -404,6 +404,51 @@ static void repair_appends_closers(void **state) {
     json_decref(report);
 }
 
+/* A crash between assistant/message and its tool/call events: repair logs the
+ * missing call with an interrupted result, so the history stays valid. */
+static void repair_answers_tool_calls_never_logged(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    must_add(f->log, "turn/start", "{\"turn\":1}");
+    must_add(f->log, "step/start", "{\"turn\":1,\"step\":1}");
+    must_add(f->log, "user/message",
+                "{\"turn\":1,\"step\":1,\"message\":{\"role\":\"user\",\"content\":"
+                "[{\"type\":\"text\",\"text\":\"q\"}]}}");
+    must_add(f->log, "request/header",
+             "{\"header\":{\"config\":{\"provider\":\"p\",\"model\":\"m\"}},"
+             "\"reason\":\"initial\"}");
+    must_add(f->log, "assistant/message",
+                "{\"turn\":1,\"step\":1,\"message\":{\"role\":\"assistant\",\"content\":"
+                "[{\"type\":\"tool_call\",\"id\":\"c1\",\"name\":\"pow\","
+                "\"arguments\":\"{\\\"x\\\":2}\"},"
+                "{\"type\":\"tool_call\",\"id\":\"c2\",\"name\":\"pow\",\"arguments\":\"{}\"}]},"
+                "\"stream\":[]}");
+    must_add(f->log, "tool/call",
+             "{\"turn\":1,\"step\":1,\"call_id\":\"c1\",\"name\":\"pow\","
+             "\"arguments\":\"{\\\"x\\\":2}\"}");
+    open_log(f); /* "crash" before c2's tool/call, and resume */
+    weir_error err;
+    bool repaired = false;
+    assert_int_equal(weir__log_repair(f->log, &repaired, &err), WEIR_OK);
+    assert_true(repaired);
+    /* c2: the call, then its result (planned at the assistant message); c1:
+     * its result; then the closers */
+    static const char *const want[] = {"tool/call", "tool/result", "tool/result", "step/end",
+                                       "turn/end"};
+    assert_int_equal(weir__log_count(f->log), 6 + 5);
+    for (size_t i = 0; i < 5; i++)
+        assert_string_equal(weir__json_str(weir__log_event(f->log, 6 + i), "type", ""), want[i]);
+    const json_t *call = json_object_get(weir__log_event(f->log, 6), "data");
+    assert_string_equal(weir__json_str(call, "call_id", ""), "c2");
+    assert_string_equal(weir__json_str(call, "name", ""), "pow");
+    json_t *report = NULL;
+    assert_int_equal(weir_log_check(f->path, &report, &err), WEIR_OK);
+    assert_true(json_is_true(json_object_get(report, "ok")));
+    assert_int_equal(json_array_size(json_object_get(report, "errors")), 0);
+    assert_int_equal(json_array_size(json_object_get(report, "open")), 0);
+    json_decref(report);
+}
+
 static void request_header_fold_keeps_latest(void **state) {
     fixture *f = *state;
     open_log(f);
@@ -717,6 +762,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(repair_appends_closers, setup, teardown),
         cmocka_unit_test_setup_teardown(core_events_without_their_fields_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(malformed_request_header_rejected, setup, teardown),
+        cmocka_unit_test_setup_teardown(repair_answers_tool_calls_never_logged, setup, teardown),
         cmocka_unit_test_setup_teardown(request_header_fold_keeps_latest, setup, teardown),
         cmocka_unit_test_setup_teardown(observer_sees_events_in_seq_order, setup, teardown),
         cmocka_unit_test_setup_teardown(failed_write_changes_nothing, setup, teardown),
