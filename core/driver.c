@@ -621,6 +621,10 @@ static int assemble_message(const json_t *chunks, bool with_calls, assembled *ou
                 continue;
             if (!*weir__json_str(b, "arguments", ""))
                 json_object_set_new(b, "arguments", json_string("{}"));
+            if (!*weir__json_str(b, "id", "")) { /* some servers send no call ids */
+                char id[48];
+                json_object_set_new(b, "id", json_string(weir__random_id(id, sizeof id, "call")));
+            }
             if (json_array_append_new(out->calls,
                                       json_pack("{s:O, s:O, s:O}", "id", json_object_get(b, "id"),
                                                 "name", json_object_get(b, "name"), "arguments",

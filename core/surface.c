@@ -125,9 +125,35 @@ static int check_message(const json_t *data, int idx, char *msg, size_t size) {
     if (strcmp(weir__json_str(m, "role", ""), surface_roles[idx]) != 0)
         return fail(msg, size, "%s needs data.message.role \"%s\"", surface_types[idx],
                     surface_roles[idx]);
-    if (!json_is_array(json_object_get(m, "content")))
+    const json_t *content = json_object_get(m, "content");
+    if (!json_is_array(content))
         return fail(msg, size, "%s needs data.message.content (an array of blocks)",
                     surface_types[idx]);
+    /* The fields the derivation, the checker and the providers rely on
+     * (DESIGN §5a); other block types (image, ...) pass as they are. */
+    size_t i;
+    const json_t *b;
+    json_array_foreach(content, i, b) {
+        const char *bt = weir__json_str(b, "type", NULL);
+        const char *why = NULL;
+        if (!bt)
+            why = "must be an object with a string type";
+        else if (!strcmp(bt, "text") || !strcmp(bt, "reasoning"))
+            why = json_is_string(json_object_get(b, "text")) ? NULL : "needs a string text";
+        else if (!strcmp(bt, "tool_call"))
+            why = !*weir__json_str(b, "id", "") ? "needs a non-empty string id"
+                  : !json_is_string(json_object_get(b, "name")) ? "needs a string name"
+                  : !json_is_string(json_object_get(b, "arguments"))
+                      ? "needs string arguments (the raw JSON text)"
+                      : NULL;
+        else if (!strcmp(bt, "tool_result"))
+            why = !*weir__json_str(b, "call_id", "")                ? "needs a non-empty string call_id"
+                  : !json_is_array(json_object_get(b, "content")) ? "needs a content array"
+                                                                   : NULL;
+        if (why)
+            return fail(msg, size, "%s: data.message.content[%zu] %s", surface_types[idx], i,
+                        why);
+    }
     return 0;
 }
 

@@ -169,6 +169,37 @@ static void surface_op_and_source_seqs_rules(void **state) {
     reject(f, ev, "user/message needs data.message.content (an array of blocks)");
 }
 
+static void malformed_blocks_rejected(void **state) {
+    fixture *f = *state;
+    static const struct {
+        const char *type, *message, *want;
+    } cases[] = {
+        {"assistant/message", "{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_call\","
+         "\"#id\":\"c1\",\"name\":\"ls\",\"arguments\":\"{}\"}]}",
+         "assistant/message: data.message.content[0] needs a non-empty string id"},
+        {"assistant/message", "{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_call\","
+         "\"id\":\"c1\",\"name\":\"ls\",\"arguments\":{}}]}",
+         "assistant/message: data.message.content[0] needs string arguments (the raw JSON text)"},
+        {"user/message", "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},7]}",
+         "user/message: data.message.content[1] must be an object with a string type"},
+        {"user/message", "{\"role\":\"user\",\"content\":[{\"type\":\"text\"}]}",
+         "user/message: data.message.content[0] needs a string text"},
+        {"tool/result", "{\"role\":\"tool\",\"content\":[{\"type\":\"tool_result\","
+         "\"content\":[]}]}",
+         "tool/result: data.message.content[0] needs a non-empty string call_id"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json_t *ev = env(f, cases[i].type, json_loads(cases[i].message, 0, NULL));
+        reject(f, ev, cases[i].want);
+        json_array_remove(f->events, json_array_size(f->events) - 1);
+    }
+    /* unknown block types pass as they are (images, future blocks) */
+    push(f, env(f, "user/message",
+                json_pack("{s:s,s:[{s:s,s:s,s:s}]}", "role", "user", "content", "type", "image",
+                          "media_type", "image/png", "data", "AAAA")));
+    assert_int_equal(weir__surface_len(f->s), 1);
+}
+
 static json_t *tool_msg(const char *call_id, const char *text) {
     return json_pack("{s:s,s:[{s:s,s:s,s:[{s:s,s:s}]}]}", "role", "tool", "content", "type",
                      "tool_result", "call_id", call_id, "content", "type", "text", "text", text);
@@ -328,6 +359,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(replace_missing_ends_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(surface_op_and_source_seqs_rules, setup, teardown),
         cmocka_unit_test_setup_teardown(tool_result_rewrite_changes_only_content, setup, teardown),
+        cmocka_unit_test_setup_teardown(malformed_blocks_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(replace_generation_counts_replaces, setup, teardown),
         cmocka_unit_test_setup_teardown(derive_skips_non_surface_and_empty_messages, setup,
                                         teardown),
