@@ -17,3 +17,19 @@ endif()
 add_test(NAME bench_session_connections COMMAND bench_session_connections)
 set_tests_properties(bench_session_connections PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}"
   TIMEOUT 120)
+
+# The standalone mock as a ctest fixture: a setup test starts it, a test uses
+# it, a cleanup test stops it (it exits by itself after 2 requests or 120 s).
+set(_mock_fixture_dir ${CMAKE_BINARY_DIR}/tests/mock-fixture)
+add_test(NAME mock_llm_fixture_start
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/mock_fixture.sh start ${_mock_fixture_dir})
+add_test(NAME mock_llm_fixture_sessions
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/mock_fixture.sh run ${_mock_fixture_dir})
+add_test(NAME mock_llm_fixture_stop
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/mock_fixture.sh stop ${_mock_fixture_dir})
+set_tests_properties(mock_llm_fixture_start PROPERTIES FIXTURES_SETUP mock_llm
+                     ENVIRONMENT "${WEIR_TEST_ENV}" TIMEOUT 30)
+set_tests_properties(mock_llm_fixture_sessions PROPERTIES FIXTURES_REQUIRED mock_llm
+                     ENVIRONMENT "${WEIR_TEST_ENV}" TIMEOUT 90)
+set_tests_properties(mock_llm_fixture_stop PROPERTIES FIXTURES_CLEANUP mock_llm
+                     ENVIRONMENT "${WEIR_TEST_ENV}" TIMEOUT 30)
