@@ -49,8 +49,6 @@ int weir__err(weir_error *err, int code, const char *plugin, const char *hook,
               const char *fmt, ...) WEIR_PRINTF(5, 6);
 int weir__verr(weir_error *err, int code, const char *plugin, const char *hook,
                const char *fmt, va_list ap) WEIR_PRINTF(5, 0);
-/* Prefix err->text with "prefix: " (keeps code, plugin, hook). */
-void weir__err_wrap(weir_error *err, const char *fmt, ...) WEIR_PRINTF(2, 3);
 
 /* --- time and ids (core/util.c) --------------------------------------- */
 int64_t weir__now_ms(void);            /* wall clock, epoch ms */

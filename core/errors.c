@@ -56,27 +56,3 @@ int weir__err(weir_error *err, int code, const char *plugin, const char *hook,
     va_end(ap);
     return code;
 }
-
-void weir__err_wrap(weir_error *err, const char *fmt, ...) {
-    if (!err)
-        return;
-    char prefix[512], old[sizeof err->text];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
-    va_end(ap);
-    memcpy(old, err->text, sizeof old);
-    size_t pl = strlen(prefix), ol = strlen(old), cap = sizeof err->text - 1;
-    if (pl > cap)
-        pl = cap;
-    memcpy(err->text, prefix, pl);
-    size_t at = pl;
-    if (at + 2 <= cap) {
-        memcpy(err->text + at, ": ", 2);
-        at += 2;
-    }
-    if (ol > cap - at)
-        ol = cap - at;
-    memcpy(err->text + at, old, ol);
-    err->text[at + ol] = '\0';
-}

@@ -265,4 +265,3 @@ int weir_hook_catalog_write(FILE *out, bool markdown) {
     return ferror(out) ? WEIR_E_IO : WEIR_OK;
 }
 
-int weir__hook_catalog_markdown(FILE *out) { return weir_hook_catalog_write(out, true); }

@@ -45,10 +45,6 @@ const weir__hook_def *weir__hook_find(const char *name);
 /* "emit", "serial" or "waterfall" (static). Thread-safe. */
 const char *weir__hook_mode_name(weir__hook_mode mode);
 
-/* Write docs/hooks.md's content (generated from the catalog); same as
- * weir_hook_catalog_write(out, true).  Returns a weir_status. */
-int weir__hook_catalog_markdown(FILE *out);
-
 typedef struct weir__hooks weir__hooks;
 
 /*
