@@ -21,7 +21,9 @@ typedef struct checker {
     bool turn_open, step_open;
     json_int_t turn, step;
     size_t turn_seq, step_seq;
-    json_t *pending;       /* [[call_id, seq], ...] of the open step */
+    json_t *pending;       /* [[call_id, seq], ...]: tool/calls of the open step without a result */
+    json_t *wanted;        /* [[id, seq], ...]: its assistant tool_calls without a tool/call */
+    json_t *seen;          /* {"offered": {id: seq}, "called": {id: seq}} of the open step */
     const json_t *header;  /* latest request/header data.header */
     const json_t *context; /* latest request/context data */
 } checker;
@@ -48,22 +50,18 @@ static void note(checker *c, json_t *list, const char *fmt, ...) {
 
 static bool is(const char *type, const char *name) { return strcmp(type, name) == 0; }
 
-/* call_id of a tool/result event, or "". */
-static const char *result_call_id(const json_t *data) {
-    const json_t *content = json_object_get(json_object_get(data, "message"), "content");
-    size_t i;
-    json_t *b;
-    json_array_foreach(content, i, b) {
-        if (is(weir__json_str(b, "type", ""), "tool_result"))
-            return weir__json_str(b, "call_id", "");
-    }
-    return "";
-}
-
-/* Report the tool/calls of the step that is closing without a result. */
-static void flush_pending(checker *c) {
+/* Report what the closing step left unanswered: assistant tool_calls never
+ * dispatched as a tool/call, and tool/calls without a tool/result. */
+static void close_step(checker *c) {
     size_t i;
     json_t *p;
+    json_array_foreach(c->wanted, i, p) {
+        note(c, c->errors,
+             "seq %" JSON_INTEGER_FORMAT ": tool_call '%s' has no tool/call in step %" JSON_INTEGER_FORMAT
+             " of turn %" JSON_INTEGER_FORMAT,
+             json_integer_value(json_array_get(p, 1)), json_string_value(json_array_get(p, 0)),
+             c->step, c->turn);
+    }
     json_array_foreach(c->pending, i, p) {
         note(c, c->errors,
              "seq %" JSON_INTEGER_FORMAT
@@ -72,11 +70,10 @@ static void flush_pending(checker *c) {
              json_integer_value(json_array_get(p, 1)), json_string_value(json_array_get(p, 0)),
              c->step, c->turn);
     }
+    json_array_clear(c->wanted);
     json_array_clear(c->pending);
-}
-
-static void close_step(checker *c) {
-    flush_pending(c);
+    json_object_clear(json_object_get(c->seen, "offered"));
+    json_object_clear(json_object_get(c->seen, "called"));
     c->step_open = false;
 }
 
@@ -185,29 +182,58 @@ static void check_assistant(checker *c, size_t seq, const char *type) {
     json_decref(now);
 }
 
+/* Remove the first [id, seq] pair of `list` whose id is `id`; whether one was. */
+static bool take(json_t *list, const char *id) {
+    size_t i;
+    json_t *p;
+    json_array_foreach(list, i, p) {
+        if (is(json_string_value(json_array_get(p, 0)), id)) {
+            json_array_remove(list, i);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Record `id` (seq `seq`) in `list` and in seen[kind]; an id the step already
+ * saw of that kind is an error (a tool result could answer either). */
+static void track(checker *c, size_t seq, const char *kind, const char *id, json_t *list) {
+    json_t *ids = json_object_get(c->seen, kind);
+    if (json_object_get(ids, id)) {
+        note(c, c->errors, "seq %zu: %s id '%s' repeats one of step %" JSON_INTEGER_FORMAT, seq,
+             is(kind, "called") ? "tool/call" : "tool_call", id, c->step);
+        return;
+    }
+    if (json_object_set_new(ids, id, json_integer((json_int_t)seq)) != 0 ||
+        json_array_append_new(list, json_pack("[s,I]", id, (json_int_t)seq)) != 0)
+        c->oom = true;
+}
+
 static void check_tools(checker *c, size_t seq, const char *type, const json_t *ev) {
     const json_t *data = json_object_get(ev, "data");
-    if (is(type, "tool/call")) {
+    if (is(type, "assistant/message")) {
+        if (!c->step_open)
+            return; /* reported by check_assistant */
+        size_t i;
+        const json_t *b;
+        json_array_foreach(json_object_get(json_object_get(data, "message"), "content"), i, b) {
+            const char *id = weir__json_str(b, "id", NULL);
+            if (is(weir__json_str(b, "type", ""), "tool_call") && id)
+                track(c, seq, "offered", id, c->wanted);
+        }
+    } else if (is(type, "tool/call")) {
         if (!c->step_open) {
             note(c, c->errors, "seq %zu: tool/call outside a step", seq);
             return;
         }
-        if (json_array_append_new(
-                c->pending,
-                json_pack("[s,I]", weir__json_str(data, "call_id", ""), (json_int_t)seq)) != 0)
-            c->oom = true;
-    } else if (is(type, "tool/result") && !json_is_object(json_object_get(ev, "surface_op"))) {
-        const char *id = result_call_id(data);
-        size_t i;
-        json_t *p;
-        json_array_foreach(c->pending, i, p) {
-            if (is(json_string_value(json_array_get(p, 0)), id)) {
-                json_array_remove(c->pending, i);
-                return;
-            }
-        }
-        note(c, c->errors, "seq %zu: tool/result for call_id '%s' matches no tool/call of its step",
-             seq, id);
+        const char *id = weir__json_str(data, "call_id", "");
+        take(c->wanted, id);
+        track(c, seq, "called", id, c->pending);
+    } else if (is(type, "tool/result")) {
+        const char *id = weir__log_result_call_id(ev);
+        if (id && !take(c->pending, id))
+            note(c, c->errors,
+                 "seq %zu: tool/result for call_id '%s' matches no tool/call of its step", seq, id);
     }
 }
 
@@ -295,6 +321,10 @@ static void check_end(checker *c) {
                  c->step, c->turn, c->step_seq);
         size_t i;
         json_t *p;
+        json_array_foreach(c->wanted, i, p) {
+            note(c, c->open, "seq %" JSON_INTEGER_FORMAT ": tool_call '%s' has no tool/call yet",
+                 json_integer_value(json_array_get(p, 1)), json_string_value(json_array_get(p, 0)));
+        }
         json_array_foreach(c->pending, i, p) {
             note(c, c->open, "seq %" JSON_INTEGER_FORMAT ": tool/call '%s' has no tool/result yet",
                  json_integer_value(json_array_get(p, 1)), json_string_value(json_array_get(p, 0)));
@@ -390,7 +420,10 @@ int weir_log_check(const char *path, json_t **report, weir_error *err) {
     c.open = json_array();
     c.events = json_array();
     c.pending = json_array();
-    if (!c.errors || !c.open || !c.events || !c.pending || weir__surface_create(&c.surface))
+    c.wanted = json_array();
+    c.seen = json_pack("{s:{}, s:{}}", "offered", "called");
+    if (!c.errors || !c.open || !c.events || !c.pending || !c.wanted || !c.seen ||
+        weir__surface_create(&c.surface))
         c.oom = true;
     if (!c.oom) {
         check_lines(&c, buf, len);
@@ -401,6 +434,8 @@ int weir_log_check(const char *path, json_t **report, weir_error *err) {
     weir__surface_destroy(c.surface);
     json_decref(c.events);
     json_decref(c.pending);
+    json_decref(c.wanted);
+    json_decref(c.seen);
     json_t *r = c.oom ? NULL
                       : json_pack("{s:b, s:I, s:O, s:O}", "ok", json_array_size(c.errors) == 0,
                                   "events", (json_int_t)events, "errors", c.errors, "open", c.open);

@@ -652,8 +652,9 @@ json_t *weir__log_derive(weir__log *log) {
 
 /* --- repair -------------------------------------------------------------- */
 
-/* call_id of a tool/result event, or NULL. */
-static const char *result_call_id(const json_t *ev) {
+const char *weir__log_result_call_id(const json_t *ev) {
+    if (json_is_object(json_object_get(ev, "surface_op")))
+        return NULL;
     const json_t *content =
         json_object_get(json_object_get(json_object_get(ev, "data"), "message"), "content");
     size_t i;
@@ -675,74 +676,109 @@ static json_t *interrupted_result(const json_t *call) {
                      "error", "name", "AbortError", "code", "INTERRUPTED");
 }
 
-/* Whether a `type` event after `from` carries call id `id` (tool/call:
- * data.call_id; tool/result: its tool_result block). */
-static bool later_has_call(const weir__log *log, size_t from, const char *type, const char *id) {
-    bool result = strcmp(type, "tool/result") == 0;
-    for (size_t j = from; j < log->count; j++) {
-        const json_t *ev = log->events[j];
-        if (strcmp(weir__json_str(ev, "type", ""), type) != 0)
-            continue;
-        const char *cid = result ? result_call_id(ev)
-                                 : weir__json_str(json_object_get(ev, "data"), "call_id", NULL);
-        if (cid && strcmp(cid, id) == 0)
-            return true;
+/* Remove the first element of `list` whose call id is `id`: a tool/call
+ * event's data.call_id (`events`), else a tool_call block's id. */
+static void take_call(json_t *list, bool events, const char *id) {
+    size_t i;
+    json_t *x;
+    json_array_foreach(list, i, x) {
+        const char *have = events ? weir__json_str(json_object_get(x, "data"), "call_id", "")
+                                  : weir__json_str(x, "id", "");
+        if (strcmp(have, id) == 0) {
+            json_array_remove(list, i);
+            return;
+        }
     }
-    return false;
+}
+
+/* Whether `id` is new to `seen`; records it. */
+static bool first_seen(json_t *seen, const char *id, bool *oom) {
+    if (json_object_get(seen, id))
+        return false;
+    if (json_object_set_new(seen, id, json_true()) != 0)
+        *oom = true;
+    return true;
 }
 
 /*
  * Collect the closers of the open last turn into `todo` ([type, data]
- * pairs): an interrupted tool/result for every call without one, including
- * the tool_call blocks of an assistant/message whose tool/call was never
- * logged (a crash between the two: the pair is written then), then step/end
- * and turn/end {kind:"interrupted"}.
+ * pairs).  Within the open step, the same fold as `weir log --check`:
+ * every tool_call of an assistant/message that was never dispatched (a
+ * crash between the two) gets its tool/call and an interrupted result,
+ * every tool/call without a tool/result an interrupted one; then
+ * step/end and turn/end {kind:"interrupted"}.  A closed step is left as
+ * it is: what it lacks the checker reports as an error.
  */
 static int plan_repair(weir__log *log, json_t *todo) {
     const json_t *start = json_object_get(log->events[log->turn_start_seq], "data");
     int turn = (int)weir__json_int(start, "turn", 0);
+    size_t from = log->count;
     json_int_t step = -1;
-    for (size_t i = log->turn_start_seq; i < log->count; i++) {
+    for (size_t i = log->turn_start_seq; log->step_open && i < log->count; i++) {
+        const json_t *ev = log->events[i];
+        if (strcmp(weir__json_str(ev, "type", ""), "step/start") == 0) {
+            from = i;
+            step = weir__json_int(json_object_get(ev, "data"), "step", 0);
+        }
+    }
+    json_t *wanted = json_array(), *pending = json_array(); /* tool_call blocks; tool/calls */
+    json_t *offered = json_object(), *called = json_object();
+    bool oom = !wanted || !pending || !offered || !called;
+    for (size_t i = from; !oom && i < log->count; i++) {
         const json_t *ev = log->events[i];
         const char *type = weir__json_str(ev, "type", "");
         const json_t *d = json_object_get(ev, "data");
-        if (strcmp(type, "step/start") == 0)
-            step = weir__json_int(d, "step", 0);
         if (strcmp(type, "assistant/message") == 0) {
             size_t k;
-            const json_t *b;
+            json_t *b;
             json_array_foreach(json_object_get(json_object_get(d, "message"), "content"), k, b) {
                 const char *id = weir__json_str(b, "id", NULL);
-                if (strcmp(weir__json_str(b, "type", ""), "tool_call") != 0 || !id || !*id ||
-                    later_has_call(log, i + 1, "tool/call", id))
-                    continue;
-                json_t *call = json_pack("{s:O?, s:O?, s:s, s:s, s:s}", "turn",
-                                         json_object_get(d, "turn"), "step",
-                                         json_object_get(d, "step"), "call_id", id, "name",
-                                         weir__json_str(b, "name", ""), "arguments",
-                                         weir__json_str(b, "arguments", "{}"));
-                json_t *env = call ? json_pack("{s:O}", "data", call) : NULL;
-                json_t *res = env ? interrupted_result(env) : NULL;
-                json_decref(env);
-                if (!res) {
-                    json_decref(call);
-                    return WEIR_E_NOMEM;
-                }
-                if (json_array_append_new(todo, json_pack("[s,o]", "tool/call", call)) ||
-                    json_array_append_new(todo, json_pack("[s,o]", "tool/result", res)))
-                    return WEIR_E_NOMEM;
+                if (strcmp(weir__json_str(b, "type", ""), "tool_call") == 0 && id &&
+                    first_seen(offered, id, &oom) && json_array_append(wanted, b) != 0)
+                    oom = true;
             }
-            continue;
+        } else if (strcmp(type, "tool/call") == 0) {
+            const char *id = weir__json_str(d, "call_id", "");
+            take_call(wanted, false, id);
+            if (first_seen(called, id, &oom) && json_array_append(pending, log->events[i]) != 0)
+                oom = true;
+        } else if (strcmp(type, "tool/result") == 0) {
+            const char *id = weir__log_result_call_id(ev);
+            if (id)
+                take_call(pending, true, id);
         }
-        if (strcmp(type, "tool/call") != 0)
-            continue;
-        const char *id = weir__json_str(d, "call_id", "");
-        if (!later_has_call(log, i + 1, "tool/result", id) &&
-            json_array_append_new(todo, json_pack("[s,o]", "tool/result", interrupted_result(ev))))
-            return WEIR_E_NOMEM;
     }
+    size_t k;
+    json_t *x;
+    json_array_foreach(wanted, k, x) {
+        if (oom)
+            break;
+        json_t *call = json_pack("{s:i, s:I, s:s, s:s, s:s}", "turn", turn, "step", step,
+                                 "call_id", weir__json_str(x, "id", ""), "name",
+                                 weir__json_str(x, "name", ""), "arguments",
+                                 weir__json_str(x, "arguments", "{}"));
+        json_t *env = call ? json_pack("{s:O}", "data", call) : NULL;
+        json_t *res = env ? interrupted_result(env) : NULL;
+        json_decref(env);
+        if (!res || json_array_append_new(todo, json_pack("[s,O]", "tool/call", call)) != 0 ||
+            json_array_append_new(todo, json_pack("[s,O]", "tool/result", res)) != 0)
+            oom = true;
+        json_decref(call);
+        json_decref(res);
+    }
+    json_array_foreach(pending, k, x) {
+        if (!oom && json_array_append_new(todo, json_pack("[s,o]", "tool/result",
+                                                          interrupted_result(x))) != 0)
+            oom = true;
+    }
+    json_decref(wanted);
+    json_decref(pending);
+    json_decref(offered);
+    json_decref(called);
+    if (oom)
+        return WEIR_E_NOMEM;
     if (log->step_open && json_array_append_new(todo, json_pack("[s,{s:i,s:I}]", "step/end", "turn",
-                                                                turn, "step", (json_int_t)step)))
+                                                                turn, "step", step)))
         return WEIR_E_NOMEM;
     if (json_array_append_new(todo, json_pack("[s,{s:i,s:{s:s}}]", "turn/end", "turn", turn,
                                               "reason", "kind", "interrupted")))

@@ -27,6 +27,12 @@ typedef enum weir__fsync {
 /* Whether `type` is one of the 13 core event types.  Thread-safe. */
 bool weir__log_is_core_type(const char *type);
 
+/* The call_id a tool/result envelope answers: its first tool_result block's
+ * call_id; NULL when it has none or when the event is a surface replace
+ * (surface_op object), which rewrites history and answers no call.  Borrowed
+ * from `ev`. */
+const char *weir__log_result_call_id(const json_t *ev);
+
 /* Parse "always"|"step"|"none" (NULL = step). -1 on bad input. */
 int weir__fsync_parse(const char *s, weir__fsync *out);
 

@@ -151,6 +151,78 @@ static void long_utf8_type_is_reported_not_oom(void **state) {
     free(dir);
 }
 
+/* weir_log_check of `text` written to a scratch file. */
+static json_t *check_text(const char *text) {
+    char *dir = wt_tmpdir("logcheck");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/t.jsonl", dir);
+    assert_int_equal(wt_write_file(path, text), 0);
+    json_t *r = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_log_check(path, &r, &err) != WEIR_OK)
+        fail_msg("weir_log_check: %s", err.text);
+    wt_rmtree(dir);
+    free(dir);
+    return r;
+}
+
+#define EV_HEAD                                                                                    \
+    "{\"seq\":0,\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n"                                  \
+    "{\"seq\":1,\"type\":\"step/start\",\"data\":{\"turn\":1,\"step\":1}}\n"                       \
+    "{\"seq\":2,\"type\":\"request/header\",\"data\":{\"header\":{\"config\":{\"provider\":"       \
+    "\"p\",\"model\":\"m\"}},\"reason\":\"initial\"}}\n"
+#define EV_ASSISTANT(seq, ids)                                                                     \
+    "{\"seq\":" #seq ",\"type\":\"assistant/message\",\"surface_op\":\"append\",\"data\":"        \
+    "{\"turn\":1,\"step\":1,\"message\":{\"role\":\"assistant\",\"content\":[" ids "]}}}\n"
+#define EV_CALL_BLOCK(id) "{\"type\":\"tool_call\",\"id\":\"" id "\",\"name\":\"f\",\"arguments\":\"{}\"}"
+#define EV_CALL(seq, id)                                                                           \
+    "{\"seq\":" #seq ",\"type\":\"tool/call\",\"data\":{\"turn\":1,\"step\":1,\"call_id\":\"" id   \
+    "\",\"name\":\"f\",\"arguments\":\"{}\"}}\n"
+#define EV_RESULT(seq, id)                                                                         \
+    "{\"seq\":" #seq ",\"type\":\"tool/result\",\"surface_op\":\"append\",\"data\":{\"turn\":1,"   \
+    "\"step\":1,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":\"tool_result\","            \
+    "\"call_id\":\"" id "\",\"content\":[]}]}}}\n"
+#define EV_STEP_END(seq) "{\"seq\":" #seq ",\"type\":\"step/end\",\"data\":{\"turn\":1,\"step\":1}}\n"
+
+/* Every tool_call of a step's assistant message is dispatched as a tool/call
+ * of that step: a closed step that lacks one is an error (the driver never
+ * writes that; repair could not answer it inside a step), an open step
+ * reports it as open (repair writes the call and an interrupted result). */
+static void undispatched_tool_call_is_reported(void **state) {
+    (void)state;
+    json_t *r = check_text(EV_HEAD EV_ASSISTANT(3, EV_CALL_BLOCK("a") "," EV_CALL_BLOCK("b"))
+                               EV_CALL(4, "b") EV_RESULT(5, "b") EV_STEP_END(6));
+    const char *closed[] = {"seq 3: tool_call 'a' has no tool/call in step 1 of turn 1"};
+    expect_list(r, "errors", closed, 1);
+    const char *open_turn[] = {"turn 1 is open (turn/start at seq 0)"};
+    expect_list(r, "open", open_turn, 1);
+    json_decref(r);
+
+    r = check_text(EV_HEAD EV_ASSISTANT(3, EV_CALL_BLOCK("a") "," EV_CALL_BLOCK("b"))
+                       EV_CALL(4, "b"));
+    expect_list(r, "errors", NULL, 0);
+    const char *open_step[] = {"turn 1 is open (turn/start at seq 0)",
+                               "step 1 of turn 1 is open (step/start at seq 1)",
+                               "seq 3: tool_call 'a' has no tool/call yet",
+                               "seq 4: tool/call 'b' has no tool/result yet"};
+    expect_list(r, "open", open_step, 4);
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+}
+
+/* A call id names one call of its step: repeats are errors, whether in the
+ * assistant message or among the tool/calls. */
+static void repeated_call_ids_are_errors(void **state) {
+    (void)state;
+    json_t *r = check_text(EV_HEAD EV_ASSISTANT(3, EV_CALL_BLOCK("a") "," EV_CALL_BLOCK("a"))
+                               EV_CALL(4, "a") EV_CALL(5, "a") EV_RESULT(6, "a") EV_STEP_END(7));
+    const char *want[] = {"seq 3: tool_call id 'a' repeats one of step 1",
+                          "seq 5: tool/call id 'a' repeats one of step 1"};
+    expect_list(r, "errors", want, 2);
+    json_decref(r);
+}
+
 static void derive_reads_a_file(void **state) {
     (void)state;
     char path[4200];
@@ -197,6 +269,8 @@ int main(void) {
         cmocka_unit_test(open_last_turn_is_reported_as_open),
         cmocka_unit_test(hostile_lines_are_errors_not_crashes),
         cmocka_unit_test(long_utf8_type_is_reported_not_oom),
+        cmocka_unit_test(undispatched_tool_call_is_reported),
+        cmocka_unit_test(repeated_call_ids_are_errors),
         cmocka_unit_test(derive_reads_a_file),
         cmocka_unit_test(check_alloc_failure_loop),
     };
