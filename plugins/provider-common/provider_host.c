@@ -51,6 +51,7 @@ static void provider_free(pc_provider *p) {
     free(p->url);
     free(p->id);
     json_decref(p->models);
+    pc_cache_free(p->cache);
     free(p);
 }
 
@@ -212,7 +213,9 @@ int pc_provider_init(weir_plugin *self, const pc_spec *spec, const weir_provider
         return pc_set_err(err, WEIR_E_NOMEM, spec->plugin, "out of memory");
     }
     p->spec = spec;
-    int rc = parse_config(p, config, err);
+    p->cache = pc_cache_new(PC_CACHE_MAX_ENTRIES, PC_CACHE_MAX_BYTES);
+    int rc = p->cache ? parse_config(p, config, err)
+                      : pc_set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
     if (rc == WEIR_OK) {
         rc = weir_provider_register(self, vtable, p);
         if (rc != WEIR_OK)
@@ -297,6 +300,11 @@ int pc_stream_run(const pc_provider *p, weir_stream *st, json_t *body, char *msg
     if (body && !text)
         snprintf(msg, msg_size, "out of memory");
     json_decref(body);
+    return pc_stream_run_text(p, st, text, msg, msg_size, decoder, codec);
+}
+
+int pc_stream_run_text(const pc_provider *p, weir_stream *st, char *text, char *msg,
+                       size_t msg_size, void *decoder, const pc_codec *codec) {
     int end;
     if (!text) {
         const char *code = strcmp(msg, "out of memory") == 0 ? "UNKNOWN" : "INVALID_REQUEST";

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "provider_cache.h"
 #include "weir/plugin.h"
 
 /** What sets one HTTP provider apart.  Static data of the plugin. */
@@ -37,7 +38,12 @@ typedef struct pc_provider {
     char **headers; /* NULL-terminated "Name: value" (holds the key) */
     json_t *models; /* {name: {context_window, max_output}} */
     long connect_timeout_ms, idle_timeout_ms;
+    pc_cache *cache; /* translated request pieces (thread-safe itself) */
 } pc_provider;
+
+/* The bounds of each row's request cache (provider_cache.h). */
+#define PC_CACHE_MAX_ENTRIES 16384
+#define PC_CACHE_MAX_BYTES (64u << 20)
 
 /** The decoder calls pc_stream_run makes, on the provider's own decoder. */
 typedef struct pc_codec {
@@ -93,5 +99,9 @@ int pc_emit_chunk(void *user_data, json_t *chunk);
  */
 int pc_stream_run(const pc_provider *p, weir_stream *st, json_t *body, char *msg,
                   size_t msg_size, void *decoder, const pc_codec *codec);
+
+/** pc_stream_run with the body as text (malloc'd, stolen; NULL as above). */
+int pc_stream_run_text(const pc_provider *p, weir_stream *st, char *text, char *msg,
+                       size_t msg_size, void *decoder, const pc_codec *codec);
 
 #endif /* WEIR_PROVIDER_HOST_H */

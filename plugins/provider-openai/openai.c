@@ -72,8 +72,8 @@ static int stream(void *self, void *call, const json_t *request, weir_stream *st
     if (!d)
         return WEIR_E_NOMEM;
     char msg[512];
-    json_t *body = openai_request_body(request, msg, sizeof msg);
-    int rc = pc_stream_run(p, st, body, msg, sizeof msg, d, &codec);
+    char *text = openai_request_text(request, p->cache, msg, sizeof msg);
+    int rc = pc_stream_run_text(p, st, text, msg, sizeof msg, d, &codec);
     openai_decoder_free(d);
     return rc;
 }

@@ -17,6 +17,8 @@
 
 #include <jansson.h>
 
+#include "provider_cache.h"
+
 /* ------------------------------------------------------------------------ */
 /* Request translation (openai_request.c)                                   */
 /* ------------------------------------------------------------------------ */
@@ -32,6 +34,17 @@
  * Thread-safe (pure).
  */
 json_t *openai_request_body(const json_t *request, char *msg, size_t msg_size);
+
+/**
+ * The same body as compact JSON text, built with `cache` (may be NULL): the
+ * wire text of each message and of the tools array is taken from the cache
+ * when the very object was translated before, and cached otherwise, so a
+ * request costs O(new messages) (provider_cache.h).  The text is the same
+ * with or without a cache.
+ * @return malloc'd text the caller frees, or NULL with `msg` set as above.
+ * Thread-safe (the cache is).
+ */
+char *openai_request_text(const json_t *request, pc_cache *cache, char *msg, size_t msg_size);
 
 /* ------------------------------------------------------------------------ */
 /* Stream decoder (openai_decode.c)                                         */

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "provider_cache.h"
 #include "provider_common.h"
 
 /* The text of a text block; NULL when the block is malformed. */
@@ -237,75 +238,152 @@ fail:
     return -1;
 }
 
-static json_t *translate_messages(const json_t *messages, char *msg, size_t size) {
-    json_t *out = pc_array_for(messages, "messages", msg, size);
-    if (!out)
-        return NULL;
-    size_t i;
-    json_t *m;
-    json_array_foreach(messages, i, m) {
-        char where[48];
-        snprintf(where, sizeof where, "messages[%zu]", i);
-        const char *role = json_string_value(json_object_get(m, "role"));
-        json_t *content = json_object_get(m, "content");
-        int rc;
-        if (!role || !json_is_array(content)) {
-            rc = pc_bad(msg, size, "%s: needs a string \"role\" and a \"content\" array", where);
-        } else if (strcmp(role, "system") == 0) {
-            rc = add_system(out, content, where, msg, size);
-        } else if (strcmp(role, "user") == 0 || strcmp(role, "tool") == 0) {
-            rc = add_user(out, content, strcmp(role, "tool") == 0, where, msg, size);
-        } else if (strcmp(role, "assistant") == 0) {
-            rc = add_assistant(out, content, where, msg, size);
-        } else {
-            rc = pc_bad(msg, size, "%s: unknown role \"%s\"", where, role);
-        }
-        if (rc != 0) {
-            json_decref(out);
-            return NULL;
-        }
-    }
-    return out;
+/* Append the Chat Completions message(s) of canonical message `m`
+ * (messages[i]) to `out`: a tool message per tool_result block, then the
+ * message itself (none for a user message with nothing to send). */
+static int translate_one(json_t *out, const json_t *m, size_t i, char *msg, size_t size) {
+    char where[48];
+    snprintf(where, sizeof where, "messages[%zu]", i);
+    const char *role = json_string_value(json_object_get(m, "role"));
+    json_t *content = json_object_get(m, "content");
+    if (!role || !json_is_array(content))
+        return pc_bad(msg, size, "%s: needs a string \"role\" and a \"content\" array", where);
+    if (strcmp(role, "system") == 0)
+        return add_system(out, content, where, msg, size);
+    if (strcmp(role, "user") == 0 || strcmp(role, "tool") == 0)
+        return add_user(out, content, strcmp(role, "tool") == 0, where, msg, size);
+    if (strcmp(role, "assistant") == 0)
+        return add_assistant(out, content, where, msg, size);
+    return pc_bad(msg, size, "%s: unknown role \"%s\"", where, role);
 }
 
-json_t *openai_request_body(const json_t *request, char *msg, size_t size) {
+/* Append the compact JSON text of `v` (borrowed) to `out`. */
+static int add_json(pc_buf *out, const json_t *v, char *msg, size_t size) {
+    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    int rc = text && pc_buf_add(out, text, strlen(text)) == 0 ? 0 : PC_OOM(msg, size);
+    free(text);
+    return rc;
+}
+
+/* Append the wire text of canonical message `m` to `out` (which ends in '['
+ * or in an earlier message): from the cache, else translated, serialized
+ * and cached. */
+static int add_message(pc_buf *out, json_t *m, size_t i, pc_cache *cache, char *msg,
+                       size_t size) {
+    size_t mark = out->len;
+    if (out->p[out->len - 1] != '[' && pc_buf_add(out, ",", 1) != 0)
+        return PC_OOM(msg, size);
+    size_t start = out->len;
+    int hit = pc_cache_get(cache, m, out);
+    if (hit < 0)
+        return PC_OOM(msg, size);
+    if (hit == 0) {
+        json_t *one = json_array();
+        if (!one)
+            return PC_OOM(msg, size);
+        int rc = translate_one(one, m, i, msg, size);
+        size_t k;
+        json_t *x;
+        json_array_foreach(one, k, x) {
+            if (rc == 0 && k > 0 && pc_buf_add(out, ",", 1) != 0)
+                rc = PC_OOM(msg, size);
+            if (rc == 0)
+                rc = add_json(out, x, msg, size);
+        }
+        json_decref(one);
+        if (rc != 0)
+            return -1;
+        /* a failed put only costs the next request a translation */
+        (void)pc_cache_put(cache, m, out->p + start, out->len - start);
+    }
+    if (out->len == start) { /* nothing to send: drop the separator */
+        out->len = mark;
+        out->p[mark] = '\0';
+    }
+    return 0;
+}
+
+/* Append ,"tools":[...] for a non-empty canonical tools array. */
+static int add_tools(pc_buf *out, json_t *tools, pc_cache *cache, char *msg, size_t size) {
+    if (pc_buf_add(out, ",\"tools\":", 9) != 0)
+        return PC_OOM(msg, size);
+    size_t start = out->len;
+    int hit = pc_cache_get(cache, tools, out);
+    if (hit < 0)
+        return PC_OOM(msg, size);
+    if (hit == 0) {
+        json_t *t = pc_translate_tools(tools, "parameters", true, msg, size);
+        int rc = t ? add_json(out, t, msg, size) : -1;
+        json_decref(t);
+        if (rc != 0)
+            return -1;
+        (void)pc_cache_put(cache, tools, out->p + start, out->len - start);
+    }
+    return 0;
+}
+
+char *openai_request_text(const json_t *request, pc_cache *cache, char *msg, size_t size) {
     const char *model = pc_request_check(request, msg, size);
     if (!model)
         return NULL;
-    json_t *max_tokens = json_object_get(request, "max_tokens");
-    json_t *temperature = json_object_get(request, "temperature");
+    json_t *messages = json_object_get(request, "messages");
     json_t *tools = json_object_get(request, "tools");
-    json_t *messages = translate_messages(json_object_get(request, "messages"), msg, size);
-    if (!messages)
+    if (!json_is_array(messages)) {
+        pc_bad(msg, size, "messages: expected an array");
         return NULL;
-    json_t *body = json_pack("{s:s,s:o}", "model", model, "messages", messages);
-    if (!body) {
+    }
+    if (tools && !json_is_null(tools) && !json_is_array(tools)) {
+        pc_bad(msg, size, "tools: expected an array");
+        return NULL;
+    }
+    pc_buf out = {0};
+    if (pc_buf_add(&out, "{\"messages\":[", 13) != 0) {
         PC_OOM(msg, size);
         return NULL;
     }
-    if (tools && !json_is_null(tools) && json_array_size(tools) > 0) {
-        json_t *out = pc_translate_tools(tools, "parameters", true, msg, size);
-        if (!out || json_object_set_new(body, "tools", out) != 0)
+    size_t i;
+    json_t *m;
+    json_array_foreach(messages, i, m) {
+        if (add_message(&out, m, i, cache, msg, size) != 0)
             goto fail;
-    } else if (tools && !json_is_null(tools) && !json_is_array(tools)) {
-        pc_bad(msg, size, "tools: expected an array");
+    }
+    if (pc_buf_add(&out, "]", 1) != 0) {
+        PC_OOM(msg, size);
         goto fail;
     }
-    if (max_tokens && json_is_integer(max_tokens) &&
-        json_object_set(body, "max_tokens", max_tokens) != 0)
-        goto oom;
-    if (temperature && json_is_number(temperature) &&
-        json_object_set(body, "temperature", temperature) != 0)
-        goto oom;
-    if (json_object_set_new(body, "stream", json_true()) != 0 ||
-        json_object_set_new(body, "stream_options", json_pack("{s:b}", "include_usage", 1)) != 0)
-        goto oom;
-    return body;
-oom:
-    PC_OOM(msg, size);
+    if (json_array_size(tools) > 0 && add_tools(&out, tools, cache, msg, size) != 0)
+        goto fail;
+    /* the small members, as one object whose '{' the messages took */
+    json_t *max_tokens = json_object_get(request, "max_tokens");
+    json_t *temperature = json_object_get(request, "temperature");
+    json_t *rest = json_pack("{s:s, s:O*, s:O*, s:b, s:{s:b}}", "model", model, "max_tokens",
+                             json_is_integer(max_tokens) ? max_tokens : NULL, "temperature",
+                             json_is_number(temperature) ? temperature : NULL, "stream", 1,
+                             "stream_options", "include_usage", 1);
+    char *tail = rest ? json_dumps(rest, JSON_COMPACT) : NULL;
+    json_decref(rest);
+    int rc = tail && pc_buf_add(&out, ",", 1) == 0 &&
+                     pc_buf_add(&out, tail + 1, strlen(tail + 1)) == 0
+                 ? 0
+                 : PC_OOM(msg, size);
+    free(tail);
+    if (rc != 0)
+        goto fail;
+    return out.p;
 fail:
     if (msg && size && !msg[0])
         PC_OOM(msg, size);
-    json_decref(body);
+    free(out.p);
     return NULL;
+}
+
+json_t *openai_request_body(const json_t *request, char *msg, size_t size) {
+    char *text = openai_request_text(request, NULL, msg, size);
+    if (!text)
+        return NULL;
+    json_t *body = json_loads(text, 0, NULL);
+    free(text);
+    if (!body)
+        PC_OOM(msg, size);
+    return body;
 }

@@ -1,7 +1,8 @@
 # provider-openai / provider-anthropic tests.
 #
 # Unit tests compile each plugin's pure files (request translation, the
-# stream decoder and plugins/provider-common/provider_common.c) directly, and
+# stream decoder, plugins/provider-common/provider_common.c and
+# provider_cache.c) directly, and
 # load the built plugin .so through the fake host of
 # tests/support/provider_test.c, whose HTTP is the core client talking to the
 # loopback mock LLM.
@@ -11,7 +12,7 @@ foreach(p openai anthropic)
   set(_dir ${PROJECT_SOURCE_DIR}/plugins/provider-${p})
   if(TARGET test_provider_${p})
     target_sources(test_provider_${p} PRIVATE ${_dir}/${p}_request.c ${_dir}/${p}_decode.c
-                   ${_common}/provider_common.c)
+                   ${_common}/provider_common.c ${_common}/provider_cache.c)
     target_include_directories(test_provider_${p} PRIVATE ${_dir} ${_common})
     target_link_libraries(test_provider_${p} PRIVATE ${CMAKE_DL_LIBS})
     add_dependencies(test_provider_${p} weir-provider-${p})
@@ -23,7 +24,7 @@ foreach(p openai anthropic)
       set(_fuzz fuzz_anthropic_event)
     endif()
     weir_add_fuzz(${_fuzz} SOURCES ${PROJECT_SOURCE_DIR}/tests/fuzz/${_fuzz}.c
-                  ${_dir}/${p}_decode.c ${_dir}/${p}_request.c ${_common}/provider_common.c)
+                  ${_dir}/${p}_decode.c ${_dir}/${p}_request.c ${_common}/provider_common.c ${_common}/provider_cache.c)
     if(TARGET ${_fuzz})
       target_include_directories(${_fuzz} PRIVATE ${_dir} ${_common}
                                  ${PROJECT_SOURCE_DIR}/tests/support)

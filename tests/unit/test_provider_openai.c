@@ -110,6 +110,132 @@ static void request_rejects_bad_blocks(void **state) {
     }
 }
 
+/* The body text built with a cache is the text built without one, byte for
+ * byte; a second request over the same message objects translates nothing,
+ * and one more message costs one translation. */
+static void request_cache_reuses_translated_messages(void **state) {
+    (void)state;
+    json_t *request = pt_load_data("request.json");
+    json_t *messages = json_object_get(request, "messages");
+    size_t n = json_array_size(messages);
+    /* a user message with nothing to send: no empty element, no stray comma */
+    assert_int_equal(json_array_append_new(messages,
+                                           json_pack("{s:s,s:[{s:s,s:s}]}", "role", "user",
+                                                     "content", "type", "text", "text", "")),
+                     0);
+    n++;
+    char msg[256];
+    char *plain = openai_request_text(request, NULL, msg, sizeof msg);
+    assert_non_null(plain);
+    json_t *parsed = json_loads(plain, 0, NULL);
+    assert_non_null(parsed); /* well-formed JSON */
+    json_decref(parsed);
+
+    pc_cache *cache = pc_cache_new(64, 1 << 20);
+    assert_non_null(cache);
+    char *first = openai_request_text(request, cache, msg, sizeof msg);
+    assert_string_equal(first, plain);
+    pc_cache_stats st = pc_cache_get_stats(cache);
+    assert_int_equal(st.hits, 0);
+    assert_int_equal(st.misses, n + 1); /* every message and the tools */
+    assert_int_equal(st.entries, n + 1);
+    char *second = openai_request_text(request, cache, msg, sizeof msg);
+    assert_string_equal(second, plain);
+    st = pc_cache_get_stats(cache);
+    assert_int_equal(st.hits, n + 1);
+    assert_int_equal(st.misses, n + 1);
+
+    /* the next step: the same objects and one new message */
+    assert_int_equal(json_array_append_new(messages,
+                                           json_pack("{s:s,s:[{s:s,s:s}]}", "role", "user",
+                                                     "content", "type", "text", "text", "more")),
+                     0);
+    char *next_plain = openai_request_text(request, NULL, msg, sizeof msg);
+    char *next = openai_request_text(request, cache, msg, sizeof msg);
+    assert_non_null(next_plain);
+    assert_string_equal(next, next_plain);
+    st = pc_cache_get_stats(cache);
+    assert_int_equal(st.hits, 2 * (n + 1));
+    assert_int_equal(st.misses, n + 2);
+    assert_int_equal(st.flushes, 0);
+
+    /* a bad message is an error with its index, and is not cached */
+    assert_int_equal(json_array_append_new(messages, json_pack("{s:s,s:[]}", "role", "robot",
+                                                               "content")),
+                     0);
+    assert_null(openai_request_text(request, cache, msg, sizeof msg));
+    char want[64];
+    snprintf(want, sizeof want, "messages[%zu]: unknown role \"robot\"", n + 1);
+    assert_string_equal(msg, want);
+    assert_int_equal(pc_cache_get_stats(cache).entries, n + 2);
+
+    free(plain);
+    free(first);
+    free(second);
+    free(next_plain);
+    free(next);
+    pc_cache_free(cache);
+    json_decref(request);
+}
+
+/* The bounds empty the cache, and a cached key is pinned by a reference. */
+static void request_cache_bounds_and_pinning(void **state) {
+    (void)state;
+    pc_cache *cache = pc_cache_new(2, 10);
+    assert_non_null(cache);
+    assert_null(pc_cache_new(0, 10));
+    json_t *a = json_string("a"), *b = json_string("b"), *c = json_string("c");
+    assert_int_equal(pc_cache_put(cache, a, "AAAA", 4), 0);
+    assert_int_equal(pc_cache_put(cache, b, "BBBB", 4), 0);
+    assert_int_equal(a->refcount, 2);
+    assert_int_equal(pc_cache_put(cache, c, "CCCC", 4), 0); /* third entry: flush first */
+    pc_cache_stats st = pc_cache_get_stats(cache);
+    assert_int_equal(st.flushes, 1);
+    assert_int_equal(st.entries, 1);
+    assert_int_equal(st.bytes, 4);
+    assert_int_equal(a->refcount, 1);
+    pc_buf out = {0};
+    assert_int_equal(pc_cache_get(cache, a, &out), 0);
+    assert_int_equal(pc_cache_get(cache, c, &out), 1);
+    assert_int_equal(pc_cache_put(cache, c, "other", 5), 0); /* the first text stays */
+    assert_int_equal(pc_cache_get(cache, c, &out), 1);
+    assert_string_equal(out.p, "CCCCCCCC");
+    assert_int_equal(pc_cache_put(cache, a, "0123456789X", 11), 0); /* over the byte bound */
+    assert_int_equal(pc_cache_get_stats(cache).entries, 1);
+    assert_int_equal(pc_cache_put(cache, b, "0123456", 7), 0); /* 4 + 7 > 10: flush */
+    st = pc_cache_get_stats(cache);
+    assert_int_equal(st.flushes, 2);
+    assert_int_equal(st.bytes, 7);
+    /* growth past the first table keeps every entry */
+    pc_cache *big = pc_cache_new(1000, 1 << 20);
+    json_t *keys[300];
+    for (int i = 0; i < 300; i++) {
+        keys[i] = json_integer(i);
+        char t[16];
+        snprintf(t, sizeof t, "%d", i);
+        assert_int_equal(pc_cache_put(big, keys[i], t, strlen(t)), 0);
+    }
+    for (int i = 0; i < 300; i++) {
+        pc_buf one = {0};
+        char t[16];
+        snprintf(t, sizeof t, "%d", i);
+        assert_int_equal(pc_cache_get(big, keys[i], &one), 1);
+        assert_string_equal(one.p, t);
+        free(one.p);
+    }
+    pc_cache_free(big);
+    for (int i = 0; i < 300; i++) {
+        assert_int_equal(keys[i]->refcount, 1);
+        json_decref(keys[i]);
+    }
+    free(out.p);
+    pc_cache_free(cache);
+    assert_int_equal(b->refcount, 1);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+}
+
 static void request_survives_allocation_failures(void **state) {
     (void)state;
     pt_check_request_survives_allocation_failures(&ops);
@@ -477,6 +603,8 @@ int main(void) {
         cmocka_unit_test(request_translation_matches_golden),
         cmocka_unit_test(request_without_optional_fields),
         cmocka_unit_test(request_rejects_bad_blocks),
+        cmocka_unit_test(request_cache_reuses_translated_messages),
+        cmocka_unit_test(request_cache_bounds_and_pinning),
         cmocka_unit_test(request_survives_allocation_failures),
         cmocka_unit_test(decode_text_stream),
         cmocka_unit_test(decode_reasoning_then_text),
