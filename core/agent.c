@@ -580,6 +580,56 @@ int weir_agent_run_until_idle(weir_agent *a, weir_error *err) {
     return rc;
 }
 
+static json_t *compact_default(weir_call *call, const json_t *args, void *ctx) {
+    (void)call;
+    (void)args;
+    (void)ctx;
+    return json_pack("{s:s, s:s}", "kind", "declined", "message",
+                     "no plugin compacts (add compaction-basic to the deployment)");
+}
+
+int weir_agent_compact(weir_agent *a, const char *instructions, json_t **result,
+                       weir_error *err) {
+    if (result)
+        *result = NULL;
+    if (!a || !result)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "weir_agent_compact: NULL agent or result");
+    pthread_mutex_lock(&a->mu);
+    while (a->driver_busy) /* a turn is running: compaction waits for it */
+        pthread_cond_wait(&a->cv, &a->mu);
+    if (a->closing) {
+        pthread_mutex_unlock(&a->mu);
+        return weir__err(err, WEIR_E_STATE, NULL, "agent/compact", "session %s is closing",
+                         a->id);
+    }
+    a->driver_busy = true;
+    weir__signal_reset(&a->signal);
+    pthread_mutex_unlock(&a->mu);
+    weir_error local, *e = err ? err : &local;
+    weir_error_clear(e);
+    int rc = WEIR_OK;
+    if (weir__log_turn_open(a->log)) {
+        rc = weir__err(err, WEIR_E_STATE, NULL, "agent/compact",
+                       "session %s: turn %d is open; compaction runs between turns", a->id,
+                       weir__log_last_turn(a->log));
+    } else {
+        json_t *args = json_pack("{s:s, s:i, s:s*}", "agent", a->id, "turn",
+                                 weir__log_last_turn(a->log), "instructions", instructions);
+        if (!args)
+            rc = weir__err(err, WEIR_E_NOMEM, NULL, "agent/compact", "out of memory");
+        else if (!(*result = weir__hook_invoke(a->hooks, "agent/compact", a, &a->signal, args,
+                                               compact_default, NULL, e)))
+            rc = e->code != WEIR_OK ? (int)e->code : WEIR_E_NOMEM;
+        json_decref(args);
+    }
+    pthread_mutex_lock(&a->mu);
+    a->driver_busy = false;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    return rc;
+}
+
 /* Public: a deep copy, so the caller may change the messages too. */
 json_t *weir_agent_messages(weir_agent *a) {
     json_t *shared = a ? weir__log_derive(a->log) : NULL;

@@ -54,6 +54,11 @@
     "\"content\":{\"type\":\"array\"},\"is_error\":{\"type\":\"boolean\"},"             \
     "\"additional_contexts\":{\"type\":\"array\"}}}"
 
+#define S_COMPACT                                                                       \
+    "{\"type\":\"object\",\"required\":[\"kind\"],\"properties\":{"                     \
+    "\"kind\":{\"enum\":[\"compacted\",\"declined\",\"failed\"]},"                      \
+    "\"message\":{\"type\":\"string\"}}}"
+
 #define NONE "none (results are ignored)"
 
 const weir__hook_def weir__hook_catalog[] = {
@@ -88,6 +93,11 @@ const weir__hook_def weir__hook_catalog[] = {
      "{agent, turn, step, call_id, name, arguments, result:{content, is_error}}",
      "{content:[blocks], is_error?, additional_contexts?:[messages]}; default: the result",
      S_POST_EXECUTE, "Change a tool result before the model sees it, or add context."},
+    {"agent/compact", WEIR__HOOK_WATERFALL, "{agent, turn, instructions?} (turn = the last "
+     "closed turn; between turns only)",
+     "{kind:\"compacted\"|\"declined\"|\"failed\", message?, ...}; default: {kind:"
+     "\"declined\"} (no plugin compacts)",
+     S_COMPACT, "Compact the context now, on request (weir_agent_compact, `weir compact`)."},
     /* --- serial --------------------------------------------------------- */
     {"agent/turn-stopping", WEIR__HOOK_SERIAL, "{agent, turn}",
      "none; a listener that objects calls weir_agent_steer()", NULL,

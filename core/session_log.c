@@ -456,6 +456,15 @@ const json_t *weir__log_request_context(const weir__log *log) {
     return c;
 }
 
+bool weir__log_turn_open(const weir__log *log) {
+    if (!log)
+        return false;
+    lock(log);
+    bool open = log->turn_open;
+    unlock(log);
+    return open;
+}
+
 int weir__log_last_turn(const weir__log *log) {
     if (!log)
         return 0;

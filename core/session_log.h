@@ -113,6 +113,8 @@ const json_t *weir__log_request_context(const weir__log *log);
 int weir__log_repair(weir__log *log, bool *repaired, weir_error *err);
 /* Highest turn number seen in turn/start events, 0 if none.  Thread-safe. */
 int weir__log_last_turn(const weir__log *log);
+/* Whether the last turn is open (turn/start without turn/end).  Thread-safe. */
+bool weir__log_turn_open(const weir__log *log);
 /* Whether any request/header was ever logged (first request reason:
  * "initial" when false, "resume" when true).  Thread-safe. */
 bool weir__log_has_request_header(const weir__log *log);

@@ -17,6 +17,7 @@ static const char usage_text[] =
     "  run [-c FILE]... [-s ID] [--json] [PROMPT]  run a turn (REPL without PROMPT on a tty)\n"
     "  resume [-c FILE]... [--json] ID [PROMPT]    resume a session (closes an open turn)\n"
     "  log [-c FILE]... ID|FILE [--derive|--check] print, derive or check a session log\n"
+    "  compact [-c FILE]... [-i TEXT] [--json] ID  compact a session's context now\n"
     "  config [-c FILE]...                         print the composed deployment config\n"
     "  plugins [DIR]...                            list the plugins found\n"
     "  hooks [-c FILE]... [--catalog|--markdown]   print each hook chain in order\n"
@@ -263,7 +264,7 @@ static const struct {
 } commands[] = {
     {"run", weir_cmd_run},         {"resume", weir_cmd_resume}, {"log", weir_cmd_log},
     {"config", weir_cmd_config},   {"plugins", weir_cmd_plugins}, {"hooks", weir_cmd_hooks},
-    {"serve", weir_cmd_serve},     {"version", weir_cmd_version},
+    {"serve", weir_cmd_serve},     {"compact", weir_cmd_compact}, {"version", weir_cmd_version},
 };
 
 int main(int argc, char **argv) {

@@ -180,6 +180,24 @@ WEIR_API int weir_agent_run_until_idle(weir_agent *agent, weir_error *err);
 WEIR_API json_t *weir_agent_messages(weir_agent *agent);
 
 /**
+ * Compact the agent's context now (`weir compact`; DESIGN §9): run the
+ * agent/compact hook chain on the calling thread, between turns (it waits
+ * for a thread inside weir_agent_run_until_idle to return, and no turn
+ * starts meanwhile).  A compaction plugin (compaction-basic) logs what it
+ * does as its own events; without one the result is {kind:"declined"}.
+ * @param instructions  extra summary instructions (borrowed), or NULL.
+ * @param result        receives a new reference {kind:"compacted"|
+ *                      "declined"|"failed", message?, ...plugin fields}.
+ * @return WEIR_OK with *result (a "failed" kind included), WEIR_E_INVAL on
+ *         bad arguments, WEIR_E_STATE when the agent is closing or its last
+ *         turn is open, or the hook's error (a listener failed or returned
+ *         an invalid result; *result NULL).
+ * Since: 0.1
+ */
+WEIR_API int weir_agent_compact(weir_agent *agent, const char *instructions, json_t **result,
+                                weir_error *err);
+
+/**
  * Ids of the agent's background tool jobs still queued or running.
  * @return a new reference (array of strings), or NULL on bad input or
  *         allocation failure.  Any thread.

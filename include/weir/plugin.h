@@ -179,7 +179,11 @@ typedef struct weir_provider {
      * messages:[...], tools:[...]}).  Emits chunks, ending with exactly one
      * `finish` chunk.  A failure is a finish chunk with kind "error" (or
      * "aborted" when the signal fired), not a return code: the return value
-     * is WEIR_OK unless the provider itself is broken.
+     * is WEIR_OK unless the provider itself is broken.  The request and its
+     * messages are read-only and may be shared: the host never changes a
+     * message object in place (a changed message is a new object), so a
+     * provider may key a cache by object identity while it holds a reference
+     * to the key (provider-openai does).
      */
     int (*stream)(void *self, void *call, const json_t *request,
                   weir_stream *stream);
@@ -300,7 +304,10 @@ struct weir_api {
      */
     int (*agent_send)(weir_agent *agent, const json_t *message, weir_send_mode mode,
                       const char *input_id, weir_error *err);
-    /** New reference: the derived model-visible messages (an array). */
+    /**
+     * New reference: the derived model-visible messages (an array).  The
+     * array is the caller's; its messages are shared and read-only.
+     */
     json_t *(*agent_messages)(weir_agent *agent);
     /** Append a plugin event (type registered by some plugin; data borrowed). */
     int (*agent_append)(weir_agent *agent, const char *type, const json_t *data,

@@ -13,6 +13,11 @@
  *                       generation advanced, at most max_overflow_retries
  *                       times per step; otherwise weir_next() (the original
  *                       error stands).
+ *   agent/compact       manual (`weir compact`, between turns): no
+ *                       threshold; prune, then one summary keeping the
+ *                       recent tail; optional extra instructions for the
+ *                       summarizer.  Returns {kind:"compacted"|"declined"|
+ *                       "failed", message, ...} and never calls weir_next().
  * Compaction: tool-result pruning first (head + marker + tail, a
  * content-only tool/result replace per result), then, while pressure
  * remains (or once when forced), a summary of a head-anchored range that
@@ -60,6 +65,9 @@ typedef struct run {
     weir_signal *signal;
     json_int_t turn, step;
     bool forced;          /* overflow: no threshold, keep only the newest unit */
+    bool manual;          /* agent/compact: no threshold, one summary, keep the tail */
+    const char *instructions; /* manual: extra summarizer instructions, or NULL */
+    const char *declined;     /* why OUT_NOT_NEEDED (static text) */
     size_t extra_tokens;  /* input entering with the next step */
     const char *provider; /* borrowed from `route` */
     const char *model;
@@ -154,6 +162,8 @@ static size_t keep_tokens(const run *r) {
         return 0;
     if (r->s->cfg.keep_recent_tokens >= 0)
         return (size_t)r->s->cfg.keep_recent_tokens;
+    if (r->window <= 0)
+        return 0; /* manual, window unknown: keep only the newest unit */
     return (size_t)((double)r->window * r->s->cfg.keep_recent_ratio);
 }
 
@@ -261,12 +271,25 @@ static json_t *summary_request(run *r, const json_t *surface, size_t a, size_t b
     char *transcript = cp_render_transcript(surface, a, b);
     if (!transcript)
         return NULL;
+    char *prompt = NULL;
+    if (r->instructions && *r->instructions) {
+        size_t n = strlen(cfg->summary_prompt) + strlen(r->instructions) + 64;
+        prompt = malloc(n);
+        if (!prompt) {
+            free(transcript);
+            return NULL;
+        }
+        snprintf(prompt, n, "%s\n\nAdditional instructions for this summary:\n%s",
+                 cfg->summary_prompt, r->instructions);
+    }
     json_t *req = json_pack("{s:s, s:s, s:I, s:[{s:s, s:[{s:s, s:s}]}, {s:s, s:[{s:s, s:s}]}]}",
                             "provider", cfg->summary_provider ? cfg->summary_provider : r->provider,
                             "model", cfg->summary_model ? cfg->summary_model : r->model,
                             "max_tokens", (json_int_t)cfg->summary_max_tokens, "messages", "role",
-                            "system", "content", "type", "text", "text", cfg->summary_prompt,
-                            "role", "user", "content", "type", "text", "text", transcript);
+                            "system", "content", "type", "text", "text",
+                            prompt ? prompt : cfg->summary_prompt, "role", "user", "content",
+                            "type", "text", "text", transcript);
+    free(prompt);
     free(transcript);
     return req;
 }
@@ -362,9 +385,12 @@ static bool summarize(run *r, const json_t *surface, size_t a, size_t b) {
 /* The whole compaction of one trigger (see the file comment). */
 static outcome compact(run *r) {
     const cp_config *cfg = &r->s->cfg;
-    if (!resolve_route(r))
+    const char *trigger = r->forced ? "overflow" : r->manual ? "manual" : "pressure";
+    if (!resolve_route(r)) {
+        r->declined = "nothing was sent to a model yet";
         return OUT_NOT_NEEDED; /* no durable route yet: nothing was ever sent */
-    if (!r->forced) {
+    }
+    if (!r->forced && !r->manual) {
         if (r->window <= 0) {
             weir_log(r->s->self, WEIR_LOG_WARN,
                      "no context window known for %s/%s: pressure compaction is off for it",
@@ -379,24 +405,25 @@ static outcome compact(run *r) {
         weir_log(r->s->self, WEIR_LOG_WARN, "out of memory reading the surface");
         return OUT_FAILED;
     }
-    if (!r->forced && r->tokens_before < r->threshold) {
+    if (!r->forced && !r->manual && r->tokens_before < r->threshold) {
         json_decref(surface);
         return OUT_NOT_NEEDED; /* below pressure: never prune */
     }
     if (!compactable(r, surface)) {
         weir_log(r->s->self, WEIR_LOG_INFO,
-                 "%s compaction declined: nothing compactable (%zu tokens)",
-                 r->forced ? "overflow" : "pressure", r->tokens_before);
+                 "%s compaction declined: nothing compactable (%zu tokens)", trigger,
+                 r->tokens_before);
+        r->declined = "nothing compactable";
         json_decref(surface);
         return OUT_NOT_NEEDED;
     }
     new_id(r->s, r->id, sizeof r->id);
     json_t *start = json_pack("{s:s, s:s, s:I, s:I, s:I}", "compaction_id", r->id, "trigger",
-                              r->forced ? "overflow" : "pressure", "turn", r->turn, "step", r->step,
+                              trigger, "turn", r->turn, "step", r->step,
                               "tokens", (json_int_t)r->tokens_before);
     if (start && r->window > 0)
         json_object_set_new(start, "context_window", json_integer((json_int_t)r->window));
-    if (start && !r->forced)
+    if (start && !r->forced && !r->manual)
         json_object_set_new(start, "threshold", json_integer((json_int_t)r->threshold));
     if (!append(r, "compaction/start", start)) {
         json_decref(surface);
@@ -413,9 +440,9 @@ static outcome compact(run *r) {
         }
     }
     for (int attempt = 0; ok && attempt < cfg->max_attempts; attempt++) {
-        if (!r->forced && tokens < r->threshold)
+        if (!r->forced && !r->manual && tokens < r->threshold)
             break;
-        if (r->forced && r->summaries > 0)
+        if ((r->forced || r->manual) && r->summaries > 0)
             break;
         size_t a, b;
         if (!cp_select_range(surface, keep_tokens(r), &a, &b)) {
@@ -433,7 +460,7 @@ static outcome compact(run *r) {
     }
     json_decref(surface);
     r->tokens_after = tokens;
-    if (ok && !r->forced && tokens >= r->threshold)
+    if (ok && !r->forced && !r->manual && tokens >= r->threshold)
         set_error(r, "still above the threshold (%zu >= %zu tokens) after %d summary attempt%s",
                   tokens, r->threshold, cfg->max_attempts, cfg->max_attempts == 1 ? "" : "s");
     ok = ok && !r->error[0];
@@ -547,6 +574,39 @@ static json_t *on_request_error(weir_call *call, const json_t *args, void *ud) {
     return action;
 }
 
+/* Manual compaction between turns: the outcome as the hook's result. */
+static json_t *on_compact(weir_call *call, const json_t *args, void *ud) {
+    state *s = ud;
+    run r;
+    run_init(&r, s, call, args, false);
+    r.manual = true;
+    r.step = 0; /* between turns: the events name the last closed turn, step 0 */
+    r.instructions = json_string_value(json_object_get(args, "instructions"));
+    if (!r.agent) {
+        weir_call_fail(call, "compaction-basic: agent/compact needs an agent");
+        return NULL;
+    }
+    outcome out = compact(&r);
+    json_decref(r.route);
+    json_t *res;
+    if (out == OUT_NOT_NEEDED)
+        res = json_pack("{s:s, s:s}", "kind", "declined", "message",
+                        r.declined ? r.declined : "nothing to do");
+    else if (out == OUT_DONE)
+        res = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I}", "kind", "compacted", "message",
+                        r.summaries ? "summarized" : "pruned", "compaction_id", r.id, "pruned",
+                        (json_int_t)r.pruned, "summaries", (json_int_t)r.summaries,
+                        "tokens_before", (json_int_t)r.tokens_before, "tokens_after",
+                        (json_int_t)r.tokens_after);
+    else
+        res = json_pack("{s:s, s:s, s:s}", "kind", "failed", "message",
+                        r.error[0] ? r.error : "the compaction could not be logged",
+                        "compaction_id", r.id);
+    if (!res)
+        weir_call_fail(call, "compaction-basic: out of memory");
+    return res;
+}
+
 /* An agent went away: its counter goes too. */
 static json_t *on_disposed(weir_call *call, const json_t *args, void *ud) {
     (void)call;
@@ -620,6 +680,8 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
         rc = weir_hook_register(self, "agent/request-error", on_request_error, &opts);
     if (rc == WEIR_OK)
         rc = weir_hook_register(self, "agent/disposed", on_disposed, &opts);
+    if (rc == WEIR_OK)
+        rc = weir_hook_register(self, "agent/compact", on_compact, &opts);
     if (rc != WEIR_OK) {
         state_free(s); /* not initialised: fini will not run, the hooks are never called */
         return rc;

@@ -433,6 +433,74 @@ static void pressure_compacts_between_turns_with_a_summary(void **state) {
     dh_teardown(&d);
 }
 
+/* weir_agent_compact between turns: no threshold, one summary that keeps the
+ * tail, the instructions in the summarizer's system prompt, a result object;
+ * then declined when nothing is compactable. */
+static void manual_compaction_between_turns(void **state) {
+    (void)state;
+    char *a1 = repeat('a', 400);
+    char *replies = fmt("{\"text\":\"%s\"},{\"text\":\"short answer\"},"
+                        "{\"text\":\"SUMMARY-M\",\"expect\":{\"message_contains\":"
+                        "\"Additional instructions for this summary:\\nKEEP NAMES\"}}",
+                        a1);
+    dh d;
+    setup(&d, replies, "{\"keep_recent_tokens\":1}", NULL);
+    free(replies);
+    dh_open(&d, "manual");
+    run_text(&d, "first question");
+    run_text(&d, "second question");
+    assert_int_equal(dh_count(&d, "compaction/start"), 0); /* far below the threshold */
+    json_t *r = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_agent_compact(d.agent, "KEEP NAMES", &r, &err), WEIR_OK);
+    assert_string_equal(json_string_value(json_object_get(r, "kind")), "compacted");
+    assert_string_equal(json_string_value(json_object_get(r, "message")), "summarized");
+    assert_int_equal(json_integer_value(json_object_get(r, "summaries")), 1);
+    assert_true(json_integer_value(json_object_get(r, "tokens_after")) <
+                json_integer_value(json_object_get(r, "tokens_before")));
+    const json_t *start = dh_event_data(&d, "compaction/start", 0);
+    assert_string_equal(json_string_value(json_object_get(start, "trigger")), "manual");
+    assert_int_equal(json_integer_value(json_object_get(start, "turn")), 2);
+    assert_int_equal(json_integer_value(json_object_get(start, "step")), 0);
+    assert_null(json_object_get(start, "threshold"));
+    assert_string_equal(json_string_value(json_object_get(r, "compaction_id")),
+                        json_string_value(json_object_get(start, "compaction_id")));
+    json_decref(r);
+    json_t *msgs = weir_agent_messages(d.agent);
+    assert_string_equal(first_text(msgs, 0), "Summary of earlier conversation:\nSUMMARY-M");
+    assert_string_equal(first_text(msgs, json_array_size(msgs) - 1), "short answer");
+    json_decref(msgs);
+
+    assert_int_equal(weir_agent_compact(NULL, NULL, &r, &err), WEIR_E_INVAL);
+    assert_int_equal(weir_agent_compact(d.agent, NULL, NULL, &err), WEIR_E_INVAL);
+    free(a1);
+    dh_teardown(&d);
+}
+
+/* Declined, with nothing logged: before any request (no route), and when
+ * the whole history fits in the kept tail. */
+static void manual_compaction_declines(void **state) {
+    (void)state;
+    dh d;
+    setup(&d, "{\"text\":\"an answer\"}", "{\"keep_recent_tokens\":100000}", NULL);
+    dh_open(&d, "fresh");
+    json_t *r = NULL;
+    weir_error err;
+    assert_int_equal(weir_agent_compact(d.agent, NULL, &r, &err), WEIR_OK);
+    assert_string_equal(json_string_value(json_object_get(r, "kind")), "declined");
+    assert_string_equal(json_string_value(json_object_get(r, "message")),
+                        "nothing was sent to a model yet");
+    json_decref(r);
+    run_text(&d, "a question");
+    assert_int_equal(weir_agent_compact(d.agent, NULL, &r, &err), WEIR_OK);
+    assert_string_equal(json_string_value(json_object_get(r, "kind")), "declined");
+    assert_string_equal(json_string_value(json_object_get(r, "message")), "nothing compactable");
+    assert_int_equal(dh_count(&d, "compaction/start"), 0);
+    json_decref(r);
+    dh_teardown(&d);
+}
+
 static void pressure_summaries_are_bounded_per_trigger(void **state) {
     (void)state;
     char *u1 = repeat('u', 400), *a1 = repeat('a', 400), *u2 = repeat('v', 3600);
@@ -908,6 +976,8 @@ int main(void) {
         cmocka_unit_test(nothing_compactable_declines),
         cmocka_unit_test(transcript_and_checkpoint_shapes),
         cmocka_unit_test(pressure_compacts_between_turns_with_a_summary),
+        cmocka_unit_test(manual_compaction_between_turns),
+        cmocka_unit_test(manual_compaction_declines),
         cmocka_unit_test(pressure_summaries_are_bounded_per_trigger),
         cmocka_unit_test(nothing_happens_below_the_threshold),
         cmocka_unit_test(pruning_alone_relieves_pressure),
