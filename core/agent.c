@@ -236,10 +236,18 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
     if (!host || !out)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir_agent_open: NULL argument");
     *out = NULL;
-    if (opts && opts->struct_size < sizeof(weir_agent_options))
+    /* 0.1's first struct ended at user_data: it has no hooks */
+    if (opts && opts->struct_size < offsetof(weir_agent_options, hooks))
         return weir__err(err, WEIR_E_INVAL, NULL, NULL,
                          "weir_agent_open: options struct_size %u is too small",
                          (unsigned)opts->struct_size);
+    bool has_hooks = opts && opts->struct_size >= offsetof(weir_agent_options, nhooks) +
+                                                      sizeof opts->nhooks;
+    const weir_agent_hook *own = has_hooks ? opts->hooks : NULL;
+    size_t nown = has_hooks ? opts->nhooks : 0;
+    if (nown && !own)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "weir_agent_open: options.nhooks is %zu but hooks is NULL", nown);
     const json_t *config = weir_host_config(host);
     const char *sid = opts ? opts->session_id : NULL;
     const char *file = opts ? opts->session_file : NULL;
@@ -330,6 +338,11 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
     }
     if (rc == WEIR_OK)
         rc = weir__jobs_create(4, on_job_done, a, &a->jobs, err);
+    if (rc == WEIR_OK && weir__hooks_derive(a->hooks, &a->own) != WEIR_OK)
+        rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    for (size_t i = 0; rc == WEIR_OK && i < nown; i++)
+        rc = weir__hooks_add(a->own, NULL, "embedder", 0, own[i].hook, own[i].fn, &own[i].opts,
+                             err);
     if (rc != WEIR_OK) {
         weir_agent_close(a);
         return rc;
@@ -337,15 +350,30 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
     /* agent/created (serial): a failing listener fails the open. */
     json_t *args = json_pack("{s:s, s:s}", "agent", a->id, "source",
                              weir__log_count(a->log) > 0 ? "resume" : "startup");
+    a->opening = true; /* plugins may add the agent's own listeners now */
     json_t *res = args ? weir__hook_invoke(a->hooks, "agent/created", a, &a->signal, args, NULL,
                                            NULL, err)
                        : (weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory"), NULL);
+    a->opening = false;
     json_decref(args);
     if (!res) {
         weir_agent_close(a);
         return err ? (int)err->code : WEIR_E_HOOK_FAILED;
     }
     json_decref(res);
+    bool any = false;
+    for (size_t k = 0; k < weir__hook_catalog_len && !any; k++)
+        any = weir__hooks_count(a->own, weir__hook_catalog[k].name) > 0;
+    if (!any) { /* the host's chains serve as they are */
+        weir__hooks_destroy(a->own);
+        a->own = NULL;
+    } else if ((rc = weir__hooks_freeze_derived(a->own, err)) != WEIR_OK) {
+        a->created = true; /* agent/created ran: close emits agent/disposed */
+        weir_agent_close(a);
+        return rc;
+    } else {
+        a->hooks = a->own;
+    }
     /* Input queued in the log before a crash wakes the agent again. */
     a->wake = weir__inbox_count(a->inbox, false) > 0;
     a->created = true;
@@ -381,6 +409,7 @@ void weir_agent_close(weir_agent *a) {
     pthread_mutex_destroy(&a->mu);
     pthread_mutex_destroy(&a->event_mu);
     json_decref(a->pending);
+    weir__hooks_destroy(a->own); /* nothing invokes hooks any more */
     weir__free(a);
 }
 
@@ -577,6 +606,30 @@ int weir_agent_run_until_idle(weir_agent *a, weir_error *err) {
     a->driver_busy = false;
     pthread_cond_broadcast(&a->cv);
     pthread_mutex_unlock(&a->mu);
+    return rc;
+}
+
+int weir__agent_hook_register(weir_plugin *self, weir_agent *a, const char *hook,
+                              weir_hook_fn fn, const weir_hook_opts *opts) {
+    if (!self)
+        return WEIR_E_INVAL;
+    if (!a || !hook || !fn) {
+        weir__plugin_log(self, WEIR_LOG_ERROR,
+                         "agent_hook_register: agent, hook name and function are required");
+        return WEIR_E_INVAL;
+    }
+    if (!a->opening || !a->own) {
+        weir__plugin_log(self, WEIR_LOG_ERROR,
+                         "agent_hook_register(%s): only inside agent/created, for the agent "
+                         "being created (session %s)",
+                         hook, a->id);
+        return WEIR_E_TOO_LATE;
+    }
+    weir_error e;
+    weir_error_clear(&e);
+    int rc = weir__hooks_add(a->own, self, self->id, self->index, hook, fn, opts, &e);
+    if (rc != WEIR_OK)
+        weir__plugin_log(self, WEIR_LOG_ERROR, "agent_hook_register: %s", e.text);
     return rc;
 }
 

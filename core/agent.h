@@ -29,7 +29,9 @@ typedef enum weir__agent_state {
  */
 struct weir_agent {
     weir_host *host;          /* borrowed */
-    const weir__hooks *hooks; /* borrowed from the host */
+    const weir__hooks *hooks; /* the host's, or `own` once the agent has listeners */
+    weir__hooks *own;         /* the agent's own chains (derived), or NULL */
+    bool opening;             /* inside agent/created: plugins may add own listeners */
     char *id;                 /* session id */
     weir__log *log;
     weir__inbox *inbox;
@@ -59,6 +61,13 @@ struct weir_agent {
     unsigned long attempts;   /* model attempts by this instance */
     unsigned long revision;   /* assistant-stream frame revision */
 };
+
+/*
+ * api->agent_hook_register (plugin.h): add `self`'s listener to the agent's
+ * own chains; only while `agent/created` runs for it.  Logs failures.
+ */
+int weir__agent_hook_register(weir_plugin *self, weir_agent *agent, const char *hook,
+                              weir_hook_fn fn, const weir_hook_opts *opts);
 
 /*
  * Run one turn (DESIGN §3) on the calling thread: turn/start through

@@ -72,4 +72,5 @@ const weir_api weir__api_table = {
     .agent_event = weir__agent_event,
     .agent_model_info = weir__agent_model_info,
     .agent_complete = weir__agent_complete,
+    .agent_hook_register = weir__agent_hook_register,
 };

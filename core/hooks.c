@@ -30,6 +30,7 @@ typedef struct listener {
     void *user_data;
     char **before; /* NULL-terminated plugin ids, owned, or NULL */
     char **after;
+    bool borrowed; /* a derived chain's copy of a base listener: frees nothing */
 } listener;
 
 typedef struct chain {
@@ -38,8 +39,9 @@ typedef struct chain {
 } chain;
 
 struct weir__hooks {
+    const weir__hooks *base; /* derived (one agent's chains): the host's, else NULL */
     chain *chains;    /* one per catalog entry, same index */
-    json_t **schemas; /* parsed result_schema per entry, or NULL */
+    json_t **schemas; /* parsed result_schema per entry, or NULL; a derived set's are the base's */
     size_t seq;
     bool frozen;
     FILE *trace; /* WEIR_TRACE destination, or NULL */
@@ -82,6 +84,8 @@ static void free_list(char **list) {
 }
 
 static void listener_free(listener *l) {
+    if (l->borrowed)
+        return;
     weir__free(l->id);
     free_list(l->before);
     free_list(l->after);
@@ -147,10 +151,11 @@ void weir__hooks_destroy(weir__hooks *h) {
             listener_free(&h->chains[k].v[i]);
         weir__free(h->chains[k].v);
     }
-    for (size_t k = 0; h->schemas && k < weir__hook_catalog_len; k++)
+    for (size_t k = 0; !h->base && h->schemas && k < weir__hook_catalog_len; k++)
         json_decref(h->schemas[k]);
     weir__free(h->chains);
-    weir__free(h->schemas);
+    if (!h->base)
+        weir__free(h->schemas);
     weir__free(h);
 }
 
@@ -194,6 +199,12 @@ int weir__hooks_add(weir__hooks *h, weir_plugin *owner, const char *owner_id,
             o.user_data = opts->user_data;
 #undef HAS_FIELD
     }
+    if (h->base && ((o.before && o.before[0]) || (o.after && o.after[0])))
+        return weir__err(err, WEIR_E_INVAL, owner_id, hook,
+                         "%s: hook %s: an agent's own listeners take no before/after (they run "
+                         "around the deployment's chain: WEIR_ORDER_FIRST outside it, else "
+                         "inside it)",
+                         owner_id, hook);
     chain *c = &h->chains[def - weir__hook_catalog];
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 4;
@@ -395,6 +406,76 @@ int weir__hooks_freeze(weir__hooks *h, const char *const *ids, size_t nids, weir
         if (rc)
             return rc;
     }
+    h->frozen = true;
+    return WEIR_OK;
+}
+
+int weir__hooks_derive(const weir__hooks *base, weir__hooks **out) {
+    if (!out)
+        return WEIR_E_INVAL;
+    *out = NULL;
+    if (!base || !base->frozen || base->base)
+        return WEIR_E_INVAL;
+    weir__hooks *h = weir__calloc(1, sizeof *h);
+    if (!h)
+        return WEIR_E_NOMEM;
+    h->base = base;
+    h->schemas = base->schemas;
+    h->trace = base->trace;
+    h->chains = weir__calloc(weir__hook_catalog_len, sizeof *h->chains);
+    if (!h->chains) {
+        weir__hooks_destroy(h);
+        return WEIR_E_NOMEM;
+    }
+    *out = h;
+    return WEIR_OK;
+}
+
+/* Sort an agent's own listeners of one hook by (order, registration). */
+static int own_cmp(const void *pa, const void *pb) {
+    const listener *a = pa, *b = pb;
+    if (a->order != b->order)
+        return a->order < b->order ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+int weir__hooks_freeze_derived(weir__hooks *h, weir_error *err) {
+    if (!h || !h->base)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "hooks freeze: not an agent's chains");
+    if (h->frozen)
+        return weir__err(err, WEIR_E_STATE, NULL, NULL, "hook chains are already frozen");
+    /* every new array first, so that a failure changes nothing */
+    listener **merged = weir__calloc(weir__hook_catalog_len, sizeof *merged);
+    bool oom = !merged;
+    for (size_t k = 0; !oom && k < weir__hook_catalog_len; k++) {
+        size_t n = h->chains[k].n + h->base->chains[k].n;
+        if (n && !(merged[k] = weir__malloc(n * sizeof **merged)))
+            oom = true;
+    }
+    if (oom) {
+        for (size_t k = 0; merged && k < weir__hook_catalog_len; k++)
+            weir__free(merged[k]);
+        weir__free(merged);
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    }
+    for (size_t k = 0; k < weir__hook_catalog_len; k++) {
+        chain *own = &h->chains[k];
+        const chain *base = &h->base->chains[k];
+        qsort(own->v, own->n, sizeof *own->v, own_cmp);
+        size_t n = 0, i = 0;
+        for (; i < own->n && own->v[i].order < 0; i++) /* WEIR_ORDER_FIRST: outermost */
+            merged[k][n++] = own->v[i];
+        for (size_t j = 0; j < base->n; j++) {
+            merged[k][n] = base->v[j];
+            merged[k][n++].borrowed = true;
+        }
+        for (; i < own->n; i++) /* the rest: innermost, next to the core default */
+            merged[k][n++] = own->v[i];
+        weir__free(own->v);
+        own->v = merged[k];
+        own->n = own->cap = n;
+    }
+    weir__free(merged);
     h->frozen = true;
     return WEIR_OK;
 }

@@ -89,6 +89,20 @@ int weir__hooks_freeze(weir__hooks *h, const char *const *ids, size_t nids,
                        weir_error *err);
 
 /*
+ * An agent's own chains over the frozen host chains `base` (borrowed; it
+ * must outlive the result): empty and open for weir__hooks_add (owner_id
+ * names who registered; before/after are refused: an agent's listeners run
+ * around the deployment's chain, not inside its order).  Freeze with
+ * weir__hooks_freeze_derived, which merges each hook's chain as: the
+ * agent's WEIR_ORDER_FIRST listeners (outermost), then the host chain, then
+ * the agent's other listeners (innermost), each group by order then
+ * registration.  Invoke and destroy it like any chains.  E_INVAL when
+ * `base` is not frozen host chains, E_NOMEM.
+ */
+int weir__hooks_derive(const weir__hooks *base, weir__hooks **out);
+int weir__hooks_freeze_derived(weir__hooks *h, weir_error *err);
+
+/*
  * Print each non-empty chain in order (for `weir hooks`):
  *   agent/request (waterfall)
  *     1. router  [first] before=audit after=-

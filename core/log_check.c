@@ -195,8 +195,9 @@ static bool take(json_t *list, const char *id) {
     return false;
 }
 
-/* Record `id` (seq `seq`) in `list` and in seen[kind]; an id the step already
- * saw of that kind is an error (a tool result could answer either). */
+/* Record `id` (seq `seq`) in `list` (may be NULL) and in seen[kind]; an id
+ * the step already saw of that kind is an error (a tool result could answer
+ * either). */
 static void track(checker *c, size_t seq, const char *kind, const char *id, json_t *list) {
     json_t *ids = json_object_get(c->seen, kind);
     if (json_object_get(ids, id)) {
@@ -205,7 +206,7 @@ static void track(checker *c, size_t seq, const char *kind, const char *id, json
         return;
     }
     if (json_object_set_new(ids, id, json_integer((json_int_t)seq)) != 0 ||
-        json_array_append_new(list, json_pack("[s,I]", id, (json_int_t)seq)) != 0)
+        (list && json_array_append_new(list, json_pack("[s,I]", id, (json_int_t)seq)) != 0))
         c->oom = true;
 }
 
@@ -218,8 +219,9 @@ static void check_tools(checker *c, size_t seq, const char *type, const json_t *
         const json_t *b;
         json_array_foreach(json_object_get(json_object_get(data, "message"), "content"), i, b) {
             const char *id = weir__json_str(b, "id", NULL);
-            if (is(weir__json_str(b, "type", ""), "tool_call") && id)
-                track(c, seq, "offered", id, c->wanted);
+            bool dispatched = id && json_object_get(json_object_get(c->seen, "called"), id);
+            if (is(weir__json_str(b, "type", ""), "tool_call") && id) /* wanted unless a */
+                track(c, seq, "offered", id, dispatched ? NULL : c->wanted); /* tool/call came first */
         }
     } else if (is(type, "tool/call")) {
         if (!c->step_open) {
@@ -244,6 +246,8 @@ static void check_event(checker *c, size_t seq, json_t *ev) {
     char msg[512];
     if (!weir__log_is_core_type(type) && !json_is_true(json_object_get(ev, "ignorable")))
         note(c, c->errors, "seq %zu: unknown event type '%s' is not ignorable", seq, type);
+    if (weir__log_check_shape(type, data, msg, sizeof msg) < 0)
+        note(c, c->errors, "seq %zu: %s", seq, msg);
     check_turns(c, seq, type, data);
     check_tools(c, seq, type, ev);
     if (is(type, "assistant/message") || is(type, "assistant/attempt"))
@@ -258,8 +262,22 @@ static void check_event(checker *c, size_t seq, json_t *ev) {
         c->context = data;
 }
 
+/* Whether `id` is the first element of a pair in `list`. */
+static bool listed(const json_t *list, const char *id) {
+    size_t i;
+    const json_t *p;
+    json_array_foreach(list, i, p) {
+        if (is(json_string_value(json_array_get(p, 0)), id))
+            return true;
+    }
+    return false;
+}
+
 /* Every tool_call of an assistant message has a tool result before the next
- * assistant message (or the end, unless the last turn is open). */
+ * assistant message, or before the end.  At the end of an open last turn
+ * the open step's calls may still lack one (repair answers those: they are
+ * in `wanted` or `pending`); any other is an error, e.g. a result a surface
+ * replace took away. */
 static void check_derived(checker *c) {
     json_t *msgs = weir__surface_derive(c->surface);
     if (!msgs) {
@@ -275,8 +293,9 @@ static void check_derived(checker *c) {
         json_t *b;
         if (i == n || is(role, "assistant")) {
             json_array_foreach(want, k, b) {
-                if (i == n && c->turn_open)
-                    break;
+                const char *id = json_string_value(json_array_get(b, 0));
+                if (i == n && c->turn_open && (listed(c->wanted, id) || listed(c->pending, id)))
+                    continue;
                 note(c, c->errors,
                      "derived history: tool_call '%s' (message %" JSON_INTEGER_FORMAT
                      ") has no tool result before the next assistant message",

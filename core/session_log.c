@@ -7,6 +7,7 @@
  * written event is always committed and a failed write changes nothing.
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -154,7 +155,8 @@ static int check_header(const json_t *data, char *msg, size_t size) {
 /*
  * The fields the log's own folds (nesting, repair, the inbox, the checker)
  * read from core events: without them a log could be accepted but not
- * repaired into a valid one.  "turn"/"step" are integers >= 0, "call_id" a
+ * repaired into a valid one.  "turn"/"step" are integers 0..INT_MAX (the
+ * folds keep them in an int), "start" an integer >= 0, "call_id" a
  * non-empty string, "reason" an object with a string "kind".  0 or -1 + msg.
  */
 static int check_core_shape(const char *type, const json_t *data, char *msg, size_t size) {
@@ -180,7 +182,12 @@ static int check_core_shape(const char *type, const json_t *data, char *msg, siz
             const char *name = shapes[i].fields[f];
             const json_t *v = json_object_get(data, name);
             const char *want = NULL;
-            if (!strcmp(name, "turn") || !strcmp(name, "step") || !strcmp(name, "start"))
+            if (!strcmp(name, "turn") || !strcmp(name, "step"))
+                want = json_is_integer(v) && json_integer_value(v) >= 0 &&
+                               json_integer_value(v) <= INT_MAX
+                           ? NULL
+                           : "an integer from 0 to 2147483647";
+            else if (!strcmp(name, "start"))
                 want = json_is_integer(v) && json_integer_value(v) >= 0 ? NULL
                                                                          : "an integer >= 0";
             else if (!strcmp(name, "reason"))
@@ -202,6 +209,16 @@ static int check_core_shape(const char *type, const json_t *data, char *msg, siz
         return 0;
     }
     return 0;
+}
+
+int weir__log_check_shape(const char *type, const json_t *data, char *msg, size_t size) {
+    if (!type || !json_is_object(data)) {
+        snprintf(msg, size, "%s: data must be an object", type ? type : "(no type)");
+        return -1;
+    }
+    if (strcmp(type, "request/header") == 0 && check_header(data, msg, size) < 0)
+        return -1;
+    return check_core_shape(type, data, msg, size);
 }
 
 /* Validate an envelope read from disk or built by append.  0 or -1 + msg. */
@@ -233,10 +250,7 @@ static int validate(const weir__log *log, const json_t *ev, char *msg, size_t si
         snprintf(msg, size, "unknown event type '%s' (not registered, not ignorable)", type);
         return -1;
     }
-    if (strcmp(type, "request/header") == 0 &&
-        check_header(json_object_get(ev, "data"), msg, size) < 0)
-        return -1;
-    if (check_core_shape(type, json_object_get(ev, "data"), msg, size) < 0)
+    if (weir__log_check_shape(type, json_object_get(ev, "data"), msg, size) < 0)
         return -1;
     char smsg[512];
     if (weir__surface_check(log->surface, ev, smsg, sizeof smsg) < 0) {
@@ -743,7 +757,8 @@ static int plan_repair(weir__log *log, json_t *todo) {
             json_array_foreach(json_object_get(json_object_get(d, "message"), "content"), k, b) {
                 const char *id = weir__json_str(b, "id", NULL);
                 if (strcmp(weir__json_str(b, "type", ""), "tool_call") == 0 && id &&
-                    first_seen(offered, id, &oom) && json_array_append(wanted, b) != 0)
+                    first_seen(offered, id, &oom) && !json_object_get(called, id) &&
+                    json_array_append(wanted, b) != 0) /* not dispatched before it was offered */
                     oom = true;
             }
         } else if (strcmp(type, "tool/call") == 0) {

@@ -27,6 +27,12 @@ typedef enum weir__fsync {
 /* Whether `type` is one of the 13 core event types.  Thread-safe. */
 bool weir__log_is_core_type(const char *type);
 
+/* The field checks the log applies to a core event's `data` on append and
+ * open (request/header shape; turn/step/call_id/reason/... of the others);
+ * other types pass.  0, or -1 with `msg` "TYPE: data.FIELD must be ...".
+ * Thread-safe. */
+int weir__log_check_shape(const char *type, const json_t *data, char *msg, size_t size);
+
 /* The call_id a tool/result envelope answers: its first tool_result block's
  * call_id; NULL when it has none or when the event is a surface replace
  * (surface_op object), which rewrites history and answers no call.  Borrowed

@@ -120,15 +120,30 @@ WEIR_API int weir_hook_catalog_write(FILE *out, bool markdown);
  */
 typedef void (*weir_event_fn)(const json_t *event, bool durable, void *user_data);
 
+/**
+ * One listener of one agent's own (weir_agent_options.hooks).  It joins the
+ * deployment's chain of `hook` for this agent only: with opts.order
+ * WEIR_ORDER_FIRST outside it (outermost), otherwise inside it (innermost,
+ * next to the core default); before/after are refused.  Errors name it
+ * "embedder".  Since: 0.1
+ */
+typedef struct weir_agent_hook {
+    const char *hook;    /* catalog name, e.g. "tools/pre-execute" */
+    weir_hook_fn fn;
+    weir_hook_opts opts; /* WEIR_HOOK_OPTS_INIT, then order and user_data */
+} weir_agent_hook;
+
 typedef struct weir_agent_options {
     uint32_t struct_size;     /* sizeof(weir_agent_options) */
     const char *session_id;   /* NULL: generate one; existing log: resume */
     const char *session_file; /* explicit log path, overrides dir + id; NULL */
     weir_event_fn on_event;   /* may be NULL */
     void *user_data;
+    const weir_agent_hook *hooks; /* this agent's own listeners (copied), or NULL */
+    size_t nhooks;
 } weir_agent_options;
 
-#define WEIR_AGENT_OPTIONS_INIT {sizeof(weir_agent_options), NULL, NULL, NULL, NULL}
+#define WEIR_AGENT_OPTIONS_INIT {sizeof(weir_agent_options), NULL, NULL, NULL, NULL, NULL, 0}
 
 /**
  * Open (or resume) a session as an agent.  Resuming a log whose last turn is

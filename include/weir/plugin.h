@@ -20,6 +20,7 @@
  * ABI change log (append a line for every minor bump; never reorder):
  *   1.0  first ABI: descriptor, api table (plugins, hooks, signals, agents,
  *        events, providers, streams, HTTP/SSE, failures, tools, schema).
+ *   1.1  agent_hook_register: listeners of one agent, added in agent/created.
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H
@@ -405,6 +406,20 @@ struct weir_api {
      */
     int (*agent_complete)(weir_agent *agent, const json_t *request, weir_signal *signal,
                           json_t **result, weir_error *err);
+
+    /* --- 1.1 ------------------------------------------------------------ */
+    /**
+     * Register a listener for `agent` only (DESIGN §4: hooks per host or per
+     * agent).  Valid only inside an `agent/created` listener, for the agent
+     * being created, on its thread; elsewhere WEIR_E_TOO_LATE.  It joins the
+     * deployment's chain for that agent: with opts->order WEIR_ORDER_FIRST
+     * outside it (outermost), otherwise inside it (innermost, next to the
+     * core default); before/after are refused (WEIR_E_INVAL).  Failures are
+     * logged naming the plugin and the hook.  Check WEIR_API_HAS(api,
+     * agent_hook_register) before use.
+     */
+    int (*agent_hook_register)(weir_plugin *self, weir_agent *agent, const char *hook,
+                               weir_hook_fn fn, const weir_hook_opts *opts);
 };
 
 /** True when `api` has member `m` (for members added after 1.0). */
@@ -439,6 +454,7 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #define weir_plugin_data(...) (weir__plugin_api->plugin_data(__VA_ARGS__))
 #define weir_log(...) (weir__plugin_api->log(__VA_ARGS__))
 #define weir_hook_register(...) (weir__plugin_api->hook_register(__VA_ARGS__))
+#define weir_agent_hook_register(...) (weir__plugin_api->agent_hook_register(__VA_ARGS__))
 #define weir_next(...) (weir__plugin_api->next(__VA_ARGS__))
 #define weir_call_fail(...) (weir__plugin_api->call_fail(__VA_ARGS__))
 #define weir_call_agent(...) (weir__plugin_api->call_agent(__VA_ARGS__))

@@ -15,6 +15,14 @@
  *   "assemble_counter": true  system-prompt/assemble: add a section
  *                             "call {{n}} {{unset}}" with variable n counting
  *                             invocations, so the prompt changes every turn
+ *   "agent_deny": {"session", "tool"}
+ *                             agent/created of that session: register, for
+ *                             that agent only, a tools/pre-execute listener
+ *                             denying `tool`; also try a before list and an
+ *                             unknown hook, and log drvtest/agent-hooks
+ *                             {ok, before, unknown} (the status codes);
+ *                             agent/turn-stopping then tries once more and
+ *                             logs drvtest/agent-hooks {late}
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +31,7 @@
 #include <weir/plugin.h>
 
 typedef struct hk {
+    weir_plugin *self;
     json_t *config;
     int steers;   /* turn-stopping steers sent */
     int retries;  /* request-error retries returned */
@@ -164,6 +173,58 @@ static json_t *on_request(weir_call *call, const json_t *args, void *ud) {
     return out;
 }
 
+static json_t *deny_tool(weir_call *call, const json_t *args, void *ud) {
+    hk *h = ud;
+    const char *tool = json_string_value(
+        json_object_get(json_object_get(h->config, "agent_deny"), "tool"));
+    const char *name = json_string_value(json_object_get(args, "name"));
+    if (tool && name && !strcmp(tool, name))
+        return json_pack("{s:s, s:s}", "kind", "deny", "reason", "not for this agent");
+    return weir_next(call);
+}
+
+static json_t *on_created(weir_call *call, const json_t *args, void *ud) {
+    hk *h = ud;
+    const char *session = json_string_value(
+        json_object_get(json_object_get(h->config, "agent_deny"), "session"));
+    const char *agent = json_string_value(json_object_get(args, "agent"));
+    if (!session || !agent || strcmp(session, agent) != 0)
+        return json_null();
+    weir_agent *a = weir_call_agent(call);
+    weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
+    o.user_data = h;
+    int ok = weir_agent_hook_register(h->self, a, "tools/pre-execute", deny_tool, &o);
+    static const char *const first[] = {"record", NULL};
+    weir_hook_opts bad = o;
+    bad.before = first;
+    int before = weir_agent_hook_register(h->self, a, "tools/pre-execute", deny_tool, &bad);
+    int unknown = weir_agent_hook_register(h->self, a, "no/such-hook", deny_tool, &o);
+    json_t *data = json_pack("{s:i, s:i, s:i}", "ok", ok, "before", before, "unknown", unknown);
+    int rc = data ? weir_agent_append(a, "drvtest/agent-hooks", data, NULL) : WEIR_E_NOMEM;
+    json_decref(data);
+    if (rc != WEIR_OK) {
+        weir_call_fail(call, "cannot log drvtest/agent-hooks");
+        return NULL;
+    }
+    return json_null();
+}
+
+static json_t *late_register(weir_call *call, const json_t *args, void *ud) {
+    (void)args;
+    hk *h = ud;
+    weir_agent *a = weir_call_agent(call);
+    weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
+    int late = weir_agent_hook_register(h->self, a, "tools/pre-execute", deny_tool, &o);
+    json_t *data = json_pack("{s:i}", "late", late);
+    int rc = data ? weir_agent_append(a, "drvtest/agent-hooks", data, NULL) : WEIR_E_NOMEM;
+    json_decref(data);
+    if (rc != WEIR_OK) {
+        weir_call_fail(call, "cannot log drvtest/agent-hooks");
+        return NULL;
+    }
+    return json_null();
+}
+
 static int init(weir_plugin *self, const weir_api *api, const json_t *config, weir_error *err) {
     (void)err;
     WEIR_PLUGIN_INIT_API(api);
@@ -171,6 +232,7 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
     if (!h)
         return WEIR_E_NOMEM;
     h->config = json_deep_copy(config);
+    h->self = self;
     weir_plugin_set_data(self, h);
     weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
     o.user_data = h;
@@ -198,6 +260,15 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
         rc = weir_hook_register(self, "system-prompt/assemble", on_assemble, &o);
     if (rc == WEIR_OK && json_object_get(config, "request_model"))
         rc = weir_hook_register(self, "agent/request", on_request, &o);
+    if (rc == WEIR_OK && json_object_get(config, "agent_deny")) {
+        if (!WEIR_API_HAS(api, agent_hook_register))
+            return WEIR_E_UNSUPPORTED;
+        rc = weir_event_type_register(self, "drvtest/agent-hooks", WEIR_EVENT_IGNORABLE);
+        if (rc == WEIR_OK)
+            rc = weir_hook_register(self, "agent/created", on_created, &o);
+        if (rc == WEIR_OK)
+            rc = weir_hook_register(self, "agent/turn-stopping", late_register, &o);
+    }
     return rc;
 }
 

@@ -75,6 +75,8 @@ void dh_open(dh *d, const char *id) {
     o.session_id = id;
     o.on_event = record;
     o.user_data = d;
+    o.hooks = d->hooks;
+    o.nhooks = d->nhooks;
     weir_error err;
     weir_error_clear(&err);
     if (weir_agent_open(d->host, &o, &d->agent, &err) != WEIR_OK)

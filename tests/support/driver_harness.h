@@ -31,6 +31,8 @@ struct dh {
     dh_event_fn on_event;
     void *ud;          /* for the test */
     int count;         /* free counter for on_event callbacks */
+    const weir_agent_hook *hooks; /* dh_open passes these as the agent's own */
+    size_t nhooks;
 };
 
 /*

@@ -107,11 +107,12 @@ static void hostile_lines_are_errors_not_crashes(void **state) {
     const char *want[] = {"line 1: not an event envelope (needs seq, type and data)",
                           "line 2: not an event envelope (needs seq, type and data)",
                           "line 3: invalid JSON: '[' or '{' expected near 'not'",
+                          "seq 0: turn/end: data.turn must be an integer from 0 to 2147483647",
                           "seq 0: turn/end without an open turn",
                           "seq 0: turn/end needs reason.kind",
                           "seq 1: unknown event type 'x/y' is not ignorable",
                           "seq 1: surface_op is only allowed on surface types, not x/y"};
-    expect_list(r, "errors", want, 7);
+    expect_list(r, "errors", want, 8);
     json_decref(r);
     snprintf(path, sizeof path, "%s/missing.jsonl", dir);
     assert_int_equal(weir_log_check(path, &r, &err), WEIR_E_NOT_FOUND);
@@ -193,8 +194,10 @@ static void undispatched_tool_call_is_reported(void **state) {
     (void)state;
     json_t *r = check_text(EV_HEAD EV_ASSISTANT(3, EV_CALL_BLOCK("a") "," EV_CALL_BLOCK("b"))
                                EV_CALL(4, "b") EV_RESULT(5, "b") EV_STEP_END(6));
-    const char *closed[] = {"seq 3: tool_call 'a' has no tool/call in step 1 of turn 1"};
-    expect_list(r, "errors", closed, 1);
+    const char *closed[] = {"seq 3: tool_call 'a' has no tool/call in step 1 of turn 1",
+                            "derived history: tool_call 'a' (message 0) has no tool result "
+                            "before the next assistant message"};
+    expect_list(r, "errors", closed, 2);
     const char *open_turn[] = {"turn 1 is open (turn/start at seq 0)"};
     expect_list(r, "open", open_turn, 1);
     json_decref(r);
@@ -218,8 +221,34 @@ static void repeated_call_ids_are_errors(void **state) {
     json_t *r = check_text(EV_HEAD EV_ASSISTANT(3, EV_CALL_BLOCK("a") "," EV_CALL_BLOCK("a"))
                                EV_CALL(4, "a") EV_CALL(5, "a") EV_RESULT(6, "a") EV_STEP_END(7));
     const char *want[] = {"seq 3: tool_call id 'a' repeats one of step 1",
-                          "seq 5: tool/call id 'a' repeats one of step 1"};
-    expect_list(r, "errors", want, 2);
+                          "seq 5: tool/call id 'a' repeats one of step 1",
+                          "derived history: tool_call 'a' (message 0) has no tool result "
+                          "before the next assistant message"};
+    expect_list(r, "errors", want, 3);
+    json_decref(r);
+}
+
+/* A call dispatched before the assistant message offers it is not wanted
+ * again (repair would log it twice); a result a surface replace took away
+ * is an error even while the turn is open (repair could not answer it). */
+static void dispatch_order_and_replaced_results(void **state) {
+    (void)state;
+    json_t *r = check_text(EV_HEAD EV_CALL(3, "a") EV_ASSISTANT(4, EV_CALL_BLOCK("a")));
+    expect_list(r, "errors", NULL, 0);
+    const char *open_call[] = {"turn 1 is open (turn/start at seq 0)",
+                               "step 1 of turn 1 is open (step/start at seq 1)",
+                               "seq 3: tool/call 'a' has no tool/result yet"};
+    expect_list(r, "open", open_call, 3);
+    json_decref(r);
+
+    r = check_text(EV_HEAD EV_ASSISTANT(3, EV_CALL_BLOCK("a")) EV_CALL(4, "a") EV_RESULT(5, "a")
+                       "{\"seq\":6,\"type\":\"tool/result\",\"surface_op\":{\"op\":\"replace\","
+                       "\"start_seq\":5,\"end_seq\":5},\"source_seqs\":[5],\"data\":{\"turn\":1,\"step\":1,"
+                       "\"message\":{\"role\":\"tool\",\"content\":[{\"type\":\"text\","
+                       "\"text\":\"gone\"}]}}}\n");
+    const char *gone[] = {"derived history: tool_call 'a' (message 0) has no tool result before "
+                          "the next assistant message"};
+    expect_list(r, "errors", gone, 1);
     json_decref(r);
 }
 
@@ -271,6 +300,7 @@ int main(void) {
         cmocka_unit_test(long_utf8_type_is_reported_not_oom),
         cmocka_unit_test(undispatched_tool_call_is_reported),
         cmocka_unit_test(repeated_call_ids_are_errors),
+        cmocka_unit_test(dispatch_order_and_replaced_results),
         cmocka_unit_test(derive_reads_a_file),
         cmocka_unit_test(check_alloc_failure_loop),
     };

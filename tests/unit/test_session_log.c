@@ -480,10 +480,12 @@ static void core_events_without_their_fields_rejected(void **state) {
     static const struct {
         const char *type, *data, *why;
     } cases[] = {
-        {"turn/start", "{\"rn\":1}", "turn/start: data.turn must be an integer >= 0"},
+        {"turn/start", "{\"rn\":1}", "turn/start: data.turn must be an integer from 0 to 2147483647"},
+        {"turn/start", "{\"turn\":2147483648}",
+         "turn/start: data.turn must be an integer from 0 to 2147483647"},
         {"turn/end", "{\"turn\":1,\"reason\":\"done\"}",
          "turn/end: data.reason must be an object with a string kind"},
-        {"step/start", "{\"turn\":1}", "step/start: data.step must be an integer >= 0"},
+        {"step/start", "{\"turn\":1}", "step/start: data.step must be an integer from 0 to 2147483647"},
         {"tool/call", "{\"turn\":1,\"step\":1,\"name\":\"x\",\"arguments\":\"{}\"}",
          "tool/call: data.call_id must be a non-empty string"},
         {"tool/call", "{\"turn\":1,\"step\":1,\"call_id\":\"c\",\"name\":\"x\",\"arguments\":{}}",
@@ -514,7 +516,7 @@ static void core_events_without_their_fields_rejected(void **state) {
     weir_error_clear(&err);
     assert_int_equal(weir__log_open(f->path, WEIR__FSYNC_NONE, NULL, NULL, &f->log, &err),
                      WEIR_E_LOG_CORRUPT);
-    snprintf(want, sizeof want, "%s:1: turn/start: data.turn must be an integer >= 0", f->path);
+    snprintf(want, sizeof want, "%s:1: turn/start: data.turn must be an integer from 0 to 2147483647", f->path);
     assert_string_equal(err.text, want);
 }
 
