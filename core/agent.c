@@ -386,7 +386,7 @@ void weir_agent_close(weir_agent *a) {
         return;
     pthread_mutex_lock(&a->mu);
     a->closing = true;
-    if (a->state == WEIR__AGENT_RUNNING)
+    if (a->state == WEIR__AGENT_RUNNING || a->compacting)
         weir__signal_cancel(&a->signal, "disposed");
     while (a->driver_busy)
         pthread_cond_wait(&a->cv, &a->mu);
@@ -546,6 +546,11 @@ int weir_agent_cancel(weir_agent *a, const char *cause, bool keep_inbox) {
         strcmp(cause, "disposed") != 0 && strncmp(cause, "hook:", 5) != 0)
         return WEIR_E_INVAL;
     pthread_mutex_lock(&a->mu);
+    if (a->compacting) { /* a manual compaction: cancel it, the inbox is not the turn's */
+        weir__signal_cancel(&a->signal, cause);
+        pthread_mutex_unlock(&a->mu);
+        return WEIR_OK;
+    }
     if (a->state != WEIR__AGENT_RUNNING) {
         pthread_mutex_unlock(&a->mu);
         return WEIR_OK; /* idle cancel is a no-op and arms nothing */
@@ -657,6 +662,7 @@ int weir_agent_compact(weir_agent *a, const char *instructions, json_t **result,
                          a->id);
     }
     a->driver_busy = true;
+    a->compacting = true;
     weir__signal_reset(&a->signal);
     pthread_mutex_unlock(&a->mu);
     weir_error local, *e = err ? err : &local;
@@ -667,9 +673,13 @@ int weir_agent_compact(weir_agent *a, const char *instructions, json_t **result,
                        "session %s: turn %d is open; compaction runs between turns", a->id,
                        weir__log_last_turn(a->log));
     } else {
-        json_t *args = json_pack("{s:s, s:i, s:s*}", "agent", a->id, "turn",
-                                 weir__log_last_turn(a->log), "instructions", instructions);
-        if (!args)
+        json_t *text = instructions ? json_string(instructions) : NULL;
+        json_t *args = json_pack("{s:s, s:i, s:o*}", "agent", a->id, "turn",
+                                 weir__log_last_turn(a->log), "instructions", text);
+        if (instructions && !text)
+            rc = weir__err(err, WEIR_E_INVAL, NULL, "agent/compact",
+                           "instructions: not valid UTF-8");
+        else if (!args)
             rc = weir__err(err, WEIR_E_NOMEM, NULL, "agent/compact", "out of memory");
         else if (!(*result = weir__hook_invoke(a->hooks, "agent/compact", a, &a->signal, args,
                                                compact_default, NULL, e)))
@@ -678,6 +688,7 @@ int weir_agent_compact(weir_agent *a, const char *instructions, json_t **result,
     }
     pthread_mutex_lock(&a->mu);
     a->driver_busy = false;
+    a->compacting = false;
     pthread_cond_broadcast(&a->cv);
     pthread_mutex_unlock(&a->mu);
     return rc;

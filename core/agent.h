@@ -49,7 +49,8 @@ struct weir_agent {
     bool delivering;          /* some frame is delivering events */
     weir__agent_state state;
     bool wake;                /* wake latch: waking input since the last claim */
-    bool driver_busy;         /* a thread is inside weir_agent_run_until_idle */
+    bool driver_busy;         /* a thread is inside weir_agent_run_until_idle or _compact */
+    bool compacting;          /* inside weir_agent_compact: cancel and close fire `signal` */
     bool closing;
     bool created;             /* agent/created succeeded: close emits agent/disposed */
     weir_signal signal;       /* the running turn's cancellation signal */

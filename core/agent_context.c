@@ -200,9 +200,15 @@ int weir__agent_complete(weir_agent *a, const json_t *request, weir_signal *sign
     weir_signal *sig = signal ? signal : &a->signal;
     if (weir__signal_cancelled(sig))
         return weir__err(err, WEIR_E_CANCELLED, provider, NULL, "agent_complete: cancelled");
-    json_t *config = json_deep_copy(request);
-    if (!config)
+    /* The provider gets a private copy: the caller may change its objects
+     * after the call, and providers may cache by object identity (the
+     * host's promise in weir_provider.stream: a message never changes). */
+    json_t *frozen = json_deep_copy(request);
+    json_t *config = frozen ? json_copy(frozen) : NULL;
+    if (!config) {
+        json_decref(frozen);
         return weir__err(err, WEIR_E_NOMEM, provider, NULL, "agent_complete: out of memory");
+    }
     json_object_del(config, "messages");
     json_object_del(config, "tools");
     void *call = NULL;
@@ -211,10 +217,12 @@ int weir__agent_complete(weir_agent *a, const json_t *request, weir_signal *sign
     int rc =
         pe->vt.prepare_call ? pe->vt.prepare_call(pe->self, config, sig, &call, &pe_err) : WEIR_OK;
     json_decref(config);
-    if (rc != WEIR_OK)
+    if (rc != WEIR_OK) {
+        json_decref(frozen);
         return weir__err(err, WEIR_E_PROVIDER, provider, NULL,
                          "UNKNOWN: provider '%s' prepare_call failed: %s", provider,
                          pe_err.text[0] ? pe_err.text : weir_strerror(rc));
+    }
     weir_stream st;
     memset(&st, 0, sizeof st);
     st.agent = a;
@@ -223,7 +231,8 @@ int weir__agent_complete(weir_agent *a, const json_t *request, weir_signal *sign
     snprintf(st.attempt_id, sizeof st.attempt_id, "%s:complete", a->id);
     int src = WEIR_E_NOMEM;
     if (st.chunks)
-        src = pe->vt.stream(pe->self, call, request, &st);
+        src = pe->vt.stream(pe->self, call, frozen, &st);
+    json_decref(frozen);
     if (pe->vt.release_call)
         pe->vt.release_call(pe->self, call);
     if (!st.chunks)

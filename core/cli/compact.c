@@ -27,8 +27,9 @@ static const char compact_help[] =
     "\n"
     "Prints \"compacted: ...\", \"declined: ...\" (nothing to do, or no\n"
     "compaction plugin) or \"failed: ...\".\n"
-    "exit codes: 0 compacted or declined, 1 failed, 2 usage,\n"
-    "            3 configuration or plugin error, 4 I/O error\n";
+    "exit codes: 0 compacted or declined, 1 failed (or a plugin's hook failed),\n"
+    "            2 usage (also -i TEXT that is not UTF-8),\n"
+    "            3 configuration or plugin load error, 4 I/O error\n";
 
 /* One line for a result {kind, message?, pruned?, summaries?, tokens_*?}. */
 static void print_result(const json_t *r) {
@@ -119,8 +120,11 @@ int weir_cmd_compact(int argc, char **argv) {
     if (weir_agent_open(host, &opts, &agent, &err) != WEIR_OK) {
         rc = weir_cli_fail("open session", &err);
     } else {
-        if (weir_agent_compact(agent, instructions, &result, &err) != WEIR_OK) {
+        int crc = weir_agent_compact(agent, instructions, &result, &err);
+        if (crc != WEIR_OK) {
             rc = weir_cli_fail("compact", &err);
+            if (crc == WEIR_E_INVAL) /* the instructions */
+                rc = WEIR_EXIT_USAGE;
         } else {
             if (json) {
                 char *line = json_dumps(result, JSON_COMPACT);

@@ -198,13 +198,15 @@ WEIR_API json_t *weir_agent_messages(weir_agent *agent);
  * Compact the agent's context now (`weir compact`; DESIGN §9): run the
  * agent/compact hook chain on the calling thread, between turns (it waits
  * for a thread inside weir_agent_run_until_idle to return, and no turn
- * starts meanwhile).  A compaction plugin (compaction-basic) logs what it
+ * starts meanwhile; so never call it from an event callback or a listener
+ * of this agent during a turn: that deadlocks).  weir_agent_cancel() and
+ * weir_agent_close() cancel it (the plugin sees its call's signal fire).  A compaction plugin (compaction-basic) logs what it
  * does as its own events; without one the result is {kind:"declined"}.
  * @param instructions  extra summary instructions (borrowed), or NULL.
  * @param result        receives a new reference {kind:"compacted"|
  *                      "declined"|"failed", message?, ...plugin fields}.
  * @return WEIR_OK with *result (a "failed" kind included), WEIR_E_INVAL on
- *         bad arguments, WEIR_E_STATE when the agent is closing or its last
+ *         bad arguments (instructions not UTF-8), WEIR_E_STATE when the agent is closing or its last
  *         turn is open, or the hook's error (a listener failed or returned
  *         an invalid result; *result NULL).
  * Since: 0.1

@@ -396,8 +396,9 @@ struct weir_api {
      * One direct model call outside the lifecycle (summaries and other
      * maintenance): the provider named by request.provider prepares the call
      * (with the rest of the request as config) and streams `request`
-     * (borrowed: {provider, model, max_tokens?, messages, tools?}) into a
-     * private collector.  Nothing is logged, no hook runs, no live frame is
+     * (borrowed: {provider, model, max_tokens?, messages, tools?}; the
+     * provider gets a private copy, so the caller may reuse its objects) into
+     * a private collector.  Nothing is logged, no hook runs, no live frame is
      * sent.  On success *result is a new reference
      * {"message":{role:"assistant", content:[text blocks]}, "usage"?:{...}}
      * (reasoning and tool calls are dropped).  A failed call returns

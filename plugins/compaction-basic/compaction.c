@@ -599,9 +599,9 @@ static json_t *on_compact(weir_call *call, const json_t *args, void *ud) {
                         "tokens_before", (json_int_t)r.tokens_before, "tokens_after",
                         (json_int_t)r.tokens_after);
     else
-        res = json_pack("{s:s, s:s, s:s}", "kind", "failed", "message",
+        res = json_pack("{s:s, s:s, s:s, s:I}", "kind", "failed", "message",
                         r.error[0] ? r.error : "the compaction could not be logged",
-                        "compaction_id", r.id);
+                        "compaction_id", r.id, "pruned", (json_int_t)r.pruned);
     if (!res)
         weir_call_fail(call, "compaction-basic: out of memory");
     return res;

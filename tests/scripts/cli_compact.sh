@@ -84,6 +84,9 @@ grep -qx '{"kind":"declined","message":"no plugin compacts (add compaction-basic
 "$WEIR" compact -c "$TMP/talk.json" nosuch >"$TMP/out" 2>&1; [ $? -eq 4 ] || fail "missing session: want 4"
 grep -q '^weir compact: no session log at ' "$TMP/out" || fail "missing session text: $(cat "$TMP/out")"
 "$WEIR" compact --help | grep -q '^usage: weir compact' || fail "--help"
+"$WEIR" compact -c "$TMP/talk.json" -i "$(printf 'bad \377 text')" c1 >"$TMP/out" 2>&1
+[ $? -eq 2 ] || fail "non-UTF-8 instructions: want 2"
+grep -qx 'weir: compact: instructions: not valid UTF-8' "$TMP/out" || fail "UTF-8 text: $(cat "$TMP/out")"
 
 [ $FAILURES -eq 0 ] && echo "cli_compact: ok"
 exit $FAILURES
