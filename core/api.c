@@ -31,6 +31,8 @@ static json_t *api_failure_new(const char *provider, const char *code, const cha
     return f;
 }
 
+const weir_api *weir_host_api(void) { return &weir__api_table; }
+
 const weir_api weir__api_table = {
     .abi_major = WEIR_ABI_MAJOR,
     .abi_minor = WEIR_ABI_MINOR,

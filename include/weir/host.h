@@ -121,11 +121,20 @@ WEIR_API int weir_hook_catalog_write(FILE *out, bool markdown);
 typedef void (*weir_event_fn)(const json_t *event, bool durable, void *user_data);
 
 /**
+ * The table plugins get (plugin.h), for an embedder's own listeners: in a
+ * waterfall listener, `weir_host_api()->next(call)` runs the rest of the
+ * chain, `->call_fail(call, ...)` fails it, `->call_agent(call)` names the
+ * agent.  Static; thread-safe.  Since: 0.1
+ */
+WEIR_API const weir_api *weir_host_api(void);
+
+/**
  * One listener of one agent's own (weir_agent_options.hooks).  It joins the
  * deployment's chain of `hook` for this agent only: with opts.order
  * WEIR_ORDER_FIRST outside it (outermost), otherwise inside it (innermost,
  * next to the core default); before/after are refused.  Errors name it
- * "embedder".  Since: 0.1
+ * "embedder".  The listener reaches the host through weir_host_api().
+ * Since: 0.1
  */
 typedef struct weir_agent_hook {
     const char *hook;    /* catalog name, e.g. "tools/pre-execute" */
