@@ -29,7 +29,7 @@ int weir_cmd_compact(int argc, char **argv); /* core/cli/compact.c */
 /* Print "weir: <what>: <err->text>" to stderr and map the status to an exit code. */
 int weir_cli_fail(const char *what, const weir_error *err);
 /* Compose the -c files (none: the default deployment). Exit code on failure. */
-int weir_cli_compose(char **files, size_t nfiles, json_t **out);
+int weir_cli_compose(char *const *files, size_t nfiles, json_t **out);
 /* The -c FILE options of one command line, in order (strings borrowed from argv). */
 typedef struct weir_cli_files {
     char *files[64];
@@ -53,5 +53,15 @@ int weir_cli_host(json_t *config, bool demo_note, weir_host **out);
  * (a leading "~/" expands to $HOME).  *out is malloc'd.  Exit code.
  */
 int weir_cli_session_path(const json_t *config, const char *arg, char **out);
+/*
+ * What run, resume and compact do first (core/cli/main.c): compose the -c
+ * files, resolve the session argument `target` (NULL: none, *path stays
+ * NULL) to its log path (*path, malloc'd), and when `must_exist` names the
+ * command, require the file ("<must_exist>: no session log at PATH", exit
+ * 4); then load the host (*host).  An exit code; on failure nothing is left
+ * to free.
+ */
+int weir_cli_session_host(const weir_cli_files *files, const char *target, const char *must_exist,
+                          char **path, weir_host **host);
 
 #endif

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -90,27 +89,11 @@ int weir_cmd_compact(int argc, char **argv) {
                 argc - optind < 1 ? "missing session ID" : "too many arguments", compact_help);
         return WEIR_EXIT_USAGE;
     }
-    json_t *config = NULL;
-    int rc = weir_cli_compose(files.files, files.n, &config);
+    char *path = NULL;
+    weir_host *host = NULL;
+    int rc = weir_cli_session_host(&files, argv[optind], "weir compact", &path, &host);
     if (rc != WEIR_EXIT_OK)
         return rc;
-    char *path = NULL;
-    if ((rc = weir_cli_session_path(config, argv[optind], &path)) != WEIR_EXIT_OK) {
-        json_decref(config);
-        return rc;
-    }
-    struct stat sb;
-    if (stat(path, &sb) != 0) {
-        fprintf(stderr, "weir compact: no session log at %s\n", path);
-        free(path);
-        json_decref(config);
-        return WEIR_EXIT_IO;
-    }
-    weir_host *host = NULL;
-    if ((rc = weir_cli_host(config, files.n == 0, &host)) != WEIR_EXIT_OK) {
-        free(path);
-        return rc;
-    }
     weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;
     opts.session_file = path;
     weir_agent *agent = NULL;

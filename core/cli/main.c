@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -53,7 +54,7 @@ int weir_cli_fail(const char *what, const weir_error *err) {
     }
 }
 
-int weir_cli_compose(char **files, size_t nfiles, json_t **out) {
+int weir_cli_compose(char *const *files, size_t nfiles, json_t **out) {
     weir_error err;
     weir_error_clear(&err);
     if (weir_config_compose((const char *const *)files, nfiles, out, &err) != WEIR_OK)
@@ -81,6 +82,35 @@ int weir_cli_host(json_t *config, bool demo_note, weir_host **out) {
     weir_status st = weir_host_create(config, out, &err);
     json_decref(config);
     return st == WEIR_OK ? WEIR_EXIT_OK : weir_cli_fail("load", &err);
+}
+
+int weir_cli_session_host(const weir_cli_files *files, const char *target, const char *must_exist,
+                          char **path, weir_host **host) {
+    *path = NULL;
+    *host = NULL;
+    json_t *config = NULL;
+    int rc = weir_cli_compose(files->files, files->n, &config);
+    if (rc != WEIR_EXIT_OK)
+        return rc;
+    if (target) {
+        if ((rc = weir_cli_session_path(config, target, path)) != WEIR_EXIT_OK) {
+            json_decref(config);
+            return rc;
+        }
+        struct stat sb;
+        if (must_exist && stat(*path, &sb) != 0) {
+            fprintf(stderr, "%s: no session log at %s\n", must_exist, *path);
+            free(*path);
+            *path = NULL;
+            json_decref(config);
+            return WEIR_EXIT_IO;
+        }
+    }
+    if ((rc = weir_cli_host(config, files->n == 0, host)) != WEIR_EXIT_OK) {
+        free(*path);
+        *path = NULL;
+    }
+    return rc;
 }
 
 int weir_cmd_config(int argc, char **argv) {

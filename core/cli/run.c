@@ -349,30 +349,11 @@ static int run_common(int argc, char **argv, bool resume) {
     const char *target = resume ? argv[optind] : session;
     const char *prompt = rest > (resume ? 1 : 0) ? argv[argc - 1] : NULL;
 
-    json_t *config = NULL;
-    int rc = weir_cli_compose(files.files, files.n, &config);
+    char *path = NULL;
+    weir_host *host = NULL;
+    int rc = weir_cli_session_host(&files, target, resume ? "weir resume" : NULL, &path, &host);
     if (rc != WEIR_EXIT_OK)
         return rc;
-    char *path = NULL;
-    if (target) {
-        rc = weir_cli_session_path(config, target, &path);
-        if (rc != WEIR_EXIT_OK) {
-            json_decref(config);
-            return rc;
-        }
-        struct stat sb;
-        if (resume && stat(path, &sb) != 0) {
-            fprintf(stderr, "weir resume: no session log at %s\n", path);
-            free(path);
-            json_decref(config);
-            return WEIR_EXIT_IO;
-        }
-    }
-    weir_host *host = NULL;
-    if ((rc = weir_cli_host(config, files.n == 0, &host)) != WEIR_EXIT_OK) {
-        free(path);
-        return rc;
-    }
     st.calls = json_object();
     weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;
     opts.session_file = path;
