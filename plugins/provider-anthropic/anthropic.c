@@ -81,9 +81,9 @@ static int stream(void *self, void *call, const json_t *request, weir_stream *st
     if (!d)
         return WEIR_E_NOMEM;
     char msg[512];
-    json_t *body =
-        anthropic_request_body(request, default_max_tokens(p, request), msg, sizeof msg);
-    int rc = pc_stream_run(p, st, body, msg, sizeof msg, d, &codec);
+    char *text = anthropic_request_text(request, default_max_tokens(p, request), p->cache, msg,
+                                        sizeof msg);
+    int rc = pc_stream_run_text(p, st, text, msg, sizeof msg, d, &codec);
     anthropic_decoder_free(d);
     return rc;
 }

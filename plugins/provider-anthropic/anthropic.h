@@ -17,6 +17,8 @@
 
 #include <jansson.h>
 
+#include "provider_cache.h"
+
 /* ------------------------------------------------------------------------ */
 /* Request translation (anthropic_request.c)                                */
 /* ------------------------------------------------------------------------ */
@@ -32,6 +34,19 @@
  */
 json_t *anthropic_request_body(const json_t *request, long default_max_tokens, char *msg,
                                size_t msg_size);
+
+/**
+ * The same body as compact JSON text, built with `cache` (may be NULL): each
+ * message's translation (system text, tool results, other blocks) and the
+ * tools' are taken from the cache when the very object was translated
+ * before, and cached otherwise; merging consecutive messages of one role and
+ * putting tool results first work on the cached pieces, so a request costs
+ * O(new messages) (provider_cache.h).  The text is the same with or without
+ * a cache.  @return malloc'd text the caller frees, or NULL with `msg` set.
+ * Thread-safe (the cache is).
+ */
+char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_cache *cache,
+                             char *msg, size_t msg_size);
 
 /* ------------------------------------------------------------------------ */
 /* Stream decoder (anthropic_decode.c)                                      */

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "provider_cache.h"
 #include "provider_common.h"
 
 static bool is_type(const json_t *block, const char *type) {
@@ -166,131 +167,230 @@ static int translate_blocks(const json_t *content, const char *role, const char 
     return 0;
 }
 
-/* Put tool_result blocks first in a user message (the API requires it). */
-static int results_first(json_t *blocks) {
-    json_t *sorted = json_array();
-    if (!sorted)
-        return -1;
-    for (int pass = 0; pass < 2; pass++) {
-        size_t i;
-        json_t *b;
-        json_array_foreach(blocks, i, b) {
-            if (is_type(b, "tool_result") == (pass == 0) && json_array_append(sorted, b) != 0) {
-                json_decref(sorted);
-                return -1;
-            }
-        }
+/*
+ * The wire text of one canonical message (messages[i]), as cached: one
+ * kind byte, then two parts.  's' (system): the message's system text, then
+ * nothing.  'u' / 'a' (the API role: user and tool messages are 'u'): its
+ * tool_result blocks, then its other blocks, each part comma-joined JSON
+ * (the API wants tool results first in a user message).  The first part's
+ * length is written before it: "<kind><len>:<part1><part2>".
+ */
+static int message_text(const json_t *m, size_t i, pc_buf *out, char *msg, size_t size) {
+    char where[48];
+    snprintf(where, sizeof where, "messages[%zu]", i);
+    const char *role = json_string_value(json_object_get(m, "role"));
+    json_t *content = json_object_get(m, "content");
+    if (!role || !json_is_array(content))
+        return pc_bad(msg, size, "%s: needs a string \"role\" and a \"content\" array", where);
+    if (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant") &&
+        strcmp(role, "tool"))
+        return pc_bad(msg, size, "%s: unknown role \"%s\"", where, role);
+    pc_buf sys = {0}, parts[2] = {{0}, {0}};
+    json_t *blocks = json_array();
+    int rc = blocks ? translate_blocks(content, role, where, &sys, blocks, msg, size)
+                    : PC_OOM(msg, size);
+    size_t k;
+    json_t *b;
+    json_array_foreach(blocks, k, b) {
+        if (rc != 0)
+            break;
+        pc_buf *part = &parts[is_type(b, "tool_result") ? 0 : 1];
+        char *text = json_dumps(b, JSON_COMPACT);
+        if (!text || (part->len && pc_buf_add(part, ",", 1) != 0) ||
+            pc_buf_add(part, text, strlen(text)) != 0)
+            rc = PC_OOM(msg, size);
+        free(text);
     }
-    int rc = json_array_clear(blocks) || json_array_extend(blocks, sorted) ? -1 : 0;
-    json_decref(sorted);
+    json_decref(blocks);
+    if (rc == 0) {
+        char kind = strcmp(role, "system") == 0      ? 's'
+                    : strcmp(role, "assistant") == 0 ? 'a'
+                                                     : 'u';
+        const pc_buf *first = kind == 's' ? &sys : &parts[0];
+        char head[32];
+        int n = snprintf(head, sizeof head, "%c%zu:", kind, first->len);
+        if (pc_buf_add(out, head, (size_t)n) != 0 ||
+            (first->len && pc_buf_add(out, first->p, first->len) != 0) ||
+            (kind != 's' && parts[1].len && pc_buf_add(out, parts[1].p, parts[1].len) != 0))
+            rc = PC_OOM(msg, size);
+    }
+    free(sys.p);
+    free(parts[0].p);
+    free(parts[1].p);
     return rc;
 }
 
-static json_t *translate_messages(const json_t *messages, pc_buf *sys, char *msg, size_t size) {
-    json_t *out = pc_array_for(messages, "messages", msg, size);
-    if (!out)
-        return NULL;
-    size_t i;
-    json_t *m;
-    json_array_foreach(messages, i, m) {
-        char where[48];
-        snprintf(where, sizeof where, "messages[%zu]", i);
-        const char *role = json_string_value(json_object_get(m, "role"));
-        json_t *content = json_object_get(m, "content");
-        if (!role || !json_is_array(content)) {
-            pc_bad(msg, size, "%s: needs a string \"role\" and a \"content\" array", where);
-            goto fail;
-        }
-        if (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant") &&
-            strcmp(role, "tool")) {
-            pc_bad(msg, size, "%s: unknown role \"%s\"", where, role);
-            goto fail;
-        }
-        json_t *blocks = json_array();
-        if (!blocks) {
-            PC_OOM(msg, size);
-            goto fail;
-        }
-        if (translate_blocks(content, role, where, sys, blocks, msg, size) != 0) {
-            json_decref(blocks);
-            goto fail;
-        }
-        const char *api_role = strcmp(role, "assistant") == 0 ? "assistant" : "user";
-        json_t *last = json_array_get(out, json_array_size(out) - 1);
-        int rc = 0;
-        if (json_array_size(blocks) == 0)
-            rc = 0;
-        else if (last && strcmp(json_string_value(json_object_get(last, "role")), api_role) == 0)
-            rc = json_array_extend(json_object_get(last, "content"), blocks);
-        else
-            rc = json_array_append_new(out, json_pack("{s:s,s:O}", "role", api_role, "content",
-                                                      blocks));
-        json_decref(blocks);
-        if (rc != 0) {
-            PC_OOM(msg, size);
-            goto fail;
-        }
-    }
-    json_array_foreach(out, i, m) {
-        if (strcmp(json_string_value(json_object_get(m, "role")), "user") == 0 &&
-            results_first(json_object_get(m, "content")) != 0) {
-            PC_OOM(msg, size);
-            goto fail;
-        }
-    }
-    return out;
-fail:
-    json_decref(out);
-    return NULL;
+/* The messages being assembled: the system text, the finished messages, and
+ * the open group of consecutive messages of one API role. */
+typedef struct assembly {
+    pc_buf sys, out;     /* out: the "messages" array's elements, comma-joined */
+    char role;           /* 'u', 'a', or 0 when no group is open */
+    pc_buf results, rest; /* the open group's two parts */
+} assembly;
+
+/* Close the open group into one {"role","content"} element. */
+static int flush_group(assembly *a) {
+    if (!a->role)
+        return 0;
+    const char *head = a->role == 'a' ? "{\"role\":\"assistant\",\"content\":["
+                                      : "{\"role\":\"user\",\"content\":[";
+    int rc = (a->out.len && pc_buf_add(&a->out, ",", 1)) || pc_buf_add(&a->out, head, strlen(head)) ||
+             (a->results.len && pc_buf_add(&a->out, a->results.p, a->results.len)) ||
+             (a->results.len && a->rest.len && pc_buf_add(&a->out, ",", 1)) ||
+             (a->rest.len && pc_buf_add(&a->out, a->rest.p, a->rest.len)) ||
+             pc_buf_add(&a->out, "]}", 2)
+                 ? -1
+                 : 0;
+    a->results.len = a->rest.len = 0;
+    a->role = 0;
+    return rc;
 }
 
-json_t *anthropic_request_body(const json_t *request, long default_max_tokens, char *msg,
-                               size_t size) {
+/* Append `n` bytes of `s` to a part, comma-separated from what it holds. */
+static int add_part(pc_buf *part, const char *s, size_t n) {
+    if (!n)
+        return 0;
+    if (part->len && pc_buf_add(part, ",", 1) != 0)
+        return -1;
+    return pc_buf_add(part, s, n);
+}
+
+/* Fold one cached message text (see message_text) into the assembly:
+ * system text joins the system prompt; a message of the open group's role
+ * merges into it; a message with no blocks changes nothing. */
+static int fold_message(assembly *a, const char *text, size_t len) {
+    char kind = text[0];
+    char *end = NULL;
+    size_t n1 = (size_t)strtoull(text + 1, &end, 10);
+    const char *p1 = end + 1, *p2 = p1 + n1;
+    size_t n2 = len - (size_t)(p2 - text);
+    if (kind == 's') {
+        if (!n1)
+            return 0;
+        return (a->sys.len && pc_buf_add(&a->sys, "\n\n", 2)) || pc_buf_add(&a->sys, p1, n1);
+    }
+    if (!n1 && !n2)
+        return 0; /* nothing to send: dropped, and it does not split a group */
+    if (a->role != kind && flush_group(a) != 0)
+        return -1;
+    a->role = kind;
+    return add_part(&a->results, p1, n1) || add_part(&a->rest, p2, n2) ? -1 : 0;
+}
+
+/* Append the JSON text of `v` (borrowed), or fail with "out of memory". */
+static int add_json(pc_buf *out, const json_t *v, char *msg, size_t size) {
+    char *text = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    int rc = text && pc_buf_add(out, text, strlen(text)) == 0 ? 0 : PC_OOM(msg, size);
+    free(text);
+    return rc;
+}
+
+char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_cache *cache,
+                             char *msg, size_t size) {
     const char *model = pc_request_check(request, msg, size);
     if (!model)
         return NULL;
+    json_t *messages = json_object_get(request, "messages");
     json_t *max_tokens = json_object_get(request, "max_tokens");
     json_t *temperature = json_object_get(request, "temperature");
     json_t *tools = json_object_get(request, "tools");
+    if (!json_is_array(messages)) {
+        pc_bad(msg, size, "messages: expected an array");
+        return NULL;
+    }
     if (tools && !json_is_null(tools) && !json_is_array(tools)) {
         pc_bad(msg, size, "tools: expected an array");
         return NULL;
     }
-    pc_buf sys = {0};
-    json_t *messages = translate_messages(json_object_get(request, "messages"), &sys, msg, size);
-    if (!messages) {
-        free(sys.p);
-        return NULL;
+    assembly a = {0};
+    pc_buf one = {0}, body = {0};
+    int rc = 0;
+    size_t i;
+    json_t *m;
+    json_array_foreach(messages, i, m) {
+        one.len = 0;
+        int hit = pc_cache_get(cache, m, &one);
+        if (hit < 0) {
+            rc = PC_OOM(msg, size);
+        } else if (hit == 0) {
+            rc = message_text(m, i, &one, msg, size);
+            if (rc == 0) /* a failed put only costs the next request a translation */
+                (void)pc_cache_put(cache, m, one.p, one.len);
+        }
+        if (rc == 0 && fold_message(&a, one.p, one.len) != 0)
+            rc = PC_OOM(msg, size);
+        if (rc != 0)
+            break;
     }
+    if (rc == 0 && flush_group(&a) != 0)
+        rc = PC_OOM(msg, size);
+    /* {"model","max_tokens","system"?,"messages","tools"?,"temperature"?,"stream"} */
     json_int_t limit = json_is_integer(max_tokens) ? json_integer_value(max_tokens)
                        : default_max_tokens > 0    ? default_max_tokens
                                                    : 4096;
-    json_t *body = json_pack("{s:s,s:I}", "model", model, "max_tokens", limit);
-    if (!body)
-        goto oom;
-    if (sys.p && json_object_set_new(body, "system", json_string(sys.p)) != 0)
-        goto oom;
-    if (json_object_set(body, "messages", messages) != 0)
-        goto oom;
-    if (json_array_size(tools) > 0) {
-        json_t *out = pc_translate_tools(tools, "input_schema", false, msg, size);
-        if (!out)
-            goto fail;
-        if (json_object_set_new(body, "tools", out) != 0)
-            goto oom;
+    json_t *head = rc == 0 ? json_pack("{s:s,s:I}", "model", model, "max_tokens", limit) : NULL;
+    char *head_text = head ? json_dumps(head, JSON_COMPACT) : NULL;
+    json_decref(head);
+    if (rc == 0 && !head_text)
+        rc = PC_OOM(msg, size);
+    if (rc == 0 && pc_buf_add(&body, head_text, strlen(head_text) - 1) != 0) /* drop '}' */
+        rc = PC_OOM(msg, size);
+    free(head_text);
+    if (rc == 0 && a.sys.len) {
+        json_t *sys = json_stringn(a.sys.p, a.sys.len);
+        if (pc_buf_add(&body, ",\"system\":", 10) != 0)
+            rc = PC_OOM(msg, size);
+        else
+            rc = add_json(&body, sys, msg, size);
+        json_decref(sys);
     }
-    if (json_is_number(temperature) && json_object_set(body, "temperature", temperature) != 0)
-        goto oom;
-    if (json_object_set_new(body, "stream", json_true()) != 0)
-        goto oom;
-    free(sys.p);
-    json_decref(messages);
+    if (rc == 0 && (pc_buf_add(&body, ",\"messages\":[", 13) ||
+                    (a.out.len && pc_buf_add(&body, a.out.p, a.out.len)) ||
+                    pc_buf_add(&body, "]", 1)))
+        rc = PC_OOM(msg, size);
+    if (rc == 0 && json_array_size(tools) > 0) {
+        if (pc_buf_add(&body, ",\"tools\":", 9) != 0)
+            rc = PC_OOM(msg, size);
+        size_t start = body.len;
+        int hit = rc == 0 ? pc_cache_get(cache, tools, &body) : 1;
+        if (hit < 0) {
+            rc = PC_OOM(msg, size);
+        } else if (hit == 0) {
+            json_t *t = pc_translate_tools(tools, "input_schema", false, msg, size);
+            rc = t ? add_json(&body, t, msg, size) : -1;
+            json_decref(t);
+            if (rc == 0)
+                (void)pc_cache_put(cache, tools, body.p + start, body.len - start);
+        }
+    }
+    if (rc == 0 && json_is_number(temperature) &&
+        (pc_buf_add(&body, ",\"temperature\":", 15) != 0 ||
+         add_json(&body, temperature, msg, size) != 0))
+        rc = PC_OOM(msg, size);
+    if (rc == 0 && pc_buf_add(&body, ",\"stream\":true}", 15) != 0)
+        rc = PC_OOM(msg, size);
+    free(a.sys.p);
+    free(a.out.p);
+    free(a.results.p);
+    free(a.rest.p);
+    free(one.p);
+    if (rc != 0) {
+        if (msg && size && !msg[0])
+            PC_OOM(msg, size);
+        free(body.p);
+        return NULL;
+    }
+    return body.p;
+}
+
+json_t *anthropic_request_body(const json_t *request, long default_max_tokens, char *msg,
+                               size_t size) {
+    char *text = anthropic_request_text(request, default_max_tokens, NULL, msg, size);
+    if (!text)
+        return NULL;
+    json_t *body = json_loads(text, 0, NULL);
+    free(text);
+    if (!body)
+        PC_OOM(msg, size);
     return body;
-oom:
-    PC_OOM(msg, size);
-fail:
-    free(sys.p);
-    json_decref(messages);
-    json_decref(body);
-    return NULL;
 }

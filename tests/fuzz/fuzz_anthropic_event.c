@@ -5,9 +5,12 @@
  * The input is split at '\n'; each line is one SSE event, "name\tdata" or
  * just data.  The decoder must never crash, and must end every stream with
  * exactly one finish chunk, last.  The whole input, when it parses as JSON,
- * is also translated as a request.
+ * is also translated as a request, without and twice with a request cache:
+ * the three texts (or failure messages) are the same, and a body is JSON.
  */
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <stdio.h>
 
 #include "anthropic.h"
@@ -37,8 +40,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     json_t *request = json_loadb((const char *)data, size, 0, NULL);
     if (request) {
-        char msg[256];
-        json_decref(anthropic_request_body(request, 0, msg, sizeof msg));
+        char msg[256], msg2[256];
+        char *plain = anthropic_request_text(request, 0, NULL, msg, sizeof msg);
+        pc_cache *cache = pc_cache_new(4, 1 << 16);
+        for (int round = 0; cache && round < 2; round++) {
+            char *cached = anthropic_request_text(request, 0, cache, msg2, sizeof msg2);
+            if (!plain != !cached || (plain && strcmp(plain, cached) != 0) ||
+                (!plain && strcmp(msg, msg2) != 0))
+                abort();
+            free(cached);
+        }
+        if (plain) {
+            json_t *body = json_loads(plain, 0, NULL);
+            if (!body)
+                abort();
+            json_decref(body);
+        }
+        free(plain);
+        pc_cache_free(cache);
         json_decref(request);
     }
     return 0;

@@ -141,6 +141,59 @@ static void request_merges_roles_and_puts_tool_results_first(void **state) {
     json_decref(request);
 }
 
+/* The body text built with a cache is byte for byte the one built without:
+ * system text, merged roles and tool results first work on cached pieces;
+ * a second request over the same objects translates nothing. */
+static void request_cache_reuses_translated_messages(void **state) {
+    (void)state;
+    json_t *request = pt_load_data("request.json");
+    json_t *messages = json_object_get(request, "messages");
+    /* a tool message after a user message merges into it, results first; an
+     * empty user message splits nothing */
+    assert_int_equal(json_array_append_new(messages,
+                                           json_pack("{s:s,s:[{s:s,s:s}]}", "role", "user",
+                                                     "content", "type", "text", "text", "")),
+                     0);
+    size_t n = json_array_size(messages);
+    char msg[256];
+    char *plain = anthropic_request_text(request, 0, NULL, msg, sizeof msg);
+    assert_non_null(plain);
+    json_t *parsed = json_loads(plain, 0, NULL);
+    json_t *golden = anthropic_request_body(request, 0, msg, sizeof msg);
+    assert_non_null(parsed);
+    assert_true(json_equal(parsed, golden));
+    json_decref(parsed);
+    json_decref(golden);
+
+    pc_cache *cache = pc_cache_new(64, 1 << 20);
+    assert_non_null(cache);
+    for (int round = 0; round < 2; round++) {
+        char *text = anthropic_request_text(request, 0, cache, msg, sizeof msg);
+        assert_non_null(text);
+        assert_string_equal(text, plain);
+        free(text);
+    }
+    pc_cache_stats st = pc_cache_get_stats(cache);
+    assert_int_equal(st.misses, n + 1); /* every message and the tools, once */
+    assert_int_equal(st.hits, n + 1);
+    /* one more message: one more translation */
+    assert_int_equal(json_array_append_new(messages,
+                                           json_pack("{s:s,s:[{s:s,s:s}]}", "role", "system",
+                                                     "content", "type", "text", "text", "late")),
+                     0);
+    char *next_plain = anthropic_request_text(request, 0, NULL, msg, sizeof msg);
+    char *next = anthropic_request_text(request, 0, cache, msg, sizeof msg);
+    assert_non_null(next);
+    assert_string_equal(next, next_plain);
+    st = pc_cache_get_stats(cache);
+    assert_int_equal(st.misses, n + 2);
+    free(next_plain);
+    free(next);
+    free(plain);
+    pc_cache_free(cache);
+    json_decref(request);
+}
+
 static void request_survives_allocation_failures(void **state) {
     (void)state;
     pt_check_request_survives_allocation_failures(&ops);
@@ -536,6 +589,7 @@ int main(void) {
         cmocka_unit_test(request_without_optional_fields),
         cmocka_unit_test(request_rejects_bad_blocks),
         cmocka_unit_test(request_merges_roles_and_puts_tool_results_first),
+        cmocka_unit_test(request_cache_reuses_translated_messages),
         cmocka_unit_test(request_survives_allocation_failures),
         cmocka_unit_test(decode_text_stream_with_cache_usage),
         cmocka_unit_test(decode_thinking_then_text),
