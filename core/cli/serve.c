@@ -38,6 +38,9 @@ typedef struct serve {
     bool stopping;    /* shutdown began: the driver thread exits */
     bool driver_done; /* the driver thread left its loop */
     bool broken;      /* the agent cannot go on (log I/O failure) */
+    bool compact;     /* a compact command waits for the agent to be idle */
+    long compact_line;          /* its line on stdin */
+    char *compact_instructions; /* its instructions (owned), or NULL */
 } serve;
 
 /* ------------------------------------------------------------------------ */
@@ -112,11 +115,24 @@ static void on_event(const json_t *event, bool durable, void *ud) {
 /* The driver thread                                                         */
 /* ------------------------------------------------------------------------ */
 
+/* A compact command, once the agent is idle: {"type":"compaction",
+ * "time","line","result":{kind, message?, ...}}, or an error event. */
+static void run_compact(serve *s, long line, const char *instructions) {
+    json_t *result = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_agent_compact(s->agent, instructions, &result, &err) != WEIR_OK) {
+        put_error(s, line, NULL, "compact: %s", err.text);
+        return;
+    }
+    put_own(s, "compaction", json_pack("{s:I, s:o}", "line", (json_int_t)line, "result", result));
+}
+
 static void *driver_main(void *arg) {
     serve *s = arg;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        while (!s->work && !s->stopping)
+        while (!s->work && !s->compact && !s->stopping)
             pthread_cond_wait(&s->cv, &s->mu);
         if (s->stopping)
             break;
@@ -131,6 +147,16 @@ static void *driver_main(void *arg) {
         if (rc != WEIR_OK) {
             s->broken = true;
             break;
+        }
+        if (s->compact && !s->work && !s->stopping) { /* idle: between turns */
+            long line = s->compact_line;
+            char *instructions = s->compact_instructions;
+            s->compact_instructions = NULL;
+            pthread_mutex_unlock(&s->mu);
+            run_compact(s, line, instructions);
+            free(instructions);
+            pthread_mutex_lock(&s->mu);
+            s->compact = false;
         }
     }
     s->driver_done = true;
@@ -177,6 +203,8 @@ static void stop_driver(serve *s, pthread_t th) {
     }
     pthread_mutex_unlock(&s->mu);
     pthread_join(th, NULL);
+    free(s->compact_instructions); /* a compact command that never ran */
+    s->compact_instructions = NULL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -267,6 +295,38 @@ static void cmd_send(serve *s, long line, json_t *cmd) {
         wake_driver(s);
 }
 
+static void cmd_compact(serve *s, long line, json_t *cmd) {
+    static const char *const keys[] = {"op", "instructions", NULL};
+    const char *bad = unknown_key(cmd, keys);
+    if (bad) {
+        put_error(s, line, NULL, "compact: unknown field \"%.64s\"", bad);
+        return;
+    }
+    const json_t *ji = json_object_get(cmd, "instructions");
+    if (ji && (!json_is_string(ji) || strlen(json_string_value(ji)) != json_string_length(ji))) {
+        put_error(s, line, NULL, "compact: instructions: expected a string");
+        return;
+    }
+    char *copy = ji ? strdup(json_string_value(ji)) : NULL;
+    if (ji && !copy) {
+        put_error(s, line, NULL, "compact: out of memory");
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    bool busy = s->compact;
+    if (!busy) {
+        s->compact = true;
+        s->compact_line = line;
+        s->compact_instructions = copy;
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (busy) {
+        free(copy);
+        put_error(s, line, NULL, "compact: a compaction is already pending");
+    }
+}
+
 static void cmd_cancel(serve *s, long line, json_t *cmd) {
     static const char *const keys[] = {"op", "cause", "keep_inbox", NULL};
     const char *bad = unknown_key(cmd, keys);
@@ -313,11 +373,14 @@ static bool handle(serve *s, long line, const char *buf, size_t len) {
     if (!json_is_object(cmd))
         put_error(s, line, NULL, "expected a JSON object");
     else if (!op)
-        put_error(s, line, NULL, "missing \"op\" (\"send\", \"cancel\" or \"shutdown\")");
+        put_error(s, line, NULL,
+                  "missing \"op\" (\"send\", \"cancel\", \"compact\" or \"shutdown\")");
     else if (!strcmp(op, "send"))
         cmd_send(s, line, cmd);
     else if (!strcmp(op, "cancel"))
         cmd_cancel(s, line, cmd);
+    else if (!strcmp(op, "compact"))
+        cmd_compact(s, line, cmd);
     else if (!strcmp(op, "shutdown")) {
         static const char *const keys[] = {"op", NULL};
         const char *bad = unknown_key(cmd, keys);
@@ -326,8 +389,9 @@ static bool handle(serve *s, long line, const char *buf, size_t len) {
         else
             go_on = false;
     } else
-        put_error(s, line, NULL, "unknown op \"%.64s\" (expected \"send\", \"cancel\" or "
-                                 "\"shutdown\")",
+        put_error(s, line, NULL,
+                  "unknown op \"%.64s\" (expected \"send\", \"cancel\", \"compact\" or "
+                  "\"shutdown\")",
                   op);
     json_decref(cmd);
     return go_on;

@@ -34,6 +34,8 @@ name="serve-err-$$"
     echo '{"op":"cancel"}'                                                 # 20 (idle: no-op)
     echo '{"op":"send","input_id":"h1","text":"held","mode":"inject"}'     # 21
     echo '{"op":"send","input_id":"h1","text":"other","mode":"inject"}'    # 22
+    echo '{"op":"compact","bogus":1}'                                      # 23
+    echo '{"op":"compact","instructions":5}'                               # 24
 } >"$TMP/in"
 
 timeout 30 "$WEIR" serve --stdio -s "$name" <"$TMP/in" >"$TMP/out" 2>"$TMP/err"
@@ -49,8 +51,8 @@ expect() {
 }
 expect 1 "invalid JSON at column 7: '[' or '{' expected near 'garbage'"
 expect 2 'expected a JSON object'
-expect 3 'missing \"op\" (\"send\", \"cancel\" or \"shutdown\")'
-expect 4 'unknown op \"fly\" (expected \"send\", \"cancel\" or \"shutdown\")'
+expect 3 'missing \"op\" (\"send\", \"cancel\", \"compact\" or \"shutdown\")'
+expect 4 'unknown op \"fly\" (expected \"send\", \"cancel\", \"compact\" or \"shutdown\")'
 expect 5 'send: expected exactly one of \"text\" and \"message\"'
 expect 6 'send: text: expected a non-blank string'
 expect 7 'send: mode: expected \"followup\", \"steer\" or \"inject\"'
@@ -66,7 +68,9 @@ expect 16 'invalid JSON at column 21: unable to decode byte 0xff near '"'"'\"'"'
 expect 17 "invalid JSON at column 30: \\\\u0000 is not allowed without JSON_ALLOW_NUL near '\\\"a\\\\u0000b\\\"'"
 expect 18 'line too long (more than 1048576 bytes)'
 expect 22 "send: inbox: input id 'h1' was already used with different content"
-[ "$(grep -c '"type":"error"' "$TMP/out")" -eq 19 ] ||
+expect 23 'compact: unknown field \"bogus\"'
+expect 24 'compact: instructions: expected a string'
+[ "$(grep -c '"type":"error"' "$TMP/out")" -eq 21 ] ||
     fail "error count: $(grep -c '"type":"error"' "$TMP/out")"
 # line 21 was queued without waking; end of input held it
 grep -q '^{"type":"input.queued","time":[0-9]*,"data":{"input_id":"h1","delivery":"new_turn","source":"steer"}}$' "$TMP/out" ||

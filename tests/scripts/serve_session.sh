@@ -35,6 +35,10 @@ session() {
     echo '{"op":"send","input_id":"q1","text":"what is 2 to the 10th?"}' >&3
     wait_for "$TMP/$name.out" '"type":"generation\.finished"' ||
         fail "$name: no generation.finished: $(cat "$TMP/$name.out" "$TMP/$name.err")"
+    # compact between turns: the default deployment has no compaction plugin
+    echo '{"op":"compact","instructions":"keep names"}' >&3
+    wait_for "$TMP/$name.out" '"type":"compaction"' ||
+        fail "$name: no compaction event: $(cat "$TMP/$name.out" "$TMP/$name.err")"
     echo '{"op":"shutdown"}' >&3
     exec 3>&-
     wait $pid
@@ -52,12 +56,14 @@ session "serve-gen-$$"
 out="$TMP/serve-gen-$$.out"
 types "$out" | tr '\n' ' ' >"$TMP/types"
 want="session.ready input.queued generation.started input.delivered assistant.message \
-assistant.message generation.finished session.closed "
+assistant.message generation.finished compaction session.closed "
 [ "$(cat "$TMP/types")" = "$want" ] || fail "event order:
   got:  $(cat "$TMP/types")
   want: $want"
 grep -q '^{"type":"session.ready","time":[0-9]*,"session_id":"serve-gen-'$$'","log":"' "$out" ||
     fail "session.ready line"
+grep -q '^{"type":"compaction","time":[0-9]*,"line":2,"result":{"kind":"declined","message":"no plugin compacts (add compaction-basic to the deployment)"}}$' "$out" ||
+    fail "compaction line: $(grep '"compaction"' "$out")"
 grep -q '^{"type":"input.queued","time":[0-9]*,"data":{"input_id":"q1","delivery":"new_turn","source":"human"}}$' "$out" ||
     fail "input.queued line"
 grep -q '^{"type":"generation.started","time":[0-9]*,"data":{"generation_id":"gen-1","initial_input_id":"q1","turn":1}}$' "$out" ||
