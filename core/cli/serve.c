@@ -441,6 +441,7 @@ static const char serve_help[] =
     "  {\"op\":\"send\",\"input_id\"?,\"text\"|\"message\",\n"
     "   \"mode\"?:\"followup\"|\"steer\"|\"inject\"}\n"
     "  {\"op\":\"cancel\",\"cause\"?,\"keep_inbox\"?}\n"
+    "  {\"op\":\"compact\",\"instructions\"?}  (once idle; a compaction event)\n"
     "  {\"op\":\"shutdown\"}            (end of input is a shutdown too)\n"
     "\n"
     "  -c, --config FILE   deployment config (repeat to overlay; default: built in)\n"
