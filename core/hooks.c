@@ -461,7 +461,8 @@ int weir__hooks_freeze_derived(weir__hooks *h, weir_error *err) {
     for (size_t k = 0; k < weir__hook_catalog_len; k++) {
         chain *own = &h->chains[k];
         const chain *base = &h->base->chains[k];
-        qsort(own->v, own->n, sizeof *own->v, own_cmp);
+        if (own->n > 1)
+            qsort(own->v, own->n, sizeof *own->v, own_cmp);
         size_t n = 0, i = 0;
         for (; i < own->n && own->v[i].order < 0; i++) /* WEIR_ORDER_FIRST: outermost */
             merged[k][n++] = own->v[i];
