@@ -231,6 +231,19 @@ json_t *weir_agent_active_jobs(weir_agent *a) {
     return a && a->jobs ? weir__jobs_active(a->jobs) : NULL;
 }
 
+/* agent/created is not an agent's own hook: it has run when the own chains
+ * start.  False with `err` filled. */
+static bool own_hook_ok(const char *hook, const char *who, weir_error *err) {
+    if (hook && strcmp(hook, "agent/created") == 0) {
+        weir__err(err, WEIR_E_INVAL, who, hook,
+                  "%s: agent/created cannot be an agent's own hook (it has run when the "
+                  "agent's own listeners start)",
+                  who);
+        return false;
+    }
+    return true;
+}
+
 int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent **out,
                     weir_error *err) {
     if (!host || !out)
@@ -341,8 +354,10 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
     if (rc == WEIR_OK && weir__hooks_derive(a->hooks, &a->own) != WEIR_OK)
         rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
     for (size_t i = 0; rc == WEIR_OK && i < nown; i++)
-        rc = weir__hooks_add(a->own, NULL, "embedder", 0, own[i].hook, own[i].fn, &own[i].opts,
-                             err);
+        rc = own_hook_ok(own[i].hook, "embedder", err)
+                 ? weir__hooks_add(a->own, NULL, "embedder", 0, own[i].hook, own[i].fn,
+                                   own[i].opts, err)
+                 : WEIR_E_INVAL;
     if (rc != WEIR_OK) {
         weir_agent_close(a);
         return rc;
@@ -546,10 +561,12 @@ int weir_agent_cancel(weir_agent *a, const char *cause, bool keep_inbox) {
         strcmp(cause, "disposed") != 0 && strncmp(cause, "hook:", 5) != 0)
         return WEIR_E_INVAL;
     pthread_mutex_lock(&a->mu);
-    if (a->compacting) { /* a manual compaction: cancel it, the inbox is not the turn's */
+    if (a->compacting) { /* a manual compaction: cancel it (and drop input, as for a turn) */
         weir__signal_cancel(&a->signal, cause);
+        if (!keep_inbox)
+            a->wake = false;
         pthread_mutex_unlock(&a->mu);
-        return WEIR_OK;
+        return keep_inbox ? WEIR_OK : weir__inbox_clear(a->inbox, NULL);
     }
     if (a->state != WEIR__AGENT_RUNNING) {
         pthread_mutex_unlock(&a->mu);
@@ -632,7 +649,9 @@ int weir__agent_hook_register(weir_plugin *self, weir_agent *a, const char *hook
     }
     weir_error e;
     weir_error_clear(&e);
-    int rc = weir__hooks_add(a->own, self, self->id, self->index, hook, fn, opts, &e);
+    int rc = own_hook_ok(hook, self->id, &e)
+                 ? weir__hooks_add(a->own, self, self->id, self->index, hook, fn, opts, &e)
+                 : WEIR_E_INVAL;
     if (rc != WEIR_OK)
         weir__plugin_log(self, WEIR_LOG_ERROR, "agent_hook_register: %s", e.text);
     return rc;

@@ -219,6 +219,14 @@ static int tk_agent_complete(weir_agent *agent, const json_t *request, weir_sign
                      "agent_complete: the test kit runs no provider");
 }
 
+static int tk_agent_hook_register(weir_plugin *self, weir_agent *agent, const char *hook,
+                                  weir_hook_fn fn, const weir_hook_opts *opts) {
+    (void)agent, (void)fn, (void)opts;
+    tk_log(self, WEIR_LOG_ERROR, "agent_hook_register(%s): the test kit has no per-agent chains",
+           hook ? hook : "(null)");
+    return WEIR_E_UNSUPPORTED;
+}
+
 /* --- create / destroy ---------------------------------------------------- */
 
 weir_tk *weir_tk_create(void) {
@@ -246,6 +254,7 @@ weir_tk *weir_tk_create(void) {
     tk->api.agent_event = tk_agent_event_at;
     tk->api.agent_model_info = tk_agent_model_info;
     tk->api.agent_complete = tk_agent_complete;
+    tk->api.agent_hook_register = tk_agent_hook_register;
     tk->agent.tk = tk;
     tk->messages = json_array();
     tk->events = json_array();

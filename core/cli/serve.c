@@ -38,7 +38,8 @@ typedef struct serve {
     bool stopping;    /* shutdown began: the driver thread exits */
     bool driver_done; /* the driver thread left its loop */
     bool broken;      /* the agent cannot go on (log I/O failure) */
-    bool compact;     /* a compact command waits for the agent to be idle */
+    bool compact;     /* a compact command waits for the agent to be idle, or runs */
+    bool compact_running;       /* ... runs (a cancel then cancels it, not drops it) */
     long compact_line;          /* its line on stdin */
     char *compact_instructions; /* its instructions (owned), or NULL */
 } serve;
@@ -115,6 +116,16 @@ static void on_event(const json_t *event, bool durable, void *ud) {
 /* The driver thread                                                         */
 /* ------------------------------------------------------------------------ */
 
+/* Answer a pending compact command that will not run (caller holds mu). */
+static void drop_compact(serve *s, const char *why) {
+    if (!s->compact || s->compact_running)
+        return;
+    put_error(s, s->compact_line, NULL, "compact: %s", why);
+    free(s->compact_instructions);
+    s->compact_instructions = NULL;
+    s->compact = false;
+}
+
 /* A compact command, once the agent is idle: {"type":"compaction",
  * "time","line","result":{kind, message?, ...}}, or an error event. */
 static void run_compact(serve *s, long line, const char *instructions) {
@@ -146,19 +157,22 @@ static void *driver_main(void *arg) {
         pthread_mutex_lock(&s->mu);
         if (rc != WEIR_OK) {
             s->broken = true;
+            drop_compact(s, "the agent stopped after an error");
             break;
         }
         if (s->compact && !s->work && !s->stopping) { /* idle: between turns */
             long line = s->compact_line;
             char *instructions = s->compact_instructions;
             s->compact_instructions = NULL;
+            s->compact_running = true;
             pthread_mutex_unlock(&s->mu);
             run_compact(s, line, instructions);
             free(instructions);
             pthread_mutex_lock(&s->mu);
-            s->compact = false;
+            s->compact = s->compact_running = false;
         }
     }
+    drop_compact(s, "dropped by the shutdown");
     s->driver_done = true;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
@@ -202,9 +216,7 @@ static void stop_driver(serve *s, pthread_t th) {
         }
     }
     pthread_mutex_unlock(&s->mu);
-    pthread_join(th, NULL);
-    free(s->compact_instructions); /* a compact command that never ran */
-    s->compact_instructions = NULL;
+    pthread_join(th, NULL); /* the driver answered or dropped any compact command */
 }
 
 /* ------------------------------------------------------------------------ */
@@ -313,7 +325,13 @@ static void cmd_compact(serve *s, long line, json_t *cmd) {
         return;
     }
     pthread_mutex_lock(&s->mu);
-    bool busy = s->compact;
+    bool busy = s->compact, broken = s->broken || s->driver_done;
+    if (broken) {
+        pthread_mutex_unlock(&s->mu);
+        free(copy);
+        put_error(s, line, NULL, "compact: the agent stopped after an error; shut down");
+        return;
+    }
     if (!busy) {
         s->compact = true;
         s->compact_line = line;
@@ -345,6 +363,9 @@ static void cmd_cancel(serve *s, long line, json_t *cmd) {
         put_error(s, line, NULL, "cancel: keep_inbox: expected true or false");
         return;
     }
+    pthread_mutex_lock(&s->mu);
+    drop_compact(s, "cancelled before it started");
+    pthread_mutex_unlock(&s->mu);
     int rc = weir_agent_cancel(s->agent, cause, json_is_true(jkeep));
     if (rc == WEIR_E_INVAL)
         put_error(s, line, NULL,

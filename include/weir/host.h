@@ -132,14 +132,17 @@ WEIR_API const weir_api *weir_host_api(void);
  * One listener of one agent's own (weir_agent_options.hooks).  It joins the
  * deployment's chain of `hook` for this agent only: with opts.order
  * WEIR_ORDER_FIRST outside it (outermost), otherwise inside it (innermost,
- * next to the core default); before/after are refused.  Errors name it
- * "embedder".  The listener reaches the host through weir_host_api().
+ * next to the core default); before/after are refused, and so is
+ * agent/created (it has run when the agent's own chains start).  Errors
+ * name it "embedder".  The listener reaches the host through
+ * weir_host_api().  Events raised while agent/created runs go through the
+ * deployment's chains only.
  * Since: 0.1
  */
 typedef struct weir_agent_hook {
-    const char *hook;    /* catalog name, e.g. "tools/pre-execute" */
+    const char *hook;           /* catalog name, e.g. "tools/pre-execute" */
     weir_hook_fn fn;
-    weir_hook_opts opts; /* WEIR_HOOK_OPTS_INIT, then order and user_data */
+    const weir_hook_opts *opts; /* order and user_data (copied); NULL = defaults */
 } weir_agent_hook;
 
 typedef struct weir_agent_options {

@@ -30,6 +30,9 @@
  *   - weir_log() lines are recorded as {plugin, level, text} in
  *     weir_tk_logs() instead of being printed.
  *   - weir_call_signal() returns the kit's signal; weir_tk_cancel() fires it.
+ *   - weir_agent_complete() and weir_agent_hook_register() return
+ *     WEIR_E_UNSUPPORTED (the kit runs no provider and has no per-agent
+ *     chains); the latter is also logged.
  *   - Tools are registered into the real tool registry (so names and schemas
  *     are checked) but not run; providers are checked and accepted but not run.
  * The chains freeze at the first weir_tk_invoke(); loading after that fails

@@ -294,12 +294,12 @@ char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_
     json_t *max_tokens = json_object_get(request, "max_tokens");
     json_t *temperature = json_object_get(request, "temperature");
     json_t *tools = json_object_get(request, "tools");
-    if (!json_is_array(messages)) {
-        pc_bad(msg, size, "messages: expected an array");
-        return NULL;
-    }
     if (tools && !json_is_null(tools) && !json_is_array(tools)) {
         pc_bad(msg, size, "tools: expected an array");
+        return NULL;
+    }
+    if (!json_is_array(messages)) {
+        pc_bad(msg, size, "messages: expected an array");
         return NULL;
     }
     assembly a = {0};
@@ -309,13 +309,13 @@ char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_
     json_t *m;
     json_array_foreach(messages, i, m) {
         one.len = 0;
-        int hit = pc_cache_get(cache, m, &one);
+        int hit = pc_cache_get(cache, m, PC_CACHE_MESSAGE, &one);
         if (hit < 0) {
             rc = PC_OOM(msg, size);
         } else if (hit == 0) {
             rc = message_text(m, i, &one, msg, size);
             if (rc == 0) /* a failed put only costs the next request a translation */
-                (void)pc_cache_put(cache, m, one.p, one.len);
+                (void)pc_cache_put(cache, m, PC_CACHE_MESSAGE, one.p, one.len);
         }
         if (rc == 0 && fold_message(&a, one.p, one.len) != 0)
             rc = PC_OOM(msg, size);
@@ -352,7 +352,7 @@ char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_
         if (pc_buf_add(&body, ",\"tools\":", 9) != 0)
             rc = PC_OOM(msg, size);
         size_t start = body.len;
-        int hit = rc == 0 ? pc_cache_get(cache, tools, &body) : 1;
+        int hit = rc == 0 ? pc_cache_get(cache, tools, PC_CACHE_TOOLS, &body) : 1;
         if (hit < 0) {
             rc = PC_OOM(msg, size);
         } else if (hit == 0) {
@@ -360,7 +360,7 @@ char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_
             rc = t ? add_json(&body, t, msg, size) : -1;
             json_decref(t);
             if (rc == 0)
-                (void)pc_cache_put(cache, tools, body.p + start, body.len - start);
+                (void)pc_cache_put(cache, tools, PC_CACHE_TOOLS, body.p + start, body.len - start);
         }
     }
     if (rc == 0 && json_is_number(temperature) &&

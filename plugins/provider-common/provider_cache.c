@@ -17,6 +17,7 @@ typedef struct slot {
     json_t *key; /* a held reference; NULL = empty */
     char *text;
     size_t len;
+    char tag; /* PC_CACHE_* */
 } slot;
 
 struct pc_cache {
@@ -78,14 +79,14 @@ void pc_cache_free(pc_cache *c) {
     free(c);
 }
 
-int pc_cache_get(pc_cache *c, const json_t *key, pc_buf *out) {
+int pc_cache_get(pc_cache *c, const json_t *key, char tag, pc_buf *out) {
     if (!c || !key || !out)
         return 0;
     pthread_mutex_lock(&c->mu);
     int rc = 0;
     if (c->cap) {
         const slot *s = probe(c, key);
-        if (s->key)
+        if (s->key && s->tag == tag)
             rc = pc_buf_add(out, s->text, s->len) == 0 ? 1 : -1;
     }
     if (rc == 1)
@@ -113,7 +114,7 @@ static int grow(pc_cache *c) {
     return 0;
 }
 
-int pc_cache_put(pc_cache *c, json_t *key, const char *text, size_t len) {
+int pc_cache_put(pc_cache *c, json_t *key, char tag, const char *text, size_t len) {
     if (!c || !key || (!text && len))
         return 0;
     if (len > c->max_bytes)
@@ -137,7 +138,7 @@ int pc_cache_put(pc_cache *c, json_t *key, const char *text, size_t len) {
             free(copy);
             rc = -1;
         } else {
-            *probe(c, key) = (slot){json_incref(key), copy, len};
+            *probe(c, key) = (slot){json_incref(key), copy, len, tag};
             c->stats.entries++;
             c->stats.bytes += len;
         }

@@ -36,6 +36,12 @@
 
 typedef struct pc_cache pc_cache;
 
+/* What an entry's text is: one key may serve as only one of them (a request
+ * whose messages array holds its own tools array must not read the tools'
+ * text as a message's). */
+#define PC_CACHE_MESSAGE 'm'
+#define PC_CACHE_TOOLS 't'
+
 /** Counters, for tests and benchmarks. */
 typedef struct pc_cache_stats {
     size_t entries, bytes; /* now */
@@ -54,20 +60,21 @@ pc_cache *pc_cache_new(size_t max_entries, size_t max_bytes);
 void pc_cache_free(pc_cache *c);
 
 /**
- * Append the text cached for `key` (compared by identity) to `out`.
- * @return 1 when it was cached and appended, 0 when it is not cached (`out`
- *         unchanged), -1 when out of memory while appending (`out` may hold
- *         part of it).  `c` NULL is a miss.
+ * Append the text cached for `key` (compared by identity) as `tag`
+ * (PC_CACHE_*) to `out`.
+ * @return 1 when it was cached and appended, 0 when it is not cached as
+ *         `tag` (`out` unchanged), -1 when out of memory while appending
+ *         (`out` may hold part of it).  `c` NULL is a miss.
  */
-int pc_cache_get(pc_cache *c, const json_t *key, pc_buf *out);
+int pc_cache_get(pc_cache *c, const json_t *key, char tag, pc_buf *out);
 
 /**
- * Cache `len` bytes of `text` (copied) for `key` (a reference is taken).  A
- * key already cached keeps its first text.  A text larger than the byte
+ * Cache `len` bytes of `text` (copied) for `key` (a reference is taken) as
+ * `tag`.  A key already cached keeps its first text and tag.  A text larger than the byte
  * bound is not cached.  @return 0, or -1 when out of memory (the cache is
  * unchanged).  `c` NULL does nothing and returns 0.
  */
-int pc_cache_put(pc_cache *c, json_t *key, const char *text, size_t len);
+int pc_cache_put(pc_cache *c, json_t *key, char tag, const char *text, size_t len);
 
 /** The counters (zeros for NULL). */
 pc_cache_stats pc_cache_get_stats(pc_cache *c);

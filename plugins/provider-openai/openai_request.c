@@ -274,7 +274,7 @@ static int add_message(pc_buf *out, json_t *m, size_t i, pc_cache *cache, char *
     if (out->p[out->len - 1] != '[' && pc_buf_add(out, ",", 1) != 0)
         return PC_OOM(msg, size);
     size_t start = out->len;
-    int hit = pc_cache_get(cache, m, out);
+    int hit = pc_cache_get(cache, m, PC_CACHE_MESSAGE, out);
     if (hit < 0)
         return PC_OOM(msg, size);
     if (hit == 0) {
@@ -294,7 +294,7 @@ static int add_message(pc_buf *out, json_t *m, size_t i, pc_cache *cache, char *
         if (rc != 0)
             return -1;
         /* a failed put only costs the next request a translation */
-        (void)pc_cache_put(cache, m, out->p + start, out->len - start);
+        (void)pc_cache_put(cache, m, PC_CACHE_MESSAGE, out->p + start, out->len - start);
     }
     if (out->len == start) { /* nothing to send: drop the separator */
         out->len = mark;
@@ -308,7 +308,7 @@ static int add_tools(pc_buf *out, json_t *tools, pc_cache *cache, char *msg, siz
     if (pc_buf_add(out, ",\"tools\":", 9) != 0)
         return PC_OOM(msg, size);
     size_t start = out->len;
-    int hit = pc_cache_get(cache, tools, out);
+    int hit = pc_cache_get(cache, tools, PC_CACHE_TOOLS, out);
     if (hit < 0)
         return PC_OOM(msg, size);
     if (hit == 0) {
@@ -317,7 +317,7 @@ static int add_tools(pc_buf *out, json_t *tools, pc_cache *cache, char *msg, siz
         json_decref(t);
         if (rc != 0)
             return -1;
-        (void)pc_cache_put(cache, tools, out->p + start, out->len - start);
+        (void)pc_cache_put(cache, tools, PC_CACHE_TOOLS, out->p + start, out->len - start);
     }
     return 0;
 }

@@ -3,7 +3,9 @@
 # --stdio`, with a scripted provider that streams slowly: a cancel command
 # detaches the running generation (no generation.finished), a provider
 # failure fails the next one with its error type, and a shutdown during a
-# turn detaches it with cause "disposed".  Every wait is bounded.
+# turn detaches it with cause "disposed".  A compact command waiting for
+# the turn is answered when a cancel or the shutdown drops it.  Every wait
+# is bounded.
 WEIR=${1:?usage: $0 path/to/weir}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weir-serve-cancel.XXXXXX") || exit 1
 trap 'exec 3>&- 2>/dev/null; rm -rf "$TMP"' EXIT INT TERM
@@ -34,6 +36,7 @@ exec 3>"$TMP/in"
 # 1. cancel during the stream
 echo '{"op":"send","input_id":"q1","text":"first"}' >&3
 wait_for "$TMP/out" '"type":"input.delivered".*"q1"' || fail "q1 not delivered: $(cat "$TMP/out")"
+echo '{"op":"compact"}' >&3
 echo '{"op":"cancel"}' >&3
 wait_for "$TMP/out" '"type":"generation.detached"' || fail "no detached: $(cat "$TMP/out")"
 # 2. the provider fails the next request
@@ -42,6 +45,7 @@ wait_for "$TMP/out" '"type":"generation.failed"' || fail "no failed: $(cat "$TMP
 # 3. shutdown during a turn
 echo '{"op":"send","input_id":"q3","text":"third"}' >&3
 wait_for "$TMP/out" '"type":"input.delivered".*"q3"' || fail "q3 not delivered: $(cat "$TMP/out")"
+echo '{"op":"compact"}' >&3
 echo '{"op":"shutdown"}' >&3
 exec 3>&-
 wait $pid
@@ -56,6 +60,11 @@ grep -q '^{"type":"generation.failed","time":[0-9]*,"data":{"generation_id":"gen
 grep -q '^{"type":"generation.detached","time":[0-9]*,"data":{"generation_id":"gen-3","input_ids":\["q3"\],"accepted_input_ids":\[\],"cancellation":"unconfirmed","reason":{"kind":"aborted","cause":"disposed"}}}$' "$TMP/out" ||
     fail "detached gen-3: $(grep detached "$TMP/out")"
 [ "$(grep -c '"type":"generation.started"' "$TMP/out")" -eq 3 ] || fail "three generations"
+grep -q '^{"type":"error","time":[0-9]*,"line":2,"message":"compact: cancelled before it started"}$' "$TMP/out" ||
+    fail "compact line 2: $(grep '"line":2' "$TMP/out")"
+grep -q '^{"type":"error","time":[0-9]*,"line":6,"message":"compact: dropped by the shutdown"}$' "$TMP/out" ||
+    fail "compact line 6: $(grep '"line":6' "$TMP/out")"
+grep -q '"type":"compaction"' "$TMP/out" && fail "a dropped compaction ran"
 tail -n 1 "$TMP/out" | grep -q '^{"type":"session.closed","time":[0-9]*,"status":"completed"}$' ||
     fail "last line: $(tail -n 1 "$TMP/out")"
 "$WEIR" log --check "$TMP/sessions/cancel.jsonl" >/dev/null 2>&1 || fail "weir log --check"

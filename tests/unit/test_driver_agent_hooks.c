@@ -55,8 +55,9 @@ static void embedder_listener_applies_to_its_agent_only(void **state) {
     dh d;
     dh_setup(&d, ROWS_TOOL(""), NULL);
     int calls = 0;
-    weir_agent_hook h = {"tools/pre-execute", deny_echo, WEIR_HOOK_OPTS_INIT};
-    h.opts.user_data = &calls;
+    weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
+    o.user_data = &calls;
+    weir_agent_hook h = {"tools/pre-execute", deny_echo, &o};
     d.hooks = &h;
     d.nhooks = 1;
     run_one(&d, "a1");
@@ -117,16 +118,17 @@ static void agent_listeners_wrap_the_deployment_chain(void **state) {
              "{\"id\":\"counter\",\"plugin\":\"drvtest-hooks\",\"config\":"
              "{\"assemble_counter\":true}}]",
              NULL);
+    weir_hook_opts opts[3] = {WEIR_HOOK_OPTS_INIT, WEIR_HOOK_OPTS_INIT, WEIR_HOOK_OPTS_INIT};
+    opts[0].order = WEIR_ORDER_FIRST;
+    opts[0].user_data = "outer";
+    opts[1].order = WEIR_ORDER_LAST; /* innermost: next to the core default */
+    opts[1].user_data = "last";
+    opts[2].user_data = "middle";
     weir_agent_hook hooks[3] = {
-        {"system-prompt/assemble", outermost, WEIR_HOOK_OPTS_INIT},
-        {"system-prompt/assemble", add_section, WEIR_HOOK_OPTS_INIT},
-        {"system-prompt/assemble", add_section, WEIR_HOOK_OPTS_INIT},
+        {"system-prompt/assemble", outermost, &opts[0]},
+        {"system-prompt/assemble", add_section, &opts[1]},
+        {"system-prompt/assemble", add_section, &opts[2]},
     };
-    hooks[0].opts.order = WEIR_ORDER_FIRST;
-    hooks[0].opts.user_data = "outer";
-    hooks[1].opts.order = WEIR_ORDER_LAST; /* innermost: next to the core default */
-    hooks[1].opts.user_data = "last";
-    hooks[2].opts.user_data = "middle";
     d.hooks = hooks;
     d.nhooks = 3;
     run_one(&d, "wrap");
@@ -170,8 +172,9 @@ static void bad_agent_listeners_fail_the_open(void **state) {
     dh d;
     dh_setup(&d, ROWS_TOOL(""), NULL);
     static const char *const ids[] = {"tools", NULL};
-    weir_agent_hook h = {"tools/pre-execute", deny_echo, WEIR_HOOK_OPTS_INIT};
-    h.opts.before = ids;
+    weir_hook_opts before = WEIR_HOOK_OPTS_INIT;
+    before.before = ids;
+    weir_agent_hook h = {"tools/pre-execute", deny_echo, &before};
     weir_agent_options o = WEIR_AGENT_OPTIONS_INIT;
     o.session_id = "bad";
     o.hooks = &h;
@@ -185,7 +188,12 @@ static void bad_agent_listeners_fail_the_open(void **state) {
                         "embedder: hook tools/pre-execute: an agent's own listeners take no "
                         "before/after (they run around the deployment's chain: "
                         "WEIR_ORDER_FIRST outside it, else inside it)");
-    weir_agent_hook unknown = {"no/such-hook", deny_echo, WEIR_HOOK_OPTS_INIT};
+    weir_agent_hook created = {"agent/created", deny_echo, NULL};
+    o.hooks = &created;
+    assert_int_equal(weir_agent_open(d.host, &o, &a, &err), WEIR_E_INVAL);
+    assert_string_equal(err.text, "embedder: agent/created cannot be an agent's own hook (it has "
+                                  "run when the agent's own listeners start)");
+    weir_agent_hook unknown = {"no/such-hook", deny_echo, NULL};
     o.hooks = &unknown;
     assert_int_equal(weir_agent_open(d.host, &o, &a, &err), WEIR_E_NOT_FOUND);
     assert_string_equal(err.text,

@@ -190,6 +190,13 @@ static void request_cache_reuses_translated_messages(void **state) {
     free(next_plain);
     free(next);
     free(plain);
+    /* a messages array holding the cached tools array itself: an error, as
+     * without a cache, never the tools' text read as a message */
+    json_t *tools = json_object_get(request, "tools");
+    json_t *odd = json_pack("{s:s, s:[O], s:O}", "model", "m", "messages", tools, "tools", tools);
+    assert_null(anthropic_request_text(odd, 0, cache, msg, sizeof msg));
+    assert_string_equal(msg, "messages[0]: needs a string \"role\" and a \"content\" array");
+    json_decref(odd);
     pc_cache_free(cache);
     json_decref(request);
 }

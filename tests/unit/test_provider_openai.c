@@ -168,6 +168,13 @@ static void request_cache_reuses_translated_messages(void **state) {
     snprintf(want, sizeof want, "messages[%zu]: unknown role \"robot\"", n + 1);
     assert_string_equal(msg, want);
     assert_int_equal(pc_cache_get_stats(cache).entries, n + 2);
+    /* a messages array holding the cached tools array itself: an error, as
+     * without a cache, never the tools' text read as a message */
+    json_t *tools = json_object_get(request, "tools");
+    json_t *odd = json_pack("{s:s, s:[O], s:O}", "model", "m", "messages", tools, "tools", tools);
+    assert_null(openai_request_text(odd, cache, msg, sizeof msg));
+    assert_string_equal(msg, "messages[0]: needs a string \"role\" and a \"content\" array");
+    json_decref(odd);
 
     free(plain);
     free(first);
@@ -185,24 +192,27 @@ static void request_cache_bounds_and_pinning(void **state) {
     assert_non_null(cache);
     assert_null(pc_cache_new(0, 10));
     json_t *a = json_string("a"), *b = json_string("b"), *c = json_string("c");
-    assert_int_equal(pc_cache_put(cache, a, "AAAA", 4), 0);
-    assert_int_equal(pc_cache_put(cache, b, "BBBB", 4), 0);
+    assert_int_equal(pc_cache_put(cache, a, 'm', "AAAA", 4), 0);
+    assert_int_equal(pc_cache_put(cache, b, 'm', "BBBB", 4), 0);
     assert_int_equal(a->refcount, 2);
-    assert_int_equal(pc_cache_put(cache, c, "CCCC", 4), 0); /* third entry: flush first */
+    assert_int_equal(pc_cache_put(cache, c, 'm', "CCCC", 4), 0); /* third entry: flush first */
     pc_cache_stats st = pc_cache_get_stats(cache);
     assert_int_equal(st.flushes, 1);
     assert_int_equal(st.entries, 1);
     assert_int_equal(st.bytes, 4);
     assert_int_equal(a->refcount, 1);
     pc_buf out = {0};
-    assert_int_equal(pc_cache_get(cache, a, &out), 0);
-    assert_int_equal(pc_cache_get(cache, c, &out), 1);
-    assert_int_equal(pc_cache_put(cache, c, "other", 5), 0); /* the first text stays */
-    assert_int_equal(pc_cache_get(cache, c, &out), 1);
+    assert_int_equal(pc_cache_get(cache, a, 'm', &out), 0);
+    assert_int_equal(pc_cache_get(cache, c, 'm', &out), 1);
+    assert_int_equal(pc_cache_put(cache, c, 'm', "other", 5), 0); /* the first text stays */
+    assert_int_equal(pc_cache_get(cache, c, 'm', &out), 1);
     assert_string_equal(out.p, "CCCCCCCC");
-    assert_int_equal(pc_cache_put(cache, a, "0123456789X", 11), 0); /* over the byte bound */
+    assert_int_equal(pc_cache_get(cache, c, 't', &out), 0); /* cached as a message only */
+    assert_int_equal(pc_cache_put(cache, c, 't', "TT", 2), 0); /* and it stays one */
+    assert_int_equal(pc_cache_get(cache, c, 't', &out), 0);
+    assert_int_equal(pc_cache_put(cache, a, 'm', "0123456789X", 11), 0); /* over the byte bound */
     assert_int_equal(pc_cache_get_stats(cache).entries, 1);
-    assert_int_equal(pc_cache_put(cache, b, "0123456", 7), 0); /* 4 + 7 > 10: flush */
+    assert_int_equal(pc_cache_put(cache, b, 'm', "0123456", 7), 0); /* 4 + 7 > 10: flush */
     st = pc_cache_get_stats(cache);
     assert_int_equal(st.flushes, 2);
     assert_int_equal(st.bytes, 7);
@@ -213,13 +223,13 @@ static void request_cache_bounds_and_pinning(void **state) {
         keys[i] = json_integer(i);
         char t[16];
         snprintf(t, sizeof t, "%d", i);
-        assert_int_equal(pc_cache_put(big, keys[i], t, strlen(t)), 0);
+        assert_int_equal(pc_cache_put(big, keys[i], 'm', t, strlen(t)), 0);
     }
     for (int i = 0; i < 300; i++) {
         pc_buf one = {0};
         char t[16];
         snprintf(t, sizeof t, "%d", i);
-        assert_int_equal(pc_cache_get(big, keys[i], &one), 1);
+        assert_int_equal(pc_cache_get(big, keys[i], 'm', &one), 1);
         assert_string_equal(one.p, t);
         free(one.p);
     }
