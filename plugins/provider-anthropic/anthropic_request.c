@@ -177,14 +177,10 @@ static int translate_blocks(const json_t *content, const char *role, const char 
  */
 static int message_text(const json_t *m, size_t i, pc_buf *out, char *msg, size_t size) {
     char where[48];
-    snprintf(where, sizeof where, "messages[%zu]", i);
-    const char *role = json_string_value(json_object_get(m, "role"));
-    json_t *content = json_object_get(m, "content");
-    if (!role || !json_is_array(content))
-        return pc_bad(msg, size, "%s: needs a string \"role\" and a \"content\" array", where);
-    if (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant") &&
-        strcmp(role, "tool"))
-        return pc_bad(msg, size, "%s: unknown role \"%s\"", where, role);
+    const json_t *content;
+    const char *role = pc_message_role(m, i, where, sizeof where, &content, msg, size);
+    if (!role)
+        return -1;
     pc_buf sys = {0}, parts[2] = {{0}, {0}};
     json_t *blocks = json_array();
     int rc = blocks ? translate_blocks(content, role, where, &sys, blocks, msg, size)
@@ -277,14 +273,6 @@ static int fold_message(assembly *a, const char *text, size_t len) {
     return add_part(&a->results, p1, n1) || add_part(&a->rest, p2, n2) ? -1 : 0;
 }
 
-/* Append the JSON text of `v` (borrowed), or fail with "out of memory". */
-static int add_json(pc_buf *out, const json_t *v, char *msg, size_t size) {
-    char *text = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-    int rc = text && pc_buf_add(out, text, strlen(text)) == 0 ? 0 : PC_OOM(msg, size);
-    free(text);
-    return rc;
-}
-
 char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_cache *cache,
                              char *msg, size_t size) {
     const char *model = pc_request_check(request, msg, size);
@@ -341,7 +329,7 @@ char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_
         if (pc_buf_add(&body, ",\"system\":", 10) != 0)
             rc = PC_OOM(msg, size);
         else
-            rc = add_json(&body, sys, msg, size);
+            rc = pc_buf_json(&body, sys, msg, size);
         json_decref(sys);
     }
     if (rc == 0 && (pc_buf_add(&body, ",\"messages\":[", 13) ||
@@ -357,7 +345,7 @@ char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_
             rc = PC_OOM(msg, size);
         } else if (hit == 0) {
             json_t *t = pc_translate_tools(tools, "input_schema", false, msg, size);
-            rc = t ? add_json(&body, t, msg, size) : -1;
+            rc = t ? pc_buf_json(&body, t, msg, size) : -1;
             json_decref(t);
             if (rc == 0)
                 (void)pc_cache_put(cache, tools, PC_CACHE_TOOLS, body.p + start, body.len - start);
@@ -365,7 +353,7 @@ char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_
     }
     if (rc == 0 && json_is_number(temperature) &&
         (pc_buf_add(&body, ",\"temperature\":", 15) != 0 ||
-         add_json(&body, temperature, msg, size) != 0))
+         pc_buf_json(&body, temperature, msg, size) != 0))
         rc = PC_OOM(msg, size);
     if (rc == 0 && pc_buf_add(&body, ",\"stream\":true}", 15) != 0)
         rc = PC_OOM(msg, size);
@@ -385,12 +373,6 @@ char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_
 
 json_t *anthropic_request_body(const json_t *request, long default_max_tokens, char *msg,
                                size_t size) {
-    char *text = anthropic_request_text(request, default_max_tokens, NULL, msg, size);
-    if (!text)
-        return NULL;
-    json_t *body = json_loads(text, 0, NULL);
-    free(text);
-    if (!body)
-        PC_OOM(msg, size);
-    return body;
+    return pc_body_from_text(anthropic_request_text(request, default_max_tokens, NULL, msg, size),
+                             msg, size);
 }

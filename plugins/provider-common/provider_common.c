@@ -214,6 +214,40 @@ int pc_buf_piece(pc_buf *b, const char *s) {
     return pc_buf_add(b, s, strlen(s));
 }
 
+int pc_buf_json(pc_buf *b, const json_t *v, char *msg, size_t size) {
+    char *text = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    int rc = text && pc_buf_add(b, text, strlen(text)) == 0 ? 0 : PC_OOM(msg, size);
+    free(text);
+    return rc;
+}
+
+json_t *pc_body_from_text(char *text, char *msg, size_t size) {
+    if (!text)
+        return NULL;
+    json_t *body = json_loads(text, 0, NULL);
+    free(text);
+    if (!body)
+        PC_OOM(msg, size);
+    return body;
+}
+
+const char *pc_message_role(const json_t *m, size_t i, char *where, size_t where_size,
+                            const json_t **content, char *msg, size_t size) {
+    snprintf(where, where_size, "messages[%zu]", i);
+    const char *role = json_string_value(json_object_get(m, "role"));
+    *content = json_object_get(m, "content");
+    if (!role || !json_is_array(*content)) {
+        pc_bad(msg, size, "%s: needs a string \"role\" and a \"content\" array", where);
+        return NULL;
+    }
+    if (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant") &&
+        strcmp(role, "tool")) {
+        pc_bad(msg, size, "%s: unknown role \"%s\"", where, role);
+        return NULL;
+    }
+    return role;
+}
+
 const char *pc_block_type(const json_t *block) {
     return json_string_value(json_object_get(block, "type"));
 }

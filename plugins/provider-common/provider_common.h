@@ -152,6 +152,24 @@ int pc_buf_add(pc_buf *b, const char *s, size_t n);
  */
 int pc_buf_piece(pc_buf *b, const char *s);
 
+/** Append the compact JSON text of `v` (borrowed; any JSON value).
+ * @return 0, or -1 with `msg` "out of memory". */
+int pc_buf_json(pc_buf *b, const json_t *v, char *msg, size_t size);
+
+/** Parse a request body built as text (`text` malloc'd, freed here; NULL
+ * passes through).  @return new reference, or NULL (`msg` "out of memory"
+ * when the text did not parse: bodies are built valid). */
+json_t *pc_body_from_text(char *text, char *msg, size_t size);
+
+/**
+ * The role of canonical message `m` (messages[i]) after the checks both
+ * providers make: a string role of system/user/assistant/tool and a
+ * "content" array (*content, borrowed).  `where` receives "messages[i]".
+ * @return the role (borrowed), or NULL with `msg` naming messages[i].
+ */
+const char *pc_message_role(const json_t *m, size_t i, char *where, size_t where_size,
+                            const json_t **content, char *msg, size_t size);
+
 /** A block's "type" (borrowed), or NULL. */
 const char *pc_block_type(const json_t *block);
 

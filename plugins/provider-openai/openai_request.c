@@ -243,26 +243,15 @@ fail:
  * message itself (none for a user message with nothing to send). */
 static int translate_one(json_t *out, const json_t *m, size_t i, char *msg, size_t size) {
     char where[48];
-    snprintf(where, sizeof where, "messages[%zu]", i);
-    const char *role = json_string_value(json_object_get(m, "role"));
-    json_t *content = json_object_get(m, "content");
-    if (!role || !json_is_array(content))
-        return pc_bad(msg, size, "%s: needs a string \"role\" and a \"content\" array", where);
+    const json_t *content;
+    const char *role = pc_message_role(m, i, where, sizeof where, &content, msg, size);
+    if (!role)
+        return -1;
     if (strcmp(role, "system") == 0)
         return add_system(out, content, where, msg, size);
-    if (strcmp(role, "user") == 0 || strcmp(role, "tool") == 0)
-        return add_user(out, content, strcmp(role, "tool") == 0, where, msg, size);
     if (strcmp(role, "assistant") == 0)
         return add_assistant(out, content, where, msg, size);
-    return pc_bad(msg, size, "%s: unknown role \"%s\"", where, role);
-}
-
-/* Append the compact JSON text of `v` (borrowed) to `out`. */
-static int add_json(pc_buf *out, const json_t *v, char *msg, size_t size) {
-    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    int rc = text && pc_buf_add(out, text, strlen(text)) == 0 ? 0 : PC_OOM(msg, size);
-    free(text);
-    return rc;
+    return add_user(out, content, strcmp(role, "tool") == 0, where, msg, size);
 }
 
 /* Append the wire text of canonical message `m` to `out` (which ends in '['
@@ -288,7 +277,7 @@ static int add_message(pc_buf *out, json_t *m, size_t i, pc_cache *cache, char *
             if (rc == 0 && k > 0 && pc_buf_add(out, ",", 1) != 0)
                 rc = PC_OOM(msg, size);
             if (rc == 0)
-                rc = add_json(out, x, msg, size);
+                rc = pc_buf_json(out, x, msg, size);
         }
         json_decref(one);
         if (rc != 0)
@@ -313,7 +302,7 @@ static int add_tools(pc_buf *out, json_t *tools, pc_cache *cache, char *msg, siz
         return PC_OOM(msg, size);
     if (hit == 0) {
         json_t *t = pc_translate_tools(tools, "parameters", true, msg, size);
-        int rc = t ? add_json(out, t, msg, size) : -1;
+        int rc = t ? pc_buf_json(out, t, msg, size) : -1;
         json_decref(t);
         if (rc != 0)
             return -1;
@@ -378,12 +367,5 @@ fail:
 }
 
 json_t *openai_request_body(const json_t *request, char *msg, size_t size) {
-    char *text = openai_request_text(request, NULL, msg, size);
-    if (!text)
-        return NULL;
-    json_t *body = json_loads(text, 0, NULL);
-    free(text);
-    if (!body)
-        PC_OOM(msg, size);
-    return body;
+    return pc_body_from_text(openai_request_text(request, NULL, msg, size), msg, size);
 }

@@ -29,6 +29,10 @@ static void line(void *decoder, const char *p, size_t n) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static char *request_text(const json_t *request, pc_cache *cache, char *msg, size_t size) {
+    return anthropic_request_text(request, 0, cache, msg, size);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     pt_fuzz_seen s = {0, 0, false};
     anthropic_decoder *d = anthropic_decoder_new("fuzz", pt_fuzz_count, &s);
@@ -40,24 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     json_t *request = json_loadb((const char *)data, size, 0, NULL);
     if (request) {
-        char msg[256], msg2[256];
-        char *plain = anthropic_request_text(request, 0, NULL, msg, sizeof msg);
-        pc_cache *cache = pc_cache_new(4, 1 << 16);
-        for (int round = 0; cache && round < 2; round++) {
-            char *cached = anthropic_request_text(request, 0, cache, msg2, sizeof msg2);
-            if (!plain != !cached || (plain && strcmp(plain, cached) != 0) ||
-                (!plain && strcmp(msg, msg2) != 0))
-                abort();
-            free(cached);
-        }
-        if (plain) {
-            json_t *body = json_loads(plain, 0, NULL);
-            if (!body)
-                abort();
-            json_decref(body);
-        }
-        free(plain);
-        pc_cache_free(cache);
+        pt_fuzz_check_request(request, request_text);
         json_decref(request);
     }
     return 0;

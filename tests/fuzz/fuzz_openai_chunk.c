@@ -9,8 +9,6 @@
  * three texts (or failure messages) are the same, and a body is JSON.
  */
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "openai.h"
 #include "provider_test.h"
@@ -32,24 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     json_t *request = json_loadb((const char *)data, size, 0, NULL);
     if (request) {
-        char msg[256], msg2[256];
-        char *plain = openai_request_text(request, NULL, msg, sizeof msg);
-        pc_cache *cache = pc_cache_new(4, 1 << 16);
-        for (int round = 0; cache && round < 2; round++) {
-            char *cached = openai_request_text(request, cache, msg2, sizeof msg2);
-            if (!plain != !cached || (plain && strcmp(plain, cached) != 0) ||
-                (!plain && strcmp(msg, msg2) != 0))
-                abort();
-            free(cached);
-        }
-        if (plain) {
-            json_t *body = json_loads(plain, 0, NULL);
-            if (!body)
-                abort();
-            json_decref(body);
-        }
-        free(plain);
-        pc_cache_free(cache);
+        pt_fuzz_check_request(request, openai_request_text);
         json_decref(request);
     }
     return 0;

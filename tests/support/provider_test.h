@@ -18,6 +18,7 @@
 
 #include "http.h"
 #include "mock_llm.h"
+#include "provider_cache.h"
 #include "cancel.h"
 #include "weir/plugin.h"
 
@@ -214,6 +215,36 @@ static inline void pt_fuzz_lines(const char *data, size_t size,
 static inline void pt_fuzz_check_end(int end, const pt_fuzz_seen *s) {
     if (end == 0 && (s->finishes != 1 || !s->finish_last))
         abort();
+}
+
+/** A provider's request text builder, with a request cache (may be NULL). */
+typedef char *(*pt_request_text_fn)(const json_t *request, pc_cache *cache, char *msg,
+                                    size_t size);
+
+/**
+ * Translate `request` (borrowed) without and twice with a request cache;
+ * abort unless the three texts (or failure messages) are the same and a
+ * body parses as JSON.
+ */
+static inline void pt_fuzz_check_request(const json_t *request, pt_request_text_fn text) {
+    char msg[256], msg2[256];
+    char *plain = text(request, NULL, msg, sizeof msg);
+    pc_cache *cache = pc_cache_new(4, 1 << 16);
+    for (int round = 0; cache && round < 2; round++) {
+        char *cached = text(request, cache, msg2, sizeof msg2);
+        if (!plain != !cached || (plain && strcmp(plain, cached) != 0) ||
+            (!plain && strcmp(msg, msg2) != 0))
+            abort();
+        free(cached);
+    }
+    if (plain) {
+        json_t *body = json_loads(plain, 0, NULL);
+        if (!body)
+            abort();
+        json_decref(body);
+    }
+    free(plain);
+    pc_cache_free(cache);
 }
 
 #endif /* WEIR_TEST_PROVIDER_TEST_H */
