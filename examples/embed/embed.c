@@ -4,7 +4,9 @@
  * Composes the deployment (the -c files given, or the built-in default),
  * loads its plugins, opens one agent, sends one prompt, runs the driver on
  * this thread until the agent is idle, and prints the assistant's text as
- * it streams.  Usage: weir-embed-example [-c FILE]... PROMPT
+ * it streams.  The agent gets a listener of its own (weir_agent_options.hooks):
+ * every tool call is announced on stderr before the deployment's chain
+ * decides on it.  Usage: weir-embed-example [-c FILE]... PROMPT
  */
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +26,16 @@ static void on_event(const json_t *event, bool durable, void *user_data) {
         fputs(json_string_value(json_object_get(chunk, "text")), stdout);
         fflush(stdout);
     }
+}
+
+/* tools/pre-execute, for this agent only: announce the call, then let the
+ * rest of the chain (and the core default, "allow") decide. */
+static json_t *announce_tool(weir_call *call, const json_t *args, void *user_data) {
+    (void)user_data;
+    fprintf(stderr, "[%s] %s %s\n", weir_agent_id(weir_host_api()->call_agent(call)),
+            json_string_value(json_object_get(args, "name")),
+            json_string_value(json_object_get(args, "arguments")));
+    return weir_host_api()->next(call);
 }
 
 int main(int argc, char **argv) {
@@ -51,8 +63,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "embed: %s\n", err.text);
         goto out;
     }
+    weir_agent_hook own = {"tools/pre-execute", announce_tool, NULL};
     weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;
     opts.on_event = on_event;
+    opts.hooks = &own;
+    opts.nhooks = 1;
     if (weir_agent_open(host, &opts, &agent, &err) != WEIR_OK ||
         weir_agent_send_text(agent, argv[i], WEIR_SEND_FOLLOWUP, &err) != WEIR_OK ||
         weir_agent_run_until_idle(agent, &err) != WEIR_OK) {

@@ -23,3 +23,11 @@ add_test(NAME sdk_install
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/sdk_install.sh
                  ${CMAKE_BINARY_DIR} ${PROJECT_SOURCE_DIR} "${WEIR_SANITIZE}")
 set_tests_properties(sdk_install PROPERTIES TIMEOUT 120 RUN_SERIAL TRUE)
+
+# examples/embed: a C program embedding libweir runs the built-in demo
+# deployment, with a listener of the agent's own.
+# (examples/ is added after tests/: the target is resolved at generate time.)
+add_test(NAME example_embed
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/example_embed.sh
+                 $<TARGET_FILE:weir-embed-example>)
+set_tests_properties(example_embed PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}" TIMEOUT 90)
