@@ -183,6 +183,17 @@ static json_t *deny_tool(weir_call *call, const json_t *args, void *ud) {
     return weir_next(call);
 }
 
+/* Log drvtest/agent-hooks `data` (stolen): json_null(), or NULL after failing. */
+static json_t *log_codes(weir_call *call, weir_agent *a, json_t *data) {
+    int rc = data ? weir_agent_append(a, "drvtest/agent-hooks", data, NULL) : WEIR_E_NOMEM;
+    json_decref(data);
+    if (rc != WEIR_OK) {
+        weir_call_fail(call, "cannot log drvtest/agent-hooks");
+        return NULL;
+    }
+    return json_null();
+}
+
 static json_t *on_created(weir_call *call, const json_t *args, void *ud) {
     hk *h = ud;
     const char *session = json_string_value(
@@ -199,14 +210,8 @@ static json_t *on_created(weir_call *call, const json_t *args, void *ud) {
     bad.before = first;
     int before = weir_agent_hook_register(h->self, a, "tools/pre-execute", deny_tool, &bad);
     int unknown = weir_agent_hook_register(h->self, a, "no/such-hook", deny_tool, &o);
-    json_t *data = json_pack("{s:i, s:i, s:i}", "ok", ok, "before", before, "unknown", unknown);
-    int rc = data ? weir_agent_append(a, "drvtest/agent-hooks", data, NULL) : WEIR_E_NOMEM;
-    json_decref(data);
-    if (rc != WEIR_OK) {
-        weir_call_fail(call, "cannot log drvtest/agent-hooks");
-        return NULL;
-    }
-    return json_null();
+    return log_codes(call, a, json_pack("{s:i, s:i, s:i}", "ok", ok, "before", before, "unknown",
+                                        unknown));
 }
 
 static json_t *late_register(weir_call *call, const json_t *args, void *ud) {
@@ -215,14 +220,7 @@ static json_t *late_register(weir_call *call, const json_t *args, void *ud) {
     weir_agent *a = weir_call_agent(call);
     weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
     int late = weir_agent_hook_register(h->self, a, "tools/pre-execute", deny_tool, &o);
-    json_t *data = json_pack("{s:i}", "late", late);
-    int rc = data ? weir_agent_append(a, "drvtest/agent-hooks", data, NULL) : WEIR_E_NOMEM;
-    json_decref(data);
-    if (rc != WEIR_OK) {
-        weir_call_fail(call, "cannot log drvtest/agent-hooks");
-        return NULL;
-    }
-    return json_null();
+    return log_codes(call, a, json_pack("{s:i}", "late", late));
 }
 
 static int init(weir_plugin *self, const weir_api *api, const json_t *config, weir_error *err) {
