@@ -83,7 +83,7 @@ static int stream(void *self, void *call, const json_t *request, weir_stream *st
     char msg[512];
     char *text = anthropic_request_text(request, default_max_tokens(p, request), p->cache, msg,
                                         sizeof msg);
-    int rc = pc_stream_run_text(p, st, text, msg, sizeof msg, d, &codec);
+    int rc = pc_stream_run(p, st, text, msg, sizeof msg, d, &codec);
     anthropic_decoder_free(d);
     return rc;
 }

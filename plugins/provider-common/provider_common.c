@@ -278,7 +278,9 @@ const char *pc_request_check(const json_t *request, char *msg, size_t size) {
     return model;
 }
 
-json_t *pc_array_for(const json_t *in, const char *what, char *msg, size_t size) {
+/* A new empty array to translate the array `in` into; NULL with `msg`
+ * "<what>: expected an array" or "out of memory". */
+static json_t *pc_array_for(const json_t *in, const char *what, char *msg, size_t size) {
     if (!json_is_array(in)) {
         pc_bad(msg, size, "%s: expected an array", what);
         return NULL;

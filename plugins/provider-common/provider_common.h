@@ -182,13 +182,6 @@ const char *pc_block_type(const json_t *block);
 const char *pc_request_check(const json_t *request, char *msg, size_t size);
 
 /**
- * A new empty array to translate the array `in` (borrowed) into.
- * @return new reference, or NULL with `msg` "<what>: expected an array" or
- *         "out of memory".
- */
-json_t *pc_array_for(const json_t *in, const char *what, char *msg, size_t size);
-
-/**
  * The media type and data (borrowed from `block`) of a canonical image block.
  * @return 0, or -1 with `msg` naming `where`.
  */

@@ -294,17 +294,8 @@ static json_t *transfer_failure(const pc_provider *p, int rc, const weir_http_re
                    : weir_failure_new(p->id, "TRANSPORT", "the HTTP transfer failed (%d)", rc);
 }
 
-int pc_stream_run(const pc_provider *p, weir_stream *st, json_t *body, char *msg,
+int pc_stream_run(const pc_provider *p, weir_stream *st, char *text, char *msg,
                   size_t msg_size, void *decoder, const pc_codec *codec) {
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    if (body && !text)
-        snprintf(msg, msg_size, "out of memory");
-    json_decref(body);
-    return pc_stream_run_text(p, st, text, msg, msg_size, decoder, codec);
-}
-
-int pc_stream_run_text(const pc_provider *p, weir_stream *st, char *text, char *msg,
-                       size_t msg_size, void *decoder, const pc_codec *codec) {
     int end;
     if (!text) {
         const char *code = strcmp(msg, "out of memory") == 0 ? "UNKNOWN" : "INVALID_REQUEST";

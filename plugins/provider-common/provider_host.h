@@ -90,18 +90,14 @@ int pc_prepare_call(const pc_spec *spec, void *self, const json_t *config, weir_
 int pc_emit_chunk(void *user_data, json_t *chunk);
 
 /**
- * One streamed call: POST `body` (stolen; NULL when translation failed, then
- * `msg` says why) to the row's URL and feed the SSE events to `decoder`
- * (borrowed) through `codec`, then end it with the failure of the transfer,
- * if any.  `msg` (msg_size bytes) is scratch.
+ * One streamed call: POST the body `text` (malloc'd, stolen; NULL when
+ * translation failed, then `msg` says why) to the row's URL and feed the SSE
+ * events to `decoder` (borrowed) through `codec`, then end it with the
+ * failure of the transfer, if any.  `msg` (msg_size bytes) is scratch.
  * @return WEIR_OK when exactly one finish chunk went out, WEIR_E_NOMEM when
  *         it could not be built.
  */
-int pc_stream_run(const pc_provider *p, weir_stream *st, json_t *body, char *msg,
+int pc_stream_run(const pc_provider *p, weir_stream *st, char *text, char *msg,
                   size_t msg_size, void *decoder, const pc_codec *codec);
-
-/** pc_stream_run with the body as text (malloc'd, stolen; NULL as above). */
-int pc_stream_run_text(const pc_provider *p, weir_stream *st, char *text, char *msg,
-                       size_t msg_size, void *decoder, const pc_codec *codec);
 
 #endif /* WEIR_PROVIDER_HOST_H */

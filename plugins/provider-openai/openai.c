@@ -73,7 +73,7 @@ static int stream(void *self, void *call, const json_t *request, weir_stream *st
         return WEIR_E_NOMEM;
     char msg[512];
     char *text = openai_request_text(request, p->cache, msg, sizeof msg);
-    int rc = pc_stream_run_text(p, st, text, msg, sizeof msg, d, &codec);
+    int rc = pc_stream_run(p, st, text, msg, sizeof msg, d, &codec);
     openai_decoder_free(d);
     return rc;
 }
