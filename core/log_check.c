@@ -389,15 +389,12 @@ static void check_lines(checker *c, const char *buf, size_t len) {
     size_t off = 0, line = 0, expected = 0;
     while (off < len) {
         line++;
-        const char *nl = memchr(buf + off, '\n', len - off);
-        size_t n = nl ? (size_t)(nl - (buf + off)) : len - off;
-        bool last = !nl || off + n + 1 == len;
+        size_t n;
+        bool torn;
         json_error_t jerr;
-        json_t *ev = json_loadb(buf + off, n, JSON_REJECT_DUPLICATES, &jerr);
-        off += n + (nl ? 1 : 0);
-        if (!nl || (!ev && last)) {
+        json_t *ev = weir__log_read_line(buf, len, &off, &n, &torn, &jerr);
+        if (torn) {
             note(c, c->open, "line %zu: torn last line (%zu bytes) ignored", line, n);
-            json_decref(ev);
             break;
         }
         if (!ev) {

@@ -309,21 +309,33 @@ static int read_all(int fd, const char *path, char **buf, size_t *len, weir_erro
     return WEIR_OK;
 }
 
+json_t *weir__log_read_line(const char *buf, size_t len, size_t *off, size_t *n, bool *torn,
+                            json_error_t *jerr) {
+    const char *nl = memchr(buf + *off, '\n', len - *off);
+    *n = nl ? (size_t)(nl - (buf + *off)) : len - *off;
+    bool last = !nl || *off + *n + 1 == len;
+    json_t *ev = json_loadb(buf + *off, *n, JSON_REJECT_DUPLICATES, jerr);
+    *torn = !nl || (!ev && last);
+    if (*torn) {
+        json_decref(ev);
+        ev = NULL;
+    }
+    *off += *n + (nl ? 1 : 0);
+    return ev;
+}
+
 /* Parse and commit every line; *good = bytes of the accepted lines. */
 static int load(weir__log *log, const char *buf, size_t len, size_t *good, weir_error *err) {
     size_t off = 0, line = 0;
     *good = 0;
     while (off < len) {
         line++;
-        const char *nl = memchr(buf + off, '\n', len - off);
-        size_t n = nl ? (size_t)(nl - (buf + off)) : len - off;
-        bool last = !nl || off + n + 1 == len;
+        size_t n;
+        bool torn;
         json_error_t jerr;
-        json_t *ev = json_loadb(buf + off, n, JSON_REJECT_DUPLICATES, &jerr);
-        if (!nl || (!ev && last)) { /* a torn last line */
-            json_decref(ev);
+        json_t *ev = weir__log_read_line(buf, len, &off, &n, &torn, &jerr);
+        if (torn)
             return WEIR_OK;
-        }
         char msg[640];
         if (!ev) {
             return weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL, "%s:%zu: invalid JSON: %s",
@@ -345,7 +357,6 @@ static int load(weir__log *log, const char *buf, size_t len, size_t *good, weir_
                              line);
         }
         commit(log, ev);
-        off += n + 1;
         *good = off;
     }
     return WEIR_OK;

@@ -39,6 +39,17 @@ int weir__log_check_shape(const char *type, const json_t *data, char *msg, size_
  * from `ev`. */
 const char *weir__log_result_call_id(const json_t *ev);
 
+/*
+ * The line of a log buffer (`len` bytes) at *off, parsed: *off moves past it
+ * and its newline, *n is its length.  A torn line (the last one without its
+ * newline, or an unparsable last line: what a crash mid-write leaves) sets
+ * *torn and returns NULL; so does an unparsable line, with *torn false and
+ * `jerr` saying why.  The one rule every log reader (open, check) applies.
+ * @return a new reference, or NULL.
+ */
+json_t *weir__log_read_line(const char *buf, size_t len, size_t *off, size_t *n, bool *torn,
+                            json_error_t *jerr);
+
 /* Parse "always"|"step"|"none" (NULL = step). -1 on bad input. */
 int weir__fsync_parse(const char *s, weir__fsync *out);
 
