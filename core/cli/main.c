@@ -38,6 +38,7 @@ int weir_cli_fail(const char *what, const weir_error *err) {
         return WEIR_EXIT_FAIL;
     switch (err->code) {
     case WEIR_E_IO:
+    case WEIR_E_BUSY:
         return WEIR_EXIT_IO;
     case WEIR_E_CONFIG:
     case WEIR_E_PLUGIN_OPEN:
