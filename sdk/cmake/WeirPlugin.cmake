@@ -12,6 +12,14 @@
 # ${WEIR_PLUGIN_INSTALL_DIR} (set by weirConfig.cmake).  A consumer that
 # builds with -fsanitize sets WEIR_SANITIZE too: the sanitizer runtime then
 # comes from the host executable, so -z defs is dropped.
+#
+# RPATH: an installed plugin is linked once with its install RPATH, which is
+# the directories outside the project of the libraries it links (LIBS from
+# /opt/foo/lib, say); system directories need none.  So the install step
+# never rewrites it: CMake's rewrite pads the build tree's RPATH with a
+# trailing ':', an empty entry that ld.so reads as the current directory.
+# A plugin that links a shared library built in its own project sets
+# INSTALL_RPATH itself ($ORIGIN/..., where that library is installed).
 include_guard(GLOBAL)
 
 function(weir_add_plugin name)
@@ -44,6 +52,8 @@ function(weir_add_plugin name)
     target_link_options(${target} PRIVATE -Wl,-z,defs)
   endif()
   if(NOT WP_NO_INSTALL AND DEFINED WEIR_PLUGIN_INSTALL_DIR)
+    set_target_properties(${target} PROPERTIES BUILD_WITH_INSTALL_RPATH ON
+                          INSTALL_RPATH_USE_LINK_PATH ON)
     install(TARGETS ${target} LIBRARY DESTINATION ${WEIR_PLUGIN_INSTALL_DIR})
   endif()
 endfunction()

@@ -1,0 +1,106 @@
+#!/bin/sh
+# check_rpath.sh BUILD_DIR [--install]
+#
+# No built binary searches the current directory, or any place named
+# relative to it, for its libraries (issue #8, item 3).  Every ELF
+# executable and shared object under BUILD_DIR (bin/, lib/, lib/weir/plugins/,
+# the test fixtures and tool libraries, the examples: the whole tree but
+# CMakeFiles/) may carry only RPATH/RUNPATH entries that are absolute or
+# start with $ORIGIN.  An empty entry (`a::b`, a leading or trailing `:`)
+# means the current directory to ld.so, and a relative one is resolved
+# against it.
+#
+# With --install, BUILD_DIR is also installed (`cmake --install`) into a
+# temporary prefix, and the ELF files there may in addition not name the
+# build tree or the prefix: the installed tree is relocatable and finds its
+# own libraries through $ORIGIN (an absolute directory outside both, where a
+# plugin's third-party library lives, is fine).
+#
+# Prints each offender as `FILE: KIND entry 'ENTRY' ...` and exits 1 if
+# there is any.
+set -u
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+    echo "usage: $0 BUILD_DIR [--install]" >&2
+    exit 2
+fi
+build=$1
+install=${2:-}
+if [ ! -d "$build/bin" ]; then
+    echo "check_rpath: $build/bin: no such directory (build first)" >&2
+    exit 2
+fi
+build_abs=$(cd "$build" && pwd)
+build_real=$(cd "$build" && pwd -P)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/weir-rpath.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+status=0
+
+# is_elf FILE: FILE starts with the ELF magic.
+is_elf() {
+    [ "$(od -An -c -N4 "$1" 2>/dev/null | tr -d ' ')" = '177ELF' ]
+}
+
+# check_tree DIR MODE: MODE is build (absolute or $ORIGIN) or install
+# (the same, but not inside the build tree or DIR).  Counts files in $nfiles,
+# sets status=1 on an offender.
+check_tree() {
+    dir=$1
+    mode=$2
+    find "$dir" -name CMakeFiles -prune -o -type f ! -name '*.o' ! -name '*.a' -print \
+        >"$tmp/files"
+    while IFS= read -r f; do
+        is_elf "$f" || continue
+        nfiles=$((nfiles + 1))
+        # "  0x... (RUNPATH)  Library runpath: [a:b]" -> "RUNPATH a:b"
+        readelf -d "$f" 2>/dev/null |
+            sed -n 's/.*(\(RPATH\|RUNPATH\)).*: \[\(.*\)\]$/\1 \2/p' >"$tmp/paths"
+        while read -r kind value; do
+            # Split on ':' keeping empty fields: a trailing ':' is one.
+            echo "$value" | awk -F: '{ for (i = 1; i <= NF; i++) print $i }' >"$tmp/entries"
+            while IFS= read -r e; do
+                # shellcheck disable=SC2016 # a literal $ORIGIN
+                case $e in
+                '$ORIGIN' | '$ORIGIN/'* | '${ORIGIN}' | '${ORIGIN}/'*) continue ;;
+                esac
+                case $mode:$e in
+                install:"$build_abs" | install:"$build_abs"/* | \
+                    install:"$build_real" | install:"$build_real"/*)
+                    why="the build tree, in the installed tree" ;;
+                install:"$dir" | install:"$dir"/*)
+                    why="the install prefix (not relocatable)" ;;
+                *:/*) continue ;;
+                *:) why="empty (the current directory)" ;;
+                *) why="relative (to the current directory)" ;;
+                esac
+                echo "$f: $kind entry '$e' is $why; $kind is [$value]"
+                status=1
+            done <"$tmp/entries"
+        done <"$tmp/paths"
+    done <"$tmp/files"
+}
+
+nfiles=0
+check_tree "$build" build
+if [ "$nfiles" -eq 0 ]; then
+    echo "check_rpath: no ELF file under $build (build first)"
+    exit 1
+fi
+echo "check_rpath: $nfiles ELF files under $build"
+
+if [ "$install" = --install ]; then
+    if ! cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" 2>&1; then
+        cat "$tmp/install.log"
+        echo "check_rpath: cmake --install $build failed"
+        exit 1
+    fi
+    nbuild=$nfiles
+    nfiles=0
+    check_tree "$tmp/prefix" install
+    echo "check_rpath: $nfiles ELF files in the installed tree"
+    nfiles=$nbuild
+elif [ -n "$install" ]; then
+    echo "usage: $0 BUILD_DIR [--install]" >&2
+    exit 2
+fi
+[ $status -eq 0 ] && echo "check_rpath: ok"
+exit $status
