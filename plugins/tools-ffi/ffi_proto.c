@@ -249,9 +249,7 @@ static int classify_param(parser *p, const ptype *t, wf_param *prm) {
         prm->type = WF_STRING;
         return 0;
     }
-    if (t->base == WF_CHAR)
-        return fail_at(p, t->column,
-                       "'char *' parameters are not supported (use 'const char *' for strings)");
+    /* 'char *' is an out buffer (a string); its size comes from the config. */
     if (t->is_const)
         return fail_at(p, t->column, "'const T *' parameters are not supported");
     prm->type = t->base;

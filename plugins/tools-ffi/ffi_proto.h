@@ -5,7 +5,8 @@
  *
  *   prototype := type name '(' [ 'void' | param { ',' param } ] ')' [';']
  *   param     := type name            scalar in, or 'const char *' string in
- *              | type '*' name        out-parameter of a scalar type
+ *              | type '*' name        out-parameter: T (or char) written by the
+ *                                     callee; how many elements the config says
  *   type      := C integer specifiers in any order (signed, unsigned, char,
  *                short, int, long, long long), bool/_Bool, float, double,
  *                size_t, ssize_t, [u]int{8,16,32,64}_t, optional 'const';
@@ -53,7 +54,7 @@ typedef enum wf_type {
 
 typedef struct wf_param {
     wf_type type;
-    bool out;                 /* T *name: an out-parameter of scalar T */
+    bool out;                 /* T *name: an out-parameter (one or more T; 'char *': WF_CHAR) */
     char name[WF_MAX_NAME];
     int column;               /* 1-based column of the name */
 } wf_param;

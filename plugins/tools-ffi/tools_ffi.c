@@ -3,12 +3,18 @@
  * as tools through libffi (DESIGN §7, docs/tools.md).
  *
  * Config: {"tools":[{"library","symbol","prototype","description"?,"name"?,
- *                    "out"?:[names],"returns_owned"?:{"free":"free"|"none"|"<symbol>"},
+ *                    "out"?:[name | {"name","count":N|"<argument>","max"?:M}],
+ *                    "returns_owned"?:{"free":"free"|"none"|"<symbol>"},
  *                    "parallel"?:bool}]}
  * Every listed function is dlopen'd, dlsym'd and prepared (ffi_prep_cif) once
  * at init; nothing else in the library is callable.  The JSON Schema of each
  * tool comes from its prototype.  Calls may run on any worker thread: the
  * per-tool state is read-only after init.
+ *
+ * Every pointer parameter is an out-parameter whose size the row declares
+ * ("out"); each call passes a fresh zeroed heap buffer of exactly that many
+ * elements (a 'char' buffer gets one spare NUL byte after them).  A count
+ * that names an argument is checked against its "max" before the call.
  */
 #include <dlfcn.h>
 #include <float.h>
@@ -28,6 +34,16 @@
 
 #define PLUGIN_NAME "tools-ffi"
 
+/* The largest out-parameter buffer, in bytes (count or max times the element size). */
+#define OUT_MAX_BYTES ((size_t)1 << 20)
+
+/* How many elements one out-parameter holds (the row's "out", docs/tools.md). */
+typedef struct out_size {
+    size_t count; /* the constant count, or the maximum when arg >= 0 */
+    int arg;      /* the parameter whose argument is the count; -1: constant */
+    bool single;  /* one value, returned as a scalar ("name" or count 1; not char) */
+} out_size;
+
 typedef struct ffi_tool {
     char *name;
     char *library;
@@ -40,6 +56,7 @@ typedef struct ffi_tool {
     bool parallel;
     ffi_cif cif;
     ffi_type *atypes[WF_MAX_PARAMS];
+    out_size outs[WF_MAX_PARAMS]; /* by parameter index; set for out-parameters */
     json_t *schema;
 } ffi_tool;
 
@@ -57,7 +74,12 @@ static const char config_schema[] =
     "\"prototype\":{\"type\":\"string\"},"
     "\"description\":{\"type\":\"string\"},"
     "\"name\":{\"type\":\"string\",\"minLength\":1},"
-    "\"out\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+    "\"out\":{\"type\":\"array\",\"items\":{\"anyOf\":[{\"type\":\"string\",\"minLength\":1},"
+    "{\"type\":\"object\",\"required\":[\"name\",\"count\"],\"additionalProperties\":false,"
+    "\"properties\":{\"name\":{\"type\":\"string\",\"minLength\":1},"
+    "\"count\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":1},"
+    "{\"type\":\"string\",\"minLength\":1}]},"
+    "\"max\":{\"type\":\"integer\",\"minimum\":1}}}]}},"
     "\"returns_owned\":{\"type\":\"object\",\"required\":[\"free\"],"
     "\"additionalProperties\":false,\"properties\":{\"free\":{\"type\":\"string\","
     "\"minLength\":1}}},"
@@ -482,24 +504,110 @@ static void read_return(wf_type t, const void *rv, val *out) {
         store_int(t, (long long)(ffi_sarg)a, (unsigned long long)a, out);
 }
 
+/* Element k of an out buffer of type t, as a val. */
+static void load_elem(wf_type t, const void *base, size_t k, val *v) {
+    size_t size = ffi_of(t)->size;
+    const unsigned char *p = (const unsigned char *)base + k * size;
+    memset(v, 0, sizeof *v);
+    if (t == WF_BOOL)
+        v->b = p[0] != 0; /* a C bool may hold any byte; never load it as bool */
+    else
+        memcpy(v, p, size); /* every member of val starts at its first byte */
+}
+
+/* Append out-parameter `p`, which holds `count` elements at `base`. */
+static void buf_out(buf *b, const wf_param *p, const out_size *os, const void *base,
+                    size_t count) {
+    if (p->type == WF_CHAR) { /* a string: up to the first NUL or count bytes */
+        const char *s = base, *nul = memchr(s, '\0', count);
+        buf_json_string(b, s, nul ? (size_t)(nul - s) : count);
+        return;
+    }
+    val v;
+    if (os->single) {
+        load_elem(p->type, base, 0, &v);
+        buf_value(b, p->type, &v);
+        return;
+    }
+    buf_str(b, "[");
+    for (size_t k = 0; k < count && !b->oom; k++) {
+        if (k)
+            buf_str(b, ",");
+        load_elem(p->type, base, k, &v);
+        buf_value(b, p->type, &v);
+    }
+    buf_str(b, "]");
+}
+
+/*
+ * The number of elements of out-parameter i for this call: its constant
+ * count, or the value of its count argument once that is within 0..max;
+ * false after exec_fail.
+ */
+static bool out_count(weir_tool_exec *exec, const ffi_tool *t, size_t i, const val *vals,
+                      size_t *count) {
+    const out_size *os = &t->outs[i];
+    if (os->arg < 0) {
+        *count = os->count;
+        return true;
+    }
+    const wf_param *cp = &t->proto.params[os->arg];
+    long long sv;
+    unsigned long long uv;
+    load_int(cp->type, &vals[os->arg], &sv, &uv);
+    bool is_signed = is_signed_int(cp->type);
+    if (is_signed ? sv >= 0 && (unsigned long long)sv <= os->count : uv <= os->count) {
+        *count = is_signed ? (size_t)sv : (size_t)uv;
+        return true;
+    }
+    char value[32];
+    if (is_signed)
+        snprintf(value, sizeof value, "%lld", sv);
+    else
+        snprintf(value, sizeof value, "%llu", uv);
+    weir_tool_exec_fail(exec, "OUT_OF_RANGE",
+                        "argument '%s': %s is out of range for the size of out-parameter '%s' "
+                        "[0, %zu]",
+                        cp->name, value, t->proto.params[i].name, os->count);
+    return false;
+}
+
+static void free_outs(void **bufs, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(bufs[i]);
+}
+
 static int execute(weir_tool_exec *exec, const json_t *args, json_t **result, void *ud) {
     ffi_tool *t = ud;
     const wf_proto *pr = &t->proto;
-    val vals[WF_MAX_PARAMS], outs[WF_MAX_PARAMS];
-    void *ptrs[WF_MAX_PARAMS];
+    val vals[WF_MAX_PARAMS];
+    size_t counts[WF_MAX_PARAMS] = {0};
+    void *bufs[WF_MAX_PARAMS] = {NULL};
     void *avalues[WF_MAX_PARAMS];
     memset(vals, 0, sizeof vals);
-    memset(outs, 0, sizeof outs);
     for (size_t i = 0; i < pr->nparams; i++) {
         const wf_param *p = &pr->params[i];
-        if (p->out) {
-            ptrs[i] = &outs[i];
-            avalues[i] = &ptrs[i];
-        } else {
-            if (!convert(exec, p, json_object_get(args, p->name), &vals[i]))
-                return WEIR_E_INVAL;
-            avalues[i] = &vals[i];
+        if (!p->out && !convert(exec, p, json_object_get(args, p->name), &vals[i]))
+            return WEIR_E_INVAL;
+        avalues[i] = &vals[i];
+    }
+    /* Every size is checked before anything is allocated or called. */
+    for (size_t i = 0; i < pr->nparams; i++)
+        if (pr->params[i].out && !out_count(exec, t, i, vals, &counts[i]))
+            return WEIR_E_INVAL;
+    for (size_t i = 0; i < pr->nparams; i++) {
+        const wf_param *p = &pr->params[i];
+        if (!p->out)
+            continue;
+        /* Zeroed, exactly counts[i] elements; a char buffer has a spare NUL after them. */
+        size_t n = counts[i] + (p->type == WF_CHAR);
+        bufs[i] = calloc(n ? n : 1, ffi_of(p->type)->size);
+        if (!bufs[i]) {
+            free_outs(bufs, i);
+            weir_tool_exec_fail(exec, "TOOL_ERROR", "out of memory");
+            return WEIR_E_NOMEM;
         }
+        vals[i].ptr = bufs[i];
     }
     union {
         ffi_arg a;
@@ -532,11 +640,12 @@ static int execute(weir_tool_exec *exec, const json_t *args, json_t **result, vo
             buf_str(&b, first ? "\"" : ",\"");
             buf_str(&b, pr->params[i].name);
             buf_str(&b, "\":");
-            buf_value(&b, pr->params[i].type, &outs[i]);
+            buf_out(&b, &pr->params[i], &t->outs[i], bufs[i], counts[i]);
             first = false;
         }
         buf_str(&b, "}");
     }
+    free_outs(bufs, pr->nparams);
     if (pr->ret == WF_STRING_OWNED && ret.ptr && t->free_fn)
         t->free_fn(ret.ptr);
     if (b.oom || !b.p) {
@@ -590,40 +699,143 @@ static char *dup_str(const char *s) {
     return d;
 }
 
-/* Check `out` against the prototype's pointer parameters. */
-static int check_out(ffi_tool *t, const json_t *out, weir_error *err) {
+static int find_param(const wf_proto *pr, const char *name) {
+    for (size_t k = 0; k < pr->nparams; k++)
+        if (strcmp(pr->params[k].name, name) == 0)
+            return (int)k;
+    return -1;
+}
+
+/* The byte types: in C a pointer to one of them is a buffer far more often than one value. */
+static bool is_byte_type(wf_type t) {
+    return t == WF_CHAR || t == WF_SCHAR || t == WF_UCHAR || t == WF_I8 || t == WF_U8;
+}
+
+/* An out-parameter without a declared size (`where` names the row and the tool). */
+static int unsized(const char *where, const wf_param *p, weir_error *err) {
+    const char *n = p->name, *tn = wf_type_name(p->type);
+    if (is_byte_type(p->type))
+        return set_err(err, WEIR_E_PLUGIN_CONFIG,
+                       "%s: out-parameter '%s' ('%s *%s') is a buffer of unknown size; declare "
+                       "it in \"out\" as {\"name\": \"%s\", \"count\": N} or {\"name\": \"%s\", "
+                       "\"count\": \"<argument>\", \"max\": N}",
+                       where, n, tn, n, n, n);
+    return set_err(err, WEIR_E_PLUGIN_CONFIG,
+                   "%s: out-parameter '%s' ('%s *%s') is not declared; list it in \"out\": "
+                   "\"%s\" for one %s, or {\"name\": \"%s\", \"count\": N | \"<argument>\", "
+                   "\"max\": N} for a buffer",
+                   where, n, tn, n, n, tn, n);
+}
+
+/* Refuse a count or max above OUT_MAX_BYTES for elements of type `et`. */
+static int check_limit(const char *where, const char *name, const char *key, json_int_t v,
+                       wf_type et, weir_error *err) {
+    size_t most = OUT_MAX_BYTES / ffi_of(et)->size;
+    if ((unsigned long long)v <= most)
+        return WEIR_OK;
+    return set_err(err, WEIR_E_PLUGIN_CONFIG,
+                   "%s: out-parameter '%s': %s %lld is more than %zu, the most '%s' elements "
+                   "within the %zu-byte limit",
+                   where, name, key, (long long)v, most, wf_type_name(et), OUT_MAX_BYTES);
+}
+
+/*
+ * Read the row's "out" into t->outs: every pointer parameter of the prototype
+ * must be listed once, with a size (a bare name is one value; not for bytes).
+ */
+static int check_out(ffi_tool *t, const char *where, const json_t *out, weir_error *err) {
     wf_proto *pr = &t->proto;
+    bool listed[WF_MAX_PARAMS] = {false};
     size_t i;
     const json_t *o;
     json_array_foreach(out, i, o) {
-        const char *name = json_string_value(o);
-        size_t k = 0;
-        while (k < pr->nparams && strcmp(pr->params[k].name, name) != 0)
-            k++;
-        if (k == pr->nparams)
+        const char *name = json_is_string(o) ? json_string_value(o)
+                                             : json_string_value(json_object_get(o, "name"));
+        int k = find_param(pr, name);
+        if (k < 0)
             return set_err(err, WEIR_E_PLUGIN_CONFIG,
-                           "tool '%s': out: '%s' is not a parameter of the prototype", t->name,
-                           name);
-        if (!pr->params[k].out)
+                           "%s: out: '%s' is not a parameter of the prototype", where, name);
+        const wf_param *p = &pr->params[k];
+        if (!p->out)
             return set_err(err, WEIR_E_PLUGIN_CONFIG,
-                           "tool '%s': out: parameter '%s' is not a pointer ('%s *%s')",
-                           t->name, name, wf_type_name(pr->params[k].type), name);
-    }
-    for (size_t k = 0; k < pr->nparams; k++) {
-        if (!pr->params[k].out)
+                           "%s: out: parameter '%s' is not a pointer ('%s *%s')", where, name,
+                           wf_type_name(p->type), name);
+        if (listed[k])
+            return set_err(err, WEIR_E_PLUGIN_CONFIG, "%s: out: parameter '%s' is listed twice",
+                           where, name);
+        listed[k] = true;
+        out_size *os = &t->outs[k];
+        if (json_is_string(o)) {
+            if (is_byte_type(p->type))
+                return unsized(where, p, err);
+            *os = (out_size){.count = 1, .arg = -1, .single = true};
             continue;
-        bool listed = false;
-        json_array_foreach(out, i, o) listed |= strcmp(json_string_value(o), pr->params[k].name) == 0;
-        if (!listed)
+        }
+        const json_t *count = json_object_get(o, "count"), *max = json_object_get(o, "max");
+        int rc;
+        if (json_is_integer(count)) {
+            if (max)
+                return set_err(err, WEIR_E_PLUGIN_CONFIG,
+                               "%s: out-parameter '%s': \"max\" applies only to a count that "
+                               "names an argument",
+                               where, name);
+            json_int_t c = json_integer_value(count); /* >= 1: the config schema */
+            if ((rc = check_limit(where, name, "count", c, p->type, err)) != WEIR_OK)
+                return rc;
+            *os = (out_size){.count = (size_t)c, .arg = -1,
+                             .single = c == 1 && p->type != WF_CHAR};
+            continue;
+        }
+        const char *cname = json_string_value(count);
+        int c = find_param(pr, cname);
+        if (c < 0)
             return set_err(err, WEIR_E_PLUGIN_CONFIG,
-                           "tool '%s': parameter '%s' is a pointer; list it in \"out\" to "
-                           "return its value",
-                           t->name, pr->params[k].name);
+                           "%s: out-parameter '%s': count '%s' is not a parameter of the "
+                           "prototype",
+                           where, name, cname);
+        const wf_param *cp = &pr->params[c];
+        if (cp->out || !wf_type_is_integer(cp->type))
+            return set_err(err, WEIR_E_PLUGIN_CONFIG,
+                           "%s: out-parameter '%s': count '%s' must be an integer argument, "
+                           "not %s '%s%s'",
+                           where, name, cname, cp->out ? "the out-parameter" : "a",
+                           wf_type_name(cp->type), cp->out ? " *" : "");
+        if (!max)
+            return set_err(err, WEIR_E_PLUGIN_CONFIG,
+                           "%s: out-parameter '%s': count '%s' names an argument, so \"max\" "
+                           "(the most elements the model may ask for) is required",
+                           where, name, cname);
+        json_int_t m = json_integer_value(max); /* >= 1: the config schema */
+        if ((rc = check_limit(where, name, "max", m, p->type, err)) != WEIR_OK)
+            return rc;
+        *os = (out_size){.count = (size_t)m, .arg = c, .single = false};
+    }
+    for (size_t k = 0; k < pr->nparams; k++)
+        if (pr->params[k].out && !listed[k])
+            return unsized(where, &pr->params[k], err);
+    return WEIR_OK;
+}
+
+/* A count argument's schema allows 0 .. the smallest "max" among the buffers it sizes. */
+static int narrow_count_schemas(const ffi_tool *t, json_t *props) {
+    const wf_proto *pr = &t->proto;
+    for (size_t k = 0; k < pr->nparams; k++) {
+        const out_size *os = &t->outs[k];
+        if (!pr->params[k].out || os->arg < 0)
+            continue;
+        json_t *ps = json_object_get(props, pr->params[os->arg].name);
+        json_int_t max = json_integer_value(json_object_get(ps, "maximum"));
+        if ((unsigned long long)max > os->count)
+            max = (json_int_t)os->count;
+        if (json_object_set_new(ps, "minimum", json_integer(0)) != 0 ||
+            json_object_set_new(ps, "maximum", json_integer(max)) != 0)
+            return WEIR_E_NOMEM;
     }
     return WEIR_OK;
 }
 
-static int setup_tool(ffi_tool *t, const json_t *row, weir_error *err) {
+static int setup_tool(ffi_tool *t, const char *row_id, size_t index, const json_t *row,
+                      weir_error *err) {
     const char *library = json_string_value(json_object_get(row, "library"));
     const char *symbol = json_string_value(json_object_get(row, "symbol"));
     const char *prototype = json_string_value(json_object_get(row, "prototype"));
@@ -637,36 +849,40 @@ static int setup_tool(ffi_tool *t, const json_t *row, weir_error *err) {
     t->parallel = json_is_true(json_object_get(row, "parallel"));
     if (!t->name || !t->library || !t->symbol || !t->description)
         return set_err(err, WEIR_E_NOMEM, "out of memory");
+    /* Errors name the tool, the deployment row and the index of the tool's row. */
+    char where[2 * WF_MAX_NAME + 256];
+    snprintf(where, sizeof where, "tool '%.100s' (row '%.64s', tools[%zu])", t->name, row_id,
+             index);
     char msg[200];
     if (wf_proto_parse(prototype, &t->proto, msg, sizeof msg) != 0)
-        return set_err(err, WEIR_E_PLUGIN_CONFIG, "tool '%s': prototype: %s", t->name, msg);
+        return set_err(err, WEIR_E_PLUGIN_CONFIG, "%s: prototype: %s", where, msg);
     wf_proto *pr = &t->proto;
     if (strcmp(pr->name, symbol) != 0)
         return set_err(err, WEIR_E_PLUGIN_CONFIG,
-                       "tool '%s': the prototype names '%s' but the symbol is '%s'", t->name,
+                       "%s: the prototype names '%s' but the symbol is '%s'", where,
                        pr->name, symbol);
-    int rc = check_out(t, json_object_get(row, "out"), err);
+    int rc = check_out(t, where, json_object_get(row, "out"), err);
     if (rc != WEIR_OK)
         return rc;
     const char *free_mode = json_string_value(json_object_get(owned, "free"));
     if (pr->ret == WF_STRING_OWNED && !free_mode)
         return set_err(err, WEIR_E_PLUGIN_CONFIG,
-                       "tool '%s': a 'char *' return needs \"returns_owned\": {\"free\": "
+                       "%s: a 'char *' return needs \"returns_owned\": {\"free\": "
                        "\"free\" | \"none\" | \"<symbol>\"}",
-                       t->name);
+                       where);
     if (pr->ret != WF_STRING_OWNED && owned)
         return set_err(err, WEIR_E_PLUGIN_CONFIG,
-                       "tool '%s': \"returns_owned\" applies only to a 'char *' return",
-                       t->name);
+                       "%s: \"returns_owned\" applies only to a 'char *' return",
+                       where);
     t->lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
     if (!t->lib)
-        return set_err(err, WEIR_E_PLUGIN_CONFIG, "tool '%s': cannot open library '%s': %s",
-                       t->name, library, dlerror());
+        return set_err(err, WEIR_E_PLUGIN_CONFIG, "%s: cannot open library '%s': %s",
+                       where, library, dlerror());
     dlerror();
     t->fn = dlsym(t->lib, symbol);
     if (!t->fn)
         return set_err(err, WEIR_E_PLUGIN_CONFIG,
-                       "tool '%s': symbol '%s' not found in library '%s'", t->name, symbol,
+                       "%s: symbol '%s' not found in library '%s'", where, symbol,
                        library);
     if (free_mode && strcmp(free_mode, "free") == 0) {
         t->free_fn = free;
@@ -674,7 +890,7 @@ static int setup_tool(ffi_tool *t, const json_t *row, weir_error *err) {
         void *f = dlsym(t->lib, free_mode);
         if (!f)
             return set_err(err, WEIR_E_PLUGIN_CONFIG,
-                           "tool '%s': free function '%s' not found in library '%s'", t->name,
+                           "%s: free function '%s' not found in library '%s'", where,
                            free_mode, library);
         memcpy(&t->free_fn, &f, sizeof f); /* object pointer -> function pointer */
     }
@@ -692,11 +908,13 @@ static int setup_tool(ffi_tool *t, const json_t *row, weir_error *err) {
             json_array_append_new(required, json_string(p->name)) != 0)
             return set_err(err, WEIR_E_NOMEM, "out of memory");
     }
+    if (narrow_count_schemas(t, props) != WEIR_OK)
+        return set_err(err, WEIR_E_NOMEM, "out of memory");
     ffi_status st = ffi_prep_cif(&t->cif, FFI_DEFAULT_ABI, (unsigned)pr->nparams,
                                  ffi_of(pr->ret), pr->nparams ? t->atypes : NULL);
     if (st != FFI_OK)
-        return set_err(err, WEIR_E_PLUGIN_CONFIG, "tool '%s': ffi_prep_cif failed (status %d)",
-                       t->name, (int)st);
+        return set_err(err, WEIR_E_PLUGIN_CONFIG, "%s: ffi_prep_cif failed (status %d)",
+                       where, (int)st);
     return WEIR_OK;
 }
 
@@ -724,7 +942,7 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config,
     int rc = WEIR_OK;
     json_array_foreach(rows, i, row) {
         ffi_tool *t = &s->tools[s->n++];
-        rc = setup_tool(t, row, err);
+        rc = setup_tool(t, weir_plugin_id(self), i, row, err);
         if (rc != WEIR_OK)
             break;
         weir_tool tool = {

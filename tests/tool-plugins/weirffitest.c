@@ -119,3 +119,58 @@ EXPORT const char *t_greeting(int polite) { return polite ? "good day" : "hi \"y
 
 EXPORT char *t_null(void);
 EXPORT char *t_null(void) { return NULL; }
+
+/*
+ * Buffers filled by the callee, n elements each, for the out-parameter
+ * sizes of tools-ffi ("out": [{"name", "count", "max"}]).  They trust n, as
+ * C functions do: the plugin must never pass a buffer shorter than n.
+ */
+EXPORT void t_fill(signed char *buf, int n);
+EXPORT void t_fill(signed char *buf, int n) {
+    for (int i = 0; i < n; i++)
+        buf[i] = (signed char)(i % 7 - 3);
+}
+
+EXPORT int t_fill_ints(size_t n, int *buf);
+EXPORT int t_fill_ints(size_t n, int *buf) {
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (int)(i * i) - 1;
+    return (int)n;
+}
+
+EXPORT void t_fill_doubles(double *buf, unsigned short n, double step);
+EXPORT void t_fill_doubles(double *buf, unsigned short n, double step) {
+    for (unsigned short i = 0; i < n; i++)
+        buf[i] = i * step;
+}
+
+/* Four fixed values: a constant count. */
+EXPORT void t_rgba(uint8_t *px);
+EXPORT void t_rgba(uint8_t *px) {
+    px[0] = 255;
+    px[1] = 128;
+    px[2] = 0;
+    px[3] = 7;
+}
+
+/* snprintf-style: at most n bytes including the NUL; returns the full length. */
+EXPORT int t_hello(char *buf, int n, const char *who);
+EXPORT int t_hello(char *buf, int n, const char *who) {
+    const char *parts[] = {"hello, ", who, "!"};
+    int len = 0;
+    for (size_t k = 0; k < 3; k++) {
+        for (const char *p = parts[k]; *p; p++, len++)
+            if (len < n - 1)
+                buf[len] = *p;
+    }
+    if (n > 0)
+        buf[len < n - 1 ? len : n - 1] = '\0';
+    return len;
+}
+
+/* Exactly n characters and no NUL (strncpy style). */
+EXPORT void t_letters(char *buf, int n);
+EXPORT void t_letters(char *buf, int n) {
+    for (int i = 0; i < n; i++)
+        buf[i] = (char)('a' + i % 26);
+}

@@ -109,6 +109,9 @@ static void expect(weir_host *h, const char *tool, const char *args, const char 
     free(got);
 }
 
+/* Errors of a tool name it, the deployment row and the index of its row in "tools". */
+#define AT(tool) "tool '" tool "' (row 'ffi', tools[0]): "
+
 /* ------------------------------------------------------------------------ */
 
 static void every_supported_type_round_trips(void **state) {
@@ -277,6 +280,210 @@ static void out_parameters_are_returned(void **state) {
     weir_host_destroy(h);
 }
 
+/* The fill rows of weirffitest.c, each buffer sized by an argument. */
+static const row fill_rows[] = {
+    {"t_fill", "void t_fill(signed char *buf, int n)",
+     "{\"out\":[{\"name\":\"buf\",\"count\":\"n\",\"max\":4096}]}"},
+    {"t_fill_ints", "int t_fill_ints(size_t n, int *buf)",
+     "{\"out\":[{\"name\":\"buf\",\"count\":\"n\",\"max\":64}]}"},
+    {"t_fill_doubles", "void t_fill_doubles(double *buf, unsigned short n, double step)",
+     "{\"out\":[{\"name\":\"buf\",\"count\":\"n\",\"max\":10}]}"},
+    {"t_rgba", "void t_rgba(uint8_t *px)", "{\"out\":[{\"name\":\"px\",\"count\":4}]}"},
+};
+
+static void a_count_above_its_max_is_refused_before_the_call(void **state) {
+    (void)state;
+    weir_host *h = load_ok(fill_rows, sizeof fill_rows / sizeof fill_rows[0]);
+    /* The argument's schema carries the bound, so the registry refuses first... */
+    char *got = call_tool(h, "t_fill", "{\"n\":100000}", true);
+    assert_string_equal(got, "error INVALID_ARGUMENTS: Error: invalid arguments for tool "
+                             "'t_fill': $.n: 100000 is greater than the maximum 4096");
+    free(got);
+    /* ...and the plugin checks again itself: the function never runs. */
+    static const struct {
+        const char *tool, *args, *want;
+    } cases[] = {
+        {"t_fill", "{\"n\":100000}",
+         "error OUT_OF_RANGE: Error: argument 'n': 100000 is out of range for the size of "
+         "out-parameter 'buf' [0, 4096]"},
+        {"t_fill", "{\"n\":4097}",
+         "error OUT_OF_RANGE: Error: argument 'n': 4097 is out of range for the size of "
+         "out-parameter 'buf' [0, 4096]"},
+        {"t_fill", "{\"n\":-1}",
+         "error OUT_OF_RANGE: Error: argument 'n': -1 is out of range for the size of "
+         "out-parameter 'buf' [0, 4096]"},
+        {"t_fill", "{\"n\":-2147483648}",
+         "error OUT_OF_RANGE: Error: argument 'n': -2147483648 is out of range for the size of "
+         "out-parameter 'buf' [0, 4096]"},
+        {"t_fill_ints", "{\"n\":9223372036854775807}",
+         "error OUT_OF_RANGE: Error: argument 'n': 9223372036854775807 is out of range for the "
+         "size of out-parameter 'buf' [0, 64]"},
+        {"t_fill_doubles", "{\"n\":65535,\"step\":1}",
+         "error OUT_OF_RANGE: Error: argument 'n': 65535 is out of range for the size of "
+         "out-parameter 'buf' [0, 10]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        got = call_tool(h, cases[i].tool, cases[i].args, false);
+        assert_string_equal(got, cases[i].want);
+        free(got);
+    }
+    weir_host_destroy(h);
+}
+
+static void out_buffers_hold_count_elements(void **state) {
+    (void)state;
+    weir_host *h = load_ok(fill_rows, sizeof fill_rows / sizeof fill_rows[0]);
+    expect(h, "t_fill", "{\"n\":9}", "{\"buf\":[-3,-2,-1,0,1,2,3,-3,-2]}");
+    expect(h, "t_fill", "{\"n\":0}", "{\"buf\":[]}");
+    expect(h, "t_fill_ints", "{\"n\":4}", "{\"return\":4,\"buf\":[-1,0,3,8]}");
+    expect(h, "t_fill_ints", "{\"n\":0}", "{\"return\":0,\"buf\":[]}");
+    expect(h, "t_fill_doubles", "{\"n\":3,\"step\":0.5}", "{\"buf\":[0,0.5,1]}");
+    expect(h, "t_rgba", "{}", "{\"px\":[255,128,0,7]}");
+    /* At the maximum the callee writes every byte of the buffer (ASan checks the edge). */
+    char *got = call_tool(h, "t_fill", "{\"n\":4096}", true);
+    size_t commas = 0;
+    for (const char *c = got; *c; c++)
+        commas += *c == ',';
+    assert_int_equal(commas, 4095);
+    assert_non_null(strstr(got, "{\"buf\":[-3,-2,-1,0,1,2,3,-3,"));
+    assert_non_null(strstr(got, ",1,2,3,-3]}")); /* element 4095: 4095 % 7 - 3 */
+    free(got);
+    got = call_tool(h, "t_fill_ints", "{\"n\":64}", true);
+    assert_non_null(strstr(got, ",3968]}")); /* 63 * 63 - 1 */
+    free(got);
+    /* The count argument's schema is 0 .. max; out-parameters are not arguments. */
+    json_t *schemas = weir__tools_schemas(weir__host_tools(h));
+    char *s = weir__json_dump(json_object_get(json_array_get(schemas, 0), "parameters"));
+    assert_string_equal(s, "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\","
+                           "\"minimum\":0,\"maximum\":4096}},\"required\":[\"n\"],"
+                           "\"additionalProperties\":false}");
+    free(s);
+    s = weir__json_dump(json_object_get(json_array_get(schemas, 2), "parameters"));
+    assert_string_equal(s, "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\","
+                           "\"minimum\":0,\"maximum\":10},\"step\":{\"type\":\"number\"}},"
+                           "\"required\":[\"n\",\"step\"],\"additionalProperties\":false}");
+    free(s);
+    json_decref(schemas);
+    weir_host_destroy(h);
+}
+
+static void char_buffers_are_returned_as_strings(void **state) {
+    (void)state;
+    static const row rows[] = {
+        {"t_hello", "int t_hello(char *buf, int n, const char *who)",
+         "{\"out\":[{\"name\":\"buf\",\"count\":\"n\",\"max\":64}]}"},
+        {"t_letters", "void t_letters(char *buf, int n)",
+         "{\"out\":[{\"name\":\"buf\",\"count\":\"n\",\"max\":30}]}"},
+    };
+    weir_host *h = load_ok(rows, 2);
+    expect(h, "t_hello", "{\"n\":64,\"who\":\"weir\"}", "{\"return\":12,\"buf\":\"hello, weir!\"}");
+    /* snprintf style: cut to n - 1 bytes and a NUL. */
+    expect(h, "t_hello", "{\"n\":6,\"who\":\"weir\"}", "{\"return\":12,\"buf\":\"hello\"}");
+    expect(h, "t_hello", "{\"n\":0,\"who\":\"weir\"}", "{\"return\":12,\"buf\":\"\"}");
+    /* No NUL written: the string is all count bytes. */
+    expect(h, "t_letters", "{\"n\":3}", "{\"buf\":\"abc\"}");
+    expect(h, "t_letters", "{\"n\":30}", "{\"buf\":\"abcdefghijklmnopqrstuvwxyzabcd\"}");
+    char *got = call_tool(h, "t_letters", "{\"n\":31}", false);
+    assert_string_equal(got, "error OUT_OF_RANGE: Error: argument 'n': 31 is out of range for "
+                             "the size of out-parameter 'buf' [0, 30]");
+    free(got);
+    weir_host_destroy(h);
+}
+
+static void the_short_form_and_count_1_are_one_value(void **state) {
+    (void)state;
+    static const row rows[] = {
+        {"t_divmod", "int t_divmod(int a, int b, int *quotient, int *remainder)",
+         "{\"out\":[{\"name\":\"quotient\",\"count\":1},\"remainder\"]}"},
+        {"t_minmax", "void t_minmax(double a, double b, double *lo, double *hi)",
+         "{\"out\":[\"lo\",{\"name\":\"hi\",\"count\":1}]}"},
+    };
+    weir_host *h = load_ok(rows, 2);
+    expect(h, "t_divmod", "{\"a\":17,\"b\":5}", "{\"return\":0,\"quotient\":3,\"remainder\":2}");
+    expect(h, "t_minmax", "{\"a\":-1,\"b\":4}", "{\"lo\":-1,\"hi\":4}");
+    weir_host_destroy(h);
+}
+
+static void out_sizes_are_checked_at_init(void **state) {
+    (void)state;
+    static const struct {
+        row r;
+        const char *want;
+    } cases[] = {
+        /* The reported crash: a byte buffer in the short form (or not listed at all). */
+        {{"t_fill", "void t_fill(signed char *buf, int n)", "{\"out\":[\"buf\"]}"},
+         AT("t_fill") "out-parameter 'buf' ('signed char *buf') is a buffer of unknown size; "
+                      "declare it in \"out\" as {\"name\": \"buf\", \"count\": N} or {\"name\": "
+                      "\"buf\", \"count\": \"<argument>\", \"max\": N}"},
+        {{"t_fill", "void t_fill(signed char *buf, int n)", NULL},
+         AT("t_fill") "out-parameter 'buf' ('signed char *buf') is a buffer of unknown size"},
+        {{"t_hello", "int t_hello(char *buf, int n, const char *who)", "{\"out\":[\"buf\"]}"},
+         AT("t_hello") "out-parameter 'buf' ('char *buf') is a buffer of unknown size"},
+        {{"t_rgba", "void t_rgba(uint8_t *px)", "{\"out\":[\"px\"]}"},
+         AT("t_rgba") "out-parameter 'px' ('uint8_t *px') is a buffer of unknown size"},
+        {{"t_fill_ints", "int t_fill_ints(size_t n, int *buf)", NULL},
+         AT("t_fill_ints") "out-parameter 'buf' ('int *buf') is not declared; list it in "
+                           "\"out\": \"buf\" for one int, or {\"name\": \"buf\", \"count\": N | "
+                           "\"<argument>\", \"max\": N} for a buffer"},
+        /* count names an argument: it must exist, be an integer, and come with a max. */
+        {{"t_fill", "void t_fill(signed char *buf, int n)",
+          "{\"out\":[{\"name\":\"buf\",\"count\":\"m\",\"max\":8}]}"},
+         AT("t_fill") "out-parameter 'buf': count 'm' is not a parameter of the prototype"},
+        {{"t_fill_doubles", "void t_fill_doubles(double *buf, unsigned short n, double step)",
+          "{\"out\":[{\"name\":\"buf\",\"count\":\"step\",\"max\":8}]}"},
+         AT("t_fill_doubles") "out-parameter 'buf': count 'step' must be an integer argument, "
+                              "not a 'double'"},
+        {{"t_hello", "int t_hello(char *buf, int n, const char *who)",
+          "{\"out\":[{\"name\":\"buf\",\"count\":\"who\",\"max\":8}]}"},
+         AT("t_hello") "out-parameter 'buf': count 'who' must be an integer argument, not a "
+                       "'const char *'"},
+        {{"t_fill", "void t_fill(signed char *buf, int n)",
+          "{\"out\":[{\"name\":\"buf\",\"count\":\"buf\",\"max\":8}]}"},
+         AT("t_fill") "out-parameter 'buf': count 'buf' must be an integer argument, not the "
+                      "out-parameter 'signed char *'"},
+        {{"t_fill", "void t_fill(signed char *buf, int n)",
+          "{\"out\":[{\"name\":\"buf\",\"count\":\"n\"}]}"},
+         AT("t_fill") "out-parameter 'buf': count 'n' names an argument, so \"max\" (the most "
+                      "elements the model may ask for) is required"},
+        {{"t_rgba", "void t_rgba(uint8_t *px)",
+          "{\"out\":[{\"name\":\"px\",\"count\":4,\"max\":4}]}"},
+         AT("t_rgba") "out-parameter 'px': \"max\" applies only to a count that names an "
+                      "argument"},
+        /* Sizes stop at 1 MiB. */
+        {{"t_fill_ints", "int t_fill_ints(size_t n, int *buf)",
+          "{\"out\":[{\"name\":\"buf\",\"count\":\"n\",\"max\":1000000}]}"},
+         AT("t_fill_ints") "out-parameter 'buf': max 1000000 is more than 262144, the most "
+                           "'int' elements within the 1048576-byte limit"},
+        {{"t_rgba", "void t_rgba(uint8_t *px)", "{\"out\":[{\"name\":\"px\",\"count\":2000000}]}"},
+         AT("t_rgba") "out-parameter 'px': count 2000000 is more than 1048576, the most "
+                      "'uint8_t' elements within the 1048576-byte limit"},
+        {{"t_rgba", "void t_rgba(uint8_t *px)",
+          "{\"out\":[{\"name\":\"px\",\"count\":4},{\"name\":\"px\",\"count\":4}]}"},
+         AT("t_rgba") "out: parameter 'px' is listed twice"},
+        {{"t_rgba", "void t_rgba(uint8_t *px)", "{\"out\":[{\"name\":\"zz\",\"count\":4}]}"},
+         AT("t_rgba") "out: 'zz' is not a parameter of the prototype"},
+        /* The config schema: unknown keys, a count of 0, a missing count. */
+        {{"t_rgba", "void t_rgba(uint8_t *px)",
+          "{\"out\":[{\"name\":\"px\",\"count\":4,\"size\":4}]}"},
+         "config: $.tools[0].out[0]"},
+        {{"t_rgba", "void t_rgba(uint8_t *px)", "{\"out\":[{\"name\":\"px\",\"count\":0}]}"},
+         "config: $.tools[0].out[0]"},
+        {{"t_rgba", "void t_rgba(uint8_t *px)", "{\"out\":[{\"name\":\"px\"}]}"},
+         "config: $.tools[0].out[0]"},
+        {{"t_fill", "void t_fill(signed char *buf, int n)",
+          "{\"out\":[{\"name\":\"buf\",\"count\":\"n\",\"max\":0}]}"},
+         "config: $.tools[0].out[0]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *text = load_fail(&cases[i].r, NULL);
+        if (!strstr(text, cases[i].want)) {
+            fprintf(stderr, "case %zu: got '%s', want it to contain '%s'\n", i, text,
+                    cases[i].want);
+            fail();
+        }
+    }
+}
+
 static void string_returns_with_each_free_mode(void **state) {
     (void)state;
     static const row rows[] = {
@@ -345,32 +552,33 @@ static void init_errors_name_what_is_wrong(void **state) {
         const char *want;
     } cases[] = {
         {{"pow", "int pow(int)", NULL}, "libm.so.6",
-         "tool 'pow': prototype: column 12: expected a parameter name"},
+         AT("pow") "prototype: column 12: expected a parameter name"},
         {{"powx", "double powx(double x, double y)", NULL}, "libm.so.6",
-         "tool 'powx': symbol 'powx' not found in library 'libm.so.6'"},
+         AT("powx") "symbol 'powx' not found in library 'libm.so.6'"},
         {{"pow", "double pow(double x, double y)", NULL}, "libweir-no-such-lib.so",
-         "tool 'pow': cannot open library 'libweir-no-such-lib.so': "},
+         AT("pow") "cannot open library 'libweir-no-such-lib.so': "},
         {{"pow", "double power(double x, double y)", NULL}, "libm.so.6",
-         "tool 'pow': the prototype names 'power' but the symbol is 'pow'"},
+         AT("pow") "the prototype names 'power' but the symbol is 'pow'"},
         {{"t_divmod", "int t_divmod(int a, int b, int *quotient, int *remainder)",
           "{\"out\":[\"quotient\"]}"},
          NULL,
-         "tool 't_divmod': parameter 'remainder' is a pointer; list it in \"out\" to return its "
-         "value"},
+         AT("t_divmod") "out-parameter 'remainder' ('int *remainder') is not declared; list it "
+                        "in \"out\": \"remainder\" for one int, or {\"name\": \"remainder\", "
+                        "\"count\": N | \"<argument>\", \"max\": N} for a buffer"},
         {{"t_divmod", "int t_divmod(int a, int b, int *quotient, int *remainder)",
           "{\"out\":[\"quotient\",\"remainder\",\"a\"]}"},
-         NULL, "tool 't_divmod': out: parameter 'a' is not a pointer ('int *a')"},
+         NULL, AT("t_divmod") "out: parameter 'a' is not a pointer ('int *a')"},
         {{"t_divmod", "int t_divmod(int a, int b, int *quotient, int *remainder)",
           "{\"out\":[\"quotient\",\"remainder\",\"zz\"]}"},
-         NULL, "tool 't_divmod': out: 'zz' is not a parameter of the prototype"},
+         NULL, AT("t_divmod") "out: 'zz' is not a parameter of the prototype"},
         {{"t_upper", "char *t_upper(const char *s)", NULL}, NULL,
-         "tool 't_upper': a 'char *' return needs \"returns_owned\": {\"free\": \"free\" | "
-         "\"none\" | \"<symbol>\"}"},
+         AT("t_upper") "a 'char *' return needs \"returns_owned\": {\"free\": \"free\" | "
+                       "\"none\" | \"<symbol>\"}"},
         {{"t_upper", "char *t_upper(const char *s)",
           "{\"returns_owned\":{\"free\":\"no_such_free\"}}"},
-         NULL, "tool 't_upper': free function 'no_such_free' not found in library '"},
+         NULL, AT("t_upper") "free function 'no_such_free' not found in library '"},
         {{"t_int", "int t_int(int v)", "{\"returns_owned\":{\"free\":\"free\"}}"}, NULL,
-         "tool 't_int': \"returns_owned\" applies only to a 'char *' return"},
+         AT("t_int") "\"returns_owned\" applies only to a 'char *' return"},
         {{"t_int", "int t_int(int v)", "{\"unknown\":1}"}, NULL, "config: $.tools[0]"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -441,6 +649,11 @@ int main(void) {
         cmocka_unit_test(schema_is_derived_from_the_prototype),
         cmocka_unit_test(integer_ranges_are_checked_before_the_call),
         cmocka_unit_test(out_parameters_are_returned),
+        cmocka_unit_test(a_count_above_its_max_is_refused_before_the_call),
+        cmocka_unit_test(out_buffers_hold_count_elements),
+        cmocka_unit_test(char_buffers_are_returned_as_strings),
+        cmocka_unit_test(the_short_form_and_count_1_are_one_value),
+        cmocka_unit_test(out_sizes_are_checked_at_init),
         cmocka_unit_test(string_returns_with_each_free_mode),
         cmocka_unit_test(libm_pow_as_in_the_design),
         cmocka_unit_test(init_errors_name_what_is_wrong),
