@@ -11,6 +11,7 @@
 WEIRDEMO_API char *weirdemo_shout(const char *text);
 WEIRDEMO_API void weirdemo_free(void *p);
 WEIRDEMO_API int weirdemo_divmod(int a, int b, int *quotient, int *remainder);
+WEIRDEMO_API void weirdemo_primes(int n, int *primes);
 
 /* A malloc'd upper-cased copy of `text` with "!" appended; free with weirdemo_free. */
 char *weirdemo_shout(const char *text) {
@@ -35,4 +36,16 @@ int weirdemo_divmod(int a, int b, int *quotient, int *remainder) {
     *quotient = a / b;
     *remainder = a % b;
     return 0;
+}
+
+/* The first n primes into primes[0 .. n-1]; it trusts n, like most C code. */
+void weirdemo_primes(int n, int *primes) {
+    int found = 0;
+    for (int c = 2; found < n; c++) {
+        int k = 0;
+        while (k < found && c % primes[k] != 0)
+            k++;
+        if (k == found)
+            primes[found++] = c;
+    }
 }

@@ -35,6 +35,6 @@ add_test(NAME tools_ffi_example
          COMMAND sh ${PROJECT_SOURCE_DIR}/examples/ffi-tools/run.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(tools_ffi_example PROPERTIES
   ENVIRONMENT "${WEIR_TEST_ENV};WEIR_SESSION_DIR=${CMAKE_BINARY_DIR}/tests/tools-example-sessions"
-  PASS_REGULAR_EXPRESSION "quotient[^0-9]+3[^0-9]+remainder[^0-9]+2.*\"kind\":\"completed\""
+  PASS_REGULAR_EXPRESSION "quotient[^0-9]+3[^0-9]+remainder[^0-9]+2.*primes[^0-9]+2,3,5,7,11,13,17,19[^0-9,].*\"kind\":\"completed\""
   FAIL_REGULAR_EXPRESSION "\"is_error\":true;\"kind\":\"error\""
   TIMEOUT 120)
