@@ -3,8 +3,10 @@
  *
  * Each file goes through the same steps: parse, check the top-level keys,
  * expand ${VAR} / ${VAR:-default} / $$ in every string, validate the shape,
- * normalise (`~/` in session.dir, empty plugin_path entries), then merge into
- * the composed object.  Every error names the file and the JSON path.
+ * normalise (`~/` in session.dir, empty plugin_path entries, relative
+ * plugin_path directories made relative to the file's own directory), then
+ * merge into the composed object.  Every error names the file and the JSON
+ * path.
  * docs/config.md states the rules for users.
  */
 #include <errno.h>
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 
@@ -650,8 +653,124 @@ int weir__config_merge(json_t *base, json_t *over, const char *file, weir_error 
 
 /* ---- composing ------------------------------------------------------------ */
 
-/* `~/` in session.dir becomes $HOME/; empty plugin_path entries are dropped. */
-static int normalise(json_t *doc, const char *file, weir_error *err) {
+/* How many leading characters of the `len` first of `s` are "./" components
+ * ("./a" -> 2, ".//./a" -> 5, "." -> 1). */
+static size_t dot_slash_len(const char *s, size_t len) {
+    size_t i = 0;
+    while (i < len && s[i] == '.' && (i + 1 == len || s[i + 1] == '/')) {
+        i++;
+        while (i < len && s[i] == '/')
+            i++;
+    }
+    return i;
+}
+
+/* The cwd into *out (new, weir__free): 0, ENOMEM, or getcwd's errno. */
+static int current_dir(char **out) {
+    *out = NULL;
+    for (size_t size = 256; size <= ((size_t)1 << 20); size *= 2) {
+        char *buf = weir__malloc(size);
+        if (!buf)
+            return ENOMEM;
+        if (getcwd(buf, size)) {
+            *out = buf;
+            return 0;
+        }
+        int e = errno;
+        weir__free(buf);
+        if (e != ERANGE)
+            return e;
+    }
+    return ENAMETOOLONG;
+}
+
+/*
+ * The absolute directory of config file `file`, as named (symbolic links are
+ * not followed): its dirname, after the cwd when `file` is relative.  New
+ * (weir__free) in *out.
+ */
+static int file_dir(const char *file, const jpath *p, char **out, weir_error *err) {
+    const char *slash = strrchr(file, '/');
+    if (file[0] == '/') { /* "/x.json" -> "/", "/etc/weir/x.json" -> "/etc/weir" */
+        *out = weir__strndup(file, slash == file ? 1 : (size_t)(slash - file));
+        return *out ? WEIR_OK : nomem(err, file);
+    }
+    char *cwd;
+    int e = current_dir(&cwd);
+    if (e != 0) {
+        char eb[256];
+        if (e == ENOMEM)
+            return nomem(err, file);
+        return cfg_err(err, WEIR_E_IO, file, p,
+                       "cannot make a relative directory absolute: the current directory: %s",
+                       strerror_r(e, eb, sizeof eb));
+    }
+    /* "conf/x.json" -> "<cwd>/conf"; "x.json" and "./x.json" -> "<cwd>" */
+    const char *rel = file + dot_slash_len(file, strlen(file));
+    slash = strrchr(rel, '/');
+    size_t cl = strlen(cwd);
+    const char *sep = cl > 0 && cwd[cl - 1] == '/' ? "" : "/";
+    *out = slash ? weir__asprintf("%s%s%.*s", cwd, sep, (int)(slash - rel), rel)
+                 : weir__strdup(cwd);
+    weir__free(cwd);
+    return *out ? WEIR_OK : nomem(err, file);
+}
+
+/*
+ * Each relative directory in plugin_path entry `v` (a ':'-separated list)
+ * becomes "<dir>/<it>"; *dir is the file's directory, found on first need
+ * (new, the caller frees it).  Empty pieces stay (the loader skips them).
+ */
+static int resolve_entry(json_t *v, const char *file, const jpath *p, char **dir,
+                         weir_error *err) {
+    const char *s = json_string_value(v);
+    bool relative = false;
+    for (const char *c = s; c && *c;) {
+        const char *end = strchr(c, ':');
+        if (*c != '/' && *c != ':')
+            relative = true;
+        c = end ? end + 1 : NULL;
+    }
+    if (!relative)
+        return WEIR_OK;
+    int rc = *dir ? WEIR_OK : file_dir(file, p, dir, err);
+    if (rc != WEIR_OK)
+        return rc;
+    sbuf b = {0};
+    for (const char *c = s; c && rc == WEIR_OK;) {
+        const char *end = strchr(c, ':');
+        size_t len = end ? (size_t)(end - c) : strlen(c);
+        if (c != s && sb_add(&b, ":", 1) != 0) {
+            rc = nomem(err, file);
+            break;
+        }
+        if (len > 0 && *c != '/') { /* "./plugins" -> "<dir>/plugins", "." -> "<dir>" */
+            size_t skip = dot_slash_len(c, len);
+            const char *rest = c + skip;
+            size_t rl = len - skip;
+            size_t dl = strlen(*dir);
+            bool root = dl > 0 && (*dir)[dl - 1] == '/';
+            if (sb_add(&b, *dir, dl) != 0 || (rl > 0 && !root && sb_add(&b, "/", 1) != 0) ||
+                sb_add(&b, rest, rl) != 0)
+                rc = nomem(err, file);
+        } else if (sb_add(&b, c, len) != 0) {
+            rc = nomem(err, file);
+        }
+        c = end ? end + 1 : NULL;
+    }
+    if (rc == WEIR_OK && json_string_setn(v, b.p ? b.p : "", b.len) != 0)
+        rc = nomem(err, file);
+    weir__free(b.p);
+    return rc;
+}
+
+/*
+ * `~/` in session.dir becomes $HOME/; empty plugin_path entries are dropped;
+ * when the document comes from a file (`from_file`), each relative
+ * plugin_path directory is made relative to the file's directory, not to the
+ * cwd weir happens to run in (the built-in default keeps them as they are).
+ */
+static int normalise(json_t *doc, const char *file, bool from_file, weir_error *err) {
     json_t *dir = json_object_get(json_object_get(doc, "session"), "dir");
     const char *s = json_string_value(dir);
     if (s && strncmp(s, "~/", 2) == 0) {
@@ -677,7 +796,19 @@ static int normalise(json_t *doc, const char *file, weir_error *err) {
     for (size_t i = json_array_size(pp); i-- > 0;)
         if (json_string_length(json_array_get(pp, i)) == 0)
             json_array_remove(pp, i);
-    return WEIR_OK;
+    if (!from_file)
+        return WEIR_OK;
+    char *fdir = NULL;
+    int rc = WEIR_OK;
+    for (size_t i = 0; i < json_array_size(pp) && rc == WEIR_OK; i++) {
+        jpath p;
+        path_init(&p);
+        path_key(&p, "plugin_path");
+        path_index(&p, i);
+        rc = resolve_entry(json_array_get(pp, i), file, &p, &fdir, err);
+    }
+    weir__free(fdir);
+    return rc;
 }
 
 /* Open and parse one file (new reference in *out). */
@@ -716,13 +847,15 @@ static int load_file(const char *path, json_t **out, weir_error *err) {
                      je.column, je.text);
 }
 
-/* Run one parsed document through expand, validate, normalise and merge. */
-static int compose_one(json_t *acc, json_t *doc, const char *file, weir_error *err) {
+/* Run one parsed document (read from `file` when `from_file`) through
+ * expand, validate, normalise and merge. */
+static int compose_one(json_t *acc, json_t *doc, const char *file, bool from_file,
+                       weir_error *err) {
     int rc;
     if ((rc = check_top(doc, file, err)) != WEIR_OK ||
         (rc = weir__config_expand(doc, file, err)) != WEIR_OK ||
         (rc = weir__config_validate(doc, file, err)) != WEIR_OK ||
-        (rc = normalise(doc, file, err)) != WEIR_OK)
+        (rc = normalise(doc, file, from_file, err)) != WEIR_OK)
         return rc;
     return merge_valid(acc, doc, file, err);
 }
@@ -748,7 +881,7 @@ int weir_config_compose(const char *const *files, size_t nfiles, json_t **out,
         else
             rc = (doc = weir_config_default()) ? WEIR_OK : nomem(err, file);
         if (rc == WEIR_OK)
-            rc = compose_one(acc, doc, file, err);
+            rc = compose_one(acc, doc, file, nfiles > 0, err);
         json_decref(doc);
         if (rc != WEIR_OK) {
             json_decref(acc);

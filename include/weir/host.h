@@ -42,11 +42,15 @@ typedef struct weir_host weir_host;
  * Compose deployment config files in order (base, then overlays), expanding
  * ${VAR} and ${VAR:-default}.  With `nfiles == 0` the built-in default
  * deployment is used (it depends on OPENAI_API_KEY / ANTHROPIC_API_KEY).
+ * A relative `plugin_path` directory in a file is made absolute against
+ * that file's directory (a relative file path against the current
+ * directory at the time of the call); docs/config.md has the rules.
  * @param files   array of `nfiles` paths, borrowed.
  * @param out     receives a new reference to the composed object.
  * @return WEIR_OK or WEIR_E_CONFIG/WEIR_E_IO/WEIR_E_NOMEM; `err->text` names
  *         the file, JSON path, and line/column where known.
- * Thread-safety: reads the environment; do not call while setenv() runs.
+ * Thread-safety: reads the environment and the current directory; do not
+ * call while setenv() or chdir() runs.
  * Since: 0.1
  */
 WEIR_API int weir_config_compose(const char *const *files, size_t nfiles,

@@ -215,13 +215,48 @@ static void test_var_expansion_set_default_and_escape(void **state) {
     /* default used, then ~/ becomes $HOME/ */
     assert_string_equal(weir__json_str(json_object_get(cfg, "session"), "dir", ""),
                         "/home/tester/sessions");
-    assert_json(json_object_get(cfg, "plugin_path"), "[\"pre-m1-post\"]");
+    /* a relative directory is relative to the file's (the cwd here, see setup_dir) */
+    char cwd[2048], want[4096];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    snprintf(want, sizeof want, "[\"%s/pre-m1-post\"]", cwd);
+    assert_json(json_object_get(cfg, "plugin_path"), want);
     assert_json(json_object_get(row(cfg, "prompt"), "config"),
                 "{\"text\":\"costs $5, $ alone, ${HOME} literal\","
                 "\"list\":[\"was-empty\",\"x\"],\"${WEIR_TEST_MODEL}\":\"keys stay\"}");
     json_decref(cfg);
     unsetenv("WEIR_TEST_MODEL");
     unsetenv("WEIR_TEST_EMPTY");
+}
+
+/* ---- relative plugin_path directories (issue #8, item 10c) ------------------ */
+
+static void test_relative_plugin_path_is_relative_to_the_file(void **state) {
+    (void)state;
+    char cwd[2048], want[16384];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    json_t *cfg;
+    weir_error err;
+    /* each ':'-separated piece on its own; absolute pieces and "" stay; "." and
+     * "./a" lose their "./"; the value of a variable is resolved too */
+    assert_int_equal(compose(&cfg, &err, "relative-path.json", NULL), WEIR_OK);
+    snprintf(want, sizeof want,
+             "[\"%s/plugins\",\"%s/a:/abs::%s/b\",\"%s\",\"/opt/p\",\"%s/rel/x\"]", cwd,
+             cwd, cwd, cwd, cwd);
+    assert_json(json_object_get(cfg, "plugin_path"), want);
+    json_decref(cfg);
+    /* the file named by a relative path with directories: "./" is not kept */
+    assert_int_equal(chdir(".."), 0);
+    assert_int_equal(compose(&cfg, &err, "./config/relative-path.json", NULL), WEIR_OK);
+    assert_int_equal(chdir("config"), 0);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(cfg, "plugin_path"), 0)),
+                        strcat(strcpy(want, cwd), "/plugins"));
+    json_decref(cfg);
+    /* the built-in default keeps a relative $WEIR_PLUGIN_PATH as it is */
+    setenv("WEIR_PLUGIN_PATH", "rel/plugins", 1);
+    assert_int_equal(compose(&cfg, &err, NULL), WEIR_OK);
+    assert_json(json_object_get(cfg, "plugin_path"), "[\"rel/plugins\"]");
+    json_decref(cfg);
+    setenv("WEIR_PLUGIN_PATH", "", 1);
 }
 
 static void test_unset_var_without_default_names_var_file_and_path(void **state) {
@@ -657,7 +692,7 @@ static void test_alloc_failure_loop(void **state) {
     setenv("OPENAI_API_KEY", "sk-loop", 1);
     static const char *const files[] = {"base.json",  "replace.json", "append.json",
                                         "place.json", "disable.json", "agent-session.json",
-                                        "vars.json",  "b.json"};
+                                        "vars.json",  "b.json",       "relative-path.json"};
     alloc_loop(files, sizeof files / sizeof files[0]);
     alloc_loop(NULL, 0);
     setenv("OPENAI_API_KEY", "", 1);
@@ -675,6 +710,7 @@ int main(void) {
         cmocka_unit_test_setup(test_agent_session_merge_key_by_key, setup_dir),
         cmocka_unit_test_setup(test_later_files_win_in_order, setup_dir),
         cmocka_unit_test_setup(test_var_expansion_set_default_and_escape, setup_dir),
+        cmocka_unit_test_setup(test_relative_plugin_path_is_relative_to_the_file, setup_dir),
         cmocka_unit_test_setup(test_unset_var_without_default_names_var_file_and_path,
                                setup_dir),
         cmocka_unit_test_setup(test_malformed_var_reference, setup_dir),

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -529,6 +530,104 @@ static void test_plugin_dirs_order(void **state) {
     json_decref(dirs);
 }
 
+/* --- relative plugin_path entries (issue #8, item 10c) ------------------- */
+
+/* "<a>/<b>" into buf[4096]; returns buf. */
+static char *path_join(char *buf, const char *a, const char *b) {
+    assert_true(snprintf(buf, 4096, "%s/%s", a, b) < 4096);
+    return buf;
+}
+
+/* mkdir "<a>/<b>", its path into buf[4096]. */
+static const char *mkdir_in(char *buf, const char *a, const char *b) {
+    assert_int_equal(mkdir(path_join(buf, a, b), 0700), 0);
+    return buf;
+}
+
+/* "<dir>/weir-<as>.so" -> the fixture weir-<fixture_name>.so. */
+static void link_fixture(const char *dir, const char *as, const char *fixture_name) {
+    char target[4096], base[256], link[4096];
+    fixture(target, sizeof target, fixture_name);
+    snprintf(base, sizeof base, "weir-%s.so", as);
+    assert_int_equal(symlink(target, path_join(link, dir, base)), 0);
+}
+
+/* Compose `file` (with the cwd at `from`), create the host with the cwd at
+ * `at`, and check that row "a" loaded fx-alpha from `want_path`. */
+static void expect_loaded_from(const char *from, const char *file, const char *at,
+                               const char *want_path) {
+    char saved[4096];
+    assert_non_null(getcwd(saved, sizeof saved));
+    assert_int_equal(chdir(from), 0);
+    json_t *cfg = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    int rc = weir_config_compose(&file, 1, &cfg, &err);
+    assert_int_equal(chdir(at), 0);
+    weir_host *h = NULL;
+    if (rc == WEIR_OK)
+        rc = weir_host_create(cfg, &h, &err);
+    assert_int_equal(chdir(saved), 0);
+    if (rc != WEIR_OK)
+        fail_msg("%s: %s", file, err.text);
+    const weir_plugin *p = weir__host_plugin(h, "a");
+    assert_non_null(p);
+    assert_string_equal(p->desc->name, "fx-alpha");
+    assert_string_equal(p->path, want_path);
+    weir_host_destroy(h);
+    json_decref(cfg);
+}
+
+/*
+ * "plugin_path": ["plugins"] in <tmp>/conf/deploy.json means
+ * <tmp>/conf/plugins, wherever weir runs: a plugins/ directory in the cwd
+ * (here one whose weir-fx-alpha.so is fx-beta) is never searched.  That
+ * holds for a relative -c path too, and after the cwd changes between
+ * composing and loading.  An overlay's entries are relative to the overlay.
+ */
+static void test_relative_plugin_path_is_relative_to_its_file(void **state) {
+    fx *f = *state;
+    /* the physical path: a relative -c is made absolute with getcwd() */
+    char *root = realpath(f->tmp, NULL);
+    assert_non_null(root);
+    char conf[4096], plugins[4096], cwd[4096], cwd_plugins[4096], over[4096], more[4096];
+    mkdir_in(conf, root, "conf");
+    mkdir_in(plugins, conf, "plugins");
+    link_fixture(plugins, "fx-alpha", "fx-alpha");
+    mkdir_in(cwd, root, "cwd");
+    mkdir_in(cwd_plugins, cwd, "plugins");
+    link_fixture(cwd_plugins, "fx-alpha", "fx-beta");
+    mkdir_in(over, root, "over");
+    mkdir_in(more, over, "more");
+    link_fixture(more, "fx-alpha", "fx-alpha");
+
+    char file[4096], text[8192], want[4096];
+    path_join(file, conf, "deploy.json");
+    snprintf(text, sizeof text,
+             "{\"plugin_path\": [\"plugins\"], \"plugins\": [{\"id\": \"a\", \"plugin\": "
+             "\"fx-alpha\", \"config\": {\"log\": \"%s\"}}]}",
+             f->log);
+    assert_int_equal(wt_write_file(file, text), 0);
+    path_join(want, plugins, "weir-fx-alpha.so");
+
+    expect_loaded_from(cwd, file, cwd, want);                /* absolute -c */
+    expect_loaded_from(root, "conf/deploy.json", cwd, want); /* relative -c */
+    expect_loaded_from(conf, "./deploy.json", cwd, want);
+
+    /* an overlay elsewhere replaces plugin_path with its own, relative to it */
+    char overlay[4096];
+    path_join(overlay, over, "over.json");
+    assert_int_equal(wt_write_file(overlay, "{\"plugin_path\": [\"more\"]}"), 0);
+    const char *files[] = {file, overlay};
+    json_t *cfg = NULL;
+    assert_int_equal(weir_config_compose(files, 2, &cfg, NULL), WEIR_OK);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(cfg, "plugin_path"), 0)),
+                        more);
+    json_decref(cfg);
+    assert_calls(f, "init:a\nfini:a\ninit:a\nfini:a\ninit:a\nfini:a\n");
+    free(root);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
@@ -557,6 +656,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_null_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_describes_without_init, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plugin_dirs_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_relative_plugin_path_is_relative_to_its_file,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
