@@ -34,7 +34,7 @@
 
 #define PLUGIN_NAME "tools-ffi"
 
-/* The largest out-parameter buffer, in bytes (count or max times the element size). */
+/* The largest out-parameter buffer (count or max times the element size): 1 MiB. */
 #define OUT_MAX_BYTES ((size_t)1 << 20)
 
 /* How many elements one out-parameter holds (the row's "out", docs/tools.md). */
@@ -599,7 +599,10 @@ static int execute(weir_tool_exec *exec, const json_t *args, json_t **result, vo
         const wf_param *p = &pr->params[i];
         if (!p->out)
             continue;
-        /* Zeroed, exactly counts[i] elements; a char buffer has a spare NUL after them. */
+        /*
+         * Zeroed, exactly counts[i] elements; a char buffer has a spare NUL
+         * after them.  A count of 0 still passes a valid pointer (one element).
+         */
         size_t n = counts[i] + (p->type == WF_CHAR);
         bufs[i] = calloc(n ? n : 1, ffi_of(p->type)->size);
         if (!bufs[i]) {
@@ -735,8 +738,8 @@ static int check_limit(const char *where, const char *name, const char *key, jso
         return WEIR_OK;
     return set_err(err, WEIR_E_PLUGIN_CONFIG,
                    "%s: out-parameter '%s': %s %lld is more than %zu, the most '%s' elements "
-                   "within the %zu-byte limit",
-                   where, name, key, (long long)v, most, wf_type_name(et), OUT_MAX_BYTES);
+                   "within the 1 MiB limit",
+                   where, name, key, (long long)v, most, wf_type_name(et));
 }
 
 /*
@@ -859,39 +862,37 @@ static int setup_tool(ffi_tool *t, const char *row_id, size_t index, const json_
     wf_proto *pr = &t->proto;
     if (strcmp(pr->name, symbol) != 0)
         return set_err(err, WEIR_E_PLUGIN_CONFIG,
-                       "%s: the prototype names '%s' but the symbol is '%s'", where,
-                       pr->name, symbol);
+                       "%s: the prototype names '%s' but the symbol is '%s'", where, pr->name,
+                       symbol);
     int rc = check_out(t, where, json_object_get(row, "out"), err);
     if (rc != WEIR_OK)
         return rc;
     const char *free_mode = json_string_value(json_object_get(owned, "free"));
     if (pr->ret == WF_STRING_OWNED && !free_mode)
         return set_err(err, WEIR_E_PLUGIN_CONFIG,
-                       "%s: a 'char *' return needs \"returns_owned\": {\"free\": "
-                       "\"free\" | \"none\" | \"<symbol>\"}",
+                       "%s: a 'char *' return needs \"returns_owned\": {\"free\": \"free\" | "
+                       "\"none\" | \"<symbol>\"}",
                        where);
     if (pr->ret != WF_STRING_OWNED && owned)
         return set_err(err, WEIR_E_PLUGIN_CONFIG,
-                       "%s: \"returns_owned\" applies only to a 'char *' return",
-                       where);
+                       "%s: \"returns_owned\" applies only to a 'char *' return", where);
     t->lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
     if (!t->lib)
-        return set_err(err, WEIR_E_PLUGIN_CONFIG, "%s: cannot open library '%s': %s",
-                       where, library, dlerror());
+        return set_err(err, WEIR_E_PLUGIN_CONFIG, "%s: cannot open library '%s': %s", where,
+                       library, dlerror());
     dlerror();
     t->fn = dlsym(t->lib, symbol);
     if (!t->fn)
-        return set_err(err, WEIR_E_PLUGIN_CONFIG,
-                       "%s: symbol '%s' not found in library '%s'", where, symbol,
-                       library);
+        return set_err(err, WEIR_E_PLUGIN_CONFIG, "%s: symbol '%s' not found in library '%s'",
+                       where, symbol, library);
     if (free_mode && strcmp(free_mode, "free") == 0) {
         t->free_fn = free;
     } else if (free_mode && strcmp(free_mode, "none") != 0) {
         void *f = dlsym(t->lib, free_mode);
         if (!f)
             return set_err(err, WEIR_E_PLUGIN_CONFIG,
-                           "%s: free function '%s' not found in library '%s'", where,
-                           free_mode, library);
+                           "%s: free function '%s' not found in library '%s'", where, free_mode,
+                           library);
         memcpy(&t->free_fn, &f, sizeof f); /* object pointer -> function pointer */
     }
     json_t *props = json_object(), *required = json_array();

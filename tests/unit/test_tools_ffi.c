@@ -453,10 +453,10 @@ static void out_sizes_are_checked_at_init(void **state) {
         {{"t_fill_ints", "int t_fill_ints(size_t n, int *buf)",
           "{\"out\":[{\"name\":\"buf\",\"count\":\"n\",\"max\":1000000}]}"},
          AT("t_fill_ints") "out-parameter 'buf': max 1000000 is more than 262144, the most "
-                           "'int' elements within the 1048576-byte limit"},
+                           "'int' elements within the 1 MiB limit"},
         {{"t_rgba", "void t_rgba(uint8_t *px)", "{\"out\":[{\"name\":\"px\",\"count\":2000000}]}"},
          AT("t_rgba") "out-parameter 'px': count 2000000 is more than 1048576, the most "
-                      "'uint8_t' elements within the 1048576-byte limit"},
+                      "'uint8_t' elements within the 1 MiB limit"},
         {{"t_rgba", "void t_rgba(uint8_t *px)",
           "{\"out\":[{\"name\":\"px\",\"count\":4},{\"name\":\"px\",\"count\":4}]}"},
          AT("t_rgba") "out: parameter 'px' is listed twice"},
