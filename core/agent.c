@@ -119,8 +119,8 @@ static bool type_known(const char *type, void *ud) {
     return weir__host_event_type(ud, type, NULL);
 }
 
-static bool valid_id(const char *id) {
-    if (!*id || strlen(id) > 200 || strcmp(id, ".") == 0 || strcmp(id, "..") == 0)
+bool weir_session_id_valid(const char *id) {
+    if (!id || !*id || *id == '.' || *id == '-' || *id == '_' || strlen(id) > 128)
         return false;
     for (const char *p = id; *p; p++)
         if (!(('a' <= *p && *p <= 'z') || ('A' <= *p && *p <= 'Z') ||
@@ -264,9 +264,9 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
     const json_t *config = weir_host_config(host);
     const char *sid = opts ? opts->session_id : NULL;
     const char *file = opts ? opts->session_file : NULL;
-    if (sid && !valid_id(sid))
+    if (sid && !weir_session_id_valid(sid))
         return weir__err(err, WEIR_E_INVAL, NULL, NULL,
-                         "session id '%s' may only use letters, digits, '.', '-' and '_'", sid);
+                         "session id '%.200s': expected [A-Za-z0-9][A-Za-z0-9._-]{0,127}", sid);
     weir__fsync policy;
     const char *fs = weir__json_str(json_object_get(config, "session"), "fsync", NULL);
     if (weir__fsync_parse(fs, &policy) != 0)

@@ -6,7 +6,6 @@
  * refuse) and re-folds the surface itself.  Errors name the seq (or the line
  * when the seq is unknown); an open last turn is reported in "open".
  */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,6 +25,10 @@ typedef struct checker {
     json_t *seen;          /* {"offered": {id: seq}, "called": {id: seq}} of the open step */
     const json_t *header;  /* latest request/header data.header */
     const json_t *context; /* latest request/context data */
+    weir__type_known_fn known; /* plugin event types (may be NULL) */
+    void *known_ud;
+    bool deep; /* re-derive every prefix (weir log --check) */
+    size_t line, error_line; /* the line read, the line of the first error */
 } checker;
 
 static void note(checker *c, json_t *list, const char *fmt, ...) WEIR_PRINTF(3, 4);
@@ -44,6 +47,8 @@ static void note(checker *c, json_t *list, const char *fmt, ...) {
         if (k + need > sizeof buf - 1)
             buf[k] = '\0';
     }
+    if (list == c->errors && !c->error_line)
+        c->error_line = c->line ? c->line : 1;
     if (json_array_append_new(list, json_string(buf)) != 0)
         c->oom = true;
 }
@@ -174,6 +179,8 @@ static void check_assistant(checker *c, size_t seq, const char *type) {
     }
     if (!is(type, "assistant/message"))
         return;
+    if (!c->deep)
+        return;
     json_t *now = weir__surface_derive(c->surface);
     if (!now)
         c->oom = true;
@@ -244,7 +251,8 @@ static void check_event(checker *c, size_t seq, json_t *ev) {
     const char *type = weir__json_str(ev, "type", "");
     const json_t *data = json_object_get(ev, "data");
     char msg[512];
-    if (!weir__log_is_core_type(type) && !json_is_true(json_object_get(ev, "ignorable")))
+    if (!weir__log_is_core_type(type) && !json_is_true(json_object_get(ev, "ignorable")) &&
+        !(c->known && c->known(type, c->known_ud)))
         note(c, c->errors, "seq %zu: unknown event type '%s' is not ignorable", seq, type);
     if (weir__log_check_shape(type, data, msg, sizeof msg) < 0)
         note(c, c->errors, "seq %zu: %s", seq, msg);
@@ -354,62 +362,46 @@ static void check_end(checker *c) {
     check_derived(c);
 }
 
-static int read_file(const char *path, char **buf, size_t *len, weir_error *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return weir__err(err, errno == ENOENT ? WEIR_E_NOT_FOUND : WEIR_E_IO, NULL, NULL,
-                         "session log %s: cannot open: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *b = weir__malloc(cap);
-    while (b) {
-        n += fread(b + n, 1, cap - n - 1, f);
-        if (n < cap - 1)
-            break;
-        char *nb = weir__realloc(b, cap * 2);
-        if (!nb)
-            weir__free(b);
-        b = nb;
-        cap *= 2;
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (!b)
-        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory", path);
-    if (bad) {
-        weir__free(b);
-        return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: read error", path);
-    }
-    b[n] = '\0';
-    *buf = b;
-    *len = n;
-    return WEIR_OK;
+/* Whether `line` (n bytes) is what weir writes first: the start of the
+ * event with seq 0 (weir__json_dump keeps the envelope's key order). */
+static bool starts_like_event(const char *line, size_t n) {
+    static const char head[] = "{\"seq\":0,\"time\":";
+    return memcmp(line, head, n < sizeof head - 1 ? n : sizeof head - 1) == 0;
 }
 
 static void check_lines(checker *c, const char *buf, size_t len) {
     size_t off = 0, line = 0, expected = 0;
     while (off < len) {
-        line++;
+        c->line = ++line;
         size_t n;
         bool torn;
         json_error_t jerr;
+        size_t start = off;
         json_t *ev = weir__log_read_line(buf, len, &off, &n, &torn, &jerr);
+        char msg[512];
+        if (torn && line == 1 && !starts_like_event(buf + start, n)) {
+            note(c, c->errors, "not a weir session log: its only line is not a log event");
+            break;
+        }
         if (torn) {
             note(c, c->open, "line %zu: torn last line (%zu bytes) ignored", line, n);
             break;
         }
-        if (!ev) {
-            note(c, c->errors, "line %zu: invalid JSON: %s", line, jerr.text);
-            continue;
-        }
-        json_t *seqv = json_object_get(ev, "seq");
-        if (!json_is_integer(seqv) || json_integer_value(seqv) < 0 ||
-            !json_is_string(json_object_get(ev, "type")) ||
-            !json_is_object(json_object_get(ev, "data"))) {
-            note(c, c->errors, "line %zu: not an event envelope (needs seq, type and data)", line);
+        if (!ev || weir__log_check_envelope(ev, msg, sizeof msg) < 0) {
+            if (line == 1) { /* never take another file for a damaged log */
+                note(c, c->errors, "not a weir session log: line 1 is not a log event (%s)",
+                     ev ? msg : jerr.text);
+                json_decref(ev);
+                break;
+            }
+            if (ev)
+                note(c, c->errors, "line %zu: not a log event: %s", line, msg);
+            else
+                note(c, c->errors, "line %zu: invalid JSON: %s", line, jerr.text);
             json_decref(ev);
             continue;
         }
-        size_t seq = (size_t)json_integer_value(seqv);
+        size_t seq = (size_t)json_integer_value(json_object_get(ev, "seq"));
         if (seq != expected)
             note(c, c->errors, "line %zu: seq %zu breaks contiguity (expected %zu)", line, seq,
                  expected);
@@ -422,16 +414,15 @@ static void check_lines(checker *c, const char *buf, size_t len) {
     }
 }
 
-int weir_log_check(const char *path, json_t **report, weir_error *err) {
-    if (!path || !report)
-        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log check: path and report are required");
+int weir__log_check_buffer(const char *buf, size_t len, weir__type_known_fn known, void *known_ud,
+                           bool deep, json_t **report, weir_error *err) {
+    if (!buf || !report)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log check: buffer and report are required");
     *report = NULL;
-    char *buf = NULL;
-    size_t len = 0;
-    int rc = read_file(path, &buf, &len, err);
-    if (rc != WEIR_OK)
-        return rc;
     checker c = {0};
+    c.known = known;
+    c.known_ud = known_ud;
+    c.deep = deep;
     c.errors = json_array();
     c.open = json_array();
     c.events = json_array();
@@ -446,21 +437,36 @@ int weir_log_check(const char *path, json_t **report, weir_error *err) {
         check_end(&c);
     }
     size_t events = json_array_size(c.events);
-    weir__free(buf);
     weir__surface_destroy(c.surface);
     json_decref(c.events);
     json_decref(c.pending);
     json_decref(c.wanted);
     json_decref(c.seen);
     json_t *r = c.oom ? NULL
-                      : json_pack("{s:b, s:I, s:O, s:O}", "ok", json_array_size(c.errors) == 0,
-                                  "events", (json_int_t)events, "errors", c.errors, "open", c.open);
+                      : json_pack("{s:b, s:I, s:O, s:O, s:I}", "ok", json_array_size(c.errors) == 0,
+                                  "events", (json_int_t)events, "errors", c.errors, "open", c.open,
+                                  "error_line", (json_int_t)c.error_line);
     json_decref(c.errors);
     json_decref(c.open);
     if (!r)
-        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log check %s: out of memory", path);
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log check: out of memory");
     *report = r;
     return WEIR_OK;
+}
+
+int weir_log_check(const char *path, json_t **report, weir_error *err) {
+    if (!path || !report)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log check: path and report are required");
+    *report = NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = weir__log_read_file(path, &buf, &len, err);
+    if (rc == WEIR_OK)
+        rc = weir__log_check_buffer(buf, len, NULL, NULL, true, report, err);
+    if (rc == WEIR_E_NOMEM)
+        rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log check %s: out of memory", path);
+    weir__free(buf);
+    return rc;
 }
 
 int weir_log_derive(const char *path, json_t **messages, weir_error *err) {

@@ -222,20 +222,17 @@ int weir__log_check_shape(const char *type, const json_t *data, char *msg, size_
 }
 
 /* Validate an envelope read from disk or built by append.  0 or -1 + msg. */
-static int validate(const weir__log *log, const json_t *ev, char *msg, size_t size) {
+int weir__log_check_envelope(const json_t *ev, char *msg, size_t size) {
+    const json_t *seq = json_object_get(ev, "seq");
     const json_t *ign = json_object_get(ev, "ignorable");
     const char *type = weir__json_str(ev, "type", NULL);
-    if (!json_is_integer(json_object_get(ev, "seq")) ||
-        json_integer_value(json_object_get(ev, "seq")) != (json_int_t)log->count) {
-        snprintf(msg, size, "seq must be %zu", log->count);
-        return -1;
-    }
-    if (!json_is_integer(json_object_get(ev, "time"))) {
-        snprintf(msg, size, "time must be an integer");
-        return -1;
-    }
-    if (!type || !*type) {
-        snprintf(msg, size, "type must be a non-empty string");
+    const char *why = !json_is_object(ev)                                ? "an event must be a JSON object"
+                      : !json_is_integer(seq) || json_integer_value(seq) < 0 ? "seq must be an integer >= 0"
+                      : !json_is_integer(json_object_get(ev, "time"))    ? "time must be an integer"
+                      : !type || !*type                                  ? "type must be a non-empty string"
+                                                                         : NULL;
+    if (why) {
+        snprintf(msg, size, "%s", why);
         return -1;
     }
     if (!json_is_object(json_object_get(ev, "data"))) {
@@ -244,6 +241,18 @@ static int validate(const weir__log *log, const json_t *ev, char *msg, size_t si
     }
     if (ign && !json_is_true(ign)) {
         snprintf(msg, size, "%s: ignorable may only be true", type);
+        return -1;
+    }
+    return 0;
+}
+
+static int validate(const weir__log *log, const json_t *ev, char *msg, size_t size) {
+    const json_t *ign = json_object_get(ev, "ignorable");
+    const char *type = weir__json_str(ev, "type", NULL);
+    if (weir__log_check_envelope(ev, msg, size) < 0)
+        return -1;
+    if (json_integer_value(json_object_get(ev, "seq")) != (json_int_t)log->count) {
+        snprintf(msg, size, "seq must be %zu", log->count);
         return -1;
     }
     if (!type_accepted(log, type, ign != NULL)) {
@@ -270,7 +279,7 @@ static int mkdir_parents(const char *path, weir_error *err) {
         if (*p != '/')
             continue;
         *p = '\0';
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
             int rc = weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: cannot create %s: %s",
                                path, dir, strerror(errno));
             weir__free(dir);
@@ -286,6 +295,8 @@ static int read_all(int fd, const char *path, char **buf, size_t *len, weir_erro
     struct stat st;
     if (fstat(fd, &st) != 0)
         return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: not a regular file", path);
     size_t cap = (size_t)st.st_size, n = 0;
     char *b = weir__malloc(cap + 1);
     if (!b)
@@ -309,12 +320,36 @@ static int read_all(int fd, const char *path, char **buf, size_t *len, weir_erro
     return WEIR_OK;
 }
 
+int weir__log_read_file(const char *path, char **buf, size_t *len, weir_error *err) {
+    if (!path || !buf || !len)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "session log: path and buffer are required");
+    *buf = NULL;
+    *len = 0;
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused) */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return weir__err(err, errno == ENOENT ? WEIR_E_NOT_FOUND : WEIR_E_IO, NULL, NULL,
+                         "session log %s: cannot open: %s", path, strerror(errno));
+    int rc = read_all(fd, path, buf, len, err);
+    close(fd);
+    return rc;
+}
+
 json_t *weir__log_read_line(const char *buf, size_t len, size_t *off, size_t *n, bool *torn,
                             json_error_t *jerr) {
     const char *nl = memchr(buf + *off, '\n', len - *off);
     *n = nl ? (size_t)(nl - (buf + *off)) : len - *off;
     bool last = !nl || *off + *n + 1 == len;
-    json_t *ev = json_loadb(buf + *off, *n, JSON_REJECT_DUPLICATES, jerr);
+    json_t *ev = NULL;
+    if (*n > WEIR__LOG_LINE_MAX && nl) {
+        snprintf(jerr->text, sizeof jerr->text, "line of %zu bytes is over the %zu MiB cap", *n,
+                 WEIR__LOG_LINE_MAX >> 20);
+        *off += *n + 1;
+        *torn = false;
+        return NULL;
+    }
+    if (*n <= WEIR__LOG_LINE_MAX)
+        ev = json_loadb(buf + *off, *n, JSON_REJECT_DUPLICATES, jerr);
     *torn = !nl || (!ev && last);
     if (*torn) {
         json_decref(ev);
@@ -362,6 +397,90 @@ static int load(weir__log *log, const char *buf, size_t len, size_t *good, weir_
     return WEIR_OK;
 }
 
+/* Warn once per process per directory when the directory holding a log
+ * can be read or entered by others (logs hold whole conversations). */
+static void warn_loose_dir(const char *path) {
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static char warned[512];
+    const char *slash = strrchr(path, '/');
+    char dir[512];
+    int n = !slash ? snprintf(dir, sizeof dir, ".")
+                   : snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    struct stat st;
+    if (n < 0 || (size_t)n >= sizeof dir || stat(dir, &st) != 0 || !(st.st_mode & 077))
+        return;
+    pthread_mutex_lock(&mu);
+    if (strcmp(warned, dir) != 0) {
+        snprintf(warned, sizeof warned, "%s", dir);
+        fprintf(stderr,
+                "weir: warning: session directory %s can be read by others (mode %04o); "
+                "logs hold whole conversations: chmod 700 it\n",
+                dir, (unsigned)(st.st_mode & 07777));
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+/*
+ * One writer per session: an OFD write lock on byte 0 of the log (OFD locks
+ * belong to the open file, so a second open in this process conflicts as
+ * one in another process does), held until close.  OFD locks report no
+ * owner pid, so the writer also locks byte LOCK_PID_BASE + its pid, and a
+ * refused writer finds the holder's pid there.
+ */
+#define LOCK_PID_BASE ((off_t)1 << 62)
+
+static int take_lock(weir__log *log, weir_error *err) {
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+    if (fcntl(log->fd, F_OFD_SETLK, &fl) == 0) {
+        struct flock pl = {.l_type = F_WRLCK, .l_whence = SEEK_SET,
+                           .l_start = LOCK_PID_BASE + getpid(), .l_len = 1};
+        (void)fcntl(log->fd, F_OFD_SETLK, &pl); /* only names the holder */
+        return WEIR_OK;
+    }
+    if (errno != EAGAIN && errno != EACCES)
+        return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: cannot lock: %s", log->path,
+                         strerror(errno));
+    struct flock q = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = LOCK_PID_BASE, .l_len = 0};
+    long pid = fcntl(log->fd, F_OFD_GETLK, &q) == 0 && q.l_type != F_UNLCK &&
+                       q.l_start > LOCK_PID_BASE
+                   ? (long)(q.l_start - LOCK_PID_BASE)
+                   : 0;
+    const char *base = strrchr(log->path, '/');
+    base = base ? base + 1 : log->path;
+    size_t n = strlen(base);
+    if (n > 6 && strcmp(base + n - 6, ".jsonl") == 0)
+        n -= 6;
+    char who[64];
+    if (pid == (long)getpid())
+        snprintf(who, sizeof who, "this process (pid %ld)", pid);
+    else if (pid > 0)
+        snprintf(who, sizeof who, "pid %ld", pid);
+    else
+        snprintf(who, sizeof who, "another process");
+    return weir__err(err, WEIR_E_BUSY, NULL, NULL, "session %.*s is open for writing by %s (%s)",
+                     (int)n, base, who, log->path);
+}
+
+/* Refuse what the one reader found wrong: E_LOG_CORRUPT with its first
+ * error (and how many more). */
+static int refuse(const char *path, const json_t *report, weir_error *err) {
+    const json_t *errors = json_object_get(report, "errors");
+    size_t n = json_array_size(errors);
+    const char *first = json_string_value(json_array_get(errors, 0));
+    json_int_t line = weir__json_int(report, "error_line", 0);
+    char head[32];
+    int k = snprintf(head, sizeof head, "line %" JSON_INTEGER_FORMAT ": ", line);
+    if (first && k > 0 && strncmp(first, head, (size_t)k) == 0)
+        first += k; /* "FILE:LINE: what" says where once */
+    else if (first && strncmp(first, "seq ", 4) == 0 && strstr(first, ": "))
+        first = strstr(first, ": ") + 2;
+    char more[96] = "";
+    if (n > 1)
+        snprintf(more, sizeof more, " (and %zu more: see weir log --check)", n - 1);
+    return weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL, "%s:%" JSON_INTEGER_FORMAT ": %s%s",
+                     path, line, first ? first : "invalid", more);
+}
+
 static int open_common(const char *path, bool readonly, weir__fsync policy,
                        weir__type_known_fn known, void *known_ud, weir__log **out,
                        weir_error *err) {
@@ -385,16 +504,32 @@ static int open_common(const char *path, bool readonly, weir__fsync policy,
     log->known_ud = known_ud;
     int rc = readonly ? WEIR_OK : mkdir_parents(path, err);
     if (rc == WEIR_OK) {
-        log->fd = readonly ? open(path, O_RDONLY | O_CLOEXEC)
-                           : open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (!readonly)
+            warn_loose_dir(path);
+        /* O_NONBLOCK: a FIFO must not block the open (it is refused below) */
+        log->fd = readonly ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+                           : open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0600);
         if (log->fd < 0)
             rc = weir__err(err, errno == ENOENT ? WEIR_E_NOT_FOUND : WEIR_E_IO, NULL, NULL,
                            "session log %s: cannot open: %s", path, strerror(errno));
     }
+    struct stat st;
+    if (rc == WEIR_OK && (fstat(log->fd, &st) != 0 || !S_ISREG(st.st_mode)))
+        rc = weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: not a regular file", path);
+    if (rc == WEIR_OK && fcntl(log->fd, F_SETFL, fcntl(log->fd, F_GETFL) & ~O_NONBLOCK) != 0)
+        rc = weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: %s", path, strerror(errno));
+    if (rc == WEIR_OK && !readonly)
+        rc = take_lock(log, err);
     char *buf = NULL;
     size_t len = 0, good = 0;
+    json_t *report = NULL;
     if (rc == WEIR_OK)
         rc = read_all(log->fd, path, &buf, &len, err);
+    if (rc == WEIR_OK)
+        rc = weir__log_check_buffer(buf, len, known, known_ud, false, &report, err);
+    if (rc == WEIR_OK && !json_is_true(json_object_get(report, "ok")))
+        rc = refuse(path, report, err);
+    json_decref(report);
     if (rc == WEIR_OK)
         rc = load(log, buf, len, &good, err);
     weir__free(buf);
@@ -534,6 +669,7 @@ static json_t *build_envelope(size_t seq, const char *type, const json_t *data,
 static int write_line(weir__log *log, const char *line, size_t n, weir_error *err) {
     ssize_t w;
     do {
+        errno = 0; /* a short write sets none: it is taken for a full disk below */
         w = write(log->fd, line, n);
     } while (w < 0 && errno == EINTR);
     int e = errno;
@@ -607,6 +743,12 @@ int weir__log_append(weir__log *log, const char *type, const json_t *data, const
         line[n] = '\0';
     }
     free(dump);
+    if (line && n > WEIR__LOG_LINE_MAX) {
+        rc = weir__err(err, WEIR_E_LOG_REJECTED, NULL, NULL,
+                       "session log %s: rejected %s: its line of %zu bytes is over the %zu MiB cap",
+                       log->path, type, n, WEIR__LOG_LINE_MAX >> 20);
+        goto out;
+    }
     if (!line || reserve(log) != WEIR_OK) {
         rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory (%s)",
                        log->path, type);

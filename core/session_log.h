@@ -24,6 +24,12 @@ typedef enum weir__fsync {
     WEIR__FSYNC_NONE = 2
 } weir__fsync;
 
+/*
+ * Decides whether an unknown, non-ignorable type is acceptable (plugin event
+ * types registered on the host).  May be NULL: only core types are known.
+ */
+typedef bool (*weir__type_known_fn)(const char *type, void *ud);
+
 /* Whether `type` is one of the 13 core event types.  Thread-safe. */
 bool weir__log_is_core_type(const char *type);
 
@@ -39,6 +45,39 @@ int weir__log_check_shape(const char *type, const json_t *data, char *msg, size_
  * from `ev`. */
 const char *weir__log_result_call_id(const json_t *ev);
 
+/* The longest line (one event) the log writes or reads: 64 MiB.  An append
+ * whose line would be longer is rejected; a reader refuses a longer line. */
+#define WEIR__LOG_LINE_MAX ((size_t)64 << 20)
+
+/* The checks every event envelope passes, on append and on every read: an
+ * object with an integer seq >= 0, an integer time, a non-empty string
+ * type, an object data, and an ignorable that is absent or true.  0, or -1
+ * with `msg` saying what is wrong.  Thread-safe. */
+int weir__log_check_envelope(const json_t *ev, char *msg, size_t size);
+
+/*
+ * The whole log file at `path` into a new buffer (*buf, weir__free it; NUL
+ * terminated; *len bytes) for a reader (no lock).  A missing file is
+ * E_NOT_FOUND; anything but a regular file (a FIFO, /dev/zero, a directory)
+ * is refused with E_IO naming it.
+ */
+int weir__log_read_file(const char *path, char **buf, size_t *len, weir_error *err);
+
+/*
+ * The one reader (core/log_check.c): fold the log buffer `buf` (`len`
+ * bytes) with every rule a valid log keeps (envelopes, seq contiguity, core
+ * fields, event types - core, ignorable, or accepted by `known` (may be
+ * NULL) - turn/step nesting, tool calls and results, the surface) and
+ * report {ok, events, errors[], open[]} in *report (new reference).  Open
+ * (read-only or not), check, derive, print and resume all apply it, so they
+ * agree on what a valid log is.  A first line that is not a log event ends
+ * the read: the file is not a weir log.  `deep` adds the check that
+ * re-deriving each prefix gives the same history (O(n^2); `weir log
+ * --check` only).  WEIR_OK, or E_NOMEM.
+ */
+int weir__log_check_buffer(const char *buf, size_t len, weir__type_known_fn known, void *known_ud,
+                           bool deep, json_t **report, weir_error *err);
+
 /*
  * The line of a log buffer (`len` bytes) at *off, parsed: *off moves past it
  * and its newline, *n is its length.  A torn line (the last one without its
@@ -53,21 +92,26 @@ json_t *weir__log_read_line(const char *buf, size_t len, size_t *off, size_t *n,
 /* Parse "always"|"step"|"none" (NULL = step). -1 on bad input. */
 int weir__fsync_parse(const char *s, weir__fsync *out);
 
-/*
- * Decides whether an unknown, non-ignorable type is acceptable (plugin event
- * types registered on the host).  May be NULL: only core types are known.
- */
-typedef bool (*weir__type_known_fn)(const char *type, void *ud);
 
 /*
- * Open `path` (created if missing, with parent dirs).  Existing events are
- * read and validated: a torn last line is dropped (truncated) with a warning
- * on stderr; any other corruption fails with E_LOG_CORRUPT naming the line.
+ * Open `path` for appending: created if missing (mode 0600, missing parent
+ * directories 0700; an existing directory that others can read gets a
+ * warning on stderr).  The writer takes an exclusive OFD lock on the file
+ * for as long as the log is open: a second writer, in this process or
+ * another, fails at once with E_BUSY ("session ID is open for writing by
+ * pid N").  Existing events are read by the one reader
+ * (weir__log_check_buffer): any error fails with E_LOG_CORRUPT naming the
+ * file and the line or seq; a torn last line is dropped (truncated) with a
+ * warning on stderr - but never the file's only line unless it is the
+ * start of a weir event: a file whose first line is not a log event is
+ * refused, never rewritten.  Only regular files are opened.
  */
 int weir__log_open(const char *path, weir__fsync policy, weir__type_known_fn known, void *known_ud,
                    weir__log **out, weir_error *err);
-/* Read-only open for `weir log` (no repair, no create; a torn tail is
- * ignored silently and left in the file; appends fail with E_STATE). */
+/* Read-only open for `weir log` (no lock, no repair, no create; a torn
+ * tail is ignored silently and left in the file, so a live writer's log
+ * reads as a consistent prefix; appends fail with E_STATE).  The same
+ * reader and errors as weir__log_open. */
 int weir__log_open_readonly(const char *path, weir__log **out, weir_error *err);
 void weir__log_close(weir__log *log);
 

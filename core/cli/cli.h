@@ -47,21 +47,29 @@ int weir_cli_add_file(weir_cli_files *f, const char *prog, char *file);
  * stands in.  On failure print "weir: load: ..." and return its exit code.
  */
 int weir_cli_host(json_t *config, bool demo_note, weir_host **out);
+/* How a session argument names its log (weir_cli_session_path). */
+typedef enum weir_cli_target {
+    WEIR_CLI_ID,         /* a session id only (run -s, serve -s) */
+    WEIR_CLI_ID_OR_PATH, /* a '/' or ".jsonl" makes it a path (log, resume, compact) */
+    WEIR_CLI_PATH        /* a file path (run --log, serve --log) */
+} weir_cli_target;
 /*
- * The log file of a session argument (core/cli/log.c): `arg` itself when it
- * contains '/' or ends in ".jsonl", else <config session.dir>/<arg>.jsonl
- * (a leading "~/" expands to $HOME).  *out is malloc'd.  Exit code.
+ * The log file of a session argument (core/cli/log.c): as `kind` says,
+ * `arg` itself (a path) or <config session.dir>/<arg>.jsonl (a leading "~/"
+ * expands to $HOME) for an id, which must pass weir_session_id_valid() (else
+ * a usage error naming the argument).  *out is malloc'd.  Exit code.
  */
-int weir_cli_session_path(const json_t *config, const char *arg, char **out);
+int weir_cli_session_path(const json_t *config, const char *arg, weir_cli_target kind,
+                          char **out);
 /*
  * What run, resume and compact do first (core/cli/main.c): compose the -c
  * files, resolve the session argument `target` (NULL: none, *path stays
- * NULL) to its log path (*path, malloc'd), and when `must_exist` names the
+ * NULL; read as `kind` says) to its log path (*path, malloc'd), and when `must_exist` names the
  * command, require the file ("<must_exist>: no session log at PATH", exit
  * 4); then load the host (*host).  An exit code; on failure nothing is left
  * to free.
  */
-int weir_cli_session_host(const weir_cli_files *files, const char *target, const char *must_exist,
-                          char **path, weir_host **host);
+int weir_cli_session_host(const weir_cli_files *files, const char *target, weir_cli_target kind,
+                          const char *must_exist, char **path, weir_host **host);
 
 #endif

@@ -91,7 +91,8 @@ int weir_cmd_compact(int argc, char **argv) {
     }
     char *path = NULL;
     weir_host *host = NULL;
-    int rc = weir_cli_session_host(&files, argv[optind], "weir compact", &path, &host);
+    int rc = weir_cli_session_host(&files, argv[optind], WEIR_CLI_ID_OR_PATH, "weir compact", &path,
+                                    &host);
     if (rc != WEIR_EXIT_OK)
         return rc;
     weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;

@@ -1,7 +1,9 @@
 /*
  * core/cli/log.c - `weir log ID|FILE [--derive|--check]`: print a session
  * log as a readable transcript, its derived messages, or its check report.
- * Reads the file itself (public API only); a torn last line is skipped.
+ * Every mode reads through the one log reader (weir_log_derive,
+ * weir_log_check): a log it refuses is reported, not printed (exit 1).  A
+ * torn last line is skipped.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -11,10 +13,24 @@
 
 #include "cli.h"
 
-int weir_cli_session_path(const json_t *config, const char *arg, char **out) {
+int weir_cli_session_path(const json_t *config, const char *arg, weir_cli_target kind,
+                          char **out) {
     size_t n = strlen(arg);
     *out = NULL;
-    if (strchr(arg, '/') || (n > 6 && strcmp(arg + n - 6, ".jsonl") == 0)) {
+    bool path = kind == WEIR_CLI_PATH ||
+                (kind == WEIR_CLI_ID_OR_PATH &&
+                 (strchr(arg, '/') || (n > 6 && strcmp(arg + n - 6, ".jsonl") == 0)));
+    if (!path && !weir_session_id_valid(arg)) {
+        fprintf(stderr,
+                "weir: '%.200s' is not a session id ([A-Za-z0-9][A-Za-z0-9._-]{0,127})%s\n", arg,
+                kind == WEIR_CLI_ID ? "; give a log file with --log PATH" : "");
+        return WEIR_EXIT_USAGE;
+    }
+    if (!*arg) {
+        fprintf(stderr, "weir: empty log path\n");
+        return WEIR_EXIT_USAGE;
+    }
+    if (path) {
         *out = strdup(arg);
     } else {
         const char *dir = json_string_value(json_object_get(json_object_get(config, "session"), "dir"));
@@ -125,6 +141,15 @@ static void print_event(FILE *out, const json_t *ev, json_t *calls) {
 }
 
 static int transcript(const char *path) {
+    /* the one reader decides first: a log it refuses is not printed */
+    json_t *msgs = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_log_derive(path, &msgs, &err) != WEIR_OK) {
+        int rc = weir_cli_fail("log", &err);
+        return rc == WEIR_EXIT_IO ? rc : WEIR_EXIT_FAIL;
+    }
+    json_decref(msgs);
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "weir log: cannot open %s\n", path);
@@ -134,20 +159,11 @@ static int transcript(const char *path) {
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
-    long lineno = 0;
     int rc = WEIR_EXIT_OK;
-    while ((n = getline(&line, &cap, f)) >= 0) {
-        lineno++;
-        bool complete = n > 0 && line[n - 1] == '\n';
-        json_error_t je;
-        json_t *ev = json_loadb(line, (size_t)n, 0, &je);
-        if (!ev) {
-            if (!complete && feof(f))
-                break; /* a torn last line: what a crash leaves */
-            fprintf(stderr, "weir log: %s:%ld: %s\n", path, lineno, je.text);
-            rc = WEIR_EXIT_FAIL;
-            break;
-        }
+    while ((n = getline(&line, &cap, f)) > 0 && line[n - 1] == '\n') {
+        json_t *ev = json_loadb(line, (size_t)n, 0, NULL);
+        if (!ev)
+            break; /* the reader accepted the log: only a torn tail is left */
         print_event(stdout, ev, calls);
         json_decref(ev);
     }
@@ -213,7 +229,7 @@ int weir_cmd_log(int argc, char **argv) {
     if (rc != WEIR_EXIT_OK)
         return rc;
     char *path = NULL;
-    rc = weir_cli_session_path(config, argv[optind], &path);
+    rc = weir_cli_session_path(config, argv[optind], WEIR_CLI_ID_OR_PATH, &path);
     json_decref(config);
     if (rc != WEIR_EXIT_OK)
         return rc;

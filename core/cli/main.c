@@ -85,8 +85,8 @@ int weir_cli_host(json_t *config, bool demo_note, weir_host **out) {
     return st == WEIR_OK ? WEIR_EXIT_OK : weir_cli_fail("load", &err);
 }
 
-int weir_cli_session_host(const weir_cli_files *files, const char *target, const char *must_exist,
-                          char **path, weir_host **host) {
+int weir_cli_session_host(const weir_cli_files *files, const char *target, weir_cli_target kind,
+                          const char *must_exist, char **path, weir_host **host) {
     *path = NULL;
     *host = NULL;
     json_t *config = NULL;
@@ -94,7 +94,7 @@ int weir_cli_session_host(const weir_cli_files *files, const char *target, const
     if (rc != WEIR_EXIT_OK)
         return rc;
     if (target) {
-        if ((rc = weir_cli_session_path(config, target, path)) != WEIR_EXIT_OK) {
+        if ((rc = weir_cli_session_path(config, target, kind, path)) != WEIR_EXIT_OK) {
             json_decref(config);
             return rc;
         }

@@ -275,15 +275,17 @@ static char *read_stdin(void) {
 }
 
 static const char run_help[] =
-    "usage: weir run [-c FILE]... [-s SESSION_ID] [--json] [PROMPT]\n"
+    "usage: weir run [-c FILE]... [-s SESSION_ID | --log PATH] [--json] [PROMPT]\n"
     "\n"
     "Send PROMPT to the agent and stream the answer to stdout; tool activity\n"
     "and errors go to stderr.  Without PROMPT: a REPL (one message per line)\n"
     "when stdin is a terminal, else all of stdin is the prompt.\n"
     "\n"
     "  -c, --config FILE   deployment config (repeat to overlay; default: built in)\n"
-    "  -s, --session ID    session id (the log is <session.dir>/<ID>.jsonl);\n"
-    "                      an existing session is resumed\n"
+    "  -s, --session ID    session id, [A-Za-z0-9][A-Za-z0-9._-]{0,127} (the log\n"
+    "                      is <session.dir>/<ID>.jsonl); an existing session is\n"
+    "                      resumed; one writer at a time (a live one: exit 4)\n"
+    "      --log PATH      the session log file itself (instead of -s)\n"
     "      --json          print every event as one JSON line on stdout\n"
     "\n"
     "Ctrl-C cancels the running turn; a second Ctrl-C quits.\n"
@@ -306,11 +308,12 @@ static const char resume_help[] =
 static int run_common(int argc, char **argv, bool resume) {
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
                                               {"session", required_argument, NULL, 's'},
+                                              {"log", required_argument, NULL, 'L'},
                                               {"json", no_argument, NULL, 'j'},
                                               {"help", no_argument, NULL, 'h'},
                                               {0}};
     weir_cli_files files = {0};
-    const char *session = NULL;
+    const char *session = NULL, *log = NULL;
     run_state st = {0};
     int ch;
     while ((ch = getopt_long(argc, argv, resume ? "c:h" : "c:s:h", longopts, NULL)) != -1) {
@@ -320,9 +323,16 @@ static int run_common(int argc, char **argv, bool resume) {
                 return WEIR_EXIT_USAGE;
             break;
         case 's':
-            if (resume)
+        case 'L':
+            if (resume) {
+                fputs(resume_help, stderr);
                 return WEIR_EXIT_USAGE;
-            session = optarg;
+            }
+            if (session || log) {
+                fprintf(stderr, "weir run: give one of -s ID and --log PATH\n");
+                return WEIR_EXIT_USAGE;
+            }
+            *(ch == 's' ? &session : &log) = optarg;
             break;
         case 'j':
             st.json = true;
@@ -345,12 +355,14 @@ static int run_common(int argc, char **argv, bool resume) {
                 resume ? "resume" : "run");
         return WEIR_EXIT_USAGE;
     }
-    const char *target = resume ? argv[optind] : session;
+    const char *target = resume ? argv[optind] : session ? session : log;
+    weir_cli_target kind = resume ? WEIR_CLI_ID_OR_PATH : session ? WEIR_CLI_ID : WEIR_CLI_PATH;
     const char *prompt = rest > (resume ? 1 : 0) ? argv[argc - 1] : NULL;
 
     char *path = NULL;
     weir_host *host = NULL;
-    int rc = weir_cli_session_host(&files, target, resume ? "weir resume" : NULL, &path, &host);
+    int rc = weir_cli_session_host(&files, target, kind, resume ? "weir resume" : NULL, &path,
+                                   &host);
     if (rc != WEIR_EXIT_OK)
         return rc;
     st.calls = json_object();

@@ -454,7 +454,8 @@ static long read_line(char **buf, size_t *cap, bool *too_long) {
 /* ------------------------------------------------------------------------ */
 
 static const char serve_help[] =
-    "usage: weir serve --stdio [-c FILE]... [-s SESSION_ID] [--events generations|all]\n"
+    "usage: weir serve --stdio [-c FILE]... [-s SESSION_ID | --log PATH]\n"
+    "                  [--events generations|all]\n"
     "\n"
     "Serve one agent over stdin/stdout for a host program: one JSON command per\n"
     "line on stdin, one JSON event per line on stdout (docs/stdio-protocol.md).\n"
@@ -466,7 +467,10 @@ static const char serve_help[] =
     "  {\"op\":\"shutdown\"}            (end of input is a shutdown too)\n"
     "\n"
     "  -c, --config FILE   deployment config (repeat to overlay; default: built in)\n"
-    "  -s, --session ID    session id or log path; an existing session is resumed\n"
+    "  -s, --session ID    session id, [A-Za-z0-9][A-Za-z0-9._-]{0,127}; an existing\n"
+    "                      session is resumed; one writer at a time (a live one:\n"
+    "                      exit 4)\n"
+    "      --log PATH      the session log file itself (instead of -s)\n"
     "      --events all    also print the agent's own events (default: only the\n"
     "                      generation.* and input.* events)\n"
     "\n"
@@ -527,11 +531,12 @@ int weir_cmd_serve(int argc, char **argv) {
     static const struct option longopts[] = {{"stdio", no_argument, NULL, 'S'},
                                               {"config", required_argument, NULL, 'c'},
                                               {"session", required_argument, NULL, 's'},
+                                              {"log", required_argument, NULL, 'L'},
                                               {"events", required_argument, NULL, 'e'},
                                               {"help", no_argument, NULL, 'h'},
                                               {0}};
     weir_cli_files files = {0};
-    const char *session = NULL;
+    const char *session = NULL, *log = NULL;
     bool stdio = false;
     serve s = {0};
     int ch;
@@ -545,7 +550,12 @@ int weir_cmd_serve(int argc, char **argv) {
                 return WEIR_EXIT_USAGE;
             break;
         case 's':
-            session = optarg;
+        case 'L':
+            if (session || log) {
+                fprintf(stderr, "weir serve: give one of -s ID and --log PATH\n");
+                return WEIR_EXIT_USAGE;
+            }
+            *(ch == 's' ? &session : &log) = optarg;
             break;
         case 'e':
             if (!strcmp(optarg, "all")) {
@@ -574,7 +584,9 @@ int weir_cmd_serve(int argc, char **argv) {
     if (rc != WEIR_EXIT_OK)
         return rc;
     char *path = NULL;
-    if (session && (rc = weir_cli_session_path(config, session, &path)) != WEIR_EXIT_OK) {
+    if ((session || log) &&
+        (rc = weir_cli_session_path(config, session ? session : log,
+                                    session ? WEIR_CLI_ID : WEIR_CLI_PATH, &path)) != WEIR_EXIT_OK) {
         json_decref(config);
         return rc;
     }

@@ -162,8 +162,19 @@ typedef struct weir_agent_options {
 #define WEIR_AGENT_OPTIONS_INIT {sizeof(weir_agent_options), NULL, NULL, NULL, NULL, NULL, 0}
 
 /**
+ * Whether `id` is a session id: [A-Za-z0-9][A-Za-z0-9._-]{0,127} (so it is
+ * never a path and never "." or "..").  NULL is not.  Thread-safe.
+ * Since: 0.3
+ */
+WEIR_API bool weir_session_id_valid(const char *id);
+
+/**
  * Open (or resume) a session as an agent.  Resuming a log whose last turn is
- * open appends its closers (turn/end {kind:"interrupted"}).
+ * open appends its closers (turn/end {kind:"interrupted"}).  The agent is the
+ * session's only writer until it is closed: opening a session that another
+ * agent, in this process or another, has open fails at once with
+ * WEIR_E_BUSY ("session ID is open for writing by pid N").  A
+ * `session_id` must pass weir_session_id_valid() (else WEIR_E_INVAL).
  * @param out  receives the agent; close with weir_agent_close().
  * Since: 0.1
  */

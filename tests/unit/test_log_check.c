@@ -97,22 +97,36 @@ static void hostile_lines_are_errors_not_crashes(void **state) {
     char path[4200];
     snprintf(path, sizeof path, "%s/h.jsonl", dir);
     assert_int_equal(
-        wt_write_file(path, "[1,2]\n{\"seq\":\"x\"}\nnot json\n"
-                            "{\"seq\":0,\"type\":\"turn/end\",\"data\":{}}\n"
-                            "{\"seq\":1,\"type\":\"x/y\",\"data\":{},\"surface_op\":\"append\"}\n"),
+        wt_write_file(path, "{\"seq\":0,\"time\":1,\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n"
+                            "[1,2]\n{\"seq\":\"x\"}\nnot json\n"
+                            "{\"seq\":1,\"type\":\"turn/end\",\"data\":{\"turn\":1,"
+                            "\"reason\":{\"kind\":\"completed\"}}}\n"
+                            "{\"seq\":1,\"time\":1,\"type\":\"turn/end\",\"data\":{}}\n"
+                            "{\"seq\":2,\"time\":1,\"type\":\"x/y\",\"data\":{},"
+                            "\"surface_op\":\"append\"}\n"),
         0);
     json_t *r = NULL;
     weir_error err;
     assert_int_equal(weir_log_check(path, &r, &err), WEIR_OK);
-    const char *want[] = {"line 1: not an event envelope (needs seq, type and data)",
-                          "line 2: not an event envelope (needs seq, type and data)",
-                          "line 3: invalid JSON: '[' or '{' expected near 'not'",
-                          "seq 0: turn/end: data.turn must be an integer from 0 to 2147483647",
-                          "seq 0: turn/end without an open turn",
-                          "seq 0: turn/end needs reason.kind",
-                          "seq 1: unknown event type 'x/y' is not ignorable",
-                          "seq 1: surface_op is only allowed on surface types, not x/y"};
-    expect_list(r, "errors", want, 8);
+    const char *want[] = {"line 2: not a log event: an event must be a JSON object",
+                          "line 3: not a log event: seq must be an integer >= 0",
+                          "line 4: invalid JSON: '[' or '{' expected near 'not'",
+                          "line 5: not a log event: time must be an integer",
+                          "seq 1: turn/end: data.turn must be an integer from 0 to 2147483647",
+                          "seq 1: turn/end for turn -1 but turn 1 is open",
+                          "seq 1: turn/end needs reason.kind",
+                          "seq 2: unknown event type 'x/y' is not ignorable",
+                          "seq 2: surface_op is only allowed on surface types, not x/y"};
+    expect_list(r, "errors", want, 9);
+    json_decref(r);
+    /* a file whose first line is not a log event is not a weir log at all */
+    assert_int_equal(wt_write_file(path, "[1,2]\n{\"seq\":0,\"time\":1,\"type\":\"turn/start\","
+                                         "\"data\":{\"turn\":1}}\n"),
+                     0);
+    assert_int_equal(weir_log_check(path, &r, &err), WEIR_OK);
+    const char *foreign[] = {
+        "not a weir session log: line 1 is not a log event (an event must be a JSON object)"};
+    expect_list(r, "errors", foreign, 1);
     json_decref(r);
     snprintf(path, sizeof path, "%s/missing.jsonl", dir);
     assert_int_equal(weir_log_check(path, &r, &err), WEIR_E_NOT_FOUND);
@@ -169,22 +183,22 @@ static json_t *check_text(const char *text) {
 }
 
 #define EV_HEAD                                                                                    \
-    "{\"seq\":0,\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n"                                  \
-    "{\"seq\":1,\"type\":\"step/start\",\"data\":{\"turn\":1,\"step\":1}}\n"                       \
-    "{\"seq\":2,\"type\":\"request/header\",\"data\":{\"header\":{\"config\":{\"provider\":"       \
+    "{\"seq\":0,\"time\":1,\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n"                                  \
+    "{\"seq\":1,\"time\":1,\"type\":\"step/start\",\"data\":{\"turn\":1,\"step\":1}}\n"                       \
+    "{\"seq\":2,\"time\":1,\"type\":\"request/header\",\"data\":{\"header\":{\"config\":{\"provider\":"       \
     "\"p\",\"model\":\"m\"}},\"reason\":\"initial\"}}\n"
 #define EV_ASSISTANT(seq, ids)                                                                     \
-    "{\"seq\":" #seq ",\"type\":\"assistant/message\",\"surface_op\":\"append\",\"data\":"        \
+    "{\"seq\":" #seq ",\"time\":1,\"type\":\"assistant/message\",\"surface_op\":\"append\",\"data\":"        \
     "{\"turn\":1,\"step\":1,\"message\":{\"role\":\"assistant\",\"content\":[" ids "]}}}\n"
 #define EV_CALL_BLOCK(id) "{\"type\":\"tool_call\",\"id\":\"" id "\",\"name\":\"f\",\"arguments\":\"{}\"}"
 #define EV_CALL(seq, id)                                                                           \
-    "{\"seq\":" #seq ",\"type\":\"tool/call\",\"data\":{\"turn\":1,\"step\":1,\"call_id\":\"" id   \
+    "{\"seq\":" #seq ",\"time\":1,\"type\":\"tool/call\",\"data\":{\"turn\":1,\"step\":1,\"call_id\":\"" id   \
     "\",\"name\":\"f\",\"arguments\":\"{}\"}}\n"
 #define EV_RESULT(seq, id)                                                                         \
-    "{\"seq\":" #seq ",\"type\":\"tool/result\",\"surface_op\":\"append\",\"data\":{\"turn\":1,"   \
+    "{\"seq\":" #seq ",\"time\":1,\"type\":\"tool/result\",\"surface_op\":\"append\",\"data\":{\"turn\":1,"   \
     "\"step\":1,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":\"tool_result\","            \
     "\"call_id\":\"" id "\",\"content\":[]}]}}}\n"
-#define EV_STEP_END(seq) "{\"seq\":" #seq ",\"type\":\"step/end\",\"data\":{\"turn\":1,\"step\":1}}\n"
+#define EV_STEP_END(seq) "{\"seq\":" #seq ",\"time\":1,\"type\":\"step/end\",\"data\":{\"turn\":1,\"step\":1}}\n"
 
 /* Every tool_call of a step's assistant message is dispatched as a tool/call
  * of that step: a closed step that lacks one is an error (the driver never
@@ -242,7 +256,7 @@ static void dispatch_order_and_replaced_results(void **state) {
     json_decref(r);
 
     r = check_text(EV_HEAD EV_ASSISTANT(3, EV_CALL_BLOCK("a")) EV_CALL(4, "a") EV_RESULT(5, "a")
-                       "{\"seq\":6,\"type\":\"tool/result\",\"surface_op\":{\"op\":\"replace\","
+                       "{\"seq\":6,\"time\":1,\"type\":\"tool/result\",\"surface_op\":{\"op\":\"replace\","
                        "\"start_seq\":5,\"end_seq\":5},\"source_seqs\":[5],\"data\":{\"turn\":1,\"step\":1,"
                        "\"message\":{\"role\":\"tool\",\"content\":[{\"type\":\"text\","
                        "\"text\":\"gone\"}]}}}\n");
