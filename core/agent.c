@@ -333,11 +333,17 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
     if (rc == WEIR_OK)
         rc = weir__log_open(path, policy, type_known, host, &a->log, err);
     weir__free(path);
+    /* Crash repair.  Tool calls a crash cut are answered (an idempotent
+     * tool's re-run) once agent/created has made the hook chains final, so
+     * the agent's own tools/pre-execute listeners see a re-run too. */
+    bool resume_tools = false;
     if (rc == WEIR_OK) {
         weir__log_set_observer(a->log, on_durable, a);
         a->resumed = weir__log_has_request_header(a->log);
-        rc = weir__log_repair(a->log, NULL, err);
+        rc = weir__driver_resume_due(a, &resume_tools, err);
     }
+    if (rc == WEIR_OK && !resume_tools)
+        rc = weir__log_repair(a->log, NULL, err);
     if (rc == WEIR_OK) {
         a->turn = weir__log_last_turn(a->log);
         rc = weir__inbox_create(a->log, &a->inbox, err);
@@ -388,6 +394,11 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
         return rc;
     } else {
         a->hooks = a->own;
+    }
+    if (resume_tools && (rc = weir__driver_resume(a, err)) != WEIR_OK) {
+        a->created = true;
+        weir_agent_close(a);
+        return rc;
     }
     /* Input queued in the log before a crash wakes the agent again. */
     a->wake = weir__inbox_count(a->inbox, false) > 0;

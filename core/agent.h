@@ -79,6 +79,24 @@ int weir__agent_hook_register(weir_plugin *self, weir_agent *agent, const char *
 int weir__driver_turn(weir_agent *agent, weir_error *err);
 
 /*
+ * Tools across a crash (docs/tools.md).  *due says whether the log's open
+ * last turn has tool calls a crash cut (the open step's calls without a
+ * tool/result); opening then defers the crash repair to
+ * weir__driver_resume, once the agent's hook chains are final.  E_NOMEM.
+ * Owner: core/driver.c.
+ */
+int weir__driver_resume_due(weir_agent *agent, bool *due, weir_error *err);
+/*
+ * Answer the cut calls through the tool scheduler (weir__tools_resume: an
+ * idempotent tool's call runs again with its key, every other one gets an
+ * INTERRUPTED result), then weir__log_repair closes the step and the turn.
+ * Runs the bodies and the tool hooks on the calling thread and the tool
+ * pool, with the agent's hooks.  An error only when the log cannot be
+ * written (or memory ran out); the turn then stays open for the next open.
+ */
+int weir__driver_resume(weir_agent *agent, weir_error *err);
+
+/*
  * Deliver a live event: the emit hook `type` with {agent, ...data} and the
  * embedder's callback with {type, time, data}.  Steals `data` (an object;
  * NULL is ignored).  Any thread.  Deliveries never overlap or nest: an event

@@ -75,4 +75,6 @@ const weir_api weir__api_table = {
     .agent_model_info = weir__agent_model_info,
     .agent_complete = weir__agent_complete,
     .agent_hook_register = weir__agent_hook_register,
+    .tool_exec_idempotency_key = weir__tool_exec_idempotency_key,
+    .tool_exec_attempt = weir__tool_exec_attempt,
 };

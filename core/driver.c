@@ -1170,3 +1170,170 @@ int weir__driver_turn(weir_agent *a, weir_error *err) {
     close_failed_turn(&t);
     return finish_turn(&t, rc);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Tools across a crash (docs/tools.md)                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Remove the first element of `list` whose "id" is `id`. */
+static void take_id(json_t *list, const char *id) {
+    size_t i;
+    json_t *x;
+    json_array_foreach(list, i, x) {
+        if (strcmp(weir__json_str(x, "id", ""), id) == 0) {
+            json_array_remove(list, i);
+            return;
+        }
+    }
+}
+
+/*
+ * The calls a crash cut: those of the open step of the log's open last turn
+ * without a tool/result, in model order, as weir__tools_resume takes them.
+ * The fold is weir__log_repair's (so that repair finds nothing left to
+ * answer): the step's tool/calls without a result (in log order, with
+ * call_seq and the logged idempotency_key), then the tool_calls of its
+ * assistant messages that were never dispatched.  `reruns` counts the
+ * step's WEIR__TOOL_RERUN_EVENTs per call.  *calls is a new array (empty
+ * when no turn or step is open).  E_NOMEM.
+ */
+static int cut_calls(weir__log *log, int *turn, int *step, json_t **calls) {
+    *calls = json_array();
+    if (!*calls)
+        return WEIR_E_NOMEM;
+    size_t n = weir__log_count(log), start = n, from = n;
+    if (!weir__log_turn_open(log))
+        return WEIR_OK;
+    for (size_t i = n; i-- > 0;) {
+        if (strcmp(weir__json_str(weir__log_event(log, i), "type", ""), "turn/start") == 0) {
+            start = i;
+            break;
+        }
+    }
+    bool step_open = false;
+    for (size_t i = start; i < n; i++) {
+        const json_t *ev = weir__log_event(log, i);
+        const char *type = weir__json_str(ev, "type", "");
+        const json_t *d = json_object_get(ev, "data");
+        if (strcmp(type, "turn/start") == 0)
+            *turn = (int)weir__json_int(d, "turn", 0);
+        else if (strcmp(type, "step/start") == 0) {
+            from = i;
+            step_open = true;
+            *step = (int)weir__json_int(d, "step", 0);
+        } else if (strcmp(type, "step/end") == 0)
+            step_open = false;
+    }
+    if (!step_open)
+        return WEIR_OK;
+    json_t *wanted = json_array(), *offered = json_object(), *called = json_object(),
+           *reruns = json_object();
+    bool oom = !wanted || !offered || !called || !reruns;
+    for (size_t i = from; !oom && i < n; i++) {
+        const json_t *ev = weir__log_event(log, i);
+        const char *type = weir__json_str(ev, "type", "");
+        const json_t *d = json_object_get(ev, "data");
+        if (strcmp(type, "assistant/message") == 0) {
+            size_t k;
+            json_t *b;
+            json_array_foreach(json_object_get(json_object_get(d, "message"), "content"), k, b) {
+                const char *id = weir__json_str(b, "id", NULL);
+                if (strcmp(weir__json_str(b, "type", ""), "tool_call") != 0 || !id ||
+                    json_object_get(offered, id))
+                    continue;
+                if (json_object_set_new(offered, id, json_true()) != 0)
+                    oom = true;
+                else if (!json_object_get(called, id) &&
+                         json_array_append_new(
+                             wanted, json_pack("{s:s, s:s, s:s}", "id", id, "name",
+                                               weir__json_str(b, "name", ""), "arguments",
+                                               weir__json_str(b, "arguments", "{}"))) != 0)
+                    oom = true;
+            }
+        } else if (strcmp(type, "tool/call") == 0) {
+            const char *id = weir__json_str(d, "call_id", "");
+            take_id(wanted, id);
+            if (json_object_get(called, id))
+                continue;
+            json_t *c = json_pack("{s:s, s:s, s:s, s:I}", "id", id, "name",
+                                  weir__json_str(d, "name", ""), "arguments",
+                                  weir__json_str(d, "arguments", ""), "call_seq", (json_int_t)i);
+            const char *key = weir__json_str(d, "idempotency_key", NULL);
+            if (!c || (key && json_object_set_new(c, "idempotency_key", json_string(key)) != 0) ||
+                json_object_set_new(called, id, json_true()) != 0 ||
+                json_array_append(*calls, c) != 0)
+                oom = true;
+            json_decref(c);
+        } else if (strcmp(type, "tool/result") == 0) {
+            const char *id = weir__log_result_call_id(ev);
+            if (id)
+                take_id(*calls, id);
+        } else if (strcmp(type, WEIR__TOOL_RERUN_EVENT) == 0) {
+            const char *id = weir__json_str(d, "call_id", "");
+            json_int_t have = weir__json_int(reruns, id, 0);
+            if (json_object_set_new(reruns, id, json_integer(have + 1)) != 0)
+                oom = true;
+        }
+    }
+    if (!oom && json_array_extend(*calls, wanted) != 0)
+        oom = true;
+    size_t k;
+    json_t *c;
+    json_array_foreach(*calls, k, c) {
+        if (!oom && json_object_set_new(c, "reruns", json_integer(weir__json_int(
+                                                         reruns, weir__json_str(c, "id", ""),
+                                                         0))) != 0)
+            oom = true;
+    }
+    json_decref(wanted);
+    json_decref(offered);
+    json_decref(called);
+    json_decref(reruns);
+    return oom ? WEIR_E_NOMEM : WEIR_OK;
+}
+
+int weir__driver_resume_due(weir_agent *a, bool *due, weir_error *err) {
+    *due = false;
+    json_t *calls = NULL;
+    int turn = 0, step = 0;
+    if (cut_calls(a->log, &turn, &step, &calls) != WEIR_OK) {
+        json_decref(calls);
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    }
+    *due = json_array_size(calls) > 0;
+    json_decref(calls);
+    return WEIR_OK;
+}
+
+int weir__driver_resume(weir_agent *a, weir_error *err) {
+    if (!a)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir__driver_resume: NULL agent");
+    json_t *calls = NULL;
+    int turn = 0, step = 0;
+    int rc = cut_calls(a->log, &turn, &step, &calls);
+    if (rc != WEIR_OK)
+        rc = weir__err(err, rc, NULL, NULL, "out of memory");
+    else if (json_array_size(calls) > 0) {
+        weir__tool_step st = {
+            .tools = weir__host_tools(a->host),
+            .hooks = a->hooks,
+            .log = a->log,
+            .agent = a,
+            .signal = &a->signal,
+            .turn = turn,
+            .step = step,
+            .max_parallel = a->max_parallel,
+            .accept_context = accept_context,
+            .ud = a,
+        };
+        weir_error e;
+        weir_error_clear(&e);
+        rc = weir__tools_resume(&st, calls, &e);
+        if (rc != WEIR_OK && err)
+            *err = e;
+    }
+    json_decref(calls);
+    if (rc == WEIR_OK)
+        rc = weir__log_repair(a->log, NULL, err);
+    return rc;
+}

@@ -86,11 +86,13 @@ const weir__hook_def weir__hook_catalog[] = {
      "{kind:\"retry\"} or null (default: null = the failure is terminal)", S_REQUEST_ERROR,
      "Handle one failed model request: return {kind:\"retry\"} to try again."},
     {"tools/pre-execute", WEIR__HOOK_WATERFALL,
-     "{agent, turn, step, call_id, name, arguments}",
+     "{agent, turn, step, call_id, name, arguments, idempotency_key, attempt} (attempt 2+: "
+     "an idempotent call run again after a crash)",
      "{kind:\"allow\"} (default) or {kind:\"deny\", reason}", S_PRE_EXECUTE,
      "Allow or deny one tool call before it runs."},
     {"tools/post-execute", WEIR__HOOK_WATERFALL,
-     "{agent, turn, step, call_id, name, arguments, result:{content, is_error}}",
+     "{agent, turn, step, call_id, name, arguments, idempotency_key, attempt, "
+     "result:{content, is_error}}",
      "{content:[blocks], is_error?, additional_contexts?:[messages]}; default: the result",
      S_POST_EXECUTE, "Change a tool result before the model sees it, or add context."},
     {"agent/compact", WEIR__HOOK_WATERFALL, "{agent, turn, instructions?} (turn = the last "

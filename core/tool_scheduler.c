@@ -9,6 +9,11 @@
  * rolling pool of st->max_parallel slots; an exclusive call waits for the
  * running bodies to finish and runs alone.  Results are committed as a
  * contiguous model-order prefix.
+ *
+ * weir__tools_resume runs the same machinery over the calls a crash cut:
+ * their tool/call may already be logged, an idempotent tool's call runs
+ * again (attempt 2+, the same key) and every other one gets its INTERRUPTED
+ * result without a hook or a body.
  */
 #include "tools.h"
 
@@ -34,6 +39,11 @@ typedef struct slot {
     const char *id;          /* borrowed from calls */
     const char *name;        /* borrowed from calls */
     char *args_text;         /* owned */
+    char *key;               /* idempotency key, owned */
+    int attempt;             /* 1, or 2+ for a re-run after a crash */
+    bool resume;             /* weir__tools_resume: a call a crash cut */
+    bool logged;             /* resume: its tool/call is in the log (call_seq) */
+    int reruns;              /* resume: re-runs already logged for it */
     json_t *args;            /* parsed + validated, owned; NULL when invalid */
     const weir__tool_def *def;
     bool prepared;           /* args parsed (and checked when def is known) */
@@ -108,11 +118,13 @@ static json_t *waterfall(run *r, const char *hook, const json_t *args,
     return weir__hook_invoke(st->hooks, hook, st->agent, st->signal, args, dflt, NULL, e);
 }
 
-/* Base payload {agent, turn, step, call_id, name, arguments}. */
+/* Base payload {agent, turn, step, call_id, name, arguments, idempotency_key,
+ * attempt}. */
 static json_t *hook_args(run *r, const slot *s) {
-    return json_pack("{s:O, s:i, s:i, s:s, s:s, s:s}", "agent", r->agent_id, "turn",
+    return json_pack("{s:O, s:i, s:i, s:s, s:s, s:s, s:s, s:i}", "agent", r->agent_id, "turn",
                      r->st->turn, "step", r->st->step, "call_id", s->id, "name", s->name,
-                     "arguments", s->args_text);
+                     "arguments", s->args_text, "idempotency_key", s->key, "attempt",
+                     s->attempt);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -120,9 +132,9 @@ static json_t *hook_args(run *r, const slot *s) {
 /* ------------------------------------------------------------------------ */
 
 static int append_call(run *r, slot *s) {
-    json_t *data = json_pack("{s:i, s:i, s:s, s:s, s:s}", "turn", r->st->turn, "step",
+    json_t *data = json_pack("{s:i, s:i, s:s, s:s, s:s, s:s}", "turn", r->st->turn, "step",
                              r->st->step, "call_id", s->id, "name", s->name, "arguments",
-                             s->args_text);
+                             s->args_text, "idempotency_key", s->key);
     if (!data) {
         fail(r, WEIR_E_NOMEM, NULL, "tools: out of memory");
         return WEIR_E_NOMEM;
@@ -132,6 +144,26 @@ static int append_call(run *r, slot *s) {
     json_decref(data);
     if (rc != WEIR_OK)
         fail(r, rc, &e, "tools: appending tool/call failed");
+    return rc;
+}
+
+/* The durable record of a re-run, written before its tools/pre-execute: a
+ * crash during the re-run leaves the call open with one more of these. */
+static int append_rerun(run *r, slot *s) {
+    json_t *data = json_pack("{s:i, s:i, s:s, s:s, s:s, s:i}", "turn", r->st->turn, "step",
+                             r->st->step, "call_id", s->id, "name", s->name,
+                             "idempotency_key", s->key, "attempt", s->attempt);
+    int rc = WEIR_E_NOMEM;
+    if (data) {
+        weir_error e = {0};
+        rc = weir__log_append(r->st->log, WEIR__TOOL_RERUN_EVENT, data, NULL, NULL,
+                              WEIR_EVENT_IGNORABLE, NULL, &e);
+        if (rc != WEIR_OK)
+            fail(r, rc, &e, "tools: appending %s failed", WEIR__TOOL_RERUN_EVENT);
+    } else {
+        fail(r, WEIR_E_NOMEM, NULL, "tools: out of memory");
+    }
+    json_decref(data);
     return rc;
 }
 
@@ -172,14 +204,27 @@ static int append_result(run *r, slot *s, size_t *seq) {
 /* Preparing, starting and running calls                                     */
 /* ------------------------------------------------------------------------ */
 
-/* Parse and check the arguments once; unknown tools get their error here. */
+/* Parse and check the arguments once; unknown tools get their error here,
+ * and a cut call that is not re-run its INTERRUPTED result. */
 static void prepare(run *r, slot *s) {
     if (s->prepared)
         return;
     s->prepared = true;
     s->def = weir__tools_find(r->st->tools, s->name);
     int rc;
-    if (!s->def)
+    if (s->resume && !(s->def && (s->def->flags & WEIR_TOOL_IDEMPOTENT) &&
+                       s->reruns < WEIR__TOOL_MAX_RERUNS)) {
+        s->def = NULL; /* no policy hook and no body for it */
+        s->attempt = s->reruns + 1; /* the execution the crash cut */
+        if (s->reruns > 0)
+            rc = weir__tool_outcome_error(&s->out, "AbortError", "INTERRUPTED", NULL,
+                                          "%s (it was run again %d times after crashes and "
+                                          "never finished)",
+                                          WEIR__TOOL_INTERRUPTED_TEXT, s->reruns);
+        else
+            rc = weir__tool_outcome_error(&s->out, "AbortError", "INTERRUPTED", NULL, "%s",
+                                          WEIR__TOOL_INTERRUPTED_TEXT);
+    } else if (!s->def)
         rc = weir__tool_outcome_error(&s->out, "UnknownTool", "UNKNOWN_TOOL", NULL,
                                       "unknown tool '%s'", s->name);
     else
@@ -196,7 +241,8 @@ static bool classify(const slot *s) {
 static void body_task(void *arg) {
     slot *s = arg;
     run *r = s->r;
-    int rc = weir__tool_invoke(s->def, s->id, r->st->signal, s->args, &s->out);
+    int rc = weir__tool_invoke_keyed(s->def, s->id, s->key, s->attempt, r->st->signal, s->args,
+                                     &s->out);
     pthread_mutex_lock(&r->mu);
     s->body_rc = rc;
     s->done = true;
@@ -254,11 +300,13 @@ static int receipt(slot *s, const char *job_id) {
 
 /* Start call i: tool/call, checks, pre-execute, then dispatch or settle. */
 static void start(run *r, slot *s, bool parallel) {
-    if (append_call(r, s) != WEIR_OK)
+    if (!s->logged && append_call(r, s) != WEIR_OK)
         return;
     s->state = S_READY; /* unless dispatched below */
     if (s->out.content || r->failure != WEIR_OK)
-        return; /* unknown tool or invalid arguments */
+        return; /* unknown tool, invalid arguments, or a cut call not re-run */
+    if (s->resume && append_rerun(r, s) != WEIR_OK)
+        return;
     if (!pre_execute(r, s))
         return;
     if (weir__signal_cancelled(r->st->signal)) {
@@ -268,11 +316,11 @@ static void start(run *r, slot *s, bool parallel) {
             fail(r, WEIR_E_NOMEM, NULL, "tools: out of memory");
         return;
     }
-    if ((s->def->flags & WEIR_TOOL_BACKGROUND) && r->st->jobs) {
+    if ((s->def->flags & WEIR_TOOL_BACKGROUND) && r->st->jobs && !s->resume) {
         char job_id[48];
         weir_error e = {0};
-        int rc = weir__jobs_submit(r->st->jobs, s->def, s->id, s->args, job_id, sizeof job_id,
-                                   &e);
+        int rc = weir__jobs_submit(r->st->jobs, s->def, s->id, s->key, s->args, job_id,
+                                   sizeof job_id, &e);
         if (rc == WEIR_OK && receipt(s, job_id) != WEIR_OK)
             fail(r, WEIR_E_NOMEM, NULL, "tools: out of memory");
         else if (rc != WEIR_OK)
@@ -476,7 +524,7 @@ static void fill(run *r) {
 static void skip_unstarted(run *r) {
     for (size_t i = r->next; i < r->n && r->failure == WEIR_OK; i++) {
         slot *s = &r->slots[i];
-        if (append_call(r, s) != WEIR_OK)
+        if (!s->logged && append_call(r, s) != WEIR_OK)
             return;
         if (weir__tool_outcome_error(&s->out, "AbortError", "ABORTED_BEFORE_DISPATCH", NULL,
                                      "tool call aborted before dispatch") != WEIR_OK) {
@@ -494,7 +542,8 @@ static void skip_unstarted(run *r) {
 /* Entry point                                                               */
 /* ------------------------------------------------------------------------ */
 
-static int load_calls(run *r, const json_t *calls, weir_error *err) {
+static int load_calls(run *r, const json_t *calls, bool resume, weir_error *err) {
+    const char *session = r->st->agent ? weir_agent_id(r->st->agent) : NULL;
     size_t i;
     json_t *c;
     json_array_foreach(calls, i, c) {
@@ -505,6 +554,21 @@ static int load_calls(run *r, const json_t *calls, weir_error *err) {
         if (!s->id || !s->name)
             return weir__err(err, WEIR_E_INVAL, NULL, NULL,
                              "tools: call %zu has no string 'id' or 'name'", i);
+        s->resume = resume;
+        s->attempt = 1;
+        if (resume) {
+            json_t *seq = json_object_get(c, "call_seq");
+            s->logged = json_is_integer(seq) && json_integer_value(seq) >= 0;
+            s->call_seq = s->logged ? (size_t)json_integer_value(seq) : 0;
+            json_int_t reruns = weir__json_int(c, "reruns", 0);
+            s->reruns = reruns < 0 ? 0 : reruns > WEIR__TOOL_MAX_RERUNS ? WEIR__TOOL_MAX_RERUNS
+                                                                         : (int)reruns;
+            s->attempt = s->reruns + 2;
+        }
+        const char *key = resume ? weir__json_str(c, "idempotency_key", NULL) : NULL;
+        s->key = key ? weir__strdup(key) : weir__tool_key(session, r->st->turn, r->st->step, s->id);
+        if (!s->key)
+            return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "tools: out of memory");
         json_t *a = json_object_get(c, "arguments");
         if (json_is_string(a))
             s->args_text = weir__strdup(json_string_value(a));
@@ -524,6 +588,7 @@ static int load_calls(run *r, const json_t *calls, weir_error *err) {
 static void run_free(run *r) {
     for (size_t i = 0; r->slots && i < r->n; i++) {
         weir__free(r->slots[i].args_text);
+        weir__free(r->slots[i].key);
         json_decref(r->slots[i].args);
         weir__tool_outcome_clear(&r->slots[i].out);
     }
@@ -533,8 +598,8 @@ static void run_free(run *r) {
     pthread_mutex_destroy(&r->mu);
 }
 
-int weir__tools_run(const weir__tool_step *st, const json_t *calls, bool *concluded,
-                    weir_error *err) {
+static int run_calls(const weir__tool_step *st, const json_t *calls, bool resume,
+                     bool *concluded, weir_error *err) {
     if (concluded)
         *concluded = false;
     if (!st || !st->tools || !st->log || !json_is_array(calls))
@@ -559,7 +624,7 @@ int weir__tools_run(const weir__tool_step *st, const json_t *calls, bool *conclu
         run_free(&r);
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "tools: out of memory");
     }
-    int rc = load_calls(&r, calls, err);
+    int rc = load_calls(&r, calls, resume, err);
     if (rc != WEIR_OK) {
         run_free(&r);
         return rc;
@@ -595,4 +660,13 @@ int weir__tools_run(const weir__tool_step *st, const json_t *calls, bool *conclu
     rc = r.failure;
     run_free(&r);
     return rc;
+}
+
+int weir__tools_run(const weir__tool_step *st, const json_t *calls, bool *concluded,
+                    weir_error *err) {
+    return run_calls(st, calls, false, concluded, err);
+}
+
+int weir__tools_resume(const weir__tool_step *st, const json_t *calls, weir_error *err) {
+    return run_calls(st, calls, true, NULL, err);
 }

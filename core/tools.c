@@ -96,7 +96,7 @@ int weir__tools_add(weir__tools *t, const char *plugin_id, const weir_tool *tool
         return weir__err(err, WEIR_E_INVAL, plugin_id, NULL,
                          "tool_register: tool '%s': parameters must be a JSON Schema object",
                          tool->name);
-    if (tool->flags & ~(uint32_t)WEIR_TOOL_BACKGROUND)
+    if (tool->flags & ~(uint32_t)(WEIR_TOOL_BACKGROUND | WEIR_TOOL_IDEMPOTENT))
         return weir__err(err, WEIR_E_INVAL, plugin_id, NULL,
                          "tool_register: tool '%s': unknown flags 0x%x", tool->name,
                          (unsigned)tool->flags);
@@ -179,6 +179,17 @@ const char *weir__tool_exec_call_id(const weir_tool_exec *exec) {
 
 weir_signal *weir__tool_exec_signal(const weir_tool_exec *exec) {
     return exec ? exec->signal : NULL;
+}
+
+const char *weir__tool_exec_idempotency_key(const weir_tool_exec *exec) {
+    return exec ? exec->key : NULL;
+}
+
+int weir__tool_exec_attempt(const weir_tool_exec *exec) { return exec ? exec->attempt : 0; }
+
+char *weir__tool_key(const char *session_id, int turn, int step, const char *call_id) {
+    return weir__asprintf("%s:%d:%d:%s", session_id ? session_id : "", turn, step,
+                          call_id ? call_id : "");
 }
 
 void weir__tool_exec_fail(weir_tool_exec *exec, const char *code, const char *fmt, ...) {
@@ -330,9 +341,16 @@ static int outcome_from_result(const weir__tool_def *def, json_t *r, weir__tool_
 
 int weir__tool_invoke(const weir__tool_def *def, const char *call_id, weir_signal *signal,
                       const json_t *args, weir__tool_outcome *o) {
+    return weir__tool_invoke_keyed(def, call_id, NULL, 1, signal, args, o);
+}
+
+int weir__tool_invoke_keyed(const weir__tool_def *def, const char *call_id, const char *key,
+                            int attempt, weir_signal *signal, const json_t *args,
+                            weir__tool_outcome *o) {
     if (!def || !args || !o)
         return WEIR_E_INVAL;
-    weir_tool_exec exec = {call_id, signal, NULL, NULL};
+    weir_tool_exec exec = {.call_id = call_id, .signal = signal, .key = key,
+                           .attempt = attempt >= 1 ? attempt : 1};
     json_t *result = NULL;
     int rc = def->execute(&exec, args, &result, def->user_data);
     int out;
@@ -363,6 +381,7 @@ int weir__tool_invoke(const weir__tool_def *def, const char *call_id, weir_signa
 typedef struct job {
     char id[48];
     char *call_id;
+    char *key; /* idempotency key, or NULL */
     const weir__tool_def *def;
     json_t *args;
     weir_signal signal;
@@ -404,6 +423,7 @@ int weir__jobs_create(size_t max_jobs, weir__job_done_fn on_done, void *ud,
 
 static void job_free(job *jb) {
     weir__free(jb->call_id);
+    weir__free(jb->key);
     json_decref(jb->args);
     weir__signal_destroy(&jb->signal);
     weir__free(jb);
@@ -418,7 +438,8 @@ static void job_run(void *arg) {
         rc = weir__tool_outcome_error(&o, "AbortError", "ABORTED", NULL,
                                       "job %s was cancelled before it started", jb->id);
     else
-        rc = weir__tool_invoke(jb->def, jb->call_id, &jb->signal, jb->args, &o);
+        rc = weir__tool_invoke_keyed(jb->def, jb->call_id, jb->key, 1, &jb->signal, jb->args,
+                                     &o);
     json_t *result = rc == WEIR_OK ? weir__tool_outcome_json(&o) : NULL;
     weir__tool_outcome_clear(&o);
     if (j->on_done) {
@@ -444,7 +465,7 @@ static void job_run(void *arg) {
 }
 
 int weir__jobs_submit(weir__jobs *j, const weir__tool_def *def, const char *call_id,
-                      const json_t *args, char *job_id, size_t job_id_size,
+                      const char *key, const json_t *args, char *job_id, size_t job_id_size,
                       weir_error *err) {
     if (!j || !def || !call_id || !args || !job_id || job_id_size < 40)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "jobs: invalid arguments");
@@ -456,8 +477,9 @@ int weir__jobs_submit(weir__jobs *j, const weir__tool_def *def, const char *call
         return weir__err(err, WEIR_E_INTERNAL, NULL, NULL, "jobs: signal init failed");
     }
     jb->call_id = weir__strdup(call_id);
+    jb->key = key ? weir__strdup(key) : NULL;
     jb->args = json_deep_copy(args);
-    if (!jb->call_id || !jb->args) {
+    if (!jb->call_id || !jb->args || (key && !jb->key)) {
         job_free(jb);
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "jobs: out of memory");
     }

@@ -63,6 +63,44 @@ typedef struct weir__tool_step {
 int weir__tools_run(const weir__tool_step *st, const json_t *calls,
                     bool *concluded, weir_error *err);
 
+/*
+ * Tools across a crash (docs/tools.md).  A re-run is recorded, before its
+ * tools/pre-execute, as the ignorable event WEIR__TOOL_RERUN_EVENT
+ * {turn, step, call_id, name, idempotency_key, attempt}; a call re-run this
+ * many times already is not re-run again (a body that kills the process must
+ * not make its session unopenable) and gets the INTERRUPTED result.
+ */
+#define WEIR__TOOL_RERUN_EVENT "tool/rerun"
+#define WEIR__TOOL_MAX_RERUNS 3
+/* The message of the INTERRUPTED error result (after "Error: "). */
+#define WEIR__TOOL_INTERRUPTED_TEXT \
+    "interrupted by a crash: the tool may or may not have run; do not assume either"
+
+/*
+ * Answer the calls a crash cut, in the given (model) order, on the open
+ * step st->turn/st->step of a log being resumed.  `calls` (borrowed) is
+ * [{id, name, arguments, call_seq?, idempotency_key?, reruns}]: call_seq
+ * when the call's tool/call is in the log (else it is appended first),
+ * idempotency_key as that tool/call logged it (else it is computed),
+ * reruns = the WEIR__TOOL_RERUN_EVENTs already logged for it.  A call of a
+ * WEIR_TOOL_IDEMPOTENT tool with reruns < WEIR__TOOL_MAX_RERUNS runs again
+ * like any call (rerun event, argument checks, tools/pre-execute, the body
+ * with attempt reruns + 2 and the same key, tools/post-execute, tool/result,
+ * contexts, tools/result); background tools then run in the foreground
+ * (st->jobs is ignored).  Every other call gets an error result
+ * {name:"AbortError", code:"INTERRUPTED"} with WEIR__TOOL_INTERRUPTED_TEXT
+ * (its tool/call first when that is missing); neither policy hook nor a body
+ * runs for it, tools/result is emitted.  Errors as weir__tools_run.
+ */
+int weir__tools_resume(const weir__tool_step *st, const json_t *calls, weir_error *err);
+
+/*
+ * New string "<session id>:<turn>:<step>:<call id>" (free with weir__free),
+ * the idempotency key of a call (plugin.h, tool_exec_idempotency_key);
+ * `session_id` NULL counts as "".  NULL when out of memory.
+ */
+char *weir__tool_key(const char *session_id, int turn, int step, const char *call_id);
+
 /* ------------------------------------------------------------------------ */
 /* Registry internals shared by tools.c and tool_scheduler.c                */
 /* ------------------------------------------------------------------------ */
@@ -73,7 +111,7 @@ typedef struct weir__tool_def {
     char *description;
     char *plugin_id;     /* the registering plugin row id */
     json_t *parameters;  /* owned; {"type":"object"} when none was given */
-    uint32_t flags;      /* WEIR_TOOL_* */
+    uint32_t flags;      /* WEIR_TOOL_* (BACKGROUND, IDEMPOTENT) */
     int (*execute)(weir_tool_exec *exec, const json_t *args, json_t **result,
                    void *user_data);
     int (*concurrency_safe)(const json_t *args, void *user_data);
@@ -91,6 +129,8 @@ bool weir__tool_parallel_safe(const weir__tool_def *def, const json_t *args);
 struct weir_tool_exec {
     const char *call_id;  /* borrowed */
     weir_signal *signal;  /* borrowed, may be NULL */
+    const char *key;      /* borrowed idempotency key, may be NULL */
+    int attempt;          /* 1, or 2+ for a re-run after a crash */
     char *fail_code;      /* owned, set by weir_tool_exec_fail */
     char *fail_message;   /* owned, set by weir_tool_exec_fail */
 };
@@ -135,6 +175,11 @@ int weir__tool_parse_args(const weir__tool_def *def, const char *text, json_t **
  */
 int weir__tool_invoke(const weir__tool_def *def, const char *call_id, weir_signal *signal,
                       const json_t *args, weir__tool_outcome *o);
+/* weir__tool_invoke with the call's idempotency key (borrowed, may be NULL)
+ * and attempt (1, or 2+ for a re-run after a crash). */
+int weir__tool_invoke_keyed(const weir__tool_def *def, const char *call_id, const char *key,
+                            int attempt, weir_signal *signal, const json_t *args,
+                            weir__tool_outcome *o);
 
 /* ------------------------------------------------------------------------ */
 /* Background jobs                                                           */
@@ -159,11 +204,12 @@ int weir__jobs_create(size_t max_jobs, weir__job_done_fn on_done, void *ud,
 void weir__jobs_destroy(weir__jobs *j);
 /*
  * Start `def` (borrowed: the registry must outlive the table) with `args`
- * (borrowed, copied) as a job for `call_id`.  job_id receives "job-<hex>"
- * (job_id_size at least 40).
+ * (borrowed, copied) as a job for `call_id` whose idempotency key is `key`
+ * (copied; may be NULL).  job_id receives "job-<hex>" (job_id_size at least
+ * 40).
  */
 int weir__jobs_submit(weir__jobs *j, const weir__tool_def *def, const char *call_id,
-                      const json_t *args, char *job_id, size_t job_id_size,
+                      const char *key, const json_t *args, char *job_id, size_t job_id_size,
                       weir_error *err);
 /* Fire one job's signal; E_NOT_FOUND when it is not active. */
 int weir__jobs_cancel(weir__jobs *j, const char *job_id, weir_error *err);
@@ -175,6 +221,8 @@ json_t *weir__jobs_active(weir__jobs *j);
 /* Public-table implementations. */
 const char *weir__tool_exec_call_id(const weir_tool_exec *exec);
 weir_signal *weir__tool_exec_signal(const weir_tool_exec *exec);
+const char *weir__tool_exec_idempotency_key(const weir_tool_exec *exec);
+int weir__tool_exec_attempt(const weir_tool_exec *exec);
 void weir__tool_exec_fail(weir_tool_exec *exec, const char *code, const char *fmt, ...)
     WEIR_PRINTF(3, 4);
 

@@ -21,6 +21,8 @@
  *   1.0  first ABI: descriptor, api table (plugins, hooks, signals, agents,
  *        events, providers, streams, HTTP/SSE, failures, tools, schema).
  *   1.1  agent_hook_register: listeners of one agent, added in agent/created.
+ *   1.2  exactly-once tools across a crash: the WEIR_TOOL_IDEMPOTENT tool flag,
+ *        tool_exec_idempotency_key and tool_exec_attempt.
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H
@@ -227,6 +229,16 @@ typedef int (*weir_sse_fn)(void *user_data, const char *event,
 /* ------------------------------------------------------------------------ */
 
 #define WEIR_TOOL_BACKGROUND 0x1u /* runs as a background job; the call returns a receipt */
+/**
+ * The tool honours its call's idempotency key (weir_tool_exec_idempotency_key):
+ * running it again with the same key has no further effect.  A call of such a
+ * tool that a crash cut (a tool/call without a tool/result when the session
+ * is opened again) is run once more, with the same key, and its real result
+ * is logged; any other cut call gets an INTERRUPTED error result saying it
+ * may or may not have run (docs/tools.md, "Tools across a crash").
+ * Since: ABI 1.2 (an older host refuses the flag at registration).
+ */
+#define WEIR_TOOL_IDEMPOTENT 0x2u
 
 /**
  * A tool.  Strings and the schema are copied at registration.
@@ -421,6 +433,25 @@ struct weir_api {
      */
     int (*agent_hook_register)(weir_plugin *self, weir_agent *agent, const char *hook,
                                weir_hook_fn fn, const weir_hook_opts *opts);
+
+    /* --- 1.2 ------------------------------------------------------------ */
+    /**
+     * The call's idempotency key: "<session id>:<turn>:<step>:<call id>"
+     * (the session id has no ':'; the call id, last, may).  Unique within a
+     * session log (call ids are unique only within a step), logged in the
+     * call's tool/call event, and the same when a crash makes the host run
+     * the call again.  Borrowed, valid during `execute`; NULL only when the
+     * body is run outside a session.  Any thread (the body's).  Check
+     * WEIR_API_HAS(api, tool_exec_idempotency_key) before use.
+     */
+    const char *(*tool_exec_idempotency_key)(const weir_tool_exec *exec);
+    /**
+     * 1 for a call's first execution; 2 or more when the host runs a
+     * WEIR_TOOL_IDEMPOTENT call again because a crash cut an earlier
+     * execution (which may have run in full, in part, or not at all).
+     * Any thread (the body's).  Check WEIR_API_HAS(api, tool_exec_attempt).
+     */
+    int (*tool_exec_attempt)(const weir_tool_exec *exec);
 };
 
 /** True when `api` has member `m` (for members added after 1.0). */
@@ -478,6 +509,9 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #define weir_tool_exec_call_id(...) (weir__plugin_api->tool_exec_call_id(__VA_ARGS__))
 #define weir_tool_exec_signal(...) (weir__plugin_api->tool_exec_signal(__VA_ARGS__))
 #define weir_tool_exec_fail(...) (weir__plugin_api->tool_exec_fail(__VA_ARGS__))
+#define weir_tool_exec_idempotency_key(...) \
+    (weir__plugin_api->tool_exec_idempotency_key(__VA_ARGS__))
+#define weir_tool_exec_attempt(...) (weir__plugin_api->tool_exec_attempt(__VA_ARGS__))
 #define weir_schema_validate(...) (weir__plugin_api->schema_validate(__VA_ARGS__))
 #define weir_strerror(...) (weir__plugin_api->strerror(__VA_ARGS__))
 #define weir_status_name(...) (weir__plugin_api->status_name(__VA_ARGS__))

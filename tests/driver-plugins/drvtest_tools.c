@@ -2,12 +2,16 @@
  * tests/driver-plugins/drvtest_tools.c - stub tools for the driver tests.
  * Config: {"tools": [{"name", "reply"?: "text", "concludes"?: bool,
  *                     "fail"?: "message", "background"?: bool,
- *                     "wait_for_file"?: "path"}]}
+ *                     "wait_for_file"?: "path", "idempotent"?: bool,
+ *                     "record"?: "path"}]}
  * A tool returns `reply` (default: its arguments text, prefixed "echo:"),
  * concludes the turn when asked, or fails with code TOOL_FAILED.  A
  * background tool runs as a job; `wait_for_file` makes the body wait
  * (cancellably, at most 20 s) until that file exists, so tests decide when a
- * job finishes.
+ * job finishes.  `idempotent` registers the tool WEIR_TOOL_IDEMPOTENT;
+ * `record` makes the body append "<call id> <idempotency key> <attempt>\n"
+ * to that file when it starts (before any wait), so crash tests see every
+ * execution and its key.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +21,18 @@
 
 static int execute(weir_tool_exec *exec, const json_t *args, json_t **result, void *ud) {
     const json_t *def = ud;
+    const char *record = json_string_value(json_object_get(def, "record"));
+    if (record) {
+        FILE *f = fopen(record, "a");
+        if (!f) {
+            weir_tool_exec_fail(exec, "TOOL_FAILED", "cannot open %s", record);
+            return WEIR_E_TOOL;
+        }
+        const char *key = weir_tool_exec_idempotency_key(exec);
+        fprintf(f, "%s %s %d\n", weir_tool_exec_call_id(exec), key ? key : "(null)",
+                weir_tool_exec_attempt(exec));
+        fclose(f);
+    }
     const char *gate = json_string_value(json_object_get(def, "wait_for_file"));
     for (int i = 0; gate && i < 4000; i++) {
         FILE *f = fopen(gate, "r");
@@ -71,11 +87,12 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
     json_array_foreach(tools, i, t) {
         if (rc != WEIR_OK)
             break;
+        uint32_t flags = (json_is_true(json_object_get(t, "background")) ? WEIR_TOOL_BACKGROUND
+                                                                         : 0) |
+                         (json_is_true(json_object_get(t, "idempotent")) ? WEIR_TOOL_IDEMPOTENT
+                                                                         : 0);
         weir_tool tool = {sizeof(weir_tool), json_string_value(json_object_get(t, "name")),
-                          "a stub tool", params,
-                          json_is_true(json_object_get(t, "background")) ? WEIR_TOOL_BACKGROUND
-                                                                         : 0,
-                          execute, safe, t};
+                          "a stub tool", params, flags, execute, safe, t};
         rc = weir_tool_register(self, &tool);
     }
     json_decref(params);

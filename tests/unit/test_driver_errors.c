@@ -2,7 +2,9 @@
  * tests/unit/test_driver_errors.c - failed attempts, recovery, cancellation
  * and resume (DESIGN §3, §5; reference §7.1, §7.3, §3.7): request-error
  * retry without re-admitting users, cancellation winning over retry,
- * prefix finalization, a torn log tail, and a resumed open turn.
+ * prefix finalization, a torn log tail, and a resumed open turn, including
+ * its tool calls a crash cut (an idempotent tool runs again with its key,
+ * any other gets an INTERRUPTED result).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -323,6 +325,18 @@ static void resumed_open_turn_is_closed_interrupted(void **state) {
     char *types = dh_types(&d, true);
     assert_string_equal(types, "tool/result,step/end,turn/end");
     free(types);
+    /* lookup is not idempotent: it is not run again, and the model is told
+     * it may have run */
+    const json_t *res = json_object_get(dh_find(&d, "tool/result", 0), "data");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(res, "error"), "code")),
+                        "INTERRUPTED");
+    const json_t *block =
+        json_array_get(json_object_get(json_object_get(res, "message"), "content"), 0);
+    assert_true(json_is_true(json_object_get(block, "is_error")));
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(block, "content"), 0),
+                                          "text")),
+        "Error: interrupted by a crash: the tool may or may not have run; do not assume either");
     const json_t *r = json_object_get(json_object_get(dh_find(&d, "turn/end", 0), "data"), "reason");
     assert_string_equal(json_string_value(json_object_get(r, "kind")), "interrupted");
     dh_send(&d, "again", WEIR_SEND_FOLLOWUP);
@@ -335,6 +349,201 @@ static void resumed_open_turn_is_closed_interrupted(void **state) {
                      2);
     free(full);
     dh_teardown(&d);
+}
+
+/* The text of the first content block of tool/result event `ev`'s result. */
+static const char *result_text(const json_t *ev) {
+    const json_t *block = json_array_get(
+        json_object_get(json_object_get(json_object_get(ev, "data"), "message"), "content"), 0);
+    return json_string_value(
+        json_object_get(json_array_get(json_object_get(block, "content"), 0), "text"));
+}
+
+/* tools/pre-execute listener of the agent: records "<call>:<attempt>:<key>". */
+static json_t *pre_record_attempt(weir_call *call, const json_t *args, void *ud) {
+    json_t *seen = ud;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s:%d:%s", json_string_value(json_object_get(args, "call_id")),
+             (int)json_integer_value(json_object_get(args, "attempt")),
+             json_string_value(json_object_get(args, "idempotency_key")));
+    json_array_append_new(seen, json_string(buf));
+    return weir_host_api()->next(call);
+}
+
+/*
+ * A crash after book's tool/call (book is idempotent, lookup is not and was
+ * never dispatched): the resume runs book again with the key its tool/call
+ * logged (the session id it was written under, so renaming the file keeps
+ * the key) through the agent's own tools/pre-execute, commits its real
+ * result, and answers lookup INTERRUPTED.  A second crash during the re-run
+ * is handled the same way: one more re-run, same key, attempt 3.
+ */
+static void resumed_idempotent_call_runs_again_with_its_key(void **state) {
+    (void)state;
+    char *rec = wt_tmpdir("rec");
+    assert_non_null(rec);
+    char book_log[4096], rows[8192];
+    snprintf(book_log, sizeof book_log, "%s/book.log", rec);
+    snprintf(rows, sizeof rows,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"loop\":true,"
+             "\"replies\":[{\"text\":\"calling\",\"tool_calls\":["
+             "{\"id\":\"c1\",\"name\":\"book\",\"arguments\":{\"seat\":1}},"
+             "{\"id\":\"c2\",\"name\":\"lookup\",\"arguments\":{}}]},{\"text\":\"done\"}]}},"
+             "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":["
+             "{\"name\":\"book\",\"idempotent\":true,\"reply\":\"booked\",\"record\":\"%s\"},"
+             "{\"name\":\"lookup\"}]}}]",
+             book_log);
+    dh d;
+    dh_setup(&d, rows, "{\"max_parallel_tool_calls\":1}");
+    json_t *seen = json_array();
+    weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
+    o.user_data = seen;
+    weir_agent_hook h = {"tools/pre-execute", pre_record_attempt, &o};
+    d.hooks = &h;
+    d.nhooks = 1;
+    dh_open(&d, "full");
+    dh_send(&d, "start", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    char *full = strdup(dh_log(&d));
+    /* serial: call c1, result c1, call c2, result c2; crash before result c1 */
+    int upto = seq_of(&d, "tool/result");
+    dh_close(&d);
+    char open_path[4096];
+    snprintf(open_path, sizeof open_path, "%s/crashed.jsonl", d.dir);
+    copy_lines(full, open_path, upto);
+    dh_check_log(open_path, NULL, true);
+    json_array_clear(d.events);
+    json_array_clear(seen);
+    dh_open(&d, "crashed");
+    char *types = dh_types(&d, true);
+    assert_string_equal(types, "tool/rerun,tool/result,tool/call,tool/result,step/end,turn/end");
+    free(types);
+    const json_t *rerun = json_object_get(dh_find(&d, "tool/rerun", 0), "data");
+    assert_string_equal(json_string_value(json_object_get(rerun, "call_id")), "c1");
+    assert_string_equal(json_string_value(json_object_get(rerun, "idempotency_key")), "full:1:1:c1");
+    assert_int_equal(json_integer_value(json_object_get(rerun, "attempt")), 2);
+    assert_true(json_is_true(json_object_get(dh_find(&d, "tool/rerun", 0), "ignorable")));
+    /* book's real result, in model order before lookup's */
+    const json_t *r1 = dh_find(&d, "tool/result", 0);
+    assert_string_equal(result_text(r1), "booked");
+    assert_null(json_object_get(json_object_get(r1, "data"), "error"));
+    const json_t *r2 = dh_find(&d, "tool/result", 1);
+    assert_string_equal(
+        result_text(r2),
+        "Error: interrupted by a crash: the tool may or may not have run; do not assume either");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(r2, "data"), "error"), "code")),
+                        "INTERRUPTED");
+    /* lookup's tool/call was never logged: the resume logs it with its key */
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(dh_find(&d, "tool/call", 0), "data"),
+                            "idempotency_key")),
+                        "crashed:1:1:c2");
+    char *seen_s = json_dumps(seen, JSON_COMPACT);
+    assert_string_equal(seen_s, "[\"c1:2:full:1:1:c1\"]");
+    free(seen_s);
+    char *book = wt_read_file(book_log, NULL);
+    assert_string_equal(book, "c1 full:1:1:c1 1\nc1 full:1:1:c1 2\n");
+    free(book);
+    dh_check(&d);
+    /* the derived history carries book's real result */
+    json_t *msgs = weir_agent_messages(d.agent);
+    char *m = json_dumps(msgs, JSON_COMPACT);
+    assert_non_null(strstr(m, "\"call_id\":\"c1\",\"content\":[{\"type\":\"text\",\"text\":\"booked\"}]"));
+    free(m);
+    json_decref(msgs);
+
+    /* a crash during the re-run: the log ends right after its tool/rerun */
+    char *resumed = strdup(dh_log(&d));
+    int rerun_seq = seq_of(&d, "tool/rerun");
+    dh_close(&d);
+    char again_path[4096];
+    snprintf(again_path, sizeof again_path, "%s/again.jsonl", d.dir);
+    copy_lines(resumed, again_path, rerun_seq + 1);
+    dh_check_log(again_path, NULL, true);
+    json_array_clear(d.events);
+    dh_open(&d, "again");
+    types = dh_types(&d, true);
+    assert_string_equal(types, "tool/rerun,tool/result,tool/call,tool/result,step/end,turn/end");
+    free(types);
+    rerun = json_object_get(dh_find(&d, "tool/rerun", 0), "data");
+    assert_string_equal(json_string_value(json_object_get(rerun, "idempotency_key")), "full:1:1:c1");
+    assert_int_equal(json_integer_value(json_object_get(rerun, "attempt")), 3);
+    assert_string_equal(result_text(dh_find(&d, "tool/result", 0)), "booked");
+    book = wt_read_file(book_log, NULL);
+    assert_string_equal(book, "c1 full:1:1:c1 1\nc1 full:1:1:c1 2\nc1 full:1:1:c1 3\n");
+    free(book);
+    free(resumed);
+    free(full);
+    dh_teardown(&d);
+    json_decref(seen);
+    wt_rmtree(rec);
+    free(rec);
+}
+
+/* A call re-run WEIR__TOOL_MAX_RERUNS (3) times, each cut by a crash, is not
+ * run again: a body that kills the process must not make the session
+ * unopenable. */
+static void idempotent_call_cut_three_times_is_interrupted(void **state) {
+    (void)state;
+    char *rec = wt_tmpdir("rec");
+    assert_non_null(rec);
+    char book_log[4096], rows[8192];
+    snprintf(book_log, sizeof book_log, "%s/book.log", rec);
+    snprintf(rows, sizeof rows,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":["
+             "{\"text\":\"calling\",\"tool_calls\":["
+             "{\"id\":\"c1\",\"name\":\"book\",\"arguments\":{}}]},{\"text\":\"done\"}]}},"
+             "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":["
+             "{\"name\":\"book\",\"idempotent\":true,\"record\":\"%s\"}]}}]",
+             book_log);
+    dh d;
+    dh_setup(&d, rows, NULL);
+    dh_open(&d, "full");
+    dh_send(&d, "start", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    char *full = strdup(dh_log(&d));
+    int call_seq = seq_of(&d, "tool/call");
+    dh_close(&d);
+    /* the log up to the tool/call, then three re-runs that never finished */
+    char *text = wt_read_file(full, NULL);
+    assert_non_null(text);
+    char *p = text;
+    for (int i = 0; i <= call_seq; i++)
+        p = strchr(p, '\n') + 1;
+    *p = '\0';
+    size_t cap = strlen(text) + 2048;
+    char *log = malloc(cap);
+    snprintf(log, cap, "%s", text);
+    for (int k = 0; k < 3; k++) {
+        size_t used = strlen(log);
+        snprintf(log + used, cap - used,
+                 "{\"seq\":%d,\"time\":1,\"type\":\"tool/rerun\",\"data\":{\"turn\":1,\"step\":1,"
+                 "\"call_id\":\"c1\",\"name\":\"book\",\"idempotency_key\":\"full:1:1:c1\","
+                 "\"attempt\":%d},\"ignorable\":true}\n",
+                 call_seq + 1 + k, k + 2);
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/loop.jsonl", d.dir);
+    assert_int_equal(wt_write_file(path, log), 0);
+    free(log);
+    free(text);
+    dh_check_log(path, NULL, true);
+    json_array_clear(d.events);
+    dh_open(&d, "loop");
+    char *types = dh_types(&d, true);
+    assert_string_equal(types, "tool/result,step/end,turn/end");
+    free(types);
+    assert_string_equal(result_text(dh_find(&d, "tool/result", 0)),
+                        "Error: interrupted by a crash: the tool may or may not have run; do not "
+                        "assume either (it was run again 3 times after crashes and never finished)");
+    char *book = wt_read_file(book_log, NULL);
+    assert_string_equal(book, "c1 full:1:1:c1 1\n"); /* the first run only */
+    free(book);
+    free(full);
+    dh_teardown(&d);
+    wt_rmtree(rec);
+    free(rec);
 }
 
 static void unknown_provider_ends_turn_naming_it(void **state) {
@@ -366,6 +575,8 @@ int main(void) {
         cmocka_unit_test(cancel_before_dispatch_gives_every_call_a_synthetic_result),
         cmocka_unit_test(torn_log_tail_is_dropped_on_open),
         cmocka_unit_test(resumed_open_turn_is_closed_interrupted),
+        cmocka_unit_test(resumed_idempotent_call_runs_again_with_its_key),
+        cmocka_unit_test(idempotent_call_cut_three_times_is_interrupted),
         cmocka_unit_test(unknown_provider_ends_turn_naming_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

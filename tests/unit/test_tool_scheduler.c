@@ -168,6 +168,22 @@ static int fail_exec(weir_tool_exec *exec, const json_t *args, json_t **result, 
     return WEIR_E_TOOL;
 }
 
+/* The "keyed" tools: record "<call id> <key> <attempt>" per execution. */
+static json_t *g_keyed;
+
+static int keyed_exec(weir_tool_exec *exec, const json_t *args, json_t **result, void *ud) {
+    (void)args, (void)ud;
+    const char *key = weir__tool_exec_idempotency_key(exec);
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s %s %d", weir__tool_exec_call_id(exec), key ? key : "(null)",
+             weir__tool_exec_attempt(exec));
+    pthread_mutex_lock(&g_mu);
+    json_array_append_new(g_keyed, json_string(buf));
+    pthread_mutex_unlock(&g_mu);
+    *result = json_string("done");
+    return *result ? WEIR_OK : WEIR_E_NOMEM;
+}
+
 static int bad_result_exec(weir_tool_exec *exec, const json_t *args, json_t **result,
                            void *ud) {
     (void)exec, (void)args, (void)ud;
@@ -272,6 +288,10 @@ static int setup(void **state) {
     add_tool(f, "maybe", work_exec, parallel_unless_flag, NULL, 0);
     add_tool(f, "fail", fail_exec, always_parallel, NULL, 0);
     add_tool(f, "badresult", bad_result_exec, NULL, NULL, 0);
+    add_tool(f, "idem", keyed_exec, always_parallel, NULL, WEIR_TOOL_IDEMPOTENT);
+    add_tool(f, "once", keyed_exec, always_parallel, NULL, 0);
+    json_decref(g_keyed);
+    g_keyed = json_array();
     add_tool(f, "pow", work_exec, NULL,
              "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"number\"},"
              "\"y\":{\"type\":\"number\"}},\"required\":[\"x\",\"y\"]}",
@@ -324,6 +344,8 @@ static int teardown(void **state) {
     json_decref(f->ctx_counts);
     json_decref(f->hook_order);
     json_decref(f->expect_errors);
+    json_decref(g_keyed);
+    g_keyed = NULL;
     wt_rmtree(f->dir);
     free(f->dir);
     free(f);
@@ -385,7 +407,10 @@ static void log_summary(fx *f, char *out, size_t size) {
                                 "?");
         }
         used += (size_t)snprintf(out + used, size - used, "%s%s:%s", used ? " " : "",
-                                 strcmp(type, "tool/call") == 0 ? "call" : "result", id);
+                                 strcmp(type, "tool/call") == 0    ? "call"
+                                 : strcmp(type, "tool/rerun") == 0 ? "rerun"
+                                                                   : "result",
+                                 id);
         if (used >= size)
             break;
     }
@@ -499,6 +524,13 @@ static void invalid_registrations_are_refused(void **state) {
     t.execute = work_exec;
     t.struct_size = 8;
     assert_int_equal(weir__tools_add(f->tools, "p", &t, &err), WEIR_E_INVAL);
+    t.struct_size = sizeof t;
+    t.name = "flagged";
+    t.flags = 0x4;
+    assert_int_equal(weir__tools_add(f->tools, "p", &t, &err), WEIR_E_INVAL);
+    assert_string_equal(err.text, "tool_register: tool 'flagged': unknown flags 0x4");
+    t.flags = WEIR_TOOL_IDEMPOTENT | WEIR_TOOL_BACKGROUND;
+    assert_int_equal(weir__tools_add(f->tools, "p", &t, &err), WEIR_OK);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -590,7 +622,8 @@ static void model_order_commits_despite_out_of_order_completion(void **state) {
     const json_t *call_b = weir__log_event(f->log, f->framing + 1);
     char *s = weir__json_dump(json_object_get(call_b, "data"));
     assert_string_equal(s, "{\"turn\":1,\"step\":2,\"call_id\":\"b\",\"name\":\"work\","
-                           "\"arguments\":\"{\\\"id\\\":\\\"b\\\",\\\"after\\\":\\\"c\\\"}\"}");
+                           "\"arguments\":\"{\\\"id\\\":\\\"b\\\",\\\"after\\\":\\\"c\\\"}\","
+                           "\"idempotency_key\":\":1:2:b\"}");
     free(s);
     assert_paired(f);
 }
@@ -732,7 +765,7 @@ static void abort_before_the_group_gives_synthetic_pairs(void **state) {
     const json_t *call_c = weir__log_event(f->log, f->framing + 4);
     char *s = weir__json_dump(json_object_get(call_c, "data"));
     assert_string_equal(s, "{\"turn\":1,\"step\":2,\"call_id\":\"c\",\"name\":\"nope\","
-                           "\"arguments\":\"{}\"}");
+                           "\"arguments\":\"{}\",\"idempotency_key\":\":1:2:c\"}");
     free(s);
     assert_paired(f);
 }
@@ -1013,6 +1046,148 @@ static void invalid_calls_are_refused_before_logging(void **state) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Tools across a crash                                                      */
+/* ------------------------------------------------------------------------ */
+
+static json_t *pre_key(weir_call *call, const json_t *args, void *ud) {
+    (void)ud;
+    char buf[128];
+    snprintf(buf, sizeof buf, "pre:%s:%s:%d", weir__json_str(args, "call_id", "?"),
+             weir__json_str(args, "idempotency_key", "?"),
+             (int)weir__json_int(args, "attempt", 0));
+    json_array_append_new(g_fx->hook_order, json_string(buf));
+    return weir__call_next(call);
+}
+
+static json_t *post_key(weir_call *call, const json_t *args, void *ud) {
+    (void)ud;
+    char buf[128];
+    snprintf(buf, sizeof buf, "post:%s:%s:%d", weir__json_str(args, "call_id", "?"),
+             weir__json_str(args, "idempotency_key", "?"),
+             (int)weir__json_int(args, "attempt", 0));
+    json_array_append_new(g_fx->hook_order, json_string(buf));
+    return weir__call_next(call);
+}
+
+/* Every call has a key "<session>:<turn>:<step>:<call id>" (no agent here:
+ * an empty session id), logged in its tool/call, given to the body (attempt
+ * 1) and to both policy hooks. */
+static void every_call_gets_its_idempotency_key(void **state) {
+    fx *f = *state;
+    hook(f, "tools/pre-execute", pre_key);
+    hook(f, "tools/post-execute", post_key);
+    freeze(f);
+    weir_error err = {0};
+    assert_int_equal(run_calls(f, "[[\"a\",\"idem\",{}],[\"b:x\",\"once\",{}]]", NULL, &err),
+                     WEIR_OK);
+    /* the bodies ran side by side: either order */
+    char *s = weir__json_dump(g_keyed);
+    if (strcmp(s, "[\"a :1:2:a 1\",\"b:x :1:2:b:x 1\"]") != 0 &&
+        strcmp(s, "[\"b:x :1:2:b:x 1\",\"a :1:2:a 1\"]") != 0)
+        fail_msg("bodies saw %s", s);
+    free(s);
+    s = weir__json_dump(f->hook_order);
+    assert_string_equal(s, "[\"pre:a::1:2:a:1\",\"pre:b:x::1:2:b:x:1\",\"post:a::1:2:a:1\","
+                           "\"post:b:x::1:2:b:x:1\"]");
+    free(s);
+    const json_t *call_a = weir__log_event(f->log, f->framing);
+    assert_string_equal(weir__json_str(json_object_get(call_a, "data"), "idempotency_key", ""),
+                        ":1:2:a");
+    assert_paired(f);
+}
+
+/* The result of `id` is the INTERRUPTED error, its text ending in `more`. */
+static void assert_interrupted(fx *f, const char *id, const char *more) {
+    char want[1024];
+    snprintf(want, sizeof want,
+             "{\"turn\":1,\"step\":2,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"
+             "\"tool_result\",\"call_id\":\"%s\",\"content\":[{\"type\":\"text\",\"text\":"
+             "\"Error: interrupted by a crash: the tool may or may not have run; do not assume "
+             "either%s\"}],\"is_error\":true}]},\"error\":{\"name\":\"AbortError\",\"code\":"
+             "\"INTERRUPTED\"}}",
+             id, more);
+    assert_result(f, id, want);
+}
+
+/* Log a tool/call as the scheduler would; returns its seq. */
+static size_t log_call(fx *f, const char *id, const char *name, const char *key) {
+    json_t *data = json_pack("{s:i, s:i, s:s, s:s, s:s, s:s}", "turn", f->st.turn, "step",
+                             f->st.step, "call_id", id, "name", name, "arguments", "{}",
+                             "idempotency_key", key);
+    size_t seq = 0;
+    weir_error err = {0};
+    assert_int_equal(weir__log_append(f->log, "tool/call", data, NULL, NULL, 0, &seq, &err),
+                     WEIR_OK);
+    json_decref(data);
+    return seq;
+}
+
+/*
+ * weir__tools_resume over the calls a crash cut, in model order: "a" (idem,
+ * logged) and "c" (idem, never dispatched) run again with attempt 2 through
+ * both hooks, "a" with its logged key; "b" (once, logged), "d" (unknown) and
+ * "e" (idem, re-run 3 times already) get INTERRUPTED results and no hook.
+ */
+static void resume_reruns_idempotent_calls_and_interrupts_the_rest(void **state) {
+    fx *f = *state;
+    hook(f, "tools/pre-execute", pre_key);
+    hook(f, "tools/post-execute", post_key);
+    freeze(f);
+    size_t a = log_call(f, "a", "idem", "s1:1:2:a");
+    size_t b = log_call(f, "b", "once", "s1:1:2:b");
+    size_t e = log_call(f, "e", "idem", "s1:1:2:e");
+    json_t *cut = json_pack(
+        "[{s:s, s:s, s:s, s:I, s:s, s:i}, {s:s, s:s, s:s, s:I, s:s, s:i},"
+        " {s:s, s:s, s:s, s:I, s:s, s:i}, {s:s, s:s, s:s, s:i}, {s:s, s:s, s:s, s:i}]",
+        "id", "a", "name", "idem", "arguments", "{}", "call_seq", (json_int_t)a,
+        "idempotency_key", "s1:1:2:a", "reruns", 0,
+        "id", "b", "name", "once", "arguments", "{}", "call_seq", (json_int_t)b,
+        "idempotency_key", "s1:1:2:b", "reruns", 0,
+        "id", "e", "name", "idem", "arguments", "{}", "call_seq", (json_int_t)e,
+        "idempotency_key", "s1:1:2:e", "reruns", 3,
+        "id", "c", "name", "idem", "arguments", "{}", "reruns", 0,
+        "id", "d", "name", "nope", "arguments", "{}", "reruns", 0);
+    assert_non_null(cut);
+    weir_error err = {0};
+    assert_int_equal(weir__tools_resume(&f->st, cut, &err), WEIR_OK);
+    json_decref(cut);
+    char sum[512];
+    log_summary(f, sum, sizeof sum);
+    assert_string_equal(sum, "call:a call:b call:e rerun:a result:a result:b result:e call:c "
+                             "rerun:c result:c call:d result:d");
+    char *s = weir__json_dump(g_keyed);
+    assert_string_equal(s, "[\"a s1:1:2:a 2\",\"c :1:2:c 2\"]");
+    free(s);
+    s = weir__json_dump(f->hook_order);
+    assert_string_equal(s, "[\"pre:a:s1:1:2:a:2\",\"post:a:s1:1:2:a:2\",\"pre:c::1:2:c:2\","
+                           "\"post:c::1:2:c:2\"]");
+    free(s);
+    assert_result(f, "a",
+                  "{\"turn\":1,\"step\":2,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"
+                  "\"tool_result\",\"call_id\":\"a\",\"content\":[{\"type\":\"text\",\"text\":"
+                  "\"done\"}]}]}}");
+    assert_interrupted(f, "b", "");
+    assert_interrupted(f, "d", "");
+    assert_interrupted(f, "e", " (it was run again 3 times after crashes and never finished)");
+    /* the re-runs are recorded before their pre-execute: a crash during one
+     * leaves a count for the next resume */
+    for (size_t i = f->framing; i < weir__log_count(f->log); i++) {
+        const json_t *ev = weir__log_event(f->log, i);
+        if (strcmp(weir__json_str(ev, "type", ""), "tool/rerun") != 0)
+            continue;
+        assert_true(json_is_true(json_object_get(ev, "ignorable")));
+        const json_t *d = json_object_get(ev, "data");
+        assert_int_equal(weir__json_int(d, "attempt", 0), 2);
+        assert_true(json_is_string(json_object_get(d, "idempotency_key")));
+    }
+    const json_t *call_c = weir__log_event(f->log, (size_t)(e + 5));
+    assert_string_equal(weir__json_str(call_c, "type", ""), "tool/call");
+    assert_string_equal(weir__json_str(json_object_get(call_c, "data"), "idempotency_key", ""),
+                        ":1:2:c");
+    assert_paired(f);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Background jobs                                                           */
 /* ------------------------------------------------------------------------ */
 
@@ -1159,8 +1334,8 @@ static void jobs_cancel_fires_the_job_signal(void **state) {
     const weir__tool_def *def = weir__tools_find(f->tools, "waiter");
     json_t *args = json_object();
     char id1[48], id2[48];
-    assert_int_equal(weir__jobs_submit(j, def, "c1", args, id1, sizeof id1, &err), WEIR_OK);
-    assert_int_equal(weir__jobs_submit(j, def, "c2", args, id2, sizeof id2, &err), WEIR_OK);
+    assert_int_equal(weir__jobs_submit(j, def, "c1", "k1", args, id1, sizeof id1, &err), WEIR_OK);
+    assert_int_equal(weir__jobs_submit(j, def, "c2", NULL, args, id2, sizeof id2, &err), WEIR_OK);
     json_t *active = weir__jobs_active(j);
     assert_int_equal(json_array_size(active), 2);
     assert_string_equal(json_string_value(json_array_get(active, 0)), id1);
@@ -1201,7 +1376,7 @@ static void jobs_destroy_cancels_and_waits(void **state) {
     json_t *args = json_object();
     char id[48];
     for (int i = 0; i < 3; i++)
-        assert_int_equal(weir__jobs_submit(j, def, "c", args, id, sizeof id, &err), WEIR_OK);
+        assert_int_equal(weir__jobs_submit(j, def, "c", NULL, args, id, sizeof id, &err), WEIR_OK);
     weir__jobs_destroy(j);
     assert_int_equal(d.count, 3);
     json_decref(args);
@@ -1313,6 +1488,8 @@ int main(void) {
         T(scheduler_failure_on_log_append),
         T(tool_can_conclude_the_turn),
         T(invalid_calls_are_refused_before_logging),
+        T(every_call_gets_its_idempotency_key),
+        T(resume_reruns_idempotent_calls_and_interrupts_the_rest),
         T(background_tool_returns_a_receipt_and_completes),
         T(job_stays_active_until_its_result_is_delivered),
         T(jobs_cancel_fires_the_job_signal),
