@@ -1,7 +1,7 @@
 #!/bin/sh
 # Install the build dependencies that are missing (Debian 12).  Uses apt-get
 # when root, sudo -n when available; otherwise prints the one line to run.
-PKGS="build-essential cmake pkg-config libjansson-dev libffi-dev libcurl4-openssl-dev libcmocka-dev"
+PKGS="build-essential cmake pkg-config libjansson-dev libffi-dev libcurl4-openssl-dev libcmocka-dev jq"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -259,8 +259,14 @@ WEIR_API const char *weir_agent_log_path(const weir_agent *agent);
 /**
  * Check a log file's invariants: seq contiguous, steps nest in turns, every
  * tool/call has a tool/result (an open last turn is reported, not an error),
- * and every request/header equals the fold for derive == request.
- * @param report  receives a new reference {ok, errors:[...], open:[...]}.
+ * and every request/header equals the fold for derive == request.  It is
+ * the reader every open applies (docs/session-log.md), collecting every
+ * error: a log it reports ok opens, resumes and derives.  Takes no lock.
+ * Only regular files are read (else WEIR_E_IO); a missing file is
+ * WEIR_E_NOT_FOUND.
+ * @param report  receives a new reference {ok, events, errors:[...],
+ *                open:[...], error_line} (error_line: the line of the first
+ *                error, 0 when ok; since 0.3).
  * Since: 0.1
  */
 WEIR_API int weir_log_check(const char *path, json_t **report, weir_error *err) WEIR_WUR;

@@ -150,7 +150,9 @@ w log "$TMP/notime.jsonl" --check >"$TMP/out" 2>&1
 grep -q 'time must be an integer' "$TMP/out" || fail "--check does not say why: $(cat "$TMP/out")"
 w log "$TMP/notime.jsonl" --derive >/dev/null 2>&1 && fail "--derive accepted it"
 w log "$TMP/notime.jsonl" >"$TMP/out" 2>&1
-[ $? -eq 1 ] || fail "the transcript of an invalid log exits $?, want 1"
+rc=$?
+[ $rc -eq 1 ] || fail "the transcript of an invalid log exits $rc, want 1"
+grep -q 'time must be an integer' "$TMP/out" || fail "the transcript does not say why: $(cat "$TMP/out")"
 w resume "$TMP/notime.jsonl" >/dev/null 2>&1 && fail "resume accepted it"
 for dev in /dev/zero; do
     timeout 10 "$WEIR" log "$dev" --check >"$TMP/out" 2>&1

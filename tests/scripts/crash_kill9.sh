@@ -23,7 +23,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/weir-crash.XXXXXX") || exit 1
 PID=
 trap '[ -n "$PID" ] && kill -9 "$PID" 2>/dev/null; [ -n "${CRASH_KEEP:-}" ] || rm -rf "$TMP"' EXIT INT TERM
 export OPENAI_API_KEY= ANTHROPIC_API_KEY= WEIR_SESSION_DIR="$TMP/sessions"
-command -v jq >/dev/null 2>&1 || { echo "crash_kill9: jq not found; skipped"; exit 77; }
+command -v jq >/dev/null 2>&1 || { echo "crash_kill9: jq not found (make deps installs it)"; exit 1; }
 FAILURES=0
 fail() { echo "FAIL: iteration $i (delay ${delay}ms, fsync $fsync): $*" >&2; FAILURES=$((FAILURES + 1)); }
 
