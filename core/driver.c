@@ -1031,7 +1031,9 @@ static int run_step(turn_ctx *t, const json_t *entered, bool series, step_out *o
             weir_error e;
             weir_error_clear(&e);
             if (weir__tools_run(&st, calls, &concluded, &e) != WEIR_OK)
-                fail_turn(t, unknown_failure(NULL, "the tool scheduler failed", &e));
+                fail_turn(t, e.code == WEIR_E_IO ? weir__failure_new(NULL, "IO", "%s", e.text)
+                                                 : unknown_failure(NULL, "the tool scheduler "
+                                                                         "failed", &e));
             else
                 out->ends = concluded;
         }
@@ -1119,23 +1121,38 @@ static int turn_body(turn_ctx *t) {
 /*
  * The log refused an event (I/O, memory): close the open step and turn, as
  * far as the log still takes events, so that the next turn nests.  What
- * cannot be written is closed by crash repair on the next open.
+ * cannot be written is closed by crash repair on the next open.  The turn
+ * ends in error: code IO when the log could not be written (the message
+ * names the file), else UNKNOWN.  The error also goes live as agent/error
+ * {turn, step, error}, with fatal:true when the turn/end itself could not
+ * be logged: no turn/end follows, and observers (the generation tracker)
+ * end the turn on that event.
  */
 static void close_failed_turn(turn_ctx *t) {
     weir_error ignored;
     weir_error *keep = t->err;
     t->err = &ignored;
-    if (t->step_open &&
-        log_event(t, "step/end", json_pack("{s:i, s:i}", "turn", t->turn, "step", t->step), NULL,
-                  NULL, NULL) != WEIR_OK) {
-        t->err = keep;
-        return;
+    json_t *failure = weir__failure_new(NULL, keep->code == WEIR_E_IO ? "IO" : "UNKNOWN", "%s",
+                                        keep->text[0] ? keep->text
+                                                      : weir_strerror((int)keep->code));
+    bool logged = false;
+    if (failure && (!t->step_open ||
+                    log_event(t, "step/end",
+                              json_pack("{s:i, s:i}", "turn", t->turn, "step", t->step), NULL,
+                              NULL, NULL) == WEIR_OK))
+        logged = log_event(t, "turn/end",
+                           json_pack("{s:i, s:{s:s, s:O}}", "turn", t->turn, "reason", "kind",
+                                     "error", "error", failure),
+                           NULL, NULL, NULL) == WEIR_OK;
+    json_t *data = failure ? json_pack("{s:i, s:i, s:O}", "turn", t->turn, "step", t->step,
+                                       "error", failure)
+                           : NULL;
+    if (data && !logged && json_object_set_new(data, "fatal", json_true()) != 0) {
+        json_decref(data);
+        data = NULL;
     }
-    json_t *reason = json_pack("{s:s, s:{s:s, s:s}}", "kind", "error", "error", "code", "UNKNOWN",
-                               "message", keep->text[0] ? keep->text : weir_strerror((int)keep->code));
-    if (reason)
-        log_event(t, "turn/end", json_pack("{s:i, s:o}", "turn", t->turn, "reason", reason), NULL,
-                  NULL, NULL);
+    weir__agent_live(t->a, "agent/error", data);
+    json_decref(failure);
     t->err = keep;
 }
 

@@ -18,6 +18,7 @@ static const char *const canonical_codes[] = {
     "CONTEXT_WINDOW_EXCEEDED", "QUOTA",
     "AUTH",           "INVALID_REQUEST",
     "ABORTED",        "UNKNOWN",
+    "IO", /* the host's own I/O failed (its session log could not be written) */
 };
 
 bool weir__failure_code_valid(const char *code) {

@@ -15,6 +15,10 @@
  *            without tool calls
  *   jobs     background jobs still running: from a tool result's receipt
  *            until the job's result is queued as a service message
+ *   dead     a turn the agent ended without a turn/end (a fatal live
+ *            agent/error: its log could not be written); its generation
+ *            ends with that error, even when events of the turn that
+ *            another thread delivers arrive after it
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -49,6 +53,8 @@ struct weir_generation_tracker {
     json_t *pending_claims; /* [{id, source, target}] */
     gen_state gen;
     bool closed;            /* shutdown began */
+    int dead_turn;          /* > 0: the turn a fatal agent/error ended */
+    json_t *dead_reason;    /* its reason {kind:"error", error} */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -259,8 +265,10 @@ static int start_generation(weir_generation_tracker *t) {
     return WEIR_OK;
 }
 
-/* generation.finished / failed / detached for the open generation, then close it. */
-static int finish_generation(weir_generation_tracker *t, const json_t *reason) {
+/* generation.finished / failed / detached for the open generation, then close it.
+ * `durable` false: no turn/end in the log says so (the events carry
+ * "durable":false). */
+static int finish_generation(weir_generation_tracker *t, const json_t *reason, bool durable) {
     const char *kind = weir__json_str(reason, "kind", "error");
     int rc = WEIR_OK;
     /* claimed inputs that never reached the log: their effect is unknown */
@@ -270,11 +278,15 @@ static int finish_generation(weir_generation_tracker *t, const json_t *reason) {
         const char *id = weir__json_str(c, "id", "");
         if (find_id(t->gen.input_ids, id) >= 0)
             continue;
-        int r = emit(t, "input.unknown",
-                     json_pack("{s:s, s:O, s:O, s:s, s:s}", "input_id", id, "delivery",
+        json_t *ev = json_pack("{s:s, s:O, s:O, s:s, s:s}", "input_id", id, "delivery",
                                json_object_get(c, "delivery"), "source",
                                json_object_get(c, "source"), "generation_id", t->gen.id,
-                               "reason", kind));
+                               "reason", kind);
+        if (ev && !durable && json_object_set_new(ev, "durable", json_false()) != 0) {
+            json_decref(ev);
+            ev = NULL;
+        }
+        int r = emit(t, "input.unknown", ev);
         if (r != WEIR_OK)
             rc = r;
     }
@@ -309,7 +321,8 @@ static int finish_generation(weir_generation_tracker *t, const json_t *reason) {
             data = NULL;
         }
     }
-    if (data && json_object_set_new(data, "reason", json_deep_copy(reason)) != 0) {
+    if (data && (json_object_set_new(data, "reason", json_deep_copy(reason)) != 0 ||
+                 (!durable && json_object_set_new(data, "durable", json_false()) != 0))) {
         json_decref(data);
         data = NULL;
     }
@@ -326,7 +339,7 @@ static int on_turn_start(weir_generation_tracker *t, const json_t *data) {
     int rc = WEIR_OK;
     if (t->gen.open) { /* the previous turn never ended (its log failed) */
         json_t *reason = json_pack("{s:s}", "kind", "interrupted");
-        rc = reason ? finish_generation(t, reason) : WEIR_E_NOMEM;
+        rc = reason ? finish_generation(t, reason, true) : WEIR_E_NOMEM;
         json_decref(reason);
         if (t->gen.open)
             gen_clear(&t->gen);
@@ -334,7 +347,48 @@ static int on_turn_start(weir_generation_tracker *t, const json_t *data) {
     json_int_t turn = weir__json_int(data, "turn", 0);
     t->pending_turn = turn > 0 && turn <= 1000000000 ? (int)turn : 0;
     json_array_clear(t->pending_claims);
+    if (t->dead_turn > 0 && t->pending_turn > t->dead_turn) { /* the agent runs again */
+        t->dead_turn = 0;
+        json_decref(t->dead_reason);
+        t->dead_reason = NULL;
+    }
     return rc;
+}
+
+/* End the dead turn's generation: the open one, or the one its claims
+ * start (a turn whose log failed right after its claims). */
+static int settle_dead_turn(weir_generation_tracker *t) {
+    if (t->dead_turn <= 0)
+        return WEIR_OK;
+    int rc = WEIR_OK;
+    if (!t->gen.open && t->pending_turn == t->dead_turn &&
+        json_array_size(t->pending_claims) > 0)
+        rc = start_generation(t);
+    if (rc == WEIR_OK && t->gen.open && t->gen.turn == t->dead_turn)
+        rc = finish_generation(t, t->dead_reason, false);
+    return rc;
+}
+
+/*
+ * Live agent/error.  With fatal:true the agent stopped without logging the
+ * turn's end (its session log could not be written): no turn/end follows,
+ * so the turn's generation fails here, with "durable":false.
+ */
+static int on_agent_error(weir_generation_tracker *t, const json_t *data) {
+    json_int_t turn = weir__json_int(data, "turn", 0);
+    if (!json_is_true(json_object_get(data, "fatal")) || turn <= 0 || turn > 1000000000)
+        return WEIR_OK;
+    const json_t *error = json_object_get(data, "error");
+    json_t *reason = json_is_object(error)
+                         ? json_pack("{s:s, s:O}", "kind", "error", "error", error)
+                         : json_pack("{s:s, s:{s:s, s:s}}", "kind", "error", "error", "code",
+                                     "UNKNOWN", "message", "the agent stopped");
+    if (!reason)
+        return WEIR_E_NOMEM;
+    json_decref(t->dead_reason);
+    t->dead_reason = reason;
+    t->dead_turn = (int)turn;
+    return settle_dead_turn(t);
 }
 
 /* Report an input the inbox dropped: input.discarded, or input.held after shutdown. */
@@ -437,6 +491,8 @@ static int spliced_delete(weir_generation_tracker *t, json_t *list, const json_t
                 t->unknown_discards++;
             else
                 t->unknown_claims++;
+        } else if (json_is_true(json_object_get(e, "held"))) {
+            /* reported input.held when the shutdown could not log its removal */
         } else if (canceled) {
             r = report_dropped(t, weir__json_str(e, "id", ""), weir__json_str(e, "source", ""));
             if (dropped && json_array_append(dropped, json_object_get(e, "id")) != 0)
@@ -569,12 +625,39 @@ static int on_turn_end(weir_generation_tracker *t, const json_t *data) {
         return WEIR_OK;
     const json_t *reason = json_object_get(data, "reason");
     if (json_is_object(reason))
-        return finish_generation(t, reason);
+        return finish_generation(t, reason, true);
     json_t *r = json_pack("{s:s}", "kind", "error");
-    int rc = r ? finish_generation(t, r) : WEIR_E_NOMEM;
+    int rc = r ? finish_generation(t, r, true) : WEIR_E_NOMEM;
     json_decref(r);
     if (t->gen.open)
         gen_clear(&t->gen);
+    return rc;
+}
+
+/*
+ * The shutdown could not log the inbox's removal (the log cannot be
+ * written): report each input still queued input.held with "durable":false,
+ * and mark it, so that a removal logged later reports nothing more.
+ */
+static int hold_queued(weir_generation_tracker *t) {
+    int rc = WEIR_OK;
+    for (int li = 0; li < 2; li++) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(t->lists[li], i, e) {
+            if (!json_is_object(e) || json_is_true(json_object_get(e, "held")))
+                continue;
+            int r = emit(t, "input.held",
+                         json_pack("{s:s, s:s, s:s, s:b}", "input_id",
+                                   weir__json_str(e, "id", ""), "source",
+                                   weir__json_str(e, "source", ""), "reason", "shutdown",
+                                   "durable", 0));
+            if (r == WEIR_OK && json_object_set_new(e, "held", json_true()) != 0)
+                r = WEIR_E_NOMEM;
+            if (r != WEIR_OK)
+                rc = r;
+        }
+    }
     return rc;
 }
 
@@ -619,6 +702,7 @@ void weir_generation_tracker_destroy(weir_generation_tracker *t) {
     if (!t)
         return;
     gen_clear(&t->gen);
+    json_decref(t->dead_reason);
     json_decref(t->lists[0]);
     json_decref(t->lists[1]);
     json_decref(t->recent_discards);
@@ -651,6 +735,8 @@ static int dispatch(weir_generation_tracker *t, const char *type, const json_t *
         return on_claimed(t, data);
     if (!strcmp(type, "agent/inbox/discarded"))
         return on_discarded(t, data);
+    if (!strcmp(type, "agent/error"))
+        return on_agent_error(t, data);
     if (!strcmp(type, "steering/accepted") || !strcmp(type, "steering/applied"))
         return on_steering(t, data, strcmp(type, "steering/applied") == 0);
     return WEIR_OK;
@@ -670,6 +756,8 @@ int weir_generation_tracker_feed(weir_generation_tracker *t, const json_t *event
         strcmp(type, "agent/inbox/spliced") != 0 && strcmp(type, "turn/start") != 0)
         rc = start_generation(t);
     int r = dispatch(t, type, data, durable);
+    if (r == WEIR_OK) /* events of a dead turn that arrive after its end */
+        r = settle_dead_turn(t);
     pthread_mutex_unlock(&t->mu);
     return rc != WEIR_OK ? rc : r;
 }
@@ -685,5 +773,11 @@ int weir_generation_tracker_shutdown(weir_generation_tracker *t, weir_agent *age
     /* The tracker's lock is not held here: the agent feeds these events
      * back through the embedder's on_event, maybe on this thread. */
     weir_agent_cancel(agent, "disposed", false);
-    return weir__inbox_clear(agent->inbox, err);
+    int rc = weir__inbox_clear(agent->inbox, err);
+    if (rc != WEIR_OK) { /* the log took no removal: hold what is still queued anyway */
+        pthread_mutex_lock(&t->mu);
+        (void)hold_queued(t); /* out of memory leaves an input unreported; rc says why */
+        pthread_mutex_unlock(&t->mu);
+    }
+    return rc;
 }

@@ -119,9 +119,11 @@ static void on_durable(run_state *st, const json_t *event) {
         end_text_line(st);
         if (!strcmp(kind, "error")) {
             const json_t *e = json_object_get(reason, "error");
-            fprintf(stderr, "weir: turn failed: %s: %s\n",
-                    str_or(json_object_get(e, "code"), "UNKNOWN"),
-                    str_or(json_object_get(e, "message"), ""));
+            const char *code = str_or(json_object_get(e, "code"), "UNKNOWN");
+            /* IO: the log could not be written; the run's own error says so, once */
+            if (strcmp(code, "IO") != 0)
+                fprintf(stderr, "weir: turn failed: %s: %s\n", code,
+                        str_or(json_object_get(e, "message"), ""));
             st->turn_failed = true;
         } else if (!strcmp(kind, "aborted")) {
             fprintf(stderr, "weir: turn cancelled (%s)\n",

@@ -38,6 +38,7 @@ typedef struct serve {
     bool stopping;    /* shutdown began: the driver thread exits */
     bool driver_done; /* the driver thread left its loop */
     bool broken;      /* the agent cannot go on (log I/O failure) */
+    int broken_status; /* ... and the status it stopped with */
     bool compact;     /* a compact command waits for the agent to be idle, or runs */
     bool compact_running;       /* ... runs (a cancel then cancels it, not drops it) */
     long compact_line;          /* its line on stdin */
@@ -157,6 +158,7 @@ static void *driver_main(void *arg) {
         pthread_mutex_lock(&s->mu);
         if (rc != WEIR_OK) {
             s->broken = true;
+            s->broken_status = rc;
             drop_compact(s, "the agent stopped after an error");
             break;
         }
@@ -475,7 +477,8 @@ static const char serve_help[] =
     "                      generation.* and input.* events)\n"
     "\n"
     "exit codes: 0 ok, 1 the agent stopped after an error, 2 usage,\n"
-    "            3 configuration or plugin error, 4 I/O error\n";
+    "            3 configuration or plugin error, 4 I/O error (also when the\n"
+    "            session log could not be written)\n";
 
 /* The command loop: read until shutdown or end of input. */
 static void serve_loop(serve *s) {
@@ -518,7 +521,7 @@ static int serve_agent(serve *s, weir_host *host, const char *path) {
         serve_loop(s);
         stop_driver(s, th);
         if (s->broken)
-            rc = WEIR_EXIT_FAIL;
+            rc = s->broken_status == WEIR_E_IO ? WEIR_EXIT_IO : WEIR_EXIT_FAIL;
     }
     weir_agent_close(s->agent);
     put_own(s, "session.closed",

@@ -9,14 +9,19 @@
  *                        (provisional: it may precede tool calls or more requests)
  *   generation.finished  {generation_id, input_ids, accepted_input_ids, text,
  *                         active_job_ids, disposition:"manager_turn_finished", reason}
- *   generation.failed    {..., error_type, error_message, reason}
+ *   generation.failed    {..., error_type, error_message, reason, durable?}
  *   generation.detached  {..., cancellation:"unconfirmed", reason}
  *   input.queued         {input_id, delivery:"new_turn"|"request_boundary", source, generation_id?}
  *   input.delivered      {input_id, delivery, source, generation_id}
  *   input.unknown        {input_id, delivery, source, generation_id, reason}
  *   input.discarded      {input_id, source, reason:"canceled"}
- *   input.held           {input_id, source, reason:"shutdown"}
+ *   input.held           {input_id, source, reason:"shutdown", durable?}
  * Each event is handed to the callback as {"type", "time", "data"}.
+ * Every generation ends with exactly one finished/failed/detached.  When
+ * the session log cannot be written, the agent's live agent/error with
+ * fatal:true ends its turn (no turn/end can follow): the generation fails
+ * there, error_type "IO", and that event carries "durable":false (the log
+ * does not record the end; a resume closes the turn as interrupted).
  *
  * The tracker is an observer: it never drives the agent.  The embedder
  * calls weir_generation_tracker_feed() from its weir_agent_options.on_event
@@ -86,7 +91,9 @@ WEIR_API int weir_generation_tracker_feed(weir_generation_tracker *tracker, cons
  * inbox is cleared durably, so a later resume does not replay it.  The
  * cancelled turn's turn/end, fed as usual, closes its generation with
  * generation.detached.  Afterwards stop sending to the agent, wait for its
- * driver, and close it.
+ * driver, and close it.  When the log cannot take the inbox's removal,
+ * the input still queued is reported input.held with "durable":false (the
+ * log still holds it: a later resume replays it) and the error is returned.
  * @param agent  the agent this tracker observes (borrowed, not NULL).
  * @return WEIR_OK, WEIR_E_INVAL, or the inbox's error (I/O).
  * Since: 0.1

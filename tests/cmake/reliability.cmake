@@ -10,6 +10,15 @@ add_test(NAME crash_kill9
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/crash_kill9.sh $<TARGET_FILE:weir_cli> 24)
 set_tests_properties(crash_kill9 PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}" TIMEOUT 120)
 
+# crash_tool_rerun: kill -9 `weir run` while an idempotent and a
+# non-idempotent tool run; the resume runs the first again with the same key
+# and answers the second INTERRUPTED (docs/tools.md, "Tools across a crash").
+# Needs drvtest-tools and jq.
+add_test(NAME crash_tool_rerun
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/crash_tool_rerun.sh $<TARGET_FILE:weir_cli>
+                 $<TARGET_FILE_DIR:weir-drvtest-tools>)
+set_tests_properties(crash_tool_rerun PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}" TIMEOUT 120)
+
 # Fuzz targets for the config composer and the session log reader
 # (-DWEIR_BUILD_FUZZ=ON with clang; seeds in tests/fuzz/corpus/<name>/).
 if(COMMAND weir_add_fuzz)

@@ -248,7 +248,7 @@ static void test_failure_new_keeps_canonical_codes_only(void **state) {
 static void test_failure_code_valid_accepts_exactly_the_canonical_codes(void **state) {
     const char *codes[] = {"RATE_LIMIT", "OVERLOADED", "SERVER", "TIMEOUT",
                            "TRANSPORT", "EMPTY_RESPONSE", "CONTEXT_WINDOW_EXCEEDED", "QUOTA",
-                           "AUTH", "INVALID_REQUEST", "ABORTED", "UNKNOWN"};
+                           "AUTH", "INVALID_REQUEST", "ABORTED", "UNKNOWN", "IO"};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
         assert_true(weir__failure_code_valid(codes[i]));
     assert_false(weir__failure_code_valid("rate_limit"));

@@ -4,6 +4,8 @@
  * hand, and live agents (tests/support/driver_harness) whose events feed a
  * tracker.
  */
+#include <dirent.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -560,6 +562,77 @@ static void discarded_input_is_reported(void **state) {
 }
 
 /* Malformed or spoofed events change nothing and never crash. */
+#define FATAL_IO                                                                               \
+    "{'turn':1,'step':1,'fatal':true,'error':{'code':'IO','message':'session log x.jsonl: "    \
+    "write failed: No space left on device'}}"
+
+/* The log failed mid-turn and took no turn/end: a fatal agent/error ends it. */
+static void fatal_agent_error_fails_the_generation(void **state) {
+    (void)state;
+    rec r;
+    rec_init(&r);
+    queue(&r, "next-turn", FIRST);
+    feed(&r, D, "agent/inbox/spliced", "{'target':'next-turn','start':1,'inserted':[%s]}", Q1);
+    feed(&r, D, "turn/start", "{'turn':1}");
+    claim(&r, 1, "next-turn", FIRST);
+    feed(&r, D, "step/start", "{'turn':1,'step':1}");
+    admit(&r, 1, 1, FIRST);
+    /* an error the turn/end records is no end by itself */
+    feed(&r, L, "agent/error", "{'turn':1,'step':1,'error':{'code':'UNKNOWN','message':'x'}}");
+    assert_string_equal(types(&r), "input.queued,input.queued,generation.started,"
+                                   "input.delivered");
+    feed(&r, L, "agent/error", FATAL_IO);
+    assert_string_equal(types(&r), "input.queued,input.queued,generation.started,"
+                                   "input.delivered,generation.failed");
+    const json_t *f = nth(&r, "generation.failed", 0);
+    assert_string_equal(ids(f, "input_ids"), "first");
+    assert_string_equal(str(f, "error_type"), "IO");
+    assert_non_null(strstr(str(f, "error_message"), "No space left on device"));
+    assert_string_equal(str(json_object_get(f, "reason"), "kind"), "error");
+    assert_true(json_is_false(json_object_get(f, "durable")));
+    /* exactly one terminal event: nothing more closes gen-1 */
+    feed(&r, L, "agent/error", FATAL_IO);
+    turn_end(&r, 1, "{'kind':'completed'}");
+    assert_int_equal(json_array_size(r.events), 5);
+    /* a later turn is a new generation */
+    feed(&r, D, "turn/start", "{'turn':2}");
+    claim(&r, 2, "next-turn", Q1);
+    admit(&r, 2, 1, Q1);
+    turn_end(&r, 2, "{'kind':'completed'}");
+    assert_string_equal(str(nth(&r, "generation.finished", 0), "generation_id"), "gen-2");
+    assert_null(json_object_get(nth(&r, "generation.finished", 0), "durable"));
+    rec_fini(&r);
+}
+
+/* The log failed right after the claims: the generation starts and fails;
+ * its input never reached the log.  Events of the turn that another thread
+ * delivers after the fatal error still end in that one failure. */
+static void fatal_agent_error_before_the_generation_started(void **state) {
+    (void)state;
+    rec r;
+    rec_init(&r);
+    feed(&r, D, "turn/start", "{'turn':1}");
+    claim(&r, 1, "next-turn", FIRST);
+    feed(&r, L, "agent/error", FATAL_IO);
+    assert_string_equal(types(&r), "generation.started,input.unknown,generation.failed");
+    const json_t *u = nth(&r, "input.unknown", 0);
+    assert_string_equal(str(u, "input_id"), "first");
+    assert_string_equal(str(u, "reason"), "error");
+    assert_true(json_is_false(json_object_get(u, "durable")));
+    rec_fini(&r);
+
+    rec_init(&r); /* the fatal error overtakes the turn's own events */
+    queue(&r, "next-turn", FIRST);
+    feed(&r, L, "agent/error", FATAL_IO);
+    feed(&r, D, "turn/start", "{'turn':1}");
+    claim(&r, 1, "next-turn", FIRST);
+    admit(&r, 1, 1, FIRST);
+    assert_string_equal(types(&r), "input.queued,generation.started,input.unknown,"
+                                   "generation.failed");
+    assert_string_equal(str(nth(&r, "generation.failed", 0), "error_type"), "IO");
+    rec_fini(&r);
+}
+
 static void hostile_events_are_ignored(void **state) {
     (void)state;
     rec r;
@@ -857,6 +930,88 @@ static void live_shutdown_holds_queued_input_and_never_replays_it(void **state) 
     live_teardown(&d, &l);
 }
 
+/* The descriptor this process holds open on `path`, or -1. */
+static int fd_of(const char *path) {
+    DIR *dir = opendir("/proc/self/fd");
+    struct dirent *e;
+    int found = -1;
+    char link[4200], target[4200];
+    while (dir && found < 0 && (e = readdir(dir))) {
+        snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n > 0) {
+            target[n] = '\0';
+            if (strcmp(target, path) == 0)
+                found = atoi(e->d_name);
+        }
+    }
+    if (dir)
+        closedir(dir);
+    return found;
+}
+
+static int log_fd = -1, saved_fd = -1;
+
+/* From the first request on, every write of the log fails (the disk is full). */
+static void fill_disk(dh *d, const json_t *event, bool durable) {
+    live *l = d->ud;
+    assert_int_equal(weir_generation_tracker_feed(l->r.t, event, durable), WEIR_OK);
+    if (!durable || saved_fd >= 0 ||
+        strcmp(json_string_value(json_object_get(event, "type")), "request/context") != 0)
+        return;
+    char real[4200];
+    assert_non_null(realpath(dh_log(d), real));
+    log_fd = fd_of(real);
+    assert_true(log_fd >= 0);
+    saved_fd = dup(log_fd);
+    int full = open("/dev/full", O_WRONLY);
+    assert_true(saved_fd >= 0 && full >= 0);
+    assert_int_equal(dup2(full, log_fd), log_fd);
+    close(full);
+}
+
+/* The session log fills up mid-turn: the running generation fails (error
+ * type IO, not durable: no turn/end could be logged), and the shutdown
+ * holds the queued input although it cannot log the removal. */
+static void live_log_failure_fails_the_generation_and_holds_queued_input(void **state) {
+    (void)state;
+    dh d;
+    live l;
+    live_setup(&d, &l,
+               "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":["
+               "{\"text\":\"a\"},{\"text\":\"b\"}]}}]",
+               "gfull");
+    d.on_event = fill_disk;
+    live_send(&d, "q1", "first", WEIR_SEND_FOLLOWUP);
+    live_send(&d, "q2", "second", WEIR_SEND_FOLLOWUP);
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_agent_run_until_idle(d.agent, &err), WEIR_E_IO);
+    assert_non_null(strstr(err.text, "write failed: No space left on device"));
+    assert_string_equal(types(&l.r), "input.queued,input.queued,generation.started,"
+                                     "input.delivered,generation.failed");
+    const json_t *f = nth(&l.r, "generation.failed", 0);
+    assert_string_equal(ids(f, "input_ids"), "q1");
+    assert_string_equal(str(f, "error_type"), "IO");
+    assert_string_equal(str(f, "error_message"), err.text);
+    assert_true(json_is_false(json_object_get(f, "durable")));
+    assert_int_equal(weir_generation_tracker_shutdown(l.r.t, d.agent, &err), WEIR_E_IO);
+    assert_string_equal(types(&l.r), "input.queued,input.queued,generation.started,"
+                                     "input.delivered,generation.failed,input.held");
+    const json_t *h = nth(&l.r, "input.held", 0);
+    assert_string_equal(str(h, "input_id"), "q2");
+    assert_true(json_is_false(json_object_get(h, "durable")));
+    /* room again: the log holds the open turn and q2 (a resume would replay it) */
+    assert_int_equal(dup2(saved_fd, log_fd), log_fd);
+    close(saved_fd);
+    saved_fd = -1;
+    char *path = strdup(dh_log(&d));
+    dh_close(&d);
+    dh_check_log(path, NULL, true);
+    free(path);
+    live_teardown(&d, &l);
+}
+
 /* Reference §10.1 scenario 4, live: a background job outlives its generation. */
 static void live_background_job_outlives_its_generation(void **state) {
     (void)state;
@@ -925,6 +1080,8 @@ int main(void) {
         cmocka_unit_test(initial_input_is_the_claimed_next_turn_message),
         cmocka_unit_test(turn_without_input_has_no_generation),
         cmocka_unit_test(discarded_input_is_reported),
+        cmocka_unit_test(fatal_agent_error_fails_the_generation),
+        cmocka_unit_test(fatal_agent_error_before_the_generation_started),
         cmocka_unit_test(hostile_events_are_ignored),
         cmocka_unit_test(receipt_and_text_helpers),
         cmocka_unit_test(allocation_failure_never_crashes),
@@ -933,6 +1090,7 @@ int main(void) {
         cmocka_unit_test(live_provider_failure_fails_the_generation),
         cmocka_unit_test(live_tool_concluding_the_turn_finishes_with_empty_text),
         cmocka_unit_test(live_shutdown_holds_queued_input_and_never_replays_it),
+        cmocka_unit_test(live_log_failure_fails_the_generation_and_holds_queued_input),
         cmocka_unit_test(live_background_job_outlives_its_generation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
