@@ -6,7 +6,8 @@
  * crashed log is read: weir__log_open_readonly + derive, weir_log_check and
  * weir_log_derive (what `weir log` does), and the read-write open + crash
  * repair that `weir resume` does.  Oracles: no crash, leak or UB; the
- * read-only derive and weir_log_derive agree; a log that checks ok (open
+ * read-only derive and weir_log_derive agree; the check passes exactly the
+ * logs the reader opens (one reader, issue #8); a log that checks ok (open
  * turns allowed) repairs into one that checks ok with nothing open, and its
  * derived history before the repair is a prefix of the one after (DESIGN
  * §11: a crashed log opens and resumes to the same derived history).
@@ -106,7 +107,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     bool ok = false;
     json_t *open = NULL;
-    if (check(&ok, &open) && ok && derived) {
+    bool checked = check(&ok, &open);
+    if (checked && ok != (derived != NULL))
+        die(ok ? "the check passes a log the reader refuses"
+               : "the reader opens a log the check refuses",
+            derived, open);
+    if (checked && ok && derived) {
         /* resume: read-write open (drops a torn tail) + repair */
         weir_error_clear(&err);
         if (weir__log_open(log_path, WEIR__FSYNC_NONE, NULL, NULL, &log, &err) != WEIR_OK)
