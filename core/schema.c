@@ -2,18 +2,22 @@
  * core/schema.c - a small JSON Schema validator: the subset documented in
  * docs/schema.md (type, properties, required, additionalProperties, items,
  * enum, const, minimum, maximum, minLength, maxLength, minItems, maxItems,
- * anyOf, oneOf).  Unknown keywords are ignored; a known keyword with a
- * malformed value is reported as a schema error.  Recursion is bounded by
- * MAX_DEPTH so hostile schemas cannot exhaust the stack.
+ * anyOf, oneOf, and weir's own `secret`).  Unknown keywords are ignored; a
+ * known keyword with a malformed value is reported as a schema error.
+ * Recursion is bounded by MAX_DEPTH so hostile schemas cannot exhaust the
+ * stack.  weir__schema_redact walks the same keywords to hide the values a
+ * schema marks `"secret": true`.
  *
  * The validator keeps one JSON path buffer ("$.config.port", "$.items[3]")
  * that grows while descending and is cut back on the way up; the first
  * failure writes "<path>: <reason>" into the caller's message buffer.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "schema.h"
 
@@ -406,6 +410,9 @@ static int check(vctx *v, const json_t *schema, const json_t *value, int depth, 
         return fail(v, msg, size, "no value is allowed here");
     if (!json_is_object(schema))
         return bad_schema(v, msg, size, "a schema must be an object or a boolean");
+    const json_t *secret = json_object_get(schema, "secret");
+    if (secret && !json_is_boolean(secret))
+        return bad_schema(v, msg, size, "\"secret\" must be a boolean");
     const json_t *type = json_object_get(schema, "type");
     int rc = type ? check_type(v, type, value, msg, size) : 0;
     if (!rc)
@@ -452,4 +459,102 @@ int weir__schema_validate_text(const char *schema_text, const json_t *value, cha
     int rc = weir__schema_validate(schema, value, msg, msg_size);
     json_decref(schema);
     return rc;
+}
+
+/* ---- secrets --------------------------------------------------------------- */
+
+/* True when `schema` marks its value secret: "secret": true on it, or on one
+ * of its anyOf/oneOf branches. */
+static bool marks_secret(const json_t *schema, int depth) {
+    if (!json_is_object(schema) || depth > MAX_DEPTH)
+        return false;
+    if (json_is_true(json_object_get(schema, "secret")))
+        return true;
+    static const char *const kws[] = {"anyOf", "oneOf"};
+    for (size_t k = 0; k < 2; k++) {
+        size_t i;
+        const json_t *sub;
+        json_array_foreach(json_object_get(schema, kws[k]), i, sub) {
+            if (marks_secret(sub, depth + 1))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* The schema of member `key` under an object schema: its "properties" entry
+ * (an exact match, else one that differs only in ASCII case: header names
+ * are case-blind), else an object "additionalProperties"; NULL when none. */
+static const json_t *member_schema(const json_t *schema, const char *key) {
+    const json_t *props = json_object_get(schema, "properties");
+    const json_t *sub = json_object_get(props, key);
+    if (!sub) {
+        const char *name;
+        const json_t *p;
+        json_object_foreach((json_t *)(uintptr_t)props, name, p) {
+            if (strcasecmp(name, key) == 0)
+                return p;
+        }
+        const json_t *extra = json_object_get(schema, "additionalProperties");
+        sub = json_is_object(extra) ? extra : NULL;
+    }
+    return sub;
+}
+
+/* Nothing to hide: an empty string (shown, so that an unset key is visible). */
+static bool blank(const json_t *v) {
+    return json_is_null(v) || (json_is_string(v) && json_string_length(v) == 0);
+}
+
+static int redact(const json_t *schema, json_t *value, const char *mask, int depth) {
+    if (!json_is_object(schema) || depth > MAX_DEPTH)
+        return 0;
+    int n = 0;
+    if (json_is_object(value)) {
+        const char *key;
+        json_t *member;
+        json_object_foreach(value, key, member) {
+            const json_t *sub = member_schema(schema, key);
+            int r = 0;
+            if (!marks_secret(sub, depth + 1))
+                r = redact(sub, member, mask, depth + 1);
+            else if (!blank(member)) /* replaces the value of an existing key: safe here */
+                r = json_object_set_new(value, key, json_string(mask)) == 0 ? 1 : -1;
+            if (r < 0)
+                return -1;
+            n += r;
+        }
+    } else if (json_is_array(value)) {
+        const json_t *items = json_object_get(schema, "items");
+        bool secret = marks_secret(items, depth + 1);
+        for (size_t i = 0; i < json_array_size(value); i++) {
+            json_t *elem = json_array_get(value, i);
+            int r = 0;
+            if (!secret)
+                r = redact(items, elem, mask, depth + 1);
+            else if (!blank(elem))
+                r = json_array_set_new(value, i, json_string(mask)) == 0 ? 1 : -1;
+            if (r < 0)
+                return -1;
+            n += r;
+        }
+    }
+    static const char *const kws[] = {"anyOf", "oneOf"};
+    for (size_t k = 0; k < 2; k++) { /* a branch's marks apply to the same value */
+        size_t i;
+        const json_t *sub;
+        json_array_foreach(json_object_get(schema, kws[k]), i, sub) {
+            int r = redact(sub, value, mask, depth + 1);
+            if (r < 0)
+                return -1;
+            n += r;
+        }
+    }
+    return n;
+}
+
+int weir__schema_redact(const json_t *schema, json_t *value, const char *mask) {
+    if (!schema || !value || !mask)
+        return 0;
+    return redact(schema, value, mask, 0);
 }

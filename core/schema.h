@@ -1,7 +1,8 @@
 /*
  * core/schema.h - a small JSON Schema validator (the subset in docs/schema.md:
  * type, properties, required, additionalProperties, items, enum, const,
- * minimum, maximum, minLength, maxLength, minItems, maxItems, anyOf, oneOf).
+ * minimum, maximum, minLength, maxLength, minItems, maxItems, anyOf, oneOf,
+ * and weir's `secret` marker).
  * Used for plugin configs, hook results and tool arguments.  Pure,
  * thread-safe; schema nesting is bounded (64 levels), so hostile schemas fail
  * with a message instead of exhausting the stack.
@@ -27,5 +28,16 @@ int weir__schema_validate(const json_t *schema, const json_t *value, char *msg,
  */
 int weir__schema_validate_text(const char *schema_text, const json_t *value,
                                char *msg, size_t msg_size);
+
+/*
+ * Replace, in place, each value inside `value` (borrowed, modified) that
+ * `schema` (borrowed) marks `"secret": true` with a new string `mask`: the
+ * marks of "properties" (a member name matches in any ASCII case),
+ * "additionalProperties", "items" and every anyOf/oneOf branch apply; the
+ * root value itself is never replaced.  Empty strings and nulls are left as
+ * they are.  @return how many values were replaced, or -1 when out of memory
+ * (then `value` may be partly redacted).
+ */
+int weir__schema_redact(const json_t *schema, json_t *value, const char *mask);
 
 #endif

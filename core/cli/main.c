@@ -19,7 +19,7 @@ static const char usage_text[] =
     "  resume [-c FILE]... [--json] ID [PROMPT]    resume a session (closes an open turn)\n"
     "  log [-c FILE]... ID|FILE [--derive|--check] print, derive or check a session log\n"
     "  compact [-c FILE]... [-i TEXT] [--json] ID  compact a session's context now\n"
-    "  config [-c FILE]...                         print the composed deployment config\n"
+    "  config [-c FILE]... [--show-secrets]        print the composed deployment config\n"
     "  plugins [DIR]...                            list the plugins found\n"
     "  hooks [-c FILE]... [--catalog|--markdown]   print each hook chain in order\n"
     "  serve --stdio [-c FILE]... [-s ID]          one agent over a stdin/stdout JSONL protocol\n"
@@ -115,9 +115,12 @@ int weir_cli_session_host(const weir_cli_files *files, const char *target, weir_
 }
 
 int weir_cmd_config(int argc, char **argv) {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'}, {0}};
+    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                              {"show-secrets", no_argument, NULL, 'S'},
+                                              {"help", no_argument, NULL, 'h'},
+                                              {0}};
     weir_cli_files o = {0};
+    bool show_secrets = false;
     int ch;
     while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
         switch (ch) {
@@ -125,11 +128,20 @@ int weir_cmd_config(int argc, char **argv) {
             if (weir_cli_add_file(&o, "weir", optarg) != WEIR_EXIT_OK)
                 return WEIR_EXIT_USAGE;
             break;
+        case 'S':
+            show_secrets = true;
+            break;
         case 'h':
-            printf("usage: weir config [-c FILE]...\n\n"
+            printf("usage: weir config [-c FILE]... [--show-secrets]\n\n"
                    "Compose the deployment config files in order (base, then overlays),\n"
                    "expand ${VAR} and ${VAR:-default}, and print the result as JSON.\n"
-                   "Loads no plugin.  Without -c, prints the built-in default deployment.\n");
+                   "Without -c, prints the built-in default deployment.\n\n"
+                   "Secrets print as \"***\": in every plugin row, api_key and the headers\n"
+                   "Authorization, Proxy-Authorization, x-api-key and api-key, and whatever\n"
+                   "the row's plugin marks \"secret\" in its config schema (the plugin is\n"
+                   "opened to read it, never initialised; one that cannot be opened only\n"
+                   "gets the built-in set).  Empty values stay empty.\n\n"
+                   "  --show-secrets   print the secrets as they are (opens no plugin)\n");
             return WEIR_EXIT_OK;
         default:
             return WEIR_EXIT_USAGE;
@@ -143,6 +155,12 @@ int weir_cmd_config(int argc, char **argv) {
     int rc = weir_cli_compose(o.files, o.n, &cfg);
     if (rc != WEIR_EXIT_OK)
         return rc;
+    weir_error err;
+    weir_error_clear(&err);
+    if (!show_secrets && weir_config_redact(cfg, &err) != WEIR_OK) {
+        json_decref(cfg); /* never print a config whose secrets may still show */
+        return weir_cli_fail("config", &err);
+    }
     json_dumpf(cfg, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     fputc('\n', stdout);
     json_decref(cfg);

@@ -63,6 +63,22 @@ WEIR_API int weir_config_compose(const char *const *files, size_t nfiles,
  */
 WEIR_API json_t *weir_config_default(void);
 
+/**
+ * Hide the secrets of a composed config (what `weir config` prints): in each
+ * plugin row's config, the values its plugin's config schema marks
+ * `"secret": true` (docs/schema.md), and in every row `api_key` and the
+ * headers Authorization, Proxy-Authorization, x-api-key and api-key (any
+ * case), become the string "***".  Empty strings stay empty.  To read a
+ * schema the row's plugin is resolved along `plugin_path` and opened, never
+ * initialised; a plugin that cannot be opened only gets the built-in set.
+ * @param config  a composed config (borrowed, modified in place).
+ * @return WEIR_OK, WEIR_E_INVAL when `config` is not an object, or
+ *         WEIR_E_NOMEM (then `config` may be partly redacted).
+ * Thread-safety: as dlopen; reads the plugin directories' environment.
+ * Since: 0.3
+ */
+WEIR_API int weir_config_redact(json_t *config, weir_error *err) WEIR_WUR;
+
 /* ------------------------------------------------------------------------ */
 /* Host                                                                      */
 /* ------------------------------------------------------------------------ */

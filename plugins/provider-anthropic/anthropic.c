@@ -18,7 +18,8 @@
  * shared with provider-openai (plugins/provider-common/provider_host.c);
  * this file holds what is Anthropic's own.  One attempt per `stream` call,
  * no hidden retries.  The API key and header values never appear in chunks,
- * failures or log lines.
+ * failures or log lines, nor does a server's echo of them (scrubbed:
+ * docs/providers.md, "Secrets").
  */
 #include "weir/plugin.h"
 
@@ -77,7 +78,8 @@ static int stream(void *self, void *call, const json_t *request, weir_stream *st
     const pc_provider *p = self;
     if (!p || !st)
         return WEIR_E_INVAL;
-    anthropic_decoder *d = anthropic_decoder_new(p->id, pc_emit_chunk, st);
+    pc_sink sink = {st, p};
+    anthropic_decoder *d = anthropic_decoder_new(p->id, pc_emit_chunk, &sink);
     if (!d)
         return WEIR_E_NOMEM;
     char msg[512];

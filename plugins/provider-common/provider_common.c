@@ -177,6 +177,194 @@ int pc_end(pc_out *o, json_t *failure, bool aborted) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Secrets                                                                  */
+/* ------------------------------------------------------------------------ */
+
+#define SCRUB_MAX_DEPTH 64
+#define MASK_MIN 3   /* '*' or '.' in a row that stand for the hidden part of a key */
+#define MASK_SHOWN 4 /* bytes of the secret a masked echo must show */
+
+int pc_secrets_add(pc_secrets *s, const char *value) {
+    if (!value || !value[0])
+        return 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->v[i], value) == 0)
+            return 0;
+    char **v = realloc(s->v, (s->n + 1) * sizeof *v);
+    if (!v)
+        return -1;
+    s->v = v;
+    if (!(v[s->n] = strdup(value)))
+        return -1;
+    s->n++;
+    return 0;
+}
+
+void pc_secrets_clear(pc_secrets *s) {
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+    s->v = NULL;
+    s->n = 0;
+}
+
+/* A byte of a key-like word: [A-Za-z0-9_-] (ASCII, whatever the locale). */
+static bool word_byte(char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           c == '_' || c == '-';
+}
+
+static bool mask_byte(char c) { return c == '*' || c == '.'; }
+
+/* First occurrence of `k` (klen > 0 bytes) in [p, end), or NULL. */
+static const char *find_bytes(const char *p, const char *end, const char *k, size_t klen) {
+    while ((size_t)(end - p) >= klen) {
+        const char *c = memchr(p, k[0], (size_t)(end - p) - klen + 1);
+        if (!c)
+            return NULL;
+        if (memcmp(c, k, klen) == 0)
+            return c;
+        p = c + 1;
+    }
+    return NULL;
+}
+
+/* Mark bytes [from, to) of a `len`-byte text in *hit (allocated on first
+ * use).  -1 when out of memory. */
+static int mark(unsigned char **hit, size_t len, size_t from, size_t to) {
+    if (!*hit && !(*hit = calloc(len, 1)))
+        return -1;
+    memset(*hit + from, 1, to - from);
+    return 0;
+}
+
+/* Mark the occurrences of `k` in `t`: all of them, or the whole-word ones
+ * for a short secret.  Overlapping occurrences are all marked. */
+static int mark_plain(const char *t, size_t len, const char *k, size_t klen,
+                      unsigned char **hit) {
+    const char *end = t + len;
+    for (const char *p = find_bytes(t, end, k, klen); p; p = find_bytes(p + 1, end, k, klen)) {
+        size_t at = (size_t)(p - t);
+        bool whole = (at == 0 || !word_byte(t[at - 1])) &&
+                     (at + klen == len || !word_byte(t[at + klen]));
+        if ((klen >= PC_SECRET_SHORT || whole) && mark(hit, len, at, at + klen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Mark the masked echoes of `k`: a word made of a prefix of `k`, a run of
+ * MASK_MIN or more mask bytes and a suffix of `k`, showing at least
+ * MASK_SHOWN (and fewer than klen) bytes of it. */
+static int mark_masked(const char *t, size_t len, const char *k, size_t klen,
+                       unsigned char **hit) {
+    size_t i = 0;
+    while (i < len) {
+        if (!mask_byte(t[i])) {
+            i++;
+            continue;
+        }
+        size_t ms = i, me = i;
+        while (me < len && mask_byte(t[me]))
+            me++;
+        i = me;
+        size_t hs = ms, te = me;
+        while (hs > 0 && word_byte(t[hs - 1]))
+            hs--;
+        while (te < len && word_byte(t[te]))
+            te++;
+        size_t head = ms - hs, tail = te - me;
+        if (me - ms < MASK_MIN || head + tail < MASK_SHOWN || head + tail >= klen ||
+            memcmp(t + hs, k, head) != 0 || memcmp(t + me, k + klen - tail, tail) != 0)
+            continue;
+        if (mark(hit, len, hs, te) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int pc_scrub(const pc_secrets *s, const char *text, size_t len, char **out, size_t *out_len) {
+    *out = NULL;
+    if (out_len)
+        *out_len = 0;
+    if (!s || !s->n || !text || !len)
+        return 0;
+    unsigned char *hit = NULL;
+    for (size_t i = 0; i < s->n; i++) {
+        size_t klen = strlen(s->v[i]);
+        if (mark_plain(text, len, s->v[i], klen, &hit) != 0 ||
+            (klen >= PC_SECRET_SHORT && mark_masked(text, len, s->v[i], klen, &hit) != 0)) {
+            free(hit);
+            return -1;
+        }
+    }
+    if (!hit)
+        return 0;
+    const size_t rlen = sizeof PC_REDACTED - 1;
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += !hit[i] ? 1 : i == 0 || !hit[i - 1] ? rlen : 0;
+    char *o = malloc(n + 1);
+    if (!o) {
+        free(hit);
+        return -1;
+    }
+    size_t j = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (!hit[i]) {
+            o[j++] = text[i];
+        } else if (i == 0 || !hit[i - 1]) { /* one marker per run of secret bytes */
+            memcpy(o + j, PC_REDACTED, rlen);
+            j += rlen;
+        }
+    }
+    o[j] = '\0';
+    free(hit);
+    *out = o;
+    if (out_len)
+        *out_len = j;
+    return 0;
+}
+
+static int scrub_value(const pc_secrets *s, json_t *v, int depth) {
+    if (depth > SCRUB_MAX_DEPTH)
+        return -1;
+    int rc = 0;
+    if (json_is_string(v)) {
+        char *text;
+        size_t n;
+        if (pc_scrub(s, json_string_value(v), json_string_length(v), &text, &n) != 0)
+            return json_string_set(v, PC_REDACTED) == 0 ? 0 : -1;
+        if (text && json_string_setn(v, text, n) != 0)
+            rc = json_string_set(v, PC_REDACTED) == 0 ? 0 : -1;
+        free(text);
+    } else if (json_is_object(v)) {
+        const char *key;
+        json_t *member;
+        json_object_foreach(v, key, member) {
+            if (scrub_value(s, member, depth + 1) != 0)
+                rc = -1;
+        }
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *elem;
+        json_array_foreach(v, i, elem) {
+            if (scrub_value(s, elem, depth + 1) != 0)
+                rc = -1;
+        }
+    }
+    return rc;
+}
+
+int pc_scrub_json(const pc_secrets *s, json_t *v) {
+    if (!s || !s->n || !v)
+        return 0;
+    return scrub_value(s, v, 0);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Request translation                                                      */
 /* ------------------------------------------------------------------------ */
 

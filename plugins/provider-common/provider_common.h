@@ -128,6 +128,68 @@ void pc_inband_error(pc_out *o, const char *code, const char *type, const char *
 int pc_end(pc_out *o, json_t *failure, bool aborted);
 
 /* ------------------------------------------------------------------------ */
+/* Secrets                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A provider's configured secrets (the API key, the values of secret
+ * headers) are scrubbed from every text that comes from the server before it
+ * leaves the provider: each occurrence becomes PC_REDACTED.  What counts as
+ * an occurrence (docs/providers.md, "Secrets"):
+ *   - a secret of PC_SECRET_SHORT bytes or more: every occurrence, wherever
+ *     it stands (inside a longer word too); overlapping occurrences, and
+ *     occurrences of different secrets that touch or overlap, become one
+ *     PC_REDACTED;
+ *   - a shorter secret: only where it stands as a whole word (the bytes
+ *     around it are not [A-Za-z0-9_-]), so that a key such as "test" or
+ *     "EMPTY" does not blank "testing" or "EMPTYING" out of a message;
+ *   - a masked echo of a secret of PC_SECRET_SHORT bytes or more, the way
+ *     servers quote a key they refuse ("sk-abc1***...***wxyz"): a word made
+ *     of a prefix of the secret, three or more '*' or '.', and a suffix of
+ *     the secret, with at least 4 bytes of the secret showing.
+ * Matching is byte-exact and case-sensitive.  Empty secrets are ignored.
+ */
+
+/** What an occurrence of a secret becomes. */
+#define PC_REDACTED "[redacted]"
+
+/** Secrets shorter than this (bytes) are scrubbed as whole words only. */
+#define PC_SECRET_SHORT 8
+
+/** A set of secrets; {0} is empty.  Not thread-safe while it changes. */
+typedef struct pc_secrets {
+    char **v; /* owned copies */
+    size_t n;
+} pc_secrets;
+
+/**
+ * Add a copy of `value` (borrowed; NULL, "" and a value already in the set
+ * add nothing).  @return 0, or -1 when out of memory.
+ */
+int pc_secrets_add(pc_secrets *s, const char *value);
+
+/** Free what `s` holds and empty it.  NULL is a no-op. */
+void pc_secrets_clear(pc_secrets *s);
+
+/**
+ * Scrub `len` bytes of `text` (borrowed, need not be NUL-terminated).
+ * @param out      receives NULL when `text` holds no secret (nothing to do),
+ *                 else the scrubbed text (malloc'd, NUL-terminated; the
+ *                 caller frees it), its length in *out_len (may be NULL).
+ * @return 0, or -1 when out of memory (*out NULL).
+ * Thread-safe on a set that does not change.
+ */
+int pc_scrub(const pc_secrets *s, const char *text, size_t len, char **out, size_t *out_len);
+
+/**
+ * Scrub every string value inside `v` (borrowed, modified in place: object
+ * members and array elements, 64 levels deep; keys are left alone).  A
+ * string that cannot be scrubbed for lack of memory becomes PC_REDACTED.
+ * @return 0, or -1 when out of memory left a secret in `v`.
+ */
+int pc_scrub_json(const pc_secrets *s, json_t *v);
+
+/* ------------------------------------------------------------------------ */
 /* Request translation                                                      */
 /* ------------------------------------------------------------------------ */
 

@@ -4,7 +4,9 @@
  * plugins (see provider_host.h).
  *
  * One attempt per `stream` call, no hidden retries.  The API key and header
- * values never appear in chunks, failures or log lines.
+ * values never appear in chunks, failures or log lines: the values the
+ * config schema marks "secret" are collected at init and scrubbed from the
+ * finish chunk (failures quote what the server sent, and servers echo keys).
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* strdup, strcasecmp */
@@ -12,6 +14,7 @@
 #include "provider_host.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +23,13 @@
 const char pc_config_schema[] =
     "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
     "\"base_url\":{\"type\":\"string\",\"minLength\":1},"
-    "\"api_key\":{\"type\":\"string\"},"
-    "\"headers\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"
+    "\"api_key\":{\"type\":\"string\",\"secret\":true},"
+    "\"headers\":{\"type\":\"object\",\"properties\":{"
+    "\"Authorization\":{\"type\":\"string\",\"secret\":true},"
+    "\"Proxy-Authorization\":{\"type\":\"string\",\"secret\":true},"
+    "\"x-api-key\":{\"type\":\"string\",\"secret\":true},"
+    "\"api-key\":{\"type\":\"string\",\"secret\":true}},"
+    "\"additionalProperties\":{\"type\":\"string\"}},"
     "\"models\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"object\","
     "\"additionalProperties\":false,\"properties\":{"
     "\"context_window\":{\"type\":\"integer\",\"minimum\":1},"
@@ -48,6 +56,7 @@ static void provider_free(pc_provider *p) {
     for (char **h = p->headers; h && *h; h++)
         free(*h);
     free(p->headers);
+    pc_secrets_clear(&p->secrets);
     free(p->url);
     free(p->id);
     json_decref(p->models);
@@ -138,6 +147,78 @@ static int build_headers(pc_provider *p, const char *api_key, json_t *extra,
     return WEIR_OK;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Secrets                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* jansson's object iterator is not const. */
+static json_t *unconst(const json_t *v) { return (json_t *)(uintptr_t)v; }
+
+/* The schema of member `key` of an object `schema` describes: its
+ * "properties" entry, matched in any case (header names are case-blind),
+ * else an object "additionalProperties"; NULL when neither. */
+static const json_t *member_schema(const json_t *schema, const char *key) {
+    const json_t *props = json_object_get(schema, "properties");
+    const json_t *sub = json_object_get(props, key);
+    if (!sub) {
+        const char *name;
+        json_t *v;
+        json_object_foreach(unconst(props), name, v) {
+            if (strcasecmp(name, key) == 0) {
+                sub = v;
+                break;
+            }
+        }
+    }
+    if (!sub && json_is_object(json_object_get(schema, "additionalProperties")))
+        sub = json_object_get(schema, "additionalProperties");
+    return sub;
+}
+
+/* Add a secret string: the value itself and, for "<scheme> <credentials>"
+ * ("Bearer sk-..."), the credentials alone, which is what servers echo. */
+static int add_secret(pc_secrets *s, const json_t *v) {
+    const char *text = json_string_value(v);
+    if (!text || pc_secrets_add(s, text) != 0)
+        return text ? -1 : 0;
+    const char *sp = strchr(text, ' ');
+    for (const char *c = text; sp && c < sp; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
+            sp = NULL; /* not an auth scheme word */
+    if (!sp || sp == text)
+        return 0;
+    while (*sp == ' ')
+        sp++;
+    return pc_secrets_add(s, sp);
+}
+
+/* Collect every string of `value` that `schema` marks "secret": true, down
+ * object members (member_schema) and array items. */
+static int collect_secrets(pc_secrets *s, const json_t *schema, const json_t *value,
+                           int depth) {
+    if (!json_is_object(schema) || depth > 16)
+        return 0;
+    if (json_is_true(json_object_get(schema, "secret")))
+        return add_secret(s, value);
+    int rc = 0;
+    if (json_is_object(value)) {
+        const char *key;
+        json_t *member;
+        json_object_foreach(unconst(value), key, member) {
+            if (collect_secrets(s, member_schema(schema, key), member, depth + 1) != 0)
+                rc = -1;
+        }
+    } else if (json_is_array(value)) {
+        size_t i;
+        json_t *elem;
+        json_array_foreach(value, i, elem) {
+            if (collect_secrets(s, json_object_get(schema, "items"), elem, depth + 1) != 0)
+                rc = -1;
+        }
+    }
+    return rc;
+}
+
 /* A positive integer member, or `dflt` when absent. */
 static int config_ms(const json_t *config, const char *key, long dflt, long *out,
                      const char *id, weir_error *err) {
@@ -198,6 +279,11 @@ static int parse_config(pc_provider *p, const json_t *config, weir_error *err) {
     if (!p->url || !p->models)
         return pc_set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
     snprintf(p->url, len, "%.*s%s", (int)blen, base, p->spec->path);
+    json_t *schema = json_loads(pc_config_schema, 0, NULL);
+    rc = schema && collect_secrets(&p->secrets, schema, config, 0) == 0 ? WEIR_OK : WEIR_E_NOMEM;
+    json_decref(schema);
+    if (rc != WEIR_OK)
+        return pc_set_err(err, rc, p->id, "out of memory");
     return build_headers(p, jkey ? json_string_value(jkey) : "", headers, err);
 }
 
@@ -273,7 +359,13 @@ int pc_prepare_call(const pc_spec *spec, void *self, const json_t *config, weir_
 }
 
 int pc_emit_chunk(void *user_data, json_t *chunk) {
-    return weir_stream_emit((weir_stream *)user_data, chunk) == WEIR_OK ? 0 : -1;
+    const pc_sink *sink = user_data;
+    const char *type = json_string_value(json_object_get(chunk, "type"));
+    if (type && strcmp(type, "finish") == 0 && pc_scrub_json(&sink->p->secrets, chunk) != 0) {
+        json_decref(chunk);
+        return -1;
+    }
+    return weir_stream_emit(sink->st, chunk) == WEIR_OK ? 0 : -1;
 }
 
 /* The failure for a transfer that ended without a finish chunk. */

@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "provider_cache.h"
+#include "provider_common.h"
 #include "weir/plugin.h"
 
 /** What sets one HTTP provider apart.  Static data of the plugin. */
@@ -36,6 +37,9 @@ typedef struct pc_provider {
     char *id;       /* the row id: the provider name in failures */
     char *url;      /* {base_url}{spec->path} */
     char **headers; /* NULL-terminated "Name: value" (holds the key) */
+    pc_secrets secrets; /* the values the config schema marks secret (api_key, the
+                           Authorization, x-api-key... headers): scrubbed from
+                           what the server sends back (provider_common.h) */
     json_t *models; /* {name: {context_window, max_output}} */
     long connect_timeout_ms, idle_timeout_ms;
     pc_cache *cache; /* translated request pieces (thread-safe itself) */
@@ -86,7 +90,19 @@ json_t *pc_model_info(void *self, const char *model);
 int pc_prepare_call(const pc_spec *spec, void *self, const json_t *config, weir_signal *signal,
                     void **call, weir_error *err);
 
-/** A pc_emit_fn that hands chunks to the weir_stream `user_data`. */
+/** Where a provider's decoder sends its chunks (see pc_emit_chunk). */
+typedef struct pc_sink {
+    weir_stream *st;        /* the call's stream (borrowed) */
+    const pc_provider *p;   /* the row, for its secrets (borrowed) */
+} pc_sink;
+
+/**
+ * A pc_emit_fn that hands chunks to the stream of the pc_sink `user_data`:
+ * the finish chunk (the only one that carries server text other than the
+ * model's own content: failure messages, quoted bodies and in-band error
+ * events) is first scrubbed of the row's secrets.  A finish that cannot be
+ * scrubbed (out of memory) is dropped rather than sent with a secret.
+ */
 int pc_emit_chunk(void *user_data, json_t *chunk);
 
 /**

@@ -8,6 +8,11 @@
 # loopback mock LLM.
 # Script tests run `weir run` against the standalone mock (weir-mock-llm).
 set(_common ${PROJECT_SOURCE_DIR}/plugins/provider-common)
+# The secret scrubber both providers share (provider_common.c).
+if(TARGET test_provider_common)
+  target_sources(test_provider_common PRIVATE ${_common}/provider_common.c)
+  target_include_directories(test_provider_common PRIVATE ${_common})
+endif()
 foreach(p openai anthropic)
   set(_dir ${PROJECT_SOURCE_DIR}/plugins/provider-${p})
   if(TARGET test_provider_${p})

@@ -139,6 +139,7 @@ typedef struct entry {
     long status;
     char *body;
     char *expect_contains;
+    bool echo_key;      /* error text quotes the request's key (see mock_llm.h) */
 } entry;
 
 typedef struct record {
@@ -180,7 +181,7 @@ static const char *const fault_names[] = {
 static const char *const entry_keys[] = {
     "text",  "reasoning", "tool_calls",  "usage",          "finish", "chunk_size",
     "chunk_delay_ms", "fault", "retry_after", "retry_after_ms", "status", "body",
-    "expect", NULL,
+    "expect", "echo_key", NULL,
 };
 
 static bool in_list(const char *s, const char *const *list) {
@@ -244,6 +245,7 @@ static int parse_entry(json_t *o, size_t idx, entry *e) {
     e->input_tokens = opt_int(usage, "input_tokens", 10);
     e->output_tokens = opt_int(usage, "output_tokens", 5);
     e->expect_contains = opt_str(json_object_get(o, "expect"), "message_contains");
+    e->echo_key = json_is_true(json_object_get(o, "echo_key"));
     const json_t *body = json_object_get(o, "body");
     if (json_is_string(body))
         e->body = xstrdup(json_string_value(body));
@@ -428,6 +430,15 @@ static char *head_value(const char *head, const char *name) {
         line = end;
     }
     return NULL;
+}
+
+/* The key the request sent, malloc'd: the x-api-key value (Anthropic) or
+ * the Authorization value after its "Bearer " (OpenAI); "" when absent. */
+static char *request_key(const char *head, bool anthropic) {
+    char *v = head_value(head, anthropic ? "x-api-key" : "Authorization");
+    if (v && !anthropic && strncasecmp(v, "Bearer ", 7) == 0)
+        memmove(v, v + 7, strlen(v + 7) + 1);
+    return v ? v : xstrdup("");
 }
 
 /* Read one request: 1 ok, 0 connection over, -1 protocol error (400 sent). */
@@ -829,25 +840,48 @@ static int serve_stream(conn *c, api_kind api, const entry *e, const request *rq
     } else if (rc == 0 && strcmp(f, "malformed") == 0) {
         size_t cut = es.first_delta + 1;
         rc = send_events(c, e, es.ev, 0, cut);
-        const char *bad = api == API_OPENAI
-                              ? "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"\n\n"
-                              : "event: content_block_delta\ndata: {\"type\":\"content_block_delta\","
-                                "\"index\":0,\"delta\":{\n\n";
+        sb bad = {0};
+        if (api == API_OPENAI)
+            sb_puts(&bad, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"");
+        else
+            sb_puts(&bad, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\","
+                          "\"index\":0,\"delta\":{");
+        if (e->echo_key) { /* the invalid line quotes the key (the decoder shows it) */
+            char *key = request_key(rq->head, api == API_ANTHROPIC);
+            sb_printf(&bad, ",\"key\":\"%s\"", key);
+            free(key);
+        }
+        sb_puts(&bad, "\n\n");
         if (rc == 0)
-            rc = send_chunk(c, bad, strlen(bad));
+            rc = send_chunk(c, bad.p, bad.len);
+        free(bad.p);
         if (rc == 0)
             rc = send_events(c, e, es.ev, cut, es.n);
     } else if (rc == 0 && strcmp(f, "truncated") == 0) {
         rc = send_events(c, e, es.ev, 0, es.end_start);
     } else if (rc == 0 && strcmp(f, "inband_error") == 0) {
         rc = send_events(c, e, es.ev, 0, 1);
-        const char *err =
-            api == API_OPENAI
-                ? "data: {\"error\":{\"message\":\"Overloaded\",\"type\":\"overloaded_error\"}}\n\n"
-                : "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
-                  "\"message\":\"Overloaded\"}}\n\n";
+        sb msg = {0}, err = {0};
+        sb_puts(&msg, "Overloaded");
+        if (e->echo_key) {
+            char *key = request_key(rq->head, api == API_ANTHROPIC);
+            sb_printf(&msg, " (request key %s)", key);
+            free(key);
+        }
+        if (api == API_OPENAI) {
+            sb_puts(&err, "data: {\"error\":{\"message\":");
+            sb_jsonz(&err, msg.p);
+            sb_puts(&err, ",\"type\":\"overloaded_error\"}}\n\n");
+        } else {
+            sb_puts(&err, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"
+                          "\"overloaded_error\",\"message\":");
+            sb_jsonz(&err, msg.p);
+            sb_puts(&err, "}}\n\n");
+        }
         if (rc == 0)
-            rc = send_chunk(c, err, strlen(err));
+            rc = send_chunk(c, err.p, err.len);
+        free(msg.p);
+        free(err.p);
     } else if (rc == 0) {
         rc = send_events(c, e, es.ev, 0, es.n);
     }
@@ -926,9 +960,22 @@ static int serve_request(conn *c, const request *rq) {
                                  "The engine is currently overloaded, please try again later");
     } else if (strcmp(f, "auth") == 0) {
         status = 401;
-        body = anth ? error_body(api, "authentication_error", NULL, "invalid x-api-key")
-                    : error_body(api, "invalid_request_error", "invalid_api_key",
-                                 "Incorrect API key provided.");
+        sb msg = {0};
+        char *key = e->echo_key ? request_key(rq->head, anth) : NULL;
+        if (anth) {
+            sb_puts(&msg, "invalid x-api-key");
+            if (key)
+                sb_printf(&msg, ": %s", key);
+        } else if (key) { /* what api.openai.com answers */
+            sb_printf(&msg, "Incorrect API key provided: %s. You can find your API key at "
+                            "https://platform.openai.com/account/api-keys.", key);
+        } else {
+            sb_puts(&msg, "Incorrect API key provided.");
+        }
+        body = anth ? error_body(api, "authentication_error", NULL, msg.p)
+                    : error_body(api, "invalid_request_error", "invalid_api_key", msg.p);
+        free(key);
+        free(msg.p);
     } else if (strcmp(f, "overflow") == 0) {
         status = 400;
         body = anth ? error_body(api, "invalid_request_error", NULL,

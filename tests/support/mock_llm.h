@@ -36,7 +36,9 @@
  *                                        "" sends no Retry-After
  *       "retry_after_ms": 1500,          also send retry-after-ms (>= 0)
  *       "status": 418, "body": "...",    for fault "http_error"
- *       "expect": {"message_contains": "..."}
+ *       "expect": {"message_contains": "..."},
+ *       "echo_key": false                the error text quotes the key the
+ *                                        request sent (see below)
  *      }]}
  *
  * Faults:
@@ -66,6 +68,14 @@
  *                 "overloaded_error","message":"Overloaded"}}; OpenAI
  *                 data {"error":{"message":"Overloaded","type":
  *                 "overloaded_error"}}; then the body ends
+ *
+ * echo_key: the faults auth, inband_error and malformed quote the request's
+ * key (OpenAI: the Authorization value after "Bearer "; Anthropic: the
+ * x-api-key value), as a careless server does: auth answers "Incorrect API
+ * key provided: <key>. You can find ..." (OpenAI) / "invalid x-api-key:
+ * <key>" (Anthropic), inband_error's message is "Overloaded (request key
+ * <key>)", malformed's invalid line carries "key":"<key>".  For tests that
+ * check the providers scrub secrets from what servers send back.
  *
  * expect.message_contains: the raw request body must contain the string;
  * otherwise the request is answered 400 {"error":{"message":"mock_llm

@@ -21,6 +21,7 @@
 #include "http.h"
 #include "schema.h"
 
+#include "provider_common.h"
 #include "provider_test.h"
 #include "testutil.h"
 
@@ -514,6 +515,47 @@ void pt_check_fault_mapping(const char *base_url, const char *overloaded_codes) 
         pt_assert_no_secret();
         mock_llm_stop(m);
         pt_plugin_teardown(NULL);
+    }
+}
+
+void pt_check_echoed_secrets_are_scrubbed(const char *base_url, const char *key_header) {
+    static const struct {
+        const char *fault, *code;
+        long status;
+    } faults[] = {{"auth", "AUTH", 401}, {"inband_error", "OVERLOADED", 0},
+                  {"malformed", "TRANSPORT", 0}};
+    char configs[2][512];
+    snprintf(configs[0], sizeof configs[0],
+             "{\"base_url\":\"%s\",\"api_key\":\"" PT_KEY "\",\"stream_idle_timeout_ms\":300}",
+             base_url);
+    snprintf(configs[1], sizeof configs[1],
+             "{\"base_url\":\"%s\",\"headers\":{%s},\"stream_idle_timeout_ms\":300}", base_url,
+             key_header);
+    for (size_t c = 0; c < 2; c++) {
+        for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
+            pt_plugin_setup(NULL);
+            char script[256];
+            snprintf(script, sizeof script,
+                     "{\"requests\":[{\"text\":\"Hello there\",\"fault\":\"%s\","
+                     "\"echo_key\":true}]}",
+                     faults[i].fault);
+            int rc;
+            mock_llm *m = pt_run_plugin(script, configs[c], NULL, &rc);
+            assert_int_equal(rc, WEIR_OK);
+            json_t *f = json_object_get(pt_finish_reason(pt_host.chunks), "failure");
+            const char *code = json_string_value(json_object_get(f, "code"));
+            const char *message = json_string_value(json_object_get(f, "message"));
+            if (!code || strcmp(code, faults[i].code) != 0 || !message ||
+                !strstr(message, PC_REDACTED))
+                fail_msg("config %zu, fault %s: got %s: %s", c, faults[i].fault,
+                         code ? code : "(none)", message ? message : "(none)");
+            if (faults[i].status)
+                assert_int_equal(json_integer_value(json_object_get(f, "status")),
+                                 faults[i].status);
+            pt_assert_no_secret();
+            mock_llm_stop(m);
+            pt_plugin_teardown(NULL);
+        }
     }
 }
 

@@ -164,6 +164,15 @@ void pt_assert_no_secret(void);
  */
 void pt_check_fault_mapping(const char *base_url, const char *overloaded_codes);
 
+/**
+ * A server that quotes the key back (mock "echo_key": the 401 body, an
+ * in-band error event, a malformed chunk) still gives the failure's code
+ * (and 401), with the key replaced by PC_REDACTED, whether the key is
+ * `api_key` or the value of the header `key_header` ("Name": "value" JSON
+ * text, its name in another case than the provider's own).
+ */
+void pt_check_echoed_secrets_are_scrubbed(const char *base_url, const char *key_header);
+
 /** A cancel at the first text-delta ends the stream "aborted" ABORTED. */
 void pt_check_cancel_mid_stream(const char *config);
 

@@ -591,6 +591,11 @@ static void plugin_maps_every_fault(void **state) {
     pt_check_fault_mapping("@BASE@/v1", "OVERLOADED|SERVER");
 }
 
+static void plugin_scrubs_echoed_secrets(void **state) {
+    (void)state;
+    pt_check_echoed_secrets_are_scrubbed("@BASE@/v1", "\"authorization\":\"Bearer " PT_KEY "\"");
+}
+
 static void plugin_cancel_mid_stream_is_aborted(void **state) {
     (void)state;
     pt_check_cancel_mid_stream(CONFIG);
@@ -638,6 +643,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(plugin_sends_no_authorization_for_empty_key,
                                         pt_plugin_setup, pt_plugin_teardown),
         cmocka_unit_test(plugin_maps_every_fault),
+        cmocka_unit_test(plugin_scrubs_echoed_secrets),
         cmocka_unit_test_setup_teardown(plugin_cancel_mid_stream_is_aborted, pt_plugin_setup,
                                         pt_plugin_teardown),
         cmocka_unit_test_setup_teardown(plugin_rejects_bad_config_and_call_config, pt_plugin_setup,

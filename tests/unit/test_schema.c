@@ -216,6 +216,19 @@ static void test_malformed_schemas(void **state) {
                 "schema is not valid JSON: line 1: unexpected token near end of file");
 }
 
+/* "secret" marks a value to hide (weir__schema_redact, tests/unit/test_redact.c);
+ * it says nothing about validity, but it must be a boolean. */
+static void test_secret_keyword(void **state) {
+    (void)state;
+    expect_ok("{\"properties\":{\"k\":{\"type\":\"string\",\"secret\":true}}}",
+              "{\"k\":\"sk-x\"}");
+    expect_ok("{\"secret\":false}", "1");
+    expect_fail("{\"properties\":{\"k\":{\"type\":\"string\",\"secret\":true}}}",
+                "{\"k\":1}", "$.k: expected string, got integer");
+    expect_fail("{\"properties\":{\"k\":{\"secret\":\"yes\"}}}", "{\"k\":\"x\"}",
+                "$.k: schema error: \"secret\" must be a boolean");
+}
+
 static void test_null_arguments(void **state) {
     (void)state;
     json_t *v = json_integer(1);
@@ -319,6 +332,7 @@ int main(void) {
         cmocka_unit_test(test_boolean_schemas),
         cmocka_unit_test(test_unknown_keywords_ignored),
         cmocka_unit_test(test_malformed_schemas),
+        cmocka_unit_test(test_secret_keyword),
         cmocka_unit_test(test_null_arguments),
         cmocka_unit_test(test_depth_within_bound),
         cmocka_unit_test(test_hostile_deep_nesting),
