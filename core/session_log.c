@@ -848,7 +848,10 @@ static json_t *interrupted_result(const json_t *call) {
                      "turn", json_object_get(d, "turn"), "step", json_object_get(d, "step"),
                      "message", "role", "tool", "content", "type", "tool_result", "call_id",
                      weir__json_str(d, "call_id", NULL), "content", "type", "text", "text",
-                     "interrupted: the session ended before the tool returned", "is_error", 1,
+                     /* the text of WEIR__TOOL_INTERRUPTED_TEXT (core/tools.h) */
+                     "Error: interrupted by a crash: the tool may or may not have run; do not "
+                     "assume either",
+                     "is_error", 1,
                      "error", "name", "AbortError", "code", "INTERRUPTED");
 }
 

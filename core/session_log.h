@@ -170,6 +170,9 @@ const json_t *weir__log_request_context(const weir__log *log);
  * without one, step/end when a step is open, then turn/end {turn,
  * reason:{kind:"interrupted"}}.  *repaired (may be NULL) says whether
  * anything was appended.  Thread-safe (appends go through the log lock).
+ * weir_agent_open answers the cut calls itself first (weir__driver_resume:
+ * an idempotent tool's call runs again), with the same INTERRUPTED text for
+ * the others, so this only closes the step and the turn there.
  */
 int weir__log_repair(weir__log *log, bool *repaired, weir_error *err);
 /* Highest turn number seen in turn/start events, 0 if none.  Thread-safe. */

@@ -386,7 +386,8 @@ static void repair_appends_closers(void **state) {
     assert_string_equal(
         r, "{\"turn\":2,\"step\":1,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"
            "\"tool_result\",\"call_id\":\"c2\",\"content\":[{\"type\":\"text\",\"text\":"
-           "\"interrupted: the session ended before the tool returned\"}],\"is_error\":true}]},"
+           "\"Error: interrupted by a crash: the tool may or may not have run; do not assume "
+           "either\"}],\"is_error\":true}]},"
            "\"error\":{\"name\":\"AbortError\",\"code\":\"INTERRUPTED\"}}");
     free(r);
     assert_string_equal(json_string_value(json_object_get(weir__log_event(f->log, 7), "type")),
