@@ -918,18 +918,25 @@ json_t *weir_config_default(void) {
     } else {
         provider = "scripted";
         model = "demo";
-        row = json_pack("{s:s,s:s,s:{s:s}}", "id", "scripted", "plugin", "provider-scripted",
-                        "config", "script", "builtin:demo");
+        /* a window, so that the demo runs the same policy chain as a real model */
+        row = json_pack("{s:s,s:s,s:{s:s,s:{s:{s:i,s:i}}}}", "id", "scripted", "plugin",
+                        "provider-scripted", "config", "script", "builtin:demo", "models", "demo",
+                        "context_window", 32768, "max_output", 4096);
     }
     if (!row)
         return NULL;
+    /* the policy chain every route gets: compaction and retry with their
+     * defaults, right after the provider row */
     json_t *doc = json_pack(
-        "{s:{s:s,s:s,s:i,s:i},s:{s:s,s:s},s:[s],s:[O,{s:s,s:s,s:{s:s}},"
+        "{s:{s:s,s:s,s:i,s:i},s:{s:s,s:s},s:[s],s:[O,{s:s,s:s,s:{}},{s:s,s:s,s:{}},{s:s,s:s,s:{s:s}},"
         "{s:s,s:s,s:{s:[{s:s,s:s,s:s,s:s}]}}]}",
         "agent", "provider", provider, "model", model, "max_tokens", 4096,
         "max_parallel_tool_calls", 10, "session", "dir",
         "${WEIR_SESSION_DIR:-~/.local/state/weir/sessions}", "fsync", "step", "plugin_path",
-        "${WEIR_PLUGIN_PATH:-}", "plugins", row, "id", "prompt", "plugin", "system-prompt",
+        "${WEIR_PLUGIN_PATH:-}", "plugins", row, "id", "compaction", "plugin",
+        "compaction-basic", "config", "id", "retry", "plugin", "retry", "config", "id", "prompt",
+        "plugin",
+        "system-prompt",
         "config", "text", "You are a careful assistant.", "id", "math", "plugin", "tools-ffi",
         "config", "tools", "library", "libm.so.6", "symbol", "pow", "prototype",
         "double pow(double x, double y)", "description", "x raised to the power y");

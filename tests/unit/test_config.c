@@ -555,6 +555,8 @@ static void test_hostile_input_gives_errors(void **state) {
 /* ---- the built-in default deployment ---------------------------------------------- */
 
 static const char default_tail[] =
+    "{\"id\":\"compaction\",\"plugin\":\"compaction-basic\",\"config\":{}},"
+    "{\"id\":\"retry\",\"plugin\":\"retry\",\"config\":{}},"
     "{\"id\":\"prompt\",\"plugin\":\"system-prompt\","
     "\"config\":{\"text\":\"You are a careful assistant.\"}},"
     "{\"id\":\"math\",\"plugin\":\"tools-ffi\",\"config\":{\"tools\":[{\"library\":"
@@ -644,13 +646,15 @@ static void test_default_deployment_scripted(void **state) {
         "\"session\":{\"dir\":\"${WEIR_SESSION_DIR:-~/.local/state/weir/sessions}\","
         "\"fsync\":\"step\"},\"plugin_path\":[\"${WEIR_PLUGIN_PATH:-}\"],\"plugins\":["
         "{\"id\":\"scripted\",\"plugin\":\"provider-scripted\","
-        "\"config\":{\"script\":\"builtin:demo\"}},",
+        "\"config\":{\"script\":\"builtin:demo\",\"models\":{\"demo\":"
+        "{\"context_window\":32768,\"max_output\":4096}}}},",
         "{\"agent\":{\"provider\":\"scripted\",\"model\":\"demo\","
         "\"max_tokens\":4096,\"max_parallel_tool_calls\":10},"
         "\"session\":{\"dir\":\"/home/tester/.local/state/weir/sessions\","
         "\"fsync\":\"step\"},\"plugin_path\":[],\"plugins\":["
         "{\"id\":\"scripted\",\"plugin\":\"provider-scripted\","
-        "\"config\":{\"script\":\"builtin:demo\"}},");
+        "\"config\":{\"script\":\"builtin:demo\",\"models\":{\"demo\":"
+        "{\"context_window\":32768,\"max_output\":4096}}}},");
     /* without HOME, ~/ cannot be expanded */
     char *home = strdup(getenv("HOME"));
     unsetenv("HOME");
