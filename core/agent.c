@@ -497,12 +497,16 @@ static json_t *normalize_message(const json_t *m, weir_send_mode mode, const cha
                             json_pack("[{s:s, s:O}]", "type", "text", "text", content));
     else if (out)
         json_object_set_new(out, "content", json_deep_copy(content));
-    if (out && source)
-        json_object_set_new(out, "source", json_deep_copy(source));
-    else if (out)
-        json_object_set_new(out, "source", json_pack("{s:s}", "kind",
-                                                     mode == WEIR_SEND_FOLLOWUP ? "human"
-                                                                                : "steer"));
+    /* the caller's source (e.g. {"pinned":true}) keeps its fields; a kind
+     * it does not give is the mode's */
+    json_t *src = source ? json_deep_copy(source) : json_object();
+    if (src && !json_is_string(json_object_get(src, "kind")))
+        json_object_set_new(src, "kind",
+                            json_string(mode == WEIR_SEND_FOLLOWUP ? "human" : "steer"));
+    if (out && src)
+        json_object_set_new(out, "source", src);
+    else
+        json_decref(src);
     if (out)
         json_object_set_new(out, "id", json_string(mid));
     if (!out || !json_object_get(out, "content") || !json_object_get(out, "source") ||

@@ -86,6 +86,31 @@ static void idle_steering_starts_a_turn(void **state) {
     dh_teardown(&d);
 }
 
+/* A message's own source fields (e.g. pinned, for compaction) reach the
+ * log; the kind it leaves out is the send mode's. */
+static void message_source_fields_are_kept(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":"
+             "[{\"text\":\"ok\"}]}}]",
+             NULL);
+    dh_open(&d, "pinned");
+    json_t *m = json_pack("{s:s, s:s, s:{s:b, s:s}}", "role", "user", "content", "never use tabs",
+                          "source", "pinned", 1, "note", "from the host");
+    weir_error err;
+    assert_int_equal(weir_agent_send(d.agent, m, WEIR_SEND_FOLLOWUP, "c1", &err), WEIR_OK);
+    json_decref(m);
+    dh_run(&d);
+    const json_t *msg =
+        json_object_get(json_object_get(dh_find(&d, "user/message", 0), "data"), "message");
+    const json_t *source = json_object_get(msg, "source");
+    assert_true(json_is_true(json_object_get(source, "pinned")));
+    assert_string_equal(json_string_value(json_object_get(source, "note")), "from the host");
+    assert_string_equal(user_source(&d, 0), "human");
+    dh_teardown(&d);
+}
+
 static void inject_while_idle_waits_for_a_wake(void **state) {
     (void)state;
     dh d;
@@ -304,6 +329,7 @@ int main(void) {
         cmocka_unit_test(steering_between_steps_is_delivered_exactly_once),
         cmocka_unit_test(idle_steering_starts_a_turn),
         cmocka_unit_test(inject_while_idle_waits_for_a_wake),
+        cmocka_unit_test(message_source_fields_are_kept),
         cmocka_unit_test(turn_stopping_listener_steers_another_step),
         cmocka_unit_test(followups_each_open_their_own_turn),
         cmocka_unit_test(resending_an_input_id_is_acknowledged_once),
