@@ -218,9 +218,10 @@ static void prepare(run *r, slot *s) {
         s->attempt = s->reruns + 1; /* the execution the crash cut */
         if (s->reruns > 0)
             rc = weir__tool_outcome_error(&s->out, "AbortError", "INTERRUPTED", NULL,
-                                          "%s (it was run again %d times after crashes and "
+                                          "%s (it was run again %d time%s after crashes and "
                                           "never finished)",
-                                          WEIR__TOOL_INTERRUPTED_TEXT, s->reruns);
+                                          WEIR__TOOL_INTERRUPTED_TEXT, s->reruns,
+                                          s->reruns == 1 ? "" : "s");
         else
             rc = weir__tool_outcome_error(&s->out, "AbortError", "INTERRUPTED", NULL, "%s",
                                           WEIR__TOOL_INTERRUPTED_TEXT);
