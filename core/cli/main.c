@@ -29,7 +29,8 @@ static const char usage_text[] =
     "describes each command.\n"
     "\n"
     "exit codes: 0 ok, 1 failure (turn error, failed check), 2 usage,\n"
-    "            3 configuration or plugin load error, 4 I/O error\n";
+    "            3 configuration or plugin load error, 4 I/O error,\n"
+    "            130 / 143 stopped by SIGINT / SIGTERM (run, resume, serve)\n";
 
 int weir_cli_fail(const char *what, const weir_error *err) {
     fprintf(stderr, "weir: %s: %s\n", what,

@@ -5,12 +5,16 @@
  * Output: assistant text to stdout as it streams, tool activity
  * ("[tool] pow {"x":2,"y":10} -> 1024") and errors to stderr.  With --json
  * every live and durable event is one JSON line on stdout and nothing else
- * (DESIGN §9a).  SIGINT cancels the running turn; a second SIGINT (or one
- * while idle) exits.  The signal handler only writes to a pipe; a watcher
- * thread calls weir_agent_cancel().
+ * (DESIGN §9a).  SIGINT cancels the running turn (cause user) and, for one
+ * prompt, exits 130 once the turn is closed; in the REPL the next prompt
+ * follows.  A second SIGINT in the same turn, or one while idle, exits 130
+ * at once.  SIGTERM cancels the running turn (cause disposed) and exits 143
+ * once it is closed (at once while idle).  The signal handler only writes
+ * the signal's number to a pipe; a watcher thread calls weir_agent_cancel().
  */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -155,44 +159,82 @@ static void on_event(const json_t *event, bool durable, void *ud) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* SIGINT: handler -> pipe -> watcher thread -> weir_agent_cancel            */
+/* Signals: handler -> pipe -> watcher thread -> weir_agent_cancel           */
 /* ------------------------------------------------------------------------ */
 
 static int sig_pipe[2] = {-1, -1};
-static atomic_bool turn_running;
+static atomic_bool turn_running;  /* a prompt is being sent or run */
+static atomic_uint turn_seq;      /* counts the prompts run */
+static atomic_int quit_signal;    /* exit 128 + this once the turn is closed */
 static weir_agent *sig_agent;
+static bool sig_repl;             /* a SIGINT in the REPL cancels the turn only */
 
-static void on_sigint(int sig) {
-    (void)sig;
+static void on_signal(int sig) {
     int saved = errno;
-    char c = 1;
+    char c = (char)sig;
     if (write(sig_pipe[1], &c, 1) < 0) {
         /* nothing to do: the pipe is full, a wake is already pending */
     }
     errno = saved;
 }
 
+/*
+ * A cancel may land just before the agent starts its turn (it is then a
+ * no-op): while a cancel is pending it is repeated every 200 ms until that
+ * prompt is done.
+ */
 static void *sig_watcher(void *arg) {
     (void)arg;
-    int count = 0;
-    char c;
-    while (read(sig_pipe[0], &c, 1) == 1) {
-        if (c == 0)
-            break; /* shutdown */
-        if (!atomic_load(&turn_running) || ++count > 1) {
-            fputs("\n", stderr);
-            _exit(WEIR_EXIT_FAIL);
+    const char *cause = NULL; /* the pending cancel */
+    unsigned cancel_seq = 0, int_seq = 0;
+    bool int_seen = false;
+    for (;;) {
+        struct pollfd p = {.fd = sig_pipe[0], .events = POLLIN};
+        int n = poll(&p, 1, cause ? 200 : -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0 && atomic_load(&turn_running) && atomic_load(&turn_seq) == cancel_seq)
+                weir_agent_cancel(sig_agent, cause, false);
+            else
+                cause = NULL;
+            continue;
         }
-        fputs("\nweir: cancelling (press Ctrl-C again to quit)\n", stderr);
-        weir_agent_cancel(sig_agent, "user", false);
+        char c;
+        if (read(sig_pipe[0], &c, 1) != 1 || c == 0)
+            break; /* shutdown */
+        bool running = atomic_load(&turn_running);
+        unsigned seq = atomic_load(&turn_seq);
+        if (c == SIGTERM) {
+            if (!running)
+                _exit(128 + SIGTERM);
+            atomic_store(&quit_signal, SIGTERM);
+            fputs("\nweir: terminating: cancelling the turn\n", stderr);
+            cause = "disposed";
+        } else {
+            if (!running || (int_seen && int_seq == seq)) {
+                fputs("\n", stderr);
+                _exit(128 + SIGINT);
+            }
+            int_seen = true;
+            int_seq = seq;
+            if (!sig_repl)
+                atomic_store(&quit_signal, SIGINT);
+            fputs("\nweir: cancelling (press Ctrl-C again to quit)\n", stderr);
+            if (!cause || cancel_seq != seq)
+                cause = "user";
+        }
+        cancel_seq = seq;
+        weir_agent_cancel(sig_agent, cause, false);
     }
     return NULL;
 }
 
-static bool sig_start(weir_agent *agent, pthread_t *th) {
+static bool sig_start(weir_agent *agent, bool repl_mode, pthread_t *th) {
     if (pipe(sig_pipe) != 0)
         return false;
     sig_agent = agent;
+    sig_repl = repl_mode;
     if (pthread_create(th, NULL, sig_watcher, NULL) != 0) {
         close(sig_pipe[0]);
         close(sig_pipe[1]);
@@ -200,14 +242,16 @@ static bool sig_start(weir_agent *agent, pthread_t *th) {
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
+    sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     return true;
 }
 
 static void sig_stop(pthread_t th) {
     signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
     char c = 0;
     if (write(sig_pipe[1], &c, 1) == 1)
         pthread_join(th, NULL);
@@ -219,16 +263,28 @@ static void sig_stop(pthread_t th) {
 /* Commands                                                                  */
 /* ------------------------------------------------------------------------ */
 
+/* 128 + the signal that ends the process (SIGINT, SIGTERM), or 0. */
+static int quit_code(void) {
+    int sig = atomic_load(&quit_signal);
+    return sig ? 128 + sig : 0;
+}
+
 static int run_prompt(weir_agent *agent, run_state *st, const char *prompt) {
     weir_error err;
     weir_error_clear(&err);
-    if (weir_agent_send_text(agent, prompt, WEIR_SEND_FOLLOWUP, &err) != WEIR_OK)
-        return weir_cli_fail("send", &err);
+    atomic_fetch_add(&turn_seq, 1);
     atomic_store(&turn_running, true);
-    int rc = weir_agent_run_until_idle(agent, &err);
+    if (weir_agent_send_text(agent, prompt, WEIR_SEND_FOLLOWUP, &err) != WEIR_OK) {
+        atomic_store(&turn_running, false);
+        return weir_cli_fail("send", &err);
+    }
+    int rc = quit_code() ? WEIR_OK /* a signal before the turn: no turn */
+                         : weir_agent_run_until_idle(agent, &err);
     atomic_store(&turn_running, false);
     if (rc != WEIR_OK)
         return weir_cli_fail("run", &err);
+    if (quit_code())
+        return quit_code();
     return st->turn_failed ? WEIR_EXIT_FAIL : WEIR_EXIT_OK;
 }
 
@@ -247,7 +303,7 @@ static int repl(weir_agent *agent, run_state *st) {
             continue;
         rc = run_prompt(agent, st, line);
         if (rc > WEIR_EXIT_FAIL)
-            break;
+            break; /* an I/O error, or a signal that quits */
     }
     free(line);
     fputc('\n', stderr);
@@ -290,9 +346,12 @@ static const char run_help[] =
     "      --log PATH      the session log file itself (instead of -s)\n"
     "      --json          print every event as one JSON line on stdout\n"
     "\n"
-    "Ctrl-C cancels the running turn; a second Ctrl-C quits.\n"
+    "Ctrl-C (SIGINT) cancels the running turn and quits (exit 130) once it is\n"
+    "closed; in the REPL it cancels the turn only, and a second Ctrl-C quits.\n"
+    "SIGTERM cancels the running turn (cause disposed) and exits 143.\n"
     "exit codes: 0 ok, 1 the turn failed or was cancelled, 2 usage,\n"
-    "            3 configuration or plugin error, 4 I/O error\n";
+    "            3 configuration or plugin error, 4 I/O error (also a session\n"
+    "            log that cannot be written), 130 SIGINT, 143 SIGTERM\n";
 
 static const char resume_help[] =
     "usage: weir resume [-c FILE]... [--json] ID [PROMPT]\n"
@@ -304,8 +363,10 @@ static const char resume_help[] =
     "  -c, --config FILE   deployment config (repeat to overlay; default: built in)\n"
     "      --json          print every event as one JSON line on stdout\n"
     "\n"
+    "SIGINT and SIGTERM cancel the running turn and quit, as for weir run.\n"
     "exit codes: 0 ok, 1 the turn failed or was cancelled, 2 usage,\n"
-    "            3 configuration or plugin error, 4 I/O error\n";
+    "            3 configuration or plugin error, 4 I/O error (also a session\n"
+    "            log that cannot be written), 130 SIGINT, 143 SIGTERM\n";
 
 static int run_common(int argc, char **argv, bool resume) {
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
@@ -382,7 +443,7 @@ static int run_common(int argc, char **argv, bool resume) {
             fprintf(stderr, "weir: session %s (%s)\n", weir_agent_id(agent),
                     weir_agent_log_path(agent));
         pthread_t th;
-        bool sig = sig_start(agent, &th);
+        bool sig = sig_start(agent, !prompt && isatty(STDIN_FILENO), &th);
         if (prompt) {
             rc = run_prompt(agent, &st, prompt);
         } else if (isatty(STDIN_FILENO)) {

@@ -8,10 +8,16 @@
  * sends them to the agent; a driver thread runs weir_agent_run_until_idle()
  * whenever a command woke it.  Every stdout line is written whole under
  * `out_mu`.  End of input is a shutdown: the running turn is cancelled
- * (generation.detached) and queued input is reported input.held.
+ * (generation.detached) and queued input is reported input.held.  SIGTERM
+ * and SIGINT are a shutdown too: their handler only writes the signal's
+ * number to a pipe, which the main thread polls next to stdin (read with
+ * read(2), not stdio, so that the poll sees all of it); serve then exits
+ * 128 + the signal.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <weir/generation.h>
 
@@ -43,6 +50,9 @@ typedef struct serve {
     bool compact_running;       /* ... runs (a cancel then cancels it, not drops it) */
     long compact_line;          /* its line on stdin */
     char *compact_instructions; /* its instructions (owned), or NULL */
+    int signal;                 /* the SIGTERM or SIGINT that shut serve down, or 0 */
+    char in[4096];              /* stdin, read ahead (main thread) */
+    size_t in_pos, in_len;
 } serve;
 
 /* ------------------------------------------------------------------------ */
@@ -420,16 +430,84 @@ static bool handle(serve *s, long line, const char *buf, size_t len) {
     return go_on;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Input: stdin and the signal pipe                                          */
+/* ------------------------------------------------------------------------ */
+
+static int sig_pipe[2] = {-1, -1};
+
+static void on_signal(int sig) {
+    int saved = errno;
+    char c = (char)sig;
+    if (write(sig_pipe[1], &c, 1) < 0) {
+        /* nothing to do: the pipe is full, a shutdown is already pending */
+    }
+    errno = saved;
+}
+
+/* The pipe and the handlers for SIGTERM and SIGINT; false when no pipe. */
+static bool sig_start(void) {
+    if (pipe(sig_pipe) != 0)
+        return false;
+    for (int i = 0; i < 2; i++)
+        (void)fcntl(sig_pipe[i], F_SETFD, FD_CLOEXEC);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    return true;
+}
+
+/* Back to the default actions: a second signal ends the process at once. */
+static void sig_default(void) {
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+}
+
+#define INPUT_SIGNAL (-2)
+
+/* The next byte of stdin; EOF at its end (or a read error); INPUT_SIGNAL
+ * when a signal asked for a shutdown (s->signal says which). */
+static int next_byte(serve *s) {
+    while (s->in_pos == s->in_len) {
+        struct pollfd p[2] = {{.fd = STDIN_FILENO, .events = POLLIN},
+                              {.fd = sig_pipe[0], .events = POLLIN}};
+        int n = poll(p, sig_pipe[0] >= 0 ? 2 : 1, -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return EOF;
+        char c;
+        if (sig_pipe[0] >= 0 && (p[1].revents & POLLIN) && read(sig_pipe[0], &c, 1) == 1) {
+            s->signal = c;
+            return INPUT_SIGNAL;
+        }
+        if (!p[0].revents)
+            continue;
+        ssize_t r = read(STDIN_FILENO, s->in, sizeof s->in);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (r <= 0)
+            return EOF;
+        s->in_pos = 0;
+        s->in_len = (size_t)r;
+    }
+    return (unsigned char)s->in[s->in_pos++];
+}
+
 /*
  * Read one line of at most MAX_LINE bytes into *buf (without its newline).
- * Returns its length, or -1 at end of input with nothing read.  A longer
- * line is consumed to its end and reported through *too_long.
+ * Returns its length, -1 at end of input with nothing read, or
+ * INPUT_SIGNAL (the partial line is dropped).  A longer line is consumed to
+ * its end and reported through *too_long.
  */
-static long read_line(char **buf, size_t *cap, bool *too_long) {
+static long read_line(serve *s, char **buf, size_t *cap, bool *too_long) {
     size_t len = 0;
     int c;
     *too_long = false;
-    while ((c = getchar()) != EOF && c != '\n') {
+    while ((c = next_byte(s)) != EOF && c != INPUT_SIGNAL && c != '\n') {
         if (len >= MAX_LINE) {
             *too_long = true;
             continue;
@@ -446,6 +524,8 @@ static long read_line(char **buf, size_t *cap, bool *too_long) {
         }
         (*buf)[len++] = (char)c;
     }
+    if (c == INPUT_SIGNAL)
+        return INPUT_SIGNAL;
     if (c == EOF && len == 0 && !*too_long)
         return -1;
     return (long)len;
@@ -476,17 +556,20 @@ static const char serve_help[] =
     "      --events all    also print the agent's own events (default: only the\n"
     "                      generation.* and input.* events)\n"
     "\n"
+    "SIGTERM and SIGINT shut down as {\"op\":\"shutdown\"} does (a second one ends\n"
+    "the process at once).\n"
+    "\n"
     "exit codes: 0 ok, 1 the agent stopped after an error, 2 usage,\n"
     "            3 configuration or plugin error, 4 I/O error (also when the\n"
-    "            session log could not be written)\n";
+    "            session log could not be written), 130 SIGINT, 143 SIGTERM\n";
 
-/* The command loop: read until shutdown or end of input. */
+/* The command loop: read until shutdown, end of input or a signal. */
 static void serve_loop(serve *s) {
     char *buf = NULL;
     size_t cap = 0;
     long line = 0, len;
     bool too_long;
-    while ((len = read_line(&buf, &cap, &too_long)) >= 0) {
+    while ((len = read_line(s, &buf, &cap, &too_long)) >= 0) {
         line++;
         if (too_long)
             put_error(s, line, NULL, "line too long (more than %u bytes)", MAX_LINE);
@@ -519,13 +602,20 @@ static int serve_agent(serve *s, weir_host *host, const char *path) {
         rc = WEIR_EXIT_FAIL;
     } else {
         serve_loop(s);
+        if (s->signal)
+            sig_default();
         stop_driver(s, th);
         if (s->broken)
             rc = s->broken_status == WEIR_E_IO ? WEIR_EXIT_IO : WEIR_EXIT_FAIL;
     }
     weir_agent_close(s->agent);
-    put_own(s, "session.closed",
-            json_pack("{s:s}", "status", rc == WEIR_EXIT_OK ? "completed" : "error"));
+    json_t *closed = json_pack("{s:s}", "status", rc == WEIR_EXIT_OK ? "completed" : "error");
+    if (closed && s->signal)
+        json_object_set_new(closed, "signal",
+                            json_string(s->signal == SIGINT ? "SIGINT" : "SIGTERM"));
+    put_own(s, "session.closed", closed);
+    if (rc == WEIR_EXIT_OK && s->signal)
+        rc = 128 + s->signal;
     weir_generation_tracker_destroy(s->tracker);
     return rc;
 }
@@ -599,6 +689,8 @@ int weir_cmd_serve(int argc, char **argv) {
         return rc;
     }
     signal(SIGPIPE, SIG_IGN); /* a host that went away: writes fail, input ends */
+    if (!sig_start())
+        fprintf(stderr, "weir serve: no signal pipe: SIGTERM and SIGINT end the process\n");
     pthread_mutex_init(&s.out_mu, NULL);
     pthread_mutex_init(&s.mu, NULL);
     pthread_cond_init(&s.cv, NULL);

@@ -1,15 +1,18 @@
 #!/bin/sh
-# tests/scripts/cli_sigint.sh WEIR - SIGINT during `weir run` cancels the
-# running turn (turn/end aborted, cause user), exits 1, and leaves a log that
-# passes `weir log --check`.  The scripted reply streams slowly; the script
-# waits (bounded) until the request is logged, then sends SIGINT.
+# tests/scripts/cli_sigint.sh WEIR - SIGINT and SIGTERM during `weir run`
+# cancel the running turn and close it in the log before exiting:
+#   SIGINT   turn/end aborted, cause user; "weir: turn cancelled (user)"; exit 130
+#   SIGTERM  turn/end aborted, cause disposed; exit 143
+# Either way the log passes `weir log --check` with nothing open.  The
+# scripted reply streams slowly; the script waits (bounded) until the
+# request is logged, then sends the signal.
 WEIR=${1:?usage: $0 path/to/weir}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weir-cli-sigint.XXXXXX") || exit 1
 PID=
 trap '[ -n "$PID" ] && kill -9 "$PID" 2>/dev/null; rm -rf "$TMP"' EXIT INT TERM
 export OPENAI_API_KEY= ANTHROPIC_API_KEY=
 FAILURES=0
-fail() { echo "FAIL: $*" >&2; FAILURES=$((FAILURES + 1)); }
+fail() { echo "FAIL: $sig: $*" >&2; FAILURES=$((FAILURES + 1)); }
 
 cat >"$TMP/slow.json" <<JSON
 {"agent": {"provider": "scripted", "model": "demo"},
@@ -18,24 +21,40 @@ cat >"$TMP/slow.json" <<JSON
               "config": {"replies": [{"text": "a very slow answer", "chunks": 4,
                                       "chunk_delay_ms": 60000}]}}]}
 JSON
-"$WEIR" run -c "$TMP/slow.json" -s slow "hi" >"$TMP/out" 2>"$TMP/err" &
-PID=$!
-LOG="$TMP/sessions/slow.jsonl"
-i=0
-until grep -q '"type":"request/context"' "$LOG" 2>/dev/null; do
-    i=$((i + 1))
-    [ $i -gt 300 ] && { fail "the request was never logged"; break; }
-    sleep 0.1
+
+for sig in INT TERM; do
+    case $sig in
+    INT) want_rc=130 cause=user ;;
+    TERM) want_rc=143 cause=disposed ;;
+    esac
+    id=slow-$sig
+    LOG="$TMP/sessions/$id.jsonl"
+    "$WEIR" run -c "$TMP/slow.json" -s $id "hi" >"$TMP/out" 2>"$TMP/err" &
+    PID=$!
+    i=0
+    until grep -q '"type":"request/context"' "$LOG" 2>/dev/null; do
+        i=$((i + 1))
+        [ $i -gt 300 ] && { fail "the request was never logged"; break; }
+        sleep 0.1
+    done
+    kill -$sig "$PID"
+    i=0
+    while kill -0 "$PID" 2>/dev/null; do
+        i=$((i + 1))
+        [ $i -gt 300 ] && { fail "weir run did not exit"; kill -9 "$PID"; break; }
+        sleep 0.1
+    done
+    wait "$PID"
+    rc=$?
+    PID=
+    [ $rc -eq $want_rc ] || fail "exit $rc, want $want_rc ($(cat "$TMP/err"))"
+    grep -q '"type":"turn/end","data":{"turn":1,"reason":{"kind":"aborted","cause":"'$cause'"}}' "$LOG" ||
+        fail "no aborted turn/end (cause $cause) in the log: $(grep turn/end "$LOG")"
+    grep -q "^weir: turn cancelled ($cause)\$" "$TMP/err" || fail "stderr: $(cat "$TMP/err")"
+    "$WEIR" log -c "$TMP/slow.json" $id --check >"$TMP/check" 2>&1 ||
+        fail "log check: $(cat "$TMP/check")"
+    grep -q '^open:' "$TMP/check" && fail "left open: $(cat "$TMP/check")"
 done
-kill -INT "$PID"
-wait "$PID"
-rc=$?
-PID=
-[ $rc -eq 1 ] || fail "exit $rc, want 1 ($(cat "$TMP/err"))"
-grep -q '"type":"turn/end","data":{"turn":1,"reason":{"kind":"aborted","cause":"user"}}' "$LOG" ||
-    fail "no aborted turn/end in the log"
-grep -q '^weir: turn cancelled (user)$' "$TMP/err" || fail "stderr: $(cat "$TMP/err")"
-"$WEIR" log -c "$TMP/slow.json" slow --check >/dev/null || fail "log check after SIGINT"
 
 [ $FAILURES -eq 0 ] && echo "cli_sigint: ok"
 exit $FAILURES
