@@ -75,7 +75,7 @@ WEIR_API json_t *weir_config_default(void);
  * @return WEIR_OK, WEIR_E_INVAL when `config` is not an object, or
  *         WEIR_E_NOMEM (then `config` may be partly redacted).
  * Thread-safety: as dlopen; reads the plugin directories' environment.
- * Since: 0.3
+ * Since: 0.1
  */
 WEIR_API int weir_config_redact(json_t *config, weir_error *err) WEIR_WUR;
 
@@ -180,7 +180,7 @@ typedef struct weir_agent_options {
 /**
  * Whether `id` is a session id: [A-Za-z0-9][A-Za-z0-9._-]{0,127} (so it is
  * never a path and never "." or "..").  NULL is not.  Thread-safe.
- * Since: 0.3
+ * Since: 0.1
  */
 WEIR_API bool weir_session_id_valid(const char *id);
 
@@ -282,7 +282,7 @@ WEIR_API const char *weir_agent_log_path(const weir_agent *agent);
  * WEIR_E_NOT_FOUND.
  * @param report  receives a new reference {ok, events, errors:[...],
  *                open:[...], error_line} (error_line: the line of the first
- *                error, 0 when ok; since 0.3).
+ *                error, 0 when ok).
  * Since: 0.1
  */
 WEIR_API int weir_log_check(const char *path, json_t **report, weir_error *err) WEIR_WUR;
