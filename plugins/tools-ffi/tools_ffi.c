@@ -3,7 +3,7 @@
  * as tools through libffi (DESIGN §7, docs/tools.md).
  *
  * Config: {"tools":[{"library","symbol","prototype","description"?,"name"?,
- *                    "out"?:[name | {"name","count":N|"<argument>","max"?:M}],
+ *                    "out"?:[{"name","count":N|"<argument>","max"?:M}],
  *                    "returns_owned"?:{"free":"free"|"none"|"<symbol>"},
  *                    "parallel"?:bool}]}
  * Every listed function is dlopen'd, dlsym'd and prepared (ffi_prep_cif) once
@@ -12,9 +12,10 @@
  * per-tool state is read-only after init.
  *
  * Every pointer parameter is an out-parameter whose size the row declares
- * ("out"); each call passes a fresh zeroed heap buffer of exactly that many
- * elements (a 'char' buffer gets one spare NUL byte after them).  A count
- * that names an argument is checked against its "max" before the call.
+ * ("out"; a bare name declares none and is refused); each call passes a
+ * fresh zeroed heap buffer of exactly that many elements (a 'char' buffer
+ * gets one spare NUL byte after them).  A count that names an argument is
+ * checked against its "max" before the call.
  */
 #include <dlfcn.h>
 #include <float.h>
@@ -41,7 +42,7 @@
 typedef struct out_size {
     size_t count; /* the constant count, or the maximum when arg >= 0 */
     int arg;      /* the parameter whose argument is the count; -1: constant */
-    bool single;  /* one value, returned as a scalar ("name" or count 1; not char) */
+    bool single;  /* one value, returned as a scalar (count 1; not char) */
 } out_size;
 
 typedef struct ffi_tool {
@@ -74,7 +75,9 @@ static const char config_schema[] =
     "\"prototype\":{\"type\":\"string\"},"
     "\"description\":{\"type\":\"string\"},"
     "\"name\":{\"type\":\"string\",\"minLength\":1},"
-    "\"out\":{\"type\":\"array\",\"items\":{\"anyOf\":[{\"type\":\"string\",\"minLength\":1},"
+    /* A bare name passes the schema only so that init can refuse it naming the tool. */
+    "\"out\":{\"type\":\"array\",\"items\":{\"anyOf\":[{\"type\":\"string\",\"minLength\":1,"
+    "\"description\":\"a bare name has no size: refused at init\"},"
     "{\"type\":\"object\",\"required\":[\"name\",\"count\"],\"additionalProperties\":false,"
     "\"properties\":{\"name\":{\"type\":\"string\",\"minLength\":1},"
     "\"count\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":1},"
@@ -709,25 +712,22 @@ static int find_param(const wf_proto *pr, const char *name) {
     return -1;
 }
 
-/* The byte types: in C a pointer to one of them is a buffer far more often than one value. */
-static bool is_byte_type(wf_type t) {
-    return t == WF_CHAR || t == WF_SCHAR || t == WF_UCHAR || t == WF_I8 || t == WF_U8;
-}
-
-/* An out-parameter without a declared size (`where` names the row and the tool). */
-static int unsized(const char *where, const wf_param *p, weir_error *err) {
-    const char *n = p->name, *tn = wf_type_name(p->type);
-    if (is_byte_type(p->type))
-        return set_err(err, WEIR_E_PLUGIN_CONFIG,
-                       "%s: out-parameter '%s' ('%s *%s') is a buffer of unknown size; declare "
-                       "it in \"out\" as {\"name\": \"%s\", \"count\": N} or {\"name\": \"%s\", "
-                       "\"count\": \"<argument>\", \"max\": N}",
-                       where, n, tn, n, n, n);
+/*
+ * An out-parameter without a declared size (`where` names the row and the
+ * tool): not listed in "out", or listed by a bare name.  A prototype cannot
+ * say how many elements the function writes, so there is no default.
+ */
+static int unsized(const char *where, const wf_param *p, bool bare, weir_error *err) {
+    const char *n = p->name;
     return set_err(err, WEIR_E_PLUGIN_CONFIG,
-                   "%s: out-parameter '%s' ('%s *%s') is not declared; list it in \"out\": "
-                   "\"%s\" for one %s, or {\"name\": \"%s\", \"count\": N | \"<argument>\", "
-                   "\"max\": N} for a buffer",
-                   where, n, tn, n, n, tn, n);
+                   "%s: out-parameter '%s' ('%s *%s') %s as {\"name\": \"%s\", \"count\": 1} "
+                   "for one value, {\"name\": \"%s\", \"count\": N} for N values, or "
+                   "{\"name\": \"%s\", \"count\": \"<argument>\", \"max\": N} for as many as "
+                   "an integer argument says, at most N",
+                   where, n, wf_type_name(p->type), n,
+                   bare ? "has no size: a bare name in \"out\" is not accepted; declare it"
+                        : "is not declared; declare it in \"out\"",
+                   n, n, n);
 }
 
 /* Refuse a count or max above OUT_MAX_BYTES for elements of type `et`. */
@@ -744,7 +744,7 @@ static int check_limit(const char *where, const char *name, const char *key, jso
 
 /*
  * Read the row's "out" into t->outs: every pointer parameter of the prototype
- * must be listed once, with a size (a bare name is one value; not for bytes).
+ * must be listed once, as an object with a size (a bare name is refused).
  */
 static int check_out(ffi_tool *t, const char *where, const json_t *out, weir_error *err) {
     wf_proto *pr = &t->proto;
@@ -768,12 +768,8 @@ static int check_out(ffi_tool *t, const char *where, const json_t *out, weir_err
                            where, name);
         listed[k] = true;
         out_size *os = &t->outs[k];
-        if (json_is_string(o)) {
-            if (is_byte_type(p->type))
-                return unsized(where, p, err);
-            *os = (out_size){.count = 1, .arg = -1, .single = true};
-            continue;
-        }
+        if (json_is_string(o)) /* a bare name: no size, whatever the type */
+            return unsized(where, p, true, err);
         const json_t *count = json_object_get(o, "count"), *max = json_object_get(o, "max");
         int rc;
         if (json_is_integer(count)) {
@@ -815,7 +811,7 @@ static int check_out(ffi_tool *t, const char *where, const json_t *out, weir_err
     }
     for (size_t k = 0; k < pr->nparams; k++)
         if (pr->params[k].out && !listed[k])
-            return unsized(where, &pr->params[k], err);
+            return unsized(where, &pr->params[k], false, err);
     return WEIR_OK;
 }
 

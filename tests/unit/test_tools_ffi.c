@@ -265,9 +265,10 @@ static void out_parameters_are_returned(void **state) {
     (void)state;
     static const row rows[] = {
         {"t_divmod", "int t_divmod(int a, int b, int *quotient, int *remainder)",
-         "{\"out\":[\"quotient\",\"remainder\"]}"},
+         "{\"out\":[{\"name\":\"quotient\",\"count\":1},"
+         "{\"name\":\"remainder\",\"count\":1}]}"},
         {"t_minmax", "void t_minmax(double a, double b, double *lo, double *hi)",
-         "{\"out\":[\"lo\",\"hi\"]}"},
+         "{\"out\":[{\"name\":\"lo\",\"count\":1},{\"name\":\"hi\",\"count\":1}]}"},
     };
     weir_host *h = load_ok(rows, 2);
     expect(h, "t_divmod", "{\"a\":7,\"b\":2}", "{\"return\":0,\"quotient\":3,\"remainder\":1}");
@@ -390,18 +391,86 @@ static void char_buffers_are_returned_as_strings(void **state) {
     weir_host_destroy(h);
 }
 
-static void the_short_form_and_count_1_are_one_value(void **state) {
+/* A constant "count": 1 is one value, not an array (what the bare name used to give). */
+static void count_1_is_one_value(void **state) {
     (void)state;
     static const row rows[] = {
         {"t_divmod", "int t_divmod(int a, int b, int *quotient, int *remainder)",
-         "{\"out\":[{\"name\":\"quotient\",\"count\":1},\"remainder\"]}"},
+         "{\"out\":[{\"name\":\"quotient\",\"count\":1},"
+         "{\"name\":\"remainder\",\"count\":1}]}"},
         {"t_minmax", "void t_minmax(double a, double b, double *lo, double *hi)",
-         "{\"out\":[\"lo\",{\"name\":\"hi\",\"count\":1}]}"},
+         "{\"out\":[{\"name\":\"lo\",\"count\":1},{\"name\":\"hi\",\"count\":1}]}"},
+        {"t_fill_ints", "int t_fill_ints(size_t n, int *buf)",
+         "{\"out\":[{\"name\":\"buf\",\"count\":1}]}"},
+        {"t_fill_doubles", "void t_fill_doubles(double *buf, unsigned short n, double step)",
+         "{\"out\":[{\"name\":\"buf\",\"count\":1}]}"},
     };
-    weir_host *h = load_ok(rows, 2);
+    weir_host *h = load_ok(rows, sizeof rows / sizeof rows[0]);
     expect(h, "t_divmod", "{\"a\":17,\"b\":5}", "{\"return\":0,\"quotient\":3,\"remainder\":2}");
     expect(h, "t_minmax", "{\"a\":-1,\"b\":4}", "{\"lo\":-1,\"hi\":4}");
+    /* n stays an ordinary argument here; the function writes n elements, so pass 1 */
+    expect(h, "t_fill_ints", "{\"n\":1}", "{\"return\":1,\"buf\":-1}");
+    expect(h, "t_fill_doubles", "{\"n\":1,\"step\":0.5}", "{\"buf\":0}");
     weir_host_destroy(h);
+}
+
+/*
+ * Issue #8 item 4: a bare name in "out" declares no size, whatever the type.
+ * 'void fill(int *buf, int n)' with "out":["buf"] used to get one int, and
+ * n=100000 wrote past it; now the row is refused, naming how to declare it.
+ */
+static void a_bare_name_is_refused_for_every_type(void **state) {
+    (void)state;
+    static const struct {
+        row r;
+        const char *want;
+    } cases[] = {
+        {{"t_fill_ints", "int t_fill_ints(size_t n, int *buf)", "{\"out\":[\"buf\"]}"},
+         AT("t_fill_ints") "out-parameter 'buf' ('int *buf') has no size: a bare name in "
+                           "\"out\" is not accepted; declare it as {\"name\": \"buf\", "
+                           "\"count\": 1} for one value, {\"name\": \"buf\", \"count\": N} for N "
+                           "values, or {\"name\": \"buf\", \"count\": \"<argument>\", \"max\": N} "
+                           "for as many as an integer argument says, at most N"},
+        {{"t_fill_doubles", "void t_fill_doubles(double *buf, unsigned short n, double step)",
+          "{\"out\":[\"buf\"]}"},
+         AT("t_fill_doubles") "out-parameter 'buf' ('double *buf') has no size: a bare name in "
+                              "\"out\" is not accepted; declare it as {\"name\": \"buf\", "
+                              "\"count\": 1} for one value"},
+        {{"t_divmod", "int t_divmod(int a, int b, int *quotient, int *remainder)",
+          "{\"out\":[{\"name\":\"quotient\",\"count\":1},\"remainder\"]}"},
+         AT("t_divmod") "out-parameter 'remainder' ('int *remainder') has no size: a bare name "
+                        "in \"out\" is not accepted; declare it as {\"name\": \"remainder\", "
+                        "\"count\": 1} for one value"},
+        {{"t_minmax", "void t_minmax(double a, double b, double *lo, double *hi)",
+          "{\"out\":[\"lo\",\"hi\"]}"},
+         AT("t_minmax") "out-parameter 'lo' ('double *lo') has no size"},
+        /* the byte types, as before */
+        {{"t_fill", "void t_fill(signed char *buf, int n)", "{\"out\":[\"buf\"]}"},
+         AT("t_fill") "out-parameter 'buf' ('signed char *buf') has no size: a bare name in "
+                      "\"out\" is not accepted; declare it as {\"name\": \"buf\", \"count\": 1} "
+                      "for one value, {\"name\": \"buf\", \"count\": N} for N values, or "
+                      "{\"name\": \"buf\", \"count\": \"<argument>\", \"max\": N} for as many as "
+                      "an integer argument says, at most N"},
+        {{"t_hello", "int t_hello(char *buf, int n, const char *who)", "{\"out\":[\"buf\"]}"},
+         AT("t_hello") "out-parameter 'buf' ('char *buf') has no size"},
+        {{"t_rgba", "void t_rgba(uint8_t *px)", "{\"out\":[\"px\"]}"},
+         AT("t_rgba") "out-parameter 'px' ('uint8_t *px') has no size"},
+        /* not listed at all */
+        {{"t_fill_ints", "int t_fill_ints(size_t n, int *buf)", NULL},
+         AT("t_fill_ints") "out-parameter 'buf' ('int *buf') is not declared; declare it in "
+                           "\"out\" as {\"name\": \"buf\", \"count\": 1} for one value, "
+                           "{\"name\": \"buf\", \"count\": N} for N values, or {\"name\": \"buf\", "
+                           "\"count\": \"<argument>\", \"max\": N} for as many as an integer "
+                           "argument says, at most N"},
+        {{"t_fill_doubles", "void t_fill_doubles(double *buf, unsigned short n, double step)",
+          "{\"out\":[]}"},
+         AT("t_fill_doubles") "out-parameter 'buf' ('double *buf') is not declared"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *text = load_fail(&cases[i].r, NULL);
+        if (!strstr(text, cases[i].want))
+            fail_msg("case %zu: got '%s', want it to contain '%s'", i, text, cases[i].want);
+    }
 }
 
 static void out_sizes_are_checked_at_init(void **state) {
@@ -410,21 +479,9 @@ static void out_sizes_are_checked_at_init(void **state) {
         row r;
         const char *want;
     } cases[] = {
-        /* The reported crash: a byte buffer in the short form (or not listed at all). */
-        {{"t_fill", "void t_fill(signed char *buf, int n)", "{\"out\":[\"buf\"]}"},
-         AT("t_fill") "out-parameter 'buf' ('signed char *buf') is a buffer of unknown size; "
-                      "declare it in \"out\" as {\"name\": \"buf\", \"count\": N} or {\"name\": "
-                      "\"buf\", \"count\": \"<argument>\", \"max\": N}"},
+        /* A bare name or no entry: a_bare_name_is_refused_for_every_type. */
         {{"t_fill", "void t_fill(signed char *buf, int n)", NULL},
-         AT("t_fill") "out-parameter 'buf' ('signed char *buf') is a buffer of unknown size"},
-        {{"t_hello", "int t_hello(char *buf, int n, const char *who)", "{\"out\":[\"buf\"]}"},
-         AT("t_hello") "out-parameter 'buf' ('char *buf') is a buffer of unknown size"},
-        {{"t_rgba", "void t_rgba(uint8_t *px)", "{\"out\":[\"px\"]}"},
-         AT("t_rgba") "out-parameter 'px' ('uint8_t *px') is a buffer of unknown size"},
-        {{"t_fill_ints", "int t_fill_ints(size_t n, int *buf)", NULL},
-         AT("t_fill_ints") "out-parameter 'buf' ('int *buf') is not declared; list it in "
-                           "\"out\": \"buf\" for one int, or {\"name\": \"buf\", \"count\": N | "
-                           "\"<argument>\", \"max\": N} for a buffer"},
+         AT("t_fill") "out-parameter 'buf' ('signed char *buf') is not declared"},
         /* count names an argument: it must exist, be an integer, and come with a max. */
         {{"t_fill", "void t_fill(signed char *buf, int n)",
           "{\"out\":[{\"name\":\"buf\",\"count\":\"m\",\"max\":8}]}"},
@@ -560,17 +617,23 @@ static void init_errors_name_what_is_wrong(void **state) {
         {{"pow", "double power(double x, double y)", NULL}, "libm.so.6",
          AT("pow") "the prototype names 'power' but the symbol is 'pow'"},
         {{"t_divmod", "int t_divmod(int a, int b, int *quotient, int *remainder)",
-          "{\"out\":[\"quotient\"]}"},
+          "{\"out\":[{\"name\":\"quotient\",\"count\":1}]}"},
          NULL,
-         AT("t_divmod") "out-parameter 'remainder' ('int *remainder') is not declared; list it "
-                        "in \"out\": \"remainder\" for one int, or {\"name\": \"remainder\", "
-                        "\"count\": N | \"<argument>\", \"max\": N} for a buffer"},
+         AT("t_divmod") "out-parameter 'remainder' ('int *remainder') is not declared; declare "
+                        "it in \"out\" as {\"name\": \"remainder\", \"count\": 1} for one "
+                        "value, {\"name\": \"remainder\", \"count\": N} for N values, or "
+                        "{\"name\": \"remainder\", \"count\": \"<argument>\", \"max\": N} for "
+                        "as many as an integer argument says, at most N"},
         {{"t_divmod", "int t_divmod(int a, int b, int *quotient, int *remainder)",
-          "{\"out\":[\"quotient\",\"remainder\",\"a\"]}"},
+          "{\"out\":[{\"name\":\"a\",\"count\":1}]}"},
          NULL, AT("t_divmod") "out: parameter 'a' is not a pointer ('int *a')"},
         {{"t_divmod", "int t_divmod(int a, int b, int *quotient, int *remainder)",
-          "{\"out\":[\"quotient\",\"remainder\",\"zz\"]}"},
+          "{\"out\":[{\"name\":\"zz\",\"count\":1}]}"},
          NULL, AT("t_divmod") "out: 'zz' is not a parameter of the prototype"},
+        /* a bare name that is not a pointer, or no parameter, is named as such first */
+        {{"t_divmod", "int t_divmod(int a, int b, int *quotient, int *remainder)",
+          "{\"out\":[\"a\"]}"},
+         NULL, AT("t_divmod") "out: parameter 'a' is not a pointer ('int *a')"},
         {{"t_upper", "char *t_upper(const char *s)", NULL}, NULL,
          AT("t_upper") "a 'char *' return needs \"returns_owned\": {\"free\": \"free\" | "
                        "\"none\" | \"<symbol>\"}"},
@@ -618,7 +681,8 @@ static void allocation_failures_during_calls_are_handled(void **state) {
     static const row rows[] = {
         {"t_upper", "char *t_upper(const char *s)", "{\"returns_owned\":{\"free\":\"free\"}}"},
         {"t_divmod", "int t_divmod(int a, int b, int *quotient, int *remainder)",
-         "{\"out\":[\"quotient\",\"remainder\"]}"},
+         "{\"out\":[{\"name\":\"quotient\",\"count\":1},"
+         "{\"name\":\"remainder\",\"count\":1}]}"},
     };
     weir_host *h = load_ok(rows, 2);
     static const char *const tools[] = {"t_upper", "t_divmod"};
@@ -652,7 +716,8 @@ int main(void) {
         cmocka_unit_test(a_count_above_its_max_is_refused_before_the_call),
         cmocka_unit_test(out_buffers_hold_count_elements),
         cmocka_unit_test(char_buffers_are_returned_as_strings),
-        cmocka_unit_test(the_short_form_and_count_1_are_one_value),
+        cmocka_unit_test(count_1_is_one_value),
+        cmocka_unit_test(a_bare_name_is_refused_for_every_type),
         cmocka_unit_test(out_sizes_are_checked_at_init),
         cmocka_unit_test(string_returns_with_each_free_mode),
         cmocka_unit_test(libm_pow_as_in_the_design),
