@@ -5,8 +5,9 @@
  * handle's life: the multi's connection cache keeps the TCP (and TLS)
  * connection open between requests (keep-alive).  A request is driven by a
  * short-timeout poll loop so the progress (xferinfo) callback runs often: it
- * aborts the transfer when the weir_signal fires (ABORTED) or when no byte
- * arrived for the idle timeout (TIMEOUT).  2xx text/event-stream bodies go
+ * aborts the transfer when the weir_signal fires (ABORTED), when no byte
+ * arrived for the idle timeout, or when the whole request took longer than
+ * its total timeout (both TIMEOUT).  2xx text/event-stream bodies go
  * through the SSE parser as they arrive; other bodies are collected
  * (<= 64 KiB) for failure classification.  No header value is ever logged
  * or copied into a message (API keys travel in headers).
@@ -15,6 +16,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,12 +52,15 @@ typedef struct xfer {
     weir_http_response *resp;
     uint64_t last_data_us;  /* monotonic time of the last byte received */
     uint64_t idle_us;
+    uint64_t start_us;      /* monotonic time the request started */
+    uint64_t total_us;      /* 0: no total timeout */
     long long retry_after_ms_hdr; /* retry-after-ms, -1 if absent */
     long long retry_after_hdr;    /* Retry-After, -1 if absent */
     bool is_sse;     /* Content-Type: text/event-stream */
     int sse_rc;      /* non-zero: the parser or the event callback stopped */
     bool nomem;
     bool timed_out;
+    bool total_expired;
     bool cancelled;
     size_t body_cap;
 } xfer;
@@ -244,6 +249,10 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
         x->cancelled = true;
         return 1;
     }
+    if (x->total_us && weir__mono_us() - x->start_us >= x->total_us) {
+        x->total_expired = true;
+        return 1;
+    }
     if (weir__mono_us() - x->last_data_us >= x->idle_us) {
         x->timed_out = true;
         return 1;
@@ -418,9 +427,11 @@ int weir__http_sse(weir__http *h, weir_signal *signal, const weir_http_request *
     if (!h || !req || !resp || !on_event)
         return fail(failure, "INVALID_REQUEST", "HTTP request: %s is NULL",
                     !h ? "the HTTP handle" : !req ? "req" : !resp ? "resp" : "on_event");
-    if (req->struct_size < sizeof *req || !req->url || (!req->body && req->body_len))
+    /* 1.0 and 1.1 plugins pass the struct without total_timeout_ms */
+    const size_t min_size = offsetof(weir_http_request, total_timeout_ms);
+    if (req->struct_size < min_size || !req->url || (!req->body && req->body_len))
         return fail(failure, "INVALID_REQUEST", "HTTP request: %s",
-                    req->struct_size < sizeof *req ? "struct_size too small"
+                    req->struct_size < min_size ? "struct_size too small"
                     : !req->url                    ? "url is NULL"
                                                    : "body is NULL but body_len > 0");
 
@@ -434,6 +445,12 @@ int weir__http_sse(weir__http *h, weir_signal *signal, const weir_http_request *
     x.retry_after_hdr = x.retry_after_ms_hdr = -1;
     long idle_ms = req->idle_timeout_ms > 0 ? req->idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS;
     x.idle_us = (uint64_t)idle_ms * 1000u;
+    long total_ms = req->struct_size >= offsetof(weir_http_request, total_timeout_ms) +
+                                            sizeof req->total_timeout_ms &&
+                            req->total_timeout_ms > 0
+                        ? req->total_timeout_ms
+                        : 0;
+    x.total_us = (uint64_t)total_ms * 1000u;
     if (weir__sse_create(on_sse_event, &x, &x.sse))
         return WEIR_E_NOMEM;
 
@@ -477,7 +494,7 @@ int weir__http_sse(weir__http *h, weir_signal *signal, const weir_http_request *
         cr = CURLE_FAILED_INIT;
         snprintf(h->errbuf, sizeof h->errbuf, "could not start the transfer");
     } else {
-        x.last_data_us = weir__mono_us();
+        x.last_data_us = x.start_us = weir__mono_us();
         cr = drive(h);
         curl_multi_remove_handle(h->multi, e);
         long n = 0;
@@ -493,6 +510,11 @@ int weir__http_sse(weir__http *h, weir_signal *signal, const weir_http_request *
         const char *cause = signal ? weir__signal_cause(signal) : "";
         rc = fail(failure, "ABORTED", "request cancelled%s%s%s", *cause ? " (" : "", cause,
                   *cause ? ")" : "");
+    } else if (x.total_expired) {
+        rc = fail(failure, "TIMEOUT",
+                  "total timeout (stream_total_timeout_ms) of %ld ms expired before the "
+                  "response ended",
+                  total_ms);
     } else if (x.timed_out) {
         rc = fail(failure, "TIMEOUT", "no data for %ld ms", idle_ms);
     } else if (x.nomem) {

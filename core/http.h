@@ -1,7 +1,7 @@
 /*
  * core/http.h - HTTP for provider plugins: one reused libcurl handle per
- * agent (keep-alive), POST with an SSE response, connect and stream-idle
- * timeouts, cancellation through a weir_signal.  Owner: core/http.c.
+ * agent (keep-alive), POST with an SSE response, connect, stream-idle and
+ * total timeouts, cancellation through a weir_signal.  Owner: core/http.c.
  *
  * A weir__http is used by one thread at a time (one agent's requests run one
  * after the other); different handles are independent.
@@ -46,7 +46,12 @@ void weir__http_destroy(weir__http *h);
  *   WEIR_E_CANCELLED  ABORTED  the signal fired ("request cancelled (cause)"),
  *                              or on_event returned non-zero
  *   WEIR_E_TIMEOUT    TIMEOUT  no byte for idle_timeout_ms ("no data for N
- *                              ms"), or curl's connect timeout
+ *                              ms"); the request not done after
+ *                              total_timeout_ms ("total timeout
+ *                              (stream_total_timeout_ms) of N ms expired
+ *                              before the response ended", named by the
+ *                              providers' config key); or curl's connect
+ *                              timeout
  *   WEIR_E_IO         TRANSPORT connect failure, reset, receive error,
  *                              truncated body, an SSE line over 8 MiB;
  *                     UNKNOWN  other curl errors (message: curl's text)

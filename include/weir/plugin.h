@@ -22,7 +22,9 @@
  *        events, providers, streams, HTTP/SSE, failures, tools, schema).
  *   1.1  agent_hook_register: listeners of one agent, added in agent/created.
  *   1.2  exactly-once tools across a crash: the WEIR_TOOL_IDEMPOTENT tool flag,
- *        tool_exec_idempotency_key and tool_exec_attempt.
+ *        tool_exec_idempotency_key and tool_exec_attempt.  An overall stream
+ *        deadline: weir_http_request.total_timeout_ms (the shorter struct of
+ *        1.0 and 1.1 plugins still works: it has no deadline).
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H
@@ -206,6 +208,10 @@ typedef struct weir_http_request {
     size_t body_len;
     long connect_timeout_ms;    /* 0 = default 10000 */
     long idle_timeout_ms;       /* 0 = default 300000 */
+    /* Since ABI 1.2: the longest the whole request may take, connect to the
+     * stream's end, whatever arrives (SSE keepalive comments included);
+     * then TIMEOUT.  0 = no limit (also for a struct_size without it). */
+    long total_timeout_ms;
 } weir_http_request;
 
 typedef struct weir_http_response {

@@ -35,7 +35,8 @@ const char pc_config_schema[] =
     "\"context_window\":{\"type\":\"integer\",\"minimum\":1},"
     "\"max_output\":{\"type\":\"integer\",\"minimum\":1}}}},"
     "\"connect_timeout_ms\":{\"type\":\"integer\",\"minimum\":1},"
-    "\"stream_idle_timeout_ms\":{\"type\":\"integer\",\"minimum\":1}}}";
+    "\"stream_idle_timeout_ms\":{\"type\":\"integer\",\"minimum\":1},"
+    "\"stream_total_timeout_ms\":{\"type\":\"integer\",\"minimum\":0}}}";
 
 int pc_set_err(weir_error *err, int code, const char *plugin, const char *fmt, ...) {
     if (!err)
@@ -219,16 +220,18 @@ static int collect_secrets(pc_secrets *s, const json_t *schema, const json_t *va
     return rc;
 }
 
-/* A positive integer member, or `dflt` when absent. */
-static int config_ms(const json_t *config, const char *key, long dflt, long *out,
-                     const char *id, weir_error *err) {
+/* A positive integer member (0 too when `zero_off`: off), or `dflt` when absent. */
+static int config_ms(const json_t *config, const char *key, long dflt, bool zero_off,
+                     long *out, const char *id, weir_error *err) {
     json_t *v = json_object_get(config, key);
     *out = dflt;
     if (!v)
         return WEIR_OK;
-    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 86400000)
+    if (!json_is_integer(v) || json_integer_value(v) < (zero_off ? 0 : 1) ||
+        json_integer_value(v) > 86400000)
         return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, id,
-                          "config.%s: expected a positive integer (milliseconds)", key);
+                          "config.%s: expected %sa positive integer (milliseconds)", key,
+                          zero_off ? "0 (off) or " : "");
     *out = (long)json_integer_value(v);
     return WEIR_OK;
 }
@@ -262,10 +265,14 @@ static int parse_config(pc_provider *p, const json_t *config, weir_error *err) {
                               "positive integers",
                               name);
     }
-    int rc = config_ms(config, "connect_timeout_ms", 10000, &p->connect_timeout_ms, p->id, err);
-    if (rc == WEIR_OK)
-        rc = config_ms(config, "stream_idle_timeout_ms", 300000, &p->idle_timeout_ms, p->id,
+    int rc = config_ms(config, "connect_timeout_ms", 10000, false, &p->connect_timeout_ms, p->id,
                        err);
+    if (rc == WEIR_OK)
+        rc = config_ms(config, "stream_idle_timeout_ms", 300000, false, &p->idle_timeout_ms,
+                       p->id, err);
+    if (rc == WEIR_OK)
+        rc = config_ms(config, "stream_total_timeout_ms", 1800000, true, &p->total_timeout_ms,
+                       p->id, err);
     if (rc != WEIR_OK)
         return rc;
 
@@ -403,6 +410,7 @@ int pc_stream_run(const pc_provider *p, weir_stream *st, char *text, char *msg,
             .body_len = strlen(text),
             .connect_timeout_ms = p->connect_timeout_ms,
             .idle_timeout_ms = p->idle_timeout_ms,
+            .total_timeout_ms = p->total_timeout_ms,
         };
         weir_http_response resp;
         memset(&resp, 0, sizeof resp);

@@ -42,6 +42,7 @@ typedef struct pc_provider {
                            what the server sends back (provider_common.h) */
     json_t *models; /* {name: {context_window, max_output}} */
     long connect_timeout_ms, idle_timeout_ms;
+    long total_timeout_ms; /* 0: no overall deadline */
     pc_cache *cache; /* translated request pieces (thread-safe itself) */
 } pc_provider;
 

@@ -13,6 +13,7 @@
  *   models                   {name: {context_window, max_output}} for model_info
  *   connect_timeout_ms       default 10000
  *   stream_idle_timeout_ms   default 300000
+ *   stream_total_timeout_ms  default 1800000 (30 minutes; 0 = none)
  *
  * Config parsing, headers, model_info, prepare_call and the HTTP call are
  * shared with provider-anthropic (plugins/provider-common/provider_host.c);

@@ -172,10 +172,13 @@ struct mock_llm {
     conn *conns;
 };
 
+/* The longest a "keepalive" response goes on (bounds a test that fails). */
+#define KEEPALIVE_MAX_MS 60000
+
 static const char *const fault_names[] = {
     "none",     "rate_limit", "server_error", "overloaded", "auth",         "overflow",
     "http_error", "reset",    "stall",        "malformed",  "truncated",    "inband_error",
-    NULL,
+    "keepalive",  NULL,
 };
 
 static const char *const entry_keys[] = {
@@ -837,6 +840,14 @@ static int serve_stream(conn *c, api_kind api, const entry *e, const request *rq
             }
         }
         rc = -1; /* both end the connection */
+    } else if (rc == 0 && strcmp(f, "keepalive") == 0) {
+        /* an SSE comment every chunk_delay_ms (default 50) and nothing else,
+         * until the client goes away, the server stops or KEEPALIVE_MAX_MS */
+        rc = send_events(c, e, es.ev, 0, 1);
+        long every = e->delay_ms > 0 ? e->delay_ms : 50;
+        for (long t = 0; rc == 0 && t < KEEPALIVE_MAX_MS && nap(c->m, every); t += every)
+            rc = send_chunk(c, ": keepalive\n\n", 13);
+        rc = -1; /* ends the connection without the stream's end */
     } else if (rc == 0 && strcmp(f, "malformed") == 0) {
         size_t cut = es.first_delta + 1;
         rc = send_events(c, e, es.ev, 0, cut);

@@ -58,6 +58,10 @@
  *   reset         200 headers + the first event, then a TCP RST
  *   stall         200 headers + the first event, then nothing until the
  *                 client closes the connection (or the server stops)
+ *   keepalive     200 headers + the first event, then only SSE comments
+ *                 (": keepalive") every chunk_delay_ms (default 50): an idle
+ *                 timeout never fires.  Until the client closes, the server
+ *                 stops, or 60 s passed (then the connection just closes)
  *   malformed     the stream with one data line of invalid JSON in the
  *                 middle (after the first text delta), then the rest
  *   truncated     the stream without its end: no finish_reason chunk, usage

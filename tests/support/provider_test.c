@@ -570,6 +570,28 @@ void pt_check_cancel_mid_stream(const char *config) {
     mock_llm_stop(m);
 }
 
+void pt_check_total_timeout(const char *base_url) {
+    char config[256];
+    snprintf(config, sizeof config,
+             "{\"base_url\":\"%s\",\"api_key\":\"" PT_KEY "\",\"stream_idle_timeout_ms\":200,"
+             "\"stream_total_timeout_ms\":300}",
+             base_url);
+    int rc;
+    int64_t t0 = weir__now_ms();
+    mock_llm *m = pt_run_plugin(
+        "{\"requests\":[{\"text\":\"never\",\"fault\":\"keepalive\",\"chunk_delay_ms\":20}]}",
+        config, NULL, &rc);
+    int64_t took = weir__now_ms() - t0;
+    assert_int_equal(rc, WEIR_OK);
+    pt_assert_failure(pt_host.chunks, "error", "TIMEOUT",
+                      "total timeout (stream_total_timeout_ms) of 300 ms expired before the "
+                      "response ended");
+    if (took < 300 || took > 5000)
+        fail_msg("the stream took %lld ms", (long long)took);
+    pt_assert_no_secret();
+    mock_llm_stop(m);
+}
+
 void pt_check_bad_config_and_call_config(const char *temperature_message) {
     static const struct {
         const char *config, *message;
@@ -580,6 +602,9 @@ void pt_check_bad_config_and_call_config(const char *temperature_message) {
          "config.headers.X-A: the value must be a string without line breaks"},
         {"{\"connect_timeout_ms\":0}",
          "config.connect_timeout_ms: expected a positive integer (milliseconds)"},
+        {"{\"stream_total_timeout_ms\":-1}",
+         "config.stream_total_timeout_ms: expected 0 (off) or a positive integer "
+         "(milliseconds)"},
         {"{\"models\":{\"m\":{\"context_window\":\"big\"}}}",
          "config.models.m: expected {context_window, max_output} positive integers"},
     };
@@ -625,13 +650,16 @@ void pt_check_config_schema(const char *plugin_name) {
         "{}",
         "{\"base_url\":\"http://127.0.0.1:1\",\"api_key\":\"k\",\"headers\":{\"X-A\":\"b\"},"
         "\"models\":{\"m\":{\"context_window\":128000,\"max_output\":16384}},"
-        "\"connect_timeout_ms\":10000,\"stream_idle_timeout_ms\":300000}",
+        "\"connect_timeout_ms\":10000,\"stream_idle_timeout_ms\":300000,"
+        "\"stream_total_timeout_ms\":1800000}",
+        "{\"stream_total_timeout_ms\":0}",
     };
     static const char *const bad[] = {
         "{\"base_url\":1}",
         "{\"headers\":{\"X-A\":1}}",
         "{\"models\":{\"m\":{\"context_window\":0}}}",
         "{\"connect_timeout_ms\":\"10\"}",
+        "{\"stream_total_timeout_ms\":-1}",
         "{\"api_keys\":\"typo\"}",
     };
     char msg[256];

@@ -177,6 +177,14 @@ void pt_check_echoed_secrets_are_scrubbed(const char *base_url, const char *key_
 void pt_check_cancel_mid_stream(const char *config);
 
 /**
+ * A stream kept alive by SSE comments alone (mock "keepalive") ends after
+ * stream_total_timeout_ms (300, the idle timeout never fires) with an
+ * "error" TIMEOUT whose message names the timeout and its value.
+ * `base_url` as for pt_check_fault_mapping.
+ */
+void pt_check_total_timeout(const char *base_url);
+
+/**
  * Bad configs fail init with their exact messages, and bad call configs fail
  * prepare_call; `temperature_message` is the provider's text for 3.0.
  */

@@ -347,6 +347,62 @@ static void test_http_stall_times_out(void **state) {
     fixture_stop(&f);
 }
 
+static void *cancel_after_ms(void *arg) {
+    usleep(600 * 1000);
+    weir__signal_cancel(arg, "user");
+    return NULL;
+}
+
+/* Keepalive comments keep the idle timeout from firing; the total one
+ * ends the stream (and a request of the 1.0 size has none). */
+static void test_http_total_timeout_ends_a_keepalive_stream(void **state) {
+    fixture f;
+    fixture_start(&f, "{\"loop\":true,\"requests\":[{\"text\":\"abc\",\"fault\":\"keepalive\","
+                      "\"chunk_delay_ms\":20}]}",
+                  "/v1/chat/completions");
+    events ev;
+    events_init(&ev);
+    weir_http_request req = make_req(f.url, "{}", 200);
+    req.total_timeout_ms = 300;
+    weir_http_response resp;
+    json_t *failure = NULL;
+    int64_t t0 = weir__now_ms();
+    assert_int_equal(weir__http_sse(f.http, NULL, &req, on_event, &ev, &resp, &failure),
+                     WEIR_E_TIMEOUT);
+    int64_t took = weir__now_ms() - t0;
+    assert_true(took >= 300 && took < 3000);
+    assert_int_equal(ev.count, 1); /* comments are no events */
+    assert_int_equal(resp.status, 200);
+    json_t *want = json_pack("{s:s,s:s}", "code", "TIMEOUT", "message",
+                             "total timeout (stream_total_timeout_ms) of 300 ms expired before "
+                             "the response ended");
+    assert_true(json_equal(failure, want));
+    json_decref(want);
+    json_decref(failure);
+    weir__http_response_clear(&resp);
+    events_fini(&ev);
+
+    /* a plugin built against ABI 1.0/1.1 passes the smaller struct: no total timeout */
+    events_init(&ev);
+    req = make_req(f.url, "{}", 200);
+    req.struct_size = (uint32_t)offsetof(weir_http_request, total_timeout_ms);
+    weir_signal sig;
+    assert_int_equal(weir__signal_init(&sig), WEIR_OK);
+    failure = NULL;
+    t0 = weir__now_ms();
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, cancel_after_ms, &sig), 0);
+    assert_int_equal(weir__http_sse(f.http, &sig, &req, on_event, &ev, &resp, &failure),
+                     WEIR_E_CANCELLED); /* still streaming after 600 ms: cancelled */
+    pthread_join(th, NULL);
+    assert_true(weir__now_ms() - t0 >= 600);
+    json_decref(failure);
+    weir__http_response_clear(&resp);
+    weir__signal_destroy(&sig);
+    events_fini(&ev);
+    fixture_stop(&f);
+}
+
 static void test_http_reset_is_transport(void **state) {
     fixture f;
     fixture_start(&f, "{\"requests\":[{\"text\":\"abc\",\"fault\":\"reset\"}]}",
@@ -668,6 +724,7 @@ int main(void) {
         cmocka_unit_test(test_http_truncated_stream_is_ok_without_done),
         cmocka_unit_test(test_http_malformed_data_is_passed_through),
         cmocka_unit_test(test_http_stall_times_out),
+        cmocka_unit_test(test_http_total_timeout_ends_a_keepalive_stream),
         cmocka_unit_test(test_http_reset_is_transport),
         cmocka_unit_test(test_http_cancel_from_another_thread_is_aborted),
         cmocka_unit_test(test_http_already_cancelled_signal_sends_nothing),

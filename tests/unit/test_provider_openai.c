@@ -601,6 +601,11 @@ static void plugin_cancel_mid_stream_is_aborted(void **state) {
     pt_check_cancel_mid_stream(CONFIG);
 }
 
+static void plugin_total_timeout_ends_a_keepalive_stream(void **state) {
+    (void)state;
+    pt_check_total_timeout("@BASE@/v1");
+}
+
 static void plugin_rejects_bad_config_and_call_config(void **state) {
     (void)state;
     pt_check_bad_config_and_call_config(
@@ -646,6 +651,8 @@ int main(void) {
         cmocka_unit_test(plugin_scrubs_echoed_secrets),
         cmocka_unit_test_setup_teardown(plugin_cancel_mid_stream_is_aborted, pt_plugin_setup,
                                         pt_plugin_teardown),
+        cmocka_unit_test_setup_teardown(plugin_total_timeout_ends_a_keepalive_stream,
+                                        pt_plugin_setup, pt_plugin_teardown),
         cmocka_unit_test_setup_teardown(plugin_rejects_bad_config_and_call_config, pt_plugin_setup,
                                         pt_plugin_teardown),
         cmocka_unit_test_setup_teardown(plugin_config_schema_accepts_the_documented_shape,
