@@ -24,7 +24,7 @@ if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEIR_SANITIZE= \
     exit 2
 fi
 rm -f "$build.configure.log"
-if ! cmake --build "$build" -j"$jobs" --target bench_overhead bench_log bench_connections \
+if ! cmake --build "$build" -j"$jobs" --target bench_overhead bench_log bench_connections bench_load \
         >"$build/bench-build.txt" 2>&1; then
     tail -n 30 "$build/bench-build.txt" >&2
     echo "build failed; see $build/bench-build.txt" >&2
@@ -76,6 +76,19 @@ if "$bin/bench_log" >"$build/bench-log.txt" 2>"$build/bench-log.err"; then
     ' "$build/bench-log.txt"
 else
     echo "bench_log: FAILED ($(tail -n 3 "$build/bench-log.err"))"
+    status=1
+fi
+
+# bench_load: loading time against the number of plugin rows (1024 vs 4096)
+if "$bin/bench_load" >"$build/bench-load.txt" 2>"$build/bench-load.err"; then
+    awk '
+        { for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+          line = line sprintf(" %s=%sus(x%s,floor x%s)", f["kind"], f["large_us"], f["ratio"],
+                              f["parse_ratio"]) }
+        END { printf "bench_load: %s rows vs %s:%s\n", f["large"], f["small"], line }
+    ' "$build/bench-load.txt"
+else
+    echo "bench_load: FAILED ($(tail -n 3 "$build/bench-load.err"))"
     status=1
 fi
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "idmap.h"
 
 #define DEFAULT_LABEL "(built-in default)"
 #define MAX_DEPTH 1024 /* nesting walked by the expander */
@@ -426,8 +427,10 @@ static int check_plugin_path(const json_t *pp, const char *file, jpath *p, weir_
     return WEIR_OK;
 }
 
-static int check_row(const json_t *rows, size_t i, const char *file, jpath *p,
-                     weir_error *err) {
+/* Check row i of `rows`; `seen` maps the ids of the rows before it to their
+ * index (the first of each). */
+static int check_row(const json_t *rows, size_t i, const weir__idmap *seen, const char *file,
+                     jpath *p, weir_error *err) {
     const json_t *row = json_array_get(rows, i);
     if (!json_is_object(row))
         return type_err(err, file, p, "an object", row);
@@ -451,13 +454,12 @@ static int check_row(const json_t *rows, size_t i, const char *file, jpath *p,
                        "'-')",
                        json_string_value(id));
     }
-    for (size_t k = 0; k < i; k++) {
-        const char *other = weir__json_str(json_array_get(rows, k), "id", "");
-        if (strcmp(other, json_string_value(id)) == 0) {
-            path_key(p, "id");
-            return cfg_err(err, WEIR_E_CONFIG, file, p,
-                           "duplicate plugin id \"%s\" (also at $.plugins[%zu])", other, k);
-        }
+    const weir__idmap_slot *other = weir__idmap_get(seen, json_string_value(id));
+    if (other) {
+        path_key(p, "id");
+        return cfg_err(err, WEIR_E_CONFIG, file, p,
+                       "duplicate plugin id \"%s\" (also at $.plugins[%zu])", other->key,
+                       other->num);
     }
     if ((rc = want_string(row, "plugin", file, p, err)) != WEIR_OK ||
         (rc = want_string(row, "before", file, p, err)) != WEIR_OK ||
@@ -484,14 +486,21 @@ static int check_plugins(const json_t *rows, const char *file, jpath *p, weir_er
         return type_err(err, file, p, "an array", rows);
     if (json_array_size(rows) > MAX_ROWS)
         return cfg_err(err, WEIR_E_CONFIG, file, p, "more than %d plugin rows", MAX_ROWS);
-    for (size_t i = 0; i < json_array_size(rows); i++) {
+    weir__idmap seen = WEIR__IDMAP_INIT; /* id -> index: no search per row */
+    int rc = WEIR_OK;
+    for (size_t i = 0; i < json_array_size(rows) && rc == WEIR_OK; i++) {
         size_t old = path_index(p, i);
-        int rc = check_row(rows, i, file, p, err);
+        rc = check_row(rows, i, &seen, file, p, err);
         path_restore(p, old);
-        if (rc != WEIR_OK)
-            return rc;
+        /* the key is borrowed from the row, which outlives the map */
+        if (rc == WEIR_OK &&
+            weir__idmap_put(&seen, json_string_value(json_object_get(json_array_get(rows, i),
+                                                                     "id")),
+                            NULL, i) != WEIR_OK)
+            rc = nomem(err, file);
     }
-    return WEIR_OK;
+    weir__idmap_free(&seen);
+    return rc;
 }
 
 int weir__config_validate(const json_t *config, const char *file, weir_error *err) {
@@ -529,14 +538,6 @@ int weir__config_validate(const json_t *config, const char *file, weir_error *er
 
 /* ---- merging ------------------------------------------------------------- */
 
-/* Index of the row with `id` in `rows`, or -1. */
-static long find_row(const json_t *rows, const char *id) {
-    for (size_t i = 0; i < json_array_size(rows); i++)
-        if (strcmp(weir__json_str(json_array_get(rows, i), "id", ""), id) == 0)
-            return (long)i;
-    return -1;
-}
-
 /* The object member `key` of `base`, created empty when absent; NULL on OOM. */
 static json_t *section(json_t *base, const char *key, json_t *(*make)(void)) {
     json_t *v = json_object_get(base, key);
@@ -548,18 +549,115 @@ static json_t *section(json_t *base, const char *key, json_t *(*make)(void)) {
     return v;
 }
 
-/* Merge overlay row number `i` (validated) into `rows`. */
-static int merge_row(json_t *rows, json_t *row, size_t i, const char *file,
-                     weir_error *err) {
+/*
+ * The composed rows while one file merges into them: a doubly linked list
+ * (over node indices; node 0 is the head sentinel) indexed by id, so that
+ * finding, replacing, removing and placing a row are O(1) and a merge is
+ * linear in the rows (issue #8, item 10d).  Each node holds a reference to
+ * its row; the id keys are borrowed from the rows.
+ */
+typedef struct mnode {
+    json_t *row; /* NULL for the sentinel and removed nodes */
+    size_t prev, next;
+} mnode;
+
+typedef struct merger {
+    mnode *v;
+    size_t n, cap, count; /* count: rows in the list */
+    weir__idmap ids;      /* id -> node index (num) */
+} merger;
+
+static void m_unlink(merger *m, size_t k) {
+    m->v[m->v[k].prev].next = m->v[k].next;
+    m->v[m->v[k].next].prev = m->v[k].prev;
+    m->count--;
+}
+
+/* Link node k after node `at` (0: at the head). */
+static void m_link_after(merger *m, size_t k, size_t at) {
+    m->v[k].prev = at;
+    m->v[k].next = m->v[at].next;
+    m->v[m->v[at].next].prev = k;
+    m->v[at].next = k;
+    m->count++;
+}
+
+/* A new unlinked node for `row` (reference stolen on success); 0 on OOM
+ * (also the index of the sentinel, the first node made). */
+static size_t m_node(merger *m, json_t *row) {
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 16;
+        mnode *v = weir__realloc(m->v, cap * sizeof *v);
+        if (!v)
+            return 0;
+        m->v = v;
+        m->cap = cap;
+    }
+    m->v[m->n] = (mnode){row, 0, 0};
+    return m->n++;
+}
+
+/* Node of row `id`, or 0. */
+static size_t m_find(const merger *m, const char *id) {
+    const weir__idmap_slot *s = weir__idmap_get(&m->ids, id);
+    return s ? s->num : 0;
+}
+
+static void m_free(merger *m) {
+    for (size_t k = 1; k < m->n; k++)
+        json_decref(m->v[k].row);
+    weir__free(m->v);
+    weir__idmap_free(&m->ids);
+}
+
+/* The list of `rows` (the first row of each id is the one found). */
+static int m_init(merger *m, const json_t *rows) {
+    *m = (merger){0};
+    m_node(m, NULL); /* the sentinel: node 0, linked to itself */
+    if (m->n != 1)
+        return WEIR_E_NOMEM;
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        json_t *row = json_array_get(rows, i);
+        size_t k = m_node(m, json_incref(row));
+        if (k == 0) {
+            json_decref(row);
+            return WEIR_E_NOMEM;
+        }
+        m_link_after(m, k, m->v[0].prev);
+        const char *id = json_string_value(json_object_get(row, "id"));
+        if (id && !weir__idmap_get(&m->ids, id) &&
+            weir__idmap_put(&m->ids, id, NULL, k) != WEIR_OK)
+            return WEIR_E_NOMEM;
+    }
+    return WEIR_OK;
+}
+
+/* The list as a new array (NULL on OOM). */
+static json_t *m_rows(const merger *m) {
+    json_t *a = json_array();
+    for (size_t k = m->v[0].next; a && k != 0; k = m->v[k].next)
+        if (json_array_append(a, m->v[k].row) != 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    return a;
+}
+
+/* Merge overlay row number `i` (validated) into the list. */
+static int merge_row(merger *m, json_t *row, size_t i, const char *file, weir_error *err) {
     jpath p;
     path_init(&p);
     path_key(&p, "plugins");
     path_index(&p, i);
     const char *id = json_string_value(json_object_get(row, "id"));
-    long at = find_row(rows, id);
+    size_t at = m_find(m, id);
     if (json_is_true(json_object_get(row, "disabled"))) {
-        if (at >= 0)
-            json_array_remove(rows, (size_t)at);
+        if (at) {
+            m_unlink(m, at);
+            weir__idmap_del(&m->ids, id);
+            json_decref(m->v[at].row);
+            m->v[at].row = NULL;
+        }
         return WEIR_OK;
     }
     const char *place = json_object_get(row, "before") ? "before" : "after";
@@ -569,49 +667,51 @@ static int merge_row(json_t *rows, json_t *row, size_t i, const char *file,
         return cfg_err(err, WEIR_E_CONFIG, file, &p, "row \"%s\" cannot be placed %s itself",
                        id, place);
     }
-    if (anchor && find_row(rows, anchor) < 0) {
+    if (anchor && !m_find(m, anchor)) {
         path_key(&p, place);
         return cfg_err(err, WEIR_E_CONFIG, file, &p, "unknown plugin id \"%s\"", anchor);
     }
     json_t *plugin = json_object_get(row, "plugin");
     json_t *cfg = json_object_get(row, "config");
-    json_t *target;
-    if (at >= 0) { /* existing row: replace plugin/config, maybe move it */
-        target = json_incref(json_array_get(rows, (size_t)at));
+    if (at) { /* existing row: replace plugin/config, maybe move it */
+        json_t *target = m->v[at].row;
         if ((plugin && json_object_set(target, "plugin", plugin) != 0) ||
-            (cfg && json_object_set(target, "config", cfg) != 0)) {
-            json_decref(target);
+            (cfg && json_object_set(target, "config", cfg) != 0))
             return nomem(err, file);
-        }
-        if (!anchor) {
-            json_decref(target);
+        if (!anchor)
             return WEIR_OK;
-        }
-        json_array_remove(rows, (size_t)at);
+        m_unlink(m, at);
     } else {
         if (!plugin)
             return cfg_err(err, WEIR_E_CONFIG, file, &p,
                            "new plugin id \"%s\" needs a \"plugin\"", id);
-        if (json_array_size(rows) >= MAX_ROWS)
+        if (m->count >= MAX_ROWS)
             return cfg_err(err, WEIR_E_CONFIG, file, &p, "more than %d plugin rows",
                            MAX_ROWS);
-        target = json_object();
+        json_t *target = json_object();
         if (!target || json_object_set_new(target, "id", json_string(id)) != 0 ||
             json_object_set(target, "plugin", plugin) != 0 ||
             json_object_set_new(target, "config", cfg ? json_incref(cfg) : json_object()) !=
-                0) {
+                0 ||
+            !(at = m_node(m, target))) {
             json_decref(target);
             return nomem(err, file);
         }
+        /* the key is the new row's own id string */
+        if (weir__idmap_put(&m->ids, json_string_value(json_object_get(target, "id")), NULL,
+                            at) != WEIR_OK) {
+            json_decref(target);
+            m->v[at].row = NULL;
+            return nomem(err, file);
+        }
     }
-    int rc;
+    size_t after = m->v[0].prev; /* the tail: appended */
     if (anchor) {
-        size_t pos = (size_t)find_row(rows, anchor) + (strcmp(place, "after") == 0);
-        rc = json_array_insert_new(rows, pos, target);
-    } else {
-        rc = json_array_append_new(rows, target);
+        size_t a = m_find(m, anchor);
+        after = strcmp(place, "after") == 0 ? a : m->v[a].prev;
     }
-    return rc == 0 ? WEIR_OK : nomem(err, file);
+    m_link_after(m, at, after);
+    return WEIR_OK;
 }
 
 /* weir__config_merge without the validation of `over`. */
@@ -634,12 +734,21 @@ static int merge_valid(json_t *base, json_t *over, const char *file, weir_error 
     json_t *dst = section(base, "plugins", json_array);
     if (!dst)
         return nomem(err, file);
-    for (size_t i = 0; i < json_array_size(rows); i++) {
-        int rc = merge_row(dst, json_array_get(rows, i), i, file, err);
-        if (rc != WEIR_OK)
-            return rc;
+    merger m;
+    if (m_init(&m, dst) != WEIR_OK) {
+        m_free(&m);
+        return nomem(err, file);
     }
-    return WEIR_OK;
+    int rc = WEIR_OK;
+    for (size_t i = 0; i < json_array_size(rows) && rc == WEIR_OK; i++)
+        rc = merge_row(&m, json_array_get(rows, i), i, file, err);
+    /* the merged rows replace the old array, also after an error (base stays
+     * valid, partly merged); replacing a member does not allocate */
+    json_t *merged = m_rows(&m);
+    if (!merged || json_object_set_new(base, "plugins", merged) != 0)
+        rc = rc == WEIR_OK ? nomem(err, file) : rc;
+    m_free(&m);
+    return rc;
 }
 
 int weir__config_merge(json_t *base, json_t *over, const char *file, weir_error *err) {

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "hooks.h"
+#include "idmap.h"
 #include "schema.h"
 
 typedef struct listener {
@@ -254,19 +255,12 @@ size_t weir__hooks_count(const weir__hooks *h, const char *hook) {
 /* freeze: ordering                                                          */
 /* ------------------------------------------------------------------------ */
 
-static bool known_id(const char *id, const char *const *ids, size_t nids) {
-    for (size_t i = 0; i < nids; i++)
-        if (ids[i] && strcmp(ids[i], id) == 0)
-            return true;
-    return false;
-}
-
-static int check_names(const char *hook, const listener *l, const char *const *ids,
-                       size_t nids, weir_error *err) {
+static int check_names(const char *hook, const listener *l, const weir__idmap *known,
+                       weir_error *err) {
     for (int which = 0; which < 2; which++) {
         char **list = which ? l->after : l->before;
         for (size_t i = 0; list && list[i]; i++)
-            if (!known_id(list[i], ids, nids))
+            if (!weir__idmap_get(known, list[i]))
                 return weir__err(err, WEIR_E_HOOK_ORDER, l->id, hook,
                                  "hook %s: plugin %s asks to run %s unknown plugin \"%s\"",
                                  hook, l->id, which ? "after" : "before", list[i]);
@@ -274,8 +268,10 @@ static int check_names(const char *hook, const listener *l, const char *const *i
     return WEIR_OK;
 }
 
-/* Stable key order: placement, then config position, then registration. */
-static int key_cmp(const listener *a, const listener *b) {
+/* Stable key order: placement, then config position, then registration
+ * (unique, so this is a total order and qsort is deterministic). */
+static int key_cmp(const void *pa, const void *pb) {
+    const listener *a = pa, *b = pb;
     if (a->order != b->order)
         return a->order < b->order ? -1 : 1;
     if (a->index != b->index)
@@ -283,28 +279,155 @@ static int key_cmp(const listener *a, const listener *b) {
     return (a->seq > b->seq) - (a->seq < b->seq);
 }
 
-static bool names(char **list, const char *id) {
-    for (size_t i = 0; list && list[i]; i++)
-        if (strcmp(list[i], id) == 0)
-            return true;
-    return false;
+/*
+ * The before/after constraints of a chain as a graph over its positions in
+ * the stable order: an edge i -> j means listener i runs before listener j.
+ * Both directions are kept in CSR form (succ of i: succ[soff[i]..soff[i+1]),
+ * pred of j likewise) with each node's count of predecessors not yet placed.
+ */
+typedef struct graph {
+    size_t *soff, *succ, *poff, *pred, *indeg;
+} graph;
+
+static void graph_free(graph *g) {
+    weir__free(g->soff);
+    weir__free(g->succ);
+    weir__free(g->poff);
+    weir__free(g->pred);
+    weir__free(g->indeg);
+}
+
+typedef struct edge {
+    size_t from, to;
+} edge;
+
+/*
+ * The constraints of chain `c` (sorted) as edges into *out (new, weir__free;
+ * *nout of them): listener i naming id X in `before` gives an edge to every
+ * listener of X, in `after` one from every listener of X.  WEIR_E_NOMEM on
+ * failure.
+ */
+static int collect_edges(const chain *c, edge **out, size_t *nout) {
+    size_t n = c->n, len = 0, cap = 0;
+    edge *v = NULL;
+    weir__idmap first = WEIR__IDMAP_INIT; /* id -> its first position */
+    size_t *next = weir__malloc(n * sizeof *next); /* the next position with that id */
+    int rc = next ? WEIR_OK : WEIR_E_NOMEM;
+    for (size_t p = n; rc == WEIR_OK && p-- > 0;) {
+        const weir__idmap_slot *s = weir__idmap_get(&first, c->v[p].id);
+        next[p] = s ? s->num : SIZE_MAX;
+        rc = weir__idmap_put(&first, c->v[p].id, NULL, p);
+    }
+    for (size_t i = 0; i < n && rc == WEIR_OK; i++) {
+        for (int after = 0; after < 2 && rc == WEIR_OK; after++) {
+            char **list = after ? c->v[i].after : c->v[i].before;
+            for (size_t k = 0; list && list[k] && rc == WEIR_OK; k++) {
+                const weir__idmap_slot *s = weir__idmap_get(&first, list[k]);
+                for (size_t j = s ? s->num : SIZE_MAX; j != SIZE_MAX; j = next[j]) {
+                    if (len == cap) {
+                        size_t ncap = cap ? cap * 2 : 16;
+                        edge *grown = weir__realloc(v, ncap * sizeof *grown);
+                        if (!grown) {
+                            rc = WEIR_E_NOMEM;
+                            break;
+                        }
+                        v = grown;
+                        cap = ncap;
+                    }
+                    v[len++] = after ? (edge){j, i} : (edge){i, j};
+                }
+            }
+        }
+    }
+    weir__idmap_free(&first);
+    weir__free(next);
+    if (rc != WEIR_OK) {
+        weir__free(v);
+        return rc;
+    }
+    *out = v;
+    *nout = len;
+    return WEIR_OK;
+}
+
+/* The constraint graph of chain `c` (sorted) in *g; WEIR_E_NOMEM on failure. */
+static int graph_build(const chain *c, graph *g) {
+    size_t n = c->n, ne = 0;
+    edge *e = NULL;
+    *g = (graph){0};
+    if (collect_edges(c, &e, &ne) != WEIR_OK)
+        return WEIR_E_NOMEM;
+    g->soff = weir__calloc(n + 1, sizeof *g->soff);
+    g->poff = weir__calloc(n + 1, sizeof *g->poff);
+    g->indeg = weir__calloc(n, sizeof *g->indeg);
+    g->succ = weir__malloc((ne ? ne : 1) * sizeof *g->succ);
+    g->pred = weir__malloc((ne ? ne : 1) * sizeof *g->pred);
+    if (!g->soff || !g->poff || !g->indeg || !g->succ || !g->pred) {
+        weir__free(e);
+        graph_free(g);
+        return WEIR_E_NOMEM;
+    }
+    for (size_t k = 0; k < ne; k++) {
+        g->soff[e[k].from + 1]++;
+        g->poff[e[k].to + 1]++;
+    }
+    for (size_t p = 0; p < n; p++) {
+        g->soff[p + 1] += g->soff[p];
+        g->poff[p + 1] += g->poff[p];
+    }
+    /* indeg is the fill cursor, of succ and then of pred; set for real later */
+    for (size_t k = 0; k < ne; k++)
+        g->succ[g->soff[e[k].from] + g->indeg[e[k].from]++] = e[k].to;
+    memset(g->indeg, 0, n * sizeof *g->indeg);
+    for (size_t k = 0; k < ne; k++)
+        g->pred[g->poff[e[k].to] + g->indeg[e[k].to]++] = e[k].from;
+    weir__free(e);
+    return WEIR_OK;
+}
+
+/* A min-heap of positions: the earliest listener (in the stable order) first. */
+static void heap_push(size_t *heap, size_t *len, size_t v) {
+    size_t i = (*len)++;
+    for (; i > 0 && heap[(i - 1) / 2] > v; i = (i - 1) / 2)
+        heap[i] = heap[(i - 1) / 2];
+    heap[i] = v;
+}
+
+static size_t heap_pop(size_t *heap, size_t *len) {
+    size_t top = heap[0], last = heap[--*len], i = 0;
+    for (;;) {
+        size_t k = 2 * i + 1;
+        if (k >= *len)
+            break;
+        if (k + 1 < *len && heap[k + 1] < heap[k])
+            k++;
+        if (heap[k] >= last)
+            break;
+        heap[i] = heap[k];
+        i = k;
+    }
+    if (*len)
+        heap[i] = last;
+    return top;
 }
 
 /* Find a cycle among the unplaced nodes and describe it ("a -> b -> a"). */
-static int cycle_error(const char *hook, const chain *c, const unsigned char *adj,
+static int cycle_error(const char *hook, const chain *c, const graph *g,
                        const unsigned char *done, size_t *walk, size_t *seen, weir_error *err) {
     size_t n = c->n, len = 0, cur = 0;
     while (done[cur])
         cur++;
     for (size_t i = 0; i < n; i++)
         seen[i] = SIZE_MAX;
-    /* walk predecessors: every unplaced node has an unplaced predecessor */
+    /* walk predecessors (the earliest unplaced one each time): every unplaced
+     * node has an unplaced predecessor */
     while (seen[cur] == SIZE_MAX) {
         seen[cur] = len;
         walk[len++] = cur;
-        size_t p = 0;
-        while (done[p] || !adj[p * n + cur])
-            p++;
+        size_t p = SIZE_MAX;
+        for (size_t e = g->poff[cur]; e < g->poff[cur + 1]; e++)
+            if (!done[g->pred[e]] && g->pred[e] < p)
+                p = g->pred[e];
         cur = p;
     }
     /*
@@ -329,69 +452,67 @@ static int cycle_error(const char *hook, const chain *c, const unsigned char *ad
                      "hook %s: before/after constraints form a cycle: %s", hook, text);
 }
 
-static int order_chain(chain *c, const char *hook, const char *const *ids, size_t nids,
+/*
+ * Order one chain: sort by the stable key, then place listeners in that
+ * order except where before/after constraints force a move.  O((n + e) log n)
+ * for n listeners and e constraint edges (issue #8, item 10d).
+ */
+static int order_chain(chain *c, const char *hook, const weir__idmap *known,
                        weir_error *err) {
     size_t n = c->n;
     for (size_t i = 0; i < n; i++)
-        if (check_names(hook, &c->v[i], ids, nids, err))
+        if (check_names(hook, &c->v[i], known, err))
             return WEIR_E_HOOK_ORDER;
-    /* insertion sort: stable, and chains are short */
-    for (size_t i = 1; i < n; i++) {
-        listener x = c->v[i];
-        size_t j = i;
-        for (; j > 0 && key_cmp(&c->v[j - 1], &x) > 0; j--)
-            c->v[j] = c->v[j - 1];
-        c->v[j] = x;
-    }
     if (n == 0)
         return WEIR_OK;
-    /* adj[i*n+j]: listener i must run before listener j */
-    unsigned char *adj = weir__calloc(n * n + n, 1);
-    size_t *idx = weir__calloc(3 * n, sizeof *idx);
+    qsort(c->v, n, sizeof *c->v, key_cmp);
+    bool constrained = false;
+    for (size_t i = 0; i < n && !constrained; i++)
+        constrained = (c->v[i].before && c->v[i].before[0]) || (c->v[i].after && c->v[i].after[0]);
+    if (!constrained)
+        return WEIR_OK;
+    graph g;
+    size_t *idx = weir__calloc(4 * n, sizeof *idx); /* order, heap, walk, seen */
+    unsigned char *done = weir__calloc(n, 1);
     listener *tmp = weir__calloc(n, sizeof *tmp);
     int rc = WEIR_OK;
-    if (!adj || !idx || !tmp) {
-        rc = weir__err(err, WEIR_E_NOMEM, NULL, hook, "out of memory");
-        goto out;
+    if (!idx || !done || !tmp || graph_build(c, &g) != WEIR_OK) {
+        weir__free(idx);
+        weir__free(done);
+        weir__free(tmp);
+        return weir__err(err, WEIR_E_NOMEM, NULL, hook, "out of memory");
     }
-    unsigned char *done = adj + n * n;
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < n; j++) {
-            if (names(c->v[i].before, c->v[j].id))
-                adj[i * n + j] = 1;
-            if (names(c->v[i].after, c->v[j].id))
-                adj[j * n + i] = 1;
-        }
     /*
      * Kahn's algorithm that always places the earliest (in the stable
      * order) listener whose predecessors are all placed, as APR's tsort
      * does: the lexicographically smallest order that satisfies the
      * constraints, so a listener moves only when a constraint forces it.
      */
+    size_t *heap = idx + n, nheap = 0;
+    for (size_t j = 0; j < n; j++) {
+        g.indeg[j] = g.poff[j + 1] - g.poff[j];
+        if (g.indeg[j] == 0)
+            heap_push(heap, &nheap, j);
+    }
     for (size_t placed = 0; placed < n; placed++) {
-        size_t pick = n;
-        for (size_t j = 0; j < n && pick == n; j++) {
-            if (done[j])
-                continue;
-            bool free_ = true;
-            for (size_t i = 0; i < n && free_; i++)
-                free_ = done[i] || !adj[i * n + j];
-            if (free_)
-                pick = j;
-        }
-        if (pick == n) {
-            rc = cycle_error(hook, c, adj, done, idx + n, idx + 2 * n, err);
+        if (nheap == 0) {
+            rc = cycle_error(hook, c, &g, done, idx + 2 * n, idx + 3 * n, err);
             goto out;
         }
+        size_t pick = heap_pop(heap, &nheap);
         done[pick] = 1;
         idx[placed] = pick;
+        for (size_t e = g.soff[pick]; e < g.soff[pick + 1]; e++)
+            if (--g.indeg[g.succ[e]] == 0)
+                heap_push(heap, &nheap, g.succ[e]);
     }
     for (size_t k = 0; k < n; k++)
         tmp[k] = c->v[idx[k]];
     memcpy(c->v, tmp, n * sizeof *tmp);
 out:
-    weir__free(adj);
+    graph_free(&g);
     weir__free(idx);
+    weir__free(done);
     weir__free(tmp);
     return rc;
 }
@@ -401,11 +522,18 @@ int weir__hooks_freeze(weir__hooks *h, const char *const *ids, size_t nids, weir
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "hooks freeze: invalid arguments");
     if (h->frozen)
         return weir__err(err, WEIR_E_STATE, NULL, NULL, "hook chains are already frozen");
-    for (size_t k = 0; k < weir__hook_catalog_len; k++) {
-        int rc = order_chain(&h->chains[k], weir__hook_catalog[k].name, ids, nids, err);
-        if (rc)
-            return rc;
-    }
+    weir__idmap known = WEIR__IDMAP_INIT;
+    for (size_t i = 0; i < nids; i++)
+        if (ids[i] && weir__idmap_put(&known, ids[i], NULL, i) != WEIR_OK) {
+            weir__idmap_free(&known);
+            return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+        }
+    int rc = WEIR_OK;
+    for (size_t k = 0; k < weir__hook_catalog_len && rc == WEIR_OK; k++)
+        rc = order_chain(&h->chains[k], weir__hook_catalog[k].name, &known, err);
+    weir__idmap_free(&known);
+    if (rc)
+        return rc;
     h->frozen = true;
     return WEIR_OK;
 }

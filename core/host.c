@@ -9,20 +9,45 @@
 #include <string.h>
 
 #include "host_int.h"
+#include "idmap.h"
 #include "schema.h"
 #include "tools.h"
 
 struct weir_host {
     json_t *config;              /* own copy of the composed config */
     weir_plugin **plugins;       /* load order */
-    size_t nplugins;
+    size_t nplugins, cap_plugins;
+    weir__idmap plugin_ids;      /* row id -> its plugin (ptr) */
+    weir__idmap plugin_names;    /* descriptor name -> the first plugin of that name (ptr) */
     weir__hooks *hooks;
     weir__tools *tools;
     weir__provider_entry *providers;
-    size_t nproviders;
+    size_t nproviders, cap_providers;
+    weir__idmap provider_ids;    /* row id -> index in providers (num) */
     weir__event_type *types;
     size_t ntypes;
 };
+
+/*
+ * What loading the rows shares, so that a deployment of n rows loads in
+ * O(n) (issue #8, item 10d): each plugin name is resolved along the search
+ * path once, and each plugin's config_schema is parsed once.
+ */
+typedef struct load_cache {
+    weir__idmap paths;   /* plugin name -> "name\0path" (ptr, owned; the key points into it) */
+    weir__idmap schemas; /* descriptor name -> parsed config_schema (ptr, owned) */
+} load_cache;
+
+static void load_cache_free(load_cache *lc) {
+    for (size_t i = 0; i < lc->paths.cap; i++)
+        if (lc->paths.slots[i].key)
+            weir__free(lc->paths.slots[i].ptr);
+    for (size_t i = 0; i < lc->schemas.cap; i++)
+        if (lc->schemas.slots[i].key)
+            json_decref(lc->schemas.slots[i].ptr);
+    weir__idmap_free(&lc->paths);
+    weir__idmap_free(&lc->schemas);
+}
 
 /* The core's event types (DESIGN §5); plugin types may not reuse them. */
 static const char *const core_types[] = {
@@ -56,6 +81,9 @@ static void host_free(weir_host *h) {
     for (size_t i = 0; i < h->nproviders; i++)
         weir__free(h->providers[i].id);
     weir__free(h->providers);
+    weir__idmap_free(&h->provider_ids);
+    weir__idmap_free(&h->plugin_ids);
+    weir__idmap_free(&h->plugin_names);
     for (size_t i = 0; i < h->ntypes; i++)
         weir__free(h->types[i].type);
     weir__free(h->types);
@@ -73,24 +101,35 @@ void weir_host_destroy(weir_host *host) {
 
 /* --- loading one row --------------------------------------------------- */
 
-/* Validate `config` against the descriptor's schema text. */
-static int check_config(const weir_plugin *p, const json_t *config, weir_error *err) {
+/* Validate `config` against the descriptor's schema text (parsed once per
+ * plugin name, into the cache). */
+static int check_config(const weir_plugin *p, const json_t *config, load_cache *lc,
+                        weir_error *err) {
     const char *text = p->desc->config_schema;
     if (!text)
         return WEIR_OK;
-    json_error_t jerr;
-    json_t *schema = json_loads(text, 0, &jerr);
+    const weir__idmap_slot *cached = weir__idmap_get(&lc->schemas, p->desc->name);
+    json_t *schema = cached ? cached->ptr : NULL;
     if (!schema) {
-        if (json_error_code(&jerr) == json_error_out_of_memory)
-            return weir__err(err, WEIR_E_NOMEM, p->id, NULL,
-                             "out of memory reading plugin '%s' config_schema", p->desc->name);
-        return weir__err(err, WEIR_E_PLUGIN_ABI, p->id, NULL,
-                         "plugin '%s' (%s): config_schema is not JSON: %s", p->desc->name,
-                         p->path, jerr.text);
+        json_error_t jerr;
+        schema = json_loads(text, 0, &jerr);
+        if (!schema) {
+            if (json_error_code(&jerr) == json_error_out_of_memory)
+                return weir__err(err, WEIR_E_NOMEM, p->id, NULL,
+                                 "out of memory reading plugin '%s' config_schema",
+                                 p->desc->name);
+            return weir__err(err, WEIR_E_PLUGIN_ABI, p->id, NULL,
+                             "plugin '%s' (%s): config_schema is not JSON: %s", p->desc->name,
+                             p->path, jerr.text);
+        }
+        /* the key is the descriptor's name: it lives as long as the host */
+        if (weir__idmap_put(&lc->schemas, p->desc->name, schema, 0) != WEIR_OK) {
+            json_decref(schema);
+            return weir__err(err, WEIR_E_NOMEM, p->id, NULL, "out of memory");
+        }
     }
     char msg[512];
     int bad = weir__schema_validate(schema, config, msg, sizeof msg);
-    json_decref(schema);
     if (bad)
         return weir__err(err, WEIR_E_PLUGIN_CONFIG, p->id, NULL,
                          "plugin '%s' (row '%s'): invalid config: %s", p->desc->name, p->id,
@@ -124,24 +163,86 @@ static int run_init(weir_plugin *p, const json_t *config, weir_error *err) {
                      "plugin '%s' (%s) init failed: %s", p->desc->name, p->path, why);
 }
 
-/* Two different files may not declare the same plugin name. */
+/*
+ * A row id is used once, and two different files may not declare the same
+ * plugin name.  Of the two conflicts, the one with the plugin loaded first
+ * is reported (all the plugins of one name share one descriptor, so the
+ * first of that name is the first conflicting one).
+ */
 static int check_duplicate(const weir_host *h, const char *id, const weir_plugin_desc *d,
                            const char *path, weir_error *err) {
-    for (size_t i = 0; i < h->nplugins; i++) {
-        const weir_plugin *o = h->plugins[i];
-        if (strcmp(o->id, id) == 0)
-            return weir__err(err, WEIR_E_DUPLICATE, id, NULL,
-                             "plugin row id '%s' is used twice", id);
-        if (o->desc != d && strcmp(o->desc->name, d->name) == 0)
-            return weir__err(err, WEIR_E_DUPLICATE, id, NULL,
-                             "plugin '%s' is declared by two files: %s (row '%s') and %s "
-                             "(row '%s')",
-                             d->name, o->path, o->id, path, id);
-    }
+    const weir__idmap_slot *same_id = weir__idmap_get(&h->plugin_ids, id);
+    const weir__idmap_slot *same_name = weir__idmap_get(&h->plugin_names, d->name);
+    const weir_plugin *a = same_id ? same_id->ptr : NULL;
+    const weir_plugin *b = same_name ? same_name->ptr : NULL;
+    if (b && b->desc == d)
+        b = NULL;
+    if (a && (!b || a->load_order < b->load_order))
+        return weir__err(err, WEIR_E_DUPLICATE, id, NULL, "plugin row id '%s' is used twice",
+                         id);
+    if (b)
+        return weir__err(err, WEIR_E_DUPLICATE, id, NULL,
+                         "plugin '%s' is declared by two files: %s (row '%s') and %s "
+                         "(row '%s')",
+                         d->name, b->path, b->id, path, id);
     return WEIR_OK;
 }
 
-static int load_row(weir_host *h, const json_t *row, size_t index, weir_error *err) {
+/* weir__plugin_resolve once per plugin name (a copy of the path in *out). */
+static int resolve_cached(weir_host *h, load_cache *lc, const char *name, char **out,
+                          weir_error *err) {
+    const json_t *pp = json_object_get(h->config, "plugin_path");
+    if (strchr(name, '/'))
+        return weir__plugin_resolve(name, pp, out, err);
+    const weir__idmap_slot *s = weir__idmap_get(&lc->paths, name);
+    if (!s) {
+        char *path = NULL;
+        int rc = weir__plugin_resolve(name, pp, &path, err);
+        if (rc != WEIR_OK)
+            return rc;
+        size_t nl = strlen(name) + 1, pl = strlen(path) + 1;
+        char *entry = weir__malloc(nl + pl);
+        if (entry) {
+            memcpy(entry, name, nl);
+            memcpy(entry + nl, path, pl);
+        }
+        weir__free(path);
+        if (!entry || weir__idmap_put(&lc->paths, entry, entry, 0) != WEIR_OK) {
+            weir__free(entry);
+            return weir__err(err, WEIR_E_NOMEM, name, NULL, "out of memory resolving plugin");
+        }
+        s = weir__idmap_get(&lc->paths, name);
+    }
+    const char *entry = s->ptr;
+    *out = weir__strdup(entry + strlen(entry) + 1);
+    return *out ? WEIR_OK : weir__err(err, WEIR_E_NOMEM, name, NULL, "out of memory");
+}
+
+/* Append `p` to the load order and index it; WEIR_OK or WEIR_E_NOMEM (then
+ * `p` is not added). */
+static int add_plugin(weir_host *h, weir_plugin *p) {
+    if (h->nplugins == h->cap_plugins) {
+        size_t cap = h->cap_plugins ? h->cap_plugins * 2 : 8;
+        weir_plugin **grown = weir__realloc(h->plugins, cap * sizeof *grown);
+        if (!grown)
+            return WEIR_E_NOMEM;
+        h->plugins = grown;
+        h->cap_plugins = cap;
+    }
+    if (weir__idmap_put(&h->plugin_ids, p->id, p, 0) != WEIR_OK)
+        return WEIR_E_NOMEM;
+    if (!weir__idmap_get(&h->plugin_names, p->desc->name) &&
+        weir__idmap_put(&h->plugin_names, p->desc->name, p, 0) != WEIR_OK) {
+        weir__idmap_del(&h->plugin_ids, p->id);
+        return WEIR_E_NOMEM;
+    }
+    p->load_order = h->nplugins;
+    h->plugins[h->nplugins++] = p;
+    return WEIR_OK;
+}
+
+static int load_row(weir_host *h, const json_t *row, size_t index, load_cache *lc,
+                    weir_error *err) {
     const char *id = json_string_value(json_object_get(row, "id"));
     const char *name = json_string_value(json_object_get(row, "plugin"));
     if (!json_is_object(row) || !id || !*id || !name || !*name)
@@ -157,28 +258,24 @@ static int load_row(weir_host *h, const json_t *row, size_t index, weir_error *e
     char *path = NULL;
     weir__dl *dl = NULL;
     const weir_plugin_desc *d = NULL;
-    int rc = weir__plugin_resolve(name, json_object_get(h->config, "plugin_path"), &path,
-                                  err);
+    int rc = resolve_cached(h, lc, name, &path, err);
     if (rc == WEIR_OK)
         rc = weir__dl_open(path, &dl, &d, err);
     if (rc == WEIR_OK)
         rc = check_duplicate(h, id, d, path, err);
     weir_plugin *p = NULL;
     if (rc == WEIR_OK) {
-        weir_plugin **grown = weir__realloc(h->plugins, (h->nplugins + 1) * sizeof *grown);
         p = weir__calloc(1, sizeof *p);
         char *idc = weir__strdup(id);
-        if (grown)
-            h->plugins = grown;
-        if (!grown || !p || !idc) {
+        if (p && idc)
+            *p = (weir_plugin){.host = h, .id = idc, .path = path, .index = index,
+                               .desc = d, .dl = dl};
+        if (!p || !idc || add_plugin(h, p) != WEIR_OK) {
             weir__free(p);
             weir__free(idc);
             p = NULL;
             rc = weir__err(err, WEIR_E_NOMEM, id, NULL, "out of memory loading '%s'", id);
         } else {
-            *p = (weir_plugin){.host = h, .id = idc, .path = path, .index = index,
-                               .desc = d, .dl = dl};
-            h->plugins[h->nplugins++] = p;
             path = NULL;
             dl = NULL;
         }
@@ -186,7 +283,7 @@ static int load_row(weir_host *h, const json_t *row, size_t index, weir_error *e
     weir__free(path);
     weir__dl_close(dl);
     if (rc == WEIR_OK)
-        rc = check_config(p, config, err);
+        rc = check_config(p, config, lc, err);
     if (rc == WEIR_OK)
         rc = run_init(p, config, err);
     json_decref(empty);
@@ -217,13 +314,15 @@ int weir_host_create(const json_t *config, weir_host **out, weir_error *err) {
                        weir_strerror(rc));
     const json_t *row;
     size_t i;
+    load_cache lc = {WEIR__IDMAP_INIT, WEIR__IDMAP_INIT};
     json_array_foreach(json_object_get(h->config, "plugins"), i, row) {
         if (rc != WEIR_OK)
             break;
         if (json_is_true(json_object_get(row, "disabled")))
             continue;
-        rc = load_row(h, row, i, err);
+        rc = load_row(h, row, i, &lc, err);
     }
+    load_cache_free(&lc);
     if (rc == WEIR_OK) {
         const char **ids = weir__calloc(h->nplugins + 1, sizeof *ids);
         if (!ids)
@@ -257,11 +356,8 @@ int weir_host_dump_hooks(const weir_host *host, FILE *out) {
 const weir__provider_entry *weir__host_provider(const weir_host *host, const char *id) {
     if (!host || !id)
         return NULL;
-    for (size_t i = 0; i < host->nproviders; i++) {
-        if (strcmp(host->providers[i].id, id) == 0)
-            return &host->providers[i];
-    }
-    return NULL;
+    const weir__idmap_slot *s = weir__idmap_get(&host->provider_ids, id);
+    return s ? &host->providers[s->num] : NULL;
 }
 
 weir__hooks *weir__host_hooks(const weir_host *host) {
@@ -288,11 +384,8 @@ bool weir__host_event_type(const weir_host *host, const char *type, uint32_t *fl
 weir_plugin *weir__host_plugin(const weir_host *host, const char *id) {
     if (!host || !id)
         return NULL;
-    for (size_t i = 0; i < host->nplugins; i++) {
-        if (strcmp(host->plugins[i]->id, id) == 0)
-            return host->plugins[i];
-    }
-    return NULL;
+    const weir__idmap_slot *s = weir__idmap_get(&host->plugin_ids, id);
+    return s ? s->ptr : NULL;
 }
 
 /* --- the api table: instance and registration ------------------------ */
@@ -489,12 +582,18 @@ int weir__plugin_provider_register(weir_plugin *self, const weir_provider *provi
                   "a provider is already registered under '%s'", self->id);
         return weir__reg_fail(self, &e);
     }
-    weir__provider_entry *grown =
-        weir__realloc(h->providers, (h->nproviders + 1) * sizeof *grown);
-    char *id = weir__strdup(self->id);
-    if (grown)
+    if (h->nproviders == h->cap_providers) {
+        size_t cap = h->cap_providers ? h->cap_providers * 2 : 4;
+        weir__provider_entry *grown = weir__realloc(h->providers, cap * sizeof *grown);
+        if (!grown) {
+            weir__err(&e, WEIR_E_NOMEM, self->id, NULL, "out of memory");
+            return weir__reg_fail(self, &e);
+        }
         h->providers = grown;
-    if (!grown || !id) {
+        h->cap_providers = cap;
+    }
+    char *id = weir__strdup(self->id);
+    if (!id || weir__idmap_put(&h->provider_ids, id, NULL, h->nproviders) != WEIR_OK) {
         weir__free(id);
         weir__err(&e, WEIR_E_NOMEM, self->id, NULL, "out of memory");
         return weir__reg_fail(self, &e);

@@ -48,6 +48,7 @@ struct weir_plugin {
     char *id;                 /* row id */
     char *path;               /* resolved file */
     size_t index;             /* position in the composed plugins list */
+    size_t load_order;        /* position among the loaded plugins (the host's) */
     const weir_plugin_desc *desc;
     weir__dl *dl;
     void *data;               /* plugin_set_data */

@@ -628,6 +628,130 @@ static void test_relative_plugin_path_is_relative_to_its_file(void **state) {
     free(root);
 }
 
+/* --- 4,096 rows (issue #8, item 10d) ------------------------------------ */
+
+/* The listener ids of `hook`'s chain, in order, from weir_host_dump_hooks;
+ * a new array of strings. */
+static json_t *chain_ids(const weir_host *h, const char *hook) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    assert_int_equal(weir_host_dump_hooks(h, f), WEIR_OK);
+    fclose(f);
+    json_t *ids = json_array();
+    char head[128];
+    snprintf(head, sizeof head, "%s (", hook);
+    bool in = false;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] != ' ') {
+            in = strncmp(line, head, strlen(head)) == 0;
+            continue;
+        }
+        char id[64];
+        if (in && sscanf(line, " %*d. %63s", id) == 1)
+            json_array_append_new(ids, json_string(id));
+    }
+    free(text);
+    return ids;
+}
+
+/*
+ * A deployment of 4,096 rows (the most a deployment may hold) of fx-alpha,
+ * each odd row asking to run before the even row ahead of it, and an
+ * overlay that moves the last row to the front and disables p2049: every
+ * row loads, in composed order, and the chain obeys every constraint.
+ * Only correctness: the time it takes is bench/load's business.
+ */
+static void test_4096_rows_load_and_order(void **state) {
+    fx *f = *state;
+    enum { N = 4096 };
+    json_t *rows = json_array();
+    for (int i = 0; i < N; i++) {
+        char id[16], prev[16];
+        snprintf(id, sizeof id, "p%d", i);
+        snprintf(prev, sizeof prev, "p%d", i - 1);
+        json_t *cfg = i % 2 ? json_pack("{s:[s]}", "before", prev) : json_object();
+        json_array_append_new(rows, json_pack("{s:s, s:s, s:o}", "id", id, "plugin",
+                                              "fx-alpha", "config", cfg));
+    }
+    char base[4096], over[4096];
+    path_join(base, f->tmp, "base.json");
+    path_join(over, f->tmp, "over.json");
+    json_t *doc = json_pack("{s:[s], s:o}", "plugin_path", wt_env("WEIR_TEST_FIXTURE_DIR"),
+                            "plugins", rows);
+    assert_int_equal(json_dump_file(doc, base, 0), 0);
+    json_decref(doc);
+    doc = json_pack("{s:[{s:s, s:s}, {s:s, s:b}]}", "plugins", "id", "p4095", "before", "p0",
+                    "id", "p2049", "disabled", 1);
+    assert_int_equal(json_dump_file(doc, over, 0), 0);
+    json_decref(doc);
+
+    const char *files[] = {base, over};
+    json_t *cfg = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_config_compose(files, 2, &cfg, &err), WEIR_OK);
+    const json_t *composed = json_object_get(cfg, "plugins");
+    assert_int_equal(json_array_size(composed), N - 1);
+    weir_host *h = NULL;
+    if (weir_host_create(cfg, &h, &err) != WEIR_OK)
+        fail_msg("%s", err.text);
+    /* every row loaded, at its composed position */
+    for (size_t i = 0; i < json_array_size(composed); i++) {
+        const char *id = json_string_value(json_object_get(json_array_get(composed, i), "id"));
+        const weir_plugin *p = weir__host_plugin(h, id);
+        assert_non_null(p);
+        assert_string_equal(p->id, id);
+        assert_int_equal(p->index, i);
+    }
+    assert_string_equal(json_string_value(json_object_get(json_array_get(composed, 0), "id")),
+                        "p4095");
+    assert_null(weir__host_plugin(h, "p2049"));
+    assert_int_equal(weir__hooks_count(weir__host_hooks(h), "agent/pre-step"), N - 1);
+    /* p4095 first (moved to the front), then each pair odd-before-even, but
+     * p2048 alone (p2049 is gone) and p4094 alone (p4095 ran already) */
+    json_t *want = json_pack("[s]", "p4095");
+    for (int k = 0; k < N / 2; k++) {
+        char odd[16], even[16];
+        snprintf(odd, sizeof odd, "p%d", 2 * k + 1);
+        snprintf(even, sizeof even, "p%d", 2 * k);
+        if (k != 1024 && k != N / 2 - 1)
+            json_array_append_new(want, json_string(odd));
+        json_array_append_new(want, json_string(even));
+    }
+    json_t *got = chain_ids(h, "agent/pre-step");
+    assert_int_equal(json_array_size(got), N - 1);
+    for (size_t i = 0; i < json_array_size(want); i++)
+        if (!json_equal(json_array_get(got, i), json_array_get(want, i)))
+            fail_msg("chain position %zu: %s, want %s", i,
+                     json_string_value(json_array_get(got, i)),
+                     json_string_value(json_array_get(want, i)));
+    json_decref(got);
+    json_decref(want);
+    weir_host_destroy(h);
+    json_decref(cfg);
+
+    /* a duplicate id at the end of 4,096 rows names both places */
+    json_t *dup = json_array();
+    for (int i = 0; i < N; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "p%d", i == N - 1 ? 7 : i);
+        json_array_append_new(dup, json_pack("{s:s, s:s}", "id", id, "plugin", "fx-alpha"));
+    }
+    doc = json_pack("{s:o}", "plugins", dup);
+    assert_int_equal(json_dump_file(doc, base, 0), 0);
+    json_decref(doc);
+    cfg = NULL;
+    weir_error_clear(&err);
+    assert_int_equal(weir_config_compose(files, 1, &cfg, &err), WEIR_E_CONFIG);
+    char expect[8192];
+    snprintf(expect, sizeof expect,
+             "config %s: $.plugins[4095].id: duplicate plugin id \"p7\" (also at $.plugins[7])",
+             base);
+    assert_string_equal(err.text, expect);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
@@ -658,6 +782,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_plugin_dirs_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_relative_plugin_path_is_relative_to_its_file,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_4096_rows_load_and_order, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
