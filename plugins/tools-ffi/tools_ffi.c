@@ -5,7 +5,8 @@
  * Config: {"tools":[{"library","symbol","prototype","description"?,"name"?,
  *                    "out"?:[{"name","count":N|"<argument>","max"?:M}],
  *                    "returns_owned"?:{"free":"free"|"none"|"<symbol>"},
- *                    "parallel"?:bool}]}
+ *                    "parallel"?:bool, "idempotent"?:bool,
+ *                    "idempotency_key"?:"<const char * parameter>"}]}
  * Every listed function is dlopen'd, dlsym'd and prepared (ffi_prep_cif) once
  * at init; nothing else in the library is callable.  The JSON Schema of each
  * tool comes from its prototype.  Calls may run on any worker thread: the
@@ -16,6 +17,11 @@
  * fresh zeroed heap buffer of exactly that many elements (a 'char' buffer
  * gets one spare NUL byte after them).  A count that names an argument is
  * checked against its "max" before the call.
+ *
+ * "idempotency_key" names a 'const char *' parameter that receives the
+ * call's idempotency key (weir_tool_exec_idempotency_key) instead of an
+ * argument: it is not in the schema.  "idempotent" registers the tool
+ * WEIR_TOOL_IDEMPOTENT (docs/tools.md, "Tools across a crash").
  */
 #include <dlfcn.h>
 #include <float.h>
@@ -55,6 +61,8 @@ typedef struct ffi_tool {
     void *fn;
     void (*free_fn)(void *);    /* frees a 'char *' return; NULL = never */
     bool parallel;
+    bool idempotent;            /* WEIR_TOOL_IDEMPOTENT */
+    int key_param;              /* the parameter the key goes to; -1: none */
     ffi_cif cif;
     ffi_type *atypes[WF_MAX_PARAMS];
     out_size outs[WF_MAX_PARAMS]; /* by parameter index; set for out-parameters */
@@ -86,7 +94,9 @@ static const char config_schema[] =
     "\"returns_owned\":{\"type\":\"object\",\"required\":[\"free\"],"
     "\"additionalProperties\":false,\"properties\":{\"free\":{\"type\":\"string\","
     "\"minLength\":1}}},"
-    "\"parallel\":{\"type\":\"boolean\"}}}}}}";
+    "\"parallel\":{\"type\":\"boolean\"},"
+    "\"idempotent\":{\"type\":\"boolean\"},"
+    "\"idempotency_key\":{\"type\":\"string\",\"minLength\":1}}}}}}";
 
 static int set_err(weir_error *err, int code, const char *fmt, ...) WEIR_PRINTF(3, 4);
 static int set_err(weir_error *err, int code, const char *fmt, ...) {
@@ -590,9 +600,11 @@ static int execute(weir_tool_exec *exec, const json_t *args, json_t **result, vo
     memset(vals, 0, sizeof vals);
     for (size_t i = 0; i < pr->nparams; i++) {
         const wf_param *p = &pr->params[i];
-        if (!p->out && !convert(exec, p, json_object_get(args, p->name), &vals[i]))
-            return WEIR_E_INVAL;
         avalues[i] = &vals[i];
+        if ((int)i == t->key_param)
+            vals[i].str = weir_tool_exec_idempotency_key(exec); /* valid during the call */
+        else if (!p->out && !convert(exec, p, json_object_get(args, p->name), &vals[i]))
+            return WEIR_E_INVAL;
     }
     /* Every size is checked before anything is allocated or called. */
     for (size_t i = 0; i < pr->nparams; i++)
@@ -846,6 +858,8 @@ static int setup_tool(ffi_tool *t, const char *row_id, size_t index, const json_
     t->symbol = dup_str(symbol);
     t->description = dup_str(desc ? desc : prototype);
     t->parallel = json_is_true(json_object_get(row, "parallel"));
+    t->idempotent = json_is_true(json_object_get(row, "idempotent"));
+    t->key_param = -1;
     if (!t->name || !t->library || !t->symbol || !t->description)
         return set_err(err, WEIR_E_NOMEM, "out of memory");
     /* Errors name the tool, the deployment row and the index of the tool's row. */
@@ -863,6 +877,21 @@ static int setup_tool(ffi_tool *t, const char *row_id, size_t index, const json_
     int rc = check_out(t, where, json_object_get(row, "out"), err);
     if (rc != WEIR_OK)
         return rc;
+    const char *key = json_string_value(json_object_get(row, "idempotency_key"));
+    if (key) {
+        int k = find_param(pr, key);
+        if (k < 0)
+            return set_err(err, WEIR_E_PLUGIN_CONFIG,
+                           "%s: idempotency_key: '%s' is not a parameter of the prototype",
+                           where, key);
+        if (pr->params[k].out || pr->params[k].type != WF_STRING)
+            return set_err(err, WEIR_E_PLUGIN_CONFIG,
+                           "%s: idempotency_key: parameter '%s' must be 'const char *', not "
+                           "'%s%s'",
+                           where, key, wf_type_name(pr->params[k].type),
+                           pr->params[k].out ? " *" : "");
+        t->key_param = k;
+    }
     const char *free_mode = json_string_value(json_object_get(owned, "free"));
     if (pr->ret == WF_STRING_OWNED && !free_mode)
         return set_err(err, WEIR_E_PLUGIN_CONFIG,
@@ -899,7 +928,7 @@ static int setup_tool(ffi_tool *t, const char *row_id, size_t index, const json_
     for (size_t i = 0; i < pr->nparams; i++) {
         const wf_param *p = &pr->params[i];
         t->atypes[i] = p->out ? &ffi_type_pointer : ffi_of(p->type);
-        if (p->out)
+        if (p->out || (int)i == t->key_param)
             continue;
         if (json_object_set_new(props, p->name, param_schema(p->type)) != 0 ||
             json_array_append_new(required, json_string(p->name)) != 0)
@@ -947,7 +976,7 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config,
             .name = t->name,
             .description = t->description,
             .parameters = t->schema,
-            .flags = 0,
+            .flags = t->idempotent ? WEIR_TOOL_IDEMPOTENT : 0,
             .execute = execute,
             .concurrency_safe = parallel_safe,
             .user_data = t,

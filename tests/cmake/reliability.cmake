@@ -12,11 +12,12 @@ set_tests_properties(crash_kill9 PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}" TIMEO
 
 # crash_tool_rerun: kill -9 `weir run` while an idempotent and a
 # non-idempotent tool run; the resume runs the first again with the same key
-# and answers the second INTERRUPTED (docs/tools.md, "Tools across a crash").
-# Needs drvtest-tools and jq.
+# and answers the second INTERRUPTED (docs/tools.md, "Tools across a crash");
+# then a tools-ffi function that gets the key as a parameter.  Needs
+# drvtest-tools, tools-ffi, libweirffitest and jq.
 add_test(NAME crash_tool_rerun
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/crash_tool_rerun.sh $<TARGET_FILE:weir_cli>
-                 $<TARGET_FILE_DIR:weir-drvtest-tools>)
+                 $<TARGET_FILE_DIR:weir-drvtest-tools> $<TARGET_FILE:weirffitest>)
 set_tests_properties(crash_tool_rerun PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}" TIMEOUT 120)
 
 # Fuzz targets for the config composer and the session log reader

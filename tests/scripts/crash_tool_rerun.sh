@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/scripts/crash_tool_rerun.sh WEIR PLUGIN_DIR - tools across a crash
+# tests/scripts/crash_tool_rerun.sh WEIR PLUGIN_DIR FFI_LIB - tools across a crash
 # (docs/tools.md, "Tools across a crash"), end to end with kill -9.
 #
 # A scripted reply calls two drvtest-tools tools side by side: `book`
@@ -14,9 +14,12 @@
 #   - close the turn as interrupted, leaving a log that checks clean.
 # A second session is also killed during the re-run (the gate still closed):
 # the next resume runs book a third time, same key, attempt 3.
+# Last, the same through tools-ffi: t_book of FFI_LIB (libweirffitest.so)
+# gets the key as its declared `const char *key` parameter.
 # PLUGIN_DIR holds weir-drvtest-tools.so.  Needs jq (cmake/install-deps.sh).
-WEIR=${1:?usage: $0 path/to/weir PLUGIN_DIR}
-PLUGIN_DIR=${2:?usage: $0 path/to/weir PLUGIN_DIR}
+WEIR=${1:?usage: $0 path/to/weir PLUGIN_DIR FFI_LIB}
+PLUGIN_DIR=${2:?usage: $0 path/to/weir PLUGIN_DIR FFI_LIB}
+FFI_LIB=${3:?usage: $0 path/to/weir PLUGIN_DIR FFI_LIB}
 command -v jq >/dev/null 2>&1 || { echo "crash_tool_rerun: jq not found" >&2; exit 1; }
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weir-rerun.XXXXXX") || exit 1
 PID=
@@ -56,7 +59,8 @@ wait_lines() {
     [ "$(lines "$1")" -ge "$2" ]
 }
 kill_it() { kill -9 "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=; }
-# the events of type $2 in log $1, one compact JSON object per line
+# the events of type $2 in log $1, one compact JSON object per line (checks
+# pipe these into `jq -e`: jq 1.6 -e fails when the last input was filtered out)
 events() { jq -c --arg t "$2" 'select(.type == $t)' "$1"; }
 # the tool/result of call $2 in log $1
 result_of() {
@@ -134,6 +138,42 @@ result_of "$LOG" call_book | jq -e '.data.message.content[0].content[0].text == 
 [ "$(result_of "$LOG" call_charge | wc -l)" -eq 1 ] || fail "trip2: charge has $(result_of "$LOG" call_charge | wc -l) results"
 timeout 20 "$WEIR" log -c "$CFG" "$LOG" --check >"$TMP/check" 2>&1 || fail "trip2: check after resume: $(cat "$TMP/check")"
 grep -q '^open:' "$TMP/check" && fail "trip2: still open after resume: $(cat "$TMP/check")"
+
+# --- 3. tools-ffi: the key as a declared parameter -------------------------
+mkdir -p "$TMP/ffi"
+cat >"$TMP/ffi-script.json" <<JSON
+{"loop": true,
+ "replies": [
+  {"text": "booking", "tool_calls": [{"id": "call_ffi", "name": "t_book",
+                                      "arguments": {"dir": "$TMP/ffi"}}]},
+  {"text": "booked"}]}
+JSON
+cat >"$TMP/ffi.json" <<JSON
+{"agent": {"provider": "scripted", "model": "demo"},
+ "session": {"dir": "$TMP/sessions"},
+ "plugins": [{"id": "scripted", "plugin": "provider-scripted",
+              "config": {"script": "$TMP/ffi-script.json"}},
+             {"id": "ffi", "plugin": "tools-ffi",
+              "config": {"tools": [{"library": "$FFI_LIB", "symbol": "t_book",
+                                    "prototype": "int t_book(const char *dir, const char *key)",
+                                    "idempotency_key": "key", "idempotent": true}]}}]}
+JSON
+"$WEIR" run -c "$TMP/ffi.json" -s ffi "book it" >/dev/null 2>"$TMP/run.err" &
+PID=$!
+wait_lines "$TMP/ffi/ffi.log" 1 || fail "ffi: t_book did not start: $(cat "$TMP/run.err")"
+kill_it
+touch "$TMP/ffi/gate"
+timeout 30 "$WEIR" resume -c "$TMP/ffi.json" ffi >/dev/null 2>"$TMP/resume.err" ||
+    fail "ffi: weir resume: $(cat "$TMP/resume.err")"
+[ "$(cat "$TMP/ffi/ffi.log")" = "ffi:1:1:call_ffi
+ffi:1:1:call_ffi" ] || fail "ffi: t_book saw: $(cat "$TMP/ffi/ffi.log")"
+LOG="$TMP/sessions/ffi.jsonl"
+result_of "$LOG" call_ffi | jq -e '.data.message.content[0].content[0].text == "1"' >/dev/null ||
+    fail "ffi: t_book's result: $(result_of "$LOG" call_ffi)"
+events "$LOG" request/header | head -n 1 |
+    jq -e '.data.header.tools[0].parameters.required == ["dir"]' >/dev/null ||
+    fail "ffi: the model sees the key parameter: $(events "$LOG" request/header | head -n 1)"
+timeout 20 "$WEIR" log -c "$TMP/ffi.json" "$LOG" --check >"$TMP/check" 2>&1 || fail "ffi: check: $(cat "$TMP/check")"
 
 [ $FAILURES -eq 0 ] && echo "crash_tool_rerun: ok"
 exit $((FAILURES > 0))

@@ -8,9 +8,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -173,4 +175,32 @@ EXPORT void t_letters(char *buf, int n);
 EXPORT void t_letters(char *buf, int n) {
     for (int i = 0; i < n; i++)
         buf[i] = (char)('a' + i % 26);
+}
+
+/* The idempotency key tools-ffi passes (docs/tools.md): "<label>:<key>". */
+EXPORT int t_keyed(char *buf, int n, const char *label, const char *key);
+EXPORT int t_keyed(char *buf, int n, const char *label, const char *key) {
+    return snprintf(buf, (size_t)n, "%s:%s", label, key ? key : "(null)");
+}
+
+/*
+ * For tests/scripts/crash_tool_rerun.sh: append "<key>\n" to <dir>/ffi.log,
+ * then wait (at most 20 s) until <dir>/gate exists; returns 1 once it does.
+ */
+EXPORT int t_book(const char *dir, const char *key);
+EXPORT int t_book(const char *dir, const char *key) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/ffi.log", dir);
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return -1;
+    fprintf(f, "%s\n", key ? key : "(null)");
+    fclose(f);
+    snprintf(path, sizeof path, "%s/gate", dir);
+    for (int i = 0; i < 4000; i++) {
+        if (access(path, F_OK) == 0)
+            return 1;
+        usleep(5000);
+    }
+    return 0;
 }

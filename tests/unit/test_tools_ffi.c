@@ -654,6 +654,76 @@ static void init_errors_name_what_is_wrong(void **state) {
     }
 }
 
+/*
+ * "idempotency_key" names the 'const char *' parameter that gets the call's
+ * key (docs/tools.md, "Tools across a crash"): it is not in the schema, the
+ * model cannot set it, and "idempotent" flags the tool.  Init refuses a
+ * name that is no parameter or not a 'const char *'.
+ */
+static void the_idempotency_key_is_a_hidden_parameter(void **state) {
+    (void)state;
+    static const row rows[] = {
+        {"t_keyed", "int t_keyed(char *buf, int n, const char *label, const char *key)",
+         "{\"out\":[{\"name\":\"buf\",\"count\":\"n\",\"max\":64}],"
+         "\"idempotency_key\":\"key\",\"idempotent\":true}"},
+        {"t_int", "int t_int(int v)", NULL},
+    };
+    weir_host *h = load_ok(rows, 2);
+    const weir__tool_def *def = weir__tools_find(weir__host_tools(h), "t_keyed");
+    assert_non_null(def);
+    assert_true(def->flags & WEIR_TOOL_IDEMPOTENT);
+    assert_false(weir__tools_find(weir__host_tools(h), "t_int")->flags & WEIR_TOOL_IDEMPOTENT);
+    char *s = weir__json_dump(def->parameters);
+    assert_string_equal(s, "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\","
+                           "\"minimum\":0,\"maximum\":64},\"label\":{\"type\":\"string\"}},"
+                           "\"required\":[\"n\",\"label\"],\"additionalProperties\":false}");
+    free(s);
+    weir__tool_outcome o = {0};
+    json_t *a = NULL;
+    /* the model cannot pass the key: the schema has no such property */
+    assert_int_equal(weir__tool_parse_args(def, "{\"n\":64,\"label\":\"x\",\"key\":\"forged\"}",
+                                           &a, &o),
+                     WEIR_OK);
+    assert_null(a);
+    assert_string_equal(weir__json_str(o.error, "code", ""), "INVALID_ARGUMENTS");
+    weir__tool_outcome_clear(&o);
+    assert_int_equal(weir__tool_parse_args(def, "{\"n\":64,\"label\":\"book\"}", &a, &o), WEIR_OK);
+    assert_int_equal(weir__tool_invoke_keyed(def, "c1", "s1:2:1:c1", 2, NULL, a, &o), WEIR_OK);
+    assert_false(o.is_error);
+    assert_string_equal(weir__json_str(json_array_get(o.content, 0), "text", ""),
+                        "{\"return\":14,\"buf\":\"book:s1:2:1:c1\"}");
+    weir__tool_outcome_clear(&o);
+    /* outside a session there is no key: the parameter is NULL */
+    assert_int_equal(weir__tool_invoke(def, "c1", NULL, a, &o), WEIR_OK);
+    assert_string_equal(weir__json_str(json_array_get(o.content, 0), "text", ""),
+                        "{\"return\":11,\"buf\":\"book:(null)\"}");
+    weir__tool_outcome_clear(&o);
+    json_decref(a);
+    weir_host_destroy(h);
+
+    static const struct {
+        row r;
+        const char *want;
+    } bad[] = {
+        {{"t_keyed", "int t_keyed(char *buf, int n, const char *label, const char *key)",
+          "{\"out\":[{\"name\":\"buf\",\"count\":\"n\",\"max\":64}],\"idempotency_key\":\"k\"}"},
+         AT("t_keyed") "idempotency_key: 'k' is not a parameter of the prototype"},
+        {{"t_keyed", "int t_keyed(char *buf, int n, const char *label, const char *key)",
+          "{\"out\":[{\"name\":\"buf\",\"count\":\"n\",\"max\":64}],\"idempotency_key\":\"n\"}"},
+         AT("t_keyed") "idempotency_key: parameter 'n' must be 'const char *', not 'int'"},
+        {{"t_keyed", "int t_keyed(char *buf, int n, const char *label, const char *key)",
+          "{\"out\":[{\"name\":\"buf\",\"count\":\"n\",\"max\":64}],"
+          "\"idempotency_key\":\"buf\"}"},
+         AT("t_keyed") "idempotency_key: parameter 'buf' must be 'const char *', not 'char *'"},
+        {{"t_int", "int t_int(int v)", "{\"idempotent\":1}"}, "config: $.tools[0].idempotent"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *text = load_fail(&bad[i].r, NULL);
+        if (!strstr(text, bad[i].want))
+            fail_msg("case %zu: got '%s', want it to contain '%s'", i, text, bad[i].want);
+    }
+}
+
 static void two_rows_with_one_name_are_a_duplicate(void **state) {
     (void)state;
     static const row rows[] = {
@@ -722,6 +792,7 @@ int main(void) {
         cmocka_unit_test(string_returns_with_each_free_mode),
         cmocka_unit_test(libm_pow_as_in_the_design),
         cmocka_unit_test(init_errors_name_what_is_wrong),
+        cmocka_unit_test(the_idempotency_key_is_a_hidden_parameter),
         cmocka_unit_test(two_rows_with_one_name_are_a_duplicate),
         cmocka_unit_test(an_invalid_tool_name_says_why),
         cmocka_unit_test(allocation_failures_during_calls_are_handled),
