@@ -9,6 +9,7 @@
 
 #include "agent.h"
 #include "agent_context.h"
+#include "hooks.h"
 #include "host_int.h"
 #include "surface.h"
 
@@ -180,26 +181,59 @@ static int collect(const char *provider, const json_t *chunks, int stream_rc, js
     return rc;
 }
 
-int weir__agent_complete(weir_agent *a, const json_t *request, weir_signal *signal, json_t **result,
-                         weir_error *err) {
+/* The default of the llm/stream chain a hooked call runs: the provider's
+ * stream, once (a listener calling next() again gets the same chunks). */
+typedef struct complete_ctx {
+    const weir__provider_entry *pe;
+    void *call;
+    weir_stream *st;
+    int stream_rc;
+    bool ran;
+} complete_ctx;
+
+static json_t *complete_default(weir_call *call, const json_t *args, void *ud) {
+    (void)call;
+    complete_ctx *c = ud;
+    if (!c->ran) {
+        c->ran = true;
+        c->stream_rc =
+            c->pe->vt.stream(c->pe->self, c->call, json_object_get(args, "request"), c->st);
+    }
+    return json_incref(c->st->chunks);
+}
+
+/* New reference: the llm/stream args of a hooked call, or NULL (out of memory). */
+static json_t *stream_args(const weir_agent *a, const json_t *context, json_t *frozen) {
+    const json_t *turn = json_object_get(context, "turn"), *step = json_object_get(context, "step");
+    const char *purpose = weir__json_str(context, "purpose", "maintenance");
+    return json_pack("{s:s, s:I, s:I, s:s, s:O}", "agent", a->id, "turn",
+                     json_is_integer(turn) ? json_integer_value(turn) : (json_int_t)a->turn,
+                     "step", json_is_integer(step) ? json_integer_value(step) : (json_int_t)0,
+                     "purpose", *purpose ? purpose : "maintenance", "request", frozen);
+}
+
+/* agent_complete (hooked false) and agent_complete_stream (hooked true). */
+static int complete(weir_agent *a, const json_t *request, bool hooked, const json_t *context,
+                    weir_signal *signal, json_t **result, weir_error *err) {
+    const char *what = hooked ? "agent_complete_stream" : "agent_complete";
     if (result)
         *result = NULL;
-    if (!a || !json_is_object(request) || !result)
-        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "agent_complete: NULL argument");
+    if (!a || !json_is_object(request) || !result || (context && !json_is_object(context)))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "%s: NULL argument", what);
     const char *provider = weir__json_str(request, "provider", NULL);
     if (!provider || !json_is_string(json_object_get(request, "model")) ||
         !json_is_array(json_object_get(request, "messages")))
         return weir__err(err, WEIR_E_INVAL, NULL, NULL,
-                         "agent_complete: the request needs provider, model and messages");
+                         "%s: the request needs provider, model and messages", what);
     const weir__provider_entry *pe = weir__host_provider(a->host, provider);
     if (!pe)
         return weir__err(err, WEIR_E_NOT_FOUND, provider, NULL,
-                         "agent_complete: unknown provider '%s': no plugin row with that id "
+                         "%s: unknown provider '%s': no plugin row with that id "
                          "registered a provider",
-                         provider);
+                         what, provider);
     weir_signal *sig = signal ? signal : &a->signal;
     if (weir__signal_cancelled(sig))
-        return weir__err(err, WEIR_E_CANCELLED, provider, NULL, "agent_complete: cancelled");
+        return weir__err(err, WEIR_E_CANCELLED, provider, NULL, "%s: cancelled", what);
     /* The provider gets a private copy: the caller may change its objects
      * after the call, and providers may cache by object identity (the
      * host's promise in weir_provider.stream: a message never changes). */
@@ -207,7 +241,7 @@ int weir__agent_complete(weir_agent *a, const json_t *request, weir_signal *sign
     json_t *config = frozen ? json_copy(frozen) : NULL;
     if (!config) {
         json_decref(frozen);
-        return weir__err(err, WEIR_E_NOMEM, provider, NULL, "agent_complete: out of memory");
+        return weir__err(err, WEIR_E_NOMEM, provider, NULL, "%s: out of memory", what);
     }
     json_object_del(config, "messages");
     json_object_del(config, "tools");
@@ -229,18 +263,51 @@ int weir__agent_complete(weir_agent *a, const json_t *request, weir_signal *sign
     st.live = false; /* a private collector: no agent/assistant-stream frames */
     st.chunks = json_array();
     snprintf(st.attempt_id, sizeof st.attempt_id, "%s:complete", a->id);
-    int src = WEIR_E_NOMEM;
-    if (st.chunks)
-        src = pe->vt.stream(pe->self, call, frozen, &st);
+    complete_ctx cc = {pe, call, &st, WEIR_E_NOMEM, false};
+    json_t *chunks = NULL;
+    weir_error herr;
+    weir_error_clear(&herr);
+    if (st.chunks && !hooked) {
+        cc.stream_rc = pe->vt.stream(pe->self, call, frozen, &st);
+    } else if (st.chunks) {
+        json_t *args = stream_args(a, context, frozen);
+        chunks = args ? weir__hook_invoke(a->hooks, "llm/stream", a, sig, args, complete_default,
+                                          &cc, &herr)
+                      : NULL;
+        if (!args)
+            weir__err(&herr, WEIR_E_NOMEM, NULL, "llm/stream", "out of memory");
+        json_decref(args);
+    }
     json_decref(frozen);
     if (pe->vt.release_call)
         pe->vt.release_call(pe->self, call);
     if (!st.chunks)
-        return weir__err(err, WEIR_E_NOMEM, provider, NULL, "agent_complete: out of memory");
-    if (weir__signal_cancelled(sig) || weir__signal_cancelled(&a->signal))
-        rc = weir__err(err, WEIR_E_CANCELLED, provider, NULL, "agent_complete: cancelled");
-    else
-        rc = collect(provider, st.chunks, src, result, err);
+        return weir__err(err, WEIR_E_NOMEM, provider, NULL, "%s: out of memory", what);
+    if (weir__signal_cancelled(sig) || weir__signal_cancelled(&a->signal)) {
+        rc = weir__err(err, WEIR_E_CANCELLED, provider, NULL, "%s: cancelled", what);
+    } else if (hooked && !json_is_array(chunks)) { /* a listener failed or answered nonsense */
+        int code = chunks                    ? WEIR_E_HOOK_RESULT
+                   : herr.code != WEIR_OK ? (int)herr.code
+                                          : WEIR_E_HOOK_FAILED;
+        rc = weir__err(err, code, herr.plugin[0] ? herr.plugin : NULL, "llm/stream",
+                       "%s: llm/stream: %s", what,
+                       chunks ? "expected an array of chunks"
+                       : herr.text[0] ? herr.text
+                                      : weir_strerror(code));
+    } else {
+        rc = collect(provider, hooked ? chunks : st.chunks, cc.stream_rc, result, err);
+    }
+    json_decref(chunks);
     json_decref(st.chunks);
     return rc;
+}
+
+int weir__agent_complete(weir_agent *a, const json_t *request, weir_signal *signal, json_t **result,
+                         weir_error *err) {
+    return complete(a, request, false, NULL, signal, result, err);
+}
+
+int weir__agent_complete_stream(weir_agent *a, const json_t *request, const json_t *context,
+                                weir_signal *signal, json_t **result, weir_error *err) {
+    return complete(a, request, true, context, signal, result, err);
 }

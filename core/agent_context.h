@@ -2,7 +2,8 @@
  * core/agent_context.h - what a plugin may read and change of an agent's
  * model context (the `agent context` members of weir_api, used by
  * compaction): the current surface, surface replacements, the last logged
- * event of a type, model info and a direct, unlogged model call.
+ * event of a type, model info and a direct, unlogged model call (also one
+ * through the llm/stream chain).
  * Owner: core/agent_context.c.  Everything here runs on the agent's driver
  * thread (where its hooks run) unless said otherwise.
  */
@@ -57,5 +58,18 @@ json_t *weir__agent_model_info(weir_agent *agent, const char *provider, const ch
  */
 int weir__agent_complete(weir_agent *agent, const json_t *request, weir_signal *signal,
                          json_t **result, weir_error *err);
+
+/*
+ * weir__agent_complete through the agent's llm/stream chain: the listeners
+ * get {agent, turn, step, purpose, request} (turn and step from `context`,
+ * borrowed, may be NULL: the last turn and step 0; purpose from
+ * context.purpose, default "maintenance") and the provider's stream is the
+ * chain's default.  Still nothing is logged by the core (a listener may log,
+ * and provenance records a hop that changed the result) and no live frame is
+ * sent.  Errors as weir__agent_complete, plus the chain's own
+ * (WEIR_E_HOOK_FAILED, WEIR_E_HOOK_RESULT) with err->hook "llm/stream".
+ */
+int weir__agent_complete_stream(weir_agent *agent, const json_t *request, const json_t *context,
+                                weir_signal *signal, json_t **result, weir_error *err);
 
 #endif

@@ -77,4 +77,5 @@ const weir_api weir__api_table = {
     .agent_hook_register = weir__agent_hook_register,
     .tool_exec_idempotency_key = weir__tool_exec_idempotency_key,
     .tool_exec_attempt = weir__tool_exec_attempt,
+    .agent_complete_stream = weir__agent_complete_stream,
 };

@@ -77,8 +77,9 @@ const weir__hook_def weir__hook_catalog[] = {
      "call config {provider, model, max_tokens?, temperature?, ...}; default: the agent options "
      "on the first request, the logged header after",
      S_REQUEST, "Choose the provider, model and options of the next model request."},
-    {"llm/stream", WEIR__HOOK_WATERFALL, "{agent, turn, step, request} (request = the frozen "
-     "model request)",
+    {"llm/stream", WEIR__HOOK_WATERFALL, "{agent, turn, step, request, purpose?} (request = "
+     "the frozen model request; purpose only on a plugin's direct call, e.g. \"compaction\" "
+     "for a summary: agent_complete_stream)",
      "the array of stream chunks (each with a string `type`); default: the provider's stream",
      S_STREAM, "Wrap a model call: observe or transform the chunks, or produce them (replay)."},
     {"agent/request-error", WEIR__HOOK_WATERFALL,

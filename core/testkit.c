@@ -218,6 +218,12 @@ static int tk_agent_complete(weir_agent *agent, const json_t *request, weir_sign
     return weir__err(err, WEIR_E_UNSUPPORTED, NULL, NULL,
                      "agent_complete: the test kit runs no provider");
 }
+static int tk_agent_complete_stream(weir_agent *agent, const json_t *request,
+                                    const json_t *context, weir_signal *signal, json_t **result,
+                                    weir_error *err) {
+    (void)context;
+    return tk_agent_complete(agent, request, signal, result, err);
+}
 
 static int tk_agent_hook_register(weir_plugin *self, weir_agent *agent, const char *hook,
                                   weir_hook_fn fn, const weir_hook_opts *opts) {
@@ -254,6 +260,7 @@ weir_tk *weir_tk_create(void) {
     tk->api.agent_event = tk_agent_event_at;
     tk->api.agent_model_info = tk_agent_model_info;
     tk->api.agent_complete = tk_agent_complete;
+    tk->api.agent_complete_stream = tk_agent_complete_stream;
     tk->api.agent_hook_register = tk_agent_hook_register;
     tk->agent.tk = tk;
     tk->messages = json_array();

@@ -458,6 +458,30 @@ struct weir_api {
      * Any thread (the body's).  Check WEIR_API_HAS(api, tool_exec_attempt).
      */
     int (*tool_exec_attempt)(const weir_tool_exec *exec);
+
+    /* --- 1.3 ------------------------------------------------------------ */
+    /**
+     * agent_complete through the agent's llm/stream chain: the chain's
+     * listeners wrap the provider's stream (observe, transform, replay)
+     * exactly as for a lifecycle request, and receive {agent, turn, step,
+     * purpose, request}.  `request` is as for agent_complete (borrowed; the
+     * listeners and the provider see a private copy); it may also carry
+     * "tool_choice":"none" (the providers send it when tools are listed).
+     * `context` (borrowed, may be NULL) gives "turn" and "step" (integers;
+     * default: the agent's last turn, step 0) and "purpose" (a string naming
+     * why the call is made, e.g. "compaction"; default "maintenance"), so a
+     * listener tells these calls from the lifecycle's, whose args have no
+     * purpose.  The core logs nothing and sends no live frame; agent/request
+     * and agent/request-error do not run (a failure is returned, never
+     * retried).  *result as for agent_complete (text blocks only: reasoning
+     * and tool calls are dropped).  Errors as agent_complete, plus
+     * WEIR_E_HOOK_FAILED / WEIR_E_HOOK_RESULT when a listener failed or
+     * returned something else than an array of chunks (err->hook
+     * "llm/stream", err->plugin the listener's row).  Driver thread only.
+     * Check WEIR_API_HAS(api, agent_complete_stream) before use.
+     */
+    int (*agent_complete_stream)(weir_agent *agent, const json_t *request, const json_t *context,
+                                 weir_signal *signal, json_t **result, weir_error *err);
 };
 
 /** True when `api` has member `m` (for members added after 1.0). */
@@ -528,6 +552,7 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #define weir_agent_event(...) (weir__plugin_api->agent_event(__VA_ARGS__))
 #define weir_agent_model_info(...) (weir__plugin_api->agent_model_info(__VA_ARGS__))
 #define weir_agent_complete(...) (weir__plugin_api->agent_complete(__VA_ARGS__))
+#define weir_agent_complete_stream(...) (weir__plugin_api->agent_complete_stream(__VA_ARGS__))
 #endif /* WEIR_NO_API_MACROS */
 
 #ifdef __cplusplus

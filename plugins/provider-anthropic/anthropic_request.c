@@ -13,6 +13,8 @@
  *   messages left without content are dropped (the API rejects both)
  *   tools             -> [{name,description,input_schema}]
  *   max_tokens        -> the request's, else `default_max_tokens`
+ *   tool_choice       -> "auto" {type:auto} | "none" {type:none} | "required"
+ *                        {type:any}, sent only with tools
  */
 #include "anthropic.h"
 
@@ -290,6 +292,15 @@ char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_
         pc_bad(msg, size, "messages: expected an array");
         return NULL;
     }
+    const json_t *choice = json_object_get(request, "tool_choice");
+    const char *cs = json_string_value(choice);
+    if (choice && !json_is_null(choice) &&
+        (!cs || (strcmp(cs, "auto") && strcmp(cs, "none") && strcmp(cs, "required")))) {
+        pc_bad(msg, size, "tool_choice: expected \"auto\", \"none\" or \"required\"");
+        return NULL;
+    }
+    if (cs && !strcmp(cs, "required"))
+        cs = "any"; /* the Messages API's name for it */
     assembly a = {0};
     pc_buf one = {0}, body = {0};
     int rc = 0;
@@ -312,7 +323,8 @@ char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_
     }
     if (rc == 0 && flush_group(&a) != 0)
         rc = PC_OOM(msg, size);
-    /* {"model","max_tokens","system"?,"messages","tools"?,"temperature"?,"stream"} */
+    /* {"model","max_tokens","system"?,"messages","tools"?,"tool_choice"?,"temperature"?,
+     *  "stream"} */
     json_int_t limit = json_is_integer(max_tokens) ? json_integer_value(max_tokens)
                        : default_max_tokens > 0    ? default_max_tokens
                                                    : 4096;
@@ -351,6 +363,10 @@ char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_
                 (void)pc_cache_put(cache, tools, PC_CACHE_TOOLS, body.p + start, body.len - start);
         }
     }
+    if (rc == 0 && cs && json_array_size(tools) > 0 &&
+        (pc_buf_add(&body, ",\"tool_choice\":{\"type\":\"", 24) != 0 ||
+         pc_buf_add(&body, cs, strlen(cs)) != 0 || pc_buf_add(&body, "\"}", 2) != 0))
+        rc = PC_OOM(msg, size);
     if (rc == 0 && json_is_number(temperature) &&
         (pc_buf_add(&body, ",\"temperature\":", 15) != 0 ||
          pc_buf_json(&body, temperature, msg, size) != 0))

@@ -11,6 +11,7 @@
  *   tool_result blocks   -> one {"role":"tool","tool_call_id","content"} each
  *                           (images in tool results become "[image: <type>]")
  *   tools                -> [{type:"function",function:{name,description,parameters}}]
+ *   tool_choice          -> "auto" | "none" | "required", sent only with tools
  */
 #include "openai.h"
 
@@ -325,6 +326,15 @@ char *openai_request_text(const json_t *request, pc_cache *cache, char *msg, siz
         pc_bad(msg, size, "tools: expected an array");
         return NULL;
     }
+    const json_t *choice = json_object_get(request, "tool_choice");
+    const char *cs = json_string_value(choice);
+    if (choice && !json_is_null(choice) &&
+        (!cs || (strcmp(cs, "auto") && strcmp(cs, "none") && strcmp(cs, "required")))) {
+        pc_bad(msg, size, "tool_choice: expected \"auto\", \"none\" or \"required\"");
+        return NULL;
+    }
+    if (json_array_size(tools) == 0)
+        cs = NULL; /* the API refuses a tool_choice without tools */
     pc_buf out = {0};
     if (pc_buf_add(&out, "{\"messages\":[", 13) != 0) {
         PC_OOM(msg, size);
@@ -345,10 +355,11 @@ char *openai_request_text(const json_t *request, pc_cache *cache, char *msg, siz
     /* the small members, as one object whose '{' the messages took */
     json_t *max_tokens = json_object_get(request, "max_tokens");
     json_t *temperature = json_object_get(request, "temperature");
-    json_t *rest = json_pack("{s:s, s:O*, s:O*, s:b, s:{s:b}}", "model", model, "max_tokens",
-                             json_is_integer(max_tokens) ? max_tokens : NULL, "temperature",
-                             json_is_number(temperature) ? temperature : NULL, "stream", 1,
-                             "stream_options", "include_usage", 1);
+    json_t *rest = json_pack("{s:s, s:O*, s:O*, s:s*, s:b, s:{s:b}}", "model", model,
+                             "max_tokens", json_is_integer(max_tokens) ? max_tokens : NULL,
+                             "temperature", json_is_number(temperature) ? temperature : NULL,
+                             "tool_choice", cs, "stream", 1, "stream_options", "include_usage",
+                             1);
     char *tail = rest ? json_dumps(rest, JSON_COMPACT) : NULL;
     json_decref(rest);
     int rc = tail && pc_buf_add(&out, ",", 1) == 0 &&

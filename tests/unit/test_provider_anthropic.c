@@ -86,6 +86,38 @@ static void request_without_optional_fields(void **state) {
     json_decref(request);
 }
 
+/* tool_choice maps to {type}, "required" to "any", and goes with tools only. */
+static void request_tool_choice(void **state) {
+    (void)state;
+    json_t *request = json_loads("{\"model\":\"m\",\"tool_choice\":\"none\",\"messages\":[],"
+                                 "\"tools\":[{\"name\":\"f\",\"description\":\"d\","
+                                 "\"parameters\":{\"type\":\"object\"}}]}",
+                                 0, NULL);
+    assert_non_null(request);
+    char msg[256] = "";
+    json_t *body = anthropic_request_body(request, 0, msg, sizeof msg);
+    assert_non_null(body);
+    json_t *want = json_pack("{s:s}", "type", "none");
+    assert_true(json_equal(json_object_get(body, "tool_choice"), want));
+    json_decref(want);
+    json_decref(body);
+    json_object_set_new(request, "tool_choice", json_string("required"));
+    body = anthropic_request_body(request, 0, msg, sizeof msg);
+    want = json_pack("{s:s}", "type", "any");
+    assert_true(json_equal(json_object_get(body, "tool_choice"), want));
+    json_decref(want);
+    json_decref(body);
+    json_object_set_new(request, "tools", json_array());
+    body = anthropic_request_body(request, 0, msg, sizeof msg);
+    assert_non_null(body);
+    assert_null(json_object_get(body, "tool_choice"));
+    json_decref(body);
+    json_object_set_new(request, "tool_choice", json_integer(1));
+    assert_null(anthropic_request_body(request, 0, msg, sizeof msg));
+    assert_string_equal(msg, "tool_choice: expected \"auto\", \"none\" or \"required\"");
+    json_decref(request);
+}
+
 static void request_rejects_bad_blocks(void **state) {
     (void)state;
     static const struct {
@@ -604,6 +636,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(request_translation_matches_golden),
         cmocka_unit_test(request_without_optional_fields),
+        cmocka_unit_test(request_tool_choice),
         cmocka_unit_test(request_rejects_bad_blocks),
         cmocka_unit_test(request_merges_roles_and_puts_tool_results_first),
         cmocka_unit_test(request_cache_reuses_translated_messages),

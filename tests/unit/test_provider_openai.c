@@ -79,6 +79,30 @@ static void request_without_optional_fields(void **state) {
     json_decref(request);
 }
 
+/* tool_choice is sent with tools only (the API refuses it alone); a bad value is refused. */
+static void request_tool_choice(void **state) {
+    (void)state;
+    json_t *request = json_loads("{\"model\":\"m\",\"tool_choice\":\"none\",\"messages\":[],"
+                                 "\"tools\":[{\"name\":\"f\",\"description\":\"d\","
+                                 "\"parameters\":{\"type\":\"object\"}}]}",
+                                 0, NULL);
+    assert_non_null(request);
+    char msg[256] = "";
+    json_t *body = openai_request_body(request, msg, sizeof msg);
+    assert_non_null(body);
+    assert_string_equal(json_string_value(json_object_get(body, "tool_choice")), "none");
+    json_decref(body);
+    json_object_set_new(request, "tools", json_array());
+    body = openai_request_body(request, msg, sizeof msg);
+    assert_non_null(body);
+    assert_null(json_object_get(body, "tool_choice"));
+    json_decref(body);
+    json_object_set_new(request, "tool_choice", json_string("never"));
+    assert_null(openai_request_body(request, msg, sizeof msg));
+    assert_string_equal(msg, "tool_choice: expected \"auto\", \"none\" or \"required\"");
+    json_decref(request);
+}
+
 static void request_rejects_bad_blocks(void **state) {
     (void)state;
     static const struct {
@@ -622,6 +646,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(request_translation_matches_golden),
         cmocka_unit_test(request_without_optional_fields),
+        cmocka_unit_test(request_tool_choice),
         cmocka_unit_test(request_rejects_bad_blocks),
         cmocka_unit_test(request_cache_reuses_translated_messages),
         cmocka_unit_test(request_cache_bounds_and_pinning),
