@@ -5,9 +5,9 @@
  * Output: assistant text to stdout as it streams, tool activity
  * ("[tool] pow {"x":2,"y":10} -> 1024") and errors to stderr.  With --json
  * every live and durable event is one JSON line on stdout and nothing else
- * (DESIGN §9a).  SIGINT cancels the running turn (cause user) and, for one
- * prompt, exits 130 once the turn is closed; in the REPL the next prompt
- * follows.  A second SIGINT in the same turn, or one while idle, exits 130
+ * (DESIGN §9a).  SIGINT cancels the running turn and, for one prompt
+ * (cause disposed), exits 130 once the turn is closed; in the REPL (cause
+ * user) the next prompt follows.  A second SIGINT in the same turn, or one while idle, exits 130
  * at once.  SIGTERM cancels the running turn (cause disposed) and exits 143
  * once it is closed (at once while idle).  The signal handler only writes
  * the signal's number to a pipe; a watcher thread calls weir_agent_cancel().
@@ -221,8 +221,9 @@ static void *sig_watcher(void *arg) {
             if (!sig_repl)
                 atomic_store(&quit_signal, SIGINT);
             fputs("\nweir: cancelling (press Ctrl-C again to quit)\n", stderr);
+            /* quitting disposes of the turn; in the REPL the user only cancels it */
             if (!cause || cancel_seq != seq)
-                cause = "user";
+                cause = sig_repl ? "user" : "disposed";
         }
         cancel_seq = seq;
         weir_agent_cancel(sig_agent, cause, false);
@@ -346,9 +347,10 @@ static const char run_help[] =
     "      --log PATH      the session log file itself (instead of -s)\n"
     "      --json          print every event as one JSON line on stdout\n"
     "\n"
-    "Ctrl-C (SIGINT) cancels the running turn and quits (exit 130) once it is\n"
-    "closed; in the REPL it cancels the turn only, and a second Ctrl-C quits.\n"
-    "SIGTERM cancels the running turn (cause disposed) and exits 143.\n"
+    "Ctrl-C (SIGINT) cancels the running turn (cause disposed) and quits (exit\n"
+    "130) once it is closed; in the REPL it cancels the turn only (cause user),\n"
+    "and a second Ctrl-C quits.  SIGTERM cancels the running turn (cause\n"
+    "disposed) and exits 143.\n"
     "exit codes: 0 ok, 1 the turn failed or was cancelled, 2 usage,\n"
     "            3 configuration or plugin error, 4 I/O error (also a session\n"
     "            log that cannot be written), 130 SIGINT, 143 SIGTERM\n";

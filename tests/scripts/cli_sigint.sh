@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/scripts/cli_sigint.sh WEIR - SIGINT and SIGTERM during `weir run`
 # cancel the running turn and close it in the log before exiting:
-#   SIGINT   turn/end aborted, cause user; "weir: turn cancelled (user)"; exit 130
+#   SIGINT   turn/end aborted, cause disposed; "weir: turn cancelled (disposed)"; exit 130
 #   SIGTERM  turn/end aborted, cause disposed; exit 143
 # Either way the log passes `weir log --check` with nothing open.  The
 # scripted reply streams slowly; the script waits (bounded) until the
@@ -24,7 +24,7 @@ JSON
 
 for sig in INT TERM; do
     case $sig in
-    INT) want_rc=130 cause=user ;;
+    INT) want_rc=130 cause=disposed ;;
     TERM) want_rc=143 cause=disposed ;;
     esac
     id=slow-$sig
