@@ -8,9 +8,9 @@
 #            (ENOSPC), the turn still closes in the log with error code IO
 #   full     no room at all: nothing more is logged; the log checks with the
 #            turn open, and `weir resume` (with room again) closes it
-# Skipped (77) without prlimit.  Every wait is bounded.
+# Fails without prlimit (util-linux).  Every wait is bounded.
 WEIR=${1:?usage: $0 path/to/weir}
-command -v prlimit >/dev/null 2>&1 || { echo "cli_log_full: no prlimit; skipped"; exit 77; }
+command -v prlimit >/dev/null 2>&1 || { echo "cli_log_full: prlimit (util-linux) not found"; exit 1; }
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weir-cli-full.XXXXXX") || exit 1
 PID=
 trap '[ -n "$PID" ] && kill -9 "$PID" 2>/dev/null; rm -rf "$TMP"' EXIT INT TERM

@@ -16,7 +16,7 @@
 # Either way the agent stops, a later send is refused, serve exits 4 and
 # the log checks.  Skipped (77) without prlimit.  Every wait is bounded.
 WEIR=${1:?usage: $0 path/to/weir}
-command -v prlimit >/dev/null 2>&1 || { echo "serve_log_full: no prlimit; skipped"; exit 77; }
+command -v prlimit >/dev/null 2>&1 || { echo "serve_log_full: prlimit (util-linux) not found"; exit 1; }
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weir-serve-full.XXXXXX") || exit 1
 trap 'exec 3>&- 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$TMP"' EXIT INT TERM
 trap '' XFSZ # inherited: a write past the file size limit fails with EFBIG
