@@ -14,7 +14,7 @@
 #            cut short (reported as ENOSPC, as a full disk does), the small
 #            step/end and turn/end still fit: generation.failed is durable
 # Either way the agent stops, a later send is refused, serve exits 4 and
-# the log checks.  Skipped (77) without prlimit.  Every wait is bounded.
+# the log checks.  Fails without prlimit (util-linux).  Every wait is bounded.
 WEIR=${1:?usage: $0 path/to/weir}
 command -v prlimit >/dev/null 2>&1 || { echo "serve_log_full: prlimit (util-linux) not found"; exit 1; }
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weir-serve-full.XXXXXX") || exit 1
