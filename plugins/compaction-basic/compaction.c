@@ -7,7 +7,9 @@
  *                       response + an estimate of what came after it + the
  *                       entering input) >= threshold_ratio x context_window
  *                       -> compact, then weir_next() (always, even when the
- *                       compaction failed: a warning is logged).
+ *                       compaction failed: a warning is logged).  The check
+ *                       reads a running meter (cp_meter) fed with the log's
+ *                       new envelopes, so it costs O(1) in the history length.
  *   agent/request-error CONTEXT_WINDOW_EXCEEDED -> forced compaction;
  *                       {kind:"retry"} only when the surface replace
  *                       generation advanced, at most max_overflow_retries
@@ -21,17 +23,26 @@
  * Compaction: tool-result pruning first (head + marker + tail, a
  * content-only tool/result replace per result), then, while pressure
  * remains (or once when forced), a summary of a head-anchored range that
- * never splits a tool call from its result, made by a direct model call
- * (api->agent_complete) and committed as one user/message replace.  Each
- * compaction is bracketed by compaction/start ... compaction/end; every
- * replace is immediately preceded by its compaction/prune or
- * compaction/summary event.
+ * never splits a tool call from its result.  The summary request replays the
+ * agent's own last request as derived (system prompt, tools, messages: the
+ * provider's cached prefix) and appends one user message with the
+ * structured instruction; it goes through llm/stream
+ * (api->agent_complete_stream, purpose "compaction", tool_choice "none").
+ * The range is committed as a checkpoint user/message replace, then one
+ * verbatim copy per pinned message of the range (pinned_patterns,
+ * source.pinned), so pinned context follows the checkpoint in order.  Each
+ * compaction is bracketed by compaction/start ... compaction/end.  A storm
+ * breaker caps the compactions of a turn (max_compactions_per_turn) and
+ * stops after one that saved too little (min_savings_ratio), logging
+ * compaction/breaker; it resets at the next turn.
  *
- * The hooks run on each agent's driver thread; the only shared mutable state
- * (overflow counters per agent and the id generator) sits behind one mutex.
+ * The hooks run on each agent's driver thread (agent/compact on the
+ * caller's, between turns); the per-agent state is reached through one
+ * mutex-guarded table and then used by that agent's thread only.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, strdup */
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,18 +53,25 @@
 
 #include "compaction_policy.h"
 
-/* Overflow recoveries of one agent's current step. */
-typedef struct overflow_counter {
-    char *agent;
-    json_int_t turn, step;
-    int count;
-} overflow_counter;
+/* What the plugin keeps per agent (see the file comment). */
+typedef struct agent_state {
+    weir_agent *agent; /* identity (borrowed; removed on agent/disposed) */
+    char *id;
+    cp_meter meter;
+    json_int_t breaker_turn; /* the turn the breaker counts for, -1 none */
+    int compactions;         /* compaction/start of that turn (manual ones not counted) */
+    bool tripped;            /* the breaker stopped compaction for the rest of the turn */
+    json_int_t ov_turn, ov_step; /* the step the overflow recoveries count for */
+    int ov_count;
+    char *warned_route;  /* "provider/model" already warned about an unknown window */
+    bool warned_pinned;  /* "pinned context alone is over the threshold" said */
+} agent_state;
 
 typedef struct state {
     weir_plugin *self;
     cp_config cfg;      /* read-only after init */
-    pthread_mutex_t mu; /* guards counters, n, rng */
-    overflow_counter *counters;
+    pthread_mutex_t mu; /* guards agents, n, rng */
+    agent_state **agents;
     size_t n;
     uint64_t rng;
 } state;
@@ -61,15 +79,16 @@ typedef struct state {
 /* One compaction (one trigger) on one agent. */
 typedef struct run {
     state *s;
+    agent_state *as;
     weir_agent *agent;
     weir_signal *signal;
     json_int_t turn, step;
-    bool forced;          /* overflow: no threshold, keep only the newest unit */
-    bool manual;          /* agent/compact: no threshold, one summary, keep the tail */
+    bool forced;              /* overflow: no threshold, keep only the newest unit */
+    bool manual;              /* agent/compact: no threshold, one summary, keep the tail */
     const char *instructions; /* manual: extra summarizer instructions, or NULL */
     const char *declined;     /* why OUT_NOT_NEEDED (static text) */
-    size_t extra_tokens;  /* input entering with the next step */
-    const char *provider; /* borrowed from `route` */
+    size_t extra_tokens;      /* input entering with the next step */
+    const char *provider;     /* borrowed from `route` */
     const char *model;
     json_t *route;    /* request/context data (owned) */
     long long window; /* context window, -1 unknown */
@@ -79,6 +98,8 @@ typedef struct run {
     size_t pruned; /* tool results pruned */
     int summaries;
     size_t tokens_before, tokens_after;
+    size_t shadowed, saved; /* tokens taken off the surface, and net savings */
+    json_t *usage;          /* summed usage of the summary requests, or NULL */
     char error[512];
 } run;
 
@@ -119,9 +140,128 @@ static bool append(run *r, const char *type, json_t *data) {
     return rc == WEIR_OK;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Per-agent state                                                           */
+/* ------------------------------------------------------------------------ */
+
+static void agent_state_free(agent_state *as) {
+    if (!as)
+        return;
+    cp_meter_clear(&as->meter);
+    free(as->id);
+    free(as->warned_route);
+    free(as);
+}
+
+/* The state of `agent` (created on first use), or NULL (out of memory). */
+static agent_state *agent_state_get(state *s, weir_agent *agent) {
+    const char *id = weir_agent_id(agent);
+    if (!id)
+        return NULL;
+    agent_state *as = NULL;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->n && !as; i++) {
+        if (strcmp(s->agents[i]->id, id) != 0)
+            continue;
+        if (s->agents[i]->agent == agent) {
+            as = s->agents[i];
+        } else { /* the same session opened again: start afresh */
+            agent_state_free(s->agents[i]);
+            s->agents[i] = s->agents[--s->n];
+        }
+    }
+    if (!as) {
+        agent_state **grown = realloc(s->agents, (s->n + 1) * sizeof *grown);
+        as = grown ? calloc(1, sizeof *as) : NULL;
+        if (grown)
+            s->agents = grown;
+        if (as && !(as->id = strdup(id))) {
+            free(as);
+            as = NULL;
+        }
+        if (as) {
+            as->agent = agent;
+            cp_meter_init(&as->meter);
+            as->breaker_turn = as->ov_turn = -1;
+            s->agents[s->n++] = as;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return as;
+}
+
+/* Feed the meter the envelopes logged since it last looked: O(new events).
+ * A meter that no longer fits the log starts again from seq 0. */
+static void meter_sync(run *r) {
+    cp_meter *m = &r->as->meter;
+    for (int pass = 0; pass < 2; pass++) {
+        int rc = 0;
+        for (;;) {
+            json_t *ev = weir_agent_event(r->agent, m->next_seq);
+            if (!ev)
+                break;
+            rc = cp_meter_apply(m, ev, &r->s->cfg);
+            json_decref(ev);
+            if (rc != 0)
+                break;
+        }
+        if (rc == 0)
+            return;
+        cp_meter_clear(m);
+        if (rc == -2)
+            break;
+    }
+    weir_log(r->s->self, WEIR_LOG_WARN, "out of memory measuring the context of %s", r->as->id);
+}
+
+/* Measured tokens now: the meter's figure plus the entering input.  O(1). */
+static size_t measure(run *r) {
+    meter_sync(r);
+    return cp_meter_tokens(&r->as->meter) + r->extra_tokens;
+}
+
+/* The breaker's counters for r->turn (reset at a new turn). */
+static void breaker_turn(run *r) {
+    agent_state *as = r->as;
+    if (as->breaker_turn != r->turn) {
+        as->breaker_turn = r->turn;
+        as->compactions = 0;
+        as->tripped = false;
+    }
+}
+
+/* Trip the breaker for the rest of the turn and log compaction/breaker. */
+static void breaker_trip(run *r, const char *reason) {
+    agent_state *as = r->as;
+    as->tripped = true;
+    json_t *data = json_pack("{s:I, s:I, s:s, s:i, s:i}", "turn", r->turn, "step", r->step,
+                             "reason", reason, "compactions", as->compactions,
+                             "max_compactions_per_turn", r->s->cfg.max_compactions_per_turn);
+    if (data && !strcmp(reason, "min_savings_ratio")) {
+        json_object_set_new(data, "compaction_id", json_string(r->id));
+        json_object_set_new(data, "shadowed_tokens", json_integer((json_int_t)r->shadowed));
+        json_object_set_new(data, "saved_tokens", json_integer((json_int_t)r->saved));
+        json_object_set_new(data, "min_savings_ratio", json_real(r->s->cfg.min_savings_ratio));
+    }
+    char saved_error[sizeof r->error];
+    memcpy(saved_error, r->error, sizeof saved_error);
+    r->error[0] = '\0';
+    if (!append(r, "compaction/breaker", data))
+        weir_log(r->s->self, WEIR_LOG_WARN, "%s", r->error);
+    memcpy(r->error, saved_error, sizeof saved_error);
+    weir_log(r->s->self, WEIR_LOG_WARN,
+             "compaction stopped for the rest of turn %lld (%s, %d compaction%s this turn)",
+             (long long)r->turn, reason, as->compactions, as->compactions == 1 ? "" : "s");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Route and window                                                          */
+/* ------------------------------------------------------------------------ */
+
 /* The routed target: the last request/context.  False when there is none. */
 static bool resolve_route(run *r) {
-    json_t *ev = weir_agent_last_event(r->agent, "request/context");
+    const cp_meter *m = &r->as->meter;
+    json_t *ev = m->context_seq >= 0 ? weir_agent_event(r->agent, (size_t)m->context_seq) : NULL;
     json_t *data = json_object_get(ev, "data");
     r->provider = json_string_value(json_object_get(data, "provider"));
     r->model = json_string_value(json_object_get(data, "model"));
@@ -131,30 +271,59 @@ static bool resolve_route(run *r) {
     }
     r->route = json_incref(data);
     json_decref(ev);
-    r->window = -1;
+    return true;
+}
+
+/* The route's context window (re-resolved at every check, so a provider or
+ * model switch is seen at once): the provider's model_info, else
+ * request/context.context_window; -1 unknown. */
+static long long resolve_window(run *r) {
     json_t *info = weir_agent_model_info(r->agent, r->provider, r->model);
     const json_t *cw = json_object_get(info, "context_window");
     if (!json_is_integer(cw))
         cw = json_object_get(r->route, "context_window");
-    if (json_is_integer(cw) && json_integer_value(cw) > 0)
-        r->window = (long long)json_integer_value(cw);
+    long long window = json_is_integer(cw) && json_integer_value(cw) > 0
+                           ? (long long)json_integer_value(cw)
+                           : -1;
     json_decref(info);
-    return true;
+    return window;
 }
 
-/* Measured tokens of the current surface; *surface (new) receives it. */
-static size_t measure(run *r, json_t **surface) {
-    *surface = weir_agent_surface(r->agent);
-    if (!*surface)
-        return 0;
-    json_t *last = weir_agent_last_event(r->agent, "assistant/message");
-    const json_t *usage = json_object_get(json_object_get(last, "data"), "usage");
-    long long seq = last && json_is_object(usage)
-                        ? (long long)json_integer_value(json_object_get(last, "seq"))
-                        : -1;
-    size_t total = cp_measure(*surface, seq, cp_usage_tokens(usage), r->extra_tokens);
-    json_decref(last);
-    return total;
+/* Warn once per agent (and route) that pressure compaction is off. */
+static void warn_unknown_window(run *r) {
+    size_t n = strlen(r->provider) + strlen(r->model) + 2;
+    char *route = malloc(n);
+    if (!route)
+        return;
+    snprintf(route, n, "%s/%s", r->provider, r->model);
+    if (r->as->warned_route && !strcmp(r->as->warned_route, route)) {
+        free(route);
+        return;
+    }
+    weir_log(r->s->self, WEIR_LOG_WARN,
+             "no context window known for %s: pressure compaction is off for it (agent %s)",
+             route, r->as->id);
+    free(r->as->warned_route);
+    r->as->warned_route = route;
+}
+
+/* Pinned messages alone reach the threshold: say so once per agent. */
+static void note_pinned_over(run *r) {
+    const cp_meter *m = &r->as->meter;
+    if (r->as->warned_pinned)
+        return;
+    r->as->warned_pinned = true;
+    weir_log(r->s->self, WEIR_LOG_WARN,
+             "the %zu pinned message%s alone (%zu tokens) reach the compaction threshold (%zu "
+             "tokens) of %s/%s: pressure compaction cannot help and stays off while they do",
+             m->pinned_count, m->pinned_count == 1 ? "" : "s", m->pinned_tokens, r->threshold,
+             r->provider, r->model);
+    if (!append(r, "compaction/pinned-over-threshold",
+                json_pack("{s:I, s:I, s:I, s:I, s:I}", "turn", r->turn, "step", r->step,
+                          "pinned_messages", (json_int_t)m->pinned_count, "pinned_tokens",
+                          (json_int_t)m->pinned_tokens, "threshold", (json_int_t)r->threshold)))
+        weir_log(r->s->self, WEIR_LOG_WARN, "%s", r->error);
+    r->error[0] = '\0';
 }
 
 static size_t keep_tokens(const run *r) {
@@ -167,10 +336,32 @@ static size_t keep_tokens(const run *r) {
     return (size_t)((double)r->window * r->s->cfg.keep_recent_ratio);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Pruning                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Whether node `i` of `surface` is a pinned user message. */
+static bool node_pinned(const run *r, const json_t *surface, size_t i) {
+    const json_t *node = json_array_get(surface, i);
+    const char *type = json_string_value(json_object_get(node, "type"));
+    return type && !strcmp(type, "user/message") &&
+           cp_message_pinned(&r->s->cfg, json_object_get(node, "message"));
+}
+
+/* A summary range of `surface` with at least one node that is not pinned. */
+static bool summary_range(const run *r, const json_t *surface, size_t *a, size_t *b) {
+    if (!cp_select_range(surface, keep_tokens(r), a, b))
+        return false;
+    for (size_t i = *a; i <= *b; i++)
+        if (!node_pinned(r, surface, i))
+            return true;
+    return false;
+}
+
 /* Whether anything could be pruned or summarized. */
 static bool compactable(run *r, const json_t *surface) {
     size_t a, b, i;
-    if (cp_select_range(surface, keep_tokens(r), &a, &b))
+    if (summary_range(r, surface, &a, &b))
         return true;
     const json_t *node;
     json_array_foreach(surface, i, node) {
@@ -217,11 +408,13 @@ static bool prune_pass(run *r, const json_t *surface) {
             set_error(r, "out of memory pruning a tool result");
             return false;
         }
+        size_t before = cp_message_tokens(msg);
+        size_t after = cp_message_tokens(json_object_get(data, "message"));
         if (!append(r, "compaction/prune",
                     json_pack("{s:s, s:I, s:[I], s:I, s:I, s:I}", "compaction_id", r->id, "seq",
                               seq, "shadowed_seqs", seq, "pruned_chars", (json_int_t)chars,
-                              "shadowed_tokens", (json_int_t)cp_message_tokens(msg), "tokens_after",
-                              (json_int_t)cp_message_tokens(json_object_get(data, "message"))))) {
+                              "shadowed_tokens", (json_int_t)before, "tokens_after",
+                              (json_int_t)after))) {
             json_decref(data);
             return false;
         }
@@ -236,178 +429,409 @@ static bool prune_pass(run *r, const json_t *surface) {
             return false;
         }
         r->pruned++;
+        r->shadowed += before;
+        r->saved += before > after ? before - after : 0;
     }
     return true;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Summaries                                                                 */
+/* ------------------------------------------------------------------------ */
+
 /* The text blocks of a summarizer reply joined; NULL when empty or OOM. */
 static char *reply_text(const json_t *message) {
-    size_t len = 0, i;
-    const json_t *b, *content = json_object_get(message, "content");
-    json_array_foreach(content, i, b) {
-        len += json_string_length(json_object_get(b, "text"));
-    }
-    if (len == 0)
+    char *text = cp_message_text(message);
+    if (text && !*text) {
+        free(text);
         return NULL;
-    char *out = malloc(len + 1);
-    if (!out)
-        return NULL;
-    out[0] = '\0';
-    size_t at = 0;
-    json_array_foreach(content, i, b) {
-        const json_t *t = json_object_get(b, "text");
-        size_t n = json_string_length(t);
-        if (n)
-            memcpy(out + at, json_string_value(t), n);
-        at += n;
     }
-    out[at] = '\0';
-    return out;
+    return text;
 }
 
-/* New reference: the summarization request for nodes [a, b]. */
-static json_t *summary_request(run *r, const json_t *surface, size_t a, size_t b) {
-    const cp_config *cfg = &r->s->cfg;
-    char *transcript = cp_render_transcript(surface, a, b);
-    if (!transcript)
-        return NULL;
-    char *prompt = NULL;
-    if (r->instructions && *r->instructions) {
-        size_t n = strlen(cfg->summary_prompt) + strlen(r->instructions) + 64;
-        prompt = malloc(n);
-        if (!prompt) {
-            free(transcript);
-            return NULL;
-        }
-        snprintf(prompt, n, "%s\n\nAdditional instructions for this summary:\n%s",
-                 cfg->summary_prompt, r->instructions);
+/* Add the counts of `usage` into r->usage. */
+static void add_usage(run *r, const json_t *usage) {
+    static const char *const keys[] = {"input_tokens", "output_tokens", "cache_read_tokens",
+                                       "cache_write_tokens", "reasoning_tokens"};
+    if (!json_is_object(usage))
+        return;
+    if (!r->usage && !(r->usage = json_object()))
+        return;
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        const json_t *v = json_object_get(usage, keys[i]);
+        if (!json_is_integer(v))
+            continue;
+        json_int_t had = json_integer_value(json_object_get(r->usage, keys[i]));
+        json_object_set_new(r->usage, keys[i], json_integer(had + json_integer_value(v)));
     }
-    json_t *req = json_pack("{s:s, s:s, s:I, s:[{s:s, s:[{s:s, s:s}]}, {s:s, s:[{s:s, s:s}]}]}",
-                            "provider", cfg->summary_provider ? cfg->summary_provider : r->provider,
-                            "model", cfg->summary_model ? cfg->summary_model : r->model,
-                            "max_tokens", (json_int_t)cfg->summary_max_tokens, "messages", "role",
-                            "system", "content", "type", "text", "text",
-                            prompt ? prompt : cfg->summary_prompt, "role", "user", "content",
-                            "type", "text", "text", transcript);
-    free(prompt);
-    free(transcript);
+}
+
+/* One summary's plan: the range, its pinned nodes and runs, the replay. */
+typedef struct plan {
+    size_t a, b;      /* surface indexes of the range */
+    size_t k;         /* pinned nodes in it */
+    size_t *starts;   /* k + 1 run starts, relative to a */
+    bool *pinned;     /* b - a + 1 flags */
+    size_t upto;      /* derived messages up to and including node b */
+    json_t *messages; /* the derive (new) */
+    json_t *header;   /* the last request/header envelope (new) */
+} plan;
+
+static void plan_clear(plan *p) {
+    free(p->starts);
+    free(p->pinned);
+    json_decref(p->messages);
+    json_decref(p->header);
+    memset(p, 0, sizeof *p);
+}
+
+/* Fill `p` for the range [a, b] of `surface`.  False with r->error set. */
+static bool plan_make(run *r, const json_t *surface, size_t a, size_t b, plan *p) {
+    memset(p, 0, sizeof *p);
+    p->a = a;
+    p->b = b;
+    size_t n = b - a + 1;
+    p->pinned = calloc(n, sizeof *p->pinned);
+    p->starts = calloc(n, sizeof *p->starts);
+    if (!p->pinned || !p->starts) {
+        set_error(r, "out of memory planning a summary");
+        return false;
+    }
+    for (size_t i = 0; i < n; i++)
+        p->pinned[i] = node_pinned(r, surface, a + i);
+    if (!cp_pinned_runs(p->pinned, n, p->starts, &p->k)) {
+        set_error(r, "nothing compactable: every message of the range is pinned");
+        return false;
+    }
+    /* every cut between runs must split no tool call from its result (a crash
+     * between the replaces leaves a valid history); otherwise the summary
+     * stops before the first pinned message */
+    for (size_t i = 1; i <= p->k; i++) {
+        if (cp_balanced(surface, a, a + p->starts[i]))
+            continue;
+        size_t first = 0;
+        while (!p->pinned[first])
+            first++;
+        if (first == 0 || !cp_balanced(surface, a, a + first)) {
+            set_error(r, "nothing compactable around the pinned messages");
+            return false;
+        }
+        p->b = b = a + first - 1;
+        p->k = 0;
+        break;
+    }
+    p->messages = weir_agent_messages(r->agent);
+    json_t *hdr = r->as->meter.header_seq >= 0
+                      ? weir_agent_event(r->agent, (size_t)r->as->meter.header_seq)
+                      : NULL;
+    p->header = hdr;
+    if (!p->messages || !json_is_object(json_object_get(
+                            json_object_get(json_object_get(hdr, "data"), "header"), "config"))) {
+        set_error(r, p->messages ? "no request/header to replay" : "out of memory");
+        return false;
+    }
+    size_t count = 0, i;
+    const json_t *node;
+    json_array_foreach(surface, i, node) {
+        if (!json_is_null(json_object_get(node, "message")))
+            count++;
+        if (i == b)
+            p->upto = count;
+    }
+    if (count != json_array_size(p->messages)) {
+        set_error(r, "the surface (%zu messages) and the derived history (%zu) disagree", count,
+                  json_array_size(p->messages));
+        return false;
+    }
+    return true;
+}
+
+/* New reference: the summary request.  `full`: replay the whole derived
+ * request; otherwise its messages up to the end of the range. */
+static json_t *summary_request(run *r, const plan *p, bool full) {
+    const cp_config *cfg = &r->s->cfg;
+    const json_t *header = json_object_get(json_object_get(p->header, "data"), "header");
+    const json_t *config = json_object_get(header, "config");
+    const json_t *tools = json_object_get(header, "tools");
+    const char *provider = cfg->summary_provider ? cfg->summary_provider : r->provider;
+    const char *model = cfg->summary_model ? cfg->summary_model : r->model;
+    const char *cp = json_string_value(json_object_get(config, "provider"));
+    const char *cm = json_string_value(json_object_get(config, "model"));
+    /* the agent's own call config when the summarizer is its model, so the
+     * request differs from the last one only by its tail */
+    json_t *req = cp && cm && !strcmp(cp, provider) && !strcmp(cm, model)
+                      ? json_copy((json_t *)(uintptr_t)config)
+                      : json_pack("{s:s, s:s}", "provider", provider, "model", model);
+    size_t total = json_array_size(p->messages);
+    size_t upto = full ? total : p->upto;
+    char *instruction = cp_instruction(cfg, total - upto, r->instructions);
+    json_t *messages = json_array();
+    for (size_t i = 0; messages && i < upto; i++)
+        if (json_array_append(messages, json_array_get(p->messages, i)) != 0) {
+            json_decref(messages);
+            messages = NULL;
+        }
+    json_t *ask = instruction ? json_pack("{s:s, s:[{s:s, s:s}]}", "role", "user", "content",
+                                          "type", "text", "text", instruction)
+                              : NULL;
+    free(instruction);
+    if (!req || !messages || !ask || json_array_append_new(messages, ask) != 0 ||
+        json_object_set_new(req, "messages", messages) != 0 ||
+        json_object_set_new(req, "max_tokens", json_integer(cfg->summary_max_tokens)) != 0 ||
+        (json_array_size(tools) > 0 &&
+         (json_object_set(req, "tools", (json_t *)(uintptr_t)tools) != 0 ||
+          json_object_set_new(req, "tool_choice", json_string("none")) != 0))) {
+        if (!messages)
+            json_decref(ask);
+        json_decref(req);
+        return NULL;
+    }
     return req;
 }
 
-/* One summary of the selected range.  true when a replace landed. */
+/* The summarizer's call: the full replay first (pressure, manual), then,
+ * after a context overflow, only the range's prefix (what overflow recovery
+ * sends at once).  New *result or false with r->error set. */
+static bool call_summarizer(run *r, const plan *p, json_t **result, json_t **req_out,
+                            const char **replay) {
+    bool full = !r->forced && p->upto < json_array_size(p->messages);
+    json_t *ctx = json_pack("{s:I, s:I, s:s}", "turn", r->turn, "step", r->step, "purpose",
+                            "compaction");
+    for (;;) {
+        json_t *req = ctx ? summary_request(r, p, full) : NULL;
+        weir_error err;
+        memset(&err, 0, sizeof err);
+        int rc = req ? weir_agent_complete_stream(r->agent, req, ctx, r->signal, result, &err)
+                     : WEIR_E_NOMEM;
+        if (rc == WEIR_OK) {
+            *req_out = req;
+            *replay = full ? "full" : "prefix";
+            json_decref(ctx);
+            return true;
+        }
+        json_decref(req);
+        if (rc == WEIR_E_PROVIDER && full &&
+            !strncmp(err.text, "CONTEXT_WINDOW_EXCEEDED", 23)) {
+            full = false; /* the whole request no longer fits: summarize the range only */
+            continue;
+        }
+        set_error(r, "the summarizer failed: %s", err.text[0] ? err.text : weir_strerror(rc));
+        json_decref(ctx);
+        return false;
+    }
+}
+
+/* Replace surface nodes [from, to] (indexes) with `type` `data` citing
+ * `first` (a seq, or -1) and the replaced nodes.  False with r->error set. */
+static bool replace_run(run *r, const json_t *surface, size_t from, size_t to, json_int_t first,
+                        const json_t *data, const char *what) {
+    json_t *sources = json_array();
+    if (sources && first >= 0 && json_array_append_new(sources, json_integer(first)) != 0) {
+        json_decref(sources);
+        sources = NULL;
+    }
+    for (size_t i = from; sources && i <= to; i++) {
+        const json_t *seq = json_object_get(json_array_get(surface, i), "seq");
+        if (json_integer_value(seq) == first)
+            continue;
+        if (json_array_append(sources, (json_t *)(uintptr_t)seq) != 0) {
+            json_decref(sources);
+            sources = NULL;
+        }
+    }
+    if (!sources || !data) {
+        json_decref(sources);
+        set_error(r, "out of memory committing the summary");
+        return false;
+    }
+    json_int_t a = json_integer_value(json_object_get(json_array_get(surface, from), "seq"));
+    json_int_t b = json_integer_value(json_object_get(json_array_get(surface, to), "seq"));
+    weir_error err;
+    memset(&err, 0, sizeof err);
+    int rc = weir_agent_surface_replace(r->agent, "user/message", data, (size_t)a, (size_t)b,
+                                        sources, NULL, &err);
+    json_decref(sources);
+    if (rc != WEIR_OK) {
+        set_error(r, "%s was rejected: %s", what, err.text[0] ? err.text : weir_strerror(rc));
+        return false;
+    }
+    return true;
+}
+
+/* One summary of the range [a, b].  true when its checkpoint landed. */
 static bool summarize(run *r, const json_t *surface, size_t a, size_t b) {
     if (r->signal && weir_signal_cancelled(r->signal)) {
         set_error(r, "cancelled");
         return false;
     }
-    json_t *req = summary_request(r, surface, a, b);
-    json_t *result = NULL;
-    weir_error err;
-    memset(&err, 0, sizeof err);
-    int rc = req ? weir_agent_complete(r->agent, req, r->signal, &result, &err) : WEIR_E_NOMEM;
-    if (rc != WEIR_OK) {
-        set_error(r, "the summarizer failed: %s", err.text[0] ? err.text : weir_strerror(rc));
-        json_decref(req);
+    plan p;
+    if (!plan_make(r, surface, a, b, &p)) {
+        plan_clear(&p);
         return false;
     }
-    char *text = reply_text(json_object_get(result, "message"));
-    json_t *checkpoint = text ? cp_summary_message(text, r->id) : NULL;
-    free(text);
-    if (!checkpoint) {
+    a = p.a;
+    b = p.b;
+    uint64_t version = r->as->meter.surface_version;
+    json_t *result = NULL, *req = NULL;
+    const char *replay = NULL;
+    if (!call_summarizer(r, &p, &result, &req, &replay)) {
+        plan_clear(&p);
+        return false;
+    }
+    add_usage(r, json_object_get(result, "usage"));
+    /* a surface change during the call (a listener of llm/stream, say) makes
+     * the plan stale: nothing is replaced */
+    meter_sync(r);
+    char *reply = reply_text(json_object_get(result, "message"));
+    char *summary = reply ? cp_clean_summary(reply) : NULL;
+    free(reply);
+    const char **pinned = calloc(p.k + 1, sizeof *pinned);
+    char **texts = calloc(p.k + 1, sizeof *texts);
+    size_t shadowed = 0, np = 0;
+    json_t *shadowed_seqs = json_array(), *pinned_seqs = json_array();
+    bool oom = !pinned || !texts || !shadowed_seqs || !pinned_seqs;
+    for (size_t i = a; !oom && i <= b; i++) {
+        const json_t *node = json_array_get(surface, i);
+        if (p.pinned[i - a] && p.k) {
+            texts[np] = cp_message_text(json_object_get(node, "message"));
+            pinned[np] = texts[np];
+            oom = !texts[np++] ||
+                  json_array_append(pinned_seqs, json_object_get(node, "seq")) != 0;
+        } else {
+            shadowed += cp_message_tokens(json_object_get(node, "message"));
+            oom = json_array_append(shadowed_seqs, json_object_get(node, "seq")) != 0;
+        }
+    }
+    char *text = summary && *summary && !oom ? cp_checkpoint_text(summary, pinned, np) : NULL;
+    json_t *checkpoint = text ? cp_checkpoint_message(text, r->id) : NULL;
+    size_t summary_tokens = checkpoint ? cp_message_tokens(checkpoint) : 0;
+    bool ok = false;
+    if (r->as->meter.surface_version != version)
+        set_error(r, "the surface changed while the summary was made (the measured nodes no "
+                     "longer match): nothing was replaced");
+    else if (summary && !*summary)
         set_error(r, "the summarizer returned no text");
-        json_decref(result);
-        json_decref(req);
-        return false;
-    }
-    size_t shadowed = cp_range_tokens(surface, a, b);
-    size_t summary_tokens = cp_message_tokens(checkpoint);
-    if (summary_tokens >= shadowed) {
+    else if (!checkpoint)
+        set_error(r, summary ? "out of memory framing the summary"
+                             : "the summarizer returned no text");
+    else if (summary_tokens >= shadowed)
         set_error(r, "the summary (%zu tokens) does not shrink the %zu tokens it replaces",
                   summary_tokens, shadowed);
-        json_decref(checkpoint);
-        json_decref(result);
-        json_decref(req);
-        return false;
-    }
-    json_t *seqs = json_array();
-    for (size_t i = a; seqs && i <= b; i++)
-        if (json_array_append(seqs, json_object_get(json_array_get(surface, i), "seq")) != 0) {
-            json_decref(seqs);
-            seqs = NULL;
-        }
+    else
+        ok = true;
     json_int_t start_seq = json_integer_value(json_object_get(json_array_get(surface, a), "seq"));
     json_int_t end_seq = json_integer_value(json_object_get(json_array_get(surface, b), "seq"));
-    json_t *ev =
-        seqs ? json_pack("{s:s, s:I, s:I, s:{s:I, s:I}, s:O, s:I, s:I, s:s, s:s, s:O}",
-                         "compaction_id", r->id, "turn", r->turn, "step", r->step, "shadowed_range",
-                         "start", start_seq, "end", end_seq, "shadowed_seqs", seqs,
-                         "shadowed_tokens", (json_int_t)shadowed, "summary_tokens",
-                         (json_int_t)summary_tokens, "provider",
-                         json_string_value(json_object_get(req, "provider")), "model",
-                         json_string_value(json_object_get(req, "model")), "summary",
-                         json_object_get(json_array_get(json_object_get(checkpoint, "content"), 0),
-                                         "text"))
-             : NULL;
+    json_t *ev = ok ? json_pack("{s:s, s:I, s:I, s:{s:I, s:I}, s:O, s:I, s:I, s:s, s:s, s:s, s:s}",
+                                "compaction_id", r->id, "turn", r->turn, "step", r->step,
+                                "shadowed_range", "start", start_seq, "end", end_seq,
+                                "shadowed_seqs", shadowed_seqs, "shadowed_tokens",
+                                (json_int_t)shadowed, "summary_tokens", (json_int_t)summary_tokens,
+                                "provider", json_string_value(json_object_get(req, "provider")),
+                                "model", json_string_value(json_object_get(req, "model")),
+                                "replay", replay, "summary", text)
+                    : NULL;
+    if (ev && np)
+        json_object_set(ev, "pinned_seqs", pinned_seqs);
     const json_t *usage = json_object_get(result, "usage");
     if (ev && json_is_object(usage))
         json_object_set(ev, "usage", (json_t *)(uintptr_t)usage);
     json_decref(result);
     json_decref(req);
-    bool ok = append(r, "compaction/summary", ev);
+    if (ok)
+        ok = append(r, "compaction/summary", ev);
     json_t *last = ok ? weir_agent_last_event(r->agent, "compaction/summary") : NULL;
-    json_t *sources = last ? json_pack("[O]", json_object_get(last, "seq")) : NULL;
+    json_int_t summary_seq = json_integer_value(json_object_get(last, "seq"));
     json_decref(last);
-    json_t *data =
-        json_pack("{s:I, s:I, s:O}", "turn", r->turn, "step", r->step, "message", checkpoint);
-    json_decref(checkpoint);
-    if (ok && (!sources || !data || json_array_extend(sources, seqs) != 0)) {
+    /* the checkpoint over run 0, then each pinned message over its run */
+    size_t run0_end = p.k ? a + p.starts[1] - 1 : b;
+    json_t *data = ok ? json_pack("{s:I, s:I, s:O}", "turn", r->turn, "step", r->step, "message",
+                                  checkpoint)
+                      : NULL;
+    if (ok && (!last || !data)) {
         set_error(r, "out of memory committing the summary");
         ok = false;
     }
-    if (ok) {
-        memset(&err, 0, sizeof err);
-        rc = weir_agent_surface_replace(r->agent, "user/message", data, (size_t)start_seq,
-                                        (size_t)end_seq, sources, NULL, &err);
-        if (rc != WEIR_OK) {
-            set_error(r, "the summary replace was rejected: %s",
-                      err.text[0] ? err.text : weir_strerror(rc));
-            ok = false;
-        }
-    }
-    json_decref(seqs);
-    json_decref(sources);
-    json_decref(data);
     if (ok)
+        ok = replace_run(r, surface, a, run0_end, summary_seq, data, "the summary replace");
+    json_decref(data);
+    if (ok) {
         r->summaries++;
+        r->shadowed += shadowed;
+        r->saved += shadowed - summary_tokens;
+    }
+    size_t nth = 0;
+    for (size_t i = 0; ok && i < b - a + 1; i++) {
+        if (!p.pinned[i])
+            continue;
+        nth++;
+        const json_t *node = json_array_get(surface, a + i);
+        size_t from = a + p.starts[nth], to = nth < p.k ? a + p.starts[nth + 1] - 1 : b;
+        json_t *copy =
+            json_pack("{s:I, s:I, s:O, s:s, s:O}", "turn", r->turn, "step", r->step, "message",
+                      json_object_get(node, "message"), "compaction_id", r->id, "pinned_from",
+                      json_object_get(node, "seq"));
+        ok = replace_run(r, surface, from, to, json_integer_value(json_object_get(node, "seq")),
+                         copy, "a pinned message's copy");
+        json_decref(copy);
+    }
+    for (size_t i = 0; texts && i < np; i++)
+        free(texts[i]);
+    free(texts);
+    free(pinned);
+    free(text);
+    free(summary);
+    json_decref(checkpoint);
+    json_decref(shadowed_seqs);
+    json_decref(pinned_seqs);
+    plan_clear(&p);
     return ok;
 }
+
+/* ------------------------------------------------------------------------ */
+/* One compaction                                                            */
+/* ------------------------------------------------------------------------ */
 
 /* The whole compaction of one trigger (see the file comment). */
 static outcome compact(run *r) {
     const cp_config *cfg = &r->s->cfg;
     const char *trigger = r->forced ? "overflow" : r->manual ? "manual" : "pressure";
+    bool pressure = !r->forced && !r->manual;
+    meter_sync(r);
     if (!resolve_route(r)) {
         r->declined = "nothing was sent to a model yet";
         return OUT_NOT_NEEDED; /* no durable route yet: nothing was ever sent */
     }
-    if (!r->forced && !r->manual) {
+    r->window = resolve_window(r);
+    if (r->signal && weir_signal_cancelled(r->signal)) {
+        r->declined = "cancelled";
+        return OUT_NOT_NEEDED; /* cancellation reached the capacity resolution: it wins */
+    }
+    if (pressure) {
         if (r->window <= 0) {
-            weir_log(r->s->self, WEIR_LOG_WARN,
-                     "no context window known for %s/%s: pressure compaction is off for it",
-                     r->provider, r->model);
+            warn_unknown_window(r);
             return OUT_NOT_NEEDED;
         }
         r->threshold = (size_t)((double)r->window * cfg->threshold_ratio);
     }
-    json_t *surface = NULL;
-    r->tokens_before = measure(r, &surface);
+    r->tokens_before = measure(r);
+    if (pressure && r->tokens_before < r->threshold)
+        return OUT_NOT_NEEDED; /* below pressure: never prune (the O(1) path) */
+    if (pressure && r->as->meter.pinned_tokens >= r->threshold) {
+        note_pinned_over(r);
+        r->declined = "the pinned messages alone reach the threshold";
+        return OUT_NOT_NEEDED;
+    }
+    if (!r->manual) {
+        breaker_turn(r);
+        if (r->as->tripped) {
+            r->declined = "the storm breaker stopped compaction for this turn";
+            return OUT_NOT_NEEDED;
+        }
+    }
+    json_t *surface = weir_agent_surface(r->agent);
     if (!surface) {
         weir_log(r->s->self, WEIR_LOG_WARN, "out of memory reading the surface");
         return OUT_FAILED;
-    }
-    if (!r->forced && !r->manual && r->tokens_before < r->threshold) {
-        json_decref(surface);
-        return OUT_NOT_NEEDED; /* below pressure: never prune */
     }
     if (!compactable(r, surface)) {
         weir_log(r->s->self, WEIR_LOG_INFO,
@@ -417,14 +841,22 @@ static outcome compact(run *r) {
         json_decref(surface);
         return OUT_NOT_NEEDED;
     }
+    if (!r->manual && r->as->compactions >= cfg->max_compactions_per_turn) {
+        breaker_trip(r, "max_compactions_per_turn");
+        r->declined = "the storm breaker stopped compaction for this turn";
+        json_decref(surface);
+        return OUT_NOT_NEEDED;
+    }
     new_id(r->s, r->id, sizeof r->id);
     json_t *start = json_pack("{s:s, s:s, s:I, s:I, s:I}", "compaction_id", r->id, "trigger",
-                              trigger, "turn", r->turn, "step", r->step,
-                              "tokens", (json_int_t)r->tokens_before);
+                              trigger, "turn", r->turn, "step", r->step, "tokens",
+                              (json_int_t)r->tokens_before);
     if (start && r->window > 0)
         json_object_set_new(start, "context_window", json_integer((json_int_t)r->window));
-    if (start && !r->forced && !r->manual)
+    if (start && pressure)
         json_object_set_new(start, "threshold", json_integer((json_int_t)r->threshold));
+    if (!r->manual)
+        r->as->compactions++; /* every start counts, whatever comes of it */
     if (!append(r, "compaction/start", start)) {
         json_decref(surface);
         return OUT_FAILED;
@@ -433,26 +865,28 @@ static outcome compact(run *r) {
     size_t tokens = r->tokens_before;
     if (ok && r->pruned) {
         json_decref(surface);
-        tokens = measure(r, &surface);
+        tokens = measure(r);
+        surface = weir_agent_surface(r->agent);
         if (!surface) {
             set_error(r, "out of memory reading the surface");
             ok = false;
         }
     }
     for (int attempt = 0; ok && attempt < cfg->max_attempts; attempt++) {
-        if (!r->forced && !r->manual && tokens < r->threshold)
+        if (pressure && tokens < r->threshold)
             break;
-        if ((r->forced || r->manual) && r->summaries > 0)
+        if (!pressure && r->summaries > 0)
             break;
         size_t a, b;
-        if (!cp_select_range(surface, keep_tokens(r), &a, &b)) {
+        if (!summary_range(r, surface, &a, &b)) {
             if (!r->pruned && !r->summaries)
                 set_error(r, "nothing compactable");
             break;
         }
         ok = summarize(r, surface, a, b);
         json_decref(surface);
-        tokens = measure(r, &surface);
+        tokens = measure(r);
+        surface = weir_agent_surface(r->agent);
         if (ok && !surface) {
             set_error(r, "out of memory reading the surface");
             ok = false;
@@ -460,14 +894,18 @@ static outcome compact(run *r) {
     }
     json_decref(surface);
     r->tokens_after = tokens;
-    if (ok && !r->forced && !r->manual && tokens >= r->threshold)
+    if (ok && pressure && tokens >= r->threshold)
         set_error(r, "still above the threshold (%zu >= %zu tokens) after %d summary attempt%s",
                   tokens, r->threshold, cfg->max_attempts, cfg->max_attempts == 1 ? "" : "s");
     ok = ok && !r->error[0];
-    json_t *end = json_pack(
-        "{s:s, s:I, s:I, s:b, s:I, s:I, s:I, s:I}", "compaction_id", r->id, "turn", r->turn, "step",
-        r->step, "ok", ok, "pruned", (json_int_t)r->pruned, "summaries", (json_int_t)r->summaries,
-        "tokens_before", (json_int_t)r->tokens_before, "tokens_after", (json_int_t)r->tokens_after);
+    json_t *end = json_pack("{s:s, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I}", "compaction_id",
+                            r->id, "turn", r->turn, "step", r->step, "ok", ok, "pruned",
+                            (json_int_t)r->pruned, "summaries", (json_int_t)r->summaries,
+                            "tokens_before", (json_int_t)r->tokens_before, "tokens_after",
+                            (json_int_t)r->tokens_after, "shadowed_tokens",
+                            (json_int_t)r->shadowed, "saved_tokens", (json_int_t)r->saved);
+    if (end && r->usage)
+        json_object_set(end, "usage", r->usage);
     if (end && !ok)
         json_object_set_new(end, "error", json_string(r->error));
     char why[sizeof r->error];
@@ -476,10 +914,14 @@ static outcome compact(run *r) {
         return OUT_FAILED;
     if (!ok)
         weir_log(r->s->self, WEIR_LOG_WARN, "compaction %s failed: %s", r->id, why);
+    /* a compaction that saved too little of what it shadowed: stop the storm */
+    if (!r->manual && r->shadowed > 0 &&
+        (double)r->saved < cfg->min_savings_ratio * (double)r->shadowed)
+        breaker_trip(r, "min_savings_ratio");
     return ok ? OUT_DONE : OUT_FAILED;
 }
 
-static void run_init(run *r, state *s, weir_call *call, const json_t *args, bool forced) {
+static bool run_init(run *r, state *s, weir_call *call, const json_t *args, bool forced) {
     memset(r, 0, sizeof *r);
     r->s = s;
     r->agent = weir_call_agent(call);
@@ -488,6 +930,13 @@ static void run_init(run *r, state *s, weir_call *call, const json_t *args, bool
     r->step = json_integer_value(json_object_get(args, "step"));
     r->forced = forced;
     r->window = -1;
+    r->as = r->agent ? agent_state_get(s, r->agent) : NULL;
+    return r->as != NULL;
+}
+
+static void run_clear(run *r) {
+    json_decref(r->route);
+    json_decref(r->usage);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -497,77 +946,48 @@ static void run_init(run *r, state *s, weir_call *call, const json_t *args, bool
 static json_t *on_pre_step(weir_call *call, const json_t *args, void *ud) {
     state *s = ud;
     run r;
-    run_init(&r, s, call, args, false);
-    if (r.agent && !(r.signal && weir_signal_cancelled(r.signal))) {
+    if (run_init(&r, s, call, args, false) && !(r.signal && weir_signal_cancelled(r.signal))) {
         size_t i;
         const json_t *m;
         json_array_foreach(json_object_get(args, "messages"), i, m) {
             r.extra_tokens += cp_message_tokens(m);
         }
         compact(&r);
-        json_decref(r.route);
     }
+    run_clear(&r);
     return weir_next(call);
-}
-
-/* The overflow counter of `agent`, reset for a new (turn, step).  Caller holds s->mu. */
-static overflow_counter *counter_get(state *s, const char *agent, json_int_t turn,
-                                     json_int_t step) {
-    overflow_counter *c = NULL;
-    for (size_t i = 0; i < s->n; i++)
-        if (!strcmp(s->counters[i].agent, agent))
-            c = &s->counters[i];
-    if (!c) {
-        overflow_counter *grown = realloc(s->counters, (s->n + 1) * sizeof *grown);
-        if (!grown)
-            return NULL;
-        s->counters = grown;
-        c = &s->counters[s->n];
-        c->agent = strdup(agent);
-        if (!c->agent)
-            return NULL;
-        s->n++;
-        c->turn = -1;
-    }
-    if (c->turn != turn || c->step != step) {
-        c->turn = turn;
-        c->step = step;
-        c->count = 0;
-    }
-    return c;
 }
 
 static json_t *on_request_error(weir_call *call, const json_t *args, void *ud) {
     state *s = ud;
     const char *code = json_string_value(json_object_get(json_object_get(args, "failure"), "code"));
-    const char *agent_id = json_string_value(json_object_get(args, "agent"));
     weir_agent *agent = weir_call_agent(call);
     weir_signal *signal = weir_call_signal(call);
-    if (!code || strcmp(code, "CONTEXT_WINDOW_EXCEEDED") != 0 || !agent || !agent_id ||
+    if (!code || strcmp(code, "CONTEXT_WINDOW_EXCEEDED") != 0 || !agent ||
         (signal && weir_signal_cancelled(signal)) || s->cfg.max_overflow_retries == 0)
         return weir_next(call);
     run r;
-    run_init(&r, s, call, args, true);
-    pthread_mutex_lock(&s->mu);
-    overflow_counter *c = counter_get(s, agent_id, r.turn, r.step);
-    bool spent = c && c->count >= s->cfg.max_overflow_retries;
-    pthread_mutex_unlock(&s->mu);
-    if (!c) {
+    if (!run_init(&r, s, call, args, true)) {
+        run_clear(&r);
         weir_call_fail(call, "compaction-basic: out of memory");
         return NULL;
     }
-    if (spent)
+    agent_state *as = r.as;
+    if (as->ov_turn != r.turn || as->ov_step != r.step) {
+        as->ov_turn = r.turn;
+        as->ov_step = r.step;
+        as->ov_count = 0;
+    }
+    if (as->ov_count >= s->cfg.max_overflow_retries) {
+        run_clear(&r);
         return weir_next(call); /* bounded: the original error stands */
+    }
     uint64_t gen = weir_agent_replace_generation(agent);
     compact(&r);
-    json_decref(r.route);
+    run_clear(&r);
     if ((signal && weir_signal_cancelled(signal)) || weir_agent_replace_generation(agent) <= gen)
-        return weir_next(call);
-    pthread_mutex_lock(&s->mu);
-    c = counter_get(s, agent_id, r.turn, r.step);
-    if (c)
-        c->count++;
-    pthread_mutex_unlock(&s->mu);
+        return weir_next(call); /* nothing landed: the original error stands */
+    as->ov_count++;
     json_t *action = json_pack("{s:s}", "kind", "retry");
     if (!action)
         weir_call_fail(call, "compaction-basic: out of memory");
@@ -578,16 +998,15 @@ static json_t *on_request_error(weir_call *call, const json_t *args, void *ud) {
 static json_t *on_compact(weir_call *call, const json_t *args, void *ud) {
     state *s = ud;
     run r;
-    run_init(&r, s, call, args, false);
-    r.manual = true;
-    r.step = 0; /* between turns: the events name the last closed turn, step 0 */
-    r.instructions = json_string_value(json_object_get(args, "instructions"));
-    if (!r.agent) {
+    if (!run_init(&r, s, call, args, false)) {
+        run_clear(&r);
         weir_call_fail(call, "compaction-basic: agent/compact needs an agent");
         return NULL;
     }
+    r.manual = true;
+    r.step = 0; /* between turns: the events name the last closed turn, step 0 */
+    r.instructions = json_string_value(json_object_get(args, "instructions"));
     outcome out = compact(&r);
-    json_decref(r.route);
     json_t *res;
     if (out == OUT_NOT_NEEDED)
         res = json_pack("{s:s, s:s}", "kind", "declined", "message",
@@ -602,21 +1021,22 @@ static json_t *on_compact(weir_call *call, const json_t *args, void *ud) {
         res = json_pack("{s:s, s:s, s:s, s:I}", "kind", "failed", "message",
                         r.error[0] ? r.error : "the compaction could not be logged",
                         "compaction_id", r.id, "pruned", (json_int_t)r.pruned);
+    run_clear(&r);
     if (!res)
         weir_call_fail(call, "compaction-basic: out of memory");
     return res;
 }
 
-/* An agent went away: its counter goes too. */
+/* An agent went away: its state goes too. */
 static json_t *on_disposed(weir_call *call, const json_t *args, void *ud) {
     (void)call;
     state *s = ud;
     const char *agent = json_string_value(json_object_get(args, "agent"));
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; agent && i < s->n; i++) {
-        if (!strcmp(s->counters[i].agent, agent)) {
-            free(s->counters[i].agent);
-            s->counters[i] = s->counters[--s->n];
+        if (!strcmp(s->agents[i]->id, agent)) {
+            agent_state_free(s->agents[i]);
+            s->agents[i] = s->agents[--s->n];
             break;
         }
     }
@@ -633,18 +1053,20 @@ static void state_free(state *s) {
         return;
     cp_config_clear(&s->cfg);
     for (size_t i = 0; i < s->n; i++)
-        free(s->counters[i].agent);
-    free(s->counters);
+        agent_state_free(s->agents[i]);
+    free(s->agents);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
 
 static int init(weir_plugin *self, const weir_api *api, const json_t *config, weir_error *err) {
     WEIR_PLUGIN_INIT_API(api);
-    if (!WEIR_API_HAS(api, agent_complete)) {
+    if (!WEIR_API_HAS(api, agent_complete_stream)) {
         if (err)
             snprintf(err->text, sizeof err->text,
-                     "compaction-basic needs a host with the agent context API");
+                     "compaction-basic needs a host with ABI 1.3 (agent_complete_stream); this "
+                     "host provides ABI %u.%u",
+                     (unsigned)api->abi_major, (unsigned)api->abi_minor);
         return WEIR_E_UNSUPPORTED;
     }
     state *s = calloc(1, sizeof *s);
@@ -667,8 +1089,9 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
     clock_gettime(CLOCK_REALTIME, &ts);
     s->rng = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^ (uint64_t)(uintptr_t)s;
 
-    static const char *const events[] = {"compaction/start", "compaction/prune",
-                                         "compaction/summary", "compaction/end"};
+    static const char *const events[] = {"compaction/start",   "compaction/prune",
+                                         "compaction/summary", "compaction/end",
+                                         "compaction/breaker", "compaction/pinned-over-threshold"};
     int rc = WEIR_OK;
     for (size_t i = 0; rc == WEIR_OK && i < sizeof events / sizeof *events; i++)
         rc = weir_event_type_register(self, events[i], WEIR_EVENT_IGNORABLE);
@@ -695,8 +1118,9 @@ static void fini(weir_plugin *self) { state_free(weir_plugin_data(self)); }
 static const weir_plugin_desc desc = {
     WEIR_PLUGIN_HEADER,
     "compaction-basic",
-    "0.1.0",
-    "keeps the model context within its window: tool-result pruning and summaries",
+    "0.2.0",
+    "keeps the model context within its window: tool-result pruning, structured summaries that "
+    "replay the agent's own request, pinned context and a storm breaker",
     cp_config_schema,
     init,
     fini,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h> /* strncasecmp */
 
 const char cp_config_schema[] =
     "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
@@ -16,6 +17,10 @@ const char cp_config_schema[] =
     "\"keep_recent_ratio\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1},"
     "\"max_attempts\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10},"
     "\"max_overflow_retries\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":10},"
+    "\"max_compactions_per_turn\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100},"
+    "\"min_savings_ratio\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1},"
+    "\"pinned_patterns\":{\"type\":\"array\",\"items\":{\"type\":\"string\","
+    "\"minLength\":1}},"
     "\"prune\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
     "\"max_result_chars\":{\"type\":\"integer\",\"minimum\":1},"
     "\"head_chars\":{\"type\":\"integer\",\"minimum\":0},"
@@ -26,13 +31,34 @@ const char cp_config_schema[] =
     "\"max_tokens\":{\"type\":\"integer\",\"minimum\":1},"
     "\"prompt\":{\"type\":\"string\",\"minLength\":1}}}}}";
 
+/* The built-in instruction: the final user message of a summary request. */
 static const char default_prompt[] =
-    "You are compacting an agent's conversation so that it can go on within its context "
-    "window. Write a concise but complete summary of the conversation below: the user's "
-    "requests and intent, key facts and decisions, files, code and commands involved, errors "
-    "and how they were fixed, tool results that still matter, and the work in progress with "
-    "its next step. If the conversation starts with an earlier summary, merge it. Reply with "
-    "the summary only.";
+    "Stop here: your task now is to write a checkpoint of the conversation above, not to "
+    "continue it. Do not call any tool; answer with text only.\n\n"
+    "The checkpoint replaces the earlier turns of this conversation: after it, the agent sees "
+    "only the checkpoint, the pinned messages and the most recent messages, so it must carry "
+    "everything needed to go on with the work without asking again. If the conversation holds "
+    "an earlier checkpoint (a <compacted-summary> block), merge what it says into yours; do not "
+    "quote it or nest it.\n\n"
+    "Write these sections, in Markdown, in this order:\n"
+    "## Primary request and intent\n"
+    "Everything the user asked for, in detail, and what they are trying to achieve.\n"
+    "## Key technical concepts\n"
+    "The technologies, conventions and decisions that matter.\n"
+    "## Files and code\n"
+    "The files read, written or discussed, with the snippets, changes and reasons that matter.\n"
+    "## Errors and fixes\n"
+    "The errors met and how they were fixed, with what the user said about them.\n"
+    "## Pending tasks\n"
+    "What was asked for and is not done yet.\n"
+    "## Current work\n"
+    "What was being worked on right before this checkpoint, precisely.\n"
+    "## Next step\n"
+    "The next step, in line with the user's latest request (quote it where it matters).\n"
+    "## Critical context that must survive\n"
+    "The user's constraints, preferences and instructions, verbatim; the names, values and "
+    "facts that must not be lost.\n\n"
+    "Answer with the checkpoint only.";
 
 /* Longest marker: "\n[… " + 20 digits + " characters pruned …]\n" in code points. */
 #define MARKER_ROOM 48
@@ -68,6 +94,37 @@ static int dup_opt(const json_t *obj, const char *key, char **out, bool *oom) {
     return 0;
 }
 
+/* Compile config.pinned_patterns into cfg->pinned. */
+static int parse_pinned(const json_t *patterns, cp_config *cfg, bool *oom, char *msg,
+                        size_t msg_size) {
+    size_t n = json_array_size(patterns);
+    if (n == 0)
+        return 0;
+    cfg->pinned = calloc(n, sizeof *cfg->pinned);
+    if (!cfg->pinned) {
+        *oom = true;
+        return fail(msg, msg_size, "config: out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *src = json_string_value(json_array_get(patterns, i));
+        if (!src)
+            return fail(msg, msg_size, "config.pinned_patterns[%zu]: expected a string", i);
+        int rc = regcomp(&cfg->pinned[i], src, REG_EXTENDED | REG_NOSUB);
+        if (rc != 0) {
+            char why[160];
+            regerror(rc, &cfg->pinned[i], why, sizeof why);
+            if (rc == REG_ESPACE)
+                *oom = true;
+            return fail(msg, msg_size,
+                        "config.pinned_patterns[%zu]: \"%s\" is not a valid POSIX extended "
+                        "regular expression: %s",
+                        i, src, why);
+        }
+        cfg->npinned = i + 1;
+    }
+    return 0;
+}
+
 int cp_config_parse(const json_t *config, cp_config *cfg, bool *oom, char *msg, size_t msg_size) {
     bool dummy = false;
     if (!oom)
@@ -78,11 +135,14 @@ int cp_config_parse(const json_t *config, cp_config *cfg, bool *oom, char *msg, 
         return fail(msg, msg_size, "config: expected an object");
     const json_t *prune = json_object_get(config, "prune");
     const json_t *summary = json_object_get(config, "summary");
+    const json_t *patterns = json_object_get(config, "pinned_patterns");
     cfg->threshold_ratio = num_or(config, "threshold_ratio", 0.8);
     cfg->keep_recent_tokens = (long)int_or(config, "keep_recent_tokens", -1);
     cfg->keep_recent_ratio = num_or(config, "keep_recent_ratio", 0.16);
     cfg->max_attempts = (int)int_or(config, "max_attempts", 2);
     cfg->max_overflow_retries = (int)int_or(config, "max_overflow_retries", 1);
+    cfg->max_compactions_per_turn = (int)int_or(config, "max_compactions_per_turn", 3);
+    cfg->min_savings_ratio = num_or(config, "min_savings_ratio", 0.1);
     long long max = int_or(prune, "max_result_chars", 4000);
     long long head = int_or(prune, "head_chars", 1500);
     long long tail = int_or(prune, "tail_chars", 500);
@@ -101,6 +161,11 @@ int cp_config_parse(const json_t *config, cp_config *cfg, bool *oom, char *msg, 
         return fail(msg, msg_size, "config.max_attempts: expected an integer in [1, 10]");
     if (cfg->max_overflow_retries < 0 || cfg->max_overflow_retries > 10)
         return fail(msg, msg_size, "config.max_overflow_retries: expected an integer in [0, 10]");
+    if (cfg->max_compactions_per_turn < 1 || cfg->max_compactions_per_turn > 100)
+        return fail(msg, msg_size,
+                    "config.max_compactions_per_turn: expected an integer in [1, 100]");
+    if (!(cfg->min_savings_ratio >= 0 && cfg->min_savings_ratio < 1))
+        return fail(msg, msg_size, "config.min_savings_ratio: expected a number in [0, 1)");
     if (max < 1 || head < 0 || tail < 0 || head + tail + MARKER_ROOM >= max)
         return fail(msg, msg_size,
                     "config.prune: head_chars + tail_chars + %d (the marker) must stay below "
@@ -110,6 +175,8 @@ int cp_config_parse(const json_t *config, cp_config *cfg, bool *oom, char *msg, 
         return fail(msg, msg_size, "config.summary.max_tokens: expected a positive integer");
     if (!json_object_get(summary, "provider") != !json_object_get(summary, "model"))
         return fail(msg, msg_size, "config.summary: provider and model must be set together");
+    if (patterns && !json_is_array(patterns))
+        return fail(msg, msg_size, "config.pinned_patterns: expected an array of strings");
     cfg->max_result_chars = (size_t)max;
     cfg->head_chars = (size_t)head;
     cfg->tail_chars = (size_t)tail;
@@ -121,6 +188,10 @@ int cp_config_parse(const json_t *config, cp_config *cfg, bool *oom, char *msg, 
         cp_config_clear(cfg);
         return fail(msg, msg_size, "config: out of memory");
     }
+    if (parse_pinned(patterns, cfg, oom, msg, msg_size) != 0) {
+        cp_config_clear(cfg);
+        return -1;
+    }
     return 0;
 }
 
@@ -131,6 +202,11 @@ void cp_config_clear(cp_config *cfg) {
     free(cfg->summary_model);
     free(cfg->summary_prompt);
     cfg->summary_provider = cfg->summary_model = cfg->summary_prompt = NULL;
+    for (size_t i = 0; i < cfg->npinned; i++)
+        regfree(&cfg->pinned[i]);
+    free(cfg->pinned);
+    cfg->pinned = NULL;
+    cfg->npinned = 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -169,6 +245,28 @@ size_t cp_message_tokens(const json_t *message) {
     size_t chars = 0, images = 0;
     blocks_size(json_object_get(message, "content"), &chars, &images);
     return cp_tokens_for_chars(chars) + images * 1000 + 4;
+}
+
+/* No blocks, or only text/reasoning blocks with empty text (the derive's rule). */
+static bool content_empty(const json_t *content) {
+    size_t i;
+    const json_t *b;
+    json_array_foreach(content, i, b) {
+        const char *t = json_string_value(json_object_get(b, "type"));
+        const char *text = json_string_value(json_object_get(b, "text"));
+        if (!t || (strcmp(t, "text") != 0 && strcmp(t, "reasoning") != 0) || (text && *text))
+            return false;
+    }
+    return true;
+}
+
+size_t cp_event_tokens(const char *type, const json_t *message) {
+    if (!type || !json_is_object(message))
+        return 0;
+    if ((!strcmp(type, "system/message") || !strcmp(type, "assistant/message")) &&
+        content_empty(json_object_get(message, "content")))
+        return 0;
+    return cp_message_tokens(message);
 }
 
 static size_t node_tokens(const json_t *node) {
@@ -212,6 +310,219 @@ size_t cp_usage_tokens(const json_t *usage) {
             total += (size_t)v;
     }
     return total;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The running meter                                                         */
+/* ------------------------------------------------------------------------ */
+
+void cp_meter_init(cp_meter *m) {
+    memset(m, 0, sizeof *m);
+    m->head = m->tail = -1;
+    m->baseline_seq = -1;
+    m->context_seq = m->header_seq = -1;
+}
+
+void cp_meter_clear(cp_meter *m) {
+    if (!m)
+        return;
+    free(m->nodes);
+    cp_meter_init(m);
+}
+
+static bool is_surface_type(const char *type) {
+    return type && (!strcmp(type, "system/message") || !strcmp(type, "user/message") ||
+                    !strcmp(type, "assistant/message") || !strcmp(type, "tool/result"));
+}
+
+/* Whether `seq` is a current node of `m`. */
+static bool meter_current(const cp_meter *m, long long seq) {
+    return seq >= 0 && (size_t)seq < m->next_seq && m->nodes[seq].current;
+}
+
+/* Take the current node `seq` out of the list and the sums. */
+static void meter_unlink(cp_meter *m, long long seq) {
+    cp_meter_node *n = &m->nodes[seq];
+    if (n->prev >= 0)
+        m->nodes[n->prev].next = n->next;
+    else
+        m->head = n->next;
+    if (n->next >= 0)
+        m->nodes[n->next].prev = n->prev;
+    else
+        m->tail = n->prev;
+    m->total -= n->tokens;
+    if (n->pinned) {
+        m->pinned_tokens -= n->tokens;
+        m->pinned_count--;
+    }
+    m->count--;
+    n->current = false;
+    n->prev = n->next = -1;
+}
+
+/* Put node `seq` (priced) between `prev` and `next` (-1: an end). */
+static void meter_link(cp_meter *m, long long seq, long long prev, long long next) {
+    cp_meter_node *n = &m->nodes[seq];
+    n->prev = prev;
+    n->next = next;
+    n->current = true;
+    if (prev >= 0)
+        m->nodes[prev].next = seq;
+    else
+        m->head = seq;
+    if (next >= 0)
+        m->nodes[next].prev = seq;
+    else
+        m->tail = seq;
+    m->total += n->tokens;
+    if (n->pinned) {
+        m->pinned_tokens += n->tokens;
+        m->pinned_count++;
+    }
+    m->count++;
+}
+
+int cp_meter_apply(cp_meter *m, const json_t *event, const cp_config *cfg) {
+    const json_t *jseq = json_object_get(event, "seq");
+    if (!json_is_integer(jseq) || json_integer_value(jseq) < 0)
+        return -1;
+    size_t seq = (size_t)json_integer_value(jseq);
+    if (seq < m->next_seq)
+        return 0; /* already applied */
+    if (seq > m->next_seq)
+        return -1; /* a gap: the caller starts again */
+    if (seq >= m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 256;
+        cp_meter_node *grown = realloc(m->nodes, cap * sizeof *grown);
+        if (!grown)
+            return -2;
+        m->nodes = grown;
+        m->cap = cap;
+    }
+    cp_meter_node *n = &m->nodes[seq];
+    memset(n, 0, sizeof *n);
+    n->prev = n->next = -1;
+    const char *type = json_string_value(json_object_get(event, "type"));
+    const json_t *data = json_object_get(event, "data");
+    if (type && !strcmp(type, "request/context"))
+        m->context_seq = (long long)seq;
+    else if (type && !strcmp(type, "request/header"))
+        m->header_seq = (long long)seq;
+    if (!is_surface_type(type)) {
+        m->next_seq = seq + 1;
+        return 0;
+    }
+    const json_t *message = json_object_get(data, "message");
+    n->tokens = cp_event_tokens(type, message);
+    n->pinned = !strcmp(type, "user/message") && cfg && cp_message_pinned(cfg, message);
+    const json_t *op = json_object_get(event, "surface_op");
+    long long prev = m->tail, next = -1;
+    if (json_is_object(op)) {
+        long long a = (long long)json_integer_value(json_object_get(op, "start_seq"));
+        long long b = (long long)json_integer_value(json_object_get(op, "end_seq"));
+        if (!meter_current(m, a) || !meter_current(m, b))
+            return -1;
+        /* walk a..b first, so a malformed range changes nothing */
+        long long at = a;
+        while (at >= 0 && at != b)
+            at = m->nodes[at].next;
+        if (at != b)
+            return -1;
+        prev = m->nodes[a].prev;
+        next = m->nodes[b].next;
+        if (m->baseline && a <= m->baseline_seq)
+            m->baseline = false; /* replaced at or in front of the baseline: stale */
+        for (at = a; at >= 0;) {
+            long long following = m->nodes[at].next;
+            meter_unlink(m, at);
+            if (at == b)
+                break;
+            at = following;
+        }
+    } else if (!json_is_string(op) || strcmp(json_string_value(op), "append") != 0) {
+        return -1;
+    }
+    meter_link(m, (long long)seq, prev, next);
+    if (!strcmp(type, "assistant/message")) {
+        const json_t *usage = json_object_get(data, "usage");
+        m->baseline = json_is_object(usage) && next < 0;
+        m->baseline_seq = (long long)seq;
+        m->baseline_usage = m->baseline ? cp_usage_tokens(usage) : 0;
+        m->baseline_prefix = m->total;
+    }
+    m->surface_version++;
+    m->next_seq = seq + 1;
+    return 0;
+}
+
+size_t cp_meter_tokens(const cp_meter *m) {
+    return m->baseline ? m->baseline_usage + (m->total - m->baseline_prefix) : m->total;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pinned context                                                            */
+/* ------------------------------------------------------------------------ */
+
+char *cp_message_text(const json_t *message) {
+    size_t len = 0, i;
+    const json_t *b, *content = json_object_get(message, "content");
+    json_array_foreach(content, i, b) {
+        const char *t = json_string_value(json_object_get(b, "type"));
+        if (t && !strcmp(t, "text"))
+            len += json_string_length(json_object_get(b, "text")) + 1;
+    }
+    char *out = malloc(len + 1), *at = out;
+    if (!out)
+        return NULL;
+    json_array_foreach(content, i, b) {
+        const char *t = json_string_value(json_object_get(b, "type"));
+        const json_t *text = json_object_get(b, "text");
+        if (!t || strcmp(t, "text") != 0 || !json_is_string(text))
+            continue;
+        if (at != out)
+            *at++ = '\n';
+        memcpy(at, json_string_value(text), json_string_length(text));
+        at += json_string_length(text);
+    }
+    *at = '\0';
+    return out;
+}
+
+bool cp_message_pinned(const cp_config *cfg, const json_t *message) {
+    const json_t *source = json_object_get(message, "source");
+    const char *role = json_string_value(json_object_get(message, "role"));
+    const char *kind = json_string_value(json_object_get(source, "kind"));
+    if (!role || strcmp(role, "user") != 0 || (kind && !strcmp(kind, "compaction")))
+        return false;
+    if (json_is_true(json_object_get(source, "pinned")))
+        return true;
+    if (!cfg || cfg->npinned == 0)
+        return false;
+    char *text = cp_message_text(message);
+    bool hit = false;
+    for (size_t i = 0; text && !hit && i < cfg->npinned; i++)
+        hit = regexec(&cfg->pinned[i], text, 0, NULL, 0) == 0;
+    free(text);
+    return hit;
+}
+
+bool cp_pinned_runs(const bool *pinned, size_t n, size_t *starts, size_t *k) {
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++)
+        count += pinned[i];
+    *k = count;
+    if (count >= n)
+        return false;
+    starts[0] = 0;
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!pinned[i])
+            continue;
+        run++;
+        starts[run] = i > starts[run - 1] ? i : starts[run - 1] + 1;
+    }
+    return true;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -351,8 +662,7 @@ static size_t count_ref(const json_t *surface, size_t s, size_t e, const char *i
     return n;
 }
 
-/* Whether [s, e) holds every result of its calls and every call of its results. */
-static bool balanced(const json_t *surface, size_t s, size_t e) {
+bool cp_balanced(const json_t *surface, size_t s, size_t e) {
     for (size_t i = s; i < e; i++) {
         const json_t *content =
             json_object_get(json_object_get(json_array_get(surface, i), "message"), "content");
@@ -385,7 +695,7 @@ bool cp_select_range(const json_t *surface, size_t keep_tokens, size_t *start, s
         if (kept >= keep_tokens)
             break;
     }
-    while (keep_from > s && !balanced(surface, s, keep_from))
+    while (keep_from > s && !cp_balanced(surface, s, keep_from))
         keep_from--;
     if (keep_from <= s)
         return false;
@@ -402,7 +712,7 @@ size_t cp_range_tokens(const json_t *surface, size_t start, size_t end) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Transcript and checkpoint                                                 */
+/* The summary request and the checkpoint                                    */
 /* ------------------------------------------------------------------------ */
 
 typedef struct buf {
@@ -411,8 +721,7 @@ typedef struct buf {
     bool oom;
 } buf;
 
-static void put(buf *b, const char *s) {
-    size_t n = strlen(s);
+static void putn(buf *b, const char *s, size_t n) {
     if (b->oom)
         return;
     if (b->len + n + 1 > b->cap) {
@@ -425,68 +734,149 @@ static void put(buf *b, const char *s) {
         b->p = p;
         b->cap = cap;
     }
-    memcpy(b->p + b->len, s, n + 1);
+    memcpy(b->p + b->len, s, n);
     b->len += n;
+    b->p[b->len] = '\0';
 }
 
-static void render_blocks(buf *b, const json_t *blocks) {
-    size_t i;
-    const json_t *blk;
-    json_array_foreach(blocks, i, blk) {
-        const char *type = json_string_value(json_object_get(blk, "type"));
-        if (!type)
+static void put(buf *b, const char *s) { putn(b, s, strlen(s)); }
+
+/* The string built, or NULL (out of memory). */
+static char *done(buf *b) {
+    if (!b->oom && !b->p)
+        put(b, "");
+    if (b->oom) {
+        free(b->p);
+        return NULL;
+    }
+    return b->p;
+}
+
+char *cp_instruction(const cp_config *cfg, size_t kept, const char *extra) {
+    buf b = {0};
+    put(&b, cfg->summary_prompt);
+    if (kept > 0) {
+        char note[256];
+        snprintf(note, sizeof note,
+                 "\n\nThe last %zu message%s above stay%s verbatim after the checkpoint: cover "
+                 "what comes before %s, and mention %s only where Current work and Next step "
+                 "need it.",
+                 kept, kept == 1 ? "" : "s", kept == 1 ? "s" : "", kept == 1 ? "it" : "them",
+                 kept == 1 ? "it" : "them");
+        put(&b, note);
+    }
+    if (extra && *extra) {
+        put(&b, "\n\nAdditional instructions for this summary:\n");
+        put(&b, extra);
+    }
+    return done(&b);
+}
+
+/* Whether `c` is blank space. */
+static bool blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+char *cp_clean_summary(const char *reply) {
+    static const char *const drop[] = {CP_CHECKPOINT_PREAMBLE, CP_SUMMARY_OPEN, CP_SUMMARY_CLOSE};
+    buf b = {0};
+    const char *p = reply ? reply : "";
+    while (*p) {
+        size_t skip = 0;
+        for (size_t i = 0; !skip && i < sizeof drop / sizeof *drop; i++)
+            if (!strncmp(p, drop[i], strlen(drop[i])))
+                skip = strlen(drop[i]);
+        if (skip) {
+            p += skip;
             continue;
-        if (!strcmp(type, "text")) {
-            const char *text = json_string_value(json_object_get(blk, "text"));
-            put(b, text ? text : "");
-            put(b, "\n");
-        } else if (!strcmp(type, "tool_call")) {
-            const char *name = json_string_value(json_object_get(blk, "name"));
-            const char *args = json_string_value(json_object_get(blk, "arguments"));
-            put(b, "[tool call ");
-            put(b, name ? name : "?");
-            put(b, "] ");
-            put(b, args ? args : "");
-            put(b, "\n");
-        } else if (!strcmp(type, "tool_result")) {
-            put(b, json_is_true(json_object_get(blk, "is_error")) ? "[tool error]\n"
-                                                                  : "[tool result]\n");
-            render_blocks(b, json_object_get(blk, "content"));
-        } else if (!strcmp(type, "image")) {
-            put(b, "[image]\n");
+        }
+        putn(&b, p, 1);
+        p++;
+    }
+    char *out = done(&b);
+    if (!out)
+        return NULL;
+    size_t start = 0, end = strlen(out);
+    while (start < end && blank(out[start]))
+        start++;
+    while (end > start && blank(out[end - 1]))
+        end--;
+    memmove(out, out + start, end - start);
+    out[end - start] = '\0';
+    return out;
+}
+
+/* Offset just past the end of the summary's "Critical context" section
+ * (before the next heading of the same or a higher level, or the end), or
+ * -1 when it has no such heading. */
+static long critical_section_end(const char *s) {
+    const char *line = s, *found = NULL;
+    size_t level = 0;
+    while (*line) {
+        const char *eol = strchr(line, '\n');
+        size_t len = eol ? (size_t)(eol - line) : strlen(line);
+        size_t hashes = 0;
+        while (hashes < len && line[hashes] == '#')
+            hashes++;
+        if (hashes > 0 && found && hashes <= level)
+            return (long)(line - s);
+        if (hashes > 0 && !found) {
+            for (size_t i = hashes; i + 16 <= len; i++)
+                if (!strncasecmp(line + i, "critical context", 16)) {
+                    found = line;
+                    level = hashes;
+                    break;
+                }
+        }
+        if (!eol)
+            break;
+        line = eol + 1;
+    }
+    return found ? (long)strlen(s) : -1;
+}
+
+/* Append one pinned text as a quoted block, cut after PIN_CHARS code points. */
+#define PIN_CHARS 400
+static void put_pinned(buf *b, const char *text) {
+    size_t cps = cp_utf8_len(text);
+    size_t bytes = cps > PIN_CHARS ? utf8_offset(text, PIN_CHARS) : strlen(text);
+    put(b, "\n> ");
+    for (size_t i = 0; i < bytes; i++) {
+        if (text[i] == '\n')
+            put(b, "\n> ");
+        else
+            putn(b, text + i, 1);
+    }
+    if (cps > PIN_CHARS)
+        put(b, " [\xE2\x80\xA6 cut here; the whole message follows this checkpoint]");
+    put(b, "\n");
+}
+
+char *cp_checkpoint_text(const char *summary, const char *const *pinned, size_t npinned) {
+    buf b = {0};
+    put(&b, CP_CHECKPOINT_PREAMBLE "\n\n" CP_SUMMARY_OPEN "\n");
+    long cut = npinned ? critical_section_end(summary) : -1;
+    size_t head = cut >= 0 ? (size_t)cut : strlen(summary);
+    putn(&b, summary, head);
+    if (npinned) {
+        while (b.len && !b.oom && b.p[b.len - 1] == '\n')
+            b.p[--b.len] = '\0';
+        if (cut < 0)
+            put(&b, "\n\n## Critical context that must survive");
+        put(&b, "\n\nPinned messages of the user, kept verbatim after this checkpoint:\n");
+        for (size_t i = 0; i < npinned; i++)
+            put_pinned(&b, pinned[i] ? pinned[i] : "");
+        if (head < strlen(summary)) {
+            put(&b, "\n");
+            put(&b, summary + head);
         }
     }
+    if (!b.oom && b.len && b.p[b.len - 1] != '\n')
+        put(&b, "\n");
+    put(&b, CP_SUMMARY_CLOSE);
+    return done(&b);
 }
 
-char *cp_render_transcript(const json_t *surface, size_t start, size_t end) {
-    buf b = {0};
-    put(&b, "");
-    for (size_t i = start; i <= end && i < json_array_size(surface); i++) {
-        const json_t *m = json_object_get(json_array_get(surface, i), "message");
-        const char *role = json_string_value(json_object_get(m, "role"));
-        if (!role)
-            continue;
-        put(&b, i > start ? "\n[" : "[");
-        put(&b, role);
-        put(&b, "]\n");
-        render_blocks(&b, json_object_get(m, "content"));
-    }
-    if (b.oom) {
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
-}
-
-json_t *cp_summary_message(const char *summary, const char *compaction_id) {
-    size_t n = strlen(CP_SUMMARY_PREFIX) + strlen(summary) + 1;
-    char *text = malloc(n);
-    if (!text)
-        return NULL;
-    snprintf(text, n, "%s%s", CP_SUMMARY_PREFIX, summary);
-    json_t *m =
-        json_pack("{s:s, s:[{s:s, s:s}], s:{s:s, s:s}}", "role", "user", "content", "type", "text",
-                  "text", text, "source", "kind", "compaction", "compaction_id", compaction_id);
-    free(text);
-    return m;
+json_t *cp_checkpoint_message(const char *text, const char *compaction_id) {
+    return json_pack("{s:s, s:[{s:s, s:s}], s:{s:s, s:s}}", "role", "user", "content", "type",
+                     "text", "text", text, "source", "kind", "compaction", "compaction_id",
+                     compaction_id);
 }

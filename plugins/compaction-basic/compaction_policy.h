@@ -1,18 +1,22 @@
 /*
  * plugins/compaction-basic/compaction_policy.h - the pure part of
- * compaction-basic (docs/compaction.md): config, token estimates, tool
- * result pruning, summary range selection, transcript rendering.  No host
- * calls: only jansson and libc, so test_compaction compiles it directly.
+ * compaction-basic (docs/compaction.md): config, token estimates, the
+ * running meter, pinned context, tool result pruning, summary range
+ * selection, the summary instruction and the checkpoint message.  No host
+ * calls: only jansson and libc, so test_compaction and bench_compaction
+ * compile it directly.
  *
  * A surface here is what api->agent_surface returns: an array of
  * {"seq":N, "type":"...", "message":{...}|null} in surface order.
- * Every function is reentrant; none keeps state.
+ * Every function is reentrant; only a cp_meter keeps state (its caller's).
  */
 #ifndef WEIR_COMPACTION_POLICY_H
 #define WEIR_COMPACTION_POLICY_H
 
+#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -27,9 +31,13 @@ typedef struct cp_config {
     char *summary_provider;   /* NULL: the provider of the last request/context */
     char *summary_model;      /* NULL: the model of the last request/context */
     long summary_max_tokens;  /* max_tokens of the summary request */
-    char *summary_prompt;     /* never NULL after parse (default prompt) */
+    char *summary_prompt;     /* the instruction's text; never NULL after parse */
     int max_attempts;         /* summaries per trigger (>= 1) */
     int max_overflow_retries; /* overflow recoveries per step (0 disables) */
+    int max_compactions_per_turn; /* compaction/start per turn, any trigger (>= 1) */
+    double min_savings_ratio; /* a compaction saving less of what it shadowed trips the breaker */
+    regex_t *pinned;          /* compiled pinned_patterns (POSIX ERE), npinned of them */
+    size_t npinned;
 } cp_config;
 
 /** The JSON Schema of the config (the descriptor's config_schema). */
@@ -39,13 +47,17 @@ extern const char cp_config_schema[];
  * Fill `cfg` from `config` (borrowed, may be NULL: all defaults).  Checks
  * what the schema cannot (head + tail + marker room below
  * max_result_chars, keep ratio below the threshold, summary provider and
- * model given together).  0, or -1 with a message naming the field in
- * `msg` (*oom set when memory ran out).  On success free with
- * cp_config_clear.
+ * model given together, every pinned pattern a valid POSIX extended
+ * regular expression).  0, or -1 with a message naming the field in `msg`
+ * (*oom set when memory ran out).  On success free with cp_config_clear.
  */
 int cp_config_parse(const json_t *config, cp_config *cfg, bool *oom, char *msg, size_t msg_size);
-/** Free the strings of `cfg` (NULL-safe, idempotent). */
+/** Free what `cfg` holds (NULL-safe, idempotent). */
 void cp_config_clear(cp_config *cfg);
+
+/* ------------------------------------------------------------------------ */
+/* Token estimates                                                           */
+/* ------------------------------------------------------------------------ */
 
 /** Estimated tokens of `chars` bytes of text: ceil(chars / 4). */
 size_t cp_tokens_for_chars(size_t chars);
@@ -56,19 +68,114 @@ size_t cp_tokens_for_chars(size_t chars);
  * per message.
  */
 size_t cp_message_tokens(const json_t *message);
+/**
+ * The price of a surface event of `type` carrying `message` (its
+ * data.message, borrowed): cp_message_tokens, or 0 when the node adds no
+ * message to the derived history (a system or assistant message whose
+ * content is empty or only empty text), as api->agent_surface shows it.
+ */
+size_t cp_event_tokens(const char *type, const json_t *message);
 
 /**
  * Measured tokens of a surface: when `baseline_seq` (>= 0) is a current node
  * and every node before it has a smaller seq (nothing was replaced behind
  * it since), `baseline_tokens` (the real usage of that response) plus the
  * estimate of the nodes after it; otherwise the estimate of every node.
- * `extra_tokens` (pending input) is added either way.
+ * `extra_tokens` (pending input) is added either way.  O(surface): the
+ * reference for cp_meter, which gives the same figure in O(1).
  */
 size_t cp_measure(const json_t *surface, long long baseline_seq, size_t baseline_tokens,
                   size_t extra_tokens);
 
 /** Total tokens of a usage object {input_tokens, output_tokens, cache_*}. */
 size_t cp_usage_tokens(const json_t *usage);
+
+/* ------------------------------------------------------------------------ */
+/* The running meter                                                         */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A running measurement of one agent's log, fed its envelopes in seq order
+ * (cp_meter_apply), so that the pressure check costs O(1) in the history
+ * length: an append costs O(1), a replace O(nodes replaced).  It mirrors the
+ * surface as a list of priced nodes (indexed by seq), the estimate of all
+ * current nodes and of the pinned ones, the usage baseline (the last
+ * assistant/message, with the estimate of the nodes up to it), the last
+ * request/context and request/header seqs.  cp_meter_tokens(m) equals
+ * cp_measure() over the same surface.
+ */
+typedef struct cp_meter_node {
+    size_t tokens;
+    long long prev, next; /* seqs of the neighbours in surface order, -1 at the ends */
+    bool current, pinned;
+} cp_meter_node;
+
+typedef struct cp_meter {
+    cp_meter_node *nodes; /* by seq, [0, next_seq) */
+    size_t cap;
+    size_t next_seq;      /* the seq the next applied envelope must have */
+    long long head, tail; /* first and last current node, -1 when empty */
+    size_t count;         /* current nodes */
+    size_t total;         /* estimate of the current nodes */
+    size_t pinned_tokens; /* estimate of the current pinned nodes */
+    size_t pinned_count;
+    bool baseline;        /* the usage baseline holds */
+    long long baseline_seq;
+    size_t baseline_usage;  /* cp_usage_tokens of its usage */
+    size_t baseline_prefix; /* estimate of the nodes up to and including it */
+    uint64_t surface_version; /* bumped by every surface event */
+    long long context_seq;    /* last request/context, -1 none */
+    long long header_seq;     /* last request/header, -1 none */
+} cp_meter;
+
+/** An empty meter (no allocation). */
+void cp_meter_init(cp_meter *m);
+/** Free what `m` holds and make it empty again (NULL-safe). */
+void cp_meter_clear(cp_meter *m);
+/**
+ * Apply envelope `event` (borrowed) to `m`.  Envelopes must come in seq
+ * order: an envelope already applied (seq < next_seq) is skipped.  `cfg`
+ * decides which user messages are pinned.  0; -1 when the envelope does not
+ * fit what the meter holds (a seq gap, a replace naming a node that is not
+ * current): the meter is then stale and the caller starts it again from
+ * seq 0; -2 when out of memory (the meter is then stale too).
+ */
+int cp_meter_apply(cp_meter *m, const json_t *event, const cp_config *cfg);
+/** The measured tokens (see cp_measure) of the surface `m` mirrors.  O(1). */
+size_t cp_meter_tokens(const cp_meter *m);
+
+/* ------------------------------------------------------------------------ */
+/* Pinned context                                                            */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * The text blocks of `message` (borrowed) joined with "\n", new malloc'd
+ * string ("" for none), or NULL when out of memory.
+ */
+char *cp_message_text(const json_t *message);
+/**
+ * Whether `message` (borrowed) is pinned: a user message, not a compaction
+ * checkpoint (source.kind "compaction"), whose source has "pinned": true or
+ * whose text (cp_message_text) matches one of cfg's pinned patterns.  False
+ * when out of memory.
+ */
+bool cp_message_pinned(const cp_config *cfg, const json_t *message);
+/**
+ * Split a summary range of `n` nodes, `pinned[i]` telling which are pinned,
+ * into 1 + k contiguous runs, k = the pinned count: run 0 is replaced by the
+ * checkpoint and run i (1..k) by a verbatim copy of the i-th pinned node,
+ * so the pinned messages follow the checkpoint in their order.  Run i
+ * starts at starts[i] (starts[0] = 0; starts must hold n entries) and ends
+ * before starts[i + 1] (or at n - 1); run i (i >= 1) holds its own pinned
+ * node whenever it can (it starts at that node unless the runs before it
+ * reach past it).  *k receives the pinned count.  False when every node is
+ * pinned (nothing to summarize).
+ */
+bool cp_pinned_runs(const bool *pinned, size_t n, size_t *starts, size_t *k);
+
+/* ------------------------------------------------------------------------ */
+/* Pruning                                                                   */
+/* ------------------------------------------------------------------------ */
 
 /** Number of Unicode code points of a UTF-8 string (invalid bytes count as one). */
 size_t cp_utf8_len(const char *s);
@@ -90,6 +197,10 @@ char *cp_prune_text(const char *text, size_t max_chars, size_t head, size_t tail
 json_t *cp_prune_message(const json_t *message, const cp_config *cfg, size_t *pruned_chars,
                          bool *oom);
 
+/* ------------------------------------------------------------------------ */
+/* Range selection                                                           */
+/* ------------------------------------------------------------------------ */
+
 /**
  * Choose the head-anchored summary range: nodes [*start, *end] (indexes into
  * `surface`), starting after a leading system/message node, ending before a
@@ -100,24 +211,61 @@ json_t *cp_prune_message(const json_t *message, const cp_config *cfg, size_t *pr
  */
 bool cp_select_range(const json_t *surface, size_t keep_tokens, size_t *start, size_t *end);
 
+/**
+ * Whether nodes [s, e) of `surface` hold every result of their tool calls
+ * and every call of their tool results (a cut at s and at e splits no pair).
+ */
+bool cp_balanced(const json_t *surface, size_t s, size_t e);
+
 /** Estimated tokens of surface nodes [start, end]. */
 size_t cp_range_tokens(const json_t *surface, size_t start, size_t end);
 
-/**
- * The nodes [start, end] rendered as a plain-text transcript for the
- * summarizer ("[user]\n...", "[assistant]\n...", "[tool call NAME] ARGS",
- * "[tool result]\n..."), new malloc'd string or NULL (out of memory).
- */
-char *cp_render_transcript(const json_t *surface, size_t start, size_t end);
+/* ------------------------------------------------------------------------ */
+/* The summary request and the checkpoint                                    */
+/* ------------------------------------------------------------------------ */
 
-/** The summary prefix of the checkpoint message. */
-#define CP_SUMMARY_PREFIX "Summary of earlier conversation:\n"
+/**
+ * The text of the final user message of a summary request, new malloc'd
+ * string or NULL (out of memory): cfg->summary_prompt (the built-in
+ * structured instruction unless summary.prompt overrides it), then, when
+ * `kept` > 0, a note that the last `kept` messages stay verbatim after the
+ * checkpoint, then, when `extra` is a non-empty string, "Additional
+ * instructions for this summary:\n" + extra.
+ */
+char *cp_instruction(const cp_config *cfg, size_t kept, const char *extra);
+
+/** The first paragraph of every checkpoint message: what it is. */
+#define CP_CHECKPOINT_PREAMBLE                                                                     \
+    "This message replaces the earlier turns of this conversation, which were compacted to "      \
+    "keep it within the model's context window. It is a checkpoint of them; the messages after " \
+    "it follow on verbatim."
+#define CP_SUMMARY_OPEN "<compacted-summary>"
+#define CP_SUMMARY_CLOSE "</compacted-summary>"
+
+/**
+ * The summarizer's reply (borrowed) made fit to frame: an earlier
+ * checkpoint it echoes is merged, not nested (the preamble and the
+ * <compacted-summary> tags are taken out), and surrounding blank space is
+ * trimmed.  New malloc'd string ("" when nothing is left), NULL when out of
+ * memory.
+ */
+char *cp_clean_summary(const char *reply);
+
+/**
+ * The checkpoint's text, new malloc'd string or NULL (out of memory):
+ * CP_CHECKPOINT_PREAMBLE, a blank line, CP_SUMMARY_OPEN, the summary, then,
+ * when `npinned` > 0, the pinned messages' texts (each quoted, cut after 400
+ * code points with a note that the full message follows) under the
+ * summary's "Critical context" heading (added when the summary has none),
+ * and CP_SUMMARY_CLOSE.
+ */
+char *cp_checkpoint_text(const char *summary, const char *const *pinned, size_t npinned);
 
 /**
  * New reference: the checkpoint user message
- * {role:"user", content:[{type:"text", text: CP_SUMMARY_PREFIX + summary}],
- *  source:{kind:"compaction", compaction_id}}, or NULL (out of memory).
+ * {role:"user", content:[{type:"text", text}], source:{kind:"compaction",
+ * compaction_id}}, or NULL (out of memory).
  */
-json_t *cp_summary_message(const char *summary, const char *compaction_id);
+json_t *cp_checkpoint_message(const char *text, const char *compaction_id);
 
 #endif

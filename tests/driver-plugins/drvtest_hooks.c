@@ -1,8 +1,9 @@
 /*
  * tests/driver-plugins/drvtest_hooks.c - a hook plugin for the driver tests
  * whose behaviour comes from its config:
- *   "record_requests": true   llm/stream: log drvtest/request {request}
- *                             (the harness checks it against the log)
+ *   "record_requests": true   llm/stream: log drvtest/request {request, purpose?}
+ *                             (the harness checks it against the log; purpose
+ *                             marks a plugin's direct call, e.g. a summary)
  *   "pre_step": {"action": "reject"|"empty"|"fail"|"rewrite", "text"?,
  *                "step"?: N}  agent/pre-step on step N (default: every step)
  *   "turn_stopping_steer": {"text", "times"}
@@ -24,6 +25,7 @@
  *                             agent/turn-stopping then tries once more and
  *                             logs drvtest/agent-hooks {late}
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,9 @@ static json_t *on_stream(weir_call *call, const json_t *args, void *ud) {
     hk *h = ud;
     if (json_is_true(json_object_get(h->config, "record_requests"))) {
         json_t *data = json_pack("{s:O}", "request", json_object_get(args, "request"));
+        const json_t *purpose = json_object_get(args, "purpose"); /* a plugin's direct call */
+        if (data && purpose)
+            json_object_set(data, "purpose", (json_t *)(uintptr_t)purpose);
         int rc = data ? weir_agent_append(weir_call_agent(call), "drvtest/request", data, NULL)
                       : WEIR_E_NOMEM;
         json_decref(data);

@@ -168,6 +168,44 @@ static json_t *rebuild_request(weir__log *log, size_t upto) {
     return req;
 }
 
+static char *dump(const json_t *v) {
+    char *s = v ? json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY)
+                : strdup("(none)");
+    assert_non_null(s);
+    return s;
+}
+
+/* A plugin's direct call that replays the agent's request (a summary): its
+ * messages are a prefix of the derived ones, byte for byte, plus one final
+ * user message; its tools are the header's, and with tools it asks for no
+ * tool call (tool_choice "none"). */
+static void check_replay(const json_t *sent, const json_t *want, size_t seq) {
+    const json_t *sm = json_object_get(sent, "messages"), *wm = json_object_get(want, "messages");
+    size_t n = json_array_size(sm);
+    if (n == 0 || n - 1 > json_array_size(wm))
+        fail_msg("replayed request at seq %zu has %zu messages for %zu derived", seq, n,
+                 json_array_size(wm));
+    for (size_t k = 0; k + 1 < n; k++) {
+        char *x = dump(json_array_get(sm, k)), *y = dump(json_array_get(wm, k));
+        if (strcmp(x, y) != 0)
+            fail_msg("replayed request at seq %zu: message %zu is not the derived one:\n"
+                     "  sent:    %s\n  derived: %s",
+                     seq, k, x, y);
+        free(x);
+        free(y);
+    }
+    const json_t *last = json_array_get(sm, n - 1);
+    assert_string_equal(json_string_value(json_object_get(last, "role")), "user");
+    char *x = dump(json_object_get(sent, "tools")), *y = dump(json_object_get(want, "tools"));
+    if (strcmp(x, y) != 0)
+        fail_msg("replayed request at seq %zu: tools differ:\n  sent:    %s\n  header:  %s", seq,
+                 x, y);
+    free(x);
+    free(y);
+    if (json_array_size(json_object_get(sent, "tools")) > 0)
+        assert_string_equal(json_string_value(json_object_get(sent, "tool_choice")), "none");
+}
+
 void dh_check_log(const char *path, const json_t *expect_messages, bool allow_open) {
     weir_error err;
     weir_error_clear(&err);
@@ -199,8 +237,13 @@ void dh_check_log(const char *path, const json_t *expect_messages, bool allow_op
         if (strcmp(json_string_value(json_object_get(ev, "type")), "drvtest/request") != 0)
             continue;
         json_t *want = rebuild_request(log, i);
-        char *x = json_dumps(json_object_get(json_object_get(ev, "data"), "request"),
-                             JSON_COMPACT | JSON_PRESERVE_ORDER);
+        const json_t *data = json_object_get(ev, "data");
+        if (json_object_get(data, "purpose")) {
+            check_replay(json_object_get(data, "request"), want, i);
+            json_decref(want);
+            continue;
+        }
+        char *x = json_dumps(json_object_get(data, "request"), JSON_COMPACT | JSON_PRESERVE_ORDER);
         char *y = json_dumps(want, JSON_COMPACT | JSON_PRESERVE_ORDER);
         if (strcmp(x, y) != 0)
             fail_msg("request at seq %zu is not the log's derive:\n  sent:    %s\n  derived: %s",

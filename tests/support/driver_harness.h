@@ -7,8 +7,9 @@
  * derive == request for every recorded request.
  *
  * Every host built here also loads drvtest-hooks with record_requests, so
- * each frozen request lands in the log as drvtest/request and dh_check()
- * rebuilds it from the log prefix before it, independently of the driver.
+ * each frozen request (and each plugin's call through llm/stream) lands in
+ * the log as drvtest/request and dh_check() rebuilds it from the log prefix
+ * before it, independently of the driver.
  */
 #ifndef WEIR_DRIVER_HARNESS_H
 #define WEIR_DRIVER_HARNESS_H
@@ -61,7 +62,10 @@ const char *dh_log(const dh *d);
 /*
  * Check the log at `path`: weir_log_check ok (open turns allowed when
  * `allow_open`), weir_log_derive equals `expect_messages` when given, and
- * every drvtest/request equals the request rebuilt from the log before it.
+ * every drvtest/request equals the request rebuilt from the log before it
+ * (one with a purpose, a plugin's direct call such as a summary, must
+ * replay a prefix of that request byte for byte plus one final user
+ * message, with the same tools and, with tools, tool_choice "none").
  */
 void dh_check_log(const char *path, const json_t *expect_messages, bool allow_open);
 /* dh_check_log on the open agent's log against weir_agent_messages(). */

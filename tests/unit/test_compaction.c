@@ -69,6 +69,16 @@ static char *repeat(char c, size_t n) {
     return s;
 }
 
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...) {
+    va_list ap;
+    va_start(ap, f);
+    char *out = NULL;
+    assert_true(vasprintf(&out, f, ap) >= 0);
+    va_end(ap);
+    return out;
+}
+
 /* Surface node texts for the range tests. */
 #define NODE(seq, type, role, blocks)                                                              \
     "{\"seq\":" #seq ",\"type\":\"" type "\",\"message\":{\"role\":\"" role "\","                  \
@@ -301,36 +311,92 @@ static void nothing_compactable_declines(void **state) {
     json_decref(s);
 }
 
-static void transcript_and_checkpoint_shapes(void **state) {
+/* The checkpoint: preamble, framed summary; a nested earlier checkpoint is
+ * merged (its frame taken out); pinned texts go under Critical context. */
+static void checkpoint_shapes(void **state) {
     (void)state;
-    json_t *s = parse("[" SYS "," USER(1, "hi") "," CALL(2, "c1") "," RESULT(3, "c1", "42") "]");
-    char *t = cp_render_transcript(s, 1, 3);
-    assert_string_equal(
-        t, "[user]\nhi\n\n[assistant]\n[tool call t] {}\n\n[tool]\n[tool result]\n42\n");
-    free(t);
-    json_decref(s);
-    json_t *m = cp_summary_message("It went well.", "cmp-1");
-    json_t *want = parse("{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":"
-                         "\"Summary of earlier conversation:\\nIt went well.\"}],"
-                         "\"source\":{\"kind\":\"compaction\",\"compaction_id\":\"cmp-1\"}}");
+    char *t = cp_checkpoint_text("It went well.", NULL, 0);
+    assert_string_equal(t, CP_CHECKPOINT_PREAMBLE "\n\n<compacted-summary>\nIt went well.\n"
+                           "</compacted-summary>");
+    json_t *m = cp_checkpoint_message(t, "cmp-1");
+    json_t *want = json_pack("{s:s, s:[{s:s, s:s}], s:{s:s, s:s}}", "role", "user", "content",
+                             "type", "text", "text", t, "source", "kind", "compaction",
+                             "compaction_id", "cmp-1");
     assert_true(json_equal(m, want));
     json_decref(m);
     json_decref(want);
+    /* the model echoed the earlier checkpoint: merged, not nested */
+    char *echo = fmt("  %s\n\n%s\nold facts\n%s\nnew facts\n\n", CP_CHECKPOINT_PREAMBLE,
+                     CP_SUMMARY_OPEN, CP_SUMMARY_CLOSE);
+    char *clean = cp_clean_summary(echo);
+    assert_string_equal(clean, "old facts\n\nnew facts");
+    free(clean);
+    free(echo);
+    free(t);
+    /* pinned texts land at the end of the Critical context section */
+    const char *pins[] = {"never touch prod", "line one\nline two"};
+    t = cp_checkpoint_text("## Current work\nX\n## Critical context that must survive\n- keep A\n"
+                           "## Appendix\nZ",
+                           pins, 2);
+    assert_string_equal(t, CP_CHECKPOINT_PREAMBLE "\n\n<compacted-summary>\n## Current work\nX\n"
+                           "## Critical context that must survive\n- keep A\n\n"
+                           "Pinned messages of the user, kept verbatim after this checkpoint:\n"
+                           "\n> never touch prod\n\n> line one\n> line two\n\n## Appendix\nZ\n"
+                           "</compacted-summary>");
+    free(t);
+    /* no such section: one is added */
+    t = cp_checkpoint_text("short", pins, 1);
+    assert_non_null(strstr(t, "short\n\n## Critical context that must survive\n\nPinned messages"
+                              " of the user, kept verbatim after this checkpoint:\n\n> never "
+                              "touch prod\n</compacted-summary>"));
+    free(t);
+    /* a long pinned text is cut in the listing (the message itself stays whole) */
+    char *big = repeat('p', 1000);
+    const char *one[] = {big};
+    t = cp_checkpoint_text("s", one, 1);
+    assert_non_null(strstr(t, "cut here; the whole message follows this checkpoint"));
+    assert_null(strstr(t, big));
+    free(t);
+    free(big);
+}
+
+/* The instruction: the structured sections, the kept tail, extra text. */
+static void instruction_lists_the_sections(void **state) {
+    (void)state;
+    cp_config cfg;
+    config_ok(NULL, &cfg);
+    char *t = cp_instruction(&cfg, 0, NULL);
+    const char *sections[] = {"## Primary request and intent", "## Key technical concepts",
+                              "## Files and code",           "## Errors and fixes",
+                              "## Pending tasks",            "## Current work",
+                              "## Next step",                "## Critical context that must survive"};
+    const char *at = t;
+    for (size_t i = 0; i < sizeof sections / sizeof *sections; i++) {
+        const char *hit = strstr(at, sections[i]);
+        if (!hit)
+            fail_msg("section %s missing or out of order", sections[i]);
+        at = hit;
+    }
+    assert_non_null(strstr(t, "merge what it says into yours"));
+    assert_null(strstr(t, "verbatim after the checkpoint:"));
+    free(t);
+    t = cp_instruction(&cfg, 2, "KEEP NAMES");
+    assert_non_null(strstr(t, "The last 2 messages above stay verbatim after the checkpoint"));
+    assert_non_null(strstr(t, "\n\nAdditional instructions for this summary:\nKEEP NAMES"));
+    free(t);
+    cp_config_clear(&cfg);
+    config_ok("{\"summary\":{\"prompt\":\"Sum up.\"}}", &cfg);
+    t = cp_instruction(&cfg, 1, NULL);
+    assert_string_equal(t, "Sum up.\n\nThe last 1 message above stays verbatim after the "
+                           "checkpoint: cover what comes before it, and mention it only where "
+                           "Current work and Next step need it.");
+    free(t);
+    cp_config_clear(&cfg);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Through the host and driver                                               */
 /* ------------------------------------------------------------------------ */
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...) {
-    va_list ap;
-    va_start(ap, f);
-    char *out = NULL;
-    assert_true(vasprintf(&out, f, ap) >= 0);
-    va_end(ap);
-    return out;
-}
 
 static const char *end_kind(const dh *d, int n) {
     return json_string_value(
@@ -369,9 +435,10 @@ static void pressure_compacts_between_turns_with_a_summary(void **state) {
     char *replies =
         fmt("{\"text\":\"%s\",\"usage\":{\"input_tokens\":100,\"output_tokens\":100}},"
             "{\"text\":\"short answer\",\"usage\":{\"input_tokens\":850,\"output_tokens\":10}},"
-            "{\"text\":\"SUMMARY-ONE\",\"expect\":{\"message_contains\":\"[user]\\n%s\"}},"
+            "{\"text\":\"SUMMARY-ONE\",\"expect\":{\"message_contains\":\"%s\","
+            "\"messages_count\":5,\"last_role\":\"user\"}},"
             "{\"text\":\"third answer\",\"expect\":{\"message_contains\":"
-            "\"Summary of earlier conversation:\\nSUMMARY-ONE\",\"messages_count\":3}}",
+            "\"<compacted-summary>\\nSUMMARY-ONE\\n</compacted-summary>\",\"messages_count\":3}}",
             a1, u1);
     dh d;
     setup(&d, replies, "{\"keep_recent_tokens\":1}", NULL);
@@ -411,8 +478,9 @@ static void pressure_compacts_between_turns_with_a_summary(void **state) {
     assert_true(json_equal(json_object_get(rep, "source_seqs"), src));
     json_decref(src);
     const json_t *sd = json_object_get(sum, "data");
-    assert_string_equal(json_string_value(json_object_get(sd, "summary")),
-                        "Summary of earlier conversation:\nSUMMARY-ONE");
+    char *want_text = cp_checkpoint_text("SUMMARY-ONE", NULL, 0);
+    assert_string_equal(json_string_value(json_object_get(sd, "summary")), want_text);
+    assert_string_equal(json_string_value(json_object_get(sd, "replay")), "full");
     assert_string_equal(json_string_value(json_object_get(sd, "provider")), "scripted");
     assert_string_equal(json_string_value(json_object_get(sd, "model")), "demo");
     assert_int_equal(json_array_size(json_object_get(sd, "shadowed_seqs")), 3);
@@ -425,9 +493,10 @@ static void pressure_compacts_between_turns_with_a_summary(void **state) {
 
     json_t *msgs = weir_agent_messages(d.agent);
     assert_int_equal(json_array_size(msgs), 4); /* summary, A2, U3, A3 */
-    assert_string_equal(first_text(msgs, 0), "Summary of earlier conversation:\nSUMMARY-ONE");
+    assert_string_equal(first_text(msgs, 0), want_text);
     assert_string_equal(first_text(msgs, 1), "short answer");
     json_decref(msgs);
+    free(want_text);
     free(u1);
     free(a1);
     dh_teardown(&d);
@@ -468,7 +537,7 @@ static void manual_compaction_between_turns(void **state) {
                         json_string_value(json_object_get(start, "compaction_id")));
     json_decref(r);
     json_t *msgs = weir_agent_messages(d.agent);
-    assert_string_equal(first_text(msgs, 0), "Summary of earlier conversation:\nSUMMARY-M");
+    assert_non_null(strstr(first_text(msgs, 0), "<compacted-summary>\nSUMMARY-M\n"));
     assert_string_equal(first_text(msgs, json_array_size(msgs) - 1), "short answer");
     json_decref(msgs);
 
@@ -521,9 +590,9 @@ static void pressure_summaries_are_bounded_per_trigger(void **state) {
     assert_false(json_is_true(json_object_get(end, "ok")));
     assert_int_equal(json_integer_value(json_object_get(end, "summaries")), 1);
     assert_int_equal(json_integer_value(json_object_get(end, "tokens_before")), 1104);
-    assert_int_equal(json_integer_value(json_object_get(end, "tokens_after")), 1021);
+    assert_int_equal(json_integer_value(json_object_get(end, "tokens_after")), 1073);
     assert_string_equal(json_string_value(json_object_get(end, "error")),
-                        "still above the threshold (1021 >= 800 tokens) after 1 summary attempt");
+                        "still above the threshold (1073 >= 800 tokens) after 1 summary attempt");
     free(u1);
     free(a1);
     free(u2);
@@ -628,7 +697,7 @@ static void overflow_recovery_retries_after_a_summary(void **state) {
     assert_int_equal(json_array_size(json_object_get(summary, "shadowed_seqs")), 2);
     json_t *msgs = weir_agent_messages(d.agent);
     assert_int_equal(json_array_size(msgs), 3);
-    assert_string_equal(first_text(msgs, 0), "Summary of earlier conversation:\nSUMMARY-TWO");
+    assert_non_null(strstr(first_text(msgs, 0), "<compacted-summary>\nSUMMARY-TWO\n"));
     assert_string_equal(first_text(msgs, 1), "second question");
     json_decref(msgs);
     free(u1);
@@ -974,7 +1043,8 @@ int main(void) {
         cmocka_unit_test(range_is_head_anchored_after_the_system_node),
         cmocka_unit_test(range_never_splits_a_tool_call_from_its_result),
         cmocka_unit_test(nothing_compactable_declines),
-        cmocka_unit_test(transcript_and_checkpoint_shapes),
+        cmocka_unit_test(checkpoint_shapes),
+        cmocka_unit_test(instruction_lists_the_sections),
         cmocka_unit_test(pressure_compacts_between_turns_with_a_summary),
         cmocka_unit_test(manual_compaction_between_turns),
         cmocka_unit_test(manual_compaction_declines),
