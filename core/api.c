@@ -78,4 +78,5 @@ const weir_api weir__api_table = {
     .tool_exec_idempotency_key = weir__tool_exec_idempotency_key,
     .tool_exec_attempt = weir__tool_exec_attempt,
     .agent_complete_stream = weir__agent_complete_stream,
+    .http_get = weir__http_get,
 };

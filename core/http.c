@@ -9,7 +9,9 @@
  * arrived for the idle timeout, or when the whole request took longer than
  * its total timeout (both TIMEOUT).  2xx text/event-stream bodies go
  * through the SSE parser as they arrive; other bodies are collected
- * (<= 64 KiB) for failure classification.  No header value is ever logged
+ * (<= 64 KiB) for failure classification.  weir__http_get is a GET on a
+ * handle of its own whose body is always collected (a provider asking its
+ * server about itself).  No header value is ever logged
  * or copied into a message (API keys travel in headers).
  */
 #include <ctype.h>
@@ -57,6 +59,7 @@ typedef struct xfer {
     long long retry_after_ms_hdr; /* retry-after-ms, -1 if absent */
     long long retry_after_hdr;    /* Retry-After, -1 if absent */
     bool is_sse;     /* Content-Type: text/event-stream */
+    bool collect;    /* a GET: the body is collected whatever its type */
     int sse_rc;      /* non-zero: the parser or the event callback stopped */
     bool nomem;
     bool timed_out;
@@ -211,7 +214,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud) {
     size_t n = size * nmemb;
     x->last_data_us = weir__mono_us();
     weir_http_response *r = x->resp;
-    if (x->is_sse && r->status >= 200 && r->status < 300) {
+    if (!x->collect && x->is_sse && r->status >= 200 && r->status < 300) {
         int rc = weir__sse_feed(x->sse, ptr, n);
         if (rc) {
             x->sse_rc = rc;
@@ -415,24 +418,28 @@ static CURLcode drive(weir__http *h) {
     return result;
 }
 
-int weir__http_sse(weir__http *h, weir_signal *signal, const weir_http_request *req,
-                   weir_sse_fn on_event, void *ud, weir_http_response *resp,
-                   json_t **failure) {
+/* One request on `h`: a POST whose 2xx event-stream body goes to on_event
+ * (weir__http_sse), or, with `get`, a GET whose body is collected whatever
+ * its status and type (weir__http_get). */
+static int perform(weir__http *h, weir_signal *signal, const weir_http_request *req, bool get,
+                   weir_sse_fn on_event, void *ud, weir_http_response *resp, json_t **failure) {
     if (failure)
         *failure = NULL;
     if (resp) {
         memset(resp, 0, sizeof *resp);
         resp->retry_after_ms = -1;
     }
-    if (!h || !req || !resp || !on_event)
+    if (!h || !req || !resp || (!on_event && !get))
         return fail(failure, "INVALID_REQUEST", "HTTP request: %s is NULL",
                     !h ? "the HTTP handle" : !req ? "req" : !resp ? "resp" : "on_event");
     /* 1.0 and 1.1 plugins pass the struct without total_timeout_ms */
     const size_t min_size = offsetof(weir_http_request, total_timeout_ms);
-    if (req->struct_size < min_size || !req->url || (!req->body && req->body_len))
+    if (req->struct_size < min_size || !req->url || (!req->body && req->body_len) ||
+        (get && (req->body || req->body_len)))
         return fail(failure, "INVALID_REQUEST", "HTTP request: %s",
                     req->struct_size < min_size ? "struct_size too small"
                     : !req->url                    ? "url is NULL"
+                    : get                          ? "a GET has no body"
                                                    : "body is NULL but body_len > 0");
 
     if (weir__signal_cancelled(signal)) {
@@ -441,7 +448,7 @@ int weir__http_sse(weir__http *h, weir_signal *signal, const weir_http_request *
                     *cause ? ")" : "");
     }
 
-    xfer x = {.signal = signal, .resp = resp, .on_event = on_event, .ud = ud};
+    xfer x = {.signal = signal, .resp = resp, .on_event = on_event, .ud = ud, .collect = get};
     x.retry_after_hdr = x.retry_after_ms_hdr = -1;
     long idle_ms = req->idle_timeout_ms > 0 ? req->idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS;
     x.idle_us = (uint64_t)idle_ms * 1000u;
@@ -451,7 +458,7 @@ int weir__http_sse(weir__http *h, weir_signal *signal, const weir_http_request *
                         ? req->total_timeout_ms
                         : 0;
     x.total_us = (uint64_t)total_ms * 1000u;
-    if (weir__sse_create(on_sse_event, &x, &x.sse))
+    if (!get && weir__sse_create(on_sse_event, &x, &x.sse))
         return WEIR_E_NOMEM;
 
     struct curl_slist *headers = NULL;
@@ -479,11 +486,15 @@ int weir__http_sse(weir__http *h, weir_signal *signal, const weir_http_request *
     long connect_ms = req->connect_timeout_ms > 0 ? req->connect_timeout_ms
                                                   : DEFAULT_CONNECT_TIMEOUT_MS;
     CURLcode cr = CURLE_OK;
-    if (curl_easy_setopt(e, CURLOPT_URL, req->url) ||
+    bool method_set =
+        get ? curl_easy_setopt(e, CURLOPT_HTTPGET, 1L) == CURLE_OK
+            : curl_easy_setopt(e, CURLOPT_POST, 1L) == CURLE_OK &&
+                  curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
+                                   (curl_off_t)req->body_len) == CURLE_OK &&
+                  curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body ? req->body : "") ==
+                      CURLE_OK;
+    if (!method_set || curl_easy_setopt(e, CURLOPT_URL, req->url) ||
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers) ||
-        curl_easy_setopt(e, CURLOPT_POST, 1L) ||
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len) ||
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body ? req->body : "") ||
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, connect_ms) ||
         curl_easy_setopt(e, CURLOPT_HEADERDATA, &x) ||
         curl_easy_setopt(e, CURLOPT_WRITEDATA, &x) ||
@@ -511,10 +522,12 @@ int weir__http_sse(weir__http *h, weir_signal *signal, const weir_http_request *
         rc = fail(failure, "ABORTED", "request cancelled%s%s%s", *cause ? " (" : "", cause,
                   *cause ? ")" : "");
     } else if (x.total_expired) {
-        rc = fail(failure, "TIMEOUT",
-                  "total timeout (stream_total_timeout_ms) of %ld ms expired before the "
-                  "response ended",
-                  total_ms);
+        rc = get ? fail(failure, "TIMEOUT",
+                        "total timeout of %ld ms expired before the response ended", total_ms)
+                 : fail(failure, "TIMEOUT",
+                        "total timeout (stream_total_timeout_ms) of %ld ms expired before the "
+                        "response ended",
+                        total_ms);
     } else if (x.timed_out) {
         rc = fail(failure, "TIMEOUT", "no data for %ld ms", idle_ms);
     } else if (x.nomem) {
@@ -525,11 +538,33 @@ int weir__http_sse(weir__http *h, weir_signal *signal, const weir_http_request *
         const char *code = curl_failure_code(cr);
         rc = fail(failure, code, "%s%s%s", curl_easy_strerror(cr), h->errbuf[0] ? ": " : "",
                   h->errbuf);
-    } else if (x.is_sse && resp->status >= 200 && resp->status < 300) {
+    } else if (!get && x.is_sse && resp->status >= 200 && resp->status < 300) {
         int fr = weir__sse_finish(x.sse);
         if (fr)
             rc = sse_failure(failure, &x, fr);
     }
     weir__sse_destroy(x.sse);
+    return rc;
+}
+
+int weir__http_sse(weir__http *h, weir_signal *signal, const weir_http_request *req,
+                   weir_sse_fn on_event, void *ud, weir_http_response *resp,
+                   json_t **failure) {
+    return perform(h, signal, req, false, on_event, ud, resp, failure);
+}
+
+int weir__http_get(const weir_http_request *req, weir_http_response *resp, json_t **failure) {
+    if (failure)
+        *failure = NULL;
+    if (resp) {
+        memset(resp, 0, sizeof *resp);
+        resp->retry_after_ms = -1;
+    }
+    weir__http *h = NULL;
+    int rc = weir__http_create(&h);
+    if (rc != WEIR_OK)
+        return rc == WEIR_E_NOMEM ? rc : fail(failure, "UNKNOWN", "cannot set up libcurl");
+    rc = perform(h, NULL, req, true, NULL, NULL, resp, failure);
+    weir__http_destroy(h); /* closes the connection */
     return rc;
 }

@@ -63,6 +63,18 @@ void weir__http_destroy(weir__http *h);
 int weir__http_sse(weir__http *h, weir_signal *signal, const weir_http_request *req,
                    weir_sse_fn on_event, void *ud, weir_http_response *resp,
                    json_t **failure);
+/*
+ * GET req->url (req borrowed: url, headers, connect/idle/total timeouts; no
+ * body) on a new handle of its own, destroyed (its connection closed) before
+ * returning, and wait for the whole response.  The body is collected whatever
+ * its status and Content-Type: the first 64 KiB, NUL-terminated, into
+ * resp->body (owned by resp); `resp` is overwritten as by weir__http_sse.
+ * Nothing cancels it: the timeouts bound it.  A total timeout is TIMEOUT
+ * "total timeout of N ms expired before the response ended".  Returns and
+ * *failure as weir__http_sse.  Thread-safe (the api table's http_get).
+ */
+int weir__http_get(const weir_http_request *req, weir_http_response *resp, json_t **failure);
+
 /* Free resp->body and reset every field (retry_after_ms to -1).  NULL is a
  * no-op.  Thread-safe for distinct responses. */
 void weir__http_response_clear(weir_http_response *resp);

@@ -4,10 +4,17 @@
  * tools-ffi `pow` tool, then a final text answer) through the public agent
  * API, with provider-openai talking to the in-process mock LLM server.
  *
- * Prints "session_steps=10 tcp_connects=<n> ratio=<n>/1 ..." and exits 1
- * when the turn did not take exactly 10 steps, did not complete, did not get
- * 9 successful pow results, or more than one TCP connection was accepted;
- * 2 on setup errors.
+ * The model "bench" is not in the row's `models`, so provider-openai's
+ * window probe asks the mock once (GET /v1/models, answered with a
+ * max_model_len) on a connection of its own before the first step; the
+ * model calls must share one other connection.
+ *
+ * Prints "session_steps=10 tcp_connects=<n> ratio=<n>/1 requests=10 ...
+ * window_probe=1" (tcp_connects and requests: those of the model calls) and
+ * exits 1 when the turn did not take exactly 10 steps, did not complete, did
+ * not get 9 successful pow results, the probe was not the one GET it should
+ * be, or the model calls used more than one TCP connection; 2 on setup
+ * errors.
  *
  * Plugins come from $WEIR_TEST_PLUGIN_DIR (set by ctest), else from
  * <dir of this executable>/../lib/weir/plugins (the build tree layout).
@@ -96,7 +103,10 @@ static json_t *script(void) {
         json_decref(requests);
         return NULL;
     }
-    return requests ? json_pack("{s:o}", "requests", requests) : NULL;
+    /* the window probe's answer (a vLLM-style model list) */
+    return requests ? json_pack("{s:o,s:[{s:s,s:i}]}", "requests", requests, "models", "id",
+                                "bench", "max_model_len", 32768)
+                    : NULL;
 }
 
 /* The deployment: provider-openai at the mock, tools-ffi with libm's pow. */
@@ -170,16 +180,22 @@ int main(void) {
     json_decref(config);
     long accepted = mock_llm_connections(mock);
     long requests = mock_llm_requests(mock);
+    /* the probe: request 0, on a connection of its own */
+    char *first = mock_llm_request_path(mock, 0);
+    long probes = first && strcmp(first, "/v1/models") == 0;
+    free(first);
+    accepted -= probes;
+    requests -= probes;
     mock_llm_stop(mock);
     wt_rmtree(sessions);
     free(sessions);
     if (rc)
         return rc;
     printf("session_steps=%d tcp_connects=%ld ratio=%ld/1 requests=%ld tool_results=%d "
-           "turn_end=%s\n",
-           c.steps, accepted, accepted, requests, c.results, c.end);
+           "turn_end=%s window_probe=%ld\n",
+           c.steps, accepted, accepted, requests, c.results, c.end, probes);
     return c.steps != STEPS || c.results != STEPS - 1 || strcmp(c.end, "completed") != 0 ||
-                   accepted > 1
+                   accepted > 1 || probes != 1 || requests != STEPS
                ? 1
                : 0;
 }

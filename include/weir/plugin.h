@@ -25,6 +25,10 @@
  *        tool_exec_idempotency_key and tool_exec_attempt.  An overall stream
  *        deadline: weir_http_request.total_timeout_ms (the shorter struct of
  *        1.0 and 1.1 plugins still works: it has no deadline).
+ *   1.3  agent_complete_stream: agent_complete through the agent's llm/stream
+ *        chain (its listeners get a purpose).
+ *   1.4  http_get: a GET outside any model call, on a connection of its own
+ *        (provider-openai asks its server for the models' windows).
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H
@@ -482,6 +486,26 @@ struct weir_api {
      */
     int (*agent_complete_stream)(weir_agent *agent, const json_t *request, const json_t *context,
                                  weir_signal *signal, json_t **result, weir_error *err);
+
+    /* --- 1.4 ------------------------------------------------------------ */
+    /**
+     * One GET outside any model call, for a provider that asks its server
+     * about itself (provider-openai's window probe: GET /v1/models, /props).
+     * `req` (borrowed) as for http_sse without a body (body NULL, body_len
+     * 0): url, headers ("Name: value", sent as given), connect_timeout_ms,
+     * idle_timeout_ms and total_timeout_ms, which bound the call (nothing
+     * cancels it; set total_timeout_ms).  It runs on a connection of its
+     * own, closed before it returns (never an agent's kept connection), with
+     * the client settings of http_sse (TLS verification, http and https
+     * only, no redirects).  The response body is collected whatever its
+     * status and type: resp->body holds its first 64 KiB, NUL-terminated
+     * (release it with http_response_clear).  Returns as http_sse: WEIR_OK
+     * when a response arrived, whatever its status; else an error and
+     * *failure (new reference, when `failure` is not NULL).  No header value
+     * appears in a failure.  Any thread.  Check WEIR_API_HAS(api, http_get)
+     * before use.
+     */
+    int (*http_get)(const weir_http_request *req, weir_http_response *resp, json_t **failure);
 };
 
 /** True when `api` has member `m` (for members added after 1.0). */
@@ -553,6 +577,7 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #define weir_agent_model_info(...) (weir__plugin_api->agent_model_info(__VA_ARGS__))
 #define weir_agent_complete(...) (weir__plugin_api->agent_complete(__VA_ARGS__))
 #define weir_agent_complete_stream(...) (weir__plugin_api->agent_complete_stream(__VA_ARGS__))
+#define weir_http_get(...) (weir__plugin_api->http_get(__VA_ARGS__))
 #endif /* WEIR_NO_API_MACROS */
 
 #ifdef __cplusplus

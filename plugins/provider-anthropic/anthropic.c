@@ -11,6 +11,7 @@
  *   headers                  extra request headers {name: value}; a name that
  *                            matches a default header replaces it
  *   models                   {name: {context_window, max_output}} for model_info
+ *                            (beats the model table)
  *   connect_timeout_ms       default 10000
  *   stream_idle_timeout_ms   default 300000
  *   stream_total_timeout_ms  default 1800000 (30 minutes; 0 = none)
@@ -67,11 +68,13 @@ static bool decoder_done(void *decoder) { return anthropic_decoder_done(decoder)
 
 static const pc_codec codec = {on_event, decoder_end, decoder_done};
 
-/* max_tokens when the request has none: the model's max_output, or 4096. */
+/* max_tokens when the request has none: the model's max_output (the row's
+ * `models`, else the model table), or 4096. */
 static long default_max_tokens(const pc_provider *p, const json_t *request) {
-    const char *model = json_string_value(json_object_get(request, "model"));
-    json_t *mo = json_object_get(json_object_get(p->models, model ? model : ""), "max_output");
-    return json_is_integer(mo) ? (long)json_integer_value(mo) : DEFAULT_MAX_TOKENS;
+    long window, max_output;
+    pc_model_limits(p, json_string_value(json_object_get(request, "model")), &window,
+                    &max_output);
+    return max_output > 0 ? max_output : DEFAULT_MAX_TOKENS;
 }
 
 static int stream(void *self, void *call, const json_t *request, weir_stream *st) {

@@ -1,7 +1,7 @@
 /*
- * plugins/provider-common/provider_host.c - config, headers, model_info,
- * prepare_call and the streamed HTTP call shared by the HTTP provider
- * plugins (see provider_host.h).
+ * plugins/provider-common/provider_host.c - config, headers, model_info
+ * (with the window probe), prepare_call and the streamed HTTP call shared by
+ * the HTTP provider plugins (see provider_host.h).
  *
  * One attempt per `stream` call, no hidden retries.  The API key and header
  * values never appear in chunks, failures or log lines: the values the
@@ -9,34 +9,46 @@
  * finish chunk (failures quote what the server sent, and servers echo keys).
  */
 #ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L /* strdup, strcasecmp */
+#define _POSIX_C_SOURCE 200809L /* strdup, strcasecmp, clock_gettime */
 #endif
 #include "provider_host.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
+
+#include "model_table.h"
+
+/* The members both schemas have. */
+#define SCHEMA_COMMON \
+    "\"base_url\":{\"type\":\"string\",\"minLength\":1}," \
+    "\"api_key\":{\"type\":\"string\",\"secret\":true}," \
+    "\"headers\":{\"type\":\"object\",\"properties\":{" \
+    "\"Authorization\":{\"type\":\"string\",\"secret\":true}," \
+    "\"Proxy-Authorization\":{\"type\":\"string\",\"secret\":true}," \
+    "\"x-api-key\":{\"type\":\"string\",\"secret\":true}," \
+    "\"api-key\":{\"type\":\"string\",\"secret\":true}}," \
+    "\"additionalProperties\":{\"type\":\"string\"}}," \
+    "\"models\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"object\"," \
+    "\"additionalProperties\":false,\"properties\":{" \
+    "\"context_window\":{\"type\":\"integer\",\"minimum\":1}," \
+    "\"max_output\":{\"type\":\"integer\",\"minimum\":1}}}}," \
+    "\"connect_timeout_ms\":{\"type\":\"integer\",\"minimum\":1}," \
+    "\"stream_idle_timeout_ms\":{\"type\":\"integer\",\"minimum\":1}," \
+    "\"stream_total_timeout_ms\":{\"type\":\"integer\",\"minimum\":0}"
 
 const char pc_config_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"base_url\":{\"type\":\"string\",\"minLength\":1},"
-    "\"api_key\":{\"type\":\"string\",\"secret\":true},"
-    "\"headers\":{\"type\":\"object\",\"properties\":{"
-    "\"Authorization\":{\"type\":\"string\",\"secret\":true},"
-    "\"Proxy-Authorization\":{\"type\":\"string\",\"secret\":true},"
-    "\"x-api-key\":{\"type\":\"string\",\"secret\":true},"
-    "\"api-key\":{\"type\":\"string\",\"secret\":true}},"
-    "\"additionalProperties\":{\"type\":\"string\"}},"
-    "\"models\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"object\","
-    "\"additionalProperties\":false,\"properties\":{"
-    "\"context_window\":{\"type\":\"integer\",\"minimum\":1},"
-    "\"max_output\":{\"type\":\"integer\",\"minimum\":1}}}},"
-    "\"connect_timeout_ms\":{\"type\":\"integer\",\"minimum\":1},"
-    "\"stream_idle_timeout_ms\":{\"type\":\"integer\",\"minimum\":1},"
-    "\"stream_total_timeout_ms\":{\"type\":\"integer\",\"minimum\":0}}}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{" SCHEMA_COMMON "}}";
+
+const char pc_config_schema_probe[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{" SCHEMA_COMMON ","
+    "\"probe_windows\":{\"type\":\"boolean\"},"
+    "\"probe_timeout_ms\":{\"type\":\"integer\",\"minimum\":1}}}";
 
 int pc_set_err(weir_error *err, int code, const char *plugin, const char *fmt, ...) {
     if (!err)
@@ -51,13 +63,54 @@ int pc_set_err(weir_error *err, int code, const char *plugin, const char *fmt, .
     return code;
 }
 
+/* The window probe of one row: asked once, then read under `mu`. */
+struct pc_probe {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;   /* broadcast when the asking ends */
+    enum { PROBE_NEW, PROBE_ASKING, PROBE_DONE } state;
+    json_t *windows;     /* {model id: max_model_len} from GET /models, or NULL */
+    long server_window;  /* n_ctx from GET /props (any model), or 0 */
+};
+
+static pc_probe *probe_new(void) {
+    pc_probe *pr = calloc(1, sizeof *pr);
+    if (!pr)
+        return NULL;
+    if (pthread_mutex_init(&pr->mu, NULL) != 0) {
+        free(pr);
+        return NULL;
+    }
+    if (pthread_cond_init(&pr->cv, NULL) != 0) {
+        pthread_mutex_destroy(&pr->mu);
+        free(pr);
+        return NULL;
+    }
+    return pr;
+}
+
+static void probe_free(pc_probe *pr) {
+    if (!pr)
+        return;
+    json_decref(pr->windows);
+    pthread_cond_destroy(&pr->cv);
+    pthread_mutex_destroy(&pr->mu);
+    free(pr);
+}
+
+static void free_list(char **list) {
+    for (char **h = list; h && *h; h++)
+        free(*h);
+    free(list);
+}
+
 static void provider_free(pc_provider *p) {
     if (!p)
         return;
-    for (char **h = p->headers; h && *h; h++)
-        free(*h);
-    free(p->headers);
+    free_list(p->headers);
+    free_list(p->probe_headers);
+    probe_free(p->probe);
     pc_secrets_clear(&p->secrets);
+    free(p->base);
     free(p->url);
     free(p->id);
     json_decref(p->models);
@@ -108,15 +161,39 @@ static bool has_header(json_t *extra, const char *header) {
     return false;
 }
 
-/* Defaults unless `extra` (the config's headers) names them, then extra,
- * then the key unless `extra` names its header. */
-static int build_headers(pc_provider *p, const char *api_key, json_t *extra,
-                         weir_error *err) {
+/* The probe's one default header (a GET of JSON). */
+static const char *const probe_default_headers[][2] = {{"Accept", "application/json"}};
+
+/* *out: the `defaults` (n of them) unless `extra` (the config's headers,
+ * checked) names them, then extra, then the key unless `extra` names its
+ * header.  -1 when out of memory. */
+static int header_list(const pc_provider *p, const char *api_key, json_t *extra,
+                       const char *const (*defaults)[2], size_t ndefaults, char ***out) {
     const pc_spec *spec = p->spec;
-    size_t cap = spec->nheaders + 2 + json_object_size(extra), n = 0;
-    p->headers = calloc(cap, sizeof *p->headers);
-    if (!p->headers)
-        return pc_set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
+    size_t cap = ndefaults + 2 + json_object_size(extra), n = 0;
+    char **list = *out = calloc(cap, sizeof *list);
+    if (!list)
+        return -1;
+    for (size_t i = 0; i < ndefaults; i++)
+        if (!has_header(extra, defaults[i][0]) &&
+            header_add(list, &n, defaults[i][0], "", defaults[i][1]) != 0)
+            return -1;
+    const char *name;
+    json_t *v;
+    json_object_foreach(extra, name, v) {
+        if (header_add(list, &n, name, "", json_string_value(v)) != 0)
+            return -1;
+    }
+    if (api_key[0] && !has_header(extra, spec->key_header) &&
+        header_add(list, &n, spec->key_header, spec->key_prefix, api_key) != 0)
+        return -1;
+    return 0;
+}
+
+/* The request headers (the spec's defaults, the config's, the key) and,
+ * for a row that probes, the probe's. */
+static int build_headers(pc_provider *p, const char *api_key, json_t *extra, bool probe,
+                         weir_error *err) {
     const char *name;
     json_t *v;
     json_object_foreach(extra, name, v) {
@@ -129,22 +206,14 @@ static int build_headers(pc_provider *p, const char *api_key, json_t *extra,
                               "breaks",
                               name);
     }
-    for (size_t i = 0; i < spec->nheaders; i++)
-        if (!has_header(extra, spec->headers[i][0]) &&
-            header_add(p->headers, &n, spec->headers[i][0], "", spec->headers[i][1]) != 0)
-            return pc_set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
-    bool custom_key = has_header(extra, spec->key_header);
-    json_object_foreach(extra, name, v) {
-        if (header_add(p->headers, &n, name, "", json_string_value(v)) != 0)
-            return pc_set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
-    }
-    if (api_key[0] && !custom_key) {
-        if (!header_value_ok(api_key))
-            return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, p->id,
-                              "config.api_key: contains a line break");
-        if (header_add(p->headers, &n, spec->key_header, spec->key_prefix, api_key) != 0)
-            return pc_set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
-    }
+    if (api_key[0] && !has_header(extra, p->spec->key_header) && !header_value_ok(api_key))
+        return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, p->id,
+                          "config.api_key: contains a line break");
+    if (header_list(p, api_key, extra, p->spec->headers, p->spec->nheaders, &p->headers) != 0 ||
+        (probe && header_list(p, api_key, extra, probe_default_headers,
+                              sizeof probe_default_headers / sizeof probe_default_headers[0],
+                              &p->probe_headers) != 0))
+        return pc_set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
     return WEIR_OK;
 }
 
@@ -273,8 +342,15 @@ static int parse_config(pc_provider *p, const json_t *config, weir_error *err) {
     if (rc == WEIR_OK)
         rc = config_ms(config, "stream_total_timeout_ms", 1800000, true, &p->total_timeout_ms,
                        p->id, err);
+    if (rc == WEIR_OK && p->spec->probe)
+        rc = config_ms(config, "probe_timeout_ms", PC_PROBE_TIMEOUT_MS, false,
+                       &p->probe_timeout_ms, p->id, err);
     if (rc != WEIR_OK)
         return rc;
+    json_t *jprobe = p->spec->probe ? json_object_get(config, "probe_windows") : NULL;
+    if (jprobe && !json_is_boolean(jprobe))
+        return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, p->id,
+                          "config.probe_windows: expected true or false");
 
     const char *base = jbase ? json_string_value(jbase) : p->spec->default_base_url;
     size_t blen = strlen(base);
@@ -282,16 +358,136 @@ static int parse_config(pc_provider *p, const json_t *config, weir_error *err) {
         blen--;
     size_t len = blen + strlen(p->spec->path) + 1;
     p->url = malloc(len);
+    p->base = strndup(base, blen);
     p->models = models ? json_deep_copy(models) : json_object();
-    if (!p->url || !p->models)
+    if (!p->url || !p->base || !p->models)
         return pc_set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
     snprintf(p->url, len, "%.*s%s", (int)blen, base, p->spec->path);
+    /* api.openai.com reports no windows: no probe there unless asked for */
+    bool probe = p->spec->probe && (jprobe ? json_is_true(jprobe)
+                                           : strcmp(p->base, p->spec->default_base_url) != 0);
+    if (probe && !(p->probe = probe_new()))
+        return pc_set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
     json_t *schema = json_loads(pc_config_schema, 0, NULL);
     rc = schema && collect_secrets(&p->secrets, schema, config, 0) == 0 ? WEIR_OK : WEIR_E_NOMEM;
     json_decref(schema);
     if (rc != WEIR_OK)
         return pc_set_err(err, rc, p->id, "out of memory");
-    return build_headers(p, jkey ? json_string_value(jkey) : "", headers, err);
+    return build_headers(p, jkey ? json_string_value(jkey) : "", headers, probe, err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The window probe                                                         */
+/* ------------------------------------------------------------------------ */
+
+static long long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* GET `url` with the probe's headers within `ms`: the 200 body (malloc'd,
+ * NUL-terminated; *len its length), or NULL.  `what` names the endpoint in
+ * the debug log, which never shows a header, the URL or the server's text
+ * (they may hold a secret). */
+static char *probe_get(const pc_provider *p, const char *url, long ms, const char *what,
+                       size_t *len) {
+    weir_http_request req = {
+        .struct_size = sizeof req,
+        .url = url,
+        .headers = (const char *const *)p->probe_headers,
+        .connect_timeout_ms = ms,
+        .idle_timeout_ms = ms,
+        .total_timeout_ms = ms,
+    };
+    weir_http_response resp;
+    memset(&resp, 0, sizeof resp);
+    json_t *failure = NULL;
+    int rc = weir_http_get(&req, &resp, &failure);
+    char *body = NULL;
+    if (rc == WEIR_OK && resp.status == 200 && resp.body) {
+        body = resp.body; /* taken over: the response is cleared without it */
+        *len = resp.body_len;
+        resp.body = NULL;
+        resp.body_len = 0;
+    } else if (rc == WEIR_OK) {
+        weir_log(p->plugin, WEIR_LOG_DEBUG, "window probe: GET %s: HTTP %ld", what,
+                 resp.status);
+    } else {
+        const char *code = json_string_value(json_object_get(failure, "code"));
+        weir_log(p->plugin, WEIR_LOG_DEBUG, "window probe: GET %s: %s", what,
+                 code ? code : "no response");
+    }
+    json_decref(failure);
+    weir_http_response_clear(&resp);
+    return body;
+}
+
+/* Ask the server once: GET {base}/models for vLLM's max_model_len of each
+ * model, and when that gives none GET {root}/props for llama.cpp's n_ctx
+ * ({root}: base_url without a trailing /v1).  Any failure leaves nothing. */
+static void probe_ask(const pc_provider *p, json_t **windows, long *server_window) {
+    *windows = NULL;
+    *server_window = 0;
+    const weir_api *api = weir__plugin_api;
+    if (!WEIR_API_HAS(api, http_get) || !api->http_get) {
+        weir_log(p->plugin, WEIR_LOG_DEBUG, "window probe: the host has no http_get (ABI < 1.4)");
+        return;
+    }
+    long long deadline = now_ms() + p->probe_timeout_ms;
+    size_t blen = strlen(p->base);
+    char *url = malloc(blen + sizeof "/models");
+    size_t len = 0;
+    char *body = NULL;
+    if (url) {
+        snprintf(url, blen + sizeof "/models", "%s/models", p->base);
+        body = probe_get(p, url, p->probe_timeout_ms, "/models", &len);
+    }
+    *windows = body ? pc_windows_from_models_body(body, len) : NULL;
+    free(body);
+    if (*windows && json_object_size(*windows) == 0) {
+        json_decref(*windows);
+        *windows = NULL;
+    }
+    long long left = deadline - now_ms();
+    if (url && !*windows && left > 0) {
+        size_t root = blen;
+        if (root >= 3 && strcmp(p->base + root - 3, "/v1") == 0)
+            root -= 3;
+        snprintf(url, blen + sizeof "/models", "%.*s/props", (int)root, p->base);
+        body = probe_get(p, url, (long)left, "/props", &len);
+        *server_window = body ? pc_window_from_props_body(body, len) : 0;
+        free(body);
+    }
+    free(url);
+    weir_log(p->plugin, WEIR_LOG_DEBUG,
+             "window probe: the server reported %zu model windows%s", json_object_size(*windows),
+             *server_window ? " and a slot context (n_ctx)" : "");
+}
+
+/* The window the server reported for `model`, or 0; the first call asks
+ * (without holding the mutex), later and concurrent ones wait and read. */
+static long probe_window(const pc_provider *p, const char *model) {
+    pc_probe *pr = p->probe;
+    pthread_mutex_lock(&pr->mu);
+    while (pr->state == PROBE_ASKING)
+        pthread_cond_wait(&pr->cv, &pr->mu);
+    if (pr->state == PROBE_NEW) {
+        pr->state = PROBE_ASKING;
+        pthread_mutex_unlock(&pr->mu);
+        json_t *windows;
+        long server_window;
+        probe_ask(p, &windows, &server_window);
+        pthread_mutex_lock(&pr->mu);
+        pr->windows = windows;
+        pr->server_window = server_window;
+        pr->state = PROBE_DONE;
+        pthread_cond_broadcast(&pr->cv);
+    }
+    json_t *w = json_object_get(pr->windows, model);
+    long n = json_is_integer(w) ? (long)json_integer_value(w) : pr->server_window;
+    pthread_mutex_unlock(&pr->mu);
+    return n;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -306,6 +502,7 @@ int pc_provider_init(weir_plugin *self, const pc_spec *spec, const weir_provider
         return pc_set_err(err, WEIR_E_NOMEM, spec->plugin, "out of memory");
     }
     p->spec = spec;
+    p->plugin = self;
     p->cache = pc_cache_new(PC_CACHE_MAX_ENTRIES, PC_CACHE_MAX_BYTES);
     int rc = p->cache ? parse_config(p, config, err)
                       : pc_set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
@@ -319,8 +516,8 @@ int pc_provider_init(weir_plugin *self, const pc_spec *spec, const weir_provider
         return rc;
     }
     weir_plugin_set_data(self, p);
-    weir_log(self, WEIR_LOG_DEBUG, "provider registered (%zu models configured)",
-             json_object_size(p->models));
+    weir_log(self, WEIR_LOG_DEBUG, "provider registered (%zu models configured, window probe %s)",
+             json_object_size(p->models), p->probe ? "on" : "off");
     return WEIR_OK;
 }
 
@@ -328,10 +525,42 @@ void pc_provider_fini(weir_plugin *self) {
     provider_free(weir_plugin_data(self));
 }
 
+void pc_model_limits(const pc_provider *p, const char *model, long *context_window,
+                     long *max_output) {
+    *context_window = *max_output = 0;
+    if (!p || !model || !model[0])
+        return;
+    json_t *entry = json_object_get(p->models, model);
+    json_t *cw = json_object_get(entry, "context_window"), *mo = json_object_get(entry, "max_output");
+    if (json_is_integer(cw))
+        *context_window = (long)json_integer_value(cw);
+    if (json_is_integer(mo))
+        *max_output = (long)json_integer_value(mo);
+    if (!*context_window && p->probe)
+        *context_window = probe_window(p, model);
+    const pc_model_entry *row = pc_model_table_find(model);
+    if (!*context_window && row)
+        *context_window = row->context_window;
+    if (!*max_output && row)
+        *max_output = *context_window && row->max_output > *context_window ? *context_window
+                                                                            : row->max_output;
+}
+
 json_t *pc_model_info(void *self, const char *model) {
-    const pc_provider *p = self;
-    json_t *entry = p && model ? json_object_get(p->models, model) : NULL;
-    return entry ? json_deep_copy(entry) : NULL;
+    long cw, mo;
+    pc_model_limits(self, model, &cw, &mo);
+    if (!cw && !mo)
+        return NULL;
+    json_t *info = json_object();
+    if (info && cw && json_object_set_new(info, "context_window", json_integer(cw)) != 0) {
+        json_decref(info);
+        return NULL;
+    }
+    if (info && mo && json_object_set_new(info, "max_output", json_integer(mo)) != 0) {
+        json_decref(info);
+        return NULL;
+    }
+    return info;
 }
 
 int pc_prepare_call(const pc_spec *spec, void *self, const json_t *config, weir_signal *signal,

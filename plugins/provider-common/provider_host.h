@@ -3,6 +3,9 @@
  * the HTTP provider plugins: config parsing (base_url, api_key, headers,
  * models, timeouts), the request headers, model_info, prepare_call and one
  * streamed HTTP call.  What differs between providers is a pc_spec.
+ * model_info answers from the row's `models` config, else from what the
+ * server reports (provider-openai's window probe), else from the shipped
+ * model table (model_table.h).
  *
  * Not a plugin: each provider lists provider_host.c among its own sources
  * (it calls the host through the plugin's weir_api table, so it is not
@@ -29,14 +32,26 @@ typedef struct pc_spec {
     const char *key_header;       /* the header that carries api_key */
     const char *key_prefix;       /* put before the key in it ("Bearer " or "") */
     int max_temperature;          /* call config temperature is 0..max */
+    bool probe;                   /* the server may report windows (GET /models, /props):
+                                     the config takes probe_windows, probe_timeout_ms */
 } pc_spec;
 
-/** One configured row.  Immutable after init, so shared by every agent thread. */
+/** The window probe's state of one row (provider_host.c). */
+typedef struct pc_probe pc_probe;
+
+/**
+ * One configured row.  Immutable after init, so shared by every agent thread
+ * (the probe's state changes under its own mutex).
+ */
 typedef struct pc_provider {
     const pc_spec *spec;
+    weir_plugin *plugin; /* the instance (borrowed): its log */
     char *id;       /* the row id: the provider name in failures */
+    char *base;     /* base_url without its trailing '/' */
     char *url;      /* {base_url}{spec->path} */
     char **headers; /* NULL-terminated "Name: value" (holds the key) */
+    char **probe_headers; /* the same for the probe's GETs: the config's headers and
+                             the key, "Accept: application/json" (NULL: no probe) */
     pc_secrets secrets; /* the values the config schema marks secret (api_key, the
                            Authorization, x-api-key... headers): scrubbed from
                            what the server sends back (provider_common.h) */
@@ -44,7 +59,13 @@ typedef struct pc_provider {
     long connect_timeout_ms, idle_timeout_ms;
     long total_timeout_ms; /* 0: no overall deadline */
     pc_cache *cache; /* translated request pieces (thread-safe itself) */
+    long probe_timeout_ms; /* the whole probe's bound */
+    pc_probe *probe;       /* NULL: model_info never asks the server */
 } pc_provider;
+
+/* The window probe's defaults: on unless base_url is the spec's default
+ * (api.openai.com reports no windows); 2 s for both GETs together. */
+#define PC_PROBE_TIMEOUT_MS 2000
 
 /* The bounds of each row's request cache (provider_cache.h). */
 #define PC_CACHE_MAX_ENTRIES 16384
@@ -57,8 +78,11 @@ typedef struct pc_codec {
     bool (*done)(void *decoder);                             /* finish emitted */
 } pc_codec;
 
-/** The provider config schema (JSON text) both providers accept. */
+/** The provider config schema (JSON text) of a provider without a probe. */
 extern const char pc_config_schema[];
+
+/** The same plus probe_windows and probe_timeout_ms (a spec with `probe`). */
+extern const char pc_config_schema_probe[];
 
 /**
  * Fill `err` (may be NULL): `code`, `plugin` (borrowed, not NULL), no hook,
@@ -79,7 +103,23 @@ int pc_provider_init(weir_plugin *self, const pc_spec *spec, const weir_provider
 /** The plugin's fini: free the row kept by pc_provider_init. */
 void pc_provider_fini(weir_plugin *self);
 
-/** weir_provider.model_info: the configured entry of `model` (new), or NULL. */
+/**
+ * The limits of `model` (borrowed) for the row `p`, each field on its own:
+ * context_window from the row's `models` entry, else the window the server
+ * reported (a spec with `probe`: asked once per row, on the first call that
+ * needs it, bounded by probe_timeout_ms; callers wait for a probe under way),
+ * else the model table; max_output from the `models` entry, else the table,
+ * cut to the context_window in use.  0 for what is unknown.  Thread-safe.
+ */
+void pc_model_limits(const pc_provider *p, const char *model, long *context_window,
+                     long *max_output);
+
+/**
+ * weir_provider.model_info: pc_model_limits as a new object
+ * {"context_window"?: N, "max_output"?: N} (what is known), or NULL when
+ * nothing is known.  Thread-safe; may block up to probe_timeout_ms once per
+ * row (the probe).
+ */
 json_t *pc_model_info(void *self, const char *model);
 
 /**

@@ -11,8 +11,13 @@
  *   headers                  extra request headers {name: value}; a name that
  *                            matches a default header replaces it
  *   models                   {name: {context_window, max_output}} for model_info
+ *                            (beats the server's report and the model table)
  *   connect_timeout_ms       default 10000
  *   stream_idle_timeout_ms   default 300000
+ *   probe_windows            ask the server for its windows (GET /models,
+ *                            /props) once; default true unless base_url is
+ *                            the default
+ *   probe_timeout_ms         bound of that probe, default 2000
  *   stream_total_timeout_ms  default 1800000 (30 minutes; 0 = none)
  *
  * Config parsing, headers, model_info, prepare_call and the HTTP call are
@@ -41,6 +46,7 @@ static const pc_spec spec = {
     .key_header = "Authorization",
     .key_prefix = "Bearer ",
     .max_temperature = 2,
+    .probe = true, /* vLLM and llama.cpp report their windows */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -104,7 +110,7 @@ static const weir_plugin_desc descriptor = {
     .name = "provider-openai",
     .version = "0.1.0",
     .description = "OpenAI Chat Completions (and compatible servers), streaming SSE",
-    .config_schema = pc_config_schema,
+    .config_schema = pc_config_schema_probe,
     .init = init,
     .fini = pc_provider_fini,
 };

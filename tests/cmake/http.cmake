@@ -19,7 +19,8 @@ set_tests_properties(bench_session_connections PROPERTIES ENVIRONMENT "${WEIR_TE
   TIMEOUT 120)
 
 # The standalone mock as a ctest fixture: a setup test starts it, a test uses
-# it, a cleanup test stops it (it exits by itself after 2 requests or 120 s).
+# it, a cleanup test stops it (it exits by itself after 4 requests, a window
+# probe and a model call per run, or 120 s).
 set(_mock_fixture_dir ${CMAKE_BINARY_DIR}/tests/mock-fixture)
 add_test(NAME mock_llm_fixture_start
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/mock_fixture.sh start ${_mock_fixture_dir})

@@ -8,9 +8,11 @@
 # loopback mock LLM.
 # Script tests run `weir run` against the standalone mock (weir-mock-llm).
 set(_common ${PROJECT_SOURCE_DIR}/plugins/provider-common)
-# The secret scrubber both providers share (provider_common.c).
+# The secret scrubber both providers share (provider_common.c) and the model
+# table (model_table.c).
 if(TARGET test_provider_common)
-  target_sources(test_provider_common PRIVATE ${_common}/provider_common.c)
+  target_sources(test_provider_common PRIVATE ${_common}/provider_common.c
+                 ${_common}/model_table.c)
   target_include_directories(test_provider_common PRIVATE ${_common})
 endif()
 foreach(p openai anthropic)

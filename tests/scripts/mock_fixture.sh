@@ -1,9 +1,12 @@
 #!/bin/sh
 # tests/scripts/mock_fixture.sh - the loopback mock LLM as a ctest fixture.
 #   mock_fixture.sh start DIR   start weir-mock-llm on 127.0.0.1 (FIXTURES_SETUP);
-#                               it exits by itself after 2 requests or 120 s
+#                               it exits by itself after 4 requests or 120 s
 #   mock_fixture.sh run DIR     `weir run` twice against it through provider-openai
 #   mock_fixture.sh stop DIR    stop it and check what it served (FIXTURES_CLEANUP)
+# Each run is one process, so its provider row asks the server for the
+# model's window once (GET /v1/models, docs/providers.md "Model table"):
+# 2 requests a run, and the window reaches the log's request/context.
 # Needs WEIR_TEST_BIN_DIR and WEIR_TEST_PLUGIN_DIR (ctest sets them).
 set -eu
 cmd=$1
@@ -12,11 +15,11 @@ bin=${WEIR_TEST_BIN_DIR:?}
 case $cmd in
 start)
     rm -rf "$dir" && mkdir -p "$dir"
-    printf '%s\n' '{"loop":true,"requests":[{"text":"Fixture answer.","usage":{"input_tokens":5,"output_tokens":2}}]}' \
+    printf '%s\n' '{"loop":true,"models":[{"id":"m","object":"model","max_model_len":8192}],"requests":[{"text":"Fixture answer.","usage":{"input_tokens":5,"output_tokens":2}}]}' \
         > "$dir/script.json"
     # Detached from ctest's pipes, so this setup test ends while the server runs.
     nohup "$bin/weir-mock-llm" --script "$dir/script.json" --port-file "$dir/port" \
-        --max-requests 2 --timeout-s 120 > "$dir/mock.out" 2>&1 < /dev/null &
+        --max-requests 4 --timeout-s 120 > "$dir/mock.out" 2>&1 < /dev/null &
     echo $! > "$dir/pid"
     i=0
     while [ ! -s "$dir/port" ]; do
@@ -41,11 +44,13 @@ JSON
         out=$(timeout 30 "$bin/weir" run -c "$dir/deploy.json" -s "fixture-$n" "hello $n")
         [ "$out" = "Fixture answer." ] || { echo "run $n printed: $out" >&2; exit 1; }
         timeout 30 "$bin/weir" log -c "$dir/deploy.json" "fixture-$n" --check > /dev/null
+        grep '"request/context"' "$dir/sessions/fixture-$n.jsonl" | grep -q '"context_window": *8192' ||
+            { echo "run $n: request/context has not the server's window 8192" >&2; exit 1; }
     done
-    echo "two sessions answered by the fixture server"
+    echo "two sessions answered by the fixture server (window 8192 from GET /v1/models)"
     ;;
 stop)
-    # It exits by itself once it has served its 2 requests; give it 5 s,
+    # It exits by itself once it has served its 4 requests; give it 5 s,
     # then stop it (a server still running means it was not used as planned).
     pid=$(cat "$dir/pid" 2>/dev/null || true)
     i=0
@@ -59,7 +64,7 @@ stop)
         exit 1
     fi
     cat "$dir/mock.out"
-    grep -q '^requests=2$' "$dir/mock.out" || { echo "expected requests=2" >&2; exit 1; }
+    grep -q '^requests=4$' "$dir/mock.out" || { echo "expected requests=4" >&2; exit 1; }
     ;;
 *)
     echo "usage: $0 start|run|stop DIR" >&2

@@ -168,6 +168,8 @@ struct mock_llm {
     record *recs;
     size_t nrecs, caprecs;
     long served; /* script entries handed out */
+    char *models_body, *props_body; /* GET /v1/models, GET /props (NULL: 404) */
+    long info_delay_ms;             /* before answering either */
     long connections, responses, expect_failures;
     conn *conns;
 };
@@ -312,6 +314,28 @@ static int parse_script(mock_llm *m, const char *text) {
         return -1;
     }
     m->loop = json_is_true(json_object_get(root, "loop"));
+    /* what the server says about itself: a string is sent as it is (garbage
+     * too), an array of models is wrapped as an OpenAI list */
+    const json_t *models = json_object_get(root, "models"), *props = json_object_get(root, "props");
+    if (json_is_string(models))
+        m->models_body = xstrdup(json_string_value(models));
+    else if (json_is_array(models)) {
+        json_t *list = json_pack("{s:s,s:O}", "object", "list", "data", models);
+        m->models_body = list ? json_dumps(list, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(list);
+    }
+    if (json_is_string(props))
+        m->props_body = xstrdup(json_string_value(props));
+    else if (json_is_object(props))
+        m->props_body = json_dumps(props, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    m->info_delay_ms = opt_int(root, "info_delay_ms", 0);
+    if ((models && !json_is_string(models) && !json_is_array(models)) ||
+        (props && !json_is_string(props) && !json_is_object(props))) {
+        fprintf(stderr, "mock_llm: script: \"models\" must be an array or a string, \"props\" "
+                        "an object or a string\n");
+        json_decref(root);
+        return -1;
+    }
     size_t n = json_array_size(reqs);
     m->entries = n ? xrealloc(NULL, n * sizeof *m->entries) : NULL;
     for (size_t i = 0; i < n; i++) {
@@ -906,6 +930,16 @@ static int serve_stream(conn *c, api_kind api, const entry *e, const request *rq
 static int serve_request(conn *c, const request *rq) {
     mock_llm *m = c->m;
     api_kind api;
+    bool get = strcmp(rq->method, "GET") == 0;
+    const char *info = !get ? NULL
+                       : strcmp(rq->path, "/v1/models") == 0 ? m->models_body
+                       : strcmp(rq->path, "/props") == 0     ? m->props_body
+                                                             : NULL;
+    if (info) { /* a window probe: answered without a script entry */
+        if (!nap(m, m->info_delay_ms))
+            return -1;
+        return send_json_response(c, API_OPENAI, rq->index, 200, info, NULL);
+    }
     if (strcmp(rq->path, "/v1/chat/completions") == 0)
         api = API_OPENAI;
     else if (strcmp(rq->path, "/v1/messages") == 0)
@@ -1069,6 +1103,8 @@ static void *accept_main(void *arg) {
 /* ---- lifecycle ---------------------------------------------------------- */
 
 static void free_all(mock_llm *m) {
+    free(m->models_body);
+    free(m->props_body);
     for (size_t i = 0; i < m->nentries; i++)
         entry_free(&m->entries[i]);
     free(m->entries);

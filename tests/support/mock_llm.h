@@ -5,6 +5,12 @@
  * Endpoints (the path decides the wire format; anything else gets a 404):
  *   POST /v1/chat/completions  OpenAI Chat Completions streaming SSE
  *   POST /v1/messages          Anthropic Messages streaming SSE
+ *   GET  /v1/models            the script's "models" (vLLM reports max_model_len
+ *                              here), 404 without it
+ *   GET  /props                the script's "props" (llama.cpp reports n_ctx
+ *                              here), 404 without it
+ * The two GETs use no script entry; like every request they are recorded
+ * and counted (mock_llm_requests, mock_llm_responses).
  *
  * Requests are answered in arrival order from a script: request i (0-based,
  * counted over all connections) gets script entry i.  When the script runs
@@ -14,6 +20,16 @@
  *
  * Script format (JSON; every key optional):
  *   {"loop": false,
+ *    "models": [{"id": "m", "object": "model", "max_model_len": 8192}],
+ *                                        GET /v1/models answers {"object":
+ *                                        "list","data":<this>}; a string is
+ *                                        sent verbatim (invalid JSON too)
+ *    "props": {"default_generation_settings": {"n_ctx": 4096}},
+ *                                        GET /props answers it; a string is
+ *                                        sent verbatim
+ *    "info_delay_ms": 0,                 wait before answering either GET
+ *                                        (a stalled server; ends early when
+ *                                        the server stops)
  *    "requests": [
  *      {"text": "Hello",                 assistant text (streamed in pieces)
  *       "reasoning": "thinking...",      OpenAI delta.reasoning_content /

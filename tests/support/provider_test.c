@@ -387,6 +387,7 @@ const weir_api pt_fake_api = {
     .http_response_clear = weir__http_response_clear,
     .failure_from_http = weir__failure_from_http,
     .failure_new = fake_failure_new,
+    .http_get = weir__http_get, /* the window probe (provider-openai) */
 };
 
 static void *plugin_handle;
