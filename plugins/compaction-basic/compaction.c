@@ -564,7 +564,7 @@ static json_t *summary_request(run *r, const plan *p, bool full) {
                       : json_pack("{s:s, s:s}", "provider", provider, "model", model);
     size_t total = json_array_size(p->messages);
     size_t upto = full ? total : p->upto;
-    char *instruction = cp_instruction(cfg, total - upto, r->instructions);
+    char *instruction = cp_instruction(cfg, full ? total - p->upto : 0, r->instructions);
     json_t *messages = json_array();
     for (size_t i = 0; messages && i < upto; i++)
         if (json_array_append(messages, json_array_get(p->messages, i)) != 0) {

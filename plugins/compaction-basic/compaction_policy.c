@@ -109,7 +109,7 @@ static int parse_pinned(const json_t *patterns, cp_config *cfg, bool *oom, char 
         const char *src = json_string_value(json_array_get(patterns, i));
         if (!src)
             return fail(msg, msg_size, "config.pinned_patterns[%zu]: expected a string", i);
-        int rc = regcomp(&cfg->pinned[i], src, REG_EXTENDED | REG_NOSUB);
+        int rc = regcomp(&cfg->pinned[i], src, REG_EXTENDED | REG_NOSUB | REG_NEWLINE);
         if (rc != 0) {
             char why[160];
             regerror(rc, &cfg->pinned[i], why, sizeof why);

@@ -36,7 +36,7 @@ typedef struct cp_config {
     int max_overflow_retries; /* overflow recoveries per step (0 disables) */
     int max_compactions_per_turn; /* compaction/start per turn, any trigger (>= 1) */
     double min_savings_ratio; /* a compaction saving less of what it shadowed trips the breaker */
-    regex_t *pinned;          /* compiled pinned_patterns (POSIX ERE), npinned of them */
+    regex_t *pinned;          /* pinned_patterns: POSIX ERE, ^ and $ at line ends */
     size_t npinned;
 } cp_config;
 

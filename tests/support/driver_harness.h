@@ -63,9 +63,9 @@ const char *dh_log(const dh *d);
  * Check the log at `path`: weir_log_check ok (open turns allowed when
  * `allow_open`), weir_log_derive equals `expect_messages` when given, and
  * every drvtest/request equals the request rebuilt from the log before it
- * (one with a purpose, a plugin's direct call such as a summary, must
- * replay a prefix of that request byte for byte plus one final user
- * message, with the same tools and, with tools, tool_choice "none").
+ * (one with purpose "compaction", a summary, must replay a prefix of that
+ * request byte for byte plus one final user message, with the same tools
+ * and, with tools, tool_choice "none"; other purposes are not checked).
  */
 void dh_check_log(const char *path, const json_t *expect_messages, bool allow_open);
 /* dh_check_log on the open agent's log against weir_agent_messages(). */

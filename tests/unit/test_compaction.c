@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -25,6 +27,8 @@
 #include "harness_check.h"
 #include "schema.h"
 #include "cancel.h"
+#include "surface.h"
+#include "testutil.h"
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
@@ -391,6 +395,187 @@ static void instruction_lists_the_sections(void **state) {
                            "checkpoint: cover what comes before it, and mention it only where "
                            "Current work and Next step need it.");
     free(t);
+    cp_config_clear(&cfg);
+}
+
+static void config_pinned_and_breaker_keys(void **state) {
+    (void)state;
+    cp_config cfg;
+    config_ok(NULL, &cfg);
+    assert_int_equal(cfg.max_compactions_per_turn, 3);
+    assert_true(cfg.min_savings_ratio == 0.1);
+    assert_int_equal(cfg.npinned, 0);
+    cp_config_clear(&cfg);
+    config_ok("{\"pinned_patterns\":[\"^CONSTRAINT:\",\"(never|always) [a-z]+\"],"
+              "\"max_compactions_per_turn\":5,\"min_savings_ratio\":0}",
+              &cfg);
+    assert_int_equal(cfg.npinned, 2);
+    assert_int_equal(cfg.max_compactions_per_turn, 5);
+    cp_config_clear(&cfg);
+    const char *want = "config.pinned_patterns[1]: \"(unclosed\" is not a valid POSIX extended "
+                       "regular expression: "; /* then the C library's own words */
+    const char *got = config_error("{\"pinned_patterns\":[\"ok\",\"(unclosed\"]}");
+    assert_int_equal(strncmp(got, want, strlen(want)), 0);
+    assert_true(strlen(got) > strlen(want));
+    assert_string_equal(config_error("{\"min_savings_ratio\":1}"),
+                        "config.min_savings_ratio: expected a number in [0, 1)");
+    assert_string_equal(config_error("{\"max_compactions_per_turn\":0}"),
+                        "config.max_compactions_per_turn: expected an integer in [1, 100]");
+    char msg[256] = "";
+    json_t *bad = parse("{\"pinned_patterns\":[1]}");
+    assert_int_not_equal(weir__schema_validate_text(cp_config_schema, bad, msg, sizeof msg), 0);
+    json_decref(bad);
+}
+
+static void pinned_messages_by_pattern_or_source(void **state) {
+    (void)state;
+    cp_config cfg;
+    config_ok("{\"pinned_patterns\":[\"^CONSTRAINT:\"]}", &cfg);
+    json_t *m = parse("{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"},"
+                      "{\"type\":\"text\",\"text\":\"CONSTRAINT: no tabs\"}]}");
+    assert_true(cp_message_pinned(&cfg, m)); /* a line of its text matches (^: a line start) */
+    json_decref(m);
+    m = parse("{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"CONSTRAINT: x\"}],"
+              "\"source\":{\"kind\":\"compaction\"}}");
+    assert_false(cp_message_pinned(&cfg, m)); /* a checkpoint lists pins; it is not one */
+    json_decref(m);
+    m = parse("{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"CONSTRAINT: x\"}]}");
+    assert_false(cp_message_pinned(&cfg, m));
+    json_decref(m);
+    m = parse("{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"plain\"}],"
+              "\"source\":{\"kind\":\"human\",\"pinned\":true}}");
+    assert_true(cp_message_pinned(&cfg, m));
+    assert_true(cp_message_pinned(NULL, m));
+    json_decref(m);
+    cp_config_clear(&cfg);
+
+    size_t starts[8], k = 9;
+    bool none[] = {true, true};
+    assert_false(cp_pinned_runs(none, 2, starts, &k)); /* all pinned: nothing to summarize */
+    assert_int_equal(k, 2);
+    bool first[] = {true, false, false, true, false}; /* pinned at 0 and 3 */
+    assert_true(cp_pinned_runs(first, 5, starts, &k));
+    assert_int_equal(k, 2);
+    assert_int_equal(starts[0], 0); /* run 0 = [0]: the checkpoint */
+    assert_int_equal(starts[1], 1); /* run 1 = [1, 2]: the copy of node 0 */
+    assert_int_equal(starts[2], 3); /* run 2 = [3, 4]: node 3, itself */
+    bool tail[] = {false, false, true, true};
+    assert_true(cp_pinned_runs(tail, 4, starts, &k));
+    assert_int_equal(starts[1], 2);
+    assert_int_equal(starts[2], 3);
+}
+
+/* A surface array (as api->agent_surface gives it) from a core surface. */
+static json_t *surface_array(const weir__surface *s, json_t *const *events) {
+    json_t *out = json_array();
+    for (size_t i = 0; i < weir__surface_len(s); i++) {
+        const json_t *ev = events[weir__surface_node(s, i)];
+        json_t *msg = weir__derive_event_message(ev);
+        json_array_append_new(out, json_pack("{s:O, s:O, s:o}", "seq", json_object_get(ev, "seq"),
+                                             "type", json_object_get(ev, "type"), "message",
+                                             msg ? msg : json_null()));
+    }
+    return out;
+}
+
+/* The running meter gives cp_measure's figure after every append and
+ * replace of a long pseudo-random history (the O(surface) reference). */
+static void meter_matches_a_full_measurement(void **state) {
+    (void)state;
+    cp_config cfg;
+    config_ok("{\"pinned_patterns\":[\"^PIN\"]}", &cfg);
+    cp_meter m;
+    cp_meter_init(&m);
+    weir__surface *s = NULL;
+    assert_int_equal(weir__surface_create(&s), WEIR_OK);
+    enum { N = 600 };
+    json_t *events[N];
+    uint32_t rng = 12345;
+    long long last_assistant = -1;
+    size_t last_usage = 0;
+    for (size_t seq = 0; seq < N; seq++) {
+        rng = rng * 1103515245u + 12345u;
+        uint32_t pick = (rng >> 16) % 10, len = (rng >> 8) % 97;
+        char *text = repeat(pick == 1 ? 'P' : 'x', len);
+        if (pick == 1 && len >= 3)
+            memcpy(text, "PIN", 3);
+        json_t *ev = NULL;
+        size_t n = weir__surface_len(s);
+        if (pick == 0) { /* a plugin event, no surface op */
+            ev = json_pack("{s:I, s:s, s:{}}", "seq", (json_int_t)seq, "type", "drvtest/x", "data");
+        } else if (pick <= 3) {
+            ev = json_pack("{s:I, s:s, s:{s:{s:s, s:[{s:s, s:s}], s:{s:s, s:b}}}, s:s}", "seq",
+                           (json_int_t)seq, "type", "user/message", "data", "message", "role",
+                           "user", "content", "type", "text", "text", text, "source", "kind",
+                           "human", "pinned", pick == 3 && len % 2, "surface_op", "append");
+        } else if (pick <= 6) {
+            bool usage = pick != 6;
+            ev = json_pack("{s:I, s:s, s:{s:{s:s, s:[{s:s, s:s}]}}, s:s}", "seq", (json_int_t)seq,
+                           "type", "assistant/message", "data", "message", "role", "assistant",
+                           "content", "type", "text", "text", len % 5 ? text : "", "surface_op",
+                           "append");
+            if (usage)
+                json_object_set_new(json_object_get(ev, "data"), "usage",
+                                    json_pack("{s:I, s:I}", "input_tokens", (json_int_t)len * 3,
+                                              "output_tokens", (json_int_t)7));
+            last_assistant = (long long)seq;
+            last_usage = usage ? (size_t)len * 3 + 7 : 0;
+            if (!usage)
+                last_assistant = -1;
+        } else if (pick == 7) {
+            ev = json_pack("{s:I, s:s, s:{s:{s:s, s:[{s:s, s:s}]}}, s:s}", "seq", (json_int_t)seq,
+                           "type", "system/message", "data", "message", "role", "system",
+                           "content", "type", "text", "text", text, "surface_op", "append");
+        } else if (n > 0) { /* replace a run of current nodes with a user message */
+            size_t a = (rng >> 4) % n, b = a + (rng >> 12) % 3;
+            if (b >= n)
+                b = n - 1;
+            json_t *src = json_array();
+            for (size_t i = a; i <= b; i++)
+                json_array_append_new(src, json_integer((json_int_t)weir__surface_node(s, i)));
+            ev = json_pack("{s:I, s:s, s:{s:{s:s, s:[{s:s, s:s}]}}, s:{s:s, s:I, s:I}, s:o}",
+                           "seq", (json_int_t)seq, "type", "user/message", "data", "message",
+                           "role", "user", "content", "type", "text", "text", text, "surface_op",
+                           "op", "replace", "start_seq", (json_int_t)weir__surface_node(s, a),
+                           "end_seq", (json_int_t)weir__surface_node(s, b), "source_seqs", src);
+        } else {
+            ev = json_pack("{s:I, s:s, s:{}}", "seq", (json_int_t)seq, "type", "drvtest/x", "data");
+        }
+        free(text);
+        assert_non_null(ev);
+        events[seq] = ev;
+        assert_int_equal(weir__surface_apply(s, ev), WEIR_OK);
+        assert_int_equal(cp_meter_apply(&m, ev, &cfg), 0);
+        assert_int_equal(cp_meter_apply(&m, ev, &cfg), 0); /* applied twice: skipped */
+        json_t *arr = surface_array(s, events);
+        size_t want = cp_measure(arr, last_assistant, last_usage, 0);
+        if (cp_meter_tokens(&m) != want)
+            fail_msg("seq %zu: meter %zu, full measurement %zu", seq, cp_meter_tokens(&m), want);
+        size_t pinned = 0, i;
+        const json_t *node;
+        json_array_foreach(arr, i, node) {
+            if (cp_message_pinned(&cfg, json_object_get(node, "message")))
+                pinned += cp_message_tokens(json_object_get(node, "message"));
+        }
+        assert_int_equal(m.pinned_tokens, pinned);
+        assert_int_equal(m.count, json_array_size(arr));
+        json_decref(arr);
+    }
+    /* a gap or a replace naming a node that is not current: stale */
+    json_t *gap = json_pack("{s:I, s:s, s:{}}", "seq", (json_int_t)N + 5, "type", "x", "data");
+    assert_int_equal(cp_meter_apply(&m, gap, &cfg), -1);
+    json_decref(gap);
+    json_t *bad = json_pack("{s:I, s:s, s:{s:{s:s, s:[]}}, s:{s:s, s:I, s:I}}", "seq", (json_int_t)N,
+                            "type", "user/message", "data", "message", "role", "user", "content",
+                            "surface_op", "op", "replace", "start_seq", (json_int_t)N + 1,
+                            "end_seq", (json_int_t)N + 1);
+    assert_int_equal(cp_meter_apply(&m, bad, &cfg), -1);
+    json_decref(bad);
+    for (size_t i = 0; i < N; i++)
+        json_decref(events[i]);
+    weir__surface_destroy(s);
+    cp_meter_clear(&m);
+    cp_meter_clear(&m);
     cp_config_clear(&cfg);
 }
 
@@ -805,11 +990,661 @@ static void a_non_shrinking_summary_is_rejected(void **state) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Issue #9: the replayed summary request, pinned context, the breaker,      */
+/* the meter, and the reference's §10.4 scenarios                            */
+/* ------------------------------------------------------------------------ */
+
+/* The n-th recorded request of a plugin's call with `purpose` (NULL: the
+ * lifecycle's requests), as the provider received it.  Borrowed. */
+static const json_t *recorded_request(const dh *d, const char *purpose, int n) {
+    size_t i;
+    const json_t *e;
+    json_array_foreach(d->events, i, e) {
+        if (strcmp(json_string_value(json_object_get(e, "type")), "drvtest/request") != 0)
+            continue;
+        const char *p = json_string_value(json_object_get(json_object_get(e, "data"), "purpose"));
+        if ((purpose ? p && !strcmp(p, purpose) : !p) && n-- == 0)
+            return json_object_get(json_object_get(e, "data"), "request");
+    }
+    return NULL;
+}
+
+static char *dumps(const json_t *v) {
+    char *s = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+    assert_non_null(s);
+    return s;
+}
+
+static void assert_same_bytes(const json_t *a, const json_t *b) {
+    char *x = dumps(a), *y = dumps(b);
+    if (strcmp(x, y) != 0)
+        fail_msg("not byte-identical:\n  %s\n  %s", x, y);
+    free(x);
+    free(y);
+}
+
+static size_t count_of(const char *hay, const char *needle) {
+    size_t n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* The summary request is the agent's last request as derived (system
+ * prompt, tools, messages with their real tool calls and results), byte for
+ * byte, plus one final user message with the structured instruction; it
+ * goes through llm/stream (the recorder sees it) with tool_choice "none";
+ * tool calls in the answer are ignored; compaction/end reports the usage,
+ * cache reads included. */
+static void summary_request_replays_the_last_request_plus_one_instruction(void **state) {
+    (void)state;
+    char *u1 = repeat('u', 1200);
+    dh d;
+    setup(&d,
+          "{\"tool_calls\":[{\"id\":\"c1\",\"name\":\"echo\",\"arguments\":{\"v\":1}}],"
+          "\"usage\":{\"input_tokens\":30,\"output_tokens\":5}},"
+          "{\"text\":\"answer one\",\"usage\":{\"input_tokens\":850,\"output_tokens\":10}},"
+          "{\"text\":\"SUMMARY-R\",\"tool_calls\":[{\"id\":\"x1\",\"name\":\"echo\","
+          "\"arguments\":{}}],\"usage\":{\"input_tokens\":700,\"output_tokens\":20,"
+          "\"cache_read_tokens\":650}},"
+          "{\"text\":\"answer two\",\"expect\":{\"messages_count\":4}}",
+          "{\"keep_recent_tokens\":1}",
+          "{\"id\":\"prompt\",\"plugin\":\"system-prompt\",\"config\":{\"text\":\"Be terse.\"}},"
+          "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":[{\"name\":"
+          "\"echo\"}]}}");
+    dh_open(&d, "replay");
+    run_text(&d, u1);
+    json_t *before = weir_agent_messages(d.agent); /* the derived history the summary sees */
+    assert_int_equal(json_array_size(before), 5);  /* system, user, call, result, answer */
+    run_text(&d, "second question");
+    assert_string_equal(end_kind(&d, 1), "completed");
+    assert_int_equal(dh_count(&d, "compaction/summary"), 1);
+
+    const json_t *sreq = recorded_request(&d, "compaction", 0);
+    assert_non_null(sreq);
+    assert_null(recorded_request(&d, "compaction", 1));
+    const json_t *header = json_object_get(dh_event_data(&d, "request/header", 0), "header");
+    const json_t *smsgs = json_object_get(sreq, "messages");
+    /* the derived request's messages, then exactly one more */
+    assert_int_equal(json_array_size(smsgs), json_array_size(before) + 1);
+    for (size_t i = 0; i < json_array_size(before); i++)
+        assert_same_bytes(json_array_get(smsgs, i), json_array_get(before, i));
+    /* the last request the agent sent is a byte-identical prefix (the provider's cache) */
+    const json_t *last = json_object_get(recorded_request(&d, NULL, 1), "messages");
+    assert_int_equal(json_array_size(last), 4);
+    for (size_t i = 0; i < json_array_size(last); i++)
+        assert_same_bytes(json_array_get(smsgs, i), json_array_get(last, i));
+    /* real messages, not a transcript: the call and its result keep their structure */
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(
+                            json_array_get(smsgs, 2), "content"), 0), "type")),
+                        "tool_call");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(smsgs, 3), "role")),
+                        "tool");
+    const json_t *ask = json_array_get(smsgs, json_array_size(smsgs) - 1);
+    assert_string_equal(json_string_value(json_object_get(ask, "role")), "user");
+    const char *instruction = first_text(smsgs, json_array_size(smsgs) - 1);
+    assert_non_null(strstr(instruction, "## Primary request and intent"));
+    assert_non_null(strstr(instruction, "## Critical context that must survive"));
+    assert_non_null(strstr(instruction, "The last 1 message above stays verbatim"));
+    assert_same_bytes(json_object_get(sreq, "tools"), json_object_get(header, "tools"));
+    assert_string_equal(json_string_value(json_object_get(sreq, "tool_choice")), "none");
+    assert_string_equal(json_string_value(json_object_get(sreq, "provider")), "scripted");
+    assert_string_equal(json_string_value(json_object_get(sreq, "model")), "demo");
+    assert_int_equal(json_integer_value(json_object_get(sreq, "max_tokens")), 4096);
+
+    /* the answer's tool call was ignored: one tool call in the log, the text counts */
+    assert_int_equal(dh_count(&d, "tool/call"), 1);
+    const json_t *sum = dh_event_data(&d, "compaction/summary", 0);
+    assert_non_null(strstr(json_string_value(json_object_get(sum, "summary")),
+                           "<compacted-summary>\nSUMMARY-R\n</compacted-summary>"));
+    assert_string_equal(json_string_value(json_object_get(sum, "replay")), "full");
+    const json_t *end = dh_event_data(&d, "compaction/end", 0);
+    json_t *usage = parse("{\"input_tokens\":700,\"output_tokens\":20,\"cache_read_tokens\":650}");
+    assert_true(json_equal(json_object_get(end, "usage"), usage));
+    json_decref(usage);
+    assert_true(json_integer_value(json_object_get(end, "tokens_after")) <
+                json_integer_value(json_object_get(end, "tokens_before")));
+    /* the checkpoint says it replaces earlier turns */
+    json_t *msgs = weir_agent_messages(d.agent);
+    assert_int_equal(strncmp(first_text(msgs, 1), CP_CHECKPOINT_PREAMBLE,
+                             strlen(CP_CHECKPOINT_PREAMBLE)),
+                     0);
+    assert_non_null(strstr(first_text(msgs, 1), "replaces the earlier turns"));
+    json_decref(msgs);
+    json_decref(before);
+    free(u1);
+    dh_teardown(&d);
+}
+
+/* The last user/message replace that copies the pinned message `from`. */
+static const json_t *pinned_copy_event(const dh *d, json_int_t from) {
+    size_t i;
+    const json_t *e;
+    const json_t *found = NULL;
+    json_array_foreach(d->events, i, e) {
+        const json_t *pf = json_object_get(json_object_get(e, "data"), "pinned_from");
+        if (json_is_integer(pf) && json_integer_value(pf) == from)
+            found = e;
+    }
+    return found;
+}
+
+/* A message matched by pinned_patterns and one sent with source.pinned stay
+ * verbatim, in order, right after the checkpoint, through three
+ * compactions; the checkpoint lists them under Critical context; an
+ * earlier checkpoint the summarizer echoes is merged, not nested. */
+static void pinned_messages_survive_three_compactions(void **state) {
+    (void)state;
+    char *a = repeat('a', 800);
+    char *replies = fmt(
+        "{\"text\":\"%s\",\"usage\":{\"input_tokens\":10,\"output_tokens\":200}},"
+        "{\"text\":\"%s\",\"usage\":{\"input_tokens\":880,\"output_tokens\":20}},"
+        "{\"text\":\"S1\"},"
+        "{\"text\":\"%s\",\"usage\":{\"input_tokens\":880,\"output_tokens\":20}},"
+        "{\"text\":\"%s\\n\\n<compacted-summary>\\nS1\\n</compacted-summary>\\nS2\"},"
+        "{\"text\":\"%s\",\"usage\":{\"input_tokens\":880,\"output_tokens\":20}},"
+        "{\"text\":\"<compacted-summary>\\nS2\\n</compacted-summary>\\nS3\"},"
+        "{\"text\":\"done\"}",
+        a, a, a, CP_CHECKPOINT_PREAMBLE, a);
+    dh d;
+    setup(&d, replies, "{\"keep_recent_tokens\":1,\"pinned_patterns\":[\"^CONSTRAINT:\"]}", NULL);
+    free(replies);
+    dh_open(&d, "pinned");
+    run_text(&d, "hello");
+    run_text(&d, "CONSTRAINT: never use tabs");
+    json_t *msgs = weir_agent_messages(d.agent);
+    json_t *p1 = json_incref(json_array_get(msgs, 2));
+    json_int_t p1_seq = json_integer_value(json_object_get(dh_find(&d, "user/message", 1), "seq"));
+    json_decref(msgs);
+    assert_int_equal(dh_count(&d, "compaction/start"), 0);
+    json_t *m = parse("{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"keep the API "
+                      "stable\"}],\"source\":{\"kind\":\"human\",\"pinned\":true}}");
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_agent_send(d.agent, m, WEIR_SEND_FOLLOWUP, "pin-2", &err), WEIR_OK);
+    json_decref(m);
+    dh_run(&d); /* turn 3: compaction 1 (P1 pinned), then P2 enters */
+    json_t *p2 = NULL;
+    for (int turn = 0; turn < 3; turn++) {
+        if (turn > 0)
+            run_text(&d, turn == 1 ? "third" : "fourth");
+        assert_int_equal(dh_count(&d, "compaction/summary"), turn + 1);
+        msgs = weir_agent_messages(d.agent);
+        if (turn == 0) /* P2 entered after the compaction: the second to last message */
+            p2 = json_incref(json_array_get(msgs, json_array_size(msgs) - 2));
+        const json_t *source = json_object_get(json_array_get(msgs, 0), "source");
+        assert_string_equal(json_string_value(json_object_get(source, "kind")), "compaction");
+        const char *cp = first_text(msgs, 0);
+        assert_int_equal(count_of(cp, CP_SUMMARY_OPEN), 1); /* merged, never nested */
+        assert_int_equal(count_of(cp, CP_CHECKPOINT_PREAMBLE), 1);
+        assert_non_null(strstr(cp, "## Critical context that must survive\n\nPinned messages of "
+                                   "the user, kept verbatim after this checkpoint:\n\n"
+                                   "> CONSTRAINT: never use tabs\n"));
+        /* verbatim, in order, right after the checkpoint */
+        assert_true(json_equal(json_array_get(msgs, 1), p1));
+        if (turn > 0) {
+            assert_true(json_equal(json_array_get(msgs, 2), p2));
+            assert_non_null(strstr(cp, "> CONSTRAINT: never use tabs\n\n> keep the API stable\n"));
+        }
+        json_decref(msgs);
+    }
+    const char *last = json_string_value(json_object_get(dh_event_data(&d, "compaction/summary", 2),
+                                                         "summary"));
+    assert_null(strstr(last, "S2\n</compacted-summary>"));
+    assert_non_null(strstr(last, "<compacted-summary>\nS2\n\nS3"));
+    /* the copy cites the original */
+    const json_t *copy = pinned_copy_event(&d, p1_seq);
+    assert_non_null(copy);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(copy, "source_seqs"), 0)),
+                     p1_seq);
+    assert_non_null(json_object_get(dh_event_data(&d, "compaction/summary", 2), "pinned_seqs"));
+    json_decref(p1);
+    json_decref(p2);
+    free(a);
+    dh_teardown(&d);
+}
+
+/* The n-th durable event of `type` in turn `turn`, counting from 0; or NULL. */
+static int count_in_turn(const dh *d, const char *type, json_int_t turn) {
+    int n = 0;
+    size_t i;
+    const json_t *e;
+    json_array_foreach(d->events, i, e) {
+        if (json_object_get(e, "seq") &&
+            !strcmp(json_string_value(json_object_get(e, "type")), type) &&
+            json_integer_value(json_object_get(json_object_get(e, "data"), "turn")) == turn)
+            n++;
+    }
+    return n;
+}
+
+/* One turn of many tool steps, each needing a compaction: at most
+ * max_compactions_per_turn start (a failed one counts), then
+ * compaction/breaker {turn, reason, compactions} and no more compaction in
+ * that turn; the next turn compacts again. */
+static void breaker_trips_at_the_cap_and_resets_next_turn(void **state) {
+    (void)state;
+    char *u1 = repeat('u', 2000), *t = repeat('t', 800);
+    char *replies = fmt(
+        "{\"text\":\"%s\",\"tool_calls\":[{\"id\":\"c1\",\"name\":\"echo\",\"arguments\":{}}],"
+        "\"usage\":{\"input_tokens\":950,\"output_tokens\":5}},"
+        "{\"fail\":{\"code\":\"SERVER\",\"message\":\"summarizer down\"}},"
+        "{\"text\":\"%s\",\"tool_calls\":[{\"id\":\"c2\",\"name\":\"echo\",\"arguments\":{}}],"
+        "\"usage\":{\"input_tokens\":950,\"output_tokens\":5}},"
+        "{\"text\":\"S2\"},"
+        "{\"text\":\"%s\",\"tool_calls\":[{\"id\":\"c3\",\"name\":\"echo\",\"arguments\":{}}],"
+        "\"usage\":{\"input_tokens\":950,\"output_tokens\":5}},"
+        "{\"text\":\"%s\",\"tool_calls\":[{\"id\":\"c4\",\"name\":\"echo\",\"arguments\":{}}],"
+        "\"usage\":{\"input_tokens\":950,\"output_tokens\":5}},"
+        "{\"text\":\"done\",\"usage\":{\"input_tokens\":950,\"output_tokens\":5}},"
+        "{\"text\":\"S3\"},"
+        "{\"text\":\"fine\"}",
+        t, t, t, t);
+    free(t);
+    dh d;
+    setup(&d, replies, "{\"keep_recent_tokens\":1,\"max_compactions_per_turn\":2}",
+          "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":[{\"name\":"
+          "\"echo\"}]}}");
+    free(replies);
+    dh_open(&d, "storm");
+    run_text(&d, u1);
+    free(u1);
+    assert_string_equal(end_kind(&d, 0), "completed");
+    assert_int_equal(dh_count(&d, "step/start"), 5);
+    assert_int_equal(count_in_turn(&d, "compaction/start", 1), 2); /* the cap */
+    assert_false(json_is_true(json_object_get(dh_event_data(&d, "compaction/end", 0), "ok")));
+    assert_true(json_is_true(json_object_get(dh_event_data(&d, "compaction/end", 1), "ok")));
+    assert_int_equal(dh_count(&d, "compaction/breaker"), 1); /* said once, then silent */
+    const json_t *br = dh_event_data(&d, "compaction/breaker", 0);
+    assert_int_equal(json_integer_value(json_object_get(br, "turn")), 1);
+    assert_int_equal(json_integer_value(json_object_get(br, "step")), 4);
+    assert_string_equal(json_string_value(json_object_get(br, "reason")),
+                        "max_compactions_per_turn");
+    assert_int_equal(json_integer_value(json_object_get(br, "compactions")), 2);
+    assert_true(json_is_true(json_object_get(dh_find(&d, "compaction/breaker", 0), "ignorable")));
+    run_text(&d, "next turn");
+    assert_string_equal(end_kind(&d, 1), "completed");
+    assert_int_equal(count_in_turn(&d, "compaction/start", 2), 1); /* reset */
+    assert_int_equal(dh_count(&d, "compaction/breaker"), 1);
+    dh_teardown(&d);
+}
+
+/* A compaction that saved less than min_savings_ratio of what it shadowed
+ * trips the breaker at once; the turn goes on without compacting; the next
+ * turn compacts again. */
+static void breaker_trips_on_low_savings_and_resets_next_turn(void **state) {
+    (void)state;
+    char *u1 = repeat('u', 4000), *s1 = repeat('s', 3600);
+    char *replies = fmt(
+        "{\"tool_calls\":[{\"id\":\"c1\",\"name\":\"echo\",\"arguments\":{}}],"
+        "\"usage\":{\"input_tokens\":1200,\"output_tokens\":5}},"
+        "{\"text\":\"%s\"},"
+        "{\"tool_calls\":[{\"id\":\"c2\",\"name\":\"echo\",\"arguments\":{}}],"
+        "\"usage\":{\"input_tokens\":1200,\"output_tokens\":5}},"
+        "{\"text\":\"done\",\"usage\":{\"input_tokens\":1200,\"output_tokens\":5}},"
+        "{\"text\":\"S2\"},"
+        "{\"text\":\"fine\"}",
+        s1);
+    free(s1);
+    dh d;
+    setup(&d, replies, "{\"keep_recent_tokens\":1,\"max_attempts\":1}",
+          "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":[{\"name\":"
+          "\"echo\"}]}}");
+    free(replies);
+    dh_open(&d, "low-savings");
+    run_text(&d, u1);
+    free(u1);
+    assert_string_equal(end_kind(&d, 0), "completed");
+    assert_int_equal(dh_count(&d, "step/start"), 3);
+    assert_int_equal(count_in_turn(&d, "compaction/start", 1), 1);
+    assert_int_equal(dh_count(&d, "compaction/summary"), 1); /* it committed, and saved little */
+    assert_int_equal(dh_count(&d, "compaction/breaker"), 1);
+    const json_t *br = dh_event_data(&d, "compaction/breaker", 0);
+    assert_string_equal(json_string_value(json_object_get(br, "reason")), "min_savings_ratio");
+    assert_int_equal(json_integer_value(json_object_get(br, "compactions")), 1);
+    json_int_t shadowed = json_integer_value(json_object_get(br, "shadowed_tokens"));
+    json_int_t saved = json_integer_value(json_object_get(br, "saved_tokens"));
+    assert_true(shadowed > 0 && saved >= 0 && saved * 10 < shadowed);
+    const json_t *end = dh_event_data(&d, "compaction/end", 0);
+    assert_int_equal(json_integer_value(json_object_get(end, "shadowed_tokens")), shadowed);
+    assert_int_equal(json_integer_value(json_object_get(end, "saved_tokens")), saved);
+    run_text(&d, "next turn");
+    assert_int_equal(count_in_turn(&d, "compaction/start", 2), 1); /* reset */
+    assert_int_equal(dh_count(&d, "compaction/breaker"), 1);
+    dh_teardown(&d);
+}
+
+/* stderr into a file while `fn` runs; returns what was written (malloc'd). */
+typedef struct grab {
+    int saved;
+    char path[4096];
+} grab;
+
+static void grab_start(grab *g, const dh *d) {
+    snprintf(g->path, sizeof g->path, "%s/stderr-%d.txt", d->dir, d->count);
+    fflush(stderr);
+    g->saved = dup(2);
+    int fd = open(g->path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    assert_true(fd >= 0 && g->saved >= 0);
+    dup2(fd, 2);
+    close(fd);
+}
+
+static char *grab_end(grab *g) {
+    fflush(stderr);
+    dup2(g->saved, 2);
+    close(g->saved);
+    char *out = wt_read_file(g->path, NULL);
+    assert_non_null(out);
+    return out;
+}
+
+/* A model whose window is unknown: the "compaction off" warning once per
+ * agent, not once per step. */
+static void an_unknown_window_warns_once_per_agent(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"loop\":true,"
+             "\"replies\":[{\"tool_calls\":[{\"id\":\"c1\",\"name\":\"echo\",\"arguments\":{}}]},"
+             "{\"text\":\"ok\",\"usage\":{\"input_tokens\":5000,\"output_tokens\":5}}]}},"
+             "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":[{\"name\":"
+             "\"echo\"}]}},"
+             "{\"id\":\"compact\",\"plugin\":\"compaction-basic\",\"config\":{}}]",
+             "{\"model\":\"no-window\"}");
+    dh_open(&d, "no-window");
+    grab g;
+    grab_start(&g, &d);
+    setenv("WEIR_LOG_LEVEL", "warn", 1);
+    for (int i = 0; i < 5; i++) /* 5 turns of 2 steps: 10 pre-step checks */
+        run_text(&d, "go");
+    char *out = grab_end(&g);
+    assert_int_equal(dh_count(&d, "step/start"), 10);
+    assert_int_equal(count_of(out, "no context window known for scripted/no-window"), 1);
+    free(out);
+    dh_close(&d);
+    d.count++;
+    dh_open(&d, "another"); /* another agent: warned once again */
+    grab_start(&g, &d);
+    run_text(&d, "go");
+    run_text(&d, "go");
+    out = grab_end(&g);
+    unsetenv("WEIR_LOG_LEVEL");
+    assert_int_equal(count_of(out, "no context window known for scripted/no-window"), 1);
+    assert_int_equal(dh_count(&d, "compaction/start"), 0);
+    free(out);
+    dh_teardown(&d);
+}
+
+/* Overflow recovery retries only when the surface's replace generation
+ * advanced: a summary that is rejected (it does not shrink) leaves the
+ * original error; one that lands is retried. */
+static void overflow_retries_only_when_the_replace_generation_advanced(void **state) {
+    (void)state;
+    char *a1 = repeat('a', 400), *u1 = repeat('u', 400), *big = repeat('s', 3000);
+    char *replies = fmt("{\"text\":\"%s\"},"
+                        "{\"fail\":{\"code\":\"CONTEXT_WINDOW_EXCEEDED\",\"message\":\"too long\"}},"
+                        "{\"text\":\"%s\"},"
+                        "{\"fail\":{\"code\":\"CONTEXT_WINDOW_EXCEEDED\",\"message\":\"too long\"}},"
+                        "{\"text\":\"SUMMARY\"},"
+                        "{\"text\":\"recovered\"}",
+                        a1, big);
+    free(a1);
+    free(big);
+    dh d;
+    setup(&d, replies, "{}", NULL);
+    free(replies);
+    dh_open(&d, "overflow-generation");
+    run_text(&d, u1);
+    free(u1);
+    assert_int_equal(weir__agent_replace_generation(d.agent), 0);
+    run_text(&d, "second question");
+    assert_int_equal(weir__agent_replace_generation(d.agent), 0); /* nothing landed */
+    assert_string_equal(end_kind(&d, 1), "error");
+    assert_string_equal(end_code(&d, 1), "CONTEXT_WINDOW_EXCEEDED");
+    assert_int_equal(dh_count(&d, "assistant/attempt"), 1); /* no retry */
+    assert_int_equal(dh_count(&d, "compaction/start"), 1);
+    assert_non_null(strstr(json_string_value(json_object_get(
+                               dh_event_data(&d, "compaction/end", 0), "error")),
+                           "does not shrink"));
+    run_text(&d, "third question");
+    assert_int_equal(weir__agent_replace_generation(d.agent), 1);
+    assert_string_equal(end_kind(&d, 2), "completed"); /* retried after the replace */
+    assert_int_equal(dh_count(&d, "assistant/attempt"), 2);
+    dh_teardown(&d);
+}
+
+static json_t *to_small_from_turn_2(weir_call *call, const json_t *args, void *ud) {
+    (void)ud;
+    json_t *c = weir_host_api()->next(call);
+    if (!c || json_integer_value(json_object_get(args, "turn")) < 2)
+        return c;
+    json_t *out = json_deep_copy(c);
+    json_decref(c);
+    json_object_set_new(out, "provider", json_string("small"));
+    return out;
+}
+
+/* §10.4: capacity is re-resolved after a provider switch: the check after
+ * the first request to the small-window provider uses its window. */
+static void capacity_is_re_resolved_after_a_provider_switch(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d,
+             "[{\"id\":\"big\",\"plugin\":\"provider-scripted\",\"config\":{\"models\":{\"demo\":"
+             "{\"context_window\":1000000}},\"replies\":[{\"text\":\"one\",\"usage\":"
+             "{\"input_tokens\":900,\"output_tokens\":10}}]}},"
+             "{\"id\":\"small\",\"plugin\":\"provider-scripted\",\"config\":{\"models\":{\"demo\":"
+             "{\"context_window\":1000}},\"replies\":[{\"text\":\"two\",\"usage\":"
+             "{\"input_tokens\":900,\"output_tokens\":10}},{\"text\":\"SMALL-SUMMARY\"},"
+             "{\"text\":\"three\"}]}},"
+             "{\"id\":\"compact\",\"plugin\":\"compaction-basic\",\"config\":"
+             "{\"keep_recent_tokens\":1}}]",
+             "{\"provider\":\"big\"}");
+    weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
+    weir_agent_hook h = {"agent/request", to_small_from_turn_2, &o};
+    d.hooks = &h;
+    d.nhooks = 1;
+    dh_open(&d, "switch");
+    char *u1 = repeat('u', 400);
+    run_text(&d, u1);
+    free(u1);
+    run_text(&d, "second"); /* checked against big's window (910 < 800000): nothing */
+    assert_int_equal(dh_count(&d, "compaction/start"), 0);
+    run_text(&d, "third"); /* the route is small now: 910 >= 800 */
+    assert_int_equal(dh_count(&d, "compaction/start"), 1);
+    const json_t *start = dh_event_data(&d, "compaction/start", 0);
+    assert_int_equal(json_integer_value(json_object_get(start, "context_window")), 1000);
+    assert_int_equal(json_integer_value(json_object_get(start, "turn")), 3);
+    assert_string_equal(json_string_value(json_object_get(dh_event_data(&d, "compaction/summary",
+                                                                        0),
+                                                          "provider")),
+                        "small");
+    assert_string_equal(end_kind(&d, 2), "completed");
+    dh_teardown(&d);
+}
+
+static json_t *cancel_in_turn_2(weir_call *call, const json_t *args, void *ud) {
+    (void)ud;
+    if (json_integer_value(json_object_get(args, "turn")) == 2)
+        weir_agent_cancel(weir_host_api()->call_agent(call), "user", true);
+    return weir_host_api()->next(call);
+}
+
+/* §10.4: cancellation reaches capacity resolution: a cancel that arrives in
+ * the pre-step chain, before the plugin resolves the window, stops the
+ * pressure check (no compaction, no summary call); the next turn compacts. */
+static void cancellation_reaches_capacity_resolution(void **state) {
+    (void)state;
+    char *a1 = repeat('a', 400);
+    char *replies =
+        fmt("{\"text\":\"%s\",\"usage\":{\"input_tokens\":900,\"output_tokens\":10}},"
+            "{\"text\":\"SUMMARY-C\"},{\"text\":\"after\"}",
+            a1);
+    free(a1);
+    dh d;
+    setup(&d, replies, "{\"keep_recent_tokens\":1}", NULL);
+    free(replies);
+    weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
+    o.order = WEIR_ORDER_FIRST;
+    weir_agent_hook h = {"agent/pre-step", cancel_in_turn_2, &o};
+    d.hooks = &h;
+    d.nhooks = 1;
+    dh_open(&d, "cancel-capacity");
+    char *u1 = repeat('u', 800);
+    run_text(&d, u1);
+    free(u1);
+    run_text(&d, "second");
+    assert_string_equal(end_kind(&d, 1), "aborted");
+    assert_int_equal(dh_count(&d, "compaction/start"), 0);
+    assert_null(recorded_request(&d, "compaction", 0)); /* the summarizer was never called */
+    run_text(&d, "third");
+    assert_int_equal(dh_count(&d, "compaction/start"), 1);
+    assert_true(json_is_true(json_object_get(dh_event_data(&d, "compaction/end", 0), "ok")));
+    assert_string_equal(end_kind(&d, 2), "completed");
+    dh_teardown(&d);
+}
+
+/* §10.4: overflow recovery and transient retries keep their own budgets in
+ * one step: RATE_LIMIT, overflow, RATE_LIMIT, success with max_retries 2 and
+ * max_overflow_retries 1. */
+static void overflow_and_transient_retry_budgets_stay_independent(void **state) {
+    (void)state;
+    char *a1 = repeat('a', 400);
+    char *replies = fmt("{\"text\":\"%s\"},"
+                        "{\"fail\":{\"code\":\"RATE_LIMIT\",\"message\":\"slow down\"}},"
+                        "{\"fail\":{\"code\":\"CONTEXT_WINDOW_EXCEEDED\",\"message\":\"long\"}},"
+                        "{\"text\":\"SUMMARY-B\"},"
+                        "{\"fail\":{\"code\":\"RATE_LIMIT\",\"message\":\"slow down\"}},"
+                        "{\"text\":\"made it\"}",
+                        a1);
+    free(a1);
+    dh d;
+    setup(&d, replies, "{\"max_overflow_retries\":1}",
+          "{\"id\":\"retry\",\"plugin\":\"retry\",\"config\":{\"max_retries\":2,"
+          "\"initial_delay_ms\":1,\"max_delay_ms\":2}}");
+    free(replies);
+    dh_open(&d, "budgets");
+    run_text(&d, "first question, long enough to be worth a summary");
+    run_text(&d, "second question");
+    assert_string_equal(end_kind(&d, 1), "completed");
+    assert_int_equal(dh_count(&d, "assistant/attempt"), 3);
+    assert_int_equal(dh_count(&d, "llm/retry"), 2);        /* both transient retries */
+    assert_int_equal(dh_count(&d, "compaction/start"), 1); /* the overflow's own */
+    assert_int_equal(dh_count(&d, "compaction/summary"), 1);
+    dh_teardown(&d);
+}
+
+/* §10.4: a failure after a durable prune still retries: the prune advanced
+ * the replace generation, the summary then failed. */
+static void a_failure_after_a_durable_prune_still_retries(void **state) {
+    (void)state;
+    char *big = repeat('x', 6000);
+    char *rows = fmt("[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{"
+                     "\"models\":{\"demo\":{\"context_window\":1000000}},\"replies\":["
+                     "{\"tool_calls\":[{\"id\":\"c1\",\"name\":\"big\",\"arguments\":{}}]},"
+                     "{\"text\":\"read it\"},"
+                     "{\"fail\":{\"code\":\"CONTEXT_WINDOW_EXCEEDED\",\"message\":\"long\"}},"
+                     "{\"fail\":{\"code\":\"SERVER\",\"message\":\"summarizer down\"}},"
+                     "{\"text\":\"recovered\",\"expect\":{\"message_contains\":"
+                     "\"characters pruned\"}}]}},"
+                     "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":["
+                     "{\"name\":\"big\",\"reply\":\"%s\"}]}},"
+                     "{\"id\":\"compact\",\"plugin\":\"compaction-basic\",\"config\":{\"prune\":"
+                     "{\"max_result_chars\":1000,\"head_chars\":100,\"tail_chars\":50}}}]",
+                     big);
+    free(big);
+    dh d;
+    dh_setup(&d, rows, NULL);
+    free(rows);
+    dh_open(&d, "prune-then-fail");
+    run_text(&d, "run the tool");
+    assert_int_equal(dh_count(&d, "compaction/start"), 0); /* a big window: no pressure */
+    run_text(&d, "and now?");
+    assert_string_equal(end_kind(&d, 1), "completed");
+    assert_int_equal(dh_count(&d, "compaction/prune"), 1);
+    assert_int_equal(dh_count(&d, "compaction/summary"), 0);
+    const json_t *end = dh_event_data(&d, "compaction/end", 0);
+    assert_false(json_is_true(json_object_get(end, "ok")));
+    assert_int_equal(json_integer_value(json_object_get(end, "pruned")), 1);
+    assert_non_null(strstr(json_string_value(json_object_get(end, "error")), "summarizer down"));
+    /* the overflow's summary replays only the range (the whole request did not fit) */
+    assert_non_null(recorded_request(&d, "compaction", 0));
+    assert_int_equal(dh_count(&d, "assistant/attempt"), 1);
+    dh_teardown(&d);
+}
+
+/* An llm/stream listener that changes the surface while a summary is made. */
+static json_t *touch_surface(weir_call *call, const json_t *args, void *ud) {
+    (void)ud;
+    const char *purpose = json_string_value(json_object_get(args, "purpose"));
+    if (purpose && !strcmp(purpose, "compaction")) {
+        weir_agent *a = weir_host_api()->call_agent(call);
+        json_t *surface = weir__agent_surface(a);
+        size_t i;
+        const json_t *node;
+        json_array_foreach(surface, i, node) {
+            if (strcmp(json_string_value(json_object_get(node, "type")), "user/message") != 0)
+                continue;
+            size_t seq = (size_t)json_integer_value(json_object_get(node, "seq"));
+            json_t *ev = weir__agent_event(a, seq);
+            weir_error err;
+            weir_error_clear(&err);
+            assert_int_equal(weir__agent_surface_replace(a, "user/message",
+                                                         json_object_get(ev, "data"), seq, seq,
+                                                         NULL, NULL, &err),
+                             WEIR_OK);
+            json_decref(ev);
+            break;
+        }
+        json_decref(surface);
+    }
+    return weir_host_api()->next(call);
+}
+
+/* §10.4: a meter change before summarization is rejected: the surface
+ * changed while the summary was made, so nothing is replaced. */
+static void a_meter_change_before_summarization_is_rejected(void **state) {
+    (void)state;
+    char *a1 = repeat('a', 400);
+    char *replies =
+        fmt("{\"text\":\"%s\",\"usage\":{\"input_tokens\":900,\"output_tokens\":10}},"
+            "{\"text\":\"STALE\"},{\"text\":\"answer\"}",
+            a1);
+    free(a1);
+    dh d;
+    setup(&d, replies, "{\"keep_recent_tokens\":1,\"max_attempts\":1}", NULL);
+    free(replies);
+    weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
+    weir_agent_hook h = {"llm/stream", touch_surface, &o};
+    d.hooks = &h;
+    d.nhooks = 1;
+    dh_open(&d, "meter-change");
+    run_text(&d, "first");
+    json_t *before = weir_agent_messages(d.agent);
+    run_text(&d, "second");
+    assert_string_equal(end_kind(&d, 1), "completed");
+    assert_int_equal(dh_count(&d, "compaction/summary"), 0);
+    const json_t *end = dh_event_data(&d, "compaction/end", 0);
+    assert_false(json_is_true(json_object_get(end, "ok")));
+    assert_non_null(strstr(json_string_value(json_object_get(end, "error")),
+                           "the surface changed while the summary was made"));
+    assert_int_equal(weir__agent_replace_generation(d.agent), 1); /* the listener's own */
+    json_t *after = weir_agent_messages(d.agent);
+    for (size_t i = 0; i < json_array_size(before); i++) /* no checkpoint */
+        assert_true(json_equal(json_array_get(before, i), json_array_get(after, i)));
+    json_decref(before);
+    json_decref(after);
+    dh_teardown(&d);
+}
+
+/* ------------------------------------------------------------------------ */
 /* The agent context API (core/agent_context.c)                             */
 /* ------------------------------------------------------------------------ */
 
 /* One completed turn with a tool call: system? no; U, A(call), R, A. */
-static void context_setup(dh *d, const char *more_replies, bool loop) {
+static void context_setup_hooks(dh *d, const char *more_replies, bool loop,
+                                const weir_agent_hook *hooks, size_t nhooks) {
     char *replies =
         fmt("{\"tool_calls\":[{\"id\":\"c1\",\"name\":\"echo\",\"arguments\":{\"v\":1}}]},"
             "{\"text\":\"done\",\"usage\":{\"input_tokens\":7,\"output_tokens\":2}}%s%s",
@@ -823,8 +1658,14 @@ static void context_setup(dh *d, const char *more_replies, bool loop) {
     free(replies);
     dh_setup(d, rows, NULL);
     free(rows);
+    d->hooks = hooks;
+    d->nhooks = nhooks;
     dh_open(d, NULL);
     run_text(d, "call the tool");
+}
+
+static void context_setup(dh *d, const char *more_replies, bool loop) {
+    context_setup_hooks(d, more_replies, loop, NULL, 0);
 }
 
 static void agent_context_reads_the_surface_and_events(void **state) {
@@ -971,6 +1812,79 @@ static void agent_complete_collects_text_and_reports_failures(void **state) {
     dh_teardown(&d);
 }
 
+/* An llm/stream listener for agent_complete_stream: records the purpose it
+ * saw, fails on purpose "fail", answers by itself on purpose "replay". */
+static json_t *probe_stream(weir_call *call, const json_t *args, void *ud) {
+    char *seen = ud;
+    const char *purpose = json_string_value(json_object_get(args, "purpose"));
+    snprintf(seen, 64, "%s/%lld", purpose ? purpose : "(none)",
+             (long long)json_integer_value(json_object_get(args, "turn")));
+    if (purpose && !strcmp(purpose, "fail")) {
+        weir_host_api()->call_fail(call, "probe refused");
+        return NULL;
+    }
+    if (purpose && !strcmp(purpose, "replay"))
+        return parse("[{\"type\":\"text-delta\",\"index\":0,\"text\":\"REPLAYED\"},"
+                     "{\"type\":\"finish\",\"reason\":{\"kind\":\"stop\"}}]");
+    return weir_host_api()->next(call);
+}
+
+/* agent_complete_stream runs the agent's llm/stream chain around the
+ * provider (listeners see the purpose), drops tool calls, and reports a
+ * failing listener as the chain's error. */
+static void agent_complete_stream_runs_the_llm_stream_chain(void **state) {
+    (void)state;
+    char seen[64] = "";
+    weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
+    o.user_data = seen;
+    weir_agent_hook h = {"llm/stream", probe_stream, &o};
+    dh d;
+    context_setup_hooks(&d,
+                        "{\"text\":\"streamed\",\"tool_calls\":[{\"id\":\"t9\",\"name\":"
+                        "\"echo\",\"arguments\":{}}],\"usage\":{\"input_tokens\":5,"
+                        "\"output_tokens\":1}}",
+                        false, &h, 1);
+    json_t *req = parse("{\"provider\":\"scripted\",\"model\":\"demo\",\"tool_choice\":\"none\","
+                        "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+                        "\"text\":\"probe\"}]}]}");
+    json_t *ctx = parse("{\"turn\":7,\"step\":1,\"purpose\":\"probe\"}");
+    json_t *result = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    int before = dh_count(&d, "drvtest/request");
+    assert_int_equal(weir__agent_complete_stream(d.agent, req, ctx, NULL, &result, &err), WEIR_OK);
+    assert_string_equal(seen, "probe/7");
+    json_t *want = parse("{\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":"
+                         "\"text\",\"text\":\"streamed\"}]},\"finish\":\"tool-calls\","
+                         "\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}");
+    assert_true(json_equal(result, want)); /* the tool call is dropped */
+    json_decref(want);
+    json_decref(result);
+    assert_int_equal(dh_count(&d, "drvtest/request"), before + 1); /* the recorder saw it */
+    assert_int_equal(dh_count(&d, "tool/call"), 1);
+
+    json_object_set_new(ctx, "purpose", json_string("replay"));
+    assert_int_equal(weir__agent_complete_stream(d.agent, req, ctx, NULL, &result, &err), WEIR_OK);
+    json_t *one = json_pack("[O]", json_object_get(result, "message"));
+    assert_string_equal(first_text(one, 0), "REPLAYED");
+    json_decref(one);
+    json_decref(result);
+
+    json_object_set_new(ctx, "purpose", json_string("fail"));
+    assert_int_equal(weir__agent_complete_stream(d.agent, req, ctx, NULL, &result, &err),
+                     WEIR_E_HOOK_FAILED);
+    assert_null(result);
+    assert_string_equal(err.hook, "llm/stream");
+    assert_non_null(strstr(err.text, "probe refused"));
+    /* no context: the last turn, step 0, purpose "maintenance" */
+    assert_int_equal(weir__agent_complete_stream(d.agent, req, NULL, NULL, &result, &err),
+                     WEIR_E_PROVIDER); /* the script is spent */
+    assert_string_equal(seen, "maintenance/1");
+    json_decref(ctx);
+    json_decref(req);
+    dh_teardown(&d);
+}
+
 static void agent_context_survives_allocation_failures(void **state) {
     (void)state;
     dh d;
@@ -1044,6 +1958,9 @@ int main(void) {
         cmocka_unit_test(range_never_splits_a_tool_call_from_its_result),
         cmocka_unit_test(nothing_compactable_declines),
         cmocka_unit_test(checkpoint_shapes),
+        cmocka_unit_test(config_pinned_and_breaker_keys),
+        cmocka_unit_test(pinned_messages_by_pattern_or_source),
+        cmocka_unit_test(meter_matches_a_full_measurement),
         cmocka_unit_test(instruction_lists_the_sections),
         cmocka_unit_test(pressure_compacts_between_turns_with_a_summary),
         cmocka_unit_test(manual_compaction_between_turns),
@@ -1056,9 +1973,21 @@ int main(void) {
         cmocka_unit_test(overflow_recovery_is_bounded_per_step),
         cmocka_unit_test(summarizer_failure_leaves_the_surface_unchanged),
         cmocka_unit_test(a_non_shrinking_summary_is_rejected),
+        cmocka_unit_test(summary_request_replays_the_last_request_plus_one_instruction),
+        cmocka_unit_test(pinned_messages_survive_three_compactions),
+        cmocka_unit_test(breaker_trips_at_the_cap_and_resets_next_turn),
+        cmocka_unit_test(breaker_trips_on_low_savings_and_resets_next_turn),
+        cmocka_unit_test(an_unknown_window_warns_once_per_agent),
+        cmocka_unit_test(overflow_retries_only_when_the_replace_generation_advanced),
+        cmocka_unit_test(capacity_is_re_resolved_after_a_provider_switch),
+        cmocka_unit_test(cancellation_reaches_capacity_resolution),
+        cmocka_unit_test(overflow_and_transient_retry_budgets_stay_independent),
+        cmocka_unit_test(a_failure_after_a_durable_prune_still_retries),
+        cmocka_unit_test(a_meter_change_before_summarization_is_rejected),
         cmocka_unit_test(agent_context_reads_the_surface_and_events),
         cmocka_unit_test(agent_context_replace_goes_through_the_log_validation),
         cmocka_unit_test(agent_complete_collects_text_and_reports_failures),
+        cmocka_unit_test(agent_complete_stream_runs_the_llm_stream_chain),
         cmocka_unit_test(agent_context_survives_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
