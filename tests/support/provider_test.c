@@ -459,6 +459,40 @@ mock_llm *pt_run_plugin(const char *script, const char *config_tmpl, const char 
     return m;
 }
 
+mock_llm *pt_start_plugin(const char *script, const char *config_tmpl) {
+    mock_llm *m = NULL;
+    assert_int_equal(mock_llm_start(script, &m), 0);
+    char *base = mock_llm_base_url(m);
+    char *config_text = with_base(config_tmpl, base);
+    json_t *config = json_loads(config_text, 0, NULL);
+    assert_non_null(config);
+    weir_error err;
+    memset(&err, 0, sizeof err);
+    if (pt_plugin_desc->init(NULL, &pt_fake_api, config, &err) != WEIR_OK)
+        fail_msg("init: %s", err.text);
+    assert_non_null(pt_host.provider);
+    json_decref(config);
+    free(config_text);
+    free(base);
+    return m;
+}
+
+void pt_assert_model_info(const char *model, long context_window, long max_output) {
+    json_t *info = pt_host.provider->model_info(pt_host.provider_self, model);
+    json_t *want = context_window || max_output ? json_object() : NULL;
+    if (context_window)
+        json_object_set_new(want, "context_window", json_integer(context_window));
+    if (max_output)
+        json_object_set_new(want, "max_output", json_integer(max_output));
+    if (!json_equal(info, want) && (info || want)) {
+        char *got = info ? json_dumps(info, JSON_COMPACT) : NULL;
+        fail_msg("model_info(%s): got %s, want {%ld, %ld}", model ? model : "NULL",
+                 got ? got : "NULL", context_window, max_output);
+    }
+    json_decref(info);
+    json_decref(want);
+}
+
 void pt_assert_no_secret(void) {
     char *dump = json_dumps(pt_host.chunks, JSON_COMPACT);
     assert_null(strstr(dump, "SECRET"));

@@ -154,6 +154,20 @@ int pt_plugin_teardown(void **state);
 mock_llm *pt_run_plugin(const char *script, const char *config_tmpl, const char *request_json,
                         int *rc);
 
+/**
+ * Start the mock with `script` and init the plugin with `config_tmpl` (its
+ * one "@BASE@" is the mock's base URL), without a stream: for model_info.
+ * @return the running mock (stop it with mock_llm_stop).
+ */
+mock_llm *pt_start_plugin(const char *script, const char *config_tmpl);
+
+/**
+ * Assert the plugin's model_info for `model` (may be NULL) is exactly
+ * {context_window, max_output}, leaving out a member given as 0; both 0:
+ * NULL (unknown).
+ */
+void pt_assert_model_info(const char *model, long context_window, long max_output);
+
 /** Assert the API key appears in no chunk and no log line. */
 void pt_assert_no_secret(void);
 

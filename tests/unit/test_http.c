@@ -403,6 +403,58 @@ static void test_http_total_timeout_ends_a_keepalive_stream(void **state) {
     fixture_stop(&f);
 }
 
+/* weir__http_get (the api's http_get): a GET on a connection of its own whose
+ * body is collected whatever its status; a total timeout; no body allowed. */
+static void test_http_get_collects_the_body(void **state) {
+    fixture f;
+    fixture_start(&f, "{\"models\":[{\"id\":\"m\",\"max_model_len\":8192}]}", "/v1/models");
+    weir_http_request req = {.struct_size = sizeof req, .url = f.url, .headers = headers,
+                             .total_timeout_ms = 2000};
+    weir_http_response resp;
+    json_t *failure = NULL;
+    assert_int_equal(weir__http_get(&req, &resp, &failure), WEIR_OK);
+    assert_null(failure);
+    assert_int_equal(resp.status, 200);
+    assert_string_equal(resp.body,
+                        "{\"object\":\"list\",\"data\":[{\"id\":\"m\",\"max_model_len\":8192}]}");
+    assert_int_equal(resp.body_len, strlen(resp.body));
+    weir__http_response_clear(&resp);
+    char *method_line = mock_llm_request_path(f.mock, 0);
+    assert_string_equal(method_line, "/v1/models");
+    free(method_line);
+    char *auth = mock_llm_request_header(f.mock, 0, "authorization");
+    assert_string_equal(auth, "Bearer sk-test-secret");
+    free(auth);
+    /* a 404 is a response: its body is collected too */
+    snprintf(f.url, sizeof f.url, "http://127.0.0.1:%d/props", mock_llm_port(f.mock));
+    assert_int_equal(weir__http_get(&req, &resp, &failure), WEIR_OK);
+    assert_int_equal(resp.status, 404);
+    assert_non_null(strstr(resp.body, "unknown path"));
+    weir__http_response_clear(&resp);
+    /* a GET has no body */
+    req.body = "{}";
+    req.body_len = 2;
+    assert_int_equal(weir__http_get(&req, &resp, &failure), WEIR_E_INVAL);
+    assert_string_equal(json_string_value(json_object_get(failure, "message")),
+                        "HTTP request: a GET has no body");
+    json_decref(failure);
+    assert_int_equal(mock_llm_requests(f.mock), 2);
+    assert_int_equal(mock_llm_connections(f.mock), 2); /* one per GET */
+    fixture_stop(&f);
+
+    /* a stalled server: the total timeout ends it */
+    fixture_start(&f, "{\"info_delay_ms\":10000,\"props\":{\"n_ctx\":1}}", "/props");
+    req = (weir_http_request){.struct_size = sizeof req, .url = f.url, .total_timeout_ms = 300};
+    int64_t t0 = weir__now_ms();
+    assert_int_equal(weir__http_get(&req, &resp, &failure), WEIR_E_TIMEOUT);
+    assert_true(weir__now_ms() - t0 < 3000);
+    assert_string_equal(json_string_value(json_object_get(failure, "message")),
+                        "total timeout of 300 ms expired before the response ended");
+    json_decref(failure);
+    weir__http_response_clear(&resp);
+    fixture_stop(&f);
+}
+
 static void test_http_reset_is_transport(void **state) {
     fixture f;
     fixture_start(&f, "{\"requests\":[{\"text\":\"abc\",\"fault\":\"reset\"}]}",
@@ -725,6 +777,7 @@ int main(void) {
         cmocka_unit_test(test_http_malformed_data_is_passed_through),
         cmocka_unit_test(test_http_stall_times_out),
         cmocka_unit_test(test_http_total_timeout_ends_a_keepalive_stream),
+        cmocka_unit_test(test_http_get_collects_the_body),
         cmocka_unit_test(test_http_reset_is_transport),
         cmocka_unit_test(test_http_cancel_from_another_thread_is_aborted),
         cmocka_unit_test(test_http_already_cancelled_signal_sends_nothing),

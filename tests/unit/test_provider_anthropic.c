@@ -4,7 +4,9 @@
  * every failure path, a canonical -> request -> stream -> message round
  * trip, and the built plugin (weir-provider-anthropic.so) driven through a
  * fake host table whose HTTP is the real core client talking to the
- * loopback mock LLM.
+ * loopback mock LLM, including model_info (the model table without config,
+ * the config's `models` over it, never a probe) and the default max_tokens
+ * it gives.
  *
  * Data: tests/data/providers/request.json (canonical request shared with the
  * openai test) and tests/data/providers/anthropic/ (*.sse recorded streams,
@@ -22,6 +24,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "schema.h"
 
 #include "anthropic.h"
 #include "mock_llm.h"
@@ -631,6 +634,78 @@ static void plugin_config_schema_accepts_the_documented_shape(void **state) {
     pt_check_config_schema("provider-anthropic");
 }
 
+/* ------------------------------------------------------------------------ */
+/* model_info: the model table and the config                               */
+/* ------------------------------------------------------------------------ */
+
+static void model_info_knows_the_table_and_the_config_beats_it(void **state) {
+    (void)state;
+    /* the mock would answer a probe: provider-anthropic never asks */
+    mock_llm *m = pt_start_plugin(
+        "{\"models\":[{\"id\":\"claude-3-7-sonnet-latest\",\"max_model_len\":5}],"
+        "\"props\":{\"n_ctx\":5}}",
+        "{\"base_url\":\"@BASE@\",\"api_key\":\"" PT_KEY "\",\"models\":{"
+        "\"claude-sonnet-4-5\":{\"context_window\":1000},\"claude-opus-4-1\":{\"max_output\":"
+        "2000}}}");
+    pt_assert_model_info("claude-sonnet-4-5-20250929", 200000, 64000);
+    pt_assert_model_info("claude-3-5-sonnet-20241022", 200000, 8192);
+    pt_assert_model_info("claude-3-7-sonnet-20250219", 200000, 64000);
+    pt_assert_model_info("claude-3-7-sonnet-latest", 200000, 64000);
+    pt_assert_model_info("claude-opus-4-1-20250805", 200000, 32000);
+    pt_assert_model_info("claude-sonnet-4-20250514", 200000, 64000);
+    pt_assert_model_info("claude-3-5-haiku-20241022", 200000, 8192);
+    pt_assert_model_info("claude-haiku-4-5-20251001", 200000, 64000);
+    pt_assert_model_info("claude-sonnet-4-6", 0, 0); /* a near miss is unknown */
+    /* the config, each field on its own (the table's max_output cut to the window) */
+    pt_assert_model_info("claude-sonnet-4-5", 1000, 1000);
+    pt_assert_model_info("claude-opus-4-1", 200000, 2000);
+    assert_int_equal(mock_llm_requests(m), 0);
+    mock_llm_stop(m);
+}
+
+static void default_max_tokens_is_the_models_max_output(void **state) {
+    (void)state;
+    static const struct {
+        const char *model;
+        long max_tokens;
+    } cases[] = {
+        {"claude-3-5-haiku-latest", 8192}, /* the table */
+        {"claude-opus-4-1-20250805", 32000},
+        {"test-model", 100},               /* the config */
+        {"m", 4096},                       /* unknown: 4096 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pt_plugin_setup(NULL);
+        char request[256];
+        snprintf(request, sizeof request,
+                 "{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":"
+                 "[{\"type\":\"text\",\"text\":\"hi\"}]}]}",
+                 cases[i].model);
+        int rc;
+        mock_llm *m = pt_run_plugin("{\"requests\":[{\"text\":\"ok\"}]}", CONFIG, request, &rc);
+        assert_int_equal(rc, WEIR_OK);
+        assert_int_equal(mock_llm_requests(m), 1);
+        char *body = mock_llm_request_body(m, 0);
+        json_t *sent = json_loads(body, 0, NULL);
+        long got = (long)json_integer_value(json_object_get(sent, "max_tokens"));
+        if (got != cases[i].max_tokens)
+            fail_msg("%s: max_tokens %ld, want %ld", cases[i].model, got, cases[i].max_tokens);
+        json_decref(sent);
+        free(body);
+        mock_llm_stop(m);
+        pt_plugin_teardown(NULL);
+    }
+}
+
+static void probe_keys_are_not_anthropics(void **state) {
+    (void)state;
+    char msg[256];
+    json_t *config = json_loads("{\"probe_windows\":true}", 0, NULL);
+    assert_int_equal(
+        weir__schema_validate_text(pt_plugin_desc->config_schema, config, msg, sizeof msg), -1);
+    json_decref(config);
+}
+
 int main(void) {
     pt_plugin_file = "weir-provider-anthropic.so";
     const struct CMUnitTest tests[] = {
@@ -671,6 +746,11 @@ int main(void) {
                                         pt_plugin_teardown),
         cmocka_unit_test_setup_teardown(plugin_config_schema_accepts_the_documented_shape,
                                         pt_plugin_setup, pt_plugin_teardown),
+        cmocka_unit_test_setup_teardown(model_info_knows_the_table_and_the_config_beats_it,
+                                        pt_plugin_setup, pt_plugin_teardown),
+        cmocka_unit_test(default_max_tokens_is_the_models_max_output),
+        cmocka_unit_test_setup_teardown(probe_keys_are_not_anthropics, pt_plugin_setup,
+                                        pt_plugin_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

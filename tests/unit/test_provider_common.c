@@ -3,7 +3,11 @@
  * share (plugins/provider-common/provider_common.c: pc_secrets, pc_scrub,
  * pc_scrub_json): full occurrences anywhere, overlapping and touching ones,
  * several secrets, short secrets as whole words only, masked echoes, empty
- * input, long bodies, JSON values.
+ * input, long bodies, JSON values; and the model table
+ * (plugins/provider-common/model_table.c: the windows and max outputs of
+ * well-known ids, dated, aliased, Hugging Face and Ollama spellings, the
+ * near misses that must match nothing, the table's own consistency) and the
+ * parsing of what servers report (vLLM /v1/models, llama.cpp /props).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_table.h"
 #include "provider_common.h"
 
 #define R PC_REDACTED
@@ -225,6 +230,259 @@ static void json_values(void **state) {
     pc_secrets_clear(&s);
 }
 
+/* ------------------------------------------------------------------------ */
+/* The model table                                                          */
+/* ------------------------------------------------------------------------ */
+
+static void table_knows_well_known_models(void **state) {
+    (void)state;
+    static const struct {
+        const char *id;
+        long window, max_output;
+    } cases[] = {
+        /* OpenAI: bare, dated, vendor-prefixed, any case */
+        {"gpt-4o", 128000, 16384},
+        {"gpt-4o-2024-08-06", 128000, 16384},
+        {"gpt-4o-2024-11-20", 128000, 16384},
+        {"gpt-4o-2024-05-13", 128000, 4096},
+        {"GPT-4o", 128000, 16384},
+        {"openai/gpt-4o", 128000, 16384},
+        {"gpt-4o-mini", 128000, 16384},
+        {"gpt-4o-mini-2024-07-18", 128000, 16384},
+        {"gpt-4.1", 1047576, 32768},
+        {"gpt-4.1-2025-04-14", 1047576, 32768},
+        {"gpt-4.1-mini", 1047576, 32768},
+        {"gpt-4.1-mini-2025-04-14", 1047576, 32768},
+        {"gpt-4.1-nano", 1047576, 32768},
+        {"gpt-4.1-nano-2025-04-14", 1047576, 32768},
+        {"o1", 200000, 100000},
+        {"o1-2024-12-17", 200000, 100000},
+        {"o1-mini", 128000, 65536},
+        {"o1-mini-2024-09-12", 128000, 65536},
+        {"o3", 200000, 100000},
+        {"o3-2025-04-16", 200000, 100000},
+        {"o3-mini", 200000, 100000},
+        {"o3-mini-2025-01-31", 200000, 100000},
+        {"o4-mini", 200000, 100000},
+        {"o4-mini-2025-04-16", 200000, 100000},
+        {"gpt-5", 272000, 128000},
+        {"gpt-5-2025-08-07", 272000, 128000},
+        {"gpt-5-mini", 272000, 128000},
+        {"gpt-5-mini-2025-08-07", 272000, 128000},
+        {"gpt-5-nano", 272000, 128000},
+        {"gpt-5-nano-2025-08-07", 272000, 128000},
+        {"gpt-5-chat-latest", 128000, 16384},
+        /* Anthropic: dated ids, aliases, Vertex's @date */
+        {"claude-sonnet-4-5-20250929", 200000, 64000},
+        {"claude-sonnet-4-5", 200000, 64000},
+        {"claude-sonnet-4-5@20250929", 200000, 64000},
+        {"claude-3-5-sonnet-20241022", 200000, 8192},
+        {"claude-3-5-sonnet-20240620", 200000, 8192},
+        {"claude-3-5-sonnet-latest", 200000, 8192},
+        {"claude-3-5-sonnet-v2@20241022", 200000, 8192},
+        {"claude-3-7-sonnet-20250219", 200000, 64000},
+        {"claude-3-7-sonnet-latest", 200000, 64000},
+        {"claude-opus-4-1-20250805", 200000, 32000},
+        {"claude-opus-4-1", 200000, 32000},
+        {"claude-opus-4-20250514", 200000, 32000},
+        {"claude-opus-4-0", 200000, 32000},
+        {"claude-sonnet-4-20250514", 200000, 64000},
+        {"claude-sonnet-4-0", 200000, 64000},
+        {"claude-3-5-haiku-20241022", 200000, 8192},
+        {"claude-3-5-haiku-latest", 200000, 8192},
+        {"claude-haiku-4-5-20251001", 200000, 64000},
+        {"claude-haiku-4-5", 200000, 64000},
+        {"claude-opus-4-5-20251101", 200000, 64000},
+        {"Claude-Sonnet-4-5", 200000, 64000},
+        /* DeepSeek: the API's names and the open weights */
+        {"deepseek-chat", 128000, 8192},
+        {"deepseek-reasoner", 128000, 64000},
+        {"deepseek-v3", 131072, 8192},
+        {"deepseek-ai/DeepSeek-V3", 131072, 8192},
+        {"deepseek-ai/DeepSeek-V3-0324", 131072, 8192},
+        {"deepseek-r1", 131072, 32768},
+        {"deepseek-ai/DeepSeek-R1-0528", 131072, 32768},
+        {"deepseek-r1:7b", 131072, 32768},
+        {"deepseek-v3:671b", 131072, 8192},
+        /* Llama 3.x: Hugging Face ids (old and new names), Ollama tags, GGUF files */
+        {"meta-llama/Llama-3.1-8B-Instruct", 131072, 8192},
+        {"meta-llama/Meta-Llama-3.1-70B-Instruct", 131072, 8192},
+        {"llama3.1", 131072, 8192},
+        {"llama3.1:8b", 131072, 8192},
+        {"llama3.1:70b-instruct-q4_K_M", 131072, 8192},
+        {"meta-llama/Llama-3.2-3B-Instruct", 131072, 8192},
+        {"llama3.2:1b", 131072, 8192},
+        {"llama3.2-vision:11b", 131072, 8192},
+        {"meta-llama/Llama-3.3-70B-Instruct", 131072, 8192},
+        {"llama3.3:70b", 131072, 8192},
+        {"/models/Llama-3.3-70B-Instruct-Q4_K_M.gguf", 131072, 8192},
+        {"meta-llama/Meta-Llama-3-8B-Instruct", 8192, 4096},
+        {"llama3:8b", 8192, 4096},
+        /* Qwen 2.5 and 3 */
+        {"Qwen/Qwen2.5-7B-Instruct", 32768, 8192},
+        {"Qwen/Qwen2.5-Coder-32B-Instruct-AWQ", 32768, 8192},
+        {"qwen2.5:7b", 32768, 8192},
+        {"qwen2.5-coder:7b", 32768, 8192},
+        {"Qwen/Qwen3-8B", 32768, 8192},
+        {"Qwen/Qwen3-30B-A3B", 32768, 8192},
+        {"qwen3:8b", 32768, 8192},
+        {"qwen3", 32768, 8192},
+        /* Mistral: 7B, NeMo, Small, Large (HF, Ollama, the API's names) */
+        {"mistralai/Mistral-7B-Instruct-v0.3", 32768, 8192},
+        {"mistralai/Mistral-7B-Instruct-v0.1", 8192, 4096},
+        {"mistral", 32768, 8192},
+        {"mistral:7b", 32768, 8192},
+        {"open-mistral-7b", 32768, 8192},
+        {"mistralai/Mistral-Nemo-Instruct-2407", 128000, 8192},
+        {"mistral-nemo:12b", 128000, 8192},
+        {"open-mistral-nemo", 128000, 8192},
+        {"mistralai/Mistral-Small-24B-Instruct-2501", 32768, 8192},
+        {"mistral-small-latest", 32768, 8192},
+        {"mistral-small:24b", 32768, 8192},
+        {"mistralai/Mistral-Small-3.1-24B-Instruct-2503", 131072, 8192},
+        {"mistral-small3.1:24b", 131072, 8192},
+        {"mistralai/Mistral-Small-3.2-24B-Instruct-2506", 131072, 8192},
+        {"mistralai/Mistral-Large-Instruct-2411", 131072, 8192},
+        {"mistral-large-latest", 131072, 8192},
+        {"mistral-large:123b", 131072, 8192},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const pc_model_entry *e = pc_model_table_find(cases[i].id);
+        if (!e)
+            fail_msg("%s: not found", cases[i].id);
+        if (e->context_window != cases[i].window || e->max_output != cases[i].max_output)
+            fail_msg("%s: got %s (%ld, %ld), want (%ld, %ld)", cases[i].id, e->key,
+                     e->context_window, e->max_output, cases[i].window, cases[i].max_output);
+    }
+}
+
+static void table_matches_the_longest_key(void **state) {
+    (void)state;
+    static const struct {
+        const char *id, *key;
+    } cases[] = {
+        {"gpt-4o-mini-2024-07-18", "gpt-4o-mini"}, /* not gpt-4o */
+        {"gpt-4o-2024-08-06", "gpt-4o"},
+        {"o1-mini-2024-09-12", "o1-mini"}, /* not o1 */
+        {"o1-2024-12-17", "o1"},
+        {"o3-mini", "o3-mini"},
+        {"claude-sonnet-4-5-20250929", "claude-sonnet-4-5"}, /* not claude-sonnet-4 */
+        {"claude-opus-4-1-20250805", "claude-opus-4-1"},
+        {"claude-opus-4-20250514", "claude-opus-4"},
+        {"mistral-small3.1:24b", "mistral-small3.1"},
+        {"mistral-large-latest", "mistral-large"}, /* not mistral */
+        {"meta-llama/Meta-Llama-3.1-8B-Instruct", "meta-llama-3.1"}, /* not meta-llama-3 */
+        {"deepseek-v3.1:671b", "deepseek-v3.1"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const pc_model_entry *e = pc_model_table_find(cases[i].id);
+        if (!e || strcmp(e->key, cases[i].key) != 0)
+            fail_msg("%s: got %s, want %s", cases[i].id, e ? e->key : "nothing", cases[i].key);
+    }
+}
+
+static void near_misses_match_nothing(void **state) {
+    (void)state;
+    static const char *const ids[] = {
+        /* a key followed by a letter or digit is another model */
+        "gpt-4o-minix", "gpt-4ox", "o1x", "o1-minix", "o3x", "o4", "gpt-5x", "gpt-4.10",
+        "qwen3x", "qwen2.5vl", "llama3.10", "llama3.1x", "mistralx", "deepseek-chatx",
+        "claude-sonnet-4-5x",
+        /* after an API model's key only version qualifiers may follow */
+        "gpt-4o-audio-preview", "gpt-4o-mini-tts", "gpt-4-32k", "gpt-5-codex",
+        "o1-mini-high", "claude-sonnet-4-6", "claude-opus-4-2", "claude-3-5-sonnet-new",
+        "gpt-4o-", "gpt-4o@", "gpt-4o-20241", "gpt-4o-2024-08", "gpt-4o-2024-8-6", "gpt-4o-123",
+        "deepseek-reasoner-pro",
+        /* not in the table, empty, only a path */
+        "text-embedding-3-small", "llama2:7b", "phi3", "gemma2:9b", "", "meta-llama/",
+        "claude", "gpt",
+    };
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        const pc_model_entry *e = pc_model_table_find(ids[i]);
+        if (e)
+            fail_msg("\"%s\" matched %s", ids[i], e->key);
+    }
+    assert_null(pc_model_table_find(NULL));
+    char long_id[400];
+    memset(long_id, 'x', sizeof long_id - 1);
+    memcpy(long_id, "gpt-4o-", 7);
+    long_id[sizeof long_id - 1] = '\0';
+    assert_null(pc_model_table_find(long_id));
+}
+
+static void table_is_consistent(void **state) {
+    (void)state;
+    size_t n = 0;
+    const pc_model_entry *t = pc_model_table(&n);
+    assert_true(n > 40);
+    for (size_t i = 0; i < n; i++) {
+        for (const char *c = t[i].key; *c; c++)
+            if (*c >= 'A' && *c <= 'Z')
+                fail_msg("%s: keys are lowercase", t[i].key);
+        if (t[i].context_window < 1 || t[i].max_output < 1 ||
+            t[i].max_output > t[i].context_window)
+            fail_msg("%s: window %ld, max_output %ld", t[i].key, t[i].context_window,
+                     t[i].max_output);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(t[i].key, t[j].key) == 0)
+                fail_msg("%s: twice", t[i].key);
+        /* each key finds itself */
+        assert_ptr_equal(pc_model_table_find(t[i].key), &t[i]);
+    }
+    assert_non_null(strstr(pc_model_table_source, "2026-12"));
+}
+
+static void server_reports_are_parsed(void **state) {
+    (void)state;
+    /* vLLM: max_model_len per model; entries without one are left out */
+    const char *vllm =
+        "{\"object\":\"list\",\"data\":[{\"id\":\"meta-llama/Llama-3.1-8B-Instruct\","
+        "\"object\":\"model\",\"owned_by\":\"vllm\",\"max_model_len\":16384},"
+        "{\"id\":\"lora-a\",\"max_model_len\":8192},{\"id\":\"no-len\"},"
+        "{\"id\":\"bad\",\"max_model_len\":\"big\"},{\"id\":\"neg\",\"max_model_len\":-1},"
+        "{\"max_model_len\":5},7]}";
+    json_t *w = pc_windows_from_models_body(vllm, strlen(vllm));
+    json_t *want = json_pack("{s:i,s:i}", "meta-llama/Llama-3.1-8B-Instruct", 16384, "lora-a",
+                             8192);
+    assert_true(json_equal(w, want));
+    json_decref(want);
+    json_decref(w);
+    /* OpenAI, Ollama, llama.cpp: a list without windows */
+    const char *plain = "{\"object\":\"list\",\"data\":[{\"id\":\"gpt-4o\",\"object\":"
+                        "\"model\",\"owned_by\":\"system\"}]}";
+    w = pc_windows_from_models_body(plain, strlen(plain));
+    assert_non_null(w);
+    assert_int_equal(json_object_size(w), 0);
+    json_decref(w);
+    static const char *const not_lists[] = {"", "not json{", "<html>404</html>", "[]",
+                                            "{\"data\":{}}", "{\"models\":[]}", "null"};
+    for (size_t i = 0; i < sizeof not_lists / sizeof not_lists[0]; i++)
+        assert_null(pc_windows_from_models_body(not_lists[i], strlen(not_lists[i])));
+    assert_null(pc_windows_from_models_body(NULL, 0));
+    /* llama.cpp: the newer nested n_ctx wins over an older top-level one */
+    static const struct {
+        const char *body;
+        long n_ctx;
+    } props[] = {
+        {"{\"default_generation_settings\":{\"n_ctx\":8192,\"params\":{}},\"total_slots\":1}",
+         8192},
+        {"{\"n_ctx\":4096,\"model_path\":\"/m.gguf\"}", 4096},
+        {"{\"default_generation_settings\":{\"n_ctx\":2048},\"n_ctx\":4096}", 2048},
+        {"{\"default_generation_settings\":{\"n_ctx\":0},\"n_ctx\":4096}", 4096},
+        {"{\"default_generation_settings\":{}}", 0},
+        {"{\"n_ctx\":\"4096\"}", 0},
+        {"{\"n_ctx\":-5}", 0},
+        {"{\"n_ctx\":1e9}", 0},
+        {"not json", 0},
+        {"", 0},
+    };
+    for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
+        if (pc_window_from_props_body(props[i].body, strlen(props[i].body)) != props[i].n_ctx)
+            fail_msg("%s: want %ld", props[i].body, props[i].n_ctx);
+    /* the length counts, not a NUL */
+    assert_int_equal(pc_window_from_props_body("{\"n_ctx\":4096}garbage", 14), 4096);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(full_secret_anywhere),
@@ -235,6 +493,11 @@ int main(void) {
         cmocka_unit_test(masked_echoes),
         cmocka_unit_test(long_bodies),
         cmocka_unit_test(json_values),
+        cmocka_unit_test(table_knows_well_known_models),
+        cmocka_unit_test(table_matches_the_longest_key),
+        cmocka_unit_test(near_misses_match_nothing),
+        cmocka_unit_test(table_is_consistent),
+        cmocka_unit_test(server_reports_are_parsed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

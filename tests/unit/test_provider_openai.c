@@ -3,7 +3,12 @@
  * (golden JSON), decoding of recorded Chat Completions streams, every
  * failure path, a canonical -> request -> stream -> message round trip, and
  * the built plugin (weir-provider-openai.so) driven through a fake host
- * table whose HTTP is the real core client talking to the loopback mock LLM.
+ * table whose HTTP is the real core client talking to the loopback mock LLM,
+ * including model_info: the model table without config, the config's
+ * `models` over it, the windows the server reports (vLLM's /v1/models
+ * max_model_len, llama.cpp's /props n_ctx), failed probes (404, a stalled
+ * server, garbage, a closed port) falling back to the table, and one probe
+ * per row whatever the number of calls and threads.
  *
  * Data: tests/data/providers/request.json (canonical request shared with the
  * anthropic test) and tests/data/providers/openai/ (*.sse recorded streams,
@@ -16,11 +21,13 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
+#include "schema.h"
 
 #include "mock_llm.h"
 #include "openai.h"
@@ -641,6 +648,294 @@ static void plugin_config_schema_accepts_the_documented_shape(void **state) {
     pt_check_config_schema("provider-openai");
 }
 
+/* ------------------------------------------------------------------------ */
+/* model_info: the model table, config, the server's report (the probe)     */
+/* ------------------------------------------------------------------------ */
+
+/* A row at the mock with the key and an extra header, plus `extra` members. */
+#define ROW(extra)                                                                              \
+    "{\"base_url\":\"@BASE@/v1\",\"api_key\":\"" PT_KEY "\",\"headers\":{\"X-Team\":\"t1\"}" extra "}"
+
+/* Path of mock request i (asserted). */
+static void assert_request_path(mock_llm *m, long i, const char *want) {
+    char *path = mock_llm_request_path(m, i);
+    if (!path || strcmp(path, want) != 0)
+        fail_msg("request %ld: %s, want %s", i, path ? path : "(none)", want);
+    free(path);
+}
+
+static void model_info_knows_the_table_without_config(void **state) {
+    (void)state;
+    mock_llm *m = pt_start_plugin("{\"models\":[{\"id\":\"gpt-4o\",\"max_model_len\":5}]}",
+                                  ROW(",\"probe_windows\":false"));
+    pt_assert_model_info("gpt-4o", 128000, 16384);
+    pt_assert_model_info("gpt-4o-2024-08-06", 128000, 16384);
+    pt_assert_model_info("gpt-4o-mini", 128000, 16384);
+    pt_assert_model_info("o1-mini-2024-09-12", 128000, 65536);
+    pt_assert_model_info("claude-sonnet-4-5-20250929", 200000, 64000); /* one table */
+    pt_assert_model_info("meta-llama/Llama-3.1-8B-Instruct", 131072, 8192);
+    pt_assert_model_info("qwen2.5:7b", 32768, 8192);
+    pt_assert_model_info("gpt-4o-minix", 0, 0);
+    pt_assert_model_info("o1x", 0, 0);
+    pt_assert_model_info("", 0, 0);
+    pt_assert_model_info(NULL, 0, 0);
+    assert_int_equal(mock_llm_requests(m), 0); /* probe_windows false: never asked */
+    pt_assert_no_secret();
+    mock_llm_stop(m);
+}
+
+static void model_info_config_beats_server_and_table(void **state) {
+    (void)state;
+    mock_llm *m = pt_start_plugin(
+        "{\"models\":[{\"id\":\"gpt-4o\",\"max_model_len\":7777},"
+        "{\"id\":\"gpt-4o-mini\",\"max_model_len\":4096},{\"id\":\"custom\",\"max_model_len\":3}]}",
+        ROW(",\"models\":{\"gpt-4o\":{\"context_window\":1000},\"gpt-4o-mini\":{\"max_output\":99},"
+            "\"custom\":{\"context_window\":5000,\"max_output\":100}}"));
+    /* the config's window: no probe; the table's max_output is cut to it */
+    pt_assert_model_info("gpt-4o", 1000, 1000);
+    pt_assert_model_info("custom", 5000, 100);
+    assert_int_equal(mock_llm_requests(m), 0);
+    /* only max_output configured: the window comes from the server */
+    pt_assert_model_info("gpt-4o-mini", 4096, 99);
+    assert_int_equal(mock_llm_requests(m), 1);
+    /* ids are exact: a dated id is not the configured alias */
+    pt_assert_model_info("gpt-4o-2024-08-06", 128000, 16384);
+    mock_llm_stop(m);
+}
+
+static void model_info_uses_the_window_vllm_reports(void **state) {
+    (void)state;
+    mock_llm *m = pt_start_plugin(
+        "{\"models\":[{\"id\":\"served-model\",\"object\":\"model\",\"owned_by\":\"vllm\","
+        "\"max_model_len\":12345},{\"id\":\"Qwen/Qwen2.5-7B-Instruct\",\"max_model_len\":65536},"
+        "{\"id\":\"llama3.1:8b\",\"max_model_len\":4096}]}",
+        ROW(""));
+    pt_assert_model_info("served-model", 12345, 0);           /* not in the table */
+    pt_assert_model_info("Qwen/Qwen2.5-7B-Instruct", 65536, 8192); /* the server beats the table */
+    pt_assert_model_info("llama3.1:8b", 4096, 4096);          /* max_output cut to the window */
+    pt_assert_model_info("gpt-4o", 128000, 16384);            /* not served: the table */
+    pt_assert_model_info("unknown", 0, 0);
+    assert_int_equal(mock_llm_requests(m), 1); /* windows found: no /props */
+    assert_request_path(m, 0, "/v1/models");
+    /* the row's headers and key, asking for JSON */
+    char *auth = mock_llm_request_header(m, 0, "authorization");
+    char *team = mock_llm_request_header(m, 0, "x-team");
+    char *accept = mock_llm_request_header(m, 0, "accept");
+    char *type = mock_llm_request_header(m, 0, "content-type");
+    assert_string_equal(auth, "Bearer " PT_KEY);
+    assert_string_equal(team, "t1");
+    assert_string_equal(accept, "application/json");
+    assert_null(type);
+    free(auth);
+    free(team);
+    free(accept);
+    pt_assert_no_secret();
+    mock_llm_stop(m);
+}
+
+static void model_info_uses_the_n_ctx_llamacpp_reports(void **state) {
+    (void)state;
+    static const struct {
+        const char *script, *base;
+        long n_ctx;
+        const char *models_path;
+    } cases[] = {
+        /* newer builds: default_generation_settings.n_ctx; /v1/models 404 */
+        {"{\"props\":{\"default_generation_settings\":{\"n_ctx\":8192,\"params\":{}},"
+         "\"total_slots\":1}}",
+         "@BASE@/v1", 8192, "/v1/models"},
+        /* older builds: top-level n_ctx; /v1/models lists the model without a window */
+        {"{\"models\":[{\"id\":\"model.gguf\",\"object\":\"model\",\"owned_by\":\"llamacpp\","
+         "\"meta\":{\"n_ctx_train\":131072}}],\"props\":{\"n_ctx\":4096}}",
+         "@BASE@/v1", 4096, "/v1/models"},
+        /* a base_url without /v1: {base}/models, then {base}/props */
+        {"{\"props\":{\"default_generation_settings\":{\"n_ctx\":2048}}}", "@BASE@/", 2048,
+         "/models"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pt_plugin_setup(NULL);
+        char config[256];
+        snprintf(config, sizeof config, "{\"base_url\":\"%s\",\"api_key\":\"" PT_KEY "\"}",
+                 cases[i].base);
+        mock_llm *m = pt_start_plugin(cases[i].script, config);
+        /* llama.cpp serves one model, whatever the request names */
+        pt_assert_model_info("model.gguf", cases[i].n_ctx, 0);
+        pt_assert_model_info("qwen3:8b", cases[i].n_ctx, cases[i].n_ctx < 8192 ? cases[i].n_ctx : 8192);
+        assert_int_equal(mock_llm_requests(m), 2);
+        assert_request_path(m, 0, cases[i].models_path);
+        assert_request_path(m, 1, "/props");
+        pt_assert_no_secret();
+        mock_llm_stop(m);
+        pt_plugin_teardown(NULL);
+    }
+}
+
+static void model_info_falls_back_to_the_table_when_the_probe_fails(void **state) {
+    (void)state;
+    static const struct {
+        const char *what, *script;
+        long requests;
+    } cases[] = {
+        {"404 on both", "{}", 2},
+        {"garbage", "{\"models\":\"not json{\",\"props\":\"<html>oops</html>\"}", 2},
+        {"a list of other models", "{\"models\":[{\"id\":\"other\",\"max_model_len\":999}]}", 1},
+        {"a window of the wrong type",
+         "{\"models\":[{\"id\":\"gpt-4o\",\"max_model_len\":\"big\"}],\"props\":{\"n_ctx\":-1}}", 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pt_plugin_setup(NULL);
+        mock_llm *m = pt_start_plugin(cases[i].script, ROW(""));
+        pt_assert_model_info("gpt-4o", 128000, 16384);
+        pt_assert_model_info("unknown-model", 0, 0);
+        pt_assert_model_info("claude-3-5-haiku-latest", 200000, 8192);
+        if (mock_llm_requests(m) != cases[i].requests)
+            fail_msg("%s: %ld requests, want %ld", cases[i].what, mock_llm_requests(m),
+                     cases[i].requests);
+        pt_assert_no_secret();
+        mock_llm_stop(m);
+        pt_plugin_teardown(NULL);
+    }
+}
+
+static void model_info_probe_of_a_stalled_server_times_out(void **state) {
+    (void)state;
+    /* the server answers only after 10 s; the probe gives up after 300 ms */
+    mock_llm *m = pt_start_plugin(
+        "{\"info_delay_ms\":10000,\"models\":[{\"id\":\"gpt-4o\",\"max_model_len\":5}],"
+        "\"props\":{\"n_ctx\":5}}",
+        ROW(",\"probe_timeout_ms\":300"));
+    int64_t t0 = weir__now_ms();
+    pt_assert_model_info("gpt-4o", 128000, 16384);
+    int64_t took = weir__now_ms() - t0;
+    if (took < 300 || took > 2000)
+        fail_msg("the probe took %lld ms", (long long)took);
+    /* asked once: later calls do not wait again */
+    long asked = mock_llm_requests(m);
+    t0 = weir__now_ms();
+    pt_assert_model_info("gpt-4o-mini", 128000, 16384);
+    pt_assert_model_info("served", 0, 0);
+    assert_true(weir__now_ms() - t0 < 200);
+    assert_int_equal(mock_llm_requests(m), asked);
+    mock_llm_stop(m);
+}
+
+static void model_info_probe_of_a_closed_port_falls_back(void **state) {
+    (void)state;
+    mock_llm *gone = NULL;
+    assert_int_equal(mock_llm_start("{}", &gone), 0);
+    char *base = mock_llm_base_url(gone);
+    mock_llm_stop(gone); /* nobody listens there now */
+    char config[256];
+    snprintf(config, sizeof config, "{\"base_url\":\"%s/v1\",\"api_key\":\"" PT_KEY "\"}", base);
+    free(base);
+    json_t *cfg = json_loads(config, 0, NULL);
+    weir_error err;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(pt_plugin_desc->init(NULL, &pt_fake_api, cfg, &err), WEIR_OK);
+    pt_assert_model_info("gpt-4o", 128000, 16384);
+    pt_assert_model_info("served", 0, 0);
+    pt_assert_no_secret();
+    json_decref(cfg);
+}
+
+typedef struct asker {
+    const char *model;
+    json_t *info;
+} asker;
+
+static void *ask_model_info(void *arg) {
+    asker *a = arg;
+    a->info = pt_host.provider->model_info(pt_host.provider_self, a->model);
+    return NULL;
+}
+
+static void model_info_probes_once_per_row(void **state) {
+    (void)state;
+    /* a slow answer, so that the threads' calls overlap the probe */
+    mock_llm *m = pt_start_plugin(
+        "{\"info_delay_ms\":200,\"models\":[{\"id\":\"a\",\"max_model_len\":1000},"
+        "{\"id\":\"gpt-4o\",\"max_model_len\":2000}]}",
+        ROW(""));
+    enum { THREADS = 8 };
+    static const char *const models[] = {"a", "gpt-4o", "b", "claude-opus-4-1"};
+    pthread_t th[THREADS];
+    asker askers[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        askers[i] = (asker){models[i % 4], NULL};
+        assert_int_equal(pthread_create(&th[i], NULL, ask_model_info, &askers[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    for (int i = 0; i < THREADS; i++) {
+        long window = json_integer_value(json_object_get(askers[i].info, "context_window"));
+        long want = i % 4 == 0 ? 1000 : i % 4 == 1 ? 2000 : i % 4 == 2 ? 0 : 200000;
+        if (window != want)
+            fail_msg("thread %d (%s): window %ld, want %ld", i, askers[i].model, window, want);
+        json_decref(askers[i].info);
+    }
+    for (int i = 0; i < 20; i++)
+        pt_assert_model_info(models[i % 4], i % 4 == 0 ? 1000 : i % 4 == 1 ? 2000 : i % 4 == 2 ? 0 : 200000,
+                             i % 4 == 0 ? 0 : i % 4 == 1 ? 2000 : i % 4 == 2 ? 0 : 32000);
+    assert_int_equal(mock_llm_requests(m), 1);
+    assert_request_path(m, 0, "/v1/models");
+    mock_llm_stop(m);
+}
+
+static void model_info_default_base_url_does_not_probe(void **state) {
+    (void)state;
+    /* api.openai.com reports no windows: no probe unless asked for (the log
+     * is checked first, so that nothing here reaches the network) */
+    static const char *const configs[] = {
+        "{\"api_key\":\"" PT_KEY "\"}",
+        "{\"base_url\":\"https://api.openai.com/v1/\",\"api_key\":\"" PT_KEY "\"}",
+    };
+    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+        pt_plugin_setup(NULL);
+        json_t *cfg = json_loads(configs[i], 0, NULL);
+        weir_error err;
+        memset(&err, 0, sizeof err);
+        assert_int_equal(pt_plugin_desc->init(NULL, &pt_fake_api, cfg, &err), WEIR_OK);
+        if (!strstr(pt_host.log, "window probe off"))
+            fail_msg("config %zu: %s", i, pt_host.log);
+        pt_assert_model_info("gpt-4o-mini", 128000, 16384);
+        json_decref(cfg);
+        pt_plugin_teardown(NULL);
+    }
+}
+
+static void probe_config_is_checked(void **state) {
+    (void)state;
+    static const struct {
+        const char *config, *message;
+    } cases[] = {
+        {"{\"probe_windows\":\"yes\"}", "config.probe_windows: expected true or false"},
+        {"{\"probe_timeout_ms\":0}",
+         "config.probe_timeout_ms: expected a positive integer (milliseconds)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *config = json_loads(cases[i].config, 0, NULL);
+        weir_error err;
+        memset(&err, 0, sizeof err);
+        assert_int_equal(pt_plugin_desc->init(NULL, &pt_fake_api, config, &err),
+                         WEIR_E_PLUGIN_CONFIG);
+        assert_string_equal(err.text, cases[i].message);
+        json_decref(config);
+    }
+    char msg[256];
+    static const char *const good[] = {"{\"probe_windows\":false}",
+                                       "{\"probe_windows\":true,\"probe_timeout_ms\":500}"};
+    static const char *const bad[] = {"{\"probe_windows\":1}", "{\"probe_timeout_ms\":0}"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *g = json_loads(good[i], 0, NULL), *b = json_loads(bad[i], 0, NULL);
+        if (weir__schema_validate_text(pt_plugin_desc->config_schema, g, msg, sizeof msg) != 0)
+            fail_msg("%s: %s", good[i], msg);
+        assert_int_equal(
+            weir__schema_validate_text(pt_plugin_desc->config_schema, b, msg, sizeof msg), -1);
+        json_decref(g);
+        json_decref(b);
+    }
+}
+
 int main(void) {
     pt_plugin_file = "weir-provider-openai.so";
     const struct CMUnitTest tests[] = {
@@ -682,6 +977,23 @@ int main(void) {
                                         pt_plugin_teardown),
         cmocka_unit_test_setup_teardown(plugin_config_schema_accepts_the_documented_shape,
                                         pt_plugin_setup, pt_plugin_teardown),
+        cmocka_unit_test_setup_teardown(model_info_knows_the_table_without_config,
+                                        pt_plugin_setup, pt_plugin_teardown),
+        cmocka_unit_test_setup_teardown(model_info_config_beats_server_and_table,
+                                        pt_plugin_setup, pt_plugin_teardown),
+        cmocka_unit_test_setup_teardown(model_info_uses_the_window_vllm_reports,
+                                        pt_plugin_setup, pt_plugin_teardown),
+        cmocka_unit_test(model_info_uses_the_n_ctx_llamacpp_reports),
+        cmocka_unit_test(model_info_falls_back_to_the_table_when_the_probe_fails),
+        cmocka_unit_test_setup_teardown(model_info_probe_of_a_stalled_server_times_out,
+                                        pt_plugin_setup, pt_plugin_teardown),
+        cmocka_unit_test_setup_teardown(model_info_probe_of_a_closed_port_falls_back,
+                                        pt_plugin_setup, pt_plugin_teardown),
+        cmocka_unit_test_setup_teardown(model_info_probes_once_per_row, pt_plugin_setup,
+                                        pt_plugin_teardown),
+        cmocka_unit_test(model_info_default_base_url_does_not_probe),
+        cmocka_unit_test_setup_teardown(probe_config_is_checked, pt_plugin_setup,
+                                        pt_plugin_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
