@@ -1008,22 +1008,22 @@ json_t *weir_config_default(void) {
     const char *anthropic = getenv("ANTHROPIC_API_KEY");
     json_t *row;
     const char *provider, *model;
+    /* no `models` for the hosted providers: their model table knows gpt-4o-mini,
+     * claude-sonnet-4-5 and whatever WEIR_MODEL names (docs/providers.md,
+     * "Model table") */
     if (openai && *openai) {
         provider = "openai";
         model = "${WEIR_MODEL:-gpt-4o-mini}";
-        row = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:{s:i,s:i}}}}", "id", "openai", "plugin",
-                        "provider-openai", "config", "base_url",
-                        "${OPENAI_BASE_URL:-https://api.openai.com/v1}", "api_key",
-                        "${OPENAI_API_KEY}", "models", "gpt-4o-mini", "context_window",
-                        128000, "max_output", 16384);
+        row = json_pack("{s:s,s:s,s:{s:s,s:s}}", "id", "openai", "plugin", "provider-openai",
+                        "config", "base_url", "${OPENAI_BASE_URL:-https://api.openai.com/v1}",
+                        "api_key", "${OPENAI_API_KEY}");
     } else if (anthropic && *anthropic) {
         provider = "anthropic";
         model = "${WEIR_MODEL:-claude-sonnet-4-5}";
-        row = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:{s:i,s:i}}}}", "id", "anthropic", "plugin",
+        row = json_pack("{s:s,s:s,s:{s:s,s:s}}", "id", "anthropic", "plugin",
                         "provider-anthropic", "config", "base_url",
                         "${ANTHROPIC_BASE_URL:-https://api.anthropic.com}", "api_key",
-                        "${ANTHROPIC_API_KEY}", "models", "claude-sonnet-4-5",
-                        "context_window", 200000, "max_output", 64000);
+                        "${ANTHROPIC_API_KEY}");
     } else {
         provider = "scripted";
         model = "demo";

@@ -591,16 +591,14 @@ static void test_default_deployment_openai(void **state) {
         "\"fsync\":\"step\"},\"plugin_path\":[\"${WEIR_PLUGIN_PATH:-}\"],\"plugins\":["
         "{\"id\":\"openai\",\"plugin\":\"provider-openai\",\"config\":{"
         "\"base_url\":\"${OPENAI_BASE_URL:-https://api.openai.com/v1}\","
-        "\"api_key\":\"${OPENAI_API_KEY}\",\"models\":{\"gpt-4o-mini\":"
-        "{\"context_window\":128000,\"max_output\":16384}}}},",
+        "\"api_key\":\"${OPENAI_API_KEY}\"}},",
         "{\"agent\":{\"provider\":\"openai\",\"model\":\"gpt-4o-mini\","
         "\"max_tokens\":4096,\"max_parallel_tool_calls\":10},"
         "\"session\":{\"dir\":\"/home/tester/.local/state/weir/sessions\","
         "\"fsync\":\"step\"},\"plugin_path\":[],\"plugins\":["
         "{\"id\":\"openai\",\"plugin\":\"provider-openai\",\"config\":{"
         "\"base_url\":\"https://api.openai.com/v1\","
-        "\"api_key\":\"sk-openai\",\"models\":{\"gpt-4o-mini\":"
-        "{\"context_window\":128000,\"max_output\":16384}}}},");
+        "\"api_key\":\"sk-openai\"}},");
     setenv("OPENAI_API_KEY", "", 1);
     setenv("ANTHROPIC_API_KEY", "", 1);
 }
@@ -619,16 +617,14 @@ static void test_default_deployment_anthropic(void **state) {
         "\"fsync\":\"step\"},\"plugin_path\":[\"${WEIR_PLUGIN_PATH:-}\"],\"plugins\":["
         "{\"id\":\"anthropic\",\"plugin\":\"provider-anthropic\",\"config\":{"
         "\"base_url\":\"${ANTHROPIC_BASE_URL:-https://api.anthropic.com}\","
-        "\"api_key\":\"${ANTHROPIC_API_KEY}\",\"models\":{\"claude-sonnet-4-5\":"
-        "{\"context_window\":200000,\"max_output\":64000}}}},",
+        "\"api_key\":\"${ANTHROPIC_API_KEY}\"}},",
         "{\"agent\":{\"provider\":\"anthropic\",\"model\":\"claude-opus-4-1\","
         "\"max_tokens\":4096,\"max_parallel_tool_calls\":10},"
         "\"session\":{\"dir\":\"/srv/sessions\",\"fsync\":\"step\"},"
         "\"plugin_path\":[\"/opt/p\"],\"plugins\":["
         "{\"id\":\"anthropic\",\"plugin\":\"provider-anthropic\",\"config\":{"
         "\"base_url\":\"https://api.anthropic.com\","
-        "\"api_key\":\"sk-anthropic\",\"models\":{\"claude-sonnet-4-5\":"
-        "{\"context_window\":200000,\"max_output\":64000}}}},");
+        "\"api_key\":\"sk-anthropic\"}},");
     setenv("OPENAI_API_KEY", "", 1);
     setenv("ANTHROPIC_API_KEY", "", 1);
     unsetenv("WEIR_MODEL");
