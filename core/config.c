@@ -876,8 +876,9 @@ static int resolve_entry(json_t *v, const char *file, const jpath *p, char **dir
 /*
  * `~/` in session.dir becomes $HOME/; empty plugin_path entries are dropped;
  * when the document comes from a file (`from_file`), each relative
- * plugin_path directory is made relative to the file's directory, not to the
- * cwd weir happens to run in (the built-in default keeps them as they are).
+ * plugin_path directory, and each row's `plugin` given as a relative path
+ * (it has a '/'), is made relative to the file's directory, not to the cwd
+ * weir happens to run in (the built-in default keeps them as they are).
  */
 static int normalise(json_t *doc, const char *file, bool from_file, weir_error *err) {
     json_t *dir = json_object_get(json_object_get(doc, "session"), "dir");
@@ -915,6 +916,20 @@ static int normalise(json_t *doc, const char *file, bool from_file, weir_error *
         path_key(&p, "plugin_path");
         path_index(&p, i);
         rc = resolve_entry(json_array_get(pp, i), file, &p, &fdir, err);
+    }
+    /* a row's plugin given as a path ("./x/weir-y.so") is the file's too */
+    json_t *rows = json_object_get(doc, "plugins");
+    for (size_t i = 0; i < json_array_size(rows) && rc == WEIR_OK; i++) {
+        json_t *v = json_object_get(json_array_get(rows, i), "plugin");
+        const char *name = json_string_value(v);
+        if (!name || !strchr(name, '/') || name[0] == '/')
+            continue;
+        jpath p;
+        path_init(&p);
+        path_key(&p, "plugins");
+        path_index(&p, i);
+        path_key(&p, "plugin");
+        rc = resolve_entry(v, file, &p, &fdir, err);
     }
     weir__free(fdir);
     return rc;

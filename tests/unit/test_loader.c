@@ -628,6 +628,33 @@ static void test_relative_plugin_path_is_relative_to_its_file(void **state) {
     free(root);
 }
 
+/* A row's plugin given as a relative path is relative to its file too, never
+ * to the cwd (which holds a decoy of the same name). */
+static void test_relative_row_plugin_is_relative_to_its_file(void **state) {
+    fx *f = *state;
+    char *root = realpath(f->tmp, NULL);
+    assert_non_null(root);
+    char conf[4096], sub[4096], cwd[4096], cwd_sub[4096];
+    mkdir_in(conf, root, "conf");
+    mkdir_in(sub, conf, "sub");
+    link_fixture(sub, "fx-alpha", "fx-alpha");
+    mkdir_in(cwd, root, "cwd");
+    mkdir_in(cwd_sub, cwd, "sub");
+    link_fixture(cwd_sub, "fx-alpha", "fx-beta");
+    char file[4096], text[8192], want[4096];
+    path_join(file, conf, "deploy.json");
+    snprintf(text, sizeof text,
+             "{\"plugins\": [{\"id\": \"a\", \"plugin\": \"./sub/weir-fx-alpha.so\", "
+             "\"config\": {\"log\": \"%s\"}}]}",
+             f->log);
+    assert_int_equal(wt_write_file(file, text), 0);
+    path_join(want, sub, "weir-fx-alpha.so");
+    expect_loaded_from(cwd, file, cwd, want);
+    expect_loaded_from(root, "conf/deploy.json", cwd, want);
+    assert_calls(f, "init:a\nfini:a\ninit:a\nfini:a\n");
+    free(root);
+}
+
 /* --- 4,096 rows (issue #8, item 10d) ------------------------------------ */
 
 /* The listener ids of `hook`'s chain, in order, from weir_host_dump_hooks;
@@ -782,6 +809,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_plugin_dirs_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_relative_plugin_path_is_relative_to_its_file,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_relative_row_plugin_is_relative_to_its_file, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_4096_rows_load_and_order, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
