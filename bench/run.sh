@@ -25,6 +25,7 @@ if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEIR_SANITIZE= \
 fi
 rm -f "$build.configure.log"
 if ! cmake --build "$build" -j"$jobs" --target bench_overhead bench_log bench_connections bench_load \
+        bench_compaction \
         >"$build/bench-build.txt" 2>&1; then
     tail -n 30 "$build/bench-build.txt" >&2
     echo "build failed; see $build/bench-build.txt" >&2
@@ -89,6 +90,19 @@ if "$bin/bench_load" >"$build/bench-load.txt" 2>"$build/bench-load.err"; then
     ' "$build/bench-load.txt"
 else
     echo "bench_load: FAILED ($(tail -n 3 "$build/bench-load.err"))"
+    status=1
+fi
+
+# bench_compaction: the pre-step pressure check at 100, 1,000 and 10,000 nodes
+if "$bin/bench_compaction" >"$build/bench-compaction.txt" 2>"$build/bench-compaction.err"; then
+    awk '
+        { for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+          line = line sprintf(" n=%s:%sus(x%s,walk x%s)", f["nodes"], f["check_us"],
+                              f["ratio_to_first"], f["walk_ratio_to_first"]) }
+        END { printf "bench_compaction: pre-step check%s\n", line }
+    ' "$build/bench-compaction.txt"
+else
+    echo "bench_compaction: FAILED ($(tail -n 3 "$build/bench-compaction.err"))"
     status=1
 fi
 

@@ -63,6 +63,8 @@ typedef struct agent_state {
     bool tripped;            /* the breaker stopped compaction for the rest of the turn */
     json_int_t ov_turn, ov_step; /* the step the overflow recoveries count for */
     int ov_count;
+    json_t *route;           /* data of the request/context at route_seq (owned), or NULL */
+    long long route_seq;
     char *warned_route;  /* "provider/model" already warned about an unknown window */
     bool warned_pinned;  /* "pinned context alone is over the threshold" said */
 } agent_state;
@@ -148,6 +150,7 @@ static void agent_state_free(agent_state *as) {
     if (!as)
         return;
     cp_meter_clear(&as->meter);
+    json_decref(as->route);
     free(as->id);
     free(as->warned_route);
     free(as);
@@ -183,6 +186,7 @@ static agent_state *agent_state_get(state *s, weir_agent *agent) {
             as->agent = agent;
             cp_meter_init(&as->meter);
             as->breaker_turn = as->ov_turn = -1;
+            as->route_seq = -1;
             s->agents[s->n++] = as;
         }
     }
@@ -258,19 +262,23 @@ static void breaker_trip(run *r, const char *reason) {
 /* Route and window                                                          */
 /* ------------------------------------------------------------------------ */
 
-/* The routed target: the last request/context.  False when there is none. */
+/* The routed target: the last request/context (read again only when a new
+ * one was logged).  False when there is none. */
 static bool resolve_route(run *r) {
-    const cp_meter *m = &r->as->meter;
-    json_t *ev = m->context_seq >= 0 ? weir_agent_event(r->agent, (size_t)m->context_seq) : NULL;
-    json_t *data = json_object_get(ev, "data");
-    r->provider = json_string_value(json_object_get(data, "provider"));
-    r->model = json_string_value(json_object_get(data, "model"));
-    if (!r->provider || !r->model) {
+    agent_state *as = r->as;
+    long long seq = as->meter.context_seq;
+    if (seq != as->route_seq || !as->route) {
+        json_t *ev = seq >= 0 ? weir_agent_event(r->agent, (size_t)seq) : NULL;
+        json_decref(as->route);
+        as->route = json_incref(json_object_get(ev, "data"));
+        as->route_seq = as->route ? seq : -1;
         json_decref(ev);
-        return false;
     }
-    r->route = json_incref(data);
-    json_decref(ev);
+    r->provider = json_string_value(json_object_get(as->route, "provider"));
+    r->model = json_string_value(json_object_get(as->route, "model"));
+    if (!r->provider || !r->model)
+        return false;
+    r->route = json_incref(as->route);
     return true;
 }
 
