@@ -30,6 +30,9 @@ typedef struct run_state {
     bool in_text;      /* assistant text printed since the last newline */
     json_t *calls;     /* call_id -> {name, arguments} for tool lines */
     bool turn_failed;  /* the last turn ended in error or was aborted */
+    bool status;       /* stderr is a terminal: show a compaction's status line */
+    bool compacting;   /* the status line is showing */
+    weir_agent *agent;
 } run_state;
 
 /* ------------------------------------------------------------------------ */
@@ -115,6 +118,30 @@ static void on_durable(run_state *st, const json_t *event) {
                 str_or(json_object_get(call, "name"), "?"),
                 str_or(json_object_get(call, "arguments"), ""),
                 json_is_true(json_object_get(block, "is_error")) ? "error: " : "", text);
+    } else if (!strcmp(type, "compaction/start") && st->status) {
+        json_t *msgs = st->agent ? weir_agent_messages(st->agent) : NULL;
+        end_text_line(st);
+        fprintf(stderr, "weir: compacting %zu messages\xe2\x80\xa6", json_array_size(msgs));
+        fflush(stderr);
+        json_decref(msgs);
+        st->compacting = true;
+    } else if ((!strcmp(type, "compaction/end") || !strcmp(type, "compaction/breaker")) &&
+               st->status) {
+        /* the outcome replaces the status line */
+        fputs(st->compacting ? "\r\033[K" : "", stderr);
+        st->compacting = false;
+        const json_t *e = json_object_get(data, "error");
+        if (!strcmp(type, "compaction/breaker"))
+            fprintf(stderr, "weir: compaction stopped for this turn (%s)\n",
+                    str_or(json_object_get(data, "reason"), "breaker"));
+        else if (json_is_true(json_object_get(data, "ok")))
+            fprintf(stderr, "weir: compacted: %lld -> %lld tokens\n",
+                    (long long)json_integer_value(json_object_get(data, "tokens_before")),
+                    (long long)json_integer_value(json_object_get(data, "tokens_after")));
+        else
+            fprintf(stderr, "weir: compaction failed: %s\n",
+                    json_is_string(e) ? json_string_value(e)
+                                      : str_or(json_object_get(e, "message"), "unknown error"));
     } else if (!strcmp(type, "turn/start")) {
         st->turn_failed = false;
     } else if (!strcmp(type, "turn/end")) {
@@ -441,6 +468,8 @@ static int run_common(int argc, char **argv, bool resume) {
     if (weir_agent_open(host, &opts, &agent, &err) != WEIR_OK) {
         rc = weir_cli_fail("open session", &err);
     } else {
+        st.agent = agent;
+        st.status = !st.json && isatty(STDERR_FILENO);
         if (!st.json && !prompt && isatty(STDIN_FILENO))
             fprintf(stderr, "weir: session %s (%s)\n", weir_agent_id(agent),
                     weir_agent_log_path(agent));
