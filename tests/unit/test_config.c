@@ -130,9 +130,15 @@ static void test_overlay_replaces_row_config_and_plugin(void **state) {
     assert_ids(cfg, "openai,prompt,math");
     assert_json(row(cfg, "prompt"), "{\"id\":\"prompt\",\"plugin\":\"system-prompt\","
                                     "\"config\":{\"text\":\"Be brief.\"}}");
-    assert_json(row(cfg, "openai"),
-                "{\"id\":\"openai\",\"plugin\":\"./custom/provider.so\",\"config\":{"
-                "\"base_url\":\"https://api.openai.com/v1\",\"api_key\":\"sk-base\"}}");
+    /* a relative plugin path is relative to the file that gives it */
+    char want[4200], *dir = realpath(wt_env("WEIR_TEST_DATA_DIR"), NULL);
+    assert_non_null(dir);
+    snprintf(want, sizeof want,
+             "{\"id\":\"openai\",\"plugin\":\"%s/config/custom/provider.so\",\"config\":{"
+             "\"base_url\":\"https://api.openai.com/v1\",\"api_key\":\"sk-base\"}}",
+             dir);
+    free(dir);
+    assert_json(row(cfg, "openai"), want);
     json_decref(cfg);
 }
 
