@@ -5,7 +5,7 @@
  *
  * The deployment is weir_config_compose() of no file (the scripted demo
  * route); only its session dir and the demo model's window are changed, the
- * window made small so that three demo turns press on it.
+ * window made small so that a few long prompts press on it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -66,7 +66,7 @@ static void default_deployment_compacts(void **state) {
                         "models"),
         "demo");
     assert_non_null(demo);
-    json_object_set_new(demo, "context_window", json_integer(300));
+    json_object_set_new(demo, "context_window", json_integer(1000));
     json_object_set_new(demo, "max_output", json_integer(50));
     weir_host *host = NULL;
     weir_error err;
@@ -80,9 +80,13 @@ static void default_deployment_compacts(void **state) {
     if (weir_agent_open(host, &opts, &agent, &err) != WEIR_OK)
         fail_msg("open: %s", err.text);
     for (int i = 0; i < 4; i++) {
-        assert_int_equal(weir_agent_send_text(agent, "Say hello, then tell me what 2 to the power 10 is.",
-                                              WEIR_SEND_FOLLOWUP, &err),
-                         WEIR_OK);
+        /* long prompts press on the window; the demo's short reply, as the
+         * summary, shrinks them */
+        char prompt[2048] = "Please keep in mind all of the following background: ";
+        for (int k = 0; k < 8; k++)
+            strcat(prompt, "the quick brown fox jumps over the lazy dog and keeps running. ");
+        strcat(prompt, "Now say hello, then tell me what 2 to the power 10 is.");
+        assert_int_equal(weir_agent_send_text(agent, prompt, WEIR_SEND_FOLLOWUP, &err), WEIR_OK);
         if (weir_agent_run_until_idle(agent, &err) != WEIR_OK)
             fail_msg("turn %d: %s", i + 1, err.text);
     }
