@@ -235,10 +235,7 @@ size_t cp_range_tokens(const json_t *surface, size_t start, size_t end);
 char *cp_instruction(const cp_config *cfg, size_t kept, const char *extra);
 
 /** The first paragraph of every checkpoint message: what it is. */
-#define CP_CHECKPOINT_PREAMBLE                                                                     \
-    "This message replaces the earlier turns of this conversation, which were compacted to "      \
-    "keep it within the model's context window. It is a checkpoint of them; the messages after " \
-    "it follow on verbatim."
+#define CP_CHECKPOINT_PREAMBLE "This checkpoint replaces the earlier turns of the conversation."
 #define CP_SUMMARY_OPEN "<compacted-summary>"
 #define CP_SUMMARY_CLOSE "</compacted-summary>"
 

@@ -59,7 +59,7 @@ grep -q '^failed: the summarizer failed: INVALID_REQUEST: expected a message con
 grep -q '^compacted: 0 tool result(s) pruned, 1 summary, [0-9]* -> [0-9]* tokens (cmp-[0-9a-f]*)$' \
     "$TMP/out" || fail "compacted text: $(cat "$TMP/out")"
 "$WEIR" log c1 --check >"$TMP/check" 2>&1 || fail "check after compact: $(cat "$TMP/check")"
-"$WEIR" log c1 --derive | grep -q 'Summary of earlier conversation:\\nThe user asked twice' ||
+"$WEIR" log c1 --derive | grep -q '<compacted-summary>\\nThe user asked twice' ||
     fail "the derived history lacks the summary"
 grep -q '"type":"compaction/start".*"trigger":"manual"' "$WEIR_SESSION_DIR/c1.jsonl" ||
     fail "compaction/start is not trigger manual"
