@@ -25,6 +25,7 @@
 #include "compaction_policy.h"
 #include "driver_harness.h"
 #include "harness_check.h"
+#include "mock_llm.h"
 #include "schema.h"
 #include "cancel.h"
 #include "surface.h"
@@ -1116,6 +1117,81 @@ static void summary_request_replays_the_last_request_plus_one_instruction(void *
     dh_teardown(&d);
 }
 
+/* The bytes of `body` from `"key":` up to `,"next":` (malloc'd). */
+static char *member_text(const char *body, const char *key, const char *next) {
+    char open[64], close[64];
+    snprintf(open, sizeof open, "\"%s\":", key);
+    snprintf(close, sizeof close, ",\"%s\":", next);
+    const char *a = strstr(body, open);
+    const char *b = a ? strstr(a, close) : NULL;
+    if (!a || !b)
+        fail_msg("no %s before %s in %s", key, next, body);
+    return strndup(a, (size_t)(b - a));
+}
+
+/* The same on the wire: provider-openai against the mock server.  The
+ * summary request's body starts with the previous request's messages, byte
+ * for byte (what a provider's prompt cache keys on), lists the same tools
+ * text and asks for tool_choice "none". */
+static void summary_request_bytes_on_the_wire_extend_the_last_request(void **state) {
+    (void)state;
+    char *a1 = repeat('a', 400);
+    char *script = fmt("{\"requests\":["
+                       "{\"text\":\"%s\",\"usage\":{\"input_tokens\":850,\"output_tokens\":10}},"
+                       "{\"text\":\"SUMMARY-W\"},"
+                       "{\"text\":\"answer two\"}]}",
+                       a1);
+    free(a1);
+    mock_llm *m = NULL;
+    assert_int_equal(mock_llm_start(script, &m), 0);
+    free(script);
+    char *base = mock_llm_base_url(m);
+    char *rows = fmt("[{\"id\":\"oa\",\"plugin\":\"provider-openai\",\"config\":{"
+                     "\"base_url\":\"%s/v1\",\"api_key\":\"k\",\"probe_windows\":false,"
+                     "\"models\":{\"m\":{\"context_window\":1000,\"max_output\":100}}}},"
+                     "{\"id\":\"compact\",\"plugin\":\"compaction-basic\",\"config\":"
+                     "{\"keep_recent_tokens\":1}},"
+                     "{\"id\":\"prompt\",\"plugin\":\"system-prompt\",\"config\":{\"text\":"
+                     "\"Be terse.\"}},"
+                     "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"
+                     "[{\"name\":\"echo\"}]}}]",
+                     base);
+    free(base);
+    dh d;
+    dh_setup(&d, rows, "{\"provider\":\"oa\",\"model\":\"m\"}");
+    free(rows);
+    dh_open(&d, "wire");
+    char *u1 = repeat('u', 400);
+    run_text(&d, u1);
+    free(u1);
+    run_text(&d, "second question");
+    assert_string_equal(end_kind(&d, 1), "completed");
+    assert_int_equal(dh_count(&d, "compaction/summary"), 1);
+    assert_int_equal(mock_llm_requests(m), 3);
+    char *first = mock_llm_request_body(m, 0), *summary = mock_llm_request_body(m, 1);
+    assert_non_null(first);
+    assert_non_null(summary);
+    /* the first body up to the end of its last message is where the summary's starts */
+    const char *end = strstr(first, "],\"tools\":");
+    assert_non_null(end);
+    assert_int_equal(strncmp(first, "{\"messages\":[", 13), 0);
+    size_t upto = (size_t)(end - first);
+    if (strncmp(summary, first, upto) != 0 || summary[upto] != ',')
+        fail_msg("the summary request does not extend the last one:\n  last:    %s\n  summary: %s",
+                 first, summary);
+    char *t1 = member_text(first, "tools", "model"), *t2 = member_text(summary, "tools", "model");
+    assert_string_equal(t1, t2);
+    assert_non_null(strstr(summary, "\"tool_choice\":\"none\""));
+    assert_null(strstr(first, "tool_choice"));
+    assert_non_null(strstr(summary, "## Primary request and intent"));
+    free(t1);
+    free(t2);
+    free(first);
+    free(summary);
+    dh_teardown(&d);
+    mock_llm_stop(m);
+}
+
 /* The last user/message replace that copies the pinned message `from`. */
 static const json_t *pinned_copy_event(const dh *d, json_int_t from) {
     size_t i;
@@ -1974,6 +2050,7 @@ int main(void) {
         cmocka_unit_test(summarizer_failure_leaves_the_surface_unchanged),
         cmocka_unit_test(a_non_shrinking_summary_is_rejected),
         cmocka_unit_test(summary_request_replays_the_last_request_plus_one_instruction),
+        cmocka_unit_test(summary_request_bytes_on_the_wire_extend_the_last_request),
         cmocka_unit_test(pinned_messages_survive_three_compactions),
         cmocka_unit_test(breaker_trips_at_the_cap_and_resets_next_turn),
         cmocka_unit_test(breaker_trips_on_low_savings_and_resets_next_turn),
