@@ -583,14 +583,21 @@ static json_t *summary_request(run *r, const plan *p, bool full) {
                                           "type", "text", "text", instruction)
                               : NULL;
     free(instruction);
-    if (!req || !messages || !ask || json_array_append_new(messages, ask) != 0 ||
-        json_object_set_new(req, "messages", messages) != 0 ||
-        json_object_set_new(req, "max_tokens", json_integer(cfg->summary_max_tokens)) != 0 ||
-        (json_array_size(tools) > 0 &&
-         (json_object_set(req, "tools", (json_t *)(uintptr_t)tools) != 0 ||
-          json_object_set_new(req, "tool_choice", json_string("none")) != 0))) {
-        if (!messages)
-            json_decref(ask);
+    /* json_array_append_new and json_object_set_new take their value, even on failure */
+    bool ok = req && messages && ask;
+    if (!ok) {
+        json_decref(ask);
+        json_decref(messages);
+    }
+    ok = ok && json_array_append_new(messages, ask) == 0;
+    if (!ok && req && messages && ask)
+        json_decref(messages);
+    ok = ok && json_object_set_new(req, "messages", messages) == 0 &&
+         json_object_set_new(req, "max_tokens", json_integer(cfg->summary_max_tokens)) == 0 &&
+         (json_array_size(tools) == 0 ||
+          (json_object_set(req, "tools", (json_t *)(uintptr_t)tools) == 0 &&
+           json_object_set_new(req, "tool_choice", json_string("none")) == 0));
+    if (!ok) {
         json_decref(req);
         return NULL;
     }
