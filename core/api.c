@@ -79,4 +79,6 @@ const weir_api weir__api_table = {
     .tool_exec_attempt = weir__tool_exec_attempt,
     .agent_complete_stream = weir__agent_complete_stream,
     .http_get = weir__http_get,
+    .clock_ms = weir__clock_ms,
+    .provider_require = weir__plugin_provider_require,
 };

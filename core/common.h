@@ -53,6 +53,19 @@ int weir__verr(weir_error *err, int code, const char *plugin, const char *hook,
 /* --- time and ids (core/util.c) --------------------------------------- */
 int64_t weir__now_ms(void);            /* wall clock, epoch ms */
 uint64_t weir__mono_us(void);          /* monotonic microseconds */
+/*
+ * The host clock of api->clock_ms: monotonic milliseconds, or, after
+ * weir__clock_fake(), a virtual clock for tests that moves only through
+ * weir__clock_advance() and weir__signal_sleep() (which then advances it by
+ * the sleep and returns at once).  weir__clock_real() goes back to the real
+ * clock.  Process-wide, thread-safe (atomics); set the mode only while no
+ * agent runs.
+ */
+uint64_t weir__clock_ms(void);
+void weir__clock_fake(uint64_t start_ms);
+void weir__clock_advance(uint64_t ms);
+void weir__clock_real(void);
+bool weir__clock_is_fake(void);
 /* Write a random id ("prefix-<hex>") into buf; returns buf. */
 char *weir__random_id(char *buf, size_t size, const char *prefix);
 

@@ -511,6 +511,7 @@ static void check_request(turn_ctx *t, const json_t *req) {
 /* ------------------------------------------------------------------------ */
 
 typedef struct attempt_ctx {
+    const char *provider, *model; /* the call config's route (borrowed), on the settlement */
     const weir__provider_entry *pe;
     void *call;
     weir_stream stream;
@@ -662,6 +663,12 @@ static int settle(turn_ctx *t, attempt_ctx *ac, const char *type, json_t *data) 
     if (!strcmp(type, "assistant/message")) {
         append = json_string("append");
         op = append;
+    }
+    if (data && ac->provider && ac->model && /* which route answered (or failed) */
+        (json_object_set_new(data, "provider", json_string(ac->provider)) != 0 ||
+         json_object_set_new(data, "model", json_string(ac->model)) != 0)) {
+        json_decref(data);
+        data = NULL;
     }
     int rc = log_event(t, type, data, op, NULL, &seq);
     json_decref(append);
@@ -833,6 +840,12 @@ static int conclude_attempt(turn_ctx *t, attempt_ctx *ac, const char *provider,
                                            t->step, "error", "code", "UNKNOWN", "message",
                                            e.text));
             bool retry = action && !strcmp(weir__json_str(action, "kind", ""), "retry");
+            /* {kind:"error", error}: the failure the turn ends with instead */
+            json_t *ended = action && !strcmp(weir__json_str(action, "kind", ""), "error")
+                                ? json_deep_copy(json_object_get(action, "error"))
+                                : NULL;
+            if (ended && !json_is_string(json_object_get(ended, "provider")))
+                json_object_set_new(ended, "provider", json_string(provider));
             json_decref(action);
             if (cancelled(t)) { /* cancellation wins over a retry */
                 set_aborted(t);
@@ -840,8 +853,10 @@ static int conclude_attempt(turn_ctx *t, attempt_ctx *ac, const char *provider,
                 json_array_append(prior, failure);
                 *result = ATTEMPT_RETRY;
             } else {
-                set_reason(t, json_pack("{s:s, s:O}", "kind", "error", "error", failure));
+                set_reason(t, json_pack("{s:s, s:O}", "kind", "error", "error",
+                                        ended ? ended : failure));
             }
+            json_decref(ended);
         }
     } else {
         json_t *data = json_pack("{s:i, s:i, s:O, s:O}", "turn", t->turn, "step", t->step,
@@ -918,6 +933,8 @@ static int run_attempt(turn_ctx *t, bool first, const json_t *entered, bool seri
     attempt_ctx ac;
     memset(&ac, 0, sizeof ac);
     ac.pe = pe;
+    ac.provider = provider;
+    ac.model = weir__json_str(config, "model", NULL);
     weir_error_clear(&e);
     int prc = pe->vt.prepare_call ? pe->vt.prepare_call(pe->self, config, &a->signal, &ac.call, &e)
                                   : WEIR_OK;

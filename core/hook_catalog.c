@@ -40,7 +40,11 @@
 #define S_REQUEST_ERROR                                                                 \
     "{\"oneOf\":[{\"type\":\"null\"},"                                                  \
     "{\"type\":\"object\",\"required\":[\"kind\"],\"properties\":{"                     \
-    "\"kind\":{\"const\":\"retry\"}}}]}"
+    "\"kind\":{\"const\":\"retry\"}}},"                                                  \
+    "{\"type\":\"object\",\"required\":[\"kind\",\"error\"],\"properties\":{"          \
+    "\"kind\":{\"const\":\"error\"},\"error\":{\"type\":\"object\","                   \
+    "\"required\":[\"code\",\"message\"],\"properties\":{"                              \
+    "\"code\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"}}}}}]}"
 
 #define S_PRE_EXECUTE                                                                   \
     "{\"oneOf\":["                                                                      \
@@ -84,7 +88,9 @@ const weir__hook_def weir__hook_catalog[] = {
      S_STREAM, "Wrap a model call: observe or transform the chunks, or produce them (replay)."},
     {"agent/request-error", WEIR__HOOK_WATERFALL,
      "{agent, turn, step, provider, failure, prior_failures:[failure]}",
-     "{kind:\"retry\"} or null (default: null = the failure is terminal)", S_REQUEST_ERROR,
+     "{kind:\"retry\"}, null (default: null = the failure is terminal) or {kind:\"error\", "
+     "error:{code, message, ...}} (terminal: the turn ends with this failure instead)",
+     S_REQUEST_ERROR,
      "Handle one failed model request: return {kind:\"retry\"} to try again."},
     {"tools/pre-execute", WEIR__HOOK_WATERFALL,
      "{agent, turn, step, call_id, name, arguments, idempotency_key, attempt} (attempt 2+: "

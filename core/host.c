@@ -26,6 +26,7 @@ struct weir_host {
     weir__idmap provider_ids;    /* row id -> index in providers (num) */
     weir__event_type *types;
     size_t ntypes;
+    json_t *required;            /* [{row, provider, what}]: provider_require, checked after init */
 };
 
 /*
@@ -82,6 +83,7 @@ static void host_free(weir_host *h) {
         weir__free(h->providers[i].id);
     weir__free(h->providers);
     weir__idmap_free(&h->provider_ids);
+    json_decref(h->required);
     weir__idmap_free(&h->plugin_ids);
     weir__idmap_free(&h->plugin_names);
     for (size_t i = 0; i < h->ntypes; i++)
@@ -292,6 +294,24 @@ static int load_row(weir_host *h, const json_t *row, size_t index, load_cache *l
     return rc;
 }
 
+/* Every provider a row required (provider_require) is registered by some row. */
+static int check_required(weir_host *h, weir_error *err) {
+    size_t i;
+    const json_t *r;
+    json_array_foreach(h->required, i, r) {
+        const char *row = weir__json_str(r, "row", "");
+        const char *provider = weir__json_str(r, "provider", "");
+        if (weir__host_provider(h, provider))
+            continue;
+        const weir_plugin *p = weir__host_plugin(h, row);
+        return weir__err(err, WEIR_E_PLUGIN_CONFIG, row, NULL,
+                         "plugin '%s' (row '%s'): %s: no provider row '%s'",
+                         p ? p->desc->name : "?", row, weir__json_str(r, "what", "provider"),
+                         provider);
+    }
+    return WEIR_OK;
+}
+
 int weir_host_create(const json_t *config, weir_host **out, weir_error *err) {
     if (!config || !out)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir_host_create: invalid argument");
@@ -323,6 +343,8 @@ int weir_host_create(const json_t *config, weir_host **out, weir_error *err) {
         rc = load_row(h, row, i, &lc, err);
     }
     load_cache_free(&lc);
+    if (rc == WEIR_OK)
+        rc = check_required(h, err);
     if (rc == WEIR_OK) {
         const char **ids = weir__calloc(h->nplugins + 1, sizeof *ids);
         if (!ids)
@@ -603,6 +625,28 @@ int weir__plugin_provider_register(weir_plugin *self, const weir_provider *provi
     size_t n = provider->struct_size < sizeof pe->vt ? provider->struct_size : sizeof pe->vt;
     memcpy(&pe->vt, provider, n);
     pe->vt.struct_size = sizeof pe->vt;
+    return WEIR_OK;
+}
+
+int weir__plugin_provider_require(weir_plugin *self, const char *provider, const char *what) {
+    int rc = weir__reg_open(self, "provider_require", weir__plugin_log);
+    if (rc != WEIR_OK)
+        return rc;
+    weir_error e;
+    weir_error_clear(&e);
+    if (!provider || !*provider) {
+        weir__err(&e, WEIR_E_INVAL, self->id, NULL, "provider_require: no provider id");
+        return weir__reg_fail(self, &e);
+    }
+    weir_host *h = self->host;
+    if (!h->required)
+        h->required = json_array();
+    json_t *r = json_pack("{s:s, s:s, s:s}", "row", self->id, "provider", provider, "what",
+                          what && *what ? what : "provider");
+    if (!h->required || !r || json_array_append_new(h->required, r) != 0) {
+        weir__err(&e, WEIR_E_NOMEM, self->id, NULL, "out of memory");
+        return weir__reg_fail(self, &e);
+    }
     return WEIR_OK;
 }
 

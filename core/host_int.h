@@ -80,6 +80,8 @@ void weir__plugin_log(const weir_plugin *self, weir_log_level level, const char 
 int weir__plugin_hook_register(weir_plugin *self, const char *hook, weir_hook_fn fn,
                                const weir_hook_opts *opts);
 int weir__plugin_event_type_register(weir_plugin *self, const char *type, uint32_t flags);
+/* api->provider_require: record `provider` for the check after every init. */
+int weir__plugin_provider_require(weir_plugin *self, const char *provider, const char *what);
 int weir__plugin_provider_register(weir_plugin *self, const weir_provider *provider,
                                    void *self_ptr);
 int weir__plugin_tool_register(weir_plugin *self, const weir_tool *tool);

@@ -96,6 +96,13 @@ static int tk_event_type_register(weir_plugin *self, const char *type, uint32_t 
     return weir__reg_event_type(self, &tk->types, &tk->ntypes, type, flags, NULL, 0);
 }
 
+/* The kit has no deployment to check a required provider against: accepted. */
+static int tk_provider_require(weir_plugin *self, const char *provider, const char *what) {
+    (void)what;
+    int rc = weir__reg_open(self, "provider_require", tk_log);
+    return rc != WEIR_OK ? rc : provider && *provider ? WEIR_OK : WEIR_E_INVAL;
+}
+
 static int tk_provider_register(weir_plugin *self, const weir_provider *provider,
                                 void *self_ptr) {
     (void)self_ptr;
@@ -248,6 +255,7 @@ weir_tk *weir_tk_create(void) {
     tk->api.hook_register = tk_hook_register;
     tk->api.event_type_register = tk_event_type_register;
     tk->api.provider_register = tk_provider_register;
+    tk->api.provider_require = tk_provider_require;
     tk->api.tool_register = tk_tool_register;
     tk->api.agent_id = tk_agent_id;
     tk->api.agent_send = tk_agent_send;

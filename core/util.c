@@ -2,6 +2,7 @@
  * core/util.c - clocks, ids and small JSON helpers shared by core files.
  */
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,27 @@ uint64_t weir__mono_us(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
+
+/* The fake clock: off, or its current virtual time. */
+static atomic_bool clock_fake;
+static _Atomic uint64_t clock_fake_ms;
+
+uint64_t weir__clock_ms(void) {
+    if (atomic_load(&clock_fake))
+        return atomic_load(&clock_fake_ms);
+    return weir__mono_us() / 1000u;
+}
+
+void weir__clock_fake(uint64_t start_ms) {
+    atomic_store(&clock_fake_ms, start_ms);
+    atomic_store(&clock_fake, true);
+}
+
+void weir__clock_advance(uint64_t ms) { atomic_fetch_add(&clock_fake_ms, ms); }
+
+void weir__clock_real(void) { atomic_store(&clock_fake, false); }
+
+bool weir__clock_is_fake(void) { return atomic_load(&clock_fake); }
 
 char *weir__random_id(char *buf, size_t size, const char *prefix) {
     unsigned char raw[8];

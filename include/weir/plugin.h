@@ -29,6 +29,13 @@
  *        chain (its listeners get a purpose).
  *   1.4  http_get: a GET outside any model call, on a connection of its own
  *        (provider-openai asks its server for the models' windows).
+ *   1.5  clock_ms: the host's monotonic clock, the one signal_sleep waits on
+ *        (a test's fake clock makes both virtual).  provider_require: a row
+ *        names a provider it needs; the deployment fails if none registered
+ *        it.  agent/request-error may answer {kind:"error", error}: the
+ *        failure the turn ends with (retry: a spent time budget says so).
+ *        assistant/message and assistant/attempt carry the request's
+ *        provider and model.
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H
@@ -506,6 +513,29 @@ struct weir_api {
      * before use.
      */
     int (*http_get)(const weir_http_request *req, weir_http_response *resp, json_t **failure);
+
+    /* --- 1.5 ------------------------------------------------------------ */
+    /**
+     * The host's monotonic clock in milliseconds (arbitrary origin, never
+     * goes back): the clock signal_sleep waits on.  Use it for budgets and
+     * windows measured across calls (retry's max_elapsed_ms, its breaker's
+     * window and cooldown).  Under a test's fake clock (core/util.c,
+     * weir__clock_fake) it is virtual: it moves only when the test advances
+     * it or when signal_sleep "waits", which then returns at once.  Any
+     * thread.  Check WEIR_API_HAS(api, clock_ms) before use.
+     */
+    uint64_t (*clock_ms)(void);
+    /**
+     * Declare that this row needs a provider registered under row id
+     * `provider` (copied), e.g. a fallback route.  Checked once every row's
+     * init has run: when no row registered that provider, the deployment
+     * fails with WEIR_E_PLUGIN_CONFIG "plugin '<name>' (row '<id>'): <what>:
+     * no provider row '<provider>'" (`what`, copied, names the config field;
+     * NULL: "provider").  Only during init (else WEIR_E_TOO_LATE); the test
+     * kit accepts and does not check.  Check WEIR_API_HAS(api,
+     * provider_require) before use.
+     */
+    int (*provider_require)(weir_plugin *self, const char *provider, const char *what);
 };
 
 /** True when `api` has member `m` (for members added after 1.0). */
@@ -578,6 +608,8 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #define weir_agent_complete(...) (weir__plugin_api->agent_complete(__VA_ARGS__))
 #define weir_agent_complete_stream(...) (weir__plugin_api->agent_complete_stream(__VA_ARGS__))
 #define weir_http_get(...) (weir__plugin_api->http_get(__VA_ARGS__))
+#define weir_clock_ms(...) (weir__plugin_api->clock_ms(__VA_ARGS__))
+#define weir_provider_require(...) (weir__plugin_api->provider_require(__VA_ARGS__))
 #endif /* WEIR_NO_API_MACROS */
 
 #ifdef __cplusplus

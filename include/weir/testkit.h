@@ -34,7 +34,8 @@
  *     WEIR_E_UNSUPPORTED (the kit runs no provider and has no per-agent
  *     chains); the latter is also logged.
  *   - Tools are registered into the real tool registry (so names and schemas
- *     are checked) but not run; providers are checked and accepted but not run.
+ *     are checked) but not run; providers are checked and accepted but not run;
+ *     provider_require() is accepted without a check.
  * The chains freeze at the first weir_tk_invoke(); loading after that fails
  * with WEIR_E_TOO_LATE.
  *
