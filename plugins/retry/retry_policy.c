@@ -3,6 +3,7 @@
 #include "retry_policy.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,17 @@
     "\"initial_delay_ms\":{\"type\":\"integer\",\"minimum\":0},"                            \
     "\"max_delay_ms\":{\"type\":\"integer\",\"minimum\":0},"                                \
     "\"jitter_ratio\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1},"                   \
-    "\"mode\":{\"enum\":[\"normal\",\"always\"]}"
+    "\"mode\":{\"enum\":[\"normal\",\"always\"]},"                                          \
+    "\"max_elapsed_ms\":{\"type\":\"integer\",\"minimum\":0},"                              \
+    "\"breaker\":{\"oneOf\":[{\"type\":\"boolean\"},{\"type\":\"object\",\"properties\":{"   \
+    "\"failures\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000},"                   \
+    "\"window_ms\":{\"type\":\"integer\",\"minimum\":0},"                                   \
+    "\"cooldown_ms\":{\"type\":\"integer\",\"minimum\":0}},"                                \
+    "\"additionalProperties\":false}]},"                                                    \
+    "\"fallback\":{\"type\":\"array\",\"items\":{\"type\":\"object\","                      \
+    "\"required\":[\"provider\",\"model\"],\"properties\":{"                                 \
+    "\"provider\":{\"type\":\"string\",\"minLength\":1},"                                   \
+    "\"model\":{\"type\":\"string\",\"minLength\":1}},\"additionalProperties\":false}}"
 
 const char retry_config_schema[] =
     "{\"type\":\"object\",\"properties\":{" POLICY_PROPERTIES ","
@@ -66,6 +77,60 @@ static void policy_free(retry_policy *p) {
     free(p->codes);
     p->codes = NULL;
     p->ncodes = 0;
+    for (size_t i = 0; i < p->nfallback; i++) {
+        free(p->fallback[i].provider);
+        free(p->fallback[i].model);
+    }
+    free(p->fallback);
+    p->fallback = NULL;
+    p->nfallback = 0;
+}
+
+/* Append one route (copied); false when out of memory. */
+static bool add_route(retry_policy *p, const char *provider, const char *model) {
+    retry_route *grown = realloc(p->fallback, (p->nfallback + 1) * sizeof *grown);
+    if (!grown)
+        return false;
+    p->fallback = grown;
+    retry_route *r = &p->fallback[p->nfallback];
+    r->provider = strdup(provider);
+    r->model = strdup(model);
+    if (!r->provider || !r->model) {
+        free(r->provider);
+        free(r->model);
+        return false;
+    }
+    p->nfallback++;
+    return true;
+}
+
+/* `breaker`: false, true (the inherited numbers) or an object of numbers. */
+static int parse_breaker(const json_t *v, retry_breaker_cfg *out, const char *where, char *msg,
+                         size_t size) {
+    if (json_is_boolean(v)) {
+        out->enabled = json_is_true(v);
+        return 0;
+    }
+    if (!json_is_object(v))
+        return bad(msg, size, "%sbreaker: expected false, true or {failures, window_ms, "
+                              "cooldown_ms}",
+                   where);
+    static const char *const keys[] = {"failures", "window_ms", "cooldown_ms"};
+    uint64_t *fields[] = {&out->failures, &out->window_ms, &out->cooldown_ms};
+    const char *key;
+    const json_t *x;
+    json_object_foreach((json_t *)(uintptr_t)v, key, x) {
+        size_t k = 0;
+        while (k < 3 && strcmp(key, keys[k]) != 0)
+            k++;
+        if (k == 3)
+            return bad(msg, size, "%sbreaker.%s: unknown key", where, key);
+        if (!get_count(x, fields[k]) || (k == 0 && (*fields[k] < 1 || *fields[k] > 1000)))
+            return bad(msg, size, "%sbreaker.%s: expected %s", where, key,
+                       k == 0 ? "an integer from 1 to 1000" : "a non-negative integer");
+    }
+    out->enabled = true;
+    return 0;
 }
 
 /* Copy `n` code strings into p->codes; false when out of memory. */
@@ -94,12 +159,16 @@ static int parse_policy(const json_t *obj, const retry_policy *inherit, retry_po
         *out = *inherit;
         out->codes = NULL;
         out->ncodes = 0;
+        out->fallback = NULL;
+        out->nfallback = 0;
     } else {
         out->mode = RETRY_MODE_NORMAL;
         out->max_retries = 5;
         out->initial_delay_ms = 500;
         out->max_delay_ms = 10000;
         out->jitter_ratio = 0.1;
+        out->max_elapsed_ms = 120000;
+        out->breaker = (retry_breaker_cfg){true, 8, 60000, 30000};
     }
     const json_t *v;
     if ((v = json_object_get(obj, "max_retries")) && !get_count(v, &out->max_retries))
@@ -108,6 +177,11 @@ static int parse_policy(const json_t *obj, const retry_policy *inherit, retry_po
         return bad(msg, size, "%sinitial_delay_ms: expected a non-negative integer", where);
     if ((v = json_object_get(obj, "max_delay_ms")) && !get_count(v, &out->max_delay_ms))
         return bad(msg, size, "%smax_delay_ms: expected a non-negative integer", where);
+    if ((v = json_object_get(obj, "max_elapsed_ms")) && !get_count(v, &out->max_elapsed_ms))
+        return bad(msg, size, "%smax_elapsed_ms: expected a non-negative integer", where);
+    if ((v = json_object_get(obj, "breaker")) &&
+        parse_breaker(v, &out->breaker, where, msg, size) != 0)
+        return -1;
     if ((v = json_object_get(obj, "jitter_ratio"))) {
         double j = json_number_value(v);
         if (!json_is_number(v) || !(j >= 0 && j <= 1))
@@ -122,6 +196,34 @@ static int parse_policy(const json_t *obj, const retry_policy *inherit, retry_po
             out->mode = RETRY_MODE_ALWAYS;
         else
             return bad(msg, size, "%smode: expected \"normal\" or \"always\"", where);
+    }
+
+    const json_t *routes = json_object_get(obj, "fallback");
+    if (routes) {
+        if (!json_is_array(routes))
+            return bad(msg, size, "%sfallback: expected an array of {provider, model}", where);
+        size_t i;
+        const json_t *r;
+        json_array_foreach(routes, i, r) {
+            const char *prov = json_string_value(json_object_get(r, "provider"));
+            const char *model = json_string_value(json_object_get(r, "model"));
+            if (!json_is_object(r) || !prov || !*prov || !model || !*model ||
+                json_object_size(r) != 2)
+                return bad(msg, size,
+                           "%sfallback[%zu]: expected {provider, model} (non-empty strings)",
+                           where, i);
+            if (!add_route(out, prov, model)) {
+                *oom = true;
+                return bad(msg, size, "out of memory");
+            }
+        }
+    } else if (inherit) {
+        for (size_t i = 0; i < inherit->nfallback; i++) {
+            if (!add_route(out, inherit->fallback[i].provider, inherit->fallback[i].model)) {
+                *oom = true;
+                return bad(msg, size, "out of memory");
+            }
+        }
     }
 
     const json_t *codes = json_object_get(obj, "retryable_codes");
@@ -283,20 +385,30 @@ static uint64_t retry_after_ms(const json_t *failure) {
 }
 
 retry_verdict retry_decide(const retry_policy *p, const json_t *failure, uint64_t previous,
-                           double r, retry_plan *out) {
-    retry_plan plan = {.verdict = RETRY_DELEGATE};
+                           uint64_t elapsed_ms, double r, retry_plan *out) {
+    retry_plan plan = {.verdict = RETRY_DELEGATE, .spent = RETRY_SPENT_CODE};
     if (p) {
         bool normal = p->mode == RETRY_MODE_NORMAL;
         const char *code = json_string_value(json_object_get(failure, "code"));
         uint64_t after = retry_after_ms(failure);
-        if (normal && (!retry_policy_retryable(p, code) || previous >= p->max_retries ||
-                       after > p->max_delay_ms)) {
-            plan.verdict = RETRY_DELEGATE;
+        if (normal && !retry_policy_retryable(p, code)) {
+            plan.spent = RETRY_SPENT_CODE;
+        } else if (normal && previous >= p->max_retries) {
+            plan.spent = RETRY_SPENT_RETRIES;
+        } else if (normal && after > p->max_delay_ms) {
+            plan.spent = RETRY_SPENT_RETRY_AFTER;
         } else {
-            plan.verdict = RETRY_WAIT;
             plan.retry = previous + 1;
             plan.from_retry_after = after > 0 && after <= p->max_delay_ms;
             plan.delay_ms = plan.from_retry_after ? after : retry_backoff_ms(p, plan.retry, r);
+            /* the time budget: a wait that would end past it is not started */
+            if (normal && (elapsed_ms > p->max_elapsed_ms ||
+                           plan.delay_ms > p->max_elapsed_ms - elapsed_ms)) {
+                plan.spent = RETRY_SPENT_TIME;
+            } else {
+                plan.verdict = RETRY_WAIT;
+                plan.spent = RETRY_SPENT_NONE;
+            }
         }
     }
     if (out)
@@ -305,17 +417,22 @@ retry_verdict retry_decide(const retry_policy *p, const json_t *failure, uint64_
 }
 
 retry_counter *retry_budgets_get(retry_budgets *b, const char *agent, const char *provider,
-                                 json_int_t turn, json_int_t step) {
+                                 const char *model, json_int_t turn, json_int_t step) {
     if (!b || !agent || !provider)
         return NULL;
+    if (!model)
+        model = "";
     for (size_t i = 0; i < b->n; i++) {
         retry_counter *c = &b->v[i];
-        if (strcmp(c->agent, agent) != 0 || strcmp(c->provider, provider) != 0)
+        if (strcmp(c->agent, agent) != 0 || strcmp(c->provider, provider) != 0 ||
+            strcmp(c->model, model) != 0)
             continue;
         if (c->turn != turn || c->step != step) { /* a new step: a fresh budget */
             c->turn = turn;
             c->step = step;
             c->count = 0;
+            c->timed = false;
+            c->first_ms = 0;
             c->retry_id[0] = '\0';
         }
         return c;
@@ -332,9 +449,11 @@ retry_counter *retry_budgets_get(retry_budgets *b, const char *agent, const char
     memset(c, 0, sizeof *c);
     c->agent = strdup(agent);
     c->provider = strdup(provider);
-    if (!c->agent || !c->provider) {
+    c->model = strdup(model);
+    if (!c->agent || !c->provider || !c->model) {
         free(c->agent);
         free(c->provider);
+        free(c->model);
         return NULL;
     }
     c->turn = turn;
@@ -351,6 +470,7 @@ void retry_budgets_forget(retry_budgets *b, const char *agent) {
         if (!strcmp(b->v[i].agent, agent)) {
             free(b->v[i].agent);
             free(b->v[i].provider);
+            free(b->v[i].model);
         } else {
             b->v[keep++] = b->v[i];
         }
@@ -364,6 +484,7 @@ void retry_budgets_clear(retry_budgets *b) {
     for (size_t i = 0; i < b->n; i++) {
         free(b->v[i].agent);
         free(b->v[i].provider);
+        free(b->v[i].model);
     }
     free(b->v);
     memset(b, 0, sizeof *b);

@@ -1,9 +1,10 @@
-# retry plugin: test_retry compiles the pure policy (plugins/retry/retry_policy.c)
+# retry plugin: test_retry compiles the pure policy and breaker
+# (plugins/retry/retry_policy.c, retry_breaker.c)
 # directly and drives the built plugin through the host with provider-scripted
 # and the driver test plugins (tests/cmake/driver.cmake).
 if(TARGET test_retry)
   set(_retry_dir ${PROJECT_SOURCE_DIR}/plugins/retry)
-  target_sources(test_retry PRIVATE ${_retry_dir}/retry_policy.c)
+  target_sources(test_retry PRIVATE ${_retry_dir}/retry_policy.c ${_retry_dir}/retry_breaker.c)
   target_include_directories(test_retry PRIVATE ${_retry_dir})
   add_dependencies(test_retry weir-retry)
   if(TARGET weir_driver_plugins)
