@@ -3,7 +3,10 @@
  * send the prompt (or read a REPL), and print the answer as it streams.
  *
  * Output: assistant text to stdout as it streams, tool activity
- * ("[tool] pow {"x":2,"y":10} -> 1024") and errors to stderr.  With --json
+ * ("[tool] pow {"x":2,"y":10} -> 1024"), the retry plugin's retries
+ * ("weir: retrying in 2.0 s (RATE_LIMIT 429, retry 2/5)", counting down on
+ * one line on a terminal), breaker transitions and fallbacks, and errors
+ * to stderr.  With --json
  * every live and durable event is one JSON line on stdout and nothing else
  * (DESIGN §9a).  SIGINT cancels the running turn and, for one prompt
  * (cause disposed), exits 130 once the turn is closed; in the REPL (cause
@@ -14,6 +17,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -33,6 +38,16 @@ typedef struct run_state {
     bool status;       /* stderr is a terminal: show a compaction's status line */
     bool compacting;   /* the status line is showing */
     weir_agent *agent;
+    /* A retry's wait counting down on one stderr line (a terminal only): a
+     * thread redraws it while the driver's thread sleeps in the plugin. */
+    pthread_mutex_t mu;  /* the fields below and stderr while counting */
+    pthread_cond_t cv;
+    pthread_t ticker;
+    bool ticker_started, ticker_quit;
+    bool counting;       /* the countdown line is showing */
+    uint64_t deadline_ms; /* CLOCK_MONOTONIC, when the wait ends */
+    char retry_what[192]; /* "(RATE_LIMIT 429, retry 2/5)" */
+    char retry_line[256]; /* the line as first printed */
 } run_state;
 
 /* ------------------------------------------------------------------------ */
@@ -99,10 +114,163 @@ static void on_live(run_state *st, const json_t *event) {
     }
 }
 
+/* ------------------------------------------------------------------------ */
+/* Retry, breaker and fallback lines (plugins/retry, docs/retry.md)          */
+/* ------------------------------------------------------------------------ */
+
+static uint64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* "RATE_LIMIT 429" (code and HTTP status) into `out`. */
+static void failure_brief(const json_t *failure, char *out, size_t size) {
+    const json_t *status = json_object_get(failure, "status");
+    const char *code = str_or(json_object_get(failure, "code"), "UNKNOWN");
+    if (json_is_integer(status) && json_integer_value(status) > 0)
+        snprintf(out, size, "%s %" JSON_INTEGER_FORMAT, code, json_integer_value(status));
+    else
+        snprintf(out, size, "%s", code);
+}
+
+/* The countdown thread: redraws the line every 100 ms until told to stop. */
+static void *ticker_main(void *arg) {
+    run_state *st = arg;
+    pthread_mutex_lock(&st->mu);
+    while (!st->ticker_quit) {
+        if (st->counting) {
+            uint64_t now = mono_ms();
+            uint64_t left = st->deadline_ms > now ? st->deadline_ms - now : 0;
+            fprintf(stderr, "\r\033[Kweir: retrying in %.1f s %s", (double)left / 1000.0,
+                    st->retry_what);
+            fflush(stderr);
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&st->cv, &st->mu, &until);
+    }
+    pthread_mutex_unlock(&st->mu);
+    return NULL;
+}
+
+/* The wait is over (any next event): the countdown line becomes the retry's line. */
+static void countdown_stop(run_state *st) {
+    if (!st->ticker_started)
+        return;
+    pthread_mutex_lock(&st->mu);
+    if (st->counting) {
+        st->counting = false;
+        fprintf(stderr, "\r\033[K%s\n", st->retry_line);
+        fflush(stderr);
+    }
+    pthread_mutex_unlock(&st->mu);
+}
+
+static void countdown_end(run_state *st) {
+    if (!st->ticker_started)
+        return;
+    countdown_stop(st);
+    pthread_mutex_lock(&st->mu);
+    st->ticker_quit = true;
+    pthread_cond_signal(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+    pthread_join(st->ticker, NULL);
+    st->ticker_started = false;
+}
+
+/* llm/retry: "weir: retrying in 2.0 s (RATE_LIMIT 429, retry 2/5)", counting down on a terminal. */
+static void retry_line(run_state *st, const json_t *data) {
+    char brief[96];
+    failure_brief(json_object_get(data, "failure"), brief, sizeof brief);
+    json_int_t retry = json_integer_value(json_object_get(data, "retry"));
+    const json_t *max = json_object_get(data, "max_retries");
+    json_int_t delay = json_integer_value(json_object_get(data, "delay_ms"));
+    char what[192];
+    if (json_is_integer(max))
+        snprintf(what, sizeof what, "(%s, retry %" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT ")",
+                 brief, retry, json_integer_value(max));
+    else
+        snprintf(what, sizeof what, "(%s, retry %" JSON_INTEGER_FORMAT ")", brief, retry);
+    char line[256];
+    snprintf(line, sizeof line, "weir: retrying in %.1f s %s", (double)delay / 1000.0, what);
+    end_text_line(st);
+    if (!st->status || delay <= 0) { /* off a terminal: the line, once */
+        fprintf(stderr, "%s\n", line);
+        return;
+    }
+    if (!st->ticker_started) {
+        st->ticker_quit = false;
+        st->counting = false;
+        st->ticker_started = pthread_create(&st->ticker, NULL, ticker_main, st) == 0;
+        if (!st->ticker_started) {
+            fprintf(stderr, "%s\n", line);
+            return;
+        }
+    }
+    pthread_mutex_lock(&st->mu);
+    snprintf(st->retry_what, sizeof st->retry_what, "%s", what);
+    snprintf(st->retry_line, sizeof st->retry_line, "%s", line);
+    st->deadline_ms = mono_ms() + (uint64_t)delay;
+    st->counting = true;
+    fputs(line, stderr);
+    fflush(stderr);
+    pthread_cond_signal(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+}
+
+/* llm/breaker and llm/fallback: one line each. */
+static void route_line(run_state *st, const char *type, const json_t *data) {
+    end_text_line(st);
+    if (!strcmp(type, "llm/breaker")) {
+        const char *provider = str_or(json_object_get(data, "provider"), "?");
+        const char *state = str_or(json_object_get(data, "state"), "?");
+        if (!strcmp(state, "open"))
+            fprintf(stderr,
+                    "weir: provider '%s': circuit breaker open for %.1f s (%" JSON_INTEGER_FORMAT
+                    " consecutive failures)\n",
+                    provider,
+                    (double)json_integer_value(json_object_get(data, "cooldown_ms")) / 1000.0,
+                    json_integer_value(json_object_get(data, "failures")));
+        else if (!strcmp(state, "half_open"))
+            fprintf(stderr, "weir: provider '%s': circuit breaker half-open: one probe request\n",
+                    provider);
+        else
+            fprintf(stderr, "weir: provider '%s': circuit breaker %s\n", provider, state);
+        return;
+    }
+    static const char *const reasons[][2] = {{"retries", "retries spent"},
+                                             {"time", "time budget spent"},
+                                             {"retry_after", "Retry-After too long"},
+                                             {"breaker", "circuit breaker open"},
+                                             {"quota", "quota"}};
+    const char *reason = str_or(json_object_get(data, "reason"), "");
+    for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
+        if (!strcmp(reason, reasons[i][0]))
+            reason = reasons[i][1];
+    const json_t *from = json_object_get(data, "from"), *to = json_object_get(data, "to");
+    char brief[96];
+    failure_brief(json_object_get(data, "failure"), brief, sizeof brief);
+    fprintf(stderr, "weir: falling back from %s/%s to %s/%s (%s, %s)\n",
+            str_or(json_object_get(from, "provider"), "?"),
+            str_or(json_object_get(from, "model"), "?"),
+            str_or(json_object_get(to, "provider"), "?"),
+            str_or(json_object_get(to, "model"), "?"), brief, reason);
+}
+
 static void on_durable(run_state *st, const json_t *event) {
     const char *type = type_of(event);
     const json_t *data = json_object_get(event, "data");
-    if (!strcmp(type, "tool/call")) {
+    if (!strcmp(type, "llm/retry")) {
+        retry_line(st, data);
+    } else if (!strcmp(type, "llm/breaker") || !strcmp(type, "llm/fallback")) {
+        route_line(st, type, data);
+    } else if (!strcmp(type, "tool/call")) {
         json_object_set_new(st->calls, str_or(json_object_get(data, "call_id"), ""),
                             json_pack("{s:O, s:O}", "name", json_object_get(data, "name"),
                                       "arguments", json_object_get(data, "arguments")));
@@ -179,6 +347,7 @@ static void on_event(const json_t *event, bool durable, void *ud) {
         }
         return;
     }
+    countdown_stop(st); /* any next event: the wait is over */
     if (durable)
         on_durable(st, event);
     else
@@ -458,6 +627,8 @@ static int run_common(int argc, char **argv, bool resume) {
     if (rc != WEIR_EXIT_OK)
         return rc;
     st.calls = json_object();
+    pthread_mutex_init(&st.mu, NULL);
+    pthread_cond_init(&st.cv, NULL);
     weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;
     opts.session_file = path;
     opts.on_event = on_event;
@@ -494,7 +665,10 @@ static int run_common(int argc, char **argv, bool resume) {
         if (sig)
             sig_stop(th);
         weir_agent_close(agent);
+        countdown_end(&st);
     }
+    pthread_cond_destroy(&st.cv);
+    pthread_mutex_destroy(&st.mu);
     json_decref(st.calls);
     weir_host_destroy(host);
     free(path);
