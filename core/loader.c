@@ -126,7 +126,9 @@ int weir__dl_open(const char *path, weir__dl **out, const weir_plugin_desc **des
     if (!describe) {
         weir__dl_close(dl);
         return weir__err(err, WEIR_E_PLUGIN_ENTRY, fname, NULL,
-                         "no entry point " WEIR_PLUGIN_ENTRY_SYMBOL " in %s", path);
+                         "no entry point " WEIR_PLUGIN_ENTRY_SYMBOL " in %s (a plugin "
+                         "defines it with WEIR_PLUGIN_DEFINE(descriptor))",
+                         path);
     }
     const weir_plugin_desc *d = describe();
     if (!d) {

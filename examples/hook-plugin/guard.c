@@ -126,7 +126,7 @@ static json_t *on_pre_step(weir_call *call, const json_t *args, void *user_data)
 
 static int init(weir_plugin *self, const weir_api *api, const json_t *config,
                 weir_error *err) {
-    WEIR_PLUGIN_INIT_API(api);
+    (void)api; /* the weir_* macros call it: WEIR_PLUGIN_DEFINE stored it */
     /* config_schema has been checked by the host: the types are right. */
     const json_t *deny = json_object_get(config, "deny");
     const char *reason = json_string_value(json_object_get(config, "reason"));

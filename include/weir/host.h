@@ -14,6 +14,8 @@
 #ifndef WEIR_HOST_H
 #define WEIR_HOST_H
 
+/* Declares libweir's own functions: no plugin call macros (plugin.h removes
+ * them if an earlier include defined them), in any include order. */
 #ifndef WEIR_NO_API_MACROS
 #define WEIR_NO_API_MACROS
 #endif

@@ -311,6 +311,10 @@ struct weir_api {
      * Waterfall only: run the rest of the chain and the core default.
      * @return new reference, or NULL when a later listener failed (the
      *         failure is already recorded on `call`; return NULL to pass it on).
+     *         The value may be shared (the core default often returns part
+     *         of the payload, a listener may return what it keeps): never
+     *         change it in place.  To change it, change a copy
+     *         (json_deep_copy), release the original and return the copy.
      */
     json_t *(*next)(weir_call *call);
     /** Record why this listener failed (then return NULL). */
@@ -546,25 +550,94 @@ struct weir_api {
 /* Plugin-side glue                                                          */
 /* ------------------------------------------------------------------------ */
 
-/**
- * Define the entry point.  Use once per plugin, with a static const
- * weir_plugin_desc.  Also defines the hidden api pointer the macros use.
+/*
+ * The table the weir_* call macros go through: one hidden pointer per
+ * plugin file, defined by WEIR_PLUGIN_DEFINE, which sets it before the host
+ * calls `init`.  Its link name says where it comes from: a plugin that uses
+ * the macros without WEIR_PLUGIN_DEFINE fails to link (`-z defs`) or to
+ * load with "undefined reference to `weir__plugin_api_set_by_WEIR_PLUGIN_DEFINE'".
  */
-#define WEIR_PLUGIN_DEFINE(desc_var)                                          \
-    WEIR_HIDDEN const weir_api *weir__plugin_api = NULL;                       \
-    WEIR_PLUGIN_EXPORT const weir_plugin_desc *weir_plugin_describe(void);     \
-    WEIR_PLUGIN_EXPORT const weir_plugin_desc *weir_plugin_describe(void) {    \
-        return &(desc_var);                                                    \
+#define weir__plugin_api weir__plugin_api_set_by_WEIR_PLUGIN_DEFINE
+extern WEIR_HIDDEN const weir_api *weir__plugin_api;
+
+/**
+ * The table the host passed to this plugin's `init` (NULL before the first
+ * init), for code outside `init` that checks a member added after 1.0:
+ * `if (WEIR_API_HAS(WEIR_PLUGIN_API, http_get)) ...`.  Only in a plugin
+ * built with WEIR_PLUGIN_DEFINE.
+ * Since: 0.1
+ */
+#define WEIR_PLUGIN_API (weir__plugin_api)
+
+#if defined(__GNUC__) || defined(__clang__)
+#define WEIR__PLUGIN_CONSTRUCTOR __attribute__((constructor))
+#else
+#define WEIR__PLUGIN_CONSTRUCTOR
+#endif
+
+/**
+ * Define the entry point.  Use once per plugin, at file scope, after the
+ * plugin's descriptor (a weir_plugin_desc, usually static const).  It
+ * defines the exported weir_plugin_describe() and the hidden api pointer
+ * the weir_* macros use, and it sets that pointer before `init` runs: the
+ * descriptor the host gets is a copy of `desc_var`, made when the file is
+ * loaded, whose `init` stores the table and then calls `desc_var.init`.
+ * So the macros work from the first line of `init`, and in every callback
+ * after it; WEIR_PLUGIN_INIT_API is no longer needed.
+ * Since: 0.1 (before, init had to start with WEIR_PLUGIN_INIT_API(api))
+ */
+#define WEIR_PLUGIN_DEFINE(desc_var)                                                    \
+    WEIR_HIDDEN const weir_api *weir__plugin_api = NULL;                                 \
+    static weir_plugin_desc weir__plugin_wired;                                          \
+    static int weir__plugin_init(weir_plugin *weir__self, const weir_api *weir__api,     \
+                                 const json_t *weir__config, weir_error *weir__err) {    \
+        weir__plugin_api = weir__api;                                                    \
+        return (desc_var).init(weir__self, weir__api, weir__config, weir__err);          \
+    }                                                                                    \
+    WEIR__PLUGIN_CONSTRUCTOR static void weir__plugin_wire(void) {                       \
+        weir__plugin_wired = (desc_var);                                                 \
+        if ((desc_var).init)                                                             \
+            weir__plugin_wired.init = weir__plugin_init;                                 \
+    }                                                                                    \
+    WEIR_PLUGIN_EXPORT const weir_plugin_desc *weir_plugin_describe(void);               \
+    WEIR_PLUGIN_EXPORT const weir_plugin_desc *weir_plugin_describe(void) {              \
+        if ((desc_var).init && weir__plugin_wired.init != weir__plugin_init)             \
+            weir__plugin_wire(); /* no constructor support: wire on first use */         \
+        return &weir__plugin_wired;                                                      \
     }
 
 /** Fill in the descriptor header. */
 #define WEIR_PLUGIN_HEADER WEIR_ABI_MAJOR, WEIR_ABI_MINOR, (uint32_t)sizeof(weir_plugin_desc), 0
 
-/** First statement of init: remember the api table for the macros below. */
+/**
+ * Store the api table for the macros.  Optional: WEIR_PLUGIN_DEFINE does it
+ * before `init` runs.  Kept so that plugins written for the older headers,
+ * whose `init` starts with it, build unchanged.
+ */
 #define WEIR_PLUGIN_INIT_API(api) (weir__plugin_api = (api))
 
-#ifndef WEIR_NO_API_MACROS
-extern WEIR_HIDDEN const weir_api *weir__plugin_api;
+#ifdef __cplusplus
+}
+#endif
+#endif /* WEIR_PLUGIN_H */
+
+/*
+ * The call macros: weir_hook_register(...) means
+ * WEIR_PLUGIN_API->hook_register(...), and so on for every member of
+ * weir_api.  They are for the files of a plugin, which include this header
+ * only.  They sit outside the include guard so that they follow
+ * WEIR_NO_API_MACROS at every include: the host-side headers (weir/host.h,
+ * weir/testkit.h, weir/weir.h) define WEIR_NO_API_MACROS and include this
+ * file, which then removes the macros an earlier include defined.  So a
+ * test or an embedder may include plugin.h, testkit.h and host.h in any
+ * order, and weir_status_name(), weir_agent_id() ... are libweir's own
+ * functions there; such a file calls the table explicitly
+ * (api->next(call), weir_host_api()->next(call)).  Define
+ * WEIR_NO_API_MACROS yourself to keep a plugin file free of them.
+ * The two lists below name the same macros (test_sdk checks it).
+ */
+#if !defined(WEIR_NO_API_MACROS) && !defined(WEIR__API_MACROS)
+#define WEIR__API_MACROS 1
 #define weir_plugin_id(...) (weir__plugin_api->plugin_id(__VA_ARGS__))
 #define weir_plugin_set_data(...) (weir__plugin_api->plugin_set_data(__VA_ARGS__))
 #define weir_plugin_data(...) (weir__plugin_api->plugin_data(__VA_ARGS__))
@@ -610,9 +683,50 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #define weir_http_get(...) (weir__plugin_api->http_get(__VA_ARGS__))
 #define weir_clock_ms(...) (weir__plugin_api->clock_ms(__VA_ARGS__))
 #define weir_provider_require(...) (weir__plugin_api->provider_require(__VA_ARGS__))
-#endif /* WEIR_NO_API_MACROS */
-
-#ifdef __cplusplus
-}
-#endif
-#endif /* WEIR_PLUGIN_H */
+#elif defined(WEIR_NO_API_MACROS) && defined(WEIR__API_MACROS)
+#undef WEIR__API_MACROS
+#undef weir_plugin_id
+#undef weir_plugin_set_data
+#undef weir_plugin_data
+#undef weir_log
+#undef weir_hook_register
+#undef weir_agent_hook_register
+#undef weir_next
+#undef weir_call_fail
+#undef weir_call_agent
+#undef weir_call_signal
+#undef weir_signal_cancelled
+#undef weir_signal_sleep
+#undef weir_agent_id
+#undef weir_agent_send
+#undef weir_agent_messages
+#undef weir_agent_append
+#undef weir_event_type_register
+#undef weir_provider_register
+#undef weir_stream_emit
+#undef weir_stream_signal
+#undef weir_http_sse
+#undef weir_http_response_clear
+#undef weir_failure_from_http
+#undef weir_failure_new
+#undef weir_tool_register
+#undef weir_tool_exec_call_id
+#undef weir_tool_exec_signal
+#undef weir_tool_exec_fail
+#undef weir_tool_exec_idempotency_key
+#undef weir_tool_exec_attempt
+#undef weir_schema_validate
+#undef weir_strerror
+#undef weir_status_name
+#undef weir_agent_surface
+#undef weir_agent_replace_generation
+#undef weir_agent_surface_replace
+#undef weir_agent_last_event
+#undef weir_agent_event
+#undef weir_agent_model_info
+#undef weir_agent_complete
+#undef weir_agent_complete_stream
+#undef weir_http_get
+#undef weir_clock_ms
+#undef weir_provider_require
+#endif /* the call macros */

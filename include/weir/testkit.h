@@ -45,6 +45,12 @@
 #ifndef WEIR_TESTKIT_H
 #define WEIR_TESTKIT_H
 
+/* A host-side header: libweir's own functions, not the plugin call macros
+ * (plugin.h removes them if an earlier include defined them). */
+#ifndef WEIR_NO_API_MACROS
+#define WEIR_NO_API_MACROS
+#endif
+
 #include <jansson.h>
 
 #include "weir/errors.h"

@@ -4,6 +4,9 @@
 if(TARGET test_testkit)
   add_dependencies(test_testkit weir_fixtures)
 endif()
+if(TARGET test_sdk)
+  add_dependencies(test_sdk weir_fixtures)
+endif()
 
 # examples/hook-plugin: base.json + overlay.json compose into two rows of
 # example-guard, audit-tag placed before guard, and only the overlay tags.
@@ -31,3 +34,23 @@ add_test(NAME example_embed
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/example_embed.sh
                  $<TARGET_FILE:weir-embed-example>)
 set_tests_properties(example_embed PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}" TIMEOUT 90)
+
+# The public headers in every order (issue #14 item 8): testkit.h, host.h,
+# weir.h and plugin.h together, without WEIR_NO_API_MACROS, calling
+# libweir's own functions (tests/sdk/header_order_*.c).
+add_executable(test_sdk_headers ${CMAKE_CURRENT_SOURCE_DIR}/sdk/header_order_a.c
+               ${CMAKE_CURRENT_SOURCE_DIR}/sdk/header_order_b.c
+               ${CMAKE_CURRENT_SOURCE_DIR}/sdk/header_order_c.c)
+target_link_libraries(test_sdk_headers PRIVATE weir PkgConfig::JANSSON weir_warnings
+                      weir_sanitize)
+add_test(NAME test_sdk_headers COMMAND test_sdk_headers)
+set_tests_properties(test_sdk_headers PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}" TIMEOUT 60)
+
+# A plugin that skips a line of its set-up: no WEIR_PLUGIN_INIT_API loads,
+# no WEIR_PLUGIN_DEFINE fails its link naming the macro (issue #14 item 9).
+add_test(NAME sdk_plugin_setup
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/sdk_plugin_setup.sh
+                 ${CMAKE_BINARY_DIR}/bin/weir ${CMAKE_BINARY_DIR}/tests/plugins
+                 ${CMAKE_C_COMPILER} -I${PROJECT_SOURCE_DIR}/include
+                 -I${CMAKE_BINARY_DIR}/include ${JANSSON_CFLAGS})
+set_tests_properties(sdk_plugin_setup PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}" TIMEOUT 60)

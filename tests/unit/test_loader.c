@@ -188,7 +188,10 @@ static void test_no_entry_point(void **state) {
     weir_error err;
     weir_error_clear(&err);
     assert_int_equal(weir__dl_open(path, &dl, &d, &err), WEIR_E_PLUGIN_ENTRY);
-    snprintf(expect, sizeof expect, "no entry point weir_plugin_describe in %s", path);
+    snprintf(expect, sizeof expect,
+             "no entry point weir_plugin_describe in %s (a plugin defines it with "
+             "WEIR_PLUGIN_DEFINE(descriptor))",
+             path);
     assert_string_equal(err.text, expect);
     assert_string_equal(err.plugin, "fx-no-entry");
 }
