@@ -653,7 +653,7 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
     s->rng = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^ (uint64_t)(uintptr_t)s;
 
     int rc = WEIR_OK;
-    if (!WEIR_API_HAS(api, provider_require)) { /* the loader refuses this already */
+    if (!WEIR_API_HAS(api, provider_require) || !api->provider_require) { /* a 1.4 table */
         if (err)
             snprintf(err->text, sizeof err->text, "retry needs ABI 1.5 (provider_require)");
         rc = WEIR_E_PLUGIN_ABI;
