@@ -54,3 +54,9 @@ add_test(NAME sdk_plugin_setup
                  ${CMAKE_C_COMPILER} -I${PROJECT_SOURCE_DIR}/include
                  -I${CMAKE_BINARY_DIR}/include ${JANSSON_CFLAGS})
 set_tests_properties(sdk_plugin_setup PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}" TIMEOUT 60)
+
+# libweir's soname carries the ABI major (issue #14 item 10): libweir.so.<major>.
+add_test(NAME sdk_soname
+         COMMAND sh -c "s=$(readelf -d \"$1\" | sed -n 's/.*Library soname: \\[\\(.*\\)\\]/\\1/p'); \
+echo \"soname $s\"; [ \"$s\" = \"libweir.so.$2\" ]" sdk_soname $<TARGET_FILE:weir> ${WEIR_ABI_MAJOR})
+set_tests_properties(sdk_soname PROPERTIES TIMEOUT 30)

@@ -13,6 +13,18 @@
 #     and those flags build a plugin that `weir plugins DIR` loads.
 #  5. sdk/template and examples/hook-plugin configure against the prefix
 #     (CMAKE_PREFIX_PATH), build, and their test-kit tests pass.
+#  6. issue #14, the first hour of a plugin author and an embedder:
+#     a. libweir's soname is libweir.so.<abi_major>;
+#     b. a two-line program built with `pkg-config --cflags --libs weir`
+#        runs with no LD_LIBRARY_PATH (an empty environment);
+#     c. the public headers compile and link in every order
+#        (tests/sdk/header_order_*.c), macros and all;
+#     d. a plugin without WEIR_PLUGIN_INIT_API loads (no signal) and one
+#        without WEIR_PLUGIN_DEFINE fails its link naming the macro;
+#     e. `weir new-plugin` writes a plugin that builds out of the tree
+#        against the prefix, and its test passes;
+#     f. a test-kit test runs one scripted turn (weir_tk_run_turn) with
+#        the installed provider-scripted.
 # SANITIZE is the build's WEIR_SANITIZE: out-of-tree builds then use the
 # same -fsanitize flags (libweir carries the sanitizer runtime's symbols).
 set -eu
@@ -129,4 +141,53 @@ for project in sdk/template examples/hook-plugin; do
     echo "sdk_install: $project builds against the prefix and its test passes"
 done
 [ -f "$tmp/template/weir-myplugin.so" ] || fail "the template did not build weir-myplugin.so"
+
+# 6a. the soname carries the ABI major
+abi_major=$(pkg-config --variable=abi_major weir)
+soname=$(readelf -d "$prefix/lib/libweir.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+[ "$soname" = "libweir.so.$abi_major" ] || fail "soname is '$soname', not libweir.so.$abi_major"
+[ -e "$prefix/lib/libweir.so.$abi_major" ] || fail "no lib/libweir.so.$abi_major"
+echo "sdk_install: soname $soname"
+
+# 6b. pkg-config: an embedder's program runs without LD_LIBRARY_PATH
+san_flags=
+[ -z "$san" ] || san_flags="-fsanitize=$(echo "$san" | tr ';' ',')"
+mkdir "$tmp/hello"
+printf '#include <weir/weir.h>\nint main(void) { return puts(weir_strerror(WEIR_OK)) < 0; }\n' \
+    >"$tmp/hello/hello.c"
+# shellcheck disable=SC2046,SC2086
+run_logged hello-build ${CC:-cc} -std=c17 $san_flags $(pkg-config --cflags weir) \
+    -o "$tmp/hello/hello" "$tmp/hello/hello.c" $(pkg-config --libs weir)
+out=$(env -i "$tmp/hello/hello" 2>&1) || fail "the pkg-config program does not start: $out"
+[ "$out" = "success" ] || fail "the pkg-config program printed: $out"
+echo "sdk_install: a program built with pkg-config --cflags --libs weir runs with no environment"
+
+# 6c. the headers in every order
+# shellcheck disable=SC2046,SC2086
+run_logged headers-build ${CC:-cc} -std=c17 -Wall -Werror $san_flags -I"$src/tests/sdk" \
+    $(pkg-config --cflags weir) -o "$tmp/hello/header_order" "$src/tests/sdk/header_order_a.c" \
+    "$src/tests/sdk/header_order_b.c" "$src/tests/sdk/header_order_c.c" $(pkg-config --libs weir)
+run_logged headers-run env -i "$tmp/hello/header_order"
+echo "sdk_install: testkit.h, host.h, weir.h and plugin.h compile and link in any order"
+
+# 6d. a plugin that skips a line of its set-up gets a message, not a signal
+mkdir "$tmp/setup"
+# shellcheck disable=SC2046,SC2086
+run_logged noapi-build ${CC:-cc} $cc_flags -DFX_NAME='"fx-no-init-api"' -I"$src/tests/plugins" \
+    $(pkg-config --cflags weir) -o "$tmp/setup/weir-fx-no-init-api.so" \
+    "$src/tests/plugins/fx_no_init_api.c" $(pkg-config --libs jansson)
+printf '{"plugins": [{"id": "noapi", "plugin": "fx-no-init-api", "config": {}}],\n "plugin_path": ["%s"], "session": {"dir": "%s/sessions"}}\n' \
+    "$tmp/setup" "$tmp/setup" >"$tmp/setup/deploy.json"
+rc=0
+env -i "$prefix/bin/weir" hooks -c "$tmp/setup/deploy.json" >"$tmp/setup/hooks.out" 2>&1 || rc=$?
+[ $rc -eq 0 ] || fail "weir hooks with a plugin without WEIR_PLUGIN_INIT_API exited $rc: $(cat "$tmp/setup/hooks.out")"
+grep -q "1\. noapi" "$tmp/setup/hooks.out" || fail "its listener is not listed: $(cat "$tmp/setup/hooks.out")"
+# shellcheck disable=SC2046,SC2086
+if ${CC:-cc} $cc_flags $(pkg-config --cflags weir) -o "$tmp/setup/weir-no-define.so" \
+    "$src/tests/sdk/no_define_plugin.c" >"$tmp/setup/cc.out" 2>&1; then
+    fail "a plugin without WEIR_PLUGIN_DEFINE linked"
+fi
+grep -q WEIR_PLUGIN_DEFINE "$tmp/setup/cc.out" ||
+    fail "the link error does not name WEIR_PLUGIN_DEFINE: $(cat "$tmp/setup/cc.out")"
+echo "sdk_install: no WEIR_PLUGIN_INIT_API loads; no WEIR_PLUGIN_DEFINE fails its link naming it"
 echo "sdk_install: ok"

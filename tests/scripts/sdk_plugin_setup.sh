@@ -27,8 +27,8 @@ fail() {
 }
 
 # 1. no WEIR_PLUGIN_INIT_API
-printf '{"plugins": [{"id": "noapi", "plugin": "%s/weir-fx-no-init-api.so"}]}\n' \
-    "$fixtures" >"$tmp/deploy.json"
+printf '{"plugins": [{"id": "noapi", "plugin": "%s/weir-fx-no-init-api.so"}],\n "session": {"dir": "%s/sessions"}}\n' \
+    "$fixtures" "$tmp" >"$tmp/deploy.json"
 "$weir" hooks -c "$tmp/deploy.json" >"$tmp/hooks.out" 2>&1
 rc=$?
 [ $rc -eq 0 ] || fail "weir hooks exited $rc (>128: a signal): $(cat "$tmp/hooks.out")"
