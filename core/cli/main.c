@@ -21,6 +21,7 @@ static const char usage_text[] =
     "  compact [-c FILE]... [-i TEXT] [--json] ID  compact a session's context now\n"
     "  config [-c FILE]... [--show-secrets]        print the composed deployment config\n"
     "  plugins [DIR]...                            list the plugins found\n"
+    "  new-plugin NAME [DIR]                       start a plugin project from the template\n"
     "  hooks [-c FILE]... [--catalog|--markdown]   print each hook chain in order\n"
     "  serve --stdio [-c FILE]... [-s ID]          one agent over a stdin/stdout JSONL protocol\n"
     "  version                                     print versions\n"
@@ -315,6 +316,7 @@ static const struct {
     {"run", weir_cmd_run},         {"resume", weir_cmd_resume}, {"log", weir_cmd_log},
     {"config", weir_cmd_config},   {"plugins", weir_cmd_plugins}, {"hooks", weir_cmd_hooks},
     {"serve", weir_cmd_serve},     {"compact", weir_cmd_compact}, {"version", weir_cmd_version},
+    {"new-plugin", weir_cmd_new_plugin},
 };
 
 int main(int argc, char **argv) {

@@ -1,6 +1,6 @@
 /*
- * myplugin.c - a weir plugin skeleton: copy this folder, rename "myplugin",
- * and replace the hook.
+ * myplugin.c - a weir plugin, made from weir's plugin template
+ * (`weir new-plugin`): replace the hook with yours.
  *
  * What it does: caps the output budget of every model request.  On the
  * waterfall hook `agent/request` it lets the rest of the chain (and the

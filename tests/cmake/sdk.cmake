@@ -60,3 +60,10 @@ add_test(NAME sdk_soname
          COMMAND sh -c "s=$(readelf -d \"$1\" | sed -n 's/.*Library soname: \\[\\(.*\\)\\]/\\1/p'); \
 echo \"soname $s\"; [ \"$s\" = \"libweir.so.$2\" ]" sdk_soname $<TARGET_FILE:weir> ${WEIR_ABI_MAJOR})
 set_tests_properties(sdk_soname PROPERTIES TIMEOUT 30)
+
+# `weir new-plugin NAME [DIR]` fills the template in (issue #14 item 12).
+add_test(NAME sdk_new_plugin
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/sdk_new_plugin.sh
+                 ${CMAKE_BINARY_DIR}/bin/weir ${CMAKE_C_COMPILER} -I${PROJECT_SOURCE_DIR}/include
+                 -I${CMAKE_BINARY_DIR}/include ${JANSSON_CFLAGS})
+set_tests_properties(sdk_new_plugin PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}" TIMEOUT 60)
