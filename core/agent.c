@@ -89,7 +89,7 @@ static void on_inbox(const char *kind, const json_t *message, int turn, void *ud
     char type[64];
     snprintf(type, sizeof type, "agent/inbox/%s", kind);
     json_t *data = json_pack("{s:O}", "message", message);
-    if (data && strcmp(kind, "claimed") == 0)
+    if (data && (strcmp(kind, "claimed") == 0 || strcmp(kind, "held") == 0))
         json_object_set_new(data, "turn", json_integer(turn));
     weir__agent_live(a, type, data);
 }
@@ -182,6 +182,11 @@ static int read_options(weir_agent *a, const json_t *config, weir_error *err) {
         return weir__err(err, WEIR_E_CONFIG, NULL, NULL,
                          "agent.max_parallel_tool_calls: expected 1..1024");
     a->max_parallel = (int)par;
+    json_int_t chars = weir__json_int(agent, "max_input_chars", WEIR_MAX_INPUT_CHARS);
+    if (chars < 1 || chars > 1 << 30)
+        return weir__err(err, WEIR_E_CONFIG, NULL, NULL,
+                         "agent.max_input_chars: expected 1..%d", 1 << 30);
+    a->max_input_chars = (int)chars;
     return WEIR_OK;
 }
 
@@ -221,7 +226,8 @@ static void on_job_done(const char *job_id, const char *call_id, const char *too
         return;
     weir_error e;
     weir_error_clear(&e);
-    if (weir_agent_send(a, msg, WEIR_SEND_STEER, job_id, &e) != WEIR_OK && e.code != WEIR_E_STATE)
+    if (weir__agent_send_internal(a, msg, WEIR_SEND_STEER, job_id, &e) != WEIR_OK &&
+        e.code != WEIR_E_STATE)
         fprintf(stderr, "weir: agent %s: background job %s result lost: %s\n", a->id, job_id,
                 e.text);
     json_decref(msg);
@@ -280,14 +286,28 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
     a->hooks = weir__host_hooks(host);
     a->on_event = opts ? opts->on_event : NULL;
     a->user_data = opts ? opts->user_data : NULL;
+    if (opts && opts->struct_size >= offsetof(weir_agent_options, on_wake) + sizeof opts->on_wake)
+        a->on_wake = opts->on_wake;
     a->pending = json_array();
-    if (!a->pending || pthread_mutex_init(&a->event_mu, NULL) != 0) {
+    a->native_owned = json_object();
+    pthread_mutexattr_t rec;
+    pthread_mutexattr_init(&rec);
+    pthread_mutexattr_settype(&rec, PTHREAD_MUTEX_RECURSIVE);
+    bool send_mu = pthread_mutex_init(&a->send_mu, &rec) == 0;
+    pthread_mutexattr_destroy(&rec);
+    if (!a->pending || !a->native_owned || !send_mu ||
+        pthread_mutex_init(&a->event_mu, NULL) != 0) {
+        if (send_mu)
+            pthread_mutex_destroy(&a->send_mu);
         json_decref(a->pending);
+        json_decref(a->native_owned);
         weir__free(a);
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "cannot create the agent's event queue");
     }
     if (pthread_mutex_init(&a->mu, NULL) != 0) {
         pthread_mutex_destroy(&a->event_mu);
+        pthread_mutex_destroy(&a->send_mu);
+        json_decref(a->native_owned);
         json_decref(a->pending);
         weir__free(a);
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "cannot create the agent's mutex");
@@ -295,6 +315,8 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
     if (pthread_cond_init(&a->cv, NULL) != 0) {
         pthread_mutex_destroy(&a->mu);
         pthread_mutex_destroy(&a->event_mu);
+        pthread_mutex_destroy(&a->send_mu);
+        json_decref(a->native_owned);
         json_decref(a->pending);
         weir__free(a);
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "cannot create the agent's condvar");
@@ -303,6 +325,8 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
         pthread_cond_destroy(&a->cv);
         pthread_mutex_destroy(&a->mu);
         pthread_mutex_destroy(&a->event_mu);
+        pthread_mutex_destroy(&a->send_mu);
+        json_decref(a->native_owned);
         json_decref(a->pending);
         weir__free(a);
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "cannot create the agent's signal");
@@ -400,6 +424,12 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
         weir_agent_close(a);
         return rc;
     }
+    /* Anchored input outlives no turn: a crash may have left some queued. */
+    if ((rc = weir__inbox_hold_anchored(a->inbox, 0, err)) != WEIR_OK) {
+        a->created = true;
+        weir_agent_close(a);
+        return rc;
+    }
     /* Input queued in the log before a crash wakes the agent again. */
     a->wake = weir__inbox_count(a->inbox, false) > 0;
     a->created = true;
@@ -434,6 +464,8 @@ void weir_agent_close(weir_agent *a) {
     pthread_cond_destroy(&a->cv);
     pthread_mutex_destroy(&a->mu);
     pthread_mutex_destroy(&a->event_mu);
+    pthread_mutex_destroy(&a->send_mu);
+    json_decref(a->native_owned);
     json_decref(a->pending);
     weir__hooks_destroy(a->own); /* nothing invokes hooks any more */
     weir__free(a);
@@ -518,8 +550,121 @@ static json_t *normalize_message(const json_t *m, weir_send_mode mode, const cha
     return out;
 }
 
-int weir_agent_send(weir_agent *a, const json_t *message, weir_send_mode mode,
-                    const char *input_id, weir_error *err) {
+/* Characters (code points) of the message's text blocks. */
+static size_t text_chars(const json_t *msg) {
+    size_t n = 0, i;
+    const json_t *b;
+    json_array_foreach(json_object_get(msg, "content"), i, b) {
+        const char *t = weir__json_str(b, "text", NULL);
+        for (; t && *t; t++)
+            n += ((unsigned char)*t & 0xC0) != 0x80;
+    }
+    return n;
+}
+
+/* Only text blocks (native steering carries no attachments). */
+static bool text_only(const json_t *msg) {
+    size_t i;
+    const json_t *b;
+    json_array_foreach(json_object_get(msg, "content"), i, b) {
+        if (strcmp(weir__json_str(b, "type", ""), "text") != 0)
+            return false;
+    }
+    return true;
+}
+
+/* An identical resubmission: nothing is queued; say so live. */
+static void acknowledge(weir_agent *a, const json_t *msg) {
+    weir__agent_live(a, "agent/inbox/acknowledged",
+                     json_pack("{s:O, s:b}", "message", msg, "duplicate", 1));
+}
+
+void weir__agent_wake(weir_agent *a) {
+    pthread_mutex_lock(&a->mu);
+    a->wake = true;
+    pthread_cond_broadcast(&a->cv);
+    weir_wake_fn fn = a->closing ? NULL : a->on_wake;
+    pthread_mutex_unlock(&a->mu);
+    if (fn)
+        fn(a->user_data);
+}
+
+/* Live steering/<what> {input_id, turn, step, ...extra} (extra stolen, may be NULL). */
+static void steering_event(weir_agent *a, const char *what, const json_t *msg,
+                           const weir_stream *st, json_t *extra) {
+    char type[48];
+    snprintf(type, sizeof type, "steering/%s", what);
+    json_t *data = json_pack("{s:s, s:i, s:i}", "input_id", weir__json_str(msg, "id", ""),
+                             "turn", st ? st->turn : 0, "step", st ? st->step : 0);
+    if (data && extra && json_object_update(data, extra) != 0) {
+        json_decref(data);
+        data = NULL;
+    }
+    json_decref(extra);
+    weir__agent_live(a, type, data);
+}
+
+typedef enum native_outcome { NATIVE_NONE, NATIVE_REFUSED, NATIVE_OWNED, NATIVE_UNKNOWN } native_outcome;
+
+/*
+ * Offer a steer to the provider streaming the running turn's request
+ * (send_mu held).  Eligible: nothing queued before it (later input never
+ * overtakes an earlier boundary batch) and only text.  NATIVE_NONE when no
+ * window is open.
+ */
+static native_outcome try_native(weir_agent *a, json_t *msg) {
+    if (!text_only(msg) || weir__inbox_count(a->inbox, false) > 0 ||
+        weir__inbox_count(a->inbox, true) > 0)
+        return NATIVE_NONE;
+    const char *id = weir__json_str(msg, "id", "");
+    pthread_mutex_lock(&a->mu);
+    const weir__provider_entry *pe = a->closing ? NULL : a->native_pe;
+    weir_stream *st = a->native_stream;
+    /* pending before the call, so that the provider may report on it from
+     * inside steer_live (stream_steering "accepted") */
+    bool kept = pe && json_object_set(a->native_owned, id, msg) == 0;
+    if (pe && kept)
+        a->native_busy++;
+    pthread_mutex_unlock(&a->mu);
+    if (!pe)
+        return NATIVE_NONE;
+    if (!kept) { /* out of memory: use the queue */
+        fprintf(stderr, "weir: agent %s: out of memory offering input %s natively\n", a->id, id);
+        return NATIVE_NONE;
+    }
+    weir_error e;
+    weir_error_clear(&e);
+    int r = pe->vt.steer_live(pe->self, st, msg, &e);
+    native_outcome out = r == 0 ? NATIVE_REFUSED : r == 1 ? NATIVE_OWNED : NATIVE_UNKNOWN;
+    /* owned, or unknown: it stays remembered, so that a resubmission never
+     * replays it; a refusal had no effect */
+    pthread_mutex_lock(&a->mu);
+    if (out == NATIVE_REFUSED)
+        json_object_del(a->native_owned, id);
+    pthread_mutex_unlock(&a->mu);
+    if (out == NATIVE_OWNED)
+        steering_event(a, "owned", msg, st, json_pack("{s:O, s:s}", "message", msg, "provider",
+                                                       pe->id));
+    else if (out == NATIVE_UNKNOWN)
+        steering_event(a, "unknown", msg, st,
+                       json_pack("{s:O, s:s, s:s, s:s}", "message", msg, "provider", pe->id,
+                                 "route", "native", "error",
+                                 e.text[0] ? e.text
+                                 : r < 0   ? "steer_live failed"
+                                           : "steer_live gave an indeterminate answer"));
+    pthread_mutex_lock(&a->mu);
+    a->native_busy--;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    return out;
+}
+
+/*
+ * Every send: `anchor` > 0 anchors a steer to that running turn;
+ * `internal` (the core's own input) skips the caps and native steering.
+ */
+static int send_common(weir_agent *a, const json_t *message, weir_send_mode mode,
+                       const char *input_id, int anchor, bool internal, weir_error *err) {
     if (!a || !message)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir_agent_send: NULL argument");
     if (mode != WEIR_SEND_FOLLOWUP && mode != WEIR_SEND_STEER && mode != WEIR_SEND_INJECT)
@@ -528,31 +673,159 @@ int weir_agent_send(weir_agent *a, const json_t *message, weir_send_mode mode,
     json_t *msg = normalize_message(message, mode, input_id, err);
     if (!msg)
         return err ? (int)err->code : WEIR_E_INVAL;
+    const char *id = weir__json_str(msg, "id", "");
     bool wakes = mode != WEIR_SEND_INJECT;
     bool next_step = mode != WEIR_SEND_FOLLOWUP;
+    int rc = WEIR_OK;
+    bool dup = false, queued = false;
+    pthread_mutex_lock(&a->send_mu);
+    /* Identity first: an identical resubmission is acknowledged whatever
+     * else holds (a cap, the shutdown's fence). */
+    pthread_mutex_lock(&a->mu);
+    const json_t *owned = json_object_get(a->native_owned, id);
+    int known = owned ? (json_equal(owned, msg) ? 1 : -1) : 0;
     /* Decide "waking after abort" before inserting (reference §5.1): waking
      * input sent while the running turn is cancelled goes to the next turn. */
-    pthread_mutex_lock(&a->mu);
-    if (wakes && a->state == WEIR__AGENT_RUNNING && weir__signal_cancelled(&a->signal))
+    if (wakes && anchor == 0 && a->state == WEIR__AGENT_RUNNING &&
+        weir__signal_cancelled(&a->signal))
         next_step = false;
     bool closing = a->closing;
+    size_t nowned = json_object_size(a->native_owned);
     pthread_mutex_unlock(&a->mu);
-    if (closing) {
-        json_decref(msg);
-        return weir__err(err, WEIR_E_STATE, NULL, NULL, "agent %s is closing", a->id);
+    if (!known)
+        known = weir__inbox_known(a->inbox, msg);
+    if (known < 0) {
+        rc = weir__err(err, WEIR_E_DUPLICATE, NULL, NULL,
+                       "inbox: input id '%s' was already used with different content", id);
+    } else if (known > 0) {
+        dup = true;
+    } else if (closing) {
+        rc = weir__err(err, WEIR_E_STATE, NULL, NULL, "agent %s is closing", a->id);
+    } else if (!internal) {
+        size_t chars = text_chars(msg);
+        size_t nqueued = weir__inbox_count(a->inbox, false) + weir__inbox_count(a->inbox, true) +
+                         nowned;
+        if (a->ids_accepted >= WEIR_MAX_INPUT_IDS)
+            rc = weir__err(err, WEIR_E_LIMIT, NULL, NULL,
+                           "input '%s' refused: this agent took %d input ids, its limit; "
+                           "reopen the session (or start a new one) to go on",
+                           id, WEIR_MAX_INPUT_IDS);
+        else if (nqueued >= WEIR_MAX_QUEUED_INPUTS)
+            rc = weir__err(err, WEIR_E_LIMIT, NULL, NULL,
+                           "input '%s' refused: %zu inputs are queued, the limit is %d; wait "
+                           "for the agent to take some",
+                           id, nqueued, WEIR_MAX_QUEUED_INPUTS);
+        else if (chars > (size_t)a->max_input_chars)
+            rc = weir__err(err, WEIR_E_LIMIT, NULL, NULL,
+                           "input '%s' refused: its text has %zu characters, the limit is %d "
+                           "(agent.max_input_chars)",
+                           id, chars, a->max_input_chars);
     }
-    bool dup = false;
-    int rc = weir__inbox_add(a->inbox, msg, next_step, &dup, err);
+    if (rc == WEIR_OK && !dup) {
+        native_outcome no = !internal && anchor == 0 && mode == WEIR_SEND_STEER && next_step
+                                ? try_native(a, msg)
+                                : NATIVE_NONE;
+        if (no == NATIVE_OWNED || no == NATIVE_UNKNOWN) {
+            a->ids_accepted++;
+        } else {
+            rc = anchor > 0 ? weir__inbox_add_anchored(a->inbox, msg, anchor, &dup, err)
+                            : weir__inbox_add(a->inbox, msg, next_step, &dup, err);
+            queued = rc == WEIR_OK && !dup;
+            if (queued && !internal)
+                a->ids_accepted++;
+        }
+    }
+    if (rc == WEIR_OK && dup)
+        acknowledge(a, msg);
+    pthread_mutex_unlock(&a->send_mu);
     json_decref(msg);
-    if (rc != WEIR_OK)
-        return rc;
-    if (wakes && !dup) {
-        pthread_mutex_lock(&a->mu);
-        a->wake = true;
-        pthread_cond_broadcast(&a->cv);
-        pthread_mutex_unlock(&a->mu);
+    if (queued && wakes)
+        weir__agent_wake(a);
+    return rc;
+}
+
+int weir_agent_send(weir_agent *a, const json_t *message, weir_send_mode mode,
+                    const char *input_id, weir_error *err) {
+    return send_common(a, message, mode, input_id, 0, false, err);
+}
+
+int weir__agent_send_internal(weir_agent *a, const json_t *message, weir_send_mode mode,
+                              const char *input_id, weir_error *err) {
+    return send_common(a, message, mode, input_id, 0, true, err);
+}
+
+int weir_agent_steer_turn(weir_agent *a, const json_t *message, int turn, const char *input_id,
+                          weir_error *err) {
+    if (turn <= 0)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir_agent_steer_turn: turn must be > 0");
+    return send_common(a, message, WEIR_SEND_STEER, input_id, turn, false, err);
+}
+
+int weir__agent_add_context(weir_agent *a, const json_t *message, int turn, weir_error *err) {
+    bool dup = false;
+    pthread_mutex_lock(&a->send_mu);
+    int rc = weir__inbox_add_anchored(a->inbox, message, turn, &dup, err);
+    pthread_mutex_unlock(&a->send_mu);
+    return rc;
+}
+
+/* Native input the provider owns, by id (lock `mu` held); borrowed or NULL. */
+static json_t *owned_input(weir_agent *a, const char *id) {
+    return id ? json_object_get(a->native_owned, id) : NULL;
+}
+
+int weir__stream_steering(weir_stream *s, const char *input_id, const char *what,
+                          weir_error *err) {
+    if (!s || !s->agent || !input_id || !what)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "stream_steering: NULL argument");
+    weir_agent *a = s->agent;
+    bool applied = strcmp(what, "applied") == 0, refused = strcmp(what, "refused") == 0;
+    if (!applied && !refused && strcmp(what, "accepted") != 0)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "stream_steering: '%s': expected accepted, applied or refused", what);
+    if ((applied || refused) && (!s->live || !pthread_equal(s->thread, pthread_self())))
+        return weir__err(err, WEIR_E_STATE, NULL, NULL,
+                         "stream_steering(%s): only inside the lifecycle request's stream, on "
+                         "its thread",
+                         what);
+    pthread_mutex_lock(&a->mu);
+    json_t *msg = json_incref(owned_input(a, input_id));
+    if (msg && (applied || refused))
+        json_object_del(a->native_owned, input_id);
+    pthread_mutex_unlock(&a->mu);
+    if (!msg)
+        return weir__err(err, WEIR_E_NOT_FOUND, NULL, NULL,
+                         "stream_steering: no native input '%s' is pending", input_id);
+    int rc = WEIR_OK;
+    if (applied) {
+        /* model-visible means logged: the input enters the log where the
+         * provider confirmed the model took it */
+        json_t *data = json_pack("{s:i, s:i, s:O}", "turn", s->turn, "step", s->step, "message",
+                                 msg);
+        json_t *op = json_string("append");
+        rc = data && op ? weir__log_append(a->log, "user/message", data, op, NULL, 0, NULL, err)
+                        : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+        json_decref(data);
+        json_decref(op);
+        if (rc == WEIR_OK && weir__inbox_remember(a->inbox, msg) != WEIR_OK)
+            fprintf(stderr, "weir: agent %s: out of memory remembering input %s\n", a->id,
+                    input_id);
+        if (rc == WEIR_OK)
+            steering_event(a, "applied", msg, s, NULL);
+    } else if (refused) {
+        /* the provider's own definite refusal: the request-boundary queue */
+        bool dup = false;
+        steering_event(a, "refused", msg, s, NULL);
+        pthread_mutex_lock(&a->send_mu);
+        rc = weir__inbox_add(a->inbox, msg, true, &dup, err);
+        pthread_mutex_unlock(&a->send_mu);
+        if (rc == WEIR_OK && !dup)
+            weir__agent_wake(a);
+    } else {
+        steering_event(a, "accepted", msg, s, NULL);
     }
-    return WEIR_OK;
+    json_decref(msg);
+    return rc;
 }
 
 int weir_agent_send_text(weir_agent *a, const char *text, weir_send_mode mode,

@@ -15,6 +15,7 @@
 #include "session_log.h"
 #include "cancel.h"
 #include "tools.h"
+#include "host_int.h"
 
 typedef enum weir__agent_state {
     WEIR__AGENT_IDLE = 0,
@@ -40,7 +41,9 @@ struct weir_agent {
     json_t *options;          /* {provider?, model?, max_tokens?, temperature?} */
     int max_parallel;         /* agent.max_parallel_tool_calls, >= 1 */
     weir_event_fn on_event;
+    weir_wake_fn on_wake;     /* options.on_wake, or NULL */
     void *user_data;
+    int max_input_chars;      /* agent.max_input_chars */
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -54,6 +57,17 @@ struct weir_agent {
     bool closing;
     bool created;             /* agent/created succeeded: close emits agent/disposed */
     weir_signal signal;       /* the running turn's cancellation signal */
+    /* input (DESIGN §6, docs/generations.md): `send_mu` (recursive) makes
+     * each send one step: the duplicate check, the caps, a native attempt
+     * and its fallback, the insert */
+    pthread_mutex_t send_mu;
+    unsigned long ids_accepted; /* new input ids this instance took (WEIR_MAX_INPUT_IDS) */
+    /* native steering, under `mu`: the window is open while a provider
+     * with steer_live streams a lifecycle request */
+    const weir__provider_entry *native_pe;
+    weir_stream *native_stream;
+    int native_busy;            /* steer_live calls in progress (the window waits) */
+    json_t *native_owned;       /* input id -> message the provider owns, not yet applied */
 
     /* driver state (driver thread only) */
     int turn;                 /* last turn number written */
@@ -126,6 +140,8 @@ bool weir__agent_check_requests(void);
  */
 struct weir_stream {
     weir_agent *agent;  /* borrowed */
+    int turn, step;     /* of a lifecycle request (0 for a plugin's direct call) */
+    pthread_t thread;   /* the thread running the provider's stream */
     json_t *chunks;     /* collected chunks, each with "time" */
     char attempt_id[96];
     unsigned long revision;
@@ -143,5 +159,30 @@ int weir__stream_emit(weir_stream *stream, json_t *chunk);
 weir_signal *weir__stream_signal(weir_stream *stream);
 int weir__agent_append(weir_agent *agent, const char *type, const json_t *data,
                        weir_error *err);
+/*
+ * The agent has waking work: set the wake latch, wake a thread waiting in
+ * the agent, and call the embedder's on_wake (weir_agent_options).  Every
+ * path that gives the agent waking work calls it (sends do), from any
+ * thread, with no agent lock held.
+ */
+void weir__agent_wake(weir_agent *agent);
+/* api->stream_steering (plugin.h): a provider's report on native input it owns. */
+int weir__stream_steering(weir_stream *stream, const char *input_id, const char *what,
+                          weir_error *err);
+
+/*
+ * A send the core makes itself (a background job's result): no caps, never
+ * native steering.  Otherwise as weir_agent_send.  Any thread.
+ */
+int weir__agent_send_internal(weir_agent *agent, const json_t *message, weir_send_mode mode,
+                              const char *input_id, weir_error *err);
+/*
+ * Queue `message` (borrowed, normalized, with "id") anchored to the running
+ * turn `turn` (weir__inbox_add_anchored), without caps: a tool's additional
+ * context.  Driver thread.
+ */
+int weir__agent_add_context(weir_agent *agent, const json_t *message, int turn,
+                            weir_error *err);
+
 
 #endif

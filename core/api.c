@@ -81,4 +81,5 @@ const weir_api weir__api_table = {
     .http_get = weir__http_get,
     .clock_ms = weir__clock_ms,
     .provider_require = weir__plugin_provider_require,
+    .stream_steering = weir__stream_steering,
 };

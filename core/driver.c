@@ -67,8 +67,14 @@ static void fail_turn(turn_ctx *t, json_t *failure) {
     set_reason(t, json_pack("{s:s, s:o}", "kind", "error", "error", failure));
 }
 
-/* A hook failed: report it and end the turn with UNKNOWN. */
+/* A hook failed: report it and end the turn with UNKNOWN.  Under a cancel
+ * the cancel wins (a listener that stops on the signal fails its call):
+ * the turn is aborted and no error is reported. */
 static void hook_failed(turn_ctx *t, const char *hook, const weir_error *e) {
+    if (cancelled(t)) {
+        set_aborted(t);
+        return;
+    }
     fail_turn(t, weir__failure_new(NULL, "UNKNOWN", "%s failed: %s", hook,
                                    e->text[0] ? e->text : weir_strerror((int)e->code)));
 }
@@ -525,8 +531,26 @@ static json_t *stream_default(weir_call *call, const json_t *args, void *ctx) {
     if (ac->default_ran) /* a listener called next() twice: replay what we have */
         return json_incref(ac->stream.chunks);
     ac->default_ran = true;
+    /* native steering: while a provider with steer_live streams a lifecycle
+     * request, a steer may be offered to it (weir_agent_send) */
+    weir_agent *a = ac->stream.agent;
+    bool native = ac->pe->vt.steer_live && ac->stream.live;
+    if (native) {
+        pthread_mutex_lock(&a->mu);
+        a->native_pe = ac->pe;
+        a->native_stream = &ac->stream;
+        pthread_mutex_unlock(&a->mu);
+    }
     ac->provider_rc = ac->pe->vt.stream(ac->pe->self, ac->call, json_object_get(args, "request"),
                                         &ac->stream);
+    if (native) { /* close the window; steer_live calls in progress end first */
+        pthread_mutex_lock(&a->mu);
+        a->native_pe = NULL;
+        a->native_stream = NULL;
+        while (a->native_busy > 0)
+            pthread_cond_wait(&a->cv, &a->mu);
+        pthread_mutex_unlock(&a->mu);
+    }
     return json_incref(ac->stream.chunks);
 }
 
@@ -716,6 +740,9 @@ static int stream_attempt(turn_ctx *t, attempt_ctx *ac, const json_t *config, bo
 
     a->attempts++;
     ac->stream.agent = a;
+    ac->stream.turn = t->turn;
+    ac->stream.step = t->step;
+    ac->stream.thread = pthread_self();
     ac->stream.live = true;
     ac->stream.revision = ++a->revision;
     ac->stream.chunks = json_array();
@@ -987,12 +1014,31 @@ static int run_attempt(turn_ctx *t, bool first, const json_t *entered, bool seri
 /* Tools and steps                                                           */
 /* ------------------------------------------------------------------------ */
 
-static int accept_context(void *ud, const json_t *message, weir_error *err) {
-    weir_agent *a = ud;
+/* A copy of a tool's additional context with an id, or NULL. */
+static json_t *context_message(const json_t *message) {
     json_t *m = json_deep_copy(message);
     char idbuf[64];
     if (m && !json_is_string(json_object_get(m, "id")))
         json_object_set_new(m, "id", json_string(weir__random_id(idbuf, sizeof idbuf, "ctx")));
+    return m;
+}
+
+/* A tool's additional context belongs to the running turn's next request:
+ * anchored, so a queued followup never holds it back. */
+static int accept_context(void *ud, const json_t *message, weir_error *err) {
+    weir_agent *a = ud;
+    json_t *m = context_message(message);
+    if (!m)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    int rc = weir__agent_add_context(a, m, a->turn, err);
+    json_decref(m);
+    return rc;
+}
+
+/* Crash repair runs outside any turn: the context is queued next-step. */
+static int accept_context_resume(void *ud, const json_t *message, weir_error *err) {
+    weir_agent *a = ud;
+    json_t *m = context_message(message);
     if (!m)
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
     bool dup = false;
@@ -1047,11 +1093,14 @@ static int run_step(turn_ctx *t, const json_t *entered, bool series, step_out *o
             };
             weir_error e;
             weir_error_clear(&e);
-            if (weir__tools_run(&st, calls, &concluded, &e) != WEIR_OK)
-                fail_turn(t, e.code == WEIR_E_IO ? weir__failure_new(NULL, "IO", "%s", e.text)
-                                                 : unknown_failure(NULL, "the tool scheduler "
-                                                                         "failed", &e));
-            else
+            if (weir__tools_run(&st, calls, &concluded, &e) != WEIR_OK) {
+                if (e.code != WEIR_E_IO && cancelled(t)) /* the cancel wins */
+                    set_aborted(t);
+                else
+                    fail_turn(t, e.code == WEIR_E_IO
+                                     ? weir__failure_new(NULL, "IO", "%s", e.text)
+                                     : unknown_failure(NULL, "the tool scheduler failed", &e));
+            } else
                 out->ends = concluded;
         }
         if (!t->reason && cancelled(t))
@@ -1106,6 +1155,11 @@ static int turn_body(turn_ctx *t) {
         claimed = NULL;
         if (pk != PRE_ENTER)
             break;
+        if (cancelled(t)) { /* cancelled during pre-step: the open turn spends no step */
+            json_decref(entered);
+            set_aborted(t);
+            break;
+        }
         if (json_array_size(entered) == 0 && may_end) {
             json_decref(entered);
             break;
@@ -1117,9 +1171,15 @@ static int turn_body(turn_ctx *t) {
         if (rc != WEIR_OK || t->reason)
             break;
         if (so.ends) {
-            if (weir__inbox_count(t->a->inbox, true) == 0 && !turn_stopping(t))
+            /* The final check.  Only input that continues the turn counts: a
+             * background job's result alone does not (generation seed); it
+             * starts the next turn.  Closing sets the stop fence: no anchored
+             * steering is taken for this turn afterwards. */
+            bool ordinary = false;
+            weir__inbox_pending(t->a->inbox, &ordinary);
+            if (!ordinary && !turn_stopping(t))
                 break;
-            if (weir__inbox_count(t->a->inbox, true) == 0)
+            if (weir__inbox_close_turn(t->a->inbox, t->turn, false))
                 break;
         }
         if (cancelled(t)) {
@@ -1190,7 +1250,14 @@ int weir__driver_turn(weir_agent *a, weir_error *err) {
     if (rc != WEIR_OK)
         return rc;
     a->turn = t.turn;
+    weir__inbox_open_turn(a->inbox, t.turn);
     rc = turn_body(&t);
+    /* the stop fence, then anchored input the turn did not take is held:
+     * it never falls forward into a later turn */
+    weir__inbox_close_turn(a->inbox, t.turn, true);
+    if (rc == WEIR_OK)
+        rc = weir__inbox_hold_anchored(a->inbox, t.turn, t.err);
+    weir__inbox_open_turn(a->inbox, 0);
     if (rc == WEIR_OK) {
         if (!t.reason)
             t.reason = json_pack("{s:s}", "kind", t.max_tokens ? "max-tokens" : "completed");
@@ -1357,7 +1424,7 @@ int weir__driver_resume(weir_agent *a, weir_error *err) {
             .turn = turn,
             .step = step,
             .max_parallel = a->max_parallel,
-            .accept_context = accept_context,
+            .accept_context = accept_context_resume,
             .ud = a,
         };
         weir_error e;

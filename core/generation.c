@@ -9,10 +9,16 @@
  *            which may overtake them when input comes from a callback)
  *   pending  a turn has started and its claims are being collected; the
  *            generation starts at the first log event after them
- *   gen      the open generation: its claimed inputs, the delivered
- *            (input_ids) and natively accepted ids, and the text of the
- *            last surface message when that is an assistant message
- *            without tool calls
+ *   gen      the open generation: its current turn's claimed inputs, the
+ *            delivered (input_ids) and natively accepted ids, and the text
+ *            of the last surface message when that is an assistant message
+ *            without tool calls.  `continuing`: its turn completed while
+ *            ordinary input queued before that end (pre_close) waited; the
+ *            next turn continues it when it claims such input, else it
+ *            finishes then (or when the agent goes idle, or that input is
+ *            dropped)
+ *   seen     input id -> the generation that claimed it, for
+ *            input.acknowledged
  *   jobs     background jobs still running: from a tool result's receipt
  *            until the job's result is queued as a service message
  *   dead     a turn the agent ended without a turn/end (a fatal live
@@ -30,9 +36,11 @@
 
 typedef struct gen_state {
     bool open;
-    int turn;
+    bool continuing;   /* waits for the next turn's claims (see above) */
+    int turn;          /* its current turn */
     char id[32];
-    json_t *claimed;   /* [{id, source, delivery}] */
+    json_t *end_reason; /* continuing: its last turn's reason */
+    json_t *claimed;   /* [{id, source, delivery}] of its current turn */
     json_t *input_ids; /* [id]: delivered or applied */
     json_t *accepted;  /* [id]: natively accepted */
     json_t *text;      /* string: the finished-text candidate */
@@ -43,7 +51,10 @@ struct weir_generation_tracker {
     weir_generation_event_fn cb;
     void *user_data;
     json_t *lists[2];       /* the inbox: next-turn, next-step; [{id, source, target,
-                               call_id?} | null for input never seen queued] */
+                               call_id?, anchor?, announced?, pre_close?} | null for
+                               input never seen queued] */
+    json_t *seen;           /* input id -> generation id that claimed it */
+    int unknown_holds;      /* anchored holds of never-seen input, named by live events */
     int unknown_claims;     /* claims of never-seen input, named by live events */
     int unknown_discards;   /* discards of never-seen input, likewise */
     json_t *recent_discards; /* [id] reported while unknown discards are pending */
@@ -141,6 +152,7 @@ static void gen_clear(gen_state *g) {
     json_decref(g->input_ids);
     json_decref(g->accepted);
     json_decref(g->text);
+    json_decref(g->end_reason);
     memset(g, 0, sizeof *g);
 }
 
@@ -219,6 +231,10 @@ const char *weir__generation_receipt_job(const json_t *message, char *buf, size_
 /* ------------------------------------------------------------------------ */
 
 /* Start the pending turn's generation from its collected claims. */
+static int announce(weir_generation_tracker *t, const json_t *c, const char *delivery,
+                    const char *gen_id);
+
+/* Start the pending turn's generation from its collected claims. */
 static int start_generation(weir_generation_tracker *t) {
     json_t *claims = t->pending_claims;
     size_t n = json_array_size(claims), initial = 0, i;
@@ -254,15 +270,71 @@ static int start_generation(weir_generation_tracker *t) {
         gen_clear(&g);
         return WEIR_E_NOMEM; /* stays pending: the next event retries */
     }
-    int rc = emit(t, "generation.started", data);
-    if (rc != WEIR_OK) {
+    /* the initial input's deferred receipt comes first, as when it is
+     * announced at once (no generation existed when it was queued) */
+    int rc = announce(t, first, "new_turn", NULL);
+    int r = emit(t, "generation.started", data);
+    if (r != WEIR_OK) {
         gen_clear(&g);
-        return rc;
+        return r;
     }
     t->gen = g;
+    for (i = 0; i < n; i++) {
+        const json_t *c = json_array_get(claims, i);
+        if (i != initial && (r = announce(t, c, "request_boundary", t->gen.id)) != WEIR_OK)
+            rc = r;
+        if (json_object_set_new(t->seen, weir__json_str(c, "id", ""), json_string(t->gen.id)))
+            rc = WEIR_E_NOMEM;
+    }
     t->pending_turn = 0;
     json_array_clear(t->pending_claims);
-    return WEIR_OK;
+    return rc;
+}
+
+/*
+ * The pending turn's claims are in: they continue the continuing
+ * generation when one of them was queued before its end (pre_close), else
+ * that generation finishes and they start a new one.
+ */
+static int finish_generation(weir_generation_tracker *t, const json_t *reason, bool durable);
+
+static int begin_turn_generation(weir_generation_tracker *t) {
+    int rc = WEIR_OK;
+    if (t->gen.open && t->gen.continuing) {
+        json_t *claims = t->pending_claims;
+        bool cont = false;
+        size_t i;
+        const json_t *c;
+        json_array_foreach(claims, i, c) cont = cont || json_is_true(json_object_get(c, "pre_close"));
+        if (cont) { /* the same generation: no new generation.started */
+            t->gen.continuing = false;
+            t->gen.turn = t->pending_turn;
+            json_decref(t->gen.end_reason);
+            t->gen.end_reason = NULL;
+            json_array_foreach(claims, i, c) {
+                json_t *cl = json_pack("{s:O, s:O, s:s}", "id", json_object_get(c, "id"),
+                                       "source", json_object_get(c, "source"), "delivery",
+                                       "request_boundary");
+                int r = cl && json_array_append_new(t->gen.claimed, cl) == 0 ? WEIR_OK
+                                                                              : WEIR_E_NOMEM;
+                if (r == WEIR_OK)
+                    r = announce(t, c, "request_boundary", t->gen.id);
+                if (json_object_set_new(t->seen, weir__json_str(c, "id", ""),
+                                        json_string(t->gen.id)) != 0)
+                    r = WEIR_E_NOMEM;
+                if (r != WEIR_OK)
+                    rc = r;
+            }
+            t->pending_turn = 0;
+            json_array_clear(t->pending_claims);
+            return rc;
+        }
+        json_t *reason = json_incref(t->gen.end_reason);
+        rc = finish_generation(t, reason, true);
+        json_decref(reason);
+    }
+    int r = start_generation(t);
+    return r != WEIR_OK ? r : rc;
 }
 
 /* generation.finished / failed / detached for the open generation, then close it.
@@ -270,26 +342,6 @@ static int start_generation(weir_generation_tracker *t) {
  * "durable":false). */
 static int finish_generation(weir_generation_tracker *t, const json_t *reason, bool durable) {
     const char *kind = weir__json_str(reason, "kind", "error");
-    int rc = WEIR_OK;
-    /* claimed inputs that never reached the log: their effect is unknown */
-    size_t i;
-    const json_t *c;
-    json_array_foreach(t->gen.claimed, i, c) {
-        const char *id = weir__json_str(c, "id", "");
-        if (find_id(t->gen.input_ids, id) >= 0)
-            continue;
-        json_t *ev = json_pack("{s:s, s:O, s:O, s:s, s:s}", "input_id", id, "delivery",
-                               json_object_get(c, "delivery"), "source",
-                               json_object_get(c, "source"), "generation_id", t->gen.id,
-                               "reason", kind);
-        if (ev && !durable && json_object_set_new(ev, "durable", json_false()) != 0) {
-            json_decref(ev);
-            ev = NULL;
-        }
-        int r = emit(t, "input.unknown", ev);
-        if (r != WEIR_OK)
-            rc = r;
-    }
     json_t *data = correlation(t);
     const char *type;
     if (!strcmp(kind, "completed") || !strcmp(kind, "max-tokens")) {
@@ -328,7 +380,59 @@ static int finish_generation(weir_generation_tracker *t, const json_t *reason, b
     }
     int r = emit(t, type, data);
     gen_clear(&t->gen); /* terminal: closed even when the event could not be built */
-    return r != WEIR_OK ? r : rc;
+    for (int li = 0; li < 2; li++) { /* nothing waits to continue it any more */
+        size_t i;
+        json_t *e;
+        json_array_foreach(t->lists[li], i, e) json_object_del(e, "pre_close");
+    }
+    return r;
+}
+
+/*
+ * The claims of the generation's current turn that never reached the log
+ * when that turn ended with `reason`: where their effect is known (they
+ * never reached the model) input.discarded (input.held after the
+ * shutdown), else input.unknown (the log failed: the insertion may have
+ * been interrupted).
+ */
+static int report_dropped(weir_generation_tracker *t, const char *id, const char *source,
+                          const char *reason, const char *gen_id);
+
+static int settle_claims(weir_generation_tracker *t, const json_t *reason, bool durable) {
+    const char *kind = weir__json_str(reason, "kind", "error");
+    const char *code = weir__json_str(json_object_get(reason, "error"), "code", "");
+    bool unknown = !durable || !strcmp(kind, "interrupted") ||
+                   (!strcmp(kind, "error") && !strcmp(code, "IO"));
+    const char *why = !strcmp(kind, "aborted")   ? "canceled"
+                      : !strcmp(kind, "blocked") ? "rejected"
+                      : !strcmp(kind, "error")   ? "error"
+                                                 : "pre-step";
+    int rc = WEIR_OK;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(t->gen.claimed, i, c) {
+        const char *id = weir__json_str(c, "id", "");
+        if (find_id(t->gen.input_ids, id) >= 0)
+            continue;
+        int r;
+        if (unknown) {
+            json_t *ev = json_pack("{s:s, s:s, s:O, s:O, s:s, s:s}", "input_id", id, "route",
+                                   "inbox", "delivery", json_object_get(c, "delivery"), "source",
+                                   json_object_get(c, "source"), "generation_id", t->gen.id,
+                                   "reason", kind);
+            if (ev && !durable && json_object_set_new(ev, "durable", json_false()) != 0) {
+                json_decref(ev);
+                ev = NULL;
+            }
+            r = emit(t, "input.unknown", ev);
+        } else {
+            r = report_dropped(t, id, weir__json_str(c, "source", ""), why, t->gen.id);
+        }
+        if (r != WEIR_OK)
+            rc = r;
+    }
+    json_array_clear(t->gen.claimed);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -337,9 +441,12 @@ static int finish_generation(weir_generation_tracker *t, const json_t *reason, b
 
 static int on_turn_start(weir_generation_tracker *t, const json_t *data) {
     int rc = WEIR_OK;
-    if (t->gen.open) { /* the previous turn never ended (its log failed) */
+    if (t->gen.open && !t->gen.continuing) { /* the previous turn never ended (its log failed) */
         json_t *reason = json_pack("{s:s}", "kind", "interrupted");
-        rc = reason ? finish_generation(t, reason, true) : WEIR_E_NOMEM;
+        rc = reason ? settle_claims(t, reason, true) : WEIR_E_NOMEM;
+        int r = reason ? finish_generation(t, reason, true) : WEIR_E_NOMEM;
+        if (r != WEIR_OK)
+            rc = r;
         json_decref(reason);
         if (t->gen.open)
             gen_clear(&t->gen);
@@ -361,11 +468,20 @@ static int settle_dead_turn(weir_generation_tracker *t) {
     if (t->dead_turn <= 0)
         return WEIR_OK;
     int rc = WEIR_OK;
-    if (!t->gen.open && t->pending_turn == t->dead_turn &&
-        json_array_size(t->pending_claims) > 0)
-        rc = start_generation(t);
-    if (rc == WEIR_OK && t->gen.open && t->gen.turn == t->dead_turn)
-        rc = finish_generation(t, t->dead_reason, false);
+    if (t->pending_turn == t->dead_turn && json_array_size(t->pending_claims) > 0)
+        rc = begin_turn_generation(t);
+    if (rc == WEIR_OK && t->gen.open && t->gen.continuing && t->gen.turn < t->dead_turn) {
+        /* its continuation never came: its last turn's answer stands */
+        json_t *reason = json_incref(t->gen.end_reason);
+        rc = finish_generation(t, reason, true);
+        json_decref(reason);
+    }
+    if (rc == WEIR_OK && t->gen.open && !t->gen.continuing && t->gen.turn == t->dead_turn) {
+        rc = settle_claims(t, t->dead_reason, false);
+        int r = finish_generation(t, t->dead_reason, false);
+        if (r != WEIR_OK)
+            rc = r;
+    }
     return rc;
 }
 
@@ -392,12 +508,17 @@ static int on_agent_error(weir_generation_tracker *t, const json_t *data) {
 }
 
 /* Report an input the inbox dropped: input.discarded, or input.held after shutdown. */
-static int report_dropped(weir_generation_tracker *t, const char *id, const char *source) {
-    if (t->closed)
-        return emit(t, "input.held", json_pack("{s:s, s:s, s:s}", "input_id", id, "source",
-                                               source, "reason", "shutdown"));
-    return emit(t, "input.discarded", json_pack("{s:s, s:s, s:s}", "input_id", id, "source",
-                                                source, "reason", "canceled"));
+static int report_dropped(weir_generation_tracker *t, const char *id, const char *source,
+                          const char *reason, const char *gen_id) {
+    json_t *ev = t->closed ? json_pack("{s:s, s:s, s:s}", "input_id", id, "source", source,
+                                       "reason", "shutdown")
+                           : json_pack("{s:s, s:s, s:s}", "input_id", id, "source", source,
+                                       "reason", reason);
+    if (ev && gen_id && json_object_set_new(ev, "generation_id", json_string(gen_id)) != 0) {
+        json_decref(ev);
+        ev = NULL;
+    }
+    return emit(t, t->closed ? "input.held" : "input.discarded", ev);
 }
 
 /* A claimed input (borrowed {id, source, target, call_id?}) joins the
@@ -405,11 +526,55 @@ static int report_dropped(weir_generation_tracker *t, const char *id, const char
 static int add_claim(weir_generation_tracker *t, json_t *item, json_int_t turn) {
     if (t->pending_turn > 0 && (turn == 0 || turn == t->pending_turn))
         return json_array_append(t->pending_claims, item) == 0 ? WEIR_OK : WEIR_E_NOMEM;
-    if (!t->gen.open || (turn != 0 && turn != t->gen.turn))
+    if (!t->gen.open || t->gen.continuing || (turn != 0 && turn != t->gen.turn))
         return WEIR_OK;
     json_t *c = json_pack("{s:O, s:O, s:s}", "id", json_object_get(item, "id"), "source",
                           json_object_get(item, "source"), "delivery", "request_boundary");
-    return c && json_array_append_new(t->gen.claimed, c) == 0 ? WEIR_OK : WEIR_E_NOMEM;
+    if (!c || json_array_append_new(t->gen.claimed, c) != 0 ||
+        json_object_set_new(t->seen, weir__json_str(item, "id", ""), json_string(t->gen.id)) != 0)
+        return WEIR_E_NOMEM;
+    return announce(t, item, "request_boundary", t->gen.id);
+}
+
+/*
+ * input.queued for a mirrored input (borrowed) not announced yet, now that
+ * its delivery is known.  `gen_id` may be NULL.
+ */
+static int announce(weir_generation_tracker *t, const json_t *c, const char *delivery,
+                    const char *gen_id) {
+    if (!c || json_is_true(json_object_get(c, "announced")))
+        return WEIR_OK;
+    json_t *ev = json_pack("{s:O, s:s, s:O}", "input_id", json_object_get(c, "id"), "delivery",
+                           delivery, "source", json_object_get(c, "source"));
+    if (ev && gen_id && json_object_set_new(ev, "generation_id", json_string(gen_id)) != 0) {
+        json_decref(ev);
+        ev = NULL;
+    }
+    return emit(t, "input.queued", ev);
+}
+
+/* Whether the mirror still holds input the continuing generation waits for. */
+static bool pre_close_left(const weir_generation_tracker *t) {
+    for (int li = 0; li < 2; li++) {
+        size_t i;
+        const json_t *e;
+        json_array_foreach(t->lists[li], i, e) {
+            if (json_is_true(json_object_get(e, "pre_close")))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* A continuing generation whose awaited input is gone finishes now. */
+static int settle_continuing(weir_generation_tracker *t) {
+    if (!t->gen.open || !t->gen.continuing || pre_close_left(t) ||
+        json_array_size(t->pending_claims) > 0)
+        return WEIR_OK;
+    json_t *reason = json_incref(t->gen.end_reason);
+    int rc = finish_generation(t, reason, true);
+    json_decref(reason);
+    return rc;
 }
 
 /* True when `id` is queued, claimed in the pending turn or the open generation. */
@@ -419,9 +584,23 @@ static bool known_id(const weir_generation_tracker *t, const char *id) {
 }
 
 /* Insertion: mirror it and report input.queued. */
+/* Whether mirrored `list` holds queued input (known, not held). */
+static bool queued_any(const json_t *list) {
+    size_t i;
+    const json_t *e;
+    json_array_foreach(list, i, e) {
+        if (!json_is_object(e) || !json_is_true(json_object_get(e, "held")))
+            return true; /* input never seen queued counts too */
+    }
+    return false;
+}
+
 static int spliced_insert(weir_generation_tracker *t, json_t *list, const char *target,
                           const json_t *data) {
     bool next_step = strcmp(target, "next-step") == 0;
+    json_int_t anchor = weir__json_int(data, "anchor_turn", 0);
+    if (anchor < 0 || anchor > 1000000000)
+        anchor = 0;
     json_int_t start = weir__json_int(data, "start", 0);
     if (start < 0 || start > 1000000)
         return WEIR_OK;
@@ -451,35 +630,60 @@ static int spliced_insert(weir_generation_tracker *t, json_t *list, const char *
             json_decref(item);
             item = NULL;
         }
+        if (item && id && anchor > 0 &&
+            json_object_set_new(item, "anchor", json_integer(anchor)) != 0) {
+            json_decref(item);
+            item = NULL;
+        }
+        /* The receipt comes once the delivery is known.  Known now: a
+         * followup queued while no generation is open or starting and no
+         * other followup is queued starts the next generation; anchored input
+         * of the open generation's running turn joins it at its next
+         * request boundary.  Else the claim tells (announce).  (A queued
+         * followup is the next generation's initial input, before any
+         * next-step input.) */
+        const char *delivery = NULL;
+        if (item && id && anchor > 0 && t->gen.open && !t->gen.continuing &&
+            t->gen.turn == anchor)
+            delivery = "request_boundary";
+        else if (item && id && anchor == 0 && !next_step && !t->gen.open &&
+                 t->pending_turn == 0 && !queued_any(t->lists[0]))
+            delivery = "new_turn";
         if (!item || json_array_insert_new(list, at++, item) != 0) {
             rc = WEIR_E_NOMEM;
             continue;
         }
-        if (!id)
+        if (!delivery)
             continue;
-        bool in_gen = t->gen.open || t->pending_turn > 0;
-        json_t *ev = json_pack("{s:s, s:s, s:s}", "input_id", id, "delivery",
-                               next_step && in_gen ? "request_boundary" : "new_turn", "source",
-                               source);
-        if (ev && t->gen.open &&
-            json_object_set_new(ev, "generation_id", json_string(t->gen.id)) != 0) {
-            json_decref(ev);
-            ev = NULL;
-        }
-        int r = emit(t, "input.queued", ev);
+        int r = announce(t, item, delivery, anchor > 0 ? t->gen.id : NULL);
+        if (r == WEIR_OK && json_object_set_new(item, "announced", json_true()) != 0)
+            r = WEIR_E_NOMEM;
         if (r != WEIR_OK)
             rc = r;
     }
     return rc;
 }
 
-/* Deletion from the front: a claim, or a discard (outcome "canceled"). */
+/* input.held for anchored input of turn `turn` its turn did not take. */
+static int report_held(weir_generation_tracker *t, const char *id, const char *source, int turn) {
+    json_t *ev = json_pack("{s:s, s:s, s:s}", "input_id", id, "source", source, "reason",
+                           "turn_ended");
+    if (ev && t->gen.open && t->gen.turn == turn &&
+        json_object_set_new(ev, "generation_id", json_string(t->gen.id)) != 0) {
+        json_decref(ev);
+        ev = NULL;
+    }
+    return emit(t, "input.held", ev);
+}
+
+/* Deletion: a claim, a discard (outcome "canceled") or a hold ("held"). */
 static int spliced_delete(weir_generation_tracker *t, json_t *list, const json_t *data) {
     json_int_t n = weir__json_int(data, "removed_count", 0);
     json_int_t start = weir__json_int(data, "start", 0);
     if (n <= 0 || n > 1000000 || start < 0 || start > 1000000)
         return WEIR_OK;
     bool canceled = strcmp(weir__json_str(data, "outcome", ""), "canceled") == 0;
+    bool held = strcmp(weir__json_str(data, "outcome", ""), "held") == 0;
     json_t *dropped = json_array(); /* ids reported dropped here */
     int rc = dropped ? WEIR_OK : WEIR_E_NOMEM;
     for (json_int_t k = 0; k < n; k++) {
@@ -489,12 +693,18 @@ static int spliced_delete(weir_generation_tracker *t, json_t *list, const json_t
         if (!json_is_object(e)) { /* input the tracker never saw: the live event names it */
             if (canceled)
                 t->unknown_discards++;
+            else if (held)
+                t->unknown_holds++;
             else
                 t->unknown_claims++;
         } else if (json_is_true(json_object_get(e, "held"))) {
             /* reported input.held when the shutdown could not log its removal */
+        } else if (held) { /* anchored input its turn did not take */
+            r = report_held(t, weir__json_str(e, "id", ""), weir__json_str(e, "source", ""),
+                            (int)weir__json_int(e, "anchor", 0));
         } else if (canceled) {
-            r = report_dropped(t, weir__json_str(e, "id", ""), weir__json_str(e, "source", ""));
+            r = report_dropped(t, weir__json_str(e, "id", ""), weir__json_str(e, "source", ""),
+                               "canceled", NULL);
             if (dropped && json_array_append(dropped, json_object_get(e, "id")) != 0)
                 r = WEIR_E_NOMEM;
         } else {
@@ -508,6 +718,11 @@ static int spliced_delete(weir_generation_tracker *t, json_t *list, const json_t
     if (dropped && t->unknown_discards > 0 && json_array_extend(t->recent_discards, dropped) != 0)
         rc = WEIR_E_NOMEM;
     json_decref(dropped);
+    if (canceled || held) {
+        int r = settle_continuing(t);
+        if (r != WEIR_OK)
+            rc = r;
+    }
     return rc;
 }
 
@@ -552,7 +767,34 @@ static int on_discarded(weir_generation_tracker *t, const json_t *data) {
     if (t->unknown_discards == 0)
         json_array_clear(t->recent_discards);
     char sbuf[256];
-    return report_dropped(t, id, source_of(m, sbuf, sizeof sbuf));
+    return report_dropped(t, id, source_of(m, sbuf, sizeof sbuf), "canceled", NULL);
+}
+
+/* Live hold: for anchored input the tracker never saw queued. */
+static int on_held(weir_generation_tracker *t, const json_t *data) {
+    const json_t *m = json_object_get(data, "message");
+    const char *id = message_id(m);
+    if (t->unknown_holds == 0 || !id || known_id(t, id))
+        return WEIR_OK;
+    t->unknown_holds--;
+    char sbuf[256];
+    return report_held(t, id, source_of(m, sbuf, sizeof sbuf),
+                       (int)weir__json_int(data, "turn", 0));
+}
+
+/* Live agent/inbox/acknowledged: input.acknowledged {input_id, duplicate,
+ * generation_id?} (the generation that claimed it, when known). */
+static int on_acknowledged(weir_generation_tracker *t, const json_t *data) {
+    const char *id = message_id(json_object_get(data, "message"));
+    if (!id)
+        return WEIR_OK;
+    const char *gen = json_string_value(json_object_get(t->seen, id));
+    json_t *ev = json_pack("{s:s, s:b}", "input_id", id, "duplicate", 1);
+    if (ev && gen && json_object_set_new(ev, "generation_id", json_string(gen)) != 0) {
+        json_decref(ev);
+        ev = NULL;
+    }
+    return emit(t, "input.acknowledged", ev);
 }
 
 static int on_user_message(weir_generation_tracker *t, const json_t *data) {
@@ -608,11 +850,45 @@ static int on_tool_result(weir_generation_tracker *t, const json_t *data) {
     return rc;
 }
 
-static int on_steering(weir_generation_tracker *t, const json_t *data, bool applied) {
+static int on_steering(weir_generation_tracker *t, const char *what, const json_t *data) {
     const char *id = weir__json_str(data, "input_id", NULL);
-    if (!t->gen.open || !id || !*id)
+    if (!id || !*id)
         return WEIR_OK;
-    return add_id(applied ? t->gen.input_ids : t->gen.accepted, id);
+    bool open = t->gen.open && !t->gen.continuing;
+    if (open && json_object_set_new(t->seen, id, json_string(t->gen.id)) != 0)
+        return WEIR_E_NOMEM;
+    if (!strcmp(what, "unknown")) { /* a native attempt whose effect is unknown */
+        char sbuf[256];
+        json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:s}", "input_id", id, "route", "native",
+                               "source", source_of(json_object_get(data, "message"), sbuf,
+                                                   sizeof sbuf),
+                               "reason", "native_attempt", "error",
+                               weir__json_str(data, "error", ""));
+        if (ev && open &&
+            json_object_set_new(ev, "generation_id", json_string(t->gen.id)) != 0) {
+            json_decref(ev);
+            ev = NULL;
+        }
+        return emit(t, "input.unknown", ev);
+    }
+    if (!strcmp(what, "refused")) { /* queued now: no longer natively accepted */
+        long i = open ? find_id(t->gen.accepted, id) : -1;
+        if (i >= 0)
+            json_array_remove(t->gen.accepted, (size_t)i);
+        return WEIR_OK;
+    }
+    if (strcmp(what, "accepted") != 0 && strcmp(what, "applied") != 0)
+        return WEIR_OK; /* owned: the provider reports on */
+    bool applied = !strcmp(what, "applied");
+    int rc = open ? add_id(applied ? t->gen.input_ids : t->gen.accepted, id) : WEIR_OK;
+    if (rc != WEIR_OK)
+        return rc;
+    json_t *ev = json_pack("{s:s}", "input_id", id);
+    if (ev && open && json_object_set_new(ev, "generation_id", json_string(t->gen.id)) != 0) {
+        json_decref(ev);
+        ev = NULL;
+    }
+    return emit(t, applied ? "steering.applied" : "steering.accepted", ev);
 }
 
 static int on_turn_end(weir_generation_tracker *t, const json_t *data) {
@@ -621,17 +897,41 @@ static int on_turn_end(weir_generation_tracker *t, const json_t *data) {
         t->pending_turn = 0;
         json_array_clear(t->pending_claims);
     }
-    if (!t->gen.open || turn != t->gen.turn)
+    if (!t->gen.open || t->gen.continuing || turn != t->gen.turn)
         return WEIR_OK;
-    const json_t *reason = json_object_get(data, "reason");
-    if (json_is_object(reason))
-        return finish_generation(t, reason, true);
-    json_t *r = json_pack("{s:s}", "kind", "error");
-    int rc = r ? finish_generation(t, r, true) : WEIR_E_NOMEM;
-    json_decref(r);
-    if (t->gen.open)
-        gen_clear(&t->gen);
-    return rc;
+    const json_t *given = json_object_get(data, "reason");
+    json_t *reason = json_is_object(given) ? json_deep_copy(given)
+                                           : json_pack("{s:s}", "kind", "error");
+    if (!reason)
+        return WEIR_E_NOMEM;
+    int rc = settle_claims(t, reason, true);
+    const char *kind = weir__json_str(reason, "kind", "");
+    if (!strcmp(kind, "completed") || !strcmp(kind, "max-tokens")) {
+        /* Ordinary input queued before this end continues the generation
+         * in the next turn (generation seed: the completion marker yields
+         * to already accepted input); a job's result alone does not. */
+        bool waits = false;
+        for (int li = 0; li < 2; li++) {
+            size_t i;
+            json_t *e;
+            json_array_foreach(t->lists[li], i, e) {
+                if (!json_is_object(e) || json_is_true(json_object_get(e, "held")) ||
+                    !strncmp(weir__json_str(e, "source", ""), "service", 7))
+                    continue;
+                if (json_object_set_new(e, "pre_close", json_true()) != 0)
+                    rc = WEIR_E_NOMEM;
+                waits = true;
+            }
+        }
+        if (waits) {
+            t->gen.continuing = true;
+            t->gen.end_reason = reason;
+            return rc;
+        }
+    }
+    int r = finish_generation(t, reason, true);
+    json_decref(reason);
+    return r != WEIR_OK ? r : rc;
 }
 
 /*
@@ -654,11 +954,13 @@ static int hold_queued(weir_generation_tracker *t) {
                                    "durable", 0));
             if (r == WEIR_OK && json_object_set_new(e, "held", json_true()) != 0)
                 r = WEIR_E_NOMEM;
+            json_object_del(e, "pre_close");
             if (r != WEIR_OK)
                 rc = r;
         }
     }
-    return rc;
+    int r = settle_continuing(t);
+    return r != WEIR_OK ? r : rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -683,8 +985,10 @@ int weir_generation_tracker_create(weir_generation_event_fn cb, void *user_data,
     t->jobs = json_array();
     t->done_jobs = json_array();
     t->pending_claims = json_array();
+    t->seen = json_object();
     if (!t->lists[0] || !t->lists[1] || !t->recent_discards || !t->jobs || !t->done_jobs ||
-        !t->pending_claims || pthread_mutex_init(&t->mu, NULL) != 0) {
+        !t->pending_claims || !t->seen || pthread_mutex_init(&t->mu, NULL) != 0) {
+        json_decref(t->seen);
         json_decref(t->lists[0]);
         json_decref(t->lists[1]);
         json_decref(t->recent_discards);
@@ -709,6 +1013,7 @@ void weir_generation_tracker_destroy(weir_generation_tracker *t) {
     json_decref(t->jobs);
     json_decref(t->done_jobs);
     json_decref(t->pending_claims);
+    json_decref(t->seen);
     pthread_mutex_destroy(&t->mu);
     weir__free(t);
 }
@@ -737,8 +1042,20 @@ static int dispatch(weir_generation_tracker *t, const char *type, const json_t *
         return on_discarded(t, data);
     if (!strcmp(type, "agent/error"))
         return on_agent_error(t, data);
-    if (!strcmp(type, "steering/accepted") || !strcmp(type, "steering/applied"))
-        return on_steering(t, data, strcmp(type, "steering/applied") == 0);
+    if (!strncmp(type, "steering/", 9))
+        return on_steering(t, type + 9, data);
+    if (!strcmp(type, "agent/inbox/acknowledged"))
+        return on_acknowledged(t, data);
+    if (!strcmp(type, "agent/inbox/held"))
+        return on_held(t, data);
+    if (!strcmp(type, "agent/status") &&
+        !strcmp(weir__json_str(data, "status", ""), "idle") && t->gen.open &&
+        t->gen.continuing) { /* nothing continued it: its answer stands */
+        json_t *reason = json_incref(t->gen.end_reason);
+        int rc = finish_generation(t, reason, true);
+        json_decref(reason);
+        return rc;
+    }
     return WEIR_OK;
 }
 
@@ -754,7 +1071,7 @@ int weir_generation_tracker_feed(weir_generation_tracker *t, const json_t *event
     /* The first event after a turn's claims starts its generation. */
     if (durable && t->pending_turn > 0 && json_array_size(t->pending_claims) > 0 &&
         strcmp(type, "agent/inbox/spliced") != 0 && strcmp(type, "turn/start") != 0)
-        rc = start_generation(t);
+        rc = begin_turn_generation(t);
     int r = dispatch(t, type, data, durable);
     if (r == WEIR_OK) /* events of a dead turn that arrive after its end */
         r = settle_dead_turn(t);
@@ -772,6 +1089,7 @@ int weir_generation_tracker_shutdown(weir_generation_tracker *t, weir_agent *age
     pthread_mutex_unlock(&t->mu);
     /* The tracker's lock is not held here: the agent feeds these events
      * back through the embedder's on_event, maybe on this thread. */
+    weir__inbox_stop(agent->inbox); /* the stop fence: no new input from here on */
     weir_agent_cancel(agent, "disposed", false);
     int rc = weir__inbox_clear(agent->inbox, err);
     if (rc != WEIR_OK) { /* the log took no removal: hold what is still queued anyway */
@@ -780,4 +1098,15 @@ int weir_generation_tracker_shutdown(weir_generation_tracker *t, weir_agent *age
         pthread_mutex_unlock(&t->mu);
     }
     return rc;
+}
+
+int weir_generation_tracker_turn(weir_generation_tracker *t, const char *generation_id) {
+    if (!t || !generation_id)
+        return 0;
+    pthread_mutex_lock(&t->mu);
+    int turn = t->gen.open && !t->gen.continuing && strcmp(t->gen.id, generation_id) == 0
+                   ? t->gen.turn
+                   : 0;
+    pthread_mutex_unlock(&t->mu);
+    return turn;
 }

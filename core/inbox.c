@@ -1,12 +1,19 @@
 /*
- * core/inbox.c - the durable inbox (DESIGN §6, reference §3.5 and §5.1).
+ * core/inbox.c - the durable inbox (DESIGN §6, reference §3.5, §5.1, §5.4).
  *
  * Two lists (next-turn, next-step) are the fold of agent/inbox/spliced
  * events.  Every change appends its splice event first and only then changes
  * the lists, so a failed append leaves them as they were.  Notifications run
  * after the change, outside the inbox lock.
+ *
+ * Each queued message has meta {n: arrival number, anchor?: turn}.  The
+ * first queued next-turn message is a barrier: a claim between steps takes
+ * only the next-step input that arrived before it (plus anchored input,
+ * which is queued in front of what the barrier holds back).  So the
+ * claimable next-step input is always a prefix of the list.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "inbox.h"
@@ -20,6 +27,11 @@ struct weir__inbox {
     pthread_mutex_t *mu; /* recursive: a log observer may read the inbox */
     json_t *lists[2];    /* arrays of messages */
     json_t *delivered;   /* input id -> message, for dedupe */
+    json_t *meta;        /* input id -> {n, anchor?} of queued messages */
+    json_int_t next_arrival;
+    int running_turn;    /* anchored input may target this turn (0: none) */
+    int fence_turn;      /* ... unless it is this one */
+    bool stopped;        /* no new input */
     weir__inbox_notify_fn notify;
     void *notify_ud;
 };
@@ -43,7 +55,48 @@ static const json_t *find_id(const weir__inbox *ib, const char *id) {
     return json_object_get(ib->delivered, id);
 }
 
-/* Apply one persisted splice; -1 when it is malformed. */
+static json_int_t arrival_of(const weir__inbox *ib, const json_t *m) {
+    return weir__json_int(json_object_get(ib->meta, msg_id(m)), "n", 0);
+}
+
+static int anchor_of(const weir__inbox *ib, const json_t *m) {
+    return (int)weir__json_int(json_object_get(ib->meta, msg_id(m)), "anchor", 0);
+}
+
+/* Arrival number of the k-th queued next-turn message, or "never". */
+static json_int_t barrier(const weir__inbox *ib, size_t k) {
+    const json_t *m = json_array_get(ib->lists[NEXT_TURN], k);
+    return m ? arrival_of(ib, m) : INT64_MAX;
+}
+
+/* How many leading next-step messages arrived before `bar` or are anchored. */
+static size_t claimable(const weir__inbox *ib, json_int_t bar) {
+    size_t i;
+    const json_t *m;
+    json_array_foreach(ib->lists[NEXT_STEP], i, m) {
+        if (!anchor_of(ib, m) && arrival_of(ib, m) > bar)
+            return i;
+    }
+    return json_array_size(ib->lists[NEXT_STEP]);
+}
+
+static bool is_service(const json_t *m) {
+    return strcmp(weir__json_str(json_object_get(m, "source"), "kind", ""), "service") == 0;
+}
+
+/* New meta {n, anchor?} for the next arrival (counts it), or NULL. */
+static json_t *new_meta(weir__inbox *ib, int anchor) {
+    json_t *meta = json_pack("{s:I}", "n", (json_int_t)ib->next_arrival);
+    if (meta && anchor > 0 && json_object_set_new(meta, "anchor", json_integer(anchor)) != 0) {
+        json_decref(meta);
+        return NULL;
+    }
+    if (meta)
+        ib->next_arrival++;
+    return meta;
+}
+
+/* Apply one persisted splice; -1 when it is malformed, -2 out of memory. */
 static int fold_splice(weir__inbox *ib, const json_t *data) {
     const char *target = weir__json_str(data, "target", "");
     int t = strcmp(target, "next-turn") == 0   ? NEXT_TURN
@@ -53,10 +106,13 @@ static int fold_splice(weir__inbox *ib, const json_t *data) {
     const json_t *jremoved = json_object_get(data, "removed_count");
     const json_t *inserted = json_object_get(data, "inserted");
     const json_t *outcome = json_object_get(data, "outcome");
+    const json_t *janchor = json_object_get(data, "anchor_turn");
+    const char *oc = json_string_value(outcome);
     if (t < 0 || !json_is_integer(jstart) || (jremoved && !json_is_integer(jremoved)) ||
         !json_is_array(inserted) ||
-        (outcome &&
-         (!json_is_string(outcome) || strcmp(json_string_value(outcome), "canceled") != 0)))
+        (outcome && (!oc || (strcmp(oc, "canceled") != 0 && strcmp(oc, "held") != 0))) ||
+        (janchor && (!json_is_integer(janchor) || json_integer_value(janchor) <= 0 ||
+                     json_integer_value(janchor) > INT32_MAX || t != NEXT_STEP)))
         return -1;
     json_t *list = ib->lists[t];
     json_int_t start = json_integer_value(jstart);
@@ -68,6 +124,7 @@ static int fold_splice(weir__inbox *ib, const json_t *data) {
         json_t *m = json_array_get(list, (size_t)start);
         if (!outcome && json_object_set(ib->delivered, msg_id(m), m) != 0)
             return -2;
+        json_object_del(ib->meta, msg_id(m));
         json_array_remove(list, (size_t)start);
     }
     size_t i;
@@ -75,7 +132,9 @@ static int fold_splice(weir__inbox *ib, const json_t *data) {
     json_array_foreach(inserted, i, m) {
         if (!json_is_object(m) || !msg_id(m) || find_id(ib, msg_id(m)))
             return -1;
-        if (json_array_insert(list, (size_t)start + i, m) != 0)
+        json_t *meta = new_meta(ib, janchor ? (int)json_integer_value(janchor) : 0);
+        if (!meta || json_object_set_new(ib->meta, msg_id(m), meta) != 0 ||
+            json_array_insert(list, (size_t)start + i, m) != 0)
             return -2;
     }
     return 0;
@@ -126,7 +185,9 @@ int weir__inbox_create(weir__log *log, weir__inbox **out, weir_error *err) {
     ib->lists[NEXT_TURN] = json_array();
     ib->lists[NEXT_STEP] = json_array();
     ib->delivered = json_object();
-    int rc = ib->lists[0] && ib->lists[1] && ib->delivered
+    ib->meta = json_object();
+    ib->next_arrival = 1;
+    int rc = ib->lists[0] && ib->lists[1] && ib->delivered && ib->meta
                  ? rebuild(ib, err)
                  : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
     if (rc != WEIR_OK) {
@@ -143,6 +204,7 @@ void weir__inbox_destroy(weir__inbox *ib) {
     json_decref(ib->lists[0]);
     json_decref(ib->lists[1]);
     json_decref(ib->delivered);
+    json_decref(ib->meta);
     pthread_mutex_destroy(ib->mu);
     weir__free(ib);
 }
@@ -165,8 +227,9 @@ size_t weir__inbox_count(const weir__inbox *ib, bool next_step) {
     return n;
 }
 
-/* Emit `kind` for each message of `msgs` (an array, stolen) outside the lock. */
-static void notify_all(weir__inbox *ib, const char *kind, json_t *msgs, int turn) {
+/* Emit `kind` for each message of `msgs` (an array, stolen) outside the
+ * lock; `turns` (may be NULL, stolen) gives each message's turn. */
+static void notify_all(weir__inbox *ib, const char *kind, json_t *msgs, int turn, json_t *turns) {
     ib_lock(ib);
     weir__inbox_notify_fn fn = ib->notify;
     void *ud = ib->notify_ud;
@@ -174,21 +237,25 @@ static void notify_all(weir__inbox *ib, const char *kind, json_t *msgs, int turn
     size_t i;
     json_t *m;
     if (fn)
-        json_array_foreach(msgs, i, m) fn(kind, m, turn, ud);
+        json_array_foreach(msgs, i, m) {
+            const json_t *tn = json_array_get(turns, i);
+            fn(kind, m, tn ? (int)json_integer_value(tn) : turn, ud);
+        }
     json_decref(msgs);
+    json_decref(turns);
 }
 
-/* Append a splice event: remove `removed` messages of list `t` at 0 (or
- * insert `inserted` at the end when non-NULL).  Lock held. */
-static int splice(weir__inbox *ib, int t, size_t removed, json_t *inserted, bool canceled,
-                  weir_error *err) {
-    size_t start = inserted ? json_array_size(ib->lists[t]) : 0;
+/* Append a splice event of list `t`: remove `removed` messages at `start`,
+ * insert `inserted` (may be NULL) there.  Lock held. */
+static int splice(weir__inbox *ib, int t, size_t start, size_t removed, json_t *inserted,
+                  const char *outcome, int anchor, weir_error *err) {
     json_t *data = json_pack("{s:s, s:I}", "target", target_names[t], "start", (json_int_t)start);
     if (!data ||
         (removed &&
          json_object_set_new(data, "removed_count", json_integer((json_int_t)removed))) ||
         json_object_set_new(data, "inserted", inserted ? json_incref(inserted) : json_array()) ||
-        (canceled && json_object_set_new(data, "outcome", json_string("canceled")))) {
+        (outcome && json_object_set_new(data, "outcome", json_string(outcome))) ||
+        (anchor > 0 && json_object_set_new(data, "anchor_turn", json_integer(anchor)))) {
         json_decref(data);
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
     }
@@ -197,15 +264,15 @@ static int splice(weir__inbox *ib, int t, size_t removed, json_t *inserted, bool
     return rc;
 }
 
-int weir__inbox_add(weir__inbox *ib, const json_t *message, bool next_step, bool *duplicate,
-                    weir_error *err) {
+/* Add to list `t` (next-step at the claimable front when `anchor` > 0). */
+static int add(weir__inbox *ib, const json_t *message, int t, int anchor, bool *duplicate,
+               weir_error *err) {
     if (duplicate)
         *duplicate = false;
     if (!ib || !json_is_object(message) || !msg_id(message) || !*msg_id(message))
         return weir__err(err, WEIR_E_INVAL, NULL, NULL,
                          "inbox: add needs a message object with a non-empty \"id\"");
     const char *id = msg_id(message);
-    int t = next_step ? NEXT_STEP : NEXT_TURN;
     ib_lock(ib);
     const json_t *seen = find_id(ib, id);
     if (seen) {
@@ -218,20 +285,40 @@ int weir__inbox_add(weir__inbox *ib, const json_t *message, bool next_step, bool
             *duplicate = true;
         return WEIR_OK;
     }
+    if (ib->stopped) {
+        ib_unlock(ib);
+        return weir__err(err, WEIR_E_STATE, NULL, NULL,
+                         "inbox: the agent is shutting down and takes no new input");
+    }
+    if (anchor > 0 && (anchor != ib->running_turn || anchor == ib->fence_turn)) {
+        ib_unlock(ib);
+        return weir__err(err, WEIR_E_STATE, NULL, NULL,
+                         "turn %d is not running or takes no more steering (it ended or is "
+                         "ending)",
+                         anchor);
+    }
     json_t *copy = json_deep_copy(message);
     json_t *inserted = copy ? json_pack("[O]", copy) : NULL;
     json_t *note = copy ? json_pack("[O]", copy) : NULL;
-    size_t at = json_array_size(ib->lists[t]);
-    /* Grow the list's storage now (jansson never shrinks it), so that the
-     * insert after the durable splice cannot fail. */
+    json_int_t saved = ib->next_arrival;
+    json_t *meta = new_meta(ib, anchor);
+    size_t at = anchor > 0 ? claimable(ib, barrier(ib, 0)) : json_array_size(ib->lists[t]);
+    /* Grow the list's storage now (jansson never shrinks it) and set the
+     * meta first, so that nothing can fail after the durable splice. */
     bool room = json_array_append(ib->lists[t], json_null()) == 0;
     if (room)
-        json_array_remove(ib->lists[t], at);
-    int rc = inserted && note && room
-                 ? splice(ib, t, 0, inserted, false, err)
+        json_array_remove(ib->lists[t], json_array_size(ib->lists[t]) - 1);
+    bool have_meta = meta && json_object_set_new(ib->meta, id, meta) == 0;
+    int rc = inserted && note && room && have_meta
+                 ? splice(ib, t, at, 0, inserted, NULL, anchor, err)
                  : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
-    if (rc == WEIR_OK)
+    if (rc == WEIR_OK) {
         json_array_insert(ib->lists[t], at, copy);
+    } else {
+        if (have_meta)
+            json_object_del(ib->meta, id);
+        ib->next_arrival = saved;
+    }
     ib_unlock(ib);
     json_decref(copy);
     json_decref(inserted);
@@ -239,15 +326,28 @@ int weir__inbox_add(weir__inbox *ib, const json_t *message, bool next_step, bool
         json_decref(note);
         return rc;
     }
-    notify_all(ib, "inserted", note, 0);
+    notify_all(ib, "inserted", note, 0, NULL);
     return WEIR_OK;
+}
+
+int weir__inbox_add(weir__inbox *ib, const json_t *message, bool next_step, bool *duplicate,
+                    weir_error *err) {
+    return add(ib, message, next_step ? NEXT_STEP : NEXT_TURN, 0, duplicate, err);
+}
+
+int weir__inbox_add_anchored(weir__inbox *ib, const json_t *message, int turn, bool *duplicate,
+                             weir_error *err) {
+    if (turn <= 0)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "inbox: anchored input needs a turn");
+    return add(ib, message, NEXT_STEP, turn, duplicate, err);
 }
 
 /* Remove the first `limit` messages of list `t` (all with SIZE_MAX) with one
  * pure-deletion splice and append them to `out`.  Everything that can fail
  * happens before the splice is logged, so either nothing changes or the
  * splice and the lists change together.  Lock held. */
-static int take(weir__inbox *ib, int t, size_t limit, bool canceled, json_t *out, weir_error *err) {
+static int take(weir__inbox *ib, int t, size_t limit, const char *outcome, json_t *out,
+                weir_error *err) {
     json_t *list = ib->lists[t];
     size_t n = json_array_size(list), out_len = json_array_size(out), marked = 0;
     if (n > limit)
@@ -260,7 +360,7 @@ static int take(weir__inbox *ib, int t, size_t limit, bool canceled, json_t *out
             rc = WEIR_E_NOMEM;
     /* claimed ids count as delivered (a reopen restores them from the splice);
      * no queued id is in `delivered`, so every one marked here is new */
-    for (; rc == WEIR_OK && !canceled && marked < n; marked++) {
+    for (; rc == WEIR_OK && !outcome && marked < n; marked++) {
         json_t *m = json_array_get(list, marked);
         if (json_object_set(ib->delivered, msg_id(m), m) != 0)
             rc = WEIR_E_NOMEM;
@@ -268,7 +368,7 @@ static int take(weir__inbox *ib, int t, size_t limit, bool canceled, json_t *out
     if (rc != WEIR_OK)
         rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
     else
-        rc = splice(ib, t, n, NULL, canceled, err);
+        rc = splice(ib, t, 0, n, NULL, outcome, 0, err);
     if (rc != WEIR_OK) { /* undo: removals never allocate */
         for (size_t i = 0; i < marked; i++)
             json_object_del(ib->delivered, msg_id(json_array_get(list, i)));
@@ -276,8 +376,10 @@ static int take(weir__inbox *ib, int t, size_t limit, bool canceled, json_t *out
             json_array_remove(out, json_array_size(out) - 1);
         return rc;
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        json_object_del(ib->meta, msg_id(json_array_get(list, 0)));
         json_array_remove(list, 0);
+    }
     return WEIR_OK;
 }
 
@@ -291,12 +393,16 @@ int weir__inbox_claim(weir__inbox *ib, bool turn_boundary, int turn, json_t **cl
     if (!out)
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
     ib_lock(ib);
-    int rc = take(ib, NEXT_STEP, SIZE_MAX, false, out, err);
-    /* The next-step splice, once logged, stands: if the queued prompt cannot
-     * be taken too, the claim is that batch alone (as between steps) and the
-     * prompt stays queued for the next turn boundary. */
-    if (rc == WEIR_OK && turn_boundary) {
-        int rc2 = take(ib, NEXT_TURN, 1, false, out, err);
+    /* the next-step input that arrived before the first queued prompt */
+    int rc = take(ib, NEXT_STEP, claimable(ib, barrier(ib, 0)), NULL, out, err);
+    /* At a turn boundary, then the prompt and the next-step input queued
+     * after it, before the next prompt.  Each splice, once logged, stands:
+     * when a later one cannot be taken, the claim is what came before it,
+     * which nothing still queued should have preceded. */
+    if (rc == WEIR_OK && turn_boundary && json_array_size(ib->lists[NEXT_TURN]) > 0) {
+        int rc2 = take(ib, NEXT_TURN, 1, NULL, out, err);
+        if (rc2 == WEIR_OK)
+            rc2 = take(ib, NEXT_STEP, claimable(ib, barrier(ib, 0)), NULL, out, err);
         if (json_array_size(out) == 0)
             rc = rc2;
     }
@@ -306,7 +412,7 @@ int weir__inbox_claim(weir__inbox *ib, bool turn_boundary, int turn, json_t **cl
         return rc;
     }
     *claimed = json_incref(out);
-    notify_all(ib, "claimed", out, turn);
+    notify_all(ib, "claimed", out, turn, NULL);
     return WEIR_OK;
 }
 
@@ -317,10 +423,127 @@ int weir__inbox_clear(weir__inbox *ib, weir_error *err) {
     if (!out)
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
     ib_lock(ib);
-    int rc = take(ib, NEXT_STEP, SIZE_MAX, true, out, err);
+    int rc = take(ib, NEXT_STEP, SIZE_MAX, "canceled", out, err);
     if (rc == WEIR_OK)
-        rc = take(ib, NEXT_TURN, SIZE_MAX, true, out, err);
+        rc = take(ib, NEXT_TURN, SIZE_MAX, "canceled", out, err);
     ib_unlock(ib);
-    notify_all(ib, "discarded", out, 0); /* whatever was removed durably */
+    notify_all(ib, "discarded", out, 0, NULL); /* whatever was removed durably */
+    return rc;
+}
+
+int weir__inbox_hold_anchored(weir__inbox *ib, int turn, weir_error *err) {
+    if (!ib)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "inbox: NULL inbox");
+    json_t *out = json_array(), *turns = json_array();
+    int rc = out && turns ? WEIR_OK
+                          : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
+    ib_lock(ib);
+    json_t *list = ib->lists[NEXT_STEP];
+    for (size_t i = 0; rc == WEIR_OK && i < json_array_size(list);) {
+        json_t *m = json_array_get(list, i);
+        int anchor = anchor_of(ib, m);
+        if (anchor <= 0 || (turn > 0 && anchor > turn)) {
+            i++;
+            continue;
+        }
+        if (json_array_append(out, m) != 0) {
+            rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
+            break;
+        }
+        if (json_array_append_new(turns, json_integer(anchor)) != 0) {
+            json_array_remove(out, json_array_size(out) - 1);
+            rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
+            break;
+        }
+        rc = splice(ib, NEXT_STEP, i, 1, NULL, "held", 0, err);
+        if (rc != WEIR_OK) {
+            json_array_remove(out, json_array_size(out) - 1);
+            json_array_remove(turns, json_array_size(turns) - 1);
+            break;
+        }
+        json_object_del(ib->meta, msg_id(m));
+        json_array_remove(list, i);
+    }
+    ib_unlock(ib);
+    if (out)
+        notify_all(ib, "held", out, 0, turns);
+    else
+        json_decref(turns);
+    return rc;
+}
+
+void weir__inbox_open_turn(weir__inbox *ib, int turn) {
+    if (!ib)
+        return;
+    ib_lock(ib);
+    ib->running_turn = turn;
+    ib_unlock(ib);
+}
+
+/* Whether the claimable next-step input holds a non-service message.  Lock held. */
+static bool continuing(const weir__inbox *ib, size_t *k) {
+    size_t n = claimable(ib, barrier(ib, 0));
+    bool ordinary = false;
+    for (size_t i = 0; i < n && !ordinary; i++)
+        ordinary = !is_service(json_array_get(ib->lists[NEXT_STEP], i));
+    if (k)
+        *k = n;
+    return ordinary;
+}
+
+bool weir__inbox_close_turn(weir__inbox *ib, int turn, bool force) {
+    if (!ib)
+        return true;
+    ib_lock(ib);
+    bool closed = force || !continuing(ib, NULL);
+    if (closed)
+        ib->fence_turn = turn;
+    ib_unlock(ib);
+    return closed;
+}
+
+size_t weir__inbox_pending(weir__inbox *ib, bool *ordinary) {
+    if (ordinary)
+        *ordinary = false;
+    if (!ib)
+        return 0;
+    ib_lock(ib);
+    size_t n = 0;
+    bool o = continuing(ib, &n);
+    ib_unlock(ib);
+    if (ordinary)
+        *ordinary = o;
+    return n;
+}
+
+void weir__inbox_stop(weir__inbox *ib) {
+    if (!ib)
+        return;
+    ib_lock(ib);
+    ib->stopped = true;
+    ib_unlock(ib);
+}
+
+int weir__inbox_known(weir__inbox *ib, const json_t *message) {
+    const char *id = msg_id(message);
+    if (!ib || !id)
+        return 0;
+    ib_lock(ib);
+    const json_t *seen = find_id(ib, id);
+    int r = !seen ? 0 : json_equal(seen, message) ? 1 : -1;
+    ib_unlock(ib);
+    return r;
+}
+
+int weir__inbox_remember(weir__inbox *ib, const json_t *message) {
+    const char *id = msg_id(message);
+    if (!ib || !id)
+        return WEIR_E_INVAL;
+    ib_lock(ib);
+    int rc = json_object_get(ib->delivered, id) ||
+                     json_object_set_new(ib->delivered, id, json_deep_copy(message)) == 0
+                 ? WEIR_OK
+                 : WEIR_E_NOMEM;
+    ib_unlock(ib);
     return rc;
 }

@@ -25,6 +25,7 @@ int weir_cmd_log(int argc, char **argv);    /* core/cli/log.c */
 int weir_cmd_serve(int argc, char **argv);  /* core/cli/serve.c */
 int weir_cmd_compact(int argc, char **argv); /* core/cli/compact.c */
 int weir_cmd_new_plugin(int argc, char **argv); /* core/cli/new_plugin.c */
+int weir_cmd_events(int argc, char **argv); /* core/cli/events.c */
 
 /* Shared helpers (core/cli/main.c). */
 /* Print "weir: <what>: <err->text>" to stderr and map the status to an exit code. */

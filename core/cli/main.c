@@ -22,6 +22,7 @@ static const char usage_text[] =
     "  config [-c FILE]... [--show-secrets]        print the composed deployment config\n"
     "  plugins [DIR]...                            list the plugins found\n"
     "  new-plugin NAME [DIR]                       start a plugin project from the template\n"
+    "  events [--markdown]                         print the event catalog\n"
     "  hooks [-c FILE]... [--catalog|--markdown]   print each hook chain in order\n"
     "  serve --stdio [-c FILE]... [-s ID]          one agent over a stdin/stdout JSONL protocol\n"
     "  version                                     print versions\n"
@@ -317,6 +318,7 @@ static const struct {
     {"config", weir_cmd_config},   {"plugins", weir_cmd_plugins}, {"hooks", weir_cmd_hooks},
     {"serve", weir_cmd_serve},     {"compact", weir_cmd_compact}, {"version", weir_cmd_version},
     {"new-plugin", weir_cmd_new_plugin},
+    {"events", weir_cmd_events},
 };
 
 int main(int argc, char **argv) {

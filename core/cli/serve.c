@@ -115,6 +115,12 @@ static void put_error(serve *s, long line, const char *input_id, const char *fmt
 
 static void on_generation(const json_t *event, void *ud) { put(ud, event); }
 
+static void wake_driver(serve *s);
+
+/* The agent has waking work nobody sent on stdin (a background job's
+ * result): run the driver for it (weir_agent_options.on_wake). */
+static void on_wake(void *ud) { wake_driver(ud); }
+
 static void on_event(const json_t *event, bool durable, void *ud) {
     serve *s = ud;
     if (s->all_events)
@@ -257,7 +263,8 @@ static bool blank(const char *text) {
 }
 
 static void cmd_send(serve *s, long line, json_t *cmd) {
-    static const char *const keys[] = {"op", "input_id", "text", "message", "mode", NULL};
+    static const char *const keys[] = {"op",   "input_id", "text", "message",
+                                       "mode", "target_generation_id", NULL};
     const json_t *jid = json_object_get(cmd, "input_id");
     const char *input_id = json_string_value(jid);
     const char *bad = unknown_key(cmd, keys);
@@ -298,6 +305,28 @@ static void cmd_send(serve *s, long line, json_t *cmd) {
         put_error(s, line, input_id, "send: mode: expected \"followup\", \"steer\" or \"inject\"");
         return;
     }
+    /* anchored steering: the open generation's running turn, or refused */
+    const json_t *jgen = json_object_get(cmd, "target_generation_id");
+    int anchor = 0;
+    if (jgen) {
+        const char *gen = json_string_value(jgen);
+        if (m != WEIR_SEND_STEER) {
+            put_error(s, line, input_id, "send: target_generation_id: only with mode \"steer\"");
+            return;
+        }
+        if (!gen || strlen(gen) != json_string_length(jgen) || !*gen) {
+            put_error(s, line, input_id, "send: target_generation_id: expected a string");
+            return;
+        }
+        anchor = weir_generation_tracker_turn(s->tracker, gen);
+        if (anchor <= 0) {
+            put_error(s, line, input_id,
+                      "send: generation \"%.64s\" is not running (finished, between turns or "
+                      "unknown): anchored steering refused",
+                      gen);
+            return;
+        }
+    }
     pthread_mutex_lock(&s->mu);
     bool broken = s->broken;
     pthread_mutex_unlock(&s->mu);
@@ -309,7 +338,9 @@ static void cmd_send(serve *s, long line, json_t *cmd) {
                           : json_pack("{s:s, s:O}", "role", "user", "content", text);
     weir_error err;
     weir_error_clear(&err);
-    int rc = msg ? weir_agent_send(s->agent, msg, m, input_id, &err) : WEIR_E_NOMEM;
+    int rc = !msg      ? WEIR_E_NOMEM
+             : anchor ? weir_agent_steer_turn(s->agent, msg, anchor, input_id, &err)
+                      : weir_agent_send(s->agent, msg, m, input_id, &err);
     json_decref(msg);
     if (rc != WEIR_OK) {
         put_error(s, line, input_id, "send: %s", err.text[0] ? err.text : weir_strerror(rc));
@@ -543,7 +574,7 @@ static const char serve_help[] =
     "line on stdin, one JSON event per line on stdout (docs/stdio-protocol.md).\n"
     "Commands:\n"
     "  {\"op\":\"send\",\"input_id\"?,\"text\"|\"message\",\n"
-    "   \"mode\"?:\"followup\"|\"steer\"|\"inject\"}\n"
+    "   \"mode\"?:\"followup\"|\"steer\"|\"inject\",\"target_generation_id\"?}\n"
     "  {\"op\":\"cancel\",\"cause\"?,\"keep_inbox\"?}\n"
     "  {\"op\":\"compact\",\"instructions\"?}  (once idle; a compaction event)\n"
     "  {\"op\":\"shutdown\"}            (end of input is a shutdown too)\n"
@@ -587,6 +618,7 @@ static int serve_agent(serve *s, weir_host *host, const char *path) {
     weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;
     opts.session_file = path;
     opts.on_event = on_event;
+    opts.on_wake = on_wake;
     opts.user_data = s;
     if (weir_agent_open(host, &opts, &s->agent, &err) != WEIR_OK) {
         weir_generation_tracker_destroy(s->tracker);

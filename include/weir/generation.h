@@ -101,6 +101,16 @@ WEIR_API int weir_generation_tracker_feed(weir_generation_tracker *tracker, cons
 WEIR_API int weir_generation_tracker_shutdown(weir_generation_tracker *tracker, weir_agent *agent,
                                               weir_error *err) WEIR_WUR;
 
+/**
+ * The turn the open generation `generation_id` is running, for anchored
+ * steering (weir_agent_steer_turn), or 0 when that generation is not open
+ * or is between turns (it then takes no anchored steering: the request is
+ * stale or unavailable).  Any thread.
+ * Since: 0.1
+ */
+WEIR_API int weir_generation_tracker_turn(weir_generation_tracker *tracker,
+                                          const char *generation_id);
+
 /** Free the tracker (emits nothing).  NULL is a no-op. Since: 0.1 */
 WEIR_API void weir_generation_tracker_destroy(weir_generation_tracker *tracker);
 

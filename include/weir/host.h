@@ -167,17 +167,38 @@ typedef struct weir_agent_hook {
     const weir_hook_opts *opts; /* order and user_data (copied); NULL = defaults */
 } weir_agent_hook;
 
+/**
+ * The agent has waking work: input that wakes it (a followup, a steer, a
+ * background job's result) was queued, maybe on another thread (a job's
+ * worker), maybe while no thread runs the driver.  An embedder that runs
+ * weir_agent_run_until_idle() only when it has work (as `weir serve`
+ * does) calls it again soon.  Called on the thread that queued the input,
+ * after the input is durable, with no weir lock held; it must not block.
+ * It may run inside an event callback and concurrently with the driver.
+ * Since: 0.1
+ */
+typedef void (*weir_wake_fn)(void *user_data);
+
 typedef struct weir_agent_options {
     uint32_t struct_size;     /* sizeof(weir_agent_options) */
     const char *session_id;   /* NULL: generate one; existing log: resume */
     const char *session_file; /* explicit log path, overrides dir + id; NULL */
     weir_event_fn on_event;   /* may be NULL */
-    void *user_data;
+    void *user_data;          /* for on_event and on_wake */
     const weir_agent_hook *hooks; /* this agent's own listeners (copied), or NULL */
     size_t nhooks;
+    weir_wake_fn on_wake;     /* may be NULL (a struct_size without it: NULL) */
 } weir_agent_options;
 
-#define WEIR_AGENT_OPTIONS_INIT {sizeof(weir_agent_options), NULL, NULL, NULL, NULL, NULL, 0}
+#define WEIR_AGENT_OPTIONS_INIT \
+    {sizeof(weir_agent_options), NULL, NULL, NULL, NULL, NULL, 0, NULL}
+
+/** Input ids an open agent accepts (new ones; resubmissions are acknowledged). Since: 0.1 */
+#define WEIR_MAX_INPUT_IDS 2000
+/** Inputs queued at once (both inbox lists and native steering not yet applied). Since: 0.1 */
+#define WEIR_MAX_QUEUED_INPUTS 128
+/** Default of agent.max_input_chars: characters of text in one input. Since: 0.1 */
+#define WEIR_MAX_INPUT_CHARS 16000
 
 /**
  * Whether `id` is a session id: [A-Za-z0-9][A-Za-z0-9._-]{0,127} (so it is
@@ -208,13 +229,40 @@ WEIR_API const char *weir_agent_id(const weir_agent *agent);
 /**
  * Queue a user message.  `message` is borrowed: {role:"user",
  * content:[blocks] | "text", source?}.  `input_id` may be NULL.  Sending the
- * same id with the same content again is acknowledged once; with different
- * content it fails with WEIR_E_DUPLICATE.  Any thread.
+ * same id with the same content again is acknowledged (a live
+ * agent/inbox/acknowledged event, nothing queued); with different content
+ * it fails with WEIR_E_DUPLICATE.
+ *
+ * A steer sent while a provider with `steer_live` streams the running
+ * turn's request, with nothing queued before it, is offered to the provider
+ * first (native steering, docs/generations.md): a refusal queues it as
+ * usual; when the provider takes it, or its answer is an error (the effect
+ * is unknown; nothing is queued), the outcome is a live steering/owned or
+ * steering/unknown event.
+ *
+ * Caps (WEIR_E_LIMIT, nothing queued): WEIR_MAX_INPUT_IDS new ids per open
+ * agent (reopen the session to go on), WEIR_MAX_QUEUED_INPUTS queued at
+ * once, and agent.max_input_chars (default WEIR_MAX_INPUT_CHARS)
+ * characters of text.  After the generation tracker's shutdown a new input
+ * fails with WEIR_E_STATE.  Any thread.
  * Since: 0.1
  */
 WEIR_API int weir_agent_send(weir_agent *agent, const json_t *message,
                              weir_send_mode mode, const char *input_id,
                              weir_error *err);
+
+/**
+ * Anchored steering: queue a steer for the running turn `turn` only.  It is
+ * delivered at that turn's next request boundary, ahead of input a queued
+ * followup holds back, and never falls forward: when the turn ends before
+ * taking it (a cancel with keep_inbox, an error), it is removed durably
+ * (agent/inbox/held).  A turn that is not running, or that already made
+ * its final check (the stop fence after agent/turn-stopping), refuses it
+ * with WEIR_E_STATE.  Dedupe and caps as weir_agent_send.  Any thread.
+ * Since: 0.1
+ */
+WEIR_API int weir_agent_steer_turn(weir_agent *agent, const json_t *message, int turn,
+                                   const char *input_id, weir_error *err);
 
 /** Convenience: send a plain text user message. Since: 0.1 */
 WEIR_API int weir_agent_send_text(weir_agent *agent, const char *text,

@@ -35,7 +35,9 @@
  *        it.  agent/request-error may answer {kind:"error", error}: the
  *        failure the turn ends with (retry: a spent time budget says so).
  *        assistant/message and assistant/attempt carry the request's
- *        provider and model.
+ *        provider and model.  Native steering: weir_provider.steer_live
+ *        (optional; a shorter struct has none) and stream_steering (a
+ *        provider reports native input accepted, applied or refused).
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H
@@ -205,6 +207,27 @@ typedef struct weir_provider {
                   weir_stream *stream);
     /** Free per-call state from prepare_call. May be NULL. */
     void (*release_call)(void *self, void *call);
+    /**
+     * Since ABI 1.5, optional (NULL, or a shorter struct_size: no native
+     * steering).  Native steering (docs/generations.md): while `stream` runs
+     * a lifecycle request, a steer the host sends with nothing queued before
+     * it is offered here first, on the sender's thread, concurrently with
+     * `stream` (which keeps running; `stream` is that call's stream handle,
+     * valid until this returns).  `message` is borrowed: the normalized user
+     * message {role:"user", content:[text blocks], source, id}; copy what you
+     * keep (message.id names the input in stream_steering).
+     * Return 0 (false) for a definite refusal with no effect: the input goes
+     * to the request-boundary queue as usual.  Return 1 (true) to take it:
+     * the provider owns it (not proof that the model will use it) and
+     * reports with stream_steering: "accepted" when the remote side took it,
+     * "applied" at the confirmed successor boundary (the core then logs it as
+     * user/message there: model-visible means logged), or "refused" (its own
+     * definite-refusal fallback: the core queues it after all).  Any other
+     * return (an error: fill `err`) means the effect is unknown: nothing is
+     * queued and the input is reported unknown (route "native").  Must not
+     * block on `stream`'s progress.
+     */
+    int (*steer_live)(void *self, weir_stream *stream, const json_t *message, weir_error *err);
 } weir_provider;
 
 /* ------------------------------------------------------------------------ */
@@ -540,6 +563,27 @@ struct weir_api {
      * provider_require) before use.
      */
     int (*provider_require)(weir_plugin *self, const char *provider, const char *what);
+    /**
+     * Native steering (weir_provider.steer_live): report on input
+     * `input_id` (borrowed) that the provider took.  `what`:
+     *   "accepted"  the remote side accepted it (live steering/accepted:
+     *               accepted_input_ids, not yet input_ids).  Any thread,
+     *               while `stream` is valid.
+     *   "applied"   the model's successor response uses it: the core logs it
+     *               as user/message at this point of the turn (live
+     *               steering/applied: input_ids).  Only inside `stream`, on
+     *               its thread (a later request's stream is fine).
+     *   "refused"   the provider's own definite refusal: the core queues it
+     *               for the next request boundary.  As "applied", inside a
+     *               stream.
+     * WEIR_OK; WEIR_E_NOT_FOUND when no such input is pending (applied or
+     * refused once already, or never taken); WEIR_E_STATE for applied or
+     * refused outside a lifecycle stream's thread; WEIR_E_IO when the log
+     * could not take the user/message.  Check WEIR_API_HAS(api,
+     * stream_steering) before use.
+     */
+    int (*stream_steering)(weir_stream *stream, const char *input_id, const char *what,
+                           weir_error *err);
 };
 
 /** True when `api` has member `m` (for members added after 1.0). */
@@ -683,6 +727,7 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #define weir_http_get(...) (weir__plugin_api->http_get(__VA_ARGS__))
 #define weir_clock_ms(...) (weir__plugin_api->clock_ms(__VA_ARGS__))
 #define weir_provider_require(...) (weir__plugin_api->provider_require(__VA_ARGS__))
+#define weir_stream_steering(...) (weir__plugin_api->stream_steering(__VA_ARGS__))
 #elif defined(WEIR_NO_API_MACROS) && defined(WEIR__API_MACROS)
 #undef WEIR__API_MACROS
 #undef weir_plugin_id
@@ -729,4 +774,5 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #undef weir_http_get
 #undef weir_clock_ms
 #undef weir_provider_require
+#undef weir_stream_steering
 #endif /* the call macros */

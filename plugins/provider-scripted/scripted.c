@@ -13,10 +13,27 @@
  *    "expect": {"message_contains","last_role","tools_count","messages_count"}}
  * An unmet `expect` fails the attempt with INVALID_REQUEST saying what was
  * expected; running out of replies fails with UNKNOWN "script exhausted".
+ *
+ * Native steering (docs/generations.md): "steer_live", a string or an array
+ * of strings used one per steer_live call (the last repeats), makes the
+ * provider offer steer_live with these answers:
+ *   "refuse"    false: the core queues the steer for the request boundary
+ *   "throw"     an error: the effect is unknown, nothing is queued
+ *   "own"       true, and nothing more is ever reported
+ *   "accept"    true, and "accepted" at once (it is never applied)
+ *   "apply"     true, "accepted" at once, "applied" at the start of the
+ *               next stream call (the next request boundary)
+ *   "fallback"  true, then "refused" at the next stream call (the
+ *               provider's own refusal: the core queues it then)
+ * Applied text counts as seen by `expect.message_contains`.
+ *
+ * "prepare_delay_ms": N makes prepare_call wait N ms on the call's signal
+ * (a cancel ends the wait: WEIR_E_CANCELLED), for tests of a cancel there.
  */
 #define _GNU_SOURCE /* asprintf, strdup */
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +47,10 @@ typedef struct scripted {
     json_t *models;  /* object or NULL */
     bool loop;
     size_t next;
+    json_t *steer;   /* steer_live answers, or NULL */
+    json_int_t prepare_delay; /* prepare_delay_ms */
+    size_t steers;   /* steer_live calls so far */
+    json_t *owed;    /* [{id, what, text}] to report at the next stream */
     pthread_mutex_t mu;
 } scripted;
 
@@ -45,7 +66,9 @@ static const char config_schema[] =
     "\"script\":{\"type\":\"string\"},"
     "\"replies\":{\"type\":\"array\"},"
     "\"loop\":{\"type\":\"boolean\"},"
-    "\"models\":{\"type\":\"object\"}},"
+    "\"models\":{\"type\":\"object\"},"
+    "\"steer_live\":{\"type\":[\"string\",\"array\"]},"
+    "\"prepare_delay_ms\":{\"type\":\"integer\"}},"
     "\"additionalProperties\":false}";
 
 /* ------------------------------------------------------------------------ */
@@ -58,9 +81,14 @@ static json_t *model_info(void *ud, const char *model) {
 
 static int prepare_call(void *ud, const json_t *config, weir_signal *signal, void **call,
                         weir_error *err) {
-    (void)ud;
-    (void)signal;
+    scripted *s = ud;
     *call = NULL;
+    if (s->prepare_delay > 0 &&
+        weir_signal_sleep(signal, (uint64_t)s->prepare_delay) == WEIR_E_CANCELLED) {
+        if (err)
+            snprintf(err->text, sizeof err->text, "provider-scripted: prepare_call cancelled");
+        return WEIR_E_CANCELLED;
+    }
     if (!json_is_string(json_object_get(config, "model"))) {
         if (err)
             snprintf(err->text, sizeof err->text, "provider-scripted: the call config has no model");
@@ -85,8 +113,14 @@ static bool finish_failure(scripted *s, weir_stream *st, const char *code, const
                               strcmp(code, "ABORTED") == 0 ? "aborted" : "error", "failure", f));
 }
 
-/* Every message's text, for message_contains. */
-static bool request_contains(const json_t *request, const char *needle) {
+/* Every message's text (and the natively applied text), for message_contains. */
+static bool request_contains(const json_t *request, const json_t *applied, const char *needle) {
+    size_t k;
+    const json_t *a;
+    json_array_foreach(applied, k, a) {
+        if (strstr(json_string_value(a), needle))
+            return true;
+    }
     char *dump = json_dumps(json_object_get(request, "messages"), JSON_COMPACT | JSON_ENSURE_ASCII);
     json_t *probe = json_string(needle);
     char *pd = probe ? json_dumps(probe, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
@@ -103,11 +137,11 @@ static bool request_contains(const json_t *request, const char *needle) {
 }
 
 /* NULL when the request meets `expect`, else a malloc'd message. */
-static char *check_expect(const json_t *expect, const json_t *request) {
+static char *check_expect(const json_t *expect, const json_t *request, const json_t *applied) {
     const json_t *msgs = json_object_get(request, "messages");
     const char *contains = json_string_value(json_object_get(expect, "message_contains"));
     char *out = NULL;
-    if (contains && !request_contains(request, contains)) {
+    if (contains && !request_contains(request, applied, contains)) {
         if (asprintf(&out, "expected a message containing \"%s\"", contains) < 0)
             out = NULL;
         return out ? out : strdup("expectation failed");
@@ -175,10 +209,11 @@ static bool stream_block(weir_stream *st, int index, const char *block_type, con
     return emit(st, json_pack("{s:s, s:i}", "type", "block-end", "index", index));
 }
 
-static int play(scripted *s, const json_t *reply, const json_t *request, weir_stream *st) {
+static int play(scripted *s, const json_t *reply, const json_t *request, const json_t *applied,
+                weir_stream *st) {
     weir_signal *sig = weir_stream_signal(st);
     const json_t *expect = json_object_get(reply, "expect");
-    char *bad = expect ? check_expect(expect, request) : NULL;
+    char *bad = expect ? check_expect(expect, request, applied) : NULL;
     if (bad) {
         finish_failure(s, st, "INVALID_REQUEST", bad, 0);
         free(bad);
@@ -259,9 +294,72 @@ static int play(scripted *s, const json_t *reply, const json_t *request, weir_st
     return WEIR_OK;
 }
 
+/* Report what the last steer_live calls owe ("applied", "refused") at this
+ * boundary; the applied texts go to *applied (new array). */
+static void settle_steers(scripted *s, weir_stream *st, json_t **applied) {
+    pthread_mutex_lock(&s->mu);
+    json_t *owed = s->owed;
+    s->owed = json_array();
+    pthread_mutex_unlock(&s->mu);
+    *applied = json_array();
+    size_t i;
+    const json_t *o;
+    json_array_foreach(owed, i, o) {
+        const char *what = json_string_value(json_object_get(o, "what"));
+        weir_error err;
+        memset(&err, 0, sizeof err);
+        if (weir_stream_steering(st, json_string_value(json_object_get(o, "id")), what, &err) !=
+            WEIR_OK)
+            weir_log(s->self, WEIR_LOG_WARN, "stream_steering(%s): %s", what, err.text);
+        else if (!strcmp(what, "applied") && *applied)
+            json_array_append(*applied, json_object_get(o, "text"));
+    }
+    json_decref(owed);
+}
+
+static int steer_live(void *ud, weir_stream *st, const json_t *message, weir_error *err) {
+    scripted *s = ud;
+    pthread_mutex_lock(&s->mu);
+    const json_t *answers = s->steer;
+    size_t n = json_is_array(answers) ? json_array_size(answers) : 1;
+    const json_t *a = json_is_array(answers)
+                          ? json_array_get(answers, s->steers < n ? s->steers : n - 1)
+                          : answers;
+    s->steers++;
+    const char *mode = json_string_value(a);
+    mode = mode ? mode : "refuse";
+    const char *id = json_string_value(json_object_get(message, "id"));
+    /* the message's text, for expect.message_contains once applied */
+    const json_t *block = json_array_get(json_object_get(message, "content"), 0);
+    const char *text = json_string_value(json_object_get(block, "text"));
+    const char *owe = !strcmp(mode, "apply") ? "applied" : !strcmp(mode, "fallback") ? "refused"
+                                                                                     : NULL;
+    if (owe && id)
+        json_array_append_new(s->owed, json_pack("{s:s, s:s, s:s}", "id", id, "what", owe, "text",
+                                                 text ? text : ""));
+    pthread_mutex_unlock(&s->mu);
+    if (!strcmp(mode, "refuse"))
+        return 0;
+    if (!strcmp(mode, "throw")) {
+        if (err)
+            snprintf(err->text, sizeof err->text, "provider-scripted: steer_live failed "
+                                                  "(scripted)");
+        return -1;
+    }
+    if ((!strcmp(mode, "accept") || !strcmp(mode, "apply")) && id) {
+        weir_error e;
+        memset(&e, 0, sizeof e);
+        if (weir_stream_steering(st, id, "accepted", &e) != WEIR_OK)
+            weir_log(s->self, WEIR_LOG_WARN, "stream_steering(accepted): %s", e.text);
+    }
+    return 1;
+}
+
 static int stream(void *ud, void *call, const json_t *request, weir_stream *st) {
     (void)call;
     scripted *s = ud;
+    json_t *applied = NULL;
+    settle_steers(s, st, &applied);
     pthread_mutex_lock(&s->mu);
     size_t n = json_array_size(s->replies);
     json_t *reply = NULL;
@@ -274,10 +372,12 @@ static int stream(void *ud, void *call, const json_t *request, weir_stream *st) 
         char msg[96];
         snprintf(msg, sizeof msg, "script exhausted (%zu replies)", n);
         finish_failure(s, st, "UNKNOWN", msg, 0);
+        json_decref(applied);
         return WEIR_OK;
     }
-    int rc = play(s, reply, request, st);
+    int rc = play(s, reply, request, applied, st);
     json_decref(reply);
+    json_decref(applied);
     return rc;
 }
 
@@ -288,6 +388,8 @@ static void destroy(scripted *s) {
         return;
     json_decref(s->replies);
     json_decref(s->models);
+    json_decref(s->steer);
+    json_decref(s->owed);
     free(s->id);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -339,6 +441,26 @@ static int check_replies(const json_t *replies, const char *where, weir_error *e
     return WEIR_OK;
 }
 
+/* "steer_live": a known answer, or a non-empty array of them. */
+static int check_steer(const json_t *steer, weir_error *err) {
+    static const char *const known[] = {"refuse", "throw", "own", "accept", "apply", "fallback"};
+    if (!steer)
+        return WEIR_OK;
+    size_t n = json_is_array(steer) ? json_array_size(steer) : 1;
+    if (json_is_array(steer) && n == 0)
+        return fail(err, WEIR_E_PLUGIN_CONFIG, "steer_live: expected a non-empty array");
+    for (size_t i = 0; i < n; i++) {
+        const char *v = json_string_value(json_is_array(steer) ? json_array_get(steer, i) : steer);
+        bool ok = false;
+        for (size_t k = 0; v && k < sizeof known / sizeof known[0]; k++)
+            ok = ok || !strcmp(v, known[k]);
+        if (!ok)
+            return fail(err, WEIR_E_PLUGIN_CONFIG,
+                        "steer_live: expected refuse, throw, own, accept, apply or fallback");
+    }
+    return WEIR_OK;
+}
+
 static int init(weir_plugin *self, const weir_api *api, const json_t *config, weir_error *err) {
     WEIR_PLUGIN_INIT_API(api);
     scripted *s = calloc(1, sizeof *s);
@@ -386,8 +508,21 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
         const json_t *models = json_object_get(config, "models");
         s->models = json_is_object(models) ? json_deep_copy(models) : NULL;
         static const weir_provider vt = {sizeof(weir_provider), model_info, prepare_call, stream,
-                                         NULL};
-        rc = weir_provider_register(self, &vt, s);
+                                         NULL, NULL};
+        static const weir_provider vt_native = {sizeof(weir_provider), model_info, prepare_call,
+                                                stream, NULL, steer_live};
+        const json_t *steer = json_object_get(config, "steer_live");
+        rc = check_steer(steer, err);
+        s->owed = json_array();
+        if (rc == WEIR_OK && !s->owed)
+            rc = WEIR_E_NOMEM;
+        if (rc == WEIR_OK && steer && !WEIR_API_HAS(api, stream_steering))
+            rc = fail(err, WEIR_E_PLUGIN_CONFIG, "steer_live: the host has no stream_steering");
+        if (rc == WEIR_OK) {
+            s->steer = steer ? json_deep_copy(steer) : NULL;
+            s->prepare_delay = json_integer_value(json_object_get(config, "prepare_delay_ms"));
+            rc = weir_provider_register(self, steer ? &vt_native : &vt, s);
+        }
     }
     json_decref(doc);
     if (rc != WEIR_OK) {

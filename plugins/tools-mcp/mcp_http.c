@@ -1,7 +1,9 @@
 /*
  * plugins/tools-mcp/mcp_http.c - Streamable HTTP (see mcp_http.h).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "mcp_http.h"
 
 #include <pthread.h>

@@ -2,7 +2,9 @@
  * plugins/tools-mcp/mcp_map.c - tool names, result mapping, ${VAR}
  * expansion, log levels (see mcp_map.h).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* strndup */
+#endif
 #include "mcp_map.h"
 
 #include <stdarg.h>

@@ -1,7 +1,9 @@
 /*
  * plugins/tools-mcp/mcp_proc.c - MCP server processes (see mcp_proc.h).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pipe2 */
+#endif
 #include "mcp_proc.h"
 
 #include <errno.h>

@@ -25,7 +25,9 @@
  * made under s->mu.  The progress callback runs under s->mu (so it never
  * runs after its request returned).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "mcp_server.h"
 
 #include "weir/version.h"
@@ -770,6 +772,20 @@ static mcp_status rpc(mcp_server *s, conn *c, const char *method, json_t *params
     } else {
         if (conn_send(c, msg, why, size) != 0) {
             pthread_mutex_lock(&s->mu);
+            /* a write fails when the server is gone: wait (briefly) for the
+             * reader to see it, whose account names the exit and has read
+             * the server's last stderr lines */
+            uint64_t until = now_ms() + DRAIN_MS + 600;
+            while (!c->dead && now_ms() < until) {
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                ts.tv_nsec += 20000000L;
+                ts.tv_sec += ts.tv_nsec / 1000000000L;
+                ts.tv_nsec %= 1000000000L;
+                pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+            }
+            if (c->dead)
+                snprintf(why, size, "%s", c->why);
             unlink_pending(s, p);
             pthread_mutex_unlock(&s->mu);
             json_decref(msg);

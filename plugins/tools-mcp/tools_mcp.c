@@ -26,7 +26,9 @@
  * reader thread (mcp_server.c).  Everything here that changes after init
  * (the tool table of the refresh) is under `st->mu`.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>

@@ -4,8 +4,12 @@
  *   "record_requests": true   llm/stream: log drvtest/request {request, purpose?}
  *                             (the harness checks it against the log; purpose
  *                             marks a plugin's direct call, e.g. a summary)
- *   "pre_step": {"action": "reject"|"empty"|"fail"|"rewrite", "text"?,
- *                "step"?: N}  agent/pre-step on step N (default: every step)
+ *   "pre_step": {"action": "reject"|"empty"|"fail"|"rewrite"|"wait"|"wait_fail",
+ *                "text"?, "step"?: N}
+ *                             agent/pre-step on step N (default: every step);
+ *                             "wait" sleeps until the call's signal fires (at
+ *                             most 20 s), then answers as usual; "wait_fail"
+ *                             then fails (a listener that stops on a cancel)
  *   "turn_stopping_steer": {"text", "times"}
  *                             agent/turn-stopping steers `text`, `times` times
  *   "request_error": {"action": "retry"|"fail"|"delegate", "times"?: N}
@@ -95,6 +99,15 @@ static json_t *on_pre_step(weir_call *call, const json_t *args, void *ud) {
     if (!strcmp(action, "fail")) {
         weir_call_fail(call, "drvtest: pre-step refused");
         return NULL;
+    }
+    if (!strcmp(action, "wait") || !strcmp(action, "wait_fail")) {
+        int slept = weir_signal_sleep(weir_call_signal(call), 20000);
+        if (!strcmp(action, "wait_fail")) {
+            weir_call_fail(call, "drvtest: pre-step stopped (%s)",
+                           slept == WEIR_OK ? "timed out" : "cancelled");
+            return NULL;
+        }
+        return weir_next(call);
     }
     json_t *d = weir_next(call);
     if (!d)

@@ -270,9 +270,10 @@ static void steering_at_a_request_boundary_joins_input_ids(void **state) {
     admit(&r, 1, 2, S1);
     assistant(&r, 1, 2, "done in base 2", NULL);
     turn_end(&r, 1, "{'kind':'completed'}");
-    assert_string_equal(types(&r), "input.queued,generation.started,input.delivered,input.queued,"
-                                   "assistant.message,input.delivered,assistant.message,"
-                                   "generation.finished");
+    /* the steer's receipt comes when its delivery is known: at its claim */
+    assert_string_equal(types(&r), "input.queued,generation.started,input.delivered,"
+                                   "assistant.message,input.queued,input.delivered,"
+                                   "assistant.message,generation.finished");
     const json_t *q = nth(&r, "input.queued", 1);
     assert_string_equal(str(q, "input_id"), "s1");
     assert_string_equal(str(q, "delivery"), "request_boundary");
@@ -302,7 +303,6 @@ static void only_delivered_or_applied_inputs_join_a_generation(void **state) {
     feed(&r, D, "turn/start", "{'turn':1}");
     claim(&r, 1, "next-turn", FIRST);
     admit(&r, 1, 1, FIRST);
-    queue(&r, "next-turn", QUEUED);
     feed(&r, L, "steering/accepted", "{'input_id':'native'}");
     feed(&r, L, "steering/accepted", "{'input_id':'native'}");
     assistant(&r, 1, 1, "provisional", NULL);
@@ -318,7 +318,12 @@ static void only_delivered_or_applied_inputs_join_a_generation(void **state) {
     const json_t *f = nth(&r, "generation.finished", 0);
     assert_string_equal(ids(f, "input_ids"), "first,native");
     assert_string_equal(ids(f, "accepted_input_ids"), "");
-    /* the next generation delivers the queued input; earlier events keep their ids */
+    assert_string_equal(types(&r), "input.queued,generation.started,input.delivered,"
+                                   "steering.accepted,steering.accepted,assistant.message,"
+                                   "steering.applied,assistant.message,generation.finished");
+    /* input queued after the end: the next generation delivers it; earlier
+     * events keep their ids */
+    queue(&r, "next-turn", QUEUED);
     feed(&r, D, "turn/start", "{'turn':2}");
     claim(&r, 2, "next-turn", QUEUED);
     admit(&r, 2, 1, QUEUED);
@@ -343,8 +348,9 @@ static void finished_text_is_the_last_message_without_tool_calls(void **state) {
     admit(&r, 1, 1, FIRST);
     assistant(&r, 1, 1, "an early answer", NULL);
     feed(&r, D, "turn/start", "{'turn':2}"); /* turn 1 never ended: its log failed */
-    assert_string_equal(types(&r), "generation.started,input.delivered,assistant.message,"
-                                   "generation.detached");
+    /* input the tracker never saw queued gets its receipt when claimed */
+    assert_string_equal(types(&r), "input.queued,generation.started,input.delivered,"
+                                   "assistant.message,generation.detached");
     claim(&r, 2, "next-turn", QUEUED);
     admit(&r, 2, 1, QUEUED);
     assistant(&r, 2, 1, "calling the tool", "c1");
@@ -414,7 +420,8 @@ static void failure_is_correlated_with_its_inputs(void **state) {
     feed(&r, D, "assistant/attempt", "{'turn':1,'step':1,'stream':[]}");
     turn_end(&r, 1, "{'kind':'error','error':{'code':'RATE_LIMIT','message':'slow down',"
                     "'provider':'openai'}}");
-    assert_string_equal(types(&r), "generation.started,input.delivered,generation.failed");
+    assert_string_equal(types(&r), "input.queued,generation.started,input.delivered,"
+                                   "generation.failed");
     const json_t *f = nth(&r, "generation.failed", 0);
     assert_string_equal(ids(f, "input_ids"), "first");
     assert_string_equal(str(f, "error_type"), "RATE_LIMIT");
@@ -422,8 +429,10 @@ static void failure_is_correlated_with_its_inputs(void **state) {
     rec_fini(&r);
 }
 
-/* A rejected step: the claimed input never reached the log. */
-static void blocked_turn_fails_and_its_input_is_unknown(void **state) {
+/* A rejected step: the claimed input never reached the log, and that is
+ * known (no effect): input.discarded, not input.unknown.  Likewise for a
+ * turn cancelled or failed before admission. */
+static void blocked_turn_fails_and_its_claimed_input_is_discarded(void **state) {
     (void)state;
     rec r;
     rec_init(&r);
@@ -431,16 +440,38 @@ static void blocked_turn_fails_and_its_input_is_unknown(void **state) {
     feed(&r, D, "turn/start", "{'turn':1}");
     claim(&r, 1, "next-turn", FIRST);
     turn_end(&r, 1, "{'kind':'blocked'}");
-    assert_string_equal(types(&r), "input.queued,generation.started,input.unknown,"
+    assert_string_equal(types(&r), "input.queued,generation.started,input.discarded,"
                                    "generation.failed");
-    const json_t *u = nth(&r, "input.unknown", 0);
+    const json_t *u = nth(&r, "input.discarded", 0);
     assert_string_equal(str(u, "input_id"), "first");
-    assert_string_equal(str(u, "delivery"), "new_turn");
     assert_string_equal(str(u, "generation_id"), "gen-1");
-    assert_string_equal(str(u, "reason"), "blocked");
+    assert_string_equal(str(u, "reason"), "rejected");
     const json_t *f = nth(&r, "generation.failed", 0);
     assert_string_equal(ids(f, "input_ids"), "");
     assert_string_equal(str(f, "error_type"), "BLOCKED");
+    /* cancelled before admission, failed before it, and left out by pre-step */
+    const char *ends[][2] = {{"{'kind':'aborted','cause':'user'}", "canceled"},
+                             {"{'kind':'error','error':{'code':'UNKNOWN','message':'x'}}",
+                              "error"},
+                             {"{'kind':'completed'}", "pre-step"}};
+    for (int k = 0; k < 3; k++) {
+        queue(&r, "next-turn", QUEUED);
+        feed(&r, D, "turn/start", "{'turn':%d}", k + 2);
+        claim(&r, k + 2, "next-turn", QUEUED);
+        turn_end(&r, k + 2, ends[k][0]);
+        assert_string_equal(str(nth(&r, "input.discarded", k + 1), "reason"), ends[k][1]);
+        assert_string_equal(str(nth(&r, "input.discarded", k + 1), "input_id"), "queued");
+    }
+    assert_null(strstr(types(&r), "input.unknown"));
+    /* the log failed: the insertion may have been interrupted */
+    queue(&r, "next-turn", QUEUED);
+    feed(&r, D, "turn/start", "{'turn':9}");
+    claim(&r, 9, "next-turn", QUEUED);
+    turn_end(&r, 9, "{'kind':'error','error':{'code':'IO','message':'disk full'}}");
+    const json_t *u2 = nth(&r, "input.unknown", 0);
+    assert_string_equal(str(u2, "input_id"), "queued");
+    assert_string_equal(str(u2, "route"), "inbox");
+    assert_string_equal(str(u2, "reason"), "error");
     rec_fini(&r);
 }
 
@@ -481,10 +512,12 @@ static void background_job_is_listed_until_it_is_done(void **state) {
     /* the job is done: its result is queued as a service message, and it
      * starts the next generation, which lists no job */
     queue(&r, "next-step", JOB_RESULT);
-    assert_string_equal(str(nth(&r, "input.queued", 1), "source"), "service:jobs");
     feed(&r, D, "turn/start", "{'turn':2}");
     claim(&r, 2, "next-step", JOB_RESULT);
     admit(&r, 2, 1, JOB_RESULT);
+    const json_t *jq = nth(&r, "input.queued", 2); /* its receipt came at its claim */
+    assert_string_equal(str(jq, "source"), "service:jobs");
+    assert_string_equal(str(jq, "delivery"), "new_turn");
     turn_end(&r, 2, "{'kind':'completed'}");
     const json_t *f2 = nth(&r, "generation.finished", 1);
     assert_string_equal(ids(f2, "active_job_ids"), "");
@@ -579,11 +612,11 @@ static void fatal_agent_error_fails_the_generation(void **state) {
     admit(&r, 1, 1, FIRST);
     /* an error the turn/end records is no end by itself */
     feed(&r, L, "agent/error", "{'turn':1,'step':1,'error':{'code':'UNKNOWN','message':'x'}}");
-    assert_string_equal(types(&r), "input.queued,input.queued,generation.started,"
-                                   "input.delivered");
+    /* q1 is queued behind `first`: its receipt waits for its claim */
+    assert_string_equal(types(&r), "input.queued,generation.started,input.delivered");
     feed(&r, L, "agent/error", FATAL_IO);
-    assert_string_equal(types(&r), "input.queued,input.queued,generation.started,"
-                                   "input.delivered,generation.failed");
+    assert_string_equal(types(&r), "input.queued,generation.started,input.delivered,"
+                                   "generation.failed");
     const json_t *f = nth(&r, "generation.failed", 0);
     assert_string_equal(ids(f, "input_ids"), "first");
     assert_string_equal(str(f, "error_type"), "IO");
@@ -593,7 +626,7 @@ static void fatal_agent_error_fails_the_generation(void **state) {
     /* exactly one terminal event: nothing more closes gen-1 */
     feed(&r, L, "agent/error", FATAL_IO);
     turn_end(&r, 1, "{'kind':'completed'}");
-    assert_int_equal(json_array_size(r.events), 5);
+    assert_int_equal(json_array_size(r.events), 4);
     /* a later turn is a new generation */
     feed(&r, D, "turn/start", "{'turn':2}");
     claim(&r, 2, "next-turn", Q1);
@@ -614,7 +647,8 @@ static void fatal_agent_error_before_the_generation_started(void **state) {
     feed(&r, D, "turn/start", "{'turn':1}");
     claim(&r, 1, "next-turn", FIRST);
     feed(&r, L, "agent/error", FATAL_IO);
-    assert_string_equal(types(&r), "generation.started,input.unknown,generation.failed");
+    assert_string_equal(types(&r), "input.queued,generation.started,input.unknown,"
+                                   "generation.failed");
     const json_t *u = nth(&r, "input.unknown", 0);
     assert_string_equal(str(u, "input_id"), "first");
     assert_string_equal(str(u, "reason"), "error");
@@ -849,15 +883,18 @@ static void live_cancel_detaches_and_the_next_input_starts_a_generation(void **s
     l.action = 2;
     live_send(&d, "go", "go", WEIR_SEND_FOLLOWUP);
     dh_run(&d);
+    /* receipts wait for the claim: the dropped followup never got one; the
+     * steer sent after the cancel got it when turn 2 claimed it */
     assert_string_equal(types(&l.r), "input.queued,generation.started,input.delivered,"
-                                     "assistant.message,input.queued,input.discarded,"
-                                     "input.queued,generation.detached,generation.started,"
-                                     "input.delivered,assistant.message,generation.finished");
+                                     "assistant.message,input.discarded,generation.detached,"
+                                     "input.queued,generation.started,input.delivered,"
+                                     "assistant.message,generation.finished");
     const json_t *det = nth(&l.r, "generation.detached", 0);
     assert_string_equal(ids(det, "input_ids"), "go");
     assert_string_equal(str(nth(&l.r, "input.discarded", 0), "input_id"), "dropped");
     /* sent after the cancel: re-targeted to the next turn */
-    assert_string_equal(str(nth(&l.r, "input.queued", 2), "delivery"), "new_turn");
+    assert_string_equal(str(nth(&l.r, "input.queued", 1), "input_id"), "after");
+    assert_string_equal(str(nth(&l.r, "input.queued", 1), "delivery"), "new_turn");
     const json_t *f = nth(&l.r, "generation.finished", 0);
     assert_string_equal(str(f, "generation_id"), "gen-2");
     assert_string_equal(ids(f, "input_ids"), "after");
@@ -916,7 +953,9 @@ static void live_shutdown_holds_queued_input_and_never_replays_it(void **state) 
     assert_int_equal(weir_generation_tracker_shutdown(NULL, d.agent, NULL), WEIR_E_INVAL);
     assert_int_equal(weir_generation_tracker_shutdown(l.r.t, NULL, NULL), WEIR_E_INVAL);
     assert_int_equal(weir_generation_tracker_shutdown(l.r.t, d.agent, NULL), WEIR_OK);
-    assert_string_equal(types(&l.r), "input.queued,input.queued,input.held,input.held");
+    /* the inject never woke the agent: its delivery never became known */
+    assert_string_equal(types(&l.r), "input.queued,input.held,input.held");
+    assert_string_equal(str(nth(&l.r, "input.queued", 0), "input_id"), "q1");
     assert_string_equal(str(nth(&l.r, "input.held", 0), "input_id"), "ctx");
     assert_string_equal(str(nth(&l.r, "input.held", 1), "input_id"), "q1");
     assert_string_equal(str(nth(&l.r, "input.held", 1), "reason"), "shutdown");
@@ -988,16 +1027,16 @@ static void live_log_failure_fails_the_generation_and_holds_queued_input(void **
     weir_error_clear(&err);
     assert_int_equal(weir_agent_run_until_idle(d.agent, &err), WEIR_E_IO);
     assert_non_null(strstr(err.text, "write failed: No space left on device"));
-    assert_string_equal(types(&l.r), "input.queued,input.queued,generation.started,"
-                                     "input.delivered,generation.failed");
+    assert_string_equal(types(&l.r), "input.queued,generation.started,input.delivered,"
+                                     "generation.failed");
     const json_t *f = nth(&l.r, "generation.failed", 0);
     assert_string_equal(ids(f, "input_ids"), "q1");
     assert_string_equal(str(f, "error_type"), "IO");
     assert_string_equal(str(f, "error_message"), err.text);
     assert_true(json_is_false(json_object_get(f, "durable")));
     assert_int_equal(weir_generation_tracker_shutdown(l.r.t, d.agent, &err), WEIR_E_IO);
-    assert_string_equal(types(&l.r), "input.queued,input.queued,generation.started,"
-                                     "input.delivered,generation.failed,input.held");
+    assert_string_equal(types(&l.r), "input.queued,generation.started,input.delivered,"
+                                     "generation.failed,input.held");
     const json_t *h = nth(&l.r, "input.held", 0);
     assert_string_equal(str(h, "input_id"), "q2");
     assert_true(json_is_false(json_object_get(h, "durable")));
@@ -1075,7 +1114,7 @@ int main(void) {
         cmocka_unit_test(finished_text_is_the_last_message_without_tool_calls),
         cmocka_unit_test(cancellation_detaches_without_a_success_event),
         cmocka_unit_test(failure_is_correlated_with_its_inputs),
-        cmocka_unit_test(blocked_turn_fails_and_its_input_is_unknown),
+        cmocka_unit_test(blocked_turn_fails_and_its_claimed_input_is_discarded),
         cmocka_unit_test(background_job_is_listed_until_it_is_done),
         cmocka_unit_test(initial_input_is_the_claimed_next_turn_message),
         cmocka_unit_test(turn_without_input_has_no_generation),

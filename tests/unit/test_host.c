@@ -157,7 +157,7 @@ static void test_provider_registered_under_row_id(void **state) {
     inst a;
     inst_init(&a, f->host, "local", &desc_a);
     int token = 0;
-    weir_provider vt = {sizeof vt, NULL, prov_prepare, prov_stream, prov_release};
+    weir_provider vt = {sizeof vt, NULL, prov_prepare, prov_stream, prov_release, NULL};
     assert_int_equal(weir__plugin_provider_register(&a.p, &vt, &token), WEIR_OK);
     const weir__provider_entry *e = weir__host_provider(f->host, "local");
     assert_non_null(e);
@@ -174,7 +174,7 @@ static void test_provider_duplicate_refused(void **state) {
     inst a, a2;
     inst_init(&a, f->host, "p", &desc_a);
     inst_init(&a2, f->host, "p2", &desc_a);
-    weir_provider vt = {sizeof vt, NULL, prov_prepare, prov_stream, NULL};
+    weir_provider vt = {sizeof vt, NULL, prov_prepare, prov_stream, NULL, NULL};
     assert_int_equal(weir__plugin_provider_register(&a.p, &vt, NULL), WEIR_OK);
     assert_int_equal(weir__plugin_provider_register(&a.p, &vt, NULL), WEIR_E_DUPLICATE);
     assert_string_equal(a.p.reg_err.text, "a provider is already registered under 'p'");
@@ -188,7 +188,7 @@ static void test_provider_short_struct_copies_known_fields(void **state) {
     inst a;
     inst_init(&a, f->host, "old", &desc_a);
     weir_provider vt = {(uint32_t)offsetof(weir_provider, release_call), NULL, prov_prepare,
-                        prov_stream, prov_release};
+                        prov_stream, prov_release, NULL};
     assert_int_equal(weir__plugin_provider_register(&a.p, &vt, NULL), WEIR_OK);
     const weir__provider_entry *e = weir__host_provider(f->host, "old");
     assert_non_null(e);
@@ -200,7 +200,7 @@ static void test_provider_incomplete_refused(void **state) {
     fx *f = *state;
     inst a;
     inst_init(&a, f->host, "p", &desc_a);
-    weir_provider vt = {sizeof vt, NULL, prov_prepare, NULL, NULL};
+    weir_provider vt = {sizeof vt, NULL, prov_prepare, NULL, NULL, NULL};
     assert_int_equal(weir__plugin_provider_register(&a.p, &vt, NULL), WEIR_E_INVAL);
     assert_int_equal(weir__plugin_provider_register(&a.p, NULL, NULL), WEIR_E_INVAL);
     assert_null(weir__host_provider(f->host, "p"));

@@ -172,41 +172,155 @@ static void delivered_ids_are_remembered(void **state) {
     assert_int_equal(weir__inbox_count(f->ib, true), 0);
 }
 
-static void claim_takes_all_next_step_and_one_next_turn(void **state) {
+/* Comma-joined ids of a claim (borrowed into a static buffer). */
+static const char *claim_ids(const json_t *claimed) {
+    static char buf[256];
+    buf[0] = '\0';
+    size_t i;
+    const json_t *m;
+    json_array_foreach(claimed, i, m) {
+        if (i)
+            strcat(buf, ",");
+        strcat(buf, weir__json_str(m, "id", "?"));
+    }
+    return buf;
+}
+
+static const char *claim_now(fixture *f, bool turn_boundary, int turn) {
+    json_t *claimed = NULL;
+    weir_error err;
+    assert_int_equal(weir__inbox_claim(f->ib, turn_boundary, turn, &claimed, &err), WEIR_OK);
+    const char *ids = claim_ids(claimed);
+    json_decref(claimed);
+    return ids;
+}
+
+/* A queued next-turn message is a barrier: next-step input that arrived
+ * after it waits for its turn (later input never overtakes an earlier
+ * boundary batch).  A turn's claim takes the input before the prompt, the
+ * prompt, and what came after it up to the next prompt, in arrival order. */
+static void claim_keeps_arrival_order_behind_a_queued_prompt(void **state) {
     fixture *f = *state;
-    add(f, "t1", "first", false);
-    add(f, "t2", "second", false);
     add(f, "s1", "steer 1", true);
+    add(f, "t1", "first", false);
     add(f, "s2", "steer 2", true);
+    add(f, "t2", "second", false);
+    add(f, "s3", "steer 3", true);
     f->ntrace = 0;
     json_t *claimed = NULL;
     weir_error err;
     assert_int_equal(weir__inbox_claim(f->ib, true, 3, &claimed, &err), WEIR_OK);
-    assert_int_equal(json_array_size(claimed), 3);
-    assert_string_equal(weir__json_str(json_array_get(claimed, 0), "id", ""), "s1");
-    assert_string_equal(weir__json_str(json_array_get(claimed, 1), "id", ""), "s2");
-    assert_string_equal(weir__json_str(json_array_get(claimed, 2), "id", ""), "t1");
+    assert_string_equal(claim_ids(claimed), "s1,t1,s2");
     json_decref(claimed);
-    char *d = data_of(f, 4);
+    char *d = data_of(f, 5);
     assert_string_equal(
-        d, "{\"target\":\"next-step\",\"start\":0,\"removed_count\":2,\"inserted\":[]}");
+        d, "{\"target\":\"next-step\",\"start\":0,\"removed_count\":1,\"inserted\":[]}");
     free(d);
-    d = data_of(f, 5);
+    d = data_of(f, 6);
     assert_string_equal(
         d, "{\"target\":\"next-turn\",\"start\":0,\"removed_count\":1,\"inserted\":[]}");
     free(d);
-    assert_int_equal(weir__log_count(f->log), 6);
-    const char *want[] = {"log:agent/inbox/spliced:2:2", "log:agent/inbox/spliced:0:2",
-                          "claimed:s1:3", "claimed:s2:3", "claimed:t1:3"};
-    assert_int_equal(f->ntrace, 5);
-    for (size_t i = 0; i < 5; i++)
+    d = data_of(f, 7);
+    assert_string_equal(
+        d, "{\"target\":\"next-step\",\"start\":0,\"removed_count\":1,\"inserted\":[]}");
+    free(d);
+    /* each splice is logged before the lists change (durable first) */
+    const char *want[] = {"log:agent/inbox/spliced:3:2", "log:agent/inbox/spliced:2:2",
+                          "log:agent/inbox/spliced:2:1", "claimed:s1:3", "claimed:t1:3",
+                          "claimed:s2:3"};
+    assert_int_equal(f->ntrace, 6);
+    for (size_t i = 0; i < 6; i++)
         assert_string_equal(f->trace[i], want[i]);
-    /* between steps: next-step only; nothing queued means no event */
-    assert_int_equal(weir__inbox_claim(f->ib, false, 3, &claimed, &err), WEIR_OK);
-    assert_int_equal(json_array_size(claimed), 0);
-    json_decref(claimed);
-    assert_int_equal(weir__log_count(f->log), 6);
-    assert_int_equal(weir__inbox_count(f->ib, false), 1);
+    /* between steps: s3 waits behind t2; nothing claimable means no event */
+    size_t events = weir__log_count(f->log);
+    assert_string_equal(claim_now(f, false, 3), "");
+    assert_int_equal(weir__log_count(f->log), events);
+    bool ordinary = true;
+    assert_int_equal(weir__inbox_pending(f->ib, &ordinary), 0);
+    assert_false(ordinary);
+    assert_string_equal(claim_now(f, true, 4), "t2,s3");
+    /* no prompt queued: between steps everything next-step */
+    add(f, "s4", "steer 4", true);
+    add(f, "s5", "steer 5", true);
+    assert_string_equal(claim_now(f, false, 4), "s4,s5");
+}
+
+/* Anchored input is queued in front of what a barrier holds back, is
+ * claimed between steps, is refused outside its running turn and after the
+ * turn's stop fence, and is held (never falls forward) at the turn's end. */
+static void anchored_input_bypasses_the_barrier_and_never_outlives_its_turn(void **state) {
+    fixture *f = *state;
+    weir_error err;
+    bool dup = false;
+    json_t *a1 = user("a1", "anchored 1");
+    assert_int_equal(weir__inbox_add_anchored(f->ib, a1, 2, &dup, &err), WEIR_E_STATE);
+    weir__inbox_open_turn(f->ib, 2);
+    add(f, "t1", "prompt", false);
+    add(f, "s1", "late steer", true);
+    assert_int_equal(weir__inbox_add_anchored(f->ib, a1, 3, &dup, &err), WEIR_E_STATE);
+    assert_int_equal(weir__inbox_add_anchored(f->ib, a1, 2, &dup, &err), WEIR_OK);
+    assert_false(dup);
+    char *d = data_of(f, 2);
+    assert_string_equal(d, "{\"target\":\"next-step\",\"start\":0,\"inserted\":[{\"role\":"
+                           "\"user\",\"content\":[{\"type\":\"text\",\"text\":\"anchored 1\"}],"
+                           "\"id\":\"a1\"}],\"anchor_turn\":2}");
+    free(d);
+    bool ordinary = false;
+    assert_int_equal(weir__inbox_pending(f->ib, &ordinary), 1);
+    assert_true(ordinary);
+    /* the final check: anchored input continues the turn, no fence yet */
+    assert_false(weir__inbox_close_turn(f->ib, 2, false));
+    assert_string_equal(claim_now(f, false, 2), "a1");
+    assert_true(weir__inbox_close_turn(f->ib, 2, false));
+    json_t *a2 = user("a2", "too late");
+    assert_int_equal(weir__inbox_add_anchored(f->ib, a2, 2, &dup, &err), WEIR_E_STATE);
+    /* a turn that ends with anchored input queued holds it */
+    weir__inbox_open_turn(f->ib, 3);
+    assert_int_equal(weir__inbox_add_anchored(f->ib, a2, 3, &dup, &err), WEIR_OK);
+    f->ntrace = 0;
+    assert_int_equal(weir__inbox_hold_anchored(f->ib, 3, &err), WEIR_OK);
+    assert_int_equal(f->ntrace, 2);
+    assert_string_equal(f->trace[1], "held:a2:3");
+    d = data_of(f, weir__log_count(f->log) - 1);
+    assert_string_equal(d, "{\"target\":\"next-step\",\"start\":0,\"removed_count\":1,"
+                           "\"inserted\":[],\"outcome\":\"held\"}");
+    free(d);
+    /* held ids are not delivered; the rebuilt inbox agrees */
+    open_all(f);
+    assert_int_equal(weir__inbox_count(f->ib, true), 1);  /* s1 */
+    assert_int_equal(weir__inbox_count(f->ib, false), 1); /* t1 */
+    assert_int_equal(weir__inbox_known(f->ib, a2), 0);
+    assert_int_equal(weir__inbox_known(f->ib, a1), 1);
+    assert_string_equal(claim_now(f, true, 4), "t1,s1");
+    json_decref(a1);
+    json_decref(a2);
+}
+
+/* The stop fence of the shutdown: new input is refused, a resubmission is
+ * still acknowledged; a service message alone does not continue a turn. */
+static void stop_refuses_new_input_and_service_alone_is_not_ordinary(void **state) {
+    fixture *f = *state;
+    json_t *svc = json_pack("{s:s,s:[{s:s,s:s}],s:{s:s,s:s},s:s}", "role", "user", "content",
+                            "type", "text", "text", "job done", "source", "kind", "service",
+                            "name", "jobs", "id", "job-1");
+    weir_error err;
+    bool dup = false;
+    assert_int_equal(weir__inbox_add(f->ib, svc, true, &dup, &err), WEIR_OK);
+    bool ordinary = true;
+    assert_int_equal(weir__inbox_pending(f->ib, &ordinary), 1);
+    assert_false(ordinary);
+    assert_true(weir__inbox_close_turn(f->ib, 1, false));
+    add(f, "s1", "steer", true);
+    assert_int_equal(weir__inbox_pending(f->ib, &ordinary), 2);
+    assert_true(ordinary);
+    weir__inbox_stop(f->ib);
+    json_t *m = user("s2", "after the fence");
+    assert_int_equal(weir__inbox_add(f->ib, m, true, &dup, &err), WEIR_E_STATE);
+    assert_int_equal(weir__inbox_add(f->ib, svc, true, &dup, &err), WEIR_OK);
+    assert_true(dup);
+    assert_int_equal(weir__inbox_count(f->ib, true), 2);
+    json_decref(m);
+    json_decref(svc);
 }
 
 static void clear_discards_with_outcome_canceled(void **state) {
@@ -241,19 +355,14 @@ static void rebuild_from_log_after_reopen(void **state) {
     add(f, "t1", "first", false);
     add(f, "t2", "second", false);
     add(f, "s1", "steer", true);
-    json_t *claimed = NULL;
-    weir_error err;
-    assert_int_equal(weir__inbox_claim(f->ib, true, 1, &claimed, &err), WEIR_OK);
-    json_decref(claimed);
+    assert_string_equal(claim_now(f, true, 1), "t1"); /* s1 waits behind t2 */
     add(f, "s2", "steer 2", true);
     open_all(f);
-    assert_int_equal(weir__inbox_count(f->ib, true), 1);
+    assert_int_equal(weir__inbox_count(f->ib, true), 2);
     assert_int_equal(weir__inbox_count(f->ib, false), 1);
-    assert_int_equal(weir__inbox_claim(f->ib, true, 2, &claimed, &err), WEIR_OK);
-    assert_int_equal(json_array_size(claimed), 2);
-    assert_string_equal(weir__json_str(json_array_get(claimed, 0), "id", ""), "s2");
-    assert_string_equal(weir__json_str(json_array_get(claimed, 1), "id", ""), "t2");
-    json_decref(claimed);
+    /* the arrival order is rebuilt too */
+    assert_string_equal(claim_now(f, false, 2), "");
+    assert_string_equal(claim_now(f, true, 2), "t2,s1,s2");
 }
 
 static void unchanged_when_append_fails(void **state) {
@@ -310,12 +419,15 @@ static void claim_failure_changes_nothing(void **state) {
         int rc = weir__inbox_claim(f->ib, true, 1, &claimed, &err);
         weir__alloc_fail_after(-1);
         if (rc == WEIR_OK) {
-            /* all three, or (memory ran out for the second splice) the
-             * next-step batch alone with t1 still queued */
+            /* all three (t1, then s1 and s2 queued after it), or (memory
+             * ran out for the second splice) t1 alone, s1 and s2 still
+             * queued behind it */
             size_t got = json_array_size(claimed);
-            assert_true(got == 3 || got == 2);
+            assert_true(got == 3 || got == 1);
+            assert_string_equal(weir__json_str(json_array_get(claimed, 0), "id", ""), "t1");
             assert_int_equal(weir__log_count(f->log), events + (got == 3 ? 2 : 1));
-            assert_int_equal(weir__inbox_count(f->ib, false), got == 3 ? 0 : 1);
+            assert_int_equal(weir__inbox_count(f->ib, false), 0);
+            assert_int_equal(weir__inbox_count(f->ib, true), got == 3 ? 0 : 2);
             assert_int_equal(f->ntrace, (got == 3 ? 2 : 1) + got); /* splices + claimed */
             json_decref(claimed);
             finished = true;
@@ -389,8 +501,12 @@ int main(void) {
         cmocka_unit_test_setup_teardown(same_id_same_content_acknowledged_once, setup, teardown),
         cmocka_unit_test_setup_teardown(same_id_different_content_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(delivered_ids_are_remembered, setup, teardown),
-        cmocka_unit_test_setup_teardown(claim_takes_all_next_step_and_one_next_turn, setup,
+        cmocka_unit_test_setup_teardown(claim_keeps_arrival_order_behind_a_queued_prompt, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            anchored_input_bypasses_the_barrier_and_never_outlives_its_turn, setup, teardown),
+        cmocka_unit_test_setup_teardown(stop_refuses_new_input_and_service_alone_is_not_ordinary,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(clear_discards_with_outcome_canceled, setup, teardown),
         cmocka_unit_test_setup_teardown(rebuild_from_log_after_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(unchanged_when_append_fails, setup, teardown),

@@ -374,7 +374,7 @@ static void test_register_after_init_via_api(void **state) {
     weir_plugin *p = weir__host_plugin(h, "a");
     assert_non_null(p);
     const weir_api *api = &weir__api_table;
-    weir_provider prov = {sizeof prov, NULL, NULL, NULL, NULL};
+    weir_provider prov = {sizeof prov, NULL, NULL, NULL, NULL, NULL};
     weir_tool tool = {.struct_size = sizeof tool, .name = "t"};
     capture c;
     capture_begin(&c, f);

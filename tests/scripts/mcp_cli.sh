@@ -1,0 +1,80 @@
+#!/bin/sh
+# tests/scripts/mcp_cli.sh WEIR - tools-mcp through `weir run` (issue #12):
+#   1. a server that exits at start is a load error: exit 3, naming the
+#      server and quoting its stderr; no process is left;
+#   2. a scripted call of a fake server's tool works, its logging
+#      notifications reach weir's log at their level, its stderr is
+#      forwarded prefixed with the server's name, `weir log --check` passes;
+#   3. a .mcp.json file (Claude Code's format) works as mcp_config;
+#   4. no process tagged for this test is left running.
+# Needs $WEIR_MCP_FAKE (ctest sets it) and jq.
+WEIR=${1:?usage: $0 path/to/weir}
+FAKE=${WEIR_MCP_FAKE:?WEIR_MCP_FAKE is not set (run through ctest)}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/weir-mcp-cli.XXXXXX") || exit 1
+TAG="mcp-cli-$$"
+trap 'pkill_tag; rm -rf "$TMP"' EXIT INT TERM
+export OPENAI_API_KEY= ANTHROPIC_API_KEY= WEIR_SESSION_DIR="$TMP/sessions"
+FAILURES=0
+fail() { echo "FAIL: $*" >&2; FAILURES=$((FAILURES + 1)); }
+# processes of this test, by tag (ps, no pkill -f: only ours, by pid)
+tagged() { ps -eo pid=,args= | grep -F -- "--tag $TAG" | grep -v grep; }
+pkill_tag() { tagged | while read -r pid _; do kill -9 "$pid" 2>/dev/null; done; }
+
+cat >"$TMP/script.json" <<'JSON'
+{"replies": [
+  {"text": "Calling.", "tool_calls": [
+    {"id": "c1", "name": "mcp__fake__echo", "arguments": {"text": "from the cli"}},
+    {"id": "c2", "name": "mcp__fake__log", "arguments": {}}]},
+  {"text": "Done."}]}
+JSON
+deploy() { # deploy FILE SERVERS_JSON
+    cat >"$1" <<JSON
+{"agent": {"provider": "scripted", "model": "demo"},
+ "session": {"dir": "$TMP/sessions"},
+ "plugins": [{"id": "scripted", "plugin": "provider-scripted", "config": {"script": "$TMP/script.json"}},
+             {"id": "mcp", "plugin": "tools-mcp", "config": $2}]}
+JSON
+}
+
+# 1. exits at start
+deploy "$TMP/broken.json" "{\"servers\": {\"broken\": {\"command\": \"$FAKE\", \"args\": [\"--tag\", \"$TAG\", \"--exit-at-start\", \"1\", \"--stderr\", \"fatal: the token is not valid\"]}}}"
+timeout 30 "$WEIR" run -c "$TMP/broken.json" -s broken "hi" >"$TMP/out1" 2>"$TMP/err1"
+rc=$?
+[ $rc -eq 3 ] || fail "a server that exits at start: exit $rc, want 3 ($(cat "$TMP/err1"))"
+grep -q "MCP server 'broken' failed to start" "$TMP/err1" || fail "the load error does not name the server: $(cat "$TMP/err1")"
+grep -q "fatal: the token is not valid" "$TMP/err1" || fail "the load error does not quote its stderr: $(cat "$TMP/err1")"
+[ -z "$(tagged)" ] || fail "processes left after the load error: $(tagged)"
+
+# 2. a call, logging, stderr
+deploy "$TMP/ok.json" "{\"servers\": {\"fake\": {\"command\": \"$FAKE\", \"args\": [\"--tag\", \"$TAG\"]}}}"
+WEIR_LOG_LEVEL=debug timeout 60 "$WEIR" run -c "$TMP/ok.json" -s ok "go" >"$TMP/out2" 2>"$TMP/err2" ||
+    fail "weir run: exit $? ($(cat "$TMP/err2"))"
+grep -q '\[tool\] mcp__fake__echo {"text":"from the cli"} -> echo: from the cli' "$TMP/err2" ||
+    fail "no echo result: $(cat "$TMP/err2")"
+grep -q 'weir\[mcp\]: debug: \[fake\] fake: a debug message' "$TMP/err2" || fail "debug log: $(cat "$TMP/err2")"
+grep -q 'weir\[mcp\]: info: \[fake\] fake: a info message' "$TMP/err2" || fail "info log"
+grep -q 'weir\[mcp\]: warning: \[fake\] fake: a warning message' "$TMP/err2" || fail "warning log"
+grep -q 'weir\[mcp\]: error: \[fake\] fake: a error message' "$TMP/err2" || fail "error log"
+grep -q 'weir\[mcp\]: info: \[fake\] fake: started' "$TMP/err2" || fail "stderr is not forwarded: $(cat "$TMP/err2")"
+# at the default level only warnings and errors show
+timeout 60 "$WEIR" run -c "$TMP/ok.json" -s ok2 "go" >/dev/null 2>"$TMP/err3" || fail "weir run (default level)"
+grep -q 'a debug message\|a info message\|fake: started' "$TMP/err3" && fail "debug/info shown at the default level"
+grep -q 'a warning message' "$TMP/err3" || fail "no warning at the default level"
+for s in ok ok2; do
+    timeout 20 "$WEIR" log -c "$TMP/ok.json" "$s" --check >"$TMP/check" 2>&1 || fail "log --check $s: $(cat "$TMP/check")"
+done
+[ -z "$(tagged)" ] || fail "processes left after the runs: $(tagged)"
+
+# 3. .mcp.json as is
+cat >"$TMP/.mcp.json" <<JSON
+{"mcpServers": {"fake": {"command": "\${MCP_CLI_FAKE}", "args": ["--tag", "$TAG"], "env": {}}}}
+JSON
+deploy "$TMP/import.json" "{\"mcp_config\": \"$TMP/.mcp.json\"}"
+MCP_CLI_FAKE=$FAKE timeout 60 "$WEIR" run -c "$TMP/import.json" -s imp "go" >/dev/null 2>"$TMP/err4" ||
+    fail "weir run with mcp_config: exit $? ($(cat "$TMP/err4"))"
+grep -q '\[tool\] mcp__fake__echo' "$TMP/err4" || fail "mcp_config: no call: $(cat "$TMP/err4")"
+timeout 20 "$WEIR" log -c "$TMP/import.json" imp --check >"$TMP/check" 2>&1 || fail "log --check imp: $(cat "$TMP/check")"
+[ -z "$(tagged)" ] || fail "processes left after mcp_config: $(tagged)"
+
+echo "mcp_cli: $FAILURES failures"
+exit $((FAILURES > 0))

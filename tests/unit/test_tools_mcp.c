@@ -1,0 +1,898 @@
+/*
+ * tests/unit/test_tools_mcp.c - the tools-mcp plugin through the host and a
+ * live agent (tests/support/driver_harness: provider-scripted makes the
+ * tool calls, every request is recorded and checked against the log),
+ * against the MCP reference servers (@modelcontextprotocol/server-everything
+ * and server-filesystem at the version tests/mcp/package-lock.json pins,
+ * installed into the build tree by the mcp_servers_install fixture) and
+ * against weir-mcp-fake (tests/support/mcp_fake_main.c) for the faults.
+ *
+ * Every test ends by checking with ps that no server process is left.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "driver_harness.h"
+#include "host_int.h"
+#include "testutil.h"
+#include "tools.h"
+
+static const char *mods(void) { return wt_env("WEIR_MCP_MODULES"); }
+static const char *fake(void) { return wt_env("WEIR_MCP_FAKE"); }
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...) {
+    va_list ap;
+    va_start(ap, f);
+    char *s = NULL;
+    assert_true(vasprintf(&s, f, ap) >= 0);
+    va_end(ap);
+    return s;
+}
+
+static long long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Our child processes, as ps lists them (ps itself and its shell left out). */
+static char *children(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "ps -o pid=,stat=,args= --ppid %d 2>/dev/null", (int)getpid());
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char line[1024];
+    size_t cap = 4096, len = 0;
+    char *out = calloc(1, cap);
+    while (fgets(line, sizeof line, p)) {
+        if (strstr(line, "ps -o pid=") || strstr(line, " ps ") || strstr(line, "sh -c"))
+            continue;
+        size_t n = strlen(line);
+        if (len + n + 1 >= cap)
+            out = realloc(out, cap = (len + n + 1) * 2);
+        memcpy(out + len, line, n + 1);
+        len += n;
+    }
+    pclose(p);
+    return out;
+}
+
+/* No server process of ours is left (a launcher's children included: they are in its group). */
+static void assert_no_children(void) {
+    char *c = NULL;
+    for (int i = 0; i < 50; i++) { /* a just-killed child may take a moment to be reaped */
+        free(c);
+        c = children();
+        if (!c[0])
+            break;
+        usleep(20000);
+    }
+    if (c[0]) {
+        fprintf(stderr, "processes left behind:\n%s", c);
+        free(c);
+        fail();
+    }
+    free(c);
+}
+
+static void assert_no_tag(const char *tag) {
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ps -eo args= | grep -F -- '--tag %s' | grep -v grep", tag);
+    for (int i = 0; i < 50; i++) {
+        FILE *p = popen(cmd, "r");
+        char line[512];
+        bool any = fgets(line, sizeof line, p) != NULL;
+        pclose(p);
+        if (!any)
+            return;
+        usleep(20000);
+    }
+    fail_msg("a process tagged %s is still running", tag);
+}
+
+/*
+ * Host rows: provider-scripted with `replies` (JSON array text) and a
+ * tools-mcp row with `config` (JSON object text).
+ */
+static void setup(dh *d, const char *replies, const char *config) {
+    char *rows = fmt("[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":"
+                     "{\"replies\":%s}},{\"id\":\"mcp\",\"plugin\":\"tools-mcp\",\"config\":%s}]",
+                     replies, config);
+    dh_setup(d, rows, NULL);
+    free(rows);
+}
+
+/* The request `n` the model got (borrowed). */
+static const json_t *request(dh *d, int n) {
+    const json_t *ev = dh_find(d, "drvtest/request", n);
+    if (!ev)
+        fail_msg("no request %d", n);
+    return json_object_get(json_object_get(ev, "data"), "request");
+}
+
+static const json_t *tool_in(const json_t *req, const char *name) {
+    size_t i;
+    const json_t *t;
+    json_array_foreach(json_object_get(req, "tools"), i, t) {
+        if (!strcmp(json_string_value(json_object_get(t, "name")), name))
+            return t;
+    }
+    return NULL;
+}
+
+/* The tool/result of call `id` (borrowed data). */
+static const json_t *result_of(dh *d, const char *id) {
+    for (int i = 0;; i++) {
+        const json_t *ev = dh_find(d, "tool/result", i);
+        if (!ev)
+            fail_msg("no result for call %s", id);
+        const json_t *data = json_object_get(ev, "data");
+        const json_t *b = json_array_get(json_object_get(json_object_get(data, "message"),
+                                                         "content"), 0);
+        if (!strcmp(json_string_value(json_object_get(b, "call_id")), id))
+            return data;
+    }
+}
+
+/* The text of the first block of call `id`'s result (borrowed). */
+static const char *result_text(dh *d, const char *id) {
+    const json_t *b = json_array_get(
+        json_object_get(json_object_get(result_of(d, id), "message"), "content"), 0);
+    const char *t = json_string_value(
+        json_object_get(json_array_get(json_object_get(b, "content"), 0), "text"));
+    return t ? t : "";
+}
+
+static bool result_is_error(dh *d, const char *id) {
+    const json_t *b = json_array_get(
+        json_object_get(json_object_get(result_of(d, id), "message"), "content"), 0);
+    return json_is_true(json_object_get(b, "is_error"));
+}
+
+static const char *result_code(dh *d, const char *id) {
+    const char *c = json_string_value(json_object_get(json_object_get(result_of(d, id), "error"),
+                                                      "code"));
+    return c ? c : "";
+}
+
+static void assert_contains(const char *hay, const char *needle) {
+    if (!hay || !strstr(hay, needle))
+        fail_msg("'%s' is not in:\n%s", needle, hay ? hay : "(null)");
+}
+
+static void assert_lacks(const char *hay, const char *needle) {
+    if (hay && strstr(hay, needle))
+        fail_msg("'%s' should not be in:\n%s", needle, hay);
+}
+
+static const char *last_turn_kind(dh *d) {
+    const json_t *last = NULL;
+    for (int i = 0; dh_find(d, "turn/end", i); i++)
+        last = dh_find(d, "turn/end", i);
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(last, "data"), "reason"), "kind"));
+}
+
+static char *file_text(const char *path) {
+    char *t = wt_read_file(path, NULL);
+    return t ? t : strdup("");
+}
+
+static char *everything_cmd(void) {
+    return fmt("\"command\":\"node\",\"args\":[\"%s/server-everything/dist/index.js\",\"stdio\"]",
+               mods());
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reference servers                                                         */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The first request advertises mcp__everything__echo with the server's
+ * schema as is, get-sum and mcp__fs__list_directory; an echo round-trips
+ * into the next request; list_directory lists a real folder.
+ */
+static void reference_tools_round_trip(void **state) {
+    (void)state;
+    char *dir = wt_tmpdir("mcp-fs");
+    char *p = fmt("%s/notes.txt", dir);
+    assert_int_equal(wt_write_file(p, "hello"), 0);
+    free(p);
+    p = fmt("%s/sub", dir);
+    assert_int_equal(mkdir(p, 0700), 0);
+    free(p);
+    char *ev = everything_cmd();
+    char *config = fmt("{\"servers\":{\"everything\":{%s},\"fs\":{\"command\":\"node\","
+                       "\"args\":[\"%s/server-filesystem/dist/index.js\",\"%s\"]}}}",
+                       ev, mods(), dir);
+    char *replies = fmt(
+        "[{\"text\":\"Let me call them.\",\"tool_calls\":["
+        "{\"id\":\"c_echo\",\"name\":\"mcp__everything__echo\",\"arguments\":{\"message\":\"hi there\"}},"
+        "{\"id\":\"c_sum\",\"name\":\"mcp__everything__get-sum\",\"arguments\":{\"a\":2,\"b\":40}},"
+        "{\"id\":\"c_ls\",\"name\":\"mcp__fs__list_directory\",\"arguments\":{\"path\":\"%s\"}}]},"
+        "{\"text\":\"Done.\"}]", dir);
+    dh d;
+    setup(&d, replies, config);
+    dh_open(&d, "mcp-ref");
+    dh_send(&d, "use the tools", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+
+    const json_t *first = request(&d, 0);
+    const json_t *echo = tool_in(first, "mcp__everything__echo");
+    assert_non_null(echo);
+    json_t *want = json_loads("{\"$schema\":\"http://json-schema.org/draft-07/schema#\","
+                              "\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\","
+                              "\"description\":\"Message to echo\"}},\"required\":[\"message\"]}",
+                              0, NULL);
+    assert_true(json_equal(json_object_get(echo, "parameters"), want));
+    json_decref(want);
+    assert_string_equal(json_string_value(json_object_get(echo, "description")),
+                        "Echoes back the input string");
+    assert_non_null(tool_in(first, "mcp__everything__get-sum"));
+    assert_non_null(tool_in(first, "mcp__fs__list_directory"));
+    assert_non_null(tool_in(first, "mcp__fs__read_text_file"));
+    /* a tool that needs MCP tasks is not offered */
+    assert_null(tool_in(first, "mcp__everything__simulate-research-query"));
+
+    assert_string_equal(result_text(&d, "c_echo"), "Echo: hi there");
+    assert_string_equal(result_text(&d, "c_sum"), "The sum of 2 and 40 is 42.");
+    assert_contains(result_text(&d, "c_ls"), "[FILE] notes.txt");
+    assert_contains(result_text(&d, "c_ls"), "[DIR] sub");
+    /* the echo is in the next request the model gets */
+    char *second = json_dumps(json_object_get(request(&d, 1), "messages"), JSON_COMPACT);
+    assert_contains(second, "Echo: hi there");
+    free(second);
+    assert_string_equal(last_turn_kind(&d), "completed");
+
+    /* readOnlyHint: parallel-safe; anything else exclusive */
+    const weir__tools *tools = weir__host_tools(d.host);
+    json_t *none = json_object();
+    assert_true(weir__tool_parallel_safe(weir__tools_find(tools, "mcp__everything__echo"), none));
+    assert_false(weir__tool_parallel_safe(weir__tools_find(tools, "mcp__fs__write_file"), none));
+    assert_false(weir__tool_parallel_safe(
+        weir__tools_find(tools, "mcp__everything__toggle-simulated-logging"), none));
+    json_decref(none);
+    dh_teardown(&d);
+    assert_no_children();
+    wt_rmtree(dir);
+    free(dir);
+    free(ev);
+    free(config);
+    free(replies);
+}
+
+/*
+ * trigger-long-running-operation past timeout_ms: an error result, the turn
+ * goes on, and the server was sent notifications/cancelled for the call
+ * (seen by a relay in front of it that records its stdin).
+ */
+static void reference_timeout_cancels(void **state) {
+    (void)state;
+    char *dir = wt_tmpdir("mcp-tee");
+    char *tee = fmt("%s/stdin.jsonl", dir);
+    char *config = fmt("{\"servers\":{\"everything\":{\"command\":\"%s\",\"args\":[\"--tee\",\"%s\","
+                       "\"--\",\"node\",\"%s/server-everything/dist/index.js\",\"stdio\"],"
+                       "\"timeout_ms\":1500}}}", fake(), tee, mods());
+    const char *replies =
+        "[{\"tool_calls\":[{\"id\":\"c_long\",\"name\":\"mcp__everything__trigger-long-running-"
+        "operation\",\"arguments\":{\"duration\":30,\"steps\":3}}]},"
+        "{\"tool_calls\":[{\"id\":\"c_after\",\"name\":\"mcp__everything__echo\","
+        "\"arguments\":{\"message\":\"still here\"}}]},"
+        "{\"text\":\"The operation timed out, the rest worked.\"}]";
+    dh d;
+    setup(&d, replies, config);
+    dh_open(&d, "mcp-timeout");
+    dh_send(&d, "run the long one", WEIR_SEND_FOLLOWUP);
+    long long t0 = now_ms();
+    dh_run(&d);
+    long long took = now_ms() - t0;
+    assert_true(result_is_error(&d, "c_long"));
+    assert_string_equal(result_code(&d, "c_long"), "TIMEOUT");
+    assert_contains(result_text(&d, "c_long"), "timed out after 1.5 s");
+    assert_contains(result_text(&d, "c_long"), "MCP server 'everything'");
+    assert_string_equal(result_text(&d, "c_after"), "Echo: still here");
+    assert_string_equal(last_turn_kind(&d), "completed");
+    assert_true(took < 15000);
+    dh_teardown(&d);
+    assert_no_children();
+
+    /* what the server was sent: the call's id, then a cancel for it */
+    char *sent = file_text(tee);
+    json_t *call_id = NULL;
+    bool cancelled = false;
+    char *line = strtok(sent, "\n");
+    for (; line; line = strtok(NULL, "\n")) {
+        json_t *m = json_loads(line, 0, NULL);
+        const char *method = json_string_value(json_object_get(m, "method"));
+        json_t *params = json_object_get(m, "params");
+        if (method && !strcmp(method, "tools/call") &&
+            !strcmp(json_string_value(json_object_get(params, "name")),
+                    "trigger-long-running-operation"))
+            call_id = json_incref(json_object_get(m, "id"));
+        if (method && !strcmp(method, "notifications/cancelled") && call_id &&
+            json_equal(json_object_get(params, "requestId"), call_id))
+            cancelled = true;
+        json_decref(m);
+    }
+    assert_non_null(call_id);
+    assert_true(cancelled);
+    json_decref(call_id);
+    free(sent);
+    wt_rmtree(dir);
+    free(dir);
+    free(tee);
+    free(config);
+}
+
+/* A secret in env never reaches the session log or an event (get-env dumps the environment). */
+static void reference_secrets_stay_out(void **state) {
+    (void)state;
+    char *ev = everything_cmd();
+    char *config = fmt("{\"servers\":{\"everything\":{%s,\"env\":{\"MCP_TEST_TOKEN\":"
+                       "\"tok-3f9a-very-secret-77\",\"SHORT\":\"pw1\"}}}}", ev);
+    const char *replies =
+        "[{\"tool_calls\":[{\"id\":\"c_env\",\"name\":\"mcp__everything__get-env\","
+        "\"arguments\":{}}]},{\"text\":\"ok\"}]";
+    dh d;
+    setup(&d, replies, config);
+    dh_open(&d, "mcp-secret");
+    dh_send(&d, "show the env", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    const char *text = result_text(&d, "c_env");
+    assert_contains(text, "MCP_TEST_TOKEN");
+    assert_contains(text, "[redacted]");
+    assert_lacks(text, "tok-3f9a-very-secret-77");
+    assert_lacks(text, "pw1");
+    char *log = file_text(dh_log(&d));
+    assert_lacks(log, "tok-3f9a-very-secret-77");
+    assert_lacks(log, "\"pw1\"");
+    char *events = json_dumps(d.events, JSON_COMPACT);
+    assert_lacks(events, "tok-3f9a-very-secret-77");
+    free(events);
+    free(log);
+    /* weir's own environment is not passed on: only the names the MCP SDK passes */
+    assert_lacks(text, "WEIR_TEST_DATA_DIR");
+    dh_teardown(&d);
+    assert_no_children();
+    free(ev);
+    free(config);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The fake server                                                           */
+/* ------------------------------------------------------------------------ */
+
+static char *fake_server(const char *name, const char *log, const char *extra_args,
+                         const char *extra_keys) {
+    return fmt("\"%s\":{\"command\":\"%s\",\"args\":[\"--log\",\"%s\"%s%s]%s%s}", name, fake(),
+               log, extra_args ? "," : "", extra_args ? extra_args : "", extra_keys ? "," : "",
+               extra_keys ? extra_keys : "");
+}
+
+typedef struct fx {
+    char *dir, *log;
+} fx;
+
+static void fx_init(fx *f) {
+    f->dir = wt_tmpdir("mcp-fake");
+    f->log = fmt("%s/fake.jsonl", f->dir);
+}
+
+static void fx_done(fx *f) {
+    wt_rmtree(f->dir);
+    free(f->dir);
+    free(f->log);
+}
+
+/* Every fault of the fake in one turn, then a check of what it was sent. */
+static void fake_faults_and_results(void **state) {
+    (void)state;
+    fx f;
+    fx_init(&f);
+    char *srv = fake_server("fake", f.log, NULL, NULL);
+    char *config = fmt("{\"servers\":{%s}}", srv);
+    const char *replies =
+        "[{\"tool_calls\":["
+        "{\"id\":\"c_crash\",\"name\":\"mcp__fake__crash\",\"arguments\":{}},"
+        "{\"id\":\"c_echo\",\"name\":\"mcp__fake__echo\",\"arguments\":{\"text\":\"after the crash\"}},"
+        "{\"id\":\"c_garbage\",\"name\":\"mcp__fake__garbage\",\"arguments\":{}},"
+        "{\"id\":\"c_big\",\"name\":\"mcp__fake__big\",\"arguments\":{\"bytes\":10485760}},"
+        "{\"id\":\"c_rpc\",\"name\":\"mcp__fake__rpc_error\",\"arguments\":{}},"
+        "{\"id\":\"c_sampling\",\"name\":\"mcp__fake__ask\",\"arguments\":{\"method\":\"sampling/createMessage\"}},"
+        "{\"id\":\"c_roots\",\"name\":\"mcp__fake__ask\",\"arguments\":{\"method\":\"roots/list\"}},"
+        "{\"id\":\"c_elicit\",\"name\":\"mcp__fake__ask\",\"arguments\":{\"method\":\"elicitation/create\"}},"
+        "{\"id\":\"c_ping\",\"name\":\"mcp__fake__ask\",\"arguments\":{\"method\":\"ping\"}},"
+        "{\"id\":\"c_mixed\",\"name\":\"mcp__fake__mixed\",\"arguments\":{}},"
+        "{\"id\":\"c_struct\",\"name\":\"mcp__fake__structured\",\"arguments\":{}},"
+        "{\"id\":\"c_fails\",\"name\":\"mcp__fake__fails\",\"arguments\":{}},"
+        "{\"id\":\"c_log\",\"name\":\"mcp__fake__log\",\"arguments\":{}},"
+        "{\"id\":\"c_meta\",\"name\":\"mcp__fake__meta\",\"arguments\":{}}]},"
+        "{\"text\":\"All done.\"}]";
+    dh d;
+    setup(&d, replies, config);
+    dh_open(&d, "mcp-faults");
+    dh_send(&d, "break things", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    const json_t *first = request(&d, 0);
+    /* names that cannot fit are refused; both pages of tools/list are there */
+    assert_null(tool_in(first, "mcp__fake__bad.name"));
+    size_t i;
+    const json_t *t;
+    json_array_foreach(json_object_get(first, "tools"), i, t)
+        assert_true(strlen(json_string_value(json_object_get(t, "name"))) <= 64);
+    assert_non_null(tool_in(first, "mcp__fake__echo"));
+    assert_non_null(tool_in(first, "mcp__fake__meta"));
+
+    /* a crash mid-call: an error result naming the server; the next call restarts it */
+    assert_true(result_is_error(&d, "c_crash"));
+    assert_string_equal(result_code(&d, "c_crash"), "MCP_SERVER_EXITED");
+    assert_contains(result_text(&d, "c_crash"), "MCP server 'fake'");
+    assert_contains(result_text(&d, "c_crash"), "exit status 3");
+    assert_contains(result_text(&d, "c_crash"), "fake: crashing");
+    assert_string_equal(result_text(&d, "c_echo"), "echo: after the crash");
+    /* garbage on stdout is skipped */
+    assert_string_equal(result_text(&d, "c_garbage"), "ok");
+    /* a 10 MB result is cut to max_result_bytes (1 MiB) */
+    const json_t *big = json_object_get(
+        json_array_get(json_object_get(json_object_get(result_of(&d, "c_big"), "message"),
+                                       "content"), 0), "content");
+    assert_int_equal(json_string_length(json_object_get(json_array_get(big, 0), "text")),
+                     1048576);
+    assert_contains(json_string_value(json_object_get(json_array_get(big, 1), "text")),
+                    "the result was cut: 10485760 bytes");
+    /* a JSON-RPC error names the server */
+    assert_true(result_is_error(&d, "c_rpc"));
+    assert_string_equal(result_code(&d, "c_rpc"), "MCP_ERROR");
+    assert_contains(result_text(&d, "c_rpc"), "MCP server 'fake'");
+    assert_contains(result_text(&d, "c_rpc"), "the fake refuses (JSON-RPC error -32000)");
+    /* requests weir does not support: -32601 Method not found; ping: {} */
+    const char *ids[] = {"c_sampling", "c_roots", "c_elicit"};
+    for (size_t k = 0; k < 3; k++) {
+        assert_contains(result_text(&d, ids[k]), "\"code\":-32601");
+        assert_contains(result_text(&d, ids[k]), "\"message\":\"Method not found\"");
+    }
+    assert_contains(result_text(&d, "c_ping"), "\"result\":{}");
+    /* result mapping */
+    char *mixed = json_dumps(json_object_get(json_array_get(
+                                 json_object_get(json_object_get(result_of(&d, "c_mixed"),
+                                                                 "message"), "content"), 0),
+                                 "content"), JSON_COMPACT);
+    assert_contains(mixed, "{\"type\":\"text\",\"text\":\"first\"}");
+    assert_contains(mixed, "{\"type\":\"image\",\"media_type\":\"image/png\",\"data\":\"iVBORw0KGgo=\"}");
+    assert_contains(mixed, "Resource link: file:///srv/a.txt (name: a.txt; mimeType: text/plain)");
+    assert_contains(mixed, "Resource demo://r/1 (text/plain):\\nresource text");
+    assert_contains(mixed, "Resource demo://r/2: binary content (4 bytes of base64) not shown");
+    assert_contains(mixed, "[audio content (audio/wav, 5 bytes of base64) not shown]");
+    assert_contains(mixed, "hologram");
+    free(mixed);
+    assert_string_equal(result_text(&d, "c_struct"), "{\"temperature\":21,\"conditions\":\"sunny\"}");
+    assert_true(result_is_error(&d, "c_fails"));
+    assert_string_equal(result_text(&d, "c_fails"), "the tool failed");
+    assert_string_equal(result_text(&d, "c_log"), "logged");
+    /* the idempotency key goes in params._meta */
+    char *want = fmt("\"weir/attempt\":1,\"weir/idempotency_key\":\"mcp-faults:1:1:c_meta\"");
+    assert_contains(result_text(&d, "c_meta"), want);
+    assert_contains(result_text(&d, "c_meta"), "\"progressToken\":");
+    free(want);
+    assert_string_equal(last_turn_kind(&d), "completed");
+    dh_teardown(&d);
+    assert_no_children();
+
+    /* the fake saw initialize twice (the restart) and notifications/initialized each time */
+    char *sent = file_text(f.log);
+    int inits = 0, initialized = 0;
+    for (const char *s = sent; (s = strstr(s, "\"method\":\"initialize\"")); s++)
+        inits++;
+    for (const char *s = sent; (s = strstr(s, "notifications/initialized")); s++)
+        initialized++;
+    assert_int_equal(inits, 2);
+    assert_int_equal(initialized, 2);
+    assert_contains(sent, "\"protocolVersion\":\"2025-11-25\"");
+    assert_contains(sent, "\"capabilities\":{}");
+    free(sent);
+    free(srv);
+    free(config);
+    fx_done(&f);
+}
+
+/* Cancel the turn from another thread once the fake has received the call. */
+typedef struct canceller {
+    dh *d;
+    const char *log;
+    pthread_t th;
+} canceller;
+
+static void *cancel_main(void *arg) {
+    canceller *c = arg;
+    for (int i = 0; i < 1000; i++) {
+        char *t = wt_read_file(c->log, NULL);
+        bool seen = t && strstr(t, "\"name\":\"sleep\"");
+        free(t);
+        if (seen)
+            break;
+        usleep(10000);
+    }
+    usleep(100000);
+    weir_agent_cancel(c->d->agent, "user", false);
+    return NULL;
+}
+
+/* Turn cancellation: an aborted result at once, and notifications/cancelled for the call. */
+static void fake_cancel_sends_cancelled(void **state) {
+    (void)state;
+    fx f;
+    fx_init(&f);
+    char *srv = fake_server("fake", f.log, NULL, NULL);
+    char *config = fmt("{\"servers\":{%s}}", srv);
+    const char *replies =
+        "[{\"tool_calls\":[{\"id\":\"c_sleep\",\"name\":\"mcp__fake__sleep\","
+        "\"arguments\":{\"ms\":20000}}]},{\"text\":\"unreachable\"}]";
+    dh d;
+    setup(&d, replies, config);
+    dh_open(&d, "mcp-cancel");
+    dh_send(&d, "sleep", WEIR_SEND_FOLLOWUP);
+    canceller c = {&d, f.log, 0};
+    assert_int_equal(pthread_create(&c.th, NULL, cancel_main, &c), 0);
+    long long t0 = now_ms();
+    dh_run(&d);
+    long long took = now_ms() - t0;
+    pthread_join(c.th, NULL);
+    assert_true(took < 5000);
+    assert_true(result_is_error(&d, "c_sleep"));
+    assert_string_equal(result_code(&d, "c_sleep"), "ABORTED");
+    assert_contains(result_text(&d, "c_sleep"), "cancelled");
+    assert_string_equal(last_turn_kind(&d), "aborted");
+    dh_teardown(&d);
+    assert_no_children();
+    char *sent = file_text(f.log);
+    assert_contains(sent, "\"method\":\"notifications/cancelled\"");
+    assert_contains(sent, "\"reason\":\"cancelled by the user\"");
+    free(sent);
+    free(srv);
+    free(config);
+    fx_done(&f);
+}
+
+static void fake_timeout(void **state) {
+    (void)state;
+    fx f;
+    fx_init(&f);
+    char *srv = fake_server("fake", f.log, NULL, "\"timeout_ms\":300");
+    char *config = fmt("{\"servers\":{%s}}", srv);
+    const char *replies =
+        "[{\"tool_calls\":[{\"id\":\"c_sleep\",\"name\":\"mcp__fake__sleep\","
+        "\"arguments\":{\"ms\":5000}},{\"id\":\"c_echo\",\"name\":\"mcp__fake__echo\","
+        "\"arguments\":{\"text\":\"next\"}}]},{\"text\":\"ok\"}]";
+    dh d;
+    setup(&d, replies, config);
+    dh_open(&d, "mcp-timeout-fake");
+    dh_send(&d, "sleep", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_string_equal(result_code(&d, "c_sleep"), "TIMEOUT");
+    assert_contains(result_text(&d, "c_sleep"), "MCP server 'fake': tool 'sleep' timed out after 0.3 s");
+    assert_string_equal(result_text(&d, "c_echo"), "echo: next");
+    assert_string_equal(last_turn_kind(&d), "completed");
+    dh_teardown(&d);
+    assert_no_children();
+    char *sent = file_text(f.log);
+    assert_contains(sent, "\"reason\":\"timed out\"");
+    free(sent);
+    free(srv);
+    free(config);
+    fx_done(&f);
+}
+
+/* A list_changed storm: nothing hangs, the list is read again once, between turns. */
+static void fake_list_changed_storm(void **state) {
+    (void)state;
+    fx f;
+    fx_init(&f);
+    char *srv = fake_server("fake", f.log, NULL, NULL);
+    char *config = fmt("{\"servers\":{%s}}", srv);
+    const char *replies =
+        "[{\"tool_calls\":[{\"id\":\"c_storm\",\"name\":\"mcp__fake__storm\","
+        "\"arguments\":{\"count\":5000}},{\"id\":\"c_echo\",\"name\":\"mcp__fake__echo\","
+        "\"arguments\":{\"text\":\"calm\"}}]},{\"text\":\"first turn done\"},"
+        "{\"text\":\"second turn\"}]";
+    dh d;
+    setup(&d, replies, config);
+    dh_open(&d, "mcp-storm");
+    dh_send(&d, "storm", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_string_equal(result_text(&d, "c_storm"), "stormed");
+    assert_string_equal(result_text(&d, "c_echo"), "echo: calm");
+    /* the storm is not applied within the turn: the second request has the same tools */
+    assert_true(json_equal(json_object_get(request(&d, 0), "tools"),
+                           json_object_get(request(&d, 1), "tools")));
+    dh_send(&d, "again", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_string_equal(last_turn_kind(&d), "completed");
+    dh_teardown(&d);
+    assert_no_children();
+    char *sent = file_text(f.log);
+    int lists = 0;
+    for (const char *s = sent; (s = strstr(s, "\"method\":\"tools/list\"")); s++)
+        lists++;
+    assert_true(lists <= 4); /* two pages at load, at most two once for the storm */
+    free(sent);
+    free(srv);
+    free(config);
+    fx_done(&f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Load errors                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* weir_host_create with a tools-mcp row; returns the status, err filled. */
+static int load(const char *config, weir_host **host, weir_error *err) {
+    char *text = fmt("{\"plugin_path\":[\"%s\"],\"plugins\":[{\"id\":\"mcp\",\"plugin\":"
+                     "\"tools-mcp\",\"config\":%s}]}", wt_env("WEIR_TEST_PLUGIN_DIR"), config);
+    json_error_t je;
+    json_t *c = json_loads(text, 0, &je);
+    if (!c)
+        fail_msg("bad config %s: %s", text, je.text);
+    free(text);
+    weir_error_clear(err);
+    *host = NULL;
+    int rc = weir_host_create(c, host, err);
+    json_decref(c);
+    return rc;
+}
+
+static void load_fails_with(const char *config, const char *want) {
+    weir_host *h;
+    weir_error err;
+    int rc = load(config, &h, &err);
+    if (rc == WEIR_OK) {
+        weir_host_destroy(h);
+        fail_msg("loaded: %s", config);
+    }
+    assert_contains(err.text, want);
+}
+
+static void load_never_answers_initialize(void **state) {
+    (void)state;
+    fx f;
+    fx_init(&f);
+    char *srv = fake_server("slow", f.log, "\"--no-init\",\"--tag\",\"mcp-noinit\"",
+                            "\"startup_timeout_ms\":500");
+    char *config = fmt("{\"servers\":{%s}}", srv);
+    long long t0 = now_ms();
+    load_fails_with(config, "MCP server 'slow' failed to start: it did not answer initialize "
+                            "within 500 ms (startup_timeout_ms)");
+    assert_true(now_ms() - t0 < 8000);
+    assert_no_children();
+    assert_no_tag("mcp-noinit");
+    free(srv);
+    free(config);
+    /* not required: a warning, its tools are absent, the rest loads */
+    srv = fake_server("slow", f.log, "\"--no-init\",\"--tag\",\"mcp-noinit\"",
+                      "\"startup_timeout_ms\":300,\"required\":false");
+    char *other = fake_server("ok", f.log, NULL, NULL);
+    config = fmt("{\"servers\":{%s,%s}}", srv, other);
+    weir_host *h;
+    weir_error err;
+    assert_int_equal(load(config, &h, &err), WEIR_OK);
+    assert_null(weir__tools_find(weir__host_tools(h), "mcp__slow__echo"));
+    assert_non_null(weir__tools_find(weir__host_tools(h), "mcp__ok__echo"));
+    weir_host_destroy(h);
+    assert_no_children();
+    assert_no_tag("mcp-noinit");
+    free(srv);
+    free(other);
+    free(config);
+    fx_done(&f);
+}
+
+static void load_server_exits_at_start(void **state) {
+    (void)state;
+    fx f;
+    fx_init(&f);
+    char *srv = fake_server("broken", f.log,
+                            "\"--exit-at-start\",\"3\",\"--stderr\",\"fatal: no database at /nowhere\"",
+                            NULL);
+    char *config = fmt("{\"servers\":{%s}}", srv);
+    load_fails_with(config, "MCP server 'broken' failed to start: initialize failed: it exited "
+                            "(exit status 3)");
+    load_fails_with(config, "fatal: no database at /nowhere");
+    assert_no_children();
+    free(srv);
+    free(config);
+    /* a command that does not exist */
+    load_fails_with("{\"servers\":{\"gone\":{\"command\":\"weir-no-such-mcp-server\"}}}",
+                    "MCP server 'gone' failed to start: cannot run 'weir-no-such-mcp-server': "
+                    "not found on PATH");
+    load_fails_with("{\"servers\":{\"gone\":{\"command\":\"/bin/true\",\"cwd\":\"/no/such/dir\"}}}",
+                    "working directory '/no/such/dir'");
+    /* a server answering a protocol version weir does not speak */
+    srv = fake_server("old", f.log, "\"--version\",\"1999-01-01\"", NULL);
+    config = fmt("{\"servers\":{%s}}", srv);
+    load_fails_with(config, "it answered protocol version '1999-01-01', which weir does not speak");
+    assert_no_children();
+    free(srv);
+    free(config);
+    fx_done(&f);
+}
+
+static void config_errors(void **state) {
+    (void)state;
+    load_fails_with("{\"servers\":{\"a\":{\"command\":\"x\",\"colour\":\"red\"}}}",
+                    "$.servers.a.colour: property is not allowed");
+    load_fails_with("{\"servers\":{}, \"extra\":1}", "$.extra: property is not allowed");
+    load_fails_with("{\"servers\":{\"a\":{\"command\":\"x\",\"url\":\"http://127.0.0.1:1/\"}}}",
+                    "server 'a': give either \"command\" (stdio) or \"url\" (HTTP), not both");
+    load_fails_with("{\"servers\":{\"a\":{\"timeout_ms\":5}}}",
+                    "server 'a': give \"command\" (stdio) or \"url\" (HTTP)");
+    load_fails_with("{\"servers\":{\"a.b\":{\"command\":\"x\"}}}",
+                    "server name 'a.b' must be 1 to 32 of [A-Za-z0-9_-]");
+    load_fails_with("{\"servers\":{\"a\":{\"url\":\"ftp://x/\"}}}",
+                    "is not an http:// or https:// URL");
+    load_fails_with("{\"servers\":{\"a\":{\"url\":\"http://127.0.0.1:1/\",\"env\":{}}}}",
+                    "\"env\" is for a stdio server");
+    load_fails_with("{\"mcp_config\":\"/no/such/.mcp.json\"}", "mcp_config /no/such/.mcp.json");
+}
+
+/* .mcp.json as Claude Code writes it, with ${VAR}, plus options from `servers`. */
+static void mcp_json_import(void **state) {
+    (void)state;
+    fx f;
+    fx_init(&f);
+    setenv("MCP_TEST_FAKE_BIN", fake(), 1);
+    char *path = fmt("%s/.mcp.json", f.dir);
+    char *text = fmt("{\"mcpServers\":{"
+                     "\"fake\":{\"type\":\"stdio\",\"command\":\"${MCP_TEST_FAKE_BIN}\","
+                     "\"args\":[\"--log\",\"%s\"],\"env\":{\"X\":\"${MCP_TEST_UNSET:-dflt}\"},"
+                     "\"timeout\":600000,\"alwaysLoad\":true},"
+                     "\"old\":{\"type\":\"sse\",\"url\":\"http://127.0.0.1:9/sse\"}}}", f.log);
+    assert_int_equal(wt_write_file(path, text), 0);
+    char *config = fmt("{\"mcp_config\":\"%s\",\"servers\":{\"fake\":{\"allow\":[\"echo\","
+                       "\"mcp__fake__env\"]}}}", path);
+    weir_host *h;
+    weir_error err;
+    if (load(config, &h, &err) != WEIR_OK)
+        fail_msg("%s", err.text);
+    const weir__tools *tools = weir__host_tools(h);
+    assert_non_null(weir__tools_find(tools, "mcp__fake__echo"));
+    assert_non_null(weir__tools_find(tools, "mcp__fake__env"));
+    assert_null(weir__tools_find(tools, "mcp__fake__crash")); /* not allowed */
+    assert_null(weir__tools_find(tools, "mcp__old__echo"));   /* sse: not started */
+    /* the env value came through ${VAR:-default} */
+    weir__tool_outcome o = {0};
+    json_t *args = json_pack("{s:s}", "name", "X");
+    assert_int_equal(weir__tool_invoke(weir__tools_find(tools, "mcp__fake__env"), "c1", NULL,
+                                       args, &o), WEIR_OK);
+    json_decref(args);
+    /* dflt is the secret value of X: it is scrubbed (short: as a whole word) */
+    assert_string_equal(json_string_value(json_object_get(json_array_get(o.content, 0), "text")),
+                        "value: [redacted]");
+    weir__tool_outcome_clear(&o);
+    weir_host_destroy(h);
+    assert_no_children();
+    free(config);
+    /* deny */
+    config = fmt("{\"mcp_config\":\"%s\",\"servers\":{\"fake\":{\"deny\":[\"crash\"]}}}", path);
+    assert_int_equal(load(config, &h, &err), WEIR_OK);
+    assert_null(weir__tools_find(weir__host_tools(h), "mcp__fake__crash"));
+    assert_non_null(weir__tools_find(weir__host_tools(h), "mcp__fake__sleep"));
+    weir_host_destroy(h);
+    assert_no_children();
+    free(config);
+    free(text);
+    free(path);
+    fx_done(&f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Streamable HTTP                                                           */
+/* ------------------------------------------------------------------------ */
+
+typedef struct http_fake {
+    pid_t pid;
+    int port;
+} http_fake;
+
+static void http_fake_start(http_fake *hf, const fx *f) {
+    char *portf = fmt("%s/port", f->dir);
+    hf->pid = fork();
+    if (hf->pid == 0) {
+        execl(fake(), fake(), "--http", portf, "--log", f->log, (char *)NULL);
+        _exit(127);
+    }
+    hf->port = 0;
+    for (int i = 0; i < 500 && !hf->port; i++) {
+        char *t = wt_read_file(portf, NULL);
+        if (t)
+            hf->port = atoi(t);
+        free(t);
+        if (!hf->port)
+            usleep(10000);
+    }
+    assert_true(hf->port > 0);
+    free(portf);
+}
+
+static void http_fake_stop(http_fake *hf) {
+    kill(hf->pid, SIGTERM);
+    waitpid(hf->pid, NULL, 0);
+}
+
+static void http_fake_session(void **state) {
+    (void)state;
+    fx f;
+    fx_init(&f);
+    http_fake hf;
+    http_fake_start(&hf, &f);
+    char *config = fmt("{\"servers\":{\"web\":{\"url\":\"http://127.0.0.1:%d/mcp\","
+                       "\"headers\":{\"Authorization\":\"Bearer tok-http-secret-4242\"}}}}",
+                       hf.port);
+    const char *replies =
+        "[{\"tool_calls\":["
+        "{\"id\":\"c_echo\",\"name\":\"mcp__web__echo\",\"arguments\":{\"text\":\"over http\"}},"
+        "{\"id\":\"c_progress\",\"name\":\"mcp__web__progress\",\"arguments\":{\"steps\":3}},"
+        "{\"id\":\"c_ask\",\"name\":\"mcp__web__ask\",\"arguments\":{\"method\":\"sampling/createMessage\"}},"
+        "{\"id\":\"c_expire\",\"name\":\"mcp__web__expire\",\"arguments\":{}},"
+        "{\"id\":\"c_after\",\"name\":\"mcp__web__echo\",\"arguments\":{\"text\":\"new session\"}},"
+        "{\"id\":\"c_rpc\",\"name\":\"mcp__web__rpc_error\",\"arguments\":{}}]},"
+        "{\"text\":\"ok\"}]";
+    dh d;
+    setup(&d, replies, config);
+    dh_open(&d, "mcp-http");
+    dh_send(&d, "use the web server", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_string_equal(result_text(&d, "c_echo"), "echo: over http");
+    assert_string_equal(result_text(&d, "c_progress"), "done");
+    assert_contains(result_text(&d, "c_ask"), "\"code\":-32601");
+    assert_string_equal(result_text(&d, "c_expire"), "expired");
+    assert_string_equal(result_text(&d, "c_after"), "echo: new session");
+    assert_contains(result_text(&d, "c_rpc"), "the fake refuses");
+    char *log = file_text(dh_log(&d));
+    assert_lacks(log, "tok-http-secret-4242");
+    free(log);
+    char *events = json_dumps(d.events, JSON_COMPACT);
+    assert_lacks(events, "tok-http-secret-4242");
+    free(events);
+    dh_teardown(&d);
+    http_fake_stop(&hf);
+    char *sent = file_text(f.log);
+    int inits = 0;
+    for (const char *s = sent; (s = strstr(s, "\"method\":\"initialize\"")); s++)
+        inits++;
+    assert_int_equal(inits, 2); /* the session expired once */
+    free(sent);
+    free(config);
+    fx_done(&f);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(reference_tools_round_trip),
+        cmocka_unit_test(reference_timeout_cancels),
+        cmocka_unit_test(reference_secrets_stay_out),
+        cmocka_unit_test(fake_faults_and_results),
+        cmocka_unit_test(fake_cancel_sends_cancelled),
+        cmocka_unit_test(fake_timeout),
+        cmocka_unit_test(fake_list_changed_storm),
+        cmocka_unit_test(load_never_answers_initialize),
+        cmocka_unit_test(load_server_exits_at_start),
+        cmocka_unit_test(config_errors),
+        cmocka_unit_test(mcp_json_import),
+        cmocka_unit_test(http_fake_session),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
