@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "event_catalog.h"
 #include "host_int.h"
 #include "idmap.h"
 #include "schema.h"
@@ -49,14 +50,6 @@ static void load_cache_free(load_cache *lc) {
     weir__idmap_free(&lc->paths);
     weir__idmap_free(&lc->schemas);
 }
-
-/* The core's event types (DESIGN §5); plugin types may not reuse them. */
-static const char *const core_types[] = {
-    "turn/start",       "turn/end",          "step/start",     "step/end",
-    "system/message",   "user/message",      "assistant/message",
-    "assistant/attempt", "tool/call",        "tool/result",    "request/header",
-    "request/context",  "agent/inbox/spliced",
-};
 
 /* --- teardown ---------------------------------------------------------- */
 
@@ -535,6 +528,12 @@ int weir__reg_event_type(weir_plugin *self, weir__event_type **types, size_t *nt
                   flags);
         return weir__reg_fail(self, &e);
     }
+    /* the core's event types (core/event_catalog.c), live ones included */
+    if (weir__event_find(type)) {
+        weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL, "event type '%s' is a core event type",
+                  type);
+        return weir__reg_fail(self, &e);
+    }
     for (size_t i = 0; i < nreserved; i++) {
         if (strcmp(reserved[i], type) == 0) {
             weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL,
@@ -572,7 +571,7 @@ int weir__plugin_event_type_register(weir_plugin *self, const char *type, uint32
     if (rc != WEIR_OK)
         return rc;
     return weir__reg_event_type(self, &self->host->types, &self->host->ntypes, type, flags,
-                                core_types, sizeof core_types / sizeof core_types[0]);
+                                NULL, 0);
 }
 
 int weir__reg_check_provider(weir_plugin *self, const weir_provider *provider) {

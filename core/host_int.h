@@ -112,8 +112,9 @@ int weir__reg_fail(weir_plugin *self, const weir_error *e);
 /*
  * event_type_register into the array *types of *ntypes (grown with
  * weir__realloc; the entries' `type` strings are weir__malloc'd): checks the
- * name ([a-z0-9_./-]+) and flags, refuses the `nreserved` names of `reserved`
- * (may be NULL) and a type another plugin registered; a second row of the
+ * name ([a-z0-9_./-]+) and flags, refuses the core's event types (the event
+ * catalog: durable and live), the `nreserved` names of `reserved` (may be
+ * NULL) and a type another plugin registered; a second row of the
  * same plugin is a no-op.  Failures are kept with weir__reg_fail.
  */
 int weir__reg_event_type(weir_plugin *self, weir__event_type **types, size_t *ntypes,

@@ -6,7 +6,9 @@
  * this thread until the agent is idle, and prints the assistant's text as
  * it streams.  The agent gets a listener of its own (weir_agent_options.hooks):
  * every tool call is announced on stderr before the deployment's chain
- * decides on it.  Usage: weir-embed-example [-c FILE]... PROMPT
+ * decides on it.  Then weir_agent_last_turn() says how the turn ended: a
+ * turn that did not complete is reported with its failure, and the exit
+ * status is 1.  Usage: weir-embed-example [-c FILE]... PROMPT
  */
 #include <stdio.h>
 #include <string.h>
@@ -75,7 +77,20 @@ int main(int argc, char **argv) {
         goto out;
     }
     printf("\n[session %s: %s]\n", weir_agent_id(agent), weir_agent_log_path(agent));
-    rc = 0;
+    /* run_until_idle is WEIR_OK however the turn ended: ask how it did */
+    weir_turn_outcome outcome = WEIR_TURN_OUTCOME_INIT;
+    if (weir_agent_last_turn(agent, &outcome, &err) != WEIR_OK) {
+        fprintf(stderr, "embed: %s\n", err.text);
+        goto out;
+    }
+    if (strcmp(outcome.kind, "completed") == 0 || strcmp(outcome.kind, "max-tokens") == 0)
+        rc = 0;
+    else if (outcome.failure_code[0])
+        fprintf(stderr, "embed: turn %d ended in %s: %s: %s\n", outcome.turn, outcome.kind,
+                outcome.failure_code, outcome.failure_message);
+    else
+        fprintf(stderr, "embed: turn %d ended: %s\n", outcome.turn, outcome.kind);
+    weir_turn_outcome_clear(&outcome);
 out:
     weir_agent_close(agent);
     weir_host_destroy(host);

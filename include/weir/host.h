@@ -130,6 +130,15 @@ WEIR_API int weir_plugin_dirs(json_t **dirs, weir_error *err) WEIR_WUR;
  */
 WEIR_API int weir_hook_catalog_write(FILE *out, bool markdown);
 
+/**
+ * Write the event catalog (every durable and live event of the core, with
+ * its data fields) to `out`: as plain text, or as the Markdown of
+ * docs/events.md when `markdown` is true.
+ * @return WEIR_OK, WEIR_E_INVAL (`out` NULL) or WEIR_E_IO.
+ * Since: 0.1
+ */
+WEIR_API int weir_event_catalog_write(FILE *out, bool markdown);
+
 /* ------------------------------------------------------------------------ */
 /* Agents                                                                    */
 /* ------------------------------------------------------------------------ */
@@ -278,11 +287,56 @@ WEIR_API int weir_agent_cancel(weir_agent *agent, const char *cause, bool keep_i
 
 /**
  * Run the driver on the calling thread until the agent is idle (no queued
- * waking input).  Returns WEIR_OK even when a turn ended in error (that is an
- * event); non-OK only when the agent itself cannot go on (I/O failure).
+ * waking input).  Returns WEIR_OK even when a turn ended in error, was
+ * cancelled or was blocked: how it ended is weir_agent_last_turn()'s (and
+ * the turn/end event's); non-OK only when the agent itself cannot go on
+ * (I/O failure).
  * Since: 0.1
  */
 WEIR_API int weir_agent_run_until_idle(weir_agent *agent, weir_error *err);
+
+/**
+ * How a turn ended (weir_agent_last_turn).  The caller owns the struct
+ * (usually on its stack) and sets struct_size; once filled it owns `text`
+ * and `reason` too: weir_turn_outcome_clear() releases them.  Fields are
+ * only ever appended.
+ * Since: 0.1
+ */
+typedef struct weir_turn_outcome {
+    uint32_t struct_size;       /* sizeof(weir_turn_outcome), set by the caller */
+    int turn;                   /* the turn's number; 0: no turn has ended yet */
+    char kind[32];              /* turn/end reason.kind: "completed", "max-tokens", "error",
+                                   "aborted", "blocked", "interrupted"; "" when turn is 0 */
+    char failure_code[64];      /* kind "error": the canonical failure code ("RATE_LIMIT",
+                                   "TRANSPORT", "IO", ..., docs/providers.md); else "" */
+    char failure_message[1024]; /* kind "error": the failure's message (cut to fit); else "" */
+    char *text;                 /* owned (malloc): the text blocks of the turn's last
+                                   assistant message, joined; "" when it had none; NULL
+                                   when turn is 0 */
+    json_t *reason;             /* owned (a reference): the turn/end reason as logged
+                                   {kind, error?, cause?, ...}; NULL when turn is 0 */
+} weir_turn_outcome;
+
+#define WEIR_TURN_OUTCOME_INIT {sizeof(weir_turn_outcome), 0, "", "", "", NULL, NULL}
+
+/**
+ * The outcome of the agent's last ended turn, read from its session log:
+ * the last turn/end (a turn of an earlier run of a resumed session counts)
+ * and that turn's last assistant/message.  While a turn runs, it describes
+ * the turn before.
+ * @param out  an initialised outcome (WEIR_TURN_OUTCOME_INIT, or one an
+ *             earlier call filled: what it held is released first).
+ * @return WEIR_OK (out->turn is 0 when no turn has ended), WEIR_E_INVAL (a
+ *         NULL argument, struct_size too small) or WEIR_E_NOMEM (then *out
+ *         is as after weir_turn_outcome_clear()).
+ * Thread-safety: any thread, also inside on_event.
+ * Since: 0.1
+ */
+WEIR_API int weir_agent_last_turn(weir_agent *agent, weir_turn_outcome *out,
+                                  weir_error *err) WEIR_WUR;
+
+/** Release what `out` owns and reset it to WEIR_TURN_OUTCOME_INIT. NULL is a no-op. Since: 0.1 */
+WEIR_API void weir_turn_outcome_clear(weir_turn_outcome *out);
 
 /** New reference: the derived model-visible messages. Since: 0.1 */
 WEIR_API json_t *weir_agent_messages(weir_agent *agent);

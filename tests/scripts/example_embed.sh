@@ -16,5 +16,18 @@ grep -q '^\[session s-[0-9a-f]*: .*\.jsonl\]$' "$TMP/out" || fail "session line:
 grep -qx '\[s-[0-9a-f]*\] pow {"x":2,"y":10}' "$TMP/err" || fail "announce: $(cat "$TMP/err")"
 "$EXAMPLE" >/dev/null 2>&1; [ $? -eq 2 ] || fail "no prompt: want 2"
 
+# a failed turn: weir_agent_last_turn gives its failure, the exit status is 1
+cat >"$TMP/fail.json" <<EOF
+{"agent": {"provider": "scripted", "model": "demo"},
+ "session": {"dir": "$TMP/sessions"},
+ "plugins": [{"id": "scripted", "plugin": "provider-scripted",
+              "config": {"replies": [{"fail": {"code": "RATE_LIMIT", "message": "slow down"}}]}}]}
+EOF
+timeout 60 "$EXAMPLE" -c "$TMP/fail.json" "hello" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ $rc -eq 1 ] || fail "failed turn: exit $rc, want 1: $(cat "$TMP/err")"
+grep -qx 'embed: turn 1 ended in error: RATE_LIMIT: slow down' "$TMP/err" ||
+    fail "failed turn: $(cat "$TMP/err")"
+
 [ $FAILURES -eq 0 ] && echo "example_embed: ok"
 exit $FAILURES
