@@ -20,6 +20,7 @@
 #include "idmap.h"
 
 #define DEFAULT_LABEL "(built-in default)"
+#define DEFAULT_SESSION_DIR "${WEIR_SESSION_DIR:-~/.local/state/weir/sessions}"
 #define MAX_DEPTH 1024 /* nesting walked by the expander */
 #define MAX_ROWS 4096  /* plugin rows per file and per deployment */
 
@@ -390,7 +391,8 @@ static int check_agent(const json_t *agent, const char *file, jpath *p, weir_err
     if ((rc = want_string(agent, "provider", file, p, err)) != WEIR_OK ||
         (rc = want_string(agent, "model", file, p, err)) != WEIR_OK ||
         (rc = want_count(agent, "max_tokens", file, p, err)) != WEIR_OK ||
-        (rc = want_count(agent, "max_parallel_tool_calls", file, p, err)) != WEIR_OK)
+        (rc = want_count(agent, "max_parallel_tool_calls", file, p, err)) != WEIR_OK ||
+        (rc = want_count(agent, "max_background_jobs", file, p, err)) != WEIR_OK)
         return rc;
     return WEIR_OK;
 }
@@ -984,6 +986,37 @@ static int compose_one(json_t *acc, json_t *doc, const char *file, bool from_fil
     return merge_valid(acc, doc, file, err);
 }
 
+/* Fill the agent and session keys no file gave from the documented
+ * defaults (expanded and normalised as the built-in default is, so `~/`
+ * needs HOME only when the default session.dir is used). */
+static int fill_defaults(json_t *acc, weir_error *err) {
+    json_t *agent = json_object_get(acc, "agent"), *session = json_object_get(acc, "session");
+    json_t *seed = json_pack("{s:{},s:{}}", "agent", "session");
+    json_t *fresh = json_pack("{s:{},s:{},s:[],s:[]}", "agent", "session", "plugin_path",
+                              "plugins");
+    int rc = seed && fresh ? WEIR_OK : nomem(err, DEFAULT_LABEL);
+    json_t *sa = json_object_get(seed, "agent"), *ss = json_object_get(seed, "session");
+    if (rc == WEIR_OK &&
+        ((!json_object_get(agent, "max_tokens") &&
+          json_object_set_new(sa, "max_tokens", json_integer(4096)) != 0) ||
+         (!json_object_get(agent, "max_parallel_tool_calls") &&
+          json_object_set_new(sa, "max_parallel_tool_calls", json_integer(10)) != 0) ||
+         (!json_object_get(session, "dir") &&
+          json_object_set_new(ss, "dir", json_string(DEFAULT_SESSION_DIR)) != 0) ||
+         (!json_object_get(session, "fsync") &&
+          json_object_set_new(ss, "fsync", json_string("step")) != 0)))
+        rc = nomem(err, DEFAULT_LABEL);
+    if (rc == WEIR_OK)
+        rc = compose_one(fresh, seed, DEFAULT_LABEL, false, err);
+    if (rc == WEIR_OK &&
+        (json_object_update_missing(agent, json_object_get(fresh, "agent")) != 0 ||
+         json_object_update_missing(session, json_object_get(fresh, "session")) != 0))
+        rc = nomem(err, DEFAULT_LABEL);
+    json_decref(seed);
+    json_decref(fresh);
+    return rc;
+}
+
 int weir_config_compose(const char *const *files, size_t nfiles, json_t **out,
                         weir_error *err) {
     if (!out || (nfiles > 0 && !files))
@@ -997,20 +1030,29 @@ int weir_config_compose(const char *const *files, size_t nfiles, json_t **out,
     if (!acc)
         return nomem(err, nfiles ? files[0] : DEFAULT_LABEL);
     for (size_t i = 0; i < (nfiles ? nfiles : 1); i++) {
-        const char *file = nfiles ? files[i] : DEFAULT_LABEL;
+        /* no file, or the name "default": the built-in default deployment */
+        bool builtin = !nfiles || strcmp(files[i], WEIR_CONFIG_DEFAULT_NAME) == 0;
+        const char *file = builtin ? DEFAULT_LABEL : files[i];
         json_t *doc = NULL;
         int rc;
-        if (nfiles)
+        if (!builtin)
             rc = load_file(file, &doc, err);
         else
             rc = (doc = weir_config_default()) ? WEIR_OK : nomem(err, file);
         if (rc == WEIR_OK)
-            rc = compose_one(acc, doc, file, nfiles > 0, err);
+            rc = compose_one(acc, doc, file, !builtin, err);
         json_decref(doc);
         if (rc != WEIR_OK) {
             json_decref(acc);
             return rc;
         }
+    }
+    /* agent and session start from the documented defaults, whatever the
+     * files give (provider and model come with the provider row) */
+    int rc = fill_defaults(acc, err);
+    if (rc != WEIR_OK) {
+        json_decref(acc);
+        return rc;
     }
     *out = acc;
     return WEIR_OK;
@@ -1055,8 +1097,8 @@ json_t *weir_config_default(void) {
         "{s:{s:s,s:s,s:i,s:i},s:{s:s,s:s},s:[s],s:[O,{s:s,s:s,s:{}},{s:s,s:s,s:{}},{s:s,s:s,s:{s:s}},"
         "{s:s,s:s,s:{s:[{s:s,s:s,s:s,s:s}]}}]}",
         "agent", "provider", provider, "model", model, "max_tokens", 4096,
-        "max_parallel_tool_calls", 10, "session", "dir",
-        "${WEIR_SESSION_DIR:-~/.local/state/weir/sessions}", "fsync", "step", "plugin_path",
+        "max_parallel_tool_calls", 10, "session", "dir", DEFAULT_SESSION_DIR, "fsync", "step",
+        "plugin_path",
         "${WEIR_PLUGIN_PATH:-}", "plugins", row, "id", "compaction", "plugin",
         "compaction-basic", "config", "id", "retry", "plugin", "retry", "config", "id", "prompt",
         "plugin",

@@ -302,7 +302,14 @@ static pre_kind pre_step(turn_ctx *t, const json_t *claimed, json_t **entered, b
     weir_error e;
     json_t *args = json_pack("{s:s, s:i, s:i, s:O}", "agent", t->a->id, "turn", t->turn, "step",
                              t->step + 1, "messages", claimed);
-    json_t *res = invoke(t, "agent/pre-step", args, pre_step_default, NULL, &e);
+    const char *author = NULL; /* the row whose listener made the result */
+    json_t *res = NULL;
+    weir_error_clear(&e);
+    if (!args)
+        weir__err(&e, WEIR_E_NOMEM, NULL, "agent/pre-step", "out of memory");
+    else
+        res = weir__hook_invoke_author(t->a->hooks, "agent/pre-step", t->a, &t->a->signal, args,
+                                       pre_step_default, NULL, &author, &e);
     json_decref(args);
     if (!res) {
         hook_failed(t, "agent/pre-step", &e);
@@ -310,8 +317,14 @@ static pre_kind pre_step(turn_ctx *t, const json_t *claimed, json_t **entered, b
     }
     const char *kind = weir__json_str(res, "kind", "");
     if (strcmp(kind, "reject") == 0) {
+        /* blocked: which row rejected, and its reason when it gave one */
+        json_t *why = json_pack("{s:s}", "kind", "blocked");
+        if (why && author)
+            json_object_set_new(why, "plugin", json_string(author));
+        if (why && json_is_string(json_object_get(res, "reason")))
+            json_object_set(why, "reason", json_object_get(res, "reason"));
         json_decref(res);
-        set_reason(t, json_pack("{s:s}", "kind", "blocked"));
+        set_reason(t, why);
         return PRE_STOPPED;
     }
     const json_t *msgs = json_object_get(res, "messages");

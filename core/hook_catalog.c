@@ -26,7 +26,7 @@
     "\"kind\":{\"const\":\"enter\"},\"messages\":{\"type\":\"array\"},"                 \
     "\"starts_request_series\":{\"type\":\"boolean\"}}},"                               \
     "{\"type\":\"object\",\"required\":[\"kind\"],\"properties\":{"                     \
-    "\"kind\":{\"const\":\"reject\"}}}]}"
+    "\"kind\":{\"const\":\"reject\"},\"reason\":{\"type\":\"string\"}}}]}"
 
 #define S_REQUEST                                                                       \
     "{\"type\":\"object\",\"required\":[\"provider\",\"model\"],\"properties\":{"       \
@@ -75,7 +75,8 @@ const weir__hook_def weir__hook_catalog[] = {
      S_ASSEMBLY, "Build the system prompt: add, change or drop sections, tools and variables."},
     {"agent/pre-step", WEIR__HOOK_WATERFALL, "{agent, turn, step, messages:[user messages]}",
      "{kind:\"enter\", messages, starts_request_series?} (default: the claimed messages) or "
-     "{kind:\"reject\"}",
+     "{kind:\"reject\", reason?} (the turn ends blocked: turn/end reason {kind:\"blocked\", "
+     "plugin, reason?}, plugin = the row that rejected)",
      S_PRE_STEP, "Decide whether a step starts and which user messages enter it."},
     {"agent/request", WEIR__HOOK_WATERFALL, "{agent, turn, step}",
      "call config {provider, model, max_tokens?, temperature?, ...}; default: the agent options "

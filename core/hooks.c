@@ -52,6 +52,7 @@ struct weir__hooks {
 typedef struct hop {
     bool failed;      /* weir_call_fail() was called during this hop */
     bool called_next; /* weir_next() was called during this hop */
+    const json_t *next_result; /* what the last weir_next() returned (identity only) */
     char msg[512];    /* weir_call_fail()'s message */
 } hop;
 
@@ -70,6 +71,7 @@ struct weir_call {
     bool failed;
     const char *fail_id; /* plugin id (borrowed from the chain), NULL = core default */
     char fail_msg[512];
+    const char *author; /* who made the last hop's result (weir__hook_invoke_author) */
 };
 
 #define DEFAULT_LABEL "(default)"
@@ -683,6 +685,8 @@ static json_t *run_hop(weir_call *call, size_t i) {
     const char *outcome;
     if (r) {
         call->failed = false; /* a value is success, or recovery from an inner failure */
+        if (!here.called_next || r != here.next_result)
+            call->author = id; /* a value of its own, not its successor's passed on */
         outcome = call->def->mode != WEIR__HOOK_WATERFALL || !l ? "ok"
                   : here.called_next                            ? "next"
                                                                 : "short-circuit";
@@ -720,6 +724,15 @@ static json_t *invoke_failed(const weir_call *call, weir_error *err) {
 json_t *weir__hook_invoke(const weir__hooks *h, const char *hook, weir_agent *agent,
                           weir_signal *signal, const json_t *args, weir__hook_default_fn dflt,
                           void *dflt_ctx, weir_error *err) {
+    return weir__hook_invoke_author(h, hook, agent, signal, args, dflt, dflt_ctx, NULL, err);
+}
+
+json_t *weir__hook_invoke_author(const weir__hooks *h, const char *hook, weir_agent *agent,
+                                 weir_signal *signal, const json_t *args,
+                                 weir__hook_default_fn dflt, void *dflt_ctx,
+                                 const char **author, weir_error *err) {
+    if (author)
+        *author = NULL;
     if (!h || !hook || !args) {
         weir__err(err, WEIR_E_INVAL, NULL, hook, "hook invoke: hooks, hook name and args are required");
         return NULL;
@@ -779,6 +792,8 @@ json_t *weir__hook_invoke(const weir__hooks *h, const char *hook, weir_agent *ag
                       "hook %s: core default returned an invalid result: %s", hook, why);
         return NULL;
     }
+    if (author)
+        *author = call.author;
     return r;
 }
 
@@ -795,7 +810,9 @@ json_t *weir__call_next(weir_call *call) {
         return NULL;
     }
     call->cur->called_next = true;
-    return run_hop(call, call->pos + 1);
+    json_t *r = run_hop(call, call->pos + 1);
+    call->cur->next_result = r; /* run_hop() put this hop back as the current one */
+    return r;
 }
 
 void weir__call_fail(weir_call *call, const char *fmt, ...) {

@@ -142,6 +142,18 @@ json_t *weir__hook_invoke(const weir__hooks *h, const char *hook,
                           const json_t *args, weir__hook_default_fn dflt,
                           void *dflt_ctx, weir_error *err);
 
+/*
+ * weir__hook_invoke() that also says who made a waterfall's result:
+ * *author (borrowed from the chain, valid while the hooks live) is the row
+ * id of the innermost listener whose returned value is not the one its
+ * weir_next() gave it (a listener passing its successor's result on is not
+ * the author), or NULL for the core default.  NULL on failure.
+ */
+json_t *weir__hook_invoke_author(const weir__hooks *h, const char *hook, weir_agent *agent,
+                                 weir_signal *signal, const json_t *args,
+                                 weir__hook_default_fn dflt, void *dflt_ctx,
+                                 const char **author, weir_error *err);
+
 /* Number of listeners on `hook` (0 for unknown). */
 size_t weir__hooks_count(const weir__hooks *h, const char *hook);
 

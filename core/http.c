@@ -360,6 +360,18 @@ static int status_for_code(const char *code) {
     return WEIR_E_IO;
 }
 
+/* `url` for a message: without user:password@ and without the query (either
+ * may carry a key). */
+static void url_for_message(const char *url, char *out, size_t size) {
+    const char *scheme = strstr(url, "://");
+    const char *host = scheme ? scheme + 3 : url;
+    size_t auth = strcspn(host, "/?#");
+    const char *at = memchr(host, '@', auth);
+    size_t head = (size_t)(host - url), rest_at = at ? (size_t)(at + 1 - url) : head;
+    size_t rest = strcspn(url + rest_at, "?#");
+    snprintf(out, size, "%.*s%.*s", (int)head, url, (int)rest, url + rest_at);
+}
+
 /* Set *failure (if asked) and return the matching status. */
 static int fail(json_t **failure, const char *code, const char *fmt, ...) WEIR_PRINTF(3, 4);
 static int fail(json_t **failure, const char *code, const char *fmt, ...) {
@@ -535,9 +547,17 @@ static int perform(weir__http *h, weir_signal *signal, const weir_http_request *
     } else if (x.sse_rc) {
         rc = sse_failure(failure, &x, x.sse_rc);
     } else if (cr != CURLE_OK) {
+        /* the URL, then libcurl's detail once: its error buffer already ends
+         * with curl_easy_strerror()'s text when it has one */
         const char *code = curl_failure_code(cr);
-        rc = fail(failure, code, "%s%s%s", curl_easy_strerror(cr), h->errbuf[0] ? ": " : "",
-                  h->errbuf);
+        char where[512];
+        url_for_message(req->url, where, sizeof where);
+        bool unreachable = cr == CURLE_COULDNT_CONNECT || cr == CURLE_COULDNT_RESOLVE_HOST ||
+                           cr == CURLE_COULDNT_RESOLVE_PROXY;
+        const char *what = curl_easy_strerror(cr);
+        bool said = h->errbuf[0] && strstr(h->errbuf, what); /* the buffer has it already */
+        rc = fail(failure, code, "%s %s: %s%s%s", unreachable ? "cannot reach" : get ? "GET" : "POST",
+                  where, said ? "" : what, h->errbuf[0] && !said ? ": " : "", h->errbuf);
     } else if (!get && x.is_sse && resp->status >= 200 && resp->status < 300) {
         int fr = weir__sse_finish(x.sse);
         if (fr)

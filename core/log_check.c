@@ -6,6 +6,7 @@
  * refuse) and re-folds the surface itself.  Errors name the seq (or the line
  * when the seq is unknown); an open last turn is reported in "open".
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -483,4 +484,28 @@ int weir_log_derive(const char *path, json_t **messages, weir_error *err) {
     return *messages
                ? WEIR_OK
                : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log derive %s: out of memory", path);
+}
+
+int weir_log_events(const char *path, json_t **events, weir_error *err) {
+    if (!path || !events)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log events: path and events are required");
+    *events = NULL;
+    weir__log *log = NULL;
+    int rc = weir__log_open_readonly(path, &log, err);
+    if (rc != WEIR_OK)
+        return rc;
+    json_t *out = json_array();
+    size_t n = weir__log_count(log);
+    for (size_t i = 0; out && i < n; i++) {
+        /* the log is closed below: the caller holds the only references */
+        if (json_array_append(out, (json_t *)(uintptr_t)weir__log_event(log, i)) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    weir__log_close(log);
+    if (!out)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log events %s: out of memory", path);
+    *events = out;
+    return WEIR_OK;
 }

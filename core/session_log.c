@@ -461,6 +461,35 @@ static int take_lock(weir__log *log, weir_error *err) {
                      (int)n, base, who, log->path);
 }
 
+int weir_log_writer(const char *path, bool *live, long *pid, weir_error *err) {
+    if (!path || !live)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log writer: path and live are required");
+    *live = false;
+    if (pid)
+        *pid = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return weir__err(err, errno == ENOENT ? WEIR_E_NOT_FOUND : WEIR_E_IO, NULL, NULL,
+                         "session log %s: cannot open: %s", path, strerror(errno));
+    /* a read lock conflicts with the writer's lock on byte 0; F_OFD_GETLK
+     * only asks, it takes nothing */
+    struct flock q = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+    int rc = WEIR_OK;
+    if (fcntl(fd, F_OFD_GETLK, &q) != 0) {
+        rc = weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: cannot probe its lock: %s",
+                       path, strerror(errno));
+    } else if (q.l_type != F_UNLCK) {
+        *live = true;
+        struct flock pl = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = LOCK_PID_BASE,
+                           .l_len = 0};
+        if (pid && fcntl(fd, F_OFD_GETLK, &pl) == 0 && pl.l_type != F_UNLCK &&
+            pl.l_start > LOCK_PID_BASE)
+            *pid = (long)(pl.l_start - LOCK_PID_BASE);
+    }
+    close(fd);
+    return rc;
+}
+
 /* Refuse what the one reader found wrong: E_LOG_CORRUPT with its first
  * error (and how many more). */
 static int refuse(const char *path, const json_t *report, weir_error *err) {

@@ -40,10 +40,19 @@ typedef struct weir_host weir_host;
 /* Deployment config                                                         */
 /* ------------------------------------------------------------------------ */
 
+/** The file name that stands for the built-in default deployment in
+ * weir_config_compose() (`weir run -c default -c overlay.json`). Since: 0.1 */
+#define WEIR_CONFIG_DEFAULT_NAME "default"
+
 /**
  * Compose deployment config files in order (base, then overlays), expanding
  * ${VAR} and ${VAR:-default}.  With `nfiles == 0` the built-in default
- * deployment is used (it depends on OPENAI_API_KEY / ANTHROPIC_API_KEY).
+ * deployment is used (it depends on OPENAI_API_KEY / ANTHROPIC_API_KEY), and
+ * so it is where a file is named WEIR_CONFIG_DEFAULT_NAME ("default"; a file
+ * of that name is "./default").  `agent` and `session` always start from the
+ * documented defaults (max_tokens 4096, max_parallel_tool_calls 10,
+ * session.dir ${WEIR_SESSION_DIR:-~/.local/state/weir/sessions}, fsync
+ * step), so an overlay alone keeps them.
  * A relative `plugin_path` directory in a file is made absolute against
  * that file's directory (a relative file path against the current
  * directory at the time of the call); docs/config.md has the rules.
@@ -397,6 +406,31 @@ WEIR_API int weir_log_check(const char *path, json_t **report, weir_error *err) 
  * Since: 0.1
  */
 WEIR_API int weir_log_derive(const char *path, json_t **messages, weir_error *err) WEIR_WUR;
+
+/**
+ * The events of a log file, read by the one reader as weir_log_derive()
+ * reads it (`weir log --json`, `weir sessions`): a log it refuses is an
+ * error (WEIR_E_LOG_CORRUPT naming the line; a missing file is
+ * WEIR_E_NOT_FOUND, another file type WEIR_E_IO), and a torn last line is
+ * left out.  Takes no lock: a live log gives its consistent prefix.
+ * @param events  receives a new reference: an array of the log envelopes
+ *                ({seq, time, type, data, surface_op?, ...}), in seq order,
+ *                owned by the caller alone.
+ * Thread-safe.
+ * Since: 0.1
+ */
+WEIR_API int weir_log_events(const char *path, json_t **events, weir_error *err) WEIR_WUR;
+
+/**
+ * Whether a writer (an open agent, in this process or another) holds the
+ * session log at `path`: it probes the writer's lock without taking it.
+ * @param live  receives true when a writer holds it.
+ * @param pid   receives the writer's pid when known, else 0; may be NULL.
+ * @return WEIR_OK, WEIR_E_NOT_FOUND (no such file) or WEIR_E_IO.
+ * Thread-safe.
+ * Since: 0.1
+ */
+WEIR_API int weir_log_writer(const char *path, bool *live, long *pid, weir_error *err) WEIR_WUR;
 
 #ifdef __cplusplus
 }

@@ -45,6 +45,7 @@ static const pc_spec spec = {
     .key_header = "x-api-key",
     .key_prefix = "",
     .max_temperature = 1,
+    .base_url_env = "ANTHROPIC_BASE_URL",
 };
 
 /* ------------------------------------------------------------------------ */

@@ -616,6 +616,20 @@ static json_t *transfer_failure(const pc_provider *p, int rc, const weir_http_re
         json_decref(failure);
         return NULL; /* the body ended: the decoder says what was missing */
     }
+    const char *msg = json_string_value(json_object_get(failure, "message"));
+    if (msg && strncmp(msg, "cannot reach ", 13) == 0) { /* say where the URL comes from */
+        const char *env = p->spec->base_url_env;
+        json_t *f = weir_failure_new(p->id, "TRANSPORT",
+                                     "%s; is a server listening there? (the base_url of row "
+                                     "'%s'%s%s)",
+                                     msg, p->id,
+                                     env ? "; the default deployment sets it from " : "",
+                                     env ? env : "");
+        if (f) {
+            json_decref(failure);
+            return f;
+        }
+    }
     if (failure)
         return failure;
     return aborted ? weir_failure_new(p->id, "ABORTED", "the call was cancelled")

@@ -34,6 +34,9 @@ typedef struct pc_spec {
     int max_temperature;          /* call config temperature is 0..max */
     bool probe;                   /* the server may report windows (GET /models, /props):
                                      the config takes probe_windows, probe_timeout_ms */
+    const char *base_url_env;     /* the variable the default deployment takes base_url
+                                     from (OPENAI_BASE_URL), named when the server is
+                                     unreachable; NULL: none */
 } pc_spec;
 
 /** The window probe's state of one row (provider_host.c). */

@@ -47,6 +47,7 @@ static const pc_spec spec = {
     .key_prefix = "Bearer ",
     .max_temperature = 2,
     .probe = true, /* vLLM and llama.cpp report their windows */
+    .base_url_env = "OPENAI_BASE_URL",
 };
 
 /* ------------------------------------------------------------------------ */

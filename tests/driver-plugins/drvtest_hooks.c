@@ -5,11 +5,12 @@
  *                             (the harness checks it against the log; purpose
  *                             marks a plugin's direct call, e.g. a summary)
  *   "pre_step": {"action": "reject"|"empty"|"fail"|"rewrite"|"wait"|"wait_fail",
- *                "text"?, "step"?: N}
+ *                "text"?, "reason"?, "step"?: N}
  *                             agent/pre-step on step N (default: every step);
- *                             "wait" sleeps until the call's signal fires (at
- *                             most 20 s), then answers as usual; "wait_fail"
- *                             then fails (a listener that stops on a cancel)
+ *                             a reject carries "reason" when given; "wait"
+ *                             sleeps until the call's signal fires (at most
+ *                             20 s), then answers as usual; "wait_fail" then
+ *                             fails (a listener that stops on a cancel)
  *   "turn_stopping_steer": {"text", "times"}
  *                             agent/turn-stopping steers `text`, `times` times
  *   "request_error": {"action": "retry"|"fail"|"delegate", "times"?: N}
@@ -94,8 +95,11 @@ static json_t *on_pre_step(weir_call *call, const json_t *args, void *ud) {
     const char *action = json_string_value(json_object_get(ps, "action"));
     if (!action)
         return weir_next(call);
-    if (!strcmp(action, "reject"))
-        return json_pack("{s:s}", "kind", "reject");
+    if (!strcmp(action, "reject")) {
+        const json_t *why = json_object_get(ps, "reason"); /* optional */
+        return json_is_string(why) ? json_pack("{s:s, s:O}", "kind", "reject", "reason", why)
+                                   : json_pack("{s:s}", "kind", "reject");
+    }
     if (!strcmp(action, "fail")) {
         weir_call_fail(call, "drvtest: pre-step refused");
         return NULL;

@@ -265,6 +265,64 @@ static void test_relative_plugin_path_is_relative_to_the_file(void **state) {
     setenv("WEIR_PLUGIN_PATH", "", 1);
 }
 
+/* ---- agent and session defaults, "default" (issue #14 item 2) ------------- */
+
+static void test_agent_and_session_start_from_the_defaults(void **state) {
+    (void)state;
+    json_t *cfg;
+    weir_error err;
+    /* an overlay alone (no session object): the documented defaults */
+    assert_int_equal(compose(&cfg, &err, "disable.json", NULL), WEIR_OK);
+    assert_json(json_object_get(cfg, "agent"), "{\"max_tokens\":4096,\"max_parallel_tool_calls\":10}");
+    assert_json(json_object_get(cfg, "session"),
+                "{\"dir\":\"/home/tester/.local/state/weir/sessions\",\"fsync\":\"step\"}");
+    json_decref(cfg);
+    setenv("WEIR_SESSION_DIR", "/srv/sessions", 1);
+    assert_int_equal(compose(&cfg, &err, "disable.json", NULL), WEIR_OK);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(cfg, "session"), "dir")),
+                        "/srv/sessions");
+    json_decref(cfg);
+    unsetenv("WEIR_SESSION_DIR");
+    /* what a file gives wins, key by key; HOME is not needed for a given dir */
+    assert_int_equal(compose(&cfg, &err, "agent-session.json", NULL), WEIR_OK);
+    assert_json(json_object_get(cfg, "session"),
+                "{\"dir\":\"/home/tester/.local/state/weir/sessions\",\"fsync\":\"always\"}");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(cfg, "agent"),
+                                                        "max_tokens")),
+                     4096);
+    json_decref(cfg);
+    char *home = strdup(getenv("HOME"));
+    unsetenv("HOME");
+    assert_int_equal(compose(&cfg, &err, "base.json", NULL), WEIR_OK);
+    json_decref(cfg);
+    setenv("HOME", home, 1);
+    free(home);
+}
+
+static void test_default_names_the_built_in_deployment(void **state) {
+    (void)state;
+    json_t *cfg, *plain;
+    weir_error err;
+    assert_int_equal(compose(&plain, &err, NULL), WEIR_OK);
+    assert_int_equal(compose(&cfg, &err, WEIR_CONFIG_DEFAULT_NAME, NULL), WEIR_OK);
+    assert_true(json_equal(cfg, plain));
+    json_decref(cfg);
+    /* default, then an overlay: the default's rows with the overlay's changes */
+    assert_int_equal(compose(&cfg, &err, "default", "agent-session.json", NULL), WEIR_OK);
+    assert_ids(cfg, "scripted,compaction,retry,prompt,math");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(cfg, "agent"), "model")),
+                        "gpt-4.1");
+    json_decref(cfg);
+    json_decref(plain);
+    /* an error in the default names it, not a file */
+    char *home = strdup(getenv("HOME"));
+    unsetenv("HOME");
+    assert_int_equal(compose(&cfg, &err, "default", NULL), WEIR_E_CONFIG);
+    assert_non_null(strstr(err.text, "config (built-in default): $.session.dir"));
+    setenv("HOME", home, 1);
+    free(home);
+}
+
 static void test_unset_var_without_default_names_var_file_and_path(void **state) {
     (void)state;
     unsetenv("OPENAI_API_KEY");
@@ -717,6 +775,8 @@ int main(void) {
         cmocka_unit_test_setup(test_later_files_win_in_order, setup_dir),
         cmocka_unit_test_setup(test_var_expansion_set_default_and_escape, setup_dir),
         cmocka_unit_test_setup(test_relative_plugin_path_is_relative_to_the_file, setup_dir),
+        cmocka_unit_test_setup(test_agent_and_session_start_from_the_defaults, setup_dir),
+        cmocka_unit_test_setup(test_default_names_the_built_in_deployment, setup_dir),
         cmocka_unit_test_setup(test_unset_var_without_default_names_var_file_and_path,
                                setup_dir),
         cmocka_unit_test_setup(test_malformed_var_reference, setup_dir),

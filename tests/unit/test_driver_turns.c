@@ -175,6 +175,27 @@ static void pre_step_reject_blocks_turn_without_step(void **state) {
     dh_teardown(&d);
 }
 
+/* The reject names the row that made it (not a row passing it on) and its reason. */
+static void pre_step_reject_names_row_and_reason(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":"
+             "[{\"text\":\"ok\"}]}},"
+             "{\"id\":\"outer\",\"plugin\":\"drvtest-hooks\",\"config\":{}},"
+             "{\"id\":\"gate\",\"plugin\":\"drvtest-hooks\",\"config\":{\"pre_step\":"
+             "{\"action\":\"reject\",\"reason\":\"office hours are over\"}}}]",
+             NULL);
+    dh_open(&d, "reject-reason");
+    dh_send(&d, "first", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    const json_t *r = json_object_get(json_object_get(dh_find(&d, "turn/end", 0), "data"), "reason");
+    assert_string_equal(json_string_value(json_object_get(r, "kind")), "blocked");
+    assert_string_equal(json_string_value(json_object_get(r, "plugin")), "gate");
+    assert_string_equal(json_string_value(json_object_get(r, "reason")), "office hours are over");
+    dh_teardown(&d);
+}
+
 static void pre_step_rewrite_changes_entered_messages(void **state) {
     (void)state;
     dh d;
@@ -438,6 +459,7 @@ int main(void) {
         cmocka_unit_test(tool_round_trip_puts_result_in_next_request),
         cmocka_unit_test(background_job_result_returns_as_a_service_message),
         cmocka_unit_test(pre_step_reject_blocks_turn_without_step),
+        cmocka_unit_test(pre_step_reject_names_row_and_reason),
         cmocka_unit_test(pre_step_rewrite_changes_entered_messages),
         cmocka_unit_test(pre_step_rewrite_to_empty_spends_no_step),
         cmocka_unit_test(pre_step_throw_errors_turn_and_keeps_queued_work),
