@@ -2,7 +2,9 @@
  * core/schema.c - a small JSON Schema validator: the subset documented in
  * docs/schema.md (type, properties, required, additionalProperties, items,
  * enum, const, minimum, maximum, minLength, maxLength, minItems, maxItems,
- * anyOf, oneOf, and weir's own `secret`).  Unknown keywords are ignored; a
+ * anyOf, oneOf, and weir's own `secret`; `items` also as a draft-07 tuple;
+ * with patternProperties, additionalProperties is not applied).  Unknown
+ * keywords are ignored; a
  * known keyword with a malformed value is reported as a schema error.
  * Recursion is bounded by MAX_DEPTH so hostile schemas cannot exhaust the
  * stack.  weir__schema_redact walks the same keywords to hide the values a
@@ -276,6 +278,11 @@ static int check_object(vctx *v, const json_t *schema, const json_t *value, int 
         return bad_schema(v, msg, size, "\"required\" must be an array");
     if (extra && !json_is_boolean(extra) && !json_is_object(extra))
         return bad_schema(v, msg, size, "\"additionalProperties\" must be a boolean or a schema");
+    /* patternProperties are not evaluated (their regexes are ECMA-262's): a
+     * member outside `properties` may match one, so additionalProperties
+     * says nothing about it here and the owner of the schema decides */
+    if (json_object_get(schema, "patternProperties"))
+        extra = NULL;
     if (!json_is_object(value))
         return 0;
     size_t i;
@@ -317,15 +324,19 @@ static int check_items(vctx *v, const json_t *schema, const json_t *value, int d
     const json_t *items = json_object_get(schema, "items");
     if (!items)
         return 0;
-    if (!json_is_object(items) && !json_is_boolean(items))
-        return bad_schema(v, msg, size, "\"items\" must be a schema");
+    bool tuple = json_is_array(items); /* draft-07 tuples: element i against items[i] */
+    if (!json_is_object(items) && !json_is_boolean(items) && !tuple)
+        return bad_schema(v, msg, size, "\"items\" must be a schema or an array of schemas");
     if (!json_is_array(value))
         return 0;
     size_t i;
     const json_t *elem;
     json_array_foreach(value, i, elem) {
+        const json_t *sub = tuple ? json_array_get(items, i) : items;
+        if (!sub)
+            break; /* past the tuple: additionalItems (not checked) */
         size_t old = path_push(v, NULL, i);
-        int rc = check(v, items, elem, depth + 1, msg, size);
+        int rc = check(v, sub, elem, depth + 1, msg, size);
         path_pop(v, old);
         if (rc)
             return rc;

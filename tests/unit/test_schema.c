@@ -194,6 +194,40 @@ static void test_unknown_keywords_ignored(void **state) {
               "2");
 }
 
+/*
+ * What MCP servers send (tools-mcp passes their inputSchema as is): draft-07
+ * with $schema, tuples, patternProperties, $ref, format, 2020-12 keywords.
+ */
+static void test_mcp_server_schemas(void **state) {
+    (void)state;
+    const char *echo = "{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"type\":\"object\","
+                       "\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"m\"}},"
+                       "\"required\":[\"message\"],\"additionalProperties\":false}";
+    expect_ok(echo, "{\"message\":\"hi\"}");
+    expect_fail(echo, "{}", "$.message: required property is missing");
+    /* a draft-07 tuple: element i against items[i], the rest unchecked */
+    const char *tuple = "{\"type\":\"array\",\"items\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}";
+    expect_ok(tuple, "[\"a\",1]");
+    expect_ok(tuple, "[\"a\",1,{\"more\":true}]");
+    expect_ok(tuple, "[]");
+    expect_fail(tuple, "[\"a\",\"b\"]", "$[1]: expected integer, got string");
+    /* patternProperties: additionalProperties no longer rules members out */
+    const char *pat = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}},"
+                      "\"patternProperties\":{\"^x-\":{\"type\":\"integer\"}},"
+                      "\"additionalProperties\":false}";
+    expect_ok(pat, "{\"a\":\"s\",\"x-one\":1}");
+    expect_fail(pat, "{\"a\":1}", "$.a: expected string, got integer");
+    /* keywords weir does not know: ignored ($ref, format, $defs, 2020-12 ones) */
+    expect_ok("{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"object\","
+              "\"$defs\":{\"p\":{\"type\":\"string\"}},\"properties\":{\"p\":{\"$ref\":\"#/$defs/p\"},"
+              "\"u\":{\"type\":\"string\",\"format\":\"uri\"},\"t\":{\"prefixItems\":[true]}},"
+              "\"dependentRequired\":{\"p\":[\"u\"]},\"unevaluatedProperties\":false,"
+              "\"x-mcp-header\":\"X\"}",
+              "{\"p\":3,\"u\":\"not a uri\",\"z\":1}");
+    expect_ok("{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"number\",\"exclusiveMinimum\":0,"
+              "\"default\":10}},\"allOf\":[{\"required\":[\"q\"]}]}", "{\"n\":0}");
+}
+
 static void test_malformed_schemas(void **state) {
     (void)state;
     expect_fail("{\"type\":\"int\"}", "1", "$: schema error: unknown type \"int\"");
@@ -206,7 +240,8 @@ static void test_malformed_schemas(void **state) {
                 "$: schema error: \"minLength\"/\"maxLength\" must be non-negative integers");
     expect_fail("{\"anyOf\":[]}", "1", "$: schema error: \"anyOf\" must be a non-empty array");
     expect_fail("{\"enum\":{}}", "1", "$: schema error: \"enum\" must be an array");
-    expect_fail("{\"items\":[{}]}", "[1]", "$: schema error: \"items\" must be a schema");
+    expect_fail("{\"items\":5}", "[1]",
+                "$: schema error: \"items\" must be a schema or an array of schemas");
     expect_fail("{\"additionalProperties\":1}", "{}",
                 "$: schema error: \"additionalProperties\" must be a boolean or a schema");
     expect_fail("{\"properties\":{\"a\":{\"oneOf\":[{\"type\":\"bogus\"},true]}}}",
@@ -331,6 +366,7 @@ int main(void) {
         cmocka_unit_test(test_one_of_nested_path),
         cmocka_unit_test(test_boolean_schemas),
         cmocka_unit_test(test_unknown_keywords_ignored),
+        cmocka_unit_test(test_mcp_server_schemas),
         cmocka_unit_test(test_malformed_schemas),
         cmocka_unit_test(test_secret_keyword),
         cmocka_unit_test(test_null_arguments),

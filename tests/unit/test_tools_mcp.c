@@ -29,6 +29,7 @@
 #include "driver_harness.h"
 #include "host_int.h"
 #include "testutil.h"
+#include "schema.h"
 #include "tools.h"
 
 static const char *mods(void) { return wt_env("WEIR_MCP_MODULES"); }
@@ -246,6 +247,23 @@ static void reference_tools_round_trip(void **state) {
     assert_non_null(tool_in(first, "mcp__everything__get-sum"));
     assert_non_null(tool_in(first, "mcp__fs__list_directory"));
     assert_non_null(tool_in(first, "mcp__fs__read_text_file"));
+    /* weir's validator takes every schema the reference servers send: none is a
+     * schema error, whatever the value */
+    size_t ti;
+    const json_t *tl;
+    int checked = 0;
+    json_array_foreach(json_object_get(first, "tools"), ti, tl) {
+        static const char *const values[] = {"{}", "{\"path\":\"/x\",\"a\":1}", "[]", "3"};
+        for (size_t k = 0; k < 4; k++) {
+            json_t *v = json_loads(values[k], JSON_DECODE_ANY, NULL);
+            char msg[512] = "";
+            weir__schema_validate(json_object_get(tl, "parameters"), v, msg, sizeof msg);
+            assert_lacks(msg, "schema error");
+            json_decref(v);
+        }
+        checked++;
+    }
+    assert_true(checked >= 25); /* 12 of everything (less the task one) and 14 of fs */
     /* a tool that needs MCP tasks is not offered */
     assert_null(tool_in(first, "mcp__everything__simulate-research-query"));
 
