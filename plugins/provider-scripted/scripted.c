@@ -3,6 +3,7 @@
  * conversation: one reply per request, in order.
  *
  * Config: {"script": "FILE" | "builtin:demo"} or {"replies": [...]}, plus
+ * (builtin:demo makes each reply from the request: see demo.c)
  * "loop" (start over when the replies run out) and "models"
  * ({name: {context_window, max_output}}).  A script file is
  * {"replies": [...], "loop"?: bool}.  A reply:
@@ -40,12 +41,15 @@
 
 #include <weir/plugin.h>
 
+#include "demo.h"
+
 typedef struct scripted {
     const weir_plugin *self;
     char *id;
     json_t *replies; /* array */
     json_t *models;  /* object or NULL */
     bool loop;
+    bool demo;       /* builtin:demo: replies made from the request (demo.c) */
     size_t next;
     json_t *steer;   /* steer_live answers, or NULL */
     json_int_t prepare_delay; /* prepare_delay_ms */
@@ -54,12 +58,8 @@ typedef struct scripted {
     pthread_mutex_t mu;
 } scripted;
 
-static const char demo_script[] =
-    "{\"loop\": true, \"replies\": ["
-    "{\"text\": \"Hello! Let me work that out with the pow tool.\", \"chunks\": 4,"
-    " \"tool_calls\": [{\"id\": \"call_pow_1\", \"name\": \"pow\","
-    " \"arguments\": {\"x\": 2, \"y\": 10}}]},"
-    "{\"text\": \"2 to the power 10 is 1024.\", \"chunks\": 4}]}";
+/* builtin:demo has no fixed replies: demo.c makes each from the request */
+static const char demo_script[] = "{\"replies\": []}";
 
 static const char config_schema[] =
     "{\"type\":\"object\",\"properties\":{"
@@ -362,10 +362,10 @@ static int stream(void *ud, void *call, const json_t *request, weir_stream *st) 
     settle_steers(s, st, &applied);
     pthread_mutex_lock(&s->mu);
     size_t n = json_array_size(s->replies);
-    json_t *reply = NULL;
-    if (s->next >= n && s->loop && n > 0)
+    json_t *reply = s->demo ? scripted_demo_reply(request) : NULL;
+    if (!s->demo && s->next >= n && s->loop && n > 0)
         s->next = 0;
-    if (s->next < n)
+    if (!s->demo && s->next < n)
         reply = json_incref(json_array_get(s->replies, s->next++));
     pthread_mutex_unlock(&s->mu);
     if (!reply) {
@@ -482,6 +482,7 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
     } else if (script && strcmp(script, "builtin:demo") == 0) {
         doc = json_loads(demo_script, 0, NULL);
         where = "builtin:demo";
+        s->demo = true;
         rc = doc ? WEIR_OK : WEIR_E_NOMEM;
     } else if (script) {
         json_error_t je;

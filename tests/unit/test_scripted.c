@@ -139,6 +139,68 @@ static void scripted_builtin_demo_calls_pow_and_states_result(void **state) {
     dh_teardown(&d);
 }
 
+#define DEMO_ROWS(tools)                                                                   \
+    "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"script\":"   \
+    "\"builtin:demo\"}}" tools "]"
+#define POW_ROW                                                                            \
+    ",{\"id\":\"math\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"             \
+    "[{\"name\":\"pow\",\"reply\":\"8\"}]}}"
+
+/* The first text block of the n-th assistant message, or "". */
+static const char *first_text(const dh *d, int n) {
+    const json_t *m = json_object_get(json_object_get(dh_find(d, "assistant/message", n), "data"),
+                                      "message");
+    size_t i;
+    const json_t *b;
+    json_array_foreach(json_object_get(m, "content"), i, b) {
+        const char *t = json_string_value(json_object_get(b, "text"));
+        if (t)
+            return t;
+    }
+    return "";
+}
+
+/* The demo answers the prompt it gets: each way of asking for a power calls pow. */
+static void scripted_builtin_demo_answers_the_prompt(void **state) {
+    (void)state;
+    static const char *const powers[] = {"2^3",         "what is 2**3?",  "pow(2, 3)",
+                                         "2 to the 3rd", "2 raised to 3", "2 to the power of 3."};
+    for (size_t i = 0; i < sizeof powers / sizeof powers[0]; i++) {
+        dh d;
+        one_turn(&d, DEMO_ROWS(POW_ROW), powers[i]);
+        const json_t *call = json_object_get(dh_find(&d, "tool/call", 0), "data");
+        if (!call)
+            fail_msg("no pow call for \"%s\"", powers[i]);
+        assert_string_equal(json_string_value(json_object_get(call, "arguments")),
+                            "{\"x\":2,\"y\":3}");
+        assert_string_equal(first_text(&d, 0), "Let me work that out with the pow tool.");
+        assert_string_equal(first_text(&d, 1), "2 to the power 3 is 8.");
+        dh_teardown(&d);
+    }
+    /* anything else is quoted back, cut short; no tool call */
+    dh d;
+    one_turn(&d, DEMO_ROWS(POW_ROW), "hello   there,\nhow are you?");
+    assert_null(dh_find(&d, "tool/call", 0));
+    assert_non_null(strstr(first_text(&d, 0), "You said: \"hello there, how are you?\". "));
+    dh_teardown(&d);
+    one_turn(&d, DEMO_ROWS(POW_ROW),
+             "0123456789 0123456789 0123456789 0123456789 0123456789 0123456789 tail");
+    assert_non_null(strstr(first_text(&d, 0),
+                           "\"0123456789 0123456789 0123456789 0123456789 0123456789 "
+                           "01234\xe2\x80\xa6\""));
+    dh_teardown(&d);
+    /* a power without a pow tool: said, not called */
+    one_turn(&d, DEMO_ROWS(""), "2^3");
+    assert_null(dh_find(&d, "tool/call", 0));
+    assert_string_equal(first_text(&d, 0),
+                        "That is a power, but this deployment gives me no pow tool.");
+    dh_teardown(&d);
+    /* numbers that are no power stay an echo */
+    one_turn(&d, DEMO_ROWS(POW_ROW), "I have 2 cats and 3 dogs");
+    assert_null(dh_find(&d, "tool/call", 0));
+    dh_teardown(&d);
+}
+
 static int create_host(const char *rows, char *msg, size_t size) {
     json_error_t je;
     char *dir = wt_tmpdir("scripted");
@@ -213,6 +275,7 @@ int main(void) {
         cmocka_unit_test(scripted_chunks_split_text_without_breaking_utf8),
         cmocka_unit_test(scripted_script_file_plays_replies_in_order),
         cmocka_unit_test(scripted_builtin_demo_calls_pow_and_states_result),
+        cmocka_unit_test(scripted_builtin_demo_answers_the_prompt),
         cmocka_unit_test(scripted_missing_script_fails_init_naming_file),
         cmocka_unit_test(system_prompt_missing_file_fails_init_naming_it),
         cmocka_unit_test(system_prompt_sections_render_by_order),
