@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -493,6 +494,20 @@ static void caps_refuse_with_a_clear_error(void **state) {
 
 /* on_wake: every waking input, from any thread, and a background job's
  * result that arrives while no thread runs the driver. */
+static void count_wake(void *ud) { __atomic_add_fetch((int *)ud, 1, __ATOMIC_SEQ_CST); }
+
+/* Wait (bounded: 20 s) until *wakes exceeds `seen`; returns it. */
+static int wait_wake(int *wakes, int seen) {
+    for (int i = 0; i < 4000; i++) {
+        int n = __atomic_load_n(wakes, __ATOMIC_SEQ_CST);
+        if (n > seen)
+            return n;
+        usleep(5000);
+    }
+    fail_msg("no on_wake after %d", seen);
+    return seen;
+}
+
 static void on_wake_fires_for_waking_work(void **state) {
     (void)state;
     char *dir = wt_tmpdir("wakejob");
@@ -509,20 +524,38 @@ static void on_wake_fires_for_waking_work(void **state) {
              gate);
     dh d;
     dh_setup(&d, rows, NULL);
-    dh_open(&d, "wake");
-    int before = __atomic_load_n(&d.wakes, __ATOMIC_SEQ_CST);
-    dh_send(&d, "ctx", WEIR_SEND_INJECT);
-    assert_int_equal(__atomic_load_n(&d.wakes, __ATOMIC_SEQ_CST), before); /* inject: no */
-    dh_send(&d, "go", WEIR_SEND_FOLLOWUP);
-    int seen = dh_wait_wake(&d, before);
-    dh_run(&d);
-    assert_int_equal(dh_count(&d, "turn/end"), 1);
+    /* an agent of our own: on_wake counts */
+    int wakes = 0;
+    weir_agent_options o = WEIR_AGENT_OPTIONS_INIT;
+    o.session_id = "wake";
+    o.on_wake = count_wake;
+    o.user_data = &wakes;
+    weir_agent *a = NULL;
+    weir_error err;
+    assert_int_equal(weir_agent_open(d.host, &o, &a, &err), WEIR_OK);
+    json_t *m = json_pack("{s:s, s:s}", "role", "user", "content", "ctx");
+    assert_int_equal(weir_agent_send(a, m, WEIR_SEND_INJECT, NULL, &err), WEIR_OK);
+    json_decref(m);
+    assert_int_equal(__atomic_load_n(&wakes, __ATOMIC_SEQ_CST), 0); /* inject: no */
+    m = json_pack("{s:s, s:s}", "role", "user", "content", "go");
+    assert_int_equal(weir_agent_send(a, m, WEIR_SEND_FOLLOWUP, NULL, &err), WEIR_OK);
+    json_decref(m);
+    int seen = wait_wake(&wakes, 0);
+    assert_int_equal(weir_agent_run_until_idle(a, &err), WEIR_OK);
+    json_t *active = weir_agent_active_jobs(a);
+    assert_int_equal(json_array_size(active), 1);
+    json_decref(active);
     /* the job finishes while no thread runs the driver: the embedder is told */
-    seen = __atomic_load_n(&d.wakes, __ATOMIC_SEQ_CST);
+    seen = __atomic_load_n(&wakes, __ATOMIC_SEQ_CST);
     assert_int_equal(wt_write_file(gate, "go"), 0);
-    dh_wait_wake(&d, seen);
-    dh_run(&d);
-    assert_int_equal(dh_count(&d, "turn/end"), 2);
+    wait_wake(&wakes, seen);
+    assert_int_equal(weir_agent_run_until_idle(a, &err), WEIR_OK);
+    json_t *msgs = weir_agent_messages(a);
+    char *dump = json_dumps(msgs, JSON_COMPACT);
+    assert_non_null(strstr(dump, "crawl result")); /* the result re-entered */
+    free(dump);
+    json_decref(msgs);
+    weir_agent_close(a);
     dh_teardown(&d);
     wt_rmtree(dir);
     free(dir);
