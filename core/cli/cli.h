@@ -24,11 +24,18 @@ int weir_cmd_resume(int argc, char **argv); /* core/cli/run.c */
 int weir_cmd_log(int argc, char **argv);    /* core/cli/log.c */
 int weir_cmd_serve(int argc, char **argv);  /* core/cli/serve.c */
 int weir_cmd_compact(int argc, char **argv); /* core/cli/compact.c */
+int weir_cmd_sessions(int argc, char **argv); /* core/cli/sessions.c */
 int weir_cmd_new_plugin(int argc, char **argv); /* core/cli/new_plugin.c */
 int weir_cmd_events(int argc, char **argv); /* core/cli/events.c */
 
+/* One line for a compaction result {kind, message?, pruned?, summaries?,
+ * tokens_*?} ("compacted: ...", "declined: ..." on stdout, "failed: ..." on
+ * stderr; core/cli/compact.c, also the REPL's /compact). */
+void weir_cli_print_compact(const json_t *result);
+
 /* Shared helpers (core/cli/main.c). */
-/* Print "weir: <what>: <err->text>" to stderr and map the status to an exit code. */
+/* Print "weir: <what>: <err->text>" ("weir: <err->text>" when `what` is NULL)
+ * to stderr and map the status to an exit code. */
 int weir_cli_fail(const char *what, const weir_error *err);
 /* Compose the -c files (none: the default deployment). Exit code on failure. */
 int weir_cli_compose(char *const *files, size_t nfiles, json_t **out);
@@ -42,6 +49,9 @@ typedef struct weir_cli_files {
  * (at most 64)" to stderr and return WEIR_EXIT_USAGE.  Else WEIR_EXIT_OK.
  */
 int weir_cli_add_file(weir_cli_files *f, const char *prog, char *file);
+/* Whether the deployment starts from the built-in default: no -c, or a
+ * `-c default`. */
+bool weir_cli_default_used(const weir_cli_files *f);
 /*
  * Load the deployment `config` (stolen) into a new host (*out, the caller
  * destroys it).  With `demo_note` and neither OPENAI_API_KEY nor
@@ -63,6 +73,8 @@ typedef enum weir_cli_target {
  */
 int weir_cli_session_path(const json_t *config, const char *arg, weir_cli_target kind,
                           char **out);
+/* The config's session.dir, "~/" expanded (*out malloc'd).  Exit code. */
+int weir_cli_session_dir(const json_t *config, char **out);
 /*
  * What run, resume and compact do first (core/cli/main.c): compose the -c
  * files, resolve the session argument `target` (NULL: none, *path stays
@@ -73,5 +85,26 @@ int weir_cli_session_path(const json_t *config, const char *arg, weir_cli_target
  */
 int weir_cli_session_host(const weir_cli_files *files, const char *target, weir_cli_target kind,
                           const char *must_exist, char **path, weir_host **host);
+
+/* The REPL's line editor (core/cli/line.c). */
+typedef struct weir_cli_line weir_cli_line;
+enum {
+    WEIR_CLI_LINE_OK,        /* a line in *out */
+    WEIR_CLI_LINE_EOF,       /* Ctrl-D on an empty line, or end of input */
+    WEIR_CLI_LINE_INTERRUPT, /* Ctrl-C */
+    WEIR_CLI_LINE_ERROR      /* the terminal could not be set up */
+};
+/* An editor reading terminal `in_fd`, drawing on terminal `out_fd`; NULL when
+ * either is not a terminal (or TERM is dumb): read lines plainly then. */
+weir_cli_line *weir_cli_line_new(int in_fd, int out_fd);
+/* Restores the terminal; NULL is a no-op. */
+void weir_cli_line_free(weir_cli_line *l);
+/* Read one line after `prompt` (`prompt_cols` columns wide; it may hold
+ * colour codes).  *out is malloc'd on WEIR_CLI_LINE_OK, else NULL. */
+int weir_cli_line_read(weir_cli_line *l, const char *prompt, size_t prompt_cols, char **out);
+/* Append a line to the history (copied; an empty line or a repeat is not). */
+void weir_cli_line_history_add(weir_cli_line *l, const char *line);
+/* Put the terminal back in the mode it had (before an _exit()).  Any thread. */
+void weir_cli_line_restore(void);
 
 #endif

@@ -30,8 +30,7 @@ static const char compact_help[] =
     "            2 usage (also -i TEXT that is not UTF-8),\n"
     "            3 configuration or plugin load error, 4 I/O error\n";
 
-/* One line for a result {kind, message?, pruned?, summaries?, tokens_*?}. */
-static void print_result(const json_t *r) {
+void weir_cli_print_compact(const json_t *r) {
     const char *kind = json_string_value(json_object_get(r, "kind"));
     const char *message = json_string_value(json_object_get(r, "message"));
     FILE *out = kind && strcmp(kind, "failed") == 0 ? stderr : stdout;
@@ -116,7 +115,7 @@ int weir_cmd_compact(int argc, char **argv) {
                     puts(line);
                 free(line);
             } else {
-                print_result(result);
+                weir_cli_print_compact(result);
             }
             const char *kind = json_string_value(json_object_get(result, "kind"));
             rc = kind && strcmp(kind, "failed") == 0 ? WEIR_EXIT_FAIL : WEIR_EXIT_OK;

@@ -1,6 +1,7 @@
 /*
- * core/cli/log.c - `weir log ID|FILE [--derive|--check]`: print a session
- * log as a readable transcript, its derived messages, or its check report.
+ * core/cli/log.c - `weir log ID|FILE [--json|--derive|--check]`: print a
+ * session log as a readable transcript, its events as JSON lines, its
+ * derived messages, or its check report.
  * Every mode reads through the one log reader (weir_log_derive,
  * weir_log_check): a log it refuses is reported, not printed (exit 1).  A
  * torn last line is skipped.
@@ -33,29 +34,46 @@ int weir_cli_session_path(const json_t *config, const char *arg, weir_cli_target
     if (path) {
         *out = strdup(arg);
     } else {
-        const char *dir = json_string_value(json_object_get(json_object_get(config, "session"), "dir"));
-        if (!dir || !*dir) {
-            fprintf(stderr, "weir: session.dir is not set in the deployment config\n");
-            return WEIR_EXIT_CONFIG;
-        }
-        const char *home = "";
-        if (dir[0] == '~' && (dir[1] == '/' || dir[1] == '\0')) {
-            home = getenv("HOME");
-            if (!home || !*home) {
-                fprintf(stderr, "weir: session.dir '%s' needs $HOME, which is not set\n", dir);
-                return WEIR_EXIT_CONFIG;
-            }
-            dir++;
-        }
-        size_t len = strlen(home) + strlen(dir) + n + 8;
+        char *dir = NULL;
+        int rc = weir_cli_session_dir(config, &dir);
+        if (rc != WEIR_EXIT_OK)
+            return rc;
+        size_t len = strlen(dir) + n + 8;
         *out = malloc(len);
         if (*out)
-            snprintf(*out, len, "%s%s/%s.jsonl", home, dir, arg);
+            snprintf(*out, len, "%s/%s.jsonl", dir, arg);
+        free(dir);
     }
     if (!*out) {
         fprintf(stderr, "weir: out of memory\n");
         return WEIR_EXIT_FAIL;
     }
+    return WEIR_EXIT_OK;
+}
+
+int weir_cli_session_dir(const json_t *config, char **out) {
+    *out = NULL;
+    const char *dir = json_string_value(json_object_get(json_object_get(config, "session"), "dir"));
+    if (!dir || !*dir) {
+        fprintf(stderr, "weir: session.dir is not set in the deployment config\n");
+        return WEIR_EXIT_CONFIG;
+    }
+    const char *home = "";
+    if (dir[0] == '~' && (dir[1] == '/' || dir[1] == '\0')) {
+        home = getenv("HOME");
+        if (!home || !*home) {
+            fprintf(stderr, "weir: session.dir '%s' needs $HOME, which is not set\n", dir);
+            return WEIR_EXIT_CONFIG;
+        }
+        dir++;
+    }
+    size_t len = strlen(home) + strlen(dir) + 1;
+    *out = malloc(len);
+    if (!*out) {
+        fprintf(stderr, "weir: out of memory\n");
+        return WEIR_EXIT_FAIL;
+    }
+    snprintf(*out, len, "%s%s", home, dir);
     return WEIR_EXIT_OK;
 }
 
@@ -176,24 +194,27 @@ static int transcript(const char *path) {
 /* ------------------------------------------------------------------------ */
 
 static const char log_help[] =
-    "usage: weir log [-c FILE]... ID|FILE [--derive|--check]\n"
+    "usage: weir log [-c FILE]... ID|FILE [--json|--derive|--check]\n"
     "\n"
     "Print a session log as a readable transcript.  ID names\n"
     "<session.dir>/<ID>.jsonl of the deployment (-c, or the built-in default:\n"
     "$WEIR_SESSION_DIR or ~/.local/state/weir/sessions); an argument with a '/'\n"
     "or ending in .jsonl is a file path.\n"
     "\n"
+    "  --json     print the session's events, one JSON object per line\n"
     "  --derive   print the derived model-visible messages as one JSON array\n"
     "  --check    check the log's invariants (seq, nesting, tool results,\n"
     "             derive == request); an open last turn is reported, not an error\n"
     "\n"
-    "exit codes: 0 ok, 1 the check found errors, 2 usage, 3 configuration error,\n"
+    "exit codes: 0 ok, 1 the check found errors (or the reader refused the log),\n"
+    "            2 usage, 3 configuration error,\n"
     "            4 I/O error (no such log)\n";
 
 int weir_cmd_log(int argc, char **argv) {
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
                                               {"derive", no_argument, NULL, 'd'},
                                               {"check", no_argument, NULL, 'k'},
+                                              {"json", no_argument, NULL, 'j'},
                                               {"help", no_argument, NULL, 'h'},
                                               {0}};
     weir_cli_files files = {0};
@@ -206,8 +227,9 @@ int weir_cmd_log(int argc, char **argv) {
             break;
         case 'd':
         case 'k':
+        case 'j':
             if (mode && mode != ch) {
-                fprintf(stderr, "weir log: --derive and --check exclude each other\n");
+                fprintf(stderr, "weir log: --json, --derive and --check exclude each other\n");
                 return WEIR_EXIT_USAGE;
             }
             mode = ch;
@@ -241,7 +263,21 @@ int weir_cmd_log(int argc, char **argv) {
     }
     weir_error err;
     weir_error_clear(&err);
-    if (mode == 'd') {
+    if (mode == 'j') {
+        json_t *events = NULL;
+        if (weir_log_events(path, &events, &err) != WEIR_OK) {
+            rc = weir_cli_fail("log", &err);
+            rc = rc == WEIR_EXIT_IO ? rc : WEIR_EXIT_FAIL;
+        } else {
+            size_t i;
+            const json_t *ev;
+            json_array_foreach(events, i, ev) {
+                json_dumpf(ev, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+                fputc('\n', stdout);
+            }
+            json_decref(events);
+        }
+    } else if (mode == 'd') {
         json_t *msgs = NULL;
         if (weir_log_derive(path, &msgs, &err) != WEIR_OK) {
             rc = weir_cli_fail("log", &err);

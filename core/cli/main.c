@@ -3,6 +3,7 @@
  * subcommands: config, plugins, hooks, version.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,9 @@ static const char usage_text[] =
     "commands:\n"
     "  run [-c FILE]... [-s ID] [--json] [PROMPT]  run a turn (REPL without PROMPT on a tty)\n"
     "  resume [-c FILE]... [--json] ID [PROMPT]    resume a session (closes an open turn)\n"
-    "  log [-c FILE]... ID|FILE [--derive|--check] print, derive or check a session log\n"
+    "  sessions [-c FILE]... [--json]              list the sessions, newest first\n"
+    "  log [-c FILE]... ID|FILE [--json|--derive|--check]\n"
+    "                                              print, derive or check a session log\n"
     "  compact [-c FILE]... [-i TEXT] [--json] ID  compact a session's context now\n"
     "  config [-c FILE]... [--show-secrets]        print the composed deployment config\n"
     "  plugins [DIR]...                            list the plugins found\n"
@@ -27,7 +30,8 @@ static const char usage_text[] =
     "  serve --stdio [-c FILE]... [-s ID]          one agent over a stdin/stdout JSONL protocol\n"
     "  version                                     print versions\n"
     "\n"
-    "Without -c, the built-in default deployment is used.  `weir <command> --help`\n"
+    "Without -c, the built-in default deployment is used; `-c default` names it,\n"
+    "so `-c default -c overlay.json` changes it.  `weir <command> --help`\n"
     "describes each command.\n"
     "\n"
     "exit codes: 0 ok, 1 failure (turn error, failed check), 2 usage,\n"
@@ -35,7 +39,7 @@ static const char usage_text[] =
     "            130 / 143 stopped by SIGINT / SIGTERM (run, resume, serve)\n";
 
 int weir_cli_fail(const char *what, const weir_error *err) {
-    fprintf(stderr, "weir: %s: %s\n", what,
+    fprintf(stderr, "weir: %s%s%s\n", what ? what : "", what ? ": " : "",
             err && err->text[0] ? err->text : weir_strerror(err ? (int)err->code : 0));
     if (!err)
         return WEIR_EXIT_FAIL;
@@ -61,8 +65,9 @@ int weir_cli_fail(const char *what, const weir_error *err) {
 int weir_cli_compose(char *const *files, size_t nfiles, json_t **out) {
     weir_error err;
     weir_error_clear(&err);
+    /* the text names the file already ("config base.json: ...") */
     if (weir_config_compose((const char *const *)files, nfiles, out, &err) != WEIR_OK)
-        return weir_cli_fail("config", &err);
+        return weir_cli_fail(NULL, &err);
     return WEIR_EXIT_OK;
 }
 
@@ -73,6 +78,13 @@ int weir_cli_add_file(weir_cli_files *f, const char *prog, char *file) {
     }
     f->files[f->n++] = file;
     return WEIR_EXIT_OK;
+}
+
+bool weir_cli_default_used(const weir_cli_files *f) {
+    for (size_t i = 0; i < f->n; i++)
+        if (strcmp(f->files[i], WEIR_CONFIG_DEFAULT_NAME) == 0)
+            return true;
+    return f->n == 0;
 }
 
 int weir_cli_host(json_t *config, bool demo_note, weir_host **out) {
@@ -110,7 +122,7 @@ int weir_cli_session_host(const weir_cli_files *files, const char *target, weir_
             return WEIR_EXIT_IO;
         }
     }
-    if ((rc = weir_cli_host(config, files->n == 0, host)) != WEIR_EXIT_OK) {
+    if ((rc = weir_cli_host(config, weir_cli_default_used(files), host)) != WEIR_EXIT_OK) {
         free(*path);
         *path = NULL;
     }
@@ -170,10 +182,11 @@ int weir_cmd_config(int argc, char **argv) {
     return WEIR_EXIT_OK;
 }
 
+/* List the plugins of `dir`; -1 (errno set) when it cannot be opened. */
 static int list_dir(const char *dir, int *found) {
     DIR *d = opendir(dir);
     if (!d)
-        return 0;
+        return -1;
     struct dirent *e;
     char **names = NULL;
     size_t n = 0;
@@ -231,15 +244,21 @@ int weir_cmd_plugins(int argc, char **argv) {
             printf("usage: weir plugins [DIR]...\n\n"
                    "List the plugins (weir-*.so) found in each DIR, or along $WEIR_PLUGIN_PATH\n"
                    "and the installed plugin directory, with name, version, ABI and\n"
-                   "description.  Plugins are opened but not initialised.\n");
+                   "description.  Plugins are opened but not initialised.  A DIR that\n"
+                   "cannot be read is an error (exit 4).\n");
             return WEIR_EXIT_OK;
         }
         return WEIR_EXIT_USAGE;
     }
-    int found = 0;
+    int found = 0, rc = WEIR_EXIT_OK;
     if (optind < argc) {
-        for (int i = optind; i < argc; i++)
-            list_dir(argv[i], &found);
+        for (int i = optind; i < argc; i++) {
+            if (list_dir(argv[i], &found) != 0) { /* a folder named by hand must be there */
+                fprintf(stderr, "weir plugins: %s: %s\n", argv[i],
+                        errno == ENOENT ? "no such directory" : strerror(errno));
+                rc = WEIR_EXIT_IO;
+            }
+        }
     } else {
         json_t *dirs = NULL;
         weir_error err;
@@ -251,9 +270,9 @@ int weir_cmd_plugins(int argc, char **argv) {
         json_array_foreach(dirs, i, d) list_dir(json_string_value(d), &found);
         json_decref(dirs);
     }
-    if (!found)
+    if (!found && rc == WEIR_EXIT_OK)
         fprintf(stderr, "weir plugins: no plugins found\n");
-    return WEIR_EXIT_OK;
+    return rc;
 }
 
 int weir_cmd_hooks(int argc, char **argv) {
@@ -317,6 +336,7 @@ static const struct {
     {"run", weir_cmd_run},         {"resume", weir_cmd_resume}, {"log", weir_cmd_log},
     {"config", weir_cmd_config},   {"plugins", weir_cmd_plugins}, {"hooks", weir_cmd_hooks},
     {"serve", weir_cmd_serve},     {"compact", weir_cmd_compact}, {"version", weir_cmd_version},
+    {"sessions", weir_cmd_sessions},
     {"new-plugin", weir_cmd_new_plugin},
     {"events", weir_cmd_events},
 };

@@ -10,8 +10,8 @@
  * every live and durable event is one JSON line on stdout and nothing else
  * (DESIGN §9a).  SIGINT cancels the running turn and, for one prompt
  * (cause disposed), exits 130 once the turn is closed; in the REPL (cause
- * user) the next prompt follows.  A second SIGINT in the same turn, or one while idle, exits 130
- * at once.  SIGTERM cancels the running turn (cause disposed) and exits 143
+ * user) the next prompt follows.  A second SIGINT in the same turn, or one while idle
+ * outside the REPL, exits 130 at once; in the REPL two while idle quit with 0.  SIGTERM cancels the running turn (cause disposed) and exits 143
  * once it is closed (at once while idle).  The signal handler only writes
  * the signal's number to a pipe; a watcher thread calls weir_agent_cancel().
  */
@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +38,11 @@ typedef struct run_state {
     bool turn_failed;  /* the last turn ended in error or was aborted */
     bool status;       /* stderr is a terminal: show a compaction's status line */
     bool compacting;   /* the status line is showing */
+    bool waiting;      /* the "waiting for the model" line is showing */
+    bool color;        /* colour on stderr: a terminal and no NO_COLOR */
+    bool default_used; /* the deployment starts from the built-in default */
+    bool no_provider;  /* the deployment sets no agent.provider */
+    json_t *pending;   /* --json: events before the session event, or NULL once it is out */
     weir_agent *agent;
     /* A retry's wait counting down on one stderr line (a terminal only): a
      * thread redraws it while the driver's thread sleeps in the plugin. */
@@ -95,9 +101,35 @@ static void end_text_line(run_state *st) {
     }
 }
 
+/* SGR `code` on stderr when colour is on ("" otherwise). */
+static const char *sgr(const run_state *st, const char *code) { return st->color ? code : ""; }
+#define SGR_DIM "\033[2m"
+#define SGR_RED "\033[31m"
+#define SGR_OFF "\033[0m"
+
+/* The one status line while the first token is awaited (a terminal only). */
+static void waiting_show(run_state *st) {
+    if (!st->status || st->waiting || st->compacting)
+        return;
+    end_text_line(st);
+    fprintf(stderr, "%sweir: waiting for the model\xe2\x80\xa6%s", sgr(st, SGR_DIM),
+            sgr(st, SGR_OFF));
+    fflush(stderr);
+    st->waiting = true;
+}
+
+static void waiting_clear(run_state *st) {
+    if (st->waiting) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+        st->waiting = false;
+    }
+}
+
 static void on_live(run_state *st, const json_t *event) {
     if (strcmp(type_of(event), "agent/assistant-stream") != 0)
         return;
+    waiting_clear(st); /* the first frame of the answer */
     const json_t *frame = json_object_get(json_object_get(event, "data"), "frame");
     const char *ft = json_string_value(json_object_get(frame, "type"));
     const json_t *chunk = json_object_get(frame, "chunk");
@@ -117,6 +149,12 @@ static void on_live(run_state *st, const json_t *event) {
 /* ------------------------------------------------------------------------ */
 /* Retry, breaker and fallback lines (plugins/retry, docs/retry.md)          */
 /* ------------------------------------------------------------------------ */
+
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static uint64_t mono_ms(void) {
     struct timespec ts;
@@ -263,10 +301,36 @@ static void route_line(run_state *st, const char *type, const json_t *data) {
             str_or(json_object_get(to, "model"), "?"), brief, reason);
 }
 
+/* A turn failure about the provider route (the deployment names none, or
+ * one no row registered): say how to get one. */
+static void provider_hint(const run_state *st, const char *code, const char *message) {
+    if (strcmp(code, "UNKNOWN") != 0 ||
+        (!st->no_provider && strncmp(message, "unknown provider '", 18) != 0))
+        return;
+    if (st->default_used)
+        fputs("weir: hint: the deployment needs a provider row for it (docs/config.md)\n",
+              stderr);
+    else
+        fputs("weir: hint: the deployment has no provider row for this turn; start from the "
+              "built-in one with -c default -c FILE, or add a row (docs/config.md)\n",
+              stderr);
+}
+
+/* Durable events that print nothing: the waiting line stays up. */
+static bool silent_type(const char *type) {
+    return !strcmp(type, "step/start") || !strcmp(type, "tool/call") ||
+           !strcmp(type, "user/message") || !strcmp(type, "system/message") ||
+           !strncmp(type, "request/", 8) || !strncmp(type, "agent/", 6);
+}
+
 static void on_durable(run_state *st, const json_t *event) {
     const char *type = type_of(event);
     const json_t *data = json_object_get(event, "data");
-    if (!strcmp(type, "llm/retry")) {
+    if (!silent_type(type))
+        waiting_clear(st);
+    if (!strcmp(type, "step/start")) {
+        waiting_show(st);
+    } else if (!strcmp(type, "llm/retry")) {
         retry_line(st, data);
     } else if (!strcmp(type, "llm/breaker") || !strcmp(type, "llm/fallback")) {
         route_line(st, type, data);
@@ -282,10 +346,11 @@ static void on_durable(run_state *st, const json_t *event) {
         char text[512];
         content_text(json_object_get(block, "content"), text, sizeof text);
         end_text_line(st);
-        fprintf(stderr, "[tool] %s %s -> %s%s\n",
+        fprintf(stderr, "%s[tool] %s %s -> %s%s%s\n", sgr(st, SGR_DIM),
                 str_or(json_object_get(call, "name"), "?"),
                 str_or(json_object_get(call, "arguments"), ""),
-                json_is_true(json_object_get(block, "is_error")) ? "error: " : "", text);
+                json_is_true(json_object_get(block, "is_error")) ? "error: " : "", text,
+                sgr(st, SGR_OFF));
     } else if (!strcmp(type, "compaction/start") && st->status) {
         json_t *msgs = st->agent ? weir_agent_messages(st->agent) : NULL;
         end_text_line(st);
@@ -320,16 +385,24 @@ static void on_durable(run_state *st, const json_t *event) {
             const json_t *e = json_object_get(reason, "error");
             const char *code = str_or(json_object_get(e, "code"), "UNKNOWN");
             /* IO: the log could not be written; the run's own error says so, once */
-            if (strcmp(code, "IO") != 0)
-                fprintf(stderr, "weir: turn failed: %s: %s\n", code,
-                        str_or(json_object_get(e, "message"), ""));
+            if (strcmp(code, "IO") != 0) {
+                fprintf(stderr, "%sweir: turn failed: %s: %s%s\n", sgr(st, SGR_RED), code,
+                        str_or(json_object_get(e, "message"), ""), sgr(st, SGR_OFF));
+                provider_hint(st, code, str_or(json_object_get(e, "message"), ""));
+            }
             st->turn_failed = true;
         } else if (!strcmp(kind, "aborted")) {
             fprintf(stderr, "weir: turn cancelled (%s)\n",
                     str_or(json_object_get(reason, "cause"), "user"));
             st->turn_failed = true;
         } else if (!strcmp(kind, "blocked")) {
-            fprintf(stderr, "weir: the step was rejected by a plugin\n");
+            /* the row whose agent/pre-step listener rejected, and its reason */
+            const char *by = json_string_value(json_object_get(reason, "plugin"));
+            const char *why = json_string_value(json_object_get(reason, "reason"));
+            fprintf(stderr, "%sweir: turn blocked by %s%s%s%s%s\n", sgr(st, SGR_RED),
+                    by ? "plugin " : "a plugin", by ? by : "", why ? ": " : "", why ? why : "",
+                    sgr(st, SGR_OFF));
+            st->turn_failed = true;
         } else if (!strcmp(kind, "max-tokens")) {
             fprintf(stderr, "weir: the answer hit max_tokens\n");
         }
@@ -339,11 +412,15 @@ static void on_durable(run_state *st, const json_t *event) {
 static void on_event(const json_t *event, bool durable, void *ud) {
     run_state *st = ud;
     if (st->json) {
-        print_json(event);
+        if (st->pending) /* the session event comes first: held until it is out */
+            json_array_append_new(st->pending, json_deep_copy(event));
+        else
+            print_json(event);
         if (durable && !strcmp(type_of(event), "turn/end")) {
             const char *kind = json_string_value(json_object_get(
                 json_object_get(json_object_get(event, "data"), "reason"), "kind"));
-            st->turn_failed = kind && (!strcmp(kind, "error") || !strcmp(kind, "aborted"));
+            st->turn_failed = kind && (!strcmp(kind, "error") || !strcmp(kind, "aborted") ||
+                                       !strcmp(kind, "blocked"));
         }
         return;
     }
@@ -382,8 +459,8 @@ static void on_signal(int sig) {
 static void *sig_watcher(void *arg) {
     (void)arg;
     const char *cause = NULL; /* the pending cancel */
-    unsigned cancel_seq = 0, int_seq = 0;
-    bool int_seen = false;
+    unsigned cancel_seq = 0, int_seq = 0, idle_seq = 0;
+    bool int_seen = false, idle_seen = false;
     for (;;) {
         struct pollfd p = {.fd = sig_pipe[0], .events = POLLIN};
         int n = poll(&p, 1, cause ? 200 : -1);
@@ -402,13 +479,29 @@ static void *sig_watcher(void *arg) {
         bool running = atomic_load(&turn_running);
         unsigned seq = atomic_load(&turn_seq);
         if (c == SIGTERM) {
-            if (!running)
+            if (!running) {
+                weir_cli_line_restore();
                 _exit(128 + SIGTERM);
+            }
             atomic_store(&quit_signal, SIGTERM);
             fputs("\nweir: terminating: cancelling the turn\n", stderr);
             cause = "disposed";
         } else {
+            if (!running && sig_repl) {
+                /* the REPL while idle: the first Ctrl-C says how to quit, a
+                 * second one (no prompt in between) quits as /quit does */
+                if (idle_seen && idle_seq == seq) {
+                    weir_cli_line_restore();
+                    fputs("\n", stderr);
+                    _exit(WEIR_EXIT_OK);
+                }
+                idle_seen = true;
+                idle_seq = seq;
+                fputs("\nweir: press Ctrl-C again or type /quit to quit\n> ", stderr);
+                continue;
+            }
             if (!running || (int_seen && int_seq == seq)) {
+                weir_cli_line_restore();
                 fputs("\n", stderr);
                 _exit(128 + SIGINT);
             }
@@ -440,6 +533,7 @@ static bool sig_start(weir_agent *agent, bool repl_mode, pthread_t *th) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART; /* the REPL's read goes on after an idle Ctrl-C */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
@@ -485,26 +579,112 @@ static int run_prompt(weir_agent *agent, run_state *st, const char *prompt) {
     return st->turn_failed ? WEIR_EXIT_FAIL : WEIR_EXIT_OK;
 }
 
-static int repl(weir_agent *agent, run_state *st) {
-    char *line = NULL;
-    size_t cap = 0;
-    int rc = WEIR_EXIT_OK;
-    for (;;) {
-        fputs("> ", stderr);
-        ssize_t n = getline(&line, &cap, stdin);
-        if (n < 0)
-            break;
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-            line[--n] = '\0';
-        if (n == 0)
-            continue;
-        rc = run_prompt(agent, st, line);
-        if (rc > WEIR_EXIT_FAIL)
-            break; /* an I/O error, or a signal that quits */
+static const char repl_help[] =
+    "Type a message and press Enter; it is sent as one turn.  Commands:\n"
+    "  /help            this text\n"
+    "  /session         the session id and its log file (weir log ID reads it)\n"
+    "  /compact [TEXT]  compact the context now (TEXT: extra instructions)\n"
+    "  /quit            quit (so do Ctrl-D, and Ctrl-C twice on an empty line)\n"
+    "  //TEXT           send a message that starts with '/'\n"
+    "Ctrl-C cancels the running turn.  Editing: Left/Right, Home/End (Ctrl-A/E),\n"
+    "Up/Down (the history of this REPL), Ctrl-U/K/W (erase), Ctrl-L (clear).\n";
+
+/* /compact [TEXT] in the REPL: as `weir compact`, Ctrl-C cancels it. */
+static int repl_compact(weir_agent *agent, const char *instructions) {
+    weir_error err;
+    weir_error_clear(&err);
+    json_t *result = NULL;
+    atomic_fetch_add(&turn_seq, 1);
+    atomic_store(&turn_running, true);
+    int rc = weir_agent_compact(agent, *instructions ? instructions : NULL, &result, &err);
+    atomic_store(&turn_running, false);
+    if (rc != WEIR_OK) {
+        rc = weir_cli_fail("compact", &err);
+        return rc > WEIR_EXIT_FAIL && rc != WEIR_EXIT_IO ? WEIR_EXIT_FAIL : rc;
     }
-    free(line);
-    fputc('\n', stderr);
-    return rc;
+    fflush(stdout);
+    weir_cli_print_compact(result);
+    fflush(stdout);
+    json_decref(result);
+    return WEIR_EXIT_OK;
+}
+
+/* One line of the REPL (edited on a terminal, else read plainly); a
+ * WEIR_CLI_LINE_* code, the line in *out. */
+static int repl_read(weir_cli_line **ed, const char *prompt, char **out) {
+    *out = NULL;
+    if (*ed) {
+        int r = weir_cli_line_read(*ed, prompt, 2, out);
+        if (r != WEIR_CLI_LINE_ERROR)
+            return r;
+        weir_cli_line_free(*ed); /* the terminal refused raw mode: read plainly */
+        *ed = NULL;
+    }
+    fputs(prompt, stderr);
+    size_t cap = 0;
+    ssize_t n = getline(out, &cap, stdin);
+    if (n < 0) {
+        free(*out);
+        *out = NULL;
+        fputc('\n', stderr);
+        return WEIR_CLI_LINE_EOF;
+    }
+    while (n > 0 && ((*out)[n - 1] == '\n' || (*out)[n - 1] == '\r'))
+        (*out)[--n] = '\0';
+    return WEIR_CLI_LINE_OK;
+}
+
+/* The REPL: 0 when the user quits (/quit, Ctrl-D, Ctrl-C twice while
+ * idle), else the I/O error or the signal that ended it.  A failed turn is
+ * reported and the next prompt follows. */
+static int repl(weir_agent *agent, run_state *st) {
+    weir_cli_line *ed = weir_cli_line_new(STDIN_FILENO, STDERR_FILENO);
+    const char *prompt = st->color ? "\033[1m>\033[0m " : "> ";
+    fputs("weir: /help lists the commands; /quit or Ctrl-D quits\n", stderr);
+    int rc = WEIR_EXIT_OK;
+    bool interrupted = false; /* the last line ended in Ctrl-C */
+    for (;;) {
+        char *line = NULL;
+        int r = repl_read(&ed, prompt, &line);
+        if (r == WEIR_CLI_LINE_EOF)
+            break;
+        if (r == WEIR_CLI_LINE_INTERRUPT) {
+            if (interrupted)
+                break; /* a second Ctrl-C while idle: quit */
+            interrupted = true;
+            fputs("weir: press Ctrl-C again or type /quit to quit\n", stderr);
+            continue;
+        }
+        interrupted = false;
+        if (!*line) {
+            free(line);
+            continue;
+        }
+        weir_cli_line_history_add(ed, line);
+        const char *cmd = line[0] == '/' && line[1] != '/' ? line + 1 : NULL;
+        size_t clen = cmd ? strcspn(cmd, " \t") : 0;
+        const char *arg = cmd ? cmd + clen + strspn(cmd + clen, " \t") : NULL;
+        bool quit = false;
+        if (!cmd) {
+            rc = run_prompt(agent, st, line[0] == '/' ? line + 1 : line);
+        } else if (clen == 4 && !strncmp(cmd, "quit", 4)) {
+            quit = true;
+        } else if (clen == 4 && !strncmp(cmd, "help", 4)) {
+            fputs(repl_help, stderr);
+        } else if (clen == 7 && !strncmp(cmd, "session", 7)) {
+            fprintf(stderr, "weir: session %s (%s)\n", weir_agent_id(agent),
+                    weir_agent_log_path(agent));
+        } else if (clen == 7 && !strncmp(cmd, "compact", 7)) {
+            rc = repl_compact(agent, arg);
+        } else {
+            fprintf(stderr, "weir: unknown command /%.*s (/help lists them)\n", (int)clen, cmd);
+        }
+        free(line);
+        if (quit || rc > WEIR_EXIT_FAIL)
+            break; /* /quit, an I/O error, or a signal that quits */
+    }
+    weir_cli_line_free(ed);
+    return rc > WEIR_EXIT_FAIL ? rc : WEIR_EXIT_OK;
 }
 
 /* All of stdin as one prompt (malloc'd), or NULL. */
@@ -533,21 +713,26 @@ static const char run_help[] =
     "usage: weir run [-c FILE]... [-s SESSION_ID | --log PATH] [--json] [PROMPT]\n"
     "\n"
     "Send PROMPT to the agent and stream the answer to stdout; tool activity\n"
-    "and errors go to stderr.  Without PROMPT: a REPL (one message per line)\n"
-    "when stdin is a terminal, else all of stdin is the prompt.\n"
+    "and errors go to stderr, and so does the session first: \"weir: session ID\n"
+    "(LOG)\" (`weir log ID`, `weir resume ID`, `weir compact ID` take it).\n"
+    "Without PROMPT: a REPL (one message per line; /help, /session, /compact,\n"
+    "/quit) when stdin is a terminal, else all of stdin is the prompt.\n"
     "\n"
     "  -c, --config FILE   deployment config (repeat to overlay; default: built in)\n"
     "  -s, --session ID    session id, [A-Za-z0-9][A-Za-z0-9._-]{0,127} (the log\n"
     "                      is <session.dir>/<ID>.jsonl); an existing session is\n"
     "                      resumed; one writer at a time (a live one: exit 4)\n"
     "      --log PATH      the session log file itself (instead of -s)\n"
-    "      --json          print every event as one JSON line on stdout\n"
+    "      --json          print every event as one JSON line on stdout, the\n"
+    "                      live {\"type\":\"session\",\"data\":{session_id, log}} first\n"
     "\n"
     "Ctrl-C (SIGINT) cancels the running turn (cause disposed) and quits (exit\n"
     "130) once it is closed; in the REPL it cancels the turn only (cause user),\n"
-    "and a second Ctrl-C quits.  SIGTERM cancels the running turn (cause\n"
-    "disposed) and exits 143.\n"
-    "exit codes: 0 ok, 1 the turn failed or was cancelled, 2 usage,\n"
+    "and Ctrl-C twice while no turn runs quits (exit 0, as /quit and Ctrl-D).\n"
+    "SIGTERM cancels the running turn (cause disposed) and exits 143.  Colour\n"
+    "on a terminal only; NO_COLOR turns it off.\n"
+    "exit codes: 0 ok, 1 the turn failed, was cancelled or was blocked by a\n"
+    "            plugin, 2 usage (nothing is written),\n"
     "            3 configuration or plugin error, 4 I/O error (also a session\n"
     "            log that cannot be written), 130 SIGINT, 143 SIGTERM\n";
 
@@ -619,13 +804,35 @@ static int run_common(int argc, char **argv, bool resume) {
     const char *target = resume ? argv[optind] : session ? session : log;
     weir_cli_target kind = resume ? WEIR_CLI_ID_OR_PATH : session ? WEIR_CLI_ID : WEIR_CLI_PATH;
     const char *prompt = rest > (resume ? 1 : 0) ? argv[argc - 1] : NULL;
+    /* a piped prompt is read before anything opens: a usage error writes nothing */
+    char *piped = NULL;
+    if (!prompt && !resume && !isatty(STDIN_FILENO)) {
+        piped = read_stdin();
+        if (!piped || !*piped) {
+            free(piped);
+            fprintf(stderr, "weir run: no prompt (give PROMPT or pipe it on stdin)\n");
+            return WEIR_EXIT_USAGE;
+        }
+        prompt = piped;
+    }
 
     char *path = NULL;
     weir_host *host = NULL;
     int rc = weir_cli_session_host(&files, target, kind, resume ? "weir resume" : NULL, &path,
                                    &host);
-    if (rc != WEIR_EXIT_OK)
+    if (rc != WEIR_EXIT_OK) {
+        free(piped);
         return rc;
+    }
+    struct stat sb;
+    bool existed = path && stat(path, &sb) == 0; /* else this run creates the log */
+    char *created = NULL;                        /* the log this run created */
+    const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+    st.color = !st.json && isatty(STDERR_FILENO) && !(nc && *nc) && !(term && !strcmp(term, "dumb"));
+    st.default_used = weir_cli_default_used(&files);
+    st.no_provider = !json_is_string(
+        json_object_get(json_object_get(weir_host_config(host), "agent"), "provider"));
+    st.pending = st.json ? json_array() : NULL;
     st.calls = json_object();
     pthread_mutex_init(&st.mu, NULL);
     pthread_cond_init(&st.cv, NULL);
@@ -641,32 +848,45 @@ static int run_common(int argc, char **argv, bool resume) {
     } else {
         st.agent = agent;
         st.status = !st.json && isatty(STDERR_FILENO);
-        if (!st.json && !prompt && isatty(STDIN_FILENO))
+        if (!existed)
+            created = strdup(weir_agent_log_path(agent));
+        if (!st.json) {
             fprintf(stderr, "weir: session %s (%s)\n", weir_agent_id(agent),
                     weir_agent_log_path(agent));
+        } else { /* the live session event first, then what opening logged */
+            json_t *ev = json_pack("{s:s, s:I, s:{s:s, s:s}}", "type", "session", "time",
+                                   (json_int_t)wall_ms(), "data", "session_id",
+                                   weir_agent_id(agent), "log", weir_agent_log_path(agent));
+            print_json(ev);
+            json_decref(ev);
+            json_t *held = st.pending;
+            st.pending = NULL;
+            size_t i;
+            const json_t *e;
+            json_array_foreach(held, i, e) print_json(e);
+            json_decref(held);
+        }
         pthread_t th;
         bool sig = sig_start(agent, !prompt && isatty(STDIN_FILENO), &th);
         if (prompt) {
             rc = run_prompt(agent, &st, prompt);
         } else if (isatty(STDIN_FILENO)) {
             rc = repl(agent, &st);
-        } else if (!resume) {
-            char *text = read_stdin();
-            if (!text || !*text) {
-                fprintf(stderr, "weir run: no prompt (give PROMPT or pipe it on stdin)\n");
-                rc = WEIR_EXIT_USAGE;
-            } else {
-                rc = run_prompt(agent, &st, text);
-            }
-            free(text);
         } else {
             rc = WEIR_EXIT_OK; /* resume without input: the open repaired the log */
         }
         if (sig)
             sig_stop(th);
+        waiting_clear(&st);
         weir_agent_close(agent);
         countdown_end(&st);
     }
+    /* a log this run created and never wrote to (the send was refused) goes */
+    if (created && stat(created, &sb) == 0 && sb.st_size == 0)
+        unlink(created);
+    free(created);
+    free(piped);
+    json_decref(st.pending);
     pthread_cond_destroy(&st.cv);
     pthread_mutex_destroy(&st.mu);
     json_decref(st.calls);

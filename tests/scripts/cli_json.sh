@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/scripts/cli_json.sh WEIR - `weir run --json` prints every event as
-# one JSON line and nothing else; a two-step tool turn shows the seed's
-# order (DESIGN §3, §9a).
+# one JSON line and nothing else, the live session event first; a two-step
+# tool turn shows the seed's order (DESIGN §3, §9a).
 WEIR=${1:?usage: $0 path/to/weir}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weir-cli-json.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT INT TERM
@@ -24,7 +24,7 @@ assistant/message step/end turn/end "
 
 # every event, consecutive repeats collapsed (stream frames)
 types "$TMP/out" | uniq | tr '\n' ' ' >"$TMP/all"
-want="agent/inbox/spliced agent/inbox/inserted agent/status turn/start agent/inbox/spliced \
+want="session agent/inbox/spliced agent/inbox/inserted agent/status turn/start agent/inbox/spliced \
 agent/inbox/claimed step/start system/message user/message request/header request/context \
 agent/assistant-stream assistant/message agent/assistant-stream tool/call tool/result step/end \
 step/start agent/assistant-stream assistant/message agent/assistant-stream step/end turn/end \
@@ -33,6 +33,9 @@ agent/status "
   got:  $(cat "$TMP/all")
   want: $want"
 
+# the first line is the live session event
+head -n 1 "$TMP/out" | grep -qx '{"type":"session","time":[0-9]*,"data":{"session_id":"j1","log":"'"$WEIR_SESSION_DIR"'/j1.jsonl"}}' ||
+    fail "first line: $(head -n 1 "$TMP/out")"
 # live events are {type, time, data}; turn/end carries {turn, reason:{kind}}
 grep -q '^{"type":"agent/status","time":[0-9]*,"data":{"status":"running"}}$' "$TMP/out" ||
     fail "agent/status running line"

@@ -1,0 +1,307 @@
+/*
+ * core/cli/sessions.c - `weir sessions [-c FILE]... [--json]`: the sessions
+ * of the deployment's session directory, newest first, with the id, the
+ * last activity, the turns, the size, the state and the first prompt.
+ *
+ * Every log is read by the one reader (weir_log_events); a file it refuses
+ * (a foreign or damaged file) is listed as "invalid", never skipped
+ * silently and never fatal.  A writer's lock is probed with
+ * weir_log_writer(), which takes nothing.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli.h"
+
+#define PROMPT_CHARS 40 /* the first prompt, cut to this many characters */
+
+typedef struct session_row {
+    char *id, *path;
+    long long last_ms; /* last event's time, or the file's mtime */
+    long long size, turns, events;
+    const char *state; /* "idle", "open turn", "live", "invalid" */
+    long pid;          /* the live writer's pid, 0 when unknown */
+    char *prompt;      /* the first prompt cut short, or NULL */
+    char *error;       /* why the reader refused it, or NULL */
+} session_row;
+
+static const char sessions_help[] =
+    "usage: weir sessions [-c FILE]... [--json]\n"
+    "\n"
+    "List the sessions of the deployment's session directory (-c, or the\n"
+    "built-in default: $WEIR_SESSION_DIR or ~/.local/state/weir/sessions),\n"
+    "newest first: id, last activity, turns, size, state and the first\n"
+    "prompt.  The state is idle, open turn (left open by a crash: `weir resume\n"
+    "ID` closes it), live (a weir process has it open for writing) or invalid\n"
+    "(not a weir session log, or a damaged one; `weir log FILE --check` says\n"
+    "why).\n"
+    "\n"
+    "  -c, --config FILE   deployment config (repeat to overlay; default: built in)\n"
+    "      --json          one JSON object per session and line: {id, path,\n"
+    "                      last_activity (epoch ms), turns, events, size, state,\n"
+    "                      pid?, first_prompt?, error?}\n"
+    "\n"
+    "exit codes: 0 ok (also for no sessions), 2 usage, 3 configuration error,\n"
+    "            4 the directory cannot be read\n";
+
+/* `text` with whitespace runs as one space, cut to PROMPT_CHARS characters
+ * (never inside a UTF-8 sequence) with an ellipsis; malloc'd. */
+static char *cut_prompt(const char *text) {
+    size_t n = strlen(text);
+    char *out = malloc(n + 4);
+    if (!out)
+        return NULL;
+    size_t len = 0, chars = 0;
+    bool space = false, cut = false;
+    for (const char *p = text; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+            space = len > 0;
+            continue;
+        }
+        bool lead = (c & 0xC0) != 0x80;
+        if (lead && chars + (space ? 1 : 0) >= PROMPT_CHARS) {
+            cut = true;
+            break;
+        }
+        if (space) {
+            out[len++] = ' ';
+            chars++;
+            space = false;
+        }
+        out[len++] = (char)c;
+        chars += lead;
+    }
+    if (cut)
+        len += (size_t)sprintf(out + len, "\xe2\x80\xa6");
+    out[len] = '\0';
+    return out;
+}
+
+/* The text blocks of the first user/message, or NULL. */
+static const char *first_prompt(const json_t *events) {
+    size_t i, j;
+    const json_t *ev, *b;
+    json_array_foreach(events, i, ev) {
+        const char *type = json_string_value(json_object_get(ev, "type"));
+        if (!type || strcmp(type, "user/message") != 0)
+            continue;
+        const json_t *content =
+            json_object_get(json_object_get(json_object_get(ev, "data"), "message"), "content");
+        if (json_is_string(content))
+            return json_string_value(content);
+        json_array_foreach(content, j, b) {
+            const char *t = json_string_value(json_object_get(b, "text"));
+            if (t)
+                return t;
+        }
+        return NULL;
+    }
+    return NULL;
+}
+
+static void read_row(session_row *r, const struct stat *sb) {
+    r->size = (long long)sb->st_size;
+    r->last_ms = (long long)sb->st_mtim.tv_sec * 1000 + sb->st_mtim.tv_nsec / 1000000;
+    json_t *events = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_log_events(r->path, &events, &err) != WEIR_OK) {
+        r->state = "invalid";
+        r->error = strdup(err.text[0] ? err.text : weir_strerror((int)err.code));
+        return;
+    }
+    bool open = false;
+    size_t i;
+    const json_t *ev;
+    json_array_foreach(events, i, ev) {
+        const char *type = json_string_value(json_object_get(ev, "type"));
+        if (type && !strcmp(type, "turn/start")) {
+            r->turns++;
+            open = true;
+        } else if (type && !strcmp(type, "turn/end")) {
+            open = false;
+        }
+    }
+    r->events = (long long)json_array_size(events);
+    const json_t *last = json_array_get(events, json_array_size(events) - 1);
+    if (json_is_integer(json_object_get(last, "time")))
+        r->last_ms = (long long)json_integer_value(json_object_get(last, "time"));
+    const char *prompt = first_prompt(events);
+    r->prompt = prompt ? cut_prompt(prompt) : NULL;
+    json_decref(events);
+    bool live = false;
+    weir_error_clear(&err);
+    if (weir_log_writer(r->path, &live, &r->pid, &err) == WEIR_OK && live)
+        r->state = "live";
+    else
+        r->state = open ? "open turn" : "idle";
+}
+
+static int newest_first(const void *a, const void *b) {
+    const session_row *x = a, *y = b;
+    if (x->last_ms != y->last_ms)
+        return x->last_ms < y->last_ms ? 1 : -1;
+    return strcmp(x->id, y->id);
+}
+
+/* "4.1K": a size in at most five columns. */
+static void human_size(long long n, char *out, size_t size) {
+    static const char units[] = "BKMGT";
+    double v = (double)n;
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(out, size, "%lldB", n);
+    else
+        snprintf(out, size, v < 10 ? "%.1f%c" : "%.0f%c", v, units[u]);
+}
+
+static void print_row(const session_row *r, bool json) {
+    if (json) {
+        json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:s}", "id", r->id, "path", r->path,
+                              "last_activity", (json_int_t)r->last_ms, "turns",
+                              (json_int_t)r->turns, "events", (json_int_t)r->events, "size",
+                              (json_int_t)r->size, "state", r->state);
+        if (o && r->pid > 0)
+            json_object_set_new(o, "pid", json_integer(r->pid));
+        if (o && r->prompt)
+            json_object_set_new(o, "first_prompt", json_string(r->prompt));
+        if (o && r->error)
+            json_object_set_new(o, "error", json_string(r->error));
+        char *line = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        if (line)
+            puts(line);
+        free(line);
+        json_decref(o);
+        return;
+    }
+    char when[32] = "?", size[16];
+    time_t t = (time_t)(r->last_ms / 1000);
+    struct tm tm;
+    if (localtime_r(&t, &tm))
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M", &tm);
+    human_size(r->size, size, sizeof size);
+    char turns[24] = "-";
+    if (strcmp(r->state, "invalid") != 0)
+        snprintf(turns, sizeof turns, "%lld", r->turns);
+    printf("%-24s %-16s %5s %6s  %-9s  %s\n", r->id, when, turns, size, r->state,
+           r->prompt ? r->prompt : r->error ? r->error : "");
+}
+
+int weir_cmd_sessions(int argc, char **argv) {
+    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                              {"json", no_argument, NULL, 'j'},
+                                              {"help", no_argument, NULL, 'h'},
+                                              {0}};
+    weir_cli_files files = {0};
+    bool json = false;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            if (weir_cli_add_file(&files, "weir sessions", optarg) != WEIR_EXIT_OK)
+                return WEIR_EXIT_USAGE;
+            break;
+        case 'j':
+            json = true;
+            break;
+        case 'h':
+            fputs(sessions_help, stdout);
+            return WEIR_EXIT_OK;
+        default:
+            fputs(sessions_help, stderr);
+            return WEIR_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "weir sessions: unexpected argument '%s'\n", argv[optind]);
+        return WEIR_EXIT_USAGE;
+    }
+    json_t *config = NULL;
+    int rc = weir_cli_compose(files.files, files.n, &config);
+    if (rc != WEIR_EXIT_OK)
+        return rc;
+    char *dir = NULL;
+    rc = weir_cli_session_dir(config, &dir);
+    json_decref(config);
+    if (rc != WEIR_EXIT_OK)
+        return rc;
+    DIR *d = opendir(dir);
+    if (!d) {
+        bool missing = errno == ENOENT;
+        if (missing)
+            fprintf(stderr, "weir sessions: no sessions yet (%s does not exist)\n", dir);
+        else
+            fprintf(stderr, "weir sessions: cannot read %s: %s\n", dir, strerror(errno));
+        free(dir);
+        return missing ? WEIR_EXIT_OK : WEIR_EXIT_IO;
+    }
+    session_row *rows = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    rc = WEIR_EXIT_OK;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.' || len <= 6 || strcmp(e->d_name + len - 6, ".jsonl") != 0)
+            continue;
+        if (n == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            session_row *nr = realloc(rows, ncap * sizeof *rows);
+            if (!nr) {
+                rc = WEIR_EXIT_FAIL;
+                break;
+            }
+            rows = nr;
+            cap = ncap;
+        }
+        session_row *r = &rows[n];
+        memset(r, 0, sizeof *r);
+        r->id = strndup(e->d_name, len - 6);
+        size_t plen = strlen(dir) + len + 2;
+        r->path = malloc(plen);
+        if (!r->id || !r->path) {
+            free(r->id);
+            free(r->path);
+            rc = WEIR_EXIT_FAIL;
+            break;
+        }
+        snprintf(r->path, plen, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (stat(r->path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+            free(r->id);
+            free(r->path);
+            continue;
+        }
+        read_row(r, &sb);
+        n++;
+    }
+    closedir(d);
+    if (rc != WEIR_EXIT_OK)
+        fprintf(stderr, "weir sessions: out of memory\n");
+    qsort(rows, n, sizeof *rows, newest_first);
+    if (n && !json)
+        printf("%-24s %-16s %5s %6s  %-9s  %s\n", "ID", "LAST ACTIVITY", "TURNS", "SIZE", "STATE",
+               "FIRST PROMPT");
+    for (size_t i = 0; i < n; i++) {
+        print_row(&rows[i], json);
+        free(rows[i].id);
+        free(rows[i].path);
+        free(rows[i].prompt);
+        free(rows[i].error);
+    }
+    if (!n && rc == WEIR_EXIT_OK)
+        fprintf(stderr, "weir sessions: no sessions in %s\n", dir);
+    free(rows);
+    free(dir);
+    return rc;
+}

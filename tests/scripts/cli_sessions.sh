@@ -1,0 +1,125 @@
+#!/bin/sh
+# tests/scripts/cli_sessions.sh WEIR - which session did I just write
+# (issue #14 item 1):
+#   - plain `weir run` prints "weir: session ID (LOG)" on stderr, for an
+#     argument prompt and a piped one;
+#   - `weir run --json` starts with the live event
+#     {"type":"session","time":N,"data":{"session_id","log"}};
+#   - `weir sessions [--json]` lists them newest first with the id, last
+#     activity, turns, size, state (idle, open turn, live, invalid) and the
+#     first prompt cut short; a foreign file is listed as invalid.
+WEIR=${1:?usage: $0 path/to/weir}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/weir-cli-sessions.XXXXXX") || exit 1
+PID=
+trap '[ -n "$PID" ] && kill -9 "$PID" 2>/dev/null; rm -rf "$TMP"' EXIT INT TERM
+export WEIR_SESSION_DIR="$TMP/sessions" OPENAI_API_KEY= ANTHROPIC_API_KEY=
+FAILURES=0
+fail() { echo "FAIL: $*" >&2; FAILURES=$((FAILURES + 1)); }
+
+# --- the session line --------------------------------------------------------
+"$WEIR" run "what is 2 to the power 10?" >"$TMP/out" 2>"$TMP/err" || fail "run: $(cat "$TMP/err")"
+line=$(grep '^weir: session ' "$TMP/err")
+id=$(printf '%s\n' "$line" | sed -n 's/^weir: session \(s-[0-9a-f]*\) (\(.*\))$/\1/p')
+log=$(printf '%s\n' "$line" | sed -n 's/^weir: session \(s-[0-9a-f]*\) (\(.*\))$/\2/p')
+[ -n "$id" ] || fail "no session line: $(cat "$TMP/err")"
+[ "$log" = "$WEIR_SESSION_DIR/$id.jsonl" ] || fail "the line names $log"
+[ -s "$log" ] || fail "no log at $log"
+"$WEIR" log "$id" --check >/dev/null 2>&1 || fail "weir log $id --check"
+grep -q '^weir: session ' "$TMP/out" && fail "the session line went to stdout"
+echo "piped prompt" | "$WEIR" run -s piped >/dev/null 2>"$TMP/err" || fail "piped run"
+grep -qx "weir: session piped ($WEIR_SESSION_DIR/piped.jsonl)" "$TMP/err" ||
+    fail "piped session line: $(cat "$TMP/err")"
+
+# --- the session event ---------------------------------------------------------
+"$WEIR" run --json "hello" >"$TMP/json" 2>"$TMP/err" || fail "run --json: $(cat "$TMP/err")"
+first=$(head -n 1 "$TMP/json")
+printf '%s\n' "$first" |
+    grep -qx '{"type":"session","time":[0-9]*,"data":{"session_id":"s-[0-9a-f]*","log":"[^"]*"}}' ||
+    fail "the first --json line is not the session event: $first"
+jid=$(printf '%s\n' "$first" | sed 's/.*"session_id":"\([^"]*\)".*/\1/')
+jlog=$(printf '%s\n' "$first" | sed 's/.*"log":"\([^"]*\)".*/\1/')
+[ "$jlog" = "$WEIR_SESSION_DIR/$jid.jsonl" ] && [ -s "$jlog" ] || fail "session event log: $jlog"
+[ "$(grep -c '"type":"session"' "$TMP/json")" -eq 1 ] || fail "more than one session event"
+grep -q '^weir: session' "$TMP/err" && fail "--json printed the session line on stderr"
+# resuming: the session event still comes first, before what opening logs
+head -n 12 "$jlog" >"$WEIR_SESSION_DIR/cut.jsonl"
+"$WEIR" run --json -s cut "again" >"$TMP/json" 2>/dev/null
+head -n 1 "$TMP/json" | grep -q '^{"type":"session",.*"session_id":"cut"' ||
+    fail "resumed --json does not start with the session event: $(head -n 2 "$TMP/json")"
+
+# --- weir sessions ---------------------------------------------------------------
+rm -rf "$WEIR_SESSION_DIR"
+"$WEIR" sessions >"$TMP/out" 2>"$TMP/err" || fail "sessions without a directory: exit $?"
+[ -s "$TMP/out" ] && fail "sessions without a directory printed: $(cat "$TMP/out")"
+grep -q 'no sessions' "$TMP/err" || fail "no-sessions note: $(cat "$TMP/err")"
+LONG="Please keep in mind all of the following background before you answer this one"
+"$WEIR" run -s older "first of two" >/dev/null 2>&1 || fail "run older"
+"$WEIR" run -s older "second of two" >/dev/null 2>&1 || fail "run older again"
+sleep 1.1 # last activity is kept in milliseconds; the listing shows minutes
+"$WEIR" run -s newer "$LONG" >/dev/null 2>&1 || fail "run newer"
+# a crash mid-turn (older's first turn without its end): the open turn shows
+head -n 10 "$WEIR_SESSION_DIR/older.jsonl" >"$WEIR_SESSION_DIR/crashed.jsonl"
+# files the reader refuses: listed as invalid, by their mtime
+printf 'not a weir log\n' >"$WEIR_SESSION_DIR/foreign.jsonl"
+sed '3s/.*/{"seq":2,"broken/' "$WEIR_SESSION_DIR/older.jsonl" >"$WEIR_SESSION_DIR/damaged.jsonl"
+touch -d '2001-01-01' "$WEIR_SESSION_DIR/foreign.jsonl" "$WEIR_SESSION_DIR/damaged.jsonl"
+echo ignored >"$WEIR_SESSION_DIR/notes.txt"
+"$WEIR" sessions >"$TMP/out" 2>"$TMP/err" || fail "sessions: exit $? ($(cat "$TMP/err"))"
+head -n 1 "$TMP/out" | grep -q '^ID  *LAST ACTIVITY  *TURNS  *SIZE  *STATE  *FIRST PROMPT$' ||
+    fail "header: $(head -n 1 "$TMP/out")"
+ids=$(sed 1d "$TMP/out" | awk '{print $1}' | tr '\n' ' ')
+case "$ids" in
+"newer older "*) ;;
+*) fail "not newest first: $ids" ;;
+esac
+for s in newer older crashed foreign damaged; do
+    grep -q "^$s " "$TMP/out" || fail "$s is not listed: $(cat "$TMP/out")"
+done
+grep -q '^notes' "$TMP/out" && fail "a file that is not .jsonl is listed"
+grep -q '^older  *[0-9-]* [0-9:]*  *2  *[0-9.]*[BK]  *idle  *first of two$' "$TMP/out" ||
+    fail "older row: $(grep '^older' "$TMP/out")"
+grep -q '^newer .* 1 .* idle  *Please keep in mind all of the following…$' "$TMP/out" ||
+    fail "newer row (prompt cut at 40 characters): $(grep '^newer' "$TMP/out")"
+grep -q '^crashed .* open turn ' "$TMP/out" || fail "crashed row: $(grep '^crashed' "$TMP/out")"
+grep -q '^foreign .* invalid .*not a weir session log' "$TMP/out" ||
+    fail "foreign row: $(grep '^foreign' "$TMP/out")"
+grep -q '^damaged .* invalid ' "$TMP/out" || fail "damaged row: $(grep '^damaged' "$TMP/out")"
+
+# --json: one object per line, the same order
+"$WEIR" sessions --json >"$TMP/json" 2>"$TMP/err" || fail "sessions --json: $(cat "$TMP/err")"
+grep -qv '^{.*}$' "$TMP/json" && fail "--json line that is not an object: $(grep -v '^{' "$TMP/json")"
+[ "$(head -n 1 "$TMP/json" | sed 's/^{"id":"\([^"]*\)".*/\1/')" = newer ] ||
+    fail "--json order: $(head -n 1 "$TMP/json")"
+grep -q '^{"id":"older","path":"'"$WEIR_SESSION_DIR"'/older.jsonl","last_activity":[0-9]*,"turns":2,"events":[0-9]*,"size":[0-9]*,"state":"idle","first_prompt":"first of two"}$' \
+    "$TMP/json" || fail "older object: $(grep '"older"' "$TMP/json")"
+grep -q '"id":"crashed".*"state":"open turn"' "$TMP/json" || fail "crashed object"
+grep -q '"id":"foreign".*"state":"invalid".*"error":"' "$TMP/json" || fail "foreign object"
+
+# live: a writer holds the session
+cat >"$TMP/slow.json" <<JSON
+{"agent": {"provider": "scripted", "model": "demo"},
+ "plugins": [{"id": "scripted", "plugin": "provider-scripted",
+              "config": {"replies": [{"text": "slow", "chunks": 2, "chunk_delay_ms": 60000}]}}]}
+JSON
+"$WEIR" run -c "$TMP/slow.json" -s busy "hold it" >/dev/null 2>&1 &
+PID=$!
+i=0
+until grep -q '"type":"request/context"' "$WEIR_SESSION_DIR/busy.jsonl" 2>/dev/null; do
+    i=$((i + 1))
+    [ $i -gt 300 ] && { fail "the slow turn never started"; break; }
+    sleep 0.1
+done
+"$WEIR" sessions >"$TMP/out" 2>&1 || fail "sessions while live"
+grep -q '^busy .* live ' "$TMP/out" || fail "busy row: $(grep '^busy' "$TMP/out")"
+"$WEIR" sessions --json | grep -q '"id":"busy".*"state":"live","pid":'"$PID" ||
+    fail "busy object: $("$WEIR" sessions --json | grep busy)"
+kill -TERM "$PID"
+wait "$PID"
+PID=
+"$WEIR" sessions | grep -q '^busy .* idle ' || fail "busy is not idle after the writer left"
+
+"$WEIR" sessions --help | grep -q '^usage: weir sessions' || fail "--help"
+"$WEIR" sessions extra >/dev/null 2>&1; [ $? -eq 2 ] || fail "extra argument: want 2"
+
+[ $FAILURES -eq 0 ] && echo "cli_sessions: ok"
+exit $FAILURES
