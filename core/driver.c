@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "assistant_stream.h"
 #include "failure.h"
 #include "host_int.h"
 #include "surface.h"
@@ -567,131 +568,6 @@ static json_t *stream_default(weir_call *call, const json_t *args, void *ctx) {
     return json_incref(ac->stream.chunks);
 }
 
-/* The assistant message assembled from chunks. */
-typedef struct assembled {
-    json_t *message;  /* {role:"assistant", content:[...]} */
-    json_t *usage;    /* borrowed from a chunk, or NULL */
-    json_t *calls;    /* [{id,name,arguments}] */
-    const char *finish; /* finish kind or NULL */
-    json_t *failure;  /* borrowed failure of an error/aborted finish, or NULL */
-    bool visible;     /* non-empty text or reasoning */
-} assembled;
-
-static json_t *block_for(json_t *blocks, json_t *order, json_int_t index, const char *type) {
-    char key[32];
-    snprintf(key, sizeof key, "%lld", (long long)index);
-    json_t *b = json_object_get(blocks, key);
-    if (b)
-        return b;
-    if (!strcmp(type, "tool_call"))
-        b = json_pack("{s:s, s:s, s:s, s:s}", "type", "tool_call", "id", "", "name", "",
-                      "arguments", "");
-    else
-        b = json_pack("{s:s, s:s}", "type", type, "text", "");
-    if (!b || json_object_set_new(blocks, key, b) != 0 ||
-        json_array_append_new(order, json_string(key)) != 0)
-        return NULL;
-    return b;
-}
-
-static int append_str(json_t *obj, const char *key, const char *more) {
-    const char *cur = weir__json_str(obj, key, "");
-    char *s = weir__asprintf("%s%s", cur, more);
-    int rc = s ? json_object_set_new(obj, key, json_string(s)) : -1;
-    weir__free(s);
-    return rc;
-}
-
-/* Fold chunks into a message.  `with_calls`: keep tool_call blocks (never
- * kept from a max-tokens finish). */
-static int assemble_message(const json_t *chunks, bool with_calls, assembled *out) {
-    memset(out, 0, sizeof *out);
-    json_t *blocks = json_object(), *order = json_array();
-    int rc = blocks && order ? 0 : -1;
-    size_t i;
-    const json_t *c;
-    json_array_foreach(chunks, i, c) {
-        if (rc != 0)
-            break;
-        const char *type = weir__json_str(c, "type", "");
-        json_int_t index = weir__json_int(c, "index", 0);
-        json_t *b = NULL;
-        if (!strcmp(type, "block-start")) {
-            const char *bt = weir__json_str(c, "block_type", "text");
-            if (strcmp(bt, "text") && strcmp(bt, "reasoning") && strcmp(bt, "tool_call"))
-                continue;
-            rc = block_for(blocks, order, index, bt) ? 0 : -1;
-        } else if (!strcmp(type, "text-delta") || !strcmp(type, "reasoning-delta")) {
-            b = block_for(blocks, order, index, type[0] == 't' ? "text" : "reasoning");
-            rc = b ? append_str(b, "text", weir__json_str(c, "text", "")) : -1;
-        } else if (!strcmp(type, "tool-call-delta")) {
-            b = block_for(blocks, order, index, "tool_call");
-            if (!b) {
-                rc = -1;
-                continue;
-            }
-            const char *id = weir__json_str(c, "id", NULL), *name = weir__json_str(c, "name", NULL);
-            if (id && *id)
-                json_object_set_new(b, "id", json_string(id));
-            if (name && *name)
-                json_object_set_new(b, "name", json_string(name));
-            rc = append_str(b, "arguments", weir__json_str(c, "arguments_delta", ""));
-        } else if (!strcmp(type, "usage")) {
-            out->usage = json_object_get(c, "usage");
-        } else if (!strcmp(type, "finish")) {
-            const json_t *reason = json_object_get(c, "reason");
-            out->finish = weir__json_str(reason, "kind", NULL);
-            out->failure = json_object_get(reason, "failure");
-        }
-    }
-    if (out->finish && !strcmp(out->finish, "max-tokens"))
-        with_calls = false; /* never dispatched: keep the history free of dangling calls */
-    json_t *content = json_array();
-    out->calls = json_array();
-    if (rc != 0 || !content || !out->calls)
-        goto fail;
-    json_t *k;
-    json_array_foreach(order, i, k) {
-        json_t *b = json_object_get(blocks, json_string_value(k));
-        const char *bt = weir__json_str(b, "type", "");
-        if (!strcmp(bt, "tool_call")) {
-            if (!with_calls)
-                continue;
-            if (!*weir__json_str(b, "arguments", ""))
-                json_object_set_new(b, "arguments", json_string("{}"));
-            if (!*weir__json_str(b, "id", "")) { /* some servers send no call ids */
-                char id[48];
-                json_object_set_new(b, "id", json_string(weir__random_id(id, sizeof id, "call")));
-            }
-            if (json_array_append_new(out->calls,
-                                      json_pack("{s:O, s:O, s:O}", "id", json_object_get(b, "id"),
-                                                "name", json_object_get(b, "name"), "arguments",
-                                                json_object_get(b, "arguments"))) != 0)
-                goto fail;
-        } else if (!*weir__json_str(b, "text", "")) {
-            continue; /* empty text/reasoning blocks carry nothing */
-        } else {
-            out->visible = true;
-        }
-        if (json_array_append(content, b) != 0)
-            goto fail;
-    }
-    out->message = json_pack("{s:s, s:o}", "role", "assistant", "content", content);
-    content = NULL;
-    if (!out->message)
-        goto fail;
-    json_decref(blocks);
-    json_decref(order);
-    return 0;
-fail:
-    json_decref(content);
-    json_decref(blocks);
-    json_decref(order);
-    json_decref(out->calls);
-    out->calls = NULL;
-    return -1;
-}
-
 /* Commit the attempt's settlement and send the committed end frame. */
 static int settle(turn_ctx *t, attempt_ctx *ac, const char *type, json_t *data) {
     size_t seq = 0;
@@ -700,6 +576,12 @@ static int settle(turn_ctx *t, attempt_ctx *ac, const char *type, json_t *data) 
     if (!strcmp(type, "assistant/message")) {
         append = json_string("append");
         op = append;
+    }
+    /* the log keeps the stream in its compact timed form (docs/session-log.md) */
+    json_t *stream = data ? weir__stream_compact(json_object_get(data, "stream")) : NULL;
+    if (data && (!stream || json_object_set_new(data, "stream", stream) != 0)) {
+        json_decref(data);
+        data = NULL;
     }
     if (data && ac->provider && ac->model && /* which route answered (or failed) */
         (json_object_set_new(data, "provider", json_string(ac->provider)) != 0 ||
@@ -827,8 +709,8 @@ static int conclude_attempt(turn_ctx *t, attempt_ctx *ac, const char *provider,
     weir_error e;
     int rc = WEIR_OK;
     bool aborted = cancelled(t);
-    assembled m;
-    if (assemble_message(chunks, !aborted, &m) != 0)
+    weir__assembled m;
+    if (weir__stream_assemble(chunks, !aborted, &m) != 0)
         return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
 
     json_t *failure = NULL;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "assistant_stream.h"
 #include "session_log.h"
 #include "surface.h"
 
@@ -247,6 +248,36 @@ static void check_tools(checker *c, size_t seq, const char *type, const json_t *
     }
 }
 
+/*
+ * weir log --check: an assistant/message whose stream is in the compact
+ * timed form folds back into its message and usage exactly
+ * (docs/session-log.md, "The stream").  The raw streams of older logs are
+ * read as they are and not compared (some hold none).
+ */
+static void check_stream(checker *c, size_t seq, const json_t *data) {
+    const json_t *stream = json_object_get(data, "stream");
+    if (json_array_size(stream) == 0 || !weir__stream_is_compact(stream))
+        return;
+    json_t *chunks = weir__stream_expand(stream);
+    weir__assembled m;
+    if (!chunks ||
+        weir__stream_assemble(chunks, !json_is_true(json_object_get(data, "interrupted")),
+                              &m) != 0) {
+        c->oom = true;
+        json_decref(chunks);
+        return;
+    }
+    const json_t *usage = json_object_get(data, "usage");
+    if (!json_equal(m.message, json_object_get(data, "message")))
+        note(c, c->errors, "seq %zu: assistant/message: the message does not rebuild from its stream",
+             seq);
+    else if ((m.usage || usage) && !json_equal(m.usage, usage))
+        note(c, c->errors, "seq %zu: assistant/message: the usage is not its stream's", seq);
+    json_decref(m.message);
+    json_decref(m.calls);
+    json_decref(chunks);
+}
+
 /* One envelope, already known to be an object with seq, type and data. */
 static void check_event(checker *c, size_t seq, json_t *ev) {
     const char *type = weir__json_str(ev, "type", "");
@@ -261,6 +292,8 @@ static void check_event(checker *c, size_t seq, json_t *ev) {
     check_tools(c, seq, type, ev);
     if (is(type, "assistant/message") || is(type, "assistant/attempt"))
         check_assistant(c, seq, type);
+    if (c->deep && is(type, "assistant/message"))
+        check_stream(c, seq, data);
     if (weir__surface_check(c->surface, ev, msg, sizeof msg) < 0)
         note(c, c->errors, "seq %zu: %s", seq, msg);
     else if (weir__surface_apply(c->surface, ev) != WEIR_OK)

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "assistant_stream.h"
 #include "driver_harness.h"
 #include "testutil.h"
 
@@ -81,13 +82,14 @@ static void scripted_exhausted_script_fails_unknown(void **state) {
 }
 
 static int text_deltas(const dh *d) {
-    const json_t *stream = json_object_get(json_object_get(dh_find(d, "assistant/message", 0), "data"),
-                                           "stream");
+    json_t *stream = weir__stream_expand(json_object_get(
+        json_object_get(dh_find(d, "assistant/message", 0), "data"), "stream"));
     size_t i;
     const json_t *c;
     int n = 0;
     json_array_foreach(stream, i, c) n +=
         !strcmp(json_string_value(json_object_get(c, "type")), "text-delta");
+    json_decref(stream);
     return n;
 }
 

@@ -1,0 +1,365 @@
+/*
+ * core/assistant_stream.c - the compact timed form of a model call's stream
+ * (docs/session-log.md, "The stream"), its exact expansion, and the fold of
+ * chunks into an assistant message (DESIGN §5: the logged message is
+ * re-buildable from the logged stream).
+ */
+#include "assistant_stream.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Compact form                                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef enum run_kind { R_NONE = 0, R_TEXT, R_REASONING, R_TOOL } run_kind;
+
+static const char *record_type(run_kind k) {
+    return k == R_TEXT ? "text-chunks" : k == R_REASONING ? "reasoning-chunks" : "tool-call-chunks";
+}
+
+static const char *delta_type(run_kind k) {
+    return k == R_TEXT ? "text-delta" : k == R_REASONING ? "reasoning-delta" : "tool-call-delta";
+}
+
+/* The payload member of a delta of kind k ("text" or "arguments_delta"). */
+static const char *delta_key(run_kind k) { return k == R_TOOL ? "arguments_delta" : "text"; }
+
+static bool has_string(const json_t *o, const char *key) {
+    return json_is_string(json_object_get(o, key));
+}
+
+/* The run kind a chunk can be packed into: exactly {type, index, text |
+ * arguments_delta, time} (a tool call delta may add string id and name);
+ * R_NONE otherwise. */
+static run_kind packable(const json_t *c) {
+    const char *type = weir__json_str(c, "type", "");
+    run_kind k = !strcmp(type, "text-delta")        ? R_TEXT
+                 : !strcmp(type, "reasoning-delta") ? R_REASONING
+                 : !strcmp(type, "tool-call-delta") ? R_TOOL
+                                                    : R_NONE;
+    if (k == R_NONE || !json_is_integer(json_object_get(c, "index")) ||
+        !json_is_integer(json_object_get(c, "time")) || !has_string(c, delta_key(k)))
+        return R_NONE;
+    size_t want = 4;
+    if (k == R_TOOL) {
+        const json_t *id = json_object_get(c, "id"), *name = json_object_get(c, "name");
+        if ((id && !json_is_string(id)) || (name && !json_is_string(name)))
+            return R_NONE;
+        want += (size_t)(id != NULL) + (size_t)(name != NULL);
+    }
+    return json_object_size(c) == want ? k : R_NONE;
+}
+
+/* {"type":"chunk","time"?,"chunk"}: the chunk without its integer time. */
+static json_t *chunk_record(const json_t *c) {
+    json_t *time = json_object_get(c, "time");
+    if (!json_is_integer(time))
+        return json_pack("{s:s, s:o}", "type", "chunk", "chunk", json_deep_copy(c));
+    json_t *rest = json_deep_copy(c);
+    if (!rest || json_object_del(rest, "time") != 0) {
+        json_decref(rest);
+        return NULL;
+    }
+    return json_pack("{s:s, s:O, s:o}", "type", "chunk", "time", time, "chunk", rest);
+}
+
+json_t *weir__stream_compact(const json_t *chunks) {
+    if (!json_is_array(chunks))
+        return NULL;
+    json_t *out = json_array();
+    json_t *run = NULL; /* the open run record (borrowed from out) */
+    run_kind kind = R_NONE;
+    json_int_t index = 0, time0 = 0;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(chunks, i, c) {
+        if (!out)
+            break;
+        run_kind k = packable(c);
+        json_int_t ci = weir__json_int(c, "index", 0), t = weir__json_int(c, "time", 0);
+        bool joins = k != R_NONE && run && k == kind && ci == index &&
+                     (k != R_TOOL || (!json_object_get(c, "id") && !json_object_get(c, "name")));
+        int rc = 0;
+        if (joins) {
+            rc = json_array_append_new(json_object_get(run, "dt"), json_integer(t - time0)) |
+                 json_array_append(json_object_get(run, k == R_TOOL ? "args" : "texts"),
+                                   json_object_get(c, delta_key(k)));
+        } else if (k != R_NONE) {
+            json_t *rec = json_pack("{s:s, s:I, s:I, s:[i]}", "type", record_type(k), "index",
+                                    ci, "time0", t, "dt", 0);
+            if (rec && k == R_TOOL) {
+                json_t *id = json_object_get(c, "id"), *name = json_object_get(c, "name");
+                if ((id && json_object_set(rec, "id", id) != 0) ||
+                    (name && json_object_set(rec, "name", name) != 0)) {
+                    json_decref(rec);
+                    rec = NULL;
+                }
+            }
+            if (rec && json_object_set_new(rec, k == R_TOOL ? "args" : "texts",
+                                           json_pack("[O]", json_object_get(c, delta_key(k)))) !=
+                           0) {
+                json_decref(rec);
+                rec = NULL;
+            }
+            rc = rec ? json_array_append_new(out, rec) : -1;
+            run = rc == 0 ? rec : NULL;
+            kind = k;
+            index = ci;
+            time0 = t;
+        } else {
+            json_t *rec = chunk_record(c);
+            rc = rec ? json_array_append_new(out, rec) : -1;
+            run = NULL;
+        }
+        if (rc != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    return out;
+}
+
+/* A run record's dt (integers) and texts/args (strings), of one length >= 1. */
+static bool run_ok(const json_t *r, const char *list) {
+    const json_t *dt = json_object_get(r, "dt"), *v = json_object_get(r, list);
+    size_t n = json_array_size(dt), i;
+    const json_t *x;
+    if (!json_is_array(dt) || !json_is_array(v) || n == 0 || json_array_size(v) != n ||
+        !json_is_integer(json_object_get(r, "index")) ||
+        !json_is_integer(json_object_get(r, "time0")))
+        return false;
+    json_array_foreach(dt, i, x) if (!json_is_integer(x)) return false;
+    json_array_foreach(v, i, x) if (!json_is_string(x)) return false;
+    return true;
+}
+
+static bool record_ok(const json_t *r) {
+    const char *type = weir__json_str(r, "type", "");
+    if (!strcmp(type, "text-chunks") || !strcmp(type, "reasoning-chunks"))
+        return json_object_size(r) == 5 && run_ok(r, "texts");
+    if (!strcmp(type, "tool-call-chunks")) {
+        const json_t *id = json_object_get(r, "id"), *name = json_object_get(r, "name");
+        return (!id || json_is_string(id)) && (!name || json_is_string(name)) &&
+               json_object_size(r) == 5u + (id != NULL) + (name != NULL) && run_ok(r, "args");
+    }
+    if (!strcmp(type, "chunk")) {
+        const json_t *time = json_object_get(r, "time");
+        return json_is_object(json_object_get(r, "chunk")) && (!time || json_is_integer(time)) &&
+               json_object_size(r) == 2u + (time != NULL);
+    }
+    return false;
+}
+
+bool weir__stream_is_compact(const json_t *stream) {
+    if (!json_is_array(stream))
+        return false;
+    size_t i;
+    const json_t *r;
+    json_array_foreach(stream, i, r) if (!json_is_object(r) || !record_ok(r)) return false;
+    return true;
+}
+
+/* Append the chunks of run record `r` of kind k to `out`. */
+static int expand_run(json_t *out, const json_t *r, run_kind k) {
+    const json_t *dt = json_object_get(r, "dt");
+    const json_t *v = json_object_get(r, k == R_TOOL ? "args" : "texts");
+    json_int_t index = weir__json_int(r, "index", 0), time0 = weir__json_int(r, "time0", 0);
+    size_t i;
+    json_t *x;
+    json_array_foreach(v, i, x) {
+        json_t *c = json_pack("{s:s, s:I}", "type", delta_type(k), "index", index);
+        if (c && k == R_TOOL && i == 0) {
+            json_t *id = json_object_get(r, "id"), *name = json_object_get(r, "name");
+            if ((id && json_object_set(c, "id", id) != 0) ||
+                (name && json_object_set(c, "name", name) != 0)) {
+                json_decref(c);
+                c = NULL;
+            }
+        }
+        if (!c || json_object_set(c, delta_key(k), x) != 0 ||
+            json_object_set_new(c, "time",
+                                json_integer(time0 + json_integer_value(json_array_get(dt, i)))) !=
+                0 ||
+            json_array_append_new(out, c) != 0) {
+            json_decref(c);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+json_t *weir__stream_expand(const json_t *stream) {
+    if (!json_is_array(stream))
+        return NULL;
+    if (!weir__stream_is_compact(stream))
+        return json_deep_copy(stream); /* the raw form of older logs, as it is */
+    json_t *out = json_array();
+    size_t i;
+    const json_t *r;
+    json_array_foreach(stream, i, r) {
+        if (!out)
+            break;
+        const char *type = weir__json_str(r, "type", "");
+        int rc;
+        if (!strcmp(type, "chunk")) {
+            json_t *c = json_deep_copy(json_object_get(r, "chunk"));
+            json_t *time = json_object_get(r, "time");
+            rc = c && (!time || json_object_set(c, "time", time) == 0)
+                     ? json_array_append_new(out, c)
+                     : (json_decref(c), -1);
+        } else {
+            rc = expand_run(out, r,
+                            !strcmp(type, "text-chunks")        ? R_TEXT
+                            : !strcmp(type, "reasoning-chunks") ? R_REASONING
+                                                                : R_TOOL);
+        }
+        if (rc != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    return out;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Folding chunks into a message                                             */
+/* ------------------------------------------------------------------------ */
+
+/* The block of `index` (created with `type` on first sight); `first`
+ * remembers the time of each block's first chunk. */
+static json_t *block_for(json_t *blocks, json_t *order, json_t *first, json_int_t index,
+                         const char *type, const json_t *chunk) {
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)index);
+    json_t *b = json_object_get(blocks, key);
+    if (b)
+        return b;
+    if (!strcmp(type, "tool_call"))
+        b = json_pack("{s:s, s:s, s:s, s:s}", "type", "tool_call", "id", "", "name", "",
+                      "arguments", "");
+    else
+        b = json_pack("{s:s, s:s}", "type", type, "text", "");
+    if (!b || json_object_set_new(blocks, key, b) != 0 ||
+        json_array_append_new(order, json_string(key)) != 0 ||
+        json_object_set_new(first, key,
+                            json_integer(weir__json_int(chunk, "time", 0))) != 0)
+        return NULL;
+    return b;
+}
+
+static int append_str(json_t *obj, const char *key, const char *more) {
+    const char *cur = weir__json_str(obj, key, "");
+    char *s = weir__asprintf("%s%s", cur, more);
+    int rc = s ? json_object_set_new(obj, key, json_string(s)) : -1;
+    weir__free(s);
+    return rc;
+}
+
+/* A call id for a server that sent none: "call-" and 16 hex digits of a
+ * hash of the block's index and first time, so a stream always folds into
+ * the same message. */
+static json_t *derived_call_id(const char *key, json_int_t time) {
+    char src[96];
+    snprintf(src, sizeof src, "%s:%lld", key, (long long)time);
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (const char *p = src; *p; p++) {
+        h ^= (unsigned char)*p;
+        h *= 1099511628211ULL;
+    }
+    char id[32];
+    snprintf(id, sizeof id, "call-%016llx", (unsigned long long)h);
+    return json_string(id);
+}
+
+int weir__stream_assemble(const json_t *chunks, bool with_calls, weir__assembled *out) {
+    memset(out, 0, sizeof *out);
+    json_t *blocks = json_object(), *order = json_array(), *first = json_object();
+    int rc = blocks && order && first ? 0 : -1;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(chunks, i, c) {
+        if (rc != 0)
+            break;
+        const char *type = weir__json_str(c, "type", "");
+        json_int_t index = weir__json_int(c, "index", 0);
+        json_t *b = NULL;
+        if (!strcmp(type, "block-start")) {
+            const char *bt = weir__json_str(c, "block_type", "text");
+            if (strcmp(bt, "text") && strcmp(bt, "reasoning") && strcmp(bt, "tool_call"))
+                continue;
+            rc = block_for(blocks, order, first, index, bt, c) ? 0 : -1;
+        } else if (!strcmp(type, "text-delta") || !strcmp(type, "reasoning-delta")) {
+            b = block_for(blocks, order, first, index, type[0] == 't' ? "text" : "reasoning", c);
+            rc = b ? append_str(b, "text", weir__json_str(c, "text", "")) : -1;
+        } else if (!strcmp(type, "tool-call-delta")) {
+            b = block_for(blocks, order, first, index, "tool_call", c);
+            if (!b) {
+                rc = -1;
+                continue;
+            }
+            const char *id = weir__json_str(c, "id", NULL), *name = weir__json_str(c, "name", NULL);
+            if (id && *id)
+                json_object_set_new(b, "id", json_string(id));
+            if (name && *name)
+                json_object_set_new(b, "name", json_string(name));
+            rc = append_str(b, "arguments", weir__json_str(c, "arguments_delta", ""));
+        } else if (!strcmp(type, "usage")) {
+            out->usage = json_object_get(c, "usage");
+        } else if (!strcmp(type, "finish")) {
+            const json_t *reason = json_object_get(c, "reason");
+            out->finish = weir__json_str(reason, "kind", NULL);
+            out->failure = json_object_get(reason, "failure");
+        }
+    }
+    if (out->finish && !strcmp(out->finish, "max-tokens"))
+        with_calls = false; /* never dispatched: keep the history free of dangling calls */
+    json_t *content = json_array();
+    out->calls = json_array();
+    if (rc != 0 || !content || !out->calls)
+        goto fail;
+    json_t *k;
+    json_array_foreach(order, i, k) {
+        json_t *b = json_object_get(blocks, json_string_value(k));
+        const char *bt = weir__json_str(b, "type", "");
+        if (!strcmp(bt, "tool_call")) {
+            if (!with_calls)
+                continue;
+            if (!*weir__json_str(b, "arguments", ""))
+                json_object_set_new(b, "arguments", json_string("{}"));
+            if (!*weir__json_str(b, "id", "")) /* some servers send no call ids */
+                json_object_set_new(
+                    b, "id",
+                    derived_call_id(json_string_value(k),
+                                    weir__json_int(first, json_string_value(k), 0)));
+            if (json_array_append_new(out->calls,
+                                      json_pack("{s:O, s:O, s:O}", "id", json_object_get(b, "id"),
+                                                "name", json_object_get(b, "name"), "arguments",
+                                                json_object_get(b, "arguments"))) != 0)
+                goto fail;
+        } else if (!*weir__json_str(b, "text", "")) {
+            continue; /* empty text/reasoning blocks carry nothing */
+        } else {
+            out->visible = true;
+        }
+        if (json_array_append(content, b) != 0)
+            goto fail;
+    }
+    out->message = json_pack("{s:s, s:o}", "role", "assistant", "content", content);
+    content = NULL;
+    if (!out->message)
+        goto fail;
+    json_decref(blocks);
+    json_decref(order);
+    json_decref(first);
+    return 0;
+fail:
+    json_decref(content);
+    json_decref(blocks);
+    json_decref(order);
+    json_decref(first);
+    json_decref(out->calls);
+    out->calls = NULL;
+    return -1;
+}
