@@ -20,10 +20,11 @@ const weir__event_def weir__event_catalog[] = {
     {"turn/start", WEIR__EVENT_DURABLE, "{turn}", "A turn began (turn numbers count from 1)."},
     {"turn/end", WEIR__EVENT_DURABLE,
      "{turn, reason:{kind:\"completed\"|\"max-tokens\"|\"error\"|\"aborted\"|\"blocked\"|"
-     "\"interrupted\", error?:" FAILURE ", cause?}}",
+     "\"interrupted\", error?:" FAILURE ", cause?, plugin?, reason?}}",
      "A turn ended. `kind`: completed; max-tokens (a step hit the output limit); error (with "
      "the canonical failure); aborted (cancelled, with the cancel's `cause`); blocked "
-     "(agent/pre-step rejected the step); interrupted (closed on resume after a crash). "
+     "(agent/pre-step rejected the step: `plugin` is the row that rejected, `reason` the text "
+     "its reject gave); interrupted (closed on resume after a crash). "
      "weir_agent_last_turn() reads it."},
     {"step/start", WEIR__EVENT_DURABLE, "{turn, step}", "A step began: one model request."},
     {"step/end", WEIR__EVENT_DURABLE, "{turn, step}", "A step ended."},
