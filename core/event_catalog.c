@@ -112,6 +112,9 @@ const weir__event_def weir__event_catalog[] = {
      "Native steering failed without a definite answer: the input's effect is unknown."},
     {"job/finished", WEIR__EVENT_LIVE, "{job_id, call_id, tool, is_error}",
      "A background job's body returned; the driver settles it next."},
+    {"tool/progress", WEIR__EVENT_LIVE,
+     "{turn, step, call_id, name, progress:{progress, total?, message?, ...}}",
+     "A running tool reported progress (tool_exec_progress); never logged."},
 };
 
 const size_t weir__event_catalog_len = sizeof weir__event_catalog / sizeof weir__event_catalog[0];

@@ -39,6 +39,11 @@
  * The chains freeze at the first weir_tk_invoke(); loading after that fails
  * with WEIR_E_TOO_LATE.
  *
+ * A whole turn is weir_tk_run_turn(): the plugin under test in a real host
+ * next to provider-scripted, one prompt, one script of model replies, and
+ * the session log, the rendered system prompt and every request sent come
+ * back to assert on (docs/testing.md).
+ *
  * Thread-safety: a weir_tk is used from one thread at a time; two kits are
  * independent.  Link: libweir (`weir::weir` in CMake, `pkg-config weir`).
  */
@@ -50,6 +55,8 @@
 #ifndef WEIR_NO_API_MACROS
 #define WEIR_NO_API_MACROS
 #endif
+
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -171,6 +178,69 @@ WEIR_API void weir_tk_clear(weir_tk *tk);
  * Since: 0.1
  */
 WEIR_API void weir_tk_cancel(weir_tk *tk, const char *cause);
+
+/* ------------------------------------------------------------------------ */
+/* A scripted turn                                                           */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * What weir_tk_run_turn() runs.  Everything is borrowed for the call.
+ * Since: 0.1
+ */
+typedef struct weir_tk_turn {
+    uint32_t struct_size;     /* sizeof(weir_tk_turn) (WEIR_TK_TURN_INIT) */
+    const char *plugin;       /* the plugin under test: a path (with a '/') to its
+                                 weir-<name>.so, or a name found along plugin_path;
+                                 NULL: none (only provider-scripted and `deployment`) */
+    const char *id;           /* its row id; NULL: "plugin" */
+    const json_t *config;     /* its row config; NULL: {} */
+    const json_t *script;     /* the script: provider-scripted's config with its replies
+                                 inline, {"replies":[...], "loop"?, "models"?, ...}
+                                 (docs/testing.md); required */
+    const char *prompt;       /* the turn's user message (text); required */
+    const json_t *deployment; /* NULL, or merged into the generated deployment: its
+                                 `agent` and `session` keys replace the generated ones,
+                                 its `plugins` rows follow the plugin under test, its
+                                 `plugin_path` entries follow turn->plugin_path, any
+                                 other key is set */
+    const char *plugin_path;  /* a directory searched first for plugins by name, or NULL */
+} weir_tk_turn;
+
+#define WEIR_TK_TURN_INIT {sizeof(weir_tk_turn), NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+
+/**
+ * Run one turn of a real agent: a host with the rows
+ *   {"id":"scripted", "plugin":"provider-scripted", "config":script (with
+ *    "models":{"scripted":{context_window:32768, max_output:4096}} unless
+ *    the script has models)},
+ *   {"id":turn->id, "plugin":turn->plugin, "config":turn->config}
+ * (then `deployment`'s), agent options {provider:"scripted",
+ * model:"scripted", max_tokens:1024}, a session in a fresh temporary
+ * directory (removed before the call returns), `prompt` sent as a followup
+ * and weir_agent_run_until_idle().  provider-scripted is found along the
+ * plugin directories (weir_plugin_dirs(): next to libweir in an installed
+ * weir) after `plugin_path`.
+ * @param result  receives a new reference:
+ *   {"session_id": "testkit",
+ *    "end": {turn, kind, failure?:{code, message}, text}   (weir_agent_last_turn),
+ *    "system": the rendered system prompt (the last system/message's text), or null,
+ *    "requests": [every request a provider was sent through llm/stream, as
+ *                 the provider got it: {provider, model, max_tokens?, messages,
+ *                 tools?, ...}],
+ *    "log": [the session log's envelopes, in seq order],
+ *    "events": [the live events, {type, data}, in delivery order]}
+ * @return WEIR_OK whenever the turn ran, however it ended (look at
+ *         result.end); else *result is NULL and `err` says why: WEIR_E_INVAL
+ *         (no script or prompt, a script without a replies array, a bad
+ *         struct_size), the host's load errors (WEIR_E_PLUGIN_*, WEIR_E_CONFIG:
+ *         "plugin 'x' (row 'id') ..."), WEIR_E_IO (the temporary directory),
+ *         WEIR_E_NOMEM.
+ * Thread-safety: runs the agent on the calling thread; two calls are
+ * independent.
+ * Since: 0.1
+ */
+WEIR_API int weir_tk_run_turn(const weir_tk_turn *turn, json_t **result,
+                              weir_error *err) WEIR_WUR;
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
 /*
  * test_myplugin.c - unit tests of weir-myplugin.so with the weir test kit
  * (weir/testkit.h): a fake host that loads the plugin, runs its init, and
- * invokes hooks through the real chain, without a deployment.
+ * invokes hooks through the real chain, without a deployment; and one whole
+ * scripted turn in a real host (weir_tk_run_turn, weir's docs/testing.md).
  *
  *   test_myplugin path/to/weir-myplugin.so
  */
@@ -84,6 +85,36 @@ static void rejects_a_config_without_a_cap(void **state) {
     weir_tk_destroy(tk);
 }
 
+/* A whole turn: the plugin in a real host next to provider-scripted, which
+ * plays the script; the request the provider got carries the cap. */
+static void caps_the_request_of_a_scripted_turn(void **state) {
+    (void)state;
+    json_t *config = json_pack("{s:i}", "max_tokens_cap", 100);
+    json_t *script = json_loads("{\"replies\": [{\"text\": \"Short answer.\", "
+                                "\"expect\": {\"message_contains\": \"hello\"}}]}",
+                                0, NULL);
+    weir_tk_turn turn = WEIR_TK_TURN_INIT;
+    turn.plugin = plugin_path;
+    turn.id = "cap";
+    turn.config = config;
+    turn.script = script;
+    turn.prompt = "hello";
+    json_t *result = NULL;
+    weir_error err;
+    if (weir_tk_run_turn(&turn, &result, &err) != WEIR_OK)
+        fail_msg("weir_tk_run_turn: %s", err.text);
+    const json_t *end = json_object_get(result, "end");
+    assert_string_equal(json_string_value(json_object_get(end, "kind")), "completed");
+    assert_string_equal(json_string_value(json_object_get(end, "text")), "Short answer.");
+    const json_t *requests = json_object_get(result, "requests");
+    assert_int_equal(json_array_size(requests), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(requests, 0), "max_tokens")),
+                     100);
+    json_decref(result);
+    json_decref(script);
+    json_decref(config);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s path/to/weir-myplugin.so\n", argv[0]);
@@ -95,6 +126,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(sets_the_cap_when_no_budget_is_given),
         cmocka_unit_test(keeps_a_smaller_budget),
         cmocka_unit_test(rejects_a_config_without_a_cap),
+        cmocka_unit_test(caps_the_request_of_a_scripted_turn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,12 @@
 # relocatable and usable by an out-of-tree plugin (tests/scripts/sdk_install.sh).
 if(TARGET test_testkit)
   add_dependencies(test_testkit weir_fixtures)
+  # weir_tk_run_turn's tests run shipped plugins (and examples/hook-plugin's guard)
+  foreach(p provider-scripted system-prompt tools-ffi)
+    if(TARGET weir-${p})
+      add_dependencies(test_testkit weir-${p})
+    endif()
+  endforeach()
 endif()
 if(TARGET test_sdk)
   add_dependencies(test_sdk weir_fixtures)

@@ -190,4 +190,38 @@ fi
 grep -q WEIR_PLUGIN_DEFINE "$tmp/setup/cc.out" ||
     fail "the link error does not name WEIR_PLUGIN_DEFINE: $(cat "$tmp/setup/cc.out")"
 echo "sdk_install: no WEIR_PLUGIN_INIT_API loads; no WEIR_PLUGIN_DEFINE fails its link naming it"
+
+# 6e. weir new-plugin, built and tested out of the tree against the prefix
+for f in share/weir/template/myplugin.c share/weir/examples/hook-plugin/guard.c \
+    share/doc/weir/sdk.md share/doc/weir/testing.md share/doc/weir/events.md; do
+    [ -f "$prefix/$f" ] || fail "missing $f"
+done
+out=$(cd "$tmp" && env -i "$prefix/bin/weir" new-plugin rate-cap np 2>&1) ||
+    fail "weir new-plugin: $out"
+case $out in
+*"-DCMAKE_PREFIX_PATH=$real_prefix"*) ;;
+*) fail "weir new-plugin does not name the prefix: $out" ;;
+esac
+run_logged np-configure cmake -S "$tmp/np" -B "$tmp/np/build" "$@"
+run_logged np-build cmake --build "$tmp/np/build" -j2
+run_logged np-test ctest --test-dir "$tmp/np/build" --output-on-failure
+grep -q "100% tests passed, 0 tests failed out of 1" "$tmp/np-test.log" ||
+    fail "the new plugin's test did not run: $(cat "$tmp/np-test.log")"
+[ -f "$tmp/np/build/weir-rate-cap.so" ] || fail "weir new-plugin's project built no weir-rate-cap.so"
+out=$(env -i "$prefix/bin/weir" plugins "$tmp/np/build") || fail "weir plugins $tmp/np/build"
+case $out in
+rate-cap*) ;;
+*) fail "the new plugin does not load: $out" ;;
+esac
+echo "sdk_install: weir new-plugin writes a plugin that builds against the prefix and passes its test"
+
+# 6f. a scripted turn with the test kit: the new project's test runs one
+# (weir_tk_run_turn) with the installed provider-scripted, with no environment
+out=$(env -i "$tmp/np/build/test_rate_cap" "$tmp/np/build/weir-rate-cap.so" 2>&1) ||
+    fail "test_rate_cap: $out"
+case $out in
+*"[       OK ] caps_the_request_of_a_scripted_turn"*) ;;
+*) fail "the scripted turn did not run: $out" ;;
+esac
+echo "sdk_install: the test kit runs a scripted turn with the installed provider-scripted"
 echo "sdk_install: ok"

@@ -510,6 +510,171 @@ static void test_allocation_failures_are_clean(void **state) {
     assert_true(completed);
 }
 
+/* --- a scripted turn (weir_tk_run_turn) ----------------------------------- */
+
+static const json_t *event_of(const json_t *log, const char *type, int n) {
+    size_t i;
+    const json_t *ev;
+    json_array_foreach(log, i, ev) {
+        if (strcmp(json_string_value(json_object_get(ev, "type")), type) == 0 && n-- == 0)
+            return ev;
+    }
+    return NULL;
+}
+
+/* Run one turn with the shipped plugin `plugin` (a name) as row `id`. */
+static json_t *turn(const char *plugin, const char *id, const char *config, const char *script,
+                    const char *deployment, const char *prompt, int expect_rc, weir_error *err) {
+    json_t *cfg = config ? parse(config) : NULL;
+    json_t *scr = script ? parse(script) : NULL;
+    json_t *dep = deployment ? parse(deployment) : NULL;
+    weir_tk_turn t = WEIR_TK_TURN_INIT;
+    t.plugin = plugin;
+    t.id = id;
+    t.config = cfg;
+    t.script = scr;
+    t.deployment = dep;
+    t.prompt = prompt;
+    t.plugin_path = wt_env("WEIR_TEST_PLUGIN_DIR");
+    json_t *result = NULL;
+    weir_error_clear(err);
+    int rc = weir_tk_run_turn(&t, &result, err);
+    if (rc != expect_rc)
+        fail_msg("weir_tk_run_turn: %d (%s), expected %d", rc, err->text, expect_rc);
+    json_decref(cfg);
+    json_decref(scr);
+    json_decref(dep);
+    return result;
+}
+
+/* The system prompt a plugin renders, the request the provider got, the log. */
+static void test_run_turn_gives_the_log_the_system_prompt_and_the_requests(void **state) {
+    (void)state;
+    weir_error err;
+    json_t *r = turn("system-prompt", "prompt", "{\"text\":\"You are terse.\"}",
+                     "{\"replies\":[{\"text\":\"Fine.\",\"expect\":{\"message_contains\":\"hello\"}}]}",
+                     NULL, "hello there", WEIR_OK, &err);
+    assert_non_null(r);
+    assert_json(json_object_get(r, "end"),
+                "{\"kind\":\"completed\",\"text\":\"Fine.\",\"turn\":1}");
+    assert_string_equal(json_string_value(json_object_get(r, "system")), "You are terse.");
+    assert_string_equal(json_string_value(json_object_get(r, "session_id")), "testkit");
+    const json_t *requests = json_object_get(r, "requests");
+    assert_int_equal(json_array_size(requests), 1);
+    const json_t *req = json_array_get(requests, 0);
+    assert_string_equal(json_string_value(json_object_get(req, "provider")), "scripted");
+    assert_string_equal(json_string_value(json_object_get(req, "model")), "scripted");
+    assert_json(json_object_get(req, "messages"),
+                "[{\"content\":[{\"text\":\"You are terse.\",\"type\":\"text\"}],\"role\":"
+                "\"system\"},{\"content\":[{\"text\":\"hello there\",\"type\":\"text\"}],"
+                "\"role\":\"user\",\"source\":{\"kind\":\"human\"}}]");
+    const json_t *log = json_object_get(r, "log");
+    /* the prompt is queued (the inbox splice), then the turn runs */
+    assert_string_equal(json_string_value(json_object_get(json_array_get(log, 0), "type")),
+                        "agent/inbox/spliced");
+    assert_non_null(event_of(log, "turn/start", 0));
+    assert_non_null(event_of(log, "system/message", 0));
+    assert_non_null(event_of(log, "assistant/message", 0));
+    const json_t *last = json_array_get(log, json_array_size(log) - 1);
+    assert_string_equal(json_string_value(json_object_get(last, "type")), "turn/end");
+    for (size_t i = 0; i < json_array_size(log); i++) /* seq order */
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(log, i), "seq")), i);
+    /* the live events: the prompt queued, ..., the status going idle last */
+    const json_t *events = json_object_get(r, "events");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(events, 0), "type")),
+                        "agent/inbox/inserted");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_array_get(events, json_array_size(events) - 1),
+                                            "data"),
+                            "status")),
+                        "idle");
+    json_decref(r);
+}
+
+/* A plugin's hooks in a turn with a tool: example-guard denies the call,
+ * tags the entering message and logs its own event; the second request
+ * carries the denial. */
+static void test_run_turn_with_a_tool_and_a_policy(void **state) {
+    (void)state;
+    weir_error err;
+    json_t *r = turn(
+        "example-guard", "guard",
+        "{\"deny\":[\"pow\"],\"reason\":\"no maths\",\"tag\":\"checked\"}",
+        "{\"replies\":[{\"tool_calls\":[{\"id\":\"c1\",\"name\":\"pow\",\"arguments\":"
+        "{\"x\":2,\"y\":3}}]},{\"text\":\"Denied, then.\",\"expect\":{\"last_role\":\"tool\"}}]}",
+        "{\"plugins\":[{\"id\":\"math\",\"plugin\":\"tools-ffi\",\"config\":{\"tools\":[{"
+        "\"library\":\"libm.so.6\",\"symbol\":\"pow\",\"prototype\":\"double pow(double x, "
+        "double y)\",\"description\":\"x to the y\"}]}}]}",
+        "2^3?", WEIR_OK, &err);
+    assert_non_null(r);
+    const json_t *end = json_object_get(r, "end");
+    assert_string_equal(json_string_value(json_object_get(end, "kind")), "completed");
+    assert_string_equal(json_string_value(json_object_get(end, "text")), "Denied, then.");
+    const json_t *log = json_object_get(r, "log");
+    assert_non_null(event_of(log, "example-guard/denied", 0));
+    const json_t *user = json_object_get(json_object_get(event_of(log, "user/message", 0), "data"),
+                                         "message");
+    assert_json(json_object_get(json_object_get(user, "source"), "tags"), "[\"checked\"]");
+    const json_t *requests = json_object_get(r, "requests");
+    assert_int_equal(json_array_size(requests), 2);
+    assert_int_equal(json_array_size(json_object_get(json_array_get(requests, 0), "tools")), 1);
+    const json_t *msgs = json_object_get(json_array_get(requests, 1), "messages");
+    char *text = json_dumps(json_array_get(msgs, json_array_size(msgs) - 1), JSON_COMPACT);
+    assert_non_null(strstr(text, "no maths"));
+    free(text);
+    assert_json(json_object_get(r, "system"), "null"); /* no system prompt row */
+    json_decref(r);
+}
+
+/* A failed turn is a result, not an error of the call. */
+static void test_run_turn_reports_a_failed_turn(void **state) {
+    (void)state;
+    weir_error err;
+    json_t *r = turn(NULL, NULL, NULL,
+                     "{\"replies\":[{\"fail\":{\"code\":\"OVERLOADED\",\"message\":\"busy\"}}]}",
+                     NULL, "hi", WEIR_OK, &err);
+    assert_json(json_object_get(r, "end"),
+                "{\"failure\":{\"code\":\"OVERLOADED\",\"message\":\"busy\"},\"kind\":\"error\","
+                "\"text\":\"\",\"turn\":1}");
+    assert_int_equal(json_array_size(json_object_get(r, "requests")), 1);
+    json_decref(r);
+    /* an exhausted script, and the agent options a deployment overrides */
+    r = turn(NULL, NULL, NULL, "{\"replies\":[]}", "{\"agent\":{\"max_tokens\":77}}", "hi",
+             WEIR_OK, &err);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(json_object_get(r, "end"), "failure"),
+                                          "message")),
+        "script exhausted (0 replies)");
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(r, "requests"), 0), "max_tokens")),
+                     77);
+    json_decref(r);
+}
+
+static void test_run_turn_checks_its_arguments_and_reports_load_errors(void **state) {
+    (void)state;
+    weir_error err;
+    json_t *r = turn("system-prompt", NULL, NULL, NULL, NULL, "hi", WEIR_E_INVAL, &err);
+    assert_null(r);
+    assert_non_null(strstr(err.text, "a script {\"replies\":[...]}"));
+    assert_null(turn(NULL, NULL, NULL, "{\"replies\":{}}", NULL, "hi", WEIR_E_INVAL, &err));
+    assert_null(turn(NULL, NULL, NULL, "{\"replies\":[]}", NULL, NULL, WEIR_E_INVAL, &err));
+    assert_null(turn(NULL, NULL, NULL, "{\"replies\":[]}", "[1]", "hi", WEIR_E_INVAL, &err));
+    weir_tk_turn t = WEIR_TK_TURN_INIT;
+    t.struct_size = 4;
+    json_t *out = json_null();
+    assert_int_equal(weir_tk_run_turn(&t, &out, &err), WEIR_E_INVAL);
+    assert_null(out);
+    assert_int_equal(weir_tk_run_turn(NULL, &out, NULL), WEIR_E_INVAL);
+    /* the plugin under test fails to load: the host's message */
+    assert_null(turn("no-such-plugin", "x", NULL, "{\"replies\":[]}", NULL, "hi",
+                     WEIR_E_PLUGIN_OPEN, &err));
+    assert_non_null(strstr(err.text, "plugin 'no-such-plugin' not found"));
+    assert_null(turn("system-prompt", "p", "{\"order\":\"first\"}", "{\"replies\":[]}", NULL,
+                     "hi", WEIR_E_PLUGIN_CONFIG, &err));
+    assert_non_null(strstr(err.text, "$.order: expected integer"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_gives_the_plugin_a_full_table),
@@ -528,6 +693,10 @@ int main(void) {
         cmocka_unit_test(test_destroy_runs_fini_in_reverse_load_order),
         cmocka_unit_test(test_load_file_uses_the_real_loader),
         cmocka_unit_test(test_allocation_failures_are_clean),
+        cmocka_unit_test(test_run_turn_gives_the_log_the_system_prompt_and_the_requests),
+        cmocka_unit_test(test_run_turn_with_a_tool_and_a_policy),
+        cmocka_unit_test(test_run_turn_reports_a_failed_turn),
+        cmocka_unit_test(test_run_turn_checks_its_arguments_and_reports_load_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
