@@ -2,8 +2,9 @@
 # tests/scripts/cli_demo.sh WEIR - the first hour's first command (issue #14
 # item 7): `make demo` on a built tree prints at most 15 lines (the build
 # goes quietly to BUILD/build.log), shows the demo's answer, then two "next"
-# lines (weir sessions, weir log ID) that work as printed; the README starts
-# with the two set-up commands.  The build tree is the one WEIR belongs to;
+# lines (weir sessions, weir log ID) that work as printed; `weir compact ID`
+# works with the default deployment; the README starts with the two set-up
+# commands.  The build tree is the one WEIR belongs to;
 # the source tree is this script's.  Without an API key, as a new user.
 WEIR=${1:?usage: $0 path/to/weir}
 SRC=$(cd "$(dirname "$0")/../.." && pwd) || exit 1
@@ -37,11 +38,22 @@ grep -qi 'entering directory\|Building C\|Linking\|Scanning' "$TMP/out" && fail 
 grep -q "^$id " "$TMP/list" || fail "weir sessions lacks $id: $(cat "$TMP/list")"
 "$WEIR" log "$id" >"$TMP/log" 2>&1 || fail "weir log $id: $(cat "$TMP/log")"
 grep -qx 'tool pow: 1024' "$TMP/log" || fail "weir log $id: $(cat "$TMP/log")"
-# `weir compact ID` with the default deployment answers (compaction-basic is
-# in it): a two-turn demo session has nothing old enough to summarize
+# `weir compact ID` with the default deployment (compaction-basic is in it):
+# the demo session is all recent tail, so nothing is compactable yet
 "$WEIR" compact "$id" >"$TMP/compact" 2>&1 || fail "weir compact $id: $(cat "$TMP/compact")"
-grep -q '^declined: \|^compacted: ' "$TMP/compact" || fail "weir compact: $(cat "$TMP/compact")"
-grep -q 'no plugin compacts' "$TMP/compact" && fail "the default deployment has no compaction plugin"
+grep -qx 'declined: nothing compactable' "$TMP/compact" || fail "weir compact: $(cat "$TMP/compact")"
+# ten long turns are more than the kept tail (16% of the demo's 32768-token
+# window): the older ones are summarized (by the demo), and the session goes on
+P=$(printf 'background sentence number %.0s for the record. ' $(seq 1 80))
+for i in 1 2 3 4 5 6 7 8 9 10; do
+    "$WEIR" run -s long "$i. $P" >/dev/null 2>&1 || fail "long turn $i"
+done
+"$WEIR" compact long >"$TMP/compact" 2>&1 || fail "weir compact long: $(cat "$TMP/compact")"
+grep -q '^compacted: 0 tool result(s) pruned, 1 summary, [0-9]* -> [0-9]* tokens (cmp-' "$TMP/compact" ||
+    fail "weir compact long: $(cat "$TMP/compact")"
+"$WEIR" log long --check >"$TMP/check" 2>&1 || fail "log --check after compact: $(cat "$TMP/check")"
+"$WEIR" run -s long "what is 2^2?" 2>/dev/null | grep -qx '2 to the power 2 is 4.' ||
+    fail "the turn after weir compact"
 
 # the README starts with exactly the two set-up commands
 awk '/^```/ { n++; next } n == 1' "$SRC/README.md" >"$TMP/readme"
