@@ -82,4 +82,7 @@ const weir_api weir__api_table = {
     .clock_ms = weir__clock_ms,
     .provider_require = weir__plugin_provider_require,
     .stream_steering = weir__stream_steering,
+    .tool_exec_progress = weir__tool_exec_progress,
+    .tool_update = weir__plugin_tool_update,
+    .tool_remove = weir__plugin_tool_remove,
 };

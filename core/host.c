@@ -662,3 +662,29 @@ int weir__plugin_tool_register(weir_plugin *self, const weir_tool *tool) {
     rc = weir__tools_add(self->host->tools, self->id, tool, &e);
     return rc == WEIR_OK ? WEIR_OK : weir__reg_fail(self, &e);
 }
+
+/* A failure of tool_update/tool_remove: the deployment's during init, logged after. */
+static int tool_change_failed(weir_plugin *self, const weir_error *e) {
+    if (self->registering)
+        return weir__reg_fail(self, e);
+    weir__plugin_log(self, WEIR_LOG_ERROR, "%s", e->text);
+    return e->code;
+}
+
+int weir__plugin_tool_update(weir_plugin *self, const weir_tool *tool) {
+    if (!self)
+        return WEIR_E_INVAL;
+    weir_error e;
+    weir_error_clear(&e);
+    int rc = weir__tools_update(self->host->tools, self->id, tool, &e);
+    return rc == WEIR_OK ? WEIR_OK : tool_change_failed(self, &e);
+}
+
+int weir__plugin_tool_remove(weir_plugin *self, const char *name) {
+    if (!self)
+        return WEIR_E_INVAL;
+    weir_error e;
+    weir_error_clear(&e);
+    int rc = weir__tools_remove(self->host->tools, self->id, name, &e);
+    return rc == WEIR_OK ? WEIR_OK : tool_change_failed(self, &e);
+}

@@ -85,6 +85,9 @@ int weir__plugin_provider_require(weir_plugin *self, const char *provider, const
 int weir__plugin_provider_register(weir_plugin *self, const weir_provider *provider,
                                    void *self_ptr);
 int weir__plugin_tool_register(weir_plugin *self, const weir_tool *tool);
+/* api->tool_update / tool_remove (any time; during init as tool_register). */
+int weir__plugin_tool_update(weir_plugin *self, const weir_tool *tool);
+int weir__plugin_tool_remove(weir_plugin *self, const char *name);
 
 /*
  * Registration pieces shared by the host and the test kit (core/testkit.c),

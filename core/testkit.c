@@ -240,6 +240,24 @@ static int tk_agent_hook_register(weir_plugin *self, weir_agent *agent, const ch
     return WEIR_E_UNSUPPORTED;
 }
 
+/* The test kit's tool set is fixed once init returns. */
+static int tk_tool_update(weir_plugin *self, const weir_tool *tool) {
+    (void)tool;
+    tk_log(self, WEIR_LOG_ERROR, "tool_update: the test kit does not change tools");
+    return WEIR_E_UNSUPPORTED;
+}
+
+static int tk_tool_remove(weir_plugin *self, const char *name) {
+    (void)name;
+    tk_log(self, WEIR_LOG_ERROR, "tool_remove: the test kit does not change tools");
+    return WEIR_E_UNSUPPORTED;
+}
+
+static int tk_tool_exec_progress(weir_tool_exec *exec, const json_t *progress) {
+    (void)exec, (void)progress;
+    return WEIR_E_UNSUPPORTED;
+}
+
 /* --- create / destroy ---------------------------------------------------- */
 
 weir_tk *weir_tk_create(void) {
@@ -257,6 +275,9 @@ weir_tk *weir_tk_create(void) {
     tk->api.provider_register = tk_provider_register;
     tk->api.provider_require = tk_provider_require;
     tk->api.tool_register = tk_tool_register;
+    tk->api.tool_update = tk_tool_update;
+    tk->api.tool_remove = tk_tool_remove;
+    tk->api.tool_exec_progress = tk_tool_exec_progress;
     tk->api.agent_id = tk_agent_id;
     tk->api.agent_send = tk_agent_send;
     tk->api.agent_messages = tk_agent_messages;

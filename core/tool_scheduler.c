@@ -242,8 +242,10 @@ static bool classify(const slot *s) {
 static void body_task(void *arg) {
     slot *s = arg;
     run *r = s->r;
+    weir__tool_site_set(r->st->agent, r->st->turn, r->st->step);
     int rc = weir__tool_invoke_keyed(s->def, s->id, s->key, s->attempt, r->st->signal, s->args,
                                      &s->out);
+    weir__tool_site_set(NULL, 0, 0);
     pthread_mutex_lock(&r->mu);
     s->body_rc = rc;
     s->done = true;

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "agent.h"
 #include "schema.h"
 #include "cancel.h"
 
@@ -21,6 +22,9 @@ struct weir__tools {
     weir__tool_def **v; /* registration order */
     size_t n, cap;
     weir__pool *pool;
+    pthread_mutex_t mu;       /* v and n, after init (tool_update) */
+    weir__tool_def **retired; /* replaced or removed: freed at destroy */
+    size_t nretired;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -34,6 +38,10 @@ int weir__tools_create(weir__tools **out) {
     weir__tools *t = weir__calloc(1, sizeof *t);
     if (!t)
         return WEIR_E_NOMEM;
+    if (pthread_mutex_init(&t->mu, NULL) != 0) {
+        weir__free(t);
+        return WEIR_E_INTERNAL;
+    }
     int rc = weir__pool_create(TOOLS_POOL_MAX_THREADS, &t->pool, NULL);
     if (rc != WEIR_OK) {
         weir__free(t);
@@ -59,6 +67,10 @@ void weir__tools_destroy(weir__tools *t) {
     weir__pool_destroy(t->pool);
     for (size_t i = 0; i < t->n; i++)
         def_free(t->v[i]);
+    for (size_t i = 0; i < t->nretired; i++)
+        def_free(t->retired[i]);
+    weir__free(t->retired);
+    pthread_mutex_destroy(&t->mu);
     weir__free(t->v);
     weir__free(t);
 }
@@ -77,8 +89,20 @@ static bool valid_name(const char *s) {
     return true;
 }
 
-int weir__tools_add(weir__tools *t, const char *plugin_id, const weir_tool *tool,
-                    weir_error *err) {
+static const weir__tool_def *find_unlocked(const weir__tools *t, const char *name) {
+    for (size_t i = 0; i < t->n; i++)
+        if (strcmp(t->v[i]->name, name) == 0)
+            return t->v[i];
+    return NULL;
+}
+
+/* The registry is not const to lock it: its mutex is the only change. */
+static pthread_mutex_t *reg_mu(const weir__tools *t) {
+    return (pthread_mutex_t *)(uintptr_t)&t->mu;
+}
+
+static int add_locked(weir__tools *t, const char *plugin_id, const weir_tool *tool,
+                      weir_error *err) {
     if (!t || !tool)
         return weir__err(err, WEIR_E_INVAL, plugin_id, NULL, "tool_register: NULL argument");
     if (tool->struct_size < sizeof(weir_tool))
@@ -100,7 +124,7 @@ int weir__tools_add(weir__tools *t, const char *plugin_id, const weir_tool *tool
         return weir__err(err, WEIR_E_INVAL, plugin_id, NULL,
                          "tool_register: tool '%s': unknown flags 0x%x", tool->name,
                          (unsigned)tool->flags);
-    const weir__tool_def *old = weir__tools_find(t, tool->name);
+    const weir__tool_def *old = find_unlocked(t, tool->name);
     if (old)
         return weir__err(err, WEIR_E_DUPLICATE, plugin_id, NULL,
                          "tool '%s' of plugin '%s' is already registered by plugin '%s'",
@@ -134,31 +158,152 @@ int weir__tools_add(weir__tools *t, const char *plugin_id, const weir_tool *tool
     return WEIR_OK;
 }
 
+int weir__tools_add(weir__tools *t, const char *plugin_id, const weir_tool *tool,
+                    weir_error *err) {
+    if (!t)
+        return add_locked(t, plugin_id, tool, err);
+    pthread_mutex_lock(&t->mu);
+    int rc = add_locked(t, plugin_id, tool, err);
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
+static size_t index_of(const weir__tools *t, const char *name) {
+    for (size_t i = 0; i < t->n; i++)
+        if (strcmp(t->v[i]->name, name) == 0)
+            return i;
+    return t->n;
+}
+
+static int retire(weir__tools *t, size_t i) {
+    weir__tool_def **r = weir__realloc(t->retired, (t->nretired + 1) * sizeof *r);
+    if (!r)
+        return WEIR_E_NOMEM;
+    t->retired = r;
+    t->retired[t->nretired++] = t->v[i];
+    memmove(t->v + i, t->v + i + 1, (t->n - i - 1) * sizeof *t->v);
+    t->n--;
+    return WEIR_OK;
+}
+
+static bool same_owner(const weir__tool_def *d, const char *plugin_id) {
+    return (!d->plugin_id && !plugin_id) ||
+           (d->plugin_id && plugin_id && strcmp(d->plugin_id, plugin_id) == 0);
+}
+
+int weir__tools_update(weir__tools *t, const char *plugin_id, const weir_tool *tool,
+                       weir_error *err) {
+    if (!t || !tool || !tool->name)
+        return add_locked(t, plugin_id, tool, err);
+    pthread_mutex_lock(&t->mu);
+    size_t i = index_of(t, tool->name);
+    int rc;
+    if (i < t->n && !same_owner(t->v[i], plugin_id)) {
+        rc = weir__err(err, WEIR_E_DUPLICATE, plugin_id, NULL,
+                       "tool '%s' of plugin '%s' is already registered by plugin '%s'",
+                       tool->name, plugin_id ? plugin_id : "(core)",
+                       t->v[i]->plugin_id ? t->v[i]->plugin_id : "(core)");
+    } else if (i < t->n) {
+        /* take the old one out, add the new one, put it in the old one's place */
+        weir__tool_def *old = t->v[i];
+        memmove(t->v + i, t->v + i + 1, (t->n - i - 1) * sizeof *t->v);
+        t->n--;
+        rc = add_locked(t, plugin_id, tool, err);
+        weir__tool_def *moved = rc == WEIR_OK ? t->v[--t->n] : old;
+        memmove(t->v + i + 1, t->v + i, (t->n - i) * sizeof *t->v);
+        t->v[i] = moved;
+        t->n++;
+        if (rc == WEIR_OK) {
+            weir__tool_def **r = weir__realloc(t->retired, (t->nretired + 1) * sizeof *r);
+            if (r) {
+                t->retired = r;
+                t->retired[t->nretired++] = old;
+            } else {
+                /* cannot keep the old definition for running calls: undo */
+                t->v[i] = old;
+                def_free(moved);
+                rc = weir__err(err, WEIR_E_NOMEM, plugin_id, NULL, "tool_update: out of memory");
+            }
+        }
+    } else {
+        rc = add_locked(t, plugin_id, tool, err);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
+int weir__tools_remove(weir__tools *t, const char *plugin_id, const char *name,
+                       weir_error *err) {
+    if (!t || !name)
+        return weir__err(err, WEIR_E_INVAL, plugin_id, NULL, "tool_remove: NULL argument");
+    pthread_mutex_lock(&t->mu);
+    size_t i = index_of(t, name);
+    int rc;
+    if (i == t->n || !same_owner(t->v[i], plugin_id))
+        rc = weir__err(err, WEIR_E_NOT_FOUND, plugin_id, NULL,
+                       "tool_remove: plugin '%s' has no tool '%s'",
+                       plugin_id ? plugin_id : "(core)", name);
+    else if ((rc = retire(t, i)) != WEIR_OK)
+        weir__err(err, rc, plugin_id, NULL, "tool_remove: out of memory");
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
+static _Thread_local struct {
+    weir_agent *agent;
+    int turn, step;
+} tool_site;
+
+void weir__tool_site_set(weir_agent *agent, int turn, int step) {
+    tool_site.agent = agent;
+    tool_site.turn = turn;
+    tool_site.step = step;
+}
+
+int weir__tool_exec_progress(weir_tool_exec *exec, const json_t *progress) {
+    if (!exec || !json_is_object(progress))
+        return WEIR_E_INVAL;
+    if (!exec->agent)
+        return WEIR_E_UNSUPPORTED;
+    json_t *copy = json_deep_copy(progress);
+    json_t *data = copy ? json_pack("{s:i, s:i, s:s, s:s, s:o}", "turn", exec->turn, "step",
+                                    exec->step, "call_id", exec->call_id ? exec->call_id : "",
+                                    "name", exec->name ? exec->name : "", "progress", copy)
+                        : NULL;
+    if (!data)
+        return WEIR_E_NOMEM;
+    weir__agent_live(exec->agent, "tool/progress", data);
+    return WEIR_OK;
+}
+
 json_t *weir__tools_schemas(const weir__tools *t) {
     if (!t)
         return NULL;
     json_t *arr = json_array();
     if (!arr)
         return NULL;
+    pthread_mutex_lock(reg_mu(t));
     for (size_t i = 0; i < t->n; i++) {
         const weir__tool_def *d = t->v[i];
         json_t *o = json_pack("{s:s, s:s, s:O}", "name", d->name, "description",
                               d->description, "parameters", d->parameters);
         if (!o || json_array_append_new(arr, o) != 0) {
+            pthread_mutex_unlock(reg_mu(t));
             json_decref(arr);
             return NULL;
         }
     }
+    pthread_mutex_unlock(reg_mu(t));
     return arr;
 }
 
 const weir__tool_def *weir__tools_find(const weir__tools *t, const char *name) {
     if (!t || !name)
         return NULL;
-    for (size_t i = 0; i < t->n; i++)
-        if (strcmp(t->v[i]->name, name) == 0)
-            return t->v[i];
-    return NULL;
+    pthread_mutex_lock(reg_mu(t));
+    const weir__tool_def *d = find_unlocked(t, name);
+    pthread_mutex_unlock(reg_mu(t));
+    return d;
 }
 
 weir__pool *weir__tools_pool(weir__tools *t) { return t ? t->pool : NULL; }
@@ -351,6 +496,10 @@ int weir__tool_invoke_keyed(const weir__tool_def *def, const char *call_id, cons
         return WEIR_E_INVAL;
     weir_tool_exec exec = {.call_id = call_id, .signal = signal, .key = key,
                            .attempt = attempt >= 1 ? attempt : 1};
+    exec.agent = tool_site.agent;
+    exec.turn = tool_site.turn;
+    exec.step = tool_site.step;
+    exec.name = def->name;
     json_t *result = NULL;
     int rc = def->execute(&exec, args, &result, def->user_data);
     int out;

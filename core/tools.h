@@ -101,6 +101,28 @@ int weir__tools_resume(const weir__tool_step *st, const json_t *calls, weir_erro
  */
 char *weir__tool_key(const char *session_id, int turn, int step, const char *call_id);
 
+/*
+ * After init (and during it): add or replace plugin `plugin_id`'s tool
+ * (replaced in place), or remove it.  E_DUPLICATE when another plugin owns
+ * the name (update), E_NOT_FOUND when the plugin has no such tool
+ * (remove); else as weir__tools_add.  Thread-safe: lookups and schemas
+ * lock the registry; a replaced or removed definition stays allocated
+ * until destroy, so a call dispatched with it finishes with it.
+ */
+int weir__tools_update(weir__tools *t, const char *plugin_id, const weir_tool *tool,
+                       weir_error *err);
+int weir__tools_remove(weir__tools *t, const char *plugin_id, const char *name,
+                       weir_error *err);
+
+/*
+ * The agent, turn and step of the bodies run on this thread until cleared
+ * (agent NULL): the scheduler sets them around a body, and an execution
+ * takes them (tool_exec_progress).  Thread-local.
+ */
+void weir__tool_site_set(weir_agent *agent, int turn, int step);
+/* api->tool_exec_progress: the live tool/progress event (plugin.h). */
+int weir__tool_exec_progress(weir_tool_exec *exec, const json_t *progress);
+
 /* ------------------------------------------------------------------------ */
 /* Registry internals shared by tools.c and tool_scheduler.c                */
 /* ------------------------------------------------------------------------ */
@@ -133,6 +155,9 @@ struct weir_tool_exec {
     int attempt;          /* 1, or 2+ for a re-run after a crash */
     char *fail_code;      /* owned, set by weir_tool_exec_fail */
     char *fail_message;   /* owned, set by weir_tool_exec_fail */
+    weir_agent *agent;    /* the call's agent (tool/progress), or NULL */
+    int turn, step;       /* of the call's tool/call */
+    const char *name;     /* the tool's name (borrowed) */
 };
 
 /*

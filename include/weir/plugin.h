@@ -38,6 +38,9 @@
  *        provider and model.  Native steering: weir_provider.steer_live
  *        (optional; a shorter struct has none) and stream_steering (a
  *        provider reports native input accepted, applied or refused).
+ *        tool_exec_progress: a running tool reports progress (the live
+ *        tool/progress event).  tool_update, tool_remove: a row changes its
+ *        own tools after init (tools-mcp's list_changed).
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H
@@ -584,6 +587,39 @@ struct weir_api {
      */
     int (*stream_steering)(weir_stream *stream, const char *input_id, const char *what,
                            weir_error *err);
+    /**
+     * From a tool's `execute` (its thread, or any thread while it runs):
+     * report progress as the live event tool/progress {turn, step, call_id,
+     * name, progress} (never logged), for a `weir run` status line or an
+     * embedder.  `progress` (borrowed, copied) is an object, by convention
+     * {progress, total?, message?} (MCP's notifications/progress).  WEIR_OK;
+     * WEIR_E_INVAL for a NULL exec or a progress that is not an object;
+     * WEIR_E_UNSUPPORTED when the call has no agent (a body run outside a
+     * session's step, a background job); WEIR_E_NOMEM.  Check
+     * WEIR_API_HAS(api, tool_exec_progress) before use.
+     */
+    int (*tool_exec_progress)(weir_tool_exec *exec, const json_t *progress);
+    /**
+     * Add or replace one of this row's own tools (as tool_register, copied),
+     * during init or at any time after it: a tool's set may change while the
+     * host runs (tools-mcp: an MCP server's list_changed).  A replaced tool
+     * keeps its place in the tool list.  The change shows from the next
+     * system-prompt/assemble on (the next request's tools; a request never
+     * changes once built); a call already dispatched runs the definition it
+     * was dispatched with.  WEIR_OK; as tool_register for a bad tool;
+     * WEIR_E_DUPLICATE when another row registered that name.  During init a
+     * failure fails the deployment as tool_register's; after it, it is
+     * logged and returned.  Any thread.  Check WEIR_API_HAS(api, tool_update).
+     */
+    int (*tool_update)(weir_plugin *self, const weir_tool *tool);
+    /**
+     * Remove this row's tool `name` (at any time, as tool_update): from the
+     * next system-prompt/assemble on, a call of it is an unknown tool.
+     * WEIR_OK; WEIR_E_NOT_FOUND when the row has no such tool (another
+     * row's tool is never removed).  Any thread.  Check WEIR_API_HAS(api,
+     * tool_remove).
+     */
+    int (*tool_remove)(weir_plugin *self, const char *name);
 };
 
 /** True when `api` has member `m` (for members added after 1.0). */
@@ -727,6 +763,9 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #define weir_http_get(...) (weir__plugin_api->http_get(__VA_ARGS__))
 #define weir_clock_ms(...) (weir__plugin_api->clock_ms(__VA_ARGS__))
 #define weir_provider_require(...) (weir__plugin_api->provider_require(__VA_ARGS__))
+#define weir_tool_exec_progress(...) (weir__plugin_api->tool_exec_progress(__VA_ARGS__))
+#define weir_tool_update(...) (weir__plugin_api->tool_update(__VA_ARGS__))
+#define weir_tool_remove(...) (weir__plugin_api->tool_remove(__VA_ARGS__))
 #define weir_stream_steering(...) (weir__plugin_api->stream_steering(__VA_ARGS__))
 #elif defined(WEIR_NO_API_MACROS) && defined(WEIR__API_MACROS)
 #undef WEIR__API_MACROS
@@ -774,5 +813,8 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #undef weir_http_get
 #undef weir_clock_ms
 #undef weir_provider_require
+#undef weir_tool_exec_progress
+#undef weir_tool_update
+#undef weir_tool_remove
 #undef weir_stream_steering
 #endif /* the call macros */

@@ -20,7 +20,7 @@
  * token, the server's timeout and the turn's cancellation.  Between turns
  * (system-prompt/assemble of a turn's first step) a server that sent
  * notifications/tools/list_changed, or was started again, is listed again
- * and its tools are updated (ABI 1.6 tool_update/tool_remove).
+ * and its tools are updated (tool_update, tool_remove).
  *
  * Threads: bodies run on the host's tool pool; each stdio server has a
  * reader thread (mcp_server.c).  Everything here that changes after init
@@ -90,6 +90,8 @@ typedef struct mtool {
     char *weir_name;  /* mcp__<server>__<tool> */
     bool read_only;
     bool live;        /* registered now (a refresh may remove it) */
+    bool seen;        /* refresh: in the new list */
+    json_t *def;      /* its entry of tools/list (for a refresh to compare) */
     struct mtool *next;
 } mtool;
 
@@ -160,12 +162,8 @@ static void cb_progress(void *ud, void *ctx, const json_t *params) {
     }
     if (p && json_object_get(p, "progress")) {
         json_object_set_new(p, "server", json_string(s->name));
-#ifdef WEIR_HAS_TOOL_EXEC_PROGRESS
         if (WEIR_API_HAS(weir__plugin_api, tool_exec_progress))
             weir_tool_exec_progress(cc->exec, p);
-#else
-        (void)cc;
-#endif
     }
     json_decref(p);
 }
@@ -318,6 +316,7 @@ static mtool *find_tool(state *st, const char *weir_name) {
 static void tool_free(mtool *t) {
     if (!t)
         return;
+    json_decref(t->def);
     free(t->mcp_name);
     free(t->weir_name);
     free(t);
@@ -403,8 +402,9 @@ static int register_tools(server *s, const json_t *list, weir_error *err) {
             t->mcp_name = strdup(json_string_value(json_object_get(def, "name")));
             t->weir_name = strdup(weir_name);
             t->read_only = wt.concurrency_safe != NULL;
+            t->def = json_deep_copy(def);
         }
-        if (!t || !t->mcp_name || !t->weir_name) {
+        if (!t || !t->mcp_name || !t->weir_name || !t->def) {
             tool_free(t);
             return set_err(err, WEIR_E_NOMEM, "out of memory");
         }
@@ -438,6 +438,106 @@ static int register_tools(server *s, const json_t *list, weir_error *err) {
     }
     weir_log(st->self, WEIR_LOG_INFO, "MCP server '%s': %zu tools", s->name, count);
     return WEIR_OK;
+}
+
+/*
+ * Between turns: a server that sent notifications/tools/list_changed (or was
+ * started again) is listed again, and its tools are added, replaced or
+ * removed (tool_update, tool_remove).  A request already built never
+ * changes; the next turn's requests have the new list.
+ */
+static void refresh_server(server *s) {
+    state *st = s->st;
+    json_t *list = NULL;
+    char why[900];
+    if (mcp_server_list_tools(s->mcp, s->timeout_ms, &list, why, sizeof why) != MCP_OK) {
+        weir_log(st->self, WEIR_LOG_WARN, "MCP server '%s': tools/list failed: %s; its tools "
+                                          "stay as they were", s->name, why);
+        json_decref(list);
+        return;
+    }
+    size_t added = 0, changed = 0, removed = 0, i;
+    const json_t *def;
+    pthread_mutex_lock(&st->mu);
+    for (mtool *t = st->tools; t; t = t->next)
+        if (t->srv == s)
+            t->seen = false;
+    json_array_foreach(list, i, def) {
+        char weir_name[200];
+        weir_tool wt;
+        const char *name = json_string_value(json_object_get(def, "name"));
+        char probe[200];
+        char pwhy[96];
+        mtool *t = name && mcp_tool_name(s->name, name, probe, sizeof probe, pwhy, sizeof pwhy)
+                       ? find_tool(st, probe)
+                       : NULL;
+        if (t && t->srv != s)
+            continue; /* another server's tool of the same name: the first one stays */
+        if (!tool_spec(s, def, weir_name, sizeof weir_name, &wt, t != NULL))
+            continue;
+        if (t && t->live && json_equal(t->def, def)) {
+            t->seen = true;
+            continue;
+        }
+        json_t *copy = json_deep_copy(def);
+        if (!copy)
+            continue;
+        if (!t) {
+            t = calloc(1, sizeof *t);
+            if (!t || !(t->mcp_name = strdup(name)) || !(t->weir_name = strdup(weir_name))) {
+                tool_free(t);
+                json_decref(copy);
+                continue;
+            }
+            t->srv = s;
+            t->next = st->tools;
+            st->tools = t;
+        }
+        wt.user_data = t;
+        if (weir_tool_update(st->self, &wt) != WEIR_OK) {
+            json_decref(copy);
+            continue;
+        }
+        if (t->live)
+            changed++;
+        else
+            added++;
+        json_decref(t->def);
+        t->def = copy;
+        t->read_only = wt.concurrency_safe != NULL;
+        t->live = t->seen = true;
+    }
+    for (mtool *t = st->tools; t; t = t->next) {
+        if (t->srv == s && t->live && !t->seen) {
+            /* the mtool stays allocated: a call dispatched before may still use it */
+            if (weir_tool_remove(st->self, t->weir_name) == WEIR_OK) {
+                t->live = false;
+                removed++;
+            }
+        }
+    }
+    pthread_mutex_unlock(&st->mu);
+    json_decref(list);
+    if (added || changed || removed)
+        weir_log(st->self, WEIR_LOG_INFO, "MCP server '%s': tools listed again: %zu added, %zu "
+                                          "changed, %zu removed", s->name, added, changed,
+                 removed);
+}
+
+/* session/event: at each turn/start, refresh the servers whose list changed. */
+static json_t *on_session_event(weir_call *call, const json_t *args, void *ud) {
+    (void)call;
+    state *st = ud;
+    const json_t *ev = json_object_get(args, "event");
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    if (!type || strcmp(type, "turn/start") != 0)
+        return json_null();
+    for (size_t i = 0; i < st->n; i++) {
+        server *s = &st->v[i];
+        if (s->mcp && s->ok && mcp_server_take_list_changed(s->mcp))
+            refresh_server(s);
+    }
+    return json_null();
 }
 
 /* ------------------------------------------------------------------------ */
@@ -877,6 +977,16 @@ static int mcp_init(weir_plugin *self, const weir_api *api, const json_t *config
         return rc;
     }
     weir_plugin_set_data(self, st);
+    if (WEIR_API_HAS(api, tool_update) && WEIR_API_HAS(api, tool_remove)) {
+        weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
+        o.user_data = st;
+        rc = weir_hook_register(self, "session/event", on_session_event, &o);
+        if (rc != WEIR_OK) {
+            weir_plugin_set_data(self, NULL);
+            state_free(st);
+            return set_err(err, rc, "cannot register session/event: %s", weir_strerror(rc));
+        }
+    }
     return WEIR_OK;
 }
 

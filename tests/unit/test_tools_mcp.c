@@ -357,6 +357,69 @@ static void reference_timeout_cancels(void **state) {
     free(config);
 }
 
+/* The live tool/progress events of a call (borrowed events, in order). */
+static int progress_events(dh *d, const char *call_id, const json_t **out, int max) {
+    int n = 0;
+    size_t i;
+    const json_t *ev;
+    json_array_foreach(d->events, i, ev) {
+        if (strcmp(json_string_value(json_object_get(ev, "type")), "tool/progress") != 0)
+            continue;
+        assert_null(json_object_get(ev, "seq")); /* live, never logged */
+        const json_t *data = json_object_get(ev, "data");
+        if (strcmp(json_string_value(json_object_get(data, "call_id")), call_id) == 0 && n < max)
+            out[n++] = data;
+    }
+    return n;
+}
+
+/* notifications/progress of trigger-long-running-operation arrive as live events. */
+static void reference_progress_is_live(void **state) {
+    (void)state;
+    char *ev = everything_cmd();
+    char *config = fmt("{\"servers\":{\"everything\":{%s}}}", ev);
+    const char *replies =
+        "[{\"tool_calls\":[{\"id\":\"c_long\",\"name\":\"mcp__everything__trigger-long-running-"
+        "operation\",\"arguments\":{\"duration\":1,\"steps\":4}}]},{\"text\":\"ok\"}]";
+    dh d;
+    setup(&d, replies, config);
+    dh_open(&d, "mcp-progress");
+    dh_send(&d, "run it", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_false(result_is_error(&d, "c_long"));
+    assert_contains(result_text(&d, "c_long"), "Long running operation completed");
+    const json_t *p[8];
+    int n = progress_events(&d, "c_long", p, 8);
+    assert_int_equal(n, 4);
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(json_string_value(json_object_get(p[i], "name")),
+                            "mcp__everything__trigger-long-running-operation");
+        const json_t *pr = json_object_get(p[i], "progress");
+        assert_int_equal(json_integer_value(json_object_get(pr, "progress")), i + 1);
+        assert_int_equal(json_integer_value(json_object_get(pr, "total")), 4);
+        assert_string_equal(json_string_value(json_object_get(pr, "server")), "everything");
+        assert_int_equal(json_integer_value(json_object_get(p[i], "turn")), 1);
+    }
+    /* the progress events come before the call's result */
+    size_t i, at_progress = 0, at_result = 0;
+    const json_t *e;
+    json_array_foreach(d.events, i, e) {
+        const char *t = json_string_value(json_object_get(e, "type"));
+        if (!strcmp(t, "tool/progress") && !at_progress)
+            at_progress = i + 1;
+        if (!strcmp(t, "tool/result") && !at_result)
+            at_result = i + 1;
+    }
+    assert_true(at_progress && at_progress < at_result);
+    char *log = file_text(dh_log(&d));
+    assert_lacks(log, "tool/progress");
+    free(log);
+    dh_teardown(&d);
+    assert_no_children();
+    free(ev);
+    free(config);
+}
+
 /* A secret in env never reaches the session log or an event (get-env dumps the environment). */
 static void reference_secrets_stay_out(void **state) {
     (void)state;
@@ -637,16 +700,20 @@ static void fake_list_changed_storm(void **state) {
     /* the storm is not applied within the turn: the second request has the same tools */
     assert_true(json_equal(json_object_get(request(&d, 0), "tools"),
                            json_object_get(request(&d, 1), "tools")));
+    assert_null(tool_in(request(&d, 1), "mcp__fake__added"));
     dh_send(&d, "again", WEIR_SEND_FOLLOWUP);
     dh_run(&d);
     assert_string_equal(last_turn_kind(&d), "completed");
+    /* the next turn has the new list: the tool the storm added is offered */
+    assert_non_null(tool_in(request(&d, 2), "mcp__fake__added"));
+    assert_non_null(tool_in(request(&d, 2), "mcp__fake__echo"));
     dh_teardown(&d);
     assert_no_children();
     char *sent = file_text(f.log);
     int lists = 0;
     for (const char *s = sent; (s = strstr(s, "\"method\":\"tools/list\"")); s++)
         lists++;
-    assert_true(lists <= 4); /* two pages at load, at most two once for the storm */
+    assert_int_equal(lists, 4); /* two pages at load, two once for the whole storm */
     free(sent);
     free(srv);
     free(config);
@@ -875,6 +942,10 @@ static void http_fake_session(void **state) {
     dh_run(&d);
     assert_string_equal(result_text(&d, "c_echo"), "echo: over http");
     assert_string_equal(result_text(&d, "c_progress"), "done");
+    const json_t *pe[4];
+    assert_int_equal(progress_events(&d, "c_progress", pe, 4), 3);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(pe[2], "progress"),
+                                                          "message")), "step 3");
     assert_contains(result_text(&d, "c_ask"), "\"code\":-32601");
     assert_string_equal(result_text(&d, "c_expire"), "expired");
     assert_string_equal(result_text(&d, "c_after"), "echo: new session");
@@ -901,6 +972,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reference_tools_round_trip),
         cmocka_unit_test(reference_timeout_cancels),
+        cmocka_unit_test(reference_progress_is_live),
         cmocka_unit_test(reference_secrets_stay_out),
         cmocka_unit_test(fake_faults_and_results),
         cmocka_unit_test(fake_cancel_sends_cancelled),
