@@ -684,7 +684,7 @@ static int send_common(weir_agent *a, const json_t *message, weir_send_mode mode
     pthread_mutex_lock(&a->mu);
     const json_t *owned = json_object_get(a->native_owned, id);
     int known = owned ? (json_equal(owned, msg) ? 1 : -1) : 0;
-    /* Decide "waking after abort" before inserting (reference §5.1): waking
+    /* Decide "waking after abort" before inserting: waking
      * input sent while the running turn is cancelled goes to the next turn. */
     if (wakes && anchor == 0 && a->state == WEIR__AGENT_RUNNING &&
         weir__signal_cancelled(&a->signal))

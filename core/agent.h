@@ -1,5 +1,5 @@
 /*
- * core/agent.h - struct weir_agent, the driver (DESIGN §3) and the stream
+ * core/agent.h - struct weir_agent, the driver (docs/lifecycle.md) and the stream
  * handed to providers.  Owner: core/agent.c (open/close/send/cancel/state)
  * and core/driver.c (the turn/step lifecycle).
  */
@@ -37,7 +37,7 @@ struct weir_agent {
     weir__log *log;
     weir__inbox *inbox;
     weir__http *http;         /* reused connection for provider plugins */
-    weir__jobs *jobs;         /* background tool jobs (DESIGN §6) */
+    weir__jobs *jobs;         /* background tool jobs (docs/generations.md) */
     json_t *options;          /* {provider?, model?, max_tokens?, temperature?} */
     int max_parallel;         /* agent.max_parallel_tool_calls, >= 1 */
     weir_event_fn on_event;
@@ -57,7 +57,7 @@ struct weir_agent {
     bool closing;
     bool created;             /* agent/created succeeded: close emits agent/disposed */
     weir_signal signal;       /* the running turn's cancellation signal */
-    /* input (DESIGN §6, docs/generations.md): `send_mu` (recursive) makes
+    /* input (docs/generations.md): `send_mu` (recursive) makes
      * each send one step: the duplicate check, the caps, a native attempt
      * and its fallback, the insert */
     pthread_mutex_t send_mu;
@@ -85,7 +85,7 @@ int weir__agent_hook_register(weir_plugin *self, weir_agent *agent, const char *
                               weir_hook_fn fn, const weir_hook_opts *opts);
 
 /*
- * Run one turn (DESIGN §3) on the calling thread: turn/start through
+ * Run one turn (docs/lifecycle.md) on the calling thread: turn/start through
  * turn/end.  The agent must be RUNNING.  Returns WEIR_OK whenever the turn
  * closed (whatever its reason); an error only when the log cannot be
  * written (the agent cannot go on).  Owner: core/driver.c.

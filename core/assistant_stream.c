@@ -1,7 +1,7 @@
 /*
  * core/assistant_stream.c - the compact timed form of a model call's stream
  * (docs/session-log.md, "The stream"), its exact expansion, and the fold of
- * chunks into an assistant message (DESIGN §5: the logged message is
+ * chunks into an assistant message (docs/session-log.md: the logged message is
  * re-buildable from the logged stream).
  */
 #include "assistant_stream.h"

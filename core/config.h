@@ -1,5 +1,5 @@
 /*
- * core/config.h - deployment config composition (DESIGN §9, §9a).
+ * core/config.h - deployment config composition (docs/plugins.md, docs/cli.md).
  * Public entry points (weir_config_compose, weir_config_default) are in
  * weir/host.h.  Owner: core/config.c.  The rules are in docs/config.md.
  *

@@ -1,5 +1,5 @@
 /*
- * core/driver.c - the turn/step lifecycle, in exactly the order of DESIGN §3:
+ * core/driver.c - the turn/step lifecycle, in exactly the order of docs/lifecycle.md:
  *
  *   turn/start; claim; system-prompt/assemble; agent/pre-step; step/start;
  *   attempts (agent/request, prepare_call, admission, derive + freeze,

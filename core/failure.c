@@ -1,6 +1,6 @@
 /*
  * core/failure.c - canonical failures and the one classification table
- * (DESIGN §4): HTTP status + provider error body -> failure code.
+ * (docs/providers.md): HTTP status + provider error body -> failure code.
  */
 #include <ctype.h>
 #include <stdio.h>

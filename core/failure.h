@@ -1,5 +1,5 @@
 /*
- * core/failure.h - canonical failures and their classification (DESIGN §4):
+ * core/failure.h - canonical failures and their classification (docs/providers.md):
  * {code, message, status?, retry_after_ms?, request_id?, provider}.
  * The classification table lives in core/failure.c only.  Every function is
  * thread-safe.

@@ -1,5 +1,5 @@
 /*
- * core/generation.c - the generation tracker (DESIGN §6, reference §5.3-5.4,
+ * core/generation.c - the generation tracker (docs/generations.md,
  * docs/generations.md): an observer of an agent's event stream that
  * publishes the host-facing generation.* and input.* events.
  *

@@ -15,7 +15,7 @@
     "\"properties\":{"                                                                  \
     "\"sections\":{\"type\":\"array\",\"items\":{\"type\":\"object\","                  \
     "\"required\":[\"name\",\"order\",\"text\"],\"properties\":{"                       \
-    "\"name\":{\"type\":\"string\"},\"order\":{\"type\":\"number\"},"                   \
+    "\"name\":{\"type\":\"string\"},\"order\":{\"type\":\"integer\"},"                  \
     "\"text\":{\"type\":\"string\"}}}},"                                                \
     "\"tools\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"                   \
     "\"variables\":{\"type\":\"object\"}}}"
@@ -69,9 +69,14 @@ const weir__hook_def weir__hook_catalog[] = {
     /* --- waterfall ------------------------------------------------------ */
     {"system-prompt/assemble", WEIR__HOOK_WATERFALL,
      "{agent, turn, step, assembly:{sections:[{name, order, text}], tools:[schema], "
-     "variables:{}}}",
-     "the assembly {sections, tools, variables}; default: the assembly as given (the core "
-     "renders sections by order)",
+     "variables:{}}} (order: an integer)",
+     "the assembly {sections, tools, variables}; default: the assembly as given. The core "
+     "renders the sections whose text is not empty by ascending integer `order` (ties keep "
+     "their order in the list), joined by a blank line, with each {{name}} replaced by the "
+     "string or number variables.name. The core adds no section of its own: each "
+     "system-prompt row adds one per `text` and per file, named after the row id (or its "
+     "config `name`), with its config `order` (default 0). The default deployment has one, "
+     "{name:\"prompt\", order:0}",
      S_ASSEMBLY, "Build the system prompt: add, change or drop sections, tools and variables."},
     {"agent/pre-step", WEIR__HOOK_WATERFALL, "{agent, turn, step, messages:[user messages]}",
      "{kind:\"enter\", messages, starts_request_series?} (default: the claimed messages) or "
@@ -198,7 +203,9 @@ static const char MD_INTRO[] =
     "- **waterfall**: around-middleware. The outermost listener runs first; calling\n"
     "  `weir_next(call)` runs the rest of the chain and then the core default, and\n"
     "  returns that result (a new reference) to be returned as is, changed or\n"
-    "  replaced. Not calling `weir_next()` short-circuits every later listener and the\n"
+    "  replaced. The result may be shared (the default often returns part of the\n"
+    "  payload, a listener what it keeps): never change it in place; change a copy\n"
+    "  (`json_deep_copy`), release the original and return the copy. Not calling `weir_next()` short-circuits every later listener and the\n"
     "  default. Calling it twice is allowed and runs the inner chain again. The\n"
     "  outermost result is authoritative: the core validates it against the hook's\n"
     "  result schema and fails with `E_HOOK_RESULT` naming the outermost listener's\n"

@@ -1,5 +1,5 @@
 /*
- * core/hooks.h - the hook catalog and hook chains (DESIGN §4, docs/hooks.md).
+ * core/hooks.h - the hook catalog and hook chains (docs/hooks.md).
  *
  * The catalog (core/hook_catalog.c) is the one table of hook names, modes,
  * payload fields and result schemas; docs/hooks.md, `weir hooks` and result

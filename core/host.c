@@ -1,7 +1,7 @@
 /*
  * core/host.c - the host: one instance per `plugins` row, loaded in config
- * order, initialised with registration open, then frozen (DESIGN §9,
- * c-anchors §9.4-9.5).  Any error unwinds everything: the instances already
+ * order, initialised with registration open, then frozen
+ * (docs/plugins.md).  Any error unwinds everything: the instances already
  * initialised are finalised in reverse order and nothing stays loaded.
  */
 #include <stdio.h>
@@ -561,7 +561,7 @@ int weir__reg_event_type(weir_plugin *self, weir__event_type **types, size_t *nt
         return weir__reg_fail(self, &e);
     }
     /* Plugin events are always ignorable: a reader without the plugin can
-     * still read the log (DESIGN §5). */
+     * still read the log (docs/session-log.md). */
     (*types)[(*ntypes)++] = (weir__event_type){copy, flags | WEIR_EVENT_IGNORABLE, self};
     return WEIR_OK;
 }

@@ -1,5 +1,5 @@
 /*
- * core/inbox.c - the durable inbox (DESIGN §6, reference §3.5, §5.1, §5.4).
+ * core/inbox.c - the durable inbox (docs/generations.md).
  *
  * Two lists (next-turn, next-step) are the fold of agent/inbox/spliced
  * events.  Every change appends its splice event first and only then changes

@@ -1,5 +1,5 @@
 /*
- * core/inbox.h - the durable inbox (DESIGN §6, reference §3.5, §5.1, §5.4).
+ * core/inbox.h - the durable inbox (docs/generations.md).
  *
  * Two lists, next-turn and next-step, rebuilt by folding agent/inbox/spliced
  * events.  Every change appends its durable event first, then changes the

@@ -1,6 +1,6 @@
 /*
- * core/loader.c - finding, opening and checking plugin files (DESIGN §9,
- * c-anchors §9.4).  A plugin is opened with dlopen(RTLD_NOW|RTLD_LOCAL); its
+ * core/loader.c - finding, opening and checking plugin files
+ * (docs/plugins.md).  A plugin is opened with dlopen(RTLD_NOW|RTLD_LOCAL); its
  * one entry symbol returns a descriptor whose header is checked before any
  * other field is read.  Every error names the file and, once known, the
  * plugin.  Until the header has passed, the plugin is named after its file

@@ -1,6 +1,6 @@
 /*
  * core/log_check.c - offline session log checks and derivation
- * (`weir log --check`, `weir log --derive`; DESIGN §5).
+ * (`weir log --check`, `weir log --derive`; docs/session-log.md).
  *
  * The checker reads the file tolerantly (it reports what a strict open would
  * refuse) and re-folds the surface itself.  Errors name the seq (or the line

@@ -1,5 +1,5 @@
 /*
- * core/session_log.c - the durable, append-only session log (DESIGN §5).
+ * core/session_log.c - the durable, append-only session log (docs/session-log.md).
  *
  * Every append is validated first (type, data, surface op), then written as
  * one line with a single write(), then committed to memory (event array,
@@ -128,7 +128,7 @@ static void commit(weir__log *log, json_t *ev) {
 }
 
 /* The request header fold reads request/header data: it must be canonical
- * (reference §3.2, §3.4).  0 or -1 + msg. */
+ * (docs/session-log.md).  0 or -1 + msg. */
 static int check_header(const json_t *data, char *msg, size_t size) {
     static const char *const reasons[] = {"initial", "resume", "change", "series"};
     const json_t *header = json_object_get(data, "header");

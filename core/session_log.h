@@ -1,5 +1,5 @@
 /*
- * core/session_log.h - the durable, append-only session log (DESIGN §5).
+ * core/session_log.h - the durable, append-only session log (docs/session-log.md).
  *
  * JSON Lines, one envelope per line:
  *   {"seq":N,"time":ms,"type":"...","data":{...},
@@ -132,7 +132,7 @@ int weir__log_append(weir__log *log, const char *type, const json_t *data, const
 
 /* fsync now (policy none: no-op). */
 int weir__log_sync(weir__log *log, weir_error *err);
-/* fsync when the policy is step (called at the DESIGN §5 points); no-op for
+/* fsync when the policy is step (called at the points docs/session-log.md names); no-op for
  * always (every append is synced) and none. */
 int weir__log_checkpoint(weir__log *log, weir_error *err);
 
@@ -151,7 +151,7 @@ void weir__log_set_observer(weir__log *log, weir__log_observer_fn fn, void *ud);
  * synchronized: read it only while no other thread appends. */
 const weir__surface *weir__log_surface(const weir__log *log);
 /*
- * New reference: derived messages (DESIGN §5a) in a new array the caller may
+ * New reference: derived messages (docs/providers.md) in a new array the caller may
  * change (append, remove, reorder); the messages in it are shared with the
  * log's derivation cache and other callers, so they are read-only for
  * everyone (json_deep_copy one to change it).  The fold is cached: appends

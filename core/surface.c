@@ -1,5 +1,5 @@
 /*
- * core/surface.c - the model-visible surface (DESIGN §5, reference §3.3).
+ * core/surface.c - the model-visible surface (docs/session-log.md).
  *
  * The surface is the ordered list of current surface nodes (events of the
  * four surface types).  An "append" op adds the event at the end; a replace
@@ -130,7 +130,7 @@ static int check_message(const json_t *data, int idx, char *msg, size_t size) {
         return fail(msg, size, "%s needs data.message.content (an array of blocks)",
                     surface_types[idx]);
     /* The fields the derivation, the checker and the providers rely on
-     * (DESIGN §5a); other block types (image, ...) pass as they are. */
+     * (docs/providers.md); other block types (image, ...) pass as they are. */
     size_t i;
     const json_t *b;
     json_array_foreach(content, i, b) {

@@ -1,6 +1,6 @@
 /*
  * core/surface.h - the model-visible surface and message derivation
- * (DESIGN §5, reference §3.3).  Pure functions plus an incremental fold.
+ * (docs/session-log.md).  Pure functions plus an incremental fold.
  *
  * Surface types: system/message, user/message, assistant/message and
  * tool/result.  Each needs surface_op "append" or {"op":"replace",

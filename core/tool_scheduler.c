@@ -1,6 +1,6 @@
 /*
- * core/tool_scheduler.c - the ordered parallel tool scheduler (DESIGN §7,
- * reference §4.2): "ordered pre, concurrent execute, ordered post".
+ * core/tool_scheduler.c - the ordered parallel tool scheduler (docs/tools.md):
+ * "ordered pre, concurrent execute, ordered post".
  *
  * Everything but the bodies runs on the calling (driver) thread: the
  * tool/call append, argument checks, tools/pre-execute, tools/post-execute,

@@ -1,6 +1,6 @@
 /*
- * core/tools.c - the tool registry (DESIGN §7), tool executions and their
- * normalized outcomes, and the background job table (DESIGN §6).
+ * core/tools.c - the tool registry (docs/tools.md), tool executions and their
+ * normalized outcomes, and the background job table (docs/generations.md).
  *
  * The registry is filled during plugin init (single-threaded) and read-only
  * afterwards; lookups may then come from any thread.  Bodies run on the

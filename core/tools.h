@@ -1,6 +1,6 @@
 /*
  * core/tools.h - the tool registry and the ordered parallel scheduler
- * (DESIGN §7, reference §4.2, docs/tools.md).  Owner: core/tools.c
+ * (docs/tools.md).  Owner: core/tools.c
  * (registry, exec accessors, outcomes, background jobs),
  * core/tool_scheduler.c, and core/pool.c (the worker pool).
  *

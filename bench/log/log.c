@@ -12,7 +12,7 @@
  *      append fsync=none events=... weir_events_per_s=... raw_events_per_s=... ratio=...
  *
  * 2. Derive cost as the log grows (the "model-visible means logged" fold is
- *    cached, DESIGN §5): a log of surface events is grown to each size n;
+ *    cached, docs/session-log.md): a log of surface events is grown to each size n;
  *    at each size (max_n/16 doubling to max_n), 31 times one more event is appended and derived,
  *    and the medians are printed:
  *      fold_us     the cached fold step the log does (weir__surface_derive_into

@@ -1,5 +1,5 @@
 /*
- * bench/overhead/overhead.c - host overhead per step (DESIGN §11: "host
+ * bench/overhead/overhead.c - host overhead per step (docs/reliability.md: "host
  * overhead per step within a small margin of a raw HTTP client doing the
  * same requests").
  *

@@ -8,7 +8,7 @@
  * one line on a terminal), breaker transitions and fallbacks, and errors
  * to stderr.  With --json
  * every live and durable event is one JSON line on stdout and nothing else
- * (DESIGN §9a).  SIGINT cancels the running turn and, for one prompt
+ * (docs/cli.md).  SIGINT cancels the running turn and, for one prompt
  * (cause disposed), exits 130 once the turn is closed; in the REPL (cause
  * user) the next prompt follows.  A second SIGINT in the same turn, or one while idle
  * outside the REPL, exits 130 at once; in the REPL two while idle quit with 0.  SIGTERM cancels the running turn (cause disposed) and exits 143

@@ -1,5 +1,5 @@
 /*
- * weir/generation.h - host-facing generations (DESIGN §6, docs/generations.md).
+ * weir/generation.h - host-facing generations (docs/generations.md).
  *
  * A generation tracker turns an agent's event stream into the correlation
  * events a host program needs to match answers with its inputs: one

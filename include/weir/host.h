@@ -351,7 +351,7 @@ WEIR_API void weir_turn_outcome_clear(weir_turn_outcome *out);
 WEIR_API json_t *weir_agent_messages(weir_agent *agent);
 
 /**
- * Compact the agent's context now (`weir compact`; DESIGN §9): run the
+ * Compact the agent's context now (`weir compact`; docs/compaction.md): run the
  * agent/compact hook chain on the calling thread, between turns (it waits
  * for a thread inside weir_agent_run_until_idle to return, and no turn
  * starts meanwhile; so never call it from an event callback or a listener

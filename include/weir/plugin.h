@@ -325,7 +325,11 @@ struct weir_api {
     /** Attach/fetch the instance's private state (owned by the plugin). */
     void (*plugin_set_data)(weir_plugin *self, void *data);
     void *(*plugin_data)(const weir_plugin *self);
-    /** Log a line to the host's log, prefixed with the plugin id. */
+    /**
+     * Log a line to the host's log (stderr: "weir[<row id>]: <level>: <text>").
+     * Lines above $WEIR_LOG_LEVEL (error, warn, info, debug; default warn, or
+     * debug when WEIR_TRACE is on) are dropped.  Any thread.
+     */
     void (*log)(const weir_plugin *self, weir_log_level level, const char *fmt, ...)
         WEIR_PRINTF(3, 4);
 
@@ -469,8 +473,8 @@ struct weir_api {
 
     /* --- 1.1 ------------------------------------------------------------ */
     /**
-     * Register a listener for `agent` only (DESIGN §4: hooks per host or per
-     * agent).  Valid only inside an `agent/created` listener, for the agent
+     * Register a listener for `agent` only (hooks per host or per agent:
+     * docs/plugins.md, "Hooks per agent").  Valid only inside an `agent/created` listener, for the agent
      * being created, on its thread; elsewhere WEIR_E_TOO_LATE.  It joins the
      * deployment's chain for that agent: with opts->order WEIR_ORDER_FIRST
      * outside it (outermost), otherwise inside it (innermost, next to the

@@ -1,6 +1,6 @@
 /*
  * plugins/compaction-basic - keeps an agent's model context within its
- * window (docs/compaction.md, DESIGN §10).
+ * window (docs/compaction.md).
  *
  * Triggers:
  *   agent/pre-step      pressure: measured tokens (real usage of the last

@@ -1,6 +1,6 @@
 /*
  * plugins/provider-anthropic/anthropic_request.c - canonical request
- * (DESIGN §5a) -> Messages API request body.
+ * (docs/providers.md) -> Messages API request body.
  *
  *   system messages   -> top-level "system": texts joined by a blank line
  *   user text/image   -> {type:text} / {type:image,source:{type:base64,...}}

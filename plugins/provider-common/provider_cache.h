@@ -4,7 +4,7 @@
  * canonical JSON they came from.
  *
  * Why: the host hands providers the derived history as shared, read-only
- * message objects that keep their identity from step to step (DESIGN §5,
+ * message objects that keep their identity from step to step (docs/session-log.md,
  * weir_api->derive), so a message translated for step N is the very object
  * of step N+1.  Caching its wire text makes building a request O(new
  * messages) instead of O(history): the history is only copied, never

@@ -1,5 +1,5 @@
 /*
- * plugins/provider-openai/openai_request.c - canonical request (DESIGN §5a)
+ * plugins/provider-openai/openai_request.c - canonical request (docs/providers.md)
  * -> Chat Completions request body.
  *
  *   system messages      -> {"role":"system","content":"<texts joined by a blank line>"}

@@ -1,6 +1,6 @@
 /*
  * plugins/tools-ffi/tools_ffi.c - expose C functions from shared libraries
- * as tools through libffi (DESIGN §7, docs/tools.md).
+ * as tools through libffi (docs/tools.md).
  *
  * Config: {"tools":[{"library","symbol","prototype","description"?,"name"?,
  *                    "out"?:[{"name","count":N|"<argument>","max"?:M}],

@@ -1,4 +1,4 @@
-# Reliability campaigns (DESIGN §11; docs/reliability.md).
+# Reliability campaigns (docs/reliability.md).
 #
 # crash_kill9: kill -9 `weir run` at swept points of a scripted, tool-calling
 # turn; the log must check, resume (closing the open turn as interrupted) and

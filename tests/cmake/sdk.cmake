@@ -73,3 +73,9 @@ add_test(NAME sdk_new_plugin
                  ${CMAKE_BINARY_DIR}/bin/weir ${CMAKE_C_COMPILER} -I${PROJECT_SOURCE_DIR}/include
                  -I${CMAKE_BINARY_DIR}/include ${JANSSON_CFLAGS})
 set_tests_properties(sdk_new_plugin PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}" TIMEOUT 60)
+
+# The docs stand alone: no citation of files outside the repository, links
+# that resolve, docs that agree with the code (issue #14 item 14).
+add_test(NAME docs_check
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/docs_check.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(docs_check PROPERTIES TIMEOUT 60)

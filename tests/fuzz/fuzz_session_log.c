@@ -9,8 +9,8 @@
  * read-only derive and weir_log_derive agree; the check passes exactly the
  * logs the reader opens (one reader, issue #8); a log that checks ok (open
  * turns allowed) repairs into one that checks ok with nothing open, and its
- * derived history before the repair is a prefix of the one after (DESIGN
- * §11: a crashed log opens and resumes to the same derived history).
+ * derived history before the repair is a prefix of the one after (docs/reliability.md:
+ * a crashed log opens and resumes to the same derived history).
  */
 #include <stdint.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/scripts/cli_json.sh WEIR - `weir run --json` prints every event as
 # one JSON line and nothing else, the live session event first; a two-step
-# tool turn shows the seed's order (DESIGN §3, §9a).
+# tool turn shows the seed's order (docs/lifecycle.md, docs/cli.md).
 WEIR=${1:?usage: $0 path/to/weir}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weir-cli-json.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT INT TERM

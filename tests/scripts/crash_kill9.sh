@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/scripts/crash_kill9.sh WEIR [ITERATIONS] - the crash campaign of
-# DESIGN §11: "kill -9 at any point leaves a log that opens, and resumes to
+# docs/reliability.md: "kill -9 at any point leaves a log that opens, and resumes to
 # the same derived history".
 #
 # Each iteration starts `weir run` on a scripted deployment whose replies

@@ -1,7 +1,7 @@
 #!/bin/sh
 # sdk_install.sh BUILD_DIR SOURCE_DIR [SANITIZE]
 #
-# The installed tree is relocatable and is a usable SDK (DESIGN §9a):
+# The installed tree is relocatable and is a usable SDK (docs/sdk.md):
 #  1. `cmake --install BUILD_DIR` into a temp prefix, then move the prefix
 #     elsewhere: nothing may depend on where it was installed.
 #  2. The layout: bin/weir, lib/libweir.so*, lib/weir/plugins/weir-*.so,

@@ -992,7 +992,7 @@ static void a_non_shrinking_summary_is_rejected(void **state) {
 
 /* ------------------------------------------------------------------------ */
 /* Issue #9: the replayed summary request, pinned context, the breaker,      */
-/* the meter, and the reference's §10.4 scenarios                            */
+/* the meter, and the compaction scenarios                                   */
 /* ------------------------------------------------------------------------ */
 
 /* The n-th recorded request of a plugin's call with `purpose` (NULL: the
@@ -1501,7 +1501,7 @@ static json_t *to_small_from_turn_2(weir_call *call, const json_t *args, void *u
     return out;
 }
 
-/* §10.4: capacity is re-resolved after a provider switch: the check after
+/* Compaction scenario: capacity is re-resolved after a provider switch: the check after
  * the first request to the small-window provider uses its window. */
 static void capacity_is_re_resolved_after_a_provider_switch(void **state) {
     (void)state;
@@ -1547,7 +1547,7 @@ static json_t *cancel_in_turn_2(weir_call *call, const json_t *args, void *ud) {
     return weir_host_api()->next(call);
 }
 
-/* §10.4: cancellation reaches capacity resolution: a cancel that arrives in
+/* Compaction scenario: cancellation reaches capacity resolution: a cancel that arrives in
  * the pre-step chain, before the plugin resolves the window, stops the
  * pressure check (no compaction, no summary call); the next turn compacts. */
 static void cancellation_reaches_capacity_resolution(void **state) {
@@ -1581,7 +1581,7 @@ static void cancellation_reaches_capacity_resolution(void **state) {
     dh_teardown(&d);
 }
 
-/* §10.4: overflow recovery and transient retries keep their own budgets in
+/* Compaction scenario: overflow recovery and transient retries keep their own budgets in
  * one step: RATE_LIMIT, overflow, RATE_LIMIT, success with max_retries 2 and
  * max_overflow_retries 1. */
 static void overflow_and_transient_retry_budgets_stay_independent(void **state) {
@@ -1611,7 +1611,7 @@ static void overflow_and_transient_retry_budgets_stay_independent(void **state) 
     dh_teardown(&d);
 }
 
-/* §10.4: a failure after a durable prune still retries: the prune advanced
+/* Compaction scenario: a failure after a durable prune still retries: the prune advanced
  * the replace generation, the summary then failed. */
 static void a_failure_after_a_durable_prune_still_retries(void **state) {
     (void)state;
@@ -1678,7 +1678,7 @@ static json_t *touch_surface(weir_call *call, const json_t *args, void *ud) {
     return weir_host_api()->next(call);
 }
 
-/* §10.4: a meter change before summarization is rejected: the surface
+/* Compaction scenario: a meter change before summarization is rejected: the surface
  * changed while the summary was made, so nothing is replaced. */
 static void a_meter_change_before_summarization_is_rejected(void **state) {
     (void)state;

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_config.c - deployment config composition (DESIGN §9, §9a):
+ * tests/unit/test_config.c - deployment config composition (docs/plugins.md, docs/cli.md):
  * composition rules, ${VAR} expansion, validation messages, hostile input,
  * the built-in default deployment, and allocation failure.
  *

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_driver_agent_hooks.c - hooks per agent (DESIGN §4: "registered
+ * tests/unit/test_driver_agent_hooks.c - hooks per agent (docs/hooks.md: "registered
  * per host (all agents) or per agent"): an embedder's listeners in
  * weir_agent_options.hooks and a plugin's in agent/created
  * (api->agent_hook_register) apply to that agent only; placement around the

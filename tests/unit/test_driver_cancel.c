@@ -1,13 +1,12 @@
 /*
  * tests/unit/test_driver_cancel.c - cancellation at every await point of a
- * turn (DESIGN §2-3, reference §10.2 cancel.spec / interception.spec /
- * loop.spec): a cancel that makes a hook fail ends the turn aborted, not in
+ * turn (docs/lifecycle.md, "Cancellation"): a cancel that makes a hook fail ends the turn aborted, not in
  * error (agent/request, agent/pre-step, system-prompt/assemble,
  * agent/turn-stopping); a cancel during agent/pre-step spends no step; a
  * cancel during agent/request or prepare_call commits no user message; a
  * cancel from synchronous observers (agent/status running, step/start);
  * reasoning-only prefix finalization; the first typed cause wins.  Also
- * the §10.2 interception cases of this area: pre-step fires once per
+ * the interception cases of this area: pre-step fires once per
  * proposed step, starts_request_series, steer and inject staged during
  * pre-step, steering that races a concluding step.
  */
@@ -319,7 +318,7 @@ static void cancel_at_second_chunk(dh *d, const json_t *ev, bool durable) {
 }
 
 /* Reasoning only, then the cancel: the delivered reasoning is kept as an
- * interrupted assistant/message (reference §10.2 prefix finalization). */
+ * interrupted assistant/message (the kept prefix). */
 static void reasoning_only_prefix_is_finalized(void **state) {
     (void)state;
     dh d;
@@ -434,7 +433,7 @@ static void steer_and_inject_staged_during_pre_step(void **state) {
 }
 
 /* Steer from the assistant/message observer of a step that ends the turn:
- * the steer still runs in this turn (reference §10.2). */
+ * the steer still runs in this turn. */
 static void steer_on_final_message(dh *d, const json_t *ev, bool durable) {
     if (durable &&
         !strcmp(json_string_value(json_object_get(ev, "type")), "assistant/message") &&

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_driver_errors.c - failed attempts, recovery, cancellation
- * and resume (DESIGN §3, §5; reference §7.1, §7.3, §3.7): request-error
+ * and resume (docs/lifecycle.md, docs/session-log.md): request-error
  * retry without re-admitting users, cancellation winning over retry,
  * prefix finalization, a torn log tail, and a resumed open turn, including
  * its tool calls a crash cut (an idempotent tool runs again with its key,

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_driver_generations.c - the generation contract measured on
- * live agents (generation seed, reference §5.4, §10.1; docs/generations.md):
+ * live agents (docs/generations.md):
  * receipts (input.queued says what input.delivered then does; identical
  * resubmissions get input.acknowledged; known no-effects are discarded or
  * held, not unknown), ordinary input queued before a generation's end
@@ -192,7 +192,7 @@ static void followup_at_first_answer(dh *d, const json_t *ev, bool durable) {
 
 /* The seed: "Pending ordinary user or unanchored steer input can then
  * continue the same generation."  A followup sent while gen-1 runs gets
- * its own turn (DESIGN §6) but joins gen-1: one generation.started, one
+ * its own turn (docs/generations.md) but joins gen-1: one generation.started, one
  * generation.finished with both inputs and the last answer. */
 static void followup_queued_while_running_continues_the_generation(void **state) {
     (void)state;
@@ -252,7 +252,7 @@ static void send_on_turn_end(dh *d, const json_t *ev, bool durable) {
         send_id(d, "late", "after the last request", WEIR_SEND_FOLLOWUP);
 }
 
-/* Reference §10.1 scenario 11: input submitted from a completion hook (the
+/* Generation scenario 11: input submitted from a completion hook (the
  * turn's end is logged) is delivered in the next turn, exactly once, as a
  * new generation (it arrived after the first one closed). */
 static void input_from_a_completion_hook_starts_the_next_generation(void **state) {
@@ -497,7 +497,7 @@ static void steer_at_first_chunk(dh *d, const json_t *ev, bool durable) {
     "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"                    \
     "[{\"name\":\"lookup\"}]}}]"
 
-/* Reference §10.1 scenarios 1 and 6 on a live provider: acceptance puts the
+/* Generation scenarios 1 and 6 on a live provider: acceptance puts the
  * id in accepted_input_ids only; application (at the next boundary) moves
  * it to input_ids. */
 static void native_acceptance_is_not_application(void **state) {

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_driver_input.c - input while idle and while running
- * (DESIGN §6, reference §5.1): steering between steps, idle steering,
+ * (docs/generations.md): steering between steps, idle steering,
  * inject while idle, agent/turn-stopping steering, cancel and the inbox.
  */
 #include <pthread.h>

@@ -1,6 +1,6 @@
 /*
- * tests/unit/test_driver_steering.c - input order and steering (DESIGN §6,
- * generation seed, reference §5.3-5.4, §10.1): later input never overtakes
+ * tests/unit/test_driver_steering.c - input order and steering (docs/generations.md,
+ * the generation contract): later input never overtakes
  * an earlier boundary batch; a background job's result (a service message)
  * alone does not continue a turn; anchored steering (weir_agent_steer_turn)
  * is taken in its turn or held, never later; native steering through

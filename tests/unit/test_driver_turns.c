@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_driver_turns.c - the driver's turn/step order (DESIGN §3)
+ * tests/unit/test_driver_turns.c - the driver's turn/step order (docs/lifecycle.md)
  * with provider-scripted: a simple turn, a tool round trip, agent/pre-step
  * decisions, max-tokens, model switches and replay.  Every test checks its
  * log (weir_log_check, replay, derive == request) in dh_teardown.

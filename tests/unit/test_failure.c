@@ -154,7 +154,7 @@ static void test_failure_timeout_payment_llamacpp_and_in_band_auth(void **state)
                 "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":"
                 "\"Your credit balance is too low to access the Anthropic API.\"}}",
                 "QUOTA");
-    /* llama.cpp server (DESIGN §8 names it) */
+    /* llama.cpp server */
     expect_code(400,
                 "{\"error\":{\"code\":400,\"message\":\"the request exceeds the available "
                 "context size, try increasing it\",\"type\":\"exceed_context_size_error\"}}",

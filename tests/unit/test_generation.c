@@ -1,6 +1,6 @@
 /*
- * tests/unit/test_generation.c - the generation tracker (DESIGN §6,
- * reference §5.4 and the §10.1 scenarios): recorded event sequences fed by
+ * tests/unit/test_generation.c - the generation tracker (docs/generations.md,
+ * its scenarios): recorded event sequences fed by
  * hand, and live agents (tests/support/driver_harness) whose events feed a
  * tracker.
  */
@@ -294,7 +294,7 @@ static void steering_at_a_request_boundary_joins_input_ids(void **state) {
 #define FIRST MSG("first", "human", "go")
 #define QUEUED MSG("queued", "human", "later")
 
-/* Reference §10.1 scenario 1 (and 6): native acceptance is not application. */
+/* Generation scenario 1 (and 6): native acceptance is not application. */
 static void only_delivered_or_applied_inputs_join_a_generation(void **state) {
     (void)state;
     rec r;
@@ -337,7 +337,7 @@ static void only_delivered_or_applied_inputs_join_a_generation(void **state) {
     rec_fini(&r);
 }
 
-/* Reference §10.1 scenario 5: finished text is the last assistant message
+/* Generation scenario 5: finished text is the last assistant message
  * without tool calls; a turn that ends on a tool result finishes with "". */
 static void finished_text_is_the_last_message_without_tool_calls(void **state) {
     (void)state;
@@ -382,7 +382,7 @@ static void finished_text_is_the_last_message_without_tool_calls(void **state) {
 
 #define REQUEST MSG("request", "human", "do it")
 
-/* Reference §10.1 scenario 2. */
+/* Generation scenario 2. */
 static void cancellation_detaches_without_a_success_event(void **state) {
     (void)state;
     rec r;
@@ -409,7 +409,7 @@ static void cancellation_detaches_without_a_success_event(void **state) {
     rec_fini(&r);
 }
 
-/* Reference §10.1 scenario 7. */
+/* Generation scenario 7. */
 static void failure_is_correlated_with_its_inputs(void **state) {
     (void)state;
     rec r;
@@ -483,7 +483,7 @@ static void blocked_turn_fails_and_its_claimed_input_is_discarded(void **state) 
 #define JOB_RESULT SERVICE("job-7")
 #define JOB8_RESULT SERVICE("job-8")
 
-/* Reference §10.1 scenario 4: provisional text before a background tool. */
+/* Generation scenario 4: provisional text before a background tool. */
 static void background_job_is_listed_until_it_is_done(void **state) {
     (void)state;
     rec r;
@@ -1051,7 +1051,7 @@ static void live_log_failure_fails_the_generation_and_holds_queued_input(void **
     live_teardown(&d, &l);
 }
 
-/* Reference §10.1 scenario 4, live: a background job outlives its generation. */
+/* Generation scenario 4, live: a background job outlives its generation. */
 static void live_background_job_outlives_its_generation(void **state) {
     (void)state;
     char *dir = wt_tmpdir("genjob");

@@ -1,6 +1,6 @@
 /*
- * tests/unit/test_inbox.c - the durable inbox (DESIGN §6, reference §3.5,
- * §5.1): durable-before-live, dedupe, claim and clear shapes, rebuild from
+ * tests/unit/test_inbox.c - the durable inbox (docs/session-log.md,
+ * "Inbox"): durable-before-live, dedupe, claim and clear shapes, rebuild from
  * the log, failure atomicity and corrupt splices.
  */
 #include <setjmp.h>

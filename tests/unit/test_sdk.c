@@ -140,12 +140,71 @@ static void the_call_macros_are_undone_by_the_same_list(void **state) {
     free(path);
 }
 
+/* system-prompt/assemble: a section's order is an integer (issue #14 item
+ * 14: a real order used to pass the schema and sort as 0). */
+static const char *g_order; /* the order JSON the fixture's section gets */
+
+static json_t *add_section(weir_call *call, const json_t *args, void *ud) {
+    (void)args;
+    const weir_api *api = ud;
+    json_t *r = api->next(call);
+    json_t *out = json_deep_copy(r);
+    json_decref(r);
+    json_t *section = json_pack("{s:s, s:o, s:s}", "name", "x", "order",
+                                json_loads(g_order, JSON_DECODE_ANY, NULL), "text", "hi");
+    json_array_append_new(json_object_get(out, "sections"), section);
+    return out;
+}
+
+static int section_init(weir_plugin *self, const weir_api *api, const json_t *config,
+                        weir_error *err) {
+    (void)config;
+    (void)err;
+    weir_hook_opts opts = WEIR_HOOK_OPTS_INIT;
+    opts.user_data = (void *)(uintptr_t)api;
+    return api->hook_register(self, "system-prompt/assemble", add_section, &opts);
+}
+
+static const weir_plugin_desc section_desc = {
+    WEIR_PLUGIN_HEADER, .name = "section", .version = "1.0.0", .init = section_init,
+};
+
+static json_t *assemble(const char *order, weir_error *err) {
+    g_order = order;
+    weir_tk *tk = weir_tk_create();
+    assert_int_equal(weir_tk_load(tk, &section_desc, "s", NULL, err), WEIR_OK);
+    json_t *args = json_pack("{s:s, s:i, s:i, s:{s:[], s:[], s:{}}}", "agent", "testkit", "turn",
+                             1, "step", 1, "assembly", "sections", "tools", "variables");
+    json_t *r = weir_tk_invoke(tk, "system-prompt/assemble", args,
+                               json_incref(json_object_get(args, "assembly")), err);
+    json_decref(args);
+    weir_tk_destroy(tk);
+    return r;
+}
+
+static void section_order_is_an_integer(void **state) {
+    (void)state;
+    weir_error err;
+    json_t *r = assemble("-3", &err);
+    assert_non_null(r);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(r, "sections"), 0), "order")),
+                     -3);
+    json_decref(r);
+    assert_null(assemble("1.5", &err));
+    assert_int_equal(err.code, WEIR_E_HOOK_RESULT);
+    assert_non_null(strstr(err.text, "order"));
+    assert_null(assemble("\"1\"", &err));
+    assert_int_equal(err.code, WEIR_E_HOOK_RESULT);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(plugin_without_init_api_loads_and_runs),
         cmocka_unit_test(the_wired_descriptor_keeps_the_metadata),
         cmocka_unit_test(no_entry_point_names_the_macro),
         cmocka_unit_test(the_call_macros_are_undone_by_the_same_list),
+        cmocka_unit_test(section_order_is_an_integer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_session_log.c - the durable session log (DESIGN §5):
+ * tests/unit/test_session_log.c - the durable session log (docs/session-log.md):
  * append and seq, rejected appends, unknown types, fsync policy, torn tails,
  * corruption, replay, crash repair, folds, observers, write failures, an
  * allocation-failure loop, one writer per session, foreign files, private

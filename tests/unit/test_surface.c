@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_surface.c - the surface fold and message derivation
- * (DESIGN §5, reference §3.3 and §10.3): replace splices, tool/result
+ * (docs/session-log.md): replace splices, tool/result
  * rewrites, replace_generation, derivation rules and the derive cache.
  */
 #include <setjmp.h>

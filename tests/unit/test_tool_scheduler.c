@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_tool_scheduler.c - the tool registry, the ordered parallel
- * scheduler (reference §4.2 / §10.2 tool-calls.spec) and background jobs.
+ * scheduler (docs/tools.md) and background jobs.
  *
  * Every scenario runs weir__tools_run against a real session log in a temp
  * dir and real hook chains.  The fixture frames the log as one step of one
