@@ -1067,7 +1067,7 @@ static int turn_body(turn_ctx *t) {
             break;
         if (so.ends) {
             /* The final check.  Only input that continues the turn counts: a
-             * background job's result alone does not (generation seed); it
+             * background job's result alone does not (docs/generations.md); it
              * starts the next turn.  Closing sets the stop fence: no anchored
              * steering is taken for this turn afterwards. */
             bool ordinary = false;

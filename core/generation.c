@@ -908,8 +908,8 @@ static int on_turn_end(weir_generation_tracker *t, const json_t *data) {
     const char *kind = weir__json_str(reason, "kind", "");
     if (!strcmp(kind, "completed") || !strcmp(kind, "max-tokens")) {
         /* Ordinary input queued before this end continues the generation
-         * in the next turn (generation seed: the completion marker yields
-         * to already accepted input); a job's result alone does not. */
+         * in the next turn (docs/generations.md: the end yields to input
+         * already accepted); a job's result alone does not. */
         bool waits = false;
         for (int li = 0; li < 2; li++) {
             size_t i;

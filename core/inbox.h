@@ -8,7 +8,7 @@
  * Order.  Every queued message has an arrival number (the order its
  * insertion was logged).  A queued next-turn message is a barrier: next-step
  * input that arrived after it waits behind it, so later input never
- * overtakes an earlier boundary batch (generation seed).  Input anchored to
+ * overtakes an earlier boundary batch (docs/generations.md).  Input anchored to
  * the running turn (anchored steering, a tool's additional context) is
  * queued at the front of the waiting input and is never held back by a
  * barrier; it never outlives its turn (weir__inbox_hold_anchored).

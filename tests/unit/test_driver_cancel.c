@@ -135,7 +135,7 @@ static json_t *cancel_then_next(weir_call *call, const json_t *args, void *ud) {
     return api->next(call);
 }
 
-/* The seed: the open turn spends no step (no step/start, no step/end). */
+/* The open turn spends no step (no step/start, no step/end). */
 static void cancel_during_pre_step_spends_no_step(void **state) {
     (void)state;
     dh d;

@@ -190,8 +190,8 @@ static void followup_at_first_answer(dh *d, const json_t *ev, bool durable) {
         send_id(d, "f1", "and then?", WEIR_SEND_FOLLOWUP);
 }
 
-/* The seed: "Pending ordinary user or unanchored steer input can then
- * continue the same generation."  A followup sent while gen-1 runs gets
+/* Ordinary input queued before a generation's end continues it
+ * (docs/generations.md).  A followup sent while gen-1 runs gets
  * its own turn (docs/generations.md) but joins gen-1: one generation.started, one
  * generation.finished with both inputs and the last answer. */
 static void followup_queued_while_running_continues_the_generation(void **state) {

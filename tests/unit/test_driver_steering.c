@@ -119,8 +119,8 @@ static void service_on_final_step(dh *d, const json_t *ev, bool durable) {
     json_decref(m);
 }
 
-/* The seed: "Job/service callbacks alone do not require that
- * continuation."  The result starts the next turn instead of a third step. */
+/* A job's or service's result alone does not keep a finished turn going
+ * (docs/generations.md): it starts the next turn instead of a third step. */
 static void a_service_result_alone_does_not_continue_the_turn(void **state) {
     (void)state;
     dh d;
