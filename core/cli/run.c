@@ -3,7 +3,8 @@
  * send the prompt (or read a REPL), and print the answer as it streams.
  *
  * Output: assistant text to stdout as it streams, tool activity
- * ("[tool] pow {"x":2,"y":10} -> 1024"), the retry plugin's retries
+ * ("[tool] pow {"x":2,"y":10} -> 1024"; on a terminal, a running tool's
+ * progress on one status line until its result), the retry plugin's retries
  * ("weir: retrying in 2.0 s (RATE_LIMIT 429, retry 2/5)", counting down on
  * one line on a terminal), breaker transitions and fallbacks, and errors
  * to stderr.  With --json
@@ -39,6 +40,7 @@ typedef struct run_state {
     bool status;       /* stderr is a terminal: show a compaction's status line */
     bool compacting;   /* the status line is showing */
     bool waiting;      /* the "waiting for the model" line is showing */
+    bool progress;     /* a running tool's progress line is showing */
     bool color;        /* colour on stderr: a terminal and no NO_COLOR */
     bool default_used; /* the deployment starts from the built-in default */
     bool no_provider;  /* the deployment sets no agent.provider */
@@ -126,7 +128,44 @@ static void waiting_clear(run_state *st) {
     }
 }
 
+/* A running tool's progress (tool/progress, e.g. an MCP server's) on one status line. */
+static void progress_show(run_state *st, const json_t *data) {
+    if (!st->status || st->compacting)
+        return;
+    waiting_clear(st);
+    end_text_line(st);
+    const json_t *p = json_object_get(data, "progress");
+    const json_t *total = json_object_get(p, "total");
+    char amount[64];
+    if (json_is_number(total))
+        snprintf(amount, sizeof amount, "%g/%g", json_number_value(json_object_get(p, "progress")),
+                 json_number_value(total));
+    else
+        snprintf(amount, sizeof amount, "%g", json_number_value(json_object_get(p, "progress")));
+    char msg[64] = "";
+    const char *m = json_string_value(json_object_get(p, "message"));
+    for (size_t i = 0; m && m[i] && i + 1 < sizeof msg; i++)
+        msg[i] = (unsigned char)m[i] < 0x20 || m[i] == 0x7f ? ' ' : m[i];
+    fprintf(stderr, "\r\033[K%s[tool] %s: %s%s%s%s", sgr(st, SGR_DIM),
+            str_or(json_object_get(data, "name"), "?"), amount, msg[0] ? " " : "", msg,
+            sgr(st, SGR_OFF));
+    fflush(stderr);
+    st->progress = true;
+}
+
+static void progress_clear(run_state *st) {
+    if (st->progress) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+        st->progress = false;
+    }
+}
+
 static void on_live(run_state *st, const json_t *event) {
+    if (!strcmp(type_of(event), "tool/progress")) {
+        progress_show(st, json_object_get(event, "data"));
+        return;
+    }
     if (strcmp(type_of(event), "agent/assistant-stream") != 0)
         return;
     waiting_clear(st); /* the first frame of the answer */
@@ -345,6 +384,7 @@ static void on_durable(run_state *st, const json_t *event) {
         const json_t *call = json_object_get(st->calls, id ? id : "");
         char text[512];
         content_text(json_object_get(block, "content"), text, sizeof text);
+        progress_clear(st);
         end_text_line(st);
         fprintf(stderr, "%s[tool] %s %s -> %s%s%s\n", sgr(st, SGR_DIM),
                 str_or(json_object_get(call, "name"), "?"),

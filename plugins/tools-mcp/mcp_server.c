@@ -490,8 +490,9 @@ static void conn_died(conn *c, const char *how) {
     }
     char why[300];
     snprintf(why, sizeof why, "%s", c->why);
+    bool current = s->c == c; /* not a start that failed: that one is reported by its caller */
     pthread_mutex_unlock(&s->mu);
-    if (!stopping)
+    if (!stopping && current)
         say(s, 1, "MCP server '%s': %s; it is started again on the next call", s->name, why);
 }
 

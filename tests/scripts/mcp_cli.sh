@@ -65,6 +65,32 @@ for s in ok ok2; do
 done
 [ -z "$(tagged)" ] || fail "processes left after the runs: $(tagged)"
 
+# 2b. progress: a live tool/progress event per notification (--json), and on
+#     a terminal (script(1)) one status line that the result replaces
+cat >"$TMP/progress.json" <<'JSON'
+{"replies": [
+  {"tool_calls": [{"id": "p1", "name": "mcp__fake__progress", "arguments": {"steps": 3}}]},
+  {"text": "Done."}]}
+JSON
+sed "s|$TMP/script.json|$TMP/progress.json|" "$TMP/ok.json" >"$TMP/progress-deploy.json"
+timeout 60 "$WEIR" run --json -c "$TMP/progress-deploy.json" -s prog "go" >"$TMP/out6" 2>"$TMP/err6" ||
+    fail "weir run --json (progress): exit $? ($(cat "$TMP/err6"))"
+n=$(jq -c 'select(.type == "tool/progress") | .data.progress.progress' "$TMP/out6" | tr '\n' ' ')
+[ "$n" = "1 2 3 " ] || fail "--json progress events: '$n' ($(cat "$TMP/out6"))"
+jq -e 'select(.type == "tool/progress") | select(.seq) ' "$TMP/out6" >/dev/null && fail "a progress event has a seq"
+grep -q '"tool/progress"' "$TMP/sessions/prog.jsonl" && fail "progress was logged"
+if command -v script >/dev/null 2>&1; then
+    WEIR_BIN=$WEIR CFG="$TMP/progress-deploy.json" timeout 60 script -qfec \
+        '"$WEIR_BIN" run -c "$CFG" -s progtty go' "$TMP/tty.txt" >/dev/null 2>&1 </dev/null ||
+        fail "weir run under script(1): exit $?"
+    grep -q '\[tool\] mcp__fake__progress: 3/3 step 3' "$TMP/tty.txt" ||
+        fail "no progress line on the terminal: $(cat -v "$TMP/tty.txt")"
+    grep -q '\[tool\] mcp__fake__progress {"steps":3} -> done' "$TMP/tty.txt" ||
+        fail "no result line on the terminal: $(cat -v "$TMP/tty.txt")"
+else
+    fail "script(1) not found (util-linux)"
+fi
+
 # 3. .mcp.json as is
 cat >"$TMP/.mcp.json" <<JSON
 {"mcpServers": {"fake": {"command": "\${MCP_CLI_FAKE}", "args": ["--tag", "$TAG"], "env": {}}}}
@@ -75,6 +101,44 @@ MCP_CLI_FAKE=$FAKE timeout 60 "$WEIR" run -c "$TMP/import.json" -s imp "go" >/de
 grep -q '\[tool\] mcp__fake__echo' "$TMP/err4" || fail "mcp_config: no call: $(cat "$TMP/err4")"
 timeout 20 "$WEIR" log -c "$TMP/import.json" imp --check >"$TMP/check" 2>&1 || fail "log --check imp: $(cat "$TMP/check")"
 [ -z "$(tagged)" ] || fail "processes left after mcp_config: $(tagged)"
+
+# 4. examples/deployments/mcp.json as shipped, with npx standing for the
+#    installed reference server (no download here) and a script that lists
+#    the folder
+EX="$(cd "$(dirname "$0")/../../examples/deployments" && pwd)"
+MODS=${WEIR_MCP_MODULES:?WEIR_MCP_MODULES is not set (run through ctest)}
+mkdir -p "$TMP/bin" "$TMP/folder/inner"
+echo "hello" >"$TMP/folder/readme.txt"
+cat >"$TMP/bin/npx" <<SH
+#!/bin/sh
+# npx -y @modelcontextprotocol/server-filesystem@VERSION DIR...
+[ "\$1" = "-y" ] && shift
+case "\$1" in @modelcontextprotocol/server-filesystem@*) shift ;; *) echo "unexpected npx \$*" >&2; exit 2 ;; esac
+exec node "$MODS/server-filesystem/dist/index.js" "\$@"
+SH
+chmod +x "$TMP/bin/npx"
+cat >"$TMP/list.json" <<JSON
+{"replies": [
+  {"text": "Listing.", "tool_calls": [
+    {"id": "c1", "name": "mcp__fs__list_directory", "arguments": {"path": "$TMP/folder"}},
+    {"id": "c2", "name": "mcp__fs__write_file", "arguments": {"path": "$TMP/folder/x", "content": "no"}}]},
+  {"text": "Listed."}]}
+JSON
+cat >"$TMP/script-overlay.json" <<JSON
+{"plugins": [{"id": "scripted", "plugin": "provider-scripted", "config": {"script": "$TMP/list.json"}}]}
+JSON
+(cd "$TMP" && PATH="$TMP/bin:$PATH" MCP_FS_DIR="$TMP/folder" timeout 60 "$WEIR" run \
+    -c "$EX/base.json" -c "$EX/dev.json" -c "$EX/mcp.json" -c "$TMP/script-overlay.json" \
+    -s example "what is in the folder?" >"$TMP/out5" 2>"$TMP/err5") ||
+    fail "examples/deployments/mcp.json: exit $? ($(cat "$TMP/err5"))"
+grep -q '\[tool\] mcp__fs__list_directory .* -> \[DIR\] inner' "$TMP/err5" ||
+    fail "examples/deployments/mcp.json: no listing: $(cat "$TMP/err5")"
+grep -q 'readme.txt' "$TMP/err5" || fail "examples/deployments/mcp.json: readme.txt not listed"
+grep -q "\[tool\] mcp__fs__write_file .* -> error: Error: unknown tool 'mcp__fs__write_file'" "$TMP/err5" ||
+    fail "examples/deployments/mcp.json: write_file is not denied: $(cat "$TMP/err5")"
+[ -e "$TMP/folder/x" ] && fail "write_file wrote"
+timeout 20 "$WEIR" log -c "$EX/base.json" "$TMP/sessions/example.jsonl" --check >"$TMP/check" 2>&1 ||
+    fail "log --check example: $(cat "$TMP/check")"
 
 echo "mcp_cli: $FAILURES failures"
 exit $((FAILURES > 0))
