@@ -42,8 +42,8 @@ cmp -s "$TMP/events" "$WEIR_SESSION_DIR/s2.jsonl" || fail "log --json printed a 
 "$WEIR" log s1 --json --derive >/dev/null 2>&1; [ $? -eq 2 ] || fail "--json --derive: want 2"
 
 # a crash right after the first tool/call leaves an open turn: reported, not an error
-head -n 10 "$WEIR_SESSION_DIR/s2.jsonl" >"$WEIR_SESSION_DIR/crashed.jsonl"
-grep -q '"type":"tool/call"' "$WEIR_SESSION_DIR/crashed.jsonl" || fail "fixture: no tool/call in the first 10 lines"
+sed '/"type":"tool\/call"/q' "$WEIR_SESSION_DIR/s2.jsonl" >"$WEIR_SESSION_DIR/crashed.jsonl"
+grep -q '"type":"tool/call"' "$WEIR_SESSION_DIR/crashed.jsonl" || fail "fixture: no tool/call in s2"
 "$WEIR" log crashed --check >"$TMP/check" || fail "open turn is not an error: $(cat "$TMP/check")"
 grep -q '^open: ' "$TMP/check" || fail "open turn not reported: $(cat "$TMP/check")"
 "$WEIR" resume crashed >/dev/null 2>&1 || fail "resume crashed"
