@@ -47,6 +47,7 @@ typedef struct xfer {
     bool timed_out, cancelled;
     int messages;        /* JSON-RPC messages seen in the answer */
     bool bad;            /* a message that is not JSON-RPC */
+    bool answered;       /* SSE: the response came; the stream is not read further */
 } xfer;
 
 static uint64_t now_ms(void) {
@@ -185,6 +186,9 @@ static void on_message(xfer *x, const char *text, size_t n) {
         return;
     }
     x->messages++;
+    if (!json_object_get(msg, "method") && json_object_get(msg, "id") &&
+        (json_object_get(msg, "result") || json_object_get(msg, "error")))
+        x->answered = true;
     json_t *reply = NULL;
     mcp__server_dispatch(x->s, msg, &reply);
     json_decref(msg);
@@ -250,6 +254,8 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud) {
         return len;
     }
     for (size_t i = 0; i < len; i++) {
+        if (x->answered)
+            return 0; /* the response is in: a server that keeps the stream open is not waited for */
         char c = p[i];
         if (c == '\n') {
             size_t l = x->len;
@@ -333,7 +339,7 @@ int mcp_http_send(mcp_http *h, mcp_server *s, const json_t *msg, long timeout_ms
     } else if (x.timed_out || cc == CURLE_OPERATION_TIMEDOUT) {
         snprintf(why, size, "no answer within %ld ms", timeout_ms);
         rc = MCP_HTTP_TIMEOUT;
-    } else if (cc != CURLE_OK) {
+    } else if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && x.answered)) {
         snprintf(why, size, "HTTP request to its endpoint failed: %s",
                  errbuf[0] ? errbuf : curl_easy_strerror(cc));
         rc = MCP_HTTP_FAILED;

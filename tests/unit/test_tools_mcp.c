@@ -20,7 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -870,6 +874,14 @@ static void mcp_json_import(void **state) {
     weir_host_destroy(h);
     assert_no_children();
     free(config);
+    /* background: the server's tools are background tools */
+    config = fmt("{\"mcp_config\":\"%s\",\"servers\":{\"fake\":{\"background\":true}}}", path);
+    assert_int_equal(load(config, &h, &err), WEIR_OK);
+    assert_true(weir__tools_find(weir__host_tools(h), "mcp__fake__sleep")->flags &
+                WEIR_TOOL_BACKGROUND);
+    weir_host_destroy(h);
+    assert_no_children();
+    free(config);
     /* deny */
     config = fmt("{\"mcp_config\":\"%s\",\"servers\":{\"fake\":{\"deny\":[\"crash\"]}}}", path);
     assert_int_equal(load(config, &h, &err), WEIR_OK);
@@ -968,6 +980,76 @@ static void http_fake_session(void **state) {
     fx_done(&f);
 }
 
+/* A free loopback port (bound, then released). */
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    socklen_t l = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &l);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static bool port_open(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return ok;
+}
+
+/* server-everything over Streamable HTTP: SSE answers, a session, progress. */
+static void reference_http(void **state) {
+    (void)state;
+    int port = free_port();
+    pid_t pid = fork();
+    if (pid == 0) {
+        char env_port[32];
+        snprintf(env_port, sizeof env_port, "%d", port);
+        setenv("PORT", env_port, 1);
+        char *script = fmt("%s/server-everything/dist/index.js", mods());
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execlp("node", "node", script, "streamableHttp", (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 1000 && !port_open(port); i++)
+        usleep(10000);
+    assert_true(port_open(port));
+    char *config = fmt("{\"servers\":{\"everything\":{\"type\":\"http\",\"url\":"
+                       "\"http://127.0.0.1:%d/mcp\"}}}", port);
+    const char *replies =
+        "[{\"tool_calls\":["
+        "{\"id\":\"c_echo\",\"name\":\"mcp__everything__echo\",\"arguments\":{\"message\":\"over http\"}},"
+        "{\"id\":\"c_sum\",\"name\":\"mcp__everything__get-sum\",\"arguments\":{\"a\":1,\"b\":2}},"
+        "{\"id\":\"c_long\",\"name\":\"mcp__everything__trigger-long-running-operation\","
+        "\"arguments\":{\"duration\":1,\"steps\":2}}]},{\"text\":\"ok\"}]";
+    dh d;
+    setup(&d, replies, config);
+    dh_open(&d, "mcp-ref-http");
+    dh_send(&d, "over http", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_non_null(tool_in(request(&d, 0), "mcp__everything__echo"));
+    assert_string_equal(result_text(&d, "c_echo"), "Echo: over http");
+    assert_string_equal(result_text(&d, "c_sum"), "The sum of 1 and 2 is 3.");
+    assert_contains(result_text(&d, "c_long"), "Long running operation completed");
+    const json_t *pe[4];
+    assert_int_equal(progress_events(&d, "c_long", pe, 4), 2);
+    assert_string_equal(last_turn_kind(&d), "completed");
+    dh_teardown(&d);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    assert_no_children();
+    free(config);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reference_tools_round_trip),
@@ -983,6 +1065,7 @@ int main(void) {
         cmocka_unit_test(config_errors),
         cmocka_unit_test(mcp_json_import),
         cmocka_unit_test(http_fake_session),
+        cmocka_unit_test(reference_http),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
