@@ -26,10 +26,14 @@
 
 static const char *const top_keys[] = {"agent",   "session", "plugin_path",
                                        "plugins", "$schema", "comment"};
-static const char *const row_keys[] = {"id",       "plugin", "config",
-                                       "disabled", "before", "after"};
+static const char *const row_keys[] = {"id",     "plugin",       "config",   "disabled",
+                                       "before", "after",        "on_error", "max_failures",
+                                       "budget_ms"};
+/* the fault policy keys (docs/config.md, docs/hooks.md): an overlay row sets them */
+static const char *const policy_keys[] = {"on_error", "max_failures", "budget_ms"};
 #define KNOWN_TOP "agent, session, plugin_path, plugins, $schema, comment"
-#define KNOWN_ROW "id, plugin, config, disabled, before, after"
+#define KNOWN_ROW "id, plugin, config, disabled, before, after, on_error, max_failures, budget_ms"
+#define POLICY_MAX 86400000 /* max_failures and budget_ms */
 
 /* ---- JSON paths and errors ---------------------------------------------- */
 
@@ -413,6 +417,15 @@ static int check_session(const json_t *session, const char *file, jpath *p,
         return cfg_err(err, WEIR_E_CONFIG, file, p,
                        "must be \"always\", \"step\" or \"none\", got \"%.64s\"", fsync);
     }
+    if ((rc = want_string(session, "provenance", file, p, err)) != WEIR_OK)
+        return rc;
+    const char *prov = weir__json_str(session, "provenance", NULL);
+    if (prov && strcmp(prov, "decisions") != 0 && strcmp(prov, "all") != 0 &&
+        strcmp(prov, "off") != 0) {
+        path_key(p, "provenance");
+        return cfg_err(err, WEIR_E_CONFIG, file, p,
+                       "must be \"decisions\", \"all\" or \"off\", got \"%.64s\"", prov);
+    }
     return WEIR_OK;
 }
 
@@ -480,7 +493,36 @@ static int check_row(const json_t *rows, size_t i, const weir__idmap *seen, cons
     if (json_object_get(row, "before") && json_object_get(row, "after"))
         return cfg_err(err, WEIR_E_CONFIG, file, p,
                        "\"before\" and \"after\" cannot both be given");
+    if ((rc = want_string(row, "on_error", file, p, err)) != WEIR_OK ||
+        (rc = want_count(row, "max_failures", file, p, err)) != WEIR_OK ||
+        (rc = want_count(row, "budget_ms", file, p, err)) != WEIR_OK)
+        return rc;
+    const char *on_error = weir__json_str(row, "on_error", NULL);
+    if (on_error && strcmp(on_error, "fail") != 0 && strcmp(on_error, "skip") != 0) {
+        path_key(p, "on_error");
+        return cfg_err(err, WEIR_E_CONFIG, file, p, "must be \"fail\" or \"skip\", got \"%.64s\"",
+                       on_error);
+    }
+    for (size_t k = 1; k < sizeof policy_keys / sizeof policy_keys[0]; k++) {
+        const json_t *v = json_object_get(row, policy_keys[k]);
+        if (v && json_integer_value(v) > POLICY_MAX) {
+            path_key(p, policy_keys[k]);
+            return cfg_err(err, WEIR_E_CONFIG, file, p,
+                           "must be at most %d, got %" JSON_INTEGER_FORMAT, POLICY_MAX,
+                           json_integer_value(v));
+        }
+    }
     return WEIR_OK;
+}
+
+/* Set the policy keys `row` gives on `target`; -1 when out of memory. */
+static int copy_policy(json_t *target, const json_t *row) {
+    for (size_t k = 0; k < sizeof policy_keys / sizeof policy_keys[0]; k++) {
+        json_t *v = json_object_get(row, policy_keys[k]);
+        if (v && json_object_set(target, policy_keys[k], v) != 0)
+            return -1;
+    }
+    return 0;
 }
 
 static int check_plugins(const json_t *rows, const char *file, jpath *p, weir_error *err) {
@@ -678,7 +720,7 @@ static int merge_row(merger *m, json_t *row, size_t i, const char *file, weir_er
     if (at) { /* existing row: replace plugin/config, maybe move it */
         json_t *target = m->v[at].row;
         if ((plugin && json_object_set(target, "plugin", plugin) != 0) ||
-            (cfg && json_object_set(target, "config", cfg) != 0))
+            (cfg && json_object_set(target, "config", cfg) != 0) || copy_policy(target, row))
             return nomem(err, file);
         if (!anchor)
             return WEIR_OK;
@@ -695,7 +737,7 @@ static int merge_row(merger *m, json_t *row, size_t i, const char *file, weir_er
             json_object_set(target, "plugin", plugin) != 0 ||
             json_object_set_new(target, "config", cfg ? json_incref(cfg) : json_object()) !=
                 0 ||
-            !(at = m_node(m, target))) {
+            copy_policy(target, row) || !(at = m_node(m, target))) {
             json_decref(target);
             return nomem(err, file);
         }

@@ -79,6 +79,16 @@ const weir__event_def weir__event_catalog[] = {
      "{turn, step, job_id, call_id, tool, effects:\"not_rolled_back\", cause, "
      "delivered?:false}",
      "A background job was cancelled."},
+    {"hook/decision", WEIR__EVENT_IGNORABLE,
+     "{hook, plugin, row, decision, turn, step, latency_us, detail?}",
+     "A hook listener decided (its result is not what weir_next() gave it, or it "
+     "short-circuited): docs/hooks.md, \"Provenance\" (`session.provenance`)."},
+    {"hook/quarantined", WEIR__EVENT_IGNORABLE, "{hook, plugin, row, turn, step, failures, error}",
+     "A row reached its max_failures: its listeners are passed over for the rest of the "
+     "process (docs/hooks.md, \"Fault policy\")."},
+    {"hook/slow", WEIR__EVENT_IGNORABLE,
+     "{hook, plugin, row, turn, step, latency_us, budget_ms}",
+     "A listener took longer than its row's budget_ms (a warning; it was not stopped)."},
     /* --- live ----------------------------------------------------------- */
     {"agent/status", WEIR__EVENT_LIVE, "{status:\"running\"|\"idle\"}",
      "The driver started working (waking input) or went idle."},

@@ -21,8 +21,18 @@
 #include "idmap.h"
 #include "schema.h"
 
+/* A row's fault policy and its failure count (shared by every listener of
+ * the row, in the host's chains and every agent's; atomics). */
+typedef struct row_state {
+    char *id; /* owned */
+    weir__hook_policy pol;
+    unsigned failures; /* consecutive failures (atomic) */
+    bool quarantined;  /* atomic; never cleared */
+} row_state;
+
 typedef struct listener {
     weir_plugin *owner; /* borrowed; only compared */
+    row_state *rs;      /* the row's policy (borrowed from the host's chains), or NULL */
     char *id;           /* owner's plugin id, owned */
     size_t index;       /* owner's position in the config */
     size_t seq;         /* registration number (ties) */
@@ -46,6 +56,14 @@ struct weir__hooks {
     size_t seq;
     bool frozen;
     FILE *trace; /* WEIR_TRACE destination, or NULL */
+    /* provenance and fault policy (the host's; a derived set copies them) */
+    weir__provenance level;
+    weir__hook_sink_fn sink;
+    weir__hook_mark_fn mark;
+    bool timed;               /* a listener hop's time is measured */
+    row_state **rows;         /* rows with a policy (owned by the host's chains) */
+    size_t nrows;
+    const weir__hook_def *turn_stopping, *post_execute;
 };
 
 /* One hop (a listener or the core default) of an invocation. */
@@ -53,6 +71,9 @@ typedef struct hop {
     bool failed;      /* weir_call_fail() was called during this hop */
     bool called_next; /* weir_next() was called during this hop */
     const json_t *next_result; /* what the last weir_next() returned (identity only) */
+    json_t *held;     /* a reference on it, kept until the hop ends (no address reuse) */
+    size_t next_extra; /* tools/post-execute: its additional_contexts length */
+    uint64_t inner_us; /* time spent in weir_next() */
     char msg[512];    /* weir_call_fail()'s message */
 } hop;
 
@@ -72,6 +93,7 @@ struct weir_call {
     const char *fail_id; /* plugin id (borrowed from the chain), NULL = core default */
     char fail_msg[512];
     const char *author; /* who made the last hop's result (weir__hook_invoke_author) */
+    uint64_t last_us;   /* the last hop's total time (timed chains) */
 };
 
 #define DEFAULT_LABEL "(default)"
@@ -142,6 +164,8 @@ int weir__hooks_create(weir__hooks **out) {
     }
     const char *t = getenv("WEIR_TRACE");
     h->trace = t && *t && strcmp(t, "0") != 0 ? stderr : NULL;
+    h->turn_stopping = weir__hook_find("agent/turn-stopping");
+    h->post_execute = weir__hook_find("tools/post-execute");
     *out = h;
     return WEIR_OK;
 }
@@ -159,6 +183,12 @@ void weir__hooks_destroy(weir__hooks *h) {
     weir__free(h->chains);
     if (!h->base)
         weir__free(h->schemas);
+    for (size_t r = 0; !h->base && r < h->nrows; r++) {
+        weir__free(h->rows[r]->id);
+        weir__free(h->rows[r]);
+    }
+    if (!h->base)
+        weir__free(h->rows);
     weir__free(h);
 }
 
@@ -228,8 +258,56 @@ int weir__hooks_add(weir__hooks *h, weir_plugin *owner, const char *owner_id,
         return weir__err(err, WEIR_E_NOMEM, owner_id, hook, "out of memory");
     }
     l.seq = h->seq++;
+    const weir__hooks *host = h->base ? h->base : h;
+    for (size_t r = 0; r < host->nrows && !l.rs; r++)
+        if (strcmp(host->rows[r]->id, owner_id) == 0)
+            l.rs = host->rows[r];
     c->v[c->n++] = l;
     return WEIR_OK;
+}
+
+void weir__hooks_set_provenance(weir__hooks *h, weir__provenance level, weir__hook_sink_fn sink,
+                                weir__hook_mark_fn mark) {
+    if (!h)
+        return;
+    h->level = sink ? level : WEIR__PROVENANCE_OFF;
+    h->sink = sink;
+    h->mark = mark;
+    h->timed = h->timed || h->level != WEIR__PROVENANCE_OFF;
+}
+
+int weir__hooks_set_policy(weir__hooks *h, const char *row, const weir__hook_policy *policy) {
+    if (!h || !row || !policy || h->base)
+        return WEIR_E_INVAL;
+    if (h->frozen)
+        return WEIR_E_TOO_LATE;
+    if (!policy->skip && !policy->max_failures && !policy->budget_ms)
+        return WEIR_OK; /* the default: no state, the fast path */
+    row_state **rows = weir__realloc(h->rows, (h->nrows + 1) * sizeof *rows);
+    if (!rows)
+        return WEIR_E_NOMEM;
+    h->rows = rows;
+    row_state *rs = weir__calloc(1, sizeof *rs);
+    if (!rs || !(rs->id = weir__strdup(row))) {
+        weir__free(rs);
+        return WEIR_E_NOMEM;
+    }
+    rs->pol = *policy;
+    h->rows[h->nrows++] = rs;
+    h->timed = h->timed || policy->budget_ms;
+    for (size_t k = 0; k < weir__hook_catalog_len; k++)
+        for (size_t i = 0; i < h->chains[k].n; i++)
+            if (strcmp(h->chains[k].v[i].id, row) == 0)
+                h->chains[k].v[i].rs = rs;
+    return WEIR_OK;
+}
+
+bool weir__hooks_quarantined(const weir__hooks *h, const char *row) {
+    const weir__hooks *host = h && h->base ? h->base : h;
+    for (size_t r = 0; host && row && r < host->nrows; r++)
+        if (strcmp(host->rows[r]->id, row) == 0)
+            return __atomic_load_n(&host->rows[r]->quarantined, __ATOMIC_ACQUIRE);
+    return false;
 }
 
 void weir__hooks_remove_owner(weir__hooks *h, const weir_plugin *owner) {
@@ -552,6 +630,14 @@ int weir__hooks_derive(const weir__hooks *base, weir__hooks **out) {
     h->base = base;
     h->schemas = base->schemas;
     h->trace = base->trace;
+    h->level = base->level;
+    h->sink = base->sink;
+    h->mark = base->mark;
+    h->timed = base->timed;
+    h->rows = base->rows;
+    h->nrows = base->nrows;
+    h->turn_stopping = base->turn_stopping;
+    h->post_execute = base->post_execute;
     h->chains = weir__calloc(weir__hook_catalog_len, sizeof *h->chains);
     if (!h->chains) {
         weir__hooks_destroy(h);
@@ -648,6 +734,15 @@ int weir__hooks_dump(const weir__hooks *h, FILE *out) {
                     order_name(c->v[i].order, buf, sizeof buf));
             dump_list(out, "before", c->v[i].before);
             dump_list(out, "after", c->v[i].after);
+            const row_state *rs = c->v[i].rs;
+            if (rs && rs->pol.skip)
+                fputs(" on_error=skip", out);
+            if (rs && rs->pol.max_failures)
+                fprintf(out, " max_failures=%u", rs->pol.max_failures);
+            if (rs && rs->pol.budget_ms)
+                fprintf(out, " budget_ms=%u", rs->pol.budget_ms);
+            if (rs && __atomic_load_n(&rs->quarantined, __ATOMIC_ACQUIRE))
+                fputs("  QUARANTINED", out);
             fputc('\n', out);
         }
     }
@@ -664,16 +759,125 @@ static void set_failure(weir_call *call, const char *id, const char *msg) {
     snprintf(call->fail_msg, sizeof call->fail_msg, "%s", msg);
 }
 
+/* Copy a short reason into buf (at most `size` - 1 bytes, cut on a UTF-8
+ * character boundary, so the JSON string stays valid). */
+static void short_copy(char *buf, size_t size, const char *s) {
+    size_t n = strlen(s);
+    if (n >= size) {
+        n = size - 1;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+    }
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+}
+
+const char *weir__hook_decision(const weir__hook_def *def, const json_t *args,
+                                const json_t *result, bool short_circuit, size_t next_extra) {
+    const char *name = def->name;
+    const char *kind = json_string_value(json_object_get(result, "kind"));
+    bool is = kind != NULL;
+    if (!strcmp(name, "agent/pre-step")) {
+        if (is && !strcmp(kind, "reject"))
+            return "reject";
+        return json_array_size(json_object_get(result, "messages")) >
+                       json_array_size(json_object_get(args, "messages"))
+                   ? "inject"
+                   : "enter";
+    }
+    if (!strcmp(name, "tools/pre-execute"))
+        return is && !strcmp(kind, "deny") ? "deny" : "allow";
+    if (!strcmp(name, "agent/request-error")) {
+        if (is && !strcmp(kind, "retry"))
+            return "retry";
+        if (is && !strcmp(kind, "error"))
+            return "replace";
+        return short_circuit ? "short-circuit" : "rewrite";
+    }
+    if (!strcmp(name, "llm/stream"))
+        return short_circuit ? "replace" : "rewrite";
+    if (!strcmp(name, "tools/post-execute")) {
+        if (short_circuit)
+            return "replace";
+        return json_array_size(json_object_get(result, "additional_contexts")) > next_extra
+                   ? "inject"
+                   : "rewrite";
+    }
+    return short_circuit ? "short-circuit" : "rewrite";
+}
+
+/* A decision's detail: the result's reason (deny, reject), the failure's
+ * code (request-error), or the route (agent/request); never a payload. */
+static void decision_detail(const weir__hook_def *def, const json_t *r, char *buf, size_t size) {
+    const char *why = json_string_value(json_object_get(r, "reason"));
+    if (!why)
+        why = json_string_value(json_object_get(json_object_get(r, "error"), "code"));
+    if (why) {
+        short_copy(buf, size, why);
+    } else if (!strcmp(def->name, "agent/request")) {
+        const char *pv = json_string_value(json_object_get(r, "provider"));
+        const char *m = json_string_value(json_object_get(r, "model"));
+        if (pv && m) {
+            char route[256];
+            snprintf(route, sizeof route, "%s/%s", pv, m);
+            short_copy(buf, size, route);
+        }
+    }
+}
+
+/* Hand `rec` to the sink: only where a log exists (an agent's invocation)
+ * and never from an emit hook (session/event runs inside the log's
+ * delivery of an append). */
+static void report(const weir_call *call, const listener *l, weir__hook_record *rec) {
+    if (!call->h->sink || !call->agent || call->def->mode == WEIR__HOOK_EMIT)
+        return;
+    rec->hook = call->def->name;
+    rec->row = l->id;
+    rec->owner = l->owner;
+    rec->args = call->args;
+    call->h->sink(call->agent, rec);
+}
+
+/* Listener `l` failed on its own: count it; the failure that reaches
+ * max_failures quarantines the row (once, whichever thread gets there). */
+static void count_failure(const weir_call *call, const listener *l, const char *msg) {
+    row_state *rs = l->rs;
+    unsigned n = __atomic_add_fetch(&rs->failures, 1, __ATOMIC_ACQ_REL);
+    bool was = false;
+    if (!rs->pol.max_failures || n < rs->pol.max_failures ||
+        !__atomic_compare_exchange_n(&rs->quarantined, &was, true, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        return;
+    fprintf(stderr,
+            "weir: error: hook %s: row %s quarantined after %u consecutive failures "
+            "(max_failures %u): %s\n",
+            call->def->name, l->id, n, rs->pol.max_failures, msg);
+    weir__hook_record rec = {.type = "hook/quarantined", .detail = msg, .failures = n};
+    report(call, l, &rec);
+}
+
 /* Run hop `i` (listener i, or the default when i == chain length). */
 static json_t *run_hop(weir_call *call, size_t i) {
+    const weir__hooks *h = call->h;
+    const listener *l = i < call->c->n ? &call->c->v[i] : NULL;
+    if (l && l->rs && __atomic_load_n(&l->rs->quarantined, __ATOMIC_ACQUIRE)) {
+        /* a quarantined row is passed over, as if it had called weir_next() */
+        if (h->trace)
+            fprintf(h->trace, "weir-trace: %s %s plugin=%s outcome=quarantined us=0\n",
+                    call->def->name, weir__hook_mode_name(call->def->mode), l->id);
+        return call->def->mode == WEIR__HOOK_WATERFALL ? run_hop(call, i + 1) : json_null();
+    }
     hop here = {.failed = false};
     hop *outer = call->cur;
     size_t outer_pos = call->pos;
     call->cur = &here;
     call->pos = i;
     call->failed = false; /* a previous run of this hop was consumed by the caller */
-    const listener *l = i < call->c->n ? &call->c->v[i] : NULL;
-    uint64_t t0 = call->h->trace ? weir__mono_us() : 0;
+    /* a chain with listeners is timed when provenance or a budget needs it */
+    bool timed = h->trace || (h->timed && call->c->n);
+    uint64_t t0 = timed ? weir__mono_us() : 0;
+    bool probe = l && h->mark && call->agent && call->def == h->turn_stopping;
+    size_t mark0 = probe ? h->mark(call->agent) : 0;
 
     json_t *r;
     if (l)
@@ -682,14 +886,81 @@ static json_t *run_hop(weir_call *call, size_t i) {
         r = call->dflt ? call->dflt(call, call->args, call->dflt_ctx) : json_null();
 
     const char *id = l ? l->id : NULL;
+    const char *decision = NULL; /* what to log as hook/decision */
+    char detail[160] = "";
+    const char *own_failure = NULL; /* counted once the hop's decision is logged */
+    if (!r && l && l->rs &&
+        (here.failed || (call->def->mode != WEIR__HOOK_EMIT && !call->failed))) {
+        /* the listener's own failure, not an inner one passed through */
+        const char *msg = here.failed ? here.msg : "returned no result";
+        own_failure = msg;
+        if (l->rs->pol.skip && call->def->mode != WEIR__HOOK_EMIT) {
+            fprintf(stderr, "weir: warning: hook %s: plugin %s failed: %s (on_error skip: "
+                            "passed on)\n",
+                    call->def->name, id, msg);
+            short_copy(detail, sizeof detail, msg);
+            decision = "skip";
+            here.failed = false;
+            if (call->def->mode == WEIR__HOOK_SERIAL) {
+                r = json_null();
+            } else if (here.called_next) { /* what weir_next() gave it (NULL: the inner failure) */
+                r = json_incref(here.held);
+            } else { /* as if it had called weir_next() */
+                r = run_hop(call, i + 1);
+                here.called_next = true;
+                here.next_result = r;
+                here.inner_us += call->last_us;
+            }
+        }
+    } else if (r && l && l->rs && __atomic_load_n(&l->rs->failures, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&l->rs->failures, 0, __ATOMIC_RELEASE); /* no longer consecutive */
+    }
+    uint64_t total = timed ? weir__mono_us() - t0 : 0;
+    uint64_t self = total > here.inner_us ? total - here.inner_us : 0;
+
+    if (r && l && !decision && h->level != WEIR__PROVENANCE_OFF && call->agent) {
+        if (call->def->mode == WEIR__HOOK_WATERFALL) {
+            /* "differs" is identity: passing weir_next()'s value on is no decision */
+            if (!here.called_next || r != here.next_result) {
+                decision = weir__hook_decision(call->def, call->args, r, !here.called_next,
+                                               here.next_extra);
+                decision_detail(call->def, r, detail, sizeof detail);
+            } else if (h->level == WEIR__PROVENANCE_ALL) {
+                decision = "pass";
+            }
+        } else if (probe && h->mark(call->agent) != mark0) {
+            decision = "steer";
+        } else if (call->def->mode == WEIR__HOOK_SERIAL && h->level == WEIR__PROVENANCE_ALL) {
+            decision = "pass";
+        }
+    }
+    json_decref(here.held); /* after the identity check: no address was reused */
+    if (decision) {
+        weir__hook_record rec = {.type = "hook/decision",
+                                 .decision = decision,
+                                 .detail = detail[0] ? detail : NULL,
+                                 .latency_us = self};
+        report(call, l, &rec);
+    }
+    if (own_failure)
+        count_failure(call, l, own_failure);
+    if (l && l->rs && l->rs->pol.budget_ms && self > (uint64_t)l->rs->pol.budget_ms * 1000) {
+        fprintf(stderr, "weir: warning: hook %s: plugin %s took %.1f ms (budget_ms %u)\n",
+                call->def->name, id, (double)self / 1000.0, l->rs->pol.budget_ms);
+        weir__hook_record rec = {
+            .type = "hook/slow", .latency_us = self, .budget_ms = l->rs->pol.budget_ms};
+        report(call, l, &rec);
+    }
+
     const char *outcome;
     if (r) {
         call->failed = false; /* a value is success, or recovery from an inner failure */
         if (!here.called_next || r != here.next_result)
             call->author = id; /* a value of its own, not its successor's passed on */
         outcome = call->def->mode != WEIR__HOOK_WATERFALL || !l ? "ok"
-                  : here.called_next                            ? "next"
-                                                                : "short-circuit";
+                  : decision && !strcmp(decision, "skip") ? "skipped"
+                  : here.called_next                      ? "next"
+                                                          : "short-circuit";
     } else if (here.failed) {
         set_failure(call, id, here.msg);
         outcome = "failed";
@@ -700,11 +971,11 @@ static json_t *run_hop(weir_call *call, size_t i) {
             set_failure(call, id, "returned no result");
         outcome = "failed";
     }
-    if (call->h->trace)
-        fprintf(call->h->trace, "weir-trace: %s %s plugin=%s outcome=%s us=%llu\n",
-                call->def->name, weir__hook_mode_name(call->def->mode),
-                id ? id : DEFAULT_LABEL, outcome,
-                (unsigned long long)(weir__mono_us() - t0));
+    if (h->trace)
+        fprintf(h->trace, "weir-trace: %s %s plugin=%s outcome=%s us=%llu\n", call->def->name,
+                weir__hook_mode_name(call->def->mode), id ? id : DEFAULT_LABEL, outcome,
+                (unsigned long long)total);
+    call->last_us = total;
     call->cur = outer;
     call->pos = outer_pos;
     return r;
@@ -811,7 +1082,13 @@ json_t *weir__call_next(weir_call *call) {
     }
     call->cur->called_next = true;
     json_t *r = run_hop(call, call->pos + 1);
-    call->cur->next_result = r; /* run_hop() put this hop back as the current one */
+    hop *cur = call->cur; /* run_hop() put this hop back as the current one */
+    cur->next_result = r;
+    json_decref(cur->held); /* a second weir_next(): the first result is the caller's */
+    cur->held = json_incref(r);
+    cur->inner_us += call->last_us;
+    if (r && call->def == call->h->post_execute)
+        cur->next_extra = json_array_size(json_object_get(r, "additional_contexts"));
     return r;
 }
 

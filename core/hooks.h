@@ -154,6 +154,69 @@ json_t *weir__hook_invoke_author(const weir__hooks *h, const char *hook, weir_ag
                                  weir__hook_default_fn dflt, void *dflt_ctx,
                                  const char **author, weir_error *err);
 
+/*
+ * Decision provenance and the fault policy (docs/hooks.md, "Provenance",
+ * "Fault policy").
+ *
+ * A row's policy (its config keys on_error, max_failures, budget_ms) is set
+ * with weir__hooks_set_policy after the row's init registered its listeners
+ * and before the freeze; an agent's own listeners of that row (registered
+ * in agent/created) take it too.  Failure counts and quarantine live for the
+ * rest of the process (atomics: invocations on any thread).
+ */
+typedef struct weir__hook_policy {
+    bool skip;             /* on_error "skip" (else "fail") */
+    unsigned max_failures; /* quarantine after this many consecutive failures; 0 = never */
+    unsigned budget_ms;    /* warn about a hop slower than this; 0 = no budget */
+} weir__hook_policy;
+
+typedef enum weir__provenance {
+    WEIR__PROVENANCE_OFF = 0,
+    WEIR__PROVENANCE_DECISIONS = 1, /* the default */
+    WEIR__PROVENANCE_ALL = 2        /* pass-through hops too ("pass") */
+} weir__provenance;
+
+/* What one hop reports (every pointer borrowed, valid during the call). */
+typedef struct weir__hook_record {
+    const char *type;     /* "hook/decision", "hook/quarantined" or "hook/slow" */
+    const char *hook;     /* the hook's name */
+    const char *row;      /* the listener's row id */
+    weir_plugin *owner;   /* the row's instance, NULL for an embedder's listener */
+    const char *decision; /* hook/decision: the decision (docs/hooks.md) */
+    const char *detail;   /* a short reason, or NULL */
+    const json_t *args;   /* the invocation's payload (turn, step) */
+    uint64_t latency_us;  /* the hop's own time, without the inner hops */
+    unsigned failures;    /* hook/quarantined: the consecutive failures */
+    unsigned budget_ms;   /* hook/slow: the row's budget */
+} weir__hook_record;
+
+/* Appends `rec` to `agent`'s log (never called with a NULL agent, and never
+ * from an emit hook: session/event runs inside the log's delivery). */
+typedef void (*weir__hook_sink_fn)(weir_agent *agent, const weir__hook_record *rec);
+/* A counter that a steer from inside agent/turn-stopping moves. */
+typedef size_t (*weir__hook_mark_fn)(weir_agent *agent);
+
+/* Set on the host's chains before any agent derives its own (not
+ * thread-safe; derived chains copy it). */
+void weir__hooks_set_provenance(weir__hooks *h, weir__provenance level, weir__hook_sink_fn sink,
+                                weir__hook_mark_fn mark);
+
+/* Give row `row`'s listeners a policy (copied).  E_TOO_LATE after the
+ * freeze, E_NOMEM, E_INVAL. */
+int weir__hooks_set_policy(weir__hooks *h, const char *row, const weir__hook_policy *policy);
+
+/* Whether row `row` is quarantined (thread-safe). */
+bool weir__hooks_quarantined(const weir__hooks *h, const char *row);
+
+/*
+ * The decision a waterfall hop's result stands for (static string);
+ * `args` is the invocation's payload, `next_extra` is the length of additional_contexts in what weir_next()
+ * returned (tools/post-execute), `short_circuit` whether the listener did
+ * not call weir_next().  core/hooks.c.
+ */
+const char *weir__hook_decision(const weir__hook_def *def, const json_t *args,
+                                const json_t *result, bool short_circuit, size_t next_extra);
+
 /* Number of listeners on `hook` (0 for unknown). */
 size_t weir__hooks_count(const weir__hooks *h, const char *hook);
 

@@ -11,6 +11,7 @@
 #include "event_catalog.h"
 #include "host_int.h"
 #include "idmap.h"
+#include "provenance.h"
 #include "schema.h"
 #include "tools.h"
 
@@ -236,6 +237,32 @@ static int add_plugin(weir_host *h, weir_plugin *p) {
     return WEIR_OK;
 }
 
+/* A row's fault policy: on_error, max_failures, budget_ms (docs/config.md). */
+static int row_policy(const json_t *row, size_t index, weir__hook_policy *pol, weir_error *err) {
+    const char *id = json_string_value(json_object_get(row, "id"));
+    const json_t *oe = json_object_get(row, "on_error");
+    *pol = (weir__hook_policy){0};
+    if (oe && (!json_is_string(oe) || (strcmp(json_string_value(oe), "fail") != 0 &&
+                                       strcmp(json_string_value(oe), "skip") != 0)))
+        return weir__err(err, WEIR_E_CONFIG, id, NULL,
+                         "plugins[%zu] (row '%s'): on_error must be \"fail\" or \"skip\"",
+                         index, id ? id : "?");
+    pol->skip = oe && strcmp(json_string_value(oe), "skip") == 0;
+    static const char *const counts[] = {"max_failures", "budget_ms"};
+    for (size_t k = 0; k < 2; k++) {
+        const json_t *v = json_object_get(row, counts[k]);
+        if (!v)
+            continue;
+        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+            json_integer_value(v) > 86400000)
+            return weir__err(err, WEIR_E_CONFIG, id, NULL,
+                             "plugins[%zu] (row '%s'): %s must be an integer from 1 to 86400000",
+                             index, id ? id : "?", counts[k]);
+        *(k ? &pol->budget_ms : &pol->max_failures) = (unsigned)json_integer_value(v);
+    }
+    return WEIR_OK;
+}
+
 static int load_row(weir_host *h, const json_t *row, size_t index, load_cache *lc,
                     weir_error *err) {
     const char *id = json_string_value(json_object_get(row, "id"));
@@ -243,6 +270,10 @@ static int load_row(weir_host *h, const json_t *row, size_t index, load_cache *l
     if (!json_is_object(row) || !id || !*id || !name || !*name)
         return weir__err(err, WEIR_E_CONFIG, id, NULL,
                          "plugins[%zu]: a row needs a string 'id' and 'plugin'", index);
+    weir__hook_policy pol;
+    int prc = row_policy(row, index, &pol, err);
+    if (prc != WEIR_OK)
+        return prc;
     const json_t *config = json_object_get(row, "config");
     json_t *empty = NULL;
     if (!config) {
@@ -281,6 +312,8 @@ static int load_row(weir_host *h, const json_t *row, size_t index, load_cache *l
         rc = check_config(p, config, lc, err);
     if (rc == WEIR_OK)
         rc = run_init(p, config, err);
+    if (rc == WEIR_OK && weir__hooks_set_policy(h->hooks, id, &pol) != WEIR_OK)
+        rc = weir__err(err, WEIR_E_NOMEM, id, NULL, "out of memory");
     json_decref(empty);
     if (rc != WEIR_OK && err) /* errors of a row name the row */
         snprintf(err->plugin, sizeof err->plugin, "%s", id);
@@ -327,6 +360,15 @@ int weir_host_create(const json_t *config, weir_host **out, weir_error *err) {
                        weir_strerror(rc));
     const json_t *row;
     size_t i;
+    weir__provenance level = WEIR__PROVENANCE_DECISIONS;
+    const json_t *prov = json_object_get(json_object_get(config, "session"), "provenance");
+    if (rc == WEIR_OK && prov &&
+        (!json_is_string(prov) || !weir__provenance_parse(json_string_value(prov), &level)))
+        rc = weir__err(err, WEIR_E_CONFIG, NULL, NULL,
+                       "session.provenance must be \"decisions\", \"all\" or \"off\"");
+    if (rc == WEIR_OK)
+        weir__hooks_set_provenance(h->hooks, level, weir__provenance_sink,
+                                   weir__provenance_mark);
     load_cache lc = {WEIR__IDMAP_INIT, WEIR__IDMAP_INIT};
     json_array_foreach(json_object_get(h->config, "plugins"), i, row) {
         if (rc != WEIR_OK)

@@ -192,9 +192,97 @@ static int transcript(const char *path) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* --why SEQ                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static bool int_at(const json_t *data, const char *key, long long *out) {
+    const json_t *v = get(data, key);
+    if (!json_is_integer(v))
+        return false;
+    *out = (long long)json_integer_value(v);
+    return true;
+}
+
+/*
+ * The hook/decision events that shaped the event at `seq`, newest first
+ * (docs/hooks.md, "Provenance"): those before it in its turn, of its step
+ * or turn-level (step 0, and system-prompt/assemble, whose one assembly
+ * serves every step of the turn); of any step when the event has a turn but no
+ * step (turn/end).  An event without a turn (request/header) takes the
+ * turn and step of the latest event before it that has one.
+ */
+static int why(const char *path, long long seq, bool as_json) {
+    json_t *events = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_log_events(path, &events, &err) != WEIR_OK) {
+        int rc = weir_cli_fail("log", &err);
+        return rc == WEIR_EXIT_IO ? rc : WEIR_EXIT_FAIL;
+    }
+    size_t n = json_array_size(events), at = n;
+    for (size_t i = 0; i < n; i++)
+        if (json_integer_value(get(json_array_get(events, i), "seq")) == seq)
+            at = i;
+    if (at == n) {
+        fprintf(stderr, "weir log: no event at seq %lld (the log has %zu events)\n", seq, n);
+        json_decref(events);
+        return WEIR_EXIT_FAIL;
+    }
+    long long turn = -1, step = -1;
+    bool any_step = false;
+    for (size_t i = at + 1; i-- > 0 && turn < 0;) {
+        const json_t *d = get(json_array_get(events, i), "data");
+        if (!int_at(d, "turn", &turn))
+            continue;
+        if (!int_at(d, "step", &step))
+            any_step = i == at; /* turn/end: every step; turn/start: turn-level */
+        if (step < 0)
+            step = 0;
+    }
+    const json_t *target = json_array_get(events, at);
+    if (!as_json)
+        printf("decisions before seq %lld (%s, turn %lld, %s %lld), newest first:\n", seq,
+               str_or(get(target, "type"), "?"), turn, any_step ? "any step up to" : "step",
+               step);
+    size_t shown = 0;
+    for (size_t i = at; turn >= 0 && i-- > 0;) {
+        const json_t *ev = json_array_get(events, i);
+        const json_t *d = get(ev, "data");
+        const char *type = str_or(get(ev, "type"), "");
+        long long t = -1, s = 0;
+        if (!strcmp(type, "turn/start") && int_at(d, "turn", &t) && t == turn)
+            break;
+        if (strcmp(type, "hook/decision") != 0 || !int_at(d, "turn", &t) || t != turn)
+            continue;
+        int_at(d, "step", &s);
+        /* the system prompt is assembled once per turn, for its first step */
+        if (!any_step && s != step && s != 0 &&
+            strcmp(str_or(get(d, "hook"), ""), "system-prompt/assemble") != 0)
+            continue;
+        shown++;
+        if (as_json) {
+            json_dumpf(ev, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            fputc('\n', stdout);
+            continue;
+        }
+        printf("  seq %lld  step %lld  %s  %s  row %s (%s)  %lld us",
+               (long long)json_integer_value(get(ev, "seq")), s, str_or(get(d, "hook"), "?"),
+               str_or(get(d, "decision"), "?"), str_or(get(d, "row"), "?"),
+               str_or(get(d, "plugin"), "?"), (long long)json_integer_value(get(d, "latency_us")));
+        if (get(d, "detail"))
+            printf("  %s", str_or(get(d, "detail"), ""));
+        fputc('\n', stdout);
+    }
+    if (!as_json && !shown)
+        printf("  (none: only the core defaults and pass-through hops)\n");
+    json_decref(events);
+    return WEIR_EXIT_OK;
+}
+
+/* ------------------------------------------------------------------------ */
 
 static const char log_help[] =
-    "usage: weir log [-c FILE]... ID|FILE [--json|--derive|--check]\n"
+    "usage: weir log [-c FILE]... ID|FILE [--json|--derive|--check|--why SEQ [--json]]\n"
     "\n"
     "Print a session log as a readable transcript.  ID names\n"
     "<session.dir>/<ID>.jsonl of the deployment (-c, or the built-in default:\n"
@@ -205,6 +293,9 @@ static const char log_help[] =
     "  --derive   print the derived model-visible messages as one JSON array\n"
     "  --check    check the log's invariants (seq, nesting, tool results,\n"
     "             derive == request); an open last turn is reported, not an error\n"
+    "  --why SEQ  print the hook decisions (hook/decision) that shaped the event at\n"
+    "             SEQ, newest first: those before it in its turn, of its step or\n"
+    "             turn-level (docs/hooks.md, \"Provenance\"); with --json as events\n"
     "\n"
     "exit codes: 0 ok, 1 the check found errors (or the reader refused the log),\n"
     "            2 usage, 3 configuration error,\n"
@@ -215,10 +306,12 @@ int weir_cmd_log(int argc, char **argv) {
                                               {"derive", no_argument, NULL, 'd'},
                                               {"check", no_argument, NULL, 'k'},
                                               {"json", no_argument, NULL, 'j'},
+                                              {"why", required_argument, NULL, 'w'},
                                               {"help", no_argument, NULL, 'h'},
                                               {0}};
     weir_cli_files files = {0};
     int mode = 0, ch;
+    long long why_seq = -1;
     while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 'c':
@@ -234,6 +327,16 @@ int weir_cmd_log(int argc, char **argv) {
             }
             mode = ch;
             break;
+        case 'w': {
+            char *end = NULL;
+            why_seq = strtoll(optarg, &end, 10);
+            if (!*optarg || *end || why_seq < 0) {
+                fprintf(stderr, "weir log: --why needs a seq (an integer >= 0), got '%s'\n",
+                        optarg);
+                return WEIR_EXIT_USAGE;
+            }
+            break;
+        }
         case 'h':
             fputs(log_help, stdout);
             return WEIR_EXIT_OK;
@@ -241,6 +344,10 @@ int weir_cmd_log(int argc, char **argv) {
             fputs(log_help, stderr);
             return WEIR_EXIT_USAGE;
         }
+    }
+    if (why_seq >= 0 && mode && mode != 'j') {
+        fprintf(stderr, "weir log: --why goes with --json only\n");
+        return WEIR_EXIT_USAGE;
     }
     if (argc - optind != 1) {
         fprintf(stderr, "weir log: expected one session ID or FILE\n\n%s", log_help);
@@ -263,7 +370,9 @@ int weir_cmd_log(int argc, char **argv) {
     }
     weir_error err;
     weir_error_clear(&err);
-    if (mode == 'j') {
+    if (why_seq >= 0) {
+        rc = why(path, why_seq, mode == 'j');
+    } else if (mode == 'j') {
         json_t *events = NULL;
         if (weir_log_events(path, &events, &err) != WEIR_OK) {
             rc = weir_cli_fail("log", &err);

@@ -15,6 +15,18 @@
  *                             agent/turn-stopping steers `text`, `times` times
  *   "request_error": {"action": "retry"|"fail"|"delegate", "times"?: N}
  *   "request_model": "m"      agent/request: switch the model to m
+ *   "request_fixed": {provider, model}
+ *                             agent/request: answer this config without
+ *                             calling weir_next() (a short-circuit)
+ *   "request_fail": N         agent/request: fail the first N invocations
+ *   "request_sleep_ms": N     agent/request: sleep N ms, then weir_next()
+ *   "tool_gate": {"deny"?: tool, "allow"?: tool}
+ *                             tools/pre-execute: deny (reason "drvtest gate")
+ *                             or allow that tool without weir_next()
+ *   "post_inject": "text"     tools/post-execute: add a user message with
+ *                             `text` to additional_contexts
+ *   "post_replace": "text"    tools/post-execute: answer content `text`
+ *                             without weir_next()
  *   "replay": [chunks]        llm/stream: return these chunks (no provider)
  *   "stream_fail": true       llm/stream: fail (a middleware failure)
  *   "append": "type"          register `type` and log it once on turn-stopping
@@ -43,6 +55,7 @@ typedef struct hk {
     int steers;   /* turn-stopping steers sent */
     int retries;  /* request-error retries returned */
     int assembles; /* system-prompt/assemble invocations */
+    int requests;  /* agent/request invocations */
 } hk;
 
 static json_t *on_assemble(weir_call *call, const json_t *args, void *ud) {
@@ -184,6 +197,18 @@ static json_t *on_request_error(weir_call *call, const json_t *args, void *ud) {
 static json_t *on_request(weir_call *call, const json_t *args, void *ud) {
     (void)args;
     hk *h = ud;
+    h->requests++;
+    const json_t *fails = json_object_get(h->config, "request_fail");
+    if (json_is_integer(fails) && h->requests <= json_integer_value(fails)) {
+        weir_call_fail(call, "drvtest: request failure %d", h->requests);
+        return NULL;
+    }
+    const json_t *fixed = json_object_get(h->config, "request_fixed");
+    if (fixed)
+        return json_deep_copy(fixed);
+    const json_t *sleep_ms = json_object_get(h->config, "request_sleep_ms");
+    if (json_is_integer(sleep_ms))
+        weir_signal_sleep(weir_call_signal(call), (uint64_t)json_integer_value(sleep_ms));
     json_t *c = weir_next(call);
     const char *model = json_string_value(json_object_get(h->config, "request_model"));
     if (!c || !model)
@@ -192,6 +217,41 @@ static json_t *on_request(weir_call *call, const json_t *args, void *ud) {
     json_decref(c);
     if (out)
         json_object_set_new(out, "model", json_string(model));
+    return out;
+}
+
+static json_t *on_gate(weir_call *call, const json_t *args, void *ud) {
+    hk *h = ud;
+    const json_t *gate = json_object_get(h->config, "tool_gate");
+    const char *name = json_string_value(json_object_get(args, "name"));
+    const char *deny = json_string_value(json_object_get(gate, "deny"));
+    const char *allow = json_string_value(json_object_get(gate, "allow"));
+    if (name && deny && !strcmp(name, deny))
+        return json_pack("{s:s, s:s}", "kind", "deny", "reason", "drvtest gate");
+    if (name && allow && !strcmp(name, allow))
+        return json_pack("{s:s}", "kind", "allow");
+    return weir_next(call);
+}
+
+static json_t *on_post(weir_call *call, const json_t *args, void *ud) {
+    (void)args;
+    hk *h = ud;
+    const char *text = json_string_value(json_object_get(h->config, "post_replace"));
+    if (text)
+        return json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text);
+    json_t *r = weir_next(call);
+    json_t *out = r ? json_deep_copy(r) : NULL;
+    json_decref(r);
+    json_t *ctx = json_pack("{s:s, s:[{s:s, s:s}]}", "role", "user", "content", "type", "text",
+                            "text", json_string_value(json_object_get(h->config, "post_inject")));
+    json_t *list = json_object_get(out, "additional_contexts");
+    if (out && ctx && !list)
+        json_object_set_new(out, "additional_contexts", list = json_array());
+    if (!out || !ctx || json_array_append_new(list, ctx) != 0) {
+        json_decref(out);
+        weir_call_fail(call, "drvtest: out of memory");
+        return NULL;
+    }
     return out;
 }
 
@@ -278,8 +338,15 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
         rc = weir_hook_register(self, "agent/request-error", on_request_error, &o);
     if (rc == WEIR_OK && json_is_true(json_object_get(config, "assemble_counter")))
         rc = weir_hook_register(self, "system-prompt/assemble", on_assemble, &o);
-    if (rc == WEIR_OK && json_object_get(config, "request_model"))
+    if (rc == WEIR_OK &&
+        (json_object_get(config, "request_model") || json_object_get(config, "request_fixed") ||
+         json_object_get(config, "request_fail") || json_object_get(config, "request_sleep_ms")))
         rc = weir_hook_register(self, "agent/request", on_request, &o);
+    if (rc == WEIR_OK && json_object_get(config, "tool_gate"))
+        rc = weir_hook_register(self, "tools/pre-execute", on_gate, &o);
+    if (rc == WEIR_OK &&
+        (json_object_get(config, "post_inject") || json_object_get(config, "post_replace")))
+        rc = weir_hook_register(self, "tools/post-execute", on_post, &o);
     if (rc == WEIR_OK && json_object_get(config, "agent_deny")) {
         if (!WEIR_API_HAS(api, agent_hook_register))
             return WEIR_E_UNSUPPORTED;

@@ -43,6 +43,9 @@ struct dh {
  * (default {provider:"scripted", model:"demo", max_tokens:1024}).
  */
 void dh_setup(dh *d, const char *rows, const char *agent);
+/* dh_setup with `session` (a JSON object text, may be NULL) merged into
+ * the session config (e.g. {"provenance":"all"}). */
+void dh_setup_session(dh *d, const char *rows, const char *agent, const char *session);
 /* Open (or resume) session `id` (NULL: a new id). */
 void dh_open(dh *d, const char *id);
 /* Close the agent (the host stays). */
@@ -51,7 +54,8 @@ void dh_close(dh *d);
 void dh_send(dh *d, const char *text, weir_send_mode mode);
 /* weir_agent_run_until_idle; asserts WEIR_OK. */
 void dh_run(dh *d);
-/* Comma-joined types of the recorded events (durable only, or all). */
+/* Comma-joined types of the recorded events (durable only, or all),
+ * without drvtest/request and the core's provenance events (hook/...). */
 char *dh_types(const dh *d, bool durable_only);
 /* The n-th (0-based) recorded durable event of `type`, or NULL. Borrowed. */
 const json_t *dh_find(const dh *d, const char *type, int n);

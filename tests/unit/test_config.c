@@ -457,7 +457,8 @@ static void test_type_errors_name_file_and_path(void **state) {
         {"bad-id.json", "config bad-id.json: $.plugins[1].id: \"has space\" is not a valid "
                         "plugin id (use letters, digits, '_', '.', '-')"},
         {"bad-row-key.json", "config bad-row-key.json: $.plugins[0]: unknown key \"confg\" "
-                             "(known: id, plugin, config, disabled, before, after)"},
+                             "(known: id, plugin, config, disabled, before, after, on_error, "
+                             "max_failures, budget_ms)"},
         {"new-without-plugin.json", "config new-without-plugin.json: $.plugins[0]: new "
                                     "plugin id \"fresh\" needs a \"plugin\""},
         {"bad-types.json", "config bad-types.json: $.plugins[0].plugin: expected a string, "
