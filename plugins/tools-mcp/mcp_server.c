@@ -549,6 +549,13 @@ static void *conn_main(void *arg) {
         stderr_line(s, c->errline, c->errlen);
         c->errlen = 0;
     }
+    pthread_mutex_lock(&s->ring_mu);
+    uint64_t dropped = s->dropped;
+    s->dropped = 0;
+    pthread_mutex_unlock(&s->ring_mu);
+    if (dropped)
+        say(s, 2, "[%s] (%llu more stderr lines not shown: too many)", s->name,
+            (unsigned long long)dropped);
     conn_died(c, out_open ? "was stopped" : "closed its stdout");
     return NULL;
 }

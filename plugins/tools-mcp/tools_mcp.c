@@ -99,7 +99,7 @@ struct server {
     state *st;
     char *name;
     mcp_server *mcp;
-    long timeout_ms;
+    long timeout_ms, startup_timeout_ms;
     size_t max_result;
     bool required, background, ok;
     json_t *allow, *deny;  /* arrays of tool names, or NULL */
@@ -785,6 +785,7 @@ static int server_setup(state *st, server *s, const char *name, const json_t *sp
         return set_err(err, WEIR_E_PLUGIN_CONFIG,
                        "server '%s': url '%s' is not an http:// or https:// URL", name, url);
     s->timeout_ms = int_or(spec, "timeout_ms", DEFAULT_TIMEOUT_MS);
+    s->startup_timeout_ms = int_or(spec, "startup_timeout_ms", DEFAULT_STARTUP_MS);
     s->max_result = (size_t)int_or(spec, "max_result_bytes", (long)DEFAULT_MAX_RESULT);
     s->required = !json_is_false(json_object_get(spec, "required"));
     s->background = json_is_true(json_object_get(spec, "background"));
@@ -846,7 +847,7 @@ static int server_setup(state *st, server *s, const char *name, const json_t *sp
         .cwd = json_string_value(json_object_get(spec, "cwd")),
         .url = url,
         .headers = headers,
-        .startup_timeout_ms = int_or(spec, "startup_timeout_ms", DEFAULT_STARTUP_MS),
+        .startup_timeout_ms = s->startup_timeout_ms,
         .grace_ms = 2000,
         .max_message = (size_t)int_or(spec, "max_message_bytes", (long)DEFAULT_MAX_MESSAGE),
         .secrets = &s->secrets,
@@ -903,7 +904,8 @@ static int server_load(server *s, weir_error *err) {
             s->ok = true;
             return WEIR_OK;
         }
-        mcp_status ls = mcp_server_list_tools(s->mcp, s->timeout_ms, &list, why, sizeof why);
+        mcp_status ls = mcp_server_list_tools(s->mcp, s->startup_timeout_ms, &list, why,
+                                              sizeof why);
         if (ls == MCP_OK) {
             (void)mcp_server_take_list_changed(s->mcp); /* the list is fresh */
             int rc = register_tools(s, list, err);

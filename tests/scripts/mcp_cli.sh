@@ -91,6 +91,19 @@ else
     fail "script(1) not found (util-linux)"
 fi
 
+# 2c. stderr is rate-limited: 2000 lines become at most ~60, and a line says how many were not shown
+cat >"$TMP/spam.json" <<'JSON'
+{"replies": [
+  {"tool_calls": [{"id": "s1", "name": "mcp__fake__spam", "arguments": {"lines": 2000}}]},
+  {"text": "Done."}]}
+JSON
+sed "s|$TMP/script.json|$TMP/spam.json|" "$TMP/ok.json" >"$TMP/spam-deploy.json"
+WEIR_LOG_LEVEL=info timeout 60 "$WEIR" run -c "$TMP/spam-deploy.json" -s spam "go" >/dev/null 2>"$TMP/err7" ||
+    fail "weir run (spam): exit $? ($(tail -3 "$TMP/err7"))"
+shown=$(grep -c '\[fake\] spam line' "$TMP/err7")
+[ "$shown" -ge 20 ] && [ "$shown" -le 80 ] || fail "stderr lines shown: $shown, want about 40"
+grep -q 'more stderr lines not shown: too many' "$TMP/err7" || fail "no count of the lines not shown"
+
 # 3. .mcp.json as is
 cat >"$TMP/.mcp.json" <<JSON
 {"mcpServers": {"fake": {"command": "\${MCP_CLI_FAKE}", "args": ["--tag", "$TAG"], "env": {}}}}

@@ -39,6 +39,7 @@
  *   log                    notifications/message at debug, info, warning, error
  *   env {name}             the value of an environment variable
  *   meta                   the call's params._meta as JSON text
+ *   spam {lines}           that many lines on stderr, then "spammed"
  *   expire                 (HTTP) ends the session after answering
  *   "bad.name", a 70-character name  (not offered by weir)
  *   added                  only after "storm": listed on the second list
@@ -159,7 +160,7 @@ static json_t *tools_page(const char *cursor) {
         return json_pack("{s:o, s:s}", "tools", tools, "nextCursor", "page-2");
     }
     static const char *const names[] = {"mixed", "structured", "fails", "progress", "log", "env",
-                                        "meta", "expire", NULL};
+                                        "meta", "expire", "spam", NULL};
     for (size_t i = 0; names[i]; i++)
         json_array_append_new(tools, tool(names[i], "a result shape", true));
     json_array_append_new(tools, tool("a_tool_name_that_is_much_too_long_to_fit_the_64_character_"
@@ -284,6 +285,12 @@ static void tools_call(json_t *id, json_t *params) {
         snprintf(buf, sizeof buf, "value: %s", v ? v : "(unset)");
         fprintf(stderr, "fake: env says %s\n", buf);
         text_result(id, buf);
+    } else if (!strcmp(name, "spam")) {
+        long long n = json_integer_value(json_object_get(args, "lines"));
+        for (long long i = 0; i < n; i++)
+            fprintf(stderr, "spam line %lld\n", i);
+        fflush(stderr);
+        text_result(id, "spammed");
     } else if (!strcmp(name, "meta")) {
         char *m = json_dumps(json_object_get(params, "_meta"), JSON_COMPACT | JSON_SORT_KEYS);
         text_result(id, m ? m : "null");
