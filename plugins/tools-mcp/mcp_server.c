@@ -22,8 +22,9 @@
  * Locking: s->mu guards the pending list, the connection pointer, the
  * counters and the flags; s->cv is broadcast when a request completes or a
  * start ends.  Writes to a child's stdin are serialized by c->wmu and never
- * made under s->mu.  The progress callback runs under s->mu (so it never
- * runs after its request returned).
+ * made under s->mu.  The progress callback runs without it (it delivers a
+ * live event, which must not run under a lock), and a request does not
+ * return while a callback for it runs (pending.busy).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -70,6 +71,7 @@ typedef struct pending {
     bool done;
     char fail[300];        /* done without resp: why */
     void *progress_ctx;    /* NULL: progress is dropped */
+    int busy;              /* progress callbacks running for it (without s->mu) */
     struct pending *next;
 } pending;
 
@@ -685,14 +687,23 @@ void mcp__server_dispatch(mcp_server *s, json_t *msg, json_t **reply) {
         if (clean && s->secrets)
             pc_scrub_json(s->secrets, clean);
         pthread_mutex_lock(&s->mu);
+        pending *hit = NULL;
         for (pending *p = s->pend; p; p = p->next) {
             if (p->id == json_integer_value(token) && !p->done && p->progress_ctx) {
-                if (s->progress && clean)
-                    s->progress(s->ud, p->progress_ctx, clean);
+                hit = p;
+                hit->busy++; /* its request waits for this callback before it returns */
                 break;
             }
         }
         pthread_mutex_unlock(&s->mu);
+        if (hit) {
+            if (s->progress && clean)
+                s->progress(s->ud, hit->progress_ctx, clean);
+            pthread_mutex_lock(&s->mu);
+            hit->busy--;
+            pthread_cond_broadcast(&s->cv);
+            pthread_mutex_unlock(&s->mu);
+        }
         json_decref(clean);
     } else if (!strcmp(method, "notifications/message")) {
         on_log_message(s, params);
@@ -820,7 +831,10 @@ static mcp_status rpc(mcp_server *s, conn *c, const char *method, json_t *params
             pthread_cond_timedwait(&s->cv, &s->mu, &ts);
         }
     }
-    /* s->mu is held */
+    /* s->mu is held; a progress callback for it may still run: wait for it */
+    p->done = true;
+    while (p->busy > 0)
+        pthread_cond_wait(&s->cv, &s->mu);
     unlink_pending(s, p);
     bool conn_alive = s->kind == MCP_HTTP || (c && !c->dead);
     pthread_mutex_unlock(&s->mu);

@@ -47,7 +47,8 @@ typedef void (*mcp_log_cb)(void *ud, int level, const char *text);
  * A notifications/progress for a request that asked for it: `ctx` is what
  * the caller passed, `params` (borrowed, scrubbed) the notification's
  * params.  Called on the transport's thread (stdio: the reader; HTTP: the
- * caller's) while the request is in flight, never after it returned.
+ * caller's) while the request is in flight, never after it returned, and
+ * with no lock of the server held (it may deliver a live event).
  */
 typedef void (*mcp_progress_cb)(void *ud, void *ctx, const json_t *params);
 /** True when the request should stop waiting (the turn was cancelled). */
