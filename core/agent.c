@@ -182,6 +182,13 @@ static int read_options(weir_agent *a, const json_t *config, weir_error *err) {
         return weir__err(err, WEIR_E_CONFIG, NULL, NULL,
                          "agent.max_parallel_tool_calls: expected 1..1024");
     a->max_parallel = (int)par;
+    json_int_t jobs = weir__json_int(agent, "max_background_jobs", 4);
+    if (jobs < 1 || jobs > 256 ||
+        (json_object_get(agent, "max_background_jobs") &&
+         !json_is_integer(json_object_get(agent, "max_background_jobs"))))
+        return weir__err(err, WEIR_E_CONFIG, NULL, NULL,
+                         "agent.max_background_jobs: expected an integer 1..256");
+    a->max_jobs = (int)jobs;
     json_int_t chars = weir__json_int(agent, "max_input_chars", WEIR_MAX_INPUT_CHARS);
     if (chars < 1 || chars > 1 << 30)
         return weir__err(err, WEIR_E_CONFIG, NULL, NULL,
@@ -191,50 +198,40 @@ static int read_options(weir_agent *a, const json_t *config, weir_error *err) {
 }
 
 /*
- * A background job finished (on its worker thread): its result re-enters the
- * conversation as a `service` observation, steered to the next request
- * boundary (or starting a turn when idle).  The job id is the input id, so
- * a result is delivered once.  Once the agent closes, sends are refused.
+ * A background job's body returned (on its worker thread).  The driver
+ * settles its result (weir__driver_settle_jobs: tools/post-execute, the
+ * durable job/returned|failed|cancelled, the service message): at the
+ * running turn's next request boundary, or, while the agent is idle, in
+ * the next weir_agent_run_until_idle, which the wake latch and on_wake ask
+ * for.  The live job/finished event tells observers it is coming.
  */
 static void on_job_done(const char *job_id, const char *call_id, const char *tool,
                         const json_t *result, void *ud) {
     weir_agent *a = ud;
-    char *body = NULL;
-    size_t i;
-    const json_t *block;
-    json_array_foreach(json_object_get(result, "content"), i, block) {
-        const char *text = weir__json_str(block, "text", NULL);
-        if (!text)
-            continue;
-        char *joined = body ? weir__asprintf("%s\n%s", body, text) : weir__strdup(text);
-        weir__free(body);
-        body = joined;
-        if (!body)
-            return;
-    }
-    bool is_error = json_is_true(json_object_get(result, "is_error"));
-    char *text = weir__asprintf("Background job %s (tool %s, call %s) %s:\n%s", job_id, tool,
-                                call_id, is_error ? "failed" : "finished", body ? body : "");
-    weir__free(body);
-    json_t *msg = text ? json_pack("{s:s, s:[{s:s, s:s}], s:{s:s, s:s, s:s, s:s}}", "role", "user",
-                                   "content", "type", "text", "text", text, "source", "kind",
-                                   "service", "name", "jobs", "job_id", job_id, "call_id",
-                                   call_id)
-                       : NULL;
-    weir__free(text);
-    if (!msg)
-        return;
-    weir_error e;
-    weir_error_clear(&e);
-    if (weir__agent_send_internal(a, msg, WEIR_SEND_STEER, job_id, &e) != WEIR_OK &&
-        e.code != WEIR_E_STATE)
-        fprintf(stderr, "weir: agent %s: background job %s result lost: %s\n", a->id, job_id,
-                e.text);
-    json_decref(msg);
+    weir__agent_live(a, "job/finished",
+                     json_pack("{s:s, s:s, s:s, s:b}", "job_id", job_id, "call_id", call_id,
+                               "tool", tool, "is_error",
+                               json_is_true(json_object_get(result, "is_error"))));
+    pthread_mutex_lock(&a->mu);
+    a->wake = true;
+    pthread_cond_broadcast(&a->cv);
+    bool closing = a->closing;
+    pthread_mutex_unlock(&a->mu);
+    if (!closing && a->on_wake)
+        a->on_wake(a->user_data);
 }
 
 json_t *weir_agent_active_jobs(weir_agent *a) {
     return a && a->jobs ? weir__jobs_active(a->jobs) : NULL;
+}
+
+int weir_agent_cancel_job(weir_agent *a, const char *job_id, weir_error *err) {
+    if (!a || !job_id)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir_agent_cancel_job: NULL argument");
+    if (!a->jobs)
+        return weir__err(err, WEIR_E_NOT_FOUND, NULL, NULL, "no queued or running job '%.128s'",
+                         job_id);
+    return weir__jobs_cancel(a->jobs, job_id, "user", err);
 }
 
 /* agent/created is not an agent's own hook: it has run when the own chains
@@ -380,7 +377,7 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
                            weir_strerror(rc));
     }
     if (rc == WEIR_OK)
-        rc = weir__jobs_create(4, on_job_done, a, &a->jobs, err);
+        rc = weir__jobs_create((size_t)a->max_jobs, on_job_done, a, &a->jobs, err);
     if (rc == WEIR_OK && weir__hooks_derive(a->hooks, &a->own) != WEIR_OK)
         rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
     for (size_t i = 0; rc == WEIR_OK && i < nown; i++)
@@ -432,6 +429,13 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
     }
     /* Input queued in the log before a crash wakes the agent again. */
     a->wake = weir__inbox_count(a->inbox, false) > 0;
+    /* Background jobs a crash cut are answered (their messages wake the
+     * agent), never run again. */
+    if ((rc = weir__driver_recover_jobs(a, err)) != WEIR_OK) {
+        a->created = true;
+        weir_agent_close(a);
+        return rc;
+    }
     a->created = true;
     *out = a;
     return WEIR_OK;
@@ -447,6 +451,12 @@ void weir_agent_close(weir_agent *a) {
     while (a->driver_busy)
         pthread_cond_wait(&a->cv, &a->mu);
     pthread_mutex_unlock(&a->mu);
+    /* Background jobs end with the agent: cancelled, waited for, and each
+     * logged with its outcome, undelivered (docs/tools.md). */
+    weir__jobs_drain(a->jobs);
+    if (a->created && weir__driver_settle_jobs(a, false, NULL) != WEIR_OK)
+        fprintf(stderr, "weir: agent %s: could not log the end of its background jobs\n",
+                a->id);
     if (a->created) {
         json_t *args = json_pack("{s:s}", "agent", a->id);
         if (args)
@@ -454,7 +464,7 @@ void weir_agent_close(weir_agent *a) {
                 weir__hook_invoke(a->hooks, "agent/disposed", a, NULL, args, NULL, NULL, NULL));
         json_decref(args);
     }
-    weir__jobs_destroy(a->jobs); /* cancels and waits; late results are refused */
+    weir__jobs_destroy(a->jobs);
     weir__http_destroy(a->http);
     weir__inbox_destroy(a->inbox);
     weir__log_close(a->log);
@@ -889,6 +899,11 @@ int weir_agent_run_until_idle(weir_agent *a, weir_error *err) {
         /* never call into the inbox with `mu` held: its observers may cancel */
         bool closing = a->closing;
         pthread_mutex_unlock(&a->mu);
+        /* finished background jobs first: their results wake the agent */
+        if (!closing && (rc = weir__driver_settle_jobs(a, true, err)) != WEIR_OK) {
+            pthread_mutex_lock(&a->mu);
+            break;
+        }
         bool queued = !closing && weir__inbox_count(a->inbox, false) > 0;
         pthread_mutex_lock(&a->mu);
         if (a->closing || !(queued || a->wake))

@@ -40,6 +40,7 @@ struct weir_agent {
     weir__jobs *jobs;         /* background tool jobs (docs/generations.md) */
     json_t *options;          /* {provider?, model?, max_tokens?, temperature?} */
     int max_parallel;         /* agent.max_parallel_tool_calls, >= 1 */
+    int max_jobs;             /* agent.max_background_jobs, >= 1 */
     weir_event_fn on_event;
     weir_wake_fn on_wake;     /* options.on_wake, or NULL */
     void *user_data;
@@ -109,6 +110,22 @@ int weir__driver_resume_due(weir_agent *agent, bool *due, weir_error *err);
  * written (or memory ran out); the turn then stays open for the next open.
  */
 int weir__driver_resume(weir_agent *agent, weir_error *err);
+
+/*
+ * Settle the agent's finished background jobs (tools/post-execute, the
+ * durable job/returned|failed|cancelled, then with `deliver` the service
+ * message, steered in, and post-execute's additional contexts, next-step).
+ * Called before each claim and each time weir_agent_run_until_idle looks
+ * for work, and at close without `deliver`.  An error only when the log
+ * cannot be written or memory ran out.  Owner: core/driver.c.
+ */
+int weir__driver_settle_jobs(weir_agent *agent, bool deliver, weir_error *err);
+/*
+ * Answer the jobs a crash cut (a job/queued without its end): job/failed
+ * with an INTERRUPTED result and a service message each, never a re-run.
+ * weir_agent_open, after the crash repair.  Owner: core/driver.c.
+ */
+int weir__driver_recover_jobs(weir_agent *agent, weir_error *err);
 
 /*
  * Deliver a live event: the emit hook `type` with {agent, ...data} and the

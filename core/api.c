@@ -85,4 +85,5 @@ const weir_api weir__api_table = {
     .tool_exec_progress = weir__tool_exec_progress,
     .tool_update = weir__plugin_tool_update,
     .tool_remove = weir__plugin_tool_remove,
+    .tool_exec_append = weir__tool_exec_append,
 };

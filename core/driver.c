@@ -110,6 +110,10 @@ static json_t *invoke(turn_ctx *t, const char *hook, const json_t *args,
 
 /* Claim input; consumes the wake latch first (later input re-arms it). */
 static int claim(turn_ctx *t, bool turn_boundary, json_t **claimed) {
+    /* finished background jobs join at this request boundary */
+    int rc = weir__driver_settle_jobs(t->a, true, t->err);
+    if (rc != WEIR_OK)
+        return rc;
     pthread_mutex_lock(&t->a->mu);
     t->a->wake = false;
     pthread_mutex_unlock(&t->a->mu);
@@ -939,6 +943,144 @@ static int accept_context_resume(void *ud, const json_t *message, weir_error *er
     bool dup = false;
     int rc = weir__inbox_add(a->inbox, m, true, &dup, err);
     json_decref(m);
+    return rc;
+}
+
+/*
+ * Background jobs (docs/tools.md): settle every finished job, in the order
+ * they finished.  With `deliver`, its service message is steered in (the
+ * job id is the input id, so a result is delivered once; it wakes an idle
+ * agent) and post-execute's additional contexts follow it next-step; at
+ * close (`deliver` false) the outcome is only logged.  Driver thread (or
+ * the closing thread, once no driver runs).  An error only when the log
+ * cannot be written or memory ran out.
+ */
+int weir__driver_settle_jobs(weir_agent *a, bool deliver, weir_error *err) {
+    json_t *job;
+    while (a->jobs && (job = weir__jobs_take(a->jobs))) {
+        weir__tool_step st = {
+            .tools = weir__host_tools(a->host),
+            .hooks = a->hooks,
+            .log = a->log,
+            .agent = a,
+            .max_parallel = a->max_parallel,
+            .jobs = a->jobs,
+        };
+        json_t *msg = NULL, *ctxs = NULL;
+        const char *job_id = weir__json_str(job, "job_id", "");
+        int rc = weir__tools_settle_job(&st, job, deliver, &msg, &ctxs, err);
+        weir_error e;
+        weir_error_clear(&e);
+        if (rc == WEIR_OK && msg &&
+            weir__agent_send_internal(a, msg, WEIR_SEND_STEER, job_id, &e) != WEIR_OK &&
+            e.code != WEIR_E_STATE) {
+            if (e.code == WEIR_E_IO || e.code == WEIR_E_NOMEM) {
+                rc = (int)e.code;
+                if (err)
+                    *err = e;
+            } else {
+                fprintf(stderr, "weir: agent %s: background job %s result lost: %s\n", a->id,
+                        job_id, e.text);
+            }
+        }
+        size_t i;
+        json_t *m;
+        json_array_foreach(rc == WEIR_OK ? ctxs : NULL, i, m) {
+            json_t *c = json_deep_copy(m);
+            char idbuf[64];
+            if (c && !json_is_string(json_object_get(c, "id")))
+                json_object_set_new(c, "id",
+                                    json_string(weir__random_id(idbuf, sizeof idbuf, "ctx")));
+            bool dup = false;
+            rc = c ? weir__inbox_add(a->inbox, c, true, &dup, err)
+                   : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+            json_decref(c);
+            if (rc != WEIR_OK)
+                break;
+        }
+        json_decref(msg);
+        json_decref(ctxs);
+        json_decref(job);
+        if (rc != WEIR_OK)
+            return rc;
+    }
+    return WEIR_OK;
+}
+
+/*
+ * Jobs a crash cut (docs/tools.md, "Background tools"): a job/queued of the
+ * log without its job/returned, job/failed or job/cancelled is never run
+ * again.  Each gets, in the order queued, job/failed with the INTERRUPTED
+ * result (no hook runs for it) and its service message, steered in: the
+ * model learns the job may or may not have run.  Opening runs it after the
+ * crash repair.  An error only when the log cannot be written.
+ */
+int weir__driver_recover_jobs(weir_agent *a, weir_error *err) {
+    json_t *open = json_object(), *order = json_array();
+    if (!open || !order) {
+        json_decref(open);
+        json_decref(order);
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    }
+    size_t n = weir__log_count(a->log);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *ev = weir__log_event(a->log, i);
+        const char *type = weir__json_str(ev, "type", "");
+        const json_t *d = json_object_get(ev, "data");
+        const char *job = weir__json_str(d, "job_id", NULL);
+        if (!job || strncmp(type, "job/", 4) != 0)
+            continue;
+        if (!strcmp(type, WEIR__JOB_QUEUED)) {
+            if (json_object_set(open, job, json_object_get(ev, "data")) != 0 ||
+                json_array_append_new(order, json_string(job)) != 0)
+                break;
+        } else if (!strcmp(type, WEIR__JOB_RETURNED) || !strcmp(type, WEIR__JOB_FAILED) ||
+                   !strcmp(type, WEIR__JOB_CANCELLED)) {
+            json_object_del(open, job);
+        }
+    }
+    int rc = WEIR_OK;
+    size_t i;
+    json_t *id;
+    json_array_foreach(order, i, id) {
+        const json_t *q = json_object_get(open, json_string_value(id));
+        if (!q)
+            continue;
+        json_t *job = json_pack(
+            "{s:O, s:O, s:O, s:s, s:O, s:O, s:s, s:b, s:{s:[{s:s, s:s}], s:b, s:{s:s, s:s}}}",
+            "job_id", id, "call_id", json_object_get(q, "call_id"), "tool",
+            json_object_get(q, "tool"), "arguments", "", "turn", json_object_get(q, "turn"),
+            "step", json_object_get(q, "step"), "outcome", "failed", "interrupted", 1, "result",
+            "content", "type", "text", "text",
+            "Error: interrupted by a crash: the background job may or may not have run; do "
+            "not assume either",
+            "is_error", 1, "error", "name", "AbortError", "code", "INTERRUPTED");
+        const char *key = weir__json_str(q, "idempotency_key", NULL);
+        if (!job || (key && json_object_set_new(job, "idempotency_key", json_string(key)) != 0)) {
+            json_decref(job);
+            rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+            break;
+        }
+        weir__tool_step st = {.tools = weir__host_tools(a->host), .hooks = a->hooks,
+                              .log = a->log, .agent = a, .max_parallel = a->max_parallel};
+        json_t *msg = NULL, *ctxs = NULL;
+        rc = weir__tools_settle_job(&st, job, true, &msg, &ctxs, err);
+        weir_error e;
+        weir_error_clear(&e);
+        if (rc == WEIR_OK && msg &&
+            (rc = weir__agent_send_internal(a, msg, WEIR_SEND_STEER, json_string_value(id),
+                                            &e)) != WEIR_OK) {
+            if (err)
+                *err = e;
+        }
+        json_decref(msg);
+        json_decref(ctxs);
+        json_decref(job);
+        if (rc != WEIR_OK)
+            break;
+    }
+    json_decref(open);
+    json_decref(order);
     return rc;
 }
 

@@ -850,6 +850,48 @@ static int on_tool_result(weir_generation_tracker *t, const json_t *data) {
     return rc;
 }
 
+/*
+ * The log's job events (docs/tools.md) as host events: job.queued {job_id,
+ * call_id, tool, generation_id?}, and the one terminal event of a job,
+ * job.returned | job.failed | job.cancelled {job_id, call_id, tool,
+ * outcome:"tool_report"|"failed"|"cancelled", effects:"not_rolled_back",
+ * error_type? and error_message? (failed), cause? (cancelled),
+ * delivered?:false}.
+ */
+static int on_job(weir_generation_tracker *t, const char *type, const json_t *data) {
+    const char *kind = type + 4; /* after "job/" */
+    json_t *ev = json_pack("{s:s, s:s, s:s}", "job_id", weir__json_str(data, "job_id", ""),
+                           "call_id", weir__json_str(data, "call_id", ""), "tool",
+                           weir__json_str(data, "tool", ""));
+    bool ok = ev != NULL;
+    if (ok && !strcmp(kind, "queued")) {
+        ok = !t->gen.open ||
+             json_object_set_new(ev, "generation_id", json_string(t->gen.id)) == 0;
+    } else if (ok) {
+        const json_t *e = json_object_get(json_object_get(data, "result"), "error");
+        const char *cause = weir__json_str(data, "cause", NULL);
+        ok = json_object_set_new(ev, "outcome",
+                                 json_string(!strcmp(kind, "returned") ? "tool_report" : kind)) ==
+                 0 &&
+             json_object_set_new(ev, "effects", json_string("not_rolled_back")) == 0 &&
+             (strcmp(kind, "failed") ||
+              (json_object_set_new(ev, "error_type",
+                                   json_string(weir__json_str(e, "code", "TOOL_ERROR"))) == 0 &&
+               json_object_set_new(ev, "error_message",
+                                   json_string(weir__json_str(e, "reason", ""))) == 0)) &&
+             (!cause || json_object_set_new(ev, "cause", json_string(cause)) == 0) &&
+             (!json_is_false(json_object_get(data, "delivered")) ||
+              json_object_set_new(ev, "delivered", json_false()) == 0);
+    }
+    if (!ok) {
+        json_decref(ev);
+        return WEIR_E_NOMEM;
+    }
+    char name[32];
+    snprintf(name, sizeof name, "job.%s", kind);
+    return emit(t, name, ev);
+}
+
 static int on_steering(weir_generation_tracker *t, const char *what, const json_t *data) {
     const char *id = weir__json_str(data, "input_id", NULL);
     if (!id || !*id)
@@ -1032,6 +1074,9 @@ static int dispatch(weir_generation_tracker *t, const char *type, const json_t *
             return on_assistant_message(t, data);
         if (!strcmp(type, "tool/result"))
             return on_tool_result(t, data);
+        if (!strcmp(type, "job/queued") || !strcmp(type, "job/returned") ||
+            !strcmp(type, "job/failed") || !strcmp(type, "job/cancelled"))
+            return on_job(t, type, data);
         if (!strcmp(type, "turn/end"))
             return on_turn_end(t, data);
         return WEIR_OK;

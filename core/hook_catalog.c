@@ -104,8 +104,9 @@ const weir__hook_def weir__hook_catalog[] = {
      "{kind:\"allow\"} (default) or {kind:\"deny\", reason}", S_PRE_EXECUTE,
      "Allow or deny one tool call before it runs."},
     {"tools/post-execute", WEIR__HOOK_WATERFALL,
-     "{agent, turn, step, call_id, name, arguments, idempotency_key, attempt, "
-     "result:{content, is_error}}",
+     "{agent, turn, step, call_id, name, arguments, idempotency_key, attempt, job_id?, "
+     "result:{content, is_error}} (job_id: a background job's result, when it is settled; "
+     "the receipt skips this hook)",
      "{content:[blocks], is_error?, additional_contexts?:[messages]}; default: the result",
      S_POST_EXECUTE, "Change a tool result before the model sees it, or add context."},
     {"agent/compact", WEIR__HOOK_WATERFALL, "{agent, turn, instructions?} (turn = the last "

@@ -52,6 +52,18 @@ static void load_cache_free(load_cache *lc) {
     weir__idmap_free(&lc->schemas);
 }
 
+/* api->tool_exec_append: `type` was registered by the plugin of row
+ * `plugin_id` (by that row, or another row of the same plugin).  The types
+ * are fixed once the host is created; thread-safe. */
+static bool event_owned(const char *plugin_id, const char *type, void *ud) {
+    const weir_host *h = ud;
+    const weir_plugin *p = weir__host_plugin(h, plugin_id);
+    for (size_t i = 0; p && i < h->ntypes; i++)
+        if (strcmp(h->types[i].type, type) == 0)
+            return h->types[i].owner->desc == p->desc;
+    return false;
+}
+
 /* --- teardown ---------------------------------------------------------- */
 
 static void plugin_free(weir_plugin *p) {
@@ -358,6 +370,8 @@ int weir_host_create(const json_t *config, weir_host **out, weir_error *err) {
              (rc = weir__tools_create(&h->tools)) != WEIR_OK)
         rc = weir__err(err, rc, NULL, NULL, "cannot create the host registries: %s",
                        weir_strerror(rc));
+    else
+        weir__tools_set_event_check(h->tools, event_owned, h);
     const json_t *row;
     size_t i;
     weir__provenance level = WEIR__PROVENANCE_DECISIONS;

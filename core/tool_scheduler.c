@@ -38,6 +38,7 @@ typedef struct slot {
     run *r;
     const char *id;          /* borrowed from calls */
     const char *name;        /* borrowed from calls */
+    const char *job_id;      /* a background job's result being settled, or NULL */
     char *args_text;         /* owned */
     char *key;               /* idempotency key, owned */
     int attempt;             /* 1, or 2+ for a re-run after a crash */
@@ -119,12 +120,17 @@ static json_t *waterfall(run *r, const char *hook, const json_t *args,
 }
 
 /* Base payload {agent, turn, step, call_id, name, arguments, idempotency_key,
- * attempt}. */
+ * attempt, job_id?}. */
 static json_t *hook_args(run *r, const slot *s) {
-    return json_pack("{s:O, s:i, s:i, s:s, s:s, s:s, s:s, s:i}", "agent", r->agent_id, "turn",
-                     r->st->turn, "step", r->st->step, "call_id", s->id, "name", s->name,
-                     "arguments", s->args_text, "idempotency_key", s->key, "attempt",
-                     s->attempt);
+    json_t *a = json_pack("{s:O, s:i, s:i, s:s, s:s, s:s, s:s, s:i}", "agent", r->agent_id,
+                          "turn", r->st->turn, "step", r->st->step, "call_id", s->id, "name",
+                          s->name, "arguments", s->args_text, "idempotency_key", s->key,
+                          "attempt", s->attempt);
+    if (a && s->job_id && json_object_set_new(a, "job_id", json_string(s->job_id)) != 0) {
+        json_decref(a);
+        a = NULL;
+    }
+    return a;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -301,6 +307,73 @@ static int receipt(slot *s, const char *job_id) {
     return s->out.content ? WEIR_OK : WEIR_E_NOMEM;
 }
 
+/* Append the ignorable job event `type` with `data` (stolen). */
+static int append_job_event(run *r, const char *type, json_t *data) {
+    int rc = WEIR_E_NOMEM;
+    if (data) {
+        weir_error e = {0};
+        rc = weir__log_append(r->st->log, type, data, NULL, NULL, WEIR_EVENT_IGNORABLE, NULL,
+                              &e);
+        if (rc != WEIR_OK)
+            fail(r, rc, &e, "tools: appending %s failed", type);
+    } else {
+        fail(r, WEIR_E_NOMEM, NULL, "tools: out of memory");
+    }
+    json_decref(data);
+    return rc;
+}
+
+/*
+ * A background call that pre-execute allowed: beyond max_background_jobs it
+ * gets a JOB_LIMIT error result; else WEIR__JOB_QUEUED is logged (a job
+ * whose intent could not be logged never starts), the job starts and the
+ * call's result is the receipt.  A job that cannot start fails at once
+ * (WEIR__JOB_FAILED, and the call's result says why).
+ */
+static void start_job(run *r, slot *s) {
+    weir__jobs *jobs = r->st->jobs;
+    size_t max = weir__jobs_max(jobs);
+    if (weir__jobs_unfinished(jobs) >= max) {
+        char why[200];
+        snprintf(why, sizeof why,
+                 "background job limit reached: %zu job%s running (agent.max_background_jobs); "
+                 "wait for a job's result before starting another",
+                 max, max == 1 ? " is" : "s are");
+        if (weir__tool_outcome_error(&s->out, "ToolError", "JOB_LIMIT", why, "%s", why) !=
+            WEIR_OK)
+            fail(r, WEIR_E_NOMEM, NULL, "tools: out of memory");
+        return;
+    }
+    char job_id[48];
+    weir__jobs_new_id(job_id, sizeof job_id);
+    if (append_job_event(r, WEIR__JOB_QUEUED,
+                         json_pack("{s:i, s:i, s:s, s:s, s:s, s:s}", "turn", r->st->turn, "step",
+                                   r->st->step, "job_id", job_id, "call_id", s->id, "tool",
+                                   s->name, "idempotency_key", s->key)) != WEIR_OK)
+        return;
+    weir__job_call call = {.job_id = job_id, .call_id = s->id, .key = s->key,
+                           .arguments = s->args_text, .turn = r->st->turn, .step = r->st->step};
+    weir_error e = {0};
+    int rc = weir__jobs_submit(jobs, s->def, &call, s->args, &e);
+    if (rc == WEIR_OK) {
+        if (receipt(s, job_id) != WEIR_OK)
+            fail(r, WEIR_E_NOMEM, NULL, "tools: out of memory");
+        return;
+    }
+    if (weir__tool_outcome_error(&s->out, "ToolError", "JOB_FAILED", e.text,
+                                 "background job %s could not start: %s", job_id,
+                                 e.text[0] ? e.text : weir_strerror(rc)) != WEIR_OK) {
+        fail(r, WEIR_E_NOMEM, NULL, "tools: out of memory");
+        return;
+    }
+    json_t *res = weir__tool_outcome_json(&s->out);
+    append_job_event(r, WEIR__JOB_FAILED,
+                     res ? json_pack("{s:i, s:i, s:s, s:s, s:s, s:o}", "turn", r->st->turn,
+                                     "step", r->st->step, "job_id", job_id, "call_id", s->id,
+                                     "tool", s->name, "result", res)
+                         : NULL);
+}
+
 /* Start call i: tool/call, checks, pre-execute, then dispatch or settle. */
 static void start(run *r, slot *s, bool parallel) {
     if (!s->logged && append_call(r, s) != WEIR_OK)
@@ -320,14 +393,7 @@ static void start(run *r, slot *s, bool parallel) {
         return;
     }
     if ((s->def->flags & WEIR_TOOL_BACKGROUND) && r->st->jobs && !s->resume) {
-        char job_id[48];
-        weir_error e = {0};
-        int rc = weir__jobs_submit(r->st->jobs, s->def, s->id, s->key, s->args, job_id,
-                                   sizeof job_id, &e);
-        if (rc == WEIR_OK && receipt(s, job_id) != WEIR_OK)
-            fail(r, WEIR_E_NOMEM, NULL, "tools: out of memory");
-        else if (rc != WEIR_OK)
-            fail(r, rc, &e, "tools: starting background job failed");
+        start_job(r, s);
         return;
     }
     s->state = S_RUNNING;
@@ -447,11 +513,34 @@ static json_t *post_execute(run *r, slot *s) {
     return keep;
 }
 
+/* The events the body appended (api->tool_exec_append), in their order,
+ * ignorable, before its tools/post-execute and result. */
+static int append_events(run *r, const json_t *events) {
+    size_t i;
+    const json_t *ev;
+    json_array_foreach(events, i, ev) {
+        weir_error e = {0};
+        const char *type = weir__json_str(ev, "type", "");
+        int rc = weir__log_append(r->st->log, type, json_object_get(ev, "data"), NULL, NULL,
+                                  WEIR_EVENT_IGNORABLE, NULL, &e);
+        if (rc != WEIR_OK) {
+            fail(r, rc, &e, "tools: appending the tool's %s event failed", type);
+            return rc;
+        }
+    }
+    return WEIR_OK;
+}
+
 static void commit(run *r, slot *s) {
     if (s->body_rc != WEIR_OK) {
         fail(r, s->body_rc, NULL, "tools: tool '%s': out of memory", s->name);
         return;
     }
+    int erc = append_events(r, s->out.events);
+    json_decref(s->out.events);
+    s->out.events = NULL;
+    if (erc != WEIR_OK)
+        return;
     json_t *ctxs = s->dispatched ? post_execute(r, s) : NULL;
     if (r->failure != WEIR_OK) {
         json_decref(ctxs);
@@ -672,4 +761,143 @@ int weir__tools_run(const weir__tool_step *st, const json_t *calls, bool *conclu
 
 int weir__tools_resume(const weir__tool_step *st, const json_t *calls, weir_error *err) {
     return run_calls(st, calls, true, NULL, err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Settling background jobs                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The texts of `content`'s text blocks joined with newlines (weir__free), or NULL. */
+static char *joined_text(const json_t *content) {
+    char *body = weir__strdup("");
+    size_t i;
+    const json_t *block;
+    json_array_foreach(content, i, block) {
+        const char *text = weir__json_str(block, "text", NULL);
+        if (!text || !body)
+            continue;
+        char *joined = *body ? weir__asprintf("%s\n%s", body, text) : weir__strdup(text);
+        weir__free(body);
+        body = joined;
+    }
+    return body;
+}
+
+/* The service message that brings a settled job's outcome to the model. */
+static json_t *job_message(const char *job_id, const char *call_id, const char *tool,
+                           const char *kind, const char *cause, const weir__tool_outcome *o) {
+    char *text;
+    if (!strcmp(kind, "cancelled")) {
+        text = weir__asprintf("Background job %s (tool %s, call %s) was cancelled (%s); "
+                              "whatever it did is not rolled back.",
+                              job_id, tool, call_id, cause && *cause ? cause : "user");
+    } else {
+        char *body = joined_text(o->content);
+        text = body ? weir__asprintf("Background job %s (tool %s, call %s) %s:\n%s", job_id,
+                                     tool, call_id,
+                                     !strcmp(kind, "failed") ? "failed" : "finished", body)
+                    : NULL;
+        weir__free(body);
+    }
+    json_t *msg = text ? json_pack("{s:s, s:[{s:s, s:s}], s:{s:s, s:s, s:s, s:s, s:s}}", "role",
+                                   "user", "content", "type", "text", "text", text, "source",
+                                   "kind", "service", "name", "jobs", "job_id", job_id,
+                                   "call_id", call_id, "status", kind)
+                       : NULL;
+    weir__free(text);
+    return msg;
+}
+
+int weir__tools_settle_job(const weir__tool_step *st, const json_t *job, bool deliver,
+                           json_t **message, json_t **contexts, weir_error *err) {
+    if (message)
+        *message = NULL;
+    if (contexts)
+        *contexts = NULL;
+    const char *job_id = weir__json_str(job, "job_id", NULL);
+    const char *call_id = weir__json_str(job, "call_id", NULL);
+    const char *tool = weir__json_str(job, "tool", NULL);
+    const char *outcome = weir__json_str(job, "outcome", NULL);
+    json_t *result = json_object_get(job, "result");
+    json_t *content = json_object_get(result, "content");
+    if (!st || !st->log || !message || !contexts || !job_id || !call_id || !tool || !outcome ||
+        !json_is_array(content))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "tools: invalid job to settle");
+    weir__tool_step local = *st;
+    local.turn = (int)weir__json_int(job, "turn", 0);
+    local.step = (int)weir__json_int(job, "step", 0);
+    run r;
+    memset(&r, 0, sizeof r);
+    r.st = &local;
+    r.err = err;
+    const char *agent_id = st->agent ? weir_agent_id(st->agent) : NULL;
+    r.agent_id = agent_id ? json_string(agent_id) : json_null();
+    slot s;
+    memset(&s, 0, sizeof s);
+    s.r = &r;
+    s.id = call_id;
+    s.name = tool;
+    s.job_id = job_id;
+    s.args_text = weir__strdup(weir__json_str(job, "arguments", ""));
+    s.key = weir__strdup(weir__json_str(job, "idempotency_key", ""));
+    s.attempt = 1;
+    bool cancelled = !strcmp(outcome, "cancelled");
+    const char *cause = weir__json_str(job, "cause", "user");
+    if (!r.agent_id || !s.args_text || !s.key)
+        fail(&r, WEIR_E_NOMEM, NULL, "tools: out of memory");
+    json_t *ctxs = NULL;
+    if (r.failure == WEIR_OK) /* what the body appended, first: it did run */
+        append_events(&r, json_object_get(job, "events"));
+    bool interrupted = json_is_true(json_object_get(job, "interrupted"));
+    if (!cancelled && !interrupted && r.failure == WEIR_OK) {
+        /* the result is the body's: tools/post-execute may change it, as for a call */
+        s.out.content = json_incref(content);
+        s.out.is_error = json_is_true(json_object_get(result, "is_error"));
+        s.out.error = json_incref(json_object_get(result, "error"));
+        s.dispatched = true;
+        ctxs = post_execute(&r, &s);
+    } else if (interrupted && r.failure == WEIR_OK) { /* a crash cut it: no hook, the core's result */
+        s.out.content = json_incref(content);
+        s.out.is_error = true;
+        s.out.error = json_incref(json_object_get(result, "error"));
+    }
+    const char *kind = cancelled ? "cancelled" : s.out.is_error ? "failed" : "returned";
+    const char *type = cancelled ? WEIR__JOB_CANCELLED
+                       : s.out.is_error ? WEIR__JOB_FAILED
+                                        : WEIR__JOB_RETURNED;
+    if (r.failure == WEIR_OK) {
+        json_t *data = json_pack("{s:i, s:i, s:s, s:s, s:s}", "turn", local.turn, "step",
+                                 local.step, "job_id", job_id, "call_id", call_id, "tool", tool);
+        json_t *res = cancelled ? NULL : weir__tool_outcome_json(&s.out);
+        if (data && (cancelled ? json_object_set_new(data, "effects",
+                                                     json_string("not_rolled_back")) != 0 ||
+                                     json_object_set_new(data, "cause", json_string(cause)) != 0
+                               : !res || json_object_set(data, "result", res) != 0)) {
+            json_decref(data);
+            data = NULL;
+        }
+        if (data && !deliver && json_object_set_new(data, "delivered", json_false()) != 0) {
+            json_decref(data);
+            data = NULL;
+        }
+        json_decref(res);
+        append_job_event(&r, type, data);
+    }
+    if (r.failure == WEIR_OK && deliver) {
+        *message = job_message(job_id, call_id, tool, kind, cause, &s.out);
+        if (!*message)
+            fail(&r, WEIR_E_NOMEM, NULL, "tools: out of memory");
+    }
+    if (r.failure == WEIR_OK && deliver)
+        *contexts = json_incref(ctxs);
+    json_decref(ctxs);
+    weir__tool_outcome_clear(&s.out);
+    weir__free(s.args_text);
+    weir__free(s.key);
+    json_decref(r.agent_id);
+    if (r.failure != WEIR_OK) {
+        json_decref(*message);
+        *message = NULL;
+    }
+    return r.failure;
 }

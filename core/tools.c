@@ -25,7 +25,16 @@ struct weir__tools {
     pthread_mutex_t mu;       /* v and n, after init (tool_update) */
     weir__tool_def **retired; /* replaced or removed: freed at destroy */
     size_t nretired;
+    weir__event_check_fn event_check; /* tool_exec_append's type check, or NULL */
+    void *event_ud;
 };
+
+void weir__tools_set_event_check(weir__tools *t, weir__event_check_fn fn, void *ud) {
+    if (!t)
+        return;
+    t->event_check = fn;
+    t->event_ud = ud;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Registry                                                                  */
@@ -150,6 +159,7 @@ static int add_locked(weir__tools *t, const char *plugin_id, const weir_tool *to
         def_free(d);
         return weir__err(err, WEIR_E_NOMEM, plugin_id, NULL, "tool_register: out of memory");
     }
+    d->registry = t;
     d->flags = tool->flags;
     d->execute = tool->execute;
     d->concurrency_safe = tool->concurrency_safe;
@@ -352,11 +362,43 @@ void weir__tool_exec_fail(weir_tool_exec *exec, const char *code, const char *fm
     }
 }
 
+int weir__tool_exec_append(weir_tool_exec *exec, const char *type, const json_t *data,
+                           weir_error *err) {
+    const char *who = exec && exec->def ? exec->def->plugin_id : NULL;
+    if (!exec || !exec->def || !type || !json_is_object(data))
+        return weir__err(err, WEIR_E_INVAL, who, NULL,
+                         "tool_exec_append: a tool execution, a type and an object are required");
+    const weir__tools *reg = exec->def->registry;
+    bool name_ok = *type && strlen(type) <= 128;
+    for (const char *c = type; name_ok && *c; c++)
+        name_ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+                  *c == '-' || *c == '/' || *c == '.';
+    if (!name_ok || weir__log_is_core_type(type))
+        return weir__err(err, WEIR_E_INVAL, who, NULL,
+                         "tool_exec_append: '%.128s' is not a plugin event type", type);
+    if (reg && reg->event_check && !reg->event_check(exec->def->plugin_id, type, reg->event_ud))
+        return weir__err(err, WEIR_E_NOT_FOUND, who, NULL,
+                         "tool_exec_append: tool '%s': event type '%s' is not registered by its "
+                         "plugin",
+                         exec->def->name, type);
+    if (json_array_size(exec->events) >= WEIR__TOOL_MAX_EVENTS)
+        return weir__err(err, WEIR_E_STATE, who, NULL,
+                         "tool_exec_append: tool '%s': at most %d events per call",
+                         exec->def->name, WEIR__TOOL_MAX_EVENTS);
+    if (!exec->events && !(exec->events = json_array()))
+        return weir__err(err, WEIR_E_NOMEM, who, NULL, "tool_exec_append: out of memory");
+    json_t *ev = json_pack("{s:s, s:o}", "type", type, "data", json_deep_copy(data));
+    if (!ev || json_array_append_new(exec->events, ev) != 0)
+        return weir__err(err, WEIR_E_NOMEM, who, NULL, "tool_exec_append: out of memory");
+    return WEIR_OK;
+}
+
 void weir__tool_outcome_clear(weir__tool_outcome *o) {
     if (!o)
         return;
     json_decref(o->content);
     json_decref(o->error);
+    json_decref(o->events);
     memset(o, 0, sizeof *o);
 }
 
@@ -495,7 +537,7 @@ int weir__tool_invoke_keyed(const weir__tool_def *def, const char *call_id, cons
     if (!def || !args || !o)
         return WEIR_E_INVAL;
     weir_tool_exec exec = {.call_id = call_id, .signal = signal, .key = key,
-                           .attempt = attempt >= 1 ? attempt : 1};
+                           .attempt = attempt >= 1 ? attempt : 1, .def = def};
     exec.agent = tool_site.agent;
     exec.turn = tool_site.turn;
     exec.step = tool_site.step;
@@ -520,6 +562,10 @@ int weir__tool_invoke_keyed(const weir__tool_def *def, const char *call_id, cons
     }
     weir__free(exec.fail_code);
     weir__free(exec.fail_message);
+    if (out == WEIR_OK) /* what the body logged goes with its result, whatever it was */
+        o->events = exec.events;
+    else
+        json_decref(exec.events);
     return out;
 }
 
@@ -527,21 +573,30 @@ int weir__tool_invoke_keyed(const weir__tool_def *def, const char *call_id, cons
 /* Background jobs                                                           */
 /* ------------------------------------------------------------------------ */
 
+typedef enum job_state { J_QUEUED = 0, J_RUNNING, J_FINISHED } job_state;
+
 typedef struct job {
     char id[48];
     char *call_id;
-    char *key; /* idempotency key, or NULL */
+    char *key;       /* idempotency key, or NULL */
+    char *arguments; /* the call's raw JSON text */
+    int turn, step;  /* of the call's tool/call */
     const weir__tool_def *def;
     json_t *args;
     weir_signal signal;
     weir__jobs *table;
-    struct job *next; /* active list, submit order */
+    job_state state;       /* under table->mu */
+    unsigned long finish;  /* finish order, once J_FINISHED */
+    json_t *outcome;       /* {outcome, cause?, result} once J_FINISHED */
+    struct job *next;      /* active list, submit order */
 } job;
 
 struct weir__jobs {
     pthread_mutex_t mu;
-    weir__pool *pool;
-    job *active;
+    weir__pool *pool; /* NULL once drained */
+    size_t max;
+    job *active;      /* queued, running or finished and not yet taken */
+    unsigned long finished;
     weir__job_done_fn on_done;
     void *ud;
 };
@@ -564,23 +619,65 @@ int weir__jobs_create(size_t max_jobs, weir__job_done_fn on_done, void *ud,
         weir__free(j);
         return rc;
     }
+    j->max = max_jobs;
     j->on_done = on_done;
     j->ud = ud;
     *out = j;
     return WEIR_OK;
 }
 
+size_t weir__jobs_max(const weir__jobs *j) { return j ? j->max : 0; }
+
+size_t weir__jobs_unfinished(weir__jobs *j) {
+    if (!j)
+        return 0;
+    size_t n = 0;
+    pthread_mutex_lock(&j->mu);
+    for (job *jb = j->active; jb; jb = jb->next)
+        n += jb->state != J_FINISHED;
+    pthread_mutex_unlock(&j->mu);
+    return n;
+}
+
+char *weir__jobs_new_id(char *buf, size_t size) { return weir__random_id(buf, size, "job"); }
+
 static void job_free(job *jb) {
     weir__free(jb->call_id);
     weir__free(jb->key);
+    weir__free(jb->arguments);
     json_decref(jb->args);
+    json_decref(jb->outcome);
     weir__signal_destroy(&jb->signal);
     weir__free(jb);
+}
+
+/* {outcome, cause?, result, events?}: cancelled when the job's signal fired
+ * (whatever the body returned), failed when the result is an error, else
+ * returned. */
+static json_t *job_outcome(job *jb, json_t *result, json_t *events) {
+    bool cancelled = weir__signal_cancelled(&jb->signal);
+    const char *kind = cancelled ? "cancelled"
+                       : json_is_true(json_object_get(result, "is_error")) ? "failed"
+                                                                           : "returned";
+    json_t *o = json_pack("{s:s, s:O}", "outcome", kind, "result", result);
+    if (o && cancelled &&
+        json_object_set_new(o, "cause", json_string(weir__signal_cause(&jb->signal))) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    if (o && json_array_size(events) > 0 && json_object_set(o, "events", events) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    return o;
 }
 
 static void job_run(void *arg) {
     job *jb = arg;
     weir__jobs *j = jb->table;
+    pthread_mutex_lock(&j->mu);
+    jb->state = J_RUNNING;
+    pthread_mutex_unlock(&j->mu);
     weir__tool_outcome o = {0};
     int rc;
     if (weir__signal_cancelled(&jb->signal))
@@ -590,33 +687,34 @@ static void job_run(void *arg) {
         rc = weir__tool_invoke_keyed(jb->def, jb->call_id, jb->key, 1, &jb->signal, jb->args,
                                      &o);
     json_t *result = rc == WEIR_OK ? weir__tool_outcome_json(&o) : NULL;
+    json_t *events = json_incref(o.events);
     weir__tool_outcome_clear(&o);
-    if (j->on_done) {
-        /* Allocation failed: still report, with a minimal error result. */
+    if (!result) { /* allocation failed: still report, with a minimal error result */
         static const char oom[] = "{\"content\":[{\"type\":\"text\",\"text\":\"Error: out of "
                                   "memory\"}],\"is_error\":true}";
-        json_t *fallback = result ? NULL : json_loads(oom, 0, NULL);
-        j->on_done(jb->id, jb->call_id, jb->def->name, result ? result : fallback, j->ud);
-        json_decref(fallback);
+        result = json_loads(oom, 0, NULL);
     }
-    json_decref(result);
-    /* Listed until its result was handed on: a job is always either active
-     * or delivered, never neither. */
+    json_t *outcome = result ? job_outcome(jb, result, events) : NULL;
+    json_decref(events);
+    if (!outcome) /* the last resort: the result is lost, the outcome is not */
+        outcome = json_pack("{s:s, s:{s:[], s:b}}", "outcome", "failed", "result", "content",
+                            "is_error", 1);
+    /* Finished: takeable from now on, and listed as active until taken, so a
+     * job is always either active or delivered, never neither. */
     pthread_mutex_lock(&j->mu);
-    for (job **pp = &j->active; *pp; pp = &(*pp)->next) {
-        if (*pp == jb) {
-            *pp = jb->next;
-            break;
-        }
-    }
+    jb->outcome = outcome;
+    jb->state = J_FINISHED;
+    jb->finish = ++j->finished;
     pthread_mutex_unlock(&j->mu);
-    job_free(jb);
+    if (j->on_done)
+        j->on_done(jb->id, jb->call_id, jb->def->name, result, j->ud);
+    json_decref(result);
 }
 
-int weir__jobs_submit(weir__jobs *j, const weir__tool_def *def, const char *call_id,
-                      const char *key, const json_t *args, char *job_id, size_t job_id_size,
-                      weir_error *err) {
-    if (!j || !def || !call_id || !args || !job_id || job_id_size < 40)
+int weir__jobs_submit(weir__jobs *j, const weir__tool_def *def, const weir__job_call *call,
+                      const json_t *args, weir_error *err) {
+    if (!j || !def || !call || !call->job_id || !call->call_id || !args ||
+        strlen(call->job_id) >= sizeof ((job *)0)->id)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "jobs: invalid arguments");
     job *jb = weir__calloc(1, sizeof *jb);
     if (!jb)
@@ -625,56 +723,66 @@ int weir__jobs_submit(weir__jobs *j, const weir__tool_def *def, const char *call
         weir__free(jb);
         return weir__err(err, WEIR_E_INTERNAL, NULL, NULL, "jobs: signal init failed");
     }
-    jb->call_id = weir__strdup(call_id);
-    jb->key = key ? weir__strdup(key) : NULL;
+    jb->call_id = weir__strdup(call->call_id);
+    jb->key = call->key ? weir__strdup(call->key) : NULL;
+    jb->arguments = weir__strdup(call->arguments ? call->arguments : "");
     jb->args = json_deep_copy(args);
-    if (!jb->call_id || !jb->args || (key && !jb->key)) {
+    if (!jb->call_id || !jb->args || !jb->arguments || (call->key && !jb->key)) {
         job_free(jb);
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "jobs: out of memory");
     }
-    weir__random_id(jb->id, sizeof jb->id, "job");
+    snprintf(jb->id, sizeof jb->id, "%s", call->job_id);
+    jb->turn = call->turn;
+    jb->step = call->step;
     jb->def = def;
     jb->table = j;
     pthread_mutex_lock(&j->mu);
+    if (!j->pool) {
+        pthread_mutex_unlock(&j->mu);
+        job_free(jb);
+        return weir__err(err, WEIR_E_STATE, NULL, NULL, "jobs: the job table is closing");
+    }
     job **pp = &j->active;
     while (*pp)
         pp = &(*pp)->next;
     *pp = jb;
-    /* Copy the id now: once submitted the job may finish and be freed. */
-    snprintf(job_id, job_id_size, "%s", jb->id);
     int rc = weir__pool_submit(j->pool, job_run, jb, err);
-    if (rc != WEIR_OK) {
+    if (rc != WEIR_OK)
         *pp = NULL;
-        pthread_mutex_unlock(&j->mu);
-        job_free(jb);
-        job_id[0] = '\0';
-        return rc;
-    }
     pthread_mutex_unlock(&j->mu);
-    return WEIR_OK;
+    if (rc != WEIR_OK)
+        job_free(jb);
+    return rc;
 }
 
-int weir__jobs_cancel(weir__jobs *j, const char *job_id, weir_error *err) {
+int weir__jobs_cancel(weir__jobs *j, const char *job_id, const char *cause, weir_error *err) {
     if (!j || !job_id)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "jobs: invalid arguments");
     pthread_mutex_lock(&j->mu);
     for (job *jb = j->active; jb; jb = jb->next) {
-        if (strcmp(jb->id, job_id) == 0) {
-            weir__signal_cancel(&jb->signal, "user");
+        if (strcmp(jb->id, job_id) == 0 && jb->state != J_FINISHED) {
+            weir__signal_cancel(&jb->signal, cause ? cause : "user");
             pthread_mutex_unlock(&j->mu);
             return WEIR_OK;
         }
+        if (strcmp(jb->id, job_id) == 0) {
+            pthread_mutex_unlock(&j->mu);
+            return weir__err(err, WEIR_E_NOT_FOUND, NULL, NULL,
+                             "job '%s' has already finished (its result is being delivered)",
+                             job_id);
+        }
     }
     pthread_mutex_unlock(&j->mu);
-    return weir__err(err, WEIR_E_NOT_FOUND, NULL, NULL, "jobs: no active job '%s'", job_id);
+    return weir__err(err, WEIR_E_NOT_FOUND, NULL, NULL, "no queued or running job '%s'", job_id);
 }
 
-void weir__jobs_cancel_all(weir__jobs *j) {
+void weir__jobs_cancel_all(weir__jobs *j, const char *cause) {
     if (!j)
         return;
     pthread_mutex_lock(&j->mu);
     for (job *jb = j->active; jb; jb = jb->next)
-        weir__signal_cancel(&jb->signal, "user");
+        if (jb->state != J_FINISHED)
+            weir__signal_cancel(&jb->signal, cause ? cause : "user");
     pthread_mutex_unlock(&j->mu);
 }
 
@@ -696,11 +804,55 @@ json_t *weir__jobs_active(weir__jobs *j) {
     return arr;
 }
 
+json_t *weir__jobs_take(weir__jobs *j) {
+    if (!j)
+        return NULL;
+    pthread_mutex_lock(&j->mu);
+    job **first = NULL;
+    for (job **pp = &j->active; *pp; pp = &(*pp)->next)
+        if ((*pp)->state == J_FINISHED && (!first || (*pp)->finish < (*first)->finish))
+            first = pp;
+    job *jb = first ? *first : NULL;
+    json_t *out = NULL;
+    if (jb) {
+        out = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i}", "job_id", jb->id, "call_id",
+                        jb->call_id, "tool", jb->def->name, "arguments", jb->arguments, "turn",
+                        jb->turn, "step", jb->step);
+        if (out && (json_object_update(out, jb->outcome) != 0 ||
+                    (jb->key && json_object_set_new(out, "idempotency_key",
+                                                    json_string(jb->key)) != 0))) {
+            json_decref(out);
+            out = NULL;
+        }
+        if (out) /* taken: no longer active */
+            *first = jb->next;
+    }
+    pthread_mutex_unlock(&j->mu);
+    if (out)
+        job_free(jb);
+    return out;
+}
+
+void weir__jobs_drain(weir__jobs *j) {
+    if (!j)
+        return;
+    weir__jobs_cancel_all(j, "disposed");
+    pthread_mutex_lock(&j->mu);
+    weir__pool *p = j->pool;
+    j->pool = NULL; /* no submit from now on */
+    pthread_mutex_unlock(&j->mu);
+    weir__pool_destroy(p); /* runs what is queued (cancelled), joins every thread */
+}
+
 void weir__jobs_destroy(weir__jobs *j) {
     if (!j)
         return;
-    weir__jobs_cancel_all(j);
-    weir__pool_destroy(j->pool);
+    weir__jobs_drain(j);
+    while (j->active) {
+        job *jb = j->active;
+        j->active = jb->next;
+        job_free(jb);
+    }
     pthread_mutex_destroy(&j->mu);
     weir__free(j);
 }

@@ -95,6 +95,41 @@ int weir__tools_run(const weir__tool_step *st, const json_t *calls,
 int weir__tools_resume(const weir__tool_step *st, const json_t *calls, weir_error *err);
 
 /*
+ * The ignorable events of a background job (docs/tools.md, "Background
+ * tools"): WEIR__JOB_QUEUED {turn, step, job_id, call_id, tool,
+ * idempotency_key} before the job can start, then exactly one of
+ * WEIR__JOB_RETURNED / WEIR__JOB_FAILED {turn, step, job_id, call_id, tool,
+ * result:{content, is_error, error?}, delivered?:false} and
+ * WEIR__JOB_CANCELLED {turn, step, job_id, call_id, tool,
+ * effects:"not_rolled_back", cause, delivered?:false} (turn and step are the
+ * call's).
+ */
+#define WEIR__JOB_QUEUED "job/queued"
+#define WEIR__JOB_RETURNED "job/returned"
+#define WEIR__JOB_FAILED "job/failed"
+#define WEIR__JOB_CANCELLED "job/cancelled"
+
+/*
+ * Settle one finished job (`job` as weir__jobs_take gives it, borrowed) on
+ * the driver thread: first the events its body appended are logged; for a
+ * returned or failed job, tools/post-execute runs
+ * on its result (payload as for a call, with the call's turn and step, plus
+ * job_id; st->turn, st->step and st->signal are ignored, no signal), then
+ * the job's terminal event is logged with the result post-execute returned
+ * (the outcome follows its is_error).  A cancelled job runs no hook; its
+ * result is dropped.  A job with "interrupted":true (a crash cut it:
+ * weir__driver_recover_jobs) runs no hook either; its result is the
+ * core's INTERRUPTED error.  With `deliver`, *message (new) is the service message
+ * to queue, {role:"user", content:[text], source:{kind:"service",
+ * name:"jobs", job_id, call_id, status}}, and *contexts (new, or NULL) the
+ * additional contexts post-execute added; without it nothing is delivered
+ * and the event says "delivered":false.  Errors as weir__tools_run (a log
+ * append failing, memory).
+ */
+int weir__tools_settle_job(const weir__tool_step *st, const json_t *job, bool deliver,
+                           json_t **message, json_t **contexts, weir_error *err);
+
+/*
  * New string "<session id>:<turn>:<step>:<call id>" (free with weir__free),
  * the idempotency key of a call (plugin.h, tool_exec_idempotency_key);
  * `session_id` NULL counts as "".  NULL when out of memory.
@@ -127,8 +162,21 @@ int weir__tool_exec_progress(weir_tool_exec *exec, const json_t *progress);
 /* Registry internals shared by tools.c and tool_scheduler.c                */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * Whether the plugin of row `plugin_id` registered event type `type` (the
+ * host's registry, for api->tool_exec_append).  Thread-safe.
+ */
+typedef bool (*weir__event_check_fn)(const char *plugin_id, const char *type, void *ud);
+/* Install the check (host creation; init time only).  Without one, any
+ * valid type name that is not a core type is accepted. */
+void weir__tools_set_event_check(weir__tools *t, weir__event_check_fn fn, void *ud);
+
+/* The most events one execution may append (api->tool_exec_append). */
+#define WEIR__TOOL_MAX_EVENTS 256
+
 /* A registered tool: deep copies of the registered strings and schema. */
 typedef struct weir__tool_def {
+    const weir__tools *registry; /* the registry it belongs to */
     char *name;
     char *description;
     char *plugin_id;     /* the registering plugin row id */
@@ -158,6 +206,8 @@ struct weir_tool_exec {
     weir_agent *agent;    /* the call's agent (tool/progress), or NULL */
     int turn, step;       /* of the call's tool/call */
     const char *name;     /* the tool's name (borrowed) */
+    const weir__tool_def *def; /* the tool being run */
+    json_t *events;       /* owned: [{type, data}] from weir_tool_exec_append, or NULL */
 };
 
 /*
@@ -170,9 +220,10 @@ typedef struct weir__tool_outcome {
     bool is_error;
     bool concludes_turn;
     json_t *error;
+    json_t *events; /* owned: [{type, data}] the body appended (committed with the result), or NULL */
 } weir__tool_outcome;
 
-/* Release the members and zero the struct. */
+/* Release the members (events included) and zero the struct. */
 void weir__tool_outcome_clear(weir__tool_outcome *o);
 /*
  * Replace `o` with an error outcome: content [{type:"text",text:"Error: <text>"}],
@@ -195,7 +246,8 @@ int weir__tool_parse_args(const weir__tool_def *def, const char *text, json_t **
 
 /*
  * Run def's body with `args` (borrowed) on the calling thread and normalize
- * what it returned into `o` (a failure becomes a ToolError outcome).
+ * what it returned into `o` (a failure becomes a ToolError outcome); the
+ * events the body appended go to o->events, whatever it returned.
  * Returns E_NOMEM only when allocation failed.  Thread-safe.
  */
 int weir__tool_invoke(const weir__tool_def *def, const char *call_id, weir_signal *signal,
@@ -211,37 +263,67 @@ int weir__tool_invoke_keyed(const weir__tool_def *def, const char *call_id, cons
 /* ------------------------------------------------------------------------ */
 
 /*
- * Called on the job's worker thread once the job finished (also after a
- * cancel).  `result` is {content, is_error, error?} (borrowed, valid for the
- * call).  The job is still listed as active while this runs and leaves the
- * list when it returned, so a job is always either active or delivered.
+ * Called on the job's worker thread once its body returned (also after a
+ * cancel, and for a job cancelled before it started).  `result` is
+ * {content, is_error, error?} (borrowed, valid for the call).  The job is
+ * finished, but stays listed as active until weir__jobs_take hands it on, so
+ * a job is always either active or taken, never neither.
  */
 typedef void (*weir__job_done_fn)(const char *job_id, const char *call_id,
                                   const char *tool, const json_t *result, void *ud);
 
+/* What a job answers: the call it was started for (all borrowed, copied). */
+typedef struct weir__job_call {
+    const char *job_id;    /* from weir__jobs_new_id */
+    const char *call_id;
+    const char *key;       /* the call's idempotency key, may be NULL */
+    const char *arguments; /* the call's raw JSON text, may be NULL ("") */
+    int turn, step;        /* of the call's tool/call */
+} weir__job_call;
+
 /*
- * A job table.  Jobs run on its own pool of at most `max_jobs` threads
- * (more wait queued).  `on_done` may be NULL.  Thread-safe.
+ * A job table of at most `max_jobs` unfinished (queued or running) jobs
+ * (agent.max_background_jobs; the scheduler refuses more, docs/tools.md).
+ * Jobs run on its own pool of `max_jobs` threads.  `on_done` may be NULL.
+ * Thread-safe.
  */
 int weir__jobs_create(size_t max_jobs, weir__job_done_fn on_done, void *ud,
                       weir__jobs **out, weir_error *err);
-/* Cancel every job, wait for all of them (callbacks included), free. */
+/* Drain (weir__jobs_drain), then free, finished jobs not taken included. */
 void weir__jobs_destroy(weir__jobs *j);
+/* The table's max_jobs (0 for NULL). */
+size_t weir__jobs_max(const weir__jobs *j);
+/* How many jobs are queued or running now. */
+size_t weir__jobs_unfinished(weir__jobs *j);
+/* Write a new job id "job-<hex>" into buf (size >= 40); returns buf. */
+char *weir__jobs_new_id(char *buf, size_t size);
 /*
  * Start `def` (borrowed: the registry must outlive the table) with `args`
- * (borrowed, copied) as a job for `call_id` whose idempotency key is `key`
- * (copied; may be NULL).  job_id receives "job-<hex>" (job_id_size at least
- * 40).
+ * (borrowed, copied) as job call->job_id.  E_STATE once drained.
  */
-int weir__jobs_submit(weir__jobs *j, const weir__tool_def *def, const char *call_id,
-                      const char *key, const json_t *args, char *job_id, size_t job_id_size,
-                      weir_error *err);
-/* Fire one job's signal; E_NOT_FOUND when it is not active. */
-int weir__jobs_cancel(weir__jobs *j, const char *job_id, weir_error *err);
-/* Fire the signal of every active job. */
-void weir__jobs_cancel_all(weir__jobs *j);
-/* New reference: ids of active (queued or running) jobs in submit order. */
+int weir__jobs_submit(weir__jobs *j, const weir__tool_def *def, const weir__job_call *call,
+                      const json_t *args, weir_error *err);
+/* Fire the signal of a queued or running job with `cause` (NULL: "user");
+ * E_NOT_FOUND when there is none (unknown, or already finished). */
+int weir__jobs_cancel(weir__jobs *j, const char *job_id, const char *cause, weir_error *err);
+/* Fire the signal of every queued or running job. */
+void weir__jobs_cancel_all(weir__jobs *j, const char *cause);
+/* New reference: ids of active jobs (queued, running, or finished and not
+ * yet taken) in submit order. */
 json_t *weir__jobs_active(weir__jobs *j);
+/*
+ * Take the job that finished first: a new object {job_id, call_id, tool,
+ * arguments, turn, step, idempotency_key?, outcome:"returned"|"failed"|
+ * "cancelled", cause? (cancelled: the signal's cause), result:{content,
+ * is_error, error?} (cancelled: whatever the body returned, or the
+ * not-started error), events? ([{type, data}] the body appended)}, or NULL
+ * when no job is finished (or out of memory:
+ * the job stays).  The job is no longer active.
+ */
+json_t *weir__jobs_take(weir__jobs *j);
+/* Cancel every job (cause "disposed") and wait until no body runs; queued
+ * jobs finish cancelled without running.  Later submits fail. */
+void weir__jobs_drain(weir__jobs *j);
 
 /* Public-table implementations. */
 const char *weir__tool_exec_call_id(const weir_tool_exec *exec);
@@ -250,5 +332,7 @@ const char *weir__tool_exec_idempotency_key(const weir_tool_exec *exec);
 int weir__tool_exec_attempt(const weir_tool_exec *exec);
 void weir__tool_exec_fail(weir_tool_exec *exec, const char *code, const char *fmt, ...)
     WEIR_PRINTF(3, 4);
+int weir__tool_exec_append(weir_tool_exec *exec, const char *type, const json_t *data,
+                           weir_error *err);
 
 #endif

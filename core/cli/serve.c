@@ -419,6 +419,29 @@ static void cmd_cancel(serve *s, long line, json_t *cmd) {
         put_error(s, line, NULL, "cancel: %s", weir_strerror(rc));
 }
 
+/* {"op":"cancel_job","job_id"}: the job's job.cancelled follows once its
+ * body returned; an error event when no such job is queued or running. */
+static void cmd_cancel_job(serve *s, long line, json_t *cmd) {
+    static const char *const keys[] = {"op", "job_id", NULL};
+    const char *bad = unknown_key(cmd, keys);
+    if (bad) {
+        put_error(s, line, NULL, "cancel_job: unknown field \"%.64s\"", bad);
+        return;
+    }
+    const json_t *jid = json_object_get(cmd, "job_id");
+    const char *job_id = json_string_value(jid);
+    if (!job_id || !*job_id || json_string_length(jid) > MAX_INPUT_ID ||
+        strlen(job_id) != json_string_length(jid)) {
+        put_error(s, line, NULL, "cancel_job: job_id: expected a string of 1 to %d characters",
+                  MAX_INPUT_ID);
+        return;
+    }
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_agent_cancel_job(s->agent, job_id, &err) != WEIR_OK)
+        put_error(s, line, NULL, "cancel_job: %s", err.text);
+}
+
 /* Handle one command line.  Returns false for a shutdown. */
 static bool handle(serve *s, long line, const char *buf, size_t len) {
     size_t i = 0;
@@ -438,13 +461,16 @@ static bool handle(serve *s, long line, const char *buf, size_t len) {
         put_error(s, line, NULL, "expected a JSON object");
     else if (!op)
         put_error(s, line, NULL,
-                  "missing \"op\" (\"send\", \"cancel\", \"compact\" or \"shutdown\")");
+                  "missing \"op\" (\"send\", \"cancel\", \"cancel_job\", \"compact\" or "
+                  "\"shutdown\")");
     else if (!strcmp(op, "send"))
         cmd_send(s, line, cmd);
     else if (!strcmp(op, "cancel"))
         cmd_cancel(s, line, cmd);
     else if (!strcmp(op, "compact"))
         cmd_compact(s, line, cmd);
+    else if (!strcmp(op, "cancel_job"))
+        cmd_cancel_job(s, line, cmd);
     else if (!strcmp(op, "shutdown")) {
         static const char *const keys[] = {"op", NULL};
         const char *bad = unknown_key(cmd, keys);
@@ -454,8 +480,8 @@ static bool handle(serve *s, long line, const char *buf, size_t len) {
             go_on = false;
     } else
         put_error(s, line, NULL,
-                  "unknown op \"%.64s\" (expected \"send\", \"cancel\", \"compact\" or "
-                  "\"shutdown\")",
+                  "unknown op \"%.64s\" (expected \"send\", \"cancel\", \"cancel_job\", "
+                  "\"compact\" or \"shutdown\")",
                   op);
     json_decref(cmd);
     return go_on;
@@ -576,6 +602,7 @@ static const char serve_help[] =
     "  {\"op\":\"send\",\"input_id\"?,\"text\"|\"message\",\n"
     "   \"mode\"?:\"followup\"|\"steer\"|\"inject\",\"target_generation_id\"?}\n"
     "  {\"op\":\"cancel\",\"cause\"?,\"keep_inbox\"?}\n"
+    "  {\"op\":\"cancel_job\",\"job_id\"}   (a background job; job.cancelled follows)\n"
     "  {\"op\":\"compact\",\"instructions\"?}  (once idle; a compaction event)\n"
     "  {\"op\":\"shutdown\"}            (end of input is a shutdown too)\n"
     "\n"

@@ -371,12 +371,33 @@ WEIR_API int weir_agent_compact(weir_agent *agent, const char *instructions, jso
                                 weir_error *err);
 
 /**
- * Ids of the agent's background tool jobs still queued or running.
+ * Ids of the agent's background tool jobs whose result has not been
+ * delivered yet: queued, running, or finished and waiting for the driver to
+ * settle it (docs/tools.md, "Background tools").
  * @return a new reference (array of strings), or NULL on bad input or
  *         allocation failure.  Any thread.
  * Since: 0.1
  */
 WEIR_API json_t *weir_agent_active_jobs(weir_agent *agent);
+
+/**
+ * Cancel one background job: fire its signal (cause "user").  A job still
+ * queued never runs; a running body sees its signal
+ * (weir_tool_exec_signal) and should stop; a body that cannot watch it (a
+ * tools-ffi function) runs to its end.  Either way, once the body has
+ * returned, the driver logs job/cancelled {effects:"not_rolled_back"}
+ * (whatever the body did stays done), delivers a service message saying
+ * so, and never a job/returned: the body's result is dropped.  While the
+ * agent is idle this wakes it (on_wake), as a job's result does.
+ * @param job_id  borrowed; an id of weir_agent_active_jobs().
+ * @return WEIR_OK when the cancel was requested; WEIR_E_NOT_FOUND when no
+ *         job of that id is queued or running (unknown, already cancelled
+ *         and finished, or finished and its result on its way: `err` says
+ *         which); WEIR_E_INVAL for NULL arguments.
+ * Thread-safety: any thread.
+ * Since: 0.1
+ */
+WEIR_API int weir_agent_cancel_job(weir_agent *agent, const char *job_id, weir_error *err);
 
 /** Path of the agent's log file (borrowed). Since: 0.1 */
 WEIR_API const char *weir_agent_log_path(const weir_agent *agent);

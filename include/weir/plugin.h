@@ -41,6 +41,8 @@
  *        tool_exec_progress: a running tool reports progress (the live
  *        tool/progress event).  tool_update, tool_remove: a row changes its
  *        own tools after init (tools-mcp's list_changed).
+ *        tool_exec_append: a tool's execute appends events of its plugin's
+ *        types, committed in model order with its result.
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H
@@ -624,6 +626,26 @@ struct weir_api {
      * tool_remove).
      */
     int (*tool_remove)(weir_plugin *self, const char *name);
+    /**
+     * From a tool's `execute`: append an event of `type` to the session log
+     * as part of this call.  `type` must be an event type the tool's plugin
+     * registered (event_type_register; plugin types are ignorable, so a
+     * reader without the plugin skips them); `data` is an object (borrowed,
+     * copied).  Nothing is written at once: the call's events are committed
+     * in the order appended, just before its tools/post-execute and
+     * tool/result, in model order with the other calls of the step (a
+     * background job's before its job/returned, job/failed or
+     * job/cancelled), whatever the body then returns.  Events of a call
+     * that never commits (the process dies first) are lost with it.  At
+     * most 256 per execution.  Returns WEIR_OK; WEIR_E_INVAL for NULL
+     * arguments, a `data` that is not an object or a core type name;
+     * WEIR_E_NOT_FOUND when the plugin did not register `type`;
+     * WEIR_E_STATE past 256 events; WEIR_E_NOMEM.  `err` (may be NULL)
+     * says which.  Any thread (the body's), during `execute` only.  Check
+     * WEIR_API_HAS(api, tool_exec_append) before use.
+     */
+    int (*tool_exec_append)(weir_tool_exec *exec, const char *type, const json_t *data,
+                            weir_error *err);
 };
 
 /** True when `api` has member `m` (for members added after 1.0). */
@@ -771,6 +793,7 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #define weir_tool_update(...) (weir__plugin_api->tool_update(__VA_ARGS__))
 #define weir_tool_remove(...) (weir__plugin_api->tool_remove(__VA_ARGS__))
 #define weir_stream_steering(...) (weir__plugin_api->stream_steering(__VA_ARGS__))
+#define weir_tool_exec_append(...) (weir__plugin_api->tool_exec_append(__VA_ARGS__))
 #elif defined(WEIR_NO_API_MACROS) && defined(WEIR__API_MACROS)
 #undef WEIR__API_MACROS
 #undef weir_plugin_id
@@ -821,4 +844,5 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #undef weir_tool_update
 #undef weir_tool_remove
 #undef weir_stream_steering
+#undef weir_tool_exec_append
 #endif /* the call macros */

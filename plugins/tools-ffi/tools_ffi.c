@@ -5,7 +5,7 @@
  * Config: {"tools":[{"library","symbol","prototype","description"?,"name"?,
  *                    "out"?:[{"name","count":N|"<argument>","max"?:M}],
  *                    "returns_owned"?:{"free":"free"|"none"|"<symbol>"},
- *                    "parallel"?:bool, "idempotent"?:bool,
+ *                    "parallel"?:bool, "idempotent"?:bool, "background"?:bool,
  *                    "idempotency_key"?:"<const char * parameter>"}]}
  * Every listed function is dlopen'd, dlsym'd and prepared (ffi_prep_cif) once
  * at init; nothing else in the library is callable.  The JSON Schema of each
@@ -21,7 +21,11 @@
  * "idempotency_key" names a 'const char *' parameter that receives the
  * call's idempotency key (weir_tool_exec_idempotency_key) instead of an
  * argument: it is not in the schema.  "idempotent" registers the tool
- * WEIR_TOOL_IDEMPOTENT (docs/tools.md, "Tools across a crash").
+ * WEIR_TOOL_IDEMPOTENT (docs/tools.md, "Tools across a crash"), and
+ * "background" WEIR_TOOL_BACKGROUND: a call returns a receipt at once and
+ * the function runs as a job of the agent (docs/tools.md, "Background
+ * tools"); it cannot see the job's signal, so a cancelled job's function
+ * still runs to its end (its result is dropped).
  */
 #include <dlfcn.h>
 #include <float.h>
@@ -62,6 +66,7 @@ typedef struct ffi_tool {
     void (*free_fn)(void *);    /* frees a 'char *' return; NULL = never */
     bool parallel;
     bool idempotent;            /* WEIR_TOOL_IDEMPOTENT */
+    bool background;            /* WEIR_TOOL_BACKGROUND */
     int key_param;              /* the parameter the key goes to; -1: none */
     ffi_cif cif;
     ffi_type *atypes[WF_MAX_PARAMS];
@@ -96,6 +101,7 @@ static const char config_schema[] =
     "\"minLength\":1}}},"
     "\"parallel\":{\"type\":\"boolean\"},"
     "\"idempotent\":{\"type\":\"boolean\"},"
+    "\"background\":{\"type\":\"boolean\"},"
     "\"idempotency_key\":{\"type\":\"string\",\"minLength\":1}}}}}}";
 
 static int set_err(weir_error *err, int code, const char *fmt, ...) WEIR_PRINTF(3, 4);
@@ -859,6 +865,7 @@ static int setup_tool(ffi_tool *t, const char *row_id, size_t index, const json_
     t->description = dup_str(desc ? desc : prototype);
     t->parallel = json_is_true(json_object_get(row, "parallel"));
     t->idempotent = json_is_true(json_object_get(row, "idempotent"));
+    t->background = json_is_true(json_object_get(row, "background"));
     t->key_param = -1;
     if (!t->name || !t->library || !t->symbol || !t->description)
         return set_err(err, WEIR_E_NOMEM, "out of memory");
@@ -976,7 +983,8 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config,
             .name = t->name,
             .description = t->description,
             .parameters = t->schema,
-            .flags = t->idempotent ? WEIR_TOOL_IDEMPOTENT : 0,
+            .flags = (t->idempotent ? WEIR_TOOL_IDEMPOTENT : 0u) |
+                     (t->background ? WEIR_TOOL_BACKGROUND : 0u),
             .execute = execute,
             .concurrency_safe = parallel_safe,
             .user_data = t,

@@ -11,7 +11,10 @@
  * job finishes.  `idempotent` registers the tool WEIR_TOOL_IDEMPOTENT;
  * `record` makes the body append "<call id> <idempotency key> <attempt>\n"
  * to that file when it starts (before any wait), so crash tests see every
- * execution and its key.
+ * execution and its key.  "append": "type" registers that event type at
+ * init and makes the body append {call_id} of it (tool_exec_append);
+ * "append_other": "type" makes it try a type it did not register, and the
+ * reply ends with " append_other=<status name>".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +35,23 @@ static int execute(weir_tool_exec *exec, const json_t *args, json_t **result, vo
         fprintf(f, "%s %s %d\n", weir_tool_exec_call_id(exec), key ? key : "(null)",
                 weir_tool_exec_attempt(exec));
         fclose(f);
+    }
+    const char *append = json_string_value(json_object_get(def, "append"));
+    if (append) {
+        json_t *data = json_pack("{s:s}", "call_id", weir_tool_exec_call_id(exec));
+        int rc = weir_tool_exec_append(exec, append, data, NULL);
+        json_decref(data);
+        if (rc != WEIR_OK) {
+            weir_tool_exec_fail(exec, "TOOL_FAILED", "append: %s", weir_status_name(rc));
+            return rc;
+        }
+    }
+    const char *other = json_string_value(json_object_get(def, "append_other"));
+    int other_rc = WEIR_OK;
+    if (other) {
+        json_t *data = json_object();
+        other_rc = weir_tool_exec_append(exec, other, data, NULL);
+        json_decref(data);
     }
     const char *gate = json_string_value(json_object_get(def, "wait_for_file"));
     for (int i = 0; gate && i < 4000; i++) {
@@ -63,9 +83,21 @@ static int execute(weir_tool_exec *exec, const json_t *args, json_t **result, vo
             return WEIR_E_NOMEM;
         reply = dump;
     }
+    char *with = NULL;
+    if (other) {
+        size_t n = strlen(reply) + 64;
+        with = malloc(n);
+        if (!with) {
+            free(dump);
+            return WEIR_E_NOMEM;
+        }
+        snprintf(with, n, "%s append_other=%s", reply, weir_status_name(other_rc));
+        reply = with;
+    }
     *result = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", reply,
                         "concludes_turn", json_is_true(json_object_get(def, "concludes")));
     free(dump);
+    free(with);
     return *result ? WEIR_OK : WEIR_E_NOMEM;
 }
 
@@ -94,6 +126,9 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
         weir_tool tool = {sizeof(weir_tool), json_string_value(json_object_get(t, "name")),
                           "a stub tool", params, flags, execute, safe, t};
         rc = weir_tool_register(self, &tool);
+        const char *append = json_string_value(json_object_get(t, "append"));
+        if (rc == WEIR_OK && append)
+            rc = weir_event_type_register(self, append, 0);
     }
     json_decref(params);
     return rc;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -81,10 +82,27 @@ static void record(const json_t *event, bool durable, void *ud) {
         d->on_event(d, event, durable);
 }
 
+static void on_wake(void *ud) {
+    dh *d = ud;
+    __atomic_add_fetch(&d->wakes, 1, __ATOMIC_SEQ_CST);
+}
+
+int dh_wait_wake(dh *d, int seen) {
+    for (int i = 0; i < 4000; i++) {
+        int n = __atomic_load_n(&d->wakes, __ATOMIC_SEQ_CST);
+        if (n > seen)
+            return n;
+        usleep(5000);
+    }
+    fail_msg("no on_wake after %d", seen);
+    return seen;
+}
+
 void dh_open(dh *d, const char *id) {
     weir_agent_options o = WEIR_AGENT_OPTIONS_INIT;
     o.session_id = id;
     o.on_event = record;
+    o.on_wake = on_wake;
     o.user_data = d;
     o.hooks = d->hooks;
     o.nhooks = d->nhooks;

@@ -34,6 +34,7 @@ struct dh {
     int count;         /* free counter for on_event callbacks */
     const weir_agent_hook *hooks; /* dh_open passes these as the agent's own */
     size_t nhooks;
+    int wakes;         /* on_wake calls (atomic; dh_wait_wake waits for more) */
 };
 
 /*
@@ -54,6 +55,9 @@ void dh_close(dh *d);
 void dh_send(dh *d, const char *text, weir_send_mode mode);
 /* weir_agent_run_until_idle; asserts WEIR_OK. */
 void dh_run(dh *d);
+/* Wait (at most 20 s, then fail) until on_wake was called more than
+ * `seen` times; returns the count. */
+int dh_wait_wake(dh *d, int seen);
 /* Comma-joined types of the recorded events (durable only, or all),
  * without drvtest/request and the core's provenance events (hook/...). */
 char *dh_types(const dh *d, bool durable_only);

@@ -204,3 +204,16 @@ EXPORT int t_book(const char *dir, const char *key) {
     }
     return 0;
 }
+
+/*
+ * A background job's body for tests/scripts/serve_jobs.sh and
+ * test_tools_ffi: sleep `ms` milliseconds (0 to 60000) and return it.  It
+ * cannot see a cancel, as no tools-ffi function can.
+ */
+EXPORT int t_sleep_ms(int ms);
+EXPORT int t_sleep_ms(int ms) {
+    if (ms < 0 || ms > 60000)
+        return -1;
+    usleep((useconds_t)ms * 1000);
+    return ms;
+}

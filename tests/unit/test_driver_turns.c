@@ -135,17 +135,21 @@ static void background_job_result_returns_as_a_service_message(void **state) {
     assert_non_null(strstr(res, "queued"));
     assert_non_null(strstr(res, "job-"));
     free(res);
+    json_decref(active);
     assert_int_equal(wt_write_file(gate, "go"), 0);
-    for (int i = 0; i < 2000 && json_array_size(active) > 0; i++) {
-        json_decref(active);
+    /* the job stays active until the driver settles it: the next run does,
+     * once the body returned, and its result wakes the idle agent for a
+     * new turn */
+    for (int i = 0; i < 2000 && dh_count(&d, "turn/end") < 2; i++) {
         usleep(5000);
-        active = weir_agent_active_jobs(d.agent);
+        dh_run(&d);
     }
+    assert_int_equal(dh_count(&d, "turn/end"), 2);
+    active = weir_agent_active_jobs(d.agent);
     assert_int_equal(json_array_size(active), 0);
     json_decref(active);
-    /* the result was steered in: it wakes the idle agent for a new turn */
-    dh_run(&d);
-    assert_int_equal(dh_count(&d, "turn/end"), 2);
+    assert_int_equal(dh_count(&d, "job/queued"), 1);
+    assert_int_equal(dh_count(&d, "job/returned"), 1);
     assert_string_equal(reason_kind(&d, 1), "completed");
     const json_t *um = json_object_get(dh_find(&d, "user/message", 1), "data");
     const json_t *src = json_object_get(json_object_get(um, "message"), "source");
@@ -154,6 +158,280 @@ static void background_job_result_returns_as_a_service_message(void **state) {
     dh_teardown(&d);
     wt_rmtree(dir);
     free(dir);
+}
+
+/* Rows: scripted replies `replies` (a JSON array's items) and one background
+ * tool "crawl" that waits for `gate` (cancellably) and returns "crawl result". */
+static void job_rows(char *rows, size_t size, const char *replies, const char *gate) {
+    snprintf(rows, size,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":["
+             "%s]}},"
+             "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"
+             "[{\"name\":\"crawl\",\"reply\":\"crawl result\",\"background\":true,"
+             "\"wait_for_file\":\"%s\"}]}}]",
+             replies, gate);
+}
+
+#define CRAWL_CALL                                                                         \
+    "{\"text\":\"Starting.\",\"tool_calls\":[{\"id\":\"c1\",\"name\":\"crawl\","         \
+    "\"arguments\":{}}]}"
+
+static const json_t *data_of(const dh *d, const char *type, int n) {
+    const json_t *e = dh_find(d, type, n);
+    assert_non_null(e);
+    return json_object_get(e, "data");
+}
+
+/* The job id of the only active job (copied into buf). */
+static const char *only_job(dh *d, char *buf, size_t size) {
+    json_t *active = weir_agent_active_jobs(d->agent);
+    assert_int_equal(json_array_size(active), 1);
+    snprintf(buf, size, "%s", json_string_value(json_array_get(active, 0)));
+    json_decref(active);
+    return buf;
+}
+
+/* A job result that arrives while the agent is idle asks for the driver
+ * (on_wake, on the job's thread); the next run settles it and its service
+ * message starts a turn by itself.  tools/post-execute runs on the result
+ * (with job_id) and what it returns is what job/returned stores and the
+ * model reads. */
+static json_t *post_job(weir_call *call, const json_t *args, void *ud) {
+    int *calls = ud;
+    json_t *r = weir_host_api()->next(call);
+    if (json_object_get(args, "job_id")) {
+        (*calls)++;
+        json_object_set_new(r, "content",
+                            json_pack("[{s:s, s:s}]", "type", "text", "text", "checked result"));
+    }
+    return r;
+}
+
+static void idle_job_result_wakes_the_agent(void **state) {
+    (void)state;
+    char *dir = wt_tmpdir("bgwake");
+    assert_non_null(dir);
+    char gate[4200], rows[8192];
+    snprintf(gate, sizeof gate, "%s/release", dir);
+    job_rows(rows, sizeof rows,
+             CRAWL_CALL ",{\"text\":\"Queued.\"},"
+                        "{\"text\":\"Done.\",\"expect\":{\"message_contains\":\"checked result\"}}",
+             gate);
+    dh d;
+    dh_setup(&d, rows, NULL);
+    int posts = 0;
+    weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
+    o.user_data = &posts;
+    weir_agent_hook h = {"tools/post-execute", post_job, &o};
+    d.hooks = &h;
+    d.nhooks = 1;
+    dh_open(&d, "bgwake");
+    dh_send(&d, "crawl it", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    char job[64];
+    only_job(&d, job, sizeof job);
+    assert_int_equal(posts, 0); /* the receipt skips post-execute */
+    int seen = __atomic_load_n(&d.wakes, __ATOMIC_SEQ_CST);
+    assert_int_equal(wt_write_file(gate, "go"), 0);
+    dh_wait_wake(&d, seen);
+    assert_int_equal(dh_count(&d, "job/finished"), 1); /* live, before the wake */
+    assert_int_equal(dh_count(&d, "turn/end"), 1);
+    dh_run(&d);
+    assert_int_equal(posts, 1);
+    assert_int_equal(dh_count(&d, "turn/end"), 2);
+    assert_string_equal(reason_kind(&d, 1), "completed");
+    const json_t *ret = data_of(&d, "job/returned", 0);
+    assert_string_equal(json_string_value(json_object_get(ret, "job_id")), job);
+    assert_int_equal(json_integer_value(json_object_get(ret, "turn")), 1);
+    char *res = json_dumps(json_object_get(ret, "result"), JSON_COMPACT | JSON_PRESERVE_ORDER);
+    assert_string_equal(res, "{\"content\":[{\"type\":\"text\",\"text\":\"checked result\"}],"
+                             "\"is_error\":false}");
+    free(res);
+    /* the ledger before the delivery: job/returned precedes the message's splice */
+    const json_t *um = dh_find(&d, "user/message", 1);
+    assert_true(json_integer_value(json_object_get(dh_find(&d, "job/returned", 0), "seq")) <
+                json_integer_value(json_object_get(um, "seq")));
+    const json_t *m = json_object_get(json_object_get(um, "data"), "message");
+    assert_string_equal(json_string_value(json_object_get(m, "id")), job);
+    assert_string_equal(json_string_value(
+                            json_object_get(json_object_get(m, "source"), "status")),
+                        "returned");
+    json_t *active = weir_agent_active_jobs(d.agent);
+    assert_int_equal(json_array_size(active), 0);
+    json_decref(active);
+    dh_teardown(&d);
+    wt_rmtree(dir);
+    free(dir);
+}
+
+/* weir_agent_cancel_job: job/cancelled {effects:"not_rolled_back"}, never
+ * job/returned; the model is told; a second cancel finds no job. */
+static void cancel_job_cancels_and_never_returns(void **state) {
+    (void)state;
+    char *dir = wt_tmpdir("bgcancel");
+    assert_non_null(dir);
+    char gate[4200], rows[8192];
+    snprintf(gate, sizeof gate, "%s/never", dir);
+    job_rows(rows, sizeof rows,
+             CRAWL_CALL ",{\"text\":\"Queued.\"},"
+                        "{\"text\":\"Noted.\",\"expect\":{\"message_contains\":\"was cancelled\"}}",
+             gate);
+    dh d;
+    dh_setup(&d, rows, NULL);
+    dh_open(&d, "bgcancel");
+    dh_send(&d, "crawl it", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    char job[64];
+    only_job(&d, job, sizeof job);
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_agent_cancel_job(d.agent, "job-unknown", &err), WEIR_E_NOT_FOUND);
+    assert_string_equal(err.text, "no queued or running job 'job-unknown'");
+    int seen = __atomic_load_n(&d.wakes, __ATOMIC_SEQ_CST);
+    assert_int_equal(weir_agent_cancel_job(d.agent, job, &err), WEIR_OK);
+    dh_wait_wake(&d, seen);
+    dh_run(&d);
+    assert_int_equal(dh_count(&d, "turn/end"), 2);
+    assert_int_equal(dh_count(&d, "job/returned"), 0);
+    assert_int_equal(dh_count(&d, "job/cancelled"), 1);
+    const json_t *c = data_of(&d, "job/cancelled", 0);
+    assert_string_equal(json_string_value(json_object_get(c, "job_id")), job);
+    assert_string_equal(json_string_value(json_object_get(c, "effects")), "not_rolled_back");
+    assert_string_equal(json_string_value(json_object_get(c, "cause")), "user");
+    assert_null(json_object_get(c, "delivered"));
+    assert_int_equal(weir_agent_cancel_job(d.agent, job, &err), WEIR_E_NOT_FOUND);
+    assert_int_equal(weir_agent_cancel_job(NULL, job, &err), WEIR_E_INVAL);
+    dh_teardown(&d);
+    wt_rmtree(dir);
+    free(dir);
+}
+
+/* agent.max_background_jobs: beyond it a background call gets JOB_LIMIT;
+ * closing the agent ends the running job, logged undelivered. */
+static void job_limit_and_close(void **state) {
+    (void)state;
+    char *dir = wt_tmpdir("bglimit");
+    assert_non_null(dir);
+    char gate[4200], rows[8192];
+    snprintf(gate, sizeof gate, "%s/never", dir);
+    job_rows(rows, sizeof rows,
+             "{\"text\":\"Two.\",\"tool_calls\":[{\"id\":\"c1\",\"name\":\"crawl\",\"arguments\":"
+             "{}},{\"id\":\"c2\",\"name\":\"crawl\",\"arguments\":{}}]},"
+             "{\"text\":\"One queued.\",\"expect\":{\"message_contains\":\"JOB_LIMIT\"}}",
+             gate);
+    dh d;
+    dh_setup(&d, rows, "{\"max_background_jobs\":1}");
+    dh_open(&d, "bglimit");
+    dh_send(&d, "crawl twice", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    char job[64];
+    only_job(&d, job, sizeof job);
+    assert_int_equal(dh_count(&d, "job/queued"), 1);
+    const json_t *r2 = data_of(&d, "tool/result", 1);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r2, "error"), "code")),
+                        "JOB_LIMIT");
+    char *path = strdup(dh_log(&d));
+    dh_close(&d);
+    const json_t *c = data_of(&d, "job/cancelled", 0);
+    assert_string_equal(json_string_value(json_object_get(c, "job_id")), job);
+    assert_string_equal(json_string_value(json_object_get(c, "cause")), "disposed");
+    assert_true(json_is_false(json_object_get(c, "delivered")));
+    dh_check_log(path, NULL, false);
+    free(path);
+    dh_teardown(&d);
+    wt_rmtree(dir);
+    free(dir);
+}
+
+/* A crash while a job runs: the job/queued has no end in the log.  Opening
+ * the session answers it (job/failed, INTERRUPTED, no re-run) and its
+ * service message wakes the agent. */
+static void job_cut_by_a_crash_is_reported_not_rerun(void **state) {
+    (void)state;
+    char *dir = wt_tmpdir("bgcrash");
+    assert_non_null(dir);
+    char gate[4200], rows[8192];
+    snprintf(gate, sizeof gate, "%s/never", dir);
+    job_rows(rows, sizeof rows,
+             CRAWL_CALL ",{\"text\":\"Queued.\"},"
+                        "{\"text\":\"Lost it.\",\"expect\":{\"message_contains\":"
+                        "\"interrupted by a crash\"}}",
+             gate);
+    dh d;
+    dh_setup(&d, rows, NULL);
+    dh_open(&d, "bgcrash");
+    dh_send(&d, "crawl it", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    char job[64];
+    only_job(&d, job, sizeof job);
+    /* the log as a crash would leave it: taken while the job runs */
+    size_t len = 0;
+    char *text = wt_read_file(dh_log(&d), &len);
+    assert_non_null(text);
+    char copy[4200];
+    snprintf(copy, sizeof copy, "%s/crashed.jsonl", d.dir);
+    assert_int_equal(wt_write_file(copy, text), 0);
+    free(text);
+    dh_close(&d);
+    json_array_clear(d.events);
+    dh_open(&d, "crashed");
+    const json_t *f = data_of(&d, "job/failed", 0);
+    assert_string_equal(json_string_value(json_object_get(f, "job_id")), job);
+    const json_t *e = json_object_get(json_object_get(f, "result"), "error");
+    assert_string_equal(json_string_value(json_object_get(e, "code")), "INTERRUPTED");
+    json_t *active = weir_agent_active_jobs(d.agent);
+    assert_int_equal(json_array_size(active), 0); /* nothing runs again */
+    json_decref(active);
+    dh_run(&d);
+    assert_int_equal(dh_count(&d, "turn/end"), 1); /* the recovered session's new turn */
+    assert_string_equal(reason_kind(&d, 0), "completed");
+    const json_t *um = json_object_get(data_of(&d, "user/message", 0), "message");
+    assert_string_equal(json_string_value(json_object_get(um, "id")), job);
+    /* opened again: answered once, nothing more */
+    dh_close(&d);
+    json_array_clear(d.events);
+    dh_open(&d, "crashed");
+    assert_int_equal(dh_count(&d, "job/failed"), 0);
+    dh_teardown(&d);
+    wt_rmtree(dir);
+    free(dir);
+}
+
+/* A tool's own events (tool_exec_append) reach the log just before its
+ * result, as ignorable events of its plugin's type; another plugin's type
+ * is refused; the log checks and derives as before. */
+static void tool_events_land_before_the_result(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":["
+             "{\"text\":\"Looking.\",\"tool_calls\":[{\"id\":\"c1\",\"name\":\"look\","
+             "\"arguments\":{}}]},{\"text\":\"Done.\"}]}},"
+             "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"
+             "[{\"name\":\"look\",\"reply\":\"seen\",\"append\":\"drvtest/progress\","
+             "\"append_other\":\"drvtest/request\"}]}}]",
+             NULL);
+    dh_open(&d, "toolevents");
+    dh_send(&d, "look", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_types(&d, true,
+                 "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,user/message,"
+                 "request/header,request/context,assistant/message,tool/call,"
+                 "drvtest/progress,tool/result,step/end,step/start,"
+                 "assistant/message,step/end,turn/end");
+    const json_t *ev = dh_find(&d, "drvtest/progress", 0);
+    assert_true(json_is_true(json_object_get(ev, "ignorable")));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(ev, "data"),
+                                                          "call_id")),
+                        "c1");
+    const json_t *res = json_object_get(
+        json_array_get(json_object_get(json_object_get(data_of(&d, "tool/result", 0), "message"),
+                                       "content"),
+                       0),
+        "content");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(res, 0), "text")),
+                        "seen append_other=E_NOT_FOUND");
+    dh_teardown(&d);
 }
 
 #define PRE_ROWS                                                                           \
@@ -467,6 +745,11 @@ int main(void) {
         cmocka_unit_test(simple_turn_emits_ordered_events),
         cmocka_unit_test(tool_round_trip_puts_result_in_next_request),
         cmocka_unit_test(background_job_result_returns_as_a_service_message),
+        cmocka_unit_test(idle_job_result_wakes_the_agent),
+        cmocka_unit_test(cancel_job_cancels_and_never_returns),
+        cmocka_unit_test(job_limit_and_close),
+        cmocka_unit_test(tool_events_land_before_the_result),
+        cmocka_unit_test(job_cut_by_a_crash_is_reported_not_rerun),
         cmocka_unit_test(pre_step_reject_blocks_turn_without_step),
         cmocka_unit_test(pre_step_reject_names_row_and_reason),
         cmocka_unit_test(pre_step_rewrite_changes_entered_messages),

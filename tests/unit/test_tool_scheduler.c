@@ -407,9 +407,10 @@ static void log_summary(fx *f, char *out, size_t size) {
                                 "?");
         }
         used += (size_t)snprintf(out + used, size - used, "%s%s:%s", used ? " " : "",
-                                 strcmp(type, "tool/call") == 0    ? "call"
-                                 : strcmp(type, "tool/rerun") == 0 ? "rerun"
-                                                                   : "result",
+                                 strcmp(type, "tool/call") == 0       ? "call"
+                                 : strcmp(type, "tool/rerun") == 0    ? "rerun"
+                                 : strncmp(type, "job/", 4) == 0      ? type + 4
+                                                                      : "result",
                                  id);
         if (used >= size)
             break;
@@ -1220,6 +1221,55 @@ static void wait_done(done_rec *d, int count) {
     pthread_mutex_unlock(&d->mu);
 }
 
+/* The next finished job of `j` (weir__jobs_take; the 30 s bound is never expected). */
+static json_t *take_job(weir__jobs *j) {
+    json_t *job = weir__jobs_take(j);
+    for (int i = 0; i < 30000 && !job; i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+        job = weir__jobs_take(j);
+    }
+    assert_non_null(job);
+    return job;
+}
+
+/* The data of the last log event of `type` (borrowed), or NULL. */
+static const json_t *last_data(fx *f, const char *type) {
+    for (size_t i = weir__log_count(f->log); i-- > 0;) {
+        const json_t *ev = weir__log_event(f->log, i);
+        if (strcmp(weir__json_str(ev, "type", ""), type) == 0)
+            return json_object_get(ev, "data");
+    }
+    return NULL;
+}
+
+static size_t count_type(fx *f, const char *type) {
+    size_t n = 0;
+    for (size_t i = 0; i < weir__log_count(f->log); i++)
+        n += strcmp(weir__json_str(weir__log_event(f->log, i), "type", ""), type) == 0;
+    return n;
+}
+
+/* The receipt of call `id`: its result text, parsed (new). */
+static json_t *receipt_of(fx *f, const char *id) {
+    const json_t *res = result_of(f, id);
+    assert_non_null(res);
+    const json_t *block = json_array_get(
+        json_object_get(json_object_get(json_object_get(res, "data"), "message"), "content"), 0);
+    const char *text = weir__json_str(json_array_get(json_object_get(block, "content"), 0),
+                                      "text", "");
+    json_t *receipt = json_loads(text, 0, NULL);
+    assert_non_null(receipt);
+    return receipt;
+}
+
+static void assert_dump(const json_t *v, const char *want) {
+    char *got = weir__json_dump(v);
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    free(got);
+}
+
 static void background_tool_returns_a_receipt_and_completes(void **state) {
     fx *f = *state;
     done_rec d = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, "", "", "", NULL};
@@ -1230,13 +1280,7 @@ static void background_tool_returns_a_receipt_and_completes(void **state) {
                                &err),
                      WEIR_OK);
     wait_done(&d, 1);
-    const json_t *res = result_of(f, "k1");
-    const json_t *block = json_array_get(
-        json_object_get(json_object_get(json_object_get(res, "data"), "message"), "content"), 0);
-    const char *text = weir__json_str(json_array_get(json_object_get(block, "content"), 0),
-                                      "text", "");
-    json_t *receipt = json_loads(text, 0, NULL);
-    assert_non_null(receipt);
+    json_t *receipt = receipt_of(f, "k1");
     assert_string_equal(weir__json_str(receipt, "status", ""), "queued");
     assert_string_equal(weir__json_str(receipt, "call_id", ""), "k1");
     assert_string_equal(weir__json_str(receipt, "job_id", ""), d.job_id);
@@ -1249,6 +1293,51 @@ static void background_tool_returns_a_receipt_and_completes(void **state) {
     assert_string_equal(d.tool, "bg");
     assert_string_equal(d.result, "{\"content\":[{\"type\":\"text\",\"text\":\"late\"}],"
                                   "\"is_error\":false}");
+    /* the intent is in the log before the receipt, and is ignorable */
+    char sum[512];
+    log_summary(f, sum, sizeof sum);
+    assert_string_equal(sum, "call:k1 queued:k1 result:k1");
+    char want[512];
+    snprintf(want, sizeof want,
+             "{\"turn\":1,\"step\":2,\"job_id\":\"%s\",\"call_id\":\"k1\",\"tool\":\"bg\","
+             "\"idempotency_key\":\":1:2:k1\"}",
+             d.job_id);
+    assert_dump(last_data(f, "job/queued"), want);
+    assert_true(json_is_true(json_object_get(weir__log_event(f->log, f->framing + 1),
+                                             "ignorable")));
+    /* finished, still active until taken; taking hands on its outcome */
+    json_t *active = weir__jobs_active(f->st.jobs);
+    assert_int_equal(json_array_size(active), 1);
+    json_decref(active);
+    json_t *job = take_job(f->st.jobs);
+    snprintf(want, sizeof want,
+             "{\"job_id\":\"%s\",\"call_id\":\"k1\",\"tool\":\"bg\",\"arguments\":"
+             "\"{\\\"id\\\":\\\"k1\\\",\\\"text\\\":\\\"late\\\"}\",\"turn\":1,\"step\":2,"
+             "\"outcome\":\"returned\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":"
+             "\"late\"}],\"is_error\":false},\"idempotency_key\":\":1:2:k1\"}",
+             d.job_id);
+    assert_dump(job, want);
+    active = weir__jobs_active(f->st.jobs);
+    assert_int_equal(json_array_size(active), 0);
+    json_decref(active);
+    assert_null(weir__jobs_take(f->st.jobs));
+    /* settled: the ledger first, then the service message */
+    json_t *msg = NULL, *ctxs = NULL;
+    assert_int_equal(weir__tools_settle_job(&f->st, job, true, &msg, &ctxs, &err), WEIR_OK);
+    snprintf(want, sizeof want,
+             "{\"turn\":1,\"step\":2,\"job_id\":\"%s\",\"call_id\":\"k1\",\"tool\":\"bg\","
+             "\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"late\"}],\"is_error\":false}}",
+             d.job_id);
+    assert_dump(last_data(f, "job/returned"), want);
+    snprintf(want, sizeof want,
+             "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Background job %s "
+             "(tool bg, call k1) finished:\\nlate\"}],\"source\":{\"kind\":\"service\",\"name\":"
+             "\"jobs\",\"job_id\":\"%s\",\"call_id\":\"k1\",\"status\":\"returned\"}}",
+             d.job_id, d.job_id);
+    assert_dump(msg, want);
+    assert_null(ctxs);
+    json_decref(msg);
+    json_decref(job);
     weir__jobs_destroy(f->st.jobs);
     f->st.jobs = NULL;
     free(d.result);
@@ -1276,7 +1365,8 @@ static void on_done_check_listed(const char *job_id, const char *call_id, const 
 }
 
 /* Between finishing and handing its result on, a job must not vanish: a host
- * polling weir_agent_active_jobs would see no pending work and no result. */
+ * polling weir_agent_active_jobs would see no pending work and no result.
+ * It stays listed until the driver takes it. */
 static void job_stays_active_until_its_result_is_delivered(void **state) {
     fx *f = *state;
     listed_rec l = {{PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, "", "", "", NULL},
@@ -1287,9 +1377,17 @@ static void job_stays_active_until_its_result_is_delivered(void **state) {
     f->st.jobs = l.j;
     assert_int_equal(run_calls(f, "[[\"k1\",\"bg\",{\"id\":\"k1\"}]]", NULL, &err), WEIR_OK);
     wait_done(&l.d, 1);
+    assert_int_equal(l.listed, 1);
+    json_t *active = weir__jobs_active(l.j);
+    assert_int_equal(json_array_size(active), 1); /* finished, not taken */
+    json_decref(active);
+    assert_int_equal(weir__jobs_unfinished(l.j), 0);
+    json_decref(take_job(l.j));
+    active = weir__jobs_active(l.j);
+    assert_int_equal(json_array_size(active), 0);
+    json_decref(active);
     weir__jobs_destroy(l.j);
     f->st.jobs = NULL;
-    assert_int_equal(l.listed, 1);
     free(l.d.result);
     assert_paired(f);
 }
@@ -1310,18 +1408,22 @@ static int jobs_wait_exec(weir_tool_exec *exec, const json_t *args, json_t **res
     return WEIR_OK;
 }
 
-/* Active job ids once exactly `n` are listed (a job leaves the list just
- * after its on_done returned, so poll; the 30 s bound is never expected). */
-static json_t *active_when(weir__jobs *j, size_t n) {
-    json_t *active = weir__jobs_active(j);
-    for (int i = 0; i < 30000 && json_array_size(active) != n; i++) {
-        json_decref(active);
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
-        active = weir__jobs_active(j);
-    }
-    assert_int_equal(json_array_size(active), n);
-    return active;
+static void wait_started(int n) {
+    pthread_mutex_lock(&g_mu);
+    while (g_started < n && !g_timed_out)
+        wait_locked();
+    pthread_mutex_unlock(&g_mu);
+    assert_false(g_timed_out);
+}
+
+static void submit(weir__jobs *j, const weir__tool_def *def, const char *job_id,
+                   const char *call_id, const char *key) {
+    json_t *args = json_object();
+    weir__job_call call = {.job_id = job_id, .call_id = call_id, .key = key,
+                           .arguments = "{}", .turn = 1, .step = 2};
+    weir_error err = {0};
+    assert_int_equal(weir__jobs_submit(j, def, &call, args, &err), WEIR_OK);
+    json_decref(args);
 }
 
 static void jobs_cancel_fires_the_job_signal(void **state) {
@@ -1332,35 +1434,45 @@ static void jobs_cancel_fires_the_job_signal(void **state) {
     assert_int_equal(weir__jobs_create(4, on_done, &d, &j, &err), WEIR_OK);
     add_tool(f, "waiter", jobs_wait_exec, NULL, NULL, WEIR_TOOL_BACKGROUND);
     const weir__tool_def *def = weir__tools_find(f->tools, "waiter");
-    json_t *args = json_object();
     char id1[48], id2[48];
-    assert_int_equal(weir__jobs_submit(j, def, "c1", "k1", args, id1, sizeof id1, &err), WEIR_OK);
-    assert_int_equal(weir__jobs_submit(j, def, "c2", NULL, args, id2, sizeof id2, &err), WEIR_OK);
+    weir__jobs_new_id(id1, sizeof id1);
+    weir__jobs_new_id(id2, sizeof id2);
+    assert_string_not_equal(id1, id2);
+    submit(j, def, id1, "c1", "k1");
+    submit(j, def, id2, "c2", NULL);
     json_t *active = weir__jobs_active(j);
     assert_int_equal(json_array_size(active), 2);
     assert_string_equal(json_string_value(json_array_get(active, 0)), id1);
     assert_string_equal(json_string_value(json_array_get(active, 1)), id2);
     json_decref(active);
-    pthread_mutex_lock(&g_mu);
-    while (g_started < 2 && !g_timed_out)
-        wait_locked();
-    pthread_mutex_unlock(&g_mu);
-    assert_false(g_timed_out);
-    assert_int_equal(weir__jobs_cancel(j, id1, &err), WEIR_OK);
+    wait_started(2);
+    assert_int_equal(weir__jobs_unfinished(j), 2);
+    assert_int_equal(weir__jobs_cancel(j, id1, "user", &err), WEIR_OK);
     wait_done(&d, 1);
     assert_string_equal(d.job_id, id1);
     assert_string_equal(d.result,
                         "{\"content\":[{\"type\":\"text\",\"text\":\"Error: job cancelled\"}],"
                         "\"is_error\":true,\"error\":{\"name\":\"ToolError\",\"code\":"
                         "\"CANCELLED\",\"reason\":\"job cancelled\"}}");
-    active = active_when(j, 1);
+    /* finished: no longer cancellable, but listed until taken */
+    assert_int_equal(weir__jobs_cancel(j, id1, "user", &err), WEIR_E_NOT_FOUND);
+    assert_non_null(strstr(err.text, "has already finished"));
+    assert_int_equal(weir__jobs_cancel(j, "job-nope", "user", &err), WEIR_E_NOT_FOUND);
+    assert_string_equal(err.text, "no queued or running job 'job-nope'");
+    json_t *job = take_job(j);
+    assert_string_equal(weir__json_str(job, "job_id", ""), id1);
+    assert_string_equal(weir__json_str(job, "outcome", ""), "cancelled");
+    assert_string_equal(weir__json_str(job, "cause", ""), "user");
+    json_decref(job);
+    active = weir__jobs_active(j);
+    assert_int_equal(json_array_size(active), 1);
     assert_string_equal(json_string_value(json_array_get(active, 0)), id2);
     json_decref(active);
-    assert_int_equal(weir__jobs_cancel(j, id1, &err), WEIR_E_NOT_FOUND);
-    weir__jobs_cancel_all(j);
+    weir__jobs_cancel_all(j, "parent");
     wait_done(&d, 2);
-    json_decref(active_when(j, 0));
-    json_decref(args);
+    job = take_job(j);
+    assert_string_equal(weir__json_str(job, "cause", ""), "parent");
+    json_decref(job);
     weir__jobs_destroy(j);
     free(d.result);
 }
@@ -1373,14 +1485,479 @@ static void jobs_destroy_cancels_and_waits(void **state) {
     assert_int_equal(weir__jobs_create(1, on_done, &d, &j, &err), WEIR_OK);
     add_tool(f, "waiter", jobs_wait_exec, NULL, NULL, WEIR_TOOL_BACKGROUND);
     const weir__tool_def *def = weir__tools_find(f->tools, "waiter");
-    json_t *args = json_object();
     char id[48];
     for (int i = 0; i < 3; i++)
-        assert_int_equal(weir__jobs_submit(j, def, "c", NULL, args, id, sizeof id, &err), WEIR_OK);
+        submit(j, def, weir__jobs_new_id(id, sizeof id), "c", NULL);
     weir__jobs_destroy(j);
     assert_int_equal(d.count, 3);
-    json_decref(args);
     free(d.result);
+}
+
+/* Drained: every job finished (queued ones cancelled without running), and
+ * each outcome can still be taken; nothing starts any more. */
+static void jobs_drain_keeps_the_outcomes(void **state) {
+    fx *f = *state;
+    done_rec d = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, "", "", "", NULL};
+    weir__jobs *j;
+    weir_error err = {0};
+    assert_int_equal(weir__jobs_create(1, on_done, &d, &j, &err), WEIR_OK);
+    add_tool(f, "waiter", jobs_wait_exec, NULL, NULL, WEIR_TOOL_BACKGROUND);
+    const weir__tool_def *def = weir__tools_find(f->tools, "waiter");
+    char id1[48], id2[48];
+    submit(j, def, weir__jobs_new_id(id1, sizeof id1), "c1", NULL);
+    submit(j, def, weir__jobs_new_id(id2, sizeof id2), "c2", NULL);
+    wait_started(1);
+    weir__jobs_drain(j);
+    assert_int_equal(d.count, 2);
+    assert_int_equal(g_started, 1); /* the queued one never ran */
+    json_t *a = weir__jobs_take(j), *b = weir__jobs_take(j);
+    assert_string_equal(weir__json_str(a, "job_id", ""), id1);
+    assert_string_equal(weir__json_str(b, "job_id", ""), id2);
+    assert_string_equal(weir__json_str(b, "outcome", ""), "cancelled");
+    assert_string_equal(weir__json_str(b, "cause", ""), "disposed");
+    char *res = weir__json_dump(json_object_get(b, "result"));
+    assert_non_null(strstr(res, "was cancelled before it started"));
+    free(res);
+    json_decref(a);
+    json_decref(b);
+    json_t *args = json_object();
+    weir__job_call call = {.job_id = "job-late", .call_id = "c3"};
+    assert_int_equal(weir__jobs_submit(j, def, &call, args, &err), WEIR_E_STATE);
+    json_decref(args);
+    weir__jobs_destroy(j);
+    free(d.result);
+}
+
+/* agent.max_background_jobs: a background call beyond it gets a JOB_LIMIT
+ * error result (no job, nothing dropped silently); the limit counts only
+ * unfinished jobs. */
+static void background_calls_beyond_the_limit_are_refused(void **state) {
+    fx *f = *state;
+    done_rec d = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, "", "", "", NULL};
+    weir_error err = {0};
+    assert_int_equal(weir__jobs_create(1, on_done, &d, &f->st.jobs, &err), WEIR_OK);
+    add_tool(f, "waiter", jobs_wait_exec, NULL, NULL, WEIR_TOOL_BACKGROUND);
+    assert_int_equal(run_calls(f, "[[\"a\",\"waiter\",{}],[\"b\",\"waiter\",{}]]", NULL, &err),
+                     WEIR_OK);
+    json_t *receipt = receipt_of(f, "a");
+    assert_string_equal(weir__json_str(receipt, "status", ""), "queued");
+    json_decref(receipt);
+    assert_result(f, "b",
+                  "{\"turn\":1,\"step\":2,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"
+                  "\"tool_result\",\"call_id\":\"b\",\"content\":[{\"type\":\"text\",\"text\":"
+                  "\"Error: background job limit reached: 1 job is running "
+                  "(agent.max_background_jobs); wait for a job's result before starting "
+                  "another\"}],\"is_error\":true}]},\"error\":{\"name\":\"ToolError\",\"code\":"
+                  "\"JOB_LIMIT\",\"reason\":\"background job limit reached: 1 job is running "
+                  "(agent.max_background_jobs); wait for a job's result before starting "
+                  "another\"}}");
+    assert_int_equal(count_type(f, "job/queued"), 1);
+    /* once it finished (even before it is settled) a new job may start */
+    weir__jobs_cancel_all(f->st.jobs, "user");
+    wait_done(&d, 1);
+    assert_int_equal(run_calls(f, "[[\"c\",\"waiter\",{}]]", NULL, &err), WEIR_OK);
+    receipt = receipt_of(f, "c");
+    assert_string_equal(weir__json_str(receipt, "status", ""), "queued");
+    json_decref(receipt);
+    assert_int_equal(count_type(f, "job/queued"), 2);
+    weir__jobs_destroy(f->st.jobs);
+    f->st.jobs = NULL;
+    free(d.result);
+    assert_paired(f);
+}
+
+/* Generation scenario 10: a denied background tool never starts. */
+static void denied_background_tool_never_starts(void **state) {
+    fx *f = *state;
+    done_rec d = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, "", "", "", NULL};
+    weir_error err = {0};
+    assert_int_equal(weir__jobs_create(2, on_done, &d, &f->st.jobs, &err), WEIR_OK);
+    add_tool(f, "bg", work_exec, NULL, NULL, WEIR_TOOL_BACKGROUND);
+    hook(f, "tools/pre-execute", pre_deny_b);
+    hook(f, "tools/post-execute", post_record);
+    freeze(f);
+    assert_int_equal(run_calls(f, "[[\"b\",\"bg\",{\"id\":\"b\"}]]", NULL, &err), WEIR_OK);
+    assert_result(f, "b",
+                  "{\"turn\":1,\"step\":2,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"
+                  "\"tool_result\",\"call_id\":\"b\",\"content\":[{\"type\":\"text\",\"text\":"
+                  "\"Error: denied: not allowed\"}],\"is_error\":true}]},\"error\":{\"name\":"
+                  "\"ToolDenied\",\"code\":\"DENIED\",\"reason\":\"not allowed\"}}");
+    json_t *active = weir__jobs_active(f->st.jobs);
+    assert_int_equal(json_array_size(active), 0);
+    json_decref(active);
+    assert_int_equal(count_type(f, "job/queued"), 0);
+    weir__jobs_destroy(f->st.jobs); /* waits for any job: there is none */
+    f->st.jobs = NULL;
+    assert_int_equal(d.count, 0);
+    assert_int_equal(g_nevents, 0); /* the body never ran */
+    assert_int_equal(json_array_size(f->hook_order), 0); /* no post-execute either */
+    assert_paired(f);
+}
+
+/* post-execute on a job's result: the payload names the job, and what the
+ * listener returns is what the ledger stores and the model gets. */
+static json_t *post_job(weir_call *call, const json_t *args, void *ud) {
+    (void)ud;
+    char buf[128];
+    const char *job = weir__json_str(args, "job_id", NULL);
+    snprintf(buf, sizeof buf, "post:%s:%s:%s", weir__json_str(args, "call_id", "?"),
+             job ? "job" : "call", weir__json_str(json_array_get(json_object_get(
+                                                      json_object_get(args, "result"), "content"),
+                                                  0),
+                                                  "text", "?"));
+    json_array_append_new(g_fx->hook_order, json_string(buf));
+    json_t *r = weir__call_next(call);
+    if (job) {
+        json_object_set_new(r, "content",
+                            json_pack("[{s:s, s:s}]", "type", "text", "text", "post-processed"));
+        json_object_set_new(r, "additional_contexts",
+                            json_pack("[{s:s, s:[{s:s, s:s}]}]", "role", "user", "content",
+                                      "type", "text", "text", "ctx-job"));
+    }
+    return r;
+}
+
+/* Generation scenario 8: hooks around a background job.  pre-execute
+ * runs once, before the receipt; the receipt skips post-execute; the job's
+ * result goes through post-execute when it is settled, and the changed
+ * result is what job/returned stores and the service message carries; the
+ * body runs exactly once. */
+static void hooks_run_around_a_background_job(void **state) {
+    fx *f = *state;
+    done_rec d = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, "", "", "", NULL};
+    weir_error err = {0};
+    assert_int_equal(weir__jobs_create(2, on_done, &d, &f->st.jobs, &err), WEIR_OK);
+    add_tool(f, "bg", work_exec, NULL, NULL, WEIR_TOOL_BACKGROUND);
+    hook(f, "tools/pre-execute", pre_record);
+    hook(f, "tools/post-execute", post_job);
+    freeze(f);
+    assert_int_equal(run_calls(f, "[[\"k1\",\"bg\",{\"id\":\"k1\",\"text\":\"raw\"}],"
+                                  "[\"k2\",\"solo\",{\"id\":\"k2\"}]]",
+                               NULL, &err),
+                     WEIR_OK);
+    assert_dump(f->hook_order, "[\"pre:k1\",\"pre:k2\",\"post:k2:call:ok:k2\"]");
+    json_t *job = take_job(f->st.jobs);
+    json_t *msg = NULL, *ctxs = NULL;
+    assert_int_equal(weir__tools_settle_job(&f->st, job, true, &msg, &ctxs, &err), WEIR_OK);
+    assert_dump(f->hook_order,
+                "[\"pre:k1\",\"pre:k2\",\"post:k2:call:ok:k2\",\"post:k1:job:raw\"]");
+    assert_dump(json_object_get(last_data(f, "job/returned"), "result"),
+                "{\"content\":[{\"type\":\"text\",\"text\":\"post-processed\"}],"
+                "\"is_error\":false}");
+    const char *text = weir__json_str(json_array_get(json_object_get(msg, "content"), 0),
+                                      "text", "");
+    assert_non_null(strstr(text, "finished:\npost-processed"));
+    assert_null(strstr(text, "raw"));
+    assert_dump(ctxs, "[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":"
+                      "\"ctx-job\"}]}]");
+    int starts = 0;
+    for (int i = 0; i < g_nevents; i++)
+        starts += strcmp(g_events[i], "start:k1") == 0;
+    assert_int_equal(starts, 1);
+    json_decref(msg);
+    json_decref(ctxs);
+    json_decref(job);
+    weir__jobs_destroy(f->st.jobs);
+    f->st.jobs = NULL;
+    free(d.result);
+    assert_paired(f);
+}
+
+/* A cancelled job: no post-execute, job/cancelled {effects:"not_rolled_back"}
+ * and never job/returned; the service message says so.  Without delivery
+ * (the agent closing) the event says "delivered":false and nothing is
+ * handed on. */
+static void cancelled_job_settles_without_its_result(void **state) {
+    fx *f = *state;
+    done_rec d = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, "", "", "", NULL};
+    weir_error err = {0};
+    assert_int_equal(weir__jobs_create(2, on_done, &d, &f->st.jobs, &err), WEIR_OK);
+    add_tool(f, "waiter", jobs_wait_exec, NULL, NULL, WEIR_TOOL_BACKGROUND);
+    hook(f, "tools/post-execute", post_job);
+    freeze(f);
+    assert_int_equal(run_calls(f, "[[\"a\",\"waiter\",{}],[\"b\",\"waiter\",{}]]", NULL, &err),
+                     WEIR_OK);
+    json_t *ra = receipt_of(f, "a"), *rb = receipt_of(f, "b");
+    wait_started(2);
+    assert_int_equal(weir__jobs_cancel(f->st.jobs, weir__json_str(ra, "job_id", ""), "user",
+                                       &err),
+                     WEIR_OK);
+    json_t *job = take_job(f->st.jobs);
+    json_t *msg = NULL, *ctxs = NULL;
+    assert_int_equal(weir__tools_settle_job(&f->st, job, true, &msg, &ctxs, &err), WEIR_OK);
+    char want[512];
+    snprintf(want, sizeof want,
+             "{\"turn\":1,\"step\":2,\"job_id\":\"%s\",\"call_id\":\"a\",\"tool\":\"waiter\","
+             "\"effects\":\"not_rolled_back\",\"cause\":\"user\"}",
+             weir__json_str(ra, "job_id", ""));
+    assert_dump(last_data(f, "job/cancelled"), want);
+    snprintf(want, sizeof want,
+             "Background job %s (tool waiter, call a) was cancelled (user); whatever it did is "
+             "not rolled back.",
+             weir__json_str(ra, "job_id", ""));
+    assert_string_equal(weir__json_str(json_array_get(json_object_get(msg, "content"), 0),
+                                       "text", ""),
+                        want);
+    assert_string_equal(weir__json_str(json_object_get(msg, "source"), "status", ""),
+                        "cancelled");
+    assert_null(ctxs);
+    assert_int_equal(json_array_size(f->hook_order), 0);
+    json_decref(msg);
+    json_decref(job);
+    /* b ends with the agent: drained, logged, not delivered */
+    weir__jobs_drain(f->st.jobs);
+    job = take_job(f->st.jobs);
+    assert_int_equal(weir__tools_settle_job(&f->st, job, false, &msg, &ctxs, &err), WEIR_OK);
+    assert_null(msg);
+    assert_null(ctxs);
+    snprintf(want, sizeof want,
+             "{\"turn\":1,\"step\":2,\"job_id\":\"%s\",\"call_id\":\"b\",\"tool\":\"waiter\","
+             "\"effects\":\"not_rolled_back\",\"cause\":\"disposed\",\"delivered\":false}",
+             weir__json_str(rb, "job_id", ""));
+    assert_dump(last_data(f, "job/cancelled"), want);
+    assert_int_equal(count_type(f, "job/returned"), 0);
+    json_decref(job);
+    json_decref(ra);
+    json_decref(rb);
+    weir__jobs_destroy(f->st.jobs);
+    f->st.jobs = NULL;
+    free(d.result);
+    assert_paired(f);
+}
+
+/* Make the log read-only from the call's tools/pre-execute on. */
+static json_t *pre_break_log(weir_call *call, const json_t *args, void *ud) {
+    (void)args, (void)ud;
+    char path[4096];
+    snprintf(path, sizeof path, "%s", weir__log_path(g_fx->log));
+    weir__log_close(g_fx->log);
+    weir_error err = {0};
+    assert_int_equal(weir__log_open_readonly(path, &g_fx->log, &err), WEIR_OK);
+    g_fx->st.log = g_fx->log;
+    return weir__call_next(call);
+}
+
+/* Generation scenario 9: a job whose intent (job/queued) cannot be
+ * logged never starts: a scheduler failure, no body, no job. */
+static void job_whose_intent_is_not_logged_never_starts(void **state) {
+    fx *f = *state;
+    done_rec d = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, "", "", "", NULL};
+    weir_error err = {0};
+    assert_int_equal(weir__jobs_create(2, on_done, &d, &f->st.jobs, &err), WEIR_OK);
+    add_tool(f, "bg", work_exec, NULL, NULL, WEIR_TOOL_BACKGROUND);
+    hook(f, "tools/pre-execute", pre_break_log);
+    freeze(f);
+    int rc = run_calls(f, "[[\"k1\",\"bg\",{\"id\":\"k1\"}]]", NULL, &err);
+    assert_int_not_equal(rc, WEIR_OK);
+    assert_int_equal(err.code, rc);
+    json_t *active = weir__jobs_active(f->st.jobs);
+    assert_int_equal(json_array_size(active), 0);
+    json_decref(active);
+    weir__jobs_destroy(f->st.jobs);
+    f->st.jobs = NULL;
+    assert_int_equal(d.count, 0);
+    assert_int_equal(g_nevents, 0);
+    /* writable again for teardown; the call has no result (nothing fabricated) */
+    char path[4096];
+    snprintf(path, sizeof path, "%s", weir__log_path(f->log));
+    weir__log_close(f->log);
+    assert_int_equal(weir__log_open(path, WEIR__FSYNC_NONE, NULL, NULL, &f->log, &err), WEIR_OK);
+    f->st.log = f->log;
+    expect_missing(f, f->framing, "k1");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tools emit events                                                         */
+/* ------------------------------------------------------------------------ */
+
+/* The fixture's registry check: plugin "test" owns "test/progress". */
+static bool test_owns(const char *plugin_id, const char *type, void *ud) {
+    (void)ud;
+    return !strcmp(plugin_id, "test") && !strcmp(type, "test/progress");
+}
+
+/*
+ * The "emit" tool: append `n` events test/progress {id, k} (after waiting
+ * for "end:<after>" when given), then try `bad` (a type) once and record
+ * its status in the result: "ok:<id>" or "ok:<id>:<status name>"; `fail`
+ * fails the call after appending.
+ */
+static int emit_exec(weir_tool_exec *exec, const json_t *args, json_t **result, void *ud) {
+    (void)ud;
+    const char *id = weir__json_str(args, "id", "?");
+    const char *after = weir__json_str(args, "after", NULL);
+    if (after) {
+        char ev[32];
+        snprintf(ev, sizeof ev, "end:%s", after);
+        pthread_mutex_lock(&g_mu);
+        while (event_index(ev) < 0 && !g_timed_out)
+            wait_locked();
+        pthread_mutex_unlock(&g_mu);
+    }
+    json_int_t n = weir__json_int(args, "n", 1);
+    for (json_int_t k = 0; k < n; k++) {
+        json_t *data = json_pack("{s:s, s:I}", "id", id, "k", k);
+        int rc = weir__tool_exec_append(exec, "test/progress", data, NULL);
+        json_decref(data);
+        if (rc != WEIR_OK) {
+            weir__tool_exec_fail(exec, "APPEND", "append %lld: %s", (long long)k,
+                                 weir_status_name(rc));
+            return rc;
+        }
+    }
+    char buf[1200];
+    snprintf(buf, sizeof buf, "ok:%s", id);
+    const char *bad = weir__json_str(args, "bad", NULL);
+    if (bad) {
+        json_t *data = json_object();
+        weir_error e = {0};
+        int rc = weir__tool_exec_append(exec, bad, data, &e);
+        json_decref(data);
+        snprintf(buf, sizeof buf, "ok:%s:%s:%s", id, weir_status_name(rc), e.text);
+    }
+    pthread_mutex_lock(&g_mu);
+    record("end", id);
+    pthread_cond_broadcast(&g_cv);
+    pthread_mutex_unlock(&g_mu);
+    if (json_is_true(json_object_get(args, "fail"))) {
+        weir__tool_exec_fail(exec, "E_AFTER", "failed after appending");
+        return WEIR_E_TOOL;
+    }
+    *result = json_string(buf);
+    return *result ? WEIR_OK : WEIR_E_NOMEM;
+}
+
+/* "type:id" for each test/progress event and "result:<call>" for results, in log order. */
+static void event_summary(fx *f, char *out, size_t size) {
+    out[0] = '\0';
+    size_t used = 0;
+    for (size_t i = f->framing; i < weir__log_count(f->log) && used < size; i++) {
+        const json_t *ev = weir__log_event(f->log, i);
+        const char *type = weir__json_str(ev, "type", "?");
+        const json_t *data = json_object_get(ev, "data");
+        char item[96];
+        if (!strcmp(type, "test/progress"))
+            snprintf(item, sizeof item, "ev:%s%lld%s", weir__json_str(data, "id", "?"),
+                     (long long)weir__json_int(data, "k", -1),
+                     json_is_true(json_object_get(ev, "ignorable")) ? "" : "!");
+        else if (!strcmp(type, "tool/result"))
+            snprintf(item, sizeof item, "result:%s",
+                     weir__json_str(json_array_get(json_object_get(json_object_get(data,
+                                                                                   "message"),
+                                                                   "content"),
+                                                   0),
+                                    "call_id", "?"));
+        else
+            snprintf(item, sizeof item, "%s", type);
+        used += (size_t)snprintf(out + used, size - used, "%s%s", used ? " " : "", item);
+    }
+}
+
+/* A tool's events are committed with its result, in model order, whatever
+ * order the bodies ran in: a fast second call's events wait for the first
+ * call's result. */
+static void tool_events_commit_in_model_order_with_the_result(void **state) {
+    fx *f = *state;
+    weir__tools_set_event_check(f->tools, test_owns, NULL);
+    add_tool(f, "emit", emit_exec, always_parallel, NULL, 0);
+    weir_error err = {0};
+    assert_int_equal(run_calls(f,
+                               "[[\"a\",\"emit\",{\"id\":\"a\",\"n\":2,\"after\":\"b\"}],"
+                               "[\"b\",\"emit\",{\"id\":\"b\",\"n\":1}],"
+                               "[\"c\",\"solo\",{\"id\":\"c\"}]]",
+                               NULL, &err),
+                     WEIR_OK);
+    assert_false(g_timed_out);
+    char sum[512];
+    event_summary(f, sum, sizeof sum);
+    assert_string_equal(sum, "tool/call tool/call ev:a0 ev:a1 result:a ev:b0 result:b tool/call "
+                             "result:c");
+    assert_paired(f);
+}
+
+/* The checks: the plugin's own types only, never a core type, at most 256
+ * per call; the events of a failing call are committed anyway. */
+static void tool_events_are_checked_and_kept_on_failure(void **state) {
+    fx *f = *state;
+    weir__tools_set_event_check(f->tools, test_owns, NULL);
+    add_tool(f, "emit", emit_exec, NULL, NULL, 0);
+    weir_error err = {0};
+    assert_int_equal(run_calls(f,
+                               "[[\"a\",\"emit\",{\"id\":\"a\",\"bad\":\"other/type\"}],"
+                               "[\"b\",\"emit\",{\"id\":\"b\",\"n\":0,\"bad\":\"tool/result\"}],"
+                               "[\"c\",\"emit\",{\"id\":\"c\",\"n\":0,\"bad\":\"Not A Type\"}],"
+                               "[\"d\",\"emit\",{\"id\":\"d\",\"n\":257}],"
+                               "[\"e\",\"emit\",{\"id\":\"e\",\"fail\":true}]]",
+                               NULL, &err),
+                     WEIR_OK);
+    const char *text_a = weir__json_str(
+        json_array_get(json_object_get(json_array_get(json_object_get(json_object_get(
+                                                          json_object_get(result_of(f, "a"),
+                                                                          "data"),
+                                                          "message"),
+                                                      "content"),
+                                       0),
+                       "content"),
+                       0),
+        "text", "");
+    assert_string_equal(text_a, "ok:a:E_NOT_FOUND:tool_exec_append: tool 'emit': event type "
+                                "'other/type' is not registered by its plugin");
+    char *r = result_json(f, "b");
+    assert_non_null(strstr(r, "ok:b:E_INVAL:tool_exec_append: 'tool/result' is not a plugin "
+                              "event type"));
+    free(r);
+    r = result_json(f, "c");
+    assert_non_null(strstr(r, "ok:c:E_INVAL"));
+    free(r);
+    r = result_json(f, "d");
+    assert_non_null(strstr(r, "append 256: E_STATE"));
+    free(r);
+    r = result_json(f, "e");
+    assert_non_null(strstr(r, "failed after appending"));
+    free(r);
+    /* a's one event, d's first 256 (its failure keeps them), e's one */
+    size_t n = 0, d = 0;
+    for (size_t i = 0; i < weir__log_count(f->log); i++) {
+        const json_t *ev = weir__log_event(f->log, i);
+        if (strcmp(weir__json_str(ev, "type", ""), "test/progress") != 0)
+            continue;
+        n++;
+        d += !strcmp(weir__json_str(json_object_get(ev, "data"), "id", ""), "d");
+        assert_true(json_is_true(json_object_get(ev, "ignorable")));
+    }
+    assert_int_equal(d, 256);
+    assert_int_equal(n, 258);
+    /* outside a run: no execution, nothing appended */
+    json_t *data = json_object();
+    assert_int_equal(weir__tool_exec_append(NULL, "test/progress", data, &err), WEIR_E_INVAL);
+    json_decref(data);
+    assert_paired(f);
+}
+
+/* A background job's events are committed when it is settled, before its
+ * job/returned; a cancelled job's too (it did run). */
+static void job_events_commit_before_the_job_event(void **state) {
+    fx *f = *state;
+    done_rec d = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, "", "", "", NULL};
+    weir_error err = {0};
+    assert_int_equal(weir__jobs_create(2, on_done, &d, &f->st.jobs, &err), WEIR_OK);
+    weir__tools_set_event_check(f->tools, test_owns, NULL);
+    add_tool(f, "bgemit", emit_exec, NULL, NULL, WEIR_TOOL_BACKGROUND);
+    assert_int_equal(run_calls(f, "[[\"j\",\"bgemit\",{\"id\":\"j\",\"n\":2}]]", NULL, &err),
+                     WEIR_OK);
+    json_t *job = take_job(f->st.jobs);
+    assert_int_equal(json_array_size(json_object_get(job, "events")), 2);
+    json_t *msg = NULL, *ctxs = NULL;
+    assert_int_equal(weir__tools_settle_job(&f->st, job, true, &msg, &ctxs, &err), WEIR_OK);
+    char sum[512];
+    event_summary(f, sum, sizeof sum);
+    assert_string_equal(sum, "tool/call job/queued result:j ev:j0 ev:j1 job/returned");
+    json_decref(msg);
+    json_decref(job);
+    weir__jobs_destroy(f->st.jobs);
+    f->st.jobs = NULL;
+    free(d.result);
+    assert_paired(f);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1494,6 +2071,15 @@ int main(void) {
         T(job_stays_active_until_its_result_is_delivered),
         T(jobs_cancel_fires_the_job_signal),
         T(jobs_destroy_cancels_and_waits),
+        T(jobs_drain_keeps_the_outcomes),
+        T(background_calls_beyond_the_limit_are_refused),
+        T(denied_background_tool_never_starts),
+        T(hooks_run_around_a_background_job),
+        T(cancelled_job_settles_without_its_result),
+        T(job_whose_intent_is_not_logged_never_starts),
+        T(tool_events_commit_in_model_order_with_the_result),
+        T(tool_events_are_checked_and_kept_on_failure),
+        T(job_events_commit_before_the_job_event),
         T(pool_starts_threads_lazily_up_to_its_cap),
         T(allocation_failures_are_handled),
 #undef T
