@@ -223,9 +223,14 @@ static int exec_tool(weir_tool_exec *exec, const json_t *args, json_t **result, 
         json_object_set_new(meta, "weir/idempotency_key", json_string(key));
         json_object_set_new(meta, "weir/attempt", json_integer(attempt > 0 ? attempt : 1));
     }
-    json_t *params = meta ? json_pack("{s:s, s:O, s:o}", "name", t->mcp_name, "arguments",
-                                      args ? args : json_object(), "_meta", meta)
-                          : NULL;
+    json_t *arguments = args ? json_deep_copy(args) : json_object();
+    json_t *params = meta && arguments ? json_pack("{s:s, s:o, s:o}", "name", t->mcp_name,
+                                                   "arguments", arguments, "_meta", meta)
+                                       : NULL;
+    if (!params && !(meta && arguments)) {
+        json_decref(meta);
+        json_decref(arguments);
+    }
     if (!params) {
         weir_tool_exec_fail(exec, "NOMEM", "out of memory");
         return WEIR_E_NOMEM;
