@@ -45,6 +45,8 @@ struct weir_agent {
     weir_wake_fn on_wake;     /* options.on_wake, or NULL */
     void *user_data;
     int max_input_chars;      /* agent.max_input_chars */
+    weir_approval_fn approver; /* weir_agent_set_approver, or NULL */
+    void *approver_ud;
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -201,5 +203,12 @@ int weir__agent_send_internal(weir_agent *agent, const json_t *message, weir_sen
 int weir__agent_add_context(weir_agent *agent, const json_t *message, int turn,
                             weir_error *err);
 
+
+/* core/approval.c: api->agent_approve, agent_log_path, hook_invoke. */
+int weir__agent_approve(weir_agent *agent, const json_t *request, json_t **decision,
+                        weir_error *err);
+const char *weir__agent_log_path(const weir_agent *agent);
+int weir__agent_hook_invoke(weir_agent *agent, const char *hook, const json_t *args,
+                            const json_t *dflt, json_t **result, weir_error *err);
 
 #endif

@@ -86,4 +86,7 @@ const weir_api weir__api_table = {
     .tool_update = weir__plugin_tool_update,
     .tool_remove = weir__plugin_tool_remove,
     .tool_exec_append = weir__tool_exec_append,
+    .agent_log_path = weir__agent_log_path,
+    .hook_invoke = weir__agent_hook_invoke,
+    .agent_approve = weir__agent_approve,
 };

@@ -49,9 +49,16 @@
 #define S_PRE_EXECUTE                                                                   \
     "{\"oneOf\":["                                                                      \
     "{\"type\":\"object\",\"required\":[\"kind\"],\"properties\":{"                     \
-    "\"kind\":{\"const\":\"allow\"}}},"                                                 \
+    "\"kind\":{\"const\":\"allow\"},\"arguments\":{\"type\":\"object\"}}},"              \
     "{\"type\":\"object\",\"required\":[\"kind\",\"reason\"],\"properties\":{"          \
     "\"kind\":{\"const\":\"deny\"},\"reason\":{\"type\":\"string\"}}}]}"
+
+#define S_PRE_COMPACT                                                                   \
+    "{\"oneOf\":["                                                                      \
+    "{\"type\":\"object\",\"required\":[\"kind\"],\"properties\":{"                     \
+    "\"kind\":{\"const\":\"proceed\"}}},"                                               \
+    "{\"type\":\"object\",\"required\":[\"kind\"],\"properties\":{"                     \
+    "\"kind\":{\"const\":\"block\"},\"reason\":{\"type\":\"string\"}}}]}"
 
 #define S_POST_EXECUTE                                                                  \
     "{\"type\":\"object\",\"required\":[\"content\"],\"properties\":{"                  \
@@ -101,7 +108,9 @@ const weir__hook_def weir__hook_catalog[] = {
     {"tools/pre-execute", WEIR__HOOK_WATERFALL,
      "{agent, turn, step, call_id, name, arguments, idempotency_key, attempt} (attempt 2+: "
      "an idempotent call run again after a crash)",
-     "{kind:\"allow\"} (default) or {kind:\"deny\", reason}", S_PRE_EXECUTE,
+     "{kind:\"allow\", arguments?} (default {kind:\"allow\"}; arguments: an object the "
+     "call runs with instead, checked against the tool's schema) or {kind:\"deny\", reason}",
+     S_PRE_EXECUTE,
      "Allow or deny one tool call before it runs."},
     {"tools/post-execute", WEIR__HOOK_WATERFALL,
      "{agent, turn, step, call_id, name, arguments, idempotency_key, attempt, job_id?, "
@@ -114,6 +123,13 @@ const weir__hook_def weir__hook_catalog[] = {
      "{kind:\"compacted\"|\"declined\"|\"failed\", message?, ...}; default: {kind:"
      "\"declined\"} (no plugin compacts)",
      S_COMPACT, "Compact the context now, on request (weir_agent_compact, `weir compact`)."},
+    {"agent/pre-compact", WEIR__HOOK_WATERFALL,
+     "{agent, turn, step, trigger:\"auto\"|\"manual\", cause?, instructions?} (raised by "
+     "a compaction plugin through api->hook_invoke, before its compaction/start; "
+     "compaction-basic's cause: pressure, overflow or manual)",
+     "{kind:\"proceed\"} (default) or {kind:\"block\", reason?} (the compaction does not "
+     "start)",
+     S_PRE_COMPACT, "A compaction is about to start: let it go on or block it."},
     /* --- serial --------------------------------------------------------- */
     {"agent/turn-stopping", WEIR__HOOK_SERIAL, "{agent, turn}",
      "none; a listener that objects calls weir_agent_steer()", NULL,

@@ -205,6 +205,31 @@ static int tk_agent_surface_replace(weir_agent *agent, const char *type, const j
     return weir__err(err, WEIR_E_UNSUPPORTED, NULL, NULL,
                      "agent_surface_replace: the test kit has no session log");
 }
+/* The test kit's agents have no log, no approver and no chains of their own. */
+static const char *tk_agent_log_path(const weir_agent *agent) {
+    (void)agent;
+    return NULL;
+}
+
+static int tk_hook_invoke(weir_agent *agent, const char *hook, const json_t *args,
+                          const json_t *dflt, json_t **result, weir_error *err) {
+    (void)agent;
+    (void)args;
+    (void)err;
+    *result = dflt ? json_deep_copy(dflt) : json_null();
+    (void)hook;
+    return *result ? WEIR_OK : WEIR_E_NOMEM;
+}
+
+static int tk_agent_approve(weir_agent *agent, const json_t *request, json_t **decision,
+                            weir_error *err) {
+    (void)agent;
+    (void)request;
+    (void)err;
+    *decision = NULL;
+    return WEIR_E_NOT_FOUND;
+}
+
 static json_t *tk_agent_event_none(weir_agent *agent, const char *type) {
     (void)agent, (void)type;
     return NULL;
@@ -286,6 +311,9 @@ weir_tk *weir_tk_create(void) {
     tk->api.agent_replace_generation = tk_agent_replace_generation;
     tk->api.agent_surface_replace = tk_agent_surface_replace;
     tk->api.agent_last_event = tk_agent_event_none;
+    tk->api.agent_log_path = tk_agent_log_path;
+    tk->api.hook_invoke = tk_hook_invoke;
+    tk->api.agent_approve = tk_agent_approve;
     tk->api.agent_event = tk_agent_event_at;
     tk->api.agent_model_info = tk_agent_model_info;
     tk->api.agent_complete = tk_agent_complete;

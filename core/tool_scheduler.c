@@ -260,6 +260,25 @@ static void body_task(void *arg) {
     pthread_mutex_unlock(&r->mu);
 }
 
+/* An allow with `arguments` (an object): the call runs with them, checked
+ * as the model's were; invalid ones are its error result (false). */
+static bool rewrite_args(slot *s, const json_t *arguments, int *rc) {
+    if (!arguments)
+        return true;
+    char *text = weir__json_dump(arguments);
+    json_t *args = NULL;
+    *rc = text ? weir__tool_parse_args(s->def, text, &args, &s->out) : WEIR_E_NOMEM;
+    if (*rc != WEIR_OK || !args) {
+        weir__free(text);
+        return false;
+    }
+    json_decref(s->args);
+    s->args = args;
+    weir__free(s->args_text);
+    s->args_text = text;
+    return true;
+}
+
 /* tools/pre-execute; true when the call may run.  Otherwise s->out is set. */
 static bool pre_execute(run *r, slot *s) {
     json_t *args = hook_args(r, s);
@@ -279,7 +298,7 @@ static bool pre_execute(run *r, slot *s) {
         rc = weir__tool_outcome_error(&s->out, "HookError", "HOOK_FAILED", e.text,
                                       "tools/pre-execute failed: %s", e.text);
     else if (kind && strcmp(kind, "allow") == 0)
-        allow = true;
+        allow = rewrite_args(s, json_object_get(res, "arguments"), &rc);
     else if (kind && strcmp(kind, "deny") == 0) {
         const char *reason = weir__json_str(res, "reason", "denied by policy");
         rc = weir__tool_outcome_error(&s->out, "ToolDenied", "DENIED", reason, "denied: %s",

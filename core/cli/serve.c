@@ -51,6 +51,9 @@ typedef struct serve {
     long compact_line;          /* its line on stdin */
     char *compact_instructions; /* its instructions (owned), or NULL */
     int signal;                 /* the SIGTERM or SIGINT that shut serve down, or 0 */
+    long approval_seq;          /* approval requests asked so far */
+    char approval_id[32];       /* the one waiting for its approve command, or "" */
+    json_t *approval_answer;    /* its answer once the command came (owned), or NULL */
     char in[4096];              /* stdin, read ahead (main thread) */
     size_t in_pos, in_len;
 } serve;
@@ -408,6 +411,10 @@ static void cmd_cancel(serve *s, long line, json_t *cmd) {
     }
     pthread_mutex_lock(&s->mu);
     drop_compact(s, "cancelled before it started");
+    if (s->approval_id[0] && !s->approval_answer) { /* the waiting approval: denied */
+        s->approval_answer = json_pack("{s:s, s:s}", "decision", "deny", "reason", "cancelled");
+        pthread_cond_broadcast(&s->cv);
+    }
     pthread_mutex_unlock(&s->mu);
     int rc = weir_agent_cancel(s->agent, cause, json_is_true(jkeep));
     if (rc == WEIR_E_INVAL)
@@ -442,6 +449,64 @@ static void cmd_cancel_job(serve *s, long line, json_t *cmd) {
         put_error(s, line, NULL, "cancel_job: %s", err.text);
 }
 
+/* {"op":"approve","request_id","decision":"allow"|"deny","reason"?}: the
+ * answer to the approval.requested event that is waiting. */
+static void cmd_approve(serve *s, long line, json_t *cmd) {
+    static const char *const keys[] = {"op", "request_id", "decision", "reason", NULL};
+    const char *bad = unknown_key(cmd, keys);
+    const char *id = json_string_value(json_object_get(cmd, "request_id"));
+    const char *d = json_string_value(json_object_get(cmd, "decision"));
+    json_t *reason = json_object_get(cmd, "reason");
+    if (bad) {
+        put_error(s, line, NULL, "approve: unknown field \"%.64s\"", bad);
+        return;
+    }
+    if (!id || !d || (strcmp(d, "allow") != 0 && strcmp(d, "deny") != 0) ||
+        (reason && !json_is_string(reason))) {
+        put_error(s, line, NULL, "approve: expected request_id, decision \"allow\" or \"deny\" "
+                                 "and an optional reason string");
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    bool waiting = s->approval_id[0] && !strcmp(s->approval_id, id) && !s->approval_answer;
+    if (waiting) {
+        s->approval_answer = json_pack("{s:s}", "decision", d);
+        if (s->approval_answer && reason)
+            json_object_set(s->approval_answer, "reason", reason);
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!waiting)
+        put_error(s, line, NULL, "approve: no approval request \"%.64s\" is waiting", id);
+}
+
+/* The agent's approver (weir_agent_set_approver): an approval.requested
+ * event, then wait for its approve command; a cancel or the shutdown
+ * answers deny. */
+static int approve(weir_agent *agent, const json_t *request, json_t **decision, void *ud) {
+    serve *s = ud;
+    (void)agent;
+    pthread_mutex_lock(&s->mu);
+    if (s->stopping || s->approval_id[0]) {
+        pthread_mutex_unlock(&s->mu);
+        return WEIR_E_CANCELLED;
+    }
+    snprintf(s->approval_id, sizeof s->approval_id, "approval-%ld", ++s->approval_seq);
+    json_t *fields = json_deep_copy(request);
+    if (fields)
+        json_object_set_new(fields, "request_id", json_string(s->approval_id));
+    pthread_mutex_unlock(&s->mu);
+    put_own(s, "approval.requested", fields);
+    pthread_mutex_lock(&s->mu);
+    while (!s->approval_answer && !s->stopping)
+        pthread_cond_wait(&s->cv, &s->mu);
+    *decision = s->approval_answer;
+    s->approval_answer = NULL;
+    s->approval_id[0] = '\0';
+    pthread_mutex_unlock(&s->mu);
+    return *decision ? WEIR_OK : WEIR_E_CANCELLED;
+}
+
 /* Handle one command line.  Returns false for a shutdown. */
 static bool handle(serve *s, long line, const char *buf, size_t len) {
     size_t i = 0;
@@ -471,6 +536,8 @@ static bool handle(serve *s, long line, const char *buf, size_t len) {
         cmd_compact(s, line, cmd);
     else if (!strcmp(op, "cancel_job"))
         cmd_cancel_job(s, line, cmd);
+    else if (!strcmp(op, "approve"))
+        cmd_approve(s, line, cmd);
     else if (!strcmp(op, "shutdown")) {
         static const char *const keys[] = {"op", NULL};
         const char *bad = unknown_key(cmd, keys);
@@ -651,6 +718,7 @@ static int serve_agent(serve *s, weir_host *host, const char *path) {
         weir_generation_tracker_destroy(s->tracker);
         return weir_cli_fail("open session", &err);
     }
+    weir_agent_set_approver(s->agent, approve, s);
     put_own(s, "session.ready", json_pack("{s:s, s:s}", "session_id", weir_agent_id(s->agent),
                                           "log", weir_agent_log_path(s->agent)));
     s->work = true; /* input queued before a crash wakes the agent */

@@ -241,6 +241,27 @@ WEIR_API int weir_agent_open(weir_host *host, const weir_agent_options *opts,
 /** Cancel, wait for the driver, and free. NULL is a no-op. Since: 0.1 */
 WEIR_API void weir_agent_close(weir_agent *agent);
 
+/**
+ * Answers a plugin's approval request (api->agent_approve; hooks-shell's
+ * PreToolUse "ask").  `request` is borrowed: {kind:"tool", tool, call_id,
+ * arguments, reason?}.  Set *decision to a new reference
+ * {decision:"allow"|"deny", reason?} and return WEIR_OK, or return an error
+ * (WEIR_E_CANCELLED: nobody answered; the plugin then denies).  Called on
+ * the thread that asks (the agent's driver, or a tool worker) and may block
+ * until the answer comes; it must not call back into the agent's driver.
+ * Since: 0.1
+ */
+typedef int (*weir_approval_fn)(weir_agent *agent, const json_t *request, json_t **decision,
+                                void *user_data);
+
+/**
+ * Set (or, with NULL, clear) the agent's approver.  Without one every
+ * approval request fails with WEIR_E_NOT_FOUND ("no one can approve").  Set
+ * it before the agent runs; any thread, but not while a request may be
+ * asking.  Since: 0.1
+ */
+WEIR_API void weir_agent_set_approver(weir_agent *agent, weir_approval_fn fn, void *user_data);
+
 /** The session id (borrowed). Since: 0.1 */
 WEIR_API const char *weir_agent_id(const weir_agent *agent);
 

@@ -43,6 +43,8 @@
  *        own tools after init (tools-mcp's list_changed).
  *        tool_exec_append: a tool's execute appends events of its plugin's
  *        types, committed in model order with its result.
+ *        agent_log_path, hook_invoke (a plugin raises a catalog hook, e.g.
+ *        agent/pre-compact), agent_approve (the embedder's approver).
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H
@@ -646,6 +648,40 @@ struct weir_api {
      */
     int (*tool_exec_append)(weir_tool_exec *exec, const char *type, const json_t *data,
                             weir_error *err);
+    /**
+     * The path of the agent's session log (borrowed, valid for the agent's
+     * life), e.g. for a hook's transcript_path; NULL for NULL or an agent
+     * without a file.  Any thread.  Check WEIR_API_HAS(api, agent_log_path).
+     */
+    const char *(*agent_log_path)(const weir_agent *agent);
+    /**
+     * Run the chain of catalog hook `hook` for `agent`, as the core runs the
+     * hooks it raises: a hook point that belongs to a plugin's own work (a
+     * compaction plugin raises agent/pre-compact before compaction/start).
+     * `args` (borrowed) is the payload ({agent} is filled in when missing);
+     * for a waterfall `dflt` (borrowed) is the core default's result (NULL:
+     * json null).  *result is a new reference (the outermost result,
+     * checked against the hook's result schema; json null for emit and
+     * serial).  WEIR_OK; WEIR_E_NOT_FOUND for a name outside the catalog;
+     * WEIR_E_HOOK_FAILED / WEIR_E_HOOK_RESULT as for the core's own hooks
+     * (err names the hook and the plugin).  The agent's driver thread only.
+     * Check WEIR_API_HAS(api, hook_invoke) before use.
+     */
+    int (*hook_invoke)(weir_agent *agent, const char *hook, const json_t *args,
+                       const json_t *dflt, json_t **result, weir_error *err);
+    /**
+     * Ask the embedder to approve something (hooks-shell's PreToolUse "ask"):
+     * `request` (borrowed) is {kind:"tool", tool, call_id, arguments,
+     * reason?}.  Blocks until the embedder's approver answers (its
+     * weir_agent_set_approver callback; `weir serve --stdio` turns it into
+     * an approval.requested event).  *decision is a new reference
+     * {decision:"allow"|"deny", reason?}.  WEIR_E_NOT_FOUND when no approver
+     * is set (nobody can answer: treat it as a deny); WEIR_E_CANCELLED when
+     * the approver gave up (shutdown, cancel).  Any thread; may block.
+     * Check WEIR_API_HAS(api, agent_approve) before use.
+     */
+    int (*agent_approve)(weir_agent *agent, const json_t *request, json_t **decision,
+                         weir_error *err);
 };
 
 /** True when `api` has member `m` (for members added after 1.0). */
@@ -794,6 +830,9 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #define weir_tool_remove(...) (weir__plugin_api->tool_remove(__VA_ARGS__))
 #define weir_stream_steering(...) (weir__plugin_api->stream_steering(__VA_ARGS__))
 #define weir_tool_exec_append(...) (weir__plugin_api->tool_exec_append(__VA_ARGS__))
+#define weir_agent_log_path(...) (weir__plugin_api->agent_log_path(__VA_ARGS__))
+#define weir_hook_invoke(...) (weir__plugin_api->hook_invoke(__VA_ARGS__))
+#define weir_agent_approve(...) (weir__plugin_api->agent_approve(__VA_ARGS__))
 #elif defined(WEIR_NO_API_MACROS) && defined(WEIR__API_MACROS)
 #undef WEIR__API_MACROS
 #undef weir_plugin_id
@@ -845,4 +884,7 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #undef weir_tool_remove
 #undef weir_stream_steering
 #undef weir_tool_exec_append
+#undef weir_agent_log_path
+#undef weir_hook_invoke
+#undef weir_agent_approve
 #endif /* the call macros */

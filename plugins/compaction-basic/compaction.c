@@ -806,6 +806,37 @@ static bool summarize(run *r, const json_t *surface, size_t a, size_t b) {
 /* One compaction                                                            */
 /* ------------------------------------------------------------------------ */
 
+/* agent/pre-compact (through api->hook_invoke): false when a listener
+ * blocked the compaction, or the hook failed (nothing is compacted then). */
+static bool pre_compact(run *r, const char *trigger) {
+    if (!WEIR_API_HAS(WEIR_PLUGIN_API, hook_invoke))
+        return true;
+    json_t *args = json_pack("{s:I, s:I, s:s, s:s}", "turn", r->turn, "step", r->step,
+                             "trigger", r->manual ? "manual" : "auto", "cause", trigger);
+    if (args && r->instructions)
+        json_object_set_new(args, "instructions", json_string(r->instructions));
+    json_t *dflt = json_pack("{s:s}", "kind", "proceed");
+    json_t *res = NULL;
+    weir_error e = {0};
+    int rc = args && dflt ? weir_hook_invoke(r->agent, "agent/pre-compact", args, dflt, &res, &e)
+                          : WEIR_E_NOMEM;
+    json_decref(args);
+    json_decref(dflt);
+    const char *kind = json_string_value(json_object_get(res, "kind"));
+    bool go = rc == WEIR_OK && kind && strcmp(kind, "proceed") == 0;
+    if (rc != WEIR_OK)
+        weir_log(r->s->self, WEIR_LOG_WARN, "agent/pre-compact failed: %s; not compacting",
+                 e.text[0] ? e.text : weir_strerror(rc));
+    else if (!go)
+        weir_log(r->s->self, WEIR_LOG_INFO, "%s compaction blocked by agent/pre-compact: %s",
+                 trigger, json_string_value(json_object_get(res, "reason"))
+                              ? json_string_value(json_object_get(res, "reason"))
+                              : "no reason given");
+    r->declined = go ? r->declined : "blocked by agent/pre-compact";
+    json_decref(res);
+    return go;
+}
+
 /* The whole compaction of one trigger (see the file comment). */
 static outcome compact(run *r) {
     const cp_config *cfg = &r->s->cfg;
@@ -859,6 +890,10 @@ static outcome compact(run *r) {
     if (!r->manual && r->as->compactions >= cfg->max_compactions_per_turn) {
         breaker_trip(r, "max_compactions_per_turn");
         r->declined = "the storm breaker stopped compaction for this turn";
+        json_decref(surface);
+        return OUT_NOT_NEEDED;
+    }
+    if (!pre_compact(r, trigger)) {
         json_decref(surface);
         return OUT_NOT_NEEDED;
     }
