@@ -724,6 +724,27 @@ static void the_idempotency_key_is_a_hidden_parameter(void **state) {
     }
 }
 
+/* "background": true registers the tool WEIR_TOOL_BACKGROUND (a call then
+ * returns a receipt and the function runs as a job, docs/tools.md); the
+ * function itself is called as any other.  A non-boolean is refused. */
+static void a_background_row_registers_a_background_tool(void **state) {
+    (void)state;
+    static const row rows[] = {
+        {"t_sleep_ms", "int t_sleep_ms(int ms)", "{\"background\":true}"},
+        {"t_int", "int t_int(int v)", "{\"background\":false}"},
+    };
+    weir_host *h = load_ok(rows, 2);
+    const weir__tool_def *def = weir__tools_find(weir__host_tools(h), "t_sleep_ms");
+    assert_non_null(def);
+    assert_true(def->flags & WEIR_TOOL_BACKGROUND);
+    assert_false(def->flags & WEIR_TOOL_IDEMPOTENT);
+    assert_false(weir__tools_find(weir__host_tools(h), "t_int")->flags & WEIR_TOOL_BACKGROUND);
+    expect(h, "t_sleep_ms", "{\"ms\":1}", "1");
+    weir_host_destroy(h);
+    static const row bad = {"t_int", "int t_int(int v)", "{\"background\":\"yes\"}"};
+    assert_non_null(strstr(load_fail(&bad, NULL), "background"));
+}
+
 static void two_rows_with_one_name_are_a_duplicate(void **state) {
     (void)state;
     static const row rows[] = {
@@ -793,6 +814,7 @@ int main(void) {
         cmocka_unit_test(libm_pow_as_in_the_design),
         cmocka_unit_test(init_errors_name_what_is_wrong),
         cmocka_unit_test(the_idempotency_key_is_a_hidden_parameter),
+        cmocka_unit_test(a_background_row_registers_a_background_tool),
         cmocka_unit_test(two_rows_with_one_name_are_a_duplicate),
         cmocka_unit_test(an_invalid_tool_name_says_why),
         cmocka_unit_test(allocation_failures_during_calls_are_handled),
