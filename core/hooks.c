@@ -887,7 +887,8 @@ static json_t *run_hop(weir_call *call, size_t i) {
 
     const char *id = l ? l->id : NULL;
     const char *decision = NULL; /* what to log as hook/decision */
-    char detail[160] = "";
+    char detail[160];
+    detail[0] = '\0';
     const char *own_failure = NULL; /* counted once the hop's decision is logged */
     if (!r && l && l->rs &&
         (here.failed || (call->def->mode != WEIR__HOOK_EMIT && !call->failed))) {
@@ -1084,8 +1085,12 @@ json_t *weir__call_next(weir_call *call) {
     json_t *r = run_hop(call, call->pos + 1);
     hop *cur = call->cur; /* run_hop() put this hop back as the current one */
     cur->next_result = r;
-    json_decref(cur->held); /* a second weir_next(): the first result is the caller's */
-    cur->held = json_incref(r);
+    /* held for the identity check (provenance) and for on_error skip only */
+    const listener *l = &call->c->v[call->pos];
+    if (call->h->level != WEIR__PROVENANCE_OFF || (l->rs && l->rs->pol.skip)) {
+        json_decref(cur->held); /* a second weir_next(): the first result is the caller's */
+        cur->held = json_incref(r);
+    }
     cur->inner_us += call->last_us;
     if (r && call->def == call->h->post_execute)
         cur->next_extra = json_array_size(json_object_get(r, "additional_contexts"));
