@@ -77,8 +77,11 @@ static char *children(void) {
     return out;
 }
 
+static void assert_no_tagged_env(void);
+
 /* No server process of ours is left (a launcher's children included: they are in its group). */
 static void assert_no_children(void) {
+    assert_no_tagged_env();
     char *c = NULL;
     for (int i = 0; i < 50; i++) { /* a just-killed child may take a moment to be reaped */
         free(c);
@@ -108,6 +111,67 @@ static void assert_no_tag(const char *tag) {
         usleep(20000);
     }
     fail_msg("a process tagged %s is still running", tag);
+}
+
+/*
+ * Every server a test starts carries WEIR_MCP_TEST_TAG=<this process> in its
+ * environment, which its children inherit: after a test no process may
+ * have it (a launcher's grandchild reparented to init included).
+ */
+static const char *env_tag(void) {
+    static char tag[64];
+    if (!tag[0])
+        snprintf(tag, sizeof tag, "WEIR_MCP_TEST_TAG=t%d", (int)getpid());
+    return tag;
+}
+
+static bool environ_has(const char *pid, const char *tag) {
+    char path[300];
+    snprintf(path, sizeof path, "/proc/%s/environ", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    size_t tl = strlen(tag);
+    for (size_t i = 0; i + tl <= n; i += strlen(buf + i) + 1)
+        if (!strncmp(buf + i, tag, tl) && (buf[i + tl] == '\0'))
+            return true;
+    return false;
+}
+
+static void assert_no_tagged_env(void) {
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "ps -eo pid=");
+    for (int attempt = 0; attempt < 50; attempt++) {
+        FILE *p = popen(cmd, "r");
+        assert_non_null(p);
+        char line[64], found[64] = "";
+        while (fgets(line, sizeof line, p)) {
+            char *pid = line;
+            while (*pid == ' ')
+                pid++;
+            pid[strcspn(pid, "\n")] = '\0';
+            if (atoi(pid) != getpid() && environ_has(pid, env_tag()))
+                snprintf(found, sizeof found, "%s", pid);
+        }
+        pclose(p);
+        if (!found[0])
+            return;
+        if (attempt == 49)
+            fail_msg("process %s (a server of this test, by its environment) is still running",
+                     found);
+        usleep(20000);
+    }
+}
+
+/* The env entry of a server config: the tag, plus `extra` members (or NULL). */
+static char *env_json(const char *extra) {
+    const char *eq = strchr(env_tag(), '=');
+    return fmt("\"env\":{\"%.*s\":\"%s\"%s%s}", (int)(eq - env_tag()), env_tag(), eq + 1,
+               extra ? "," : "", extra ? extra : "");
 }
 
 /*
@@ -199,8 +263,11 @@ static char *file_text(const char *path) {
 }
 
 static char *everything_cmd(void) {
-    return fmt("\"command\":\"node\",\"args\":[\"%s/server-everything/dist/index.js\",\"stdio\"]",
-               mods());
+    char *env = env_json(NULL);
+    char *s = fmt("\"command\":\"node\",\"args\":[\"%s/server-everything/dist/index.js\",\"stdio\"],%s",
+                  mods(), env);
+    free(env);
+    return s;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -222,9 +289,11 @@ static void reference_tools_round_trip(void **state) {
     assert_int_equal(mkdir(p, 0700), 0);
     free(p);
     char *ev = everything_cmd();
+    char *fsenv = env_json(NULL);
     char *config = fmt("{\"servers\":{\"everything\":{%s},\"fs\":{\"command\":\"node\","
-                       "\"args\":[\"%s/server-filesystem/dist/index.js\",\"%s\"]}}}",
-                       ev, mods(), dir);
+                       "\"args\":[\"%s/server-filesystem/dist/index.js\",\"%s\"],%s}}}",
+                       ev, mods(), dir, fsenv);
+    free(fsenv);
     char *replies = fmt(
         "[{\"text\":\"Let me call them.\",\"tool_calls\":["
         "{\"id\":\"c_echo\",\"name\":\"mcp__everything__echo\",\"arguments\":{\"message\":\"hi there\"}},"
@@ -307,9 +376,11 @@ static void reference_timeout_cancels(void **state) {
     (void)state;
     char *dir = wt_tmpdir("mcp-tee");
     char *tee = fmt("%s/stdin.jsonl", dir);
+    char *env = env_json(NULL);
     char *config = fmt("{\"servers\":{\"everything\":{\"command\":\"%s\",\"args\":[\"--tee\",\"%s\","
                        "\"--\",\"node\",\"%s/server-everything/dist/index.js\",\"stdio\"],"
-                       "\"timeout_ms\":1500}}}", fake(), tee, mods());
+                       "\"timeout_ms\":1500,%s}}}", fake(), tee, mods(), env);
+    free(env);
     const char *replies =
         "[{\"tool_calls\":[{\"id\":\"c_long\",\"name\":\"mcp__everything__trigger-long-running-"
         "operation\",\"arguments\":{\"duration\":30,\"steps\":3}}]},"
@@ -427,9 +498,11 @@ static void reference_progress_is_live(void **state) {
 /* A secret in env never reaches the session log or an event (get-env dumps the environment). */
 static void reference_secrets_stay_out(void **state) {
     (void)state;
-    char *ev = everything_cmd();
-    char *config = fmt("{\"servers\":{\"everything\":{%s,\"env\":{\"MCP_TEST_TOKEN\":"
-                       "\"tok-3f9a-very-secret-77\",\"SHORT\":\"pw1\"}}}}", ev);
+    char *env = env_json("\"MCP_TEST_TOKEN\":\"tok-3f9a-very-secret-77\",\"SHORT\":\"pw1\"");
+    char *ev = fmt("\"command\":\"node\",\"args\":[\"%s/server-everything/dist/index.js\","
+                   "\"stdio\"],%s", mods(), env);
+    free(env);
+    char *config = fmt("{\"servers\":{\"everything\":{%s}}}", ev);
     const char *replies =
         "[{\"tool_calls\":[{\"id\":\"c_env\",\"name\":\"mcp__everything__get-env\","
         "\"arguments\":{}}]},{\"text\":\"ok\"}]";
@@ -464,9 +537,12 @@ static void reference_secrets_stay_out(void **state) {
 
 static char *fake_server(const char *name, const char *log, const char *extra_args,
                          const char *extra_keys) {
-    return fmt("\"%s\":{\"command\":\"%s\",\"args\":[\"--log\",\"%s\"%s%s]%s%s}", name, fake(),
-               log, extra_args ? "," : "", extra_args ? extra_args : "", extra_keys ? "," : "",
-               extra_keys ? extra_keys : "");
+    char *env = env_json(NULL);
+    char *s = fmt("\"%s\":{\"command\":\"%s\",\"args\":[\"--log\",\"%s\"%s%s],%s%s%s}", name,
+                  fake(), log, extra_args ? "," : "", extra_args ? extra_args : "", env,
+                  extra_keys ? "," : "", extra_keys ? extra_keys : "");
+    free(env);
+    return s;
 }
 
 typedef struct fx {
