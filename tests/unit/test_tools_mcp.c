@@ -800,6 +800,36 @@ static void fake_list_changed_storm(void **state) {
     fx_done(&f);
 }
 
+/*
+ * A launcher (npx is one) leaves processes of its own: a child the server
+ * started in the background outlives the server's exit on stdin EOF, and is
+ * stopped with the server's process group.
+ */
+static void fake_launcher_children_are_stopped(void **state) {
+    (void)state;
+    fx f;
+    fx_init(&f);
+    char *env = env_json(NULL);
+    char *config = fmt("{\"servers\":{\"fake\":{\"command\":\"sh\",\"args\":[\"-c\","
+                       "\"sleep 300 & exec %s --log %s\"],%s}}}", fake(), f.log, env);
+    free(env);
+    const char *replies =
+        "[{\"tool_calls\":[{\"id\":\"c_echo\",\"name\":\"mcp__fake__echo\","
+        "\"arguments\":{\"text\":\"via a launcher\"}}]},{\"text\":\"ok\"}]";
+    dh d;
+    setup(&d, replies, config);
+    dh_open(&d, "mcp-launcher");
+    dh_send(&d, "go", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_string_equal(result_text(&d, "c_echo"), "echo: via a launcher");
+    long long t0 = now_ms();
+    dh_teardown(&d);
+    assert_true(now_ms() - t0 < 10000);
+    assert_no_children(); /* the sleep too: it has the tag */
+    free(config);
+    fx_done(&f);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Load errors                                                               */
 /* ------------------------------------------------------------------------ */
@@ -1136,6 +1166,7 @@ int main(void) {
         cmocka_unit_test(fake_cancel_sends_cancelled),
         cmocka_unit_test(fake_timeout),
         cmocka_unit_test(fake_list_changed_storm),
+        cmocka_unit_test(fake_launcher_children_are_stopped),
         cmocka_unit_test(load_never_answers_initialize),
         cmocka_unit_test(load_server_exits_at_start),
         cmocka_unit_test(config_errors),
