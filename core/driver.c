@@ -1000,6 +1000,8 @@ int weir__driver_settle_jobs(weir_agent *a, bool deliver, weir_error *err) {
         }
         json_decref(msg);
         json_decref(ctxs);
+        /* settled (or failed): listed as active until now, never neither */
+        weir__jobs_forget(a->jobs, job_id);
         json_decref(job);
         if (rc != WEIR_OK)
             return rc;

@@ -573,7 +573,8 @@ int weir__tool_invoke_keyed(const weir__tool_def *def, const char *call_id, cons
 /* Background jobs                                                           */
 /* ------------------------------------------------------------------------ */
 
-typedef enum job_state { J_QUEUED = 0, J_RUNNING, J_FINISHED } job_state;
+/* J_TAKEN: handed on by weir__jobs_take, still listed until weir__jobs_forget. */
+typedef enum job_state { J_QUEUED = 0, J_RUNNING, J_FINISHED, J_TAKEN } job_state;
 
 typedef struct job {
     char id[48];
@@ -634,7 +635,7 @@ size_t weir__jobs_unfinished(weir__jobs *j) {
     size_t n = 0;
     pthread_mutex_lock(&j->mu);
     for (job *jb = j->active; jb; jb = jb->next)
-        n += jb->state != J_FINISHED;
+        n += jb->state == J_QUEUED || jb->state == J_RUNNING;
     pthread_mutex_unlock(&j->mu);
     return n;
 }
@@ -760,7 +761,7 @@ int weir__jobs_cancel(weir__jobs *j, const char *job_id, const char *cause, weir
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "jobs: invalid arguments");
     pthread_mutex_lock(&j->mu);
     for (job *jb = j->active; jb; jb = jb->next) {
-        if (strcmp(jb->id, job_id) == 0 && jb->state != J_FINISHED) {
+        if (strcmp(jb->id, job_id) == 0 && (jb->state == J_QUEUED || jb->state == J_RUNNING)) {
             weir__signal_cancel(&jb->signal, cause ? cause : "user");
             pthread_mutex_unlock(&j->mu);
             return WEIR_OK;
@@ -781,7 +782,7 @@ void weir__jobs_cancel_all(weir__jobs *j, const char *cause) {
         return;
     pthread_mutex_lock(&j->mu);
     for (job *jb = j->active; jb; jb = jb->next)
-        if (jb->state != J_FINISHED)
+        if (jb->state == J_QUEUED || jb->state == J_RUNNING)
             weir__signal_cancel(&jb->signal, cause ? cause : "user");
     pthread_mutex_unlock(&j->mu);
 }
@@ -824,13 +825,28 @@ json_t *weir__jobs_take(weir__jobs *j) {
             json_decref(out);
             out = NULL;
         }
-        if (out) /* taken: no longer active */
-            *first = jb->next;
+        if (out) /* taken: listed until weir__jobs_forget */
+            jb->state = J_TAKEN;
     }
     pthread_mutex_unlock(&j->mu);
-    if (out)
-        job_free(jb);
     return out;
+}
+
+void weir__jobs_forget(weir__jobs *j, const char *job_id) {
+    if (!j || !job_id)
+        return;
+    job *gone = NULL;
+    pthread_mutex_lock(&j->mu);
+    for (job **pp = &j->active; *pp; pp = &(*pp)->next) {
+        if ((*pp)->state == J_TAKEN && strcmp((*pp)->id, job_id) == 0) {
+            gone = *pp;
+            *pp = gone->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    if (gone)
+        job_free(gone);
 }
 
 void weir__jobs_drain(weir__jobs *j) {

@@ -318,9 +318,13 @@ json_t *weir__jobs_active(weir__jobs *j);
  * is_error, error?} (cancelled: whatever the body returned, or the
  * not-started error), events? ([{type, data}] the body appended)}, or NULL
  * when no job is finished (or out of memory:
- * the job stays).  The job is no longer active.
+ * the job stays).  A taken job is no longer cancellable nor taken again,
+ * but stays listed as active until weir__jobs_forget: its settlement (the
+ * end event, the service message) comes first.
  */
 json_t *weir__jobs_take(weir__jobs *j);
+/* Drop the taken job `job_id` from the table (after its settlement). */
+void weir__jobs_forget(weir__jobs *j, const char *job_id);
 /* Cancel every job (cause "disposed") and wait until no body runs; queued
  * jobs finish cancelled without running.  Later submits fail. */
 void weir__jobs_drain(weir__jobs *j);

@@ -1317,10 +1317,12 @@ static void background_tool_returns_a_receipt_and_completes(void **state) {
              "\"late\"}],\"is_error\":false},\"idempotency_key\":\":1:2:k1\"}",
              d.job_id);
     assert_dump(job, want);
-    active = weir__jobs_active(f->st.jobs);
-    assert_int_equal(json_array_size(active), 0);
-    json_decref(active);
+    /* taken: not taken again, not cancellable, still listed until forgotten */
     assert_null(weir__jobs_take(f->st.jobs));
+    assert_int_equal(weir__jobs_cancel(f->st.jobs, d.job_id, "user", &err), WEIR_E_NOT_FOUND);
+    active = weir__jobs_active(f->st.jobs);
+    assert_int_equal(json_array_size(active), 1);
+    json_decref(active);
     /* settled: the ledger first, then the service message */
     json_t *msg = NULL, *ctxs = NULL;
     assert_int_equal(weir__tools_settle_job(&f->st, job, true, &msg, &ctxs, &err), WEIR_OK);
@@ -1336,6 +1338,10 @@ static void background_tool_returns_a_receipt_and_completes(void **state) {
              d.job_id, d.job_id);
     assert_dump(msg, want);
     assert_null(ctxs);
+    weir__jobs_forget(f->st.jobs, d.job_id);
+    active = weir__jobs_active(f->st.jobs);
+    assert_int_equal(json_array_size(active), 0);
+    json_decref(active);
     json_decref(msg);
     json_decref(job);
     weir__jobs_destroy(f->st.jobs);
@@ -1382,7 +1388,12 @@ static void job_stays_active_until_its_result_is_delivered(void **state) {
     assert_int_equal(json_array_size(active), 1); /* finished, not taken */
     json_decref(active);
     assert_int_equal(weir__jobs_unfinished(l.j), 0);
-    json_decref(take_job(l.j));
+    json_t *job = take_job(l.j);
+    active = weir__jobs_active(l.j);
+    assert_int_equal(json_array_size(active), 1); /* taken, being settled */
+    json_decref(active);
+    weir__jobs_forget(l.j, weir__json_str(job, "job_id", ""));
+    json_decref(job);
     active = weir__jobs_active(l.j);
     assert_int_equal(json_array_size(active), 0);
     json_decref(active);
@@ -1463,6 +1474,7 @@ static void jobs_cancel_fires_the_job_signal(void **state) {
     assert_string_equal(weir__json_str(job, "job_id", ""), id1);
     assert_string_equal(weir__json_str(job, "outcome", ""), "cancelled");
     assert_string_equal(weir__json_str(job, "cause", ""), "user");
+    weir__jobs_forget(j, id1);
     json_decref(job);
     active = weir__jobs_active(j);
     assert_int_equal(json_array_size(active), 1);
