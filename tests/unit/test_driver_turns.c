@@ -215,6 +215,8 @@ static void idle_job_result_wakes_the_agent(void **state) {
     snprintf(gate, sizeof gate, "%s/release", dir);
     job_rows(rows, sizeof rows,
              CRAWL_CALL ",{\"text\":\"Queued.\"},"
+                        "{\"text\":\"Meanwhile: 4.\",\"expect\":{\"message_contains\":"
+                        "\"side question\"}},"
                         "{\"text\":\"Done.\",\"expect\":{\"message_contains\":\"checked result\"}}",
              gate);
     dh d;
@@ -231,15 +233,20 @@ static void idle_job_result_wakes_the_agent(void **state) {
     char job[64];
     only_job(&d, job, sizeof job);
     assert_int_equal(posts, 0); /* the receipt skips post-execute */
+    /* a side question is answered while the job runs (reference §10.1 #8) */
+    dh_send(&d, "a side question", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_int_equal(dh_count(&d, "turn/end"), 2);
+    only_job(&d, job, sizeof job);
     int seen = __atomic_load_n(&d.wakes, __ATOMIC_SEQ_CST);
     assert_int_equal(wt_write_file(gate, "go"), 0);
     dh_wait_wake(&d, seen);
     assert_int_equal(dh_count(&d, "job/finished"), 1); /* live, before the wake */
-    assert_int_equal(dh_count(&d, "turn/end"), 1);
-    dh_run(&d);
-    assert_int_equal(posts, 1);
     assert_int_equal(dh_count(&d, "turn/end"), 2);
-    assert_string_equal(reason_kind(&d, 1), "completed");
+    dh_run(&d);
+    assert_int_equal(posts, 1); /* the body ran once, post-execute once */
+    assert_int_equal(dh_count(&d, "turn/end"), 3);
+    assert_string_equal(reason_kind(&d, 2), "completed");
     const json_t *ret = data_of(&d, "job/returned", 0);
     assert_string_equal(json_string_value(json_object_get(ret, "job_id")), job);
     assert_int_equal(json_integer_value(json_object_get(ret, "turn")), 1);
@@ -248,7 +255,7 @@ static void idle_job_result_wakes_the_agent(void **state) {
                              "\"is_error\":false}");
     free(res);
     /* the ledger before the delivery: job/returned precedes the message's splice */
-    const json_t *um = dh_find(&d, "user/message", 1);
+    const json_t *um = dh_find(&d, "user/message", 2);
     assert_true(json_integer_value(json_object_get(dh_find(&d, "job/returned", 0), "seq")) <
                 json_integer_value(json_object_get(um, "seq")));
     const json_t *m = json_object_get(json_object_get(um, "data"), "message");
