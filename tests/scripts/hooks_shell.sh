@@ -46,6 +46,8 @@ run_case() {
     [ -f "$LOG" ] || { fail "$1: no session log"; cat "$ERR" >&2; return 1; }
     "$WEIR" log "$LOG" --check > "$TMP/$1.check" 2>&1 || { fail "$1: weir log --check"; cat "$TMP/$1.check" >&2; }
     grep -q '"kind":"completed"' "$OUT" || { fail "$1: the turn did not complete (rc $RC)"; cat "$ERR" >&2; }
+    [ "$RC" = 0 ] || { fail "$1: weir run exited $RC"; cat "$ERR" >&2; }
+    grep -q 'Sanitizer\|runtime error' "$ERR" && { fail "$1: sanitizer report"; cat "$ERR" >&2; }
     return 0
 }
 
@@ -208,6 +210,7 @@ fi
 echo '{"op":"shutdown"}' >&3
 exec 3>&-
 wait $SPID || fail "serve: exit $?: $(cat "$TMP/serve.err")"
+grep -q 'Sanitizer\|runtime error' "$TMP/serve.err" && fail "serve: sanitizer report: $(cat "$TMP/serve.err")"
 stop_mock
 SLOG="$TMP/sessions/serve-ask.jsonl"
 "$WEIR" log "$SLOG" --check > "$TMP/serve.check" 2>&1 || { fail "serve: weir log --check"; cat "$TMP/serve.check" >&2; }
