@@ -233,7 +233,7 @@ static void idle_job_result_wakes_the_agent(void **state) {
     char job[64];
     only_job(&d, job, sizeof job);
     assert_int_equal(posts, 0); /* the receipt skips post-execute */
-    /* a side question is answered while the job runs (reference §10.1 #8) */
+    /* a side question is answered while the job runs (generation scenario 8) */
     dh_send(&d, "a side question", WEIR_SEND_FOLLOWUP);
     dh_run(&d);
     assert_int_equal(dh_count(&d, "turn/end"), 2);
