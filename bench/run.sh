@@ -25,7 +25,7 @@ if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEIR_SANITIZE= \
 fi
 rm -f "$build.configure.log"
 if ! cmake --build "$build" -j"$jobs" --target bench_overhead bench_log bench_connections bench_load \
-        bench_compaction \
+        bench_compaction bench_sessions \
         >"$build/bench-build.txt" 2>&1; then
     tail -n 30 "$build/bench-build.txt" >&2
     echo "build failed; see $build/bench-build.txt" >&2
@@ -103,6 +103,14 @@ if "$bin/bench_compaction" >"$build/bench-compaction.txt" 2>"$build/bench-compac
     ' "$build/bench-compaction.txt"
 else
     echo "bench_compaction: FAILED ($(tail -n 3 "$build/bench-compaction.err"))"
+    status=1
+fi
+
+# bench_sessions: RSS after 3,000 sequential sessions against after 200 (a ratio)
+if "$bin/bench_sessions" >"$build/bench-sessions.txt" 2>"$build/bench-sessions.err"; then
+    echo "bench_sessions: $(cat "$build/bench-sessions.txt")"
+else
+    echo "bench_sessions: FAILED ($(tail -n 3 "$build/bench-sessions.err"))"
     status=1
 fi
 

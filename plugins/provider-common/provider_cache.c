@@ -3,8 +3,8 @@
  * translated request pieces (see provider_cache.h).
  *
  * An open-addressing table (linear probing, power-of-two size, at most half
- * full).  Entries are only ever removed all at once, so there are no
- * tombstones.
+ * full).  Entries are removed all at once (a flush) or by a sweep, which
+ * rebuilds the table from the entries it keeps, so there are no tombstones.
  */
 #include "provider_cache.h"
 
@@ -25,6 +25,7 @@ struct pc_cache {
     slot *slots;
     size_t cap; /* power of two, or 0 before the first put */
     size_t max_entries, max_bytes;
+    bool sweep_due; /* pc_cache_release_due: sweep before the next put */
     pc_cache_stats stats;
 };
 
@@ -68,6 +69,55 @@ static void clear_slots(pc_cache *c) {
         }
     }
     c->stats.entries = c->stats.bytes = 0;
+}
+
+/* An entry is dead when its key reference is the last one: nobody else holds
+ * the message, so nobody can present it as a key again. */
+static bool dead(const slot *s) {
+    return __atomic_load_n(&s->key->refcount, __ATOMIC_ACQUIRE) <= 1;
+}
+
+/* Drop the dead entries (under the mutex).  The table is rebuilt from the
+ * live ones at most a quarter full (at least 64 slots), so at least as many
+ * puts as it holds come before a put would grow it (and sweep) again;
+ * when that table cannot be allocated the whole cache is emptied instead
+ * (always safe: the cache is only a cache). */
+static void sweep(pc_cache *c) {
+    c->sweep_due = false;
+    c->stats.sweeps++;
+    size_t live = 0;
+    for (size_t i = 0; i < c->cap; i++)
+        if (c->slots[i].key && !dead(&c->slots[i]))
+            live++;
+    if (live == c->stats.entries)
+        return;
+    size_t cap = 64;
+    while ((live + 1) * 4 > cap)
+        cap *= 2;
+    slot *slots = calloc(cap, sizeof *slots);
+    if (!slots) {
+        clear_slots(c);
+        return;
+    }
+    slot *old = c->slots;
+    size_t old_cap = c->cap;
+    c->slots = slots;
+    c->cap = cap;
+    c->stats.entries = c->stats.bytes = 0;
+    for (size_t i = 0; i < old_cap; i++) {
+        if (!old[i].key)
+            continue;
+        if (dead(&old[i])) {
+            json_decref(old[i].key);
+            free(old[i].text);
+            c->stats.swept++;
+        } else {
+            *probe(c, old[i].key) = old[i];
+            c->stats.entries++;
+            c->stats.bytes += old[i].len;
+        }
+    }
+    free(old);
 }
 
 void pc_cache_free(pc_cache *c) {
@@ -130,6 +180,10 @@ int pc_cache_put(pc_cache *c, json_t *key, char tag, const char *text, size_t le
     if (c->cap && probe(c, key)->key) {
         free(copy); /* already cached */
     } else {
+        /* Dead entries go when an agent closed, and before the table would
+         * grow (amortized O(1): growing costs O(cap) as well). */
+        if (c->sweep_due || (c->cap && (c->stats.entries + 1) * 2 > c->cap))
+            sweep(c);
         if (c->stats.entries + 1 > c->max_entries || c->stats.bytes + len > c->max_bytes) {
             clear_slots(c);
             c->stats.flushes++;
@@ -145,6 +199,22 @@ int pc_cache_put(pc_cache *c, json_t *key, char tag, const char *text, size_t le
     }
     pthread_mutex_unlock(&c->mu);
     return rc;
+}
+
+void pc_cache_release_due(pc_cache *c) {
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->mu);
+    c->sweep_due = true;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void pc_cache_sweep(pc_cache *c) {
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->mu);
+    sweep(c);
+    pthread_mutex_unlock(&c->mu);
 }
 
 pc_cache_stats pc_cache_get_stats(pc_cache *c) {

@@ -21,6 +21,15 @@
  * amortized, and a working set that fits never thrashes).  Emptying drops
  * the references, so compacted-away messages are not pinned for long.
  *
+ * Release: an entry whose key reference is the last one is dead (nobody
+ * else holds the message, so nobody can ask for it again).  A sweep drops
+ * the dead entries: before the table would grow (so it holds at most about
+ * twice the live entries, O(1) amortized) and on the first put after
+ * pc_cache_release_due, which the providers call when an agent is disposed
+ * (agent/disposed): a closed agent's messages are freed with its history,
+ * and its entries with the next request of any agent (issue #15: memory
+ * stays flat in the number of sessions a process has run).
+ *
  * Pure (no host API), thread-safe (one mutex; the critical sections are a
  * probe and a memcpy).  Memory from malloc.
  */
@@ -47,6 +56,7 @@ typedef struct pc_cache_stats {
     size_t entries, bytes; /* now */
     size_t hits, misses;   /* since creation */
     size_t flushes;        /* times the bounds emptied it */
+    size_t sweeps, swept;  /* sweeps run, dead entries they dropped */
 } pc_cache_stats;
 
 /**
@@ -75,6 +85,15 @@ int pc_cache_get(pc_cache *c, const json_t *key, char tag, pc_buf *out);
  * unchanged).  `c` NULL does nothing and returns 0.
  */
 int pc_cache_put(pc_cache *c, json_t *key, char tag, const char *text, size_t len);
+
+/**
+ * Ask for a sweep before the next put (cheap: a flag; an agent was disposed,
+ * its history is about to be freed).  NULL is a no-op.  Thread-safe.
+ */
+void pc_cache_release_due(pc_cache *c);
+
+/** Drop the dead entries now (O(entries)).  NULL is a no-op.  Thread-safe. */
+void pc_cache_sweep(pc_cache *c);
 
 /** The counters (zeros for NULL). */
 pc_cache_stats pc_cache_get_stats(pc_cache *c);

@@ -494,6 +494,15 @@ static long probe_window(const pc_provider *p, const char *model) {
 /* Plugin and provider callbacks                                            */
 /* ------------------------------------------------------------------------ */
 
+/* agent/disposed: the agent's history is freed as it closes, so its cache
+ * entries are dead; the next put sweeps them (provider_cache.h). */
+static json_t *on_disposed(weir_call *call, const json_t *args, void *user_data) {
+    (void)call;
+    (void)args;
+    pc_cache_release_due(((pc_provider *)user_data)->cache);
+    return NULL;
+}
+
 int pc_provider_init(weir_plugin *self, const pc_spec *spec, const weir_provider *vtable,
                      const json_t *config, weir_error *err) {
     pc_provider *p = calloc(1, sizeof *p);
@@ -510,6 +519,13 @@ int pc_provider_init(weir_plugin *self, const pc_spec *spec, const weir_provider
         rc = weir_provider_register(self, vtable, p);
         if (rc != WEIR_OK)
             pc_set_err(err, rc, p->id, "cannot register provider \"%s\"", p->id);
+    }
+    if (rc == WEIR_OK) {
+        weir_hook_opts opts = WEIR_HOOK_OPTS_INIT;
+        opts.user_data = p;
+        rc = weir_hook_register(self, "agent/disposed", on_disposed, &opts);
+        if (rc != WEIR_OK)
+            pc_set_err(err, rc, p->id, "cannot listen to agent/disposed");
     }
     if (rc != WEIR_OK) {
         provider_free(p);

@@ -337,6 +337,16 @@ static void fake_log(const weir_plugin *self, weir_log_level level, const char *
     vsnprintf(pt_host.log + used, sizeof pt_host.log - used, fmt, ap);
     va_end(ap);
 }
+/* Hooks: the providers listen to agent/disposed only (their request cache). */
+static int fake_hook_register(weir_plugin *self, const char *hook, weir_hook_fn fn,
+                              const weir_hook_opts *opts) {
+    (void)self;
+    if (strcmp(hook, "agent/disposed") != 0)
+        return WEIR_E_INVAL;
+    pt_host.disposed = fn;
+    pt_host.disposed_data = opts ? opts->user_data : NULL;
+    return WEIR_OK;
+}
 static int fake_register(weir_plugin *self, const weir_provider *provider, void *self_ptr) {
     (void)self;
     pt_host.provider = provider;
@@ -381,6 +391,7 @@ const weir_api pt_fake_api = {
     .log = fake_log,
     .signal_cancelled = weir__signal_cancelled,
     .provider_register = fake_register,
+    .hook_register = fake_hook_register,
     .stream_emit = fake_emit,
     .stream_signal = fake_stream_signal,
     .http_sse = fake_http_sse,

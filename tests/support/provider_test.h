@@ -125,6 +125,8 @@ typedef struct pt_fake_host {
     weir__http *http;
     weir_signal signal;
     const char *cancel_on; /* chunk type whose arrival cancels the signal */
+    weir_hook_fn disposed; /* the plugin's agent/disposed listener, if any */
+    void *disposed_data;   /* its user_data */
 } pt_fake_host;
 
 /** The fake host state of the running test. */

@@ -31,6 +31,7 @@
 
 #include "mock_llm.h"
 #include "openai.h"
+#include "provider_host.h"
 #include "provider_test.h"
 #include "testutil.h"
 
@@ -214,6 +215,91 @@ static void request_cache_reuses_translated_messages(void **state) {
     free(next);
     pc_cache_free(cache);
     json_decref(request);
+}
+
+/* One session's request: `n` messages of its own and the shared tools. */
+static json_t *session_request(int session, int n, json_t *tools) {
+    json_t *messages = json_array();
+    for (int i = 0; i < n; i++) {
+        char text[64];
+        snprintf(text, sizeof text, "session %d, message %d", session, i);
+        json_array_append_new(messages, json_pack("{s:s,s:[{s:s,s:s}]}", "role",
+                                                  i % 2 ? "assistant" : "user", "content",
+                                                  "type", "text", "text", text));
+    }
+    return json_pack("{s:s, s:o, s:O}", "model", "m", "messages", messages, "tools", tools);
+}
+
+/* A closed agent releases its cache entries (issue #15): once its history is
+ * freed its entries are dead, and the sweep after pc_cache_release_due (what
+ * the providers' agent/disposed listener calls) drops every one of them while
+ * the entries of a live agent stay, and still serve byte-identical text.
+ * Without a release, the sweep before the table grows keeps the cache near
+ * its live entries: sessions that come and go never reach the bounds. */
+static void request_cache_releases_closed_agents(void **state) {
+    (void)state;
+    char msg[256];
+    json_t *tools = json_pack("[{s:s, s:s, s:{s:s}}]", "name", "t", "description", "d",
+                              "parameters", "type", "object");
+    pc_cache *cache = pc_cache_new(16384, 1 << 24);
+    assert_non_null(cache);
+    json_t *live = session_request(0, 5, tools), *closing = session_request(1, 7, tools);
+    char *live_plain = openai_request_text(live, NULL, msg, sizeof msg);
+    free(openai_request_text(live, cache, msg, sizeof msg));
+    free(openai_request_text(closing, cache, msg, sizeof msg));
+    assert_int_equal(pc_cache_get_stats(cache).entries, 5 + 7 + 1); /* + the tools */
+    json_t *gone = json_incref(json_array_get(json_object_get(closing, "messages"), 3));
+    json_decref(closing); /* the agent closes: its history is freed */
+    pc_cache_sweep(cache);
+    pc_cache_stats st = pc_cache_get_stats(cache);
+    assert_int_equal(st.entries, 5 + 1 + 1); /* a message someone still holds stays */
+    assert_int_equal(st.swept, 6);
+    json_decref(gone);
+    pc_cache_release_due(cache); /* agent/disposed */
+    assert_int_equal(pc_cache_get_stats(cache).entries, 5 + 1 + 1); /* only a flag */
+    json_t *more = json_pack("{s:s,s:[{s:s,s:s}]}", "role", "user", "content", "type", "text",
+                             "text", "next");
+    assert_int_equal(json_array_append_new(json_object_get(live, "messages"), more), 0);
+    char *next_plain = openai_request_text(live, NULL, msg, sizeof msg);
+    char *next = openai_request_text(live, cache, msg, sizeof msg); /* one put: the sweep */
+    assert_string_equal(next, next_plain);
+    st = pc_cache_get_stats(cache);
+    assert_int_equal(st.entries, 5 + 1 + 1); /* none of the closed agent's is left */
+    assert_int_equal(st.swept, 7);
+    assert_int_equal(st.flushes, 0);
+    free(next_plain);
+    free(next);
+    free(live_plain);
+
+    /* 2,000 sessions of 40 messages, one after another, without a release:
+     * the cache stays within a small multiple of one session's entries */
+    size_t most = 0;
+    for (int s = 2; s < 2002; s++) {
+        json_t *r = session_request(s, 40, tools);
+        char *plain = openai_request_text(r, NULL, msg, sizeof msg);
+        char *cached = openai_request_text(r, cache, msg, sizeof msg);
+        char *again = openai_request_text(r, cache, msg, sizeof msg);
+        assert_string_equal(cached, plain);
+        assert_string_equal(again, plain);
+        free(plain);
+        free(cached);
+        free(again);
+        json_decref(r);
+        size_t e = pc_cache_get_stats(cache).entries;
+        most = e > most ? e : most;
+    }
+    st = pc_cache_get_stats(cache);
+    assert_true(most <= 512);
+    assert_int_equal(st.flushes, 0);
+    pc_cache_sweep(cache);
+    assert_int_equal(pc_cache_get_stats(cache).entries, 5 + 1 + 1); /* the live agent's */
+    json_decref(live);
+    pc_cache_sweep(cache);
+    assert_int_equal(pc_cache_get_stats(cache).entries, 1); /* the tools: still held */
+    json_decref(tools);
+    pc_cache_sweep(cache);
+    assert_int_equal(pc_cache_get_stats(cache).entries, 0);
+    pc_cache_free(cache);
 }
 
 /* The bounds empty the cache, and a cached key is pinned by a reference. */
@@ -559,6 +645,45 @@ static void round_trip_loses_nothing(void **state) {
 #define CONFIG                                                                                     \
     "{\"base_url\":\"@BASE@/v1\",\"api_key\":\"" PT_KEY "\",\"headers\":{\"X-Team\":\"t1\"},"      \
     "\"models\":{\"test-model\":{\"context_window\":1000,\"max_output\":100}}}"
+
+/* The plugin listens to agent/disposed and releases the closed agent's
+ * cache entries: its next request's put sweeps them (issue #15). */
+static void plugin_releases_a_disposed_agents_cache_entries(void **state) {
+    (void)state;
+    mock_llm *m = pt_start_plugin("{\"loop\":true,\"requests\":[{\"text\":\"ok\"}]}", CONFIG);
+    assert_non_null(pt_host.disposed);
+    pc_cache *cache = ((const pc_provider *)pt_host.provider_self)->cache;
+    json_t *closing = pt_load_data("request.json");
+    size_t n = json_array_size(json_object_get(closing, "messages"));
+    void *call = NULL;
+    weir_error err;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(pt_host.provider->prepare_call(pt_host.provider_self, closing,
+                                                    &pt_host.signal, &call, &err),
+                     WEIR_OK);
+    assert_int_equal(
+        pt_host.provider->stream(pt_host.provider_self, call, closing, (weir_stream *)&pt_host),
+        WEIR_OK);
+    assert_int_equal(pc_cache_get_stats(cache).entries, n + 1); /* + the tools */
+    json_decref(closing); /* the agent closes: its history is freed */
+    json_t *args = json_pack("{s:s}", "agent", "a1");
+    json_decref(pt_host.disposed(NULL, args, pt_host.disposed_data));
+    json_decref(args);
+    json_t *other = json_loads("{\"model\":\"test-model\",\"messages\":[{\"role\":\"user\","
+                               "\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}]}",
+                               0, NULL);
+    assert_non_null(other);
+    assert_int_equal(
+        pt_host.provider->stream(pt_host.provider_self, call, other, (weir_stream *)&pt_host),
+        WEIR_OK);
+    pc_cache_stats st = pc_cache_get_stats(cache);
+    assert_int_equal(st.entries, 1); /* the other agent's message; none of the closed one's */
+    assert_int_equal(st.swept, n + 1);
+    if (pt_host.provider->release_call)
+        pt_host.provider->release_call(pt_host.provider_self, call);
+    json_decref(other);
+    mock_llm_stop(m);
+}
 
 static void plugin_streams_from_mock_server(void **state) {
     (void)state;
@@ -945,6 +1070,7 @@ int main(void) {
         cmocka_unit_test(request_rejects_bad_blocks),
         cmocka_unit_test(request_cache_reuses_translated_messages),
         cmocka_unit_test(request_cache_bounds_and_pinning),
+        cmocka_unit_test(request_cache_releases_closed_agents),
         cmocka_unit_test(request_survives_allocation_failures),
         cmocka_unit_test(decode_text_stream),
         cmocka_unit_test(decode_reasoning_then_text),
@@ -963,6 +1089,8 @@ int main(void) {
         cmocka_unit_test(consumer_refusal_stops_all_but_the_finish),
         cmocka_unit_test(decoder_survives_allocation_failures),
         cmocka_unit_test(round_trip_loses_nothing),
+        cmocka_unit_test_setup_teardown(plugin_releases_a_disposed_agents_cache_entries,
+                                        pt_plugin_setup, pt_plugin_teardown),
         cmocka_unit_test_setup_teardown(plugin_streams_from_mock_server, pt_plugin_setup,
                                         pt_plugin_teardown),
         cmocka_unit_test_setup_teardown(plugin_sends_no_authorization_for_empty_key,
