@@ -1,6 +1,7 @@
-# A thin wrapper around CMake (as neovim's is).  The two commands:
+# A thin wrapper around CMake (as neovim's is).  The commands:
 #   make demo   install missing dependencies, build, run one agent turn
 #   make test   the same set-up, then the whole ctest suite
+#   make bench  every bench in a Release tree, figures in bench/results.md
 # CMake's own output goes to $(BUILD)/configure.log and, for `make demo`,
 # $(BUILD)/build.log; either is shown when its step fails.
 BUILD ?= build
@@ -8,7 +9,7 @@ CMAKE_FLAGS ?=
 JOBS ?= 2
 DEMO_PROMPT ?= Say hello, then tell me what 2 to the power 10 is.
 
-.PHONY: all deps configure build demo test clean
+.PHONY: all deps configure build demo test bench clean
 
 all: build
 
@@ -39,6 +40,13 @@ demo: configure
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+# Benchmarks measure, never assert: bench/run.sh builds them in its own
+# Release tree (build-bench-release) and prints one line per bench;
+# bench/report.sh writes those figures, the machine and the date to
+# bench/results.md, each with its ratio to the floor of the same run.
+bench:
+	@sh bench/report.sh bench/results.md
 
 clean:
 	rm -rf $(BUILD)

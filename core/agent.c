@@ -60,7 +60,8 @@ static void deliver(weir_agent *a, const char *hook, const json_t *args, const j
 }
 
 void weir__agent_live(weir_agent *a, const char *type, json_t *data) {
-    if (!a || !type || !data) {
+    /* nothing can see a live event without on_event or a listener on its hook */
+    if (!a || !type || !data || (!a->on_event && weir__hooks_count(a->hooks, type) == 0)) {
         json_decref(data);
         return;
     }
@@ -416,6 +417,9 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
     } else {
         a->hooks = a->own;
     }
+    /* live stream frames are built only when something can see them */
+    a->stream_observed =
+        a->on_event != NULL || weir__hooks_count(a->hooks, "agent/assistant-stream") > 0;
     if (resume_tools && (rc = weir__driver_resume(a, err)) != WEIR_OK) {
         a->created = true;
         weir_agent_close(a);
@@ -1041,8 +1045,12 @@ weir__http *weir__stream_http(weir_stream *s) { return s ? s->agent->http : NULL
 
 weir_signal *weir__stream_signal(weir_stream *s) { return s ? &s->agent->signal : NULL; }
 
+bool weir__stream_observed(const weir_stream *s) {
+    return s && s->agent && s->agent->stream_observed;
+}
+
 void weir__stream_frame(weir_stream *s, json_t *frame) {
-    if (!s || !frame) {
+    if (!s || !frame || !weir__stream_observed(s)) {
         json_decref(frame);
         return;
     }
@@ -1075,7 +1083,7 @@ int weir__stream_emit(weir_stream *s, json_t *chunk) {
     if (strcmp(json_string_value(json_object_get(c, "type")), "finish") == 0)
         s->finished = true;
     size_t index = json_array_size(s->chunks) - 1;
-    if (s->live)
+    if (s->live && s->agent->stream_observed)
         weir__stream_frame(s, json_pack("{s:s, s:I, s:I, s:O}", "type", "chunk", "index",
                                         (json_int_t)index, "time", (json_int_t)now, "chunk", c));
     json_decref(c);

@@ -42,6 +42,7 @@ struct weir_agent {
     int max_parallel;         /* agent.max_parallel_tool_calls, >= 1 */
     int max_jobs;             /* agent.max_background_jobs, >= 1 */
     weir_event_fn on_event;
+    bool stream_observed;     /* on_event or an agent/assistant-stream listener: build frames */
     weir_wake_fn on_wake;     /* options.on_wake, or NULL */
     void *user_data;
     int max_input_chars;      /* agent.max_input_chars */
@@ -170,6 +171,14 @@ struct weir_stream {
 
 /* Emit a live agent/assistant-stream frame for `stream` (steals `frame`). */
 void weir__stream_frame(weir_stream *stream, json_t *frame);
+
+/*
+ * Whether anyone can observe `stream`'s live frames: the agent has an
+ * on_event callback or a listener on agent/assistant-stream (its chains are
+ * frozen when it opens, so this does not change).  Callers skip building a
+ * frame when false; weir__stream_frame drops it too.
+ */
+bool weir__stream_observed(const weir_stream *stream);
 
 /* The agent's reused HTTP handle and signal, for api->http_sse. */
 weir__http *weir__stream_http(weir_stream *stream);

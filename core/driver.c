@@ -595,7 +595,7 @@ static int settle(turn_ctx *t, attempt_ctx *ac, const char *type, json_t *data) 
     }
     int rc = log_event(t, type, data, op, NULL, &seq);
     json_decref(append);
-    if (rc == WEIR_OK)
+    if (rc == WEIR_OK && weir__stream_observed(&ac->stream))
         weir__stream_frame(&ac->stream,
                            json_pack("{s:s, s:I, s:{s:s, s:s, s:I}}", "type", "end", "index",
                                      (json_int_t)json_array_size(ac->stream.chunks), "outcome",
@@ -646,8 +646,9 @@ static int stream_attempt(turn_ctx *t, attempt_ctx *ac, const json_t *config, bo
     ac->stream.revision = ++a->revision;
     ac->stream.chunks = json_array();
     snprintf(ac->stream.attempt_id, sizeof ac->stream.attempt_id, "%s:%lu", a->id, a->attempts);
-    weir__stream_frame(&ac->stream, json_pack("{s:s, s:i, s:i}", "type", "start", "turn",
-                                              t->turn, "step", t->step));
+    if (weir__stream_observed(&ac->stream))
+        weir__stream_frame(&ac->stream, json_pack("{s:s, s:i, s:i}", "type", "start", "turn",
+                                                  t->turn, "step", t->step));
     json_t *args = hook_args(t);
     if (args)
         json_object_set(args, "request", req);
@@ -672,14 +673,18 @@ static int stream_attempt(turn_ctx *t, attempt_ctx *ac, const json_t *config, bo
         json_decref(res);
         if (!copy)
             return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+        bool observed = weir__stream_observed(&ac->stream);
         if (ac->default_ran) {
-            weir__stream_frame(&ac->stream,
-                               json_pack("{s:s, s:I, s:{s:s}}", "type", "end", "index",
-                                         (json_int_t)json_array_size(ac->stream.chunks),
-                                         "outcome", "kind", "abandoned"));
+            if (observed)
+                weir__stream_frame(&ac->stream,
+                                   json_pack("{s:s, s:I, s:{s:s}}", "type", "end", "index",
+                                             (json_int_t)json_array_size(ac->stream.chunks),
+                                             "outcome", "kind", "abandoned"));
             ac->stream.revision = ++a->revision;
-            weir__stream_frame(&ac->stream, json_pack("{s:s, s:i, s:i}", "type", "start", "turn",
-                                                      t->turn, "step", t->step));
+            if (observed)
+                weir__stream_frame(&ac->stream,
+                                   json_pack("{s:s, s:i, s:i}", "type", "start", "turn", t->turn,
+                                             "step", t->step));
         }
         size_t i;
         json_t *c;
@@ -688,10 +693,11 @@ static int stream_attempt(turn_ctx *t, attempt_ctx *ac, const json_t *config, bo
                 continue;
             if (!json_object_get(c, "time"))
                 json_object_set_new(c, "time", json_integer(weir__now_ms()));
-            weir__stream_frame(&ac->stream,
-                               json_pack("{s:s, s:I, s:O, s:O}", "type", "chunk", "index",
-                                         (json_int_t)i, "time", json_object_get(c, "time"),
-                                         "chunk", c));
+            if (observed)
+                weir__stream_frame(&ac->stream,
+                                   json_pack("{s:s, s:I, s:O, s:O}", "type", "chunk", "index",
+                                             (json_int_t)i, "time", json_object_get(c, "time"),
+                                             "chunk", c));
         }
         json_decref(ac->stream.chunks);
         ac->stream.chunks = json_incref(copy);

@@ -27,9 +27,11 @@
  *
  * Options: --steps N (200), --rounds R (5), --fsync always|step|none (step),
  * --phase weir|raw|both (both; with `raw` the weir phase still runs, to
- * produce the bodies, but is not reported).  bench/run.sh also counts
- * instructions of each phase with callgrind (--toggle-collect=weir_phase /
- * raw_phase).
+ * produce the bodies, but is not reported), --events on|off (on: the agent
+ * has an on_event callback that counts finished turns; off: no callback, as
+ * an embedder that only reads the history, so no live event is built).
+ * bench/run.sh also counts instructions of each phase with callgrind
+ * (--toggle-collect=weir_phase / raw_phase).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -71,6 +73,7 @@ typedef struct options {
     int rounds;
     const char *fsync;
     const char *phase;
+    bool events; /* --events on: an on_event callback (counts turns); off: none */
 } options;
 
 static double now_us(clockid_t clock) {
@@ -150,8 +153,10 @@ static int run_weir(mock_llm *mock, const options *o, int round, const char *dir
     snprintf(sid, sizeof sid, "bench-%d", round);
     weir_agent_options ao = WEIR_AGENT_OPTIONS_INIT;
     ao.session_id = sid;
-    ao.on_event = on_event;
-    ao.user_data = &tc;
+    if (o->events) {
+        ao.on_event = on_event;
+        ao.user_data = &tc;
+    }
     int rc = -1;
     if (weir_host_create(cfg, &host, &err) == WEIR_OK &&
         weir_agent_open(host, &ao, &agent, &err) == WEIR_OK) {
@@ -159,6 +164,17 @@ static int run_weir(mock_llm *mock, const options *o, int round, const char *dir
         rc = weir_phase(agent, o->steps, &err);
         t->cpu_us = now_us(CLOCK_THREAD_CPUTIME_ID) - c0;
         t->wall_us = now_us(CLOCK_MONOTONIC) - w0;
+    }
+    if (rc == 0 && !o->events) { /* no callback: count the answers in the history instead */
+        json_t *msgs = weir_agent_messages(agent);
+        size_t i;
+        json_t *m;
+        json_array_foreach(msgs, i, m) {
+            const char *role = json_string_value(json_object_get(m, "role"));
+            if (role && strcmp(role, "assistant") == 0)
+                tc.completed++;
+        }
+        json_decref(msgs);
     }
     if (rc != 0)
         fprintf(stderr, "bench_overhead: weir: %s\n", err.text);
@@ -310,9 +326,11 @@ static int parse_options(int argc, char **argv, options *o) {
         else if (strcmp(argv[i], "--phase") == 0 && v &&
                  (!strcmp(v, "weir") || !strcmp(v, "raw") || !strcmp(v, "both")))
             o->phase = v;
+        else if (strcmp(argv[i], "--events") == 0 && v && (!strcmp(v, "on") || !strcmp(v, "off")))
+            o->events = strcmp(v, "on") == 0;
         else {
             fprintf(stderr, "usage: %s [--steps N] [--rounds 1..%d] [--fsync always|step|none]"
-                            " [--phase weir|raw|both]\n", argv[0], MAX_ROUNDS);
+                            " [--phase weir|raw|both] [--events on|off]\n", argv[0], MAX_ROUNDS);
             return -1;
         }
     }
@@ -320,7 +338,7 @@ static int parse_options(int argc, char **argv, options *o) {
 }
 
 int main(int argc, char **argv) {
-    options o = {200, 5, "step", "both"};
+    options o = {200, 5, "step", "both", true};
     if (parse_options(argc, argv, &o) != 0)
         return 2;
     char script[512];

@@ -747,6 +747,71 @@ static void agent_survives_every_allocation_failure(void **state) {
     dh_teardown(&d);
 }
 
+/* --- live frames are built only when something can see them ------------- */
+
+static json_t *note_frame(weir_call *call, const json_t *args, void *user_data) {
+    (void)call;
+    const json_t *frame = json_object_get(args, "frame");
+    json_array_append_new(user_data, json_string(json_string_value(json_object_get(frame,
+                                                                                   "type"))));
+    return json_null();
+}
+
+/* An agent without on_event still streams to its own agent/assistant-stream
+ * listener (start, each chunk, the committed end); one with neither runs the
+ * same turn without building a frame (weir__stream_observed is false). */
+static void live_frames_need_an_observer(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":"
+             "[{\"text\":\"Hello there.\",\"chunks\":2},{\"text\":\"Again.\"},{\"text\":\"Third.\"}]}}]",
+             NULL);
+    json_t *types = json_array();
+    weir_hook_opts ho = WEIR_HOOK_OPTS_INIT;
+    ho.user_data = types;
+    weir_agent_hook h = {"agent/assistant-stream", note_frame, &ho};
+    weir_agent_options o = WEIR_AGENT_OPTIONS_INIT; /* no on_event */
+    o.session_id = "heard";
+    o.hooks = &h;
+    o.nhooks = 1;
+    weir_error err;
+    weir_error_clear(&err);
+    weir_agent *a = NULL;
+    assert_int_equal(weir_agent_open(d.host, &o, &a, &err), WEIR_OK);
+    assert_true(a->stream_observed);
+    assert_int_equal(weir_agent_send_text(a, "hi", WEIR_SEND_FOLLOWUP, &err), WEIR_OK);
+    assert_int_equal(weir_agent_run_until_idle(a, &err), WEIR_OK);
+    size_t n = json_array_size(types);
+    assert_true(n >= 4); /* start, the two text deltas at least, end */
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(json_string_value(json_array_get(types, i)),
+                            i == 0 ? "start" : i == n - 1 ? "end" : "chunk");
+    weir_agent_close(a);
+    json_decref(types);
+
+    weir_agent_options none = WEIR_AGENT_OPTIONS_INIT; /* no on_event, no listener */
+    none.session_id = "unheard";
+    assert_int_equal(weir_agent_open(d.host, &none, &a, &err), WEIR_OK);
+    assert_false(a->stream_observed);
+    assert_int_equal(weir_agent_send_text(a, "hi", WEIR_SEND_FOLLOWUP, &err), WEIR_OK);
+    assert_int_equal(weir_agent_run_until_idle(a, &err), WEIR_OK);
+    weir_turn_outcome out = WEIR_TURN_OUTCOME_INIT;
+    assert_int_equal(weir_agent_last_turn(a, &out, NULL), WEIR_OK);
+    assert_string_equal(out.kind, "completed");
+    json_t *msgs = weir_agent_messages(a);
+    assert_int_equal(json_array_size(msgs), 2); /* the user's and the answer */
+    json_decref(msgs);
+    weir_agent_close(a);
+
+    dh_open(&d, "recorded"); /* the harness's on_event sees every frame */
+    assert_true(d.agent->stream_observed);
+    dh_send(&d, "hi", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_true(dh_count(&d, "agent/assistant-stream") >= 3); /* start, chunks, end */
+    dh_teardown(&d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(simple_turn_emits_ordered_events),
@@ -770,6 +835,7 @@ int main(void) {
         cmocka_unit_test(plugin_events_are_logged_ignorable),
         cmocka_unit_test(empty_completion_is_logged_but_not_model_visible),
         cmocka_unit_test(agent_survives_every_allocation_failure),
+        cmocka_unit_test(live_frames_need_an_observer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
