@@ -799,6 +799,7 @@ static void live_frames_need_an_observer(void **state) {
     weir_turn_outcome out = WEIR_TURN_OUTCOME_INIT;
     assert_int_equal(weir_agent_last_turn(a, &out, NULL), WEIR_OK);
     assert_string_equal(out.kind, "completed");
+    weir_turn_outcome_clear(&out);
     json_t *msgs = weir_agent_messages(a);
     assert_int_equal(json_array_size(msgs), 2); /* the user's and the answer */
     json_decref(msgs);
