@@ -13,7 +13,7 @@ trap 'rm -rf "$TMP"' EXIT INT TERM
 export WEIR_SESSION_DIR="$TMP/sessions" OPENAI_API_KEY= ANTHROPIC_API_KEY=
 FAILURES=0
 fail() { echo "FAIL: $*" >&2; FAILURES=$((FAILURES + 1)); }
-command -v jq > /dev/null || { echo "SKIP: jq is not installed"; exit 77; }
+command -v jq > /dev/null || { echo "FAIL: jq is not installed (make deps installs it)"; exit 1; }
 
 printf '#!/bin/sh\njq -r .source >> "%s/start.log"\necho SESSION-START-CONTEXT\n' "$TMP" > "$TMP/start.sh"
 printf '#!/bin/sh\njq -r .reason >> "%s/end.log"\n' "$TMP" > "$TMP/end.sh"

@@ -25,13 +25,13 @@ fail() {
     FAILURES=$((FAILURES + 1))
 }
 
-# Skip (ctest SKIP_RETURN_CODE 77) until `weir run` is built.
+# A missing weir or mock is a failure: a full build has both.
 require_weir_run() {
-    [ -x "$WEIR" ] && [ -x "$MOCK" ] || { echo "SKIP: weir or weir-mock-llm not built"; exit 77; }
+    [ -x "$WEIR" ] && [ -x "$MOCK" ] || { echo "FAIL: weir or weir-mock-llm not built"; exit 1; }
     # a config file that does not exist: nothing can reach the network
     if "$WEIR" run -c "$TMP/absent.json" x 2>&1 | grep -q "not built yet"; then
-        echo "SKIP: weir run is not built yet"
-        exit 77
+        echo "FAIL: weir run is not built yet"
+        exit 1
     fi
 }
 
