@@ -481,6 +481,7 @@ static atomic_uint turn_seq;      /* counts the prompts run */
 static atomic_int quit_signal;    /* exit 128 + this once the turn is closed */
 static weir_agent *sig_agent;
 static bool sig_repl;             /* a SIGINT in the REPL cancels the turn only */
+static atomic_uint idle_ctrl_c;   /* REPL: Ctrl-C's while idle since the last line */
 
 static void on_signal(int sig) {
     int saved = errno;
@@ -499,8 +500,8 @@ static void on_signal(int sig) {
 static void *sig_watcher(void *arg) {
     (void)arg;
     const char *cause = NULL; /* the pending cancel */
-    unsigned cancel_seq = 0, int_seq = 0, idle_seq = 0;
-    bool int_seen = false, idle_seen = false;
+    unsigned cancel_seq = 0, int_seq = 0;
+    bool int_seen = false;
     for (;;) {
         struct pollfd p = {.fd = sig_pipe[0], .events = POLLIN};
         int n = poll(&p, 1, cause ? 200 : -1);
@@ -528,15 +529,14 @@ static void *sig_watcher(void *arg) {
             cause = "disposed";
         } else {
             if (!running && sig_repl) {
-                /* the REPL while idle: the first Ctrl-C says how to quit, a
-                 * second one (no prompt in between) quits as /quit does */
-                if (idle_seen && idle_seq == seq) {
+                /* the REPL while idle (the terminal in cooked mode, or the
+                 * REPL quitting): counted with the line editor's Ctrl-C's,
+                 * the first says how to quit, a second quits as /quit does */
+                if (atomic_fetch_add(&idle_ctrl_c, 1) > 0) {
                     weir_cli_line_restore();
                     fputs("\n", stderr);
                     _exit(WEIR_EXIT_OK);
                 }
-                idle_seen = true;
-                idle_seq = seq;
                 fputs("\nweir: press Ctrl-C again or type /quit to quit\n> ", stderr);
                 continue;
             }
@@ -580,8 +580,10 @@ static bool sig_start(weir_agent *agent, bool repl_mode, pthread_t *th) {
     return true;
 }
 
+/* The REPL has quit (the user asked to): a Ctrl-C while the agent closes is
+ * ignored, so the exit code stays 0; elsewhere it ends the process (130). */
 static void sig_stop(pthread_t th) {
-    signal(SIGINT, SIG_DFL);
+    signal(SIGINT, sig_repl ? SIG_IGN : SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     char c = 0;
     if (write(sig_pipe[1], &c, 1) == 1)
@@ -682,20 +684,19 @@ static int repl(weir_agent *agent, run_state *st) {
     const char *prompt = st->color ? "\033[1m>\033[0m " : "> ";
     fputs("weir: /help lists the commands; /quit or Ctrl-D quits\n", stderr);
     int rc = WEIR_EXIT_OK;
-    bool interrupted = false; /* the last line ended in Ctrl-C */
+    atomic_store(&idle_ctrl_c, 0);
     for (;;) {
         char *line = NULL;
         int r = repl_read(&ed, prompt, &line);
         if (r == WEIR_CLI_LINE_EOF)
             break;
         if (r == WEIR_CLI_LINE_INTERRUPT) {
-            if (interrupted)
+            if (atomic_fetch_add(&idle_ctrl_c, 1) > 0)
                 break; /* a second Ctrl-C while idle: quit */
-            interrupted = true;
             fputs("weir: press Ctrl-C again or type /quit to quit\n", stderr);
             continue;
         }
-        interrupted = false;
+        atomic_store(&idle_ctrl_c, 0);
         if (!*line) {
             free(line);
             continue;

@@ -147,6 +147,19 @@ grep -q '^weir: turn cancelled (user)$' "$TMP/out" || fail "cancel line: $(cat "
 grep -q '^weir: press Ctrl-C again or type /quit to quit$' "$TMP/out" || fail "idle Ctrl-C hint"
 "$WEIR" log -c "$TMP/slow.json" slow --check >"$TMP/check" 2>&1 || fail "check: $(cat "$TMP/check")"
 grep -q '^open:' "$TMP/check" && fail "left open: $(cat "$TMP/check")"
+# a SIGINT while idle (kill -INT) and a Ctrl-C key count together: two quit with 0
+{
+    ready
+    pid=$(pgrep -f -n "run -c $TMP/slow.json -s slow2")
+    [ -n "$pid" ] && kill -INT "$pid"
+    wait_for "$TMP/raw" 'press Ctrl-C again' || echo "timeout" >&2
+    at_prompt
+    printf '\003'
+    sleep 1
+} | NO_COLOR=1 repl -c "$TMP/slow.json" -s slow2
+rc=$?
+[ $rc -eq 0 ] || fail "SIGINT then Ctrl-C while idle: exit $rc, want 0 ($(cat "$TMP/out"))"
+[ "$(grep -c 'press Ctrl-C again' "$TMP/out")" -eq 1 ] || fail "SIGINT then Ctrl-C: $(cat "$TMP/out")"
 # Ctrl-C, then a line: the count starts again, the REPL goes on
 {
     ready
