@@ -1,8 +1,10 @@
 #!/bin/sh
-# Install the build dependencies that are missing (Debian 12), and Node
-# (nodejs, npm) for the tools-mcp tests.  Uses apt-get
-# when root, sudo -n when available; otherwise prints the one line to run.
-PKGS="build-essential cmake pkg-config libjansson-dev libffi-dev libcurl4-openssl-dev libcmocka-dev jq"
+# Install the build dependencies that are missing (Debian 12), Node
+# (nodejs, npm) for the tools-mcp tests, and PostgreSQL (libpq-dev for
+# store-postgres, the postgresql server for its tests: tests/pg/server.sh).
+# Uses apt-get when root, sudo -n when available; otherwise prints the one
+# line to run.
+PKGS="build-essential cmake pkg-config libjansson-dev libffi-dev libcurl4-openssl-dev libcmocka-dev jq libpq-dev postgresql"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

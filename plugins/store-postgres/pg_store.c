@@ -1,0 +1,358 @@
+/*
+ * plugins/store-postgres/pg_store.c - see pg_store.h.
+ *
+ * Every statement is parameterized (PQexecParams, text parameters): no
+ * value is ever spliced into SQL text.  An append is a single statement (a
+ * CTE that advances the session row's next_seq under its row lock, then
+ * inserts the events), so it is atomic without an explicit transaction and
+ * serializes against a concurrent takeover on the same row.
+ */
+#include "pg_store.h"
+
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pgs {
+    PGconn *conn;
+    char err[512];
+};
+
+static pgs_status fail(pgs *db, pgs_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(db->err, sizeof db->err, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* The server's message for a failed result, without its trailing newline. */
+static pgs_status fail_res(pgs *db, PGresult *res, const char *what) {
+    const char *m = res ? PQresultErrorMessage(res) : PQerrorMessage(db->conn);
+    if (!m || !*m)
+        m = PQerrorMessage(db->conn);
+    size_t n = strcspn(m, "\n");
+    pgs_status st = fail(db, PGS_IO, "postgres: %s: %.*s", what, (int)n, m);
+    PQclear(res);
+    return st;
+}
+
+static PGresult *exec(pgs *db, const char *sql, int n, const char *const *params) {
+    return PQexecParams(db->conn, sql, n, NULL, params, NULL, NULL, 0);
+}
+
+static bool ok(PGresult *res) {
+    ExecStatusType s = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+    return s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
+}
+
+static const char schema_v1[] =
+    "CREATE TABLE weir_sessions ("
+    "  session_id text PRIMARY KEY,"
+    "  owner text,"
+    "  epoch bigint NOT NULL DEFAULT 0,"
+    "  lease_expires timestamptz,"
+    "  next_seq bigint NOT NULL DEFAULT 0 CHECK (next_seq >= 0),"
+    "  created timestamptz NOT NULL DEFAULT now(),"
+    "  updated timestamptz NOT NULL DEFAULT now());"
+    "CREATE TABLE weir_events ("
+    "  session_id text NOT NULL REFERENCES weir_sessions ON DELETE CASCADE,"
+    "  seq bigint NOT NULL CHECK (seq >= 0),"
+    "  event jsonb NOT NULL,"
+    "  PRIMARY KEY (session_id, seq));"
+    "CREATE TABLE weir_inbox ("
+    "  id bigserial PRIMARY KEY,"
+    "  session_id text NOT NULL REFERENCES weir_sessions ON DELETE CASCADE,"
+    "  input_id text,"
+    "  mode text NOT NULL,"
+    "  message jsonb NOT NULL,"
+    "  queued timestamptz NOT NULL DEFAULT now(),"
+    "  UNIQUE (session_id, input_id));"
+    "CREATE INDEX weir_inbox_session ON weir_inbox (session_id, id);";
+
+/* Create or migrate the schema in one transaction, under an advisory lock
+ * so that workers starting together migrate once. */
+static pgs_status migrate(pgs *db) {
+    PGresult *res = PQexec(db->conn, "BEGIN;"
+                                     "SELECT pg_advisory_xact_lock(7765692);" /* "weir" */
+                                     "CREATE TABLE IF NOT EXISTS weir_schema (version int NOT NULL);"
+                                     "SELECT max(version) FROM weir_schema");
+    if (!ok(res)) {
+        res = (PQclear(res), PQexec(db->conn, "ROLLBACK"));
+        PQclear(res);
+        return fail(db, PGS_IO, "postgres: creating the schema: %.*s",
+                    (int)strcspn(PQerrorMessage(db->conn), "\n"), PQerrorMessage(db->conn));
+    }
+    int version = PQgetisnull(res, 0, 0) ? 0 : atoi(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    pgs_status st = PGS_OK;
+    if (version > PGS_SCHEMA_VERSION) {
+        st = fail(db, PGS_IO,
+                  "postgres: the database has weir schema version %d, newer than this "
+                  "plugin's %d: upgrade the plugin",
+                  version, PGS_SCHEMA_VERSION);
+    } else if (version < 1) {
+        res = PQexec(db->conn, schema_v1);
+        if (!ok(res))
+            st = fail_res(db, res, "creating schema version 1");
+        else
+            PQclear(res);
+        if (st == PGS_OK) {
+            res = PQexec(db->conn, "INSERT INTO weir_schema VALUES (1)");
+            if (!ok(res))
+                st = fail_res(db, res, "recording the schema version");
+            else
+                PQclear(res);
+        }
+    }
+    res = PQexec(db->conn, st == PGS_OK ? "COMMIT" : "ROLLBACK");
+    if (!ok(res) && st == PGS_OK)
+        return fail_res(db, res, "committing the schema");
+    PQclear(res);
+    return st;
+}
+
+pgs_status pgs_open(const char *conninfo, pgs **out) {
+    if (!out)
+        return PGS_NOMEM;
+    *out = calloc(1, sizeof **out);
+    pgs *db = *out;
+    if (!db)
+        return PGS_NOMEM;
+    if (!conninfo)
+        return fail(db, PGS_IO, "postgres: no conninfo");
+    db->conn = PQconnectdb(conninfo);
+    if (!db->conn)
+        return fail(db, PGS_NOMEM, "postgres: out of memory");
+    if (PQstatus(db->conn) != CONNECTION_OK)
+        return fail(db, PGS_IO, "postgres: cannot connect: %.*s",
+                    (int)strcspn(PQerrorMessage(db->conn), "\n"), PQerrorMessage(db->conn));
+    PGresult *res = PQexec(db->conn, "SET client_min_messages = warning");
+    PQclear(res);
+    return migrate(db);
+}
+
+void pgs_close(pgs *db) {
+    if (!db)
+        return;
+    if (db->conn)
+        PQfinish(db->conn);
+    free(db);
+}
+
+const char *pgs_error(const pgs *db) { return db ? db->err : "postgres: out of memory"; }
+
+static void fmt_i64(char *buf, size_t n, int64_t v) { snprintf(buf, n, "%" PRId64, v); }
+
+pgs_status pgs_lease(pgs *db, const char *id, const char *owner, int64_t lease_ms, int64_t *epoch,
+                     int64_t *next_seq) {
+    if (!db || !id || !owner || lease_ms <= 0 || !epoch || !next_seq)
+        return db ? fail(db, PGS_IO, "postgres: lease: bad arguments") : PGS_NOMEM;
+    char ms[32];
+    fmt_i64(ms, sizeof ms, lease_ms);
+    const char *p[] = {id, owner, ms};
+    PGresult *res = exec(db, "INSERT INTO weir_sessions (session_id) VALUES ($1) "
+                             "ON CONFLICT (session_id) DO NOTHING", 1, p);
+    if (!ok(res))
+        return fail_res(db, res, "creating the session");
+    PQclear(res);
+    res = exec(db,
+               "UPDATE weir_sessions SET owner = $2, epoch = epoch + 1,"
+               " lease_expires = now() + $3::bigint * interval '1 millisecond', updated = now()"
+               " WHERE session_id = $1 AND (owner IS NULL OR owner = $2 OR lease_expires < now())"
+               " RETURNING epoch, next_seq",
+               3, p);
+    if (!ok(res))
+        return fail_res(db, res, "taking the lease");
+    if (PQntuples(res) == 1) {
+        *epoch = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+        *next_seq = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+        PQclear(res);
+        return PGS_OK;
+    }
+    PQclear(res);
+    res = exec(db,
+               "SELECT owner, greatest(0, (extract(epoch FROM lease_expires - now()) * 1000)::bigint)"
+               " FROM weir_sessions WHERE session_id = $1",
+               1, p);
+    if (!ok(res))
+        return fail_res(db, res, "reading the lease");
+    pgs_status st = PQntuples(res) == 1
+                        ? fail(db, PGS_BUSY,
+                               "session %s is leased by %s for %s ms more", id,
+                               PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1))
+                        : fail(db, PGS_BUSY, "session %s is leased by another owner", id);
+    PQclear(res);
+    return st;
+}
+
+pgs_status pgs_renew(pgs *db, const char *id, int64_t epoch, int64_t lease_ms) {
+    if (!db || !id || lease_ms <= 0)
+        return db ? fail(db, PGS_IO, "postgres: renew: bad arguments") : PGS_NOMEM;
+    char e[32], ms[32];
+    fmt_i64(e, sizeof e, epoch);
+    fmt_i64(ms, sizeof ms, lease_ms);
+    const char *p[] = {id, e, ms};
+    PGresult *res = exec(db,
+                         "UPDATE weir_sessions SET"
+                         " lease_expires = now() + $3::bigint * interval '1 millisecond'"
+                         " WHERE session_id = $1 AND epoch = $2::bigint AND owner IS NOT NULL",
+                         3, p);
+    if (!ok(res))
+        return fail_res(db, res, "renewing the lease");
+    bool renewed = atoi(PQcmdTuples(res)) == 1;
+    PQclear(res);
+    return renewed ? PGS_OK
+                   : fail(db, PGS_LEASE_LOST,
+                          "session %s: the lease of epoch %s was taken over by another writer", id,
+                          e);
+}
+
+pgs_status pgs_release(pgs *db, const char *id, int64_t epoch) {
+    if (!db || !id)
+        return db ? fail(db, PGS_IO, "postgres: release: bad arguments") : PGS_NOMEM;
+    char e[32];
+    fmt_i64(e, sizeof e, epoch);
+    const char *p[] = {id, e};
+    PGresult *res = exec(db,
+                         "UPDATE weir_sessions SET owner = NULL, lease_expires = NULL,"
+                         " updated = now() WHERE session_id = $1 AND epoch = $2::bigint",
+                         2, p);
+    if (!ok(res))
+        return fail_res(db, res, "releasing the lease");
+    PQclear(res);
+    return PGS_OK;
+}
+
+pgs_status pgs_append(pgs *db, const char *id, int64_t epoch, int64_t first_seq,
+                      const char *const *lines, size_t n) {
+    if (!db || !id || (n && !lines) || first_seq < 0 || n > 10000)
+        return db ? fail(db, PGS_IO, "postgres: append: bad arguments") : PGS_NOMEM;
+    if (n == 0)
+        return PGS_OK;
+    /* $1 id, $2 epoch, $3 first seq, $4 count, then one parameter per line:
+     * the events arrive as ($5, $6, ...) with their ordinal */
+    size_t sqlcap = 512 + n * 40;
+    char *sql = malloc(sqlcap);
+    const char **p = malloc((4 + n) * sizeof *p);
+    if (!sql || !p) {
+        free(sql);
+        free(p);
+        return fail(db, PGS_NOMEM, "postgres: out of memory");
+    }
+    size_t len = (size_t)snprintf(
+        sql, sqlcap,
+        "WITH s AS (UPDATE weir_sessions SET next_seq = next_seq + $4::bigint, updated = now()"
+        " WHERE session_id = $1 AND epoch = $2::bigint AND owner IS NOT NULL"
+        " AND next_seq = $3::bigint RETURNING session_id)"
+        " INSERT INTO weir_events (session_id, seq, event)"
+        " SELECT s.session_id, $3::bigint + v.ord - 1, v.ev::jsonb FROM s, (VALUES ");
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(sql + len, sqlcap - len, "%s(%zu, $%zu)", i ? "," : "", i + 1,
+                                i + 5);
+    snprintf(sql + len, sqlcap - len, ") AS v(ord, ev)");
+    char e[32], f[32], c[32];
+    fmt_i64(e, sizeof e, epoch);
+    fmt_i64(f, sizeof f, first_seq);
+    fmt_i64(c, sizeof c, (int64_t)n);
+    p[0] = id;
+    p[1] = e;
+    p[2] = f;
+    p[3] = c;
+    for (size_t i = 0; i < n; i++)
+        p[4 + i] = lines[i];
+    PGresult *res = exec(db, sql, (int)(4 + n), p);
+    free(sql);
+    free(p);
+    if (!ok(res))
+        return fail_res(db, res, "appending events");
+    size_t done = (size_t)strtoull(PQcmdTuples(res), NULL, 10);
+    PQclear(res);
+    if (done == n)
+        return PGS_OK;
+    /* nothing was inserted: say why */
+    const char *q[] = {id};
+    res = exec(db, "SELECT epoch, next_seq, owner IS NULL FROM weir_sessions WHERE session_id = $1",
+               1, q);
+    if (!ok(res))
+        return fail_res(db, res, "reading the session");
+    pgs_status st;
+    if (PQntuples(res) != 1)
+        st = fail(db, PGS_NOT_FOUND, "session %s does not exist", id);
+    else if (strtoll(PQgetvalue(res, 0, 0), NULL, 10) != epoch || PQgetvalue(res, 0, 2)[0] == 't')
+        st = fail(db, PGS_LEASE_LOST,
+                  "session %s: the lease of epoch %s is lost (the session's epoch is %s): "
+                  "this writer must stop",
+                  id, e, PQgetvalue(res, 0, 0));
+    else
+        st = fail(db, PGS_CONFLICT, "session %s: append at seq %s, but the next seq is %s", id, f,
+                  PQgetvalue(res, 0, 1));
+    PQclear(res);
+    return st;
+}
+
+pgs_status pgs_read(pgs *db, const char *id, int64_t from_seq, char **buf, size_t *len) {
+    if (!db || !id || !buf || !len || from_seq < 0)
+        return db ? fail(db, PGS_IO, "postgres: read: bad arguments") : PGS_NOMEM;
+    *buf = NULL;
+    *len = 0;
+    char f[32];
+    fmt_i64(f, sizeof f, from_seq);
+    const char *p[] = {id, f};
+    PGresult *res = exec(db, "SELECT seq, coalesce((event->'seq')::text = seq::text, false),"
+                             " event::text FROM weir_events"
+                             " WHERE session_id = $1 AND seq >= $2::bigint ORDER BY seq",
+                         2, p);
+    if (!ok(res))
+        return fail_res(db, res, "reading events");
+    int rows = PQntuples(res);
+    size_t total = 1;
+    for (int i = 0; i < rows; i++)
+        total += (size_t)PQgetlength(res, i, 2) + 1;
+    char *out = malloc(total);
+    if (!out) {
+        PQclear(res);
+        return fail(db, PGS_NOMEM, "postgres: out of memory");
+    }
+    size_t at = 0;
+    for (int i = 0; i < rows; i++) {
+        if (PQgetvalue(res, i, 1)[0] != 't') {
+            pgs_status st = fail(db, PGS_CORRUPT,
+                                 "session %s: the event stored at seq %s carries another seq", id,
+                                 PQgetvalue(res, i, 0));
+            free(out);
+            PQclear(res);
+            return st;
+        }
+        size_t n = (size_t)PQgetlength(res, i, 2);
+        memcpy(out + at, PQgetvalue(res, i, 2), n);
+        at += n;
+        out[at++] = '\n';
+    }
+    out[at] = '\0';
+    PQclear(res);
+    *buf = out;
+    *len = at;
+    return PGS_OK;
+}
+
+pgs_status pgs_list(pgs *db, char **json) {
+    if (!db || !json)
+        return db ? fail(db, PGS_IO, "postgres: list: bad arguments") : PGS_NOMEM;
+    *json = NULL;
+    PGresult *res = PQexec(
+        db->conn,
+        "SELECT coalesce(json_agg(json_build_object('session_id', s.session_id, 'owner', s.owner,"
+        " 'epoch', s.epoch, 'lease_expires_ms',"
+        " (extract(epoch FROM s.lease_expires) * 1000)::bigint, 'next_seq', s.next_seq,"
+        " 'pending', EXISTS (SELECT 1 FROM weir_inbox i WHERE i.session_id = s.session_id))"
+        " ORDER BY s.updated DESC), '[]')::text FROM weir_sessions s");
+    if (!ok(res))
+        return fail_res(db, res, "listing sessions");
+    *json = strdup(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return *json ? PGS_OK : fail(db, PGS_NOMEM, "postgres: out of memory");
+}

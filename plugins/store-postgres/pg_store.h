@@ -1,0 +1,84 @@
+/*
+ * plugins/store-postgres/pg_store.h - session logs, leases and the inbox in
+ * PostgreSQL (docs/fleet.md), over libpq.  No host calls: the plugin's
+ * store vtable wraps these, and test_store_postgres drives them against a
+ * real server.
+ *
+ * Tables (schema version 1, created and migrated by pgs_open under an
+ * advisory lock, recorded in weir_schema):
+ *   weir_sessions(session_id PK, owner, epoch, lease_expires, next_seq,
+ *                 created, updated)
+ *   weir_events(session_id, seq, event jsonb, PRIMARY KEY (session_id, seq))
+ *   weir_inbox(id bigserial PK, session_id, input_id, mode, message jsonb,
+ *              queued)
+ * Fencing: a writer holds a lease with an epoch; taking a lease over (its
+ * owner's expiry passed) bumps the epoch, and every append is one statement
+ * that only inserts while the session row still has the writer's epoch and
+ * the expected next seq, so a frozen writer's late appends are refused
+ * (PGS_LEASE_LOST) and a gap or a duplicate seq is impossible.
+ *
+ * A pgs connection is not thread-safe: one per thread (or a lock around it).
+ * Owner: plugins/store-postgres/pg_store.c.
+ */
+#ifndef WEIR_PG_STORE_H
+#define WEIR_PG_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct pgs pgs;
+
+/* The outcomes of the calls below; the message is in pgs_error(). */
+typedef enum pgs_status {
+    PGS_OK = 0,
+    PGS_BUSY,       /* the lease is held by another, live owner */
+    PGS_LEASE_LOST, /* the writer's epoch is no longer the session's */
+    PGS_CONFLICT,   /* the append's first seq is not the session's next seq */
+    PGS_NOT_FOUND,  /* no such session */
+    PGS_CORRUPT,    /* a stored row breaks the log's rules (hostile data) */
+    PGS_IO,         /* the server refused or the connection failed */
+    PGS_NOMEM
+} pgs_status;
+
+/* The schema version this code creates and reads. */
+#define PGS_SCHEMA_VERSION 1
+
+/* Connect with `conninfo` (libpq syntax; borrowed) and create or migrate the
+ * schema.  *out is the connection (pgs_close it), also on failure, when it
+ * holds the error text; NULL only without memory. */
+pgs_status pgs_open(const char *conninfo, pgs **out);
+void pgs_close(pgs *db);
+/* The last error's text (borrowed, valid until the next call). */
+const char *pgs_error(const pgs *db);
+
+/* Take the lease of session `id` for `owner` (both borrowed) for `lease_ms`:
+ * created when missing; granted when free, expired or already `owner`'s,
+ * with a new epoch (*epoch) and the session's next seq (*next_seq).
+ * PGS_BUSY names the holder and its expiry in pgs_error(). */
+pgs_status pgs_lease(pgs *db, const char *id, const char *owner, int64_t lease_ms, int64_t *epoch,
+                     int64_t *next_seq);
+/* Extend the lease of epoch `epoch` by `lease_ms` from now (the heartbeat);
+ * PGS_LEASE_LOST when another writer took it over. */
+pgs_status pgs_renew(pgs *db, const char *id, int64_t epoch, int64_t lease_ms);
+/* Give the lease of `epoch` back (no-op when it was taken over). */
+pgs_status pgs_release(pgs *db, const char *id, int64_t epoch);
+
+/* Append `n` event lines (JSON objects, borrowed) as seqs first_seq...
+ * first_seq+n-1, in one transaction, only while `epoch` holds the lease and
+ * first_seq is the next seq: PGS_LEASE_LOST or PGS_CONFLICT change nothing. */
+pgs_status pgs_append(pgs *db, const char *id, int64_t epoch, int64_t first_seq,
+                      const char *const *lines, size_t n);
+
+/* The events of `id` from `from_seq` as JSON Lines in a new buffer (*buf,
+ * free() it; *len bytes, NUL terminated), in seq order.  PGS_CORRUPT when a
+ * row's envelope seq is not its key's seq; the envelopes themselves are the
+ * log reader's to check. */
+pgs_status pgs_read(pgs *db, const char *id, int64_t from_seq, char **buf, size_t *len);
+
+/* The sessions, newest first, as a JSON array text in a new buffer (*json,
+ * free() it): [{"session_id","owner","epoch","lease_expires_ms","next_seq",
+ * "pending"}...]. */
+pgs_status pgs_list(pgs *db, char **json);
+
+#endif

@@ -1,0 +1,214 @@
+/*
+ * tests/unit/test_store_postgres.c - plugins/store-postgres/pg_store.c against
+ * a real PostgreSQL server: the pg_server ctest fixture (tests/pg/server.sh)
+ * starts one on a Unix socket and WEIR_PG_CONNINFO_FILE names its conninfo.
+ * Without a server the test fails: it is never skipped.
+ */
+#include <libpq-fe.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "pg_store.h"
+
+static char conninfo[1024];
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static pgs *connect_db(void) {
+    pgs *db = NULL;
+    pgs_status st = pgs_open(conninfo, &db);
+    if (st != PGS_OK)
+        fail_msg("pgs_open: %s", pgs_error(db));
+    return db;
+}
+
+/* Run SQL on a plain connection (what a hostile or careless operator can do). */
+static void raw_sql(const char *sql) {
+    PGconn *c = PQconnectdb(conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+    PQclear(r);
+    PQfinish(c);
+}
+
+static void schema_is_created_once(void **state) {
+    (void)state;
+    pgs *a = connect_db(), *b = connect_db(); /* the second open finds version 1 */
+    PGconn *c = PQconnectdb(conninfo);
+    PGresult *r = PQexec(c, "SELECT count(*), max(version) FROM weir_schema");
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    assert_string_equal(PQgetvalue(r, 0, 0), "1");
+    assert_string_equal(PQgetvalue(r, 0, 1), "1");
+    PQclear(r);
+    PQfinish(c);
+    pgs_close(a);
+    pgs_close(b);
+}
+
+static void a_newer_schema_is_refused(void **state) {
+    (void)state;
+    raw_sql("INSERT INTO weir_schema VALUES (99)");
+    pgs *db = NULL;
+    assert_int_equal(pgs_open(conninfo, &db), PGS_IO);
+    assert_non_null(strstr(pgs_error(db), "version 99"));
+    pgs_close(db);
+    raw_sql("DELETE FROM weir_schema WHERE version = 99");
+}
+
+static void a_bad_conninfo_names_the_failure(void **state) {
+    (void)state;
+    pgs *db = NULL;
+    assert_int_equal(pgs_open("host=/nonexistent-weir-socket-dir dbname=weir", &db), PGS_IO);
+    assert_non_null(strstr(pgs_error(db), "cannot connect"));
+    pgs_close(db);
+}
+
+static const char *ev(char *buf, size_t n, long seq, const char *type) {
+    snprintf(buf, n, "{\"seq\":%ld,\"time\":1,\"type\":\"%s\",\"data\":{\"turn\":1}}", seq, type);
+    return buf;
+}
+
+static void append_read_and_fencing(void **state) {
+    (void)state;
+    pgs *a = connect_db(), *b = connect_db();
+    int64_t ea, eb, next;
+    assert_int_equal(pgs_lease(a, "s1", "worker-a", 60000, &ea, &next), PGS_OK);
+    assert_int_equal(next, 0);
+    char l0[128], l1[128], l2[128];
+    const char *lines[] = {ev(l0, sizeof l0, 0, "turn/start"), ev(l1, sizeof l1, 1, "step/start"),
+                           ev(l2, sizeof l2, 2, "step/end")};
+    assert_int_equal(pgs_append(a, "s1", ea, 0, lines, 2), PGS_OK);
+    /* a second writer is refused while the lease is live, naming the holder */
+    assert_int_equal(pgs_lease(b, "s1", "worker-b", 60000, &eb, &next), PGS_BUSY);
+    assert_non_null(strstr(pgs_error(b), "worker-a"));
+    /* an append at the wrong seq changes nothing */
+    assert_int_equal(pgs_append(a, "s1", ea, 5, lines + 2, 1), PGS_CONFLICT);
+    assert_non_null(strstr(pgs_error(a), "next seq is 2"));
+    assert_int_equal(pgs_append(a, "s1", ea, 2, lines + 2, 1), PGS_OK);
+    char *buf;
+    size_t len;
+    assert_int_equal(pgs_read(b, "s1", 0, &buf, &len), PGS_OK);
+    assert_int_equal(len, strlen(buf));
+    /* jsonb keeps the values, not the bytes: the reader parses the lines */
+    assert_int_equal(strchr(buf, '\n') - buf + 1 > 0, 1);
+    size_t nl = 0;
+    for (const char *p = buf; *p; p++)
+        nl += *p == '\n';
+    assert_int_equal(nl, 3);
+    assert_non_null(strstr(buf, "\"step/end\""));
+    free(buf);
+    assert_int_equal(pgs_read(b, "s1", 2, &buf, &len), PGS_OK);
+    assert_non_null(strstr(buf, "\"seq\": 2"));
+    assert_null(strstr(buf, "\"seq\": 1"));
+    free(buf);
+    assert_int_equal(pgs_renew(a, "s1", ea, 60000), PGS_OK);
+    pgs_close(a);
+    pgs_close(b);
+}
+
+static void a_frozen_writer_is_fenced_after_a_takeover(void **state) {
+    (void)state;
+    pgs *a = connect_db(), *b = connect_db();
+    int64_t ea, eb, next;
+    assert_int_equal(pgs_lease(a, "s2", "worker-a", 30, &ea, &next), PGS_OK);
+    char l0[128], l1[128];
+    const char *first[] = {ev(l0, sizeof l0, 0, "turn/start")};
+    assert_int_equal(pgs_append(a, "s2", ea, 0, first, 1), PGS_OK);
+    sleep_ms(120); /* worker-a is frozen past its lease */
+    assert_int_equal(pgs_lease(b, "s2", "worker-b", 60000, &eb, &next), PGS_OK);
+    assert_true(eb > ea);
+    assert_int_equal(next, 1);
+    /* worker-a wakes up: its appends and its heartbeat are refused */
+    const char *late[] = {ev(l1, sizeof l1, 1, "step/start")};
+    assert_int_equal(pgs_append(a, "s2", ea, 1, late, 1), PGS_LEASE_LOST);
+    assert_non_null(strstr(pgs_error(a), "lost"));
+    assert_int_equal(pgs_renew(a, "s2", ea, 60000), PGS_LEASE_LOST);
+    /* its release does not free worker-b's lease */
+    assert_int_equal(pgs_release(a, "s2", ea), PGS_OK);
+    int64_t e3;
+    assert_int_equal(pgs_lease(a, "s2", "worker-a", 60000, &e3, &next), PGS_BUSY);
+    assert_int_equal(pgs_append(b, "s2", eb, 1, late, 1), PGS_OK);
+    char *buf;
+    size_t len;
+    assert_int_equal(pgs_read(b, "s2", 0, &buf, &len), PGS_OK);
+    size_t nl = 0;
+    for (const char *p = buf; *p; p++)
+        nl += *p == '\n';
+    assert_int_equal(nl, 2);
+    free(buf);
+    /* released, the session is free for anyone */
+    assert_int_equal(pgs_release(b, "s2", eb), PGS_OK);
+    assert_int_equal(pgs_lease(a, "s2", "worker-a", 60000, &e3, &next), PGS_OK);
+    assert_true(e3 > eb);
+    assert_int_equal(next, 2);
+    pgs_close(a);
+    pgs_close(b);
+}
+
+static void hostile_rows_are_refused(void **state) {
+    (void)state;
+    pgs *db = connect_db();
+    int64_t e, next;
+    assert_int_equal(pgs_lease(db, "s3", "w", 60000, &e, &next), PGS_OK);
+    /* a row whose envelope says another seq than its key */
+    raw_sql("INSERT INTO weir_events VALUES ('s3', 0, '{\"seq\": 7, \"type\": \"turn/start\"}')");
+    char *buf = NULL;
+    size_t len;
+    assert_int_equal(pgs_read(db, "s3", 0, &buf, &len), PGS_CORRUPT);
+    assert_null(buf);
+    assert_non_null(strstr(pgs_error(db), "seq 0"));
+    /* a row without a seq at all */
+    raw_sql("UPDATE weir_events SET event = '[1,2]' WHERE session_id = 's3'");
+    assert_int_equal(pgs_read(db, "s3", 0, &buf, &len), PGS_CORRUPT);
+    /* a value is a parameter, never SQL */
+    int64_t e2;
+    assert_int_equal(pgs_lease(db, "x'); DROP TABLE weir_events; --", "w", 60000, &e2, &next),
+                     PGS_OK);
+    raw_sql("SELECT count(*) FROM weir_events");
+    pgs_close(db);
+}
+
+static void list_shows_the_sessions(void **state) {
+    (void)state;
+    pgs *db = connect_db();
+    char *json = NULL;
+    assert_int_equal(pgs_list(db, &json), PGS_OK);
+    assert_non_null(strstr(json, "\"session_id\" : \"s1\""));
+    assert_non_null(strstr(json, "\"owner\" : \"worker-a\""));
+    free(json);
+    pgs_close(db);
+}
+
+int main(void) {
+    const char *f = getenv("WEIR_PG_CONNINFO_FILE");
+    FILE *fp = f ? fopen(f, "r") : NULL;
+    if (!fp || !fgets(conninfo, sizeof conninfo, fp)) {
+        fprintf(stderr, "test_store_postgres: no PostgreSQL server (WEIR_PG_CONNINFO_FILE=%s): "
+                        "the pg_server fixture (tests/pg/server.sh) must start one\n",
+                f ? f : "unset");
+        return 1;
+    }
+    fclose(fp);
+    conninfo[strcspn(conninfo, "\n")] = '\0';
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(schema_is_created_once),
+        cmocka_unit_test(a_newer_schema_is_refused),
+        cmocka_unit_test(a_bad_conninfo_names_the_failure),
+        cmocka_unit_test(append_read_and_fencing),
+        cmocka_unit_test(a_frozen_writer_is_fenced_after_a_takeover),
+        cmocka_unit_test(hostile_rows_are_refused),
+        cmocka_unit_test(list_shows_the_sessions),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
