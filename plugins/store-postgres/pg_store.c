@@ -11,6 +11,7 @@
 
 #include <inttypes.h>
 #include <libpq-fe.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,15 +230,22 @@ pgs_status pgs_release(pgs *db, const char *id, int64_t epoch) {
 
 pgs_status pgs_append(pgs *db, const char *id, int64_t epoch, int64_t first_seq,
                       const char *const *lines, size_t n) {
-    if (!db || !id || (n && !lines) || first_seq < 0 || n > 10000)
+    return pgs_append_consume(db, id, epoch, first_seq, lines, n, 0);
+}
+
+pgs_status pgs_append_consume(pgs *db, const char *id, int64_t epoch, int64_t first_seq,
+                              const char *const *lines, size_t n, int64_t upto) {
+    if (!db || !id || (n && !lines) || first_seq < 0 || n > 10000 || upto < 0)
         return db ? fail(db, PGS_IO, "postgres: append: bad arguments") : PGS_NOMEM;
     if (n == 0)
         return PGS_OK;
-    /* $1 id, $2 epoch, $3 first seq, $4 count, then one parameter per line:
-     * the events arrive as ($5, $6, ...) with their ordinal */
-    size_t sqlcap = 512 + n * 40;
+    /* $1 id, $2 epoch, $3 first seq, $4 count, $5 the last inbox id to
+     * consume, then one parameter per line: the events arrive as (1, $6),
+     * (2, $7), ... with their ordinal.  The inbox DELETE runs with the
+     * UPDATE (data-modifying CTEs always run), only when the UPDATE matched. */
+    size_t sqlcap = 768 + n * 40;
     char *sql = malloc(sqlcap);
-    const char **p = malloc((4 + n) * sizeof *p);
+    const char **p = malloc((5 + n) * sizeof *p);
     if (!sql || !p) {
         free(sql);
         free(p);
@@ -247,24 +255,28 @@ pgs_status pgs_append(pgs *db, const char *id, int64_t epoch, int64_t first_seq,
         sql, sqlcap,
         "WITH s AS (UPDATE weir_sessions SET next_seq = next_seq + $4::bigint, updated = now()"
         " WHERE session_id = $1 AND epoch = $2::bigint AND owner IS NOT NULL"
-        " AND next_seq = $3::bigint RETURNING session_id)"
+        " AND next_seq = $3::bigint RETURNING session_id),"
+        " d AS (DELETE FROM weir_inbox WHERE session_id IN (SELECT session_id FROM s)"
+        " AND id <= $5::bigint RETURNING id)"
         " INSERT INTO weir_events (session_id, seq, event)"
         " SELECT s.session_id, $3::bigint + v.ord - 1, v.ev::jsonb FROM s, (VALUES ");
     for (size_t i = 0; i < n; i++)
         len += (size_t)snprintf(sql + len, sqlcap - len, "%s(%zu, $%zu)", i ? "," : "", i + 1,
-                                i + 5);
+                                i + 6);
     snprintf(sql + len, sqlcap - len, ") AS v(ord, ev)");
-    char e[32], f[32], c[32];
+    char e[32], f[32], c[32], u[32];
     fmt_i64(e, sizeof e, epoch);
     fmt_i64(f, sizeof f, first_seq);
     fmt_i64(c, sizeof c, (int64_t)n);
+    fmt_i64(u, sizeof u, upto);
     p[0] = id;
     p[1] = e;
     p[2] = f;
     p[3] = c;
+    p[4] = u;
     for (size_t i = 0; i < n; i++)
-        p[4 + i] = lines[i];
-    PGresult *res = exec(db, sql, (int)(4 + n), p);
+        p[5 + i] = lines[i];
+    PGresult *res = exec(db, sql, (int)(5 + n), p);
     free(sql);
     free(p);
     if (!ok(res))
@@ -355,4 +367,120 @@ pgs_status pgs_list(pgs *db, char **json) {
     *json = strdup(PQgetvalue(res, 0, 0));
     PQclear(res);
     return *json ? PGS_OK : fail(db, PGS_NOMEM, "postgres: out of memory");
+}
+
+pgs_status pgs_send(pgs *db, const char *id, const char *input_id, const char *mode,
+                    const char *message, bool *duplicate) {
+    if (!db || !id || !mode || !message || !duplicate)
+        return db ? fail(db, PGS_IO, "postgres: send: bad arguments") : PGS_NOMEM;
+    *duplicate = false;
+    const char *p[] = {id, input_id, mode, message};
+    PGresult *res = exec(db,
+                         "WITH s AS (INSERT INTO weir_sessions (session_id) VALUES ($1)"
+                         " ON CONFLICT (session_id) DO NOTHING),"
+                         " i AS (INSERT INTO weir_inbox (session_id, input_id, mode, message)"
+                         " VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT (session_id, input_id)"
+                         " DO NOTHING RETURNING id)"
+                         " SELECT count(*), pg_notify('weir_inbox', $1) FROM i",
+                         4, p);
+    if (!ok(res)) {
+        /* the session row is new: the inbox row's foreign key needs it
+         * committed first (CTEs see one snapshot); create it, then retry */
+        PQclear(res);
+        res = exec(db, "INSERT INTO weir_sessions (session_id) VALUES ($1)"
+                       " ON CONFLICT (session_id) DO NOTHING", 1, p);
+        if (!ok(res))
+            return fail_res(db, res, "creating the session");
+        PQclear(res);
+        res = exec(db,
+                   "WITH i AS (INSERT INTO weir_inbox (session_id, input_id, mode, message)"
+                   " VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT (session_id, input_id)"
+                   " DO NOTHING RETURNING id)"
+                   " SELECT count(*), pg_notify('weir_inbox', $1) FROM i",
+                   4, p);
+        if (!ok(res))
+            return fail_res(db, res, "queueing the input");
+    }
+    *duplicate = strcmp(PQgetvalue(res, 0, 0), "0") == 0;
+    PQclear(res);
+    return PGS_OK;
+}
+
+pgs_status pgs_claim(pgs *db, const char *owner, int64_t lease_ms, char **id, int64_t *epoch,
+                     int64_t *next_seq) {
+    if (!db || !owner || lease_ms <= 0 || !id || !epoch || !next_seq)
+        return db ? fail(db, PGS_IO, "postgres: claim: bad arguments") : PGS_NOMEM;
+    *id = NULL;
+    char ms[32];
+    fmt_i64(ms, sizeof ms, lease_ms);
+    const char *p[] = {owner, ms};
+    PGresult *res = exec(
+        db,
+        "UPDATE weir_sessions SET owner = $1, epoch = epoch + 1,"
+        " lease_expires = now() + $2::bigint * interval '1 millisecond', updated = now()"
+        " WHERE session_id = (SELECT s.session_id FROM weir_sessions s"
+        "   WHERE (s.owner IS NULL OR s.lease_expires < now())"
+        "   AND EXISTS (SELECT 1 FROM weir_inbox i WHERE i.session_id = s.session_id)"
+        "   ORDER BY s.updated LIMIT 1 FOR UPDATE SKIP LOCKED)"
+        " RETURNING session_id, epoch, next_seq",
+        2, p);
+    if (!ok(res))
+        return fail_res(db, res, "claiming a session");
+    if (PQntuples(res) != 1) {
+        PQclear(res);
+        return fail(db, PGS_NOT_FOUND, "no session has queued input");
+    }
+    *id = strdup(PQgetvalue(res, 0, 0));
+    *epoch = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+    *next_seq = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+    PQclear(res);
+    return *id ? PGS_OK : fail(db, PGS_NOMEM, "postgres: out of memory");
+}
+
+pgs_status pgs_inbox(pgs *db, const char *id, char **json) {
+    if (!db || !id || !json)
+        return db ? fail(db, PGS_IO, "postgres: inbox: bad arguments") : PGS_NOMEM;
+    *json = NULL;
+    const char *p[] = {id};
+    PGresult *res = exec(db,
+                         "SELECT coalesce(json_agg(json_build_object('inbox_id', id, 'input_id',"
+                         " input_id, 'mode', mode, 'message', message) ORDER BY id), '[]')::text"
+                         " FROM weir_inbox WHERE session_id = $1",
+                         1, p);
+    if (!ok(res))
+        return fail_res(db, res, "reading the inbox");
+    *json = strdup(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return *json ? PGS_OK : fail(db, PGS_NOMEM, "postgres: out of memory");
+}
+
+pgs_status pgs_wait(pgs *db, int timeout_ms, bool *woken) {
+    if (!db || !woken || timeout_ms < 0)
+        return db ? fail(db, PGS_IO, "postgres: wait: bad arguments") : PGS_NOMEM;
+    *woken = false;
+    PGresult *res = PQexec(db->conn, "LISTEN weir_inbox");
+    if (!ok(res))
+        return fail_res(db, res, "LISTEN weir_inbox");
+    PQclear(res);
+    int fd = PQsocket(db->conn);
+    for (;;) {
+        if (!PQconsumeInput(db->conn))
+            return fail(db, PGS_IO, "postgres: waiting for input: %.*s",
+                        (int)strcspn(PQerrorMessage(db->conn), "\n"), PQerrorMessage(db->conn));
+        PGnotify *n = PQnotifies(db->conn);
+        if (n) {
+            PQfreemem(n);
+            while ((n = PQnotifies(db->conn)))
+                PQfreemem(n);
+            *woken = true;
+            return PGS_OK;
+        }
+        if (timeout_ms == 0 || fd < 0)
+            return PGS_OK;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int r = poll(&pfd, 1, timeout_ms);
+        if (r <= 0)
+            return PGS_OK; /* the time passed (or EINTR: the caller loops) */
+        timeout_ms = 0;    /* one wake-up: consume what came, then return */
+    }
 }

@@ -76,6 +76,31 @@ pgs_status pgs_append(pgs *db, const char *id, int64_t epoch, int64_t first_seq,
  * log reader's to check. */
 pgs_status pgs_read(pgs *db, const char *id, int64_t from_seq, char **buf, size_t *len);
 
+/* Queue one input for session `id` (created when missing): `mode` is
+ * followup|steer|inject, `message` a JSON message object, `input_id` may be
+ * NULL (all borrowed).  Durable once this returns PGS_OK; the same input_id
+ * again is accepted and queued once (*duplicate true).  NOTIFY weir_inbox
+ * with the session id wakes listening workers. */
+pgs_status pgs_send(pgs *db, const char *id, const char *input_id, const char *mode,
+                    const char *message, bool *duplicate);
+/* Claim one session with queued input whose lease is free or expired, for
+ * `owner` (FOR UPDATE SKIP LOCKED: concurrent claimers get different
+ * sessions): *id (free() it), *epoch, *next_seq.  PGS_NOT_FOUND when none. */
+pgs_status pgs_claim(pgs *db, const char *owner, int64_t lease_ms, char **id, int64_t *epoch,
+                     int64_t *next_seq);
+/* The queued inputs of `id`, oldest first, as a JSON array text (*json,
+ * free() it): [{"inbox_id","input_id","mode","message"}...].  They stay
+ * queued until an append consumes them (pgs_append_consume). */
+pgs_status pgs_inbox(pgs *db, const char *id, char **json);
+/* pgs_append that also removes the inputs with inbox_id <= `upto` in the
+ * same transaction, so a queued input is spliced into the log exactly once
+ * (upto 0: none). */
+pgs_status pgs_append_consume(pgs *db, const char *id, int64_t epoch, int64_t first_seq,
+                              const char *const *lines, size_t n, int64_t upto);
+/* LISTEN weir_inbox on this connection, then wait up to `timeout_ms` for a
+ * notification: PGS_OK when one came (*woken true) or the time passed. */
+pgs_status pgs_wait(pgs *db, int timeout_ms, bool *woken);
+
 /* The sessions, newest first, as a JSON array text in a new buffer (*json,
  * free() it): [{"session_id","owner","epoch","lease_expires_ms","next_seq",
  * "pending"}...]. */

@@ -179,6 +179,64 @@ static void hostile_rows_are_refused(void **state) {
     pgs_close(db);
 }
 
+static void the_inbox_is_claimed_once_and_consumed_with_the_append(void **state) {
+    (void)state;
+    pgs *a = connect_db(), *b = connect_db();
+    bool dup, woken;
+    assert_int_equal(pgs_wait(b, 0, &woken), PGS_OK); /* b listens from now on */
+    assert_int_equal(pgs_send(a, "q1", "in-1", "followup",
+                              "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}",
+                              &dup),
+                     PGS_OK);
+    assert_false(dup);
+    assert_int_equal(pgs_send(a, "q1", "in-1", "followup", "{\"role\":\"user\",\"content\":[]}", &dup),
+                     PGS_OK);
+    assert_true(dup); /* the same input id is queued once */
+    assert_int_equal(pgs_wait(b, 5000, &woken), PGS_OK);
+    assert_true(woken);
+    assert_int_equal(pgs_send(a, "q2", NULL, "steer", "{\"role\":\"user\",\"content\":[]}", &dup),
+                     PGS_OK);
+    /* two claimers get different sessions, a third finds none */
+    char *ia = NULL, *ib = NULL, *ic = NULL;
+    int64_t ea, eb, ec, na, nb, nc;
+    assert_int_equal(pgs_claim(a, "worker-a", 60000, &ia, &ea, &na), PGS_OK);
+    assert_int_equal(pgs_claim(b, "worker-b", 60000, &ib, &eb, &nb), PGS_OK);
+    assert_string_not_equal(ia, ib);
+    assert_int_equal(pgs_claim(b, "worker-c", 60000, &ic, &ec, &nc), PGS_NOT_FOUND);
+    assert_null(ic);
+    /* q1's worker splices its input into the log and consumes it at once */
+    pgs *w = strcmp(ia, "q1") == 0 ? a : b;
+    int64_t ew = w == a ? ea : eb;
+    char *json = NULL;
+    assert_int_equal(pgs_inbox(w, "q1", &json), PGS_OK);
+    assert_non_null(strstr(json, "\"in-1\""));
+    assert_non_null(strstr(json, "\"hi\""));
+    char *idp = strstr(json, "\"inbox_id\" : ");
+    assert_non_null(idp);
+    long long upto = atoll(idp + strlen("\"inbox_id\" : "));
+    free(json);
+    char l0[128];
+    const char *lines[] = {ev(l0, sizeof l0, 0, "turn/start")};
+    assert_int_equal(pgs_append_consume(w, "q1", ew, 0, lines, 1, upto), PGS_OK);
+    assert_int_equal(pgs_inbox(w, "q1", &json), PGS_OK);
+    assert_string_equal(json, "[]");
+    free(json);
+    /* released with nothing queued, q1 is not claimed again */
+    assert_int_equal(pgs_release(w, "q1", ew), PGS_OK);
+    assert_int_equal(pgs_claim(a, "worker-d", 60000, &ic, &ec, &nc), PGS_NOT_FOUND);
+    /* a fenced writer consumes nothing: q2's input stays queued */
+    pgs *v = w == a ? b : a;
+    int64_t ev2 = v == a ? ea : eb;
+    assert_int_equal(pgs_append_consume(v, "q2", ev2 + 100, 0, lines, 1, 1000000), PGS_LEASE_LOST);
+    assert_int_equal(pgs_inbox(v, "q2", &json), PGS_OK);
+    assert_non_null(strstr(json, "\"steer\""));
+    free(json);
+    free(ia);
+    free(ib);
+    pgs_close(a);
+    pgs_close(b);
+}
+
 static void list_shows_the_sessions(void **state) {
     (void)state;
     pgs *db = connect_db();
@@ -208,6 +266,7 @@ int main(void) {
         cmocka_unit_test(append_read_and_fencing),
         cmocka_unit_test(a_frozen_writer_is_fenced_after_a_takeover),
         cmocka_unit_test(hostile_rows_are_refused),
+        cmocka_unit_test(the_inbox_is_claimed_once_and_consumed_with_the_append),
         cmocka_unit_test(list_shows_the_sessions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
