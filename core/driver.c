@@ -104,6 +104,19 @@ static json_t *invoke(turn_ctx *t, const char *hook, const json_t *args,
     return weir__hook_invoke(t->a->hooks, hook, t->a, &t->a->signal, args, dflt, ctx, e);
 }
 
+/* invoke() for a hook whose default is the core's own (no plugin behind it):
+ * its result, when no listener made another, is not validated again. */
+static json_t *invoke_core(turn_ctx *t, const char *hook, const json_t *args,
+                           weir__hook_default_fn dflt, void *ctx, weir_error *e) {
+    weir_error_clear(e);
+    if (!args) {
+        weir__err(e, WEIR_E_NOMEM, NULL, hook, "out of memory");
+        return NULL;
+    }
+    return weir__hook_invoke_core(t->a->hooks, hook, t->a, &t->a->signal, args, dflt, ctx, NULL,
+                                  e);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Claim, assembly, pre-step                                                 */
 /* ------------------------------------------------------------------------ */
@@ -231,7 +244,7 @@ static bool assemble(turn_ctx *t) {
                             json_pack("{s:[], s:O, s:{}}", "sections", "tools", tools,
                                       "variables"));
     json_decref(tools);
-    json_t *res = invoke(t, "system-prompt/assemble", args, assemble_default, NULL, &e);
+    json_t *res = invoke_core(t, "system-prompt/assemble", args, assemble_default, NULL, &e);
     json_decref(args);
     if (!json_is_object(res) || !json_is_array(json_object_get(res, "sections"))) {
         if (res)
@@ -313,8 +326,8 @@ static pre_kind pre_step(turn_ctx *t, const json_t *claimed, json_t **entered, b
     if (!args)
         weir__err(&e, WEIR_E_NOMEM, NULL, "agent/pre-step", "out of memory");
     else
-        res = weir__hook_invoke_author(t->a->hooks, "agent/pre-step", t->a, &t->a->signal, args,
-                                       pre_step_default, NULL, &author, &e);
+        res = weir__hook_invoke_core(t->a->hooks, "agent/pre-step", t->a, &t->a->signal, args,
+                                     pre_step_default, NULL, &author, &e);
     json_decref(args);
     if (!res) {
         hook_failed(t, "agent/pre-step", &e);
@@ -827,7 +840,7 @@ static int run_attempt(turn_ctx *t, bool first, const json_t *entered, bool seri
     weir_error e;
     *result = ATTEMPT_STOPPED;
     json_t *args = hook_args(t);
-    json_t *config = invoke(t, "agent/request", args, request_default, a, &e);
+    json_t *config = invoke_core(t, "agent/request", args, request_default, a, &e);
     json_decref(args);
     if (config && !json_is_object(config)) {
         weir__err(&e, WEIR_E_HOOK_RESULT, NULL, "agent/request", "expected a call config object");

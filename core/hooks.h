@@ -155,6 +155,18 @@ json_t *weir__hook_invoke_author(const weir__hooks *h, const char *hook, weir_ag
                                  const char **author, weir_error *err);
 
 /*
+ * weir__hook_invoke_author() for a hook whose default is the core's own code
+ * (it builds its result from the core's state, calling no plugin): a result
+ * that no listener made is the default's and is not validated against the
+ * hook's schema (the per-step cost, issue #15).  A listener's result is
+ * validated as always.  `author` may be NULL.
+ */
+json_t *weir__hook_invoke_core(const weir__hooks *h, const char *hook, weir_agent *agent,
+                               weir_signal *signal, const json_t *args,
+                               weir__hook_default_fn dflt, void *dflt_ctx, const char **author,
+                               weir_error *err);
+
+/*
  * Decision provenance and the fault policy (docs/hooks.md, "Provenance",
  * "Fault policy").
  *
