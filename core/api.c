@@ -9,6 +9,7 @@
 #include "hooks.h"
 #include "schema.h"
 #include "cancel.h"
+#include "store.h"
 #include "tools.h"
 
 static int api_http_sse(weir_stream *stream, const weir_http_request *req,
@@ -89,4 +90,5 @@ const weir_api weir__api_table = {
     .agent_log_path = weir__agent_log_path,
     .hook_invoke = weir__agent_hook_invoke,
     .agent_approve = weir__agent_approve,
+    .store_register = weir__plugin_store_register,
 };

@@ -13,6 +13,7 @@
 #include "idmap.h"
 #include "provenance.h"
 #include "schema.h"
+#include "store.h"
 #include "tools.h"
 
 struct weir_host {
@@ -77,6 +78,7 @@ static void plugin_free(weir_plugin *p) {
 
 /* fini every initialised instance in reverse load order, then free all. */
 static void host_free(weir_host *h) {
+    weir__store_forget_host(h);
     for (size_t i = h->nplugins; i-- > 0;) {
         weir_plugin *p = h->plugins[i];
         if (p->initialized && p->desc->fini)

@@ -45,6 +45,8 @@
  *        types, committed in model order with its result.
  *        agent_log_path, hook_invoke (a plugin raises a catalog hook, e.g.
  *        agent/pre-compact), agent_approve (the embedder's approver).
+ *        store_register: a row provides a session store (weir/store.h),
+ *        named by "session": {"store": "<row id>"}; WEIR_E_LEASE_LOST.
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H
@@ -58,6 +60,7 @@
 
 #include "weir/errors.h"
 #include "weir/export.h"
+#include "weir/store.h"
 #include "weir/version.h"
 
 #ifdef __cplusplus
@@ -682,6 +685,17 @@ struct weir_api {
      */
     int (*agent_approve)(weir_agent *agent, const json_t *request, json_t **decision,
                          weir_error *err);
+    /**
+     * Register a session store (weir/store.h) under this row's id: a
+     * deployment's "session": {"store": "<row id>"} keeps its logs there.
+     * `store` is copied (struct_size-limited; open, read, buffer_free,
+     * append, sync and close are required); `self_ptr` is passed back to
+     * every call.  Only during init (else WEIR_E_TOO_LATE);
+     * WEIR_E_DUPLICATE for a second store of the row; WEIR_E_INVAL for a
+     * vtable without a required member.  Check WEIR_API_HAS(api,
+     * store_register) before use.
+     */
+    int (*store_register)(weir_plugin *self, const weir_store *store, void *self_ptr);
 };
 
 /** True when `api` has member `m` (for members added after 1.0). */
@@ -833,6 +847,7 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #define weir_agent_log_path(...) (weir__plugin_api->agent_log_path(__VA_ARGS__))
 #define weir_hook_invoke(...) (weir__plugin_api->hook_invoke(__VA_ARGS__))
 #define weir_agent_approve(...) (weir__plugin_api->agent_approve(__VA_ARGS__))
+#define weir_store_register(...) (weir__plugin_api->store_register(__VA_ARGS__))
 #elif defined(WEIR_NO_API_MACROS) && defined(WEIR__API_MACROS)
 #undef WEIR__API_MACROS
 #undef weir_plugin_id
@@ -887,4 +902,5 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #undef weir_agent_log_path
 #undef weir_hook_invoke
 #undef weir_agent_approve
+#undef weir_store_register
 #endif /* the call macros */
