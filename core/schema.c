@@ -74,15 +74,34 @@ static int bad_schema(const vctx *v, char *msg, size_t size, const char *fmt, ..
 }
 
 /* Append ".key" or "[i]" to the path; returns the length to restore. */
+/* Append ".key" or "[index]" to the path, truncated to what fits (as
+ * snprintf would; no formatting call: this runs per member validated). */
 static size_t path_push(vctx *v, const char *key, size_t index) {
     size_t old = v->len;
-    size_t room = sizeof v->path - v->len;
-    int n = key ? snprintf(v->path + v->len, room, ".%s", key)
-                : snprintf(v->path + v->len, room, "[%zu]", index);
-    if (n < 0 || (size_t)n >= room)
-        v->len = sizeof v->path - 1; /* truncated: keep what fits */
-    else
-        v->len += (size_t)n;
+    char num[24];
+    const char *add = key;
+    size_t n;
+    if (key) {
+        n = strlen(key);
+    } else {
+        char *p = num + sizeof num;
+        *--p = ']';
+        do
+            *--p = (char)('0' + index % 10);
+        while ((index /= 10) != 0);
+        *--p = '[';
+        add = p;
+        n = (size_t)(num + sizeof num - p);
+    }
+    size_t room = sizeof v->path - 1 - v->len; /* bytes left before the terminator */
+    if (key && room) {
+        v->path[v->len++] = '.';
+        room--;
+    }
+    size_t take = n < room ? n : room;
+    memcpy(v->path + v->len, add, take);
+    v->len += take;
+    v->path[v->len] = '\0';
     return old;
 }
 
