@@ -77,6 +77,9 @@ cc_version=$([ -n "$cc_version" ] && "$cc_version" --version 2>/dev/null | head 
     echo
     if [ -s "$build/bench-overhead.txt" ]; then tables <"$build/bench-overhead.txt"; fi
     sed -n 's/^bench_overhead (callgrind): /callgrind_instructions /p' "$summary" | tables
+    echo "## check_instructions: instructions per step, default chain (vs raw floor), start-up"
+    echo
+    if [ -s "$build/bench-instructions.txt" ]; then tables <"$build/bench-instructions.txt"; fi
     echo "## bench_log: append throughput (vs write(2)) and derive cost (vs deep copy)"
     echo
     if [ -s "$build/bench-log.txt" ]; then tables <"$build/bench-log.txt"; fi
@@ -93,7 +96,8 @@ cc_version=$([ -n "$cc_version" ] && "$cc_version" --version 2>/dev/null | head 
     for f in "$build"/bench-*.txt; do
         name=$(basename "$f" .txt)
         case $name in
-        bench-build | bench-overhead | bench-log | bench-load | bench-compaction | bench-connections) continue ;;
+        bench-build | bench-overhead | bench-log | bench-load | bench-compaction | bench-connections | \
+            bench-instructions) continue ;;
         esac
         [ -s "$f" ] || continue
         echo "## bench_${name#bench-}"

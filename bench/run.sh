@@ -4,7 +4,8 @@
 #
 #   bench/run.sh                      # builds ./build-bench-release
 #   BENCH_STEPS=500 bench/run.sh      # more steps for bench_overhead
-#   BENCH_CALLGRIND=0 bench/run.sh    # skip the callgrind instruction count
+#   BENCH_CALLGRIND=0 bench/run.sh    # skip the callgrind instruction counts
+#   BENCH_FLAT="20 200" bench/run.sh  # history lengths of check_instructions.sh
 #
 # Benches never fail on timing: they print ratios to a floor measured in the
 # same run.  The exit status is non-zero only when a bench could not be built
@@ -25,7 +26,7 @@ if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEIR_SANITIZE= \
 fi
 rm -f "$build.configure.log"
 if ! cmake --build "$build" -j"$jobs" --target bench_overhead bench_log bench_connections bench_load \
-        bench_compaction bench_sessions \
+        bench_compaction bench_sessions weir_cli weir-mock-llm \
         >"$build/bench-build.txt" 2>&1; then
     tail -n 30 "$build/bench-build.txt" >&2
     echo "build failed; see $build/bench-build.txt" >&2
@@ -62,6 +63,21 @@ if [ "${BENCH_CALLGRIND:-1}" != 0 ] && command -v valgrind >/dev/null 2>&1; then
         echo "bench_overhead (callgrind): FAILED (see $build/callgrind.*.err)"
         status=1
     fi
+fi
+
+# the instruction check of issue #15 (bench/check_instructions.sh): the default
+# chain's instructions per step against the floor, their flatness in the
+# history length and the start-up of `weir run`.  Over the target is a figure
+# here, not a failure; only a run that could not complete fails.
+if [ "${BENCH_CALLGRIND:-1}" != 0 ] && command -v valgrind >/dev/null 2>&1; then
+    sh "$here/check_instructions.sh" --build "$build" --no-build \
+        --target "${BENCH_IR_TARGET:-4}" --flat "${BENCH_FLAT:-20 200 2000}" \
+        >"$build/bench-instructions.txt" 2>"$build/bench-instructions.err"
+    case $? in
+    0 | 1) sed 's/^/check_instructions: /' "$build/bench-instructions.txt" ;;
+    *) echo "check_instructions: FAILED ($(tail -n 3 "$build/bench-instructions.err"))"
+       status=1 ;;
+    esac
 fi
 
 # bench_log: condense the append and derive lines into one

@@ -29,7 +29,11 @@
  * --phase weir|raw|both (both; with `raw` the weir phase still runs, to
  * produce the bodies, but is not reported), --events on|off (on: the agent
  * has an on_event callback that counts finished turns; off: no callback, as
- * an embedder that only reads the history, so no live event is built).
+ * an embedder that only reads the history, so no live event is built),
+ * --chain none|default (none: provider-openai alone; default: the default
+ * policy chain of issue #15 as well: tools-ffi with one libm tool,
+ * compaction-basic (the window is known: the model entry gives it) and
+ * retry; the mock answers text, so the tool is advertised, not called).
  * bench/run.sh also counts instructions of each phase with callgrind
  * (--toggle-collect=weir_phase / raw_phase).
  */
@@ -56,6 +60,9 @@
 #ifndef WEIR_BENCH_OPENAI_PLUGIN
 #error "WEIR_BENCH_OPENAI_PLUGIN (path of weir-provider-openai.so) must be defined"
 #endif
+#ifndef WEIR_BENCH_PLUGIN_DIR
+#error "WEIR_BENCH_PLUGIN_DIR (the directory of the first-party plugins) must be defined"
+#endif
 
 #define MAX_ROUNDS 64
 
@@ -74,6 +81,7 @@ typedef struct options {
     const char *fsync;
     const char *phase;
     bool events; /* --events on: an on_event callback (counts turns); off: none */
+    bool chain;  /* --chain default: tools-ffi, compaction-basic and retry as well */
 } options;
 
 static double now_us(clockid_t clock) {
@@ -113,16 +121,36 @@ static void on_event(const json_t *event, bool durable, void *ud) {
         tc->other++;
 }
 
-static json_t *deployment(const char *base_url, const char *session_dir, const char *fsync) {
-    return json_pack(
-        "{s:{s:s, s:s, s:i}, s:{s:s, s:s}, s:[],"
+static json_t *deployment(const char *base_url, const char *session_dir, const char *fsync,
+                          bool chain) {
+    json_t *cfg = json_pack(
+        "{s:{s:s, s:s, s:i}, s:{s:s, s:s}, s:[s],"
         " s:[{s:s, s:s, s:{s:s+, s:s, s:{s:{s:i, s:i}}}}]}",
         "agent", "provider", "openai", "model", "bench", "max_tokens", 256,
         "session", "dir", session_dir, "fsync", fsync,
-        "plugin_path",
+        "plugin_path", WEIR_BENCH_PLUGIN_DIR,
         "plugins", "id", "openai", "plugin", WEIR_BENCH_OPENAI_PLUGIN, "config",
         "base_url", base_url, "/v1", "api_key", "bench-key",
         "models", "bench", "context_window", 10000000, "max_output", 4096);
+    if (!cfg || !chain)
+        return cfg;
+    /* the default policy chain: one tool, compaction with the window known, retry */
+    json_t *more = json_pack(
+        "[{s:s, s:s, s:{s:[{s:s, s:s, s:s, s:s}]}},"
+        " {s:s, s:s, s:s, s:{}},"
+        " {s:s, s:s, s:s, s:{s:i}}]",
+        "id", "math", "plugin", "tools-ffi", "config", "tools", "library", "libm.so.6",
+        "symbol", "pow", "prototype", "double pow(double x, double y)", "description",
+        "x raised to the power y",
+        "id", "compaction", "plugin", "compaction-basic", "after", "openai", "config",
+        "id", "retry", "plugin", "retry", "after", "compaction", "config", "max_retries", 2);
+    if (!more || json_array_extend(json_object_get(cfg, "plugins"), more) != 0) {
+        json_decref(more);
+        json_decref(cfg);
+        return NULL;
+    }
+    json_decref(more);
+    return cfg;
 }
 
 /* The timed loop (a named function so callgrind can toggle on it). */
@@ -140,7 +168,7 @@ __attribute__((noinline)) int weir_phase(weir_agent *agent, int steps, weir_erro
 
 static int run_weir(mock_llm *mock, const options *o, int round, const char *dir, timing *t) {
     char *base = mock_llm_base_url(mock);
-    json_t *cfg = base ? deployment(base, dir, o->fsync) : NULL;
+    json_t *cfg = base ? deployment(base, dir, o->fsync, o->chain) : NULL;
     free(base);
     if (!cfg)
         return -1;
@@ -328,9 +356,13 @@ static int parse_options(int argc, char **argv, options *o) {
             o->phase = v;
         else if (strcmp(argv[i], "--events") == 0 && v && (!strcmp(v, "on") || !strcmp(v, "off")))
             o->events = strcmp(v, "on") == 0;
+        else if (strcmp(argv[i], "--chain") == 0 && v &&
+                 (!strcmp(v, "none") || !strcmp(v, "default")))
+            o->chain = strcmp(v, "default") == 0;
         else {
             fprintf(stderr, "usage: %s [--steps N] [--rounds 1..%d] [--fsync always|step|none]"
-                            " [--phase weir|raw|both] [--events on|off]\n", argv[0], MAX_ROUNDS);
+                             " [--phase weir|raw|both] [--events on|off] [--chain none|default]\n",
+                    argv[0], MAX_ROUNDS);
             return -1;
         }
     }
@@ -338,7 +370,7 @@ static int parse_options(int argc, char **argv, options *o) {
 }
 
 int main(int argc, char **argv) {
-    options o = {200, 5, "step", "both", true};
+    options o = {200, 5, "step", "both", true, false};
     if (parse_options(argc, argv, &o) != 0)
         return 2;
     char script[512];

@@ -1,0 +1,147 @@
+#!/bin/sh
+# bench/check_instructions.sh [options] - the deterministic cost check of
+# issue #15: instructions per step of the host against the raw libcurl floor
+# (callgrind), with the default policy chain, and the start-up instructions
+# of `weir run` until its first request.  See bench/README.md.
+#
+#   bench/check_instructions.sh                 # Release tree ./build-bench-release, target 4
+#   bench/check_instructions.sh --target 3.5    # fail when weir/raw > 3.5
+#   bench/check_instructions.sh --flat "20 200 2000"   # history-length flatness
+#
+# Options:
+#   --build DIR      the Release tree (configured and built unless --no-build)
+#   --no-build       use DIR as it is (bench_overhead, weir_cli, weir-mock-llm built)
+#   --target R       the highest weir/raw ratio that passes (default 4)
+#   --steps N        steps of the ratio check (default 50)
+#   --chain C        default (tools-ffi, compaction-basic with a known window,
+#                    retry) or none (provider-openai alone); default: default
+#   --flat "N..."    step counts of the flatness table (default "20 200";
+#                    "" skips it; 2000 steps take minutes under callgrind)
+#   --startup-target I   start-up instructions shown as the target (3000000)
+#
+# Prints key=value lines (bench/report.sh turns them into tables):
+#   instructions chain=default steps=50 weir_ir_per_step=... raw_ir_per_step=...
+#       ratio=... target=4 pass=yes
+#   flat steps=20 weir_ir_per_step=... raw_ir_per_step=... ratio=...
+#       weir_ratio_to_first=1.00 raw_ratio_to_first=1.00 excess_ir_per_step=...
+#       excess_ratio_to_first=1.00
+# (the mean per step over N steps; both sides grow with N, since the request
+# bodies grow with the history; excess = weir - raw, the host beyond the bytes)
+#   startup ir_to_first_request=... target=3000000 pass=no
+# The exit status: 0 when the ratio is at most the target, 1 when it exceeds
+# it, 2 when something could not be built or run (valgrind missing included).
+# Only the per-step ratio decides the status; the other lines are figures.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(dirname "$here")
+build=$src/build-bench-release
+do_build=1
+target=4
+steps=50
+chain=default
+flat="20 200"
+startup_target=3000000
+while [ $# -gt 0 ]; do
+    case $1 in
+    --build) build=${2:?}; shift 2 ;;
+    --no-build) do_build=0; shift ;;
+    --target) target=${2:?}; shift 2 ;;
+    --steps) steps=${2:?}; shift 2 ;;
+    --chain) chain=${2:?}; shift 2 ;;
+    --flat) flat=${2?}; shift 2 ;;
+    --startup-target) startup_target=${2:?}; shift 2 ;;
+    *) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
+    esac
+done
+command -v valgrind >/dev/null 2>&1 || { echo "check_instructions: valgrind is not installed" >&2; exit 2; }
+if [ $do_build = 1 ]; then
+    if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEIR_SANITIZE= \
+            -DWEIR_BUILD_TESTS=ON >"$build.configure.log" 2>&1; then
+        echo "check_instructions: configure failed; see $build.configure.log" >&2
+        exit 2
+    fi
+    rm -f "$build.configure.log"
+    if ! cmake --build "$build" -j"${BENCH_JOBS:-2}" --target bench_overhead weir_cli weir-mock-llm \
+            >"$build/check-instructions-build.txt" 2>&1; then
+        tail -n 20 "$build/check-instructions-build.txt" >&2
+        echo "check_instructions: build failed" >&2
+        exit 2
+    fi
+fi
+bin=$build/bin
+work=$(mktemp -d "${TMPDIR:-/tmp}/weir-check-ir.XXXXXX") || exit 2
+mock_pid=
+cleanup() {
+    [ -n "$mock_pid" ] && kill "$mock_pid" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+# ir PHASE STEPS: instructions callgrind collects inside function PHASE
+ir() {
+    out="$work/cg.$1.$2"
+    valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="$1" \
+        "$bin/bench_overhead" --steps "$2" --rounds 1 --fsync none --chain "$chain" \
+        >/dev/null 2>"$work/cg.err" || { cat "$work/cg.err" >&2; return 1; }
+    sed -n 's/^summary: *\([0-9]*\).*/\1/p; s/^totals: *\([0-9]*\).*/\1/p' "$out" | head -n 1
+}
+div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+
+status=0
+w=$(ir weir_phase "$steps") && r=$(ir raw_phase "$steps") && [ -n "$w" ] && [ -n "$r" ] ||
+    { echo "check_instructions: bench_overhead failed under callgrind" >&2; exit 2; }
+ratio=$(div "$w" "$r")
+pass=$(awk -v x="$ratio" -v t="$target" 'BEGIN { print (x <= t ? "yes" : "no") }')
+[ "$pass" = yes ] || status=1
+echo "instructions chain=$chain steps=$steps weir_ir_per_step=$((w / steps))" \
+     "raw_ir_per_step=$((r / steps)) ratio=$ratio target=$target pass=$pass"
+
+# history-length flatness: the per-step mean at each step count
+w0=
+for n in $flat; do
+    fw=$(ir weir_phase "$n") && fr=$(ir raw_phase "$n") && [ -n "$fw" ] && [ -n "$fr" ] ||
+        { echo "check_instructions: flatness run of $n steps failed" >&2; status=2; break; }
+    fw=$((fw / n)); fr=$((fr / n)); fx=$((fw - fr))
+    [ -n "$w0" ] || { w0=$fw; r0=$fr; x0=$fx; }
+    echo "flat steps=$n weir_ir_per_step=$fw raw_ir_per_step=$fr ratio=$(div "$fw" "$fr")" \
+         "weir_ratio_to_first=$(div "$fw" "$w0") raw_ratio_to_first=$(div "$fr" "$r0")" \
+         "excess_ir_per_step=$fx excess_ratio_to_first=$(div "$fx" "$x0")"
+done
+
+# start-up: `weir run` with a one-step answer from weir-mock-llm; callgrind
+# dumps its counts at the first curl_multi_add_handle (the first request), so
+# the first dump holds everything from exec to the request.
+printf '%s\n' '{"requests":[{"text":"ok"}]}' >"$work/script.json"
+"$bin/weir-mock-llm" --script "$work/script.json" --port-file "$work/port" --timeout-s 120 \
+    >"$work/mock.out" 2>&1 &
+mock_pid=$!
+i=0
+while [ ! -s "$work/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+port=$(cat "$work/port" 2>/dev/null)
+cat >"$work/deploy.json" <<EOF
+{
+  "agent": {"provider": "llm", "model": "m", "max_tokens": 256},
+  "session": {"dir": "$work/sessions", "fsync": "none"},
+  "plugin_path": ["$build/lib/weir/plugins"],
+  "plugins": [
+    {"id": "llm", "plugin": "provider-openai",
+     "config": {"base_url": "http://127.0.0.1:$port/v1", "api_key": "k",
+                "models": {"m": {"context_window": 100000, "max_output": 256}}}}
+  ]
+}
+EOF
+if [ -n "$port" ] &&
+    valgrind --tool=callgrind --callgrind-out-file="$work/start.%p" \
+        --dump-before=curl_multi_add_handle "$bin/weir" run -c "$work/deploy.json" hello \
+        >"$work/run.out" 2>"$work/run.err"; then
+    first=$(ls "$work"/start.*.1 2>/dev/null | head -n 1)
+    s=$([ -n "$first" ] && sed -n 's/^summary: *\([0-9]*\).*/\1/p; s/^totals: *\([0-9]*\).*/\1/p' \
+        "$first" | head -n 1)
+    spass=$(awk -v x="${s:-0}" -v t="$startup_target" 'BEGIN { print (x <= t ? "yes" : "no") }')
+    echo "startup ir_to_first_request=${s:-?} target=$startup_target pass=$spass"
+else
+    echo "check_instructions: weir run under callgrind failed:" >&2
+    tail -n 5 "$work/run.err" >&2
+    [ $status = 0 ] && status=2
+fi
+exit $status
