@@ -7,6 +7,9 @@
  * inserts the events), so it is atomic without an explicit transaction and
  * serializes against a concurrent takeover on the same row.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include "pg_store.h"
 
 #include <inttypes.h>
@@ -360,6 +363,7 @@ pgs_status pgs_list(pgs *db, char **json) {
         "SELECT coalesce(json_agg(json_build_object('session_id', s.session_id, 'owner', s.owner,"
         " 'epoch', s.epoch, 'lease_expires_ms',"
         " (extract(epoch FROM s.lease_expires) * 1000)::bigint, 'next_seq', s.next_seq,"
+        " 'live', s.owner IS NOT NULL AND s.lease_expires > now(),"
         " 'pending', EXISTS (SELECT 1 FROM weir_inbox i WHERE i.session_id = s.session_id))"
         " ORDER BY s.updated DESC), '[]')::text FROM weir_sessions s");
     if (!ok(res))
@@ -483,4 +487,26 @@ pgs_status pgs_wait(pgs *db, int timeout_ms, bool *woken) {
             return PGS_OK; /* the time passed (or EINTR: the caller loops) */
         timeout_ms = 0;    /* one wake-up: consume what came, then return */
     }
+}
+
+pgs_status pgs_probe(pgs *db, const char *id, bool *live, char *owner, size_t size) {
+    if (!db || !id || !live || !owner || !size)
+        return db ? fail(db, PGS_IO, "postgres: probe: bad arguments") : PGS_NOMEM;
+    *live = false;
+    owner[0] = '\0';
+    const char *p[] = {id};
+    PGresult *res = exec(db,
+                         "SELECT owner IS NOT NULL AND lease_expires > now(), coalesce(owner, '')"
+                         " FROM weir_sessions WHERE session_id = $1",
+                         1, p);
+    if (!ok(res))
+        return fail_res(db, res, "reading the session");
+    if (PQntuples(res) != 1) {
+        PQclear(res);
+        return fail(db, PGS_NOT_FOUND, "session %s does not exist", id);
+    }
+    *live = PQgetvalue(res, 0, 0)[0] == 't';
+    snprintf(owner, size, "%s", PQgetvalue(res, 0, 1));
+    PQclear(res);
+    return PGS_OK;
 }

@@ -103,7 +103,10 @@ pgs_status pgs_wait(pgs *db, int timeout_ms, bool *woken);
 
 /* The sessions, newest first, as a JSON array text in a new buffer (*json,
  * free() it): [{"session_id","owner","epoch","lease_expires_ms","next_seq",
- * "pending"}...]. */
+ * "live" (a lease is held and not expired),"pending"}...]. */
 pgs_status pgs_list(pgs *db, char **json);
+/* Whether session `id` exists (PGS_NOT_FOUND if not) and a live lease holds
+ * it (*live); the holder's name in `owner` (`size` bytes, "" when free). */
+pgs_status pgs_probe(pgs *db, const char *id, bool *live, char *owner, size_t size);
 
 #endif

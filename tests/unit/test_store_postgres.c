@@ -15,6 +15,9 @@
 #include <cmocka.h>
 
 #include "pg_store.h"
+#include "store.h"
+#include "testutil.h"
+#include "weir/host.h"
 
 static char conninfo[1024];
 
@@ -248,6 +251,99 @@ static void list_shows_the_sessions(void **state) {
     pgs_close(db);
 }
 
+/* The plugin, through the host: a row registers the store, and the core
+ * finds it by the row id as "session": {"store": "pg"} does. */
+static weir_host *pg_host(const char *row_config, weir_error *err, int *rc) {
+    char plugin[4096];
+    snprintf(plugin, sizeof plugin, "%s/weir-store-postgres.so", wt_env("WEIR_TEST_PLUGIN_DIR"));
+    json_t *cfg = json_loads(row_config, 0, NULL);
+    assert_non_null(cfg);
+    json_t *config = json_pack("{s:[{s:s, s:s, s:o}]}", "plugins", "id", "pg", "plugin", plugin,
+                               "config", cfg);
+    weir_host *host = NULL;
+    *rc = weir_host_create(config, &host, err);
+    json_decref(config);
+    return host;
+}
+
+static void the_plugin_is_a_store_with_leases(void **state) {
+    (void)state;
+    char row[1200];
+    snprintf(row, sizeof row, "{\"conninfo\": \"%s\", \"lease_ms\": 300, \"owner\": \"w1\"}",
+             conninfo);
+    weir_error err = {0};
+    int rc;
+    weir_host *host = pg_host(row, &err, &rc);
+    if (rc != WEIR_OK)
+        fail_msg("host: %s", err.text);
+    weir__store_ref st;
+    assert_int_equal(weir__store_lookup(host, "pg", &st), WEIR_OK);
+    void *h = NULL, *h2 = NULL;
+    uint64_t epoch = 0, e2;
+    assert_int_equal(st.vt->open(st.self, "p1", "unused", 0, &h, &epoch, &err), WEIR_OK);
+    assert_true(epoch > 0);
+    /* a second writer, even of the same owner name in this process, waits
+     * for the lease: refused while it is live */
+    snprintf(row, sizeof row, "{\"conninfo\": \"%s\", \"owner\": \"w2\"}", conninfo);
+    weir_host *host2 = pg_host(row, &err, &rc);
+    assert_int_equal(rc, WEIR_OK);
+    weir__store_ref st2;
+    assert_int_equal(weir__store_lookup(host2, "pg", &st2), WEIR_OK);
+    assert_int_equal(st2.vt->open(st2.self, "p1", "unused", 0, &h2, &e2, &err), WEIR_E_BUSY);
+    assert_non_null(strstr(err.text, "w1"));
+    const char lines[] = "{\"seq\":0,\"time\":1,\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n"
+                         "{\"seq\":1,\"time\":2,\"type\":\"step/start\",\"data\":{\"turn\":1,\"step\":1}}\n";
+    assert_int_equal(st.vt->append(st.self, h, epoch, 0, 2, lines, strlen(lines), 0, &err), WEIR_OK);
+    /* the heartbeat keeps the lease past lease_ms */
+    sleep_ms(900);
+    assert_int_equal(st2.vt->open(st2.self, "p1", "unused", 0, &h2, &e2, &err), WEIR_E_BUSY);
+    bool live = false;
+    assert_int_equal(st2.vt->probe(st2.self, "p1", NULL, &live, NULL, &err), WEIR_OK);
+    assert_true(live);
+    /* a reader sees both events */
+    void *r = NULL;
+    uint64_t e0;
+    assert_int_equal(st2.vt->open(st2.self, "p1", NULL, WEIR_STORE_READONLY, &r, &e0, &err), WEIR_OK);
+    char *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(st2.vt->read(st2.self, r, 0, &buf, &len, &err), WEIR_OK);
+    assert_non_null(strstr(buf, "step/start"));
+    st2.vt->buffer_free(st2.self, buf);
+    st2.vt->close(st2.self, r);
+    assert_int_equal(st2.vt->open(st2.self, "nope", NULL, WEIR_STORE_READONLY, &r, &e0, &err),
+                     WEIR_E_NOT_FOUND);
+    /* another writer takes the lease over (as after an expiry): the first
+     * writer's next append is fenced, and so is every one after it */
+    raw_sql("UPDATE weir_sessions SET owner = 'w3', epoch = epoch + 1 WHERE session_id = 'p1'");
+    const char more[] = "{\"seq\":2,\"time\":3,\"type\":\"step/end\",\"data\":{\"turn\":1,\"step\":1}}\n";
+    assert_int_equal(st.vt->append(st.self, h, epoch, 2, 1, more, strlen(more), 0, &err),
+                     WEIR_E_LEASE_LOST);
+    assert_int_equal(st.vt->append(st.self, h, epoch, 2, 1, more, strlen(more), 0, &err),
+                     WEIR_E_LEASE_LOST);
+    json_t *list = NULL;
+    assert_int_equal(st.vt->list(st.self, NULL, &list, &err), WEIR_OK);
+    assert_true(json_array_size(list) >= 1);
+    json_decref(list);
+    st.vt->close(st.self, h); /* does not release w3's lease */
+    assert_int_equal(st2.vt->open(st2.self, "p1", "unused", 0, &h2, &e2, &err), WEIR_E_BUSY);
+    assert_non_null(strstr(err.text, "w3"));
+    weir_host_destroy(host);
+    weir_host_destroy(host2);
+}
+
+static void a_wrong_conninfo_fails_the_deployment(void **state) {
+    (void)state;
+    weir_error err = {0};
+    int rc;
+    weir_host *host = pg_host("{\"conninfo\": \"host=/nonexistent-weir dbname=weir\"}", &err, &rc);
+    assert_int_not_equal(rc, WEIR_OK);
+    assert_null(host);
+    assert_non_null(strstr(err.text, "cannot connect"));
+    host = pg_host("{\"conninfo\": \"x\", \"lease_ms\": 5}", &err, &rc);
+    assert_int_not_equal(rc, WEIR_OK);
+    assert_non_null(strstr(err.text, "lease_ms"));
+}
+
 int main(void) {
     const char *f = getenv("WEIR_PG_CONNINFO_FILE");
     FILE *fp = f ? fopen(f, "r") : NULL;
@@ -268,6 +364,8 @@ int main(void) {
         cmocka_unit_test(hostile_rows_are_refused),
         cmocka_unit_test(the_inbox_is_claimed_once_and_consumed_with_the_append),
         cmocka_unit_test(list_shows_the_sessions),
+        cmocka_unit_test(the_plugin_is_a_store_with_leases),
+        cmocka_unit_test(a_wrong_conninfo_fails_the_deployment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
