@@ -4,6 +4,8 @@
  * `weir hooks --catalog` and waterfall result validation all come from it.
  * In every payload `agent` is the agent's session id string.
  */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,10 +179,40 @@ const weir__hook_def weir__hook_catalog[] = {
 
 const size_t weir__hook_catalog_len = sizeof weir__hook_catalog / sizeof weir__hook_catalog[0];
 
+/* Names -> catalog entries: an open-addressing table built once (every hook
+ * invocation looks its name up, so a linear walk of strcmp's is per-step cost). */
+#define FIND_SLOTS 128 /* a power of two, over twice the catalog */
+static unsigned char find_slot[FIND_SLOTS]; /* catalog index + 1, 0 = empty */
+static pthread_once_t find_once = PTHREAD_ONCE_INIT;
+
+static uint32_t name_hash(const char *s) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+static void find_init(void) {
+    _Static_assert(sizeof weir__hook_catalog / sizeof weir__hook_catalog[0] < FIND_SLOTS / 2,
+                   "FIND_SLOTS must stay over twice the catalog");
+    for (size_t i = 0; i < weir__hook_catalog_len; i++) {
+        uint32_t at = name_hash(weir__hook_catalog[i].name) & (FIND_SLOTS - 1);
+        while (find_slot[at])
+            at = (at + 1) & (FIND_SLOTS - 1);
+        find_slot[at] = (unsigned char)(i + 1);
+    }
+}
+
 const weir__hook_def *weir__hook_find(const char *name) {
-    for (size_t i = 0; name && i < weir__hook_catalog_len; i++)
-        if (strcmp(weir__hook_catalog[i].name, name) == 0)
-            return &weir__hook_catalog[i];
+    if (!name)
+        return NULL;
+    pthread_once(&find_once, find_init);
+    for (uint32_t at = name_hash(name) & (FIND_SLOTS - 1); find_slot[at];
+         at = (at + 1) & (FIND_SLOTS - 1)) {
+        const weir__hook_def *d = &weir__hook_catalog[find_slot[at] - 1];
+        if (strcmp(d->name, name) == 0)
+            return d;
+    }
     return NULL;
 }
 
