@@ -4,7 +4,7 @@
  * streaming decoder (Chat Completions SSE data -> weir stream chunks).
  *
  * Neither part touches the host API table, so unit tests and fuzzers compile
- * openai_request.c and openai_decode.c directly.  All memory comes from
+ * openai_request.c, openai_decode.c and delta_scan.c directly.  All memory comes from
  * malloc and jansson (plugins never use the core allocators).  Symbols are
  * plugin-private (hidden visibility); the `openai_` prefix keeps them apart
  * from the anthropic plugin's when both are compiled into one test.
@@ -95,5 +95,13 @@ int openai_decoder_end(openai_decoder *d, json_t *failure, bool aborted);
 
 /** True once the finish chunk has been emitted (or given up on). */
 bool openai_decoder_done(const openai_decoder *d);
+
+/**
+ * Whether chunks of the usual shape are read by the pull scanner
+ * (delta_scan.h; the default, `fast` true) or every chunk is parsed with
+ * jansson (`fast` false).  The emitted chunks are the same either way; tests
+ * and fuzzers compare the two.  NULL is a no-op.
+ */
+void openai_decoder_set_fast(openai_decoder *d, bool fast);
 
 #endif /* WEIR_PROVIDER_OPENAI_H */

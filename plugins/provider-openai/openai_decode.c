@@ -10,12 +10,20 @@
  * their first non-empty delta and close when another block starts; tool
  * call blocks stay open until the finish_reason (fragments of parallel calls
  * may interleave).  A stop with no block at all is EMPTY_RESPONSE.
+ *
+ * Two ways in, one behaviour: a chunk of the usual shape is read by the
+ * pull scanner of delta_scan.c straight from its bytes (no JSON tree), any
+ * other one is parsed with jansson and read by decode().  Both hand the same
+ * fields to the same chunk builders, so the scanner only decides how fast a
+ * chunk is read, never what it means (tests/fuzz/fuzz_openai_scan.c checks
+ * that the two ways agree).
  */
 #include "openai.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "delta_scan.h"
 #include "provider_common.h"
 
 typedef enum finish_reason {
@@ -40,7 +48,36 @@ struct openai_decoder {
     size_t ntools, tools_cap;
     finish_reason reason;
     json_t *usage; /* latest mapped usage, emitted before the finish */
+    openai_scan scan; /* the fast path's reused buffers */
+    bool slow_only;   /* every chunk takes the jansson path (tests) */
 };
+
+/* ------------------------------------------------------------------------ */
+/* Chunk building                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Set obj[key] (a static ASCII key) = value (stolen); on failure drop *obj. */
+static void set_new(json_t **obj, const char *key, json_t *value) {
+    if (*obj && json_object_set_new_nocheck(*obj, key, value) != 0) {
+        json_decref(*obj);
+        *obj = NULL;
+    } else if (!*obj) {
+        json_decref(value);
+    }
+}
+
+/* A string value from text both ways in validated (UTF-8, no NUL byte). */
+static json_t *valid_string(const char *text, size_t len) {
+    return json_stringn_nocheck(text, len);
+}
+
+/* {"type": type, "index": index}, new reference or NULL. */
+static json_t *typed_chunk(const char *type, int index) {
+    json_t *chunk = json_object();
+    set_new(&chunk, "type", json_string_nocheck(type));
+    set_new(&chunk, "index", json_integer(index));
+    return chunk;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Blocks                                                                   */
@@ -79,7 +116,7 @@ static int close_all(openai_decoder *d) {
 
 /* Text or reasoning: continue the open block of that type or start one. */
 static int simple_delta(openai_decoder *d, const char *block_type, const char *chunk_type,
-                        const char *text) {
+                        const char *text, size_t len) {
     if (!text[0])
         return 0;
     if (d->open_block < 0 || strcmp(d->open_type, block_type) != 0) {
@@ -91,8 +128,9 @@ static int simple_delta(openai_decoder *d, const char *block_type, const char *c
         d->open_block = index;
         d->open_type = block_type;
     }
-    return pc_put(&d->out, json_pack("{s:s,s:i,s:s}", "type", chunk_type, "index", d->open_block,
-                                     "text", text));
+    json_t *chunk = typed_chunk(chunk_type, d->open_block);
+    set_new(&chunk, "text", valid_string(text, len));
+    return pc_put(&d->out, chunk);
 }
 
 static tool_slot *tool_find(openai_decoder *d, json_int_t key) {
@@ -152,6 +190,20 @@ static int opt_count(const json_t *obj, const char *key, json_int_t *out, bool *
     return 0;
 }
 
+/* The mapped usage (new reference, NULL when out of memory). */
+static json_t *usage_object(json_int_t prompt, json_int_t completion, json_int_t cached,
+                            bool has_cached, json_int_t reasoning, bool has_reasoning) {
+    json_int_t input = prompt > cached ? prompt - cached : 0;
+    json_t *m = json_object();
+    set_new(&m, "input_tokens", json_integer(input));
+    set_new(&m, "output_tokens", json_integer(completion));
+    if (has_cached)
+        set_new(&m, "cache_read_tokens", json_integer(cached));
+    if (has_reasoning)
+        set_new(&m, "reasoning_tokens", json_integer(reasoning));
+    return m;
+}
+
 /* usage -> {input_tokens (prompt - cached), output_tokens, cache_read_tokens?,
  * reasoning_tokens?}.  Returns "wrong type" text or NULL; *out new ref. */
 static const char *map_usage(const json_t *u, json_t **out) {
@@ -170,14 +222,35 @@ static const char *map_usage(const json_t *u, json_t **out) {
     if (json_is_object(cd) &&
         opt_count(cd, "reasoning_tokens", &reasoning, &has_reasoning) != 0)
         return "usage.completion_tokens_details.reasoning_tokens is not an integer";
-    json_int_t input = prompt > cached ? prompt - cached : 0;
-    json_t *m = json_pack("{s:I,s:I}", "input_tokens", input, "output_tokens", completion);
-    if (has_cached)
-        pc_set_new(&m, "cache_read_tokens", json_integer(cached));
-    if (has_reasoning)
-        pc_set_new(&m, "reasoning_tokens", json_integer(reasoning));
-    *out = m;
-    return m ? NULL : "out of memory";
+    *out = usage_object(prompt, completion, cached, has_cached, reasoning, has_reasoning);
+    return *out ? NULL : "out of memory";
+}
+
+/* One tool call fragment (strings borrowed, NULL when absent): "" for a
+ * stopped stream, or NULL. */
+static const char *tool_call_apply(openai_decoder *d, json_int_t key, const char *id,
+                                   size_t id_len, const char *name, size_t name_len,
+                                   const char *args, size_t alen) {
+    tool_slot *t = tool_find(d, key);
+    if (!t)
+        return "";
+    json_t *chunk = typed_chunk("tool-call-delta", t->block);
+    bool say = false;
+    if (id && id[0] && !t->has_id) {
+        t->has_id = say = true;
+        set_new(&chunk, "id", valid_string(id, id_len));
+    }
+    if (name && name[0] && !t->has_name) {
+        t->has_name = say = true;
+        set_new(&chunk, "name", valid_string(name, name_len));
+    }
+    set_new(&chunk, "arguments_delta", valid_string(args ? args : "", alen));
+    t->args_len += alen;
+    if (chunk && !say && alen == 0) {
+        json_decref(chunk);
+        return NULL;
+    }
+    return pc_put(&d->out, chunk) == 0 ? NULL : "";
 }
 
 /* One delta.tool_calls[] entry.  Returns "wrong type" text, "" for a stopped
@@ -202,27 +275,8 @@ static const char *tool_call_delta(openai_decoder *d, const json_t *tc, size_t p
         if (opt_string(fn, "arguments", &args) != 0)
             return "tool_calls[].function.arguments is not a string";
     }
-    tool_slot *t = tool_find(d, key);
-    if (!t)
-        return "";
-    json_t *chunk = json_pack("{s:s,s:i}", "type", "tool-call-delta", "index", t->block);
-    bool say = false;
-    if (id && id[0] && !t->has_id) {
-        t->has_id = say = true;
-        pc_set_new(&chunk, "id", json_string(id));
-    }
-    if (name && name[0] && !t->has_name) {
-        t->has_name = say = true;
-        pc_set_new(&chunk, "name", json_string(name));
-    }
-    size_t alen = args ? strlen(args) : 0;
-    pc_set_new(&chunk, "arguments_delta", json_string(args ? args : ""));
-    t->args_len += alen;
-    if (chunk && !say && alen == 0) {
-        json_decref(chunk);
-        return NULL;
-    }
-    return pc_put(&d->out, chunk) == 0 ? NULL : "";
+    return tool_call_apply(d, key, id, id ? strlen(id) : 0, name, name ? strlen(name) : 0,
+                           args, args ? strlen(args) : 0);
 }
 
 /* An in-band {"error":{...}} object: classify by type/code, then message. */
@@ -317,12 +371,30 @@ void openai_decoder_free(openai_decoder *d) {
     if (!d)
         return;
     json_decref(d->usage);
+    openai_scan_clear(&d->scan);
     free(d->tools);
     pc_out_clear(&d->out);
     free(d);
 }
 
 bool openai_decoder_done(const openai_decoder *d) { return !d || d->out.done; }
+
+void openai_decoder_set_fast(openai_decoder *d, bool fast) {
+    if (d)
+        d->slow_only = !fast;
+}
+
+/* A finish_reason (borrowed, NULL when absent): "" when the stream stopped. */
+static const char *finish_reason_seen(openai_decoder *d, const char *reason) {
+    if (reason) {
+        d->reason = strcmp(reason, "length") == 0           ? REASON_LENGTH
+                    : strcmp(reason, "content_filter") == 0 ? REASON_FILTER
+                                                            : REASON_STOP;
+        if (close_all(d) != 0)
+            return "";
+    }
+    return NULL;
+}
 
 /* Decode one parsed chunk.  Returns "wrong type" text, "" when the stream
  * stopped, or NULL. */
@@ -366,9 +438,10 @@ static const char *decode(openai_decoder *d, const json_t *root) {
             return "delta.content is not a string";
         if (!reasoning)
             reasoning = reasoning2;
-        if (reasoning && simple_delta(d, "reasoning", "reasoning-delta", reasoning) != 0)
+        if (reasoning &&
+            simple_delta(d, "reasoning", "reasoning-delta", reasoning, strlen(reasoning)) != 0)
             return "";
-        if (content && simple_delta(d, "text", "text-delta", content) != 0)
+        if (content && simple_delta(d, "text", "text-delta", content, strlen(content)) != 0)
             return "";
         json_t *calls = json_object_get(delta, "tool_calls");
         if (calls && !json_is_null(calls)) {
@@ -384,14 +457,42 @@ static const char *decode(openai_decoder *d, const json_t *root) {
     const char *reason;
     if (opt_string(choice, "finish_reason", &reason) != 0)
         return "finish_reason is not a string";
-    if (reason) {
-        d->reason = strcmp(reason, "length") == 0           ? REASON_LENGTH
-                    : strcmp(reason, "content_filter") == 0 ? REASON_FILTER
-                                                            : REASON_STOP;
-        if (close_all(d) != 0)
-            return "";
+    return finish_reason_seen(d, reason);
+}
+
+/* Decode a chunk the scanner read (every field of the right type), the same
+ * way decode() does the parsed one.  Returns "" when the stream stopped,
+ * "out of memory", or NULL. */
+static const char *decode_scanned(openai_decoder *d, const openai_scan_delta *v) {
+    if (v->has_usage) {
+        json_t *mapped = usage_object(v->prompt_tokens, v->completion_tokens, v->cached_tokens,
+                                      v->has_cached, v->reasoning_tokens, v->has_reasoning);
+        if (!mapped)
+            return "out of memory";
+        json_decref(d->usage);
+        d->usage = mapped;
     }
-    return NULL;
+    if (!v->has_choice)
+        return NULL;
+    if (v->has_delta) {
+        const openai_scan_str *reasoning =
+            v->reasoning_content.p ? &v->reasoning_content : &v->reasoning;
+        if (reasoning->p && simple_delta(d, "reasoning", "reasoning-delta", reasoning->p,
+                                         reasoning->len) != 0)
+            return "";
+        if (v->content.p &&
+            simple_delta(d, "text", "text-delta", v->content.p, v->content.len) != 0)
+            return "";
+        for (size_t i = 0; i < v->ncalls; i++) {
+            const openai_scan_call *c = &v->calls[i];
+            const char *bad = tool_call_apply(
+                d, c->has_index ? (json_int_t)c->index : (json_int_t)i, c->id.p, c->id.len,
+                c->name.p, c->name.len, c->args.p, c->args.len);
+            if (bad)
+                return bad;
+        }
+    }
+    return finish_reason_seen(d, v->finish_reason.p);
 }
 
 static bool is_done_marker(const char *data, size_t len) {
@@ -422,11 +523,16 @@ int openai_decoder_event(openai_decoder *d, const char *data, size_t len) {
             finish_normally(d);
         return 0;
     }
-    json_t *root = pc_parse(&d->out, data, len);
-    if (!root)
-        return -1;
-    const char *bad = decode(d, root);
-    json_decref(root);
+    const char *bad;
+    if (!d->slow_only && openai_scan_chunk(&d->scan, data, len)) {
+        bad = decode_scanned(d, &d->scan.delta);
+    } else {
+        json_t *root = pc_parse(&d->out, data, len);
+        if (!root)
+            return -1;
+        bad = decode(d, root);
+        json_decref(root);
+    }
     if (bad && bad[0])
         pc_malformed(&d->out, bad, data, len);
     return d->out.done || d->out.refused ? -1 : 0;

@@ -15,11 +15,32 @@ if(TARGET test_provider_common)
                  ${_common}/model_table.c)
   target_include_directories(test_provider_common PRIVATE ${_common})
 endif()
+# provider-openai's fast path (delta_scan.c) against its decoder's jansson path.
+if(TARGET test_openai_scan)
+  target_sources(test_openai_scan PRIVATE ${PROJECT_SOURCE_DIR}/plugins/provider-openai/delta_scan.c
+                 ${PROJECT_SOURCE_DIR}/plugins/provider-openai/openai_decode.c
+                 ${_common}/provider_common.c)
+  target_include_directories(test_openai_scan PRIVATE
+                             ${PROJECT_SOURCE_DIR}/plugins/provider-openai ${_common})
+endif()
+if(COMMAND weir_add_fuzz)
+  set(_oa ${PROJECT_SOURCE_DIR}/plugins/provider-openai)
+  weir_add_fuzz(fuzz_openai_scan SOURCES ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_openai_scan.c
+                ${_oa}/delta_scan.c ${_oa}/openai_decode.c ${_common}/provider_common.c
+                ${_common}/provider_cache.c)
+  if(TARGET fuzz_openai_scan)
+    target_include_directories(fuzz_openai_scan PRIVATE ${_oa} ${_common}
+                               ${PROJECT_SOURCE_DIR}/tests/support)
+  endif()
+endif()
 foreach(p openai anthropic)
   set(_dir ${PROJECT_SOURCE_DIR}/plugins/provider-${p})
   if(TARGET test_provider_${p})
     target_sources(test_provider_${p} PRIVATE ${_dir}/${p}_request.c ${_dir}/${p}_decode.c
                    ${_common}/provider_common.c ${_common}/provider_cache.c)
+    if(p STREQUAL "openai")
+      target_sources(test_provider_${p} PRIVATE ${_dir}/delta_scan.c)
+    endif()
     target_include_directories(test_provider_${p} PRIVATE ${_dir} ${_common})
     target_link_libraries(test_provider_${p} PRIVATE ${CMAKE_DL_LIBS})
     add_dependencies(test_provider_${p} weir-provider-${p})
@@ -30,8 +51,13 @@ foreach(p openai anthropic)
     if(p STREQUAL "anthropic")
       set(_fuzz fuzz_anthropic_event)
     endif()
+    set(_scan)
+    if(p STREQUAL "openai")
+      set(_scan ${_dir}/delta_scan.c)
+    endif()
     weir_add_fuzz(${_fuzz} SOURCES ${PROJECT_SOURCE_DIR}/tests/fuzz/${_fuzz}.c
-                  ${_dir}/${p}_decode.c ${_dir}/${p}_request.c ${_common}/provider_common.c ${_common}/provider_cache.c)
+                  ${_dir}/${p}_decode.c ${_dir}/${p}_request.c ${_common}/provider_common.c ${_common}/provider_cache.c
+                  ${_scan})
     if(TARGET ${_fuzz})
       target_include_directories(${_fuzz} PRIVATE ${_dir} ${_common}
                                  ${PROJECT_SOURCE_DIR}/tests/support)
