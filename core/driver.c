@@ -91,7 +91,15 @@ static int log_event(turn_ctx *t, const char *type, json_t *data, const json_t *
 }
 
 static json_t *hook_args(const turn_ctx *t) {
-    return json_pack("{s:s, s:i, s:i}", "agent", t->a->id, "turn", t->turn, "step", t->step);
+    /* built directly: json_pack's format parsing costs more than the object */
+    json_t *o = json_object();
+    if (o && (json_object_set_new(o, "agent", json_string(t->a->id)) != 0 ||
+              json_object_set_new(o, "turn", json_integer(t->turn)) != 0 ||
+              json_object_set_new(o, "step", json_integer(t->step)) != 0)) {
+        json_decref(o);
+        o = NULL;
+    }
+    return o;
 }
 
 static json_t *invoke(turn_ctx *t, const char *hook, const json_t *args,
