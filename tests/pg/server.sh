@@ -3,8 +3,9 @@
 # store-postgres tests.  The server lives in a new temporary folder (data
 # and Unix socket: short paths, reachable by the postgres user whatever
 # DIR's parents are) with no TCP listener (listen_addresses='') and a
-# database "weir"; DIR keeps the conninfo (DIR/conninfo, also printed) and
-# that folder's name.  As root the server runs as the postgres user (initdb
+# database "weir"; fsync is off unless WEIR_PG_FSYNC=on (benches want it).
+# DIR keeps the conninfo (DIR/conninfo, also printed) and that folder's
+# name.  As root the server runs as the postgres user (initdb
 # refuses root).  `stop` stops it and removes both.  Fails, never skips,
 # when PostgreSQL is missing: .ci/run installs it (cmake/install-deps.sh).
 set -eu
@@ -31,7 +32,7 @@ start)
     as "$bindir/initdb" -D "$base/data" -A trust -U weir --no-sync >"$dir/initdb.log" 2>&1 ||
         { cat "$dir/initdb.log" >&2; exit 1; }
     as "$bindir/pg_ctl" -D "$base/data" -l "$base/server.log" -w -t 30 \
-        -o "-c listen_addresses='' -k $base/sock -c fsync=off -c max_connections=100" start \
+        -o "-c listen_addresses='' -k $base/sock -c fsync=${WEIR_PG_FSYNC:-off} -c max_connections=100" start \
         >/dev/null || { cat "$base/server.log" >&2; exit 1; }
     as "$bindir/createdb" -h "$base/sock" -U weir weir
     echo "host=$base/sock user=weir dbname=weir" | tee "$dir/conninfo"
