@@ -464,9 +464,14 @@ static int admit_header(turn_ctx *t, const json_t *config, const weir__provider_
                         bool series) {
     weir_agent *a = t->a;
     json_t *header = json_pack("{s:O}", "config", config);
-    const json_t *tools = json_object_get(t->assembly, "tools");
-    if (header && json_array_size(tools) > 0)
-        json_object_set_new(header, "tools", json_deep_copy(tools));
+    /* the assembly's tools, shared while the header is only compared with the
+     * last one; a copy goes into the log when the header is logged */
+    json_t *tools = json_object_get(t->assembly, "tools");
+    bool has_tools = json_array_size(tools) > 0;
+    if (header && has_tools && json_object_set(header, "tools", tools) != 0) {
+        json_decref(header);
+        header = NULL;
+    }
     if (!header)
         return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
     const json_t *last = weir__log_request_header(a->log);
@@ -480,7 +485,13 @@ static int admit_header(turn_ctx *t, const json_t *config, const weir__provider_
         reason = "series";
     int rc = WEIR_OK;
     if (reason) {
-        json_t *data = json_pack("{s:O, s:s}", "header", header, "reason", reason);
+        json_t *logged = has_tools ? json_copy(header) : json_incref(header);
+        if (logged && has_tools &&
+            json_object_set_new(logged, "tools", json_deep_copy(tools)) != 0) {
+            json_decref(logged);
+            logged = NULL;
+        }
+        json_t *data = logged ? json_pack("{s:o, s:s}", "header", logged, "reason", reason) : NULL;
         if (data && series && a->requested && changed)
             json_object_set_new(data, "starts_series", json_true());
         rc = log_event(t, "request/header", data, NULL, NULL, NULL);
