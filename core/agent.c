@@ -343,17 +343,27 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
         if (!a->id)
             rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
     }
+    /* session.store: the file store unless the deployment names another */
+    const char *store_name = weir__json_str(json_object_get(config, "session"), "store", NULL);
+    weir__store_ref store = weir__store_file();
+    if (rc == WEIR_OK && weir__store_lookup(host, store_name, &store) != WEIR_OK)
+        rc = weir__err(err, WEIR_E_CONFIG, NULL, NULL,
+                       "session.store: plugin row '%s' provides no session store (a store is "
+                       "\"file\", \"memory\" or the id of a row that registered one)",
+                       store_name);
+    bool file_store = store.vt == weir__store_file().vt;
     if (rc == WEIR_OK) {
         if (file) {
             path = weir__strdup(file);
             if (!path)
                 rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
-        } else {
+        } else if (file_store) {
             rc = log_path_for(config, a->id, &path, err);
         }
     }
     if (rc == WEIR_OK)
-        rc = weir__log_open(path, policy, type_known, host, &a->log, err);
+        rc = weir__log_open_store(store_name, store, a->id, path, false, policy, type_known, host,
+                                  &a->log, err);
     weir__free(path);
     /* Crash repair.  Tool calls a crash cut are answered (an idempotent
      * tool's re-run) once agent/created has made the hook chains final, so

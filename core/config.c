@@ -417,6 +417,14 @@ static int check_session(const json_t *session, const char *file, jpath *p,
         return cfg_err(err, WEIR_E_CONFIG, file, p,
                        "must be \"always\", \"step\" or \"none\", got \"%.64s\"", fsync);
     }
+    if ((rc = want_string(session, "store", file, p, err)) != WEIR_OK)
+        return rc;
+    const char *store = weir__json_str(session, "store", NULL);
+    if (store && !*store) {
+        path_key(p, "store");
+        return cfg_err(err, WEIR_E_CONFIG, file, p,
+                       "must name a store: \"file\", \"memory\" or a plugin row id");
+    }
     if ((rc = want_string(session, "provenance", file, p, err)) != WEIR_OK)
         return rc;
     const char *prov = weir__json_str(session, "provenance", NULL);
@@ -1059,6 +1067,28 @@ static int fill_defaults(json_t *acc, weir_error *err) {
     return rc;
 }
 
+/* session.store of the composed config names "file", "memory" or a row of
+ * it (a row that provides a store: checked when an agent opens). */
+static int check_store_row(const json_t *acc, const char *file, weir_error *err) {
+    const char *store = weir__json_str(json_object_get(acc, "session"), "store", NULL);
+    if (!store || strcmp(store, "file") == 0 || strcmp(store, "memory") == 0)
+        return WEIR_OK;
+    size_t i;
+    const json_t *row;
+    json_array_foreach(json_object_get(acc, "plugins"), i, row) {
+        if (strcmp(weir__json_str(row, "id", ""), store) == 0)
+            return WEIR_OK;
+    }
+    jpath p;
+    path_init(&p);
+    path_key(&p, "session");
+    path_key(&p, "store");
+    return cfg_err(err, WEIR_E_CONFIG, file ? file : DEFAULT_LABEL, &p,
+                   "no plugin row '%.64s' (a store is \"file\", \"memory\" or the id of a row "
+                   "that provides one)",
+                   store);
+}
+
 int weir_config_compose(const char *const *files, size_t nfiles, json_t **out,
                         weir_error *err) {
     if (!out || (nfiles > 0 && !files))
@@ -1071,6 +1101,7 @@ int weir_config_compose(const char *const *files, size_t nfiles, json_t **out,
                             "plugins");
     if (!acc)
         return nomem(err, nfiles ? files[0] : DEFAULT_LABEL);
+    const char *store_file = NULL; /* the last file that set session.store */
     for (size_t i = 0; i < (nfiles ? nfiles : 1); i++) {
         /* no file, or the name "default": the built-in default deployment */
         bool builtin = !nfiles || strcmp(files[i], WEIR_CONFIG_DEFAULT_NAME) == 0;
@@ -1081,6 +1112,8 @@ int weir_config_compose(const char *const *files, size_t nfiles, json_t **out,
             rc = load_file(file, &doc, err);
         else
             rc = (doc = weir_config_default()) ? WEIR_OK : nomem(err, file);
+        if (rc == WEIR_OK && json_object_get(json_object_get(doc, "session"), "store"))
+            store_file = file;
         if (rc == WEIR_OK)
             rc = compose_one(acc, doc, file, !builtin, err);
         json_decref(doc);
@@ -1092,6 +1125,8 @@ int weir_config_compose(const char *const *files, size_t nfiles, json_t **out,
     /* agent and session start from the documented defaults, whatever the
      * files give (provider and model come with the provider row) */
     int rc = fill_defaults(acc, err);
+    if (rc == WEIR_OK)
+        rc = check_store_row(acc, store_file, err);
     if (rc != WEIR_OK) {
         json_decref(acc);
         return rc;

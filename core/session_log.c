@@ -1,28 +1,33 @@
 /*
  * core/session_log.c - the durable, append-only session log (docs/session-log.md).
  *
- * Every append is validated first (type, data, surface op), then written as
- * one line with a single write(), then committed to memory (event array,
- * surface, folds).  Memory for the commit is reserved before the write, so a
- * written event is always committed and a failed write changes nothing.
+ * Every append is validated first (type, data, surface op), serialized into
+ * the log's one reused line buffer, handed to the session store (core/store.h:
+ * the file store writes it with a single write()), then committed to memory
+ * (event array, surface, folds).  Memory for the commit is reserved before
+ * the store's append, so a stored event is always committed and a failed
+ * append changes nothing.  The file I/O, the writer's lock and the torn-tail
+ * cut live in the store (core/store_file.c).
  */
-#include <errno.h>
 #include <limits.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "session_log.h"
+#include "store.h"
 #include "surface.h"
 
 struct weir__log {
-    char *path;
-    int fd;
+    char *path; /* the file, or "<store>:<id>" for a store without files */
+    weir__store_ref store;
+    void *handle; /* the store's open session */
+    uint64_t epoch; /* the writer's fencing epoch */
+    char *line; /* the reused serialization buffer of append */
+    size_t line_cap, wlen;
     bool readonly;
+    bool fenced; /* the store answered WEIR_E_LEASE_LOST: no append again */
     weir__fsync policy;
     weir__type_known_fn known;
     void *known_ud;
@@ -31,7 +36,6 @@ struct weir__log {
 
     json_t **events; /* references; index == seq */
     size_t count, cap;
-    off_t size; /* bytes of committed lines */
     weir__surface *surface;
 
     /* folds */
@@ -271,70 +275,6 @@ static int validate(const weir__log *log, const json_t *ev, char *msg, size_t si
 
 /* --- open ---------------------------------------------------------------- */
 
-static int mkdir_parents(const char *path, weir_error *err) {
-    char *dir = weir__strdup(path);
-    if (!dir)
-        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory", path);
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-            int rc = weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: cannot create %s: %s",
-                               path, dir, strerror(errno));
-            weir__free(dir);
-            return rc;
-        }
-        *p = '/';
-    }
-    weir__free(dir);
-    return WEIR_OK;
-}
-
-static int read_all(int fd, const char *path, char **buf, size_t *len, weir_error *err) {
-    struct stat st;
-    if (fstat(fd, &st) != 0)
-        return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: not a regular file", path);
-    size_t cap = (size_t)st.st_size, n = 0;
-    char *b = weir__malloc(cap + 1);
-    if (!b)
-        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory", path);
-    while (n < cap) {
-        ssize_t r = pread(fd, b + n, cap - n, (off_t)n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            weir__free(b);
-            return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: read: %s", path,
-                             strerror(errno));
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    b[n] = '\0';
-    *buf = b;
-    *len = n;
-    return WEIR_OK;
-}
-
-int weir__log_read_file(const char *path, char **buf, size_t *len, weir_error *err) {
-    if (!path || !buf || !len)
-        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "session log: path and buffer are required");
-    *buf = NULL;
-    *len = 0;
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused) */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return weir__err(err, errno == ENOENT ? WEIR_E_NOT_FOUND : WEIR_E_IO, NULL, NULL,
-                         "session log %s: cannot open: %s", path, strerror(errno));
-    int rc = read_all(fd, path, buf, len, err);
-    close(fd);
-    return rc;
-}
-
 json_t *weir__log_read_line(const char *buf, size_t len, size_t *off, size_t *n, bool *torn,
                             json_error_t *jerr) {
     const char *nl = memchr(buf + *off, '\n', len - *off);
@@ -397,99 +337,6 @@ static int load(weir__log *log, const char *buf, size_t len, size_t *good, weir_
     return WEIR_OK;
 }
 
-/* Warn once per process per directory when the directory holding a log
- * can be read or entered by others (logs hold whole conversations). */
-static void warn_loose_dir(const char *path) {
-    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    static char warned[512];
-    const char *slash = strrchr(path, '/');
-    char dir[512];
-    int n = !slash ? snprintf(dir, sizeof dir, ".")
-                   : snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
-    struct stat st;
-    if (n < 0 || (size_t)n >= sizeof dir || stat(dir, &st) != 0 || !(st.st_mode & 077))
-        return;
-    pthread_mutex_lock(&mu);
-    if (strcmp(warned, dir) != 0) {
-        snprintf(warned, sizeof warned, "%s", dir);
-        fprintf(stderr,
-                "weir: warning: session directory %s can be read by others (mode %04o); "
-                "logs hold whole conversations: chmod 700 it\n",
-                dir, (unsigned)(st.st_mode & 07777));
-    }
-    pthread_mutex_unlock(&mu);
-}
-
-/*
- * One writer per session: an OFD write lock on byte 0 of the log (OFD locks
- * belong to the open file, so a second open in this process conflicts as
- * one in another process does), held until close.  OFD locks report no
- * owner pid, so the writer also locks byte LOCK_PID_BASE + its pid, and a
- * refused writer finds the holder's pid there.
- */
-#define LOCK_PID_BASE ((off_t)1 << 62)
-
-static int take_lock(weir__log *log, weir_error *err) {
-    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
-    if (fcntl(log->fd, F_OFD_SETLK, &fl) == 0) {
-        struct flock pl = {.l_type = F_WRLCK, .l_whence = SEEK_SET,
-                           .l_start = LOCK_PID_BASE + getpid(), .l_len = 1};
-        (void)fcntl(log->fd, F_OFD_SETLK, &pl); /* only names the holder */
-        return WEIR_OK;
-    }
-    if (errno != EAGAIN && errno != EACCES)
-        return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: cannot lock: %s", log->path,
-                         strerror(errno));
-    struct flock q = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = LOCK_PID_BASE, .l_len = 0};
-    long pid = fcntl(log->fd, F_OFD_GETLK, &q) == 0 && q.l_type != F_UNLCK &&
-                       q.l_start > LOCK_PID_BASE
-                   ? (long)(q.l_start - LOCK_PID_BASE)
-                   : 0;
-    const char *base = strrchr(log->path, '/');
-    base = base ? base + 1 : log->path;
-    size_t n = strlen(base);
-    if (n > 6 && strcmp(base + n - 6, ".jsonl") == 0)
-        n -= 6;
-    char who[64];
-    if (pid == (long)getpid())
-        snprintf(who, sizeof who, "this process (pid %ld)", pid);
-    else if (pid > 0)
-        snprintf(who, sizeof who, "pid %ld", pid);
-    else
-        snprintf(who, sizeof who, "another process");
-    return weir__err(err, WEIR_E_BUSY, NULL, NULL, "session %.*s is open for writing by %s (%s)",
-                     (int)n, base, who, log->path);
-}
-
-int weir_log_writer(const char *path, bool *live, long *pid, weir_error *err) {
-    if (!path || !live)
-        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log writer: path and live are required");
-    *live = false;
-    if (pid)
-        *pid = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return weir__err(err, errno == ENOENT ? WEIR_E_NOT_FOUND : WEIR_E_IO, NULL, NULL,
-                         "session log %s: cannot open: %s", path, strerror(errno));
-    /* a read lock conflicts with the writer's lock on byte 0; F_OFD_GETLK
-     * only asks, it takes nothing */
-    struct flock q = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
-    int rc = WEIR_OK;
-    if (fcntl(fd, F_OFD_GETLK, &q) != 0) {
-        rc = weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: cannot probe its lock: %s",
-                       path, strerror(errno));
-    } else if (q.l_type != F_UNLCK) {
-        *live = true;
-        struct flock pl = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = LOCK_PID_BASE,
-                           .l_len = 0};
-        if (pid && fcntl(fd, F_OFD_GETLK, &pl) == 0 && pl.l_type != F_UNLCK &&
-            pl.l_start > LOCK_PID_BASE)
-            *pid = (long)(pl.l_start - LOCK_PID_BASE);
-    }
-    close(fd);
-    return rc;
-}
-
 /* Refuse what the one reader found wrong: E_LOG_CORRUPT with its first
  * error (and how many more). */
 static int refuse(const char *path, const json_t *report, weir_error *err) {
@@ -510,9 +357,9 @@ static int refuse(const char *path, const json_t *report, weir_error *err) {
                      path, line, first ? first : "invalid", more);
 }
 
-static int open_common(const char *path, bool readonly, weir__fsync policy,
-                       weir__type_known_fn known, void *known_ud, weir__log **out,
-                       weir_error *err) {
+static int open_common(weir__store_ref store, const char *id, const char *path, bool readonly,
+                       weir__fsync policy, weir__type_known_fn known, void *known_ud,
+                       weir__log **out, weir_error *err) {
     if (!path || !*path || !out)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "session log: path and out are required");
     *out = NULL;
@@ -526,34 +373,19 @@ static int open_common(const char *path, bool readonly, weir__fsync policy,
     }
     log->mu = &log->mu_storage;
     pthread_mutex_init(log->mu, NULL);
-    log->fd = -1;
+    log->store = store;
     log->readonly = readonly;
     log->policy = policy;
     log->known = known;
     log->known_ud = known_ud;
-    int rc = readonly ? WEIR_OK : mkdir_parents(path, err);
-    if (rc == WEIR_OK) {
-        if (!readonly)
-            warn_loose_dir(path);
-        /* O_NONBLOCK: a FIFO must not block the open (it is refused below) */
-        log->fd = readonly ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-                           : open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0600);
-        if (log->fd < 0)
-            rc = weir__err(err, errno == ENOENT ? WEIR_E_NOT_FOUND : WEIR_E_IO, NULL, NULL,
-                           "session log %s: cannot open: %s", path, strerror(errno));
-    }
-    struct stat st;
-    if (rc == WEIR_OK && (fstat(log->fd, &st) != 0 || !S_ISREG(st.st_mode)))
-        rc = weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: not a regular file", path);
-    if (rc == WEIR_OK && fcntl(log->fd, F_SETFL, fcntl(log->fd, F_GETFL) & ~O_NONBLOCK) != 0)
-        rc = weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: %s", path, strerror(errno));
-    if (rc == WEIR_OK && !readonly)
-        rc = take_lock(log, err);
+    const weir_store *vt = store.vt;
+    int rc = vt->open(store.self, id, path, readonly ? WEIR_STORE_READONLY : 0, &log->handle,
+                      &log->epoch, err);
     char *buf = NULL;
     size_t len = 0, good = 0;
     json_t *report = NULL;
     if (rc == WEIR_OK)
-        rc = read_all(log->fd, path, &buf, &len, err);
+        rc = vt->read(store.self, log->handle, 0, &buf, &len, err);
     if (rc == WEIR_OK)
         rc = weir__log_check_buffer(buf, len, known, known_ud, false, &report, err);
     if (rc == WEIR_OK && !json_is_true(json_object_get(report, "ok")))
@@ -561,37 +393,75 @@ static int open_common(const char *path, bool readonly, weir__fsync policy,
     json_decref(report);
     if (rc == WEIR_OK)
         rc = load(log, buf, len, &good, err);
-    weir__free(buf);
+    if (buf)
+        vt->buffer_free(store.self, buf);
     if (rc == WEIR_OK && good < len && !readonly) {
         fprintf(stderr, "weir: %s: dropped a torn last line (%zu bytes)\n", path, len - good);
-        if (ftruncate(log->fd, (off_t)good) != 0)
-            rc = weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: cannot truncate: %s", path,
-                           strerror(errno));
+        if (vt->truncate)
+            rc = vt->truncate(store.self, log->handle, good, err);
     }
     if (rc != WEIR_OK) {
         weir__log_close(log);
         return rc;
     }
-    log->size = (off_t)good;
     log->delivered = log->count; /* loaded events are not observed */
     *out = log;
     return WEIR_OK;
 }
 
+/* The id of a log file: its base name without ".jsonl". */
+static char *file_id(const char *path) {
+    const char *base = path ? strrchr(path, '/') : NULL;
+    base = base ? base + 1 : path ? path : "";
+    size_t n = strlen(base);
+    if (n > 6 && strcmp(base + n - 6, ".jsonl") == 0)
+        n -= 6;
+    return weir__asprintf("%.*s", (int)n, base);
+}
+
+int weir__log_open_store(const char *store_name, weir__store_ref store, const char *id,
+                         const char *path, bool readonly, weir__fsync policy,
+                         weir__type_known_fn known, void *known_ud, weir__log **out,
+                         weir_error *err) {
+    if (!store.vt || store.vt == weir__store_file().vt)
+        return open_common(weir__store_file(), id, path, readonly, policy, known, known_ud, out,
+                           err);
+    char *name = weir__asprintf("%s:%s", store_name ? store_name : "store", id ? id : "");
+    if (!name)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session %s: out of memory",
+                         id ? id : "");
+    int rc = open_common(store, id, name, readonly, policy, known, known_ud, out, err);
+    weir__free(name);
+    return rc;
+}
+
 int weir__log_open(const char *path, weir__fsync policy, weir__type_known_fn known, void *known_ud,
                    weir__log **out, weir_error *err) {
-    return open_common(path, false, policy, known, known_ud, out, err);
+    char *id = file_id(path);
+    int rc = id ? open_common(weir__store_file(), id, path, false, policy, known, known_ud, out,
+                              err)
+                : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory",
+                            path ? path : "");
+    weir__free(id);
+    return rc;
 }
 
 int weir__log_open_readonly(const char *path, weir__log **out, weir_error *err) {
-    return open_common(path, true, WEIR__FSYNC_NONE, NULL, NULL, out, err);
+    char *id = file_id(path);
+    int rc = id ? open_common(weir__store_file(), id, path, true, WEIR__FSYNC_NONE, NULL, NULL,
+                              out, err)
+                : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory",
+                            path ? path : "");
+    weir__free(id);
+    return rc;
 }
 
 void weir__log_close(weir__log *log) {
     if (!log)
         return;
-    if (log->fd >= 0)
-        close(log->fd);
+    if (log->handle)
+        log->store.vt->close(log->store.self, log->handle);
+    weir__free(log->line);
     for (size_t i = 0; i < log->count; i++)
         json_decref(log->events[i]);
     weir__free(log->events);
@@ -694,26 +564,36 @@ static json_t *build_envelope(size_t seq, const char *type, const json_t *data,
     return ev;
 }
 
-/* Write `line` (n bytes) with a single write(); on failure cut the file back. */
-static int write_line(weir__log *log, const char *line, size_t n, weir_error *err) {
-    ssize_t w;
-    do {
-        errno = 0; /* a short write sets none: it is taken for a full disk below */
-        w = write(log->fd, line, n);
-    } while (w < 0 && errno == EINTR);
-    int e = errno;
-    if (w == (ssize_t)n && (log->policy != WEIR__FSYNC_ALWAYS || fsync(log->fd) == 0))
-        return WEIR_OK;
-    if (w == (ssize_t)n)
-        e = errno; /* fsync failed */
-    if (w > 0 && ftruncate(log->fd, log->size) != 0)
-        return weir__err(err, WEIR_E_IO, NULL, NULL,
-                         "session log %s: write failed and the partial line could not be cut: %s",
-                         log->path, strerror(errno));
-    if (w >= 0 && w < (ssize_t)n && e == 0)
-        e = ENOSPC;
-    return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: write failed: %s", log->path,
-                     strerror(e));
+/* json_dump_callback into the log's reused line buffer. */
+static int dump_into(const char *buf, size_t size, void *ud) {
+    weir__log *log = ud;
+    size_t need = log->wlen + size + 2; /* the newline and a NUL */
+    if (need > log->line_cap) {
+        size_t cap = log->line_cap ? log->line_cap : 4096;
+        while (cap < need)
+            cap *= 2;
+        char *grown = weir__realloc(log->line, cap);
+        if (!grown)
+            return -1;
+        log->line = grown;
+        log->line_cap = cap;
+    }
+    memcpy(log->line + log->wlen, buf, size);
+    log->wlen += size;
+    return 0;
+}
+
+/* Serialize `ev` as one line (its newline included) into log->line, *n
+ * bytes: no allocation once the buffer has grown to the longest line. */
+static bool serialize(weir__log *log, const json_t *ev, size_t *n) {
+    log->wlen = 0;
+    if (json_dump_callback(ev, dump_into, log, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY) != 0 ||
+        (log->wlen == 0 && dump_into("", 0, log) != 0))
+        return false;
+    log->line[log->wlen++] = '\n';
+    log->line[log->wlen] = '\0';
+    *n = log->wlen;
+    return true;
 }
 
 /* Deliver committed events to the observer in seq order, outside the lock.
@@ -743,12 +623,17 @@ int weir__log_append(weir__log *log, const char *type, const json_t *data, const
                          type ? type : "(null)");
     lock(log);
     int rc = WEIR_OK;
-    char *line = NULL;
     json_t *ev = NULL;
     char msg[640];
     if (log->readonly) {
         rc =
             weir__err(err, WEIR_E_STATE, NULL, NULL, "session log %s: opened read-only", log->path);
+        goto out;
+    }
+    if (log->fenced) {
+        rc = weir__err(err, WEIR_E_LEASE_LOST, NULL, NULL,
+                       "session log %s: the lease was taken over by another writer; this writer "
+                       "appends no more", log->path);
         goto out;
     }
     ev = build_envelope(log->count, type, data, surface_op, source_seqs,
@@ -763,30 +648,26 @@ int weir__log_append(weir__log *log, const char *type, const json_t *data, const
                        log->path, msg);
         goto out;
     }
-    char *dump = weir__json_dump(ev);
-    size_t n = dump ? strlen(dump) : 0;
-    line = dump ? weir__malloc(n + 2) : NULL;
-    if (line) {
-        memcpy(line, dump, n);
-        line[n++] = '\n';
-        line[n] = '\0';
-    }
-    free(dump);
-    if (line && n > WEIR__LOG_LINE_MAX) {
+    size_t n = 0;
+    bool dumped = serialize(log, ev, &n);
+    if (dumped && n > WEIR__LOG_LINE_MAX) {
         rc = weir__err(err, WEIR_E_LOG_REJECTED, NULL, NULL,
                        "session log %s: rejected %s: its line of %zu bytes is over the %zu MiB cap",
                        log->path, type, n, WEIR__LOG_LINE_MAX >> 20);
         goto out;
     }
-    if (!line || reserve(log) != WEIR_OK) {
+    if (!dumped || reserve(log) != WEIR_OK) {
         rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory (%s)",
                        log->path, type);
         goto out;
     }
-    rc = write_line(log, line, n, err);
+    rc = log->store.vt->append(log->store.self, log->handle, log->epoch, log->count, 1,
+                               log->line, n,
+                               log->policy == WEIR__FSYNC_ALWAYS ? WEIR_STORE_DURABLE : 0, err);
+    if (rc == WEIR_E_LEASE_LOST)
+        log->fenced = true;
     if (rc != WEIR_OK)
         goto out;
-    log->size += (off_t)n;
     if (seq_out)
         *seq_out = log->count;
     commit(log, ev);
@@ -795,7 +676,6 @@ int weir__log_append(weir__log *log, const char *type, const json_t *data, const
 out:
     unlock(log);
     json_decref(ev);
-    weir__free(line);
     return rc;
 }
 
@@ -805,10 +685,7 @@ int weir__log_sync(weir__log *log, weir_error *err) {
     if (log->policy == WEIR__FSYNC_NONE || log->readonly)
         return WEIR_OK;
     lock(log);
-    int rc = fsync(log->fd) == 0
-                 ? WEIR_OK
-                 : weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: fsync: %s", log->path,
-                             strerror(errno));
+    int rc = log->store.vt->sync(log->store.self, log->handle, err);
     unlock(log);
     return rc;
 }

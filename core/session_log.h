@@ -14,6 +14,7 @@
 #define WEIR_CORE_SESSION_LOG_H
 
 #include "common.h"
+#include "store.h"
 
 typedef struct weir__log weir__log;
 typedef struct weir__surface weir__surface;
@@ -108,6 +109,18 @@ int weir__fsync_parse(const char *s, weir__fsync *out);
  */
 int weir__log_open(const char *path, weir__fsync policy, weir__type_known_fn known, void *known_ud,
                    weir__log **out, weir_error *err);
+/*
+ * weir__log_open (readonly false) or weir__log_open_readonly (true) on
+ * `store` (core/store.h; the file store when store.vt is NULL or the file
+ * store): session `id` whose file is `path`.  A store without files names
+ * the log "<store_name>:<id>" in messages and weir__log_path.  An append
+ * the store fences (WEIR_E_LEASE_LOST) fails, and so does every later
+ * append of this log.
+ */
+int weir__log_open_store(const char *store_name, weir__store_ref store, const char *id,
+                         const char *path, bool readonly, weir__fsync policy,
+                         weir__type_known_fn known, void *known_ud, weir__log **out,
+                         weir_error *err);
 /* Read-only open for `weir log` (no lock, no repair, no create; a torn
  * tail is ignored silently and left in the file, so a live writer's log
  * reads as a consistent prefix; appends fail with E_STATE).  The same

@@ -63,8 +63,14 @@ int weir__plugin_store_register(weir_plugin *self, const weir_store *store, void
 }
 
 int weir__store_lookup(const weir_host *host, const char *name, weir__store_ref *out) {
-    if (!name)
-        return WEIR_E_NOT_FOUND; /* BUILTINS */
+    if (!name || strcmp(name, "file") == 0) {
+        *out = weir__store_file();
+        return WEIR_OK;
+    }
+    if (strcmp(name, "memory") == 0) {
+        *out = weir__store_memory();
+        return WEIR_OK;
+    }
     int rc = WEIR_E_NOT_FOUND;
     pthread_mutex_lock(&mu);
     for (entry *en = entries; en; en = en->next) {

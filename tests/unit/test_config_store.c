@@ -1,0 +1,146 @@
+/*
+ * tests/unit/test_config_store.c - "session": {"store": ...} (docs/stores.md):
+ * the config names "file", "memory" or a plugin row; an unknown row, a
+ * non-string and an empty name are refused naming the field and the file;
+ * an agent opened with "memory" keeps its log in memory (no file), one
+ * writer per session, and reopens it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "weir/host.h"
+#include "testutil.h"
+
+typedef struct fixture {
+    char *dir;
+    char file[4096];
+} fixture;
+
+static int setup(void **state) {
+    fixture *f = calloc(1, sizeof *f);
+    f->dir = wt_tmpdir("cfgstore");
+    assert_non_null(f->dir);
+    snprintf(f->file, sizeof f->file, "%s/weir.json", f->dir);
+    setenv("WEIR_PLUGIN_PATH", "", 1);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    wt_rmtree(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+static int compose_text(fixture *f, const char *text, json_t **out, weir_error *err) {
+    assert_int_equal(wt_write_file(f->file, text), 0);
+    const char *files[] = {f->file};
+    weir_error_clear(err);
+    *out = NULL;
+    return weir_config_compose(files, 1, out, err);
+}
+
+static void unknown_row_is_refused(void **state) {
+    fixture *f = *state;
+    json_t *cfg;
+    weir_error err;
+    assert_int_equal(compose_text(f, "{\"session\":{\"store\":\"pg\"}}", &cfg, &err),
+                     WEIR_E_CONFIG);
+    assert_null(cfg);
+    char want[sizeof f->file + 256];
+    snprintf(want, sizeof want,
+             "config %s: $.session.store: no plugin row 'pg' (a store is \"file\", \"memory\" or "
+             "the id of a row that provides one)",
+             f->file);
+    assert_string_equal(err.text, want);
+}
+
+static void bad_values_are_refused(void **state) {
+    fixture *f = *state;
+    json_t *cfg;
+    weir_error err;
+    assert_int_equal(compose_text(f, "{\"session\":{\"store\":7}}", &cfg, &err), WEIR_E_CONFIG);
+    assert_non_null(strstr(err.text, "session.store"));
+    assert_non_null(strstr(err.text, f->file));
+    assert_int_equal(compose_text(f, "{\"session\":{\"store\":\"\"}}", &cfg, &err), WEIR_E_CONFIG);
+    assert_non_null(strstr(err.text, "session.store: must name a store"));
+}
+
+static void builtin_names_are_accepted(void **state) {
+    fixture *f = *state;
+    json_t *cfg;
+    weir_error err;
+    assert_int_equal(compose_text(f, "{\"session\":{\"store\":\"memory\"}}", &cfg, &err), WEIR_OK);
+    json_decref(cfg);
+    assert_int_equal(compose_text(f, "{\"session\":{\"store\":\"file\"}}", &cfg, &err), WEIR_OK);
+    json_decref(cfg);
+}
+
+static void agent_uses_the_memory_store(void **state) {
+    fixture *f = *state;
+    char sessions[sizeof f->file + 16];
+    snprintf(sessions, sizeof sessions, "%s/sessions", f->dir);
+    json_t *cfg = json_pack("{s:{s:s,s:s}, s:{s:s,s:s}, s:[], s:[]}", "agent", "provider", "p",
+                            "model", "m", "session", "dir", sessions, "store", "memory",
+                            "plugin_path", "plugins");
+    weir_host *host = NULL;
+    weir_error err;
+    if (weir_host_create(cfg, &host, &err) != WEIR_OK)
+        fail_msg("host: %s", err.text);
+    weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;
+    opts.session_id = "mem-agent";
+    weir_agent *a = NULL;
+    if (weir_agent_open(host, &opts, &a, &err) != WEIR_OK)
+        fail_msg("open: %s", err.text);
+    assert_string_equal(weir_agent_log_path(a), "memory:mem-agent");
+    struct stat st;
+    assert_int_not_equal(stat(sessions, &st), 0); /* no file, no folder */
+    weir_agent *b = NULL;
+    assert_int_equal(weir_agent_open(host, &opts, &b, &err), WEIR_E_BUSY);
+    assert_non_null(strstr(err.text, "session mem-agent is open for writing by this process"));
+    weir_agent_close(a);
+    assert_int_equal(weir_agent_open(host, &opts, &b, &err), WEIR_OK);
+    weir_agent_close(b);
+    weir_host_destroy(host);
+    json_decref(cfg);
+}
+
+static void agent_refuses_a_row_without_a_store(void **state) {
+    (void)state;
+    json_t *cfg = json_pack("{s:{s:s,s:s}, s:{s:s,s:s}, s:[], s:[]}", "agent", "provider", "p",
+                            "model", "m", "session", "dir", "/nonexistent", "store", "pg",
+                            "plugin_path", "plugins");
+    weir_host *host = NULL;
+    weir_error err;
+    if (weir_host_create(cfg, &host, &err) != WEIR_OK)
+        fail_msg("host: %s", err.text);
+    weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;
+    opts.session_id = "x";
+    weir_agent *a = NULL;
+    assert_int_equal(weir_agent_open(host, &opts, &a, &err), WEIR_E_CONFIG);
+    assert_null(a);
+    assert_non_null(strstr(err.text, "session.store: plugin row 'pg' provides no session store"));
+    weir_host_destroy(host);
+    json_decref(cfg);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(unknown_row_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(bad_values_are_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(builtin_names_are_accepted, setup, teardown),
+        cmocka_unit_test_setup_teardown(agent_uses_the_memory_store, setup, teardown),
+        cmocka_unit_test_setup_teardown(agent_refuses_a_row_without_a_store, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
