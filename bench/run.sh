@@ -26,7 +26,7 @@ if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEIR_SANITIZE= \
 fi
 rm -f "$build.configure.log"
 if ! cmake --build "$build" -j"$jobs" --target bench_overhead bench_log bench_connections bench_load \
-        bench_compaction bench_sessions weir_cli weir-mock-llm \
+        bench_compaction bench_sessions bench_store_postgres weir_cli weir-mock-llm \
         >"$build/bench-build.txt" 2>&1; then
     tail -n 30 "$build/bench-build.txt" >&2
     echo "build failed; see $build/bench-build.txt" >&2
@@ -129,6 +129,18 @@ else
     echo "bench_sessions: FAILED ($(tail -n 3 "$build/bench-sessions.err"))"
     status=1
 fi
+
+# bench_store_postgres: a throwaway server (tests/pg/server.sh, fsync on)
+pgdir=$build/bench-pg
+if WEIR_PG_FSYNC=on sh "$src/tests/pg/server.sh" start "$pgdir" >/dev/null 2>"$build/bench-pg.err" &&
+        "$bin/bench_store_postgres" --conninfo "$(cat "$pgdir/conninfo")" \
+            >"$build/bench-store.txt" 2>>"$build/bench-pg.err"; then
+    sed 's/^/bench_store_postgres: /' "$build/bench-store.txt"
+else
+    echo "bench_store_postgres: FAILED ($(tail -n 3 "$build/bench-pg.err"))"
+    status=1
+fi
+sh "$src/tests/pg/server.sh" stop "$pgdir" >/dev/null 2>&1
 
 # bench_connections: a count (also a ctest)
 if "$bin/bench_connections" >"$build/bench-connections.txt" 2>&1; then
