@@ -28,6 +28,7 @@ struct weir__log {
     size_t line_cap, wlen;
     bool readonly;
     bool fenced; /* the store answered WEIR_E_LEASE_LOST: no append again */
+    bool broken; /* a batch is in memory but not in the store: no append again */
     weir__fsync policy;
     weir__type_known_fn known;
     void *known_ud;
@@ -583,16 +584,21 @@ static int dump_into(const char *buf, size_t size, void *ud) {
     return 0;
 }
 
-/* Serialize `ev` as one line (its newline included) into log->line, *n
- * bytes: no allocation once the buffer has grown to the longest line. */
-static bool serialize(weir__log *log, const json_t *ev, size_t *n) {
-    log->wlen = 0;
+/* Serialize `ev` as one line (its newline included) at the end of
+ * log->line (`keep`: after what is there, a batch; else from the start), *n
+ * bytes: no allocation once the buffer has grown to the longest batch.  On
+ * failure the buffer holds what it held before. */
+static bool serialize(weir__log *log, const json_t *ev, bool keep, size_t *n) {
+    size_t start = keep ? log->wlen : 0;
+    log->wlen = start;
     if (json_dump_callback(ev, dump_into, log, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY) != 0 ||
-        (log->wlen == 0 && dump_into("", 0, log) != 0))
+        (log->wlen == 0 && dump_into("", 0, log) != 0)) {
+        log->wlen = start;
         return false;
+    }
     log->line[log->wlen++] = '\n';
     log->line[log->wlen] = '\0';
-    *n = log->wlen;
+    *n = log->wlen - start;
     return true;
 }
 
@@ -615,27 +621,40 @@ static void deliver(weir__log *log) {
     log->delivering = false;
 }
 
-int weir__log_append(weir__log *log, const char *type, const json_t *data, const json_t *surface_op,
-                     const json_t *source_seqs, uint32_t flags, size_t *seq_out, weir_error *err) {
-    if (!log || !type || !*type || !json_is_object(data))
-        return weir__err(err, WEIR_E_LOG_REJECTED, NULL, NULL,
-                         "session log: append needs a log, a type and an object data (type %s)",
-                         type ? type : "(null)");
-    lock(log);
-    int rc = WEIR_OK;
+/* The refusal of an append to a log that cannot take one (read-only, fenced,
+ * broken by a failed batch), or WEIR_OK.  With the lock held. */
+static int refuse_append(const weir__log *log, weir_error *err) {
+    if (log->readonly)
+        return weir__err(err, WEIR_E_STATE, NULL, NULL, "session log %s: opened read-only",
+                         log->path);
+    if (log->fenced)
+        return weir__err(err, WEIR_E_LEASE_LOST, NULL, NULL,
+                         "session log %s: the lease was taken over by another writer; this writer "
+                         "appends no more",
+                         log->path);
+    if (log->broken)
+        return weir__err(err, WEIR_E_IO, NULL, NULL,
+                         "session log %s: a batch of events could not be stored; the log takes "
+                         "no more appends (close and reopen it)",
+                         log->path);
+    return WEIR_OK;
+}
+
+/*
+ * Append one event with the lock held.  Alone (`batch` NULL) the line goes
+ * to the store at once.  In a batch it is serialized after the batch's
+ * earlier lines in log->line and committed to memory (so the next event of
+ * the batch validates against it), and *batch counts it: the caller stores
+ * the batch with one append (store_batch).
+ */
+static int append_locked(weir__log *log, const char *type, const json_t *data,
+                         const json_t *surface_op, const json_t *source_seqs, uint32_t flags,
+                         size_t *batch, size_t *seq_out, weir_error *err) {
+    int rc = refuse_append(log, err);
     json_t *ev = NULL;
     char msg[640];
-    if (log->readonly) {
-        rc =
-            weir__err(err, WEIR_E_STATE, NULL, NULL, "session log %s: opened read-only", log->path);
+    if (rc != WEIR_OK)
         goto out;
-    }
-    if (log->fenced) {
-        rc = weir__err(err, WEIR_E_LEASE_LOST, NULL, NULL,
-                       "session log %s: the lease was taken over by another writer; this writer "
-                       "appends no more", log->path);
-        goto out;
-    }
     ev = build_envelope(log->count, type, data, surface_op, source_seqs,
                         (flags & WEIR_EVENT_IGNORABLE) != 0);
     if (!ev) {
@@ -648,34 +667,72 @@ int weir__log_append(weir__log *log, const char *type, const json_t *data, const
                        log->path, msg);
         goto out;
     }
-    size_t n = 0;
-    bool dumped = serialize(log, ev, &n);
+    size_t start = batch ? log->wlen : 0, n = 0;
+    bool dumped = serialize(log, ev, batch != NULL, &n);
     if (dumped && n > WEIR__LOG_LINE_MAX) {
+        log->wlen = start;
         rc = weir__err(err, WEIR_E_LOG_REJECTED, NULL, NULL,
                        "session log %s: rejected %s: its line of %zu bytes is over the %zu MiB cap",
                        log->path, type, n, WEIR__LOG_LINE_MAX >> 20);
         goto out;
     }
     if (!dumped || reserve(log) != WEIR_OK) {
+        log->wlen = start;
         rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory (%s)",
                        log->path, type);
         goto out;
     }
-    rc = log->store.vt->append(log->store.self, log->handle, log->epoch, log->count, 1,
-                               log->line, n,
-                               log->policy == WEIR__FSYNC_ALWAYS ? WEIR_STORE_DURABLE : 0, err);
-    if (rc == WEIR_E_LEASE_LOST)
-        log->fenced = true;
-    if (rc != WEIR_OK)
-        goto out;
+    if (!batch) {
+        rc = log->store.vt->append(log->store.self, log->handle, log->epoch, log->count, 1,
+                                   log->line, n,
+                                   log->policy == WEIR__FSYNC_ALWAYS ? WEIR_STORE_DURABLE : 0,
+                                   err);
+        if (rc == WEIR_E_LEASE_LOST)
+            log->fenced = true;
+        if (rc != WEIR_OK)
+            goto out;
+    } else {
+        ++*batch;
+    }
     if (seq_out)
         *seq_out = log->count;
     commit(log, ev);
     ev = NULL;
-    deliver(log);
 out:
-    unlock(log);
     json_decref(ev);
+    return rc;
+}
+
+/* Store the `count` events a batch committed to memory (the last `count`
+ * of the log, serialized in log->line) with one store append.  When the
+ * store refuses them, memory is ahead of the store: the log is broken (or
+ * fenced) and takes no more appends.  With the lock held. */
+static int store_batch(weir__log *log, size_t count, weir_error *err) {
+    if (count == 0)
+        return WEIR_OK;
+    int rc = log->store.vt->append(log->store.self, log->handle, log->epoch, log->count - count,
+                                   count, log->line, log->wlen,
+                                   log->policy == WEIR__FSYNC_ALWAYS ? WEIR_STORE_DURABLE : 0,
+                                   err);
+    if (rc == WEIR_E_LEASE_LOST)
+        log->fenced = true;
+    else if (rc != WEIR_OK)
+        log->broken = true;
+    log->wlen = 0;
+    return rc;
+}
+
+int weir__log_append(weir__log *log, const char *type, const json_t *data, const json_t *surface_op,
+                     const json_t *source_seqs, uint32_t flags, size_t *seq_out, weir_error *err) {
+    if (!log || !type || !*type || !json_is_object(data))
+        return weir__err(err, WEIR_E_LOG_REJECTED, NULL, NULL,
+                         "session log: append needs a log, a type and an object data (type %s)",
+                         type ? type : "(null)");
+    lock(log);
+    int rc = append_locked(log, type, data, surface_op, source_seqs, flags, NULL, seq_out, err);
+    if (rc == WEIR_OK)
+        deliver(log);
+    unlock(log);
     return rc;
 }
 
@@ -889,21 +946,32 @@ int weir__log_repair(weir__log *log, bool *repaired, weir_error *err) {
     }
     if (!open)
         return WEIR_OK;
-    size_t i;
+    /* the closers are one batch: one store append (one write) for all */
+    size_t i, batch = 0;
     json_t *item;
+    lock(log);
+    log->wlen = 0;
     json_array_foreach(todo, i, item) {
         const char *type = json_string_value(json_array_get(item, 0));
         bool surface = weir__is_surface_type(type);
         json_t *op = surface ? json_string("append") : NULL;
-        rc = surface && !op
-                 ? weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory")
-                 : weir__log_append(log, type, json_array_get(item, 1), op, NULL, 0, NULL, err);
+        rc = surface && !op ? weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory")
+                            : append_locked(log, type, json_array_get(item, 1), op, NULL, 0,
+                                            &batch, NULL, err);
         json_decref(op);
         if (rc != WEIR_OK)
             break;
-        if (repaired)
-            *repaired = true;
     }
+    /* what the batch committed is stored even when a later closer failed */
+    weir_error serr;
+    int src = store_batch(log, batch, rc == WEIR_OK ? err : &serr);
+    if (rc == WEIR_OK)
+        rc = src;
+    if (src == WEIR_OK && batch > 0 && repaired)
+        *repaired = true;
+    if (src == WEIR_OK)
+        deliver(log);
+    unlock(log);
     json_decref(todo);
     if (rc == WEIR_OK)
         rc = weir__log_checkpoint(log, err);

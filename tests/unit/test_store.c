@@ -3,7 +3,8 @@
  * the same cases against the file store and the memory store, through the
  * log that uses them and through the vtable: append, read from a seq,
  * reopen, a torn tail dropped at open, a second writer refused, list and
- * probe, and a fenced writer (WEIR_E_LEASE_LOST) that appends no more.
+ * probe, a fenced writer (WEIR_E_LEASE_LOST) that appends no more, and
+ * crash repair's closers stored as one batch (one store append).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -298,6 +299,80 @@ static void fenced_writer_appends_no_more(void **state) {
     weir__log_close(log);
 }
 
+/* A memory store that counts appends (and the lines of the last), and
+ * fails them with WEIR_E_IO while `failing` is set. */
+static int appends;
+static size_t last_count;
+static bool failing;
+static weir_store counting;
+static int counting_append(void *self, void *handle, uint64_t epoch, uint64_t first_seq,
+                           size_t count, const char *lines, size_t len, uint32_t flags,
+                           weir_error *err) {
+    appends++;
+    last_count = count;
+    if (failing)
+        return weir__err(err, WEIR_E_IO, NULL, NULL, "disk on fire");
+    return weir__store_memory().vt->append(self, handle, epoch, first_seq, count, lines, len,
+                                           flags, err);
+}
+
+static weir__log *open_counting(fixture *f) {
+    counting = *weir__store_memory().vt;
+    counting.append = counting_append;
+    weir__store_ref ref = {.vt = &counting};
+    weir_error err;
+    weir__log *log = NULL;
+    assert_int_equal(weir__log_open_store("count", ref, f->id, NULL, false, WEIR__FSYNC_STEP, NULL,
+                                          NULL, &log, &err),
+                     WEIR_OK);
+    return log;
+}
+
+static void repair_closers_are_one_append(void **state) {
+    fixture *f = *state;
+    weir__log *log = open_counting(f);
+    seed(log); /* an open turn with an open step */
+    weir__log_close(log);
+    log = open_counting(f);
+    appends = 0;
+    bool repaired = false;
+    weir_error err;
+    assert_int_equal(weir__log_repair(log, &repaired, &err), WEIR_OK);
+    assert_true(repaired);
+    assert_int_equal(appends, 1);
+    assert_int_equal(last_count, 2); /* step/end and turn/end in one append */
+    assert_int_equal(weir__log_count(log), 5);
+    assert_string_equal(json_string_value(json_object_get(weir__log_event(log, 4), "type")),
+                        "turn/end");
+    weir__log_close(log);
+    log = open_counting(f); /* what the store kept reads back the same */
+    assert_int_equal(weir__log_count(log), 5);
+    assert_false(weir__log_turn_open(log));
+    weir__log_close(log);
+}
+
+static void failed_batch_breaks_the_log(void **state) {
+    fixture *f = *state;
+    weir__log *log = open_counting(f);
+    seed(log);
+    weir__log_close(log);
+    log = open_counting(f);
+    failing = true;
+    weir_error err;
+    assert_int_equal(weir__log_repair(log, NULL, &err), WEIR_E_IO);
+    failing = false;
+    json_t *d = json_pack("{s:i}", "turn", 2);
+    assert_int_equal(weir__log_append(log, "turn/start", d, NULL, NULL, 0, NULL, &err),
+                     WEIR_E_IO);
+    assert_non_null(strstr(err.text, "takes no more appends"));
+    json_decref(d);
+    weir__log_close(log);
+    log = open_counting(f); /* the store has the seed only, and repairs again */
+    assert_int_equal(weir__log_count(log), 3);
+    assert_true(weir__log_turn_open(log));
+    weir__log_close(log);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
 #define BOTH(t)                                                                                    \
@@ -309,6 +384,8 @@ int main(void) {
         BOTH(list_names_the_sessions),
         BOTH(missing_session_reads_not_found),
         cmocka_unit_test_setup_teardown(fenced_writer_appends_no_more, setup_memory, teardown),
+        cmocka_unit_test_setup_teardown(repair_closers_are_one_append, setup_memory, teardown),
+        cmocka_unit_test_setup_teardown(failed_batch_breaks_the_log, setup_memory, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
