@@ -460,6 +460,10 @@ int weir__log_open_readonly(const char *path, weir__log **out, weir_error *err) 
 void weir__log_close(weir__log *log) {
     if (!log)
         return;
+    /* what was appended is durable once the writer closes (fsync step and
+     * always; none never syncs) */
+    if (log->handle && !log->readonly && log->policy != WEIR__FSYNC_NONE && !log->broken)
+        (void)log->store.vt->sync(log->store.self, log->handle, NULL);
     if (log->handle)
         log->store.vt->close(log->store.self, log->handle);
     weir__free(log->line);

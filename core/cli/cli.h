@@ -24,6 +24,7 @@ int weir_cmd_resume(int argc, char **argv); /* core/cli/run.c */
 int weir_cmd_log(int argc, char **argv);    /* core/cli/log.c */
 int weir_cmd_serve(int argc, char **argv);  /* core/cli/serve.c */
 int weir_cmd_compact(int argc, char **argv); /* core/cli/compact.c */
+int weir_cmd_send(int argc, char **argv); /* core/cli/send.c */
 int weir_cmd_sessions(int argc, char **argv); /* core/cli/sessions.c */
 int weir_cmd_new_plugin(int argc, char **argv); /* core/cli/new_plugin.c */
 int weir_cmd_events(int argc, char **argv); /* core/cli/events.c */

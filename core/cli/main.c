@@ -22,6 +22,7 @@ static const char usage_text[] =
     "  log [-c FILE]... ID|FILE [--json|--derive|--check]\n"
     "                                              print, derive or check a session log\n"
     "  compact [-c FILE]... [-i TEXT] [--json] ID  compact a session's context now\n"
+    "  send [-c FILE]... -s ID [--mode M] TEXT     queue input for a session, not running it\n"
     "  config [-c FILE]... [--show-secrets]        print the composed deployment config\n"
     "  plugins [DIR]...                            list the plugins found\n"
     "  new-plugin NAME [DIR]                       start a plugin project from the template\n"
@@ -338,7 +339,7 @@ static const struct {
     {"run", weir_cmd_run},         {"resume", weir_cmd_resume}, {"log", weir_cmd_log},
     {"config", weir_cmd_config},   {"plugins", weir_cmd_plugins}, {"hooks", weir_cmd_hooks},
     {"serve", weir_cmd_serve},     {"compact", weir_cmd_compact}, {"version", weir_cmd_version},
-    {"sessions", weir_cmd_sessions},
+    {"sessions", weir_cmd_sessions}, {"send", weir_cmd_send},
     {"new-plugin", weir_cmd_new_plugin},
     {"events", weir_cmd_events},
 };
