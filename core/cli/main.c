@@ -114,8 +114,14 @@ int weir_cli_session_host(const weir_cli_files *files, const char *target, weir_
             json_decref(config);
             return rc;
         }
+        /* a log file must exist; a session in another store (session.store
+         * names a plugin row or "memory") is found by the store when the
+         * agent opens it */
+        const char *store =
+            json_string_value(json_object_get(json_object_get(config, "session"), "store"));
+        bool file_store = !store || strcmp(store, "file") == 0;
         struct stat sb;
-        if (must_exist && stat(*path, &sb) != 0) {
+        if (must_exist && file_store && stat(*path, &sb) != 0) {
             fprintf(stderr, "%s: no session log at %s\n", must_exist, *path);
             free(*path);
             *path = NULL;

@@ -18,3 +18,9 @@ if(TARGET test_store_postgres)
   set_tests_properties(test_store_postgres PROPERTIES FIXTURES_REQUIRED pg_server
     ENVIRONMENT "${WEIR_TEST_ENV};WEIR_PG_CONNINFO_FILE=${_pg_dir}/conninfo")
 endif()
+
+# the CLI against the store (weir run / resume, a second writer, fencing)
+add_test(NAME pg_cli COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/pg_cli.sh $<TARGET_FILE:weir_cli>
+         ${_pg_dir}/conninfo)
+set_tests_properties(pg_cli PROPERTIES FIXTURES_REQUIRED pg_server TIMEOUT 120
+  ENVIRONMENT "${WEIR_TEST_ENV}")
