@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "assistant_stream.h"
+#include "host_int.h"
 #include "session_log.h"
+#include "store.h"
 #include "surface.h"
 
 typedef struct checker {
@@ -503,30 +505,17 @@ int weir_log_check(const char *path, json_t **report, weir_error *err) {
     return rc;
 }
 
-int weir_log_derive(const char *path, json_t **messages, weir_error *err) {
-    if (!path || !messages)
-        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
-                         "log derive: path and messages are required");
-    *messages = NULL;
-    weir__log *log = NULL;
-    int rc = weir__log_open_readonly(path, &log, err);
-    if (rc != WEIR_OK)
-        return rc;
+/* The derived messages of an open log (new reference), or E_NOMEM naming `what`. */
+static int derive_of(weir__log *log, const char *what, json_t **messages, weir_error *err) {
     *messages = weir__log_derive(log);
     weir__log_close(log);
-    return *messages
-               ? WEIR_OK
-               : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log derive %s: out of memory", path);
+    return *messages ? WEIR_OK
+                     : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log derive %s: out of memory",
+                                 what);
 }
 
-int weir_log_events(const char *path, json_t **events, weir_error *err) {
-    if (!path || !events)
-        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log events: path and events are required");
-    *events = NULL;
-    weir__log *log = NULL;
-    int rc = weir__log_open_readonly(path, &log, err);
-    if (rc != WEIR_OK)
-        return rc;
+/* The envelopes of an open log, owned by the caller alone (the log is closed). */
+static int events_of(weir__log *log, const char *what, json_t **events, weir_error *err) {
     json_t *out = json_array();
     size_t n = weir__log_count(log);
     for (size_t i = 0; out && i < n; i++) {
@@ -538,7 +527,105 @@ int weir_log_events(const char *path, json_t **events, weir_error *err) {
     }
     weir__log_close(log);
     if (!out)
-        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log events %s: out of memory", path);
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log events %s: out of memory", what);
     *events = out;
     return WEIR_OK;
+}
+
+int weir_log_derive(const char *path, json_t **messages, weir_error *err) {
+    if (!path || !messages)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "log derive: path and messages are required");
+    *messages = NULL;
+    weir__log *log = NULL;
+    int rc = weir__log_open_readonly(path, &log, err);
+    return rc != WEIR_OK ? rc : derive_of(log, path, messages, err);
+}
+
+int weir_log_events(const char *path, json_t **events, weir_error *err) {
+    if (!path || !events)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log events: path and events are required");
+    *events = NULL;
+    weir__log *log = NULL;
+    int rc = weir__log_open_readonly(path, &log, err);
+    return rc != WEIR_OK ? rc : events_of(log, path, events, err);
+}
+
+/* ---- the same reads of a session in the host's session.store ------------- */
+
+static bool host_type_known(const char *type, void *ud) {
+    return weir__host_event_type(ud, type, NULL);
+}
+
+/* The store session.store names for `host` into *store (*name: its name). */
+static int host_store(const weir_host *host, const char *id, const char **name,
+                      weir__store_ref *store, weir_error *err) {
+    if (!host || !id || !weir_session_id_valid(id))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "log: a host and a valid session id are required");
+    *name = weir__json_str(json_object_get(weir_host_config(host), "session"), "store", NULL);
+    if (weir__store_lookup(host, *name, store) != WEIR_OK)
+        return weir__err(err, WEIR_E_CONFIG, NULL, NULL,
+                         "session.store: plugin row '%s' provides no session store", *name);
+    if (store->vt == weir__store_file().vt)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "log: session %s is in the file store: read its log file", id);
+    return WEIR_OK;
+}
+
+static int host_open(const weir_host *host, const char *id, weir__log **log, weir_error *err) {
+    const char *name;
+    weir__store_ref store;
+    int rc = host_store(host, id, &name, &store, err);
+    if (rc == WEIR_OK)
+        rc = weir__log_open_store(name, store, id, NULL, true, WEIR__FSYNC_NONE, host_type_known,
+                                  (void *)(uintptr_t)host, log, err);
+    return rc;
+}
+
+int weir_host_log_derive(const weir_host *host, const char *id, json_t **messages,
+                         weir_error *err) {
+    if (!messages)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log derive: messages is required");
+    *messages = NULL;
+    weir__log *log = NULL;
+    int rc = host_open(host, id, &log, err);
+    return rc != WEIR_OK ? rc : derive_of(log, id, messages, err);
+}
+
+int weir_host_log_events(const weir_host *host, const char *id, json_t **events,
+                         weir_error *err) {
+    if (!events)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log events: events is required");
+    *events = NULL;
+    weir__log *log = NULL;
+    int rc = host_open(host, id, &log, err);
+    return rc != WEIR_OK ? rc : events_of(log, id, events, err);
+}
+
+int weir_host_log_check(const weir_host *host, const char *id, json_t **report,
+                        weir_error *err) {
+    if (!report)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log check: report is required");
+    *report = NULL;
+    const char *name;
+    weir__store_ref store;
+    int rc = host_store(host, id, &name, &store, err);
+    if (rc != WEIR_OK)
+        return rc;
+    void *handle = NULL;
+    uint64_t epoch = 0;
+    char *buf = NULL;
+    size_t len = 0;
+    rc = store.vt->open(store.self, id, NULL, WEIR_STORE_READONLY, &handle, &epoch, err);
+    if (rc == WEIR_OK)
+        rc = store.vt->read(store.self, handle, 0, &buf, &len, err);
+    if (rc == WEIR_OK)
+        rc = weir__log_check_buffer(buf, len, host_type_known, (void *)(uintptr_t)host, true,
+                                    report, err);
+    if (buf)
+        store.vt->buffer_free(store.self, buf);
+    if (handle && store.vt->close)
+        store.vt->close(store.self, handle);
+    return rc;
 }

@@ -158,12 +158,52 @@ static void print_event(FILE *out, const json_t *ev, json_t *calls) {
     }
 }
 
+/* The session read from the host's session.store instead of a log file
+ * (session.store names a plugin row or "memory"), or NULL. */
+static weir_host *src_host;
+static const char *src_id;
+
+static int read_events(const char *path, json_t **events, weir_error *err) {
+    return src_host ? weir_host_log_events(src_host, src_id, events, err)
+                    : weir_log_events(path, events, err);
+}
+
+static int read_derive(const char *path, json_t **msgs, weir_error *err) {
+    return src_host ? weir_host_log_derive(src_host, src_id, msgs, err)
+                    : weir_log_derive(path, msgs, err);
+}
+
+static int read_check(const char *path, json_t **report, weir_error *err) {
+    return src_host ? weir_host_log_check(src_host, src_id, report, err)
+                    : weir_log_check(path, report, err);
+}
+
+/* A store's session, event by event (the store keeps no file to stream). */
+static int transcript_events(void) {
+    json_t *events = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    if (read_events(NULL, &events, &err) != WEIR_OK) {
+        int rc = weir_cli_fail("log", &err);
+        return rc == WEIR_EXIT_IO ? rc : WEIR_EXIT_FAIL;
+    }
+    json_t *calls = json_object();
+    size_t i;
+    json_t *ev;
+    json_array_foreach(events, i, ev) print_event(stdout, ev, calls);
+    json_decref(calls);
+    json_decref(events);
+    return WEIR_EXIT_OK;
+}
+
 static int transcript(const char *path) {
+    if (src_host)
+        return transcript_events();
     /* the one reader decides first: a log it refuses is not printed */
     json_t *msgs = NULL;
     weir_error err;
     weir_error_clear(&err);
-    if (weir_log_derive(path, &msgs, &err) != WEIR_OK) {
+    if (read_derive(path, &msgs, &err) != WEIR_OK) {
         int rc = weir_cli_fail("log", &err);
         return rc == WEIR_EXIT_IO ? rc : WEIR_EXIT_FAIL;
     }
@@ -215,7 +255,7 @@ static int why(const char *path, long long seq, bool as_json) {
     json_t *events = NULL;
     weir_error err;
     weir_error_clear(&err);
-    if (weir_log_events(path, &events, &err) != WEIR_OK) {
+    if (read_events(path, &events, &err) != WEIR_OK) {
         int rc = weir_cli_fail("log", &err);
         return rc == WEIR_EXIT_IO ? rc : WEIR_EXIT_FAIL;
     }
@@ -287,7 +327,9 @@ static const char log_help[] =
     "Print a session log as a readable transcript.  ID names\n"
     "<session.dir>/<ID>.jsonl of the deployment (-c, or the built-in default:\n"
     "$WEIR_SESSION_DIR or ~/.local/state/weir/sessions); an argument with a '/'\n"
-    "or ending in .jsonl is a file path.\n"
+    "or ending in .jsonl is a file path.  When the deployment's session.store\n"
+    "names another store (a plugin row such as store-postgres, or \"memory\"), ID\n"
+    "is read from that store, with the same reader and the same checks.\n"
     "\n"
     "  --json     print the session's events, one JSON object per line\n"
     "  --derive   print the derived model-visible messages as one JSON array\n"
@@ -359,11 +401,34 @@ int weir_cmd_log(int argc, char **argv) {
         return rc;
     char *path = NULL;
     rc = weir_cli_session_path(config, argv[optind], WEIR_CLI_ID_OR_PATH, &path);
-    json_decref(config);
-    if (rc != WEIR_EXIT_OK)
+    if (rc != WEIR_EXIT_OK) {
+        json_decref(config);
         return rc;
+    }
+    /* a session in another store (session.store: a plugin row, "memory") is
+     * read through the deployment's host; an explicit file never is */
+    const char *store =
+        json_string_value(json_object_get(json_object_get(config, "session"), "store"));
+    weir_host *host = NULL;
+    if (store && strcmp(store, "file") != 0 && weir_session_id_valid(argv[optind])) {
+        free(path);
+        size_t n = strlen(store) + strlen(argv[optind]) + 2;
+        if (!(path = malloc(n))) {
+            json_decref(config);
+            return WEIR_EXIT_FAIL;
+        }
+        snprintf(path, n, "%s:%s", store, argv[optind]); /* as weir run names it */
+        if ((rc = weir_cli_host(config, false, &host)) != WEIR_EXIT_OK) { /* takes config */
+            free(path);
+            return rc;
+        }
+        src_host = host;
+        src_id = argv[optind];
+    } else {
+        json_decref(config);
+    }
     struct stat sb;
-    if (stat(path, &sb) != 0) {
+    if (!host && stat(path, &sb) != 0) {
         fprintf(stderr, "weir log: no session log at %s\n", path);
         free(path);
         return WEIR_EXIT_IO;
@@ -374,7 +439,7 @@ int weir_cmd_log(int argc, char **argv) {
         rc = why(path, why_seq, mode == 'j');
     } else if (mode == 'j') {
         json_t *events = NULL;
-        if (weir_log_events(path, &events, &err) != WEIR_OK) {
+        if (read_events(path, &events, &err) != WEIR_OK) {
             rc = weir_cli_fail("log", &err);
             rc = rc == WEIR_EXIT_IO ? rc : WEIR_EXIT_FAIL;
         } else {
@@ -388,7 +453,7 @@ int weir_cmd_log(int argc, char **argv) {
         }
     } else if (mode == 'd') {
         json_t *msgs = NULL;
-        if (weir_log_derive(path, &msgs, &err) != WEIR_OK) {
+        if (read_derive(path, &msgs, &err) != WEIR_OK) {
             rc = weir_cli_fail("log", &err);
         } else {
             json_dumpf(msgs, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -397,7 +462,7 @@ int weir_cmd_log(int argc, char **argv) {
         }
     } else if (mode == 'k') {
         json_t *report = NULL;
-        if (weir_log_check(path, &report, &err) != WEIR_OK) {
+        if (read_check(path, &report, &err) != WEIR_OK) {
             rc = weir_cli_fail("log", &err);
         } else {
             bool ok = json_is_true(json_object_get(report, "ok"));
@@ -422,5 +487,7 @@ int weir_cmd_log(int argc, char **argv) {
         rc = transcript(path);
     }
     free(path);
+    weir_host_destroy(host);
+    src_host = NULL;
     return rc;
 }

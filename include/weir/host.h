@@ -464,6 +464,22 @@ WEIR_API int weir_log_derive(const char *path, json_t **messages, weir_error *er
 WEIR_API int weir_log_events(const char *path, json_t **events, weir_error *err) WEIR_WUR;
 
 /**
+ * weir_log_check(), weir_log_derive() and weir_log_events() for session `id`
+ * of the store the host's session.store names (a plugin row's store, or
+ * "memory"): the same reader, the same results.  The session is opened
+ * read-only (no lock, no lease).  A session of the file store is
+ * WEIR_E_INVAL (read its file with the calls above); no such session is
+ * WEIR_E_NOT_FOUND.  `host` and `id` are borrowed.
+ * Since: 0.1
+ */
+WEIR_API int weir_host_log_check(const weir_host *host, const char *id, json_t **report,
+                                 weir_error *err) WEIR_WUR;
+WEIR_API int weir_host_log_derive(const weir_host *host, const char *id, json_t **messages,
+                                  weir_error *err) WEIR_WUR;
+WEIR_API int weir_host_log_events(const weir_host *host, const char *id, json_t **events,
+                                  weir_error *err) WEIR_WUR;
+
+/**
  * Whether a writer (an open agent, in this process or another) holds the
  * session log at `path`: it probes the writer's lock without taking it.
  * @param live  receives true when a writer holds it.

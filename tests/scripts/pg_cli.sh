@@ -37,6 +37,9 @@ cat >"$TMP/slow.json" <<'JSON'
               "config": {"replies": [{"text": "a slow answer", "chunks": 2, "chunk_delay_ms": 2500}]}}]}
 JSON
 
+# a server used before (by hand): start from no such sessions
+sql "DELETE FROM weir_sessions WHERE session_id IN ('c1', 'c2', 'c3', 'bad')" >/dev/null 2>&1
+
 # --- a turn, then a second process continues it -------------------------------
 "$WEIR" run -c default -c "$TMP/pg.json" -s c1 "what is 2 to the 10th?" >"$TMP/out" 2>"$TMP/err" ||
     fail "run: $(cat "$TMP/err")"
@@ -51,6 +54,25 @@ grep -q 'session c1 (pg:c1)' "$TMP/err" || fail "session line: $(cat "$TMP/err")
     fail "seqs are not contiguous"
 [ "$(sql "SELECT owner IS NULL FROM weir_sessions WHERE session_id = 'c1'")" = t ] ||
     fail "the lease was not released"
+
+# weir log reads the session from the store, with the one reader
+"$WEIR" log -c default -c "$TMP/pg.json" c1 --check >"$TMP/out" 2>&1 || fail "log --check: $(cat "$TMP/out")"
+grep -q '^pg:c1: ok' "$TMP/out" || fail "log --check: $(cat "$TMP/out")"
+"$WEIR" log -c default -c "$TMP/pg.json" c1 --derive >"$TMP/out" 2>&1 || fail "log --derive"
+grep -q '2 to the power 3' "$TMP/out" || fail "log --derive: $(cat "$TMP/out")"
+[ "$("$WEIR" log -c default -c "$TMP/pg.json" c1 --json | wc -l)" = "$(sql "SELECT count(*) FROM weir_events WHERE session_id = 'c1'")" ] ||
+    fail "log --json: not every event"
+"$WEIR" log -c default -c "$TMP/pg.json" c1 >"$TMP/out" 2>&1 || fail "log: $(cat "$TMP/out")"
+grep -q '^user: what is 2 to the 10th?' "$TMP/out" || fail "transcript: $(cat "$TMP/out")"
+# hostile rows: a gap in the seqs is refused by the reader, as in a file
+sql "INSERT INTO weir_sessions (session_id, next_seq) VALUES ('bad', 3)" >/dev/null
+sql "INSERT INTO weir_events VALUES ('bad', 0, '{\"seq\":0,\"time\":1,\"type\":\"turn/start\",\"data\":{\"turn\":1}}'),
+     ('bad', 2, '{\"seq\":2,\"time\":1,\"type\":\"turn/end\",\"data\":{\"turn\":1,\"reason\":{\"kind\":\"stop\"}}}')" >/dev/null
+"$WEIR" log -c default -c "$TMP/pg.json" bad --check >"$TMP/out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "hostile rows: log --check exit $rc: $(cat "$TMP/out")"
+grep -q 'seq 2 breaks contiguity\|contiguity' "$TMP/out" || fail "hostile rows: $(cat "$TMP/out")"
+"$WEIR" resume -c default -c "$TMP/pg.json" bad "hello" >/dev/null 2>"$TMP/err" && fail "resumed a corrupt session"
 
 # --- a second writer is refused while the first is live --------------------------
 "$WEIR" run -c "$TMP/slow.json" -c "$TMP/pg.json" -s c2 "take your time" >/dev/null 2>"$TMP/slow.err" &

@@ -111,6 +111,22 @@ static void agent_uses_the_memory_store(void **state) {
     weir_agent_close(a);
     assert_int_equal(weir_agent_open(host, &opts, &b, &err), WEIR_OK);
     weir_agent_close(b);
+    /* the host's reads of a store's session (weir log for non-file stores) */
+    json_t *events = NULL, *report = NULL, *msgs = NULL;
+    assert_int_equal(weir_host_log_events(host, "mem-agent", &events, &err), WEIR_OK);
+    assert_true(json_is_array(events));
+    json_decref(events);
+    assert_int_equal(weir_host_log_check(host, "mem-agent", &report, &err), WEIR_OK);
+    assert_true(json_is_true(json_object_get(report, "ok")));
+    json_decref(report);
+    assert_int_equal(weir_host_log_derive(host, "mem-agent", &msgs, &err), WEIR_OK);
+    assert_true(json_is_array(msgs));
+    json_decref(msgs);
+    assert_int_equal(weir_host_log_check(host, "nobody", &report, &err), WEIR_E_NOT_FOUND);
+    assert_null(report);
+    assert_int_equal(weir_host_log_events(host, "../x", &events, &err), WEIR_E_INVAL);
+    assert_int_equal(weir_host_log_events(NULL, "mem-agent", &events, &err), WEIR_E_INVAL);
+    assert_int_equal(weir_host_log_derive(host, "mem-agent", NULL, &err), WEIR_E_INVAL);
     weir_host_destroy(host);
     json_decref(cfg);
 }
