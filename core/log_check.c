@@ -629,3 +629,18 @@ int weir_host_log_check(const weir_host *host, const char *id, json_t **report,
         store.vt->close(store.self, handle);
     return rc;
 }
+
+int weir_host_sessions(const weir_host *host, json_t **sessions, weir_error *err) {
+    if (!sessions)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "sessions: sessions is required");
+    *sessions = NULL;
+    const char *name;
+    weir__store_ref store;
+    int rc = host_store(host, "list", &name, &store, err);
+    if (rc != WEIR_OK)
+        return rc;
+    if (!store.vt->list)
+        return weir__err(err, WEIR_E_UNSUPPORTED, NULL, NULL,
+                         "sessions: store '%s' cannot list its sessions", name);
+    return store.vt->list(store.self, NULL, sessions, err);
+}

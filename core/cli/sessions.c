@@ -40,7 +40,8 @@ static const char sessions_help[] =
     "prompt.  The state is idle, open turn (left open by a crash: `weir resume\n"
     "ID` closes it), live (a weir process has it open for writing) or invalid\n"
     "(not a weir session log, or a damaged one; `weir log FILE --check` says\n"
-    "why).\n"
+    "why).  When session.store names another store (a plugin row such as\n"
+    "store-postgres, or \"memory\"), its sessions are listed instead.\n"
     "\n"
     "  -c, --config FILE   deployment config (repeat to overlay; without -c, or with\n"
     "                      -c default first: the built-in deployment)\n"
@@ -107,27 +108,24 @@ static const char *first_prompt(const json_t *events) {
     return NULL;
 }
 
-static void read_row(session_row *r, const struct stat *sb) {
-    r->size = (long long)sb->st_size;
-    r->last_ms = (long long)sb->st_mtim.tv_sec * 1000 + sb->st_mtim.tv_nsec / 1000000;
-    json_t *events = NULL;
-    weir_error err;
-    weir_error_clear(&err);
-    if (weir_log_events(r->path, &events, &err) != WEIR_OK) {
+/* Fill `r` from its events as the one reader returned them (NULL with `err`
+ * when it refused them); *open: the last turn is open. */
+static bool row_events(session_row *r, json_t *events, const weir_error *err, bool *open) {
+    if (!events) {
         r->state = "invalid";
-        r->error = strdup(err.text[0] ? err.text : weir_strerror((int)err.code));
-        return;
+        r->error = strdup(err->text[0] ? err->text : weir_strerror((int)err->code));
+        return false;
     }
-    bool open = false;
     size_t i;
     const json_t *ev;
+    *open = false;
     json_array_foreach(events, i, ev) {
         const char *type = json_string_value(json_object_get(ev, "type"));
         if (type && !strcmp(type, "turn/start")) {
             r->turns++;
-            open = true;
+            *open = true;
         } else if (type && !strcmp(type, "turn/end")) {
-            open = false;
+            *open = false;
         }
     }
     r->events = (long long)json_array_size(events);
@@ -136,6 +134,42 @@ static void read_row(session_row *r, const struct stat *sb) {
         r->last_ms = (long long)json_integer_value(json_object_get(last, "time"));
     const char *prompt = first_prompt(events);
     r->prompt = prompt ? cut_prompt(prompt) : NULL;
+    return true;
+}
+
+/* A session of a store other than files: its events through the host, its
+ * size as the bytes of its events, live from the store's list entry. */
+static void read_store_row(session_row *r, const weir_host *host, const json_t *entry) {
+    json_t *events = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_host_log_events(host, r->id, &events, &err) != WEIR_OK)
+        events = NULL;
+    bool open = false;
+    if (!row_events(r, events, &err, &open))
+        return;
+    size_t i;
+    const json_t *ev;
+    json_array_foreach(events, i, ev) r->size += (long long)json_dumpb(ev, NULL, 0, JSON_COMPACT) + 1;
+    json_decref(events);
+    const json_t *pid = json_object_get(entry, "pid");
+    r->pid = json_is_integer(pid) ? (long)json_integer_value(pid) : 0;
+    r->state = json_is_true(json_object_get(entry, "live")) ? "live"
+               : open                                        ? "open turn"
+                                                             : "idle";
+}
+
+static void read_row(session_row *r, const struct stat *sb) {
+    r->size = (long long)sb->st_size;
+    r->last_ms = (long long)sb->st_mtim.tv_sec * 1000 + sb->st_mtim.tv_nsec / 1000000;
+    json_t *events = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_log_events(r->path, &events, &err) != WEIR_OK)
+        events = NULL;
+    bool open = false;
+    if (!row_events(r, events, &err, &open))
+        return;
     json_decref(events);
     bool live = false;
     weir_error_clear(&err);
@@ -199,6 +233,74 @@ static void print_row(const session_row *r, bool json) {
            r->prompt ? r->prompt : r->error ? r->error : "");
 }
 
+/* Print rows[0..n) newest first (and free them). */
+static void print_rows(session_row *rows, size_t n, bool json) {
+    qsort(rows, n, sizeof *rows, newest_first);
+    if (n && !json)
+        printf("%-24s %-16s %5s %6s  %-9s  %s\n", "ID", "LAST ACTIVITY", "TURNS", "SIZE", "STATE",
+               "FIRST PROMPT");
+    for (size_t i = 0; i < n; i++) {
+        print_row(&rows[i], json);
+        free(rows[i].id);
+        free(rows[i].path);
+        free(rows[i].prompt);
+        free(rows[i].error);
+    }
+}
+
+/* The sessions of the store session.store names (takes `config`). */
+static int store_sessions(json_t *config, const char *store_name, bool json) {
+    char *store = strdup(store_name); /* config goes with the host */
+    weir_host *host = NULL;
+    int rc = store ? weir_cli_host(config, false, &host) : (json_decref(config), WEIR_EXIT_FAIL);
+    if (rc != WEIR_EXIT_OK) {
+        free(store);
+        return rc;
+    }
+    json_t *list = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_host_sessions(host, &list, &err) != WEIR_OK) {
+        rc = weir_cli_fail("sessions", &err);
+        weir_host_destroy(host);
+        free(store);
+        return rc;
+    }
+    size_t n = json_array_size(list), k = 0;
+    session_row *rows = calloc(n ? n : 1, sizeof *rows);
+    size_t i;
+    const json_t *e;
+    json_array_foreach(list, i, e) {
+        const char *id = json_string_value(json_object_get(e, "id"));
+        if (!rows || !id || !weir_session_id_valid(id))
+            continue; /* a store's row that is no session id is not one of ours */
+        session_row *r = &rows[k];
+        size_t plen = strlen(store) + strlen(id) + 2;
+        r->id = strdup(id);
+        r->path = malloc(plen);
+        if (!r->id || !r->path) {
+            free(r->id);
+            free(r->path);
+            rc = WEIR_EXIT_FAIL;
+            break;
+        }
+        snprintf(r->path, plen, "%s:%s", store, id);
+        read_store_row(r, host, e);
+        k++;
+    }
+    if (!rows || rc != WEIR_EXIT_OK)
+        fprintf(stderr, "weir sessions: out of memory\n");
+    if (rows)
+        print_rows(rows, k, json);
+    if (!k && rows && rc == WEIR_EXIT_OK)
+        fprintf(stderr, "weir sessions: no sessions in store %s\n", store);
+    free(rows);
+    json_decref(list);
+    weir_host_destroy(host);
+    free(store);
+    return rows ? rc : WEIR_EXIT_FAIL;
+}
+
 int weir_cmd_sessions(int argc, char **argv) {
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
                                               {"json", no_argument, NULL, 'j'},
@@ -232,6 +334,10 @@ int weir_cmd_sessions(int argc, char **argv) {
     int rc = weir_cli_compose(files.files, files.n, &config);
     if (rc != WEIR_EXIT_OK)
         return rc;
+    const char *store =
+        json_string_value(json_object_get(json_object_get(config, "session"), "store"));
+    if (store && strcmp(store, "file") != 0)
+        return store_sessions(config, store, json);
     char *dir = NULL;
     rc = weir_cli_session_dir(config, &dir);
     json_decref(config);
@@ -289,17 +395,7 @@ int weir_cmd_sessions(int argc, char **argv) {
     closedir(d);
     if (rc != WEIR_EXIT_OK)
         fprintf(stderr, "weir sessions: out of memory\n");
-    qsort(rows, n, sizeof *rows, newest_first);
-    if (n && !json)
-        printf("%-24s %-16s %5s %6s  %-9s  %s\n", "ID", "LAST ACTIVITY", "TURNS", "SIZE", "STATE",
-               "FIRST PROMPT");
-    for (size_t i = 0; i < n; i++) {
-        print_row(&rows[i], json);
-        free(rows[i].id);
-        free(rows[i].path);
-        free(rows[i].prompt);
-        free(rows[i].error);
-    }
+    print_rows(rows, n, json);
     if (!n && rc == WEIR_EXIT_OK)
         fprintf(stderr, "weir sessions: no sessions in %s\n", dir);
     free(rows);

@@ -478,6 +478,15 @@ WEIR_API int weir_host_log_derive(const weir_host *host, const char *id, json_t 
                                   weir_error *err) WEIR_WUR;
 WEIR_API int weir_host_log_events(const weir_host *host, const char *id, json_t **events,
                                   weir_error *err) WEIR_WUR;
+/**
+ * The sessions of the store the host's session.store names (`weir
+ * sessions`): *sessions is a new array of {"id", "live", "owner"?, "pid"?}
+ * in no particular order.  The file store is WEIR_E_INVAL (list its
+ * directory); a store that cannot list is WEIR_E_UNSUPPORTED.
+ * Since: 0.1
+ */
+WEIR_API int weir_host_sessions(const weir_host *host, json_t **sessions,
+                                weir_error *err) WEIR_WUR;
 
 /**
  * Whether a writer (an open agent, in this process or another) holds the

@@ -1,7 +1,8 @@
 #!/bin/sh
 # pg_cli.sh WEIR CONNINFO_FILE - the CLI against the PostgreSQL store (a real
 # server: the pg_server fixture): a turn, a second process continuing it; a
-# second writer refused while the first is live; a writer frozen (SIGSTOP)
+# second writer refused while the first is live; log, sessions and compact
+# on the store; hostile rows refused; a writer frozen (SIGSTOP)
 # past its lease, a takeover, then SIGCONT: the frozen writer's appends are
 # refused and the log holds the new owner's answer only.
 WEIR=${1:?usage: $0 path/to/weir CONNINFO_FILE}
@@ -73,6 +74,12 @@ rc=$?
 [ $rc -eq 1 ] || fail "hostile rows: log --check exit $rc: $(cat "$TMP/out")"
 grep -q 'seq 2 breaks contiguity\|contiguity' "$TMP/out" || fail "hostile rows: $(cat "$TMP/out")"
 "$WEIR" resume -c default -c "$TMP/pg.json" bad "hello" >/dev/null 2>"$TMP/err" && fail "resumed a corrupt session"
+# weir sessions lists the store's sessions; weir compact works on them
+"$WEIR" sessions -c default -c "$TMP/pg.json" --json >"$TMP/out" 2>&1 || fail "sessions: $(cat "$TMP/out")"
+grep -q '"id":"c1","path":"pg:c1",.*"turns":2,.*"state":"idle"' "$TMP/out" || fail "sessions c1: $(cat "$TMP/out")"
+grep -q '"id":"bad",.*"state":"invalid"' "$TMP/out" || fail "sessions bad: $(cat "$TMP/out")"
+"$WEIR" compact -c default -c "$TMP/pg.json" c1 >"$TMP/out" 2>&1 || fail "compact: $(cat "$TMP/out")"
+"$WEIR" log -c default -c "$TMP/pg.json" c1 --check >/dev/null 2>&1 || fail "log --check after compact"
 
 # --- a second writer is refused while the first is live --------------------------
 "$WEIR" run -c "$TMP/slow.json" -c "$TMP/pg.json" -s c2 "take your time" >/dev/null 2>"$TMP/slow.err" &
