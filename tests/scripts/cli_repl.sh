@@ -52,6 +52,7 @@ at_prompt() {
 }
 
 # --- turns, commands and the end of input (no colour) ------------------------
+rm -f "$TMP/raw" # each block its own terminal output: ready never reads the last one's
 {
     ready
     printf 'what is 2 to the 10th?\n\n'
@@ -78,6 +79,7 @@ grep -q "$(printf '\033\\[[0-9;]*m')" "$TMP/raw" && fail "NO_COLOR: colour codes
     fail "the empty line or a command started a turn"
 
 # --- colour on a terminal; the waiting line; /compact; /quit -----------------------
+rm -f "$TMP/raw" # each block its own terminal output: ready never reads the last one's
 {
     ready
     printf '2 to the power 3?\n'
@@ -100,6 +102,7 @@ grep -q 'never sent' "$WEIR_SESSION_DIR/r2.jsonl" && fail "a line after /quit wa
 grep -q "$(printf '\033')" "$TMP/err" && fail "escape codes off a terminal: $(cat -v "$TMP/err")"
 
 # --- editing and history: Left, Backspace, Ctrl-A, Ctrl-K; Up recalls --------------
+rm -f "$TMP/raw" # each block its own terminal output: ready never reads the last one's
 {
     ready
     printf '2 to the power 9X\033[D\177\n' # Left, then Backspace erases the 9
@@ -127,6 +130,7 @@ cat >"$TMP/slow.json" <<JSON
                                                     "chunk_delay_ms": 60000}]}}]}
 JSON
 LOG="$WEIR_SESSION_DIR/slow.jsonl"
+rm -f "$TMP/raw" # each block its own terminal output: ready never reads the last one's
 {
     ready
     printf 'take your time\n'
@@ -148,6 +152,7 @@ grep -q '^weir: press Ctrl-C again or type /quit to quit$' "$TMP/out" || fail "i
 "$WEIR" log -c "$TMP/slow.json" slow --check >"$TMP/check" 2>&1 || fail "check: $(cat "$TMP/check")"
 grep -q '^open:' "$TMP/check" && fail "left open: $(cat "$TMP/check")"
 # a SIGINT while idle (kill -INT) and a Ctrl-C key count together: two quit with 0
+rm -f "$TMP/raw" # each block its own terminal output: ready never reads the last one's
 {
     ready
     pid=$(pgrep -f -n "run -c $TMP/slow.json -s slow2")
@@ -161,6 +166,7 @@ rc=$?
 [ $rc -eq 0 ] || fail "SIGINT then Ctrl-C while idle: exit $rc, want 0 ($(cat "$TMP/out"))"
 [ "$(grep -c 'press Ctrl-C again' "$TMP/out")" -eq 1 ] || fail "SIGINT then Ctrl-C: $(cat "$TMP/out")"
 # Ctrl-C, then a line: the count starts again, the REPL goes on
+rm -f "$TMP/raw" # each block its own terminal output: ready never reads the last one's
 {
     ready
     printf '\003'
