@@ -48,6 +48,19 @@ static PGresult *exec(pgs *db, const char *sql, int n, const char *const *params
     return PQexecParams(db->conn, sql, n, NULL, params, NULL, NULL, 0);
 }
 
+static bool ok(PGresult *res);
+
+/* The one text value a one-row query returns, in a new buffer (*out). */
+static pgs_status query_text(pgs *db, const char *sql, int n, const char *const *params,
+                             const char *what, char **out) {
+    PGresult *res = exec(db, sql, n, params);
+    if (!ok(res))
+        return fail_res(db, res, what);
+    *out = strdup(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return *out ? PGS_OK : fail(db, PGS_NOMEM, "postgres: out of memory");
+}
+
 static bool ok(PGresult *res) {
     ExecStatusType s = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
     return s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
@@ -358,19 +371,15 @@ pgs_status pgs_list(pgs *db, char **json) {
     if (!db || !json)
         return db ? fail(db, PGS_IO, "postgres: list: bad arguments") : PGS_NOMEM;
     *json = NULL;
-    PGresult *res = PQexec(
-        db->conn,
+    return query_text(
+        db,
         "SELECT coalesce(json_agg(json_build_object('session_id', s.session_id, 'owner', s.owner,"
         " 'epoch', s.epoch, 'lease_expires_ms',"
         " (extract(epoch FROM s.lease_expires) * 1000)::bigint, 'next_seq', s.next_seq,"
         " 'live', s.owner IS NOT NULL AND s.lease_expires > now(),"
         " 'pending', EXISTS (SELECT 1 FROM weir_inbox i WHERE i.session_id = s.session_id))"
-        " ORDER BY s.updated DESC), '[]')::text FROM weir_sessions s");
-    if (!ok(res))
-        return fail_res(db, res, "listing sessions");
-    *json = strdup(PQgetvalue(res, 0, 0));
-    PQclear(res);
-    return *json ? PGS_OK : fail(db, PGS_NOMEM, "postgres: out of memory");
+        " ORDER BY s.updated DESC), '[]')::text FROM weir_sessions s",
+        0, NULL, "listing sessions", json);
 }
 
 pgs_status pgs_send(pgs *db, const char *id, const char *input_id, const char *mode,
@@ -387,24 +396,10 @@ pgs_status pgs_send(pgs *db, const char *id, const char *input_id, const char *m
                          " DO NOTHING RETURNING id)"
                          " SELECT count(*), pg_notify('weir_inbox', $1) FROM i",
                          4, p);
-    if (!ok(res)) {
-        /* the session row is new: the inbox row's foreign key needs it
-         * committed first (CTEs see one snapshot); create it, then retry */
-        PQclear(res);
-        res = exec(db, "INSERT INTO weir_sessions (session_id) VALUES ($1)"
-                       " ON CONFLICT (session_id) DO NOTHING", 1, p);
-        if (!ok(res))
-            return fail_res(db, res, "creating the session");
-        PQclear(res);
-        res = exec(db,
-                   "WITH i AS (INSERT INTO weir_inbox (session_id, input_id, mode, message)"
-                   " VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT (session_id, input_id)"
-                   " DO NOTHING RETURNING id)"
-                   " SELECT count(*), pg_notify('weir_inbox', $1) FROM i",
-                   4, p);
-        if (!ok(res))
-            return fail_res(db, res, "queueing the input");
-    }
+    /* the inbox row's foreign key is checked at the end of the statement,
+     * when the session row the first CTE inserted exists */
+    if (!ok(res))
+        return fail_res(db, res, "queueing the input");
     *duplicate = strcmp(PQgetvalue(res, 0, 0), "0") == 0;
     PQclear(res);
     return PGS_OK;
@@ -446,16 +441,11 @@ pgs_status pgs_inbox(pgs *db, const char *id, char **json) {
         return db ? fail(db, PGS_IO, "postgres: inbox: bad arguments") : PGS_NOMEM;
     *json = NULL;
     const char *p[] = {id};
-    PGresult *res = exec(db,
-                         "SELECT coalesce(json_agg(json_build_object('inbox_id', id, 'input_id',"
-                         " input_id, 'mode', mode, 'message', message) ORDER BY id), '[]')::text"
-                         " FROM weir_inbox WHERE session_id = $1",
-                         1, p);
-    if (!ok(res))
-        return fail_res(db, res, "reading the inbox");
-    *json = strdup(PQgetvalue(res, 0, 0));
-    PQclear(res);
-    return *json ? PGS_OK : fail(db, PGS_NOMEM, "postgres: out of memory");
+    return query_text(db,
+                      "SELECT coalesce(json_agg(json_build_object('inbox_id', id, 'input_id',"
+                      " input_id, 'mode', mode, 'message', message) ORDER BY id), '[]')::text"
+                      " FROM weir_inbox WHERE session_id = $1",
+                      1, p, "reading the inbox", json);
 }
 
 pgs_status pgs_wait(pgs *db, int timeout_ms, bool *woken) {
