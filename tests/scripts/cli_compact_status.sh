@@ -37,7 +37,7 @@ for i in 1 2 3; do
     timeout 30 "$WEIR" run -c "$TMP/small.json" -s plain "$(ask)" >/dev/null 2>"$TMP/plain.$i" ||
         fail "plain run $i: $(cat "$TMP/plain.$i")"
 done
-timeout 30 script -qec "\"$WEIR\" run -c \"$TMP/small.json\" -s plain \"$(ask)\"" /dev/null \
+timeout 30 script -qec "exec \"$WEIR\" run -c \"$TMP/small.json\" -s plain \"$(ask)\"" /dev/null \
     >"$TMP/raw" 2>&1 || fail "tty run: $(cat "$TMP/raw")"
 grep -q '"type":"compaction/start"' "$TMP/sessions/plain.jsonl" ||
     fail "the fixture never compacted: $(grep -o '"type":"[a-z/]*"' "$TMP/sessions/plain.jsonl" | sort | uniq -c)"

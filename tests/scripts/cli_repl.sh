@@ -27,9 +27,12 @@ wait_for() {
 }
 # repl ARGS...: weir run ARGS under script(1); stdin is the input, the
 # terminal's output (stdout and stderr) lands in $TMP/raw and, without CRs,
-# $TMP/out; the exit code is weir's
+# $TMP/out; the exit code is weir's.  script runs "$SHELL -c"; exec makes
+# weir the only process on the terminal: a shell left waiting (dash does
+# not exec the last command) gets each Ctrl-C too and, once weir exits,
+# kills itself with SIGINT (exit 130 whatever weir returned)
 repl() {
-    timeout 60 script -qec "\"$WEIR\" run $*" /dev/null >"$TMP/raw" 2>&1
+    timeout 60 script -qec "exec \"$WEIR\" run $*" /dev/null >"$TMP/raw" 2>&1
     rc=$?
     # the line editor's redraws (CR, erase to the end, cursor moves) out
     tr -d '\r' <"$TMP/raw" | sed "s/$(printf '\033')\\[[0-9]*[KCD]//g" >"$TMP/out"

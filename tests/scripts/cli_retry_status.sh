@@ -85,7 +85,7 @@ check_log plain
 # 2. on a terminal: the wait counts down on one line
 start_mock "{\"requests\":[{\"fault\":\"rate_limit\",\"retry_after\":\"\",\"retry_after_ms\":1500},{\"text\":\"Later.\"}]}"
 config "$TMP/tty.json" '{}'
-timeout 30 script -qec "\"$WEIR\" run -c \"$TMP/tty.json\" -s tty hello" /dev/null >"$TMP/raw" 2>&1 ||
+timeout 30 script -qec "exec \"$WEIR\" run -c \"$TMP/tty.json\" -s tty hello" /dev/null >"$TMP/raw" 2>&1 ||
     fail "tty run: $(cat "$TMP/raw")"
 stop_mock
 CR=$(printf '\r\033\\[K')

@@ -81,7 +81,7 @@ jq -e 'select(.type == "tool/progress") | select(.seq) ' "$TMP/out6" >/dev/null 
 grep -q '"tool/progress"' "$TMP/sessions/prog.jsonl" && fail "progress was logged"
 if command -v script >/dev/null 2>&1; then
     WEIR_BIN=$WEIR CFG="$TMP/progress-deploy.json" timeout 60 script -qfec \
-        '"$WEIR_BIN" run -c "$CFG" -s progtty go' "$TMP/tty.txt" >/dev/null 2>&1 </dev/null ||
+        'exec "$WEIR_BIN" run -c "$CFG" -s progtty go' "$TMP/tty.txt" >/dev/null 2>&1 </dev/null ||
         fail "weir run under script(1): exit $?"
     grep -q '\[tool\] mcp__fake__progress: 3/3 step 3' "$TMP/tty.txt" ||
         fail "no progress line on the terminal: $(cat -v "$TMP/tty.txt")"
