@@ -100,8 +100,12 @@ json_t *weir__agent_last_event(weir_agent *a, const char *type) {
     return NULL;
 }
 
+const json_t *weir__agent_event_peek(weir_agent *a, size_t seq) {
+    return a && seq < weir__log_count(a->log) ? weir__log_event(a->log, seq) : NULL;
+}
+
 json_t *weir__agent_event(weir_agent *a, size_t seq) {
-    const json_t *ev = a && seq < weir__log_count(a->log) ? weir__log_event(a->log, seq) : NULL;
+    const json_t *ev = weir__agent_event_peek(a, seq);
     return ev ? json_deep_copy(ev) : NULL;
 }
 

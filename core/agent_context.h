@@ -39,6 +39,10 @@ json_t *weir__agent_last_event(weir_agent *agent, const char *type);
 /* New reference: a deep copy of envelope `seq`, or NULL when out of range. */
 json_t *weir__agent_event(weir_agent *agent, size_t seq);
 
+/* Borrowed: envelope `seq` itself (the log's, immutable, valid until the
+ * agent is closed), or NULL when out of range. */
+const json_t *weir__agent_event_peek(weir_agent *agent, size_t seq);
+
 /*
  * New reference: the model_info of provider row `provider` for `model`
  * ({context_window, max_output}), or NULL when unknown.  Thread-safe as the

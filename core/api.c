@@ -91,4 +91,5 @@ const weir_api weir__api_table = {
     .hook_invoke = weir__agent_hook_invoke,
     .agent_approve = weir__agent_approve,
     .store_register = weir__plugin_store_register,
+    .agent_event_peek = weir__agent_event_peek,
 };

@@ -47,6 +47,7 @@
  *        agent/pre-compact), agent_approve (the embedder's approver).
  *        store_register: a row provides a session store (weir/store.h),
  *        named by "session": {"store": "<row id>"}; WEIR_E_LEASE_LOST.
+ *        agent_event_peek: a log envelope read in place (no copy).
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H
@@ -696,6 +697,15 @@ struct weir_api {
      * store_register) before use.
      */
     int (*store_register)(weir_plugin *self, const weir_store *store, void *self_ptr);
+    /**
+     * Borrowed: the log envelope `seq` itself, or NULL when there is none.
+     * Read it in place and never modify or release it: the log keeps every
+     * envelope it appended, unchanged, until the agent is closed, so the
+     * pointer stays valid until then (json_incref a part of it to keep that
+     * part longer).  What agent_event returns a copy of, without the copy.
+     * Driver thread only.  Check WEIR_API_HAS(api, agent_event_peek).
+     */
+    const json_t *(*agent_event_peek)(weir_agent *agent, size_t seq);
 };
 
 /** True when `api` has member `m` (for members added after 1.0). */
@@ -848,6 +858,7 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #define weir_hook_invoke(...) (weir__plugin_api->hook_invoke(__VA_ARGS__))
 #define weir_agent_approve(...) (weir__plugin_api->agent_approve(__VA_ARGS__))
 #define weir_store_register(...) (weir__plugin_api->store_register(__VA_ARGS__))
+#define weir_agent_event_peek(...) (weir__plugin_api->agent_event_peek(__VA_ARGS__))
 #elif defined(WEIR_NO_API_MACROS) && defined(WEIR__API_MACROS)
 #undef WEIR__API_MACROS
 #undef weir_plugin_id
@@ -903,4 +914,5 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #undef weir_hook_invoke
 #undef weir_agent_approve
 #undef weir_store_register
+#undef weir_agent_event_peek
 #endif /* the call macros */

@@ -194,6 +194,14 @@ static agent_state *agent_state_get(state *s, weir_agent *agent) {
     return as;
 }
 
+/* New reference to log envelope `seq` (NULL: none): the log's own, read in
+ * place (agent_event_peek, ABI 1.5), else a copy.  Never modified. */
+static json_t *event_ref(weir_agent *agent, size_t seq) {
+    if (WEIR_API_HAS(WEIR_PLUGIN_API, agent_event_peek))
+        return json_incref((json_t *)(uintptr_t)weir_agent_event_peek(agent, seq));
+    return weir_agent_event(agent, seq);
+}
+
 /* Feed the meter the envelopes logged since it last looked: O(new events).
  * A meter that no longer fits the log starts again from seq 0. */
 static void meter_sync(run *r) {
@@ -201,7 +209,7 @@ static void meter_sync(run *r) {
     for (int pass = 0; pass < 2; pass++) {
         int rc = 0;
         for (;;) {
-            json_t *ev = weir_agent_event(r->agent, m->next_seq);
+            json_t *ev = event_ref(r->agent, m->next_seq);
             if (!ev)
                 break;
             rc = cp_meter_apply(m, ev, &r->s->cfg);
@@ -268,7 +276,7 @@ static bool resolve_route(run *r) {
     agent_state *as = r->as;
     long long seq = as->meter.context_seq;
     if (seq != as->route_seq || !as->route) {
-        json_t *ev = seq >= 0 ? weir_agent_event(r->agent, (size_t)seq) : NULL;
+        json_t *ev = seq >= 0 ? event_ref(r->agent, (size_t)seq) : NULL;
         json_decref(as->route);
         as->route = json_incref(json_object_get(ev, "data"));
         as->route_seq = as->route ? seq : -1;
@@ -406,7 +414,7 @@ static bool prune_pass(run *r, const json_t *surface) {
             continue;
         }
         json_int_t seq = json_integer_value(json_object_get(node, "seq"));
-        json_t *ev = weir_agent_event(r->agent, (size_t)seq);
+        json_t *ev = event_ref(r->agent, (size_t)seq);
         json_t *data = json_deep_copy(json_object_get(ev, "data"));
         json_decref(ev);
         if (!data || json_object_set_new(data, "message", pruned) != 0) {
@@ -530,7 +538,7 @@ static bool plan_make(run *r, const json_t *surface, size_t a, size_t b, plan *p
     }
     p->messages = weir_agent_messages(r->agent);
     json_t *hdr = r->as->meter.header_seq >= 0
-                      ? weir_agent_event(r->agent, (size_t)r->as->meter.header_seq)
+                      ? event_ref(r->agent, (size_t)r->as->meter.header_seq)
                       : NULL;
     p->header = hdr;
     if (!p->messages || !json_is_object(json_object_get(

@@ -1765,6 +1765,14 @@ static void agent_context_reads_the_surface_and_events(void **state) {
                      7);
     json_t *same = weir__agent_event(d.agent, (size_t)last_seq);
     assert_true(json_equal(same, last));
+    /* peek: the log's own envelope, the same object every time, no copy */
+    const json_t *peeked = weir__agent_event_peek(d.agent, (size_t)last_seq);
+    assert_non_null(peeked);
+    assert_true(json_equal(peeked, same));
+    assert_ptr_not_equal(peeked, same);
+    assert_ptr_equal(weir__agent_event_peek(d.agent, (size_t)last_seq), peeked);
+    assert_null(weir__agent_event_peek(d.agent, 100000));
+    assert_null(weir__agent_event_peek(NULL, 0));
     json_decref(same);
     json_decref(last);
     assert_null(weir__agent_event(d.agent, 100000));
