@@ -57,6 +57,8 @@ struct weir__log {
     bool delivering;
 };
 
+static int refuse_append(const weir__log *log, weir_error *err);
+
 static const char *const core_types[] = {
     "turn/start",     "turn/end",          "step/start",         "step/end",  "system/message",
     "user/message",   "assistant/message", "assistant/attempt",  "tool/call", "tool/result",
@@ -481,6 +483,19 @@ void weir__log_close(weir__log *log) {
 /* --- accessors ----------------------------------------------------------- */
 
 const char *weir__log_path(const weir__log *log) { return log ? log->path : NULL; }
+
+int weir__log_store_handle(weir__log *log, weir__store_ref *store, void **handle,
+                           uint64_t *epoch, weir_error *err) {
+    if (!log || !store || !handle || !epoch)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir__log_store_handle: NULL argument");
+    lock(log);
+    int rc = refuse_append(log, err);
+    *store = log->store;
+    *handle = log->handle;
+    *epoch = log->epoch;
+    unlock(log);
+    return rc;
+}
 
 size_t weir__log_count(const weir__log *log) {
     if (!log)

@@ -129,6 +129,14 @@ int weir__log_open_readonly(const char *path, weir__log **out, weir_error *err);
 void weir__log_close(weir__log *log);
 
 const char *weir__log_path(const weir__log *log);
+/*
+ * The writer's store, open session and lease epoch (borrowed, valid while
+ * the log is open), for the store's inbox calls (core/store.c).  Fails as
+ * an append would (E_STATE read-only, E_LEASE_LOST fenced, E_IO broken),
+ * with the outputs still set.
+ */
+int weir__log_store_handle(weir__log *log, weir__store_ref *store, void **handle,
+                           uint64_t *epoch, weir_error *err);
 size_t weir__log_count(const weir__log *log);
 /* Borrowed envelope for `seq` (valid until the log is closed), or NULL. */
 const json_t *weir__log_event(const weir__log *log, size_t seq);

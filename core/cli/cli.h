@@ -2,7 +2,8 @@
  * core/cli/cli.h - the `weir` command line: one file per subcommand.
  * Exit codes (documented in `weir --help` and docs/cli.md):
  *   0 success, 1 runtime failure (turn error, failed check), 2 usage error,
- *   3 configuration or plugin load error, 4 I/O error.
+ *   3 configuration or plugin load error, 4 I/O error (also: the session is
+ *   held by another writer, or its lease was taken over: WEIR_E_LEASE_LOST).
  */
 #ifndef WEIR_CLI_H
 #define WEIR_CLI_H
@@ -25,6 +26,7 @@ int weir_cmd_log(int argc, char **argv);    /* core/cli/log.c */
 int weir_cmd_serve(int argc, char **argv);  /* core/cli/serve.c */
 int weir_cmd_compact(int argc, char **argv); /* core/cli/compact.c */
 int weir_cmd_send(int argc, char **argv); /* core/cli/send.c */
+int weir_cmd_worker(int argc, char **argv); /* core/cli/worker.c */
 int weir_cmd_sessions(int argc, char **argv); /* core/cli/sessions.c */
 int weir_cmd_new_plugin(int argc, char **argv); /* core/cli/new_plugin.c */
 int weir_cmd_events(int argc, char **argv); /* core/cli/events.c */

@@ -23,6 +23,7 @@ static const char usage_text[] =
     "                                              print, derive or check a session log\n"
     "  compact [-c FILE]... [-i TEXT] [--json] ID  compact a session's context now\n"
     "  send [-c FILE]... -s ID [--mode M] TEXT     queue input for a session, not running it\n"
+    "  worker [-c FILE]... [--concurrency N]       run the sessions of a shared store that have input\n"
     "  config [-c FILE]... [--show-secrets]        print the composed deployment config\n"
     "  plugins [DIR]...                            list the plugins found\n"
     "  new-plugin NAME [DIR]                       start a plugin project from the template\n"
@@ -36,7 +37,8 @@ static const char usage_text[] =
     "describes each command.\n"
     "\n"
     "exit codes: 0 ok, 1 failure (turn error, failed check), 2 usage,\n"
-    "            3 configuration or plugin load error, 4 I/O error,\n"
+    "            3 configuration or plugin load error, 4 I/O error (or the\n"
+    "            session is held, or was taken over, by another writer),\n"
     "            130 / 143 stopped by SIGINT / SIGTERM (run, resume, serve)\n";
 
 int weir_cli_fail(const char *what, const weir_error *err) {
@@ -47,6 +49,7 @@ int weir_cli_fail(const char *what, const weir_error *err) {
     switch (err->code) {
     case WEIR_E_IO:
     case WEIR_E_BUSY:
+    case WEIR_E_LEASE_LOST: /* another writer took the session over */
         return WEIR_EXIT_IO;
     case WEIR_E_CONFIG:
     case WEIR_E_PLUGIN_OPEN:
@@ -345,7 +348,7 @@ static const struct {
     {"run", weir_cmd_run},         {"resume", weir_cmd_resume}, {"log", weir_cmd_log},
     {"config", weir_cmd_config},   {"plugins", weir_cmd_plugins}, {"hooks", weir_cmd_hooks},
     {"serve", weir_cmd_serve},     {"compact", weir_cmd_compact}, {"version", weir_cmd_version},
-    {"sessions", weir_cmd_sessions}, {"send", weir_cmd_send},
+    {"sessions", weir_cmd_sessions}, {"send", weir_cmd_send}, {"worker", weir_cmd_worker},
     {"new-plugin", weir_cmd_new_plugin},
     {"events", weir_cmd_events},
 };

@@ -5,7 +5,10 @@
  * resume` opens it, so a crashed turn is closed first), the input is logged
  * as an inbox splice and synced, and the session is closed: the next `weir
  * resume` (or any writer) runs it.  A session another process holds is
- * refused, never merged.
+ * refused, never merged.  A shared store with an inbox (store-postgres)
+ * queues the input in the store instead (weir_host_store_send), without
+ * a lease: it works while a worker runs the session, and the session's
+ * next writer delivers it (docs/fleet.md).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -21,7 +24,9 @@ static const char send_help[] =
     "logged (an inbox splice) and synced before weir send exits 0, and the next\n"
     "writer of the session (weir resume ID) takes it.  A session that another\n"
     "process has open (a running weir run, resume or serve) is refused: send it\n"
-    "the input there.\n"
+    "the input there.  With a shared store (session.store naming store-postgres)\n"
+    "the input is queued in the store's inbox instead, also while a worker runs\n"
+    "the session; the session's next writer (weir worker, weir resume) takes it.\n"
     "\n"
     "  -c, --config FILE   deployment config (repeat to overlay)\n"
     "  -s, --session ID    the session (required)\n"
@@ -95,11 +100,31 @@ int weir_cmd_send(int argc, char **argv) {
     int rc = weir_cli_session_host(&files, sid, WEIR_CLI_ID_OR_PATH, "weir send", &path, &host);
     if (rc != WEIR_EXIT_OK)
         return rc;
+    weir_error err;
+    weir_error_clear(&err);
+    /* a shared store queues the input in its inbox, whoever runs the session */
+    json_t *qmsg = json_pack("{s:s, s:s}", "role", "user", "content", argv[optind]);
+    bool dup = false;
+    int qrc = qmsg ? weir_host_store_send(host, sid, input_id, mode_name, qmsg, &dup, &err)
+                   : WEIR_E_NOMEM;
+    json_decref(qmsg);
+    if (qrc != WEIR_E_UNSUPPORTED) {
+        if (qrc == WEIR_OK) {
+            printf("%s for %s (%s)\n", dup ? "already queued" : "queued", sid, mode_name);
+        } else if (qrc == WEIR_E_DUPLICATE) {
+            fprintf(stderr, "weir send: refused: %s\n", err.text);
+            rc = WEIR_EXIT_FAIL;
+        } else {
+            rc = weir_cli_fail("send", &err);
+        }
+        weir_host_destroy(host);
+        free(path);
+        return rc;
+    }
+    weir_error_clear(&err);
     weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;
     opts.session_file = path;
     weir_agent *agent = NULL;
-    weir_error err;
-    weir_error_clear(&err);
     int orc = weir_agent_open(host, &opts, &agent, &err);
     if (orc == WEIR_E_BUSY) {
         fprintf(stderr, "weir send: refused: %s; send the input to that process instead\n",

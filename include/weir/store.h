@@ -38,6 +38,7 @@
 #include <jansson.h>
 
 #include "weir/errors.h"
+#include "weir/export.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -116,7 +117,115 @@ typedef struct weir_store {
      */
     int (*probe)(void *self, const char *id, const char *path, bool *live, long *pid,
                  weir_error *err);
+
+    /* ---- the inbox and claims of a shared store (issue #16; docs/fleet.md).
+     * A store without them leaves them NULL (the file and memory stores:
+     * `weir send` logs an inbox splice as the session's writer there). ---- */
+
+    /**
+     * Queue input for session `id` (created when missing) without taking
+     * its lease: it works while a writer holds the session.  `input_id`
+     * (never NULL: the core makes one up when the sender gave none), `mode`
+     * ("followup", "steer" or "inject") and `message` (the JSON text of a
+     * {role, content, source?} object) are borrowed.  Durable before
+     * WEIR_OK.  The same input_id queued again with the same mode and
+     * message: WEIR_OK with *duplicate true, nothing queued twice; with
+     * another message: WEIR_E_DUPLICATE.  Wakes the store's waiters.
+     */
+    int (*send)(void *self, const char *id, const char *input_id, const char *mode,
+                const char *message, bool *duplicate, weir_error *err);
+    /**
+     * Claim one session that needs a writer: input is queued and no lease
+     * holds it, or its writer's lease expired (a dead or frozen writer).
+     * Concurrent claimers, in this process or others, never get the same
+     * session.  The claim leases it for this store's owner, so that the
+     * `open` that follows (same owner) gets it at once.  *id: the session
+     * (the store's; buffer_free it); *prev_owner: the owner whose expired
+     * lease was taken over (the store's, buffer_free it), NULL when the
+     * session was free.  WEIR_E_NOT_FOUND when no session needs a writer.
+     */
+    int (*claim)(void *self, char **id, char **prev_owner, weir_error *err);
+    /**
+     * The queued inputs of open session `handle` (a writer), oldest first:
+     * *inputs a new array of {"inbox_id": int > 0, "input_id", "mode",
+     * "message": object}.  They stay queued until `consume`.
+     */
+    int (*inbox)(void *self, void *handle, json_t **inputs, weir_error *err);
+    /**
+     * Drop the queued inputs of `handle` with inbox_id <= `upto`: the core
+     * logged them (their splices are durable).  Only for the writer whose
+     * lease has epoch `epoch` (else WEIR_E_LEASE_LOST, nothing dropped).
+     */
+    int (*consume)(void *self, void *handle, uint64_t epoch, uint64_t upto, weir_error *err);
+    /**
+     * Wait up to `timeout_ms` for input to be queued for any session (a
+     * `send` from any process): *woken true when some was, false when the
+     * time passed.  May wake spuriously; callers claim, then wait again.
+     */
+    int (*wait)(void *self, int timeout_ms, bool *woken, weir_error *err);
 } weir_store;
+
+/* ------------------------------------------------------------------------ */
+/* Host calls on the deployment's session store (libweir; `weir send`,       */
+/* `weir worker`).  Since: 0.1                                                */
+/* ------------------------------------------------------------------------ */
+
+typedef struct weir_host weir_host;   /* weir/host.h */
+typedef struct weir_agent weir_agent; /* weir/host.h */
+
+/**
+ * Queue TEXT-style input `message` (borrowed: {role:"user", content,
+ * source?}) for session `id` in the store the host's session.store names,
+ * through its `send`: no lease is taken, a running writer is not disturbed.
+ * `mode` is "followup", "steer" or "inject"; `input_id` may be NULL (a new
+ * id is made up).  *duplicate: the same input_id and message were queued
+ * already (acknowledged, nothing queued twice).  WEIR_E_UNSUPPORTED when
+ * the store has no inbox (the file store: open the session as its writer
+ * and weir_agent_send); WEIR_E_DUPLICATE for the id with another message.
+ * Thread-safe.
+ */
+WEIR_API int weir_host_store_send(weir_host *host, const char *id, const char *input_id,
+                                  const char *mode, const json_t *message, bool *duplicate,
+                                  weir_error *err) WEIR_WUR;
+/**
+ * Claim a session that needs a writer (the store's `claim`): *id and
+ * *prev_owner are malloc'd (free() them; *prev_owner NULL when the session
+ * was free, else the owner whose expired lease was taken over).
+ * WEIR_E_NOT_FOUND when none does; WEIR_E_UNSUPPORTED when the store
+ * cannot claim.  Thread-safe.
+ */
+WEIR_API int weir_host_store_claim(weir_host *host, char **id, char **prev_owner,
+                                   weir_error *err) WEIR_WUR;
+/**
+ * Wait up to `timeout_ms` for input to be queued in the host's store
+ * (*woken); WEIR_E_UNSUPPORTED when the store cannot wait.  Thread-safe.
+ */
+WEIR_API int weir_host_store_wait(weir_host *host, int timeout_ms, bool *woken,
+                                  weir_error *err) WEIR_WUR;
+/**
+ * Deliver the store's queued inputs of the agent's session into the agent
+ * (weir_agent_send with each input's id and mode, so an input already in
+ * the log is acknowledged, never queued twice), then drop them from the
+ * store once their splices are durable.  A crash in between leaves them
+ * queued; the next writer delivers them again and the agent acknowledges
+ * them (docs/fleet.md, "The inbox").  *taken (may be NULL): the inputs
+ * delivered (new or acknowledged).  WEIR_OK with 0 for a store without an inbox.  Fails
+ * with WEIR_E_LEASE_LOST when the writer was fenced.  Call it from the
+ * thread that drives the agent, between runs.
+ */
+WEIR_API int weir_agent_take_store_inbox(weir_agent *agent, size_t *taken,
+                                         weir_error *err) WEIR_WUR;
+/**
+ * The turn crash repair closed without an answer: when the agent's last
+ * ended turn ended {kind:"interrupted"} and it had claimed input (a
+ * user/message), its number; else 0.  Thread-safe.
+ */
+WEIR_API int weir_agent_interrupted_turn(weir_agent *agent);
+/**
+ * The fencing epoch of the agent's lease on its session (0 for stores
+ * without leases, and for a NULL agent).  Thread-safe.
+ */
+WEIR_API uint64_t weir_agent_lease_epoch(weir_agent *agent);
 
 #ifdef __cplusplus
 }

@@ -241,6 +241,12 @@ pgs_status pgs_release(pgs *db, const char *id, int64_t epoch) {
     if (!ok(res))
         return fail_res(db, res, "releasing the lease");
     PQclear(res);
+    /* input queued while this writer held the session: wake a worker */
+    res = exec(db, "SELECT pg_notify('weir_inbox', $1) FROM weir_inbox WHERE session_id = $1 LIMIT 1",
+               1, p);
+    if (!ok(res))
+        return fail_res(db, res, "notifying the inbox");
+    PQclear(res);
     return PGS_OK;
 }
 
@@ -402,39 +408,102 @@ pgs_status pgs_send(pgs *db, const char *id, const char *input_id, const char *m
         return fail_res(db, res, "queueing the input");
     *duplicate = strcmp(PQgetvalue(res, 0, 0), "0") == 0;
     PQclear(res);
-    return PGS_OK;
+    if (!*duplicate || !input_id)
+        return PGS_OK;
+    /* the id is queued already: the same input is acknowledged, another
+     * one under the same id is refused (nothing queued) */
+    res = exec(db,
+               "SELECT bool_and(mode = $3 AND message = $4::jsonb) FROM weir_inbox"
+               " WHERE session_id = $1 AND input_id = $2",
+               4, p);
+    if (!ok(res))
+        return fail_res(db, res, "reading the queued input");
+    bool other = PQgetvalue(res, 0, 0)[0] == 'f';
+    PQclear(res);
+    return other ? fail(db, PGS_CONFLICT,
+                        "session %s: input id '%s' is queued already with another message or "
+                        "mode",
+                        id, input_id)
+                 : PGS_OK;
 }
 
 pgs_status pgs_claim(pgs *db, const char *owner, int64_t lease_ms, char **id, int64_t *epoch,
-                     int64_t *next_seq) {
+                     int64_t *next_seq, char **prev_owner) {
     if (!db || !owner || lease_ms <= 0 || !id || !epoch || !next_seq)
         return db ? fail(db, PGS_IO, "postgres: claim: bad arguments") : PGS_NOMEM;
     *id = NULL;
+    if (prev_owner)
+        *prev_owner = NULL;
     char ms[32];
     fmt_i64(ms, sizeof ms, lease_ms);
     const char *p[] = {owner, ms};
+    /* a session needs a writer when input is queued and no lease holds it,
+     * or when its writer let the lease expire (died, or is frozen: the
+     * takeover bumps the epoch and fences it) */
     PGresult *res = exec(
         db,
-        "UPDATE weir_sessions SET owner = $1, epoch = epoch + 1,"
-        " lease_expires = now() + $2::bigint * interval '1 millisecond', updated = now()"
-        " WHERE session_id = (SELECT s.session_id FROM weir_sessions s"
-        "   WHERE (s.owner IS NULL OR s.lease_expires < now())"
-        "   AND EXISTS (SELECT 1 FROM weir_inbox i WHERE i.session_id = s.session_id)"
+        "WITH c AS (SELECT s.session_id, s.owner AS prev FROM weir_sessions s"
+        "   WHERE (s.owner IS NULL"
+        "          AND EXISTS (SELECT 1 FROM weir_inbox i WHERE i.session_id = s.session_id))"
+        "      OR (s.owner IS NOT NULL AND s.lease_expires < now())"
         "   ORDER BY s.updated LIMIT 1 FOR UPDATE SKIP LOCKED)"
-        " RETURNING session_id, epoch, next_seq",
+        " UPDATE weir_sessions w SET owner = $1, epoch = w.epoch + 1,"
+        " lease_expires = now() + $2::bigint * interval '1 millisecond', updated = now()"
+        " FROM c WHERE w.session_id = c.session_id"
+        " RETURNING w.session_id, w.epoch, w.next_seq, c.prev",
         2, p);
     if (!ok(res))
         return fail_res(db, res, "claiming a session");
     if (PQntuples(res) != 1) {
         PQclear(res);
-        return fail(db, PGS_NOT_FOUND, "no session has queued input");
+        return fail(db, PGS_NOT_FOUND, "no session needs a writer");
     }
     *id = strdup(PQgetvalue(res, 0, 0));
     *epoch = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
     *next_seq = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+    bool nomem = !*id;
+    if (prev_owner && !PQgetisnull(res, 0, 3))
+        nomem = nomem || !(*prev_owner = strdup(PQgetvalue(res, 0, 3)));
     PQclear(res);
-    return *id ? PGS_OK : fail(db, PGS_NOMEM, "postgres: out of memory");
+    if (nomem) {
+        free(*id);
+        *id = NULL;
+        if (prev_owner) {
+            free(*prev_owner);
+            *prev_owner = NULL;
+        }
+        return fail(db, PGS_NOMEM, "postgres: out of memory");
+    }
+    return PGS_OK;
 }
+
+pgs_status pgs_consume(pgs *db, const char *id, int64_t epoch, int64_t upto) {
+    if (!db || !id || upto < 0)
+        return db ? fail(db, PGS_IO, "postgres: consume: bad arguments") : PGS_NOMEM;
+    char e[32], u[32];
+    fmt_i64(e, sizeof e, epoch);
+    fmt_i64(u, sizeof u, upto);
+    const char *p[] = {id, e, u};
+    /* the session row is locked for the delete, so a takeover waits for it
+     * (or is seen, and nothing is deleted) */
+    PGresult *res = exec(db,
+                         "WITH s AS (SELECT session_id FROM weir_sessions WHERE session_id = $1"
+                         " AND epoch = $2::bigint AND owner IS NOT NULL FOR UPDATE),"
+                         " d AS (DELETE FROM weir_inbox i USING s WHERE i.session_id = s.session_id"
+                         " AND i.id <= $3::bigint RETURNING 1)"
+                         " SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM d)",
+                         3, p);
+    if (!ok(res))
+        return fail_res(db, res, "consuming the inbox");
+    bool held = strcmp(PQgetvalue(res, 0, 0), "0") != 0;
+    PQclear(res);
+    return held ? PGS_OK
+                : fail(db, PGS_LEASE_LOST,
+                       "session %s: the lease of epoch %s is lost: its queued input stays queued",
+                       id, e);
+}
+
+bool pgs_connected(const pgs *db) { return db && db->conn && PQstatus(db->conn) == CONNECTION_OK; }
 
 pgs_status pgs_inbox(pgs *db, const char *id, char **json) {
     if (!db || !id || !json)

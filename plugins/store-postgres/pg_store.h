@@ -61,7 +61,8 @@ pgs_status pgs_lease(pgs *db, const char *id, const char *owner, int64_t lease_m
 /* Extend the lease of epoch `epoch` by `lease_ms` from now (the heartbeat);
  * PGS_LEASE_LOST when another writer took it over. */
 pgs_status pgs_renew(pgs *db, const char *id, int64_t epoch, int64_t lease_ms);
-/* Give the lease of `epoch` back (no-op when it was taken over). */
+/* Give the lease of `epoch` back (no-op when it was taken over); NOTIFY
+ * weir_inbox when input is queued for the session. */
 pgs_status pgs_release(pgs *db, const char *id, int64_t epoch);
 
 /* Append `n` event lines (JSON objects, borrowed) as seqs first_seq...
@@ -79,15 +80,26 @@ pgs_status pgs_read(pgs *db, const char *id, int64_t from_seq, char **buf, size_
 /* Queue one input for session `id` (created when missing): `mode` is
  * followup|steer|inject, `message` a JSON message object, `input_id` may be
  * NULL (all borrowed).  Durable once this returns PGS_OK; the same input_id
- * again is accepted and queued once (*duplicate true).  NOTIFY weir_inbox
- * with the session id wakes listening workers. */
+ * with the same mode and message again is accepted and queued once
+ * (*duplicate true); with another one it is PGS_CONFLICT.  NOTIFY
+ * weir_inbox with the session id wakes listening workers. */
 pgs_status pgs_send(pgs *db, const char *id, const char *input_id, const char *mode,
                     const char *message, bool *duplicate);
-/* Claim one session with queued input whose lease is free or expired, for
- * `owner` (FOR UPDATE SKIP LOCKED: concurrent claimers get different
- * sessions): *id (free() it), *epoch, *next_seq.  PGS_NOT_FOUND when none. */
+/* Claim one session that needs a writer, for `owner`: queued input and no
+ * lease, or an expired lease (its writer died or froze; the claim is the
+ * takeover).  FOR UPDATE SKIP LOCKED: concurrent claimers get different
+ * sessions.  *id (free() it), *epoch, *next_seq; *prev_owner (may be NULL;
+ * free() it) the owner whose expired lease was taken over, NULL when the
+ * session was free.  PGS_NOT_FOUND when none. */
 pgs_status pgs_claim(pgs *db, const char *owner, int64_t lease_ms, char **id, int64_t *epoch,
-                     int64_t *next_seq);
+                     int64_t *next_seq, char **prev_owner);
+/* Remove the queued inputs of `id` with inbox_id <= `upto` (the writer
+ * logged them), only while `epoch` holds the lease: PGS_LEASE_LOST deletes
+ * nothing. */
+pgs_status pgs_consume(pgs *db, const char *id, int64_t epoch, int64_t upto);
+/* Whether the connection is up (false after the server went away: close it
+ * and pgs_open again). */
+bool pgs_connected(const pgs *db);
 /* The queued inputs of `id`, oldest first, as a JSON array text (*json,
  * free() it): [{"inbox_id","input_id","mode","message"}...].  They stay
  * queued until an append consumes them (pgs_append_consume). */

@@ -44,6 +44,10 @@ typedef struct store {
     char *conninfo;
     long lease_ms;
     char owner[192]; /* "<host>:<pid>" unless configured */
+    /* send and claim share one connection, wait has its own (it blocks);
+     * each is opened on first use and again after the server went away */
+    pthread_mutex_t ctl_mu, listen_mu;
+    pgs *ctl, *listen;
 } store;
 
 typedef struct handle {
@@ -339,6 +343,119 @@ static int st_probe(void *self, const char *id, const char *path, bool *live, lo
     return rc;
 }
 
+/* The store's shared connection `*db` (lock held): (re)connected when it is
+ * missing or broken.  PGS_OK, else the failure with its text in `err`. */
+static int shared_conn(store *s, pgs **db, weir_error *err) {
+    if (*db && pgs_connected(*db))
+        return WEIR_OK;
+    pgs_close(*db);
+    *db = NULL;
+    pgs_status st = pgs_open(s->conninfo, db);
+    if (st == PGS_OK)
+        return WEIR_OK;
+    int rc = fail_pg(err, st, *db);
+    pgs_close(*db);
+    *db = NULL;
+    return rc;
+}
+
+static int st_send(void *self, const char *id, const char *input_id, const char *mode,
+                   const char *message, bool *duplicate, weir_error *err) {
+    store *s = self;
+    if (!s || !id || !input_id || !mode || !message || !duplicate)
+        return fail(err, WEIR_E_INVAL, "store-postgres: send: missing argument");
+    pthread_mutex_lock(&s->ctl_mu);
+    int rc = shared_conn(s, &s->ctl, err);
+    if (rc == WEIR_OK) {
+        pgs_status st = pgs_send(s->ctl, id, input_id, mode, message, duplicate);
+        rc = st == PGS_OK         ? WEIR_OK
+             : st == PGS_CONFLICT ? fail(err, WEIR_E_DUPLICATE, "%s", pgs_error(s->ctl))
+                                  : fail_pg(err, st, s->ctl);
+    }
+    pthread_mutex_unlock(&s->ctl_mu);
+    return rc;
+}
+
+static int st_claim(void *self, char **id, char **prev_owner, weir_error *err) {
+    store *s = self;
+    if (!s || !id || !prev_owner)
+        return fail(err, WEIR_E_INVAL, "store-postgres: claim: missing argument");
+    *id = NULL;
+    *prev_owner = NULL;
+    pthread_mutex_lock(&s->ctl_mu);
+    int rc = shared_conn(s, &s->ctl, err);
+    if (rc == WEIR_OK) {
+        int64_t epoch, next;
+        pgs_status st = pgs_claim(s->ctl, s->owner, s->lease_ms, id, &epoch, &next, prev_owner);
+        rc = st == PGS_OK ? WEIR_OK : fail_pg(err, st, s->ctl);
+    }
+    pthread_mutex_unlock(&s->ctl_mu);
+    return rc;
+}
+
+static int st_inbox(void *self, void *hp, json_t **inputs, weir_error *err) {
+    (void)self;
+    handle *h = hp;
+    if (!h || !inputs)
+        return fail(err, WEIR_E_INVAL, "store-postgres: inbox: missing argument");
+    *inputs = NULL;
+    char *text = NULL;
+    pthread_mutex_lock(&h->mu);
+    pgs_status st = pgs_inbox(h->db, h->id, &text);
+    int rc = st == PGS_OK ? WEIR_OK : fail_pg(err, st, h->db);
+    pthread_mutex_unlock(&h->mu);
+    if (rc != WEIR_OK)
+        return rc;
+    json_error_t je;
+    *inputs = json_loads(text, 0, &je);
+    free(text);
+    if (!json_is_array(*inputs)) {
+        json_decref(*inputs);
+        *inputs = NULL;
+        return fail(err, WEIR_E_IO, "session %s: the inbox rows do not read as JSON: %s", h->id,
+                    je.text);
+    }
+    return WEIR_OK;
+}
+
+static int st_consume(void *self, void *hp, uint64_t epoch, uint64_t upto, weir_error *err) {
+    (void)self;
+    handle *h = hp;
+    if (!h || upto > INT64_MAX)
+        return fail(err, WEIR_E_INVAL, "store-postgres: consume: bad argument");
+    if (!h->writer)
+        return fail(err, WEIR_E_STATE, "session %s is open read-only", h->id);
+    pthread_mutex_lock(&h->mu);
+    int rc;
+    if (h->fenced || (int64_t)epoch != h->epoch) {
+        rc = fail(err, WEIR_E_LEASE_LOST,
+                  "session %s: the lease was taken over by another writer; this writer stops",
+                  h->id);
+    } else {
+        pgs_status st = pgs_consume(h->db, h->id, h->epoch, (int64_t)upto);
+        if (st == PGS_LEASE_LOST)
+            h->fenced = true;
+        rc = st == PGS_OK ? WEIR_OK : fail_pg(err, st, h->db);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+static int st_wait(void *self, int timeout_ms, bool *woken, weir_error *err) {
+    store *s = self;
+    if (!s || !woken || timeout_ms < 0)
+        return fail(err, WEIR_E_INVAL, "store-postgres: wait: bad argument");
+    *woken = false;
+    pthread_mutex_lock(&s->listen_mu);
+    int rc = shared_conn(s, &s->listen, err);
+    if (rc == WEIR_OK) {
+        pgs_status st = pgs_wait(s->listen, timeout_ms, woken);
+        rc = st == PGS_OK ? WEIR_OK : fail_pg(err, st, s->listen);
+    }
+    pthread_mutex_unlock(&s->listen_mu);
+    return rc;
+}
+
 static const weir_store vtable = {
     .struct_size = sizeof(weir_store),
     .open = st_open,
@@ -350,7 +467,23 @@ static const weir_store vtable = {
     .close = st_close,
     .list = st_list,
     .probe = st_probe,
+    .send = st_send,
+    .claim = st_claim,
+    .inbox = st_inbox,
+    .consume = st_consume,
+    .wait = st_wait,
 };
+
+static void store_free(store *s) {
+    if (!s)
+        return;
+    pgs_close(s->ctl);
+    pgs_close(s->listen);
+    pthread_mutex_destroy(&s->ctl_mu);
+    pthread_mutex_destroy(&s->listen_mu);
+    free(s->conninfo);
+    free(s);
+}
 
 static int init(weir_plugin *self, const weir_api *api, const json_t *config, weir_error *err) {
     WEIR_PLUGIN_INIT_API(api);
@@ -364,6 +497,8 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
         free(s);
         return WEIR_E_NOMEM;
     }
+    pthread_mutex_init(&s->ctl_mu, NULL);
+    pthread_mutex_init(&s->listen_mu, NULL);
     const json_t *lease = json_object_get(config, "lease_ms");
     s->lease_ms = json_is_integer(lease) ? (long)json_integer_value(lease) : 30000;
     const char *owner = json_string_value(json_object_get(config, "owner"));
@@ -382,28 +517,20 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
     if (st != PGS_OK) {
         int rc = fail(err, WEIR_E_PLUGIN_CONFIG, "%s", pgs_error(db));
         pgs_close(db);
-        free(s->conninfo);
-        free(s);
+        store_free(s);
         return rc;
     }
     pgs_close(db);
     int rc = weir_store_register(self, &vtable, s);
     if (rc != WEIR_OK) {
-        free(s->conninfo);
-        free(s);
+        store_free(s);
         return fail(err, rc, "store-postgres: store_register failed");
     }
     weir_plugin_set_data(self, s);
     return WEIR_OK;
 }
 
-static void fini(weir_plugin *self) {
-    store *s = weir_plugin_data(self);
-    if (s) {
-        free(s->conninfo);
-        free(s);
-    }
-}
+static void fini(weir_plugin *self) { store_free(weir_plugin_data(self)); }
 
 static const weir_plugin_desc desc = {
     WEIR_PLUGIN_HEADER,

@@ -192,9 +192,15 @@ static void the_inbox_is_claimed_once_and_consumed_with_the_append(void **state)
                               &dup),
                      PGS_OK);
     assert_false(dup);
-    assert_int_equal(pgs_send(a, "q1", "in-1", "followup", "{\"role\":\"user\",\"content\":[]}", &dup),
+    assert_int_equal(pgs_send(a, "q1", "in-1", "followup",
+                              "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}",
+                              &dup),
                      PGS_OK);
     assert_true(dup); /* the same input id is queued once */
+    /* the same id with another message is refused, nothing queued */
+    assert_int_equal(pgs_send(a, "q1", "in-1", "followup", "{\"role\":\"user\",\"content\":[]}", &dup),
+                     PGS_CONFLICT);
+    assert_non_null(strstr(pgs_error(a), "in-1"));
     assert_int_equal(pgs_wait(b, 5000, &woken), PGS_OK);
     assert_true(woken);
     assert_int_equal(pgs_send(a, "q2", NULL, "steer", "{\"role\":\"user\",\"content\":[]}", &dup),
@@ -202,10 +208,10 @@ static void the_inbox_is_claimed_once_and_consumed_with_the_append(void **state)
     /* two claimers get different sessions, a third finds none */
     char *ia = NULL, *ib = NULL, *ic = NULL;
     int64_t ea, eb, ec, na, nb, nc;
-    assert_int_equal(pgs_claim(a, "worker-a", 60000, &ia, &ea, &na), PGS_OK);
-    assert_int_equal(pgs_claim(b, "worker-b", 60000, &ib, &eb, &nb), PGS_OK);
+    assert_int_equal(pgs_claim(a, "worker-a", 60000, &ia, &ea, &na, NULL), PGS_OK);
+    assert_int_equal(pgs_claim(b, "worker-b", 60000, &ib, &eb, &nb, NULL), PGS_OK);
     assert_string_not_equal(ia, ib);
-    assert_int_equal(pgs_claim(b, "worker-c", 60000, &ic, &ec, &nc), PGS_NOT_FOUND);
+    assert_int_equal(pgs_claim(b, "worker-c", 60000, &ic, &ec, &nc, NULL), PGS_NOT_FOUND);
     assert_null(ic);
     /* q1's worker splices its input into the log and consumes it at once */
     pgs *w = strcmp(ia, "q1") == 0 ? a : b;
@@ -226,7 +232,7 @@ static void the_inbox_is_claimed_once_and_consumed_with_the_append(void **state)
     free(json);
     /* released with nothing queued, q1 is not claimed again */
     assert_int_equal(pgs_release(w, "q1", ew), PGS_OK);
-    assert_int_equal(pgs_claim(a, "worker-d", 60000, &ic, &ec, &nc), PGS_NOT_FOUND);
+    assert_int_equal(pgs_claim(a, "worker-d", 60000, &ic, &ec, &nc, NULL), PGS_NOT_FOUND);
     /* a fenced writer consumes nothing: q2's input stays queued */
     pgs *v = w == a ? b : a;
     int64_t ev2 = v == a ? ea : eb;

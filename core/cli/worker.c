@@ -1,0 +1,495 @@
+/*
+ * core/cli/worker.c - `weir worker [-c FILE]... [--concurrency N]
+ * [--grace-ms MS] [--poll-ms MS] [--exit-when-idle]`: run the sessions of a
+ * shared store (session.store naming store-postgres) that need a writer,
+ * N at once (docs/fleet.md, "Workers").
+ *
+ * The main thread claims (weir_host_store_claim: FOR UPDATE SKIP LOCKED, a
+ * lease for this process) while a slot is free, and waits for input
+ * (weir_host_store_wait: LISTEN/NOTIFY, at most --poll-ms, so a lost
+ * notification costs one poll) when nothing is claimable.  Each claimed
+ * session runs on its own thread with its own agent: open (crash repair
+ * closes a dead writer's open turn), one service continuation when the
+ * repaired turn had claimed input, the store's queued input delivered
+ * (weir_agent_take_store_inbox), run until idle, again while input keeps
+ * coming, close (the lease is released).  A writer whose lease was taken
+ * over (WEIR_E_LEASE_LOST) stops that session and appends nothing more.
+ *
+ * Signals: SIGTERM and SIGINT are taken by one thread (sigwait; every other
+ * thread blocks them).  The first stops claiming and gives the running
+ * turns --grace-ms to finish; then (or at a second signal) they are
+ * cancelled; the agents close, releasing their leases, and the worker
+ * exits 0.
+ *
+ * stderr gets one line per claim, takeover and finish:
+ *   weir worker: claimed S (epoch E)
+ *   weir worker: took over S from OWNER (repaired K)
+ *   weir worker: finished S (N turns)
+ * and "lost S ...", "failed S ..." when a session stops otherwise.
+ * Owner: this file (the slots, their threads and agents).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+static const char worker_help[] =
+    "usage: weir worker [-c FILE]... [--concurrency N] [--grace-ms MS] [--poll-ms MS]\n"
+    "                   [--exit-when-idle]\n"
+    "\n"
+    "Run the sessions of a shared store (session.store naming a store-postgres\n"
+    "row) that need a writer: queued input (weir send) and no live lease, or a\n"
+    "lease whose writer died or froze (it expired: the worker takes the session\n"
+    "over, repairs it as weir resume does, and continues an interrupted request\n"
+    "once with a service message).  Each session is claimed with a lease, run\n"
+    "until idle and released.  Any number of workers, on any machines, may run\n"
+    "against one database: a session is never run by two at once.\n"
+    "\n"
+    "  -c, --config FILE     deployment config (repeat to overlay)\n"
+    "  -n, --concurrency N   sessions run at once, one agent and thread each\n"
+    "                        (1-64, default 1)\n"
+    "      --grace-ms MS     on SIGTERM or SIGINT, stop claiming and give the\n"
+    "                        running turns MS to finish, then cancel them\n"
+    "                        (default 30000; a second signal cancels at once)\n"
+    "      --poll-ms MS      look for work at least every MS even when no\n"
+    "                        notification came (50-60000, default 1000)\n"
+    "      --exit-when-idle  exit 0 once nothing is claimable and nothing runs\n"
+    "\n"
+    "stderr: one line per claim (\"claimed S (epoch E)\"), takeover (\"took over S\n"
+    "from OWNER (repaired K)\") and finish (\"finished S (N turns)\"); \"lost S\" when\n"
+    "another writer took the session over (it stops appending at once), \"failed\n"
+    "S\" when the session could not go on (it is left for the next claim).\n"
+    "\n"
+    "exit codes: 0 stopped by SIGTERM/SIGINT (or idle with --exit-when-idle),\n"
+    "            2 usage, 3 configuration or plugin load error (also: the store\n"
+    "            cannot claim sessions), 4 the store failed at start-up\n";
+
+#define MAX_CONCURRENCY 64
+
+/* The continuation a takeover sends when the dead writer's turn had
+ * claimed input (source {kind:"service", name:"resume"}). */
+static const char resume_text[] =
+    "The previous turn was interrupted before it finished: the process running this "
+    "session stopped. Continue the user's request from where it stopped; do not ask "
+    "the user to repeat it.";
+
+struct worker;
+
+typedef struct slot {
+    struct worker *w;
+    pthread_t th;
+    bool used;           /* a thread runs (or ran) in this slot: join it */
+    atomic_bool done;    /* the thread has finished */
+    char *id, *prev;     /* owned: the claimed session, the owner taken over */
+    weir_agent *agent;   /* borrowed from the thread while open (w->mu) */
+    atomic_bool opening; /* durable events now are the open's repair */
+    atomic_int repaired, turns;
+} slot;
+
+typedef struct worker {
+    weir_host *host;
+    int n;
+    slot slots[MAX_CONCURRENCY];
+    pthread_mutex_t mu; /* slots[].agent, running */
+    pthread_cond_t cv;  /* a slot finished, or a signal came */
+    int running;
+    atomic_int signals;   /* SIGTERM/SIGINT received */
+    atomic_bool cancelling; /* the grace is over: running turns are cancelled */
+} worker;
+
+static int64_t now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* cond_timedwait for at most `ms` (w->mu held). */
+static void wait_ms(worker *w, int64_t ms) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += (time_t)(ms / 1000);
+    t.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&w->cv, &w->mu, &t);
+}
+
+/* Counts what the open repaired and the turns that ended (driver thread). */
+static void on_event(const json_t *event, bool durable, void *ud) {
+    slot *s = ud;
+    if (!durable)
+        return;
+    if (atomic_load(&s->opening))
+        atomic_fetch_add(&s->repaired, 1);
+    else if (json_is_string(json_object_get(event, "type")) &&
+             strcmp(json_string_value(json_object_get(event, "type")), "turn/end") == 0)
+        atomic_fetch_add(&s->turns, 1);
+}
+
+/* The service continuation of interrupted turn `turn`: its id is the
+ * turn's, so a second takeover before it ran acknowledges it, never
+ * queues it twice. */
+static int send_continuation(weir_agent *agent, int turn, weir_error *err) {
+    char iid[64];
+    snprintf(iid, sizeof iid, "resume-turn-%d", turn);
+    json_t *msg = json_pack("{s:s, s:s, s:{s:s, s:s, s:i}}", "role", "user", "content",
+                            resume_text, "source", "kind", "service", "name", "resume",
+                            "turn", turn);
+    int rc = msg ? weir_agent_send(agent, msg, WEIR_SEND_FOLLOWUP, iid, err) : WEIR_E_NOMEM;
+    if (!msg && err)
+        snprintf(err->text, sizeof err->text, "out of memory");
+    json_decref(msg);
+    return rc;
+}
+
+static void set_agent(slot *s, weir_agent *agent) {
+    pthread_mutex_lock(&s->w->mu);
+    s->agent = agent;
+    pthread_mutex_unlock(&s->w->mu);
+}
+
+/* One claimed session, on its own thread. */
+static void *run_session(void *arg) {
+    slot *s = arg;
+    worker *w = s->w;
+    char *path = NULL;
+    weir_agent *agent = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    int rc = weir_cli_session_path(weir_host_config(w->host), s->id, WEIR_CLI_ID, &path);
+    if (rc != WEIR_EXIT_OK) {
+        fprintf(stderr, "weir worker: failed %s: not a session id\n", s->id);
+        goto out;
+    }
+    weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;
+    opts.session_file = path;
+    opts.on_event = on_event;
+    opts.user_data = s;
+    atomic_store(&s->opening, true);
+    rc = weir_agent_open(w->host, &opts, &agent, &err);
+    atomic_store(&s->opening, false);
+    if (rc != WEIR_OK) {
+        agent = NULL;
+        fprintf(stderr, "weir worker: failed %s: cannot open it: %s\n", s->id, err.text);
+        goto out;
+    }
+    set_agent(s, agent);
+    int repaired = atomic_load(&s->repaired);
+    fprintf(stderr, "weir worker: claimed %s (epoch %" PRIu64 ")\n", s->id,
+            weir_agent_lease_epoch(agent));
+    if (s->prev)
+        fprintf(stderr, "weir worker: took over %s from %s (repaired %d)\n", s->id, s->prev,
+                repaired);
+    int turn = repaired > 0 ? weir_agent_interrupted_turn(agent) : 0;
+    rc = turn > 0 ? send_continuation(agent, turn, &err) : WEIR_OK;
+    const char *what = "continue the interrupted turn";
+    for (bool first = true; rc == WEIR_OK && !atomic_load(&w->cancelling); first = false) {
+        size_t taken = 0;
+        what = "deliver its queued input";
+        if ((rc = weir_agent_take_store_inbox(agent, &taken, &err)) != WEIR_OK)
+            break;
+        if (!first && taken == 0)
+            break; /* idle, and nothing came meanwhile */
+        what = "run it";
+        if ((rc = weir_agent_run_until_idle(agent, &err)) != WEIR_OK)
+            break;
+        if (atomic_load(&w->signals) > 0)
+            break; /* stopping: take no more input */
+    }
+    if (rc == WEIR_E_LEASE_LOST)
+        fprintf(stderr,
+                "weir worker: lost %s: another writer took it over; this worker stopped it "
+                "and appends nothing more (%s)\n",
+                s->id, err.text);
+    else if (rc != WEIR_OK)
+        fprintf(stderr, "weir worker: failed %s: cannot %s: %s\n", s->id, what, err.text);
+    else
+        fprintf(stderr, "weir worker: finished %s (%d turns)\n", s->id, atomic_load(&s->turns));
+    set_agent(s, NULL);
+    weir_agent_close(agent); /* releases the lease (a fenced one is left alone) */
+out:
+    free(path);
+    pthread_mutex_lock(&w->mu);
+    atomic_store(&s->done, true);
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* Join the slots whose thread finished (w->mu not held). */
+static void reap(worker *w) {
+    for (int i = 0; i < w->n; i++) {
+        slot *s = &w->slots[i];
+        if (!s->used || !atomic_load(&s->done))
+            continue;
+        pthread_join(s->th, NULL);
+        free(s->id);
+        free(s->prev);
+        s->id = s->prev = NULL;
+        s->used = false;
+        pthread_mutex_lock(&w->mu);
+        w->running--;
+        pthread_mutex_unlock(&w->mu);
+    }
+}
+
+/* Start a thread for claimed session `id` (stolen, as `prev`). */
+static bool start_slot(worker *w, char *id, char *prev) {
+    for (int i = 0; i < w->n; i++) {
+        slot *s = &w->slots[i];
+        if (s->used)
+            continue;
+        s->id = id;
+        s->prev = prev;
+        atomic_store(&s->done, false);
+        atomic_store(&s->repaired, 0);
+        atomic_store(&s->turns, 0);
+        s->used = true;
+        pthread_mutex_lock(&w->mu);
+        w->running++;
+        pthread_mutex_unlock(&w->mu);
+        if (pthread_create(&s->th, NULL, run_session, s) == 0)
+            return true;
+        s->used = false;
+        pthread_mutex_lock(&w->mu);
+        w->running--;
+        pthread_mutex_unlock(&w->mu);
+        break;
+    }
+    fprintf(stderr, "weir worker: failed %s: no thread to run it (its lease expires by itself)\n",
+            id);
+    free(id);
+    free(prev);
+    return false;
+}
+
+/* The signal thread: SIGTERM and SIGINT (blocked everywhere else). */
+static sigset_t stop_signals;
+
+static void *signal_thread(void *arg) {
+    worker *w = arg;
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&stop_signals, &sig) != 0)
+            continue;
+        int n = atomic_fetch_add(&w->signals, 1) + 1;
+        fprintf(stderr, "weir worker: %s: %s\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+                n == 1 ? "stopping (no more claims; running turns finish within the grace)"
+                       : "cancelling the running turns now");
+        pthread_mutex_lock(&w->mu);
+        pthread_cond_broadcast(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+    }
+    return NULL;
+}
+
+static bool parse_int(const char *arg, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(arg, &end, 10);
+    if (errno || end == arg || *end || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Claim and start sessions until stopped (or idle with exit_when_idle). */
+static int claim_loop(worker *w, long poll_ms, bool exit_when_idle) {
+    int64_t quiet_until = 0; /* a failing store is reported once per poll */
+    while (atomic_load(&w->signals) == 0) {
+        reap(w);
+        pthread_mutex_lock(&w->mu);
+        bool full = w->running >= w->n;
+        if (full && atomic_load(&w->signals) == 0)
+            wait_ms(w, poll_ms);
+        pthread_mutex_unlock(&w->mu);
+        if (full)
+            continue;
+        char *id = NULL, *prev = NULL;
+        weir_error err;
+        weir_error_clear(&err);
+        int rc = weir_host_store_claim(w->host, &id, &prev, &err);
+        if (rc == WEIR_OK) {
+            start_slot(w, id, prev);
+            continue;
+        }
+        if (rc == WEIR_E_UNSUPPORTED) {
+            fprintf(stderr, "weir worker: %s\n", err.text);
+            return WEIR_EXIT_CONFIG;
+        }
+        if (rc != WEIR_E_NOT_FOUND) {
+            /* the server is away (restarting): claim again after a poll */
+            if (now_ms() >= quiet_until) {
+                fprintf(stderr, "weir worker: claim: %s (trying again)\n", err.text);
+                quiet_until = now_ms() + 10 * poll_ms;
+            }
+            pthread_mutex_lock(&w->mu);
+            if (atomic_load(&w->signals) == 0)
+                wait_ms(w, poll_ms);
+            pthread_mutex_unlock(&w->mu);
+            continue;
+        }
+        if (exit_when_idle) {
+            pthread_mutex_lock(&w->mu);
+            bool idle = w->running == 0;
+            pthread_mutex_unlock(&w->mu);
+            if (idle)
+                return WEIR_EXIT_OK;
+        }
+        /* nothing claimable: wait for a notification, at most poll_ms (a
+         * sub-poll, so that a finished slot or a signal is seen soon) */
+        bool woken = false;
+        weir_error_clear(&err);
+        int64_t step = poll_ms < 250 ? poll_ms : 250;
+        if (weir_host_store_wait(w->host, (int)step, &woken, &err) != WEIR_OK) {
+            pthread_mutex_lock(&w->mu);
+            if (atomic_load(&w->signals) == 0)
+                wait_ms(w, poll_ms);
+            pthread_mutex_unlock(&w->mu);
+        }
+    }
+    return WEIR_EXIT_OK;
+}
+
+/* After the first signal: the grace, then cancel, then wait for the slots. */
+static void drain(worker *w, long grace_ms) {
+    pthread_mutex_lock(&w->mu);
+    int running = w->running;
+    pthread_mutex_unlock(&w->mu);
+    if (running)
+        fprintf(stderr, "weir worker: waiting up to %ld ms for %d running session%s\n",
+                grace_ms, running, running == 1 ? "" : "s");
+    int64_t deadline = now_ms() + grace_ms;
+    for (;;) {
+        reap(w);
+        pthread_mutex_lock(&w->mu);
+        running = w->running;
+        if (running && now_ms() < deadline && atomic_load(&w->signals) < 2)
+            wait_ms(w, 100);
+        pthread_mutex_unlock(&w->mu);
+        if (!running)
+            return;
+        if (now_ms() >= deadline || atomic_load(&w->signals) >= 2)
+            break;
+    }
+    atomic_store(&w->cancelling, true);
+    fprintf(stderr, "weir worker: cancelling %d running session%s\n", running,
+            running == 1 ? "" : "s");
+    /* cancel again every 100 ms: a turn starting after one cancel sees the next */
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        for (int i = 0; i < w->n; i++)
+            if (w->slots[i].agent)
+                weir_agent_cancel(w->slots[i].agent, "disposed", true);
+        running = w->running;
+        if (running)
+            wait_ms(w, 100);
+        pthread_mutex_unlock(&w->mu);
+        reap(w);
+        pthread_mutex_lock(&w->mu);
+        running = w->running;
+        pthread_mutex_unlock(&w->mu);
+        if (!running)
+            return;
+    }
+}
+
+int weir_cmd_worker(int argc, char **argv) {
+    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                              {"concurrency", required_argument, NULL, 'n'},
+                                              {"grace-ms", required_argument, NULL, 'g'},
+                                              {"poll-ms", required_argument, NULL, 'p'},
+                                              {"exit-when-idle", no_argument, NULL, 'x'},
+                                              {"help", no_argument, NULL, 'h'},
+                                              {0}};
+    weir_cli_files files = {0};
+    long concurrency = 1, grace_ms = 30000, poll_ms = 1000;
+    bool exit_when_idle = false;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "c:n:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            if (weir_cli_add_file(&files, "weir worker", optarg) != WEIR_EXIT_OK)
+                return WEIR_EXIT_USAGE;
+            break;
+        case 'n':
+            if (!parse_int(optarg, 1, MAX_CONCURRENCY, &concurrency)) {
+                fprintf(stderr, "weir worker: --concurrency: expected 1-%d, got '%s'\n",
+                        MAX_CONCURRENCY, optarg);
+                return WEIR_EXIT_USAGE;
+            }
+            break;
+        case 'g':
+            if (!parse_int(optarg, 0, 86400000, &grace_ms)) {
+                fprintf(stderr, "weir worker: --grace-ms: expected 0-86400000, got '%s'\n",
+                        optarg);
+                return WEIR_EXIT_USAGE;
+            }
+            break;
+        case 'p':
+            if (!parse_int(optarg, 50, 60000, &poll_ms)) {
+                fprintf(stderr, "weir worker: --poll-ms: expected 50-60000, got '%s'\n", optarg);
+                return WEIR_EXIT_USAGE;
+            }
+            break;
+        case 'x':
+            exit_when_idle = true;
+            break;
+        case 'h':
+            fputs(worker_help, stdout);
+            return WEIR_EXIT_OK;
+        default:
+            fputs(worker_help, stderr);
+            return WEIR_EXIT_USAGE;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "weir worker: unexpected argument '%s'\n\n%s", argv[optind], worker_help);
+        return WEIR_EXIT_USAGE;
+    }
+    /* every thread from here on (the plugins' too) leaves SIGTERM and
+     * SIGINT to the signal thread */
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+    static worker w; /* one per process; large */
+    memset(&w, 0, sizeof w);
+    w.n = (int)concurrency;
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    for (int i = 0; i < w.n; i++)
+        w.slots[i].w = &w;
+    char *path = NULL;
+    int rc = weir_cli_session_host(&files, NULL, WEIR_CLI_ID, NULL, &path, &w.host);
+    if (rc != WEIR_EXIT_OK)
+        return rc;
+    pthread_t sig_th;
+    bool sig = pthread_create(&sig_th, NULL, signal_thread, &w) == 0;
+    if (!sig) {
+        fprintf(stderr, "weir worker: no signal thread\n");
+        weir_host_destroy(w.host);
+        return WEIR_EXIT_IO;
+    }
+    fprintf(stderr, "weir worker: running (concurrency %d)\n", w.n);
+    rc = claim_loop(&w, poll_ms, exit_when_idle);
+    drain(&w, grace_ms);
+    pthread_cancel(sig_th); /* sigwait is a cancellation point */
+    pthread_join(sig_th, NULL);
+    weir_host_destroy(w.host);
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
+    if (rc == WEIR_EXIT_OK)
+        fprintf(stderr, "weir worker: stopped\n");
+    return rc;
+}
