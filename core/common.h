@@ -74,6 +74,12 @@ char *weir__random_id(char *buf, size_t size, const char *prefix);
  * derive == request comparison.  New malloc'd string (free with free()),
  * or NULL. */
 char *weir__json_dump(const json_t *v);
+/* The same bytes as json_dump_callback(v, cb, ud, JSON_COMPACT |
+ * JSON_PRESERVE_ORDER | JSON_ENCODE_ANY), handed to `cb` in chunks of up to
+ * 4 KiB (core/json_write.c).  0, or -1 when `cb` failed, a string is not
+ * valid UTF-8, a real is not finite, or memory ran out (`cb` may then have
+ * received part of the text). */
+int weir__json_write(const json_t *v, json_dump_callback_t cb, void *ud);
 /* Structural equality (json_equal) that treats NULL == NULL. */
 bool weir__json_equal(const json_t *a, const json_t *b);
 /* Borrowed string member or `dflt`. */

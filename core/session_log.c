@@ -584,7 +584,7 @@ static json_t *build_envelope(size_t seq, const char *type, const json_t *data,
     return ev;
 }
 
-/* json_dump_callback into the log's reused line buffer. */
+/* weir__json_write into the log's reused line buffer. */
 static int dump_into(const char *buf, size_t size, void *ud) {
     weir__log *log = ud;
     size_t need = log->wlen + size + 2; /* the newline and a NUL */
@@ -610,7 +610,7 @@ static int dump_into(const char *buf, size_t size, void *ud) {
 static bool serialize(weir__log *log, const json_t *ev, bool keep, size_t *n) {
     size_t start = keep ? log->wlen : 0;
     log->wlen = start;
-    if (json_dump_callback(ev, dump_into, log, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY) != 0 ||
+    if (weir__json_write(ev, dump_into, log) != 0 ||
         (log->wlen == 0 && dump_into("", 0, log) != 0)) {
         log->wlen = start;
         return false;

@@ -60,10 +60,38 @@ char *weir__random_id(char *buf, size_t size, const char *prefix) {
     return buf;
 }
 
+typedef struct dump_buf {
+    char *s;
+    size_t len, cap;
+} dump_buf;
+
+static int dump_grow(const char *buf, size_t size, void *ud) {
+    dump_buf *d = ud;
+    if (size >= d->cap - d->len) {
+        size_t cap = d->cap;
+        while (size >= cap - d->len)
+            cap *= 2;
+        char *grown = weir__realloc(d->s, cap);
+        if (!grown)
+            return -1;
+        d->s = grown;
+        d->cap = cap;
+    }
+    memcpy(d->s + d->len, buf, size);
+    d->len += size;
+    return 0;
+}
+
 char *weir__json_dump(const json_t *v) {
     if (!v)
         return NULL;
-    return json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+    dump_buf d = {weir__malloc(256), 0, 256};
+    if (!d.s || weir__json_write(v, dump_grow, &d) != 0) {
+        free(d.s);
+        return NULL;
+    }
+    d.s[d.len] = '\0';
+    return d.s;
 }
 
 bool weir__json_equal(const json_t *a, const json_t *b) {

@@ -399,7 +399,10 @@ int main(int argc, char **argv) {
         rc_[r] = tr.cpu_us / o.steps;
         mock_llm_stop(mock);
     }
-    wt_rmtree(dir);
+    if (!getenv("WEIR_BENCH_KEEP"))
+        wt_rmtree(dir);
+    else
+        fprintf(stderr, "kept %s\n", dir);
     free(dir);
     curl_global_cleanup();
     if (rc)
