@@ -909,6 +909,14 @@ static int run_common(int argc, char **argv, bool resume) {
             json_array_foreach(held, i, e) print_json(e);
             json_decref(held);
         }
+        /* a shared store's queued input (weir send) goes first, when this
+         * run goes on to run turns (docs/fleet.md) */
+        weir_error ierr;
+        weir_error_clear(&ierr);
+        if ((prompt || isatty(STDIN_FILENO)) &&
+            weir_agent_take_store_inbox(agent, NULL, &ierr) != WEIR_OK)
+            fprintf(stderr, "weir: session %s: the store's queued input stays queued: %s\n",
+                    weir_agent_id(agent), ierr.text);
         pthread_t th;
         bool sig = sig_start(agent, !prompt && isatty(STDIN_FILENO), &th);
         if (prompt) {

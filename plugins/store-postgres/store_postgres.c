@@ -15,7 +15,12 @@
  * append fails with WEIR_E_LEASE_LOST at once, and the store itself refuses
  * a fenced append in any case (the epoch check is in the append statement).
  * Every append is one committed statement, so `sync` has nothing left to do.
- * Owner: this file (the handles and their threads).
+ * The inbox and claims (send, claim, wait) use two connections of the
+ * store, shared by the process: one for send and claim, one that LISTENs
+ * (wait blocks on it); each is reconnected on its next use after the
+ * server went away.  inbox and consume run on the session's connection,
+ * consume under the writer's epoch.
+ * Owner: this file (the handles and their threads, the shared connections).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -109,8 +109,9 @@ kill -CONT $slow
 wait $slow
 rc=$?
 slow=
-[ $rc -ne 0 ] || fail "the fenced writer exited 0"
-grep -qi 'lease' "$TMP/frozen.err" || fail "the fenced writer did not say why: $(cat "$TMP/frozen.err")"
+[ $rc -eq 4 ] || fail "the fenced writer exited $rc, want 4 (the session was taken over)"
+grep -q 'run: session c3: the lease was taken over by another writer' "$TMP/frozen.err" ||
+    fail "the fenced writer did not say why, naming the session: $(cat "$TMP/frozen.err")"
 after=$(sql "SELECT count(*) FROM weir_events WHERE session_id = 'c3'")
 [ "$before" = "$after" ] || fail "the fenced writer appended: $before -> $after events"
 sql "SELECT event::text FROM weir_events WHERE session_id = 'c3'" | grep -q 'a slow answer' &&

@@ -3,7 +3,8 @@
 # against a real PostgreSQL server (the pg_server fixture; SERVER_DIR is
 # the fixture's tests/pg/server.sh folder, restarted by one case), in a
 # database of its own (weir_worker):
-#   - weir send to a session no one runs, and to one a worker runs;
+#   - weir send to a session no one runs (a worker, or weir run -s, takes
+#     it), and to one a worker runs;
 #   - kill -9 of a worker mid-stream: another worker takes the session over,
 #     repairs it and finishes the request, the user's message logged once;
 #   - a SIGSTOPped worker past its lease, a takeover, SIGCONT: the frozen
@@ -130,6 +131,13 @@ sql "SELECT event::text FROM weir_events WHERE session_id = 'e1' AND event->>'ty
 [ "$(sql "SELECT count(*) FROM weir_inbox WHERE session_id = 'e1'")" = 0 ] || fail "e1: the inbox was not emptied"
 [ "$(sql "SELECT owner IS NULL FROM weir_sessions WHERE session_id = 'e1'")" = t ] || fail "e1: lease not released"
 check_log e1 "send"
+
+# weir run -s of a session with queued input takes it before its prompt
+"$WEIR" send -c default -c "$TMP/pg.json" -s e3 "what is 2 to the 10th?" >/dev/null 2>&1 || fail "send e3"
+"$WEIR" run -c default -c "$TMP/pg.json" -s e3 "and hello" >"$TMP/out" 2>"$TMP/err" || fail "run e3: $(cat "$TMP/err")"
+grep -q 1024 "$TMP/out" || fail "run e3 did not answer the queued input: $(cat "$TMP/out")"
+[ "$(user_msgs e3 'what is 2 to the 10th?')" = 1 ] || fail "e3: the queued input is not logged once"
+[ "$(sql "SELECT count(*) FROM weir_inbox WHERE session_id = 'e3'")" = 0 ] || fail "e3: the inbox was not emptied"
 
 # --- weir send while a worker runs the session --------------------------------
 W -c "$TMP/slowfast.json" -c "$TMP/pg.json" 2>"$TMP/w.err" &
