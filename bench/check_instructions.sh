@@ -27,7 +27,11 @@
 #       excess_ratio_to_first=1.00
 # (the mean per step over N steps; both sides grow with N, since the request
 # bodies grow with the history; excess = weir - raw, the host beyond the bytes)
-#   startup ir_to_first_request=... target=3000000 pass=no
+#   startup ir_to_first_request=... target=3000000 pass=no loader_ir=...
+#       curl_global_init_ir=... rest_ir=...
+# (loader: ld.so's start, the relocation of every library weir links, libcurl's
+# dependency closure included; curl_global_init: libcurl's and OpenSSL's
+# initialization; rest: weir itself, its plugins' dlopen included)
 # The exit status: 0 when the ratio is at most the target, 1 when it exceeds
 # it, 2 when something could not be built or run (valgrind missing included).
 # Only the per-step ratio decides the status; the other lines are figures.
@@ -138,7 +142,17 @@ if [ -n "$port" ] &&
     s=$([ -n "$first" ] && sed -n 's/^summary: *\([0-9]*\).*/\1/p; s/^totals: *\([0-9]*\).*/\1/p' \
         "$first" | head -n 1)
     spass=$(awk -v x="${s:-0}" -v t="$startup_target" 'BEGIN { print (x <= t ? "yes" : "no") }')
-    echo "startup ir_to_first_request=${s:-?} target=$startup_target pass=$spass"
+    # what the count holds: the dynamic loader's start (relocating libcurl's
+    # dependency closure), libcurl's global init (OpenSSL's), and the rest
+    incl() {
+        callgrind_annotate --inclusive=yes "$first" 2>/dev/null |
+            awk -v f="$1" '$0 ~ f { gsub(",", "", $1); print $1; exit }'
+    }
+    ld=$(incl ':_dl_start ')
+    tls=$(incl ':curl_global_init ')
+    own=$((${s:-0} - ${ld:-0} - ${tls:-0}))
+    echo "startup ir_to_first_request=${s:-?} target=$startup_target pass=$spass" \
+         "loader_ir=${ld:-?} curl_global_init_ir=${tls:-?} rest_ir=$own"
 else
     echo "check_instructions: weir run under callgrind failed:" >&2
     tail -n 5 "$work/run.err" >&2

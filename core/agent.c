@@ -1082,8 +1082,12 @@ int weir__stream_emit(weir_stream *s, json_t *chunk) {
         json_decref(chunk);
         return WEIR_E_STATE;
     }
-    json_t *c = json_deep_copy(chunk);
-    json_decref(chunk);
+    /* the chunk is handed over: kept as it is when nothing else holds a part of it */
+    json_t *c = chunk;
+    if (!weir__json_sole(chunk)) {
+        c = json_deep_copy(chunk);
+        json_decref(chunk);
+    }
     int64_t now = weir__now_ms();
     if (!c || json_object_set_new(c, "time", json_integer(now)) != 0 ||
         json_array_append(s->chunks, c) != 0) {

@@ -80,6 +80,15 @@ char *weir__json_dump(const json_t *v);
  * valid UTF-8, a real is not finite, or memory ran out (`cb` may then have
  * received part of the text). */
 int weir__json_write(const json_t *v, json_dump_callback_t cb, void *ud);
+/* Whether every object and array in `v` (v included) is held by one
+ * reference only (the caller's): no other holder can add, remove or
+ * replace a member, so a value handed over can be kept without a copy.
+ * Scalars (strings, numbers, true/false/null) may be shared: the core and
+ * its plugins never change one in place once it is part of a value they
+ * pass on (json_string_set and friends run only on values still private to
+ * their builder: config expansion, a provider's scrub before it emits).
+ * False for NULL and past a nesting depth of 64 (copy then). */
+bool weir__json_sole(const json_t *v);
 /* Structural equality (json_equal) that treats NULL == NULL. */
 bool weir__json_equal(const json_t *a, const json_t *b);
 /* Borrowed string member or `dflt`. */

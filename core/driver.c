@@ -85,7 +85,8 @@ static int log_event(turn_ctx *t, const char *type, json_t *data, const json_t *
     if (!data) {
         return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory building %s", type);
     }
-    int rc = weir__agent_log(t->a, type, data, op, sources, seq, t->err);
+    int rc = weir__log_append(t->a->log, type, data, op, sources, WEIR__APPEND_HANDOVER, seq,
+                              t->err);
     json_decref(data);
     return rc;
 }
@@ -742,11 +743,11 @@ static int stream_attempt(turn_ctx *t, attempt_ctx *ac, const json_t *config, bo
 /*
  * Settle one streamed attempt: interrupted prefix or attempt on cancel;
  * assistant/attempt + agent/request-error on failure; assistant/message on
- * success (then *msg, *calls are new and *max_tokens set).
+ * success (then *calls is new and *max_tokens set).
  */
 static int conclude_attempt(turn_ctx *t, attempt_ctx *ac, const char *provider,
                             const json_t *chunks, json_t *prior, attempt_result *result,
-                            json_t **msg, json_t **calls, bool *max_tokens) {
+                            json_t **calls, bool *max_tokens) {
     weir_agent *a = t->a;
     weir_error e;
     int rc = WEIR_OK;
@@ -823,15 +824,21 @@ static int conclude_attempt(turn_ctx *t, attempt_ctx *ac, const char *provider,
             json_decref(ended);
         }
     } else {
+        /* the message is handed to the log (settle: no copy when nothing
+         * else holds it) */
         json_t *data = json_pack("{s:i, s:i, s:O, s:O}", "turn", t->turn, "step", t->step,
                                  "message", m.message, "stream", chunks);
-        if (data && m.usage)
-            json_object_set(data, "usage", m.usage);
+        if (data && m.usage && json_object_set_new(data, "usage", json_deep_copy(m.usage)) != 0) {
+            json_decref(data);
+            data = NULL;
+        }
+        json_t *message = m.message;
+        m.message = NULL;
+        json_decref(message); /* data's reference is the only one left */
         rc = settle(t, ac, "assistant/message", data);
         if (rc == WEIR_OK) {
             *result = ATTEMPT_OK;
             *max_tokens = m.finish && !strcmp(m.finish, "max-tokens");
-            *msg = json_incref(m.message);
             *calls = json_incref(m.calls);
         }
     }
@@ -851,9 +858,9 @@ static json_t *request_default(weir_call *call, const json_t *args, void *ctx) {
     return json_deep_copy(a->requested && h ? json_object_get(h, "config") : a->options);
 }
 
-/* One attempt of the step.  On ATTEMPT_OK, *msg / *calls / *finish are filled (new). */
+/* One attempt of the step.  On ATTEMPT_OK, *calls (new) and *max_tokens are filled. */
 static int run_attempt(turn_ctx *t, bool first, const json_t *entered, bool series,
-                       json_t *prior, attempt_result *result, json_t **msg, json_t **calls,
+                       json_t *prior, attempt_result *result, json_t **calls,
                        bool *max_tokens) {
     weir_agent *a = t->a;
     weir_error e;
@@ -940,7 +947,7 @@ static int run_attempt(turn_ctx *t, bool first, const json_t *entered, bool seri
         return rc;
     }
     if (rc == WEIR_OK)
-        rc = conclude_attempt(t, &ac, provider, chunks, prior, result, msg, calls, max_tokens);
+        rc = conclude_attempt(t, &ac, provider, chunks, prior, result, calls, max_tokens);
     json_decref(chunks);
     json_decref(ac.stream.chunks);
     json_decref(config);
@@ -1134,7 +1141,7 @@ static int run_step(turn_ctx *t, const json_t *entered, bool series, step_out *o
         return rc;
     t->step_open = true;
     json_t *prior = json_array();
-    json_t *msg = NULL, *calls = NULL;
+    json_t *calls = NULL;
     bool max_tokens = false, first = true;
     attempt_result ar = ATTEMPT_STOPPED;
     if (!prior)
@@ -1144,7 +1151,7 @@ static int run_step(turn_ctx *t, const json_t *entered, bool series, step_out *o
             set_aborted(t);
             break;
         }
-        rc = run_attempt(t, first, entered, series, prior, &ar, &msg, &calls, &max_tokens);
+        rc = run_attempt(t, first, entered, series, prior, &ar, &calls, &max_tokens);
         if (rc != WEIR_OK || ar != ATTEMPT_RETRY)
             break;
         first = false;
@@ -1183,7 +1190,6 @@ static int run_step(turn_ctx *t, const json_t *entered, bool series, step_out *o
         if (!t->reason && cancelled(t))
             set_aborted(t);
     }
-    json_decref(msg);
     json_decref(calls);
     if (rc != WEIR_OK)
         return rc;

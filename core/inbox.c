@@ -259,7 +259,8 @@ static int splice(weir__inbox *ib, int t, size_t start, size_t removed, json_t *
         json_decref(data);
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
     }
-    int rc = weir__log_append(ib->log, "agent/inbox/spliced", data, NULL, NULL, 0, NULL, err);
+    int rc = weir__log_append(ib->log, "agent/inbox/spliced", data, NULL, NULL,
+                              WEIR__APPEND_HANDOVER, NULL, err);
     json_decref(data);
     return rc;
 }

@@ -569,12 +569,15 @@ void weir__log_set_observer(weir__log *log, weir__log_observer_fn fn, void *ud) 
 /* --- append -------------------------------------------------------------- */
 
 static json_t *build_envelope(size_t seq, const char *type, const json_t *data,
-                              const json_t *surface_op, const json_t *source_seqs, bool ignorable) {
+                              const json_t *surface_op, const json_t *source_seqs, uint32_t flags) {
+    bool ignorable = (flags & WEIR_EVENT_IGNORABLE) != 0;
+    bool keep = (flags & WEIR__APPEND_HANDOVER) && weir__json_sole(data);
     json_t *ev = json_object();
     if (!ev || json_object_set_new(ev, "seq", json_integer((json_int_t)seq)) ||
         json_object_set_new(ev, "time", json_integer(weir__now_ms())) ||
         json_object_set_new(ev, "type", json_string(type)) ||
-        json_object_set_new(ev, "data", json_deep_copy(data)) ||
+        json_object_set_new(ev, "data", keep ? json_incref((json_t *)(uintptr_t)data)
+                                             : json_deep_copy(data)) ||
         (surface_op && json_object_set_new(ev, "surface_op", json_deep_copy(surface_op))) ||
         (source_seqs && json_object_set_new(ev, "source_seqs", json_deep_copy(source_seqs))) ||
         (ignorable && json_object_set_new(ev, "ignorable", json_true()))) {
@@ -674,8 +677,7 @@ static int append_locked(weir__log *log, const char *type, const json_t *data,
     char msg[640];
     if (rc != WEIR_OK)
         goto out;
-    ev = build_envelope(log->count, type, data, surface_op, source_seqs,
-                        (flags & WEIR_EVENT_IGNORABLE) != 0);
+    ev = build_envelope(log->count, type, data, surface_op, source_seqs, flags);
     if (!ev) {
         rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory (%s)",
                        log->path, type);

@@ -145,9 +145,13 @@ const json_t *weir__log_event(const weir__log *log, size_t seq);
  * Append.  `data` borrowed (copied).  `surface_op` is required for surface
  * types (system/message, user/message, assistant/message, tool/result) and
  * forbidden otherwise (NULL); `source_seqs` optional (borrowed).  `flags`:
- * WEIR_EVENT_IGNORABLE.  On success *seq_out (may be NULL) is the new seq.
- * Fails with E_LOG_REJECTED (nothing changed) or E_IO.
+ * WEIR_EVENT_IGNORABLE, WEIR__APPEND_HANDOVER.  On success *seq_out (may be
+ * NULL) is the new seq.  Fails with E_LOG_REJECTED (nothing changed) or E_IO.
  */
+/* `data` is handed over: the caller releases its reference right after the
+ * call and never touches the object again.  When nothing else holds any
+ * part of it (weir__json_sole) the log keeps it as it is instead of a copy. */
+#define WEIR__APPEND_HANDOVER 0x100u
 int weir__log_append(weir__log *log, const char *type, const json_t *data, const json_t *surface_op,
                      const json_t *source_seqs, uint32_t flags, size_t *seq_out, weir_error *err);
 

@@ -94,6 +94,26 @@ char *weir__json_dump(const json_t *v) {
     return d.s;
 }
 
+static bool sole_at(const json_t *v, int depth) {
+    if (!json_is_object(v) && !json_is_array(v))
+        return true; /* scalars: never changed in place once built (see common.h) */
+    if (v->refcount != 1 || depth > 64)
+        return false;
+    if (json_is_object(v)) {
+        for (void *it = json_object_iter((json_t *)(uintptr_t)v); it;
+             it = json_object_iter_next((json_t *)(uintptr_t)v, it))
+            if (!sole_at(json_object_iter_value(it), depth + 1))
+                return false;
+    } else if (json_is_array(v)) {
+        for (size_t i = 0, n = json_array_size(v); i < n; i++)
+            if (!sole_at(json_array_get(v, i), depth + 1))
+                return false;
+    }
+    return true;
+}
+
+bool weir__json_sole(const json_t *v) { return v && sole_at(v, 0); }
+
 bool weir__json_equal(const json_t *a, const json_t *b) {
     if (!a || !b)
         return a == b;

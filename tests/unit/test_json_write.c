@@ -4,7 +4,8 @@
  * JSON_ENCODE_ANY) as the oracle: every escape, control characters, NUL in
  * strings and keys, UTF-8 of every length, integer extremes, reals, deep and
  * wide values, chunks past 4 KiB, invalid UTF-8 refused as jansson refuses
- * it, a failing callback, allocation failure, and random values.
+ * it, a failing callback, allocation failure, and random values; and
+ * weir__json_sole (core/util.c), what the log's handover relies on.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -228,6 +229,33 @@ static void test_random(void **state) {
     }
 }
 
+/* weir__json_sole: containers held once, scalars may be shared. */
+static void test_sole(void **state) {
+    (void)state;
+    assert_false(weir__json_sole(NULL));
+    json_t *shared_str = json_string("shared");
+    json_t *v = json_pack("{s:[i, O], s:{s:b}, s:n}", "a", 1, shared_str, "o", "t", 1, "z");
+    assert_true(weir__json_sole(v));
+    json_t *inner = json_object_get(v, "o");
+    json_incref(inner); /* a second holder of a container */
+    assert_false(weir__json_sole(v));
+    json_decref(inner);
+    assert_true(weir__json_sole(v));
+    json_incref(v);
+    assert_false(weir__json_sole(v));
+    json_decref(v);
+    json_decref(v);
+    json_decref(shared_str);
+    json_t *deep = json_array();
+    for (int i = 0; i < 70; i++)
+        deep = json_pack("[o]", deep);
+    assert_false(weir__json_sole(deep)); /* too deep to check: copied */
+    json_decref(deep);
+    json_t *s = json_string("x");
+    assert_true(weir__json_sole(s));
+    json_decref(s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scalars_and_escapes),
@@ -236,6 +264,7 @@ int main(void) {
         cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_failures),
         cmocka_unit_test(test_random),
+        cmocka_unit_test(test_sole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -196,6 +196,49 @@ static bool known_plugin_type(const char *type, void *ud) {
     return strcmp(type, "plugin/registered") == 0;
 }
 
+/* A handed-over data object is kept as it is when nothing else holds a
+ * container of it, else copied; either way the line and the event match. */
+static void handover_keeps_sole_data(void **state) {
+    fixture *f = *state;
+    weir_error err;
+    open_log(f);
+    json_t *sole = json_pack("{s:i, s:{s:s}}", "turn", 1, "reason", "kind", "completed");
+    assert_int_equal(weir__log_append(f->log, "turn/start", sole, NULL, NULL,
+                                      WEIR__APPEND_HANDOVER, NULL, &err),
+                     WEIR_OK);
+    const json_t *kept = json_object_get(weir__log_event(f->log, 0), "data");
+    assert_ptr_equal(kept, sole);
+    json_decref(sole); /* the log's reference is the only one now */
+    json_t *shared_reason = json_pack("{s:s}", "kind", "completed");
+    json_t *shared = json_pack("{s:i, s:O}", "turn", 1, "reason", shared_reason);
+    assert_int_equal(weir__log_append(f->log, "turn/end", shared, NULL, NULL,
+                                      WEIR__APPEND_HANDOVER, NULL, &err),
+                     WEIR_OK);
+    const json_t *copied = json_object_get(weir__log_event(f->log, 1), "data");
+    assert_ptr_not_equal(copied, shared);
+    assert_true(json_equal(copied, shared));
+    /* the other holder changes its object: the log's event does not */
+    json_object_set_new(shared_reason, "kind", json_string("changed"));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(copied, "reason"),
+                                                          "kind")),
+                        "completed");
+    json_decref(shared);
+    json_decref(shared_reason);
+    /* without the flag the log always copies */
+    json_t *plain = json_pack("{s:i}", "turn", 2);
+    assert_int_equal(weir__log_append(f->log, "turn/start", plain, NULL, NULL, 0, NULL, &err),
+                     WEIR_OK);
+    assert_ptr_not_equal(json_object_get(weir__log_event(f->log, 2), "data"), plain);
+    json_decref(plain);
+    open_log(f); /* what was written reads back the same */
+    assert_int_equal(weir__log_count(f->log), 3);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(weir__log_event(f->log, 1), "data"),
+                                            "reason"),
+                            "kind")),
+                        "completed");
+}
+
 static void unknown_type_refused_unless_ignorable(void **state) {
     fixture *f = *state;
     weir_error err;
@@ -906,6 +949,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(append_assigns_contiguous_seq, setup, teardown),
         cmocka_unit_test_setup_teardown(rejected_append_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(unknown_type_refused_unless_ignorable, setup, teardown),
+        cmocka_unit_test_setup_teardown(handover_keeps_sole_data, setup, teardown),
         cmocka_unit_test_setup_teardown(fsync_policy_parsing, setup, teardown),
         cmocka_unit_test_setup_teardown(torn_tail_dropped_with_warning, setup, teardown),
         cmocka_unit_test_setup_teardown(mid_file_corruption_names_line, setup, teardown),
