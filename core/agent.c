@@ -65,10 +65,13 @@ void weir__agent_live(weir_agent *a, const char *type, json_t *data) {
         json_decref(data);
         return;
     }
-    json_t *args = json_object();
+    /* the hook's arguments only when a listener will read them */
+    bool listened = weir__hooks_count(a->hooks, type) > 0;
+    json_t *args = listened ? json_object() : NULL;
     json_t *ev = json_object();
-    if (args && ev && json_object_set_new(args, "agent", json_string(a->id)) == 0 &&
-        json_object_update(args, data) == 0 &&
+    if ((args || !listened) && ev &&
+        (!args || (json_object_set_new(args, "agent", json_string(a->id)) == 0 &&
+                   json_object_update(args, data) == 0)) &&
         json_object_set_new(ev, "type", json_string(type)) == 0 &&
         json_object_set_new(ev, "time", json_integer(weir__now_ms())) == 0 &&
         json_object_set(ev, "data", data) == 0)
@@ -80,7 +83,11 @@ void weir__agent_live(weir_agent *a, const char *type, json_t *data) {
 
 static void on_durable(const json_t *event, void *ud) {
     weir_agent *a = ud;
-    json_t *args = json_pack("{s:s, s:O}", "agent", a->id, "event", event);
+    if (!a->on_event && weir__hooks_count(a->hooks, "session/event") == 0)
+        return; /* nobody sees it */
+    json_t *args = weir__hooks_count(a->hooks, "session/event") > 0
+                       ? json_pack("{s:s, s:O}", "agent", a->id, "event", event)
+                       : NULL;
     deliver(a, "session/event", args, event, true);
     json_decref(args);
 }

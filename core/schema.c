@@ -73,7 +73,6 @@ static int bad_schema(const vctx *v, char *msg, size_t size, const char *fmt, ..
     return BAD_SCHEMA;
 }
 
-/* Append ".key" or "[i]" to the path; returns the length to restore. */
 /* Append ".key" or "[index]" to the path, truncated to what fits (as
  * snprintf would; no formatting call: this runs per member validated). */
 static size_t path_push(vctx *v, const char *key, size_t index) {
@@ -389,6 +388,9 @@ static int check_enum_const(vctx *v, const json_t *schema, const json_t *value, 
     return NOMATCH;
 }
 
+static int report_branches(vctx *v, const json_t *list, const char *kw, const json_t *value,
+                           int depth, char *msg, size_t size);
+
 /* anyOf (exactly = false) or oneOf (exactly = true). */
 static int check_branches(vctx *v, const json_t *schema, const char *kw, bool exactly,
                           const json_t *value, int depth, char *msg, size_t size) {
@@ -397,8 +399,46 @@ static int check_branches(vctx *v, const json_t *schema, const char *kw, bool ex
         return 0;
     if (!json_is_array(list) || json_array_size(list) == 0)
         return bad_schema(v, msg, size, "\"%s\" must be a non-empty array", kw);
+    /* first without messages: formatting every failed branch's reason costs
+     * more than checking it, and a match needs no reason */
+    size_t i, matched = 0, first = 0, second = 0;
+    bool bad = false;
+    const json_t *sub;
+    json_array_foreach(list, i, sub) {
+        size_t old = v->len;
+        int rc = check(v, sub, value, depth + 1, NULL, 0);
+        path_pop(v, old);
+        if (rc == BAD_SCHEMA) {
+            bad = true;
+            break;
+        }
+        if (rc == 0) {
+            if (!exactly)
+                return 0;
+            if (matched++ == 0) {
+                first = i;
+            } else {
+                second = i;
+                break;
+            }
+        }
+    }
+    if (!bad && matched == 1)
+        return 0;
+    if (!bad && matched > 1)
+        return fail(v, msg, size, "matches %s branches %zu and %zu, expected exactly one", kw,
+                    first + 1, second + 1);
+    if (!msg || !size)
+        return bad ? BAD_SCHEMA : NOMATCH;
+    /* no branch matched (or a branch is a bad schema): again, for the reasons */
+    return report_branches(v, list, kw, value, depth, msg, size);
+}
+
+/* The reasons no branch of `list` matched (or the bad branch's error). */
+static int report_branches(vctx *v, const json_t *list, const char *kw, const json_t *value,
+                           int depth, char *msg, size_t size) {
     char why[BRANCH_MSG * 2] = "";
-    size_t at = 0, i, matched = 0, first = 0;
+    size_t at = 0, i;
     const json_t *sub;
     json_array_foreach(list, i, sub) {
         char one[BRANCH_MSG];
@@ -407,26 +447,13 @@ static int check_branches(vctx *v, const json_t *schema, const char *kw, bool ex
         int rc = check(v, sub, value, depth + 1, one, sizeof one);
         path_pop(v, old);
         if (rc == BAD_SCHEMA) {
-            if (msg && size)
-                snprintf(msg, size, "%s", one);
+            snprintf(msg, size, "%s", one);
             return BAD_SCHEMA;
-        }
-        if (rc == 0) {
-            if (!exactly)
-                return 0;
-            if (matched++ == 0)
-                first = i;
-            else
-                return fail(v, msg, size, "matches %s branches %zu and %zu, expected exactly one",
-                            kw, first + 1, i + 1);
-            continue;
         }
         int n = snprintf(why + at, sizeof why - at, "%s%zu: %s", i ? "; " : "", i + 1, one);
         if (n > 0)
             at = (size_t)n >= sizeof why - at ? sizeof why - 1 : at + (size_t)n;
     }
-    if (matched == 1)
-        return 0;
     return fail(v, msg, size, "matches none of the %s branches (%s)", kw, why);
 }
 

@@ -196,7 +196,10 @@ static json_t *random_string(void) {
 
 static json_t *random_value(int depth) {
     switch (next() % (depth > 5 ? 5 : 7)) {
-    case 0: return json_integer((json_int_t)((long long)next() << (next() % 33)) * (next() % 2 ? 1 : -1));
+    case 0: { /* every magnitude, both signs (built unsigned: no overflow) */
+        unsigned long long u = (unsigned long long)next() << (next() % 33);
+        return json_integer(next() % 2 ? (json_int_t)(u >> 1) : -(json_int_t)(u >> 1));
+    }
     case 1: return json_real((double)(int)next() / (double)(1 + next() % 1000));
     case 2: return random_string();
     case 3: return next() % 2 ? json_true() : json_null();
