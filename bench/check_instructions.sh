@@ -21,7 +21,9 @@
 #
 # Prints key=value lines (bench/report.sh turns them into tables):
 #   instructions chain=default steps=50 weir_ir_per_step=... raw_ir_per_step=...
-#       ratio=... target=4 pass=yes
+#       ratio=... target=4 pass=yes min_ir_per_step=... min_ratio=...
+# (min: the second floor, a minimal correct streaming client that builds
+# each body and parses each delta with jansson; min_ratio = weir / min)
 #   flat steps=20 weir_ir_per_step=... raw_ir_per_step=... ratio=...
 #       weir_ratio_to_first=1.00 raw_ratio_to_first=1.00 excess_ir_per_step=...
 #       excess_ratio_to_first=1.00
@@ -97,8 +99,10 @@ w=$(ir weir_phase "$steps") && r=$(ir raw_phase "$steps") && [ -n "$w" ] && [ -n
 ratio=$(div "$w" "$r")
 pass=$(awk -v x="$ratio" -v t="$target" 'BEGIN { print (x <= t ? "yes" : "no") }')
 [ "$pass" = yes ] || status=1
+m=$(ir min_phase "$steps") || m=
 echo "instructions chain=$chain steps=$steps weir_ir_per_step=$((w / steps))" \
-     "raw_ir_per_step=$((r / steps)) ratio=$ratio target=$target pass=$pass"
+     "raw_ir_per_step=$((r / steps)) ratio=$ratio target=$target pass=$pass" \
+     "min_ir_per_step=$((${m:-0} / steps)) min_ratio=$(div "$w" "${m:-0}")"
 
 # history-length flatness: the per-step mean at each step count
 w0=

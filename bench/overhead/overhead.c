@@ -15,12 +15,20 @@
  *         back from the mock), POSTed by a minimal libcurl client on one
  *         keep-alive handle that splits the SSE lines and parses each data
  *         payload with jansson to collect the text.
+ *   min   the second floor: a minimal correct streaming client (min_phase)
+ *         that keeps the conversation, builds each body with jansson,
+ *         parses every delta and assembles text and tool calls.
  * Wall time (CLOCK_MONOTONIC) and CPU time of the calling thread
  * (CLOCK_THREAD_CPUTIME_ID; both phases run on it, the mock's threads are
  * not counted) are taken per phase; the median over rounds is printed:
  *
  *   steps=200 weir_us_per_step=... raw_us_per_step=... ratio=...
- *   cpu_weir_us_per_step=... cpu_raw_us_per_step=... cpu_ratio=... fsync=step rounds=5
+ *   cpu_weir_us_per_step=... cpu_raw_us_per_step=... cpu_ratio=...
+ *   min_us_per_step=... cpu_min_us_per_step=... min_ratio=... fsync=step
+ *   [fdatasync_us=... sync_target_us=... sync_ratio=...] rounds=5
+ * (min_ratio: weir against the minimal client; with fsync step or always,
+ * fdatasync_us is one 2 KiB append + fdatasync in the log's directory, and
+ * sync_ratio is weir against the fsync target, raw + one fdatasync.)
  *
  * It never fails on timing: exit 0 when both phases completed every step
  * with the expected answer, 2 on setup or request errors.
@@ -35,7 +43,7 @@
  * compaction-basic (the window is known: the model entry gives it) and
  * retry; the mock answers text, so the tool is advertised, not called).
  * bench/run.sh also counts instructions of each phase with callgrind
- * (--toggle-collect=weir_phase / raw_phase).
+ * (--toggle-collect=weir_phase / raw_phase / min_phase).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -340,6 +348,198 @@ static int run_raw(mock_llm *mock, long first, int steps, timing *t) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* min phase: a minimal correct streaming client                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * What any correct client of the API must do per step, as a second floor
+ * (issue #15): keep the conversation as a jansson array, append the user's
+ * message, serialize the next body (the request weir's first body shows:
+ * model, tools, max_tokens, stream options), POST it on one keep-alive
+ * handle, split the SSE lines, parse each delta with jansson, assemble the
+ * text and any tool call (by index: id, name, arguments), and append the
+ * assistant's message.  No log, no hooks, no policy.
+ */
+typedef struct min_stream {
+    raw_stream raw;   /* the SSE splitting and text assembly of the raw floor */
+    json_t *calls;    /* assembled tool calls by index */
+} min_stream;
+
+static void min_line(min_stream *m, const char *line, size_t n) {
+    raw_line(&m->raw, line, n);
+    if (n < 6 || memcmp(line, "data: ", 6) != 0 || strstr(line, "tool_calls") == NULL)
+        return;
+    json_t *chunk = json_loadb(line + 6, n - 6, 0, NULL);
+    const json_t *delta = json_object_get(json_array_get(json_object_get(chunk, "choices"), 0),
+                                          "delta");
+    size_t i;
+    const json_t *tc;
+    json_array_foreach(json_object_get(delta, "tool_calls"), i, tc) {
+        size_t at = (size_t)json_integer_value(json_object_get(tc, "index"));
+        while (json_array_size(m->calls) <= at && at < 64)
+            json_array_append_new(m->calls, json_pack("{s:s, s:s, s:s}", "id", "", "name", "",
+                                                      "arguments", ""));
+        json_t *call = json_array_get(m->calls, at);
+        const json_t *fn = json_object_get(tc, "function");
+        const char *id = json_string_value(json_object_get(tc, "id"));
+        const char *name = json_string_value(json_object_get(fn, "name"));
+        const char *args = json_string_value(json_object_get(fn, "arguments"));
+        if (call && id)
+            json_object_set_new(call, "id", json_string(id));
+        if (call && name)
+            json_object_set_new(call, "name", json_string(name));
+        if (call && args) {
+            char *joined = NULL;
+            if (asprintf(&joined, "%s%s", json_string_value(json_object_get(call, "arguments")),
+                         args) >= 0)
+                json_object_set_new(call, "arguments", json_string(joined));
+            free(joined);
+        }
+    }
+    json_decref(chunk);
+}
+
+static size_t min_write(char *data, size_t size, size_t nmemb, void *ud) {
+    min_stream *m = ud;
+    raw_stream *s = &m->raw;
+    size_t n = size * nmemb;
+    if (s->len + n > s->cap) {
+        size_t cap = (s->len + n) * 2;
+        char *b = realloc(s->buf, cap);
+        if (!b)
+            return 0;
+        s->buf = b;
+        s->cap = cap;
+    }
+    memcpy(s->buf + s->len, data, n);
+    s->len += n;
+    size_t start = 0;
+    for (size_t i = 0; i < s->len; i++) {
+        if (s->buf[i] == '\n') {
+            size_t end = i > start && s->buf[i - 1] == '\r' ? i - 1 : i;
+            min_line(m, s->buf + start, end - start);
+            start = i + 1;
+        }
+    }
+    memmove(s->buf, s->buf + start, s->len - start);
+    s->len -= start;
+    return n;
+}
+
+__attribute__((noinline)) int min_phase(CURL *curl, const char *url, json_t *request, int steps);
+__attribute__((noinline)) int min_phase(CURL *curl, const char *url, json_t *request, int steps) {
+    struct curl_slist *headers = NULL;
+    headers = curl_slist_append(headers, "Content-Type: application/json");
+    headers = curl_slist_append(headers, "Accept: text/event-stream");
+    headers = curl_slist_append(headers, "Authorization: Bearer bench-key");
+    json_t *messages = json_array();
+    if (!headers || !messages || json_object_set(request, "messages", messages) != 0) {
+        curl_slist_free_all(headers);
+        json_decref(messages);
+        return -1;
+    }
+    min_stream m = {.calls = NULL};
+    int rc = 0;
+    char text[64];
+    for (int i = 0; i < steps && rc == 0; i++) {
+        snprintf(text, sizeof text, "step %d: tell me about overhead", i);
+        json_array_append_new(messages, json_pack("{s:s, s:s}", "role", "user", "content", text));
+        char *body = json_dumps(request, JSON_COMPACT);
+        m.raw.len = 0;
+        m.raw.text_len = 0;
+        m.raw.text[0] = '\0';
+        m.calls = json_array();
+        curl_easy_setopt(curl, CURLOPT_URL, url);
+        curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)(body ? strlen(body) : 0));
+        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, min_write);
+        curl_easy_setopt(curl, CURLOPT_WRITEDATA, &m);
+        long status = 0;
+        CURLcode cc = body ? curl_easy_perform(curl) : CURLE_OUT_OF_MEMORY;
+        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+        free(body);
+        if (cc != CURLE_OK || status != 200 || m.raw.bad || strcmp(m.raw.text, answer) != 0) {
+            fprintf(stderr, "bench_overhead: min request %d: %s, status %ld, text '%s'\n", i,
+                    curl_easy_strerror(cc), status, m.raw.text);
+            rc = -1;
+        }
+        json_t *reply = json_pack("{s:s, s:s}", "role", "assistant", "content", m.raw.text);
+        if (reply && json_array_size(m.calls) > 0) {
+            json_t *tcs = json_array();
+            size_t k;
+            json_t *c;
+            json_array_foreach(m.calls, k, c) {
+                json_array_append_new(
+                    tcs, json_pack("{s:O, s:s, s:{s:O, s:O}}", "id", json_object_get(c, "id"),
+                                   "type", "function", "function", "name",
+                                   json_object_get(c, "name"), "arguments",
+                                   json_object_get(c, "arguments")));
+            }
+            json_object_set_new(reply, "tool_calls", tcs);
+        }
+        json_array_append_new(messages, reply);
+        json_decref(m.calls);
+        m.calls = NULL;
+    }
+    free(m.raw.buf);
+    json_decref(messages);
+    curl_slist_free_all(headers);
+    return rc;
+}
+
+/* The template of the minimal client's requests: weir's first body without
+ * its messages (model, tools, max_tokens, stream options). */
+static int run_min(mock_llm *mock, int steps, timing *t) {
+    char *first = mock_llm_request_body(mock, 0);
+    json_t *request = first ? json_loads(first, 0, NULL) : NULL;
+    free(first);
+    CURL *curl = curl_easy_init();
+    char url[96];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/chat/completions", mock_llm_port(mock));
+    int rc = request && curl ? 0 : -1;
+    if (rc == 0) {
+        json_object_del(request, "messages");
+        double w0 = now_us(CLOCK_MONOTONIC), c0 = now_us(CLOCK_THREAD_CPUTIME_ID);
+        rc = min_phase(curl, url, request, steps);
+        t->cpu_us = now_us(CLOCK_THREAD_CPUTIME_ID) - c0;
+        t->wall_us = now_us(CLOCK_MONOTONIC) - w0;
+    }
+    json_decref(request);
+    if (curl)
+        curl_easy_cleanup(curl);
+    return rc;
+}
+
+/* The cost of one durability point on this disk: the median of `n`
+ * appends of a 2 KiB line each followed by fdatasync, in `dir` (the
+ * session log's directory), in microseconds; -1 when it cannot be done. */
+static double fdatasync_us(const char *dir, int n) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/fdatasync-probe", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    char line[2048];
+    memset(line, 'x', sizeof line - 1);
+    line[sizeof line - 1] = '\n';
+    double v[MAX_ROUNDS * 4];
+    if (n > (int)(sizeof v / sizeof *v))
+        n = (int)(sizeof v / sizeof *v);
+    int ok = 0;
+    for (int i = 0; i < n; i++) {
+        double t0 = now_us(CLOCK_MONOTONIC);
+        if (fwrite(line, 1, sizeof line, f) != sizeof line || fflush(f) != 0 ||
+            fdatasync(fileno(f)) != 0)
+            break;
+        v[ok++] = now_us(CLOCK_MONOTONIC) - t0;
+    }
+    fclose(f);
+    unlink(path);
+    return ok ? median(v, ok) : -1;
+}
+
+/* ------------------------------------------------------------------------ */
 
 static int parse_options(int argc, char **argv, options *o) {
     for (int i = 1; i < argc; i += 2) {
@@ -381,6 +581,7 @@ int main(int argc, char **argv) {
     if (!dir || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return 2;
     double ww[MAX_ROUNDS], wc[MAX_ROUNDS], rw[MAX_ROUNDS], rc_[MAX_ROUNDS];
+    double mw_[MAX_ROUNDS], mc_[MAX_ROUNDS];
     bool do_raw = strcmp(o.phase, "weir") != 0;
     int rc = 0;
     for (int r = 0; r < o.rounds && rc == 0; r++) {
@@ -389,16 +590,21 @@ int main(int argc, char **argv) {
             rc = 2;
             break;
         }
-        timing tw = {0}, tr = {0};
+        timing tw = {0}, tr = {0}, tm = {0};
         if (run_weir(mock, &o, r, dir, &tw) != 0 || mock_llm_requests(mock) != o.steps ||
-            (do_raw && run_raw(mock, 0, o.steps, &tr) != 0))
+            (do_raw && run_raw(mock, 0, o.steps, &tr) != 0) ||
+            (do_raw && run_min(mock, o.steps, &tm) != 0))
             rc = 2;
         ww[r] = tw.wall_us / o.steps;
         wc[r] = tw.cpu_us / o.steps;
         rw[r] = tr.wall_us / o.steps;
         rc_[r] = tr.cpu_us / o.steps;
+        mw_[r] = tm.wall_us / o.steps;
+        mc_[r] = tm.cpu_us / o.steps;
         mock_llm_stop(mock);
     }
+    double sync_us = strcmp(o.fsync, "none") != 0 && rc == 0 ? fdatasync_us(dir, 4 * o.rounds + 1)
+                                                              : -1;
     if (!getenv("WEIR_BENCH_KEEP"))
         wt_rmtree(dir);
     else
@@ -415,11 +621,17 @@ int main(int argc, char **argv) {
     else if (strcmp(o.phase, "raw") == 0)
         printf("steps=%d raw_us_per_step=%.1f cpu_raw_us_per_step=%.1f rounds=%d\n", o.steps, mrw,
                mrc, o.rounds);
-    else
+    else {
+        double mmw = median(mw_, o.rounds), mmc = median(mc_, o.rounds);
         printf("steps=%d weir_us_per_step=%.1f raw_us_per_step=%.1f ratio=%.2f "
-               "cpu_weir_us_per_step=%.1f cpu_raw_us_per_step=%.1f cpu_ratio=%.2f fsync=%s "
-               "rounds=%d\n",
-               o.steps, mw, mrw, mrw > 0 ? mw / mrw : 0.0, mc, mrc, mrc > 0 ? mc / mrc : 0.0,
-               o.fsync, o.rounds);
+               "cpu_weir_us_per_step=%.1f cpu_raw_us_per_step=%.1f cpu_ratio=%.2f "
+               "min_us_per_step=%.1f cpu_min_us_per_step=%.1f min_ratio=%.2f fsync=%s",
+               o.steps, mw, mrw, mrw > 0 ? mw / mrw : 0.0, mc, mrc, mrc > 0 ? mc / mrc : 0.0, mmw,
+               mmc, mmw > 0 ? mw / mmw : 0.0, o.fsync);
+        if (sync_us >= 0) /* the fsync target: weir <= raw + one fdatasync */
+            printf(" fdatasync_us=%.1f sync_target_us=%.1f sync_ratio=%.2f", sync_us,
+                   mrw + sync_us, mrw + sync_us > 0 ? mw / (mrw + sync_us) : 0.0);
+        printf(" rounds=%d\n", o.rounds);
+    }
     return 0;
 }
