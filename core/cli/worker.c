@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -69,8 +70,9 @@ static const char worker_help[] =
     "S\" when the session could not go on (it is left for the next claim).\n"
     "\n"
     "exit codes: 0 stopped by SIGTERM/SIGINT (or idle with --exit-when-idle),\n"
+    "            1 a cancelled turn did not stop within 10 s (left to its lease),\n"
     "            2 usage, 3 configuration or plugin load error (also: the store\n"
-    "            cannot claim sessions), 4 the store failed at start-up\n";
+    "            cannot claim sessions), 4 I/O error at start-up\n";
 
 #define MAX_CONCURRENCY 64
 
@@ -346,16 +348,21 @@ static int claim_loop(worker *w, long poll_ms, bool exit_when_idle) {
             if (idle)
                 return WEIR_EXIT_OK;
         }
-        /* nothing claimable: wait for a notification, at most poll_ms (a
-         * sub-poll, so that a finished slot or a signal is seen soon) */
+        /* nothing claimable: wait for a notification, at most poll_ms, in
+         * steps of 250 ms so that a signal is seen soon */
         bool woken = false;
-        weir_error_clear(&err);
-        int64_t step = poll_ms < 250 ? poll_ms : 250;
-        if (weir_host_store_wait(w->host, (int)step, &woken, &err) != WEIR_OK) {
-            pthread_mutex_lock(&w->mu);
-            if (atomic_load(&w->signals) == 0)
-                wait_ms(w, poll_ms);
-            pthread_mutex_unlock(&w->mu);
+        for (int64_t until = now_ms() + poll_ms; !woken && atomic_load(&w->signals) == 0;) {
+            int64_t left = until - now_ms();
+            if (left <= 0)
+                break;
+            weir_error_clear(&err);
+            if (weir_host_store_wait(w->host, (int)(left < 250 ? left : 250), &woken, &err) !=
+                WEIR_OK) {
+                pthread_mutex_lock(&w->mu);
+                if (atomic_load(&w->signals) == 0)
+                    wait_ms(w, left < 250 ? left : 250);
+                pthread_mutex_unlock(&w->mu);
+            }
         }
     }
     return WEIR_EXIT_OK;
@@ -385,8 +392,20 @@ static void drain(worker *w, long grace_ms) {
     atomic_store(&w->cancelling, true);
     fprintf(stderr, "weir worker: cancelling %d running session%s\n", running,
             running == 1 ? "" : "s");
-    /* cancel again every 100 ms: a turn starting after one cancel sees the next */
+    /* cancel again every 100 ms: a turn starting after one cancel sees the
+     * next.  A body that ignores its signal (a tools-ffi call) may hold a
+     * turn: after 10 s more the worker leaves without it (its lease expires
+     * and the next claim repairs the session) */
+    int64_t hard = now_ms() + 10000;
     for (;;) {
+        if (now_ms() >= hard) {
+            fprintf(stderr,
+                    "weir worker: %d session%s did not stop 10 s after the cancel; exiting "
+                    "without them (their leases expire, the next claim repairs them)\n",
+                    running, running == 1 ? "" : "s");
+            fflush(stderr);
+            _exit(WEIR_EXIT_FAIL);
+        }
         pthread_mutex_lock(&w->mu);
         for (int i = 0; i < w->n; i++)
             if (w->slots[i].agent)

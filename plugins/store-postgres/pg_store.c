@@ -241,12 +241,6 @@ pgs_status pgs_release(pgs *db, const char *id, int64_t epoch) {
     if (!ok(res))
         return fail_res(db, res, "releasing the lease");
     PQclear(res);
-    /* input queued while this writer held the session: wake a worker */
-    res = exec(db, "SELECT pg_notify('weir_inbox', $1) FROM weir_inbox WHERE session_id = $1 LIMIT 1",
-               1, p);
-    if (!ok(res))
-        return fail_res(db, res, "notifying the inbox");
-    PQclear(res);
     return PGS_OK;
 }
 

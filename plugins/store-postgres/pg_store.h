@@ -61,8 +61,9 @@ pgs_status pgs_lease(pgs *db, const char *id, const char *owner, int64_t lease_m
 /* Extend the lease of epoch `epoch` by `lease_ms` from now (the heartbeat);
  * PGS_LEASE_LOST when another writer took it over. */
 pgs_status pgs_renew(pgs *db, const char *id, int64_t epoch, int64_t lease_ms);
-/* Give the lease of `epoch` back (no-op when it was taken over); NOTIFY
- * weir_inbox when input is queued for the session. */
+/* Give the lease of `epoch` back (no-op when it was taken over).  Input
+ * queued meanwhile is found by the next claim (workers poll); no NOTIFY,
+ * so that a session that fails at once is not claimed again at once. */
 pgs_status pgs_release(pgs *db, const char *id, int64_t epoch);
 
 /* Append `n` event lines (JSON objects, borrowed) as seqs first_seq...
