@@ -337,6 +337,105 @@ static void the_plugin_is_a_store_with_leases(void **state) {
     weir_host_destroy(host2);
 }
 
+/* The one value a query returns (what an operator sees), as a long. */
+static long raw_long(const char *sql) {
+    PGconn *c = PQconnectdb(conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+    long v = atol(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    PQfinish(c);
+    return v;
+}
+
+/* weir send's path (weir_host_store_send), a worker's claim and delivery
+ * (weir_agent_take_store_inbox), and the crash between the splice and the
+ * delete: the row delivered again is acknowledged, never logged twice. */
+static void queued_input_is_delivered_once_across_a_crash(void **state) {
+    (void)state;
+    char plugin[4096];
+    snprintf(plugin, sizeof plugin, "%s/weir-store-postgres.so", wt_env("WEIR_TEST_PLUGIN_DIR"));
+    json_t *config = json_pack("{s:{s:s}, s:[{s:s, s:s, s:{s:s, s:i}}]}", "session", "store",
+                               "pg", "plugins", "id", "pg", "plugin", plugin, "config",
+                               "conninfo", conninfo, "lease_ms", 60000);
+    weir_host *host = NULL;
+    weir_error err = {0};
+    if (weir_host_create(config, &host, &err) != WEIR_OK)
+        fail_msg("host: %s", err.text);
+    json_decref(config);
+    /* only this test's session needs a writer */
+    raw_sql("UPDATE weir_sessions SET owner = NULL, lease_expires = NULL");
+    raw_sql("DELETE FROM weir_inbox");
+    json_t *hello = json_pack("{s:s, s:s}", "role", "user", "content", "hello");
+    json_t *other = json_pack("{s:s, s:s}", "role", "user", "content", "not hello");
+    bool dup = true;
+    assert_int_equal(weir_host_store_send(host, "dq", "in-dq", "followup", hello, &dup, &err),
+                     WEIR_OK);
+    assert_false(dup);
+    assert_int_equal(weir_host_store_send(host, "dq", "in-dq", "followup", hello, &dup, &err),
+                     WEIR_OK);
+    assert_true(dup);
+    assert_int_equal(weir_host_store_send(host, "dq", "in-dq", "followup", other, &dup, &err),
+                     WEIR_E_DUPLICATE);
+    assert_non_null(strstr(err.text, "in-dq"));
+    assert_int_equal(weir_host_store_send(host, "dq", NULL, "sideways", hello, &dup, &err),
+                     WEIR_E_INVAL);
+    assert_int_equal(raw_long("SELECT count(*) FROM weir_inbox WHERE session_id = 'dq'"), 1);
+    /* a claim takes it (free: no previous owner); a second finds nothing */
+    char *id = NULL, *prev = NULL;
+    assert_int_equal(weir_host_store_claim(host, &id, &prev, &err), WEIR_OK);
+    assert_string_equal(id, "dq");
+    assert_null(prev);
+    free(id);
+    assert_int_equal(weir_host_store_claim(host, &id, &prev, &err), WEIR_E_NOT_FOUND);
+    /* the writer delivers it: one splice in the log, the row gone */
+    weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;
+    opts.session_id = "dq";
+    weir_agent *agent = NULL;
+    if (weir_agent_open(host, &opts, &agent, &err) != WEIR_OK)
+        fail_msg("open: %s", err.text);
+    assert_true(weir_agent_lease_epoch(agent) > 0);
+    size_t taken = 0;
+    assert_int_equal(weir_agent_take_store_inbox(agent, &taken, &err), WEIR_OK);
+    assert_int_equal(taken, 1);
+    assert_int_equal(raw_long("SELECT count(*) FROM weir_inbox WHERE session_id = 'dq'"), 0);
+    const char *logged = "SELECT count(*) FROM weir_events WHERE session_id = 'dq'"
+                         " AND event::text LIKE '%in-dq%'";
+    long n1 = raw_long(logged);
+    assert_true(n1 > 0);
+    /* a crash after the splice, before the delete: the row is still there */
+    const char *requeue = "INSERT INTO weir_inbox (session_id, input_id, mode, message)"
+                          " VALUES ('dq', 'in-dq', 'followup', '{\"role\":\"user\",\"content\":\"hello\"}')";
+    raw_sql(requeue);
+    assert_int_equal(weir_agent_take_store_inbox(agent, &taken, &err), WEIR_OK);
+    assert_int_equal(raw_long(logged), n1); /* acknowledged, not logged again */
+    assert_int_equal(raw_long("SELECT count(*) FROM weir_inbox WHERE session_id = 'dq'"), 0);
+    weir_agent_close(agent);
+    /* ... and by the next writer, a new agent that folds the log */
+    raw_sql(requeue);
+    agent = NULL;
+    if (weir_agent_open(host, &opts, &agent, &err) != WEIR_OK)
+        fail_msg("reopen: %s", err.text);
+    assert_int_equal(weir_agent_take_store_inbox(agent, &taken, &err), WEIR_OK);
+    assert_int_equal(taken, 1);
+    assert_int_equal(raw_long(logged), n1);
+    assert_int_equal(raw_long("SELECT count(*) FROM weir_inbox WHERE session_id = 'dq'"), 0);
+    assert_int_equal(weir_agent_interrupted_turn(agent), 0); /* no turn ran */
+    /* a fenced writer deletes nothing: the row waits for the new owner */
+    raw_sql(requeue);
+    raw_sql("UPDATE weir_sessions SET owner = 'someone', epoch = epoch + 1 WHERE session_id = 'dq'");
+    assert_int_equal(weir_agent_take_store_inbox(agent, &taken, &err), WEIR_E_LEASE_LOST);
+    assert_int_equal(raw_long("SELECT count(*) FROM weir_inbox WHERE session_id = 'dq'"), 1);
+    weir_agent_close(agent);
+    json_decref(hello);
+    json_decref(other);
+    raw_sql("UPDATE weir_sessions SET owner = NULL, lease_expires = NULL WHERE session_id = 'dq'");
+    raw_sql("DELETE FROM weir_inbox WHERE session_id = 'dq'");
+    weir_host_destroy(host);
+}
+
 static void a_wrong_conninfo_fails_the_deployment(void **state) {
     (void)state;
     weir_error err = {0};
@@ -372,6 +471,7 @@ int main(void) {
         cmocka_unit_test(list_shows_the_sessions),
         cmocka_unit_test(the_plugin_is_a_store_with_leases),
         cmocka_unit_test(a_wrong_conninfo_fails_the_deployment),
+        cmocka_unit_test(queued_input_is_delivered_once_across_a_crash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
