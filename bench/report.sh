@@ -89,6 +89,15 @@ cc_version=$([ -n "$cc_version" ] && "$cc_version" --version 2>/dev/null | head 
     echo "## bench_compaction: the pre-step check at 100, 1,000 and 10,000 nodes"
     echo
     if [ -s "$build/bench-compaction.txt" ]; then tables <"$build/bench-compaction.txt"; fi
+    echo "## bench_sessions: RSS after 3,000 sequential sessions vs after 200"
+    echo
+    if [ -s "$build/bench-sessions.txt" ]; then tables <"$build/bench-sessions.txt"; fi
+    echo "## bench_agents: 1,000 agents open at once (RSS per agent beyond its history, steps/s)"
+    echo
+    if [ -s "$build/bench-agents.txt" ]; then tables <"$build/bench-agents.txt"; fi
+    echo "## weir_run_rss: peak RSS of a 50-step \`weir run\` (vs a plain libcurl client)"
+    echo
+    if [ -s "$build/bench-rss.txt" ]; then tables <"$build/bench-rss.txt"; fi
     echo "## bench_connections: TCP connections per request"
     echo
     if [ -s "$build/bench-connections.txt" ]; then tail -n 1 "$build/bench-connections.txt" | tables; fi
@@ -97,7 +106,7 @@ cc_version=$([ -n "$cc_version" ] && "$cc_version" --version 2>/dev/null | head 
         name=$(basename "$f" .txt)
         case $name in
         bench-build | bench-overhead | bench-log | bench-load | bench-compaction | bench-connections | \
-            bench-instructions) continue ;;
+            bench-instructions | bench-sessions | bench-agents | bench-rss) continue ;;
         esac
         [ -s "$f" ] || continue
         echo "## bench_${name#bench-}"

@@ -26,7 +26,8 @@ if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEIR_SANITIZE= \
 fi
 rm -f "$build.configure.log"
 if ! cmake --build "$build" -j"$jobs" --target bench_overhead bench_log bench_connections bench_load \
-        bench_compaction bench_sessions bench_store_postgres weir_cli weir-mock-llm \
+        bench_compaction bench_sessions bench_agents bench_rss_floor bench_store_postgres weir_cli \
+        weir-mock-llm weir-provider-openai weir-tools-ffi weir-compaction-basic weir-retry \
         >"$build/bench-build.txt" 2>&1; then
     tail -n 30 "$build/bench-build.txt" >&2
     echo "build failed; see $build/bench-build.txt" >&2
@@ -127,6 +128,23 @@ if "$bin/bench_sessions" >"$build/bench-sessions.txt" 2>"$build/bench-sessions.e
     echo "bench_sessions: $(cat "$build/bench-sessions.txt")"
 else
     echo "bench_sessions: FAILED ($(tail -n 3 "$build/bench-sessions.err"))"
+    status=1
+fi
+
+# bench_agents: 1,000 agents open in one process (RSS per agent beyond its
+# history, aggregate steps/s against sequential sessions)
+if "$bin/bench_agents" >"$build/bench-agents.txt" 2>"$build/bench-agents.err"; then
+    echo "bench_agents: $(cat "$build/bench-agents.txt")"
+else
+    echo "bench_agents: FAILED ($(tail -n 3 "$build/bench-agents.err"))"
+    status=1
+fi
+
+# peak RSS of a 50-step `weir run` against a plain libcurl client's
+if sh "$here/agents/run_rss.sh" "$build" >"$build/bench-rss.txt" 2>"$build/bench-rss.err"; then
+    echo "weir_run_rss: $(cat "$build/bench-rss.txt")"
+else
+    echo "weir_run_rss: FAILED ($(tail -n 3 "$build/bench-rss.err"))"
     status=1
 fi
 

@@ -3,8 +3,13 @@
  * translated request pieces (see provider_cache.h).
  *
  * An open-addressing table (linear probing, power-of-two size, at most half
- * full).  Entries are removed all at once (a flush) or by a sweep, which
- * rebuilds the table from the entries it keeps, so there are no tombstones.
+ * full).  Entries are removed all at once (a flush), by a sweep, which
+ * rebuilds the table from the entries it keeps, or one by one by an agent's
+ * release (backward-shift deletion), so there are no tombstones.  The agent
+ * bindings are a small array (one per open agent), each with the keys its
+ * owner put (identities, never dereferenced: a key may be gone, its address
+ * reused; a release checks the slot's owner), so a release costs
+ * O(the agent's entries), not O(table).
  */
 #include "provider_cache.h"
 
@@ -18,7 +23,16 @@ typedef struct slot {
     char *text;
     size_t len;
     char tag; /* PC_CACHE_* */
+    const void *owner; /* pc_cache_set_owner's identity at the put, or NULL */
 } slot;
+
+/* An agent, the owner its puts are tagged with, and the keys put so. */
+typedef struct binding {
+    const void *agent, *owner;
+    const json_t **keys; /* identities only */
+    size_t n, cap;
+    bool partial; /* a key could not be recorded: the release scans the table */
+} binding;
 
 struct pc_cache {
     pthread_mutex_t mu;
@@ -26,8 +40,15 @@ struct pc_cache {
     size_t cap; /* power of two, or 0 before the first put */
     size_t max_entries, max_bytes;
     bool sweep_due; /* pc_cache_release_due: sweep before the next put */
+    binding *bindings;
+    size_t nbindings, bindings_cap;
     pc_cache_stats stats;
 };
+
+/* The owner of this thread's puts (pc_cache_set_owner), and where its
+ * binding was last found (checked before use: bindings move). */
+static _Thread_local const void *current_owner;
+static _Thread_local size_t current_binding;
 
 pc_cache *pc_cache_new(size_t max_entries, size_t max_bytes) {
     if (max_entries == 0 || max_bytes == 0)
@@ -125,6 +146,9 @@ void pc_cache_free(pc_cache *c) {
         return;
     clear_slots(c);
     free(c->slots);
+    for (size_t i = 0; i < c->nbindings; i++)
+        free(c->bindings[i].keys);
+    free(c->bindings);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
@@ -147,9 +171,9 @@ int pc_cache_get(pc_cache *c, const json_t *key, char tag, pc_buf *out) {
     return rc;
 }
 
-/* Double the table (or make the first one).  -1 when out of memory. */
-static int grow(pc_cache *c) {
-    size_t cap = c->cap ? c->cap * 2 : 64;
+/* Move every entry into a new table of `cap` slots (a power of two, more
+ * than twice the entries).  -1 when out of memory (the table is unchanged). */
+static int rehash(pc_cache *c, size_t cap) {
     slot *slots = calloc(cap, sizeof *slots);
     if (!slots)
         return -1;
@@ -162,6 +186,61 @@ static int grow(pc_cache *c) {
             *probe(c, old[i].key) = old[i];
     free(old);
     return 0;
+}
+
+/* Double the table (or make the first one).  -1 when out of memory. */
+static int grow(pc_cache *c) { return rehash(c, c->cap ? c->cap * 2 : 64); }
+
+/* The binding of `owner`, or NULL. */
+static binding *owner_binding(pc_cache *c, const void *owner) {
+    if (!owner)
+        return NULL;
+    size_t i = current_binding;
+    if (i >= c->nbindings || c->bindings[i].owner != owner)
+        for (i = 0; i < c->nbindings && c->bindings[i].owner != owner; i++) {
+        }
+    if (i == c->nbindings)
+        return NULL;
+    current_binding = i;
+    return &c->bindings[i];
+}
+
+/* Whether `key` is cached for `owner`. */
+static bool owned(const pc_cache *c, const json_t *key, const void *owner) {
+    if (!c->cap)
+        return false;
+    const slot *s = probe(c, key);
+    return s->key && s->owner == owner;
+}
+
+/* Note that this thread's owner put `key`.  A full list first drops the keys
+ * no longer cached for the owner (swept, flushed) and grows only when at
+ * least half of it is left, so it stays within twice the owner's entries
+ * (amortized O(1)).  Out of memory: the binding is partial. */
+static void record(pc_cache *c, const json_t *key) {
+    binding *b = owner_binding(c, current_owner);
+    if (!b || b->partial)
+        return;
+    bool grow_list = b->cap == 0;
+    if (b->n == b->cap && b->cap) {
+        size_t kept = 0;
+        for (size_t i = 0; i < b->n; i++)
+            if (owned(c, b->keys[i], b->owner) && b->keys[i] != key)
+                b->keys[kept++] = b->keys[i];
+        b->n = kept;
+        grow_list = kept * 2 > b->cap;
+    }
+    if (grow_list) {
+        size_t cap = b->cap ? b->cap * 2 : 16;
+        const json_t **grown = realloc(b->keys, cap * sizeof *grown);
+        if (!grown) {
+            b->partial = true;
+            return;
+        }
+        b->keys = grown;
+        b->cap = cap;
+    }
+    b->keys[b->n++] = key;
 }
 
 int pc_cache_put(pc_cache *c, json_t *key, char tag, const char *text, size_t len) {
@@ -192,9 +271,10 @@ int pc_cache_put(pc_cache *c, json_t *key, char tag, const char *text, size_t le
             free(copy);
             rc = -1;
         } else {
-            *probe(c, key) = (slot){json_incref(key), copy, len, tag};
+            *probe(c, key) = (slot){json_incref(key), copy, len, tag, current_owner};
             c->stats.entries++;
             c->stats.bytes += len;
+            record(c, key);
         }
     }
     pthread_mutex_unlock(&c->mu);
@@ -206,6 +286,105 @@ void pc_cache_release_due(pc_cache *c) {
         return;
     pthread_mutex_lock(&c->mu);
     c->sweep_due = true;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void pc_cache_set_owner(const void *owner) { current_owner = owner; }
+
+int pc_cache_bind_agent(pc_cache *c, const void *agent, const void *owner) {
+    if (!c || !agent)
+        return 0;
+    pthread_mutex_lock(&c->mu);
+    int rc = 0;
+    size_t i = 0;
+    while (i < c->nbindings && c->bindings[i].agent != agent)
+        i++;
+    if (i == c->nbindings && c->nbindings == c->bindings_cap) {
+        size_t cap = c->bindings_cap ? c->bindings_cap * 2 : 8;
+        binding *grown = realloc(c->bindings, cap * sizeof *grown);
+        if (grown) {
+            c->bindings = grown;
+            c->bindings_cap = cap;
+        } else {
+            rc = -1;
+        }
+    }
+    if (rc == 0 && i < c->nbindings) {
+        /* a rebind: keys put under the old owner go with the sweeps */
+        c->bindings[i].owner = owner;
+        c->bindings[i].n = 0;
+        c->bindings[i].partial = true;
+    } else if (rc == 0) {
+        c->bindings[c->nbindings++] = (binding){agent, owner, NULL, 0, 0, false};
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+/* Empty slot `i` and close the gap: each later entry of its probe run that
+ * may move moves back (backward-shift deletion), so probes stay correct
+ * without tombstones.  Entries move only within the run that follows `i`,
+ * into `i` or a later hole of it: a scan upwards that checks `i` again
+ * misses none (a run that wraps to the start moves entries the scan has
+ * checked already). */
+static void remove_at(pc_cache *c, size_t i) {
+    json_decref(c->slots[i].key);
+    free(c->slots[i].text);
+    c->stats.entries--;
+    c->stats.bytes -= c->slots[i].len;
+    size_t mask = c->cap - 1;
+    for (size_t j = (i + 1) & mask; c->slots[j].key; j = (j + 1) & mask) {
+        size_t home = hash(c->slots[j].key, c->cap);
+        /* the entry at j may fill the hole at i unless its home lies in (i, j] */
+        bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+        if (!stays) {
+            c->slots[i] = c->slots[j];
+            i = j;
+        }
+    }
+    c->slots[i] = (slot){0};
+}
+
+void pc_cache_release_agent(pc_cache *c, const void *agent) {
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->mu);
+    c->sweep_due = true;
+    size_t b = 0;
+    while (agent && b < c->nbindings && c->bindings[b].agent != agent)
+        b++;
+    if (agent && b < c->nbindings) {
+        binding gone = c->bindings[b];
+        c->bindings[b] = c->bindings[--c->nbindings];
+        if (gone.partial) {
+            for (size_t i = 0; gone.owner && i < c->cap; i++) {
+                while (c->slots[i].key && c->slots[i].owner == gone.owner) {
+                    remove_at(c, i);
+                    c->stats.released++;
+                }
+            }
+        } else {
+            for (size_t k = 0; k < gone.n; k++) {
+                if (!owned(c, gone.keys[k], gone.owner))
+                    continue; /* swept or flushed since, or listed twice */
+                remove_at(c, (size_t)(probe(c, gone.keys[k]) - c->slots));
+                c->stats.released++;
+            }
+        }
+        free(gone.keys);
+        /* a table the closed agents left mostly empty shrinks (to at most
+         * a quarter full, as a sweep leaves it); out of memory: it stays */
+        size_t cap = 64;
+        while ((c->stats.entries + 1) * 4 > cap)
+            cap *= 2;
+        if (c->cap > cap * 2)
+            (void)rehash(c, cap);
+    }
+    if (c->nbindings == 0) {
+        free(c->bindings);
+        c->bindings = NULL;
+        c->bindings_cap = 0;
+    }
     pthread_mutex_unlock(&c->mu);
 }
 

@@ -25,10 +25,21 @@
  * else holds the message, so nobody can ask for it again).  A sweep drops
  * the dead entries: before the table would grow (so it holds at most about
  * twice the live entries, O(1) amortized) and on the first put after
- * pc_cache_release_due, which the providers call when an agent is disposed
- * (agent/disposed): a closed agent's messages are freed with its history,
- * and its entries with the next request of any agent (issue #15: memory
- * stays flat in the number of sessions a process has run).
+ * pc_cache_release_due.
+ *
+ * Owners: a put is tagged with the owner its thread last named with
+ * pc_cache_set_owner (the providers name the agent's cancellation signal in
+ * prepare_call, which runs on the driver's thread before the request is
+ * built).  pc_cache_bind_agent ties an agent to its owner (agent/created:
+ * its call carries both), and pc_cache_release_agent drops every entry of
+ * that owner at once (agent/disposed), so a closed agent's messages are
+ * freed with its history, while the process goes on or sits idle (issue
+ * #15: a closed agent releases everything it held, its cache entries
+ * included).  A tag is only ever a reason to drop an entry early, never to
+ * serve one: a wrong tag (a stale owner, a reused address) costs a miss,
+ * never a wrong request.  What no tag covers (a put between binds, a
+ * compaction call with a signal of its own) goes with the sweep that the
+ * release also asks for.
  *
  * Pure (no host API), thread-safe (one mutex; the critical sections are a
  * probe and a memcpy).  Memory from malloc.
@@ -57,6 +68,7 @@ typedef struct pc_cache_stats {
     size_t hits, misses;   /* since creation */
     size_t flushes;        /* times the bounds emptied it */
     size_t sweeps, swept;  /* sweeps run, dead entries they dropped */
+    size_t released;       /* entries dropped by pc_cache_release_agent */
 } pc_cache_stats;
 
 /**
@@ -91,6 +103,31 @@ int pc_cache_put(pc_cache *c, json_t *key, char tag, const char *text, size_t le
  * its history is about to be freed).  NULL is a no-op.  Thread-safe.
  */
 void pc_cache_release_due(pc_cache *c);
+
+/**
+ * Tag the puts this thread makes from now on with `owner` (an identity,
+ * never dereferenced; NULL: untagged), in every cache of this plugin.
+ * Thread-local; no allocation.
+ */
+void pc_cache_set_owner(const void *owner);
+
+/**
+ * Remember that `agent`'s puts are tagged `owner` (both identities, never
+ * dereferenced; a later bind of the same agent replaces it).  @return 0, or
+ * -1 when out of memory (the agent then has no binding: its entries go with
+ * the sweeps).  `c` or `agent` NULL does nothing and returns 0.
+ * Thread-safe.
+ */
+int pc_cache_bind_agent(pc_cache *c, const void *agent, const void *owner);
+
+/**
+ * `agent` is being disposed: drop every entry tagged with its owner now (the
+ * key references the cache held go; the messages go with the agent's
+ * history), forget the binding, and ask for a sweep before the next put (as
+ * pc_cache_release_due).  O(table) when the agent was bound.  NULL `c` is a
+ * no-op.  Thread-safe.
+ */
+void pc_cache_release_agent(pc_cache *c, const void *agent);
 
 /** Drop the dead entries now (O(entries)).  NULL is a no-op.  Thread-safe. */
 void pc_cache_sweep(pc_cache *c);

@@ -494,12 +494,22 @@ static long probe_window(const pc_provider *p, const char *model) {
 /* Plugin and provider callbacks                                            */
 /* ------------------------------------------------------------------------ */
 
-/* agent/disposed: the agent's history is freed as it closes, so its cache
- * entries are dead; the next put sweeps them (provider_cache.h). */
-static json_t *on_disposed(weir_call *call, const json_t *args, void *user_data) {
-    (void)call;
+/* agent/created: the agent's puts are tagged with its cancellation signal
+ * (pc_prepare_call names it on the driver's thread); the call carries both. */
+static json_t *on_created(weir_call *call, const json_t *args, void *user_data) {
     (void)args;
-    pc_cache_release_due(((pc_provider *)user_data)->cache);
+    weir_signal *signal = call ? weir_call_signal(call) : NULL;
+    if (signal)
+        (void)pc_cache_bind_agent(((pc_provider *)user_data)->cache, weir_call_agent(call),
+                                  signal); /* out of memory: its entries go with the sweeps */
+    return json_null(); /* a serial hook: a value, never a failure */
+}
+
+/* agent/disposed: the agent's entries go now, and its history with the
+ * agent; what no tag covered goes with the next sweep (provider_cache.h). */
+static json_t *on_disposed(weir_call *call, const json_t *args, void *user_data) {
+    (void)args;
+    pc_cache_release_agent(((pc_provider *)user_data)->cache, call ? weir_call_agent(call) : NULL);
     return NULL;
 }
 
@@ -519,6 +529,13 @@ int pc_provider_init(weir_plugin *self, const pc_spec *spec, const weir_provider
         rc = weir_provider_register(self, vtable, p);
         if (rc != WEIR_OK)
             pc_set_err(err, rc, p->id, "cannot register provider \"%s\"", p->id);
+    }
+    if (rc == WEIR_OK) {
+        weir_hook_opts opts = WEIR_HOOK_OPTS_INIT;
+        opts.user_data = p;
+        rc = weir_hook_register(self, "agent/created", on_created, &opts);
+        if (rc != WEIR_OK)
+            pc_set_err(err, rc, p->id, "cannot listen to agent/created");
     }
     if (rc == WEIR_OK) {
         weir_hook_opts opts = WEIR_HOOK_OPTS_INIT;
@@ -587,6 +604,9 @@ int pc_prepare_call(const pc_spec *spec, void *self, const json_t *config, weir_
     if (!p || !call)
         return pc_set_err(err, WEIR_E_INVAL, p ? p->id : spec->plugin,
                           "prepare_call: NULL argument");
+    /* the request this thread builds next is the signal's agent's (its
+     * cache entries are released when that agent is disposed) */
+    pc_cache_set_owner(signal);
     if (signal && weir_signal_cancelled(signal))
         return pc_set_err(err, WEIR_E_CANCELLED, p->id, "prepare_call: cancelled");
     if (!json_is_object(config))

@@ -337,14 +337,20 @@ static void fake_log(const weir_plugin *self, weir_log_level level, const char *
     vsnprintf(pt_host.log + used, sizeof pt_host.log - used, fmt, ap);
     va_end(ap);
 }
-/* Hooks: the providers listen to agent/disposed only (their request cache). */
+/* Hooks: the providers listen to agent/created and agent/disposed only (their
+ * request cache); the tests call the listeners with a NULL call. */
 static int fake_hook_register(weir_plugin *self, const char *hook, weir_hook_fn fn,
                               const weir_hook_opts *opts) {
     (void)self;
-    if (strcmp(hook, "agent/disposed") != 0)
+    if (strcmp(hook, "agent/disposed") == 0) {
+        pt_host.disposed = fn;
+        pt_host.disposed_data = opts ? opts->user_data : NULL;
+    } else if (strcmp(hook, "agent/created") == 0) {
+        pt_host.created = fn;
+        pt_host.created_data = opts ? opts->user_data : NULL;
+    } else {
         return WEIR_E_INVAL;
-    pt_host.disposed = fn;
-    pt_host.disposed_data = opts ? opts->user_data : NULL;
+    }
     return WEIR_OK;
 }
 static int fake_register(weir_plugin *self, const weir_provider *provider, void *self_ptr) {

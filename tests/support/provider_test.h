@@ -127,6 +127,8 @@ typedef struct pt_fake_host {
     const char *cancel_on; /* chunk type whose arrival cancels the signal */
     weir_hook_fn disposed; /* the plugin's agent/disposed listener, if any */
     void *disposed_data;   /* its user_data */
+    weir_hook_fn created;  /* the plugin's agent/created listener, if any */
+    void *created_data;    /* its user_data */
 } pt_fake_host;
 
 /** The fake host state of the running test. */
