@@ -21,7 +21,41 @@ typedef struct file_session {
     int fd;
     off_t size; /* bytes of stored lines */
     bool readonly;
+    bool new_file; /* empty at open: its directory entry is synced with the first sync */
 } file_session;
+
+/*
+ * The durability point: fdatasync (an append's data and the file size that
+ * reads it back; not the times, which no reader needs), and, the first time
+ * for a file this writer found empty, its directory too, so a crash cannot
+ * lose the whole new file.  0, or -1 with errno.
+ */
+static int sync_session(file_session *s) {
+    if (fdatasync(s->fd) != 0)
+        return -1;
+    if (!s->new_file)
+        return 0;
+    char *dir = weir__strdup(s->path);
+    if (!dir) {
+        errno = ENOMEM;
+        return -1;
+    }
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = dfd >= 0 && fsync(dfd) == 0 ? 0 : -1;
+    int e = errno;
+    if (dfd >= 0)
+        close(dfd);
+    weir__free(dir);
+    errno = e;
+    if (rc == 0)
+        s->new_file = false;
+    return rc;
+}
 
 static int mkdir_parents(const char *path, weir_error *err) {
     char *dir = weir__strdup(path);
@@ -193,6 +227,8 @@ static int file_open(void *self, const char *id, const char *path, uint32_t flag
     struct stat st;
     if (rc == WEIR_OK && (fstat(s->fd, &st) != 0 || !S_ISREG(st.st_mode)))
         rc = weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: not a regular file", path);
+    if (rc == WEIR_OK)
+        s->new_file = !readonly && st.st_size == 0;
     if (rc == WEIR_OK && fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) & ~O_NONBLOCK) != 0)
         rc = weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: %s", path, strerror(errno));
     if (rc == WEIR_OK && !readonly)
@@ -248,12 +284,12 @@ static int file_append(void *self, void *handle, uint64_t epoch, uint64_t first_
         w = write(s->fd, lines, n);
     } while (w < 0 && errno == EINTR);
     int e = errno;
-    if (w == (ssize_t)n && (!(flags & WEIR_STORE_DURABLE) || fsync(s->fd) == 0)) {
+    if (w == (ssize_t)n && (!(flags & WEIR_STORE_DURABLE) || sync_session(s) == 0)) {
         s->size += (off_t)n;
         return WEIR_OK;
     }
     if (w == (ssize_t)n)
-        e = errno; /* fsync failed */
+        e = errno; /* the sync failed */
     if (w > 0 && ftruncate(s->fd, s->size) != 0)
         return weir__err(err, WEIR_E_IO, NULL, NULL,
                          "session log %s: write failed and the partial line could not be cut: %s",
@@ -267,9 +303,9 @@ static int file_append(void *self, void *handle, uint64_t epoch, uint64_t first_
 static int file_sync(void *self, void *handle, weir_error *err) {
     (void)self;
     file_session *s = handle;
-    return fsync(s->fd) == 0 ? WEIR_OK
-                             : weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: fsync: %s",
-                                         s->path, strerror(errno));
+    return sync_session(s) == 0 ? WEIR_OK
+                                : weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: sync: %s",
+                                            s->path, strerror(errno));
 }
 
 static int file_truncate(void *self, void *handle, size_t keep, weir_error *err) {
