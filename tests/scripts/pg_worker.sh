@@ -107,6 +107,21 @@ provider "$TMP/slowfast.json" '[{"text": "a slow answer", "chunks": 3, "chunk_de
 # exec: a background W is the weir process itself (kill and wait reach it)
 W() { exec "$WEIR" worker --poll-ms 200 "$@"; }
 
+# --- usage -----------------------------------------------------------------------
+"$WEIR" worker --help | grep -q 'usage: weir worker \[-c FILE\]... \[--concurrency N\]' || fail "worker --help"
+"$WEIR" worker --help | grep -q -- '--grace-ms MS' || fail "worker --help: --grace-ms"
+"$WEIR" worker --concurrency 0 >/dev/null 2>"$TMP/err"
+rc=$?
+[ $rc -eq 2 ] || fail "--concurrency 0: exit $rc"
+grep -q 'concurrency: expected 1-64' "$TMP/err" || fail "--concurrency 0: $(cat "$TMP/err")"
+"$WEIR" worker -c default extra >/dev/null 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "an extra argument: exit $rc"
+timeout 20 "$WEIR" worker -c default >/dev/null 2>"$TMP/err"
+rc=$?
+[ $rc -eq 3 ] || fail "worker on the file store: exit $rc, want 3"
+grep -q "store 'file' cannot claim sessions" "$TMP/err" || fail "worker on the file store: $(cat "$TMP/err")"
+
 # --- weir send to a session no worker runs, then a worker runs it -------------
 "$WEIR" send -c default -c "$TMP/pg.json" -s e1 "what is 2 to the 10th?" >"$TMP/out" 2>"$TMP/err" ||
     fail "send (no worker): $(cat "$TMP/err")"
