@@ -238,6 +238,10 @@ static int complete(weir_agent *a, const json_t *request, bool hooked, const jso
     weir_signal *sig = signal ? signal : &a->signal;
     if (weir__signal_cancelled(sig))
         return weir__err(err, WEIR_E_CANCELLED, provider, NULL, "%s: cancelled", what);
+    /* model-visible means logged: a deferred step-end sync is paid first */
+    int paid = weir__log_pay_checkpoint(a->log, err);
+    if (paid != WEIR_OK)
+        return paid;
     /* The provider gets a private copy: the caller may change its objects
      * after the call, and providers may cache by object identity (the
      * host's promise in weir_provider.stream: a message never changes). */

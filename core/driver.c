@@ -103,6 +103,15 @@ static json_t *hook_args(const turn_ctx *t) {
     return o;
 }
 
+/* A deferred step-end checkpoint is paid before plugin code runs (a
+ * listener may call a model or act on what it saw); false when the sync
+ * failed (`e` says why). */
+static bool pay_before(turn_ctx *t, const char *hook, weir_error *e) {
+    if (weir__hooks_count(t->a->hooks, hook) == 0)
+        return true;
+    return weir__log_pay_checkpoint(t->a->log, e) == WEIR_OK;
+}
+
 static json_t *invoke(turn_ctx *t, const char *hook, const json_t *args,
                       weir__hook_default_fn dflt, void *ctx, weir_error *e) {
     weir_error_clear(e);
@@ -110,6 +119,8 @@ static json_t *invoke(turn_ctx *t, const char *hook, const json_t *args,
         weir__err(e, WEIR_E_NOMEM, NULL, hook, "out of memory");
         return NULL;
     }
+    if (!pay_before(t, hook, e))
+        return NULL;
     return weir__hook_invoke(t->a->hooks, hook, t->a, &t->a->signal, args, dflt, ctx, e);
 }
 
@@ -122,6 +133,8 @@ static json_t *invoke_core(turn_ctx *t, const char *hook, const json_t *args,
         weir__err(e, WEIR_E_NOMEM, NULL, hook, "out of memory");
         return NULL;
     }
+    if (!pay_before(t, hook, e))
+        return NULL;
     return weir__hook_invoke_core(t->a->hooks, hook, t->a, &t->a->signal, args, dflt, ctx, NULL,
                                   e);
 }
@@ -1197,7 +1210,9 @@ static int run_step(turn_ctx *t, const json_t *entered, bool series, step_out *o
                    NULL, NULL);
     if (rc == WEIR_OK) {
         t->step_open = false;
-        rc = weir__log_checkpoint(a->log, t->err);
+        /* paid by the next sync: the turn's end, the next request, or
+         * before a hook with a plugin listener or a direct model call */
+        weir__log_defer_checkpoint(a->log);
     }
     return rc;
 }

@@ -29,6 +29,7 @@ struct weir__log {
     bool readonly;
     bool fenced; /* the store answered WEIR_E_LEASE_LOST: no append again */
     bool broken; /* a batch is in memory but not in the store: no append again */
+    bool sync_owed; /* a deferred checkpoint (weir__log_defer_checkpoint) not yet synced */
     weir__fsync policy;
     weir__type_known_fn known;
     void *known_ud;
@@ -764,6 +765,8 @@ int weir__log_sync(weir__log *log, weir_error *err) {
         return WEIR_OK;
     lock(log);
     int rc = log->store.vt->sync(log->store.self, log->handle, err);
+    if (rc == WEIR_OK)
+        log->sync_owed = false;
     unlock(log);
     return rc;
 }
@@ -772,6 +775,23 @@ int weir__log_checkpoint(weir__log *log, weir_error *err) {
     if (!log)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "session log: NULL log");
     return log->policy == WEIR__FSYNC_STEP ? weir__log_sync(log, err) : WEIR_OK;
+}
+
+void weir__log_defer_checkpoint(weir__log *log) {
+    if (!log || log->policy != WEIR__FSYNC_STEP)
+        return;
+    lock(log);
+    log->sync_owed = true;
+    unlock(log);
+}
+
+int weir__log_pay_checkpoint(weir__log *log, weir_error *err) {
+    if (!log)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "session log: NULL log");
+    lock(log);
+    bool owed = log->sync_owed;
+    unlock(log);
+    return owed ? weir__log_sync(log, err) : WEIR_OK;
 }
 
 /* --- derivation ---------------------------------------------------------- */

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "session_log.h"
+#include "store.h"
 #include "surface.h"
 #include "testutil.h"
 
@@ -237,6 +238,58 @@ static void handover_keeps_sole_data(void **state) {
                                             "reason"),
                             "kind")),
                         "completed");
+}
+
+/* The memory store with its syncs counted. */
+static int syncs;
+static weir_store counted_vt;
+static int (*memory_sync)(void *, void *, weir_error *);
+static int counted_sync(void *self, void *handle, weir_error *err) {
+    syncs++;
+    return memory_sync(self, handle, err);
+}
+
+/* A deferred checkpoint is paid once, by whichever sync comes first; an
+ * unowed pay does nothing; policies other than step never owe one. */
+static void deferred_checkpoint_paid_once(void **state) {
+    (void)state;
+    weir__store_ref mem = weir__store_memory();
+    counted_vt = *mem.vt;
+    memory_sync = mem.vt->sync;
+    counted_vt.sync = counted_sync;
+    weir__store_ref counted = {&counted_vt, mem.self};
+    weir_error err;
+    weir__log *log = NULL;
+    assert_int_equal(weir__log_open_store("counted", counted, "defer", "defer", false,
+                                          WEIR__FSYNC_STEP, NULL, NULL, &log, &err),
+                     WEIR_OK);
+    syncs = 0;
+    must_add(log, "turn/start", "{\"turn\":1}");
+    assert_int_equal(weir__log_pay_checkpoint(log, &err), WEIR_OK);
+    assert_int_equal(syncs, 0); /* nothing owed */
+    weir__log_defer_checkpoint(log);
+    assert_int_equal(syncs, 0); /* deferred: no sync yet */
+    assert_int_equal(weir__log_pay_checkpoint(log, &err), WEIR_OK);
+    assert_int_equal(syncs, 1);
+    assert_int_equal(weir__log_pay_checkpoint(log, &err), WEIR_OK);
+    assert_int_equal(syncs, 1); /* paid once */
+    weir__log_defer_checkpoint(log);
+    must_add(log, "turn/end", "{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}");
+    assert_int_equal(weir__log_checkpoint(log, &err), WEIR_OK); /* the turn's end pays it */
+    assert_int_equal(syncs, 2);
+    assert_int_equal(weir__log_pay_checkpoint(log, &err), WEIR_OK);
+    assert_int_equal(syncs, 2);
+    weir__log_close(log);
+    /* policy none: nothing is ever owed, nothing synced */
+    log = NULL;
+    assert_int_equal(weir__log_open_store("counted", counted, "defer2", "defer2", false,
+                                          WEIR__FSYNC_NONE, NULL, NULL, &log, &err),
+                     WEIR_OK);
+    syncs = 0;
+    weir__log_defer_checkpoint(log);
+    assert_int_equal(weir__log_pay_checkpoint(log, &err), WEIR_OK);
+    assert_int_equal(syncs, 0);
+    weir__log_close(log);
 }
 
 static void unknown_type_refused_unless_ignorable(void **state) {
@@ -950,6 +1003,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(rejected_append_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(unknown_type_refused_unless_ignorable, setup, teardown),
         cmocka_unit_test_setup_teardown(handover_keeps_sole_data, setup, teardown),
+        cmocka_unit_test(deferred_checkpoint_paid_once),
         cmocka_unit_test_setup_teardown(fsync_policy_parsing, setup, teardown),
         cmocka_unit_test_setup_teardown(torn_tail_dropped_with_warning, setup, teardown),
         cmocka_unit_test_setup_teardown(mid_file_corruption_names_line, setup, teardown),
