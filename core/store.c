@@ -343,3 +343,14 @@ uint64_t weir_agent_lease_epoch(weir_agent *a) {
     (void)weir__log_store_handle(a->log, &st, &h, &epoch, NULL); /* set even when fenced */
     return epoch;
 }
+
+bool weir_agent_lease_lost(weir_agent *a) {
+    if (!a)
+        return false;
+    weir__store_ref st;
+    void *h;
+    uint64_t epoch;
+    if (weir__log_store_handle(a->log, &st, &h, &epoch, NULL) == WEIR_E_LEASE_LOST)
+        return true;
+    return st.vt && st.vt->lease_lost && h && st.vt->lease_lost(st.self, h);
+}

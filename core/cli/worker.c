@@ -13,7 +13,9 @@
  * repaired turn had claimed input, the store's queued input delivered
  * (weir_agent_take_store_inbox), run until idle, again while input keeps
  * coming, close (the lease is released).  A writer whose lease was taken
- * over (WEIR_E_LEASE_LOST) stops that session and appends nothing more.
+ * over (WEIR_E_LEASE_LOST) stops that session and appends nothing more; when
+ * its heartbeat finds that out first, the main thread cancels the running
+ * turn at once (weir_agent_lease_lost).
  *
  * Signals: SIGTERM and SIGINT are taken by one thread (sigwait; every other
  * thread blocks them).  The first stops claiming and gives the running
@@ -94,6 +96,7 @@ typedef struct slot {
     weir_agent *agent;   /* borrowed from the thread while open (w->mu) */
     atomic_bool opening; /* durable events now are the open's repair */
     atomic_int repaired, turns;
+    bool stopped_lost;   /* its lost lease was seen: the turn was cancelled (w->mu) */
 } slot;
 
 typedef struct worker {
@@ -208,6 +211,11 @@ static void *run_session(void *arg) {
         if (atomic_load(&w->signals) > 0)
             break; /* stopping: take no more input */
     }
+    if (rc == WEIR_OK && weir_agent_lease_lost(agent)) {
+        rc = WEIR_E_LEASE_LOST; /* the heartbeat saw it; the turn was cancelled */
+        snprintf(err.text, sizeof err.text,
+                 "session %s: the lease was taken over by another writer", s->id);
+    }
     if (rc == WEIR_E_LEASE_LOST)
         fprintf(stderr,
                 "weir worker: lost %s: another writer took it over; this worker stopped it "
@@ -226,6 +234,21 @@ out:
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     return NULL;
+}
+
+/* A running session whose lease another writer took over (the heartbeat
+ * saw it) has its turn cancelled now, not at its next append: it appends
+ * nothing more either way, and stops spending the provider's tokens. */
+static void watch_leases(worker *w) {
+    pthread_mutex_lock(&w->mu);
+    for (int i = 0; i < w->n; i++) {
+        slot *s = &w->slots[i];
+        if (s->agent && !s->stopped_lost && weir_agent_lease_lost(s->agent)) {
+            s->stopped_lost = true;
+            weir_agent_cancel(s->agent, "disposed", true);
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
 }
 
 /* Join the slots whose thread finished (w->mu not held). */
@@ -256,6 +279,7 @@ static bool start_slot(worker *w, char *id, char *prev) {
         atomic_store(&s->done, false);
         atomic_store(&s->repaired, 0);
         atomic_store(&s->turns, 0);
+        s->stopped_lost = false;
         s->used = true;
         pthread_mutex_lock(&w->mu);
         w->running++;
@@ -310,10 +334,11 @@ static int claim_loop(worker *w, long poll_ms, bool exit_when_idle) {
     int64_t quiet_until = 0; /* a failing store is reported once per poll */
     while (atomic_load(&w->signals) == 0) {
         reap(w);
+        watch_leases(w);
         pthread_mutex_lock(&w->mu);
         bool full = w->running >= w->n;
         if (full && atomic_load(&w->signals) == 0)
-            wait_ms(w, poll_ms);
+            wait_ms(w, poll_ms < 250 ? poll_ms : 250);
         pthread_mutex_unlock(&w->mu);
         if (full)
             continue;
@@ -355,6 +380,7 @@ static int claim_loop(worker *w, long poll_ms, bool exit_when_idle) {
             int64_t left = until - now_ms();
             if (left <= 0)
                 break;
+            watch_leases(w);
             weir_error_clear(&err);
             if (weir_host_store_wait(w->host, (int)(left < 250 ? left : 250), &woken, &err) !=
                 WEIR_OK) {
@@ -370,6 +396,7 @@ static int claim_loop(worker *w, long poll_ms, bool exit_when_idle) {
 
 /* After the first signal: the grace, then cancel, then wait for the slots. */
 static void drain(worker *w, long grace_ms) {
+    reap(w); /* a session that just ended is not waited for */
     pthread_mutex_lock(&w->mu);
     int running = w->running;
     pthread_mutex_unlock(&w->mu);
@@ -379,6 +406,7 @@ static void drain(worker *w, long grace_ms) {
     int64_t deadline = now_ms() + grace_ms;
     for (;;) {
         reap(w);
+        watch_leases(w);
         pthread_mutex_lock(&w->mu);
         running = w->running;
         if (running && now_ms() < deadline && atomic_load(&w->signals) < 2)

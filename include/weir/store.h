@@ -118,7 +118,7 @@ typedef struct weir_store {
     int (*probe)(void *self, const char *id, const char *path, bool *live, long *pid,
                  weir_error *err);
 
-    /* ---- the inbox and claims of a shared store (issue #16; docs/fleet.md).
+    /* ---- the inbox, claims and lease of a shared store (issue #16; docs/fleet.md).
      * A store without them leaves them NULL (the file and memory stores:
      * `weir send` logs an inbox splice as the session's writer there). ---- */
 
@@ -163,6 +163,13 @@ typedef struct weir_store {
      * time passed.  May wake spuriously; callers claim, then wait again.
      */
     int (*wait)(void *self, int timeout_ms, bool *woken, weir_error *err);
+    /**
+     * Whether writer `handle` knows its lease is lost (a heartbeat or an
+     * append found it taken over), taking nothing: the core stops the
+     * writer's running turn instead of waiting for its next append.  Any
+     * thread.  May be NULL.
+     */
+    bool (*lease_lost)(void *self, void *handle);
 } weir_store;
 
 /* ------------------------------------------------------------------------ */
@@ -226,6 +233,13 @@ WEIR_API int weir_agent_interrupted_turn(weir_agent *agent);
  * without leases, and for a NULL agent).  Thread-safe.
  */
 WEIR_API uint64_t weir_agent_lease_epoch(weir_agent *agent);
+/**
+ * Whether the agent's writer lease is known lost (the store's lease_lost,
+ * or an append that was refused): the agent appends nothing more; cancel
+ * its running turn (weir worker does).  False for stores without leases.
+ * Thread-safe.
+ */
+WEIR_API bool weir_agent_lease_lost(weir_agent *agent);
 
 #ifdef __cplusplus
 }

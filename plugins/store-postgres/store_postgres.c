@@ -117,7 +117,7 @@ static void *heartbeat(void *arg) {
         if (h->stop)
             break;
         if (pgs_renew(h->db, h->id, h->epoch, h->lease_ms) == PGS_LEASE_LOST) {
-            h->fenced = true;
+            __atomic_store_n(&h->fenced, true, __ATOMIC_RELAXED);
             fprintf(stderr, "weir: store-postgres: %s\n", pgs_error(h->db));
         }
         /* another failure (the server restarting): the next beat retries;
@@ -262,7 +262,7 @@ static int st_append(void *self, void *hp, uint64_t epoch, uint64_t first_seq, s
         } else {
             pgs_status st = pgs_append(h->db, h->id, h->epoch, (int64_t)first_seq, v, count);
             if (st == PGS_LEASE_LOST)
-                h->fenced = true;
+                __atomic_store_n(&h->fenced, true, __ATOMIC_RELAXED);
             rc = st == PGS_OK ? WEIR_OK : fail_pg(err, st, h->db);
         }
         pthread_mutex_unlock(&h->mu);
@@ -439,7 +439,7 @@ static int st_consume(void *self, void *hp, uint64_t epoch, uint64_t upto, weir_
     } else {
         pgs_status st = pgs_consume(h->db, h->id, h->epoch, (int64_t)upto);
         if (st == PGS_LEASE_LOST)
-            h->fenced = true;
+            __atomic_store_n(&h->fenced, true, __ATOMIC_RELAXED);
         rc = st == PGS_OK ? WEIR_OK : fail_pg(err, st, h->db);
     }
     pthread_mutex_unlock(&h->mu);
@@ -461,6 +461,15 @@ static int st_wait(void *self, int timeout_ms, bool *woken, weir_error *err) {
     return rc;
 }
 
+static bool st_lease_lost(void *self, void *hp) {
+    (void)self;
+    handle *h = hp;
+    if (!h || !h->writer)
+        return false;
+    /* not h->mu: a statement may hold it for long; a stale read is fine */
+    return __atomic_load_n(&h->fenced, __ATOMIC_RELAXED);
+}
+
 static const weir_store vtable = {
     .struct_size = sizeof(weir_store),
     .open = st_open,
@@ -477,6 +486,7 @@ static const weir_store vtable = {
     .inbox = st_inbox,
     .consume = st_consume,
     .wait = st_wait,
+    .lease_lost = st_lease_lost,
 };
 
 static void store_free(store *s) {

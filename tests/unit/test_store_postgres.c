@@ -397,6 +397,7 @@ static void queued_input_is_delivered_once_across_a_crash(void **state) {
     if (weir_agent_open(host, &opts, &agent, &err) != WEIR_OK)
         fail_msg("open: %s", err.text);
     assert_true(weir_agent_lease_epoch(agent) > 0);
+    assert_false(weir_agent_lease_lost(agent));
     size_t taken = 0;
     assert_int_equal(weir_agent_take_store_inbox(agent, &taken, &err), WEIR_OK);
     assert_int_equal(taken, 1);
@@ -428,6 +429,7 @@ static void queued_input_is_delivered_once_across_a_crash(void **state) {
     raw_sql("UPDATE weir_sessions SET owner = 'someone', epoch = epoch + 1 WHERE session_id = 'dq'");
     assert_int_equal(weir_agent_take_store_inbox(agent, &taken, &err), WEIR_E_LEASE_LOST);
     assert_int_equal(raw_long("SELECT count(*) FROM weir_inbox WHERE session_id = 'dq'"), 1);
+    assert_true(weir_agent_lease_lost(agent)); /* the handle knows it now */
     weir_agent_close(agent);
     json_decref(hello);
     json_decref(other);
