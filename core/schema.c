@@ -163,6 +163,54 @@ static int type_matches(const char *name, const json_t *value) {
     return -1;
 }
 
+/* The keywords of one schema object, found in one pass over its members
+ * (a schema has a few; looking each keyword up cost more than checking). */
+typedef struct keywords {
+    const json_t *type, *enum_, *const_, *minimum, *maximum, *min_length, *max_length,
+        *min_items, *max_items, *properties, *required, *additional, *pattern, *items, *any_of,
+        *one_of, *secret;
+} keywords;
+
+static void gather(const json_t *schema, keywords *k) {
+    memset(k, 0, sizeof *k);
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)(uintptr_t)schema, key, val) {
+        const json_t **slot = NULL;
+        switch (key[0]) {
+        case 'a':
+            slot = !strcmp(key, "additionalProperties") ? &k->additional
+                   : !strcmp(key, "anyOf")              ? &k->any_of
+                                                        : NULL;
+            break;
+        case 'c': slot = !strcmp(key, "const") ? &k->const_ : NULL; break;
+        case 'e': slot = !strcmp(key, "enum") ? &k->enum_ : NULL; break;
+        case 'i': slot = !strcmp(key, "items") ? &k->items : NULL; break;
+        case 'm':
+            slot = !strcmp(key, "minimum")     ? &k->minimum
+                   : !strcmp(key, "maximum")   ? &k->maximum
+                   : !strcmp(key, "minLength") ? &k->min_length
+                   : !strcmp(key, "maxLength") ? &k->max_length
+                   : !strcmp(key, "minItems")  ? &k->min_items
+                   : !strcmp(key, "maxItems")  ? &k->max_items
+                                               : NULL;
+            break;
+        case 'o': slot = !strcmp(key, "oneOf") ? &k->one_of : NULL; break;
+        case 'p':
+            slot = !strcmp(key, "properties")          ? &k->properties
+                   : !strcmp(key, "patternProperties") ? &k->pattern
+                                                       : NULL;
+            break;
+        case 'r': slot = !strcmp(key, "required") ? &k->required : NULL; break;
+        case 's': slot = !strcmp(key, "secret") ? &k->secret : NULL; break;
+        case 't': slot = !strcmp(key, "type") ? &k->type : NULL; break;
+        default: break;
+        }
+        if (slot)
+            *slot = val;
+    }
+}
+
 static int check_type(vctx *v, const json_t *type, const json_t *value, char *msg,
                       size_t size) {
     if (json_is_string(type)) {
@@ -197,11 +245,6 @@ static int check_type(vctx *v, const json_t *type, const json_t *value, char *ms
     return fail(v, msg, size, "expected %s, got %s", names, type_of(value));
 }
 
-/* A number keyword's value as a double; false when it is not a number. */
-static bool num_kw(const json_t *schema, const char *kw, const json_t **out) {
-    *out = json_object_get(schema, kw);
-    return !*out || json_is_number(*out);
-}
 
 /* Compare value against bound: <0, 0, >0 (integers exactly, else doubles). */
 static int num_cmp(const json_t *value, const json_t *bound) {
@@ -220,10 +263,10 @@ static void num_str(const json_t *n, char *buf, size_t size) {
         snprintf(buf, size, "%.17g", json_real_value(n));
 }
 
-static int check_number(vctx *v, const json_t *schema, const json_t *value, char *msg,
+static int check_number(vctx *v, const keywords *k, const json_t *value, char *msg,
                         size_t size) {
-    const json_t *min, *max;
-    if (!num_kw(schema, "minimum", &min) || !num_kw(schema, "maximum", &max))
+    const json_t *min = k->minimum, *max = k->maximum;
+    if ((min && !json_is_number(min)) || (max && !json_is_number(max)))
         return bad_schema(v, msg, size, "\"minimum\"/\"maximum\" must be numbers");
     if (!json_is_number(value))
         return 0;
@@ -242,8 +285,7 @@ static int check_number(vctx *v, const json_t *schema, const json_t *value, char
 }
 
 /* A non-negative integer keyword; false when present but malformed. */
-static bool count_kw(const json_t *schema, const char *kw, bool *present, json_int_t *out) {
-    const json_t *k = json_object_get(schema, kw);
+static bool count_kw(const json_t *k, bool *present, json_int_t *out) {
     *present = k != NULL;
     if (!k)
         return true;
@@ -261,12 +303,14 @@ static size_t utf8_length(const char *s, size_t bytes) {
     return n;
 }
 
-static int check_length(vctx *v, const json_t *schema, const json_t *value,
+static int check_length(vctx *v, const json_t *lo_v, const json_t *hi_v, const json_t *value,
                         const char *lo_kw, const char *hi_kw, const char *unit,
                         char *msg, size_t size) {
     bool has_lo, has_hi;
     json_int_t lo = 0, hi = 0;
-    if (!count_kw(schema, lo_kw, &has_lo, &lo) || !count_kw(schema, hi_kw, &has_hi, &hi))
+    if (!lo_v && !hi_v)
+        return 0;
+    if (!count_kw(lo_v, &has_lo, &lo) || !count_kw(hi_v, &has_hi, &hi))
         return bad_schema(v, msg, size, "\"%s\"/\"%s\" must be non-negative integers",
                     lo_kw, hi_kw);
     size_t n;
@@ -285,11 +329,9 @@ static int check_length(vctx *v, const json_t *schema, const json_t *value,
     return 0;
 }
 
-static int check_object(vctx *v, const json_t *schema, const json_t *value, int depth,
+static int check_object(vctx *v, const keywords *k, const json_t *value, int depth,
                         char *msg, size_t size) {
-    const json_t *props = json_object_get(schema, "properties");
-    const json_t *req = json_object_get(schema, "required");
-    const json_t *extra = json_object_get(schema, "additionalProperties");
+    const json_t *props = k->properties, *req = k->required, *extra = k->additional;
     if (props && !json_is_object(props))
         return bad_schema(v, msg, size, "\"properties\" must be an object");
     if (req && !json_is_array(req))
@@ -299,7 +341,7 @@ static int check_object(vctx *v, const json_t *schema, const json_t *value, int 
     /* patternProperties are not evaluated (their regexes are ECMA-262's): a
      * member outside `properties` may match one, so additionalProperties
      * says nothing about it here and the owner of the schema decides */
-    if (json_object_get(schema, "patternProperties"))
+    if (k->pattern)
         extra = NULL;
     if (!json_is_object(value))
         return 0;
@@ -337,9 +379,9 @@ static int check_object(vctx *v, const json_t *schema, const json_t *value, int 
     return 0;
 }
 
-static int check_items(vctx *v, const json_t *schema, const json_t *value, int depth,
+static int check_items(vctx *v, const keywords *k, const json_t *value, int depth,
                        char *msg, size_t size) {
-    const json_t *items = json_object_get(schema, "items");
+    const json_t *items = k->items;
     if (!items)
         return 0;
     bool tuple = json_is_array(items); /* draft-07 tuples: element i against items[i] */
@@ -362,16 +404,16 @@ static int check_items(vctx *v, const json_t *schema, const json_t *value, int d
     return 0;
 }
 
-static int check_enum_const(vctx *v, const json_t *schema, const json_t *value, char *msg,
+static int check_enum_const(vctx *v, const keywords *k, const json_t *value, char *msg,
                             size_t size) {
-    const json_t *c = json_object_get(schema, "const");
+    const json_t *c = k->const_;
     if (c && !json_equal(c, value)) {
         char *want = weir__json_dump(c);
         fail(v, msg, size, "expected the constant %s", want ? want : "value");
         free(want);
         return NOMATCH;
     }
-    const json_t *e = json_object_get(schema, "enum");
+    const json_t *e = k->enum_;
     if (!e)
         return 0;
     if (!json_is_array(e))
@@ -392,9 +434,8 @@ static int report_branches(vctx *v, const json_t *list, const char *kw, const js
                            int depth, char *msg, size_t size);
 
 /* anyOf (exactly = false) or oneOf (exactly = true). */
-static int check_branches(vctx *v, const json_t *schema, const char *kw, bool exactly,
+static int check_branches(vctx *v, const json_t *list, const char *kw, bool exactly,
                           const json_t *value, int depth, char *msg, size_t size) {
-    const json_t *list = json_object_get(schema, kw);
     if (!list)
         return 0;
     if (!json_is_array(list) || json_array_size(list) == 0)
@@ -467,27 +508,29 @@ static int check(vctx *v, const json_t *schema, const json_t *value, int depth, 
         return fail(v, msg, size, "no value is allowed here");
     if (!json_is_object(schema))
         return bad_schema(v, msg, size, "a schema must be an object or a boolean");
-    const json_t *secret = json_object_get(schema, "secret");
-    if (secret && !json_is_boolean(secret))
+    keywords k;
+    gather(schema, &k);
+    if (k.secret && !json_is_boolean(k.secret))
         return bad_schema(v, msg, size, "\"secret\" must be a boolean");
-    const json_t *type = json_object_get(schema, "type");
-    int rc = type ? check_type(v, type, value, msg, size) : 0;
+    int rc = k.type ? check_type(v, k.type, value, msg, size) : 0;
     if (!rc)
-        rc = check_enum_const(v, schema, value, msg, size);
+        rc = check_enum_const(v, &k, value, msg, size);
     if (!rc)
-        rc = check_number(v, schema, value, msg, size);
+        rc = check_number(v, &k, value, msg, size);
     if (!rc)
-        rc = check_length(v, schema, value, "minLength", "maxLength", "characters", msg, size);
+        rc = check_length(v, k.min_length, k.max_length, value, "minLength", "maxLength",
+                          "characters", msg, size);
     if (!rc)
-        rc = check_length(v, schema, value, "minItems", "maxItems", "items", msg, size);
+        rc = check_length(v, k.min_items, k.max_items, value, "minItems", "maxItems", "items",
+                          msg, size);
     if (!rc)
-        rc = check_object(v, schema, value, depth, msg, size);
+        rc = check_object(v, &k, value, depth, msg, size);
     if (!rc)
-        rc = check_items(v, schema, value, depth, msg, size);
+        rc = check_items(v, &k, value, depth, msg, size);
     if (!rc)
-        rc = check_branches(v, schema, "anyOf", false, value, depth, msg, size);
+        rc = check_branches(v, k.any_of, "anyOf", false, value, depth, msg, size);
     if (!rc)
-        rc = check_branches(v, schema, "oneOf", true, value, depth, msg, size);
+        rc = check_branches(v, k.one_of, "oneOf", true, value, depth, msg, size);
     return rc;
 }
 
