@@ -24,6 +24,13 @@
 #       ratio=... target=4 pass=yes min_ir_per_step=... min_ratio=...
 # (min: the second floor, a minimal correct streaming client that builds
 # each body and parses each delta with jansson; min_ratio = weir / min)
+#   split steps=50 http=... decode=... emit=... request=... log=... derive=...
+#       compaction=... other=...
+# (with --chain default: weir's instructions per step by part, inclusive:
+# http = libcurl's transfer without the body callback, decode = the SSE
+# deltas into chunks, emit = the chunks into the stream and its live frames,
+# request = the request body, log = the session log's appends, derive = the
+# messages from the log, compaction = compaction-basic's pre-step check)
 #   flat steps=20 weir_ir_per_step=... raw_ir_per_step=... ratio=...
 #       weir_ratio_to_first=1.00 raw_ratio_to_first=1.00 excess_ir_per_step=...
 #       excess_ratio_to_first=1.00
@@ -103,6 +110,24 @@ m=$(ir min_phase "$steps") || m=
 echo "instructions chain=$chain steps=$steps weir_ir_per_step=$((w / steps))" \
      "raw_ir_per_step=$((r / steps)) ratio=$ratio target=$target pass=$pass" \
      "min_ir_per_step=$((${m:-0} / steps)) min_ratio=$(div "$w" "${m:-0}")"
+
+# where weir's instructions go (inclusive, per step; "other" is the rest:
+# hooks, inbox, turn/step logic, allocation)
+split_of() {
+    callgrind_annotate --inclusive=yes "$1" 2>/dev/null | awk -v n="$2" '
+        function at(f) { return (f in ir) ? ir[f] : 0 }
+        { for (i = 2; i <= NF; i++) if ($i ~ /^\?\?\?:/) { f = substr($i, 5); if (!(f in ir)) { v = $1; gsub(",", "", v); ir[f] = v } } }
+        END {
+            total = at("weir_phase")
+            http = at("perform") - at("on_body"); emit = at("weir__stream_emit")
+            decode = at("openai_decoder_event") - emit; req = at("openai_request_text")
+            lg = at("weir__log_append"); derive = at("weir__log_derive"); comp = at("on_pre_step")
+            other = total - http - emit - decode - req - lg - derive - comp
+            printf "split steps=%d http=%d decode=%d emit=%d request=%d log=%d derive=%d compaction=%d other=%d\n",
+                n, http / n, decode / n, emit / n, req / n, lg / n, derive / n, comp / n, other / n
+        }'
+}
+[ "$chain" = default ] && split_of "$work/cg.weir_phase.$steps" "$steps"
 
 # history-length flatness: the per-step mean at each step count
 w0=

@@ -56,7 +56,7 @@ static int turn_syncs(const char *rows, const char *policy, const weir_agent_hoo
     int n = atomic_load(&syncs) - before;
     assert_int_equal(dh_count(&d, "turn/end"), 1);
     dh_check(&d);
-    dh_close(&d);
+    dh_teardown(&d);
     return n;
 }
 
