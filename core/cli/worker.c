@@ -12,7 +12,10 @@
  * closes a dead writer's open turn), one service continuation when the
  * repaired turn had claimed input, the store's queued input delivered
  * (weir_agent_take_store_inbox), run until idle, again while input keeps
- * coming, close (the lease is released).  A writer whose lease was taken
+ * coming, close (the lease is released).  While the agent runs, a helper
+ * thread of the slot takes the input queued meanwhile every 250 ms and
+ * hands it to the running agent (a steer reaches the turn at its next
+ * step, a followup starts the next turn of the same claim).  A writer whose lease was taken
  * over (WEIR_E_LEASE_LOST) stops that session and appends nothing more; when
  * its heartbeat finds that out first, the main thread cancels the running
  * turn at once (weir_agent_lease_lost).
@@ -86,6 +89,27 @@ static const char resume_text[] =
     "the user to repeat it.";
 
 struct worker;
+
+/*
+ * The steering helper of a slot: while the slot's thread runs the agent
+ * (weir_agent_run_until_idle), it takes the store's queued input of the
+ * session every STEER_POLL_MS and hands it to the running agent
+ * (weir_agent_take_store_inbox: weir_agent_send with each row's mode and
+ * input id, the rows dropped once their splices are durable, under the
+ * lease), so a steer reaches the turn at its next step and a followup
+ * starts the next turn of this claim.  It only exists while the agent
+ * runs, so its takes never overlap the slot thread's own (between runs).
+ */
+#define STEER_POLL_MS 250
+
+typedef struct steerer {
+    weir_agent *agent;   /* borrowed from the slot's thread for the run */
+    pthread_mutex_t mu;  /* stop */
+    pthread_cond_t cv;
+    bool stop;
+    const atomic_int *signals; /* the worker's: stopping takes no more input */
+    size_t taken;        /* inputs delivered during this run (read after join) */
+} steerer;
 
 typedef struct slot {
     struct worker *w;
@@ -163,6 +187,71 @@ static void set_agent(slot *s, weir_agent *agent) {
     pthread_mutex_unlock(&s->w->mu);
 }
 
+static void *steer_thread(void *arg) {
+    steerer *st = arg;
+    pthread_mutex_lock(&st->mu);
+    while (!st->stop) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_nsec += STEER_POLL_MS * 1000000L;
+        if (t.tv_nsec >= 1000000000L) {
+            t.tv_sec++;
+            t.tv_nsec -= 1000000000L;
+        }
+        int rc = 0;
+        while (!st->stop && rc != ETIMEDOUT)
+            rc = pthread_cond_timedwait(&st->cv, &st->mu, &t);
+        if (st->stop)
+            break;
+        pthread_mutex_unlock(&st->mu);
+        if (atomic_load(st->signals) > 0 || weir_agent_lease_lost(st->agent)) {
+            pthread_mutex_lock(&st->mu);
+            break; /* stopping, or fenced (the main thread cancels the turn) */
+        }
+        size_t n = 0;
+        weir_error err;
+        weir_error_clear(&err);
+        rc = weir_agent_take_store_inbox(st->agent, &n, &err);
+        pthread_mutex_lock(&st->mu);
+        st->taken += n;
+        if (rc != WEIR_OK)
+            break; /* the slot's thread takes again after the run and reports it */
+    }
+    pthread_mutex_unlock(&st->mu);
+    return NULL;
+}
+
+/* weir_agent_run_until_idle with the steering helper running meanwhile;
+ * *taken: the inputs it delivered (the caller runs again when some came
+ * in as the run ended). */
+static int run_steered(slot *s, weir_agent *agent, size_t *taken, weir_error *err) {
+    steerer st = {.agent = agent, .signals = &s->w->signals};
+    *taken = 0;
+    pthread_mutex_init(&st.mu, NULL);
+    pthread_cond_init(&st.cv, NULL);
+    pthread_t th;
+    /* without a thread the run still goes on: input sent meanwhile is
+     * delivered after it, as before */
+    bool helper = pthread_create(&th, NULL, steer_thread, &st) == 0;
+    if (!helper)
+        fprintf(stderr,
+                "weir worker: %s: no steering thread; input sent while it runs is "
+                "delivered after the run\n",
+                s->id);
+    int rc = weir_agent_run_until_idle(agent, err);
+    if (helper) {
+        pthread_mutex_lock(&st.mu);
+        st.stop = true;
+        pthread_cond_signal(&st.cv);
+        pthread_mutex_unlock(&st.mu);
+        pthread_join(th, NULL);
+        *taken = st.taken;
+    }
+    pthread_cond_destroy(&st.cv);
+    pthread_mutex_destroy(&st.mu);
+    return rc;
+}
+
 /* One claimed session, on its own thread. */
 static void *run_session(void *arg) {
     slot *s = arg;
@@ -198,15 +287,16 @@ static void *run_session(void *arg) {
     int turn = repaired > 0 ? weir_agent_interrupted_turn(agent) : 0;
     rc = turn > 0 ? send_continuation(agent, turn, &err) : WEIR_OK;
     const char *what = "continue the interrupted turn";
+    size_t steered = 0; /* delivered by the steering helper during the last run */
     for (bool first = true; rc == WEIR_OK && !atomic_load(&w->cancelling); first = false) {
         size_t taken = 0;
         what = "deliver its queued input";
         if ((rc = weir_agent_take_store_inbox(agent, &taken, &err)) != WEIR_OK)
             break;
-        if (!first && taken == 0)
+        if (!first && taken == 0 && steered == 0)
             break; /* idle, and nothing came meanwhile */
         what = "run it";
-        if ((rc = weir_agent_run_until_idle(agent, &err)) != WEIR_OK)
+        if ((rc = run_steered(s, agent, &steered, &err)) != WEIR_OK)
             break;
         if (atomic_load(&w->signals) > 0)
             break; /* stopping: take no more input */

@@ -5,6 +5,9 @@
 # database of its own (weir_worker):
 #   - weir send to a session no one runs (a worker, or weir run -s, takes
 #     it), and to one a worker runs;
+#   - weir send --mode steer while a worker runs the turn: spliced into that
+#     turn before its next step, once; a followup sent mid-turn is the next
+#     turn of the same claim;
 #   - kill -9 of a worker mid-stream: another worker takes the session over,
 #     repairs it and finishes the request, the user's message logged once;
 #   - a SIGSTOPped worker past its lease, a takeover, SIGCONT: the frozen
@@ -193,6 +196,57 @@ grep -q 'cancelling 1 running session' "$TMP/w.err" || fail "g2 not cancelled: $
 [ "$(last_end g2)" = aborted ] || fail "g2: last turn $(last_end g2), want aborted"
 [ "$(sql "SELECT owner IS NULL FROM weir_sessions WHERE session_id = 'g2'")" = t ] || fail "g2: lease not released"
 check_log g2 "cancelled"
+
+# --- steering while a worker runs the turn -------------------------------------
+# a steer sent mid-turn reaches the running turn at its next step (the
+# model's second request carries it: `expect`), a followup sent mid-turn
+# is the next turn, both in the same claim, each logged once
+provider "$TMP/steer.json" '[{"text": "a slow answer", "chunks": 3, "chunk_delay_ms": 1500},
+  {"text": "the steered answer", "expect": {"message_contains": "mention the steer"}},
+  {"text": "the followup answer", "expect": {"message_contains": "then a followup"}}]'
+W -c "$TMP/steer.json" -c "$TMP/pg.json" 2>"$TMP/w.err" &
+w1=$!
+PIDS="$w1"
+"$WEIR" send -c default -c "$TMP/pg.json" -s s1 "start slowly" >/dev/null 2>&1 || fail "send s1"
+wait_sql "SELECT EXISTS (SELECT 1 FROM weir_events WHERE session_id = 's1' AND event->>'type' = 'request/context')" ||
+    fail "s1: the worker never sent its request"
+"$WEIR" send -c default -c "$TMP/pg.json" -s s1 --mode steer --input-id st1 "also mention the steer" \
+    >/dev/null 2>"$TMP/err" || fail "send --mode steer mid-turn: $(cat "$TMP/err")"
+"$WEIR" send -c default -c "$TMP/pg.json" -s s1 --input-id fu1 "then a followup" \
+    >/dev/null 2>"$TMP/err" || fail "send a followup mid-turn: $(cat "$TMP/err")"
+# taken while the first step still streams (the helper polls every 250 ms)
+wait_sql "SELECT NOT EXISTS (SELECT 1 FROM weir_inbox WHERE session_id = 's1')" 30 ||
+    fail "s1: the input sent mid-turn was not taken within 3 s"
+[ "$(events s1 assistant/message)" = 0 ] || fail "s1: the first step ended before the input was taken"
+wait_line "$TMP/w.err" 'finished s1' 300 || fail "s1 never finished: $(cat "$TMP/w.err")"
+stop_worker $w1 "$TMP/w.err" "steering"
+PIDS=
+[ "$(grep -c 'claimed s1 ' "$TMP/w.err")" = 1 ] || fail "s1: not one claim: $(cat "$TMP/w.err")"
+grep -q 'finished s1 (2 turns)' "$TMP/w.err" || fail "s1: not two turns in the claim: $(cat "$TMP/w.err")"
+"$WEIR" log -c default -c "$TMP/pg.json" s1 --json >"$TMP/s1.jsonl" 2>"$TMP/err" || fail "log s1 --json: $(cat "$TMP/err")"
+# seq of the first event matching a jq filter ("" when none)
+seq_of() { jq -r "select($1) | .seq" "$TMP/s1.jsonl" | head -n 1; }
+n_of() { jq -c "select($1)" "$TMP/s1.jsonl" | wc -l | tr -d ' '; }
+steer_msg='.type == "user/message" and .data.message.id == "st1"'
+[ "$(n_of "$steer_msg")" = 1 ] || fail "s1: the steer is not logged once ($(n_of "$steer_msg"))"
+[ "$(jq -r "select($steer_msg) | .data.turn" "$TMP/s1.jsonl")" = 1 ] || fail "s1: the steer is not in turn 1"
+spliced=$(seq_of '.type == "agent/inbox/spliced" and .data.target == "next-step" and any(.data.inserted[]; .id == "st1")')
+first_answer=$(seq_of '.type == "assistant/message"')
+steer=$(seq_of "$steer_msg")
+step2=$(seq_of '.type == "step/start" and .data.turn == 1 and .data.step == 2')
+end1=$(seq_of '.type == "turn/end" and .data.turn == 1')
+[ -n "$spliced" ] && [ -n "$first_answer" ] && [ "$spliced" -lt "$first_answer" ] ||
+    fail "s1: the steer was not queued while step 1 ran (spliced at '$spliced', step 1 answered at '$first_answer')"
+[ -n "$step2" ] && [ -n "$end1" ] && [ "$steer" -lt "$end1" ] && [ "$step2" -lt "$end1" ] ||
+    fail "s1: the steer did not start a next step of turn 1 (message $steer, step 2 '$step2', turn/end '$end1')"
+[ "$(n_of '.type == "user/message" and .data.message.id == "fu1"')" = 1 ] || fail "s1: the followup is not logged once"
+[ "$(jq -r 'select(.type == "user/message" and .data.message.id == "fu1") | .data.turn' "$TMP/s1.jsonl")" = 2 ] ||
+    fail "s1: the followup is not turn 2"
+[ "$(n_of '.type == "turn/end" and .data.reason.kind == "completed"')" = 2 ] ||
+    fail "s1: not two completed turns: $(jq -c 'select(.type == "turn/end") | .data.reason' "$TMP/s1.jsonl")"
+grep -q 'the steered answer' "$TMP/s1.jsonl" || fail "s1: no answer to the steer"
+grep -q 'the followup answer' "$TMP/s1.jsonl" || fail "s1: no answer to the followup"
+check_log s1 "steering"
 
 # --- kill -9 of a worker mid-stream; another one finishes the request ---------
 "$WEIR" send -c default -c "$TMP/short.json" -s k1 "take your time" >/dev/null 2>&1 || fail "send k1"
