@@ -13,7 +13,8 @@
  *   3. runs --steps one-step turns on every agent, round-robin (each turn is
  *      weir_agent_send_text + weir_agent_run_until_idle on the calling
  *      thread; with --threads T, T threads share the agents, each agent on
- *      one thread), timing the loop, and reads RSS again (rss_run),
+ *      one thread), timing the loop, and reads RSS after the first round
+ *      and after the last (rss_run),
  *   4. sums each agent's history: the size of its log file (the session's
  *      history as stored) and the serialized size (compact JSON) of
  *      weir_agent_messages (what the model sees),
@@ -28,12 +29,19 @@
  *          rss_run_kb=... rss_closed_kb=... open_b_per_agent=...
  *          run_b_per_agent=... log_b_per_agent=... messages_b_per_agent=...
  *          beyond_history_b_per_agent=... beyond_messages_b_per_agent=...
- *          target_b=65536 ratio_to_target=... heap_b_per_agent=...
- *          heap_closed_b=... close_us_per_agent=... steps_per_s=...
- *          seq_steps_per_s=... steps_ratio=...
+ *          target_b=65536 ratio_to_target=... step_b_per_agent=...
+ *          log_step_b_per_agent=... memory_per_log_byte=...
+ *          fixed_b_per_agent=... heap_b_per_agent=... heap_closed_b=...
+ *          close_us_per_agent=... steps_per_s=... seq_steps_per_s=...
+ *          steps_ratio=...
  * where run_b_per_agent = (rss_run - rss_base) / n, beyond_history = that
  * minus the mean log size (the target: <= 65536), beyond_messages = that
- * minus the mean messages size, heap_b_per_agent the same difference of
+ * minus the mean messages size; step_b_per_agent is what one more step
+ * adds (RSS after the last round minus after the first, per agent and
+ * step), log_step_b_per_agent what it adds to the log, memory_per_log_byte
+ * their ratio (what the history costs in memory per byte stored), and
+ * fixed_b_per_agent the intercept (an agent with no history; with
+ * --steps 1 these are 0); heap_b_per_agent the same difference of
  * the heap in use (glibc mallinfo2: what RSS holds that malloc handed out),
  * heap_closed_b the heap still in use once every agent closed, against
  * rss_base (what closed agents failed to release: the target is about 0;
@@ -175,7 +183,7 @@ static int turn(weir_agent *agent, int n, int step, weir_error *err) {
 /* One thread's share of the round-robin: agents first, first+stride, ... */
 typedef struct runner {
     weir_agent **agents;
-    int n, first, stride, steps;
+    int n, first, stride, from, to; /* steps [from, to) */
     int rc;
     weir_error err;
     pthread_t thread;
@@ -185,11 +193,46 @@ static void *run_share(void *arg) {
     runner *r = arg;
     weir_error_clear(&r->err);
     r->rc = WEIR_OK;
-    for (int s = 0; s < r->steps && r->rc == WEIR_OK; s++)
+    for (int s = r->from; s < r->to && r->rc == WEIR_OK; s++)
         for (int i = r->first; i < r->n && r->rc == WEIR_OK; i += r->stride)
             r->rc = turn(r->agents[i], i, s, &r->err);
     return NULL;
 }
+
+/* Steps [from, to) of every agent on `nthreads` threads (the calling one
+ * too).  @return WEIR_OK, or the first failure (reported on stderr). */
+static int run_rounds(weir_agent **agents, int n, int nthreads, int from, int to) {
+    runner *rs = calloc((size_t)nthreads, sizeof *rs);
+    if (!rs) {
+        fprintf(stderr, "bench_agents: out of memory\n");
+        return WEIR_E_NOMEM;
+    }
+    for (int t = 0; t < nthreads; t++)
+        rs[t] = (runner){.agents = agents, .n = n, .first = t, .stride = nthreads, .from = from,
+                         .to = to};
+    int started = 0;
+    for (int t = 1; t < nthreads; t++, started++)
+        if (pthread_create(&rs[t].thread, NULL, run_share, &rs[t]) != 0)
+            break;
+    run_share(&rs[0]);
+    for (int t = 1; t <= started; t++)
+        pthread_join(rs[t].thread, NULL);
+    int rc = WEIR_OK;
+    if (started != nthreads - 1) {
+        fprintf(stderr, "bench_agents: cannot start a thread\n");
+        rc = WEIR_E_INTERNAL;
+    }
+    for (int t = 0; t <= started && rc == WEIR_OK; t++)
+        if (rs[t].rc != WEIR_OK) {
+            rc = rs[t].rc;
+            fprintf(stderr, "bench_agents: %s\n", rs[t].err.text);
+        }
+    free(rs);
+    return rc;
+}
+
+/* The mean size of the agents' log files. */
+static double mean_log_bytes(weir_agent **agents, int n);
 
 /* The serialized size of the agent's history (compact JSON), 0 when out of
  * memory. */
@@ -203,6 +246,13 @@ static size_t history_bytes(weir_agent *agent) {
 static long file_bytes(const char *path) {
     struct stat st;
     return path && stat(path, &st) == 0 ? (long)st.st_size : 0;
+}
+
+static double mean_log_bytes(weir_agent **agents, int n) {
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += (double)file_bytes(weir_agent_log_path(agents[i]));
+    return sum / n;
 }
 
 int main(int argc, char **argv) {
@@ -275,44 +325,25 @@ int main(int argc, char **argv) {
         }
     long rss_open = read_rss(), heap_open = heap_in_use();
 
-    runner *rs = calloc((size_t)nthreads, sizeof *rs);
-    if (!rs) {
-        fprintf(stderr, "bench_agents: out of memory\n");
-        goto done;
-    }
-    for (int t = 0; t < nthreads; t++)
-        rs[t] = (runner){.agents = agents, .n = nagents, .first = t, .stride = nthreads,
-                         .steps = steps};
+    /* the first step of every agent, then the others: the difference is
+     * what a step adds (history) and the intercept what an agent costs */
     double t0 = now_s();
-    int started = 0;
-    for (int t = 1; t < nthreads; t++, started++)
-        if (pthread_create(&rs[t].thread, NULL, run_share, &rs[t]) != 0)
-            break;
-    run_share(&rs[0]);
-    for (int t = 1; t <= started; t++)
-        pthread_join(rs[t].thread, NULL);
-    double run_s = now_s() - t0;
-    int rc = started == nthreads - 1 ? WEIR_OK : WEIR_E_INTERNAL;
-    for (int t = 0; t < nthreads && rc == WEIR_OK; t++)
-        if (rs[t].rc != WEIR_OK) {
-            rc = rs[t].rc;
-            fprintf(stderr, "bench_agents: %s\n", rs[t].err.text);
-        }
-    free(rs);
-    if (rc != WEIR_OK) {
-        if (started != nthreads - 1)
-            fprintf(stderr, "bench_agents: cannot start a thread\n");
+    int rc = run_rounds(agents, nagents, nthreads, 0, 1);
+    double first_s = now_s() - t0;
+    long rss_one = read_rss();
+    double log_one = mean_log_bytes(agents, nagents);
+    t0 = now_s();
+    if (rc == WEIR_OK)
+        rc = run_rounds(agents, nagents, nthreads, 1, steps);
+    double run_s = first_s + (now_s() - t0);
+    if (rc != WEIR_OK)
         goto done;
-    }
     long rss_run = read_rss(), heap_run = heap_in_use();
 
-    double hist = 0, logb = 0;
-    for (int i = 0; i < nagents; i++) {
+    double hist = 0, logb = mean_log_bytes(agents, nagents);
+    for (int i = 0; i < nagents; i++)
         hist += (double)history_bytes(agents[i]);
-        logb += (double)file_bytes(weir_agent_log_path(agents[i]));
-    }
     hist /= nagents;
-    logb /= nagents;
     double c0 = now_s();
     for (int i = 0; i < nagents; i++) {
         weir_agent_close(agents[i]);
@@ -324,6 +355,12 @@ int main(int argc, char **argv) {
     double open_b = (double)(rss_open - rss_base) * 1024.0 / nagents;
     double run_b = (double)(rss_run - rss_base) * 1024.0 / nagents;
     double beyond = run_b - logb, beyond_msgs = run_b - hist;
+    double step_b = 0, log_step_b = 0, fixed_b = 0;
+    if (steps > 1) {
+        step_b = (double)(rss_run - rss_one) * 1024.0 / nagents / (steps - 1);
+        log_step_b = (logb - log_one) / (steps - 1);
+        fixed_b = (double)(rss_one - rss_base) * 1024.0 / nagents - step_b;
+    }
     double heap_b = (double)(heap_run - heap_base) / nagents;
     double turns = (double)nagents * steps;
     double sps = run_s > 0 ? turns / run_s : 0;
@@ -332,10 +369,12 @@ int main(int argc, char **argv) {
            "rss_closed_kb=%ld open_b_per_agent=%.0f run_b_per_agent=%.0f "
            "log_b_per_agent=%.0f messages_b_per_agent=%.0f beyond_history_b_per_agent=%.0f "
            "beyond_messages_b_per_agent=%.0f target_b=%ld ratio_to_target=%.2f "
-           "heap_b_per_agent=%.0f heap_closed_b=%ld close_us_per_agent=%.1f steps_per_s=%.0f "
-           "seq_steps_per_s=%.0f steps_ratio=%.2f\n",
+           "step_b_per_agent=%.0f log_step_b_per_agent=%.0f memory_per_log_byte=%.1f "
+           "fixed_b_per_agent=%.0f heap_b_per_agent=%.0f heap_closed_b=%ld "
+           "close_us_per_agent=%.1f steps_per_s=%.0f seq_steps_per_s=%.0f steps_ratio=%.2f\n",
            nagents, steps, nthreads, rss_base, rss_open, rss_run, rss_closed, open_b, run_b, logb,
-           hist, beyond, beyond_msgs, TARGET_BYTES, beyond / (double)TARGET_BYTES, heap_b,
+           hist, beyond, beyond_msgs, TARGET_BYTES, beyond / (double)TARGET_BYTES, step_b,
+           log_step_b, log_step_b > 0 ? step_b / log_step_b : 0, fixed_b, heap_b,
            heap_closed - heap_base, close_s * 1e6 / nagents, sps, seq_sps,
            seq_sps > 0 ? sps / seq_sps : 0);
     (void)heap_open;

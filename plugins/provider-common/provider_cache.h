@@ -42,7 +42,9 @@
  * release also asks for.
  *
  * Pure (no host API), thread-safe (one mutex; the critical sections are a
- * probe and a memcpy).  Memory from malloc.
+ * probe and a memcpy, or an agent's entries at its release; the owner is
+ * thread-local).  Memory from malloc: per open agent a binding and the list
+ * of its keys (at most about twice its entries).
  */
 #ifndef WEIR_PROVIDER_CACHE_H
 #define WEIR_PROVIDER_CACHE_H
