@@ -170,12 +170,21 @@ static char *take_buffer(weir__store_ref st, char *buf, bool *nomem) {
 }
 
 int weir_host_store_claim(weir_host *host, char **id, char **prev_owner, weir_error *err) {
+    return weir_host_store_claim_except(host, NULL, 0, id, prev_owner, err);
+}
+
+int weir_host_store_claim_except(weir_host *host, const char *const *skip, size_t nskip,
+                                 char **id, char **prev_owner, weir_error *err) {
     if (id)
         *id = NULL;
     if (prev_owner)
         *prev_owner = NULL;
-    if (!host || !id || !prev_owner)
+    if (!host || !id || !prev_owner || (nskip && !skip))
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir_host_store_claim: NULL argument");
+    for (size_t i = 0; i < nskip; i++)
+        if (!skip[i])
+            return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                             "weir_host_store_claim_except: skip[%zu] is NULL", i);
     const char *name;
     weir__store_ref st;
     int rc = host_store(host, "claim", &name, &st, err);
@@ -185,7 +194,14 @@ int weir_host_store_claim(weir_host *host, char **id, char **prev_owner, weir_er
         return weir__err(err, WEIR_E_UNSUPPORTED, NULL, NULL,
                          "claim: store '%s' cannot claim sessions (a shared store can)", name);
     char *sid = NULL, *prev = NULL;
-    rc = st.vt->claim(st.self, &sid, &prev, err);
+    if (st.vt->claim_except)
+        rc = st.vt->claim_except(st.self, skip, nskip, &sid, &prev, err);
+    else if (nskip == 0)
+        rc = st.vt->claim(st.self, &sid, &prev, err);
+    else
+        return weir__err(err, WEIR_E_NOT_FOUND, NULL, NULL,
+                         "claim: store '%s' cannot skip sessions; %zu held back, none claimed",
+                         name, nskip);
     if (rc != WEIR_OK)
         return rc;
     bool nomem = false;

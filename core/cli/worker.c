@@ -74,6 +74,16 @@ static const char worker_help[] =
     "another writer took the session over (it stops appending at once), \"failed\n"
     "S\" when the session could not go on (it is left for the next claim).\n"
     "\n"
+    "Input sent while a session's turn runs (weir send) is taken every 250 ms and\n"
+    "delivered to the running agent: a steer at the turn's next step, a followup\n"
+    "as the next turn of the same claim.\n"
+    "\n"
+    "Backoff: a session that fails (its log cannot be opened, a queued row is\n"
+    "malformed, its run fails) is not claimed again by this worker for 1 s, then\n"
+    "2 s, 4 s ... up to 60 s while it keeps failing; a session that finishes\n"
+    "starts again at 1 s.  The claim skips the sessions held back, so the others\n"
+    "go on being claimed; nothing queued is dropped.\n"
+    "\n"
     "exit codes: 0 stopped by SIGTERM/SIGINT (or idle with --exit-when-idle),\n"
     "            1 a cancelled turn did not stop within 10 s (left to its lease),\n"
     "            2 usage, 3 configuration or plugin load error (also: the store\n"
@@ -123,11 +133,31 @@ typedef struct slot {
     bool stopped_lost;   /* its lost lease was seen: the turn was cancelled (w->mu) */
 } slot;
 
+/*
+ * Backoff: a session that failed (its open, its delivery or its run) is
+ * not claimed by this worker again before retry_at; the delay doubles
+ * from BACKOFF_MIN_MS to BACKOFF_MAX_MS at each failure in a row and is
+ * forgotten when the session finishes.  The claim skips the held-back
+ * sessions (weir_host_store_claim_except: the store's claim statement
+ * never touches them), so the other sessions go on being claimed.
+ */
+#define BACKOFF_MIN_MS 1000
+#define BACKOFF_MAX_MS 60000
+#define MAX_SKIPS 1024 /* held back at once and skipped by a claim; more are claimed */
+
+typedef struct backoff {
+    char *id;         /* owned */
+    int64_t retry_at; /* monotonic ms: not claimed before */
+    int64_t delay;    /* the last delay, ms */
+} backoff;
+
 typedef struct worker {
     weir_host *host;
     int n;
     slot slots[MAX_CONCURRENCY];
-    pthread_mutex_t mu; /* slots[].agent, running */
+    backoff *held;        /* owned array (w->mu) */
+    size_t nheld, capheld;
+    pthread_mutex_t mu; /* slots[].agent, running, held */
     pthread_cond_t cv;  /* a slot finished, or a signal came */
     int running;
     atomic_int signals;   /* SIGTERM/SIGINT received */
@@ -179,6 +209,83 @@ static int send_continuation(weir_agent *agent, int turn, weir_error *err) {
         snprintf(err->text, sizeof err->text, "out of memory");
     json_decref(msg);
     return rc;
+}
+
+/* Hold session `id` back after a failure: the delay it now waits (ms), or
+ * 0 when there was no memory to remember it (then it is claimed again at
+ * the next poll, as without backoff).  Any thread. */
+static int64_t backoff_fail(worker *w, const char *id) {
+    int64_t delay = 0;
+    pthread_mutex_lock(&w->mu);
+    backoff *b = NULL;
+    for (size_t i = 0; i < w->nheld && !b; i++)
+        if (strcmp(w->held[i].id, id) == 0)
+            b = &w->held[i];
+    if (!b && w->nheld == w->capheld) {
+        size_t cap = w->capheld ? 2 * w->capheld : 8;
+        backoff *grown = realloc(w->held, cap * sizeof *grown);
+        if (grown) {
+            w->held = grown;
+            w->capheld = cap;
+        }
+    }
+    if (!b && w->nheld < w->capheld) {
+        char *copy = strdup(id);
+        if (copy) {
+            b = &w->held[w->nheld++];
+            *b = (backoff){.id = copy, .delay = 0};
+        }
+    }
+    if (b) {
+        b->delay = b->delay ? b->delay * 2 : BACKOFF_MIN_MS;
+        if (b->delay > BACKOFF_MAX_MS)
+            b->delay = BACKOFF_MAX_MS;
+        b->retry_at = now_ms() + b->delay;
+        delay = b->delay;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return delay;
+}
+
+/* Session `id` finished: its backoff is over (w->mu not held). */
+static void backoff_clear(worker *w, const char *id) {
+    pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; i < w->nheld; i++) {
+        if (strcmp(w->held[i].id, id) != 0)
+            continue;
+        free(w->held[i].id);
+        w->held[i] = w->held[--w->nheld];
+        break;
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+/*
+ * The ids to skip at the next claim (main thread): those whose retry_at
+ * is still ahead, into skip[] (at most `cap`; borrowed from w->held: only
+ * the main thread removes an entry of a session that is not running, and
+ * a held-back session is never running, since it is not claimed; entries
+ * move in the array, their strings do not).  An entry whose retry time
+ * passed long ago (the session needed no writer since, or has run long
+ * since) is forgotten: its next failure starts again at BACKOFF_MIN_MS.
+ */
+static size_t backoff_skips(worker *w, const char **skip, size_t cap) {
+    size_t n = 0;
+    int64_t now = now_ms();
+    pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; i < w->nheld;) {
+        backoff *b = &w->held[i];
+        if (now - b->retry_at > 2 * BACKOFF_MAX_MS) {
+            free(b->id);
+            *b = w->held[--w->nheld];
+            continue;
+        }
+        if (b->retry_at > now && n < cap)
+            skip[n++] = b->id;
+        i++;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return n;
 }
 
 static void set_agent(slot *s, weir_agent *agent) {
@@ -252,6 +359,17 @@ static int run_steered(slot *s, weir_agent *agent, size_t *taken, weir_error *er
     return rc;
 }
 
+/* "failed S: cannot WHAT: WHY", and S held back (backoff). */
+static void fail_line(worker *w, const char *id, const char *what, const char *why) {
+    int64_t delay = backoff_fail(w, id);
+    if (delay > 0)
+        fprintf(stderr, "weir worker: failed %s: cannot %s: %s (not claimed again for %lld ms)\n",
+                id, what, why, (long long)delay);
+    else
+        fprintf(stderr, "weir worker: failed %s: cannot %s: %s (no memory to hold it back)\n",
+                id, what, why);
+}
+
 /* One claimed session, on its own thread. */
 static void *run_session(void *arg) {
     slot *s = arg;
@@ -262,7 +380,7 @@ static void *run_session(void *arg) {
     weir_error_clear(&err);
     int rc = weir_cli_session_path(weir_host_config(w->host), s->id, WEIR_CLI_ID, &path);
     if (rc != WEIR_EXIT_OK) {
-        fprintf(stderr, "weir worker: failed %s: not a session id\n", s->id);
+        fail_line(w, s->id, "run it", "not a session id");
         goto out;
     }
     weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;
@@ -274,7 +392,7 @@ static void *run_session(void *arg) {
     atomic_store(&s->opening, false);
     if (rc != WEIR_OK) {
         agent = NULL;
-        fprintf(stderr, "weir worker: failed %s: cannot open it: %s\n", s->id, err.text);
+        fail_line(w, s->id, "open it", err.text);
         goto out;
     }
     set_agent(s, agent);
@@ -306,15 +424,17 @@ static void *run_session(void *arg) {
         snprintf(err.text, sizeof err.text,
                  "session %s: the lease was taken over by another writer", s->id);
     }
-    if (rc == WEIR_E_LEASE_LOST)
+    if (rc == WEIR_E_LEASE_LOST) {
         fprintf(stderr,
                 "weir worker: lost %s: another writer took it over; this worker stopped it "
                 "and appends nothing more (%s)\n",
                 s->id, err.text);
-    else if (rc != WEIR_OK)
-        fprintf(stderr, "weir worker: failed %s: cannot %s: %s\n", s->id, what, err.text);
-    else
+    } else if (rc != WEIR_OK) {
+        fail_line(w, s->id, what, err.text);
+    } else {
+        backoff_clear(w, s->id);
         fprintf(stderr, "weir worker: finished %s (%d turns)\n", s->id, atomic_load(&s->turns));
+    }
     set_agent(s, NULL);
     weir_agent_close(agent); /* releases the lease (a fenced one is left alone) */
 out:
@@ -435,7 +555,9 @@ static int claim_loop(worker *w, long poll_ms, bool exit_when_idle) {
         char *id = NULL, *prev = NULL;
         weir_error err;
         weir_error_clear(&err);
-        int rc = weir_host_store_claim(w->host, &id, &prev, &err);
+        const char *skip[MAX_SKIPS];
+        size_t nskip = backoff_skips(w, skip, MAX_SKIPS);
+        int rc = weir_host_store_claim_except(w->host, skip, nskip, &id, &prev, &err);
         if (rc == WEIR_OK) {
             start_slot(w, id, prev);
             continue;
@@ -624,6 +746,9 @@ int weir_cmd_worker(int argc, char **argv) {
     pthread_cancel(sig_th); /* sigwait is a cancellation point */
     pthread_join(sig_th, NULL);
     weir_host_destroy(w.host);
+    for (size_t i = 0; i < w.nheld; i++)
+        free(w.held[i].id);
+    free(w.held);
     pthread_cond_destroy(&w.cv);
     pthread_mutex_destroy(&w.mu);
     if (rc == WEIR_EXIT_OK)

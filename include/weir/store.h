@@ -170,6 +170,16 @@ typedef struct weir_store {
      * thread.  May be NULL.
      */
     bool (*lease_lost)(void *self, void *handle);
+    /**
+     * `claim`, except that none of the `nskip` sessions of `skip` (borrowed
+     * session ids) is claimed, locked or written: a worker passes the
+     * sessions it holds back after failures (backoff), so that they cost
+     * nothing while the others go on being claimed.  `skip` may be NULL
+     * when `nskip` is 0.  May be NULL: then the host only claims through
+     * `claim` while nothing is skipped (weir_host_store_claim_except).
+     */
+    int (*claim_except)(void *self, const char *const *skip, size_t nskip, char **id,
+                        char **prev_owner, weir_error *err);
 } weir_store;
 
 /* ------------------------------------------------------------------------ */
@@ -203,6 +213,17 @@ WEIR_API int weir_host_store_send(weir_host *host, const char *id, const char *i
  */
 WEIR_API int weir_host_store_claim(weir_host *host, char **id, char **prev_owner,
                                    weir_error *err) WEIR_WUR;
+/**
+ * weir_host_store_claim that claims none of the `nskip` sessions of `skip`
+ * (borrowed ids; NULL when nskip is 0), through the store's claim_except:
+ * a worker's sessions in backoff are neither leased nor locked.  A store
+ * without claim_except is claimed through `claim` when nskip is 0; with
+ * sessions to skip it claims nothing (WEIR_E_NOT_FOUND, as when none
+ * needs a writer), since its `claim` could only hand a skipped one back.
+ * Ownership and errors as weir_host_store_claim.  Thread-safe.
+ */
+WEIR_API int weir_host_store_claim_except(weir_host *host, const char *const *skip, size_t nskip,
+                                          char **id, char **prev_owner, weir_error *err) WEIR_WUR;
 /**
  * Wait up to `timeout_ms` for input to be queued in the host's store
  * (*woken); WEIR_E_UNSUPPORTED when the store cannot wait.  Thread-safe.

@@ -421,31 +421,72 @@ pgs_status pgs_send(pgs *db, const char *id, const char *input_id, const char *m
                  : PGS_OK;
 }
 
+/* The text[] literal {"a","b"} of `n` strings (\ and " escaped), in a new
+ * buffer (free() it), or NULL without memory. */
+static char *text_array(const char *const *v, size_t n) {
+    size_t len = 3;
+    for (size_t i = 0; i < n; i++)
+        len += 2 * strlen(v[i]) + 3;
+    char *out = malloc(len), *q = out;
+    if (!out)
+        return NULL;
+    *q++ = '{';
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            *q++ = ',';
+        *q++ = '"';
+        for (const char *c = v[i]; *c; c++) {
+            if (*c == '"' || *c == '\\')
+                *q++ = '\\';
+            *q++ = *c;
+        }
+        *q++ = '"';
+    }
+    *q++ = '}';
+    *q = '\0';
+    return out;
+}
+
 pgs_status pgs_claim(pgs *db, const char *owner, int64_t lease_ms, char **id, int64_t *epoch,
                      int64_t *next_seq, char **prev_owner) {
-    if (!db || !owner || lease_ms <= 0 || !id || !epoch || !next_seq)
+    return pgs_claim_except(db, owner, lease_ms, NULL, 0, id, epoch, next_seq, prev_owner);
+}
+
+pgs_status pgs_claim_except(pgs *db, const char *owner, int64_t lease_ms,
+                            const char *const *skip, size_t nskip, char **id, int64_t *epoch,
+                            int64_t *next_seq, char **prev_owner) {
+    if (!db || !owner || lease_ms <= 0 || !id || !epoch || !next_seq || (nskip && !skip))
         return db ? fail(db, PGS_IO, "postgres: claim: bad arguments") : PGS_NOMEM;
     *id = NULL;
     if (prev_owner)
         *prev_owner = NULL;
+    for (size_t i = 0; i < nskip; i++)
+        if (!skip[i])
+            return fail(db, PGS_IO, "postgres: claim: NULL session id to skip");
     char ms[32];
     fmt_i64(ms, sizeof ms, lease_ms);
-    const char *p[] = {owner, ms};
+    char *except = text_array(skip, nskip);
+    if (!except)
+        return fail(db, PGS_NOMEM, "postgres: out of memory");
+    const char *p[] = {owner, ms, except};
     /* a session needs a writer when input is queued and no lease holds it,
      * or when its writer let the lease expire (died, or is frozen: the
-     * takeover bumps the epoch and fences it) */
+     * takeover bumps the epoch and fences it); the sessions the caller
+     * skips (in backoff) are not even locked */
     PGresult *res = exec(
         db,
         "WITH c AS (SELECT s.session_id, s.owner AS prev FROM weir_sessions s"
-        "   WHERE (s.owner IS NULL"
-        "          AND EXISTS (SELECT 1 FROM weir_inbox i WHERE i.session_id = s.session_id))"
-        "      OR (s.owner IS NOT NULL AND s.lease_expires < now())"
+        "   WHERE ((s.owner IS NULL"
+        "           AND EXISTS (SELECT 1 FROM weir_inbox i WHERE i.session_id = s.session_id))"
+        "          OR (s.owner IS NOT NULL AND s.lease_expires < now()))"
+        "     AND s.session_id <> ALL ($3::text[])"
         "   ORDER BY s.updated LIMIT 1 FOR UPDATE SKIP LOCKED)"
         " UPDATE weir_sessions w SET owner = $1, epoch = w.epoch + 1,"
         " lease_expires = now() + $2::bigint * interval '1 millisecond', updated = now()"
         " FROM c WHERE w.session_id = c.session_id"
         " RETURNING w.session_id, w.epoch, w.next_seq, c.prev",
-        2, p);
+        3, p);
+    free(except);
     if (!ok(res))
         return fail_res(db, res, "claiming a session");
     if (PQntuples(res) != 1) {

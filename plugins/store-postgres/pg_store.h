@@ -94,6 +94,11 @@ pgs_status pgs_send(pgs *db, const char *id, const char *input_id, const char *m
  * session was free.  PGS_NOT_FOUND when none. */
 pgs_status pgs_claim(pgs *db, const char *owner, int64_t lease_ms, char **id, int64_t *epoch,
                      int64_t *next_seq, char **prev_owner);
+/* pgs_claim that never takes (nor locks) the `nskip` sessions of `skip`
+ * (borrowed ids; a worker's sessions in backoff). */
+pgs_status pgs_claim_except(pgs *db, const char *owner, int64_t lease_ms,
+                            const char *const *skip, size_t nskip, char **id, int64_t *epoch,
+                            int64_t *next_seq, char **prev_owner);
 /* Remove the queued inputs of `id` with inbox_id <= `upto` (the writer
  * logged them), only while `epoch` holds the lease: PGS_LEASE_LOST deletes
  * nothing. */

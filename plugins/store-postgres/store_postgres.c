@@ -381,9 +381,10 @@ static int st_send(void *self, const char *id, const char *input_id, const char 
     return rc;
 }
 
-static int st_claim(void *self, char **id, char **prev_owner, weir_error *err) {
+static int st_claim_except(void *self, const char *const *skip, size_t nskip, char **id,
+                           char **prev_owner, weir_error *err) {
     store *s = self;
-    if (!s || !id || !prev_owner)
+    if (!s || !id || !prev_owner || (nskip && !skip))
         return fail(err, WEIR_E_INVAL, "store-postgres: claim: missing argument");
     *id = NULL;
     *prev_owner = NULL;
@@ -391,11 +392,16 @@ static int st_claim(void *self, char **id, char **prev_owner, weir_error *err) {
     int rc = shared_conn(s, &s->ctl, err);
     if (rc == WEIR_OK) {
         int64_t epoch, next;
-        pgs_status st = pgs_claim(s->ctl, s->owner, s->lease_ms, id, &epoch, &next, prev_owner);
+        pgs_status st = pgs_claim_except(s->ctl, s->owner, s->lease_ms, skip, nskip, id, &epoch,
+                                         &next, prev_owner);
         rc = st == PGS_OK ? WEIR_OK : fail_pg(err, st, s->ctl);
     }
     pthread_mutex_unlock(&s->ctl_mu);
     return rc;
+}
+
+static int st_claim(void *self, char **id, char **prev_owner, weir_error *err) {
+    return st_claim_except(self, NULL, 0, id, prev_owner, err);
 }
 
 static int st_inbox(void *self, void *hp, json_t **inputs, weir_error *err) {
@@ -487,6 +493,7 @@ static const weir_store vtable = {
     .consume = st_consume,
     .wait = st_wait,
     .lease_lost = st_lease_lost,
+    .claim_except = st_claim_except,
 };
 
 static void store_free(store *s) {

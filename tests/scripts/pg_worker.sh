@@ -8,6 +8,9 @@
 #   - weir send --mode steer while a worker runs the turn: spliced into that
 #     turn before its next step, once; a followup sent mid-turn is the next
 #     turn of the same claim;
+#   - a session whose log the reader refuses, queued beside a healthy one:
+#     the healthy one finishes, the bad one is held back (backoff: at most
+#     3 failures in 4 s) and the worker goes on claiming;
 #   - kill -9 of a worker mid-stream: another worker takes the session over,
 #     repairs it and finishes the request, the user's message logged once;
 #   - a SIGSTOPped worker past its lease, a takeover, SIGCONT: the frozen
@@ -247,6 +250,41 @@ end1=$(seq_of '.type == "turn/end" and .data.turn == 1')
 grep -q 'the steered answer' "$TMP/s1.jsonl" || fail "s1: no answer to the steer"
 grep -q 'the followup answer' "$TMP/s1.jsonl" || fail "s1: no answer to the followup"
 check_log s1 "steering"
+
+# --- backoff: a session that fails at once does not hold the others up -----------
+# h1's log is hostile (a seq gap: the reader refuses it at every open) and
+# it has input queued; h2 is healthy.  h2 finishes, h1 fails at most 3
+# times in 4 s (held back 1 s, then 2 s, then 4 s), the worker runs on and
+# still claims h3, sent while h1 is held back; h1's input stays queued
+"$WEIR" send -c default -c "$TMP/pg.json" -s h1 "never answered" >/dev/null 2>&1 || fail "send h1"
+"$WEIR" send -c default -c "$TMP/pg.json" -s h2 "what is 2 to the 10th?" >/dev/null 2>&1 || fail "send h2"
+sql "UPDATE weir_sessions SET next_seq = 3 WHERE session_id = 'h1';
+     INSERT INTO weir_events VALUES
+       ('h1', 0, '{\"seq\":0,\"time\":1,\"type\":\"turn/start\",\"data\":{\"turn\":1}}'),
+       ('h1', 2, '{\"seq\":2,\"time\":1,\"type\":\"turn/end\",\"data\":{\"turn\":1,\"reason\":{\"kind\":\"stop\"}}}')" >/dev/null ||
+    fail "h1: inserting the hostile rows"
+W -c default -c "$TMP/pg.json" 2>"$TMP/w.err" &
+w1=$!
+PIDS="$w1"
+wait_line "$TMP/w.err" 'failed h1' 100 || fail "h1 never failed: $(cat "$TMP/w.err")"
+sleep 4
+n=$(grep -c 'failed h1' "$TMP/w.err")
+[ "$n" -ge 2 ] && [ "$n" -le 3 ] || fail "h1: $n failures in 4 s, want 2 or 3 (backoff 1 s, 2 s): $(cat "$TMP/w.err")"
+grep -q 'failed h1: cannot open it: .*(not claimed again for 1000 ms)' "$TMP/w.err" ||
+    fail "h1: the failure does not say how long it is held back: $(cat "$TMP/w.err")"
+grep -q 'failed h1: .*(not claimed again for 2000 ms)' "$TMP/w.err" || fail "h1: the delay did not double: $(cat "$TMP/w.err")"
+grep -q 'finished h2 (1 turns)' "$TMP/w.err" || fail "h2 did not finish beside the failing h1: $(cat "$TMP/w.err")"
+kill -0 $w1 2>/dev/null || fail "the worker stopped with a failing session"
+"$WEIR" send -c default -c "$TMP/pg.json" -s h3 "what is 2 to the 10th?" >/dev/null 2>&1 || fail "send h3"
+wait_line "$TMP/w.err" 'finished h3' 100 || fail "h3 not claimed while h1 is held back: $(cat "$TMP/w.err")"
+stop_worker $w1 "$TMP/w.err" "backoff"
+PIDS=
+[ "$(sql "SELECT count(*) FROM weir_inbox WHERE session_id = 'h1'")" = 1 ] || fail "h1: its queued input was dropped"
+[ "$(events h1 turn/start)" = 1 ] || fail "h1: a failing open appended to the hostile log"
+
+# the operator's fix: h1 goes (the later workers would hold it back too)
+sql "DELETE FROM weir_inbox WHERE session_id = 'h1'; DELETE FROM weir_events WHERE session_id = 'h1';
+     DELETE FROM weir_sessions WHERE session_id = 'h1'" >/dev/null || fail "h1: removing it"
 
 # --- kill -9 of a worker mid-stream; another one finishes the request ---------
 "$WEIR" send -c default -c "$TMP/short.json" -s k1 "take your time" >/dev/null 2>&1 || fail "send k1"

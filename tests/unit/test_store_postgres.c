@@ -205,9 +205,19 @@ static void the_inbox_is_claimed_once_and_consumed_with_the_append(void **state)
     assert_true(woken);
     assert_int_equal(pgs_send(a, "q2", NULL, "steer", "{\"role\":\"user\",\"content\":[]}", &dup),
                      PGS_OK);
-    /* two claimers get different sessions, a third finds none */
+    /* two claimers get different sessions, a third finds none; a claim
+     * that skips both (ids quoted into a text[]: " and \ too) finds none */
     char *ia = NULL, *ib = NULL, *ic = NULL;
     int64_t ea, eb, ec, na, nb, nc;
+    const char *skip[] = {"q\"1\\", "q1", "q2"};
+    assert_int_equal(pgs_claim_except(a, "worker-x", 60000, skip, 3, &ic, &ec, &nc, NULL),
+                     PGS_NOT_FOUND);
+    assert_null(ic);
+    assert_int_equal(pgs_claim_except(a, "worker-x", 60000, skip, 1, &ic, &ec, &nc, NULL),
+                     PGS_OK); /* only the odd id skipped: q1 or q2 is free; give it back */
+    assert_int_equal(pgs_release(a, ic, ec), PGS_OK);
+    free(ic);
+    ic = NULL;
     assert_int_equal(pgs_claim(a, "worker-a", 60000, &ia, &ea, &na, NULL), PGS_OK);
     assert_int_equal(pgs_claim(b, "worker-b", 60000, &ib, &eb, &nb, NULL), PGS_OK);
     assert_string_not_equal(ia, ib);
@@ -383,8 +393,16 @@ static void queued_input_is_delivered_once_across_a_crash(void **state) {
     assert_int_equal(weir_host_store_send(host, "dq", NULL, "sideways", hello, &dup, &err),
                      WEIR_E_INVAL);
     assert_int_equal(raw_long("SELECT count(*) FROM weir_inbox WHERE session_id = 'dq'"), 1);
-    /* a claim takes it (free: no previous owner); a second finds nothing */
+    /* a claim that skips it (a worker's backoff) neither takes nor locks it;
+     * a claim takes it (free: no previous owner); a second finds nothing */
     char *id = NULL, *prev = NULL;
+    const char *held[] = {"other", "dq"};
+    assert_int_equal(weir_host_store_claim_except(host, held, 2, &id, &prev, &err),
+                     WEIR_E_NOT_FOUND);
+    assert_null(id);
+    assert_int_equal(raw_long("SELECT count(*) FROM weir_sessions WHERE session_id = 'dq' AND "
+                              "owner IS NULL"),
+                     1);
     assert_int_equal(weir_host_store_claim(host, &id, &prev, &err), WEIR_OK);
     assert_string_equal(id, "dq");
     assert_null(prev);
