@@ -496,19 +496,35 @@ static void on_signal(int sig) {
  * A cancel may land just before the agent starts its turn (it is then a
  * no-op): while a cancel is pending it is repeated every 200 ms until that
  * prompt is done.
+ *
+ * On a store with leases (a shared store: the lease has an epoch) the
+ * watcher also wakes every 200 ms while a prompt runs to ask whether the
+ * lease was taken over (weir_agent_lease_lost: the store's heartbeat saw
+ * it): then it cancels the turn at once, which appends nothing more
+ * anyway, instead of streaming on until the next append is refused; the
+ * prompt then exits 4 (run_prompt).
  */
+static atomic_bool lease_stopped; /* the watcher cancelled the turn: the lease is lost */
+
 static void *sig_watcher(void *arg) {
     (void)arg;
     const char *cause = NULL; /* the pending cancel */
     unsigned cancel_seq = 0, int_seq = 0;
     bool int_seen = false;
+    bool leased = weir_agent_lease_epoch(sig_agent) > 0;
     for (;;) {
         struct pollfd p = {.fd = sig_pipe[0], .events = POLLIN};
-        int n = poll(&p, 1, cause ? 200 : -1);
+        int n = poll(&p, 1, cause || leased ? 200 : -1);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            if (n == 0 && atomic_load(&turn_running) && atomic_load(&turn_seq) == cancel_seq)
+            if (n == 0 && leased && atomic_load(&turn_running) &&
+                !atomic_load(&lease_stopped) && weir_agent_lease_lost(sig_agent)) {
+                atomic_store(&lease_stopped, true);
+                weir_agent_cancel(sig_agent, "disposed", true);
+            }
+            if (n == 0 && cause && atomic_load(&turn_running) &&
+                atomic_load(&turn_seq) == cancel_seq)
                 weir_agent_cancel(sig_agent, cause, false);
             else
                 cause = NULL;
@@ -614,6 +630,15 @@ static int run_prompt(weir_agent *agent, run_state *st, const char *prompt) {
     int rc = quit_code() ? WEIR_OK /* a signal before the turn: no turn */
                          : weir_agent_run_until_idle(agent, &err);
     atomic_store(&turn_running, false);
+    if (rc == WEIR_OK && (atomic_load(&lease_stopped) || weir_agent_lease_lost(agent))) {
+        /* the watcher cancelled the turn: another writer has the session */
+        err.code = WEIR_E_LEASE_LOST;
+        snprintf(err.text, sizeof err.text,
+                 "session %s: the lease was taken over by another writer; this run cancelled "
+                 "its turn and appended nothing more",
+                 weir_agent_id(agent));
+        rc = WEIR_E_LEASE_LOST;
+    }
     if (rc != WEIR_OK)
         return weir_cli_fail("run", &err);
     if (quit_code())

@@ -3,8 +3,9 @@
 # server: the pg_server fixture): a turn, a second process continuing it; a
 # second writer refused while the first is live; log, sessions and compact
 # on the store; hostile rows refused; a writer frozen (SIGSTOP)
-# past its lease, a takeover, then SIGCONT: the frozen writer's appends are
-# refused and the log holds the new owner's answer only.
+# past its lease, a takeover, then SIGCONT: the frozen writer stops within
+# 2 s (exit 4), its appends are refused and the log holds the new owner's
+# answer only.
 WEIR=${1:?usage: $0 path/to/weir CONNINFO_FILE}
 CI_FILE=${2:?usage: $0 path/to/weir CONNINFO_FILE}
 [ -s "$CI_FILE" ] || { echo "FAIL: no PostgreSQL server ($CI_FILE)" >&2; exit 1; }
@@ -95,7 +96,14 @@ slow=
 
 # --- a frozen writer past its lease is fenced after a takeover ------------------
 store "$TMP/short.json" 600
-"$WEIR" run -c "$TMP/slow.json" -c "$TMP/short.json" -s c3 "take your time" >"$TMP/frozen.out" 2>"$TMP/frozen.err" &
+# a 15 s stream: without the lease check the frozen run would stream on for
+# seconds after SIGCONT before an append found the lease lost
+cat >"$TMP/frozen.json" <<'JSON'
+{"agent": {"provider": "slow", "model": "demo"},
+ "plugins": [{"id": "slow", "plugin": "provider-scripted",
+              "config": {"replies": [{"text": "a slow answer", "chunks": 3, "chunk_delay_ms": 5000}]}}]}
+JSON
+"$WEIR" run -c "$TMP/frozen.json" -c "$TMP/short.json" -s c3 "take your time" >"$TMP/frozen.out" 2>"$TMP/frozen.err" &
 slow=$!
 wait_sql "SELECT EXISTS (SELECT 1 FROM weir_events WHERE session_id = 'c3' AND event->>'type' = 'request/context')" ||
     fail "the frozen run never sent its request"
@@ -106,6 +114,18 @@ sleep 1.5 # past its 600 ms lease
 grep -q '32' "$TMP/out" || fail "takeover answer: $(cat "$TMP/out")"
 before=$(sql "SELECT count(*) FROM weir_events WHERE session_id = 'c3'")
 kill -CONT $slow
+# it stops within 2 s of SIGCONT (its heartbeat finds the lease lost, the
+# run cancels the turn), not at the end of its stream
+i=0
+while kill -0 $slow 2>/dev/null; do
+    i=$((i + 1))
+    if [ $i -gt 20 ]; then
+        fail "the fenced writer still ran 2 s after SIGCONT: $(cat "$TMP/frozen.err")"
+        kill -9 $slow
+        break
+    fi
+    sleep 0.1
+done
 wait $slow
 rc=$?
 slow=
