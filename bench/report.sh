@@ -98,6 +98,9 @@ cc_version=$([ -n "$cc_version" ] && "$cc_version" --version 2>/dev/null | head 
     echo "## weir_run_rss: peak RSS of a 50-step \`weir run\` (vs a plain libcurl client)"
     echo
     if [ -s "$build/bench-rss.txt" ]; then tables <"$build/bench-rss.txt"; fi
+    echo "## bench_peers: loop ms/step, weir embedded vs a raw Python client (bench/peers)"
+    echo
+    if [ -s "$build/bench-peers.txt" ]; then tables <"$build/bench-peers.txt"; fi
     echo "## bench_connections: TCP connections per request"
     echo
     if [ -s "$build/bench-connections.txt" ]; then tail -n 1 "$build/bench-connections.txt" | tables; fi
@@ -106,7 +109,7 @@ cc_version=$([ -n "$cc_version" ] && "$cc_version" --version 2>/dev/null | head 
         name=$(basename "$f" .txt)
         case $name in
         bench-build | bench-overhead | bench-log | bench-load | bench-compaction | bench-connections | \
-            bench-instructions | bench-sessions | bench-agents | bench-rss) continue ;;
+            bench-instructions | bench-sessions | bench-agents | bench-rss | bench-peers) continue ;;
         esac
         [ -s "$f" ] || continue
         echo "## bench_${name#bench-}"

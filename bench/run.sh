@@ -26,7 +26,7 @@ if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEIR_SANITIZE= \
 fi
 rm -f "$build.configure.log"
 if ! cmake --build "$build" -j"$jobs" --target bench_overhead bench_log bench_connections bench_load \
-        bench_compaction bench_sessions bench_agents bench_rss_floor bench_store_postgres weir_cli \
+        bench_compaction bench_sessions bench_agents bench_rss_floor bench_peers bench_store_postgres weir_cli \
         weir-mock-llm weir-provider-openai weir-tools-ffi weir-compaction-basic weir-retry \
         >"$build/bench-build.txt" 2>&1; then
     tail -n 30 "$build/bench-build.txt" >&2
@@ -145,6 +145,14 @@ if sh "$here/agents/run_rss.sh" "$build" >"$build/bench-rss.txt" 2>"$build/bench
     echo "weir_run_rss: $(cat "$build/bench-rss.txt")"
 else
     echo "weir_run_rss: FAILED ($(tail -n 3 "$build/bench-rss.err"))"
+    status=1
+fi
+
+# bench/peers: the peer benchmark's loop (weir embedded vs a raw Python client)
+if sh "$here/peers/run.sh" "$build" >"$build/bench-peers.txt" 2>"$build/bench-peers.err"; then
+    sed 's/^/bench_peers: /' "$build/bench-peers.txt"
+else
+    echo "bench_peers: FAILED ($(tail -n 3 "$build/bench-peers.err"))"
     status=1
 fi
 
