@@ -389,10 +389,6 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
     }
     if (rc == WEIR_OK) {
         weir__inbox_set_notify(a->inbox, on_inbox, a);
-        rc = weir__http_create(&a->http);
-        if (rc != WEIR_OK)
-            rc = weir__err(err, rc, NULL, NULL, "cannot create the agent's HTTP handle: %s",
-                           weir_strerror(rc));
     }
     if (rc == WEIR_OK)
         rc = weir__jobs_create((size_t)a->max_jobs, on_job_done, a, &a->jobs, err);
@@ -486,7 +482,6 @@ void weir_agent_close(weir_agent *a) {
         json_decref(args);
     }
     weir__jobs_destroy(a->jobs);
-    weir__http_destroy(a->http);
     weir__inbox_destroy(a->inbox);
     weir__log_close(a->log);
     json_decref(a->options);
@@ -1058,7 +1053,9 @@ int weir__agent_append(weir_agent *a, const char *type, const json_t *data, weir
 /* Streams                                                                   */
 /* ------------------------------------------------------------------------ */
 
-weir__http *weir__stream_http(weir_stream *s) { return s ? s->agent->http : NULL; }
+weir__http_pool *weir__stream_http_pool(weir_stream *s) {
+    return s ? weir__host_http_pool(s->agent->host) : NULL;
+}
 
 weir_signal *weir__stream_signal(weir_stream *s) { return s ? &s->agent->signal : NULL; }
 

@@ -36,7 +36,6 @@ struct weir_agent {
     char *id;                 /* session id */
     weir__log *log;
     weir__inbox *inbox;
-    weir__http *http;         /* reused connection for provider plugins */
     weir__jobs *jobs;         /* background tool jobs (docs/generations.md) */
     json_t *options;          /* {provider?, model?, max_tokens?, temperature?} */
     int max_parallel;         /* agent.max_parallel_tool_calls, >= 1 */
@@ -180,8 +179,8 @@ void weir__stream_frame(weir_stream *stream, json_t *frame);
  */
 bool weir__stream_observed(const weir_stream *stream);
 
-/* The agent's reused HTTP handle and signal, for api->http_sse. */
-weir__http *weir__stream_http(weir_stream *stream);
+/* The host's HTTP handles and the agent's signal, for api->http_sse. */
+weir__http_pool *weir__stream_http_pool(weir_stream *stream);
 /* Public-table implementations. */
 int weir__stream_emit(weir_stream *stream, json_t *chunk);
 weir_signal *weir__stream_signal(weir_stream *stream);

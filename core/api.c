@@ -17,8 +17,20 @@ static int api_http_sse(weir_stream *stream, const weir_http_request *req,
                         json_t **failure) {
     if (!stream)
         return WEIR_E_INVAL;
-    return weir__http_sse(weir__stream_http(stream), weir__stream_signal(stream), req,
-                          on_event, ud, resp, failure);
+    /* one of the host's handles for this request: its kept connection is
+     * reused by whichever agent asks next */
+    weir__http_pool *pool = weir__stream_http_pool(stream);
+    weir__http *h = NULL;
+    int rc = weir__http_pool_take(pool, &h);
+    if (rc != WEIR_OK) {
+        if (failure && rc != WEIR_E_NOMEM)
+            *failure = weir__failure_new(NULL, "UNKNOWN", "cannot create an HTTP handle: %s",
+                                         weir_strerror(rc));
+        return rc;
+    }
+    rc = weir__http_sse(h, weir__stream_signal(stream), req, on_event, ud, resp, failure);
+    weir__http_pool_give(pool, h);
+    return rc;
 }
 
 static json_t *api_failure_new(const char *provider, const char *code, const char *fmt, ...)

@@ -30,6 +30,7 @@ struct weir_host {
     weir__event_type *types;
     size_t ntypes;
     json_t *required;            /* [{row, provider, what}]: provider_require, checked after init */
+    weir__http_pool *http;       /* the agents' HTTP handles (core/http.h) */
 };
 
 /*
@@ -87,6 +88,7 @@ static void host_free(weir_host *h) {
     }
     weir__hooks_destroy(h->hooks);
     weir__tools_destroy(h->tools);
+    weir__http_pool_destroy(h->http);
     for (size_t i = 0; i < h->nproviders; i++)
         weir__free(h->providers[i].id);
     weir__free(h->providers);
@@ -369,7 +371,8 @@ int weir_host_create(const json_t *config, weir_host **out, weir_error *err) {
     if (!h->config)
         rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory copying the config");
     else if ((rc = weir__hooks_create(&h->hooks)) != WEIR_OK ||
-             (rc = weir__tools_create(&h->tools)) != WEIR_OK)
+             (rc = weir__tools_create(&h->tools)) != WEIR_OK ||
+             (rc = weir__http_pool_create(&h->http)) != WEIR_OK)
         rc = weir__err(err, rc, NULL, NULL, "cannot create the host registries: %s",
                        weir_strerror(rc));
     else
@@ -435,6 +438,10 @@ const weir__provider_entry *weir__host_provider(const weir_host *host, const cha
 
 weir__hooks *weir__host_hooks(const weir_host *host) {
     return host ? host->hooks : NULL;
+}
+
+weir__http_pool *weir__host_http_pool(const weir_host *host) {
+    return host ? host->http : NULL;
 }
 
 weir__tools *weir__host_tools(const weir_host *host) {

@@ -8,6 +8,7 @@
 
 #include "common.h"
 #include "hooks.h"
+#include "http.h"
 
 typedef struct weir__tools weir__tools;
 
@@ -60,6 +61,8 @@ struct weir_plugin {
 /* Lookups (after weir_host_create succeeded). Borrowed results or NULL. */
 const weir__provider_entry *weir__host_provider(const weir_host *host, const char *id);
 weir__hooks *weir__host_hooks(const weir_host *host);
+/* The agents' HTTP handles (borrowed, the host's; core/http.h). */
+weir__http_pool *weir__host_http_pool(const weir_host *host);
 weir__tools *weir__host_tools(const weir_host *host);
 /* true when `type` is a registered plugin event type; *flags gets its flags. */
 bool weir__host_event_type(const weir_host *host, const char *type, uint32_t *flags);

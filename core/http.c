@@ -588,3 +588,66 @@ int weir__http_get(const weir_http_request *req, weir_http_response *resp, json_
     weir__http_destroy(h); /* closes the connection */
     return rc;
 }
+
+/* --- the host's pool of handles ------------------------------------------- */
+
+struct weir__http_pool {
+    pthread_mutex_t mu;
+    weir__http *idle[WEIR__HTTP_POOL_IDLE];
+    size_t n;
+};
+
+int weir__http_pool_create(weir__http_pool **out) {
+    if (!out)
+        return WEIR_E_INVAL;
+    weir__http_pool *p = weir__calloc(1, sizeof *p);
+    if (!p)
+        return WEIR_E_NOMEM;
+    pthread_mutex_init(&p->mu, NULL);
+    *out = p;
+    return WEIR_OK;
+}
+
+void weir__http_pool_destroy(weir__http_pool *p) {
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n; i++)
+        weir__http_destroy(p->idle[i]);
+    pthread_mutex_destroy(&p->mu);
+    weir__free(p);
+}
+
+int weir__http_pool_take(weir__http_pool *p, weir__http **out) {
+    if (!p || !out)
+        return WEIR_E_INVAL;
+    *out = NULL;
+    pthread_mutex_lock(&p->mu);
+    if (p->n > 0)
+        *out = p->idle[--p->n];
+    pthread_mutex_unlock(&p->mu);
+    return *out ? WEIR_OK : weir__http_create(out);
+}
+
+void weir__http_pool_give(weir__http_pool *p, weir__http *h) {
+    if (!h)
+        return;
+    if (p) {
+        pthread_mutex_lock(&p->mu);
+        bool kept = p->n < WEIR__HTTP_POOL_IDLE;
+        if (kept)
+            p->idle[p->n++] = h;
+        pthread_mutex_unlock(&p->mu);
+        if (kept)
+            return;
+    }
+    weir__http_destroy(h);
+}
+
+size_t weir__http_pool_idle(weir__http_pool *p) {
+    if (!p)
+        return 0;
+    pthread_mutex_lock(&p->mu);
+    size_t n = p->n;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}

@@ -83,6 +83,30 @@ void weir__http_response_clear(weir_http_response *resp);
 long weir__http_connects(const weir__http *h);
 
 /*
+ * A host's idle handles (issue #15): a request takes one (the one given
+ * back last, whose kept connection is the warmest, else a new one) and
+ * gives it back when it is done, so agents that run at most T requests at
+ * a time hold T handles and their kept connections, not one each.  At most
+ * WEIR__HTTP_POOL_IDLE idle handles are kept; more are destroyed when given
+ * back.  Thread-safe.  Owner: the host (weir__host_http_pool).
+ */
+typedef struct weir__http_pool weir__http_pool;
+#define WEIR__HTTP_POOL_IDLE 32
+/* New empty pool in *out (nothing of libcurl is touched until a take).
+ * WEIR_OK or WEIR_E_NOMEM. */
+int weir__http_pool_create(weir__http_pool **out);
+/* Destroy the idle handles and the pool (none may be taken).  NULL: no-op. */
+void weir__http_pool_destroy(weir__http_pool *p);
+/* A handle for one request in *out (the caller's until given back):
+ * WEIR_OK, or weir__http_create's errors. */
+int weir__http_pool_take(weir__http_pool *p, weir__http **out);
+/* Give `h` back (NULL: no-op).  Its kept connection stays open for the
+ * next request, whichever agent makes it. */
+void weir__http_pool_give(weir__http_pool *p, weir__http *h);
+/* Idle handles in the pool (for tests). */
+size_t weir__http_pool_idle(weir__http_pool *p);
+
+/*
  * Parse a Retry-After value: delay-seconds (digits) or an HTTP-date
  * (IMF-fixdate, RFC 850, asctime) relative to now_ms (epoch ms; a past date
  * gives 0).  Returns ms, or -1 when NULL, empty, negative or invalid.

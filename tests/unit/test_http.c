@@ -198,6 +198,55 @@ static void test_http_keep_alive_uses_one_connection(void **state) {
     fixture_stop(&f);
 }
 
+/* The host's pool: the handle given back last is taken first (its kept
+ * connection serves the next request, whichever agent makes it), a new one
+ * when none is idle, at most WEIR__HTTP_POOL_IDLE kept. */
+static void test_http_pool_reuses_handles_and_connections(void **state) {
+    (void)state;
+    fixture f;
+    fixture_start(&f, "{\"loop\":true,\"requests\":[{\"text\":\"a\"}]}", "/v1/chat/completions");
+    weir__http_pool *pool = NULL;
+    assert_int_equal(weir__http_pool_create(&pool), WEIR_OK);
+    assert_int_equal(weir__http_pool_idle(pool), 0);
+    weir__http *first = NULL;
+    for (int i = 0; i < 3; i++) { /* three "agents" one after the other */
+        weir__http *h = NULL;
+        assert_int_equal(weir__http_pool_take(pool, &h), WEIR_OK);
+        if (!first)
+            first = h;
+        assert_ptr_equal(h, first);
+        events ev;
+        events_init(&ev);
+        weir_http_request req = make_req(f.url, body_openai, 0);
+        weir_http_response resp;
+        json_t *failure = NULL;
+        assert_int_equal(weir__http_sse(h, NULL, &req, on_event, &ev, &resp, &failure), WEIR_OK);
+        assert_int_equal(resp.status, 200);
+        weir__http_response_clear(&resp);
+        events_fini(&ev);
+        weir__http_pool_give(pool, h);
+        assert_int_equal(weir__http_pool_idle(pool), 1);
+    }
+    assert_int_equal(mock_llm_connections(f.mock), 1);
+    assert_int_equal(weir__http_connects(first), 1);
+    /* more taken at once than the pool keeps: the extra ones are destroyed */
+    weir__http *many[WEIR__HTTP_POOL_IDLE + 2];
+    for (size_t i = 0; i < WEIR__HTTP_POOL_IDLE + 2; i++)
+        assert_int_equal(weir__http_pool_take(pool, &many[i]), WEIR_OK);
+    assert_int_equal(weir__http_pool_idle(pool), 0);
+    for (size_t i = 0; i < WEIR__HTTP_POOL_IDLE + 2; i++)
+        weir__http_pool_give(pool, many[i]);
+    assert_int_equal(weir__http_pool_idle(pool), WEIR__HTTP_POOL_IDLE);
+    weir__http_pool_give(pool, NULL);
+    weir__http_pool_give(NULL, NULL);
+    assert_int_equal(weir__http_pool_take(NULL, &first), WEIR_E_INVAL);
+    assert_int_equal(weir__http_pool_create(NULL), WEIR_E_INVAL);
+    assert_int_equal(weir__http_pool_idle(NULL), 0);
+    weir__http_pool_destroy(pool);
+    weir__http_pool_destroy(NULL);
+    fixture_stop(&f);
+}
+
 static void test_http_429_retry_after_is_parsed(void **state) {
     fixture f;
     fixture_start(&f, "{\"requests\":[{\"fault\":\"rate_limit\",\"retry_after\":\"2\"},"
@@ -779,6 +828,7 @@ int main(void) {
         cmocka_unit_test(test_http_sse_events_are_delivered),
         cmocka_unit_test(test_http_anthropic_stream_event_names),
         cmocka_unit_test(test_http_keep_alive_uses_one_connection),
+        cmocka_unit_test(test_http_pool_reuses_handles_and_connections),
         cmocka_unit_test(test_http_429_retry_after_is_parsed),
         cmocka_unit_test(test_http_500_body_is_collected),
         cmocka_unit_test(test_http_overflow_bodies_classify_as_context_window_exceeded),
