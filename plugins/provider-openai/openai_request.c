@@ -340,11 +340,18 @@ char *openai_request_text(const json_t *request, pc_cache *cache, char *msg, siz
         PC_OOM(msg, size);
         return NULL;
     }
-    size_t i;
-    json_t *m;
-    json_array_foreach(messages, i, m) {
-        if (add_message(&out, m, i, cache, msg, size) != 0)
+    /* the history the cache holds in one run; the new messages one by one */
+    size_t n_msgs = json_array_size(messages);
+    for (size_t i = 0; i < n_msgs;) {
+        size_t run = 0;
+        if (pc_cache_get_run(cache, messages, i, PC_CACHE_MESSAGE, &out, &run) != 0) {
+            PC_OOM(msg, size);
             goto fail;
+        }
+        i += run;
+        if (i < n_msgs && add_message(&out, json_array_get(messages, i), i, cache, msg, size) != 0)
+            goto fail;
+        i += i < n_msgs;
     }
     if (pc_buf_add(&out, "]", 1) != 0) {
         PC_OOM(msg, size);
