@@ -1,10 +1,11 @@
 /*
- * core/http.h - HTTP for provider plugins: one reused libcurl handle per
- * agent (keep-alive), POST with an SSE response, connect, stream-idle and
- * total timeouts, cancellation through a weir_signal.  Owner: core/http.c.
+ * core/http.h - HTTP for provider plugins: reused libcurl handles (keep-alive)
+ * that the host's agents share through a pool, POST with an SSE response,
+ * connect, stream-idle and total timeouts, cancellation through a
+ * weir_signal.  Owner: core/http.c.
  *
- * A weir__http is used by one thread at a time (one agent's requests run one
- * after the other); different handles are independent.
+ * A weir__http is used by one thread at a time (taken from the pool for one
+ * request); different handles are independent.
  */
 #ifndef WEIR_CORE_HTTP_H
 #define WEIR_CORE_HTTP_H
