@@ -229,13 +229,15 @@ static int run_weir(mock_llm *mock, const options *o, int round, const char *dir
 /* raw phase: the floor                                                     */
 /* ------------------------------------------------------------------------ */
 
-typedef struct raw_stream {
+typedef struct raw_stream raw_stream;
+struct raw_stream {
     char *buf; /* unparsed tail of the body */
     size_t len, cap;
     char text[1024]; /* assembled assistant text */
     size_t text_len;
     int bad;
-} raw_stream;
+    void (*on_line)(raw_stream *s, const char *line, size_t n); /* each complete line */
+};
 
 /* One SSE line: "data: {json}" with choices[0].delta.content. */
 static void raw_line(raw_stream *s, const char *line, size_t n) {
@@ -281,7 +283,7 @@ static size_t raw_write(char *data, size_t size, size_t nmemb, void *ud) {
     for (size_t i = 0; i < s->len; i++) {
         if (s->buf[i] == '\n') {
             size_t end = i > start && s->buf[i - 1] == '\r' ? i - 1 : i;
-            raw_line(s, s->buf + start, end - start);
+            s->on_line(s, s->buf + start, end - start);
             start = i + 1;
         }
     }
@@ -298,7 +300,7 @@ __attribute__((noinline)) int raw_phase(CURL *curl, const char *url, char **bodi
     headers = curl_slist_append(headers, "Authorization: Bearer bench-key");
     if (!headers)
         return -1;
-    raw_stream s = {0};
+    raw_stream s = {.on_line = raw_line};
     int rc = 0;
     for (int i = 0; i < steps && rc == 0; i++) {
         s.len = 0;
@@ -365,8 +367,10 @@ typedef struct min_stream {
     json_t *calls;    /* assembled tool calls by index */
 } min_stream;
 
-static void min_line(min_stream *m, const char *line, size_t n) {
-    raw_line(&m->raw, line, n);
+/* A raw_stream line callback: the raw floor's text, and the tool calls. */
+static void min_line(raw_stream *s, const char *line, size_t n) {
+    min_stream *m = (min_stream *)s; /* raw is its first member */
+    raw_line(s, line, n);
     if (n < 6 || memcmp(line, "data: ", 6) != 0 || strstr(line, "tool_calls") == NULL)
         return;
     json_t *chunk = json_loadb(line + 6, n - 6, 0, NULL);
@@ -399,33 +403,6 @@ static void min_line(min_stream *m, const char *line, size_t n) {
     json_decref(chunk);
 }
 
-static size_t min_write(char *data, size_t size, size_t nmemb, void *ud) {
-    min_stream *m = ud;
-    raw_stream *s = &m->raw;
-    size_t n = size * nmemb;
-    if (s->len + n > s->cap) {
-        size_t cap = (s->len + n) * 2;
-        char *b = realloc(s->buf, cap);
-        if (!b)
-            return 0;
-        s->buf = b;
-        s->cap = cap;
-    }
-    memcpy(s->buf + s->len, data, n);
-    s->len += n;
-    size_t start = 0;
-    for (size_t i = 0; i < s->len; i++) {
-        if (s->buf[i] == '\n') {
-            size_t end = i > start && s->buf[i - 1] == '\r' ? i - 1 : i;
-            min_line(m, s->buf + start, end - start);
-            start = i + 1;
-        }
-    }
-    memmove(s->buf, s->buf + start, s->len - start);
-    s->len -= start;
-    return n;
-}
-
 __attribute__((noinline)) int min_phase(CURL *curl, const char *url, json_t *request, int steps);
 __attribute__((noinline)) int min_phase(CURL *curl, const char *url, json_t *request, int steps) {
     struct curl_slist *headers = NULL;
@@ -438,7 +415,7 @@ __attribute__((noinline)) int min_phase(CURL *curl, const char *url, json_t *req
         json_decref(messages);
         return -1;
     }
-    min_stream m = {.calls = NULL};
+    min_stream m = {.raw = {.on_line = min_line}, .calls = NULL};
     int rc = 0;
     char text[64];
     for (int i = 0; i < steps && rc == 0; i++) {
@@ -453,8 +430,8 @@ __attribute__((noinline)) int min_phase(CURL *curl, const char *url, json_t *req
         curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
         curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)(body ? strlen(body) : 0));
-        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, min_write);
-        curl_easy_setopt(curl, CURLOPT_WRITEDATA, &m);
+        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, raw_write);
+        curl_easy_setopt(curl, CURLOPT_WRITEDATA, &m.raw);
         long status = 0;
         CURLcode cc = body ? curl_easy_perform(curl) : CURLE_OUT_OF_MEMORY;
         curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);

@@ -59,40 +59,6 @@ static void read_rss(long *rss, long *hwm) {
     fclose(f);
 }
 
-/* Fork the mock: the child serves until the pipe closes.  @return the port,
- * or -1.  *child receives the child's pid. */
-static int start_mock(const char *script, pid_t *child, int *keep_fd) {
-    int up[2], down[2];
-    if (pipe(up) != 0 || pipe(down) != 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        close(up[0]);
-        close(down[1]);
-        mock_llm *mock;
-        int port = mock_llm_start(script, &mock) == 0 ? mock_llm_port(mock) : -1;
-        if (write(up[1], &port, sizeof port) != (ssize_t)sizeof port)
-            _exit(2);
-        char c;
-        while (read(down[0], &c, 1) > 0) {
-        }
-        if (port > 0)
-            mock_llm_stop(mock);
-        _exit(0);
-    }
-    close(up[1]);
-    close(down[0]);
-    int port = -1;
-    if (read(up[0], &port, sizeof port) != (ssize_t)sizeof port)
-        port = -1;
-    close(up[0]);
-    *child = pid;
-    *keep_fd = down[1];
-    return port;
-}
-
 static json_t *deployment(int port, const char *session_dir) {
     char base[64];
     snprintf(base, sizeof base, "http://127.0.0.1:%d/v1", port);
@@ -151,7 +117,7 @@ int main(int argc, char **argv) {
         return 2;
     pid_t child = -1;
     int keep = -1;
-    int port = start_mock(script, &child, &keep);
+    int port = mock_llm_fork(script, &child, &keep);
     json_t *cfg = port > 0 ? deployment(port, dir) : NULL;
     weir_error err;
     weir_error_clear(&err);

@@ -1271,3 +1271,45 @@ char *mock_llm_request_path(mock_llm *m, long i) { return record_copy(m, i, 1, N
 char *mock_llm_request_header(mock_llm *m, long i, const char *name) {
     return name ? record_copy(m, i, 2, name) : NULL;
 }
+
+int mock_llm_fork(const char *script_json, pid_t *child, int *keep_fd) {
+    int up[2], down[2];
+    if (pipe(up) != 0)
+        return -1;
+    if (pipe(down) != 0) {
+        close(up[0]);
+        close(up[1]);
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(up[0]);
+        close(up[1]);
+        close(down[0]);
+        close(down[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(up[0]);
+        close(down[1]);
+        mock_llm *mock;
+        int port = mock_llm_start(script_json, &mock) == 0 ? mock_llm_port(mock) : -1;
+        if (write(up[1], &port, sizeof port) != (ssize_t)sizeof port)
+            _exit(2);
+        char c;
+        while (read(down[0], &c, 1) > 0) {
+        }
+        if (port > 0)
+            mock_llm_stop(mock);
+        _exit(0);
+    }
+    close(up[1]);
+    close(down[0]);
+    int port = -1;
+    if (read(up[0], &port, sizeof port) != (ssize_t)sizeof port)
+        port = -1;
+    close(up[0]);
+    *child = pid;
+    *keep_fd = down[1];
+    return port;
+}

@@ -115,6 +115,7 @@
 #ifndef WEIR_TESTS_MOCK_LLM_H
 #define WEIR_TESTS_MOCK_LLM_H
 
+#include <sys/types.h>
 #include <stddef.h>
 
 typedef struct mock_llm mock_llm;
@@ -128,6 +129,14 @@ typedef struct mock_llm mock_llm;
 int mock_llm_start(const char *script_json, mock_llm **out);
 /* Same, reading the script from a file. */
 int mock_llm_start_file(const char *path, mock_llm **out);
+/*
+ * The server in a forked child process, so that what it records does not
+ * count in the caller's memory (the benches that measure RSS): the child
+ * serves until *keep_fd (the write end of a pipe, the caller's) is closed,
+ * then stops and exits; *child is its pid (reap it with waitpid).  The port,
+ * or -1 (nothing to close or reap then).
+ */
+int mock_llm_fork(const char *script_json, pid_t *child, int *keep_fd);
 /* The TCP port the server listens on. */
 int mock_llm_port(mock_llm *m);
 /*
