@@ -15,7 +15,9 @@
  * coming, close (the lease is released).  While the agent runs, a helper
  * thread of the slot takes the input queued meanwhile every 250 ms and
  * hands it to the running agent (a steer reaches the turn at its next
- * step, a followup starts the next turn of the same claim).  A writer whose lease was taken
+ * step, a followup starts the next turn of the same claim).  A session
+ * that fails is held back (backoff, 1 s doubling to 60 s): the claim skips
+ * it, so the others go on being claimed.  A writer whose lease was taken
  * over (WEIR_E_LEASE_LOST) stops that session and appends nothing more; when
  * its heartbeat finds that out first, the main thread cancels the running
  * turn at once (weir_agent_lease_lost).
@@ -262,12 +264,14 @@ static void backoff_clear(worker *w, const char *id) {
 
 /*
  * The ids to skip at the next claim (main thread): those whose retry_at
- * is still ahead, into skip[] (at most `cap`; borrowed from w->held: only
- * the main thread removes an entry of a session that is not running, and
- * a held-back session is never running, since it is not claimed; entries
- * move in the array, their strings do not).  An entry whose retry time
- * passed long ago (the session needed no writer since, or has run long
- * since) is forgotten: its next failure starts again at BACKOFF_MIN_MS.
+ * is still ahead, into skip[] (at most `cap`; borrowed from w->held.  An
+ * entry whose retry time is ahead belongs to a session that no slot runs
+ * (its slot set it as it ended, and the claim skips it), and only that
+ * session's slot (backoff_clear) or this thread (below) frees an entry's
+ * string; entries move in the array, their strings do not).  An entry
+ * whose retry time passed long ago (the session needed no writer since,
+ * or has run long since) is forgotten: its next failure starts again at
+ * BACKOFF_MIN_MS.
  */
 static size_t backoff_skips(worker *w, const char **skip, size_t cap) {
     size_t n = 0;

@@ -154,7 +154,7 @@ sql "SELECT event::text FROM weir_events WHERE session_id = 'e1' AND event->>'ty
 check_log e1 "send"
 
 # weir run -s of a session with queued input takes it before its prompt
-"$WEIR" send -c default -c "$TMP/pg.json" -s e3 "what is 2 to the 10th?" >/dev/null 2>&1 || fail "send e3"
+"$WEIR" send -c default -c "$TMP/pg.json" -s e3 "what is 2 to the 10th?" >/dev/null 2>"$TMP/err" || fail "send e3: $(cat "$TMP/err")"
 "$WEIR" run -c default -c "$TMP/pg.json" -s e3 "and hello" >"$TMP/out" 2>"$TMP/err" || fail "run e3: $(cat "$TMP/err")"
 grep -q 1024 "$TMP/out" || fail "run e3 did not answer the queued input: $(cat "$TMP/out")"
 [ "$(user_msgs e3 'what is 2 to the 10th?')" = 1 ] || fail "e3: the queued input is not logged once"
@@ -164,7 +164,7 @@ grep -q 1024 "$TMP/out" || fail "run e3 did not answer the queued input: $(cat "
 W -c "$TMP/slowfast.json" -c "$TMP/pg.json" 2>"$TMP/w.err" &
 w1=$!
 PIDS="$w1"
-"$WEIR" send -c default -c "$TMP/pg.json" -s e2 "first question" >/dev/null 2>&1 || fail "send e2"
+"$WEIR" send -c default -c "$TMP/pg.json" -s e2 "first question" >/dev/null 2>"$TMP/err" || fail "send e2: $(cat "$TMP/err")"
 wait_sql "SELECT EXISTS (SELECT 1 FROM weir_events WHERE session_id = 'e2' AND event->>'type' = 'request/context')" ||
     fail "e2: the worker never sent its request"
 [ "$(sql "SELECT owner IS NOT NULL AND lease_expires > now() FROM weir_sessions WHERE session_id = 'e2'")" = t ] ||
@@ -178,7 +178,7 @@ grep -q 'finished e2 (2 turns)' "$TMP/w.err" || fail "e2: both inputs in this ru
 check_log e2 "send while running"
 
 # --- SIGTERM: the running turn finishes within the grace ----------------------
-"$WEIR" send -c default -c "$TMP/pg.json" -s g1 "finish me" >/dev/null 2>&1 || fail "send g1"
+"$WEIR" send -c default -c "$TMP/pg.json" -s g1 "finish me" >/dev/null 2>"$TMP/err" || fail "send g1: $(cat "$TMP/err")"
 wait_sql "SELECT EXISTS (SELECT 1 FROM weir_events WHERE session_id = 'g1' AND event->>'type' = 'request/context')" ||
     fail "g1: the worker never sent its request"
 stop_worker $w1 "$TMP/w.err" "grace"
@@ -190,7 +190,7 @@ grep -q 'finished g1 (1 turns)' "$TMP/w.err" || fail "g1 did not finish in the g
 W -c "$TMP/slow.json" -c "$TMP/pg.json" --grace-ms 300 2>"$TMP/w.err" &
 w1=$!
 PIDS="$w1"
-"$WEIR" send -c default -c "$TMP/pg.json" -s g2 "too slow" >/dev/null 2>&1 || fail "send g2"
+"$WEIR" send -c default -c "$TMP/pg.json" -s g2 "too slow" >/dev/null 2>"$TMP/err" || fail "send g2: $(cat "$TMP/err")"
 wait_sql "SELECT EXISTS (SELECT 1 FROM weir_events WHERE session_id = 'g2' AND event->>'type' = 'request/context')" ||
     fail "g2: the worker never sent its request"
 stop_worker $w1 "$TMP/w.err" "grace over"
@@ -210,7 +210,7 @@ provider "$TMP/steer.json" '[{"text": "a slow answer", "chunks": 3, "chunk_delay
 W -c "$TMP/steer.json" -c "$TMP/pg.json" 2>"$TMP/w.err" &
 w1=$!
 PIDS="$w1"
-"$WEIR" send -c default -c "$TMP/pg.json" -s s1 "start slowly" >/dev/null 2>&1 || fail "send s1"
+"$WEIR" send -c default -c "$TMP/pg.json" -s s1 "start slowly" >/dev/null 2>"$TMP/err" || fail "send s1: $(cat "$TMP/err")"
 wait_sql "SELECT EXISTS (SELECT 1 FROM weir_events WHERE session_id = 's1' AND event->>'type' = 'request/context')" ||
     fail "s1: the worker never sent its request"
 "$WEIR" send -c default -c "$TMP/pg.json" -s s1 --mode steer --input-id st1 "also mention the steer" \
@@ -256,8 +256,8 @@ check_log s1 "steering"
 # it has input queued; h2 is healthy.  h2 finishes, h1 fails at most 3
 # times in 4 s (held back 1 s, then 2 s, then 4 s), the worker runs on and
 # still claims h3, sent while h1 is held back; h1's input stays queued
-"$WEIR" send -c default -c "$TMP/pg.json" -s h1 "never answered" >/dev/null 2>&1 || fail "send h1"
-"$WEIR" send -c default -c "$TMP/pg.json" -s h2 "what is 2 to the 10th?" >/dev/null 2>&1 || fail "send h2"
+"$WEIR" send -c default -c "$TMP/pg.json" -s h1 "never answered" >/dev/null 2>"$TMP/err" || fail "send h1: $(cat "$TMP/err")"
+"$WEIR" send -c default -c "$TMP/pg.json" -s h2 "what is 2 to the 10th?" >/dev/null 2>"$TMP/err" || fail "send h2: $(cat "$TMP/err")"
 sql "UPDATE weir_sessions SET next_seq = 3 WHERE session_id = 'h1';
      INSERT INTO weir_events VALUES
        ('h1', 0, '{\"seq\":0,\"time\":1,\"type\":\"turn/start\",\"data\":{\"turn\":1}}'),
@@ -275,7 +275,7 @@ grep -q 'failed h1: cannot open it: .*(not claimed again for 1000 ms)' "$TMP/w.e
 grep -q 'failed h1: .*(not claimed again for 2000 ms)' "$TMP/w.err" || fail "h1: the delay did not double: $(cat "$TMP/w.err")"
 grep -q 'finished h2 (1 turns)' "$TMP/w.err" || fail "h2 did not finish beside the failing h1: $(cat "$TMP/w.err")"
 kill -0 $w1 2>/dev/null || fail "the worker stopped with a failing session"
-"$WEIR" send -c default -c "$TMP/pg.json" -s h3 "what is 2 to the 10th?" >/dev/null 2>&1 || fail "send h3"
+"$WEIR" send -c default -c "$TMP/pg.json" -s h3 "what is 2 to the 10th?" >/dev/null 2>"$TMP/err" || fail "send h3: $(cat "$TMP/err")"
 wait_line "$TMP/w.err" 'finished h3' 100 || fail "h3 not claimed while h1 is held back: $(cat "$TMP/w.err")"
 stop_worker $w1 "$TMP/w.err" "backoff"
 PIDS=
@@ -287,7 +287,7 @@ sql "DELETE FROM weir_inbox WHERE session_id = 'h1'; DELETE FROM weir_events WHE
      DELETE FROM weir_sessions WHERE session_id = 'h1'" >/dev/null || fail "h1: removing it"
 
 # --- kill -9 of a worker mid-stream; another one finishes the request ---------
-"$WEIR" send -c default -c "$TMP/short.json" -s k1 "take your time" >/dev/null 2>&1 || fail "send k1"
+"$WEIR" send -c default -c "$TMP/short.json" -s k1 "take your time" >/dev/null 2>"$TMP/err" || fail "send k1: $(cat "$TMP/err")"
 W -c "$TMP/slow.json" -c "$TMP/short.json" 2>"$TMP/w1.err" &
 w1=$!
 PIDS="$w1"
@@ -313,7 +313,7 @@ sql "SELECT event::text FROM weir_events WHERE session_id = 'k1' AND event->>'ty
 check_log k1 "kill -9"
 
 # --- a frozen worker past its lease is fenced after a takeover ----------------
-"$WEIR" send -c default -c "$TMP/short.json" -s f1 "take your time" >/dev/null 2>&1 || fail "send f1"
+"$WEIR" send -c default -c "$TMP/short.json" -s f1 "take your time" >/dev/null 2>"$TMP/err" || fail "send f1: $(cat "$TMP/err")"
 W -c "$TMP/slow.json" -c "$TMP/short.json" 2>"$TMP/w1.err" &
 w1=$!
 PIDS="$w1"
@@ -380,7 +380,7 @@ grep -q 'lost\|failed' "$TMP/a.err" "$TMP/b.err" && fail "100 sessions: $(grep '
 check_log b17 "100 sessions"
 
 # --- the server restarted mid-turn ---------------------------------------------
-"$WEIR" send -c default -c "$TMP/short.json" -s r1 "survive a restart" >/dev/null 2>&1 || fail "send r1"
+"$WEIR" send -c default -c "$TMP/short.json" -s r1 "survive a restart" >/dev/null 2>"$TMP/err" || fail "send r1: $(cat "$TMP/err")"
 W -c "$TMP/slowfast.json" -c "$TMP/short.json" 2>"$TMP/w.err" &
 w1=$!
 PIDS="$w1"
