@@ -17,7 +17,7 @@
 /* Run the emit hook and the embedder's callback for one event. */
 static void dispatch(weir_agent *a, const char *hook, const json_t *args, const json_t *event,
                      bool durable) {
-    if (args)
+    if (args && !json_is_null(args)) /* a queued delivery without arguments holds null */
         json_decref(weir__hook_invoke(a->hooks, hook, a, &a->signal, args, NULL, NULL, NULL));
     if (a->on_event)
         a->on_event(event, durable, a->user_data);

@@ -2,6 +2,8 @@
  * core/api.c - the weir_api table handed to every plugin's init.
  * Append-only, in the order of struct weir_api (weir/plugin.h).
  */
+#include <string.h>
+
 #include "agent.h"
 #include "agent_context.h"
 #include "failure.h"
@@ -22,7 +24,13 @@ static int api_http_sse(weir_stream *stream, const weir_http_request *req,
     weir__http_pool *pool = weir__stream_http_pool(stream);
     weir__http *h = NULL;
     int rc = weir__http_pool_take(pool, &h);
-    if (rc != WEIR_OK) {
+    if (rc != WEIR_OK) { /* as weir__http_sse leaves them on a failure before any byte */
+        if (resp) {
+            memset(resp, 0, sizeof *resp);
+            resp->retry_after_ms = -1;
+        }
+        if (failure)
+            *failure = NULL;
         if (failure && rc != WEIR_E_NOMEM)
             *failure = weir__failure_new(NULL, "UNKNOWN", "cannot create an HTTP handle: %s",
                                          weir_strerror(rc));

@@ -103,13 +103,18 @@ static json_t *hook_args(const turn_ctx *t) {
     return o;
 }
 
-/* A deferred step-end checkpoint is paid before plugin code runs (a
- * listener may call a model or act on what it saw); false when the sync
- * failed (`e` says why). */
-static bool pay_before(turn_ctx *t, const char *hook, weir_error *e) {
-    if (weir__hooks_count(t->a->hooks, hook) == 0)
-        return true;
-    return weir__log_pay_checkpoint(t->a->log, e) == WEIR_OK;
+/*
+ * A deferred step-end checkpoint is paid before a lifecycle hook with a
+ * plugin listener runs between a step's end and the next durability point
+ * (the listener may call a model or act on what it saw): the hooks of
+ * `hooks` (NULL-terminated).  The status of the sync (E_IO ends the turn
+ * as a failed checkpoint does), WEIR_OK when none listens or none is owed.
+ */
+static int pay_before(turn_ctx *t, const char *const *hooks) {
+    for (; *hooks; hooks++)
+        if (weir__hooks_count(t->a->hooks, *hooks) > 0)
+            return weir__log_pay_checkpoint(t->a->log, t->err);
+    return WEIR_OK;
 }
 
 static json_t *invoke(turn_ctx *t, const char *hook, const json_t *args,
@@ -119,8 +124,6 @@ static json_t *invoke(turn_ctx *t, const char *hook, const json_t *args,
         weir__err(e, WEIR_E_NOMEM, NULL, hook, "out of memory");
         return NULL;
     }
-    if (!pay_before(t, hook, e))
-        return NULL;
     return weir__hook_invoke(t->a->hooks, hook, t->a, &t->a->signal, args, dflt, ctx, e);
 }
 
@@ -133,8 +136,6 @@ static json_t *invoke_core(turn_ctx *t, const char *hook, const json_t *args,
         weir__err(e, WEIR_E_NOMEM, NULL, hook, "out of memory");
         return NULL;
     }
-    if (!pay_before(t, hook, e))
-        return NULL;
     return weir__hook_invoke_core(t->a->hooks, hook, t->a, &t->a->signal, args, dflt, ctx, NULL,
                                   e);
 }
@@ -1275,6 +1276,9 @@ static int turn_body(turn_ctx *t) {
              * steering is taken for this turn afterwards. */
             bool ordinary = false;
             weir__inbox_pending(t->a->inbox, &ordinary);
+            static const char *const stopping[] = {"agent/turn-stopping", NULL};
+            if (!ordinary && (rc = pay_before(t, stopping)) != WEIR_OK)
+                break;
             if (!ordinary && !turn_stopping(t))
                 break;
             if (weir__inbox_close_turn(t->a->inbox, t->turn, false))
@@ -1284,6 +1288,12 @@ static int turn_body(turn_ctx *t) {
             set_aborted(t);
             break;
         }
+        /* the next step's hooks before its request: background job
+         * settlement, agent/pre-step, agent/request */
+        static const char *const next_step[] = {"tools/post-execute", "agent/pre-step",
+                                                "agent/request", NULL};
+        if ((rc = pay_before(t, next_step)) != WEIR_OK)
+            break;
         rc = claim(t, false, &claimed);
         if (rc != WEIR_OK)
             break;
@@ -1328,6 +1338,9 @@ static void close_failed_turn(turn_ctx *t) {
     }
     weir__agent_live(t->a, "agent/error", data);
     json_decref(failure);
+    /* what the log took before it failed is durable before the run returns
+     * (a deferred step end included) */
+    (void)weir__log_pay_checkpoint(t->a->log, &ignored);
     t->err = keep;
 }
 

@@ -18,8 +18,9 @@
  *   - integers in decimal; reals through jansson itself (json_dumpb of the
  *     one value: its %.17g, its locale handling and its exponent rules);
  *   - true, false, null.
- * A value nested deeper than WRITE_MAX_DEPTH fails the write (jansson fails
- * a cycle; the core builds no cycles, and no event is that deep).
+ * A value nested deeper than WRITE_MAX_DEPTH (2,112) fails the write:
+ * jansson's dump has no limit but fails a cycle; its parser refuses more
+ * than 2,048 levels, so anything it parsed, inside an event, fits.
  * tests/unit/test_json_write.c and tests/fuzz/fuzz_json_write.c compare
  * the two on every value they build or parse.
  */
@@ -29,7 +30,9 @@
 #include "common.h"
 
 #define WRITE_CHUNK 4096
-#define WRITE_MAX_DEPTH 2048
+/* past jansson's parser limit (2048) plus an envelope's few levels: a value
+ * jansson parsed, logged inside an event, is never too deep to write */
+#define WRITE_MAX_DEPTH (2048 + 64)
 
 typedef struct writer {
     json_dump_callback_t cb;

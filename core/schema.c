@@ -173,9 +173,12 @@ typedef struct keywords {
 
 static void gather(const json_t *schema, keywords *k) {
     memset(k, 0, sizeof *k);
-    const char *key;
-    const json_t *val;
-    json_object_foreach((json_t *)(uintptr_t)schema, key, val) {
+    json_t *obj = (json_t *)(uintptr_t)schema; /* jansson's iterator is not const */
+    for (void *it = json_object_iter(obj); it; it = json_object_iter_next(obj, it)) {
+        const char *key = json_object_iter_key(it);
+        const json_t *val = json_object_iter_value(it);
+        if (strlen(key) != json_object_iter_key_len(it))
+            continue; /* a key holding a NUL is no keyword */
         const json_t **slot = NULL;
         switch (key[0]) {
         case 'a':

@@ -25,17 +25,13 @@ typedef struct file_session {
 } file_session;
 
 /*
- * The durability point: fdatasync (an append's data and the file size that
- * reads it back; not the times, which no reader needs), and, the first time
- * for a file this writer found empty, its directory too, so a crash cannot
- * lose the whole new file.  0, or -1 with errno.
+ * Sync the directory that holds `path` (its name's entry), as far as the
+ * system lets it: a directory this process may not open for reading, or a
+ * file system that cannot sync directories, leaves it to the file system's
+ * own ordering (0).  0, or -1 with errno on an I/O error.
  */
-static int sync_session(file_session *s) {
-    if (fdatasync(s->fd) != 0)
-        return -1;
-    if (!s->new_file)
-        return 0;
-    char *dir = weir__strdup(s->path);
+static int sync_parent(const char *path) {
+    char *dir = weir__strdup(path);
     if (!dir) {
         errno = ENOMEM;
         return -1;
@@ -46,15 +42,37 @@ static int sync_session(file_session *s) {
     else if (slash)
         *slash = '\0';
     int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int rc = dfd >= 0 && fsync(dfd) == 0 ? 0 : -1;
-    int e = errno;
-    if (dfd >= 0)
+    int rc = 0, e = 0;
+    if (dfd < 0) {
+        e = errno;
+        rc = e == EACCES || e == EPERM ? 0 : -1;
+    } else {
+        if (fsync(dfd) != 0) {
+            e = errno;
+            rc = e == EINVAL || e == ENOTSUP || e == EROFS || e == EBADF ? 0 : -1;
+        }
         close(dfd);
+    }
     weir__free(dir);
     errno = e;
-    if (rc == 0)
-        s->new_file = false;
     return rc;
+}
+
+/*
+ * The durability point: fdatasync (an append's data and the file size that
+ * reads it back; not the times, which no reader needs), and, the first time
+ * for a file this writer found empty, its directory too, so a crash cannot
+ * lose the whole new file.  0, or -1 with errno.
+ */
+static int sync_session(file_session *s) {
+    if (fdatasync(s->fd) != 0)
+        return -1;
+    if (!s->new_file)
+        return 0;
+    if (sync_parent(s->path) != 0)
+        return -1;
+    s->new_file = false;
+    return 0;
 }
 
 static int mkdir_parents(const char *path, weir_error *err) {
@@ -65,7 +83,10 @@ static int mkdir_parents(const char *path, weir_error *err) {
         if (*p != '/')
             continue;
         *p = '\0';
-        if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        if (mkdir(dir, 0700) == 0) {
+            /* a new directory's own name is durable before the log in it */
+            (void)sync_parent(dir);
+        } else if (errno != EEXIST) {
             int rc = weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: cannot create %s: %s",
                                path, dir, strerror(errno));
             weir__free(dir);

@@ -3,11 +3,13 @@
  * (docs/session-log.md, "Durability"): a one-step turn syncs twice, before
  * its request (model-visible means logged) and at its end; the step end is
  * deferred into the turn end, but paid before a hook with a listener runs
- * in between (here an embedder's agent/turn-stopping listener), and a turn
- * of two steps syncs before each request.  fsync "none" never syncs.  The
+ * in between (an embedder's agent/turn-stopping or agent/pre-step
+ * listener), and a turn of two steps syncs before each request.  fsync "none" never syncs.  The
  * file store's syncs are fdatasync calls, counted by the one this test
- * defines (the executable's symbol wins over libc's).
+ * defines (the executable's symbol wins over libc's), which can also fail
+ * one with EIO: the turn then ends in error IO, as a failed checkpoint.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -24,9 +26,14 @@
 #include "testutil.h"
 
 static atomic_int syncs;
+static atomic_int fail_at; /* the sync number that fails with EIO (0: none) */
 
 int fdatasync(int fd) {
-    atomic_fetch_add(&syncs, 1);
+    int n = atomic_fetch_add(&syncs, 1) + 1;
+    if (atomic_load(&fail_at) == n) {
+        errno = EIO;
+        return -1;
+    }
     return (int)syscall(SYS_fdatasync, fd);
 }
 
@@ -100,12 +107,66 @@ static void listener_sees_the_step_end_durable(void **state) {
     assert_int_equal(n, 3);
 }
 
+static int pre_step_seen[4];
+static int pre_step_calls;
+
+static json_t *on_pre_step(weir_call *call, const json_t *args, void *ud) {
+    (void)args;
+    (void)ud;
+    if (pre_step_calls < 4)
+        pre_step_seen[pre_step_calls++] = atomic_load(&syncs) - listener_base;
+    return weir_host_api()->next(call);
+}
+
+/* An agent/pre-step listener in a two-step turn: before it runs for step
+ * 2, step 1's end is durable (paid); the turn syncs 4 times. */
+static void pre_step_listener_sees_the_last_step_end_durable(void **state) {
+    (void)state;
+    weir_agent_hook h = {"agent/pre-step", on_pre_step, NULL};
+    listener_base = atomic_load(&syncs);
+    pre_step_calls = 0;
+    int n = turn_syncs(TOOL_THEN_TEXT, "step", &h, 1, "pre-step");
+    assert_int_equal(pre_step_calls, 2);
+    assert_int_equal(pre_step_seen[0], 0); /* step 1: nothing logged needs a sync yet */
+    assert_int_equal(pre_step_seen[1], 2); /* step 2: step 1's request and its end */
+    assert_int_equal(n, 4);
+}
+
+/* The deferred sync fails (EIO) before a turn-stopping listener: the turn
+ * ends in error IO and the run returns E_IO, as a failed checkpoint does;
+ * the log still checks. */
+static void failed_deferred_sync_is_an_io_error(void **state) {
+    (void)state;
+    weir_agent_hook h = {"agent/turn-stopping", on_stopping, NULL};
+    dh d;
+    dh_setup_session(&d, ONE_REPLY, NULL, "{\"fsync\":\"step\"}");
+    d.hooks = &h;
+    d.nhooks = 1;
+    dh_open(&d, "eio");
+    dh_send(&d, "hi", WEIR_SEND_FOLLOWUP);
+    atomic_store(&fail_at, atomic_load(&syncs) + 2); /* after the pre-request sync */
+    weir_error err;
+    weir_error_clear(&err);
+    int rc = weir_agent_run_until_idle(d.agent, &err);
+    atomic_store(&fail_at, 0);
+    assert_int_equal(rc, WEIR_E_IO);
+    const json_t *end = dh_find(&d, "turn/end", 0);
+    assert_non_null(end);
+    const json_t *reason = json_object_get(json_object_get(end, "data"), "reason");
+    assert_string_equal(json_string_value(json_object_get(reason, "kind")), "error");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(reason, "error"), "code")), "IO");
+    dh_teardown(&d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(one_step_turn_syncs_twice),
         cmocka_unit_test(fsync_none_never_syncs),
         cmocka_unit_test(two_step_turn_syncs_before_each_request),
         cmocka_unit_test(listener_sees_the_step_end_durable),
+        cmocka_unit_test(pre_step_listener_sees_the_last_step_end_durable),
+        cmocka_unit_test(failed_deferred_sync_is_an_io_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

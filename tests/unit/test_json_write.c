@@ -105,6 +105,20 @@ static void test_long_and_deep(void **state) {
         deep = i % 2 ? json_pack("[o]", deep) : json_pack("{s:o}", "d", deep);
     same(deep);
     json_decref(deep);
+    /* the deepest value jansson parses (2,048 levels), inside an envelope */
+    size_t levels = 2048;
+    char *text = malloc(2 * levels + 1);
+    assert_non_null(text);
+    memset(text, '[', levels);
+    memset(text + levels, ']', levels);
+    text[2 * levels] = '\0';
+    json_t *parsed = json_loads(text, 0, NULL);
+    free(text);
+    assert_non_null(parsed);
+    json_t *envelope = json_pack("{s:I, s:{s:{s:o}}}", "seq", (json_int_t)7, "data", "result",
+                                 "content", parsed);
+    same(envelope);
+    json_decref(envelope);
 }
 
 static void refused(const char *bytes, size_t len) {
