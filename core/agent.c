@@ -685,12 +685,18 @@ static native_outcome try_native(weir_agent *a, json_t *msg) {
     return out;
 }
 
+/* How a send is made: the embedder's, the core's own (no caps, never native
+ * steering), or a shared store's queued input (caps, never native steering:
+ * its row goes only once the input is in the log). */
+typedef enum send_kind { SEND_USER, SEND_INTERNAL, SEND_STORED } send_kind;
+
 /*
- * Every send: `anchor` > 0 anchors a steer to that running turn;
- * `internal` (the core's own input) skips the caps and native steering.
+ * Every send: `anchor` > 0 anchors a steer to that running turn; `kind`
+ * as above.
  */
 static int send_common(weir_agent *a, const json_t *message, weir_send_mode mode,
-                       const char *input_id, int anchor, bool internal, weir_error *err) {
+                       const char *input_id, int anchor, send_kind kind, weir_error *err) {
+    bool internal = kind == SEND_INTERNAL;
     if (!a || !message)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir_agent_send: NULL argument");
     if (mode != WEIR_SEND_FOLLOWUP && mode != WEIR_SEND_STEER && mode != WEIR_SEND_INJECT)
@@ -748,7 +754,8 @@ static int send_common(weir_agent *a, const json_t *message, weir_send_mode mode
                            id, chars, a->max_input_chars);
     }
     if (rc == WEIR_OK && !dup) {
-        native_outcome no = !internal && anchor == 0 && mode == WEIR_SEND_STEER && next_step
+        native_outcome no = kind == SEND_USER && anchor == 0 && mode == WEIR_SEND_STEER &&
+                                    next_step
                                 ? try_native(a, msg)
                                 : NATIVE_NONE;
         if (no == NATIVE_OWNED || no == NATIVE_UNKNOWN) {
@@ -772,19 +779,38 @@ static int send_common(weir_agent *a, const json_t *message, weir_send_mode mode
 
 int weir_agent_send(weir_agent *a, const json_t *message, weir_send_mode mode,
                     const char *input_id, weir_error *err) {
-    return send_common(a, message, mode, input_id, 0, false, err);
+    return send_common(a, message, mode, input_id, 0, SEND_USER, err);
 }
 
 int weir__agent_send_internal(weir_agent *a, const json_t *message, weir_send_mode mode,
                               const char *input_id, weir_error *err) {
-    return send_common(a, message, mode, input_id, 0, true, err);
+    return send_common(a, message, mode, input_id, 0, SEND_INTERNAL, err);
+}
+
+int weir__agent_send_stored(weir_agent *a, const json_t *message, weir_send_mode mode,
+                            const char *input_id, weir_error *err) {
+    return send_common(a, message, mode, input_id, 0, SEND_STORED, err);
+}
+
+bool weir__agent_input_fits(const weir_agent *a, const json_t *message) {
+    return a && weir__message_text_chars(message) <= (size_t)a->max_input_chars;
+}
+
+size_t weir__message_text_chars(const json_t *message) {
+    const json_t *content = json_object_get(message, "content");
+    if (!json_is_string(content)) /* blocks, as a normalized message has */
+        return text_chars(message);
+    size_t n = 0; /* the short form: content as one string */
+    for (const char *t = json_string_value(content); *t; t++)
+        n += ((unsigned char)*t & 0xC0) != 0x80;
+    return n;
 }
 
 int weir_agent_steer_turn(weir_agent *a, const json_t *message, int turn, const char *input_id,
                           weir_error *err) {
     if (turn <= 0)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir_agent_steer_turn: turn must be > 0");
-    return send_common(a, message, WEIR_SEND_STEER, input_id, turn, false, err);
+    return send_common(a, message, WEIR_SEND_STEER, input_id, turn, SEND_USER, err);
 }
 
 int weir__agent_add_context(weir_agent *a, const json_t *message, int turn, weir_error *err) {

@@ -204,6 +204,18 @@ int weir__stream_steering(weir_stream *stream, const char *input_id, const char 
 int weir__agent_send_internal(weir_agent *agent, const json_t *message, weir_send_mode mode,
                               const char *input_id, weir_error *err);
 /*
+ * A shared store's queued input (weir_agent_take_store_inbox): the caps as
+ * weir_agent_send, but never native steering, so the input is in the log's
+ * inbox (and its splice durable) before its row goes.  Any thread.
+ */
+int weir__agent_send_stored(weir_agent *agent, const json_t *message, weir_send_mode mode,
+                            const char *input_id, weir_error *err);
+/* Whether `message`'s text is within agent.max_input_chars. */
+bool weir__agent_input_fits(const weir_agent *agent, const json_t *message);
+/* The characters of a message's text (code points): its text blocks, or
+ * its content when that is one string (a message not yet normalized). */
+size_t weir__message_text_chars(const json_t *message);
+/*
  * Queue `message` (borrowed, normalized, with "id") anchored to the running
  * turn `turn` (weir__inbox_add_anchored), without caps: a tool's additional
  * context.  Driver thread.

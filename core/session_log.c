@@ -11,6 +11,7 @@
  */
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,8 @@ struct weir__log {
     char *line; /* the reused serialization buffer of append */
     size_t line_cap, wlen;
     bool readonly;
-    bool fenced; /* the store answered WEIR_E_LEASE_LOST: no append again */
+    atomic_bool fenced; /* the store answered WEIR_E_LEASE_LOST: no append again (read
+                           without the lock by weir__log_lease_lost) */
     bool broken; /* a batch is in memory but not in the store: no append again */
     bool sync_owed; /* a deferred checkpoint (weir__log_defer_checkpoint) not yet synced */
     weir__fsync policy;
@@ -485,6 +487,17 @@ void weir__log_close(weir__log *log) {
 
 const char *weir__log_path(const weir__log *log) { return log ? log->path : NULL; }
 
+bool weir__log_lease_lost(weir__log *log) {
+    /* no lock: an append holds it for a whole store round trip, and the
+     * store, the handle and the epoch never change after the open */
+    if (!log)
+        return false;
+    if (atomic_load(&log->fenced))
+        return true;
+    return log->store.vt && log->store.vt->lease_lost && log->handle &&
+           log->store.vt->lease_lost(log->store.self, log->handle);
+}
+
 int weir__log_store_handle(weir__log *log, weir__store_ref *store, void **handle,
                            uint64_t *epoch, weir_error *err) {
     if (!log || !store || !handle || !epoch)
@@ -758,11 +771,23 @@ int weir__log_append(weir__log *log, const char *type, const json_t *data, const
     return rc;
 }
 
+static int sync_now(weir__log *log, weir_error *err);
+
+int weir__log_sync_durable(weir__log *log, weir_error *err) {
+    if (!log)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "session log: NULL log");
+    return log->readonly ? WEIR_OK : sync_now(log, err);
+}
+
 int weir__log_sync(weir__log *log, weir_error *err) {
     if (!log)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "session log: NULL log");
     if (log->policy == WEIR__FSYNC_NONE || log->readonly)
         return WEIR_OK;
+    return sync_now(log, err);
+}
+
+static int sync_now(weir__log *log, weir_error *err) {
     lock(log);
     int rc = log->store.vt->sync(log->store.self, log->handle, err);
     if (rc == WEIR_OK)

@@ -137,6 +137,10 @@ const char *weir__log_path(const weir__log *log);
  */
 int weir__log_store_handle(weir__log *log, weir__store_ref *store, void **handle,
                            uint64_t *epoch, weir_error *err);
+/* Whether the writer's lease is known lost (an append was fenced, or the
+ * store's lease_lost says so), without the log's lock, which an append
+ * holds for a whole store round trip: any thread, never blocks on it. */
+bool weir__log_lease_lost(weir__log *log);
 size_t weir__log_count(const weir__log *log);
 /* Borrowed envelope for `seq` (valid until the log is closed), or NULL. */
 const json_t *weir__log_event(const weir__log *log, size_t seq);
@@ -155,6 +159,9 @@ const json_t *weir__log_event(const weir__log *log, size_t seq);
 int weir__log_append(weir__log *log, const char *type, const json_t *data, const json_t *surface_op,
                      const json_t *source_seqs, uint32_t flags, size_t *seq_out, weir_error *err);
 
+/* Sync now whatever the policy (a read-only log: no-op): before what is
+ * logged lets something else go, e.g. a store's queued inputs. */
+int weir__log_sync_durable(weir__log *log, weir_error *err);
 /* fsync now (policy none: no-op). */
 int weir__log_sync(weir__log *log, weir_error *err);
 /* fsync when the policy is step (called at the points docs/session-log.md names); no-op for

@@ -138,6 +138,16 @@ int weir_host_store_send(weir_host *host, const char *id, const char *input_id, 
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "send: message: expected an object");
     if (input_id && !*input_id)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "send: input id: must not be empty");
+    /* the deployment's cap, as the agent would apply it: an input no
+     * writer could take is refused here, never queued */
+    json_int_t cap = weir__json_int(json_object_get(weir_host_config(host), "agent"),
+                                    "max_input_chars", WEIR_MAX_INPUT_CHARS);
+    size_t chars = weir__message_text_chars(message);
+    if (cap > 0 && chars > (size_t)cap)
+        return weir__err(err, WEIR_E_LIMIT, NULL, NULL,
+                         "send: session %s: the text has %zu characters, the limit is %lld "
+                         "(agent.max_input_chars)",
+                         id, chars, (long long)cap);
     const char *name;
     weir__store_ref st;
     int rc = host_store(host, "send", &name, &st, err);
@@ -273,7 +283,11 @@ int weir_agent_take_store_inbox(weir_agent *a, size_t *taken, weir_error *err) {
     json_t *rows = NULL;
     if ((rc = st.vt->inbox(st.self, h, &rows, err)) != WEIR_OK)
         return rc;
-    json_int_t upto = 0;
+    json_t *done = json_array(); /* the inbox ids to drop: logged, or refused for good */
+    if (!done) {
+        json_decref(rows);
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session %s: out of memory", a->id);
+    }
     size_t i, n = 0;
     const json_t *row;
     json_array_foreach(rows, i, row) {
@@ -293,32 +307,49 @@ int weir_agent_take_store_inbox(weir_agent *a, size_t *taken, weir_error *err) {
          * it could drop the row) is acknowledged, not queued again */
         weir_error e;
         weir_error_clear(&e);
-        int src = weir_agent_send(a, msg, mode, input_id, &e);
+        /* through the log's inbox, never the provider's native steering:
+         * the row goes only once its splice is durable */
+        int src = weir__agent_send_stored(a, msg, mode, input_id, &e);
         if (src == WEIR_E_DUPLICATE) {
             /* the log has another input under this id: it was delivered
              * already, this one can never be; say so and drop it */
             fprintf(stderr, "weir: session %s: queued input '%s' dropped: %s\n", a->id, input_id,
                     e.text);
-        } else if (src == WEIR_E_LIMIT) {
-            break; /* the rest stays queued for the next take */
+        } else if (src == WEIR_E_LIMIT && !weir__agent_input_fits(a, msg)) {
+            /* too long for this deployment, whenever it is taken: refused
+             * for good, so it does not hold back the inputs after it */
+            fprintf(stderr, "weir: session %s: queued input '%s' refused: %s\n", a->id,
+                    input_id, e.text);
         } else if (src != WEIR_OK) {
+            /* a full queue or another failure: this row and the rest stay
+             * queued; the caller backs off (a worker does not reclaim at once) */
             rc = src;
             if (err)
                 *err = e;
             break;
+        } else {
+            n++;
         }
-        upto = inbox_id;
-        n++;
+        if (json_array_append_new(done, json_integer(inbox_id)) != 0) {
+            rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session %s: out of memory", a->id);
+            break;
+        }
     }
     json_decref(rows);
-    if (upto > 0) {
+    if (json_array_size(done) > 0) {
         /* the splices are durable before the rows go */
-        int src = weir__log_sync(a->log, err);
+        weir_error e2;
+        weir_error_clear(&e2);
+        int src = weir__log_sync_durable(a->log, &e2);
         if (src == WEIR_OK)
-            src = st.vt->consume(st.self, h, epoch, (uint64_t)upto, err);
-        if (rc == WEIR_OK)
+            src = st.vt->consume(st.self, h, epoch, done, &e2);
+        if (rc == WEIR_OK && src != WEIR_OK) {
             rc = src;
+            if (err)
+                *err = e2;
+        }
     }
+    json_decref(done);
     if (taken)
         *taken = n;
     return rc;
@@ -363,10 +394,5 @@ uint64_t weir_agent_lease_epoch(weir_agent *a) {
 bool weir_agent_lease_lost(weir_agent *a) {
     if (!a)
         return false;
-    weir__store_ref st;
-    void *h;
-    uint64_t epoch;
-    if (weir__log_store_handle(a->log, &st, &h, &epoch, NULL) == WEIR_E_LEASE_LOST)
-        return true;
-    return st.vt && st.vt->lease_lost && h && st.vt->lease_lost(st.self, h);
+    return weir__log_lease_lost(a->log);
 }

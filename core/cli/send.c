@@ -111,7 +111,7 @@ int weir_cmd_send(int argc, char **argv) {
     if (qrc != WEIR_E_UNSUPPORTED) {
         if (qrc == WEIR_OK) {
             printf("%s for %s (%s)\n", dup ? "already queued" : "queued", sid, mode_name);
-        } else if (qrc == WEIR_E_DUPLICATE) {
+        } else if (qrc == WEIR_E_DUPLICATE || qrc == WEIR_E_LIMIT) {
             fprintf(stderr, "weir send: refused: %s\n", err.text);
             rc = WEIR_EXIT_FAIL;
         } else {

@@ -273,7 +273,7 @@ static void backoff_clear(worker *w, const char *id) {
  * or has run long since) is forgotten: its next failure starts again at
  * BACKOFF_MIN_MS.
  */
-static size_t backoff_skips(worker *w, const char **skip, size_t cap) {
+static size_t backoff_skips(worker *w, char **skip, size_t cap) {
     size_t n = 0;
     int64_t now = now_ms();
     pthread_mutex_lock(&w->mu);
@@ -284,8 +284,9 @@ static size_t backoff_skips(worker *w, const char **skip, size_t cap) {
             *b = w->held[--w->nheld];
             continue;
         }
-        if (b->retry_at > now && n < cap)
-            skip[n++] = b->id;
+        /* copies: a slot of the same session may clear its entry meanwhile */
+        if (b->retry_at > now && n < cap && (skip[n] = strdup(b->id)) != NULL)
+            n++;
         i++;
     }
     pthread_mutex_unlock(&w->mu);
@@ -559,9 +560,12 @@ static int claim_loop(worker *w, long poll_ms, bool exit_when_idle) {
         char *id = NULL, *prev = NULL;
         weir_error err;
         weir_error_clear(&err);
-        const char *skip[MAX_SKIPS];
+        char *skip[MAX_SKIPS];
         size_t nskip = backoff_skips(w, skip, MAX_SKIPS);
-        int rc = weir_host_store_claim_except(w->host, skip, nskip, &id, &prev, &err);
+        int rc = weir_host_store_claim_except(w->host, (const char *const *)skip, nskip, &id,
+                                              &prev, &err);
+        for (size_t k = 0; k < nskip; k++)
+            free(skip[k]);
         if (rc == WEIR_OK) {
             start_slot(w, id, prev);
             continue;

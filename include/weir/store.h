@@ -152,11 +152,19 @@ typedef struct weir_store {
      */
     int (*inbox)(void *self, void *handle, json_t **inputs, weir_error *err);
     /**
-     * Drop the queued inputs of `handle` with inbox_id <= `upto`: the core
-     * logged them (their splices are durable).  Only for the writer whose
-     * lease has epoch `epoch` (else WEIR_E_LEASE_LOST, nothing dropped).
+     * Drop exactly the queued inputs of `handle` whose inbox_id is in
+     * `inbox_ids` (borrowed, a non-empty array of integers): the core logged
+     * them (their splices are durable) or refused them for good.  Never by
+     * range: an input queued with a lower id may commit after a higher one
+     * was read.  Only for the writer whose lease has epoch `epoch` (else
+     * WEIR_E_LEASE_LOST, nothing dropped).
+     * `inbox` and `consume` may run on another thread than the session's
+     * appends (weir worker delivers input while a turn runs), never two of
+     * them at once for one handle: a store makes them safe alongside
+     * `append` on the same handle.
      */
-    int (*consume)(void *self, void *handle, uint64_t epoch, uint64_t upto, weir_error *err);
+    int (*consume)(void *self, void *handle, uint64_t epoch, const json_t *inbox_ids,
+                   weir_error *err);
     /**
      * Wait up to `timeout_ms` for input to be queued for any session (a
      * `send` from any process): *woken true when some was, false when the

@@ -512,20 +512,19 @@ pgs_status pgs_claim_except(pgs *db, const char *owner, int64_t lease_ms,
     return PGS_OK;
 }
 
-pgs_status pgs_consume(pgs *db, const char *id, int64_t epoch, int64_t upto) {
-    if (!db || !id || upto < 0)
+pgs_status pgs_consume(pgs *db, const char *id, int64_t epoch, const char *ids) {
+    if (!db || !id || !ids)
         return db ? fail(db, PGS_IO, "postgres: consume: bad arguments") : PGS_NOMEM;
-    char e[32], u[32];
+    char e[32];
     fmt_i64(e, sizeof e, epoch);
-    fmt_i64(u, sizeof u, upto);
-    const char *p[] = {id, e, u};
+    const char *p[] = {id, e, ids};
     /* the session row is locked for the delete, so a takeover waits for it
      * (or is seen, and nothing is deleted) */
     PGresult *res = exec(db,
                          "WITH s AS (SELECT session_id FROM weir_sessions WHERE session_id = $1"
                          " AND epoch = $2::bigint AND owner IS NOT NULL FOR UPDATE),"
                          " d AS (DELETE FROM weir_inbox i USING s WHERE i.session_id = s.session_id"
-                         " AND i.id <= $3::bigint RETURNING 1)"
+                         " AND i.id = ANY($3::bigint[]) RETURNING 1)"
                          " SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM d)",
                          3, p);
     if (!ok(res))

@@ -99,10 +99,11 @@ pgs_status pgs_claim(pgs *db, const char *owner, int64_t lease_ms, char **id, in
 pgs_status pgs_claim_except(pgs *db, const char *owner, int64_t lease_ms,
                             const char *const *skip, size_t nskip, char **id, int64_t *epoch,
                             int64_t *next_seq, char **prev_owner);
-/* Remove the queued inputs of `id` with inbox_id <= `upto` (the writer
- * logged them), only while `epoch` holds the lease: PGS_LEASE_LOST deletes
- * nothing. */
-pgs_status pgs_consume(pgs *db, const char *id, int64_t epoch, int64_t upto);
+/* Remove exactly the queued inputs of `id` whose inbox ids are in `ids`, a
+ * PostgreSQL array literal of bigints ("{3,5}"; the writer logged them),
+ * only while `epoch` holds the lease: PGS_LEASE_LOST deletes nothing.
+ * Never a range: an id handed out earlier may commit after a later one. */
+pgs_status pgs_consume(pgs *db, const char *id, int64_t epoch, const char *ids);
 /* Whether the connection is up (false after the server went away: close it
  * and pgs_open again). */
 bool pgs_connected(const pgs *db);

@@ -429,13 +429,32 @@ static int st_inbox(void *self, void *hp, json_t **inputs, weir_error *err) {
     return WEIR_OK;
 }
 
-static int st_consume(void *self, void *hp, uint64_t epoch, uint64_t upto, weir_error *err) {
+static int st_consume(void *self, void *hp, uint64_t epoch, const json_t *inbox_ids,
+                      weir_error *err) {
     (void)self;
     handle *h = hp;
-    if (!h || upto > INT64_MAX)
+    size_t n = json_array_size(inbox_ids);
+    if (!h || n == 0)
         return fail(err, WEIR_E_INVAL, "store-postgres: consume: bad argument");
     if (!h->writer)
         return fail(err, WEIR_E_STATE, "session %s is open read-only", h->id);
+    /* the ids as a PostgreSQL array literal: "{3,5,8}" */
+    char *ids = malloc(n * 21 + 3);
+    if (!ids)
+        return fail(err, WEIR_E_NOMEM, "session %s: out of memory", h->id);
+    size_t at = 0;
+    ids[at++] = '{';
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_array_get(inbox_ids, i);
+        if (!json_is_integer(v) || json_integer_value(v) <= 0) {
+            free(ids);
+            return fail(err, WEIR_E_INVAL, "store-postgres: consume: inbox ids must be > 0");
+        }
+        at += (size_t)snprintf(ids + at, 22, "%s%" JSON_INTEGER_FORMAT, i ? "," : "",
+                               json_integer_value(v));
+    }
+    ids[at++] = '}';
+    ids[at] = '\0';
     pthread_mutex_lock(&h->mu);
     int rc;
     if (h->fenced || (int64_t)epoch != h->epoch) {
@@ -443,12 +462,13 @@ static int st_consume(void *self, void *hp, uint64_t epoch, uint64_t upto, weir_
                   "session %s: the lease was taken over by another writer; this writer stops",
                   h->id);
     } else {
-        pgs_status st = pgs_consume(h->db, h->id, h->epoch, (int64_t)upto);
+        pgs_status st = pgs_consume(h->db, h->id, h->epoch, ids);
         if (st == PGS_LEASE_LOST)
             __atomic_store_n(&h->fenced, true, __ATOMIC_RELAXED);
         rc = st == PGS_OK ? WEIR_OK : fail_pg(err, st, h->db);
     }
     pthread_mutex_unlock(&h->mu);
+    free(ids);
     return rc;
 }
 

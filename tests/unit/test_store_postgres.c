@@ -456,6 +456,90 @@ static void queued_input_is_delivered_once_across_a_crash(void **state) {
     weir_host_destroy(host);
 }
 
+/* Inputs are dropped by their ids, never by a range (an id handed out
+ * earlier may commit after a later one was read); an input over the
+ * deployment's agent.max_input_chars is refused by weir_host_store_send,
+ * and one queued anyway (the cap was lowered since) is refused by the take
+ * and dropped, so it does not hold back the inputs after it. */
+static void inputs_are_consumed_by_id_and_caps_refuse(void **state) {
+    (void)state;
+    pgs *a = connect_db();
+    raw_sql("UPDATE weir_sessions SET owner = NULL, lease_expires = NULL");
+    raw_sql("DELETE FROM weir_inbox");
+    bool dup;
+    assert_int_equal(pgs_send(a, "cid", "in-a", "followup", "{\"role\":\"user\",\"content\":\"a\"}",
+                              &dup),
+                     PGS_OK);
+    assert_int_equal(pgs_send(a, "cid", "in-b", "followup", "{\"role\":\"user\",\"content\":\"b\"}",
+                              &dup),
+                     PGS_OK);
+    long lo = raw_long("SELECT min(id) FROM weir_inbox WHERE session_id = 'cid'");
+    long hi = raw_long("SELECT max(id) FROM weir_inbox WHERE session_id = 'cid'");
+    assert_true(lo < hi);
+    char *id = NULL;
+    int64_t epoch = 0, next = 0;
+    assert_int_equal(pgs_claim(a, "worker-id", 60000, &id, &epoch, &next, NULL), PGS_OK);
+    assert_string_equal(id, "cid");
+    free(id);
+    char ids[64];
+    snprintf(ids, sizeof ids, "{%ld}", hi); /* only the later one was delivered */
+    assert_int_equal(pgs_consume(a, "cid", epoch, ids), PGS_OK);
+    assert_int_equal(raw_long("SELECT count(*) FROM weir_inbox WHERE session_id = 'cid'"), 1);
+    assert_int_equal(raw_long("SELECT min(id) FROM weir_inbox WHERE session_id = 'cid'"), lo);
+    assert_int_equal(pgs_consume(a, "cid", epoch + 7, "{1}"), PGS_LEASE_LOST);
+    assert_int_equal(pgs_release(a, "cid", epoch), PGS_OK);
+    pgs_close(a);
+    raw_sql("DELETE FROM weir_inbox WHERE session_id = 'cid'");
+
+    char plugin[4096];
+    snprintf(plugin, sizeof plugin, "%s/weir-store-postgres.so", wt_env("WEIR_TEST_PLUGIN_DIR"));
+    json_t *config = json_pack("{s:{s:i}, s:{s:s}, s:[{s:s, s:s, s:{s:s, s:i}}]}", "agent",
+                               "max_input_chars", 10, "session", "store", "pg", "plugins", "id",
+                               "pg", "plugin", plugin, "config", "conninfo", conninfo,
+                               "lease_ms", 60000);
+    weir_host *host = NULL;
+    weir_error err = {0};
+    if (weir_host_create(config, &host, &err) != WEIR_OK)
+        fail_msg("host: %s", err.text);
+    json_decref(config);
+    json_t *longer = json_pack("{s:s, s:s}", "role", "user", "content",
+                               "a message of forty-two characters, or so!");
+    assert_int_equal(weir_host_store_send(host, "cap", "in-long", "followup", longer, &dup, &err),
+                     WEIR_E_LIMIT);
+    assert_non_null(strstr(err.text, "max_input_chars"));
+    json_decref(longer);
+    assert_int_equal(raw_long("SELECT count(*) FROM weir_inbox WHERE session_id = 'cap'"), 0);
+    /* queued behind the cap's back, before a short one */
+    json_t *shorter = json_pack("{s:s, s:s}", "role", "user", "content", "short");
+    assert_int_equal(weir_host_store_send(host, "cap", "in-short", "followup", shorter, &dup, &err),
+                     WEIR_OK);
+    json_decref(shorter);
+    raw_sql("UPDATE weir_inbox SET id = id + 1000000 WHERE session_id = 'cap'");
+    raw_sql("INSERT INTO weir_inbox (session_id, input_id, mode, message) VALUES ('cap', 'in-long',"
+            " 'followup', '{\"role\":\"user\",\"content\":\"far too long for ten\"}')");
+    raw_sql("UPDATE weir_inbox SET id = 1 WHERE session_id = 'cap' AND input_id = 'in-long'");
+    weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;
+    opts.session_id = "cap";
+    weir_agent *agent = NULL;
+    if (weir_agent_open(host, &opts, &agent, &err) != WEIR_OK)
+        fail_msg("open: %s", err.text);
+    size_t taken = 0;
+    int trc = weir_agent_take_store_inbox(agent, &taken, &err);
+    if (trc != WEIR_OK)
+        fail_msg("take: %s (%s)", weir_status_name(trc), err.text);
+    assert_int_equal(taken, 1); /* the short one; the long one refused and dropped */
+    assert_int_equal(raw_long("SELECT count(*) FROM weir_inbox WHERE session_id = 'cap'"), 0);
+    assert_int_equal(raw_long("SELECT count(*) FROM weir_events WHERE session_id = 'cap'"
+                              " AND event::text LIKE '%in-short%'"),
+                     1);
+    assert_int_equal(raw_long("SELECT count(*) FROM weir_events WHERE session_id = 'cap'"
+                              " AND event::text LIKE '%in-long%'"),
+                     0);
+    weir_agent_close(agent);
+    raw_sql("UPDATE weir_sessions SET owner = NULL, lease_expires = NULL WHERE session_id = 'cap'");
+    weir_host_destroy(host);
+}
+
 static void a_wrong_conninfo_fails_the_deployment(void **state) {
     (void)state;
     weir_error err = {0};
@@ -492,6 +576,7 @@ int main(void) {
         cmocka_unit_test(the_plugin_is_a_store_with_leases),
         cmocka_unit_test(a_wrong_conninfo_fails_the_deployment),
         cmocka_unit_test(queued_input_is_delivered_once_across_a_crash),
+        cmocka_unit_test(inputs_are_consumed_by_id_and_caps_refuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
