@@ -246,17 +246,17 @@ pgs_status pgs_release(pgs *db, const char *id, int64_t epoch) {
 
 pgs_status pgs_append(pgs *db, const char *id, int64_t epoch, int64_t first_seq,
                       const char *const *lines, size_t n) {
-    return pgs_append_consume(db, id, epoch, first_seq, lines, n, 0);
+    return pgs_append_consume(db, id, epoch, first_seq, lines, n, NULL);
 }
 
 pgs_status pgs_append_consume(pgs *db, const char *id, int64_t epoch, int64_t first_seq,
-                              const char *const *lines, size_t n, int64_t upto) {
-    if (!db || !id || (n && !lines) || first_seq < 0 || n > 10000 || upto < 0)
+                              const char *const *lines, size_t n, const char *ids) {
+    if (!db || !id || (n && !lines) || first_seq < 0 || n > 10000)
         return db ? fail(db, PGS_IO, "postgres: append: bad arguments") : PGS_NOMEM;
     if (n == 0)
         return PGS_OK;
-    /* $1 id, $2 epoch, $3 first seq, $4 count, $5 the last inbox id to
-     * consume, then one parameter per line: the events arrive as (1, $6),
+    /* $1 id, $2 epoch, $3 first seq, $4 count, $5 the inbox ids to
+     * consume (an array literal; "{}": none), then one parameter per line: the events arrive as (1, $6),
      * (2, $7), ... with their ordinal.  The inbox DELETE runs with the
      * UPDATE (data-modifying CTEs always run), only when the UPDATE matched. */
     size_t sqlcap = 768 + n * 40;
@@ -273,23 +273,22 @@ pgs_status pgs_append_consume(pgs *db, const char *id, int64_t epoch, int64_t fi
         " WHERE session_id = $1 AND epoch = $2::bigint AND owner IS NOT NULL"
         " AND next_seq = $3::bigint RETURNING session_id),"
         " d AS (DELETE FROM weir_inbox WHERE session_id IN (SELECT session_id FROM s)"
-        " AND id <= $5::bigint RETURNING id)"
+        " AND id = ANY($5::bigint[]) RETURNING id)"
         " INSERT INTO weir_events (session_id, seq, event)"
         " SELECT s.session_id, $3::bigint + v.ord - 1, v.ev::jsonb FROM s, (VALUES ");
     for (size_t i = 0; i < n; i++)
         len += (size_t)snprintf(sql + len, sqlcap - len, "%s(%zu, $%zu)", i ? "," : "", i + 1,
                                 i + 6);
     snprintf(sql + len, sqlcap - len, ") AS v(ord, ev)");
-    char e[32], f[32], c[32], u[32];
+    char e[32], f[32], c[32];
     fmt_i64(e, sizeof e, epoch);
     fmt_i64(f, sizeof f, first_seq);
     fmt_i64(c, sizeof c, (int64_t)n);
-    fmt_i64(u, sizeof u, upto);
     p[0] = id;
     p[1] = e;
     p[2] = f;
     p[3] = c;
-    p[4] = u;
+    p[4] = ids ? ids : "{}";
     for (size_t i = 0; i < n; i++)
         p[5 + i] = lines[i];
     PGresult *res = exec(db, sql, (int)(5 + n), p);

@@ -111,11 +111,11 @@ bool pgs_connected(const pgs *db);
  * free() it): [{"inbox_id","input_id","mode","message"}...].  They stay
  * queued until an append consumes them (pgs_append_consume). */
 pgs_status pgs_inbox(pgs *db, const char *id, char **json);
-/* pgs_append that also removes the inputs with inbox_id <= `upto` in the
- * same transaction, so a queued input is spliced into the log exactly once
- * (upto 0: none). */
+/* pgs_append that also removes the inputs whose inbox ids are in `ids` (an
+ * array literal, "{3,5}"; NULL: none) in the same statement, so a queued
+ * input is spliced into the log exactly once. */
 pgs_status pgs_append_consume(pgs *db, const char *id, int64_t epoch, int64_t first_seq,
-                              const char *const *lines, size_t n, int64_t upto);
+                              const char *const *lines, size_t n, const char *ids);
 /* LISTEN weir_inbox on this connection, then wait up to `timeout_ms` for a
  * notification: PGS_OK when one came (*woken true) or the time passed. */
 pgs_status pgs_wait(pgs *db, int timeout_ms, bool *woken);

@@ -236,7 +236,9 @@ static void the_inbox_is_claimed_once_and_consumed_with_the_append(void **state)
     free(json);
     char l0[128];
     const char *lines[] = {ev(l0, sizeof l0, 0, "turn/start")};
-    assert_int_equal(pgs_append_consume(w, "q1", ew, 0, lines, 1, upto), PGS_OK);
+    char upto_ids[32];
+    snprintf(upto_ids, sizeof upto_ids, "{%lld}", upto);
+    assert_int_equal(pgs_append_consume(w, "q1", ew, 0, lines, 1, upto_ids), PGS_OK);
     assert_int_equal(pgs_inbox(w, "q1", &json), PGS_OK);
     assert_string_equal(json, "[]");
     free(json);
@@ -246,7 +248,8 @@ static void the_inbox_is_claimed_once_and_consumed_with_the_append(void **state)
     /* a fenced writer consumes nothing: q2's input stays queued */
     pgs *v = w == a ? b : a;
     int64_t ev2 = v == a ? ea : eb;
-    assert_int_equal(pgs_append_consume(v, "q2", ev2 + 100, 0, lines, 1, 1000000), PGS_LEASE_LOST);
+    assert_int_equal(pgs_append_consume(v, "q2", ev2 + 100, 0, lines, 1, "{1000000}"),
+                     PGS_LEASE_LOST);
     assert_int_equal(pgs_inbox(v, "q2", &json), PGS_OK);
     assert_non_null(strstr(json, "\"steer\""));
     free(json);
