@@ -577,14 +577,21 @@ static json_t *normalize_message(const json_t *m, weir_send_mode mode, const cha
 }
 
 /* Characters (code points) of the message's text blocks. */
-static size_t text_chars(const json_t *msg) {
+/* Code points of a UTF-8 string (NULL: 0). */
+static size_t utf8_chars(const char *t) {
+    size_t n = 0;
+    for (; t && *t; t++)
+        n += ((unsigned char)*t & 0xC0) != 0x80;
+    return n;
+}
+
+size_t weir__message_text_chars(const json_t *message) {
+    const json_t *content = json_object_get(message, "content");
+    if (json_is_string(content)) /* the short form, before normalization */
+        return utf8_chars(json_string_value(content));
     size_t n = 0, i;
     const json_t *b;
-    json_array_foreach(json_object_get(msg, "content"), i, b) {
-        const char *t = weir__json_str(b, "text", NULL);
-        for (; t && *t; t++)
-            n += ((unsigned char)*t & 0xC0) != 0x80;
-    }
+    json_array_foreach(content, i, b) n += utf8_chars(weir__json_str(b, "text", NULL));
     return n;
 }
 
@@ -734,7 +741,7 @@ static int send_common(weir_agent *a, const json_t *message, weir_send_mode mode
     } else if (closing) {
         rc = weir__err(err, WEIR_E_STATE, NULL, NULL, "agent %s is closing", a->id);
     } else if (!internal) {
-        size_t chars = text_chars(msg);
+        size_t chars = weir__message_text_chars(msg);
         size_t nqueued = weir__inbox_count(a->inbox, false) + weir__inbox_count(a->inbox, true) +
                          nowned;
         if (a->ids_accepted >= WEIR_MAX_INPUT_IDS)
@@ -796,15 +803,6 @@ bool weir__agent_input_fits(const weir_agent *a, const json_t *message) {
     return a && weir__message_text_chars(message) <= (size_t)a->max_input_chars;
 }
 
-size_t weir__message_text_chars(const json_t *message) {
-    const json_t *content = json_object_get(message, "content");
-    if (!json_is_string(content)) /* blocks, as a normalized message has */
-        return text_chars(message);
-    size_t n = 0; /* the short form: content as one string */
-    for (const char *t = json_string_value(content); *t; t++)
-        n += ((unsigned char)*t & 0xC0) != 0x80;
-    return n;
-}
 
 int weir_agent_steer_turn(weir_agent *a, const json_t *message, int turn, const char *input_id,
                           weir_error *err) {

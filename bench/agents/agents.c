@@ -113,18 +113,6 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static json_t *deployment(int port, const char *session_dir) {
-    char base[64];
-    snprintf(base, sizeof base, "http://127.0.0.1:%d/v1", port);
-    return json_pack("{s:{s:s, s:s, s:i}, s:{s:s, s:s}, s:[],"
-                     " s:[{s:s, s:s, s:{s:s, s:s, s:{s:{s:i, s:i}}}}]}",
-                     "agent", "provider", "openai", "model", "bench", "max_tokens", 256,
-                     "session", "dir", session_dir, "fsync", "none", "plugin_path", "plugins",
-                     "id", "openai", "plugin", WEIR_BENCH_OPENAI_PLUGIN, "config", "base_url",
-                     base, "api_key", "bench-key", "models", "bench", "context_window",
-                     10000000, "max_output", 4096);
-}
-
 static int open_agent(weir_host *host, const char *prefix, int n, weir_agent **out,
                       weir_error *err) {
     char sid[48];
@@ -247,7 +235,8 @@ int main(int argc, char **argv) {
     pid_t child = -1;
     int keep = -1;
     int port = mock_llm_fork(script, &child, &keep);
-    json_t *cfg = port > 0 ? deployment(port, dir) : NULL;
+    json_t *cfg =
+        port > 0 ? mock_llm_openai_deployment(WEIR_BENCH_OPENAI_PLUGIN, port, dir) : NULL;
     weir_agent **agents = calloc((size_t)nagents, sizeof *agents);
     weir_error err;
     weir_error_clear(&err);

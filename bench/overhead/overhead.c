@@ -239,18 +239,20 @@ struct raw_stream {
     void (*on_line)(raw_stream *s, const char *line, size_t n); /* each complete line */
 };
 
-/* One SSE line: "data: {json}" with choices[0].delta.content. */
-static void raw_line(raw_stream *s, const char *line, size_t n) {
+/* One SSE line: "data: {json}" with choices[0].delta.content, collected
+ * into s->text; the parsed delta (new reference) for a caller that reads
+ * more of it, NULL for no data line. */
+static json_t *raw_delta(raw_stream *s, const char *line, size_t n) {
     if (n < 6 || memcmp(line, "data: ", 6) != 0)
-        return;
+        return NULL;
     line += 6;
     n -= 6;
     if (n == 6 && memcmp(line, "[DONE]", 6) == 0)
-        return;
+        return NULL;
     json_t *chunk = json_loadb(line, n, 0, NULL);
     if (!chunk) {
         s->bad++;
-        return;
+        return NULL;
     }
     const json_t *delta = json_object_get(json_array_get(json_object_get(chunk, "choices"), 0),
                                           "delta");
@@ -263,7 +265,11 @@ static void raw_line(raw_stream *s, const char *line, size_t n) {
             s->text[s->text_len] = '\0';
         }
     }
-    json_decref(chunk);
+    return chunk;
+}
+
+static void raw_line(raw_stream *s, const char *line, size_t n) {
+    json_decref(raw_delta(s, line, n));
 }
 
 static size_t raw_write(char *data, size_t size, size_t nmemb, void *ud) {
@@ -370,10 +376,7 @@ typedef struct min_stream {
 /* A raw_stream line callback: the raw floor's text, and the tool calls. */
 static void min_line(raw_stream *s, const char *line, size_t n) {
     min_stream *m = (min_stream *)s; /* raw is its first member */
-    raw_line(s, line, n);
-    if (n < 6 || memcmp(line, "data: ", 6) != 0 || strstr(line, "tool_calls") == NULL)
-        return;
-    json_t *chunk = json_loadb(line + 6, n - 6, 0, NULL);
+    json_t *chunk = raw_delta(s, line, n); /* parsed once: the text, then the tool calls */
     const json_t *delta = json_object_get(json_array_get(json_object_get(chunk, "choices"), 0),
                                           "delta");
     size_t i;

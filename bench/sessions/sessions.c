@@ -59,18 +59,6 @@ static void read_rss(long *rss, long *hwm) {
     fclose(f);
 }
 
-static json_t *deployment(int port, const char *session_dir) {
-    char base[64];
-    snprintf(base, sizeof base, "http://127.0.0.1:%d/v1", port);
-    return json_pack("{s:{s:s, s:s, s:i}, s:{s:s, s:s}, s:[],"
-                     " s:[{s:s, s:s, s:{s:s, s:s, s:{s:{s:i, s:i}}}}]}",
-                     "agent", "provider", "openai", "model", "bench", "max_tokens", 256,
-                     "session", "dir", session_dir, "fsync", "none", "plugin_path", "plugins",
-                     "id", "openai", "plugin", WEIR_BENCH_OPENAI_PLUGIN, "config", "base_url",
-                     base, "api_key", "bench-key", "models", "bench", "context_window",
-                     10000000, "max_output", 4096);
-}
-
 /* One session of `steps` turns. */
 static int session(weir_host *host, int n, int steps, weir_error *err) {
     char sid[32], text[64];
@@ -118,7 +106,8 @@ int main(int argc, char **argv) {
     pid_t child = -1;
     int keep = -1;
     int port = mock_llm_fork(script, &child, &keep);
-    json_t *cfg = port > 0 ? deployment(port, dir) : NULL;
+    json_t *cfg =
+        port > 0 ? mock_llm_openai_deployment(WEIR_BENCH_OPENAI_PLUGIN, port, dir) : NULL;
     weir_error err;
     weir_error_clear(&err);
     weir_host *host = NULL;

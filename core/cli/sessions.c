@@ -31,6 +31,23 @@ typedef struct session_row {
     char *error;       /* why the reader refused it, or NULL */
 } session_row;
 
+/* r->id = the first `idlen` bytes of `id`, r->path = "<where><sep><name>"
+ * (both malloc'd); false, with neither set, when out of memory. */
+static bool row_names(session_row *r, const char *id, size_t idlen, const char *where, char sep,
+                      const char *name) {
+    size_t plen = strlen(where) + strlen(name) + 2;
+    r->id = strndup(id, idlen);
+    r->path = malloc(plen);
+    if (!r->id || !r->path) {
+        free(r->id);
+        free(r->path);
+        r->id = r->path = NULL;
+        return false;
+    }
+    snprintf(r->path, plen, "%s%c%s", where, sep, name);
+    return true;
+}
+
 static const char sessions_help[] =
     "usage: weir sessions [-c FILE]... [--json]\n"
     "\n"
@@ -275,16 +292,10 @@ static int store_sessions(json_t *config, const char *store_name, bool json) {
         if (!rows || !id || !weir_session_id_valid(id))
             continue; /* a store's row that is no session id is not one of ours */
         session_row *r = &rows[k];
-        size_t plen = strlen(store) + strlen(id) + 2;
-        r->id = strdup(id);
-        r->path = malloc(plen);
-        if (!r->id || !r->path) {
-            free(r->id);
-            free(r->path);
+        if (!row_names(r, id, strlen(id), store, ':', id)) {
             rc = WEIR_EXIT_FAIL;
             break;
         }
-        snprintf(r->path, plen, "%s:%s", store, id);
         read_store_row(r, host, e);
         k++;
     }
@@ -373,16 +384,10 @@ int weir_cmd_sessions(int argc, char **argv) {
         }
         session_row *r = &rows[n];
         memset(r, 0, sizeof *r);
-        r->id = strndup(e->d_name, len - 6);
-        size_t plen = strlen(dir) + len + 2;
-        r->path = malloc(plen);
-        if (!r->id || !r->path) {
-            free(r->id);
-            free(r->path);
+        if (!row_names(r, e->d_name, len - 6, dir, '/', e->d_name)) {
             rc = WEIR_EXIT_FAIL;
             break;
         }
-        snprintf(r->path, plen, "%s/%s", dir, e->d_name);
         struct stat sb;
         if (stat(r->path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
             free(r->id);

@@ -1313,3 +1313,15 @@ int mock_llm_fork(const char *script_json, pid_t *child, int *keep_fd) {
     *keep_fd = down[1];
     return port;
 }
+
+json_t *mock_llm_openai_deployment(const char *plugin, int port, const char *session_dir) {
+    char base[64];
+    snprintf(base, sizeof base, "http://127.0.0.1:%d/v1", port);
+    return json_pack("{s:{s:s, s:s, s:i}, s:{s:s, s:s}, s:[],"
+                     " s:[{s:s, s:s, s:{s:s, s:s, s:{s:{s:i, s:i}}}}]}",
+                     "agent", "provider", "openai", "model", "bench", "max_tokens", 256,
+                     "session", "dir", session_dir, "fsync", "none", "plugin_path", "plugins",
+                     "id", "openai", "plugin", plugin, "config", "base_url",
+                     base, "api_key", "bench-key", "models", "bench", "context_window",
+                     10000000, "max_output", 4096);
+}

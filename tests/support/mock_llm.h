@@ -116,6 +116,8 @@
 #define WEIR_TESTS_MOCK_LLM_H
 
 #include <sys/types.h>
+
+#include <jansson.h>
 #include <stddef.h>
 
 typedef struct mock_llm mock_llm;
@@ -137,6 +139,13 @@ int mock_llm_start_file(const char *path, mock_llm **out);
  * or -1 (nothing to close or reap then).
  */
 int mock_llm_fork(const char *script_json, pid_t *child, int *keep_fd);
+/*
+ * A deployment (new reference, NULL when out of memory) for the benches: a
+ * provider-openai row (`plugin`: the .so's path) pointed at the mock on
+ * `port`, model "bench" with a 10 M window, fsync none, sessions in
+ * `session_dir`, no plugin path searched.
+ */
+json_t *mock_llm_openai_deployment(const char *plugin, int port, const char *session_dir);
 /* The TCP port the server listens on. */
 int mock_llm_port(mock_llm *m);
 /*
