@@ -37,10 +37,13 @@
 # (the mean per step over N steps; both sides grow with N, since the request
 # bodies grow with the history; excess = weir - raw, the host beyond the bytes)
 #   startup ir_to_first_request=... target=3000000 pass=no loader_ir=...
-#       curl_global_init_ir=... rest_ir=...
+#       curl_global_init_ir=... rest_ir=... floor_ir=... over_floor_ir=...
+#       over_floor_pass=yes
 # (loader: ld.so's start, the relocation of every library weir links, libcurl's
 # dependency closure included; curl_global_init: libcurl's and OpenSSL's
-# initialization; rest: weir itself, its plugins' dlopen included)
+# initialization; rest: weir itself, its plugins' dlopen included; floor: the
+# same count for bench_rss_floor, a plain libcurl client, to its first
+# request; over_floor: weir's start-up beyond that floor, against the target)
 # The exit status: 0 when the ratio is at most the target, 1 when it exceeds
 # it, 2 when something could not be built or run (valgrind missing included).
 # Only the per-step ratio decides the status; the other lines are figures.
@@ -74,7 +77,7 @@ if [ $do_build = 1 ]; then
         exit 2
     fi
     rm -f "$build.configure.log"
-    if ! cmake --build "$build" -j"${BENCH_JOBS:-2}" --target bench_overhead weir_cli weir-mock-llm \
+    if ! cmake --build "$build" -j"${BENCH_JOBS:-2}" --target bench_overhead bench_rss_floor weir_cli weir-mock-llm \
             >"$build/check-instructions-build.txt" 2>&1; then
         tail -n 20 "$build/check-instructions-build.txt" >&2
         echo "check_instructions: build failed" >&2
@@ -144,7 +147,7 @@ done
 # start-up: `weir run` with a one-step answer from weir-mock-llm; callgrind
 # dumps its counts at the first curl_multi_add_handle (the first request), so
 # the first dump holds everything from exec to the request.
-printf '%s\n' '{"requests":[{"text":"ok"}]}' >"$work/script.json"
+printf '%s\n' '{"loop":true,"requests":[{"text":"ok"}]}' >"$work/script.json"
 "$bin/weir-mock-llm" --script "$work/script.json" --port-file "$work/port" --timeout-s 120 \
     >"$work/mock.out" 2>&1 &
 mock_pid=$!
@@ -180,8 +183,21 @@ if [ -n "$port" ] &&
     ld=$(incl ':_dl_start ')
     tls=$(incl ':curl_global_init ')
     own=$((${s:-0} - ${ld:-0} - ${tls:-0}))
+    # the floor: a plain libcurl client (as Debian builds libcurl) to its
+    # first request, counted the same way
+    fl=
+    if valgrind --tool=callgrind --callgrind-out-file="$work/floor.%p" \
+            --dump-before=curl_multi_add_handle "$bin/bench_rss_floor" --requests 1 \
+            --url "http://127.0.0.1:$port/v1/chat/completions" >/dev/null 2>"$work/floor.err"; then
+        ffirst=$(ls "$work"/floor.*.1 2>/dev/null | head -n 1)
+        fl=$([ -n "$ffirst" ] && sed -n 's/^summary: *\([0-9]*\).*/\1/p; s/^totals: *\([0-9]*\).*/\1/p' \
+            "$ffirst" | head -n 1)
+    fi
+    over=$(( ${s:-0} - ${fl:-0} ))
+    opass=$(awk -v x="$over" -v t="$startup_target" 'BEGIN { print (x <= t ? "yes" : "no") }')
     echo "startup ir_to_first_request=${s:-?} target=$startup_target pass=$spass" \
-         "loader_ir=${ld:-?} curl_global_init_ir=${tls:-?} rest_ir=$own"
+         "loader_ir=${ld:-?} curl_global_init_ir=${tls:-?} rest_ir=$own" \
+         "floor_ir=${fl:-?} over_floor_ir=$over over_floor_pass=$opass"
 else
     echo "check_instructions: weir run under callgrind failed:" >&2
     tail -n 5 "$work/run.err" >&2

@@ -1097,6 +1097,46 @@ void weir__stream_frame(weir_stream *s, json_t *frame) {
     weir__agent_live(s->agent, "agent/assistant-stream", json_pack("{s:o}", "frame", frame));
 }
 
+/* Whether `j` is held by its container alone, so it may be changed in place. */
+static bool held_once(const json_t *j) { return j && j->refcount == 1; }
+
+/*
+ * The live event of one chunk frame, {type, time, data: {frame: {type:
+ * "chunk", index, time, chunk, attempt_id, revision}}}, as weir__stream_frame
+ * builds it.  A stream has many chunks and the event is borrowed by what it
+ * is delivered to, so with no hook listener (on_event only) the stream keeps
+ * the one it built last and refills its index, times and chunk in place
+ * while nothing else holds any part of it (a receiver that kept a reference,
+ * or a delivery queued behind another, gets a new one).
+ */
+static void chunk_frame(weir_stream *s, json_int_t index, int64_t now, json_t *c) {
+    weir_agent *a = s->agent;
+    if (weir__hooks_count(a->hooks, "agent/assistant-stream") > 0) {
+        weir__stream_frame(s, json_pack("{s:s, s:I, s:I, s:O}", "type", "chunk", "index", index,
+                                        "time", (json_int_t)now, "chunk", c));
+        return;
+    }
+    json_t *ev = s->frame_ev, *data = json_object_get(ev, "data");
+    json_t *frame = json_object_get(data, "frame");
+    json_t *ix = json_object_get(frame, "index"), *ft = json_object_get(frame, "time");
+    json_t *et = json_object_get(ev, "time");
+    if (!(held_once(ev) && held_once(data) && held_once(frame) && held_once(ix) &&
+          held_once(ft) && held_once(et)) ||
+        json_integer_set(ix, index) != 0 || json_integer_set(ft, (json_int_t)now) != 0 ||
+        json_integer_set(et, (json_int_t)now) != 0 || json_object_set(frame, "chunk", c) != 0) {
+        json_decref(s->frame_ev);
+        ev = json_pack("{s:s, s:I, s:{s:{s:s, s:I, s:I, s:O, s:s, s:I}}}", "type",
+                       "agent/assistant-stream", "time", (json_int_t)now, "data", "frame",
+                       "type", "chunk", "index", index, "time", (json_int_t)now, "chunk", c,
+                       "attempt_id", s->attempt_id, "revision", (json_int_t)s->revision);
+        s->frame_ev = ev;
+        if (!ev)
+            return;
+    }
+    if (a->on_event)
+        deliver(a, "agent/assistant-stream", NULL, ev, false);
+}
+
 int weir__stream_emit(weir_stream *s, json_t *chunk) {
     if (!s || !json_is_object(chunk) || !json_is_string(json_object_get(chunk, "type"))) {
         json_decref(chunk);
@@ -1126,8 +1166,16 @@ int weir__stream_emit(weir_stream *s, json_t *chunk) {
         s->finished = true;
     size_t index = json_array_size(s->chunks) - 1;
     if (s->live && s->agent->stream_observed)
-        weir__stream_frame(s, json_pack("{s:s, s:I, s:I, s:O}", "type", "chunk", "index",
-                                        (json_int_t)index, "time", (json_int_t)now, "chunk", c));
+        chunk_frame(s, (json_int_t)index, now, c);
     json_decref(c);
     return WEIR_OK;
+}
+
+void weir__stream_release(weir_stream *s) {
+    if (!s)
+        return;
+    json_decref(s->chunks);
+    s->chunks = NULL;
+    json_decref(s->frame_ev);
+    s->frame_ev = NULL;
 }

@@ -166,7 +166,11 @@ struct weir_stream {
     unsigned long revision;
     bool finished;      /* a finish chunk was emitted */
     bool live;          /* chunk frames go live as they arrive (false: a private collector) */
+    json_t *frame_ev;   /* the last chunk frame's live event, refilled while held once (owned) */
 };
+
+/* Drop what `stream` holds: its chunks and its cached frame event.  NULL: no-op. */
+void weir__stream_release(weir_stream *stream);
 
 /* Emit a live agent/assistant-stream frame for `stream` (steals `frame`). */
 void weir__stream_frame(weir_stream *stream, json_t *frame);

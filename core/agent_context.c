@@ -279,8 +279,8 @@ static int complete(weir_agent *a, const json_t *request, bool hooked, const jso
         cc.stream_rc = pe->vt.stream(pe->self, call, frozen, &st);
     } else if (st.chunks) {
         json_t *args = stream_args(a, context, frozen);
-        chunks = args ? weir__hook_invoke(a->hooks, "llm/stream", a, sig, args, complete_default,
-                                          &cc, &herr)
+        chunks = args ? weir__hook_invoke_core(a->hooks, "llm/stream", a, sig, args,
+                                               complete_default, &cc, NULL, &herr)
                       : NULL;
         if (!args)
             weir__err(&herr, WEIR_E_NOMEM, NULL, "llm/stream", "out of memory");

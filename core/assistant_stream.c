@@ -52,17 +52,49 @@ static run_kind packable(const json_t *c) {
     return json_object_size(c) == want ? k : R_NONE;
 }
 
-/* {"type":"chunk","time"?,"chunk"}: the chunk without its integer time. */
+/* {"type":"chunk","time"?,"chunk"}: the chunk without its integer time
+ * (its containers copied, its scalars shared: the record is logged as it is). */
 static json_t *chunk_record(const json_t *c) {
     json_t *time = json_object_get(c, "time");
-    if (!json_is_integer(time))
-        return json_pack("{s:s, s:o}", "type", "chunk", "chunk", json_deep_copy(c));
-    json_t *rest = json_deep_copy(c);
-    if (!rest || json_object_del(rest, "time") != 0) {
+    bool timed = json_is_integer(time);
+    json_t *rec = json_object(), *rest = json_object();
+    int rc = rec && rest ? json_object_set_new(rec, "type", json_string("chunk")) : -1;
+    if (rc == 0 && timed)
+        rc = json_object_set(rec, "time", time);
+    for (void *it = json_object_iter((json_t *)(uintptr_t)c); rc == 0 && it;
+         it = json_object_iter_next((json_t *)(uintptr_t)c, it)) {
+        const char *key = json_object_iter_key(it);
+        if (!(timed && !strcmp(key, "time")))
+            rc = json_object_set_new(rest, key,
+                                     weir__json_copy_tree(json_object_iter_value(it)));
+    }
+    if (rc == 0)
+        rc = json_object_set_new(rec, "chunk", rest);
+    else
         json_decref(rest);
+    if (rc != 0) {
+        json_decref(rec);
         return NULL;
     }
-    return json_pack("{s:s, s:O, s:o}", "type", "chunk", "time", time, "chunk", rest);
+    return rec;
+}
+
+/* A new run record {type, index, time0, dt:[0]} (key order of the log). */
+static json_t *run_record(run_kind k, json_int_t index, json_int_t time0) {
+    json_t *rec = json_object(), *dt = json_array();
+    if (!rec || !dt || json_array_append_new(dt, json_integer(0)) != 0 ||
+        json_object_set_new(rec, "type", json_string(record_type(k))) != 0 ||
+        json_object_set_new(rec, "index", json_integer(index)) != 0 ||
+        json_object_set_new(rec, "time0", json_integer(time0)) != 0) {
+        json_decref(dt);
+        json_decref(rec);
+        return NULL;
+    }
+    if (json_object_set_new(rec, "dt", dt) != 0) { /* it takes dt either way */
+        json_decref(rec);
+        return NULL;
+    }
+    return rec;
 }
 
 json_t *weir__stream_compact(const json_t *chunks) {
@@ -87,8 +119,7 @@ json_t *weir__stream_compact(const json_t *chunks) {
                  json_array_append(json_object_get(run, k == R_TOOL ? "args" : "texts"),
                                    json_object_get(c, delta_key(k)));
         } else if (k != R_NONE) {
-            json_t *rec = json_pack("{s:s, s:I, s:I, s:[i]}", "type", record_type(k), "index",
-                                    ci, "time0", t, "dt", 0);
+            json_t *rec = run_record(k, ci, t);
             if (rec && k == R_TOOL) {
                 json_t *id = json_object_get(c, "id"), *name = json_object_get(c, "name");
                 if ((id && json_object_set(rec, "id", id) != 0) ||
@@ -97,9 +128,12 @@ json_t *weir__stream_compact(const json_t *chunks) {
                     rec = NULL;
                 }
             }
-            if (rec && json_object_set_new(rec, k == R_TOOL ? "args" : "texts",
-                                           json_pack("[O]", json_object_get(c, delta_key(k)))) !=
-                           0) {
+            json_t *list = rec ? json_array() : NULL;
+            if (list && json_array_append(list, json_object_get(c, delta_key(k))) != 0) {
+                json_decref(list);
+                list = NULL;
+            }
+            if (rec && json_object_set_new(rec, k == R_TOOL ? "args" : "texts", list) != 0) {
                 json_decref(rec);
                 rec = NULL;
             }
@@ -227,34 +261,106 @@ json_t *weir__stream_expand(const json_t *stream) {
 /* Folding chunks into a message                                             */
 /* ------------------------------------------------------------------------ */
 
-/* The block of `index` (created with `type` on first sight); `first`
- * remembers the time of each block's first chunk. */
-static json_t *block_for(json_t *blocks, json_t *order, json_t *first, json_int_t index,
-                         const char *type, const json_t *chunk) {
-    char key[32];
-    snprintf(key, sizeof key, "%lld", (long long)index);
-    json_t *b = json_object_get(blocks, key);
-    if (b)
-        return b;
-    if (!strcmp(type, "tool_call"))
-        b = json_pack("{s:s, s:s, s:s, s:s}", "type", "tool_call", "id", "", "name", "",
-                      "arguments", "");
-    else
-        b = json_pack("{s:s, s:s}", "type", type, "text", "");
-    if (!b || json_object_set_new(blocks, key, b) != 0 ||
-        json_array_append_new(order, json_string(key)) != 0 ||
-        json_object_set_new(first, key,
-                            json_integer(weir__json_int(chunk, "time", 0))) != 0)
-        return NULL;
-    return b;
+/*
+ * The fold's state: each block in the order first seen, its JSON object
+ * (the message's content block), the time of its first chunk, and the text
+ * and arguments its deltas add, gathered in buffers and set as strings once
+ * at the end (one copy of each byte, where a string per delta was O(n^2)).
+ */
+typedef struct fold_buf {
+    char *p;
+    size_t len, cap;
+    bool used;
+} fold_buf;
+
+typedef struct fold_block {
+    json_int_t index, first;
+    json_t *b; /* the content block (owned) */
+    fold_buf text, args;
+} fold_block;
+
+typedef struct fold {
+    fold_block *v;
+    size_t n, cap;
+} fold;
+
+static void fold_free(fold *f) {
+    for (size_t i = 0; i < f->n; i++) {
+        json_decref(f->v[i].b);
+        weir__free(f->v[i].text.p);
+        weir__free(f->v[i].args.p);
+    }
+    weir__free(f->v);
 }
 
-static int append_str(json_t *obj, const char *key, const char *more) {
-    const char *cur = weir__json_str(obj, key, "");
-    char *s = weir__asprintf("%s%s", cur, more);
-    int rc = s ? json_object_set_new(obj, key, json_string(s)) : -1;
-    weir__free(s);
-    return rc;
+/* The block of `index` (created with `type` on first sight, its first
+ * time the chunk's), or NULL when out of memory. */
+static fold_block *block_for(fold *f, json_int_t index, const char *type, const json_t *chunk) {
+    for (size_t i = 0; i < f->n; i++)
+        if (f->v[i].index == index)
+            return &f->v[i];
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 4;
+        fold_block *v = weir__realloc(f->v, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        f->v = v;
+        f->cap = cap;
+    }
+    json_t *b = !strcmp(type, "tool_call")
+                    ? json_pack("{s:s, s:s, s:s, s:s}", "type", "tool_call", "id", "", "name", "",
+                                "arguments", "")
+                    : json_pack("{s:s, s:s}", "type", type, "text", "");
+    if (!b)
+        return NULL;
+    fold_block *fb = &f->v[f->n++];
+    memset(fb, 0, sizeof *fb);
+    fb->index = index;
+    fb->first = weir__json_int(chunk, "time", 0);
+    fb->b = b;
+    return fb;
+}
+
+/* Append the C string `more` to the block's member `key` (through `buf`):
+ * the member is created (empty) on first use, so it keeps its place among
+ * the block's keys.  0 or -1 (out of memory). */
+static int append_str(fold_block *fb, fold_buf *buf, const char *key, const char *more) {
+    if (!buf->used) {
+        const char *cur = weir__json_str(fb->b, key, NULL);
+        if (!cur && json_object_set_new(fb->b, key, json_string("")) != 0)
+            return -1;
+        buf->used = true;
+        if (cur && *cur && append_str(fb, buf, key, cur) != 0) /* a value set before */
+            return -1;
+    }
+    size_t n = strlen(more);
+    if (buf->len + n + 1 > buf->cap) {
+        size_t cap = buf->cap ? buf->cap : 64;
+        while (cap < buf->len + n + 1)
+            cap *= 2;
+        char *p = weir__realloc(buf->p, cap);
+        if (!p)
+            return -1;
+        buf->p = p;
+        buf->cap = cap;
+    }
+    memcpy(buf->p + buf->len, more, n);
+    buf->len += n;
+    buf->p[buf->len] = '\0';
+    return 0;
+}
+
+/* Set the gathered strings on their blocks. */
+static int fold_finish(fold *f) {
+    for (size_t i = 0; i < f->n; i++) {
+        fold_block *fb = &f->v[i];
+        if ((fb->text.used &&
+             json_object_set_new(fb->b, "text", json_stringn(fb->text.p, fb->text.len)) != 0) ||
+            (fb->args.used && json_object_set_new(fb->b, "arguments",
+                                                  json_stringn(fb->args.p, fb->args.len)) != 0))
+            return -1;
+    }
+    return 0;
 }
 
 /* A call id for a server that sent none: "call-" and 16 hex digits of a
@@ -275,8 +381,8 @@ static json_t *derived_call_id(const char *key, json_int_t time) {
 
 int weir__stream_assemble(const json_t *chunks, bool with_calls, weir__assembled *out) {
     memset(out, 0, sizeof *out);
-    json_t *blocks = json_object(), *order = json_array(), *first = json_object();
-    int rc = blocks && order && first ? 0 : -1;
+    fold f = {NULL, 0, 0};
+    int rc = 0;
     size_t i;
     const json_t *c;
     json_array_foreach(chunks, i, c) {
@@ -284,27 +390,27 @@ int weir__stream_assemble(const json_t *chunks, bool with_calls, weir__assembled
             break;
         const char *type = weir__json_str(c, "type", "");
         json_int_t index = weir__json_int(c, "index", 0);
-        json_t *b = NULL;
+        fold_block *b = NULL;
         if (!strcmp(type, "block-start")) {
             const char *bt = weir__json_str(c, "block_type", "text");
             if (strcmp(bt, "text") && strcmp(bt, "reasoning") && strcmp(bt, "tool_call"))
                 continue;
-            rc = block_for(blocks, order, first, index, bt, c) ? 0 : -1;
+            rc = block_for(&f, index, bt, c) ? 0 : -1;
         } else if (!strcmp(type, "text-delta") || !strcmp(type, "reasoning-delta")) {
-            b = block_for(blocks, order, first, index, type[0] == 't' ? "text" : "reasoning", c);
-            rc = b ? append_str(b, "text", weir__json_str(c, "text", "")) : -1;
+            b = block_for(&f, index, type[0] == 't' ? "text" : "reasoning", c);
+            rc = b ? append_str(b, &b->text, "text", weir__json_str(c, "text", "")) : -1;
         } else if (!strcmp(type, "tool-call-delta")) {
-            b = block_for(blocks, order, first, index, "tool_call", c);
+            b = block_for(&f, index, "tool_call", c);
             if (!b) {
                 rc = -1;
                 continue;
             }
             const char *id = weir__json_str(c, "id", NULL), *name = weir__json_str(c, "name", NULL);
             if (id && *id)
-                json_object_set_new(b, "id", json_string(id));
+                json_object_set_new(b->b, "id", json_string(id));
             if (name && *name)
-                json_object_set_new(b, "name", json_string(name));
-            rc = append_str(b, "arguments", weir__json_str(c, "arguments_delta", ""));
+                json_object_set_new(b->b, "name", json_string(name));
+            rc = append_str(b, &b->args, "arguments", weir__json_str(c, "arguments_delta", ""));
         } else if (!strcmp(type, "usage")) {
             out->usage = json_object_get(c, "usage");
         } else if (!strcmp(type, "finish")) {
@@ -313,26 +419,27 @@ int weir__stream_assemble(const json_t *chunks, bool with_calls, weir__assembled
             out->failure = json_object_get(reason, "failure");
         }
     }
+    if (rc == 0)
+        rc = fold_finish(&f);
     if (out->finish && !strcmp(out->finish, "max-tokens"))
         with_calls = false; /* never dispatched: keep the history free of dangling calls */
     json_t *content = json_array();
     out->calls = json_array();
     if (rc != 0 || !content || !out->calls)
         goto fail;
-    json_t *k;
-    json_array_foreach(order, i, k) {
-        json_t *b = json_object_get(blocks, json_string_value(k));
+    for (i = 0; i < f.n; i++) {
+        json_t *b = f.v[i].b;
         const char *bt = weir__json_str(b, "type", "");
         if (!strcmp(bt, "tool_call")) {
             if (!with_calls)
                 continue;
             if (!*weir__json_str(b, "arguments", ""))
                 json_object_set_new(b, "arguments", json_string("{}"));
-            if (!*weir__json_str(b, "id", "")) /* some servers send no call ids */
-                json_object_set_new(
-                    b, "id",
-                    derived_call_id(json_string_value(k),
-                                    weir__json_int(first, json_string_value(k), 0)));
+            if (!*weir__json_str(b, "id", "")) { /* some servers send no call ids */
+                char key[32];
+                snprintf(key, sizeof key, "%lld", (long long)f.v[i].index);
+                json_object_set_new(b, "id", derived_call_id(key, f.v[i].first));
+            }
             if (json_array_append_new(out->calls,
                                       json_pack("{s:O, s:O, s:O}", "id", json_object_get(b, "id"),
                                                 "name", json_object_get(b, "name"), "arguments",
@@ -350,15 +457,11 @@ int weir__stream_assemble(const json_t *chunks, bool with_calls, weir__assembled
     content = NULL;
     if (!out->message)
         goto fail;
-    json_decref(blocks);
-    json_decref(order);
-    json_decref(first);
+    fold_free(&f);
     return 0;
 fail:
     json_decref(content);
-    json_decref(blocks);
-    json_decref(order);
-    json_decref(first);
+    fold_free(&f);
     json_decref(out->calls);
     out->calls = NULL;
     return -1;

@@ -89,6 +89,11 @@ int weir__json_write(const json_t *v, json_dump_callback_t cb, void *ud);
  * their builder: config expansion, a provider's scrub before it emits).
  * False for NULL and past a nesting depth of 64 (copy then). */
 bool weir__json_sole(const json_t *v);
+/* New reference: a copy of `v`'s objects and arrays that shares its scalars
+ * (never changed in place, as above), so weir__json_sole holds for it while
+ * `v` lives; NULL for NULL or out of memory.  Cheaper than json_deep_copy,
+ * which copies every string too. */
+json_t *weir__json_copy_tree(const json_t *v);
 /* Structural equality (json_equal) that treats NULL == NULL. */
 bool weir__json_equal(const json_t *a, const json_t *b);
 /* Borrowed string member or `dflt`. */

@@ -103,20 +103,6 @@ static json_t *hook_args(const turn_ctx *t) {
     return o;
 }
 
-/*
- * A deferred step-end checkpoint is paid before a lifecycle hook with a
- * plugin listener runs between a step's end and the next durability point
- * (the listener may call a model or act on what it saw): the hooks of
- * `hooks` (NULL-terminated).  The status of the sync (E_IO ends the turn
- * as a failed checkpoint does), WEIR_OK when none listens or none is owed.
- */
-static int pay_before(turn_ctx *t, const char *const *hooks) {
-    for (; *hooks; hooks++)
-        if (weir__hooks_count(t->a->hooks, *hooks) > 0)
-            return weir__log_pay_checkpoint(t->a->log, t->err);
-    return WEIR_OK;
-}
-
 static json_t *invoke(turn_ctx *t, const char *hook, const json_t *args,
                       weir__hook_default_fn dflt, void *ctx, weir_error *e) {
     weir_error_clear(e);
@@ -705,7 +691,10 @@ static int stream_attempt(turn_ctx *t, attempt_ctx *ac, const json_t *config, bo
         json_decref(req);
         return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
     }
-    json_t *res = invoke(t, "llm/stream", args, stream_default, ac, mw);
+    /* the default's result is the stream's chunks, each checked as it was
+     * emitted (weir__stream_emit: an object with a string type, all S_STREAM
+     * asks): only a listener's own stream is validated */
+    json_t *res = invoke_core(t, "llm/stream", args, stream_default, ac, mw);
     json_decref(args);
     json_decref(req);
     if (res && !json_is_array(res)) {
@@ -956,14 +945,14 @@ static int run_attempt(turn_ctx *t, bool first, const json_t *entered, bool seri
         } else {
             json_decref(f);
         }
-        json_decref(ac.stream.chunks);
+        weir__stream_release(&ac.stream);
         json_decref(config);
         return rc;
     }
     if (rc == WEIR_OK)
         rc = conclude_attempt(t, &ac, provider, chunks, prior, result, calls, max_tokens);
     json_decref(chunks);
-    json_decref(ac.stream.chunks);
+    weir__stream_release(&ac.stream);
     json_decref(config);
     return rc;
 }
@@ -1211,8 +1200,8 @@ static int run_step(turn_ctx *t, const json_t *entered, bool series, step_out *o
                    NULL, NULL);
     if (rc == WEIR_OK) {
         t->step_open = false;
-        /* paid by the next sync: the turn's end, the next request, or
-         * before a hook with a plugin listener or a direct model call */
+        /* paid by the next durability point: the next request (the
+         * driver's or a plugin's direct model call) or the turn's end */
         weir__log_defer_checkpoint(a->log);
     }
     return rc;
@@ -1276,9 +1265,6 @@ static int turn_body(turn_ctx *t) {
              * steering is taken for this turn afterwards. */
             bool ordinary = false;
             weir__inbox_pending(t->a->inbox, &ordinary);
-            static const char *const stopping[] = {"agent/turn-stopping", NULL};
-            if (!ordinary && (rc = pay_before(t, stopping)) != WEIR_OK)
-                break;
             if (!ordinary && !turn_stopping(t))
                 break;
             if (weir__inbox_close_turn(t->a->inbox, t->turn, false))
@@ -1288,12 +1274,6 @@ static int turn_body(turn_ctx *t) {
             set_aborted(t);
             break;
         }
-        /* the next step's hooks before its request: background job
-         * settlement, agent/pre-step, agent/request */
-        static const char *const next_step[] = {"tools/post-execute", "agent/pre-step",
-                                                "agent/request", NULL};
-        if ((rc = pay_before(t, next_step)) != WEIR_OK)
-            break;
         rc = claim(t, false, &claimed);
         if (rc != WEIR_OK)
             break;

@@ -299,8 +299,11 @@ static bool content_empty(const json_t *content) {
 }
 
 /* *out = the message `event` contributes, or NULL for none.  WEIR_E_NOMEM
- * only when a message is due but could not be built. */
-static int derive(const json_t *event, json_t **out) {
+ * only when a message is due but could not be built.  `share`: the message
+ * shares the event's values (the event's own message object, or a user
+ * message's content and source), read-only as the log is; else a deep
+ * copy the caller may change. */
+static int derive(const json_t *event, bool share, json_t **out) {
     *out = NULL;
     int idx = surface_index(weir__json_str(event, "type", NULL));
     const json_t *m = json_object_get(json_object_get(event, "data"), "message");
@@ -313,19 +316,24 @@ static int derive(const json_t *event, json_t **out) {
     case 2: /* assistant/message */
         if (content_empty(content))
             return WEIR_OK;
-        *out = json_deep_copy(m);
+        *out = share ? json_incref((json_t *)(uintptr_t)m) : json_deep_copy(m);
         break;
     case 1: /* user/message: {role, content, source?}; the input id stays in the log */
         *out = json_object();
-        if (*out && (json_object_set_new(*out, "role", json_string("user")) ||
-                     json_object_set_new(*out, "content", json_deep_copy(content)) ||
-                     (source && json_object_set_new(*out, "source", json_deep_copy(source))))) {
+        if (*out &&
+            (json_object_set_new(*out, "role", json_string("user")) ||
+             json_object_set_new(*out, "content",
+                                 share ? json_incref((json_t *)(uintptr_t)content)
+                                       : json_deep_copy(content)) ||
+             (source && json_object_set_new(*out, "source",
+                                            share ? json_incref((json_t *)(uintptr_t)source)
+                                                  : json_deep_copy(source))))) {
             json_decref(*out);
             *out = NULL;
         }
         break;
     default: /* tool/result */
-        *out = json_deep_copy(m);
+        *out = share ? json_incref((json_t *)(uintptr_t)m) : json_deep_copy(m);
         break;
     }
     return *out ? WEIR_OK : WEIR_E_NOMEM;
@@ -333,7 +341,7 @@ static int derive(const json_t *event, json_t **out) {
 
 json_t *weir__derive_event_message(const json_t *event) {
     json_t *m;
-    derive(event, &m);
+    derive(event, false, &m);
     return m;
 }
 
@@ -342,7 +350,7 @@ int weir__surface_derive_into(const weir__surface *s, size_t from, json_t *out, 
         return WEIR_E_INVAL;
     for (size_t i = from; i < s->len; i++) {
         json_t *m;
-        if (derive(s->nodes[i].event, &m) != WEIR_OK)
+        if (derive(s->nodes[i].event, true, &m) != WEIR_OK)
             return WEIR_E_NOMEM;
         if (m && json_array_append_new(out, m) != 0)
             return WEIR_E_NOMEM;

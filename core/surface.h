@@ -58,7 +58,10 @@ uint64_t weir__surface_replace_generation(const weir__surface *s);
  * tool/result: data.message; any other type: none.  Pure; thread-safe.
  */
 json_t *weir__derive_event_message(const json_t *event);
-/* New reference: all derived messages in surface order (NULL on NOMEM). */
+/* New reference: all derived messages in surface order (NULL on NOMEM).
+ * Unlike weir__derive_event_message's deep copy, the messages here (and of
+ * weir__surface_derive_into) share the events' values: read-only, as the
+ * log is. */
 json_t *weir__surface_derive(const weir__surface *s);
 
 /* Make room for `extra` more nodes so that the next weir__surface_apply()

@@ -146,7 +146,8 @@ static int append_call(run *r, slot *s) {
         return WEIR_E_NOMEM;
     }
     weir_error e = {0};
-    int rc = weir__log_append(r->st->log, "tool/call", data, NULL, NULL, 0, &s->call_seq, &e);
+    int rc = weir__log_append(r->st->log, "tool/call", data, NULL, NULL, WEIR__APPEND_HANDOVER,
+                              &s->call_seq, &e);
     json_decref(data);
     if (rc != WEIR_OK)
         fail(r, rc, &e, "tools: appending tool/call failed");
@@ -175,8 +176,10 @@ static int append_rerun(run *r, slot *s) {
 
 static int append_result(run *r, slot *s, size_t *seq) {
     const weir__tool_outcome *o = &s->out;
-    json_t *block = json_pack("{s:s, s:s, s:O}", "type", "tool_result", "call_id", s->id,
-                              "content", o->content);
+    /* the content's containers copied, its scalars shared: the log keeps
+     * the data it is handed over (WEIR__APPEND_HANDOVER) */
+    json_t *block = json_pack("{s:s, s:s, s:o}", "type", "tool_result", "call_id", s->id,
+                              "content", weir__json_copy_tree(o->content));
     if (block && o->is_error && json_object_set_new(block, "is_error", json_true()) != 0) {
         json_decref(block);
         block = NULL;
@@ -194,7 +197,8 @@ static int append_result(run *r, slot *s, size_t *seq) {
     int rc = WEIR_E_NOMEM;
     if (data && op && src) {
         weir_error e = {0};
-        rc = weir__log_append(r->st->log, "tool/result", data, op, src, 0, seq, &e);
+        rc = weir__log_append(r->st->log, "tool/result", data, op, src, WEIR__APPEND_HANDOVER,
+                              seq, &e);
         if (rc != WEIR_OK)
             fail(r, rc, &e, "tools: appending tool/result failed");
     } else {
@@ -279,8 +283,15 @@ static bool rewrite_args(slot *s, const json_t *arguments, int *rc) {
     return true;
 }
 
+/* Whether a plugin or the embedder listens to `hook` for this step. */
+static bool listened(const run *r, const char *hook) {
+    return r->st->hooks && weir__hooks_count(r->st->hooks, hook) > 0;
+}
+
 /* tools/pre-execute; true when the call may run.  Otherwise s->out is set. */
 static bool pre_execute(run *r, slot *s) {
+    if (!listened(r, "tools/pre-execute")) /* the default: allow, arguments as they are */
+        return r->failure == WEIR_OK;
     json_t *args = hook_args(r, s);
     if (!args) {
         fail(r, WEIR_E_NOMEM, NULL, "tools: out of memory");
@@ -464,6 +475,8 @@ static void wait_any(run *r) {
 
 /* tools/post-execute; returns the additional contexts (new ref) or NULL. */
 static json_t *post_execute(run *r, slot *s) {
+    if (!listened(r, "tools/post-execute")) /* the default: the result as it is, no contexts */
+        return NULL;
     json_t *args = hook_args(r, s);
     json_t *res_obj = json_pack("{s:O, s:b}", "content", s->out.content, "is_error",
                                 s->out.is_error);

@@ -114,6 +114,30 @@ static bool sole_at(const json_t *v, int depth) {
 
 bool weir__json_sole(const json_t *v) { return v && sole_at(v, 0); }
 
+json_t *weir__json_copy_tree(const json_t *v) {
+    if (!v)
+        return NULL;
+    if (!json_is_object(v) && !json_is_array(v))
+        return json_incref((json_t *)(uintptr_t)v);
+    json_t *out = json_is_object(v) ? json_object() : json_array();
+    if (json_is_object(v)) {
+        for (void *it = json_object_iter((json_t *)(uintptr_t)v); out && it;
+             it = json_object_iter_next((json_t *)(uintptr_t)v, it))
+            if (json_object_set_new(out, json_object_iter_key(it),
+                                    weir__json_copy_tree(json_object_iter_value(it))) != 0) {
+                json_decref(out);
+                out = NULL;
+            }
+    } else {
+        for (size_t i = 0, n = json_array_size(v); out && i < n; i++)
+            if (json_array_append_new(out, weir__json_copy_tree(json_array_get(v, i))) != 0) {
+                json_decref(out);
+                out = NULL;
+            }
+    }
+    return out;
+}
+
 bool weir__json_equal(const json_t *a, const json_t *b) {
     if (!a || !b)
         return a == b;

@@ -90,7 +90,13 @@ typedef struct options {
     const char *phase;
     bool events; /* --events on: an on_event callback (counts turns); off: none */
     bool chain;  /* --chain default: tools-ffi, compaction-basic and retry as well */
+    bool tools;  /* --shape tools: one turn of `steps` steps, a tool call each but the last */
 } options;
+
+/* The text step i answers: the answer, or nothing for a tool-call step. */
+static const char *expected_text(const options *o, int i) {
+    return o->tools && i < o->steps - 1 ? "" : answer;
+}
 
 static double now_us(clockid_t clock) {
     struct timespec ts;
@@ -162,9 +168,17 @@ static json_t *deployment(const char *base_url, const char *session_dir, const c
 }
 
 /* The timed loop (a named function so callgrind can toggle on it). */
-__attribute__((noinline)) int weir_phase(weir_agent *agent, int steps, weir_error *err);
-__attribute__((noinline)) int weir_phase(weir_agent *agent, int steps, weir_error *err) {
+__attribute__((noinline)) int weir_phase(weir_agent *agent, int steps, bool tools,
+                                         weir_error *err);
+__attribute__((noinline)) int weir_phase(weir_agent *agent, int steps, bool tools,
+                                         weir_error *err) {
     char text[64];
+    if (tools) /* one turn: the model calls the tool steps - 1 times, then answers */
+        return weir_agent_send_text(agent, "raise 2 to the power 3, again and again",
+                                    WEIR_SEND_FOLLOWUP, err) == WEIR_OK &&
+                       weir_agent_run_until_idle(agent, err) == WEIR_OK
+                   ? 0
+                   : -1;
     for (int i = 0; i < steps; i++) {
         snprintf(text, sizeof text, "step %d: tell me about overhead", i);
         if (weir_agent_send_text(agent, text, WEIR_SEND_FOLLOWUP, err) != WEIR_OK ||
@@ -176,7 +190,7 @@ __attribute__((noinline)) int weir_phase(weir_agent *agent, int steps, weir_erro
 
 static int run_weir(mock_llm *mock, const options *o, int round, const char *dir, timing *t) {
     char *base = mock_llm_base_url(mock);
-    json_t *cfg = base ? deployment(base, dir, o->fsync, o->chain) : NULL;
+    json_t *cfg = base ? deployment(base, dir, o->fsync, o->chain || o->tools) : NULL;
     free(base);
     if (!cfg)
         return -1;
@@ -197,7 +211,7 @@ static int run_weir(mock_llm *mock, const options *o, int round, const char *dir
     if (weir_host_create(cfg, &host, &err) == WEIR_OK &&
         weir_agent_open(host, &ao, &agent, &err) == WEIR_OK) {
         double w0 = now_us(CLOCK_MONOTONIC), c0 = now_us(CLOCK_THREAD_CPUTIME_ID);
-        rc = weir_phase(agent, o->steps, &err);
+        rc = weir_phase(agent, o->steps, o->tools, &err);
         t->cpu_us = now_us(CLOCK_THREAD_CPUTIME_ID) - c0;
         t->wall_us = now_us(CLOCK_MONOTONIC) - w0;
     }
@@ -212,11 +226,12 @@ static int run_weir(mock_llm *mock, const options *o, int round, const char *dir
         }
         json_decref(msgs);
     }
+    int turns = o->events && o->tools ? 1 : o->steps; /* without events: answers counted */
     if (rc != 0)
         fprintf(stderr, "bench_overhead: weir: %s\n", err.text);
-    else if (tc.completed != o->steps || tc.other != 0) {
+    else if (tc.completed != turns || tc.other != 0) {
         fprintf(stderr, "bench_overhead: weir: %d turns completed, %d ended otherwise (want %d)\n",
-                tc.completed, tc.other, o->steps);
+                tc.completed, tc.other, turns);
         rc = -1;
     }
     weir_agent_close(agent);
@@ -298,8 +313,24 @@ static size_t raw_write(char *data, size_t size, size_t nmemb, void *ud) {
     return n;
 }
 
-__attribute__((noinline)) int raw_phase(CURL *curl, const char *url, char **bodies, int steps);
-__attribute__((noinline)) int raw_phase(CURL *curl, const char *url, char **bodies, int steps) {
+/* A durability point of the floor: a 2 KiB line appended to `f` and
+ * fdatasync, as a log that syncs before each request does.  0 or -1. */
+static int floor_sync(FILE *f) {
+    char line[2048];
+    memset(line, 'x', sizeof line - 1);
+    line[sizeof line - 1] = '\n';
+    return fwrite(line, 1, sizeof line, f) == sizeof line && fflush(f) == 0 &&
+                   fdatasync(fileno(f)) == 0
+               ? 0
+               : -1;
+}
+
+/* The floor's loop; with `sync` (not NULL) a floor_sync before each request. */
+__attribute__((noinline)) int raw_phase(CURL *curl, const char *url, char **bodies,
+                                        const options *o, FILE *sync);
+__attribute__((noinline)) int raw_phase(CURL *curl, const char *url, char **bodies,
+                                        const options *o, FILE *sync) {
+    int steps = o->steps;
     struct curl_slist *headers = NULL;
     headers = curl_slist_append(headers, "Content-Type: application/json");
     headers = curl_slist_append(headers, "Accept: text/event-stream");
@@ -312,6 +343,11 @@ __attribute__((noinline)) int raw_phase(CURL *curl, const char *url, char **bodi
         s.len = 0;
         s.text_len = 0;
         s.text[0] = '\0';
+        if (sync && floor_sync(sync) != 0) {
+            fprintf(stderr, "bench_overhead: raw request %d: the floor's sync failed\n", i);
+            rc = -1;
+            break;
+        }
         curl_easy_setopt(curl, CURLOPT_URL, url);
         curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
         curl_easy_setopt(curl, CURLOPT_POSTFIELDS, bodies[i]);
@@ -321,7 +357,7 @@ __attribute__((noinline)) int raw_phase(CURL *curl, const char *url, char **bodi
         long status = 0;
         CURLcode cc = curl_easy_perform(curl);
         curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-        if (cc != CURLE_OK || status != 200 || s.bad || strcmp(s.text, answer) != 0) {
+        if (cc != CURLE_OK || status != 200 || s.bad || strcmp(s.text, expected_text(o, i)) != 0) {
             fprintf(stderr, "bench_overhead: raw request %d: %s, status %ld, text '%s'\n", i,
                     curl_easy_strerror(cc), status, s.text);
             rc = -1;
@@ -332,7 +368,20 @@ __attribute__((noinline)) int raw_phase(CURL *curl, const char *url, char **bodi
     return rc;
 }
 
-static int run_raw(mock_llm *mock, long first, int steps, timing *t) {
+/* The raw floor's phase; with `sync_dir` (not NULL) it syncs a line in a
+ * file there before each request (the floor of fsync step: raw + one
+ * fdatasync a step, measured under the same load as weir's). */
+static int run_raw(mock_llm *mock, long first, const options *o, const char *sync_dir,
+                   timing *t) {
+    int steps = o->steps;
+    FILE *sync = NULL;
+    if (sync_dir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/floor-sync", sync_dir);
+        if (!(sync = fopen(path, "w")))
+            return -1;
+        unlink(path);
+    }
     char **bodies = calloc((size_t)steps, sizeof *bodies);
     CURL *curl = curl_easy_init();
     char url[96];
@@ -343,7 +392,7 @@ static int run_raw(mock_llm *mock, long first, int steps, timing *t) {
             rc = -1;
     if (rc == 0) {
         double w0 = now_us(CLOCK_MONOTONIC), c0 = now_us(CLOCK_THREAD_CPUTIME_ID);
-        rc = raw_phase(curl, url, bodies, steps);
+        rc = raw_phase(curl, url, bodies, o, sync);
         t->cpu_us = now_us(CLOCK_THREAD_CPUTIME_ID) - c0;
         t->wall_us = now_us(CLOCK_MONOTONIC) - w0;
     }
@@ -352,6 +401,8 @@ static int run_raw(mock_llm *mock, long first, int steps, timing *t) {
     free(bodies);
     if (curl)
         curl_easy_cleanup(curl);
+    if (sync)
+        fclose(sync);
     return rc;
 }
 
@@ -406,8 +457,11 @@ static void min_line(raw_stream *s, const char *line, size_t n) {
     json_decref(chunk);
 }
 
-__attribute__((noinline)) int min_phase(CURL *curl, const char *url, json_t *request, int steps);
-__attribute__((noinline)) int min_phase(CURL *curl, const char *url, json_t *request, int steps) {
+__attribute__((noinline)) int min_phase(CURL *curl, const char *url, json_t *request,
+                                        const options *o);
+__attribute__((noinline)) int min_phase(CURL *curl, const char *url, json_t *request,
+                                        const options *o) {
+    int steps = o->steps;
     struct curl_slist *headers = NULL;
     headers = curl_slist_append(headers, "Content-Type: application/json");
     headers = curl_slist_append(headers, "Accept: text/event-stream");
@@ -422,8 +476,11 @@ __attribute__((noinline)) int min_phase(CURL *curl, const char *url, json_t *req
     int rc = 0;
     char text[64];
     for (int i = 0; i < steps && rc == 0; i++) {
-        snprintf(text, sizeof text, "step %d: tell me about overhead", i);
-        json_array_append_new(messages, json_pack("{s:s, s:s}", "role", "user", "content", text));
+        if (!o->tools || i == 0) {
+            snprintf(text, sizeof text, "step %d: tell me about overhead", i);
+            json_array_append_new(messages,
+                                  json_pack("{s:s, s:s}", "role", "user", "content", text));
+        }
         char *body = json_dumps(request, JSON_COMPACT);
         m.raw.len = 0;
         m.raw.text_len = 0;
@@ -439,7 +496,8 @@ __attribute__((noinline)) int min_phase(CURL *curl, const char *url, json_t *req
         CURLcode cc = body ? curl_easy_perform(curl) : CURLE_OUT_OF_MEMORY;
         curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
         free(body);
-        if (cc != CURLE_OK || status != 200 || m.raw.bad || strcmp(m.raw.text, answer) != 0) {
+        if (cc != CURLE_OK || status != 200 || m.raw.bad ||
+            strcmp(m.raw.text, expected_text(o, i)) != 0) {
             fprintf(stderr, "bench_overhead: min request %d: %s, status %ld, text '%s'\n", i,
                     curl_easy_strerror(cc), status, m.raw.text);
             rc = -1;
@@ -459,6 +517,14 @@ __attribute__((noinline)) int min_phase(CURL *curl, const char *url, json_t *req
             json_object_set_new(reply, "tool_calls", tcs);
         }
         json_array_append_new(messages, reply);
+        if (o->tools) { /* the tool's answer to each call (the client runs it: pow(2, 3)) */
+            size_t k;
+            json_t *c;
+            json_array_foreach(m.calls, k, c)
+                json_array_append_new(messages, json_pack("{s:s, s:O, s:s}", "role", "tool",
+                                                          "tool_call_id", json_object_get(c, "id"),
+                                                          "content", "8"));
+        }
         json_decref(m.calls);
         m.calls = NULL;
     }
@@ -470,7 +536,7 @@ __attribute__((noinline)) int min_phase(CURL *curl, const char *url, json_t *req
 
 /* The template of the minimal client's requests: weir's first body without
  * its messages (model, tools, max_tokens, stream options). */
-static int run_min(mock_llm *mock, int steps, timing *t) {
+static int run_min(mock_llm *mock, const options *o, timing *t) {
     char *first = mock_llm_request_body(mock, 0);
     json_t *request = first ? json_loads(first, 0, NULL) : NULL;
     free(first);
@@ -481,7 +547,7 @@ static int run_min(mock_llm *mock, int steps, timing *t) {
     if (rc == 0) {
         json_object_del(request, "messages");
         double w0 = now_us(CLOCK_MONOTONIC), c0 = now_us(CLOCK_THREAD_CPUTIME_ID);
-        rc = min_phase(curl, url, request, steps);
+        rc = min_phase(curl, url, request, o);
         t->cpu_us = now_us(CLOCK_THREAD_CPUTIME_ID) - c0;
         t->wall_us = now_us(CLOCK_MONOTONIC) - w0;
     }
@@ -521,6 +587,35 @@ static double fdatasync_us(const char *dir, int n) {
 
 /* ------------------------------------------------------------------------ */
 
+/*
+ * The mock's script (new, free it).  text: every request answers the text
+ * in 48-byte deltas.  tools (the set-up of issue #15): `steps` entries, a
+ * pow tool call with its arguments in 3-character deltas for each but the
+ * last, which answers the text in 3-character deltas.  Both loop, so the
+ * floors' requests get the same answers in the same order.
+ */
+static char *make_script(const options *o) {
+    json_t *reqs = json_array();
+    for (int i = 0; reqs && i < (o->tools ? o->steps : 1); i++) {
+        char id[32];
+        snprintf(id, sizeof id, "call_%d", i);
+        json_t *r = o->tools && i < o->steps - 1
+                        ? json_pack("{s:[{s:s, s:s, s:s}], s:i}", "tool_calls", "id", id, "name",
+                                    "pow", "arguments", "{\"x\":2,\"y\":3}", "chunk_size", 3)
+                        : json_pack("{s:s, s:i, s:{s:i, s:i}}", "text", answer, "chunk_size",
+                                    o->tools ? 3 : 48, "usage", "input_tokens", 100,
+                                    "output_tokens", 30);
+        if (!r || json_array_append_new(reqs, r) != 0) {
+            json_decref(reqs);
+            reqs = NULL;
+        }
+    }
+    json_t *script = reqs ? json_pack("{s:b, s:o}", "loop", 1, "requests", reqs) : NULL;
+    char *out = script ? json_dumps(script, JSON_COMPACT) : NULL;
+    json_decref(script);
+    return out;
+}
+
 static int parse_options(int argc, char **argv, options *o) {
     for (int i = 1; i < argc; i += 2) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -539,9 +634,12 @@ static int parse_options(int argc, char **argv, options *o) {
         else if (strcmp(argv[i], "--chain") == 0 && v &&
                  (!strcmp(v, "none") || !strcmp(v, "default")))
             o->chain = strcmp(v, "default") == 0;
+        else if (strcmp(argv[i], "--shape") == 0 && v && (!strcmp(v, "text") || !strcmp(v, "tools")))
+            o->tools = strcmp(v, "tools") == 0;
         else {
             fprintf(stderr, "usage: %s [--steps N] [--rounds 1..%d] [--fsync always|step|none]"
-                             " [--phase weir|raw|both] [--events on|off] [--chain none|default]\n",
+                             " [--phase weir|raw|both] [--events on|off] [--chain none|default]"
+                             " [--shape text|tools]\n",
                     argv[0], MAX_ROUNDS);
             return -1;
         }
@@ -550,19 +648,17 @@ static int parse_options(int argc, char **argv, options *o) {
 }
 
 int main(int argc, char **argv) {
-    options o = {200, 5, "step", "both", true, false};
+    options o = {200, 5, "step", "both", true, false, false};
     if (parse_options(argc, argv, &o) != 0)
         return 2;
-    char script[512];
-    snprintf(script, sizeof script,
-             "{\"loop\":true,\"requests\":[{\"text\":\"%s\",\"chunk_size\":48,"
-             "\"usage\":{\"input_tokens\":100,\"output_tokens\":30}}]}", answer);
+    char *script = make_script(&o);
     char *dir = wt_tmpdir("bench-overhead");
-    if (!dir || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+    if (!script || !dir || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return 2;
     double ww[MAX_ROUNDS], wc[MAX_ROUNDS], rw[MAX_ROUNDS], rc_[MAX_ROUNDS];
-    double mw_[MAX_ROUNDS], mc_[MAX_ROUNDS];
+    double mw_[MAX_ROUNDS], mc_[MAX_ROUNDS], sw_[MAX_ROUNDS];
     bool do_raw = strcmp(o.phase, "weir") != 0;
+    bool syncs = strcmp(o.fsync, "none") != 0; /* the floor of fsync step: raw + a sync a step */
     int rc = 0;
     for (int r = 0; r < o.rounds && rc == 0; r++) {
         mock_llm *mock;
@@ -570,11 +666,13 @@ int main(int argc, char **argv) {
             rc = 2;
             break;
         }
-        timing tw = {0}, tr = {0}, tm = {0};
+        timing tw = {0}, tr = {0}, tm = {0}, ts = {0};
         if (run_weir(mock, &o, r, dir, &tw) != 0 || mock_llm_requests(mock) != o.steps ||
-            (do_raw && run_raw(mock, 0, o.steps, &tr) != 0) ||
-            (do_raw && run_min(mock, o.steps, &tm) != 0))
+            (do_raw && run_raw(mock, 0, &o, NULL, &tr) != 0) ||
+            (do_raw && run_min(mock, &o, &tm) != 0) ||
+            (do_raw && syncs && run_raw(mock, 0, &o, dir, &ts) != 0))
             rc = 2;
+        sw_[r] = ts.wall_us / o.steps;
         ww[r] = tw.wall_us / o.steps;
         wc[r] = tw.cpu_us / o.steps;
         rw[r] = tr.wall_us / o.steps;
@@ -583,13 +681,13 @@ int main(int argc, char **argv) {
         mc_[r] = tm.cpu_us / o.steps;
         mock_llm_stop(mock);
     }
-    double sync_us = strcmp(o.fsync, "none") != 0 && rc == 0 ? fdatasync_us(dir, 4 * o.rounds + 1)
-                                                              : -1;
+    double sync_us = syncs && rc == 0 ? fdatasync_us(dir, 4 * o.rounds + 1) : -1;
     if (!getenv("WEIR_BENCH_KEEP"))
         wt_rmtree(dir);
     else
         fprintf(stderr, "kept %s\n", dir);
     free(dir);
+    free(script);
     curl_global_cleanup();
     if (rc)
         return rc;
@@ -608,9 +706,13 @@ int main(int argc, char **argv) {
                "min_us_per_step=%.1f cpu_min_us_per_step=%.1f min_ratio=%.2f fsync=%s",
                o.steps, mw, mrw, mrw > 0 ? mw / mrw : 0.0, mc, mrc, mrc > 0 ? mc / mrc : 0.0, mmw,
                mmc, mmw > 0 ? mw / mmw : 0.0, o.fsync);
-        if (sync_us >= 0) /* the fsync target: weir <= raw + one fdatasync */
-            printf(" fdatasync_us=%.1f sync_target_us=%.1f sync_ratio=%.2f", sync_us,
-                   mrw + sync_us, mrw + sync_us > 0 ? mw / (mrw + sync_us) : 0.0);
+        if (sync_us >= 0) { /* the fsync target: weir <= raw + one fdatasync */
+            double msw = median(sw_, o.rounds);
+            printf(" fdatasync_us=%.1f sync_target_us=%.1f sync_ratio=%.2f"
+                   " raw_sync_us_per_step=%.1f raw_sync_ratio=%.2f",
+                   sync_us, mrw + sync_us, mrw + sync_us > 0 ? mw / (mrw + sync_us) : 0.0, msw,
+                   msw > 0 ? mw / msw : 0.0);
+        }
         printf(" rounds=%d\n", o.rounds);
     }
     return 0;

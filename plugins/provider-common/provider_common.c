@@ -402,11 +402,16 @@ int pc_buf_piece(pc_buf *b, const char *s) {
     return pc_buf_add(b, s, strlen(s));
 }
 
+static int buf_dump(const char *s, size_t n, void *ud) { return pc_buf_add(ud, s, n); }
+
 int pc_buf_json(pc_buf *b, const json_t *v, char *msg, size_t size) {
-    char *text = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-    int rc = text && pc_buf_add(b, text, strlen(text)) == 0 ? 0 : PC_OOM(msg, size);
-    free(text);
-    return rc;
+    size_t mark = b->len; /* written straight into the buffer: no text of its own */
+    if (v && json_dump_callback(v, buf_dump, b, JSON_COMPACT | JSON_ENCODE_ANY) == 0)
+        return 0;
+    b->len = mark;
+    if (b->p)
+        b->p[mark] = '\0';
+    return PC_OOM(msg, size);
 }
 
 json_t *pc_body_from_text(char *text, char *msg, size_t size) {

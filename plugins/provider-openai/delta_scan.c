@@ -119,10 +119,15 @@ static bool string(cursor *c, openai_scan_str *dst, bool *escaped) {
         }
         if (b < 0x20)
             return false;
-        if (b < 0x80 && b != '\\') {
-            if (dst)
-                *o++ = (char)b;
-            c->p++;
+        if (b < 0x80 && b != '\\') { /* a run of plain ASCII, copied at once */
+            const unsigned char *q = c->p + 1;
+            while (q < c->end && *q >= 0x20 && *q < 0x80 && *q != '"' && *q != '\\')
+                q++;
+            if (dst) {
+                memcpy(o, c->p, (size_t)(q - c->p));
+                o += q - c->p;
+            }
+            c->p = q;
             continue;
         }
         if (b >= 0x80) {

@@ -1,13 +1,14 @@
 /*
  * tests/unit/test_driver_sync.c - the durability points of fsync "step"
  * (docs/session-log.md, "Durability"): a one-step turn syncs twice, before
- * its request (model-visible means logged) and at its end; the step end is
- * deferred into the turn end, but paid before a hook with a listener runs
- * in between (an embedder's agent/turn-stopping or agent/pre-step
- * listener), and a turn of two steps syncs before each request.  fsync "none" never syncs.  The
- * file store's syncs are fdatasync calls, counted by the one this test
- * defines (the executable's symbol wins over libc's), which can also fail
- * one with EIO: the turn then ends in error IO, as a failed checkpoint.
+ * its request (model-visible means logged) and at its end; a step's end is
+ * deferred into the next durability point, the next request or the turn's
+ * end, also when a hook listener (agent/turn-stopping, agent/pre-step) runs
+ * in between, so a turn of N steps syncs N + 1 times.  fsync "none" never
+ * syncs.  The file store's syncs are fdatasync calls, counted by the one
+ * this test defines (the executable's symbol wins over libc's), which can
+ * also fail one with EIO: the turn then ends in error IO, as a failed
+ * checkpoint.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -94,17 +95,17 @@ static json_t *on_stopping(weir_call *call, const json_t *args, void *ud) {
     return weir_host_api()->next(call);
 }
 
-/* A listener between the step's end and the turn's end: the step's end is
- * durable before it runs (the deferred sync is paid), then the turn's end. */
-static void listener_sees_the_step_end_durable(void **state) {
+/* A listener between the step's end and the turn's end costs no sync of
+ * its own: it sees the request's inputs durable (the pre-request sync),
+ * and the step's end is synced with the turn's end. */
+static void listener_between_step_and_turn_end_costs_no_sync(void **state) {
     (void)state;
     weir_agent_hook h = {"agent/turn-stopping", on_stopping, NULL};
     listener_base = atomic_load(&syncs);
     int n = turn_syncs(ONE_REPLY, "step", &h, 1, "listened");
-    /* at the listener: the open's syncs (none expected), the pre-request one
-     * and the paid step end */
-    assert_int_equal(seen_at_listener, 2);
-    assert_int_equal(n, 3);
+    /* at the listener: the open's syncs (none expected) and the pre-request one */
+    assert_int_equal(seen_at_listener, 1);
+    assert_int_equal(n, 2);
 }
 
 static int pre_step_seen[4];
@@ -118,9 +119,10 @@ static json_t *on_pre_step(weir_call *call, const json_t *args, void *ud) {
     return weir_host_api()->next(call);
 }
 
-/* An agent/pre-step listener in a two-step turn: before it runs for step
- * 2, step 1's end is durable (paid); the turn syncs 4 times. */
-static void pre_step_listener_sees_the_last_step_end_durable(void **state) {
+/* An agent/pre-step listener in a two-step turn (compaction-basic's hook):
+ * step 1's end is paid by step 2's request, not before the listener, so the
+ * turn syncs 3 times, once per step and once at its end. */
+static void pre_step_listener_costs_no_sync(void **state) {
     (void)state;
     weir_agent_hook h = {"agent/pre-step", on_pre_step, NULL};
     listener_base = atomic_load(&syncs);
@@ -128,23 +130,23 @@ static void pre_step_listener_sees_the_last_step_end_durable(void **state) {
     int n = turn_syncs(TOOL_THEN_TEXT, "step", &h, 1, "pre-step");
     assert_int_equal(pre_step_calls, 2);
     assert_int_equal(pre_step_seen[0], 0); /* step 1: nothing logged needs a sync yet */
-    assert_int_equal(pre_step_seen[1], 2); /* step 2: step 1's request and its end */
-    assert_int_equal(n, 4);
+    assert_int_equal(pre_step_seen[1], 1); /* step 2: step 1's request */
+    assert_int_equal(n, 3);
 }
 
-/* The deferred sync fails (EIO) before a turn-stopping listener: the turn
- * ends in error IO and the run returns E_IO, as a failed checkpoint does;
- * the log still checks. */
+/* The sync that pays step 1's deferred end with step 2's inputs fails
+ * (EIO): the turn ends in error IO before step 2's request and the run
+ * returns E_IO, as a failed checkpoint does; the log still checks. */
 static void failed_deferred_sync_is_an_io_error(void **state) {
     (void)state;
-    weir_agent_hook h = {"agent/turn-stopping", on_stopping, NULL};
+    weir_agent_hook h = {"agent/pre-step", on_pre_step, NULL};
     dh d;
-    dh_setup_session(&d, ONE_REPLY, NULL, "{\"fsync\":\"step\"}");
+    dh_setup_session(&d, TOOL_THEN_TEXT, NULL, "{\"fsync\":\"step\"}");
     d.hooks = &h;
     d.nhooks = 1;
     dh_open(&d, "eio");
     dh_send(&d, "hi", WEIR_SEND_FOLLOWUP);
-    atomic_store(&fail_at, atomic_load(&syncs) + 2); /* after the pre-request sync */
+    atomic_store(&fail_at, atomic_load(&syncs) + 2); /* after step 1's pre-request sync */
     weir_error err;
     weir_error_clear(&err);
     int rc = weir_agent_run_until_idle(d.agent, &err);
@@ -156,6 +158,7 @@ static void failed_deferred_sync_is_an_io_error(void **state) {
     assert_string_equal(json_string_value(json_object_get(reason, "kind")), "error");
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(reason, "error"), "code")), "IO");
+    assert_int_equal(dh_count(&d, "assistant/message"), 1); /* step 2 never asked */
     dh_teardown(&d);
 }
 
@@ -164,8 +167,8 @@ int main(void) {
         cmocka_unit_test(one_step_turn_syncs_twice),
         cmocka_unit_test(fsync_none_never_syncs),
         cmocka_unit_test(two_step_turn_syncs_before_each_request),
-        cmocka_unit_test(listener_sees_the_step_end_durable),
-        cmocka_unit_test(pre_step_listener_sees_the_last_step_end_durable),
+        cmocka_unit_test(listener_between_step_and_turn_end_costs_no_sync),
+        cmocka_unit_test(pre_step_listener_costs_no_sync),
         cmocka_unit_test(failed_deferred_sync_is_an_io_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
