@@ -43,6 +43,18 @@ else
     echo "bench_overhead: FAILED ($(tail -n 3 "$build/bench-overhead.err"))"
     status=1
 fi
+# the set-up of issue #15: the default chain, one turn of 22 steps, a tool
+# call in 3-character deltas at each step but the last; fsync none, then step
+for fs in none step; do
+    if line=$("$bin/bench_overhead" --shape tools --steps 22 --rounds 9 --fsync "$fs" \
+            2>>"$build/bench-overhead.err"); then
+        echo "tools_fsync_$fs $line" >>"$build/bench-overhead.txt"
+        echo "bench_overhead (tools, fsync $fs): $line"
+    else
+        echo "bench_overhead (tools, fsync $fs): FAILED ($(tail -n 3 "$build/bench-overhead.err"))"
+        status=1
+    fi
+done
 
 # deterministic instruction counts of each phase (callgrind, if present)
 if [ "${BENCH_CALLGRIND:-1}" != 0 ] && command -v valgrind >/dev/null 2>&1; then

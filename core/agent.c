@@ -1116,20 +1116,23 @@ static void chunk_frame(weir_stream *s, json_int_t index, int64_t now, json_t *c
                                         "time", (json_int_t)now, "chunk", c));
         return;
     }
-    json_t *ev = s->frame_ev, *data = json_object_get(ev, "data");
-    json_t *frame = json_object_get(data, "frame");
-    json_t *ix = json_object_get(frame, "index"), *ft = json_object_get(frame, "time");
-    json_t *et = json_object_get(ev, "time");
-    if (!(held_once(ev) && held_once(data) && held_once(frame) && held_once(ix) &&
-          held_once(ft) && held_once(et)) ||
-        json_integer_set(ix, index) != 0 || json_integer_set(ft, (json_int_t)now) != 0 ||
-        json_integer_set(et, (json_int_t)now) != 0 || json_object_set(frame, "chunk", c) != 0) {
+    json_t *ev = s->frame_ev, **at = s->frame_at; /* at: data, frame, index, time, ev time */
+    if (!(held_once(ev) && held_once(at[0]) && held_once(at[1]) && held_once(at[2]) &&
+          held_once(at[3]) && held_once(at[4])) ||
+        json_integer_set(at[2], index) != 0 || json_integer_set(at[3], (json_int_t)now) != 0 ||
+        json_integer_set(at[4], (json_int_t)now) != 0 ||
+        json_object_set(at[1], "chunk", c) != 0) {
         json_decref(s->frame_ev);
         ev = json_pack("{s:s, s:I, s:{s:{s:s, s:I, s:I, s:O, s:s, s:I}}}", "type",
                        "agent/assistant-stream", "time", (json_int_t)now, "data", "frame",
                        "type", "chunk", "index", index, "time", (json_int_t)now, "chunk", c,
                        "attempt_id", s->attempt_id, "revision", (json_int_t)s->revision);
         s->frame_ev = ev;
+        at[0] = json_object_get(ev, "data");
+        at[1] = json_object_get(at[0], "frame");
+        at[2] = json_object_get(at[1], "index");
+        at[3] = json_object_get(at[1], "time");
+        at[4] = json_object_get(ev, "time");
         if (!ev)
             return;
     }
@@ -1138,7 +1141,8 @@ static void chunk_frame(weir_stream *s, json_int_t index, int64_t now, json_t *c
 }
 
 int weir__stream_emit(weir_stream *s, json_t *chunk) {
-    if (!s || !json_is_object(chunk) || !json_is_string(json_object_get(chunk, "type"))) {
+    const char *type = json_string_value(json_object_get(chunk, "type"));
+    if (!s || !json_is_object(chunk) || !type) {
         json_decref(chunk);
         return WEIR_E_INVAL;
     }
@@ -1150,6 +1154,7 @@ int weir__stream_emit(weir_stream *s, json_t *chunk) {
         json_decref(chunk);
         return WEIR_E_STATE;
     }
+    bool finish = strcmp(type, "finish") == 0; /* `type` goes with `chunk` if it is copied */
     /* the chunk is handed over: kept as it is when nothing else holds a part of it */
     json_t *c = chunk;
     if (!weir__json_sole(chunk)) {
@@ -1162,7 +1167,7 @@ int weir__stream_emit(weir_stream *s, json_t *chunk) {
         json_decref(c);
         return WEIR_E_NOMEM;
     }
-    if (strcmp(json_string_value(json_object_get(c, "type")), "finish") == 0)
+    if (finish)
         s->finished = true;
     size_t index = json_array_size(s->chunks) - 1;
     if (s->live && s->agent->stream_observed)

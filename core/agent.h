@@ -167,6 +167,7 @@ struct weir_stream {
     bool finished;      /* a finish chunk was emitted */
     bool live;          /* chunk frames go live as they arrive (false: a private collector) */
     json_t *frame_ev;   /* the last chunk frame's live event, refilled while held once (owned) */
+    json_t *frame_at[5]; /* borrowed from frame_ev: data, frame, its index, its time, ev time */
 };
 
 /* Drop what `stream` holds: its chunks and its cached frame event.  NULL: no-op. */

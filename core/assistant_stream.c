@@ -26,30 +26,58 @@ static const char *delta_type(run_kind k) {
 /* The payload member of a delta of kind k ("text" or "arguments_delta"). */
 static const char *delta_key(run_kind k) { return k == R_TOOL ? "arguments_delta" : "text"; }
 
-static bool has_string(const json_t *o, const char *key) {
-    return json_is_string(json_object_get(o, key));
-}
+/* A chunk's members as the packing reads them (borrowed), in one pass. */
+typedef struct chunk_view {
+    run_kind kind; /* what it can be packed into; R_NONE: a "chunk" record */
+    json_int_t index, time;
+    const json_t *delta, *id, *name;
+} chunk_view;
 
 /* The run kind a chunk can be packed into: exactly {type, index, text |
  * arguments_delta, time} (a tool call delta may add string id and name);
  * R_NONE otherwise. */
-static run_kind packable(const json_t *c) {
-    const char *type = weir__json_str(c, "type", "");
-    run_kind k = !strcmp(type, "text-delta")        ? R_TEXT
-                 : !strcmp(type, "reasoning-delta") ? R_REASONING
-                 : !strcmp(type, "tool-call-delta") ? R_TOOL
-                                                    : R_NONE;
-    if (k == R_NONE || !json_is_integer(json_object_get(c, "index")) ||
-        !json_is_integer(json_object_get(c, "time")) || !has_string(c, delta_key(k)))
-        return R_NONE;
-    size_t want = 4;
-    if (k == R_TOOL) {
-        const json_t *id = json_object_get(c, "id"), *name = json_object_get(c, "name");
-        if ((id && !json_is_string(id)) || (name && !json_is_string(name)))
-            return R_NONE;
-        want += (size_t)(id != NULL) + (size_t)(name != NULL);
+static chunk_view view_of(const json_t *c) {
+    chunk_view v = {R_NONE, 0, 0, NULL, NULL, NULL};
+    const json_t *type = NULL, *index = NULL, *time = NULL, *text = NULL, *args = NULL;
+    size_t other = 0;
+    for (void *it = json_object_iter((json_t *)(uintptr_t)c); it;
+         it = json_object_iter_next((json_t *)(uintptr_t)c, it)) {
+        const char *key = json_object_iter_key(it);
+        const json_t *val = json_object_iter_value(it);
+        if (!strcmp(key, "type"))
+            type = val;
+        else if (!strcmp(key, "index"))
+            index = val;
+        else if (!strcmp(key, "time"))
+            time = val;
+        else if (!strcmp(key, "text"))
+            text = val;
+        else if (!strcmp(key, "arguments_delta"))
+            args = val;
+        else if (!strcmp(key, "id"))
+            v.id = val;
+        else if (!strcmp(key, "name"))
+            v.name = val;
+        else
+            other++;
     }
-    return json_object_size(c) == want ? k : R_NONE;
+    v.index = json_is_integer(index) ? json_integer_value(index) : 0;
+    v.time = json_is_integer(time) ? json_integer_value(time) : 0;
+    const char *t = json_string_value(type);
+    run_kind k = !t                              ? R_NONE
+                 : !strcmp(t, "text-delta")      ? R_TEXT
+                 : !strcmp(t, "reasoning-delta") ? R_REASONING
+                 : !strcmp(t, "tool-call-delta") ? R_TOOL
+                                                 : R_NONE;
+    v.delta = k == R_TOOL ? args : text;
+    if (k == R_NONE || other || !json_is_integer(index) || !json_is_integer(time) ||
+        !json_is_string(v.delta) || (k == R_TOOL ? text != NULL : args != NULL))
+        return v;
+    if (k != R_TOOL ? v.id || v.name
+                    : (v.id && !json_is_string(v.id)) || (v.name && !json_is_string(v.name)))
+        return v;
+    v.kind = k;
+    return v;
 }
 
 /* {"type":"chunk","time"?,"chunk"}: the chunk without its integer time
@@ -101,7 +129,7 @@ json_t *weir__stream_compact(const json_t *chunks) {
     if (!json_is_array(chunks))
         return NULL;
     json_t *out = json_array();
-    json_t *run = NULL; /* the open run record (borrowed from out) */
+    json_t *run = NULL, *run_dt = NULL, *run_list = NULL; /* the open run (borrowed from out) */
     run_kind kind = R_NONE;
     json_int_t index = 0, time0 = 0;
     size_t i;
@@ -109,27 +137,24 @@ json_t *weir__stream_compact(const json_t *chunks) {
     json_array_foreach(chunks, i, c) {
         if (!out)
             break;
-        run_kind k = packable(c);
-        json_int_t ci = weir__json_int(c, "index", 0), t = weir__json_int(c, "time", 0);
-        bool joins = k != R_NONE && run && k == kind && ci == index &&
-                     (k != R_TOOL || (!json_object_get(c, "id") && !json_object_get(c, "name")));
+        chunk_view v = view_of(c);
+        run_kind k = v.kind;
+        bool joins = k != R_NONE && run && k == kind && v.index == index &&
+                     (k != R_TOOL || (!v.id && !v.name));
         int rc = 0;
         if (joins) {
-            rc = json_array_append_new(json_object_get(run, "dt"), json_integer(t - time0)) |
-                 json_array_append(json_object_get(run, k == R_TOOL ? "args" : "texts"),
-                                   json_object_get(c, delta_key(k)));
+            rc = json_array_append_new(run_dt, json_integer(v.time - time0)) |
+                 json_array_append(run_list, (json_t *)(uintptr_t)v.delta);
         } else if (k != R_NONE) {
-            json_t *rec = run_record(k, ci, t);
-            if (rec && k == R_TOOL) {
-                json_t *id = json_object_get(c, "id"), *name = json_object_get(c, "name");
-                if ((id && json_object_set(rec, "id", id) != 0) ||
-                    (name && json_object_set(rec, "name", name) != 0)) {
-                    json_decref(rec);
-                    rec = NULL;
-                }
+            json_t *rec = run_record(k, v.index, v.time);
+            if (rec && k == R_TOOL &&
+                ((v.id && json_object_set(rec, "id", (json_t *)(uintptr_t)v.id) != 0) ||
+                 (v.name && json_object_set(rec, "name", (json_t *)(uintptr_t)v.name) != 0))) {
+                json_decref(rec);
+                rec = NULL;
             }
             json_t *list = rec ? json_array() : NULL;
-            if (list && json_array_append(list, json_object_get(c, delta_key(k))) != 0) {
+            if (list && json_array_append(list, (json_t *)(uintptr_t)v.delta) != 0) {
                 json_decref(list);
                 list = NULL;
             }
@@ -139,9 +164,11 @@ json_t *weir__stream_compact(const json_t *chunks) {
             }
             rc = rec ? json_array_append_new(out, rec) : -1;
             run = rc == 0 ? rec : NULL;
+            run_dt = json_object_get(run, "dt");
+            run_list = list;
             kind = k;
-            index = ci;
-            time0 = t;
+            index = v.index;
+            time0 = v.time;
         } else {
             json_t *rec = chunk_record(c);
             rc = rec ? json_array_append_new(out, rec) : -1;

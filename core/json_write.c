@@ -231,16 +231,12 @@ static void put_value(writer *w, const json_t *v, int depth) {
 int weir__json_write(const json_t *v, json_dump_callback_t cb, void *ud) {
     if (!v || !cb)
         return -1;
-    writer *w = weir__malloc(sizeof *w);
-    if (!w)
-        return -1;
-    w->cb = cb;
-    w->ud = ud;
-    w->len = 0;
-    w->failed = 0;
-    put_value(w, v, 0);
-    flush(w);
-    int rc = w->failed ? -1 : 0;
-    free(w);
-    return rc;
+    writer w; /* on the stack: a 4 KiB malloc per event cost more than the writing */
+    w.cb = cb;
+    w.ud = ud;
+    w.len = 0;
+    w.failed = 0;
+    put_value(&w, v, 0);
+    flush(&w);
+    return w.failed ? -1 : 0;
 }

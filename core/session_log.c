@@ -848,9 +848,20 @@ json_t *weir__log_derive(weir__log *log) {
         log->derived_nodes = 0;
         log->derived_gen = gen;
     }
-    if (log->derived && weir__surface_derive_into(log->surface, log->derived_nodes, log->derived,
-                                                  &log->derived_nodes) == WEIR_OK)
-        out = share(log->derived);
+    /* the array is handed out as it is, so an append that follows must not
+     * change one a caller still holds: the cache goes on in a copy then */
+    bool more = log->derived && log->derived_nodes < weir__surface_len(log->surface);
+    if (more && log->derived->refcount > 1) {
+        json_t *copy = share(log->derived);
+        if (copy) {
+            json_decref(log->derived);
+            log->derived = copy;
+        }
+    }
+    if (log->derived && (!more || log->derived->refcount == 1) &&
+        weir__surface_derive_into(log->surface, log->derived_nodes, log->derived,
+                                  &log->derived_nodes) == WEIR_OK)
+        out = json_incref(log->derived);
     unlock(log);
     return out;
 }

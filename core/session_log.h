@@ -189,12 +189,14 @@ void weir__log_set_observer(weir__log *log, weir__log_observer_fn fn, void *ud);
  * synchronized: read it only while no other thread appends. */
 const weir__surface *weir__log_surface(const weir__log *log);
 /*
- * New reference: derived messages (docs/providers.md) in a new array the caller may
- * change (append, remove, reorder); the messages in it are shared with the
- * log's derivation cache and other callers, so they are read-only for
- * everyone (json_deep_copy one to change it).  The fold is cached: appends
- * cost O(new nodes) plus O(n) reference counts for the array; a replace
- * rebuilds.  NULL on allocation failure.  Thread-safe.
+ * New reference: the derived messages (docs/providers.md), read-only: the
+ * array is the log's derivation cache itself while the log is open, and the
+ * messages are shared with the log's events (json_copy the array, or
+ * json_deep_copy a message, to change it; once the log is closed a caller's
+ * reference is the array's only one).  A later append never changes an
+ * array a caller still holds: the cache goes on in a copy then.  The fold is
+ * cached: a derive costs O(new nodes) when nobody kept the last array; a
+ * replace rebuilds.  NULL on allocation failure.  Thread-safe.
  */
 json_t *weir__log_derive(weir__log *log);
 /* Borrowed latest request/header data.header and request/context data, or NULL. */
