@@ -38,8 +38,19 @@ struct weir__log {
     pthread_mutex_t mu_storage;
     pthread_mutex_t *mu; /* &mu_storage; a pointer so const accessors can lock */
 
-    json_t **events; /* references; index == seq */
+    json_t **events; /* references; index == seq; NULL while released (weir__log_trim) */
     size_t count, cap;
+    /* The lines of the envelopes a trim may release, to read them back:
+     * line_len[seq] bytes at text + line_at[seq]; 0 for an envelope kept for
+     * good (what was loaded at open, the request header and context the
+     * folds borrow, the surface's own messages). */
+    size_t *line_at;
+    uint32_t *line_len;
+    char *text;
+    size_t text_len, text_cap;
+    size_t trim_from;   /* the envelopes before it were offered to a trim already */
+    size_t *remade;     /* seqs read back since the last trim (released again by the next) */
+    size_t remade_n, remade_cap;
     weir__surface *surface;
 
     /* folds */
@@ -106,15 +117,47 @@ static int reserve(weir__log *log) {
         if (!ev)
             return WEIR_E_NOMEM;
         log->events = ev;
+        size_t *at = weir__realloc(log->line_at, cap * sizeof *at);
+        if (!at)
+            return WEIR_E_NOMEM;
+        log->line_at = at;
+        uint32_t *len = weir__realloc(log->line_len, cap * sizeof *len);
+        if (!len)
+            return WEIR_E_NOMEM;
+        log->line_len = len;
         log->cap = cap;
     }
     return weir__surface_reserve(log->surface, 1);
 }
 
+/* What the surface keeps of an assistant/message: the envelope without
+ * data.stream (the timed chunks only the log's readers want), sharing the
+ * rest; NULL for any other event, or when out of memory (the whole one). */
+static json_t *surface_form(const json_t *ev) {
+    const json_t *data = json_object_get(ev, "data");
+    if (strcmp(weir__json_str(ev, "type", ""), "assistant/message") != 0 ||
+        !json_object_get(data, "stream"))
+        return NULL;
+    json_t *lean = json_copy((json_t *)(uintptr_t)ev), *d = json_copy((json_t *)(uintptr_t)data);
+    if (!lean || !d || json_object_del(d, "stream") != 0) {
+        json_decref(lean);
+        json_decref(d);
+        return NULL;
+    }
+    if (json_object_set_new(lean, "data", d) != 0) { /* it takes d either way */
+        json_decref(lean);
+        return NULL;
+    }
+    return lean;
+}
+
 /* Push a validated envelope (steals it) after reserve(); cannot fail. */
 static void commit(weir__log *log, json_t *ev) {
+    log->line_len[log->count] = 0;
     log->events[log->count++] = ev;
-    weir__surface_apply(log->surface, ev);
+    json_t *lean = surface_form(ev);
+    weir__surface_apply(log->surface, lean ? lean : ev);
+    json_decref(lean);
     const char *type = weir__json_str(ev, "type", "");
     const json_t *data = json_object_get(ev, "data");
     int turn = (int)weir__json_int(data, "turn", 0);
@@ -475,6 +518,10 @@ void weir__log_close(weir__log *log) {
     for (size_t i = 0; i < log->count; i++)
         json_decref(log->events[i]);
     weir__free(log->events);
+    weir__free(log->line_at);
+    weir__free(log->line_len);
+    weir__free(log->text);
+    weir__free(log->remade);
     weir__surface_destroy(log->surface);
     json_decref(log->derived);
     if (log->mu)
@@ -520,13 +567,73 @@ size_t weir__log_count(const weir__log *log) {
     return n;
 }
 
+/* The envelope `seq` (< count), read back from its line when a trim
+ * released it (then released again by the next trim); NULL when out of
+ * memory.  With the lock held. */
+static json_t *event_at(weir__log *log, size_t seq) {
+    if (log->events[seq] || log->line_len[seq] == 0)
+        return log->events[seq];
+    json_t *ev = json_loadb(log->text + log->line_at[seq], log->line_len[seq],
+                            JSON_REJECT_DUPLICATES, NULL);
+    if (!ev)
+        return NULL;
+    if (log->remade_n == log->remade_cap) {
+        size_t cap = log->remade_cap ? log->remade_cap * 2 : 16;
+        size_t *v = weir__realloc(log->remade, cap * sizeof *v);
+        if (v) {
+            log->remade = v;
+            log->remade_cap = cap;
+        }
+    }
+    if (log->remade_n < log->remade_cap) /* else kept until the log closes */
+        log->remade[log->remade_n++] = seq;
+    log->events[seq] = ev;
+    return ev;
+}
+
 const json_t *weir__log_event(const weir__log *log, size_t seq) {
     if (!log)
         return NULL;
-    lock(log);
-    const json_t *ev = seq < log->count ? log->events[seq] : NULL;
-    unlock(log);
+    weir__log *l = (weir__log *)(uintptr_t)log; /* reading back fills the cache */
+    lock(l);
+    const json_t *ev = seq < l->count ? event_at(l, seq) : NULL;
+    unlock(l);
     return ev;
+}
+
+json_t *weir__log_event_ref(const weir__log *log, size_t seq) {
+    if (!log)
+        return NULL;
+    weir__log *l = (weir__log *)(uintptr_t)log;
+    lock(l);
+    json_t *ev = seq < l->count ? json_incref(event_at(l, seq)) : NULL;
+    unlock(l);
+    return ev;
+}
+
+/* Keep the line of the envelope just committed at `seq` (its bytes without
+ * the newline) so a trim may release the envelope; a no-op for the
+ * envelopes kept for good, or when out of memory (then it is kept too). */
+static void keep_line(weir__log *log, size_t seq, const char *line, size_t n) {
+    const char *type = weir__json_str(log->events[seq], "type", "");
+    if (n == 0 || n > UINT32_MAX || !strcmp(type, "request/header") ||
+        !strcmp(type, "request/context") ||
+        (weir__is_surface_type(type) && strcmp(type, "assistant/message") != 0))
+        return; /* the folds borrow them; the surface holds its messages anyway */
+    if (log->text_len + n > log->text_cap) {
+        size_t cap = log->text_cap ? log->text_cap : 4096;
+        while (cap < log->text_len + n)
+            cap *= 2;
+        char *t = weir__realloc(log->text, cap);
+        if (!t)
+            return;
+        log->text = t;
+        log->text_cap = cap;
+    }
+    memcpy(log->text + log->text_len, line, n);
+    log->line_at[seq] = log->text_len;
+    log->line_len[seq] = (uint32_t)n;
+    log->text_len += n;
 }
 
 const weir__surface *weir__log_surface(const weir__log *log) { return log ? log->surface : NULL; }
@@ -645,13 +752,15 @@ static void deliver(weir__log *log) {
         return; /* another call (or an outer frame of this one) is delivering */
     log->delivering = true;
     while (log->delivered < log->count) {
-        const json_t *ev = log->events[log->delivered++];
+        json_t *ev = log->events[log->delivered++];
         weir__log_observer_fn fn = log->observer;
         void *ud = log->observer_ud;
         if (!fn)
             continue;
+        json_incref(ev); /* a trim on another thread may release the log's reference */
         unlock(log);
         fn(ev, ud);
+        json_decref(ev);
         lock(log);
     }
     log->delivering = false;
@@ -731,8 +840,10 @@ static int append_locked(weir__log *log, const char *type, const json_t *data,
     }
     if (seq_out)
         *seq_out = log->count;
+    size_t seq = log->count;
     commit(log, ev);
     ev = NULL;
+    keep_line(log, seq, log->line + start, n - 1);
 out:
     json_decref(ev);
     return rc;
@@ -794,6 +905,33 @@ static int sync_now(weir__log *log, weir_error *err) {
         log->sync_owed = false;
     unlock(log);
     return rc;
+}
+
+/* Release the envelope `seq` when its line can bring it back.  With the lock held. */
+static void release(weir__log *log, size_t seq) {
+    if (log->line_len[seq] > 0 && log->events[seq]) {
+        json_decref(log->events[seq]);
+        log->events[seq] = NULL;
+    }
+}
+
+void weir__log_trim(weir__log *log) {
+    if (!log)
+        return;
+    lock(log);
+    /* what the observers were given; the newer ones wait for the next trim */
+    for (size_t i = log->trim_from; i < log->delivered; i++)
+        release(log, i);
+    log->trim_from = log->delivered;
+    for (size_t k = 0; k < log->remade_n; k++)
+        release(log, log->remade[k]);
+    log->remade_n = 0;
+    if (log->wlen == 0) { /* no batch is being written */
+        weir__free(log->line);
+        log->line = NULL;
+        log->line_cap = 0;
+    }
+    unlock(log);
 }
 
 int weir__log_checkpoint(weir__log *log, weir_error *err) {
@@ -929,12 +1067,12 @@ static bool first_seen(json_t *seen, const char *id, bool *oom) {
  * it is: what it lacks the checker reports as an error.
  */
 static int plan_repair(weir__log *log, json_t *todo) {
-    const json_t *start = json_object_get(log->events[log->turn_start_seq], "data");
+    const json_t *start = json_object_get(event_at(log, log->turn_start_seq), "data");
     int turn = (int)weir__json_int(start, "turn", 0);
     size_t from = log->count;
     json_int_t step = -1;
     for (size_t i = log->turn_start_seq; log->step_open && i < log->count; i++) {
-        const json_t *ev = log->events[i];
+        const json_t *ev = event_at(log, i);
         if (strcmp(weir__json_str(ev, "type", ""), "step/start") == 0) {
             from = i;
             step = weir__json_int(json_object_get(ev, "data"), "step", 0);
@@ -944,7 +1082,7 @@ static int plan_repair(weir__log *log, json_t *todo) {
     json_t *offered = json_object(), *called = json_object();
     bool oom = !wanted || !pending || !offered || !called;
     for (size_t i = from; !oom && i < log->count; i++) {
-        const json_t *ev = log->events[i];
+        const json_t *ev = event_at(log, i);
         const char *type = weir__json_str(ev, "type", "");
         const json_t *d = json_object_get(ev, "data");
         if (strcmp(type, "assistant/message") == 0) {
@@ -960,7 +1098,8 @@ static int plan_repair(weir__log *log, json_t *todo) {
         } else if (strcmp(type, "tool/call") == 0) {
             const char *id = weir__json_str(d, "call_id", "");
             take_call(wanted, false, id);
-            if (first_seen(called, id, &oom) && json_array_append(pending, log->events[i]) != 0)
+            if (first_seen(called, id, &oom) &&
+                json_array_append(pending, (json_t *)(uintptr_t)ev) != 0)
                 oom = true;
         } else if (strcmp(type, "tool/result") == 0) {
             const char *id = weir__log_result_call_id(ev);

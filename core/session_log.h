@@ -142,8 +142,18 @@ int weir__log_store_handle(weir__log *log, weir__store_ref *store, void **handle
  * holds for a whole store round trip: any thread, never blocks on it. */
 bool weir__log_lease_lost(weir__log *log);
 size_t weir__log_count(const weir__log *log);
-/* Borrowed envelope for `seq` (valid until the log is closed), or NULL. */
+/*
+ * Borrowed envelope for `seq`, or NULL (no such seq, or out of memory).  The
+ * log keeps every envelope it loaded at open, the request header and
+ * context, and the surface's messages; any other envelope it appended a
+ * turn end's weir__log_trim may release (it keeps the line and reads the
+ * envelope back when asked: the same JSON).  So the pointer is valid until
+ * the next trim or the close: use it on the driver thread, and
+ * json_incref what you keep.  Other threads: weir__log_event_ref.
+ */
 const json_t *weir__log_event(const weir__log *log, size_t seq);
+/* New reference: the envelope for `seq`, as weir__log_event; any thread. */
+json_t *weir__log_event_ref(const weir__log *log, size_t seq);
 
 /*
  * Append.  `data` borrowed (copied).  `surface_op` is required for surface
@@ -162,6 +172,13 @@ int weir__log_append(weir__log *log, const char *type, const json_t *data, const
 /* Sync now whatever the policy (a read-only log: no-op): before what is
  * logged lets something else go, e.g. a store's queued inputs. */
 int weir__log_sync_durable(weir__log *log, weir_error *err);
+/* Release what an idle log need not hold: the envelopes appended (and
+ * given to the observer) since the last trim that weir__log_event can read
+ * back from their lines, those it read back since, and the line buffer
+ * appends serialize into.  The driver calls it when a turn ends, on its
+ * thread.  Memory then grows by the bytes of the log, not by its JSON trees
+ * (about 13 bytes a byte).  Thread-safe. */
+void weir__log_trim(weir__log *log);
 /* fsync now (policy none: no-op). */
 int weir__log_sync(weir__log *log, weir_error *err);
 /* fsync when the policy is step (called at the points docs/session-log.md names); no-op for

@@ -360,25 +360,27 @@ int weir_agent_interrupted_turn(weir_agent *a) {
         return 0;
     size_t count = weir__log_count(a->log);
     int turn = 0;
-    for (size_t i = count; i-- > 0;) {
-        const json_t *ev = weir__log_event(a->log, i);
+    int found = 0; /* 0 while scanning, else the answer + 1 */
+    for (size_t i = count; !found && i-- > 0;) {
+        json_t *ev = weir__log_event_ref(a->log, i); /* any thread: a reference of its own */
         const char *type = weir__json_str(ev, "type", "");
         const json_t *d = json_object_get(ev, "data");
         if (!turn) {
-            if (strcmp(type, "turn/end") != 0)
-                continue;
-            if (strcmp(weir__json_str(json_object_get(d, "reason"), "kind", ""), "interrupted"))
-                return 0;
-            turn = (int)weir__json_int(d, "turn", 0);
-            if (turn <= 0)
-                return 0;
+            if (strcmp(type, "turn/end") == 0) {
+                turn = (int)weir__json_int(d, "turn", 0);
+                if (strcmp(weir__json_str(json_object_get(d, "reason"), "kind", ""),
+                           "interrupted") != 0 ||
+                    turn <= 0)
+                    found = 1;
+            }
         } else if (strcmp(type, "user/message") == 0) {
-            return turn;
+            found = turn + 1;
         } else if (strcmp(type, "turn/start") == 0) {
-            return 0;
+            found = 1;
         }
+        json_decref(ev);
     }
-    return 0;
+    return found ? found - 1 : 0;
 }
 
 uint64_t weir_agent_lease_epoch(weir_agent *a) {

@@ -50,37 +50,44 @@ int weir_agent_last_turn(weir_agent *a, weir_turn_outcome *out, weir_error *err)
                          "weir_agent_last_turn: needs an agent and an outcome whose struct_size "
                          "is sizeof(weir_turn_outcome)");
     weir_turn_outcome_clear(out);
-    /* events are immutable once logged, and stay until the log closes */
+    /* any thread: each envelope is a reference of its own (a turn end's
+     * trim may release the log's) */
     size_t n = weir__log_count(a->log);
-    const json_t *end = NULL;
+    json_t *end = NULL;
     size_t at = n;
     while (at-- > 0) {
-        const json_t *ev = weir__log_event(a->log, at);
+        json_t *ev = weir__log_event_ref(a->log, at);
         if (strcmp(weir__json_str(ev, "type", ""), "turn/end") == 0) {
             end = ev;
             break;
         }
+        json_decref(ev);
     }
     if (!end)
         return WEIR_OK;
     const json_t *data = json_object_get(end, "data");
     int turn = (int)weir__json_int(data, "turn", 0);
-    const json_t *last = NULL;
+    json_t *last = NULL;
     for (size_t i = at; i-- > 0 && !last;) {
-        const json_t *ev = weir__log_event(a->log, i);
+        json_t *ev = weir__log_event_ref(a->log, i);
         const char *type = weir__json_str(ev, "type", "");
         const json_t *d = json_object_get(ev, "data");
-        if (strcmp(type, "turn/start") == 0 && weir__json_int(d, "turn", -1) == turn)
+        bool start = strcmp(type, "turn/start") == 0 && weir__json_int(d, "turn", -1) == turn;
+        if (!start && strcmp(type, "assistant/message") == 0 &&
+            weir__json_int(d, "turn", -1) == turn)
+            last = json_incref(ev);
+        json_decref(ev);
+        if (start)
             break;
-        if (strcmp(type, "assistant/message") == 0 && weir__json_int(d, "turn", -1) == turn)
-            last = ev;
     }
     const json_t *reason = json_object_get(data, "reason");
     char *text = last ? message_text(last) : weir__strdup("");
+    json_decref(last);
     json_t *copy = json_deep_copy(reason);
     if (!text || !copy) {
         weir__free(text);
         json_decref(copy);
+        json_decref(end);
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "weir_agent_last_turn: out of memory");
     }
     out->turn = turn;
@@ -91,5 +98,6 @@ int weir_agent_last_turn(weir_agent *a, weir_turn_outcome *out, weir_error *err)
              weir__json_str(error, "message", ""));
     out->text = text;
     out->reason = copy;
+    json_decref(end);
     return WEIR_OK;
 }

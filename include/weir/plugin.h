@@ -699,11 +699,12 @@ struct weir_api {
     int (*store_register)(weir_plugin *self, const weir_store *store, void *self_ptr);
     /**
      * Borrowed: the log envelope `seq` itself, or NULL when there is none.
-     * Read it in place and never modify or release it: the log keeps every
-     * envelope it appended, unchanged, until the agent is closed, so the
-     * pointer stays valid until then (json_incref a part of it to keep that
-     * part longer).  What agent_event returns a copy of, without the copy.
-     * Driver thread only.  Check WEIR_API_HAS(api, agent_event_peek).
+     * Read it in place and never modify or release it.  The pointer stays
+     * valid until the current turn ends: between turns the log may release
+     * an envelope's JSON and read it back from its line when asked again
+     * (the same JSON, another pointer), so json_incref it (or a part of it)
+     * to keep it longer.  What agent_event returns a copy of, without the
+     * copy.  Driver thread only.  Check WEIR_API_HAS(api, agent_event_peek).
      */
     const json_t *(*agent_event_peek)(weir_agent *agent, size_t seq);
 };
