@@ -997,8 +997,64 @@ static void line_over_the_cap_is_rejected(void **state) {
     assert_int_equal(weir__log_count(f->log), 5);
 }
 
+/* A turn end's trim releases the appended envelopes that can be read back
+ * (not the request header, not the surface's user message) and reads them
+ * back, on demand, as the same JSON; derive and the file are unchanged, and
+ * a second trim releases what was read back again. */
+static void trim_releases_envelopes_and_reads_them_back(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    seed(f->log);
+    must_add(f->log, "step/end", "{\"turn\":1,\"step\":1}");
+    must_add(f->log, "turn/end", "{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}");
+    size_t n = weir__log_count(f->log);
+    assert_int_equal(n, 7);
+    json_t *copies[7];
+    for (size_t i = 0; i < n; i++)
+        assert_non_null(copies[i] = json_deep_copy(weir__log_event(f->log, i)));
+    char *before = derived_text(f->log);
+    /* held across the trim: the log's own reference goes, these stay */
+    json_t *turn_start = json_incref((json_t *)(uintptr_t)weir__log_event(f->log, 0));
+    json_t *assistant = json_incref((json_t *)(uintptr_t)weir__log_event(f->log, 4));
+    json_t *header = json_incref((json_t *)(uintptr_t)weir__log_event(f->log, 3));
+    json_t *user = json_incref((json_t *)(uintptr_t)weir__log_event(f->log, 2));
+    for (int round = 0; round < 2; round++) {
+        weir__log_trim(f->log);
+        assert_ptr_not_equal(weir__log_event(f->log, 0), turn_start); /* read back */
+        assert_ptr_not_equal(weir__log_event(f->log, 4), assistant);
+        assert_ptr_equal(weir__log_event(f->log, 3), header); /* kept: the fold borrows it */
+        assert_ptr_equal(weir__log_event(f->log, 2), user);   /* kept: the surface's */
+        for (size_t i = 0; i < n; i++) {
+            json_t *ev = weir__log_event_ref(f->log, i);
+            assert_true(json_equal(ev, copies[i]));
+            json_decref(ev);
+        }
+        char *after = derived_text(f->log);
+        assert_string_equal(after, before);
+        free(after);
+    }
+    /* appends go on after a trim, and the file reads back the same */
+    must_add(f->log, "turn/start", "{\"turn\":2}");
+    open_log(f);
+    assert_int_equal(weir__log_count(f->log), n + 1);
+    for (size_t i = 0; i < n; i++) {
+        assert_true(json_equal(weir__log_event(f->log, i), copies[i]));
+        json_decref(copies[i]);
+    }
+    char *reopened = derived_text(f->log);
+    assert_string_equal(reopened, before);
+    free(reopened);
+    free(before);
+    json_decref(turn_start);
+    json_decref(assistant);
+    json_decref(header);
+    json_decref(user);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(trim_releases_envelopes_and_reads_them_back, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(append_assigns_contiguous_seq, setup, teardown),
         cmocka_unit_test_setup_teardown(rejected_append_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(unknown_type_refused_unless_ignorable, setup, teardown),
