@@ -24,6 +24,10 @@
 #       ratio=... target=4 pass=yes min_ir_per_step=... min_ratio=...
 # (min: the second floor, a minimal correct streaming client that builds
 # each body and parses each delta with jansson; min_ratio = weir / min)
+#   instructions_tools steps=22 weir_ir_per_step=... raw_ir_per_step=... ratio=...
+#       min_ir_per_step=... min_ratio=...
+# (the set-up of issue #15: --shape tools, one turn of 22 steps with a tool
+# call each but the last; a figure, not the exit status)
 #   split steps=50 http=... decode=... emit=... request=... log=... derive=...
 #       compaction=... other=...
 # (with --chain default: weir's instructions per step by part, inclusive:
@@ -113,6 +117,24 @@ m=$(ir min_phase "$steps") || m=
 echo "instructions chain=$chain steps=$steps weir_ir_per_step=$((w / steps))" \
      "raw_ir_per_step=$((r / steps)) ratio=$ratio target=$target pass=$pass" \
      "min_ir_per_step=$((${m:-0} / steps)) min_ratio=$(div "$w" "${m:-0}")"
+
+# the set-up of issue #15 (bench_overhead --shape tools: one turn of 22
+# steps, a tool call in 3-character deltas at each but the last)
+tools_ir() { # tools_ir PHASE: instructions inside PHASE, 22 steps of the tools shape
+    out="$work/cg.tools.$1"
+    valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="$1" \
+        "$bin/bench_overhead" --shape tools --steps 22 --rounds 1 --fsync none \
+        >/dev/null 2>"$work/cg.err" || { cat "$work/cg.err" >&2; return 1; }
+    sed -n 's/^summary: *\([0-9]*\).*/\1/p; s/^totals: *\([0-9]*\).*/\1/p' "$out" | head -n 1
+}
+if tw=$(tools_ir weir_phase) && tr_=$(tools_ir raw_phase) && tm=$(tools_ir min_phase) &&
+    [ -n "$tw" ] && [ -n "$tr_" ]; then
+    echo "instructions_tools steps=22 weir_ir_per_step=$((tw / 22)) raw_ir_per_step=$((tr_ / 22))" \
+         "ratio=$(div "$tw" "$tr_") min_ir_per_step=$((${tm:-0} / 22)) min_ratio=$(div "$tw" "${tm:-0}")"
+else
+    echo "check_instructions: the tools shape failed under callgrind" >&2
+    status=2
+fi
 
 # where weir's instructions go (inclusive, per step; "other" is the rest:
 # hooks, inbox, turn/step logic, allocation)

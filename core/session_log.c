@@ -48,7 +48,8 @@ struct weir__log {
     uint32_t *line_len;
     char *text;
     size_t text_len, text_cap;
-    size_t trim_from;   /* the envelopes before it were offered to a trim already */
+    size_t trim_from;   /* the envelopes before it were released already */
+    size_t trim_next;   /* [trim_from, trim_next): what the next trim releases */
     size_t *remade;     /* seqs read back since the last trim (released again by the next) */
     size_t remade_n, remade_cap;
     weir__surface *surface;
@@ -919,10 +920,13 @@ void weir__log_trim(weir__log *log) {
     if (!log)
         return;
     lock(log);
-    /* what the observers were given; the newer ones wait for the next trim */
-    for (size_t i = log->trim_from; i < log->delivered; i++)
+    /* The turn before the one that ended: plugins read the envelopes of the
+     * turn that ended at the next turn's start (compaction-basic's meter
+     * peeks them in agent/pre-step), so those wait for the next trim. */
+    for (size_t i = log->trim_from; i < log->trim_next; i++)
         release(log, i);
-    log->trim_from = log->delivered;
+    log->trim_from = log->trim_next;
+    log->trim_next = log->delivered;
     for (size_t k = 0; k < log->remade_n; k++)
         release(log, log->remade[k]);
     log->remade_n = 0;

@@ -173,9 +173,10 @@ int weir__log_append(weir__log *log, const char *type, const json_t *data, const
  * logged lets something else go, e.g. a store's queued inputs. */
 int weir__log_sync_durable(weir__log *log, weir_error *err);
 /* Release what an idle log need not hold: the envelopes appended (and
- * given to the observer) since the last trim that weir__log_event can read
- * back from their lines, those it read back since, and the line buffer
- * appends serialize into.  The driver calls it when a turn ends, on its
+ * given to the observer) before the last trim that weir__log_event can read
+ * back from their lines (the newest turn's stay until the next trim: the
+ * plugins read them when the next turn starts), those it read back since,
+ * and the line buffer appends serialize into.  The driver calls it when a turn ends, on its
  * thread.  Memory then grows by the bytes of the log, not by its JSON trees
  * (about 13 bytes a byte).  Thread-safe. */
 void weir__log_trim(weir__log *log);
