@@ -179,38 +179,39 @@ int pc_cache_get_run(pc_cache *c, const json_t *keys, size_t from, char tag, pc_
         return 0;
     size_t count = json_array_size(keys);
     pthread_mutex_lock(&c->mu);
-    /* first the run's length and bytes, then one growth and the copies */
-    size_t end = from, bytes = 0;
+    /* one probe a message; `out` grows by doubling, so the run's bytes are
+     * copied about once */
+    size_t end = from, mark = out->len;
+    int rc = 0;
     while (c->cap && end < count) {
         const slot *s = probe(c, json_array_get(keys, end));
         if (!s->key || s->tag != tag)
             break;
-        bytes += s->len + 1;
         end++;
-    }
-    int rc = 0;
-    if (end > from && out->len + bytes + 1 > out->cap) {
-        size_t cap = out->cap ? out->cap : 64;
-        while (cap < out->len + bytes + 1)
-            cap *= 2;
-        char *p = realloc(out->p, cap);
-        if (p) {
-            out->p = p;
-            out->cap = cap;
-        } else {
-            rc = -1;
-        }
-    }
-    for (size_t i = from; rc == 0 && i < end; i++) {
-        const slot *s = probe(c, json_array_get(keys, i));
         if (s->len == 0)
             continue;
+        if (out->len + s->len + 2 > out->cap) {
+            size_t cap = out->cap ? out->cap : 64;
+            while (cap < out->len + s->len + 2)
+                cap *= 2;
+            char *p = realloc(out->p, cap);
+            if (!p) {
+                rc = -1;
+                break;
+            }
+            out->p = p;
+            out->cap = cap;
+        }
         if (out->len > 0 && out->p[out->len - 1] != '[')
             out->p[out->len++] = ',';
         memcpy(out->p + out->len, s->text, s->len);
         out->len += s->len;
     }
-    if (rc == 0 && end > from) {
+    if (rc != 0) { /* out unchanged */
+        out->len = mark;
+        if (out->p)
+            out->p[mark] = '\0';
+    } else if (end > from) {
         out->p[out->len] = '\0';
         c->stats.hits += end - from;
         *n = end - from;

@@ -96,9 +96,9 @@ int pc_cache_get(pc_cache *c, const json_t *key, char tag, pc_buf *out);
  * The longest run of cached texts: for the elements of array `keys` from
  * index `from` on, as long as each is cached as `tag`, append its text to
  * `out`, a non-empty one after a "," unless `out` ends in '[' (as a JSON
- * array's elements), with one lock and one growth of `out` for the whole
- * run (a request's history is such a run: building it costs a probe and a
- * copy per message).  *n receives how many elements the run covered (the
+ * array's elements), under one lock, `out` growing by doubling (a
+ * request's history is such a run: building it costs a probe and a copy
+ * per message).  *n receives how many elements the run covered (the
  * first element not cached is `from + *n`).
  * @return 0, or -1 when out of memory (`out` unchanged).  `c` NULL: *n 0.
  */
