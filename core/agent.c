@@ -431,8 +431,8 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
         a->hooks = a->own;
     }
     /* live stream frames are built only when something can see them */
-    a->stream_observed =
-        a->on_event != NULL || weir__hooks_count(a->hooks, "agent/assistant-stream") > 0;
+    a->stream_listened = weir__hooks_count(a->hooks, "agent/assistant-stream") > 0;
+    a->stream_observed = a->on_event != NULL || a->stream_listened;
     if (resume_tools && (rc = weir__driver_resume(a, err)) != WEIR_OK) {
         a->created = true;
         weir_agent_close(a);
@@ -1111,7 +1111,7 @@ static bool held_once(const json_t *j) { return j && j->refcount == 1; }
  */
 static void chunk_frame(weir_stream *s, json_int_t index, int64_t now, json_t *c) {
     weir_agent *a = s->agent;
-    if (weir__hooks_count(a->hooks, "agent/assistant-stream") > 0) {
+    if (a->stream_listened) {
         weir__stream_frame(s, json_pack("{s:s, s:I, s:I, s:O}", "type", "chunk", "index", index,
                                         "time", (json_int_t)now, "chunk", c));
         return;

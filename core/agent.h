@@ -42,6 +42,7 @@ struct weir_agent {
     int max_jobs;             /* agent.max_background_jobs, >= 1 */
     weir_event_fn on_event;
     bool stream_observed;     /* on_event or an agent/assistant-stream listener: build frames */
+    bool stream_listened;     /* an agent/assistant-stream listener (chains frozen at open) */
     weir_wake_fn on_wake;     /* options.on_wake, or NULL */
     void *user_data;
     int max_input_chars;      /* agent.max_input_chars */

@@ -350,15 +350,13 @@ static fold_block *block_for(fold *f, json_int_t index, const char *type, const 
 
 /* Append the C string `more` to the block's member `key` (through `buf`):
  * the member is created (empty) on first use, so it keeps its place among
- * the block's keys.  0 or -1 (out of memory). */
+ * the block's keys (block_for creates a block's own member empty).  0 or -1
+ * (out of memory). */
 static int append_str(fold_block *fb, fold_buf *buf, const char *key, const char *more) {
     if (!buf->used) {
-        const char *cur = weir__json_str(fb->b, key, NULL);
-        if (!cur && json_object_set_new(fb->b, key, json_string("")) != 0)
+        if (!json_object_get(fb->b, key) && json_object_set_new(fb->b, key, json_string("")) != 0)
             return -1;
         buf->used = true;
-        if (cur && *cur && append_str(fb, buf, key, cur) != 0) /* a value set before */
-            return -1;
     }
     size_t n = strlen(more);
     if (buf->len + n + 1 > buf->cap) {
