@@ -145,7 +145,7 @@ split_of() {
         END {
             total = at("weir_phase")
             http = at("perform") - at("on_body"); emit = at("weir__stream_emit")
-            decode = at("openai_decoder_event") - emit; req = at("openai_request_text")
+            decode = at("openai_decoder_event") - emit; req = at("openai_request_build")
             lg = at("weir__log_append"); derive = at("weir__log_derive"); comp = at("on_pre_step")
             other = total - http - emit - decode - req - lg - derive - comp
             printf "split steps=%d http=%d decode=%d emit=%d request=%d log=%d derive=%d compaction=%d other=%d\n",

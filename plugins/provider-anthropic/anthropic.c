@@ -23,6 +23,8 @@
  * failures or log lines, nor does a server's echo of them (scrubbed:
  * docs/providers.md, "Secrets").
  */
+#include <string.h>
+
 #include "weir/plugin.h"
 
 #include "anthropic.h"
@@ -90,7 +92,8 @@ static int stream(void *self, void *call, const json_t *request, weir_stream *st
     char msg[512];
     char *text = anthropic_request_text(request, default_max_tokens(p, request), p->cache, msg,
                                         sizeof msg);
-    int rc = pc_stream_run(p, st, text, msg, sizeof msg, d, &codec);
+    int rc = pc_stream_run(p, st, text, text ? strlen(text) : 0, msg, sizeof msg, d, &codec);
+    free(text);
     anthropic_decoder_free(d);
     return rc;
 }

@@ -32,6 +32,7 @@ typedef struct binding {
     const json_t **keys; /* identities only */
     size_t n, cap;
     bool partial; /* a key could not be recorded: the release scans the table */
+    pc_memo *memo; /* the agent's last request body, or NULL (taken, or none yet) */
 } binding;
 
 struct pc_cache {
@@ -146,8 +147,10 @@ void pc_cache_free(pc_cache *c) {
         return;
     clear_slots(c);
     free(c->slots);
-    for (size_t i = 0; i < c->nbindings; i++)
+    for (size_t i = 0; i < c->nbindings; i++) {
         free(c->bindings[i].keys);
+        pc_memo_free(c->bindings[i].memo);
+    }
     free(c->bindings);
     pthread_mutex_destroy(&c->mu);
     free(c);
@@ -167,55 +170,6 @@ int pc_cache_get(pc_cache *c, const json_t *key, char tag, pc_buf *out) {
         c->stats.hits++;
     else if (rc == 0)
         c->stats.misses++;
-    pthread_mutex_unlock(&c->mu);
-    return rc;
-}
-
-int pc_cache_get_run(pc_cache *c, const json_t *keys, size_t from, char tag, pc_buf *out,
-                     size_t *n) {
-    if (n)
-        *n = 0;
-    if (!c || !keys || !out || !n)
-        return 0;
-    size_t count = json_array_size(keys);
-    pthread_mutex_lock(&c->mu);
-    /* one probe a message; `out` grows by doubling, so the run's bytes are
-     * copied about once */
-    size_t end = from, mark = out->len;
-    int rc = 0;
-    while (c->cap && end < count) {
-        const slot *s = probe(c, json_array_get(keys, end));
-        if (!s->key || s->tag != tag)
-            break;
-        end++;
-        if (s->len == 0)
-            continue;
-        if (out->len + s->len + 2 > out->cap) {
-            size_t cap = out->cap ? out->cap : 64;
-            while (cap < out->len + s->len + 2)
-                cap *= 2;
-            char *p = realloc(out->p, cap);
-            if (!p) {
-                rc = -1;
-                break;
-            }
-            out->p = p;
-            out->cap = cap;
-        }
-        if (out->len > 0 && out->p[out->len - 1] != '[')
-            out->p[out->len++] = ',';
-        memcpy(out->p + out->len, s->text, s->len);
-        out->len += s->len;
-    }
-    if (rc != 0) { /* out unchanged */
-        out->len = mark;
-        if (out->p)
-            out->p[mark] = '\0';
-    } else if (end > from) {
-        out->p[out->len] = '\0';
-        c->stats.hits += end - from;
-        *n = end - from;
-    }
     pthread_mutex_unlock(&c->mu);
     return rc;
 }
@@ -363,8 +317,10 @@ int pc_cache_bind_agent(pc_cache *c, const void *agent, const void *owner) {
         c->bindings[i].owner = owner;
         c->bindings[i].n = 0;
         c->bindings[i].partial = true;
+        pc_memo_free(c->bindings[i].memo);
+        c->bindings[i].memo = NULL;
     } else if (rc == 0) {
-        c->bindings[c->nbindings++] = (binding){agent, owner, NULL, 0, 0, false};
+        c->bindings[c->nbindings++] = (binding){agent, owner, NULL, 0, 0, false, NULL};
     }
     pthread_mutex_unlock(&c->mu);
     return rc;
@@ -405,6 +361,7 @@ void pc_cache_release_agent(pc_cache *c, const void *agent) {
     if (agent && b < c->nbindings) {
         binding gone = c->bindings[b];
         c->bindings[b] = c->bindings[--c->nbindings];
+        pc_memo_free(gone.memo); /* its references first: the entries are then dead */
         if (gone.partial) {
             for (size_t i = 0; gone.owner && i < c->cap; i++) {
                 while (c->slots[i].key && c->slots[i].owner == gone.owner) {
@@ -435,6 +392,96 @@ void pc_cache_release_agent(pc_cache *c, const void *agent) {
         c->bindings_cap = 0;
     }
     pthread_mutex_unlock(&c->mu);
+}
+
+pc_memo *pc_cache_memo_take(pc_cache *c) {
+    pc_memo *m = NULL;
+    if (c && current_owner) {
+        pthread_mutex_lock(&c->mu);
+        binding *b = owner_binding(c, current_owner);
+        if (b) {
+            m = b->memo;
+            b->memo = NULL;
+        }
+        pthread_mutex_unlock(&c->mu);
+    }
+    if (!m && (m = calloc(1, sizeof *m)) != NULL)
+        m->owner = current_owner;
+    return m;
+}
+
+void pc_cache_memo_give(pc_cache *c, pc_memo *m) {
+    if (!m)
+        return;
+    if (c && m->owner) {
+        pthread_mutex_lock(&c->mu);
+        binding *b = owner_binding(c, m->owner);
+        if (b && !b->memo) {
+            b->memo = m;
+            m = NULL;
+        }
+        pthread_mutex_unlock(&c->mu);
+    }
+    pc_memo_free(m);
+}
+
+/* Drop the references of keys[from..n). */
+static void memo_cut(pc_memo *m, size_t from) {
+    for (size_t i = from; i < m->n; i++)
+        json_decref(m->keys[i]);
+    m->n = from;
+}
+
+void pc_memo_free(pc_memo *m) {
+    if (!m)
+        return;
+    memo_cut(m, 0);
+    free(m->keys);
+    free(m->ends);
+    free(m->text.p);
+    free(m);
+}
+
+void pc_memo_reset(pc_memo *m) {
+    if (!m)
+        return;
+    memo_cut(m, 0);
+    m->text.len = 0;
+    if (m->text.p)
+        m->text.p[0] = '\0';
+}
+
+size_t pc_memo_keep_prefix(pc_memo *m, const json_t *keys) {
+    if (!m)
+        return 0;
+    size_t count = json_array_size(keys), k = 0;
+    while (k < m->n && k < count && m->keys[k] == json_array_get(keys, k))
+        k++;
+    memo_cut(m, k);
+    m->text.len = k ? m->ends[k - 1] : 0;
+    if (m->text.p)
+        m->text.p[m->text.len] = '\0';
+    return k;
+}
+
+int pc_memo_push(pc_memo *m, json_t *key) {
+    if (!m || !key)
+        return -1;
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 16;
+        json_t **keys = realloc(m->keys, cap * sizeof *keys);
+        if (!keys)
+            return -1;
+        m->keys = keys;
+        size_t *ends = realloc(m->ends, cap * sizeof *ends);
+        if (!ends)
+            return -1; /* keys grew: harmless */
+        m->ends = ends;
+        m->cap = cap;
+    }
+    m->keys[m->n] = json_incref(key);
+    m->ends[m->n++] = m->text.len;
+    return 0;
 }
 
 void pc_cache_sweep(pc_cache *c) {

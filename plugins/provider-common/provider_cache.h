@@ -41,10 +41,13 @@
  * compaction call with a signal of its own) goes with the sweep that the
  * release also asks for.
  *
+ * Memo: a bound agent also keeps its last request body (pc_memo), so the
+ * next request copies only what is new in its history.
+ *
  * Pure (no host API), thread-safe (one mutex; the critical sections are a
  * probe and a memcpy, or an agent's entries at its release; the owner is
- * thread-local).  Memory from malloc: per open agent a binding and the list
- * of its keys (at most about twice its entries).
+ * thread-local).  Memory from malloc: per open agent a binding, the list
+ * of its keys (at most about twice its entries) and its memo.
  */
 #ifndef WEIR_PROVIDER_CACHE_H
 #define WEIR_PROVIDER_CACHE_H
@@ -93,17 +96,63 @@ void pc_cache_free(pc_cache *c);
 int pc_cache_get(pc_cache *c, const json_t *key, char tag, pc_buf *out);
 
 /**
- * The longest run of cached texts: for the elements of array `keys` from
- * index `from` on, as long as each is cached as `tag`, append its text to
- * `out`, a non-empty one after a "," unless `out` ends in '[' (as a JSON
- * array's elements), under one lock, `out` growing by doubling (a
- * request's history is such a run: building it costs a probe and a copy
- * per message).  *n receives how many elements the run covered (the
- * first element not cached is `from + *n`).
- * @return 0, or -1 when out of memory (`out` unchanged).  `c` NULL: *n 0.
+ * A conversation's last request body and the messages it was built from, so
+ * that the next request of the same conversation copies nothing of the
+ * history the two share.  Between steps a history only grows, or a policy
+ * rewrites part of it (compaction): the next body starts with the longest
+ * prefix of the very same message objects (compared by identity, safe
+ * because the memo holds a reference to each), whose text is already in
+ * place, and only the messages after it are added (issue #15: the cost of a
+ * step stays flat in the history's length).
+ *
+ * A memo is owned by one request at a time: pc_cache_memo_take hands the
+ * owner's (pc_cache_set_owner) memo to the caller, who builds the body in
+ * `text`, sends it and gives the memo back (pc_cache_memo_give).  Memory: the
+ * last body, and two words per message, per bound agent (released with the
+ * agent: pc_cache_release_agent).
  */
-int pc_cache_get_run(pc_cache *c, const json_t *keys, size_t from, char tag, pc_buf *out,
-                     size_t *n);
+typedef struct pc_memo {
+    pc_buf text;       /* the body; its first ends[n - 1] bytes stay valid */
+    json_t **keys;     /* the messages of the body, references held */
+    size_t *ends;      /* text.len just after keys[i]'s text */
+    size_t n, cap;
+    const void *owner; /* pc_cache_set_owner's identity at the take */
+} pc_memo;
+
+/**
+ * The memo of this thread's owner, taken out of `c` (a later take finds
+ * none until it is given back), or a new, empty one when the owner has
+ * none (or `c` is NULL, or the thread has no owner).
+ * @return owned by the caller (pc_cache_memo_give or pc_memo_free), or
+ *         NULL when out of memory.
+ */
+pc_memo *pc_cache_memo_take(pc_cache *c);
+
+/**
+ * Give `m` (taken with pc_cache_memo_take; ownership passes) back: kept for
+ * its owner's bound agent, else freed (no agent bound to that owner, the
+ * agent released since the take, or `c` NULL).  NULL `m` is a no-op.
+ */
+void pc_cache_memo_give(pc_cache *c, pc_memo *m);
+
+/** Free `m`: its text and its message references.  NULL is a no-op. */
+void pc_memo_free(pc_memo *m);
+
+/**
+ * Keep the longest prefix of the messages of array `keys` that `m` was built
+ * from: `text` is cut just after the last of them (to empty when none), and
+ * the others are forgotten.  @return how many were kept.
+ */
+size_t pc_memo_keep_prefix(pc_memo *m, const json_t *keys);
+
+/**
+ * Note that the text of message `key` (a reference is taken) ends at
+ * `m->text.len` now.  @return 0, or -1 when out of memory (`m` unchanged).
+ */
+int pc_memo_push(pc_memo *m, json_t *key);
+
+/** Forget everything but the allocation of `text` (after a failed build). */
+void pc_memo_reset(pc_memo *m);
 
 /**
  * Cache `len` bytes of `text` (copied) for `key` (a reference is taken) as

@@ -672,8 +672,8 @@ static json_t *transfer_failure(const pc_provider *p, int rc, const weir_http_re
                    : weir_failure_new(p->id, "TRANSPORT", "the HTTP transfer failed (%d)", rc);
 }
 
-int pc_stream_run(const pc_provider *p, weir_stream *st, char *text, char *msg,
-                  size_t msg_size, void *decoder, const pc_codec *codec) {
+int pc_stream_run(const pc_provider *p, weir_stream *st, const char *text, size_t len,
+                  char *msg, size_t msg_size, void *decoder, const pc_codec *codec) {
     int end;
     if (!text) {
         const char *code = strcmp(msg, "out of memory") == 0 ? "UNKNOWN" : "INVALID_REQUEST";
@@ -686,7 +686,7 @@ int pc_stream_run(const pc_provider *p, weir_stream *st, char *text, char *msg,
             .url = p->url,
             .headers = (const char *const *)p->headers,
             .body = text,
-            .body_len = strlen(text),
+            .body_len = len,
             .connect_timeout_ms = p->connect_timeout_ms,
             .idle_timeout_ms = p->idle_timeout_ms,
             .total_timeout_ms = p->total_timeout_ms,
@@ -705,7 +705,6 @@ int pc_stream_run(const pc_provider *p, weir_stream *st, char *text, char *msg,
                              aborted);
         }
         weir_http_response_clear(&resp);
-        free(text);
     }
     return end == 0 ? WEIR_OK : WEIR_E_NOMEM;
 }

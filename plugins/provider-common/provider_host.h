@@ -150,14 +150,14 @@ typedef struct pc_sink {
 int pc_emit_chunk(void *user_data, json_t *chunk);
 
 /**
- * One streamed call: POST the body `text` (malloc'd, stolen; NULL when
+ * One streamed call: POST the `len` bytes of body `text` (borrowed; NULL when
  * translation failed, then `msg` says why) to the row's URL and feed the SSE
  * events to `decoder` (borrowed) through `codec`, then end it with the
  * failure of the transfer, if any.  `msg` (msg_size bytes) is scratch.
  * @return WEIR_OK when exactly one finish chunk went out, WEIR_E_NOMEM when
  *         it could not be built.
  */
-int pc_stream_run(const pc_provider *p, weir_stream *st, char *text, char *msg,
-                  size_t msg_size, void *decoder, const pc_codec *codec);
+int pc_stream_run(const pc_provider *p, weir_stream *st, const char *text, size_t len,
+                  char *msg, size_t msg_size, void *decoder, const pc_codec *codec);
 
 #endif /* WEIR_PROVIDER_HOST_H */

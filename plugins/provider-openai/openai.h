@@ -46,6 +46,17 @@ json_t *openai_request_body(const json_t *request, char *msg, size_t msg_size);
  */
 char *openai_request_text(const json_t *request, pc_cache *cache, char *msg, size_t msg_size);
 
+/**
+ * The same text built in `memo->text` (the memo stays the caller's): the
+ * longest prefix of messages the memo's last body was built from keeps its
+ * text in place, and only the rest is added (provider_cache.h, pc_memo), so
+ * the history a conversation's steps share is neither copied nor looked
+ * up again.  The text is the same as openai_request_text's.
+ * @return 0, or -1 with `msg` set as above (the memo is then reset).
+ */
+int openai_request_build(const json_t *request, pc_cache *cache, pc_memo *memo, char *msg,
+                         size_t msg_size);
+
 /* ------------------------------------------------------------------------ */
 /* Stream decoder (openai_decode.c)                                         */
 /* ------------------------------------------------------------------------ */

@@ -312,52 +312,53 @@ static int add_tools(pc_buf *out, json_t *tools, pc_cache *cache, char *msg, siz
     return 0;
 }
 
-char *openai_request_text(const json_t *request, pc_cache *cache, char *msg, size_t size) {
+int openai_request_build(const json_t *request, pc_cache *cache, pc_memo *memo, char *msg,
+                         size_t size) {
+    if (!memo)
+        return PC_OOM(msg, size);
     const char *model = pc_request_check(request, msg, size);
     if (!model)
-        return NULL;
+        goto fail;
     json_t *messages = json_object_get(request, "messages");
     json_t *tools = json_object_get(request, "tools");
     if (!json_is_array(messages)) {
         pc_bad(msg, size, "messages: expected an array");
-        return NULL;
+        goto fail;
     }
     if (tools && !json_is_null(tools) && !json_is_array(tools)) {
         pc_bad(msg, size, "tools: expected an array");
-        return NULL;
+        goto fail;
     }
     const json_t *choice = json_object_get(request, "tool_choice");
     const char *cs = json_string_value(choice);
     if (choice && !json_is_null(choice) &&
         (!cs || (strcmp(cs, "auto") && strcmp(cs, "none") && strcmp(cs, "required")))) {
         pc_bad(msg, size, "tool_choice: expected \"auto\", \"none\" or \"required\"");
-        return NULL;
+        goto fail;
     }
     if (json_array_size(tools) == 0)
         cs = NULL; /* the API refuses a tool_choice without tools */
-    pc_buf out = {0};
-    if (pc_buf_add(&out, "{\"messages\":[", 13) != 0) {
-        PC_OOM(msg, size);
-        return NULL;
-    }
-    /* the history the cache holds in one run; the new messages one by one */
-    size_t n_msgs = json_array_size(messages);
-    for (size_t i = 0; i < n_msgs;) {
-        size_t run = 0;
-        if (pc_cache_get_run(cache, messages, i, PC_CACHE_MESSAGE, &out, &run) != 0) {
-            PC_OOM(msg, size);
-            goto fail;
-        }
-        i += run;
-        if (i < n_msgs && add_message(&out, json_array_get(messages, i), i, cache, msg, size) != 0)
-            goto fail;
-        i += i < n_msgs;
-    }
-    if (pc_buf_add(&out, "]", 1) != 0) {
+    /* the history the last body shares stays in place; the rest is added */
+    pc_buf *out = &memo->text;
+    size_t i = pc_memo_keep_prefix(memo, messages), n_msgs = json_array_size(messages);
+    if (out->len == 0 && pc_buf_add(out, "{\"messages\":[", 13) != 0) {
         PC_OOM(msg, size);
         goto fail;
     }
-    if (json_array_size(tools) > 0 && add_tools(&out, tools, cache, msg, size) != 0)
+    for (; i < n_msgs; i++) {
+        json_t *m = json_array_get(messages, i);
+        if (add_message(out, m, i, cache, msg, size) != 0)
+            goto fail;
+        if (pc_memo_push(memo, m) != 0) {
+            PC_OOM(msg, size);
+            goto fail;
+        }
+    }
+    if (pc_buf_add(out, "]", 1) != 0) {
+        PC_OOM(msg, size);
+        goto fail;
+    }
+    if (json_array_size(tools) > 0 && add_tools(out, tools, cache, msg, size) != 0)
         goto fail;
     /* the small members, as one object whose '{' the messages took */
     json_t *max_tokens = json_object_get(request, "max_tokens");
@@ -369,19 +370,30 @@ char *openai_request_text(const json_t *request, pc_cache *cache, char *msg, siz
                              1);
     char *tail = rest ? json_dumps(rest, JSON_COMPACT) : NULL;
     json_decref(rest);
-    int rc = tail && pc_buf_add(&out, ",", 1) == 0 &&
-                     pc_buf_add(&out, tail + 1, strlen(tail + 1)) == 0
+    int rc = tail && pc_buf_add(out, ",", 1) == 0 &&
+                     pc_buf_add(out, tail + 1, strlen(tail + 1)) == 0
                  ? 0
                  : PC_OOM(msg, size);
     free(tail);
     if (rc != 0)
         goto fail;
-    return out.p;
+    return 0;
 fail:
     if (msg && size && !msg[0])
         PC_OOM(msg, size);
-    free(out.p);
-    return NULL;
+    pc_memo_reset(memo);
+    return -1;
+}
+
+char *openai_request_text(const json_t *request, pc_cache *cache, char *msg, size_t size) {
+    pc_memo *one = calloc(1, sizeof *one); /* this request's alone: nothing kept */
+    char *text = NULL;
+    if (openai_request_build(request, cache, one, msg, size) == 0) {
+        text = one->text.p;
+        one->text.p = NULL;
+    }
+    pc_memo_free(one);
+    return text;
 }
 
 json_t *openai_request_body(const json_t *request, char *msg, size_t size) {

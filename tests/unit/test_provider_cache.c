@@ -218,49 +218,12 @@ static void stale_keys_of_a_release_drop_nothing_else(void **state) {
     pc_cache_free(c);
 }
 
-/* pc_cache_get_run: the longest cached run from an index, joined as array
- * elements (an empty text adds nothing, not even a comma), as a request
- * body's messages; the first element not cached ends it. */
-static void get_run_joins_the_cached_prefix(void **state) {
-    (void)state;
-    pc_cache *c = pc_cache_new(64, 1 << 20);
-    json_t *keys = json_array();
-    for (int i = 0; i < 5; i++)
-        json_array_append_new(keys, json_object());
-    assert_int_equal(pc_cache_put(c, json_array_get(keys, 0), PC_CACHE_MESSAGE, "{\"a\":1}", 7), 0);
-    assert_int_equal(pc_cache_put(c, json_array_get(keys, 1), PC_CACHE_MESSAGE, "", 0), 0);
-    assert_int_equal(pc_cache_put(c, json_array_get(keys, 2), PC_CACHE_MESSAGE, "{\"c\":3}", 7), 0);
-    /* 3 is not cached; 4 is cached as tools, not as a message */
-    assert_int_equal(pc_cache_put(c, json_array_get(keys, 4), PC_CACHE_TOOLS, "[]", 2), 0);
-    pc_buf out = {0};
-    assert_int_equal(pc_buf_add(&out, "[", 1), 0);
-    size_t n = 99;
-    assert_int_equal(pc_cache_get_run(c, keys, 0, PC_CACHE_MESSAGE, &out, &n), 0);
-    assert_int_equal(n, 3);
-    assert_string_equal(out.p, "[{\"a\":1},{\"c\":3}");
-    assert_int_equal(pc_cache_get_run(c, keys, 3, PC_CACHE_MESSAGE, &out, &n), 0);
-    assert_int_equal(n, 0);
-    assert_int_equal(pc_cache_get_run(c, keys, 4, PC_CACHE_MESSAGE, &out, &n), 0);
-    assert_int_equal(n, 0);
-    assert_int_equal(pc_cache_get_run(c, keys, 1, PC_CACHE_MESSAGE, &out, &n), 0);
-    assert_int_equal(n, 2); /* from the empty one: only {"c":3}, after a comma */
-    assert_string_equal(out.p, "[{\"a\":1},{\"c\":3},{\"c\":3}");
-    assert_int_equal(pc_cache_get_run(c, keys, 9, PC_CACHE_MESSAGE, &out, &n), 0);
-    assert_int_equal(n, 0);
-    assert_int_equal(pc_cache_get_run(NULL, keys, 0, PC_CACHE_MESSAGE, &out, &n), 0);
-    assert_int_equal(n, 0);
-    free(out.p);
-    json_decref(keys);
-    pc_cache_free(c);
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(release_drops_only_the_agents_entries),
         cmocka_unit_test(unbound_agent_goes_with_the_sweep),
         cmocka_unit_test(table_shrinks_as_agents_close),
         cmocka_unit_test(stale_keys_of_a_release_drop_nothing_else),
-        cmocka_unit_test(get_run_joins_the_cached_prefix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

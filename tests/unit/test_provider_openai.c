@@ -363,6 +363,131 @@ static void request_cache_bounds_and_pinning(void **state) {
     json_decref(c);
 }
 
+/* Build `request` with the memo of this thread's owner and give it back;
+ * the text must be the one built without a cache or memo.  @return how many
+ * messages the body kept from the memo's last one. */
+static size_t memo_step(pc_cache *cache, const json_t *request) {
+    char msg[256];
+    char *plain = openai_request_text(request, NULL, msg, sizeof msg);
+    assert_non_null(plain);
+    pc_memo *memo = pc_cache_memo_take(cache);
+    assert_non_null(memo);
+    size_t before = memo->n;
+    json_t *messages = json_object_get(request, "messages");
+    size_t count = json_array_size(messages), kept = 0;
+    while (kept < before && kept < count && memo->keys[kept] == json_array_get(messages, kept))
+        kept++;
+    assert_int_equal(openai_request_build(request, cache, memo, msg, sizeof msg), 0);
+    assert_int_equal(memo->text.len, strlen(plain));
+    assert_string_equal(memo->text.p, plain);
+    assert_int_equal(memo->n, count);
+    free(plain);
+    pc_cache_memo_give(cache, memo);
+    return kept;
+}
+
+static json_t *user_text(const char *text) {
+    return json_pack("{s:s,s:[{s:s,s:s}]}", "role", "user", "content", "type", "text", "text",
+                     text);
+}
+
+/* The memo (issue #15, the cost flat in the history): a bound agent's next
+ * body keeps the longest prefix of the same message objects in place and
+ * adds only the rest, byte for byte the body built from nothing, whatever
+ * the history did in between: grew, had a message rewritten (compaction),
+ * shrank, ended in a message with nothing to send, changed its tools or
+ * options, or failed to translate.  The memo holds references, so an
+ * identity cannot be reused while it is compared; a released agent's memo
+ * goes, even one taken at the release. */
+static void request_memo_keeps_the_shared_prefix(void **state) {
+    (void)state;
+    static const char owner = 'o', agent = 'a', stranger = 's';
+    pc_cache *cache = pc_cache_new(4096, 1 << 20);
+    assert_non_null(cache);
+    assert_int_equal(pc_cache_bind_agent(cache, &agent, &owner), 0);
+    pc_cache_set_owner(&owner);
+    json_t *request = pt_load_data("request.json");
+    json_t *messages = json_object_get(request, "messages");
+    size_t n = json_array_size(messages);
+    assert_true(n >= 3);
+    assert_int_equal(memo_step(cache, request), 0); /* nothing kept yet */
+    assert_int_equal(memo_step(cache, request), n); /* the whole history */
+    pc_cache_stats st = pc_cache_get_stats(cache);
+    assert_int_equal(st.hits, 1); /* the tools; no message probed again */
+
+    /* grows: only the new one is translated */
+    assert_int_equal(json_array_append_new(messages, user_text("more")), 0);
+    assert_int_equal(memo_step(cache, request), n);
+    assert_int_equal(pc_cache_get_stats(cache).misses, st.misses + 1);
+    /* ends in a message with nothing to send, then grows past it: no stray comma */
+    assert_int_equal(json_array_append_new(messages, user_text("")), 0);
+    assert_int_equal(memo_step(cache, request), n + 1);
+    assert_int_equal(json_array_append_new(messages, user_text("after the empty one")), 0);
+    assert_int_equal(memo_step(cache, request), n + 2);
+    /* compaction rewrites message 1: the prefix before it stays */
+    json_t *old = json_incref(json_array_get(messages, 1));
+    size_t held = old->refcount;
+    assert_int_equal(json_array_set_new(messages, 1, user_text("a summary")), 0);
+    assert_int_equal(memo_step(cache, request), 1);
+    assert_true(old->refcount < held); /* the memo let go of it */
+    json_decref(old);
+    /* shrinks */
+    size_t now = json_array_size(messages);
+    assert_int_equal(json_array_remove(messages, now - 1), 0);
+    assert_int_equal(json_array_remove(messages, now - 2), 0);
+    assert_int_equal(memo_step(cache, request), now - 2);
+    /* other tools and options, the same messages */
+    json_t *tools = json_incref(json_object_get(request, "tools"));
+    assert_int_equal(json_object_set_new(request, "tools", json_array()), 0);
+    assert_int_equal(json_object_set_new(request, "temperature", json_real(0.5)), 0);
+    assert_int_equal(memo_step(cache, request), now - 2);
+    assert_int_equal(json_object_set_new(request, "tools", tools), 0);
+    assert_int_equal(memo_step(cache, request), now - 2);
+    /* a message that fails: an error, the memo reset, the next body right */
+    assert_int_equal(json_array_append_new(messages, json_pack("{s:s,s:[]}", "role", "robot",
+                                                               "content")),
+                     0);
+    char msg[256];
+    pc_memo *memo = pc_cache_memo_take(cache);
+    assert_int_equal(openai_request_build(request, cache, memo, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "unknown role \"robot\""));
+    assert_int_equal(memo->n, 0);
+    assert_int_equal(memo->text.len, 0);
+    pc_cache_memo_give(cache, memo);
+    assert_int_equal(json_array_remove(messages, json_array_size(messages) - 1), 0);
+    assert_int_equal(memo_step(cache, request), 0);
+    assert_int_equal(memo_step(cache, request), now - 2);
+
+    /* one memo per owner: a second take while one is out gets an empty one,
+     * and only one is kept */
+    pc_memo *a = pc_cache_memo_take(cache), *b = pc_cache_memo_take(cache);
+    assert_int_equal(a->n, now - 2);
+    assert_int_equal(b->n, 0);
+    pc_cache_memo_give(cache, a);
+    pc_cache_memo_give(cache, b); /* freed: the owner has one */
+    assert_int_equal(memo_step(cache, request), now - 2);
+    /* an owner no agent is bound to keeps nothing */
+    pc_cache_set_owner(&stranger);
+    assert_int_equal(memo_step(cache, request), 0);
+    assert_int_equal(memo_step(cache, request), 0);
+    pc_cache_set_owner(NULL);
+    assert_int_equal(memo_step(cache, request), 0);
+    /* the agent released while its memo is out: given back, it is freed; the
+     * release drops the references the kept one held */
+    pc_cache_set_owner(&owner);
+    json_t *first = json_array_get(messages, 0);
+    size_t refs = first->refcount;
+    memo = pc_cache_memo_take(cache);
+    assert_int_equal(memo->n, now - 2);
+    pc_cache_release_agent(cache, &agent);
+    pc_cache_memo_give(cache, memo);
+    assert_true(first->refcount < refs);
+    assert_int_equal(memo_step(cache, request), 0);
+    pc_cache_set_owner(NULL);
+    json_decref(request);
+    pc_cache_free(cache);
+}
+
 static void request_survives_allocation_failures(void **state) {
     (void)state;
     pt_check_request_survives_allocation_failures(&ops);
@@ -1071,6 +1196,7 @@ int main(void) {
         cmocka_unit_test(request_cache_reuses_translated_messages),
         cmocka_unit_test(request_cache_bounds_and_pinning),
         cmocka_unit_test(request_cache_releases_closed_agents),
+        cmocka_unit_test(request_memo_keeps_the_shared_prefix),
         cmocka_unit_test(request_survives_allocation_failures),
         cmocka_unit_test(decode_text_stream),
         cmocka_unit_test(decode_reasoning_then_text),
