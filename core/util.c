@@ -1,11 +1,11 @@
 /*
  * core/util.c - clocks, ids and small JSON helpers shared by core files.
  */
-#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,12 +46,10 @@ bool weir__clock_is_fake(void) { return atomic_load(&clock_fake); }
 
 char *weir__random_id(char *buf, size_t size, const char *prefix) {
     unsigned char raw[8];
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    ssize_t got = fd >= 0 ? read(fd, raw, sizeof raw) : -1;
-    if (fd >= 0)
-        close(fd);
-    if (got != (ssize_t)sizeof raw) { /* fall back to time + pid */
-        uint64_t x = weir__mono_us() ^ ((uint64_t)getpid() << 32);
+    /* one system call, no file descriptor (an id a turn: issue #15) */
+    if (getrandom(raw, sizeof raw, GRND_NONBLOCK) != (ssize_t)sizeof raw) {
+        static _Atomic uint64_t n; /* fall back to time, pid and a counter */
+        uint64_t x = weir__mono_us() ^ ((uint64_t)getpid() << 32) ^ (atomic_fetch_add(&n, 1) << 48);
         memcpy(raw, &x, sizeof raw);
     }
     snprintf(buf, size, "%s%s%02x%02x%02x%02x%02x%02x%02x%02x", prefix ? prefix : "",

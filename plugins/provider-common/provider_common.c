@@ -394,6 +394,34 @@ int pc_buf_add(pc_buf *b, const char *s, size_t n) {
     return 0;
 }
 
+int pc_buf_str(pc_buf *b, const char *s, size_t n) {
+    if (pc_buf_add(b, "\"", 1) != 0)
+        return -1;
+    size_t run = 0; /* the start of the bytes that need no escape */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        char esc[8];
+        size_t len = 2;
+        esc[0] = '\\';
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        default: len = (size_t)snprintf(esc, sizeof esc, "\\u%04X", (unsigned)c); break;
+        }
+        if (pc_buf_add(b, s + run, i - run) != 0 || pc_buf_add(b, esc, len) != 0)
+            return -1;
+        run = i + 1;
+    }
+    return pc_buf_add(b, s + run, n - run) || pc_buf_add(b, "\"", 1) ? -1 : 0;
+}
+
 int pc_buf_piece(pc_buf *b, const char *s) {
     if (!s[0])
         return 0;

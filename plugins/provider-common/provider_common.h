@@ -214,6 +214,14 @@ int pc_buf_add(pc_buf *b, const char *s, size_t n);
  */
 int pc_buf_piece(pc_buf *b, const char *s);
 
+/**
+ * Append `n` bytes of UTF-8 text `s` as a JSON string, quotes included,
+ * escaped as jansson's compact output escapes it ('"', '\\', the control
+ * characters; nothing else), so a body written with it is the body jansson
+ * would dump.  @return 0, or -1 when out of memory.
+ */
+int pc_buf_str(pc_buf *b, const char *s, size_t n);
+
 /** Append the compact JSON text of `v` (borrowed; any JSON value).
  * @return 0, or -1 with `msg` "out of memory". */
 int pc_buf_json(pc_buf *b, const json_t *v, char *msg, size_t size);

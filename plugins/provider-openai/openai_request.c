@@ -27,6 +27,24 @@ static const char *block_text(const json_t *block) {
     return json_string_value(json_object_get(block, "text"));
 }
 
+/* The text of a text block, with its length (0 and NULL when malformed). */
+static const char *block_textn(const json_t *block, size_t *len) {
+    const json_t *t = json_object_get(block, "text");
+    *len = json_string_length(t);
+    return json_string_value(t);
+}
+
+/* Messages are written as wire text straight away (no jansson tree per
+ * message): the keys in the order the API documents, the strings escaped as
+ * jansson escapes them (pc_buf_str).  `start` is where the canonical
+ * message's text began: its Chat Completions messages are joined by ",". */
+static int sep(pc_buf *out, size_t start) {
+    return out->len > start ? pc_buf_add(out, ",", 1) : 0;
+}
+
+/* Append `lit` (a string literal) to `out`. */
+#define ADD(out, lit) pc_buf_add((out), (lit), sizeof(lit) - 1)
+
 /* A tool result's content as one string: texts joined, images as a marker. */
 static int result_text(const json_t *content, const char *where, pc_buf *out, char *msg,
                        size_t size) {
@@ -56,45 +74,46 @@ static int result_text(const json_t *content, const char *where, pc_buf *out, ch
     return 0;
 }
 
-/* Append {"role":"tool","tool_call_id","content"} for a tool_result block. */
-static int add_tool_message(json_t *out, const json_t *block, const char *where, char *msg,
-                            size_t size) {
-    const char *call_id = json_string_value(json_object_get(block, "call_id"));
-    if (!call_id)
+/* {"role":"tool","tool_call_id","content"} for a tool_result block. */
+static int add_tool_message(pc_buf *out, size_t start, const json_t *block, const char *where,
+                            char *msg, size_t size) {
+    const json_t *id = json_object_get(block, "call_id");
+    if (!json_is_string(id))
         return pc_bad(msg, size, "%s: tool_result needs a string \"call_id\"", where);
     pc_buf text = {0};
     if (result_text(json_object_get(block, "content"), where, &text, msg, size) != 0) {
         free(text.p);
         return -1;
     }
-    json_t *m = json_pack("{s:s,s:s,s:s}", "role", "tool", "tool_call_id", call_id, "content",
-                          text.p ? text.p : "");
+    int rc = sep(out, start) || ADD(out, "{\"role\":\"tool\",\"tool_call_id\":") ||
+                     pc_buf_str(out, json_string_value(id), json_string_length(id)) ||
+                     ADD(out, ",\"content\":") || pc_buf_str(out, text.p ? text.p : "", text.len) ||
+                     ADD(out, "}")
+                 ? PC_OOM(msg, size)
+                 : 0;
     free(text.p);
-    if (!m || json_array_append_new(out, m) != 0)
-        return PC_OOM(msg, size);
-    return 0;
+    return rc;
 }
 
-static json_t *image_part(const json_t *block, const char *where, char *msg, size_t size) {
+/* {"type":"image_url","image_url":{"url":"data:<media>;base64,<data>"}} */
+static int image_part(pc_buf *parts, const json_t *block, const char *where, char *msg,
+                      size_t size) {
     const char *media, *data;
     if (pc_image_fields(block, where, &media, &data, msg, size) != 0)
-        return NULL;
+        return -1;
     pc_buf url = {0};
-    if (pc_buf_add(&url, "data:", 5) || pc_buf_add(&url, media, strlen(media)) ||
-        pc_buf_add(&url, ";base64,", 8) || pc_buf_add(&url, data, strlen(data))) {
-        free(url.p);
-        PC_OOM(msg, size);
-        return NULL;
-    }
-    json_t *part = json_pack("{s:s,s:{s:s}}", "type", "image_url", "image_url", "url", url.p);
+    int rc = pc_buf_add(&url, "data:", 5) || pc_buf_add(&url, media, strlen(media)) ||
+                     pc_buf_add(&url, ";base64,", 8) || pc_buf_add(&url, data, strlen(data)) ||
+                     ADD(parts, "{\"type\":\"image_url\",\"image_url\":{\"url\":") ||
+                     pc_buf_str(parts, url.p, url.len) || ADD(parts, "}}")
+                 ? PC_OOM(msg, size)
+                 : 0;
     free(url.p);
-    if (!part)
-        PC_OOM(msg, size);
-    return part;
+    return rc;
 }
 
-static int add_system(json_t *out, const json_t *content, const char *where, char *msg,
-                      size_t size) {
+static int add_system(pc_buf *out, size_t start, const json_t *content, const char *where,
+                      char *msg, size_t size) {
     pc_buf text = {0};
     size_t i;
     json_t *b;
@@ -110,154 +129,157 @@ static int add_system(json_t *out, const json_t *content, const char *where, cha
             return PC_OOM(msg, size);
         }
     }
-    json_t *m = json_pack("{s:s,s:s}", "role", "system", "content", text.p ? text.p : "");
+    int rc = sep(out, start) || ADD(out, "{\"role\":\"system\",\"content\":") ||
+                     pc_buf_str(out, text.p ? text.p : "", text.len) || ADD(out, "}")
+                 ? PC_OOM(msg, size)
+                 : 0;
     free(text.p);
-    if (!m || json_array_append_new(out, m) != 0)
-        return PC_OOM(msg, size);
-    return 0;
+    return rc;
 }
 
 /* user (and tool) messages: tool results first, as tool messages, then the
- * user's own text and images. */
-static int add_user(json_t *out, const json_t *content, bool tool_role, const char *where,
-                    char *msg, size_t size) {
-    json_t *parts = json_array();
-    if (!parts)
-        return PC_OOM(msg, size);
-    size_t i, ntext = 0;
+ * user's own text and images: the content a string when it is one text,
+ * else an array of parts. */
+static int add_user(pc_buf *out, size_t start, const json_t *content, bool tool_role,
+                    const char *where, char *msg, size_t size) {
+    pc_buf parts = {0};
+    size_t i, nparts = 0, ntext = 0, one_len = 0;
+    const char *one = NULL; /* the text of the only text part */
     json_t *b;
     char at[96];
+    int rc = 0;
     json_array_foreach(content, i, b) {
         const char *type = pc_block_type(b);
         snprintf(at, sizeof at, "%s.content[%zu]", where, i);
-        json_t *part = NULL;
         if (type && strcmp(type, "tool_result") == 0) {
-            if (add_tool_message(out, b, at, msg, size) != 0)
-                goto fail;
+            if ((rc = add_tool_message(out, start, b, at, msg, size)) != 0)
+                break;
             continue;
         }
         if (tool_role) {
-            pc_bad(msg, size, "%s: tool messages hold only tool_result blocks", at);
-            goto fail;
+            rc = pc_bad(msg, size, "%s: tool messages hold only tool_result blocks", at);
+            break;
         }
-        if (type && strcmp(type, "text") == 0 && block_text(b)) {
-            if (!block_text(b)[0])
+        size_t len;
+        const char *text = type && strcmp(type, "text") == 0 ? block_textn(b, &len) : NULL;
+        if (text) {
+            if (!text[0])
                 continue;
-            part = json_pack("{s:s,s:s}", "type", "text", "text", block_text(b));
+            if (nparts > 0 && ADD(&parts, ",")) {
+                rc = PC_OOM(msg, size);
+                break;
+            }
+            if (ADD(&parts, "{\"type\":\"text\",\"text\":") || pc_buf_str(&parts, text, len) ||
+                ADD(&parts, "}")) {
+                rc = PC_OOM(msg, size);
+                break;
+            }
+            one = text;
+            one_len = len;
             ntext++;
         } else if (type && strcmp(type, "image") == 0) {
-            if (!(part = image_part(b, at, msg, size)))
-                goto fail;
+            if (nparts > 0 && ADD(&parts, ",")) {
+                rc = PC_OOM(msg, size);
+                break;
+            }
+            if ((rc = image_part(&parts, b, at, msg, size)) != 0)
+                break;
         } else {
-            pc_bad(msg, size, "%s: unsupported block type \"%s\" in a user message", at,
-                   type ? type : "(none)");
-            goto fail;
+            rc = pc_bad(msg, size, "%s: unsupported block type \"%s\" in a user message", at,
+                        type ? type : "(none)");
+            break;
         }
-        if (!part || json_array_append_new(parts, part) != 0) {
-            PC_OOM(msg, size);
-            goto fail;
-        }
+        nparts++;
     }
-    if (json_array_size(parts) > 0) {
-        json_t *m;
-        if (json_array_size(parts) == 1 && ntext == 1)
-            m = json_pack("{s:s,s:O}", "role", "user", "content",
-                          json_object_get(json_array_get(parts, 0), "text"));
-        else
-            m = json_pack("{s:s,s:O}", "role", "user", "content", parts);
-        if (!m || json_array_append_new(out, m) != 0) {
-            PC_OOM(msg, size);
-            goto fail;
-        }
+    if (rc == 0 && nparts > 0) {
+        bool as_string = nparts == 1 && ntext == 1;
+        if (sep(out, start) || ADD(out, "{\"role\":\"user\",\"content\":") ||
+            (as_string ? pc_buf_str(out, one, one_len)
+                       : ADD(out, "[") || pc_buf_add(out, parts.p, parts.len) || ADD(out, "]")) ||
+            ADD(out, "}"))
+            rc = PC_OOM(msg, size);
     }
-    json_decref(parts);
-    return 0;
-fail:
-    json_decref(parts);
-    return -1;
+    free(parts.p);
+    return rc;
 }
 
-static int add_assistant(json_t *out, const json_t *content, const char *where, char *msg,
-                         size_t size) {
-    pc_buf text = {0};
-    json_t *calls = json_array();
-    json_t *m = NULL;
-    if (!calls)
-        return PC_OOM(msg, size);
-    size_t i;
+static int add_assistant(pc_buf *out, size_t start, const json_t *content, const char *where,
+                         char *msg, size_t size) {
+    pc_buf text = {0}, calls = {0};
+    size_t i, ncalls = 0;
     json_t *b;
+    int rc = 0;
     json_array_foreach(content, i, b) {
         const char *type = pc_block_type(b);
         if (type && strcmp(type, "text") == 0 && block_text(b)) {
             if (pc_buf_piece(&text, block_text(b)) != 0) {
-                PC_OOM(msg, size);
-                goto fail;
+                rc = PC_OOM(msg, size);
+                break;
             }
         } else if (type && strcmp(type, "reasoning") == 0) {
             continue; /* reasoning is never sent back */
         } else if (type && strcmp(type, "tool_call") == 0) {
-            const char *id = json_string_value(json_object_get(b, "id"));
-            const char *name = json_string_value(json_object_get(b, "name"));
-            const char *args = json_string_value(json_object_get(b, "arguments"));
-            if (!id || !name || !args) {
-                pc_bad(msg, size,
-                       "%s.content[%zu]: tool_call needs string \"id\", \"name\" and \"arguments\"",
-                       where, i);
-                goto fail;
+            const json_t *id = json_object_get(b, "id"), *name = json_object_get(b, "name");
+            const json_t *args = json_object_get(b, "arguments");
+            if (!json_is_string(id) || !json_is_string(name) || !json_is_string(args)) {
+                rc = pc_bad(msg, size,
+                            "%s.content[%zu]: tool_call needs string \"id\", \"name\" and "
+                            "\"arguments\"",
+                            where, i);
+                break;
             }
-            json_t *call = json_pack("{s:s,s:s,s:{s:s,s:s}}", "id", id, "type", "function",
-                                     "function", "name", name, "arguments",
-                                     args[0] ? args : "{}");
-            if (!call || json_array_append_new(calls, call) != 0) {
-                PC_OOM(msg, size);
-                goto fail;
+            bool empty = json_string_length(args) == 0;
+            if ((ncalls++ > 0 && ADD(&calls, ",")) || ADD(&calls, "{\"id\":") ||
+                pc_buf_str(&calls, json_string_value(id), json_string_length(id)) ||
+                ADD(&calls, ",\"type\":\"function\",\"function\":{\"name\":") ||
+                pc_buf_str(&calls, json_string_value(name), json_string_length(name)) ||
+                ADD(&calls, ",\"arguments\":") ||
+                pc_buf_str(&calls, empty ? "{}" : json_string_value(args),
+                           empty ? 2 : json_string_length(args)) ||
+                ADD(&calls, "}}")) {
+                rc = PC_OOM(msg, size);
+                break;
             }
         } else {
-            pc_bad(msg, size,
-                   "%s.content[%zu]: unsupported block type \"%s\" in an assistant message", where,
-                   i, type ? type : "(none)");
-            goto fail;
+            rc = pc_bad(msg, size,
+                        "%s.content[%zu]: unsupported block type \"%s\" in an assistant message",
+                        where, i, type ? type : "(none)");
+            break;
         }
     }
-    if (json_array_size(calls) > 0 && !text.p)
-        m = json_pack("{s:s,s:n,s:O}", "role", "assistant", "content", "tool_calls", calls);
-    else if (json_array_size(calls) > 0)
-        m = json_pack("{s:s,s:s,s:O}", "role", "assistant", "content", text.p, "tool_calls",
-                      calls);
-    else
-        m = json_pack("{s:s,s:s}", "role", "assistant", "content", text.p ? text.p : "");
-    if (!m || json_array_append_new(out, m) != 0) {
-        PC_OOM(msg, size);
-        goto fail;
-    }
+    if (rc == 0 &&
+        (sep(out, start) || ADD(out, "{\"role\":\"assistant\",\"content\":") ||
+         (ncalls > 0 && !text.p ? ADD(out, "null")
+                                : pc_buf_str(out, text.p ? text.p : "", text.len)) ||
+         (ncalls > 0 && (ADD(out, ",\"tool_calls\":[") || pc_buf_add(out, calls.p, calls.len) ||
+                         ADD(out, "]"))) ||
+         ADD(out, "}")))
+        rc = PC_OOM(msg, size);
     free(text.p);
-    json_decref(calls);
-    return 0;
-fail:
-    free(text.p);
-    json_decref(calls);
-    return -1;
+    free(calls.p);
+    return rc;
 }
 
 /* Append the Chat Completions message(s) of canonical message `m`
- * (messages[i]) to `out`: a tool message per tool_result block, then the
- * message itself (none for a user message with nothing to send). */
-static int translate_one(json_t *out, const json_t *m, size_t i, char *msg, size_t size) {
+ * (messages[i]) to `out` from `start` on: a tool message per tool_result
+ * block, then the message itself (none for a user message with nothing to
+ * send). */
+static int translate_one(pc_buf *out, size_t start, const json_t *m, size_t i, char *msg,
+                         size_t size) {
     char where[48];
     const json_t *content;
     const char *role = pc_message_role(m, i, where, sizeof where, &content, msg, size);
     if (!role)
         return -1;
     if (strcmp(role, "system") == 0)
-        return add_system(out, content, where, msg, size);
+        return add_system(out, start, content, where, msg, size);
     if (strcmp(role, "assistant") == 0)
-        return add_assistant(out, content, where, msg, size);
-    return add_user(out, content, strcmp(role, "tool") == 0, where, msg, size);
+        return add_assistant(out, start, content, where, msg, size);
+    return add_user(out, start, content, strcmp(role, "tool") == 0, where, msg, size);
 }
 
 /* Append the wire text of canonical message `m` to `out` (which ends in '['
- * or in an earlier message): from the cache, else translated, serialized
- * and cached. */
+ * or in an earlier message): from the cache, else translated and cached. */
 static int add_message(pc_buf *out, json_t *m, size_t i, pc_cache *cache, char *msg,
                        size_t size) {
     size_t mark = out->len;
@@ -268,20 +290,7 @@ static int add_message(pc_buf *out, json_t *m, size_t i, pc_cache *cache, char *
     if (hit < 0)
         return PC_OOM(msg, size);
     if (hit == 0) {
-        json_t *one = json_array();
-        if (!one)
-            return PC_OOM(msg, size);
-        int rc = translate_one(one, m, i, msg, size);
-        size_t k;
-        json_t *x;
-        json_array_foreach(one, k, x) {
-            if (rc == 0 && k > 0 && pc_buf_add(out, ",", 1) != 0)
-                rc = PC_OOM(msg, size);
-            if (rc == 0)
-                rc = pc_buf_json(out, x, msg, size);
-        }
-        json_decref(one);
-        if (rc != 0)
+        if (translate_one(out, start, m, i, msg, size) != 0)
             return -1;
         /* a failed put only costs the next request a translation */
         (void)pc_cache_put(cache, m, PC_CACHE_MESSAGE, out->p + start, out->len - start);
@@ -360,23 +369,24 @@ int openai_request_build(const json_t *request, pc_cache *cache, pc_memo *memo, 
     }
     if (json_array_size(tools) > 0 && add_tools(out, tools, cache, msg, size) != 0)
         goto fail;
-    /* the small members, as one object whose '{' the messages took */
+    /* the small members, in the order jansson would have dumped them */
     json_t *max_tokens = json_object_get(request, "max_tokens");
     json_t *temperature = json_object_get(request, "temperature");
-    json_t *rest = json_pack("{s:s, s:O*, s:O*, s:s*, s:b, s:{s:b}}", "model", model,
-                             "max_tokens", json_is_integer(max_tokens) ? max_tokens : NULL,
-                             "temperature", json_is_number(temperature) ? temperature : NULL,
-                             "tool_choice", cs, "stream", 1, "stream_options", "include_usage",
-                             1);
-    char *tail = rest ? json_dumps(rest, JSON_COMPACT) : NULL;
-    json_decref(rest);
-    int rc = tail && pc_buf_add(out, ",", 1) == 0 &&
-                     pc_buf_add(out, tail + 1, strlen(tail + 1)) == 0
-                 ? 0
-                 : PC_OOM(msg, size);
-    free(tail);
-    if (rc != 0)
+    char n[32];
+    int rc = ADD(out, ",\"model\":") || pc_buf_str(out, model, strlen(model)) ? -1 : 0;
+    if (rc == 0 && json_is_integer(max_tokens))
+        rc = ADD(out, ",\"max_tokens\":") ||
+             pc_buf_add(out, n,
+                        (size_t)snprintf(n, sizeof n, "%" JSON_INTEGER_FORMAT,
+                                         json_integer_value(max_tokens)));
+    if (rc == 0 && json_is_number(temperature))
+        rc = ADD(out, ",\"temperature\":") || pc_buf_json(out, temperature, msg, size);
+    if (rc == 0 && cs)
+        rc = ADD(out, ",\"tool_choice\":") || pc_buf_str(out, cs, strlen(cs));
+    if (rc != 0 || ADD(out, ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}")) {
+        PC_OOM(msg, size);
         goto fail;
+    }
     return 0;
 fail:
     if (msg && size && !msg[0])

@@ -272,10 +272,12 @@ static inline void pt_fuzz_check_request(const json_t *request, pt_request_text_
             abort();
         free(cached);
     }
-    if (plain) {
-        json_t *body = json_loads(plain, 0, NULL);
-        if (!body)
+    if (plain) { /* well-formed, and the very text jansson would dump */
+        json_t *body = json_loads(plain, JSON_REJECT_DUPLICATES, NULL);
+        char *again = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        if (!again || strcmp(again, plain) != 0)
             abort();
+        free(again);
         json_decref(body);
     }
     free(plain);

@@ -234,6 +234,44 @@ static void json_values(void **state) {
 /* The model table                                                          */
 /* ------------------------------------------------------------------------ */
 
+/* pc_buf_str writes a JSON string exactly as jansson's compact dump does:
+ * every byte below 0x20, the quote and the backslash escaped (the short
+ * forms where JSON has them, \u00XX otherwise), everything else as it is
+ * (the slash, DEL, multi-byte UTF-8), and embedded NULs counted in. */
+static void buf_str_is_janssons_string(void **state) {
+    (void)state;
+    static const struct {
+        const char *s;
+        size_t n;
+    } cases[] = {
+        {"", 0},
+        {"plain", 5},
+        {"\"quoted\" \\ back/slash", 22},
+        {"\b\f\n\r\t\x01\x1f\x7f", 8},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 15},
+        {"nul\0inside", 10},
+        {"\x1b[31mred\x1b[0m", 13},
+    };
+    char all[256];
+    for (int c = 1; c < 128; c++)
+        all[c - 1] = (char)c;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0] + 1; i++) {
+        const char *s = i < sizeof cases / sizeof cases[0] ? cases[i].s : all;
+        size_t n = i < sizeof cases / sizeof cases[0] ? cases[i].n : 127;
+        json_t *v = json_stringn(s, n);
+        assert_non_null(v);
+        char *want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        pc_buf b = {0};
+        assert_int_equal(pc_buf_add(&b, "x", 1), 0); /* appends after what is there */
+        assert_int_equal(pc_buf_str(&b, s, n), 0);
+        assert_int_equal(b.len, strlen(want) + 1);
+        assert_memory_equal(b.p + 1, want, strlen(want));
+        free(b.p);
+        free(want);
+        json_decref(v);
+    }
+}
+
 static void table_knows_well_known_models(void **state) {
     (void)state;
     static const struct {
@@ -493,6 +531,7 @@ int main(void) {
         cmocka_unit_test(masked_echoes),
         cmocka_unit_test(long_bodies),
         cmocka_unit_test(json_values),
+        cmocka_unit_test(buf_str_is_janssons_string),
         cmocka_unit_test(table_knows_well_known_models),
         cmocka_unit_test(table_matches_the_longest_key),
         cmocka_unit_test(near_misses_match_nothing),
