@@ -139,7 +139,7 @@ fi
 # where weir's instructions go (inclusive, per step; "other" is the rest:
 # hooks, inbox, turn/step logic, allocation)
 split_of() {
-    callgrind_annotate --inclusive=yes "$1" 2>/dev/null | awk -v n="$2" '
+    callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null | awk -v n="$2" '
         function at(f) { return (f in ir) ? ir[f] : 0 }
         { for (i = 2; i <= NF; i++) if ($i ~ /^\?\?\?:/) { f = substr($i, 5); if (!(f in ir)) { v = $1; gsub(",", "", v); ir[f] = v } } }
         END {
