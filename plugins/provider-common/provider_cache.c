@@ -428,7 +428,7 @@ void pc_cache_memo_give(pc_cache *c, pc_memo *m) {
 /* Drop the references of keys[from..n). */
 static void memo_cut(pc_memo *m, size_t from) {
     for (size_t i = from; i < m->n; i++)
-        json_decref(m->keys[i]);
+        json_decref(m->at[i].key);
     m->n = from;
 }
 
@@ -436,29 +436,21 @@ void pc_memo_free(pc_memo *m) {
     if (!m)
         return;
     memo_cut(m, 0);
-    free(m->keys);
-    free(m->ends);
+    free(m->at);
     free(m->text.p);
     free(m);
 }
 
-void pc_memo_reset(pc_memo *m) {
-    if (!m)
-        return;
-    memo_cut(m, 0);
-    m->text.len = 0;
-    if (m->text.p)
-        m->text.p[0] = '\0';
-}
+void pc_memo_reset(pc_memo *m) { (void)pc_memo_keep_prefix(m, NULL); }
 
 size_t pc_memo_keep_prefix(pc_memo *m, const json_t *keys) {
     if (!m)
         return 0;
     size_t count = json_array_size(keys), k = 0;
-    while (k < m->n && k < count && m->keys[k] == json_array_get(keys, k))
+    while (k < m->n && k < count && m->at[k].key == json_array_get(keys, k))
         k++;
     memo_cut(m, k);
-    m->text.len = k ? m->ends[k - 1] : 0;
+    m->text.len = k ? m->at[k - 1].end : 0;
     if (m->text.p)
         m->text.p[m->text.len] = '\0';
     return k;
@@ -469,18 +461,13 @@ int pc_memo_push(pc_memo *m, json_t *key) {
         return -1;
     if (m->n == m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 16;
-        json_t **keys = realloc(m->keys, cap * sizeof *keys);
-        if (!keys)
+        pc_memo_entry *at = realloc(m->at, cap * sizeof *at);
+        if (!at)
             return -1;
-        m->keys = keys;
-        size_t *ends = realloc(m->ends, cap * sizeof *ends);
-        if (!ends)
-            return -1; /* keys grew: harmless */
-        m->ends = ends;
+        m->at = at;
         m->cap = cap;
     }
-    m->keys[m->n] = json_incref(key);
-    m->ends[m->n++] = m->text.len;
+    m->at[m->n++] = (pc_memo_entry){json_incref(key), m->text.len};
     return 0;
 }
 

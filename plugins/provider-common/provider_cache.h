@@ -111,12 +111,16 @@ int pc_cache_get(pc_cache *c, const json_t *key, char tag, pc_buf *out);
  * last body, and two words per message, per bound agent (released with the
  * agent: pc_cache_release_agent).
  */
+typedef struct pc_memo_entry {
+    json_t *key; /* a message of the body, a reference held */
+    size_t end;  /* text.len just after its text */
+} pc_memo_entry;
+
 typedef struct pc_memo {
-    pc_buf text;       /* the body; its first ends[n - 1] bytes stay valid */
-    json_t **keys;     /* the messages of the body, references held */
-    size_t *ends;      /* text.len just after keys[i]'s text */
+    pc_buf text;           /* the body; its first at[n - 1].end bytes stay valid */
+    pc_memo_entry *at;     /* the messages it was built from, in order */
     size_t n, cap;
-    const void *owner; /* pc_cache_set_owner's identity at the take */
+    const void *owner;     /* pc_cache_set_owner's identity at the take */
 } pc_memo;
 
 /**

@@ -160,15 +160,16 @@ static int add_user(pc_buf *out, size_t start, const json_t *content, bool tool_
             rc = pc_bad(msg, size, "%s: tool messages hold only tool_result blocks", at);
             break;
         }
-        size_t len;
+        size_t len = 0;
         const char *text = type && strcmp(type, "text") == 0 ? block_textn(b, &len) : NULL;
+        if (text && !text[0])
+            continue;
+        bool image = !text && type && strcmp(type, "image") == 0;
+        if ((text || image) && nparts > 0 && ADD(&parts, ",")) {
+            rc = PC_OOM(msg, size);
+            break;
+        }
         if (text) {
-            if (!text[0])
-                continue;
-            if (nparts > 0 && ADD(&parts, ",")) {
-                rc = PC_OOM(msg, size);
-                break;
-            }
             if (ADD(&parts, "{\"type\":\"text\",\"text\":") || pc_buf_str(&parts, text, len) ||
                 ADD(&parts, "}")) {
                 rc = PC_OOM(msg, size);
@@ -177,11 +178,7 @@ static int add_user(pc_buf *out, size_t start, const json_t *content, bool tool_
             one = text;
             one_len = len;
             ntext++;
-        } else if (type && strcmp(type, "image") == 0) {
-            if (nparts > 0 && ADD(&parts, ",")) {
-                rc = PC_OOM(msg, size);
-                break;
-            }
+        } else if (image) {
             if ((rc = image_part(&parts, b, at, msg, size)) != 0)
                 break;
         } else {

@@ -375,7 +375,7 @@ static size_t memo_step(pc_cache *cache, const json_t *request) {
     size_t before = memo->n;
     json_t *messages = json_object_get(request, "messages");
     size_t count = json_array_size(messages), kept = 0;
-    while (kept < before && kept < count && memo->keys[kept] == json_array_get(messages, kept))
+    while (kept < before && kept < count && memo->at[kept].key == json_array_get(messages, kept))
         kept++;
     assert_int_equal(openai_request_build(request, cache, memo, msg, sizeof msg), 0);
     assert_int_equal(memo->text.len, strlen(plain));
