@@ -690,18 +690,27 @@ void weir__log_set_observer(weir__log *log, weir__log_observer_fn fn, void *ud) 
 
 /* --- append -------------------------------------------------------------- */
 
+/* The log's own reference to a value of an event: `v` itself when it is
+ * handed over and nobody else holds a part of it; a copy of its objects and
+ * arrays sharing its scalars when it comes from the core (whose scalars are
+ * never changed in place, common.h); a deep copy of anything else. */
+static json_t *take(const json_t *v, bool handover, bool sole_ok) {
+    if (handover && sole_ok && weir__json_sole(v))
+        return json_incref((json_t *)(uintptr_t)v);
+    return handover ? weir__json_copy_tree(v) : json_deep_copy(v);
+}
+
 static json_t *build_envelope(size_t seq, const char *type, const json_t *data,
                               const json_t *surface_op, const json_t *source_seqs, uint32_t flags) {
     bool ignorable = (flags & WEIR_EVENT_IGNORABLE) != 0;
-    bool keep = (flags & WEIR__APPEND_HANDOVER) && weir__json_sole(data);
+    bool core = (flags & WEIR__APPEND_HANDOVER) != 0;
     json_t *ev = json_object();
     if (!ev || json_object_set_new(ev, "seq", json_integer((json_int_t)seq)) ||
         json_object_set_new(ev, "time", json_integer(weir__now_ms())) ||
         json_object_set_new(ev, "type", json_string(type)) ||
-        json_object_set_new(ev, "data", keep ? json_incref((json_t *)(uintptr_t)data)
-                                             : json_deep_copy(data)) ||
-        (surface_op && json_object_set_new(ev, "surface_op", json_deep_copy(surface_op))) ||
-        (source_seqs && json_object_set_new(ev, "source_seqs", json_deep_copy(source_seqs))) ||
+        json_object_set_new(ev, "data", take(data, core, true)) ||
+        (surface_op && json_object_set_new(ev, "surface_op", take(surface_op, core, false))) ||
+        (source_seqs && json_object_set_new(ev, "source_seqs", take(source_seqs, core, false))) ||
         (ignorable && json_object_set_new(ev, "ignorable", json_true()))) {
         json_decref(ev);
         return NULL;

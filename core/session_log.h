@@ -162,9 +162,13 @@ json_t *weir__log_event_ref(const weir__log *log, size_t seq);
  * WEIR_EVENT_IGNORABLE, WEIR__APPEND_HANDOVER.  On success *seq_out (may be
  * NULL) is the new seq.  Fails with E_LOG_REJECTED (nothing changed) or E_IO.
  */
-/* `data` is handed over: the caller releases its reference right after the
- * call and never touches the object again.  When nothing else holds any
- * part of it (weir__json_sole) the log keeps it as it is instead of a copy. */
+/* From the core: `data` is handed over (the caller releases its reference
+ * right after the call and never touches the object again), and the
+ * scalars of `data`, `surface_op` and `source_seqs` are never changed in
+ * place (common.h).  When nothing else holds any part of `data`
+ * (weir__json_sole) the log keeps it as it is; otherwise, and for
+ * `surface_op` and `source_seqs`, it copies their objects and arrays and
+ * shares their scalars.  Without the flag every value is deep-copied. */
 #define WEIR__APPEND_HANDOVER 0x100u
 int weir__log_append(weir__log *log, const char *type, const json_t *data, const json_t *surface_op,
                      const json_t *source_seqs, uint32_t flags, size_t *seq_out, weir_error *err);

@@ -8,18 +8,23 @@
  *   peer name=NAME sessions=S steps=K loop_ms_per_step=... peak_rss_mb=...
  *
  * NAME: weir (provider-openai, fsync none), weir+policy (compaction-basic
- * with a known window and retry as well), weir-fsync-step (fsync step).
+ * with a known window and retry as well), weir-fsync-step (fsync step), and
+ * c-raw: no weir at all, the C floor of the same loop (raw_client.py's loop
+ * in C: libcurl on one keep-alive connection, the body dumped with jansson,
+ * each SSE data line parsed with jansson, the text assembled and appended).
  * Exit 0 when every turn completed, 2 otherwise.
  *
  * Options: --base-url URL (required), --sessions S (200), --steps K (5),
- * --variant plain|policy|fsync-step (plain), --dir DIR (the session dir;
- * required).
+ * --variant plain|policy|fsync-step|raw (plain), --dir DIR (the session dir;
+ * required, unused by raw).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include <curl/curl.h>
 #include <jansson.h>
 
 #include "weir/host.h"
@@ -44,6 +49,107 @@ static long peak_rss_kb(void) {
     if (f)
         fclose(f);
     return kb;
+}
+
+/* c-raw: one response's SSE lines, each `data:` line's delta text appended
+ * to `text`. */
+typedef struct {
+    char line[8192];
+    size_t n;
+    char text[4096];
+    size_t tn;
+    bool bad;
+} raw_sse;
+
+static void raw_sse_line(raw_sse *r) {
+    if (r->n < 6 || strncmp(r->line, "data: ", 6) != 0 || strcmp(r->line, "data: [DONE]") == 0)
+        return;
+    json_t *chunk = json_loadb(r->line + 6, r->n - 6, 0, NULL);
+    size_t i;
+    json_t *choice;
+    json_array_foreach(json_object_get(chunk, "choices"), i, choice) {
+        const char *piece =
+            json_string_value(json_object_get(json_object_get(choice, "delta"), "content"));
+        size_t len = piece ? strlen(piece) : 0;
+        if (r->tn + len >= sizeof r->text)
+            r->bad = true;
+        else if (len) {
+            memcpy(r->text + r->tn, piece, len);
+            r->tn += len;
+        }
+    }
+    if (!chunk)
+        r->bad = true;
+    json_decref(chunk);
+}
+
+static size_t raw_write(char *data, size_t size, size_t nmemb, void *ud) {
+    raw_sse *r = ud;
+    for (size_t i = 0; i < size * nmemb; i++) {
+        if (data[i] == '\n') {
+            r->line[r->n] = '\0';
+            raw_sse_line(r);
+            r->n = 0;
+        } else if (data[i] != '\r' && r->n + 1 < sizeof r->line) {
+            r->line[r->n++] = data[i];
+        }
+    }
+    return size * nmemb;
+}
+
+/* The c-raw loop; returns 0 when every step got a non-empty answer. */
+static int raw_loop(const char *base, int sessions, int steps) {
+    char url[1024];
+    snprintf(url, sizeof url, "%s/chat/completions", base);
+    CURL *curl = curl_easy_init();
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    h = h ? curl_slist_append(h, "Accept: text/event-stream") : NULL;
+    h = h ? curl_slist_append(h, "Authorization: Bearer bench-key") : NULL;
+    if (!curl || !h) {
+        curl_slist_free_all(h);
+        curl_easy_cleanup(curl);
+        return 2;
+    }
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, raw_write);
+    int rc = 0;
+    raw_sse *r = malloc(sizeof *r);
+    for (int s = 0; r && s < sessions && rc == 0; s++) {
+        json_t *messages = json_array();
+        for (int k = 0; k < steps && rc == 0; k++) {
+            char text[64];
+            snprintf(text, sizeof text, "session %d, step %d: tell me about peers", s, k);
+            json_array_append_new(messages, json_pack("{s:s, s:s}", "role", "user", "content",
+                                                      text));
+            json_t *req = json_pack("{s:s, s:i, s:b, s:{s:b}, s:O}", "model", "bench",
+                                    "max_tokens", 256, "stream", 1, "stream_options",
+                                    "include_usage", 1, "messages", messages);
+            char *body = json_dumps(req, JSON_COMPACT);
+            json_decref(req);
+            r->n = r->tn = 0;
+            r->bad = false;
+            curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+            curl_easy_setopt(curl, CURLOPT_WRITEDATA, r);
+            long status = 0;
+            if (!body || curl_easy_perform(curl) != CURLE_OK ||
+                curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK ||
+                status != 200 || r->bad || r->tn == 0) {
+                fprintf(stderr, "bench_peers: raw request failed (status %ld)\n", status);
+                rc = 2;
+            }
+            free(body);
+            json_array_append_new(messages, json_pack("{s:s, s:s%}", "role", "assistant",
+                                                      "content", r->text, r->tn));
+        }
+        json_decref(messages);
+    }
+    if (!r)
+        rc = 2;
+    free(r);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(curl);
+    return rc;
 }
 
 static json_t *deployment(const char *base, const char *dir, const char *variant) {
@@ -83,10 +189,22 @@ int main(int argc, char **argv) {
             base = NULL;
     }
     if (!base || !dir || sessions < 1 || steps < 1 ||
-        (strcmp(variant, "plain") && strcmp(variant, "policy") && strcmp(variant, "fsync-step"))) {
+        (strcmp(variant, "plain") && strcmp(variant, "policy") && strcmp(variant, "fsync-step") &&
+         strcmp(variant, "raw"))) {
         fprintf(stderr, "usage: %s --base-url URL --dir DIR [--sessions S] [--steps K]"
-                        " [--variant plain|policy|fsync-step]\n", argv[0]);
+                        " [--variant plain|policy|fsync-step|raw]\n", argv[0]);
         return 2;
+    }
+    if (strcmp(variant, "raw") == 0) {
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        double t0 = now_ms();
+        int rc = raw_loop(base, sessions, steps);
+        double loop = now_ms() - t0;
+        curl_global_cleanup();
+        if (rc == 0)
+            printf("peer name=c-raw sessions=%d steps=%d loop_ms_per_step=%.3f peak_rss_mb=%.1f\n",
+                   sessions, steps, loop / (sessions * steps), (double)peak_rss_kb() / 1024.0);
+        return rc;
     }
     json_t *cfg = deployment(base, dir, variant);
     weir_error err;
