@@ -1172,7 +1172,7 @@ json_t *weir_config_default(void) {
      * defaults, right after the provider row */
     json_t *doc = json_pack(
         "{s:{s:s,s:s,s:i,s:i},s:{s:s,s:s},s:[s],s:[O,{s:s,s:s,s:{}},{s:s,s:s,s:{}},{s:s,s:s,s:{s:s}},"
-        "{s:s,s:s,s:{s:[{s:s,s:s,s:s,s:s}]}}]}",
+        "{s:s,s:s,s:{s:[{s:s,s:s,s:s,s:s,s:b}]}}]}",
         "agent", "provider", provider, "model", model, "max_tokens", 4096,
         "max_parallel_tool_calls", 10, "session", "dir", DEFAULT_SESSION_DIR, "fsync", "step",
         "plugin_path",
@@ -1182,7 +1182,7 @@ json_t *weir_config_default(void) {
         "system-prompt",
         "config", "text", "You are a careful assistant.", "id", "math", "plugin", "tools-ffi",
         "config", "tools", "library", "libm.so.6", "symbol", "pow", "prototype",
-        "double pow(double x, double y)", "description", "x raised to the power y");
+        "double pow(double x, double y)", "description", "x raised to the power y", "inline", 1);
     json_decref(row);
     return doc;
 }

@@ -432,6 +432,10 @@ static void start(run *r, slot *s, bool parallel) {
     r->running++;
     if (s->exclusive)
         r->excl_running = true;
+    if (s->def->flags & WEIR_TOOL_INLINE) {
+        body_task(s); /* on this thread: done when it returns, collected as any body */
+        return;
+    }
     weir_error e = {0};
     int rc = weir__pool_submit(weir__tools_pool(r->st->tools), body_task, s, &e);
     if (rc != WEIR_OK) {

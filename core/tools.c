@@ -129,10 +129,15 @@ static int add_locked(weir__tools *t, const char *plugin_id, const weir_tool *to
         return weir__err(err, WEIR_E_INVAL, plugin_id, NULL,
                          "tool_register: tool '%s': parameters must be a JSON Schema object",
                          tool->name);
-    if (tool->flags & ~(uint32_t)(WEIR_TOOL_BACKGROUND | WEIR_TOOL_IDEMPOTENT))
+    if (tool->flags & ~(uint32_t)(WEIR_TOOL_BACKGROUND | WEIR_TOOL_IDEMPOTENT | WEIR_TOOL_INLINE))
         return weir__err(err, WEIR_E_INVAL, plugin_id, NULL,
                          "tool_register: tool '%s': unknown flags 0x%x", tool->name,
                          (unsigned)tool->flags);
+    if ((tool->flags & WEIR_TOOL_INLINE) && (tool->flags & WEIR_TOOL_BACKGROUND))
+        return weir__err(err, WEIR_E_INVAL, plugin_id, NULL,
+                         "tool_register: tool '%s': WEIR_TOOL_INLINE and WEIR_TOOL_BACKGROUND "
+                         "exclude each other (a background job runs on the tool pool)",
+                         tool->name);
     const weir__tool_def *old = find_unlocked(t, tool->name);
     if (old)
         return weir__err(err, WEIR_E_DUPLICATE, plugin_id, NULL,

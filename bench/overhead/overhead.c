@@ -162,12 +162,12 @@ static json_t *deployment(const char *base_url, const char *session_dir, const c
         return cfg;
     /* the default policy chain: one tool, compaction with the window known, retry */
     json_t *more = json_pack(
-        "[{s:s, s:s, s:{s:[{s:s, s:s, s:s, s:s}]}},"
+        "[{s:s, s:s, s:{s:[{s:s, s:s, s:s, s:s, s:b}]}},"
         " {s:s, s:s, s:s, s:{}},"
         " {s:s, s:s, s:s, s:{s:i}}]",
         "id", "math", "plugin", "tools-ffi", "config", "tools", "library", "libm.so.6",
         "symbol", "pow", "prototype", "double pow(double x, double y)", "description",
-        "x raised to the power y",
+        "x raised to the power y", "inline", 1,
         "id", "compaction", "plugin", "compaction-basic", "after", "openai", "config",
         "id", "retry", "plugin", "retry", "after", "compaction", "config", "max_retries", 2);
     if (!more || json_array_extend(json_object_get(cfg, "plugins"), more) != 0) {

@@ -48,6 +48,8 @@
  *        store_register: a row provides a session store (weir/store.h),
  *        named by "session": {"store": "<row id>"}; WEIR_E_LEASE_LOST.
  *        agent_event_peek: a log envelope read in place (no copy).
+ *   1.6  the WEIR_TOOL_INLINE tool flag: a body that returns at once runs on
+ *        the step's thread, not the tool pool.
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H
@@ -292,8 +294,22 @@ typedef int (*weir_sse_fn)(void *user_data, const char *event,
 #define WEIR_TOOL_IDEMPOTENT 0x2u
 
 /**
+ * The body returns at once and never blocks (a pure C function, a table
+ * lookup): the thread that runs the step calls it, not a tool-pool worker,
+ * which saves the two thread hand-offs a call costs (tens of microseconds
+ * each on a busy machine).  Everything else is as for any call: events,
+ * hooks, results, cancellation (the body gets the turn's signal).  While it
+ * runs the step does nothing else, so a later call of the batch starts when
+ * it returns; a body that can block (I/O, a lock, a sleep) must not set it.
+ * Not with WEIR_TOOL_BACKGROUND (a job runs on the pool by definition).
+ * Since: ABI 1.6 (an older host refuses the flag at registration).
+ */
+#define WEIR_TOOL_INLINE 0x4u
+
+/**
  * A tool.  Strings and the schema are copied at registration.
- * execute: run the body on a worker thread.  On success set *result to a new
+ * execute: run the body on a worker thread (WEIR_TOOL_INLINE: on the thread
+ *   that runs the step).  On success set *result to a new
  *   reference: a string, an array of content blocks, or an object
  *   {"content":[blocks], "is_error"?:bool, "concludes_turn"?:bool}.
  *   On failure call weir_tool_exec_fail() and return an error status; the

@@ -6,7 +6,7 @@
  *                    "out"?:[{"name","count":N|"<argument>","max"?:M}],
  *                    "returns_owned"?:{"free":"free"|"none"|"<symbol>"},
  *                    "parallel"?:bool, "idempotent"?:bool, "background"?:bool,
- *                    "idempotency_key"?:"<const char * parameter>"}]}
+ *                    "inline"?:bool, "idempotency_key"?:"<const char * parameter>"}]}
  * Every listed function is dlopen'd, dlsym'd and prepared (ffi_prep_cif) once
  * at init; nothing else in the library is callable.  The JSON Schema of each
  * tool comes from its prototype.  Calls may run on any worker thread: the
@@ -25,7 +25,9 @@
  * "background" WEIR_TOOL_BACKGROUND: a call returns a receipt at once and
  * the function runs as a job of the agent (docs/tools.md, "Background
  * tools"); it cannot see the job's signal, so a cancelled job's function
- * still runs to its end (its result is dropped).
+ * still runs to its end (its result is dropped).  "inline" registers it
+ * WEIR_TOOL_INLINE: the step's own thread calls the function instead of a
+ * tool-pool worker, for one that returns at once (arithmetic, a lookup).
  */
 #include <dlfcn.h>
 #include <float.h>
@@ -67,6 +69,7 @@ typedef struct ffi_tool {
     bool parallel;
     bool idempotent;            /* WEIR_TOOL_IDEMPOTENT */
     bool background;            /* WEIR_TOOL_BACKGROUND */
+    bool inline_call;           /* WEIR_TOOL_INLINE */
     int key_param;              /* the parameter the key goes to; -1: none */
     ffi_cif cif;
     ffi_type *atypes[WF_MAX_PARAMS];
@@ -102,6 +105,7 @@ static const char config_schema[] =
     "\"parallel\":{\"type\":\"boolean\"},"
     "\"idempotent\":{\"type\":\"boolean\"},"
     "\"background\":{\"type\":\"boolean\"},"
+    "\"inline\":{\"type\":\"boolean\"},"
     "\"idempotency_key\":{\"type\":\"string\",\"minLength\":1}}}}}}";
 
 static int set_err(weir_error *err, int code, const char *fmt, ...) WEIR_PRINTF(3, 4);
@@ -866,6 +870,7 @@ static int setup_tool(ffi_tool *t, const char *row_id, size_t index, const json_
     t->parallel = json_is_true(json_object_get(row, "parallel"));
     t->idempotent = json_is_true(json_object_get(row, "idempotent"));
     t->background = json_is_true(json_object_get(row, "background"));
+    t->inline_call = json_is_true(json_object_get(row, "inline"));
     t->key_param = -1;
     if (!t->name || !t->library || !t->symbol || !t->description)
         return set_err(err, WEIR_E_NOMEM, "out of memory");
@@ -881,6 +886,11 @@ static int setup_tool(ffi_tool *t, const char *row_id, size_t index, const json_
         return set_err(err, WEIR_E_PLUGIN_CONFIG,
                        "%s: the prototype names '%s' but the symbol is '%s'", where, pr->name,
                        symbol);
+    if (t->inline_call && t->background)
+        return set_err(err, WEIR_E_PLUGIN_CONFIG,
+                       "%s: \"inline\" and \"background\" exclude each other (a background "
+                       "job runs on the tool pool)",
+                       where);
     int rc = check_out(t, where, json_object_get(row, "out"), err);
     if (rc != WEIR_OK)
         return rc;
@@ -984,7 +994,8 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config,
             .description = t->description,
             .parameters = t->schema,
             .flags = (t->idempotent ? WEIR_TOOL_IDEMPOTENT : 0u) |
-                     (t->background ? WEIR_TOOL_BACKGROUND : 0u),
+                     (t->background ? WEIR_TOOL_BACKGROUND : 0u) |
+                     (t->inline_call ? WEIR_TOOL_INLINE : 0u),
             .execute = execute,
             .concurrency_safe = parallel_safe,
             .user_data = t,

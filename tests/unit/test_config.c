@@ -626,7 +626,7 @@ static const char default_tail[] =
     "\"config\":{\"text\":\"You are a careful assistant.\"}},"
     "{\"id\":\"math\",\"plugin\":\"tools-ffi\",\"config\":{\"tools\":[{\"library\":"
     "\"libm.so.6\",\"symbol\":\"pow\",\"prototype\":\"double pow(double x, double y)\","
-    "\"description\":\"x raised to the power y\"}]}}]}";
+    "\"description\":\"x raised to the power y\",\"inline\":true}]}}]}";
 
 static void check_default(const char *raw_head, const char *composed_head) {
     char want[4096];

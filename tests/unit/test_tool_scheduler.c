@@ -148,6 +148,23 @@ static int work_exec(weir_tool_exec *exec, const json_t *args, json_t **result, 
     return *result ? WEIR_OK : WEIR_E_NOMEM;
 }
 
+/* The "quick" (WEIR_TOOL_INLINE) and "pooled" tools: work_exec, counting
+ * the bodies that ran on the thread that runs the step (g_step_thread). */
+static pthread_t g_step_thread;
+static int g_on_step, g_off_step;
+
+static int where_exec(weir_tool_exec *exec, const json_t *args, json_t **result, void *ud) {
+    pthread_mutex_lock(&g_mu);
+    if (pthread_equal(pthread_self(), g_step_thread))
+        g_on_step++;
+    else
+        g_off_step++;
+    if (weir__tool_exec_signal(exec) != g_signal)
+        g_timed_out = true; /* an inline body gets the turn's signal as any body */
+    pthread_mutex_unlock(&g_mu);
+    return work_exec(exec, args, result, ud);
+}
+
 static int always_parallel(const json_t *args, void *ud) {
     (void)args, (void)ud;
     return 1;
@@ -527,9 +544,14 @@ static void invalid_registrations_are_refused(void **state) {
     assert_int_equal(weir__tools_add(f->tools, "p", &t, &err), WEIR_E_INVAL);
     t.struct_size = sizeof t;
     t.name = "flagged";
-    t.flags = 0x4;
+    t.flags = 0x8;
     assert_int_equal(weir__tools_add(f->tools, "p", &t, &err), WEIR_E_INVAL);
-    assert_string_equal(err.text, "tool_register: tool 'flagged': unknown flags 0x4");
+    assert_string_equal(err.text, "tool_register: tool 'flagged': unknown flags 0x8");
+    t.flags = WEIR_TOOL_INLINE | WEIR_TOOL_BACKGROUND;
+    assert_int_equal(weir__tools_add(f->tools, "p", &t, &err), WEIR_E_INVAL);
+    assert_string_equal(err.text, "tool_register: tool 'flagged': WEIR_TOOL_INLINE and "
+                                  "WEIR_TOOL_BACKGROUND exclude each other (a background job "
+                                  "runs on the tool pool)");
     t.flags = WEIR_TOOL_IDEMPOTENT | WEIR_TOOL_BACKGROUND;
     assert_int_equal(weir__tools_add(f->tools, "p", &t, &err), WEIR_OK);
 }
@@ -555,6 +577,35 @@ static void parallel_siblings_all_start_before_any_completes(void **state) {
     char sum[512];
     log_summary(f, sum, sizeof sum);
     assert_string_equal(sum, "call:a call:b call:c result:a result:b result:c");
+    assert_paired(f);
+}
+
+/* WEIR_TOOL_INLINE: the step's thread runs the body, a pool tool's runs on a
+ * worker.  An inline parallel call runs while a pooled sibling still runs (b
+ * waits for c's end), and the results are committed in model order. */
+static void inline_tool_runs_on_the_step_thread(void **state) {
+    fx *f = *state;
+    add_tool(f, "quick", where_exec, always_parallel, NULL, WEIR_TOOL_INLINE);
+    add_tool(f, "pooled", where_exec, always_parallel, NULL, 0);
+    g_step_thread = pthread_self();
+    g_on_step = g_off_step = 0;
+    weir_error err = {0};
+    assert_int_equal(run_calls(f,
+                               "[[\"a\",\"quick\",{\"id\":\"a\"}],"
+                               "[\"b\",\"pooled\",{\"id\":\"b\",\"after\":\"c\"}],"
+                               "[\"c\",\"quick\",{\"id\":\"c\",\"text\":\"C\"}]]",
+                               NULL, &err),
+                     WEIR_OK);
+    assert_false(g_timed_out);
+    assert_int_equal(g_on_step, 2);
+    assert_int_equal(g_off_step, 1);
+    assert_true(event_index("end:c") < event_index("end:b"));
+    char sum[512];
+    log_summary(f, sum, sizeof sum);
+    assert_string_equal(sum, "call:a result:a call:b call:c result:b result:c");
+    char *c = result_json(f, "c");
+    assert_non_null(strstr(c, "{\"type\":\"text\",\"text\":\"C\"}"));
+    free(c);
     assert_paired(f);
 }
 
@@ -2058,6 +2109,7 @@ int main(void) {
         T(registration_copies_the_schema),
         T(invalid_registrations_are_refused),
         T(parallel_siblings_all_start_before_any_completes),
+        T(inline_tool_runs_on_the_step_thread),
         T(exclusive_between_parallel_gives_three_groups),
         T(classification_is_read_live_per_call),
         T(model_order_commits_despite_out_of_order_completion),

@@ -745,6 +745,34 @@ static void a_background_row_registers_a_background_tool(void **state) {
     assert_non_null(strstr(load_fail(&bad, NULL), "background"));
 }
 
+/* "inline": true registers the tool WEIR_TOOL_INLINE (the step's thread calls
+ * the function, docs/tools.md); the call's result is as any other's.  A
+ * non-boolean is refused, and so is "inline" with "background", naming the
+ * tool, the row and the index. */
+static void an_inline_row_registers_an_inline_tool(void **state) {
+    (void)state;
+    static const row rows[] = {
+        {"t_int", "int t_int(int v)", "{\"inline\":true,\"parallel\":true}"},
+        {"t_i32", "int32_t t_i32(int32_t v)", "{\"inline\":false}"},
+    };
+    weir_host *h = load_ok(rows, 2);
+    const weir__tool_def *def = weir__tools_find(weir__host_tools(h), "t_int");
+    assert_non_null(def);
+    assert_int_equal(def->flags, WEIR_TOOL_INLINE);
+    assert_int_equal(weir__tools_find(weir__host_tools(h), "t_i32")->flags, 0);
+    expect(h, "t_int", "{\"v\":41}", "41");
+    weir_host_destroy(h);
+    static const row not_bool = {"t_int", "int t_int(int v)", "{\"inline\":1}"};
+    const char *text = load_fail(&not_bool, NULL);
+    if (!strstr(text, "config: $.tools[0].inline"))
+        fail_msg("got '%s'", text);
+    static const row both = {"t_int", "int t_int(int v)",
+                             "{\"inline\":true,\"background\":true}"};
+    text = load_fail(&both, NULL);
+    if (!strstr(text, AT("t_int") "\"inline\" and \"background\" exclude each other"))
+        fail_msg("got '%s'", text);
+}
+
 static void two_rows_with_one_name_are_a_duplicate(void **state) {
     (void)state;
     static const row rows[] = {
@@ -815,6 +843,7 @@ int main(void) {
         cmocka_unit_test(init_errors_name_what_is_wrong),
         cmocka_unit_test(the_idempotency_key_is_a_hidden_parameter),
         cmocka_unit_test(a_background_row_registers_a_background_tool),
+        cmocka_unit_test(an_inline_row_registers_an_inline_tool),
         cmocka_unit_test(two_rows_with_one_name_are_a_duplicate),
         cmocka_unit_test(an_invalid_tool_name_says_why),
         cmocka_unit_test(allocation_failures_during_calls_are_handled),
