@@ -300,12 +300,15 @@ int weir__log_check_envelope(const json_t *ev, char *msg, size_t size) {
     return 0;
 }
 
-static int validate(const weir__log *log, const json_t *ev, char *msg, size_t size) {
+/* Whether `ev` may be the log's next event.  `built`: build_envelope made it
+ * for this seq from a non-empty type and an object data, so its envelope and
+ * seq hold by construction and only what it carries is checked. */
+static int validate(const weir__log *log, const json_t *ev, bool built, char *msg, size_t size) {
     const json_t *ign = json_object_get(ev, "ignorable");
     const char *type = weir__json_str(ev, "type", NULL);
-    if (weir__log_check_envelope(ev, msg, size) < 0)
+    if (!built && weir__log_check_envelope(ev, msg, size) < 0)
         return -1;
-    if (json_integer_value(json_object_get(ev, "seq")) != (json_int_t)log->count) {
+    if (!built && json_integer_value(json_object_get(ev, "seq")) != (json_int_t)log->count) {
         snprintf(msg, size, "seq must be %zu", log->count);
         return -1;
     }
@@ -371,7 +374,7 @@ static int load(weir__log *log, const char *buf, size_t len, size_t *good, weir_
             return weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL,
                              "%s:%zu: an event must be a JSON object", log->path, line);
         }
-        if (validate(log, ev, msg, sizeof msg) < 0) {
+        if (validate(log, ev, false, msg, sizeof msg) < 0) {
             json_decref(ev);
             return weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL, "%s:%zu: %s", log->path, line,
                              msg);
@@ -810,13 +813,19 @@ static int append_locked(weir__log *log, const char *type, const json_t *data,
     char msg[640];
     if (rc != WEIR_OK)
         goto out;
+    if (!type || !*type || !json_is_object(data)) {
+        rc = weir__err(err, WEIR_E_LOG_REJECTED, NULL, NULL,
+                       "session log %s: rejected an event: it needs a type and an object data",
+                       log->path);
+        goto out;
+    }
     ev = build_envelope(log->count, type, data, surface_op, source_seqs, flags);
     if (!ev) {
         rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory (%s)",
                        log->path, type);
         goto out;
     }
-    if (validate(log, ev, msg, sizeof msg) < 0) {
+    if (validate(log, ev, true, msg, sizeof msg) < 0) {
         rc = weir__err(err, WEIR_E_LOG_REJECTED, NULL, NULL, "session log %s: rejected %s",
                        log->path, msg);
         goto out;

@@ -25,6 +25,7 @@ struct weir__tools {
     pthread_mutex_t mu;       /* v and n, after init (tool_update) */
     weir__tool_def **retired; /* replaced or removed: freed at destroy */
     size_t nretired;
+    json_t *schemas; /* weir__tools_schemas' answer while v is unchanged (shared), or NULL */
     weir__event_check_fn event_check; /* tool_exec_append's type check, or NULL */
     void *event_ud;
 };
@@ -79,6 +80,7 @@ void weir__tools_destroy(weir__tools *t) {
     for (size_t i = 0; i < t->nretired; i++)
         def_free(t->retired[i]);
     weir__free(t->retired);
+    json_decref(t->schemas);
     pthread_mutex_destroy(&t->mu);
     weir__free(t->v);
     weir__free(t);
@@ -170,6 +172,8 @@ static int add_locked(weir__tools *t, const char *plugin_id, const weir_tool *to
     d->concurrency_safe = tool->concurrency_safe;
     d->user_data = tool->user_data;
     t->v[t->n++] = d;
+    json_decref(t->schemas); /* the list changed */
+    t->schemas = NULL;
     return WEIR_OK;
 }
 
@@ -198,6 +202,8 @@ static int retire(weir__tools *t, size_t i) {
     t->retired[t->nretired++] = t->v[i];
     memmove(t->v + i, t->v + i + 1, (t->n - i - 1) * sizeof *t->v);
     t->n--;
+    json_decref(t->schemas); /* the list changed */
+    t->schemas = NULL;
     return WEIR_OK;
 }
 
@@ -294,22 +300,23 @@ int weir__tool_exec_progress(weir_tool_exec *exec, const json_t *progress) {
 json_t *weir__tools_schemas(const weir__tools *t) {
     if (!t)
         return NULL;
-    json_t *arr = json_array();
-    if (!arr)
-        return NULL;
+    weir__tools *w = (weir__tools *)(uintptr_t)t; /* the cache is the only change */
     pthread_mutex_lock(reg_mu(t));
-    for (size_t i = 0; i < t->n; i++) {
+    json_t *arr = t->schemas ? NULL : json_array();
+    for (size_t i = 0; arr && i < t->n; i++) {
         const weir__tool_def *d = t->v[i];
         json_t *o = json_pack("{s:s, s:s, s:O}", "name", d->name, "description",
                               d->description, "parameters", d->parameters);
         if (!o || json_array_append_new(arr, o) != 0) {
-            pthread_mutex_unlock(reg_mu(t));
             json_decref(arr);
-            return NULL;
+            arr = NULL;
         }
     }
+    if (arr)
+        w->schemas = arr;
+    json_t *out = json_incref(t->schemas);
     pthread_mutex_unlock(reg_mu(t));
-    return arr;
+    return out;
 }
 
 const weir__tool_def *weir__tools_find(const weir__tools *t, const char *name) {

@@ -30,7 +30,9 @@ void weir__tools_destroy(weir__tools *t);
  */
 int weir__tools_add(weir__tools *t, const char *plugin_id, const weir_tool *tool,
                     weir_error *err);
-/* New reference: [{name, description, parameters}] in registration order. */
+/* New reference: [{name, description, parameters}] in registration order,
+ * or NULL (out of memory).  Shared: the same array until the list changes
+ * (add, update, remove), so the caller never changes it. */
 json_t *weir__tools_schemas(const weir__tools *t);
 
 /* Everything the scheduler needs from the running step. */

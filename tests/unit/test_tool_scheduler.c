@@ -525,6 +525,31 @@ static void registration_copies_the_schema(void **state) {
     /* Registration order. */
     schemas = weir__tools_schemas(f->tools);
     assert_string_equal(weir__json_str(json_array_get(schemas, 0), "name", ""), "work");
+    /* The same array while the list is unchanged; a new one after a change
+     * (add, update, remove), and the old one stays as it was. */
+    json_t *again = weir__tools_schemas(f->tools);
+    assert_ptr_equal(again, schemas);
+    json_decref(again);
+    size_t n = json_array_size(schemas);
+    weir_tool more = {sizeof(weir_tool), "more", "d", NULL, 0, work_exec, NULL, NULL};
+    assert_int_equal(weir__tools_add(f->tools, "p", &more, &err), WEIR_OK);
+    json_t *added = weir__tools_schemas(f->tools);
+    assert_ptr_not_equal(added, schemas);
+    assert_int_equal(json_array_size(added), n + 1);
+    assert_int_equal(json_array_size(schemas), n);
+    more.description = "changed";
+    assert_int_equal(weir__tools_update(f->tools, "p", &more, &err), WEIR_OK);
+    json_t *updated = weir__tools_schemas(f->tools);
+    assert_ptr_not_equal(updated, added);
+    assert_string_equal(weir__json_str(json_array_get(updated, n), "description", ""), "changed");
+    assert_int_equal(weir__tools_remove(f->tools, "p", "more", &err), WEIR_OK);
+    json_t *removed = weir__tools_schemas(f->tools);
+    assert_ptr_not_equal(removed, updated);
+    assert_int_equal(json_array_size(removed), n);
+    assert_string_equal(weir__json_str(json_array_get(updated, n), "name", ""), "more");
+    json_decref(removed);
+    json_decref(updated);
+    json_decref(added);
     json_decref(schemas);
 }
 
