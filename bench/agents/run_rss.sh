@@ -5,6 +5,7 @@
 #     keep-alive handle) making as many requests to the same mock;
 #   - `weir --version`: the weir binary with its libraries mapped, no work.
 # The run: the default policy chain of issue #15 (tools-ffi with libm's pow,
+# inline as in the built-in default deployment,
 # compaction-basic with a known window, retry), fsync none, against
 # weir-mock-llm answering 49 tool calls (3-character argument deltas) and
 # then a text: 50 steps in one turn.  Peak RSS is GNU time's %M (VmHWM).
@@ -55,7 +56,7 @@ cat >"$work/deploy.json" <<EOF
     {"id": "math", "plugin": "tools-ffi",
      "config": {"tools": [{"library": "libm.so.6", "symbol": "pow",
                            "prototype": "double pow(double x, double y)",
-                           "description": "x raised to the power y"}]}},
+                           "description": "x raised to the power y", "inline": true}]}},
     {"id": "compaction", "plugin": "compaction-basic", "after": "llm", "config": {}},
     {"id": "retry", "plugin": "retry", "after": "compaction", "config": {"max_retries": 2}}
   ]
