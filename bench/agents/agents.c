@@ -73,6 +73,8 @@
 #include "testutil.h"
 #include "weir/host.h"
 
+#include "../bench_turn.h"
+
 #ifndef WEIR_BENCH_OPENAI_PLUGIN
 #error "WEIR_BENCH_OPENAI_PLUGIN (path of weir-provider-openai.so) must be defined"
 #endif
@@ -126,7 +128,9 @@ static int turn(weir_agent *agent, int n, int step, weir_error *err) {
     char text[80];
     snprintf(text, sizeof text, "agent %d, step %d: how much memory do you hold?", n, step);
     int rc = weir_agent_send_text(agent, text, WEIR_SEND_FOLLOWUP, err);
-    return rc == WEIR_OK ? weir_agent_run_until_idle(agent, err) : rc;
+    if (rc == WEIR_OK)
+        rc = weir_agent_run_until_idle(agent, err);
+    return rc == WEIR_OK ? bench_turn_ok(agent, text, err) : rc;
 }
 
 /* One thread's share of the round-robin: agents first, first+stride, ... */

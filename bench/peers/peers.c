@@ -29,6 +29,8 @@
 
 #include "weir/host.h"
 
+#include "../bench_turn.h"
+
 #ifndef WEIR_BENCH_PLUGIN_DIR
 #error "WEIR_BENCH_PLUGIN_DIR (the directory of the first-party plugins) must be defined"
 #endif
@@ -215,7 +217,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     int rc = WEIR_OK;
-    double t0 = now_ms();
+    double t0 = now_ms(), checks = 0; /* the time of the outcome checks, not counted */
     for (int s = 0; s < sessions && rc == WEIR_OK; s++) {
         char sid[32], text[64];
         snprintf(sid, sizeof sid, "peer-%d", s);
@@ -228,10 +230,16 @@ int main(int argc, char **argv) {
             rc = weir_agent_send_text(agent, text, WEIR_SEND_FOLLOWUP, &err);
             if (rc == WEIR_OK)
                 rc = weir_agent_run_until_idle(agent, &err);
+            double c0 = now_ms(); /* bench_turn.h: the turn completed with an answer */
+            char what[64];
+            snprintf(what, sizeof what, "session %d, step %d", s, k);
+            if (rc == WEIR_OK)
+                rc = bench_turn_ok(agent, what, &err);
+            checks += now_ms() - c0;
         }
         weir_agent_close(agent);
     }
-    double loop = now_ms() - t0;
+    double loop = now_ms() - t0 - checks;
     weir_host_destroy(host);
     json_decref(cfg);
     if (rc != WEIR_OK) {

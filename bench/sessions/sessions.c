@@ -35,6 +35,8 @@
 #include "testutil.h"
 #include "weir/host.h"
 
+#include "../bench_turn.h"
+
 #ifndef WEIR_BENCH_OPENAI_PLUGIN
 #error "WEIR_BENCH_OPENAI_PLUGIN (path of weir-provider-openai.so) must be defined"
 #endif
@@ -72,6 +74,8 @@ static int session(weir_host *host, int n, int steps, weir_error *err) {
         rc = weir_agent_send_text(agent, text, WEIR_SEND_FOLLOWUP, err);
         if (rc == WEIR_OK)
             rc = weir_agent_run_until_idle(agent, err);
+        if (rc == WEIR_OK)
+            rc = bench_turn_ok(agent, sid, err);
     }
     weir_agent_close(agent);
     return rc;
