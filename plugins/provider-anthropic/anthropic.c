@@ -90,10 +90,12 @@ static int stream(void *self, void *call, const json_t *request, weir_stream *st
     if (!d)
         return WEIR_E_NOMEM;
     char msg[512];
-    char *text = anthropic_request_text(request, default_max_tokens(p, request), p->cache, msg,
-                                        sizeof msg);
-    int rc = pc_stream_run(p, st, text, text ? strlen(text) : 0, msg, sizeof msg, d, &codec);
-    free(text);
+    pc_memo *memo = pc_cache_memo_take(p->cache);
+    int built = anthropic_request_build(request, default_max_tokens(p, request), p->cache, memo,
+                                        msg, sizeof msg);
+    int rc = pc_stream_run(p, st, built == 0 ? memo->text.p : NULL,
+                           built == 0 ? memo->text.len : 0, msg, sizeof msg, d, &codec);
+    pc_cache_memo_give(p->cache, memo); /* the next step's body starts from this one */
     anthropic_decoder_free(d);
     return rc;
 }

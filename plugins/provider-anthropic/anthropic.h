@@ -48,6 +48,18 @@ json_t *anthropic_request_body(const json_t *request, long default_max_tokens, c
 char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_cache *cache,
                              char *msg, size_t msg_size);
 
+/**
+ * The same body built in `memo` (pc_cache_memo_take; borrowed): its `text`
+ * holds the body on success.  The body starts with the messages, so the
+ * memo's last body keeps the text of the longest prefix of the same message
+ * objects in place (up to the start of the last merged group it shares) and
+ * only the rest is added: a request costs O(new messages), not O(history).
+ * The text is byte for byte anthropic_request_text's.  @return 0, or -1 with
+ * `msg` set and the memo reset.
+ */
+int anthropic_request_build(const json_t *request, long default_max_tokens, pc_cache *cache,
+                            pc_memo *memo, char *msg, size_t msg_size);
+
 /* ------------------------------------------------------------------------ */
 /* Stream decoder (anthropic_decode.c)                                      */
 /* ------------------------------------------------------------------------ */

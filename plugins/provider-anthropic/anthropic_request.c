@@ -218,11 +218,27 @@ static int message_text(const json_t *m, size_t i, pc_buf *out, char *msg, size_
     return rc;
 }
 
-/* The messages being assembled: the system text, the finished messages, and
- * the open group of consecutive messages of one API role. */
+/*
+ * The messages being assembled, in a memo (provider_cache.h): its `text` is
+ * the body from `{"messages":[` through the finished messages, comma-joined;
+ * its `side` the system text.  The open group of consecutive messages of one
+ * API role is kept aside until a message of the other role (or the end)
+ * closes it into one {"role","content"} element.
+ *
+ * The memo lets the next request start from this one: each message's entry
+ * has `end`, the text length before it with every earlier group closed, when
+ * it starts a group or no group is open (else PC_MEMO_NONE), and `side`, the
+ * system text's length before it.  A request whose first p messages are the
+ * same objects resumes at the last such place before message p - 1's end:
+ * every group it keeps is closed, and only the rest is folded again (from
+ * the cache).
+ */
+#define OPENING "{\"messages\":["
+#define OPENING_LEN (sizeof OPENING - 1)
+
 typedef struct assembly {
-    pc_buf sys, out;     /* out: the "messages" array's elements, comma-joined */
-    char role;           /* 'u', 'a', or 0 when no group is open */
+    pc_memo *m;           /* text: the body so far; side: the system text */
+    char role;            /* 'u', 'a', or 0 when no group is open */
     pc_buf results, rest; /* the open group's two parts */
 } assembly;
 
@@ -230,13 +246,14 @@ typedef struct assembly {
 static int flush_group(assembly *a) {
     if (!a->role)
         return 0;
+    pc_buf *out = &a->m->text;
     const char *head = a->role == 'a' ? "{\"role\":\"assistant\",\"content\":["
                                       : "{\"role\":\"user\",\"content\":[";
-    int rc = (a->out.len && pc_buf_add(&a->out, ",", 1)) || pc_buf_add(&a->out, head, strlen(head)) ||
-             (a->results.len && pc_buf_add(&a->out, a->results.p, a->results.len)) ||
-             (a->results.len && a->rest.len && pc_buf_add(&a->out, ",", 1)) ||
-             (a->rest.len && pc_buf_add(&a->out, a->rest.p, a->rest.len)) ||
-             pc_buf_add(&a->out, "]}", 2)
+    int rc = (out->len > OPENING_LEN && pc_buf_add(out, ",", 1)) ||
+             pc_buf_add(out, head, strlen(head)) ||
+             (a->results.len && pc_buf_add(out, a->results.p, a->results.len)) ||
+             (a->results.len && a->rest.len && pc_buf_add(out, ",", 1)) ||
+             (a->rest.len && pc_buf_add(out, a->rest.p, a->rest.len)) || pc_buf_add(out, "]}", 2)
                  ? -1
                  : 0;
     a->results.len = a->rest.len = 0;
@@ -255,58 +272,80 @@ static int add_part(pc_buf *part, const char *s, size_t n) {
 
 /* Fold one cached message text (see message_text) into the assembly:
  * system text joins the system prompt; a message of the open group's role
- * merges into it; a message with no blocks changes nothing. */
-static int fold_message(assembly *a, const char *text, size_t len) {
+ * merges into it; a message with no blocks changes nothing.  *resume: the
+ * entry's `end` (see above). */
+static int fold_message(assembly *a, const char *text, size_t len, size_t *resume) {
     char kind = text[0];
     char *end = NULL;
     size_t n1 = (size_t)strtoull(text + 1, &end, 10);
     const char *p1 = end + 1, *p2 = p1 + n1;
     size_t n2 = len - (size_t)(p2 - text);
+    pc_buf *sys = &a->m->side;
+    bool opens = kind != 's' && (n1 || n2); /* it joins or opens a group */
+    if (opens && a->role && a->role != kind && flush_group(a) != 0)
+        return -1;
+    *resume = !a->role ? a->m->text.len : PC_MEMO_NONE;
     if (kind == 's') {
         if (!n1)
             return 0;
-        return (a->sys.len && pc_buf_add(&a->sys, "\n\n", 2)) || pc_buf_add(&a->sys, p1, n1);
+        return (sys->len && pc_buf_add(sys, "\n\n", 2)) || pc_buf_add(sys, p1, n1);
     }
-    if (!n1 && !n2)
+    if (!opens)
         return 0; /* nothing to send: dropped, and it does not split a group */
-    if (a->role != kind && flush_group(a) != 0)
-        return -1;
     a->role = kind;
     return add_part(&a->results, p1, n1) || add_part(&a->rest, p2, n2) ? -1 : 0;
 }
 
-char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_cache *cache,
-                             char *msg, size_t size) {
+/* Where a request whose first `p` messages are the memo's resumes: the
+ * entries kept, the text and the side cut (see above). */
+static size_t resume_at(pc_memo *m, size_t p) {
+    size_t r = p ? p - 1 : 0;
+    while (r > 0 && m->at[r].end == PC_MEMO_NONE)
+        r--;
+    if (p == 0 || m->at[r].end == PC_MEMO_NONE) {
+        pc_memo_keep(m, 0, 0, 0);
+        return 0;
+    }
+    pc_memo_keep(m, r, m->at[r].end, m->at[r].side);
+    return r;
+}
+
+int anthropic_request_build(const json_t *request, long default_max_tokens, pc_cache *cache,
+                            pc_memo *memo, char *msg, size_t size) {
+    if (!memo)
+        return PC_OOM(msg, size);
     const char *model = pc_request_check(request, msg, size);
     if (!model)
-        return NULL;
+        goto fail;
     json_t *messages = json_object_get(request, "messages");
     json_t *max_tokens = json_object_get(request, "max_tokens");
     json_t *temperature = json_object_get(request, "temperature");
     json_t *tools = json_object_get(request, "tools");
     if (tools && !json_is_null(tools) && !json_is_array(tools)) {
         pc_bad(msg, size, "tools: expected an array");
-        return NULL;
+        goto fail;
     }
     if (!json_is_array(messages)) {
         pc_bad(msg, size, "messages: expected an array");
-        return NULL;
+        goto fail;
     }
     const json_t *choice = json_object_get(request, "tool_choice");
     const char *cs = json_string_value(choice);
     if (choice && !json_is_null(choice) &&
         (!cs || (strcmp(cs, "auto") && strcmp(cs, "none") && strcmp(cs, "required")))) {
         pc_bad(msg, size, "tool_choice: expected \"auto\", \"none\" or \"required\"");
-        return NULL;
+        goto fail;
     }
     if (cs && !strcmp(cs, "required"))
         cs = "any"; /* the Messages API's name for it */
-    assembly a = {0};
-    pc_buf one = {0}, body = {0};
+    assembly a = {memo, 0, {0}, {0}};
+    pc_buf one = {0}, *out = &memo->text;
     int rc = 0;
-    size_t i;
-    json_t *m;
-    json_array_foreach(messages, i, m) {
+    size_t i = resume_at(memo, pc_memo_common(memo, messages)), n_msgs = json_array_size(messages);
+    if (out->len == 0 && pc_buf_add(out, OPENING, OPENING_LEN) != 0)
+        rc = PC_OOM(msg, size);
+    for (; rc == 0 && i < n_msgs; i++) {
+        json_t *m = json_array_get(messages, i);
         one.len = 0;
         int hit = pc_cache_get(cache, m, PC_CACHE_MESSAGE, &one);
         if (hit < 0) {
@@ -316,75 +355,73 @@ char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_
             if (rc == 0) /* a failed put only costs the next request a translation */
                 (void)pc_cache_put(cache, m, PC_CACHE_MESSAGE, one.p, one.len);
         }
-        if (rc == 0 && fold_message(&a, one.p, one.len) != 0)
+        size_t side = memo->side.len, resume = PC_MEMO_NONE;
+        if (rc == 0 && (fold_message(&a, one.p, one.len, &resume) != 0 ||
+                        pc_memo_push_at(memo, m, resume, side) != 0))
             rc = PC_OOM(msg, size);
-        if (rc != 0)
-            break;
     }
-    if (rc == 0 && flush_group(&a) != 0)
+    if (rc == 0 && (flush_group(&a) != 0 || pc_buf_add(out, "]", 1) != 0))
         rc = PC_OOM(msg, size);
-    /* {"model","max_tokens","system"?,"messages","tools"?,"tool_choice"?,"temperature"?,
-     *  "stream"} */
+    /* the other members: "model","max_tokens","system"?,"tools"?,"tool_choice"?,
+     * "temperature"?,"stream" */
     json_int_t limit = json_is_integer(max_tokens) ? json_integer_value(max_tokens)
                        : default_max_tokens > 0    ? default_max_tokens
                                                    : 4096;
-    json_t *head = rc == 0 ? json_pack("{s:s,s:I}", "model", model, "max_tokens", limit) : NULL;
-    char *head_text = head ? json_dumps(head, JSON_COMPACT) : NULL;
-    json_decref(head);
-    if (rc == 0 && !head_text)
-        rc = PC_OOM(msg, size);
-    if (rc == 0 && pc_buf_add(&body, head_text, strlen(head_text) - 1) != 0) /* drop '}' */
-        rc = PC_OOM(msg, size);
-    free(head_text);
-    if (rc == 0 && a.sys.len) {
-        json_t *sys = json_stringn(a.sys.p, a.sys.len);
-        if (pc_buf_add(&body, ",\"system\":", 10) != 0)
-            rc = PC_OOM(msg, size);
-        else
-            rc = pc_buf_json(&body, sys, msg, size);
-        json_decref(sys);
-    }
-    if (rc == 0 && (pc_buf_add(&body, ",\"messages\":[", 13) ||
-                    (a.out.len && pc_buf_add(&body, a.out.p, a.out.len)) ||
-                    pc_buf_add(&body, "]", 1)))
+    char n[32];
+    if (rc == 0 &&
+        (pc_buf_add(out, ",\"model\":", 9) || pc_buf_str(out, model, strlen(model)) ||
+         pc_buf_add(out, ",\"max_tokens\":", 14) ||
+         pc_buf_add(out, n, (size_t)snprintf(n, sizeof n, "%" JSON_INTEGER_FORMAT, limit)) ||
+         (memo->side.len && (pc_buf_add(out, ",\"system\":", 10) ||
+                             pc_buf_str(out, memo->side.p, memo->side.len)))))
         rc = PC_OOM(msg, size);
     if (rc == 0 && json_array_size(tools) > 0) {
-        if (pc_buf_add(&body, ",\"tools\":", 9) != 0)
+        if (pc_buf_add(out, ",\"tools\":", 9) != 0)
             rc = PC_OOM(msg, size);
-        size_t start = body.len;
-        int hit = rc == 0 ? pc_cache_get(cache, tools, PC_CACHE_TOOLS, &body) : 1;
+        size_t start = out->len;
+        int hit = rc == 0 ? pc_cache_get(cache, tools, PC_CACHE_TOOLS, out) : 1;
         if (hit < 0) {
             rc = PC_OOM(msg, size);
         } else if (hit == 0) {
             json_t *t = pc_translate_tools(tools, "input_schema", false, msg, size);
-            rc = t ? pc_buf_json(&body, t, msg, size) : -1;
+            rc = t ? pc_buf_json(out, t, msg, size) : -1;
             json_decref(t);
             if (rc == 0)
-                (void)pc_cache_put(cache, tools, PC_CACHE_TOOLS, body.p + start, body.len - start);
+                (void)pc_cache_put(cache, tools, PC_CACHE_TOOLS, out->p + start, out->len - start);
         }
     }
     if (rc == 0 && cs && json_array_size(tools) > 0 &&
-        (pc_buf_add(&body, ",\"tool_choice\":{\"type\":\"", 24) != 0 ||
-         pc_buf_add(&body, cs, strlen(cs)) != 0 || pc_buf_add(&body, "\"}", 2) != 0))
+        (pc_buf_add(out, ",\"tool_choice\":{\"type\":\"", 24) != 0 ||
+         pc_buf_add(out, cs, strlen(cs)) != 0 || pc_buf_add(out, "\"}", 2) != 0))
         rc = PC_OOM(msg, size);
     if (rc == 0 && json_is_number(temperature) &&
-        (pc_buf_add(&body, ",\"temperature\":", 15) != 0 ||
-         pc_buf_json(&body, temperature, msg, size) != 0))
+        (pc_buf_add(out, ",\"temperature\":", 15) != 0 ||
+         pc_buf_json(out, temperature, msg, size) != 0))
         rc = PC_OOM(msg, size);
-    if (rc == 0 && pc_buf_add(&body, ",\"stream\":true}", 15) != 0)
+    if (rc == 0 && pc_buf_add(out, ",\"stream\":true}", 15) != 0)
         rc = PC_OOM(msg, size);
-    free(a.sys.p);
-    free(a.out.p);
     free(a.results.p);
     free(a.rest.p);
     free(one.p);
-    if (rc != 0) {
-        if (msg && size && !msg[0])
-            PC_OOM(msg, size);
-        free(body.p);
-        return NULL;
+    if (rc == 0)
+        return 0;
+fail:
+    if (msg && size && !msg[0])
+        PC_OOM(msg, size);
+    pc_memo_reset(memo);
+    return -1;
+}
+
+char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_cache *cache,
+                             char *msg, size_t size) {
+    pc_memo *one = calloc(1, sizeof *one); /* this request's alone: nothing kept */
+    char *text = NULL;
+    if (anthropic_request_build(request, default_max_tokens, cache, one, msg, size) == 0) {
+        text = one->text.p;
+        one->text.p = NULL;
     }
-    return body.p;
+    pc_memo_free(one);
+    return text;
 }
 
 json_t *anthropic_request_body(const json_t *request, long default_max_tokens, char *msg,

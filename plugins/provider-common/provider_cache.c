@@ -438,25 +438,46 @@ void pc_memo_free(pc_memo *m) {
     memo_cut(m, 0);
     free(m->at);
     free(m->text.p);
+    free(m->side.p);
     free(m);
 }
 
-void pc_memo_reset(pc_memo *m) { (void)pc_memo_keep_prefix(m, NULL); }
+void pc_memo_reset(pc_memo *m) { pc_memo_keep(m, 0, 0, 0); }
+
+size_t pc_memo_common(const pc_memo *m, const json_t *keys) {
+    size_t count = json_array_size(keys), k = 0;
+    while (m && k < m->n && k < count && m->at[k].key == json_array_get(keys, k))
+        k++;
+    return k;
+}
+
+/* Cut `b` to `len` bytes (at most its own), keeping the NUL after them. */
+static void cut_text(pc_buf *b, size_t len) {
+    if (len < b->len)
+        b->len = len;
+    if (b->p)
+        b->p[b->len] = '\0';
+}
+
+void pc_memo_keep(pc_memo *m, size_t k, size_t text_len, size_t side_len) {
+    if (!m)
+        return;
+    memo_cut(m, k < m->n ? k : m->n);
+    cut_text(&m->text, text_len);
+    cut_text(&m->side, side_len);
+}
 
 size_t pc_memo_keep_prefix(pc_memo *m, const json_t *keys) {
-    if (!m)
-        return 0;
-    size_t count = json_array_size(keys), k = 0;
-    while (k < m->n && k < count && m->at[k].key == json_array_get(keys, k))
-        k++;
-    memo_cut(m, k);
-    m->text.len = k ? m->at[k - 1].end : 0;
-    if (m->text.p)
-        m->text.p[m->text.len] = '\0';
+    size_t k = pc_memo_common(m, keys);
+    pc_memo_keep(m, k, k ? m->at[k - 1].end : 0, 0);
     return k;
 }
 
 int pc_memo_push(pc_memo *m, json_t *key) {
+    return m ? pc_memo_push_at(m, key, m->text.len, m->side.len) : -1;
+}
+
+int pc_memo_push_at(pc_memo *m, json_t *key, size_t end, size_t side) {
     if (!m || !key)
         return -1;
     if (m->n == m->cap) {
@@ -467,7 +488,7 @@ int pc_memo_push(pc_memo *m, json_t *key) {
         m->at = at;
         m->cap = cap;
     }
-    m->at[m->n++] = (pc_memo_entry){json_incref(key), m->text.len};
+    m->at[m->n++] = (pc_memo_entry){json_incref(key), end, side};
     return 0;
 }
 

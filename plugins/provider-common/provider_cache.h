@@ -113,11 +113,18 @@ int pc_cache_get(pc_cache *c, const json_t *key, char tag, pc_buf *out);
  */
 typedef struct pc_memo_entry {
     json_t *key; /* a message of the body, a reference held */
-    size_t end;  /* text.len just after its text */
+    size_t end;  /* a text length this message fixes (pc_memo_push: text.len just
+                    after its text; a provider may keep another, PC_MEMO_NONE) */
+    size_t side; /* side.len when it was pushed */
 } pc_memo_entry;
+
+/* An entry's `end` that is no place to resume at (pc_memo_push_at). */
+#define PC_MEMO_NONE ((size_t)-1)
 
 typedef struct pc_memo {
     pc_buf text;           /* the body; its first at[n - 1].end bytes stay valid */
+    pc_buf side;           /* a second text the provider keeps beside it (anthropic:
+                              the system prompt the messages gave) */
     pc_memo_entry *at;     /* the messages it was built from, in order */
     size_t n, cap;
     const void *owner;     /* pc_cache_set_owner's identity at the take */
@@ -139,23 +146,39 @@ pc_memo *pc_cache_memo_take(pc_cache *c);
  */
 void pc_cache_memo_give(pc_cache *c, pc_memo *m);
 
-/** Free `m`: its text and its message references.  NULL is a no-op. */
+/** Free `m`: its texts and its message references.  NULL is a no-op. */
 void pc_memo_free(pc_memo *m);
+
+/** How many of the messages of array `keys`, from the first, `m` was built
+ * from (the same objects, in order). */
+size_t pc_memo_common(const pc_memo *m, const json_t *keys);
+
+/**
+ * Keep the first `k` (<= m->n) messages and forget the others; cut `text`
+ * to `text_len` and `side` to `side_len` (each at most its length).
+ */
+void pc_memo_keep(pc_memo *m, size_t k, size_t text_len, size_t side_len);
 
 /**
  * Keep the longest prefix of the messages of array `keys` that `m` was built
- * from: `text` is cut just after the last of them (to empty when none), and
+ * from: `text` is cut just after the last of them (to empty when none; their
+ * `end`s are text lengths after them, pc_memo_push), `side` to empty, and
  * the others are forgotten.  @return how many were kept.
  */
 size_t pc_memo_keep_prefix(pc_memo *m, const json_t *keys);
 
 /**
  * Note that the text of message `key` (a reference is taken) ends at
- * `m->text.len` now.  @return 0, or -1 when out of memory (`m` unchanged).
+ * `m->text.len` now (pc_memo_push_at(m, key, m->text.len, m->side.len)).
+ * @return 0, or -1 when out of memory (`m` unchanged).
  */
 int pc_memo_push(pc_memo *m, json_t *key);
 
-/** Forget everything but the allocation of `text` (after a failed build). */
+/** Note message `key` (a reference is taken) with `end` and `side` as its
+ * entry's.  @return 0, or -1 when out of memory (`m` unchanged). */
+int pc_memo_push_at(pc_memo *m, json_t *key, size_t end, size_t side);
+
+/** Forget everything but the allocations of the texts (after a failed build). */
 void pc_memo_reset(pc_memo *m);
 
 /**

@@ -236,6 +236,108 @@ static void request_cache_reuses_translated_messages(void **state) {
     json_decref(request);
 }
 
+/* One request through the owner's memo: the body must be byte for byte the
+ * one built from nothing.  Returns how many messages were folded again (the
+ * cache probes of messages this build made). */
+static size_t memo_step(pc_cache *cache, const json_t *request) {
+    char msg[256];
+    char *plain = anthropic_request_text(request, 0, NULL, msg, sizeof msg);
+    assert_non_null(plain);
+    pc_cache_stats before = pc_cache_get_stats(cache);
+    pc_memo *memo = pc_cache_memo_take(cache);
+    assert_non_null(memo);
+    assert_int_equal(anthropic_request_build(request, 0, cache, memo, msg, sizeof msg), 0);
+    assert_int_equal(memo->text.len, strlen(plain));
+    assert_string_equal(memo->text.p, plain);
+    assert_int_equal(memo->n, json_array_size(json_object_get(request, "messages")));
+    free(plain);
+    pc_cache_memo_give(cache, memo);
+    pc_cache_stats after = pc_cache_get_stats(cache);
+    size_t tools = json_array_size(json_object_get(request, "tools")) > 0;
+    return (size_t)(after.hits + after.misses - before.hits - before.misses) - tools;
+}
+
+static json_t *text_message(const char *role, const char *text) {
+    return json_pack("{s:s,s:[{s:s,s:s}]}", "role", role, "content", "type", "text", "text", text);
+}
+
+/* The memo (issue #15, the cost flat in the history): a bound agent's next
+ * body keeps the messages' text in place up to the start of the last merged
+ * group it shares, and folds again only that group and what is new, byte for
+ * byte the body built from nothing: whatever the history did (grew inside
+ * the open group or past it, got a system message in the middle, had a
+ * message rewritten, shrank, failed to translate).  request.json ends in one
+ * user group of 5 messages (two tool results, "Thanks.", an assistant
+ * message with nothing to send, "Go on."). */
+static void request_memo_resumes_at_the_last_shared_group(void **state) {
+    (void)state;
+    static const char owner = 'o', agent = 'a';
+    pc_cache *cache = pc_cache_new(4096, 1 << 20);
+    assert_non_null(cache);
+    assert_int_equal(pc_cache_bind_agent(cache, &agent, &owner), 0);
+    pc_cache_set_owner(&owner);
+    json_t *request = pt_load_data("request.json");
+    json_t *messages = json_object_get(request, "messages");
+    size_t n = json_array_size(messages);
+    assert_int_equal(n, 8);
+    assert_int_equal(memo_step(cache, request), n); /* nothing kept yet */
+    assert_int_equal(memo_step(cache, request), 5); /* the open user group again */
+    /* grows inside the user group: it is folded again with the new one */
+    assert_int_equal(json_array_append_new(messages, text_message("user", "more")), 0);
+    assert_int_equal(memo_step(cache, request), 6);
+    /* grows past it: an assistant message closes it; then a user one */
+    assert_int_equal(json_array_append_new(messages, text_message("assistant", "Sure.")), 0);
+    assert_int_equal(memo_step(cache, request), 7);
+    assert_int_equal(json_array_append_new(messages, text_message("user", "Next.")), 0);
+    assert_int_equal(memo_step(cache, request), 2); /* only the assistant group and the new one */
+    assert_int_equal(memo_step(cache, request), 1);
+    /* a system message inside the open group joins the system text */
+    assert_int_equal(json_array_append_new(messages, text_message("system", "Also: be kind.")),
+                     0);
+    assert_int_equal(memo_step(cache, request), 2);
+    assert_int_equal(json_array_append_new(messages, text_message("assistant", "Noted.")), 0);
+    assert_int_equal(memo_step(cache, request), 3);
+    assert_int_equal(memo_step(cache, request), 1);
+    /* compaction rewrites message 1: from the start, the memo lets go of it */
+    json_t *old = json_incref(json_array_get(messages, 1));
+    size_t held = old->refcount;
+    assert_int_equal(json_array_set_new(messages, 1, text_message("user", "a summary")), 0);
+    size_t now = json_array_size(messages);
+    assert_int_equal(memo_step(cache, request), now);
+    assert_true(old->refcount < held);
+    json_decref(old);
+    /* shrinks: to the message that opened the last group ("Next."), then
+     * into the middle of a group (it ends at "more") */
+    assert_int_equal(memo_step(cache, request), 1);
+    assert_int_equal(json_array_remove(messages, now - 1), 0);
+    assert_int_equal(json_array_remove(messages, now - 2), 0);
+    assert_int_equal(memo_step(cache, request), 1);
+    assert_int_equal(json_array_remove(messages, now - 3), 0);
+    assert_int_equal(json_array_remove(messages, now - 4), 0);
+    assert_int_equal(memo_step(cache, request), 6);
+    /* a message that fails: an error, the memo reset, the next body right */
+    assert_int_equal(json_array_append_new(messages, json_pack("{s:s,s:[]}", "role", "robot",
+                                                               "content")),
+                     0);
+    char msg[256];
+    pc_memo *memo = pc_cache_memo_take(cache);
+    assert_int_equal(anthropic_request_build(request, 0, cache, memo, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "robot"));
+    assert_int_equal(memo->n, 0);
+    assert_int_equal(memo->text.len, 0);
+    assert_int_equal(memo->side.len, 0);
+    pc_cache_memo_give(cache, memo);
+    assert_int_equal(json_array_remove(messages, json_array_size(messages) - 1), 0);
+    assert_int_equal(memo_step(cache, request), json_array_size(messages));
+    /* other options, the same messages: the same resume */
+    assert_int_equal(json_object_set_new(request, "tools", json_array()), 0);
+    assert_int_equal(json_object_del(request, "temperature"), 0);
+    assert_int_equal(memo_step(cache, request), 6); /* the open group, from message 3 */
+    pc_cache_set_owner(NULL);
+    json_decref(request);
+    pc_cache_free(cache);
+}
+
 static void request_survives_allocation_failures(void **state) {
     (void)state;
     pt_check_request_survives_allocation_failures(&ops);
@@ -712,6 +814,7 @@ int main(void) {
         cmocka_unit_test(request_translation_matches_golden),
         cmocka_unit_test(request_without_optional_fields),
         cmocka_unit_test(request_tool_choice),
+        cmocka_unit_test(request_memo_resumes_at_the_last_shared_group),
         cmocka_unit_test(request_rejects_bad_blocks),
         cmocka_unit_test(request_merges_roles_and_puts_tool_results_first),
         cmocka_unit_test(request_cache_reuses_translated_messages),
