@@ -6,7 +6,9 @@
  * just data.  The decoder must never crash, and must end every stream with
  * exactly one finish chunk, last.  The whole input, when it parses as JSON,
  * is also translated as a request, without and twice with a request cache:
- * the three texts (or failure messages) are the same, and a body is JSON.
+ * the three texts (or failure messages) are the same, and a body is JSON;
+ * and its history, grown, rewritten and shrunk through a memo, gives the
+ * body built from nothing at each step (pt_fuzz_check_memo).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -33,6 +35,11 @@ static char *request_text(const json_t *request, pc_cache *cache, char *msg, siz
     return anthropic_request_text(request, 0, cache, msg, size);
 }
 
+static int request_build(const json_t *request, pc_cache *cache, pc_memo *memo, char *msg,
+                         size_t size) {
+    return anthropic_request_build(request, 0, cache, memo, msg, size);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     pt_fuzz_seen s = {0, 0, false};
     anthropic_decoder *d = anthropic_decoder_new("fuzz", pt_fuzz_count, &s);
@@ -45,6 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json_t *request = json_loadb((const char *)data, size, 0, NULL);
     if (request) {
         pt_fuzz_check_request(request, request_text);
+        pt_fuzz_check_memo(request, request_text, request_build);
         json_decref(request);
     }
     return 0;

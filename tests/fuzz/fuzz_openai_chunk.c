@@ -6,7 +6,9 @@
  * decoder must never crash, and must end every stream with exactly one
  * finish chunk, last.  The whole input, when it parses as JSON, is also
  * translated as a request, without and twice with a request cache: the
- * three texts (or failure messages) are the same, and a body is JSON.
+ * three texts (or failure messages) are the same, and a body is JSON; and
+ * its history, grown, rewritten and shrunk through a memo, gives the body
+ * built from nothing at each step (pt_fuzz_check_memo).
  */
 #include <stdint.h>
 
@@ -31,6 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json_t *request = json_loadb((const char *)data, size, 0, NULL);
     if (request) {
         pt_fuzz_check_request(request, openai_request_text);
+        pt_fuzz_check_memo(request, openai_request_text, openai_request_build);
         json_decref(request);
     }
     return 0;

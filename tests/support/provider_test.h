@@ -284,4 +284,72 @@ static inline void pt_fuzz_check_request(const json_t *request, pt_request_text_
     pc_cache_free(cache);
 }
 
+/** A provider's request body builder into a memo (openai_request_build). */
+typedef int (*pt_request_build_fn)(const json_t *request, pc_cache *cache, pc_memo *memo,
+                                   char *msg, size_t size);
+
+/* The body `build` made in `memo` against the one `text` makes from nothing
+ * for `req`: the same text, or the same failure message. */
+static inline void pt_fuzz_same_as_plain(const json_t *req, pc_cache *cache,
+                                         pt_request_text_fn text, pt_request_build_fn build) {
+    char msg[256] = "", msg2[256] = "";
+    char *plain = text(req, NULL, msg, sizeof msg);
+    pc_memo *memo = pc_cache_memo_take(cache);
+    if (!memo)
+        abort();
+    int rc = build(req, cache, memo, msg2, sizeof msg2);
+    if ((plain != NULL) != (rc == 0) ||
+        (plain && (memo->text.len != strlen(plain) || memcmp(memo->text.p, plain, memo->text.len))) ||
+        (!plain && strcmp(msg, msg2) != 0))
+        abort();
+    free(plain);
+    pc_cache_memo_give(cache, memo);
+}
+
+/**
+ * The memo oracle: the history of `request` (borrowed) built up one message
+ * at a time, then with a message in the middle rewritten (a new object, as a
+ * compaction makes) and the last two dropped, each step built through one
+ * bound agent's memo: abort unless every body is byte for byte the one built
+ * from nothing (or fails with the same message).  At most 40 messages.
+ */
+static inline void pt_fuzz_check_memo(const json_t *request, pt_request_text_fn text,
+                                      pt_request_build_fn build) {
+    const json_t *msgs = json_object_get(request, "messages");
+    if (!json_is_object(request) || !json_is_array(msgs))
+        return;
+    static const char owner = 'o', agent = 'a';
+    pc_cache *cache = pc_cache_new(64, 1 << 20);
+    json_t *req = json_copy((json_t *)(uintptr_t)request), *hist = json_array();
+    if (!cache || !req || !hist || pc_cache_bind_agent(cache, &agent, &owner) != 0 ||
+        json_object_set(req, "messages", hist) != 0) {
+        pc_cache_free(cache);
+        json_decref(req);
+        json_decref(hist);
+        return;
+    }
+    pc_cache_set_owner(&owner);
+    size_t n = json_array_size(msgs) < 40 ? json_array_size(msgs) : 40;
+    for (size_t i = 0; i < n; i++) {
+        if (json_array_append(hist, json_array_get(msgs, i)) != 0)
+            abort();
+        pt_fuzz_same_as_plain(req, cache, text, build);
+    }
+    if (n > 0) {
+        json_t *copy = json_deep_copy(json_array_get(hist, n / 2));
+        if (!copy || json_array_set_new(hist, n / 2, copy) != 0)
+            abort();
+        pt_fuzz_same_as_plain(req, cache, text, build);
+        for (int k = 0; k < 2 && json_array_size(hist) > 0; k++) {
+            if (json_array_remove(hist, json_array_size(hist) - 1) != 0)
+                abort();
+            pt_fuzz_same_as_plain(req, cache, text, build);
+        }
+    }
+    pc_cache_set_owner(NULL);
+    json_decref(hist);
+    json_decref(req);
+    pc_cache_free(cache);
+}
+
 #endif /* WEIR_TEST_PROVIDER_TEST_H */
