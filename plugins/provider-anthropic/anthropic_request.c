@@ -329,13 +329,9 @@ int anthropic_request_build(const json_t *request, long default_max_tokens, pc_c
         pc_bad(msg, size, "messages: expected an array");
         goto fail;
     }
-    const json_t *choice = json_object_get(request, "tool_choice");
-    const char *cs = json_string_value(choice);
-    if (choice && !json_is_null(choice) &&
-        (!cs || (strcmp(cs, "auto") && strcmp(cs, "none") && strcmp(cs, "required")))) {
-        pc_bad(msg, size, "tool_choice: expected \"auto\", \"none\" or \"required\"");
+    const char *cs;
+    if (pc_tool_choice(request, &cs, msg, size) != 0)
         goto fail;
-    }
     if (cs && !strcmp(cs, "required"))
         cs = "any"; /* the Messages API's name for it */
     assembly a = {memo, 0, {0}, {0}};
@@ -406,10 +402,7 @@ int anthropic_request_build(const json_t *request, long default_max_tokens, pc_c
     if (rc == 0)
         return 0;
 fail:
-    if (msg && size && !msg[0])
-        PC_OOM(msg, size);
-    pc_memo_reset(memo);
-    return -1;
+    return pc_memo_fail(memo, msg, size);
 }
 
 char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_cache *cache,

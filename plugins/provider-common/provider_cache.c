@@ -444,6 +444,13 @@ void pc_memo_free(pc_memo *m) {
 
 void pc_memo_reset(pc_memo *m) { pc_memo_keep(m, 0, 0, 0); }
 
+int pc_memo_fail(pc_memo *m, char *msg, size_t size) {
+    if (msg && size && !msg[0])
+        PC_OOM(msg, size);
+    pc_memo_reset(m);
+    return -1;
+}
+
 size_t pc_memo_common(const pc_memo *m, const json_t *keys) {
     size_t count = json_array_size(keys), k = 0;
     while (m && k < m->n && k < count && m->at[k].key == json_array_get(keys, k))

@@ -178,6 +178,10 @@ int pc_memo_push(pc_memo *m, json_t *key);
  * entry's.  @return 0, or -1 when out of memory (`m` unchanged). */
 int pc_memo_push_at(pc_memo *m, json_t *key, size_t end, size_t side);
 
+/** A build into `m` failed: `msg` says why ("out of memory" when it is
+ * still empty) and `m` is reset.  @return -1. */
+int pc_memo_fail(pc_memo *m, char *msg, size_t size);
+
 /** Forget everything but the allocations of the texts (after a failed build). */
 void pc_memo_reset(pc_memo *m);
 

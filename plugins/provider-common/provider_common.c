@@ -473,6 +473,17 @@ const char *pc_block_type(const json_t *block) {
     return json_string_value(json_object_get(block, "type"));
 }
 
+int pc_tool_choice(const json_t *request, const char **choice, char *msg, size_t size) {
+    const json_t *v = json_object_get(request, "tool_choice");
+    const char *cs = json_string_value(v);
+    *choice = NULL;
+    if (v && !json_is_null(v) &&
+        (!cs || (strcmp(cs, "auto") && strcmp(cs, "none") && strcmp(cs, "required"))))
+        return pc_bad(msg, size, "tool_choice: expected \"auto\", \"none\" or \"required\"");
+    *choice = cs;
+    return 0;
+}
+
 const char *pc_request_check(const json_t *request, char *msg, size_t size) {
     if (msg && size)
         msg[0] = '\0';

@@ -252,6 +252,13 @@ const char *pc_block_type(const json_t *block);
 const char *pc_request_check(const json_t *request, char *msg, size_t size);
 
 /**
+ * The request's "tool_choice": *choice is "auto", "none", "required"
+ * (borrowed from `request`) or NULL (absent or null).
+ * @return 0, or -1 with `msg` set for any other value.
+ */
+int pc_tool_choice(const json_t *request, const char **choice, char *msg, size_t size);
+
+/**
  * The media type and data (borrowed from `block`) of a canonical image block.
  * @return 0, or -1 with `msg` naming `where`.
  */

@@ -335,13 +335,9 @@ int openai_request_build(const json_t *request, pc_cache *cache, pc_memo *memo, 
         pc_bad(msg, size, "tools: expected an array");
         goto fail;
     }
-    const json_t *choice = json_object_get(request, "tool_choice");
-    const char *cs = json_string_value(choice);
-    if (choice && !json_is_null(choice) &&
-        (!cs || (strcmp(cs, "auto") && strcmp(cs, "none") && strcmp(cs, "required")))) {
-        pc_bad(msg, size, "tool_choice: expected \"auto\", \"none\" or \"required\"");
+    const char *cs;
+    if (pc_tool_choice(request, &cs, msg, size) != 0)
         goto fail;
-    }
     if (json_array_size(tools) == 0)
         cs = NULL; /* the API refuses a tool_choice without tools */
     /* the history the last body shares stays in place; the rest is added */
@@ -386,10 +382,7 @@ int openai_request_build(const json_t *request, pc_cache *cache, pc_memo *memo, 
     }
     return 0;
 fail:
-    if (msg && size && !msg[0])
-        PC_OOM(msg, size);
-    pc_memo_reset(memo);
-    return -1;
+    return pc_memo_fail(memo, msg, size);
 }
 
 char *openai_request_text(const json_t *request, pc_cache *cache, char *msg, size_t size) {
