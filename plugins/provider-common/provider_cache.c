@@ -47,9 +47,16 @@ struct pc_cache {
 };
 
 /* The owner of this thread's puts (pc_cache_set_owner), and where its
- * binding was last found (checked before use: bindings move). */
-static _Thread_local const void *current_owner;
-static _Thread_local size_t current_binding;
+ * binding was last found (checked before use: bindings move).  Initial-exec:
+ * the provider plugins are dlopen'ed, and these 16 bytes come from the
+ * static TLS that glibc keeps for such modules, read without a call to
+ * __tls_get_addr.  (The dynamic model's blocks also trip GCC 12's
+ * LeakSanitizer on glibc 2.36: its exit-time scan can read a garbage range
+ * for them and the tracer faults; tests/scripts/check_exports.sh refuses a
+ * plugin that imports __tls_get_addr.) */
+#define PC_TLS _Thread_local __attribute__((tls_model("initial-exec")))
+static PC_TLS const void *current_owner;
+static PC_TLS size_t current_binding;
 
 pc_cache *pc_cache_new(size_t max_entries, size_t max_bytes) {
     if (max_entries == 0 || max_bytes == 0)

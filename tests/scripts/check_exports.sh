@@ -2,9 +2,11 @@
 # check_exports.sh LIBWEIR PLUGIN_DIR
 #
 # libweir may export only weir_* symbols; every weir-*.so in PLUGIN_DIR may
-# export only weir_plugin_describe.  Linker-provided symbols (_init, _fini,
-# _edata, _end, __bss_start ...) are ignored.  Prints each offender and exits
-# 1 if there is any.
+# export only weir_plugin_describe, and none may import __tls_get_addr
+# (dynamic TLS: a plugin's thread-locals are initial-exec, see
+# docs/writing-plugins.md).  Linker-provided symbols (_init, _fini, _edata,
+# _end, __bss_start ...) are ignored.  Prints each offender and exits 1 if
+# there is any.
 set -u
 if [ $# -ne 2 ]; then
     echo "usage: $0 LIBWEIR PLUGIN_DIR" >&2
@@ -44,6 +46,10 @@ for so in "$dir"/weir-*.so; do
     if [ "$syms" != "weir_plugin_describe" ]; then
         echo "$so must export exactly weir_plugin_describe; it exports:"
         echo "$syms" | sed 's/^/    /'
+        status=1
+    fi
+    if nm -D --undefined-only "$so" | grep -q '__tls_get_addr'; then
+        echo "$so uses dynamic TLS (__tls_get_addr): declare its thread-locals initial-exec"
         status=1
     fi
 done
