@@ -4,7 +4,7 @@
 # libweir may export only weir_* symbols; every weir-*.so in PLUGIN_DIR may
 # export only weir_plugin_describe, and none may import __tls_get_addr
 # (dynamic TLS: a plugin's thread-locals are initial-exec, see
-# docs/writing-plugins.md).  Linker-provided symbols (_init, _fini, _edata,
+# docs/plugins.md, rule 10).  Linker-provided symbols (_init, _fini, _edata,
 # _end, __bss_start ...) are ignored.  Prints each offender and exits 1 if
 # there is any.
 set -u
