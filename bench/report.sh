@@ -98,7 +98,7 @@ cc_version=$([ -n "$cc_version" ] && "$cc_version" --version 2>/dev/null | head 
     echo "## weir_run_rss: peak RSS of a 50-step \`weir run\` (vs a plain libcurl client)"
     echo
     if [ -s "$build/bench-rss.txt" ]; then tables <"$build/bench-rss.txt"; fi
-    echo "## bench_peers: loop ms/step, weir embedded vs a raw Python client (bench/peers)"
+    echo "## bench_peers: loop ms/step, weir embedded vs a raw Python client, the C floor and pi-agent-core (bench/peers)"
     echo
     if [ -s "$build/bench-peers.txt" ]; then tables <"$build/bench-peers.txt"; fi
     echo "## bench_connections: TCP connections per request"

@@ -160,11 +160,13 @@ else
     status=1
 fi
 
-# bench/peers: the peer benchmark's loop (weir embedded vs a raw Python client)
+# bench/peers: the peer benchmark's loop (weir embedded vs a raw Python
+# client, the C floor and pi-agent-core); the rows that ran, even when one failed
 if sh "$here/peers/run.sh" "$build" >"$build/bench-peers.txt" 2>"$build/bench-peers.err"; then
     sed 's/^/bench_peers: /' "$build/bench-peers.txt"
 else
-    echo "bench_peers: FAILED ($(tail -n 3 "$build/bench-peers.err"))"
+    sed 's/^/bench_peers: /' "$build/bench-peers.txt"
+    echo "bench_peers: FAILED ($(grep '^peers:' "$build/bench-peers.err" | tail -n 3))"
     status=1
 fi
 

@@ -4,10 +4,14 @@
 # only, for a raw Python http.client (the floor), the same loop in C with
 # libcurl and jansson (c-raw: what the bytes cost from C, the lowest a host
 # built on libcurl can reach) and weir embedded (plain, with compaction and
-# retry, with fsync step).  Each row's ratio is to the Python client's loop
-# ms/step measured in the same run, and ratio_to_c_raw to the C floor's.  Peers written in
-# other languages (pi-agent-core, @openai/agents, ...) are not installed
-# here; their figures in issue #15 came from an outside run of the same loop.
+# retry, with fsync step), and pi-agent-core (pi_client.mjs: the fastest
+# agent framework of issue #15's table, at the version package-lock.json
+# pins, installed by cmake/npm-ci.sh into BUILD_DIR/bench/peers-node).
+# Each row's ratio_to_python is to the Python client's loop ms/step measured
+# in the same run, ratio_to_c_raw to the C floor's and ratio_to_pi to pi's.
+# The other frameworks of that table (@openai/agents, Vercel ai, LangGraph)
+# are not installed here; their figures came from an outside run of the same
+# loop.  Every row that ran is printed; the exit status is 2 when one failed.
 #   PEERS_SESSIONS (200), PEERS_STEPS (5)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,16 +33,33 @@ while [ ! -s "$work/port" ]; do
 done
 base="http://127.0.0.1:$(cat "$work/port")/v1"
 out=$work/rows
-python3 "$here/raw_client.py" "$base" "$S" "$K" >"$out"
+: >"$out"
+rc=0
+python3 "$here/raw_client.py" "$base" "$S" "$K" >>"$out" || { echo "peers: python-raw failed" >&2; rc=2; }
 for v in raw plain policy fsync-step; do
     mkdir -m 700 "$work/s-$v"
     "$build/bin/bench_peers" --base-url "$base" --dir "$work/s-$v" --sessions "$S" --steps "$K" \
-        --variant "$v" >>"$out"
+        --variant "$v" >>"$out" || { echo "peers: bench_peers --variant $v failed" >&2; rc=2; }
 done
-floor=$(sed -n 's/.*name=python-raw .*loop_ms_per_step=\([0-9.]*\).*/\1/p' "$out")
-cfloor=$(sed -n 's/.*name=c-raw .*loop_ms_per_step=\([0-9.]*\).*/\1/p' "$out")
+node_dir=$build/bench/peers-node
+if sh "$here/../../cmake/npm-ci.sh" "$here" "$node_dir" \
+        node_modules/@mariozechner/pi-agent-core/package.json >&2 &&
+        cp "$here/pi_client.mjs" "$node_dir/"; then
+    node "$node_dir/pi_client.mjs" "$base" "$S" "$K" >>"$out" ||
+        { echo "peers: pi-agent-core failed" >&2; rc=2; }
+else
+    echo "peers: pi-agent-core could not be installed (cmake/npm-ci.sh)" >&2
+    rc=2
+fi
+# ms NAME: the loop ms/step of row NAME, or 0
+ms() { sed -n "s/.*name=$1 .*loop_ms_per_step=\([0-9.]*\).*/\1/p" "$out"; }
+floor=$(ms python-raw)
+cfloor=$(ms c-raw)
+pi=$(ms pi-agent-core)
 while read -r line; do
-    ms=$(echo "$line" | sed 's/.*loop_ms_per_step=\([0-9.]*\).*/\1/')
-    echo "$line $(awk -v a="$ms" -v b="$floor" -v c="$cfloor" \
-        'BEGIN { printf "ratio_to_python=%.2f ratio_to_c_raw=%.2f", (b > 0 ? a / b : 0), (c > 0 ? a / c : 0) }')"
+    v=$(echo "$line" | sed 's/.*loop_ms_per_step=\([0-9.]*\).*/\1/')
+    echo "$line $(awk -v a="$v" -v b="${floor:-0}" -v c="${cfloor:-0}" -v p="${pi:-0}" 'BEGIN {
+        printf "ratio_to_python=%.2f ratio_to_c_raw=%.2f", (b > 0 ? a / b : 0), (c > 0 ? a / c : 0)
+        if (p > 0) printf " ratio_to_pi=%.2f", a / p }')"
 done <"$out"
+exit $rc

@@ -12,8 +12,10 @@ target_link_libraries(weir-mcp-fake PRIVATE PkgConfig::JANSSON weir_warnings)
 set_target_properties(weir-mcp-fake PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
 
 add_test(NAME mcp_servers_install
-         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/mcp/install.sh ${CMAKE_CURRENT_SOURCE_DIR}/mcp
-                 ${WEIR_MCP_DIR})
+         COMMAND sh ${PROJECT_SOURCE_DIR}/cmake/npm-ci.sh ${CMAKE_CURRENT_SOURCE_DIR}/mcp
+                 ${WEIR_MCP_DIR}
+                 node_modules/@modelcontextprotocol/server-everything/dist/index.js
+                 node_modules/@modelcontextprotocol/server-filesystem/dist/index.js)
 set_tests_properties(mcp_servers_install PROPERTIES FIXTURES_SETUP mcp_servers TIMEOUT 660)
 
 set(_mcp_env ${WEIR_TEST_ENV} "WEIR_CHECK_REQUESTS=1"
