@@ -252,6 +252,19 @@ static inline void pt_fuzz_check_end(int end, const pt_fuzz_seen *s) {
         abort();
 }
 
+/** A request cache (freed with pc_cache_free) with `agent` bound to `owner`, this
+ * thread's owner (pc_cache_set_owner) from now on: a memo test's set-up.  NULL
+ * when out of memory. */
+static inline pc_cache *pt_memo_cache(const void *agent, const void *owner) {
+    pc_cache *cache = pc_cache_new(4096, 1 << 20);
+    if (cache && pc_cache_bind_agent(cache, agent, owner) != 0) {
+        pc_cache_free(cache);
+        return NULL;
+    }
+    pc_cache_set_owner(owner);
+    return cache;
+}
+
 /** A provider's request text builder, with a request cache (may be NULL). */
 typedef char *(*pt_request_text_fn)(const json_t *request, pc_cache *cache, char *msg,
                                     size_t size);

@@ -272,10 +272,8 @@ static json_t *text_message(const char *role, const char *text) {
 static void request_memo_resumes_at_the_last_shared_group(void **state) {
     (void)state;
     static const char owner = 'o', agent = 'a';
-    pc_cache *cache = pc_cache_new(4096, 1 << 20);
+    pc_cache *cache = pt_memo_cache(&agent, &owner);
     assert_non_null(cache);
-    assert_int_equal(pc_cache_bind_agent(cache, &agent, &owner), 0);
-    pc_cache_set_owner(&owner);
     json_t *request = pt_load_data("request.json");
     json_t *messages = json_object_get(request, "messages");
     size_t n = json_array_size(messages);
