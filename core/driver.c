@@ -296,7 +296,7 @@ static json_t *entered_messages(const json_t *msgs, weir_error *e) {
             json_decref(out);
             return NULL;
         }
-        json_t *c = json_deep_copy(m);
+        json_t *c = weir__json_copy_tree(m); /* scalars shared (common.h) */
         const json_t *content = json_object_get(c, "content");
         if (c && json_is_string(content))
             json_object_set_new(c, "content", json_pack("[{s:s, s:O}]", "type", "text", "text",

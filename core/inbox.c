@@ -298,7 +298,8 @@ static int add(weir__inbox *ib, const json_t *message, int t, int anchor, bool *
                          "ending)",
                          anchor);
     }
-    json_t *copy = json_deep_copy(message);
+    /* its own containers; scalars are shared (never changed in place: common.h) */
+    json_t *copy = weir__json_copy_tree(message);
     json_t *inserted = copy ? json_pack("[O]", copy) : NULL;
     json_t *note = copy ? json_pack("[O]", copy) : NULL;
     json_int_t saved = ib->next_arrival;
