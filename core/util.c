@@ -52,9 +52,24 @@ char *weir__random_id(char *buf, size_t size, const char *prefix) {
         uint64_t x = weir__mono_us() ^ ((uint64_t)getpid() << 32) ^ (atomic_fetch_add(&n, 1) << 48);
         memcpy(raw, &x, sizeof raw);
     }
-    snprintf(buf, size, "%s%s%02x%02x%02x%02x%02x%02x%02x%02x", prefix ? prefix : "",
-             prefix && *prefix ? "-" : "", raw[0], raw[1], raw[2], raw[3], raw[4],
-             raw[5], raw[6], raw[7]);
+    /* "<prefix>-<16 hex digits>", cut to `size` as snprintf would (without
+     * its format parsing: a few thousand instructions an id) */
+    static const char digits[] = "0123456789abcdef";
+    char hex[2 * sizeof raw];
+    for (size_t i = 0; i < sizeof raw; i++) {
+        hex[2 * i] = digits[raw[i] >> 4];
+        hex[2 * i + 1] = digits[raw[i] & 15];
+    }
+    if (size == 0)
+        return buf;
+    size_t o = 0;
+    for (const char *p = prefix ? prefix : ""; *p && o + 1 < size; p++)
+        buf[o++] = *p;
+    if (prefix && *prefix && o + 1 < size)
+        buf[o++] = '-';
+    for (size_t i = 0; i < sizeof hex && o + 1 < size; i++)
+        buf[o++] = hex[i];
+    buf[o] = '\0';
     return buf;
 }
 

@@ -247,6 +247,32 @@ static void test_random(void **state) {
 }
 
 /* weir__json_sole: containers held once, scalars may be shared. */
+/* weir__random_id (util.c): "<prefix>-<16 hex digits>", no dash without a
+ * prefix, cut to the buffer as snprintf cuts, two ids apart. */
+static void test_random_id(void **state) {
+    (void)state;
+    char a[64], b[64], small[6], one[1] = {'x'};
+    assert_ptr_equal(weir__random_id(a, sizeof a, "in"), a);
+    assert_int_equal(strlen(a), 2 + 1 + 16);
+    assert_memory_equal(a, "in-", 3);
+    assert_int_equal(strspn(a + 3, "0123456789abcdef"), 16);
+    weir__random_id(b, sizeof b, "in");
+    assert_string_not_equal(a, b);
+    weir__random_id(a, sizeof a, NULL);
+    assert_int_equal(strlen(a), 16);
+    assert_int_equal(strspn(a, "0123456789abcdef"), 16);
+    weir__random_id(a, sizeof a, "");
+    assert_int_equal(strlen(a), 16);
+    weir__random_id(small, sizeof small, "ctx");
+    assert_int_equal(strlen(small), 5); /* 5 characters and the NUL */
+    assert_memory_equal(small, "ctx-", 4);
+    weir__random_id(small, sizeof small, "toolong");
+    assert_string_equal(small, "toolo");
+    weir__random_id(one, sizeof one, "in");
+    assert_int_equal(one[0], '\0');
+    weir__random_id(one, 0, "in"); /* nothing written */
+}
+
 static void test_sole(void **state) {
     (void)state;
     assert_false(weir__json_sole(NULL));
@@ -282,6 +308,7 @@ int main(void) {
         cmocka_unit_test(test_failures),
         cmocka_unit_test(test_random),
         cmocka_unit_test(test_sole),
+        cmocka_unit_test(test_random_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
