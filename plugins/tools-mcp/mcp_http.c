@@ -101,8 +101,9 @@ void mcp_http_set_version(mcp_http *h, const char *version) {
     pthread_mutex_unlock(&h->mu);
 }
 
-/* The request headers: ours, the configured ones, session and version. */
-static struct curl_slist *request_headers(mcp_http *h, bool *had_session) {
+/* The request headers: ours, the configured ones, session and version;
+ * `sent` (sizeof h->session) gets the session id sent ("" for none). */
+static struct curl_slist *request_headers(mcp_http *h, char *sent) {
     struct curl_slist *l = NULL, *t;
     char buf[320];
 #define ADD(s)                                \
@@ -119,7 +120,7 @@ static struct curl_slist *request_headers(mcp_http *h, bool *had_session) {
     for (size_t i = 0; h->headers[i]; i++)
         ADD(h->headers[i]);
     pthread_mutex_lock(&h->mu);
-    *had_session = h->session[0] != '\0';
+    memcpy(sent, h->session, sizeof h->session);
     if (h->session[0]) {
         snprintf(buf, sizeof buf, "Mcp-Session-Id: %s", h->session);
         t = curl_slist_append(l, buf);
@@ -295,8 +296,8 @@ static int on_xfer(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_o
 int mcp_http_send(mcp_http *h, mcp_server *s, const json_t *msg, long timeout_ms,
                   mcp_cancel_cb cancel, void *cancel_ctx, char *why, size_t size) {
     char *body = json_dumps(msg, JSON_COMPACT);
-    bool had_session = false;
-    struct curl_slist *hdrs = body ? request_headers(h, &had_session) : NULL;
+    char sent[sizeof h->session];
+    struct curl_slist *hdrs = body ? request_headers(h, sent) : NULL;
     CURL *e = hdrs ? curl_easy_init() : NULL;
     if (!e) {
         free(body);
@@ -343,10 +344,11 @@ int mcp_http_send(mcp_http *h, mcp_server *s, const json_t *msg, long timeout_ms
         snprintf(why, size, "HTTP request to its endpoint failed: %s",
                  errbuf[0] ? errbuf : curl_easy_strerror(cc));
         rc = MCP_HTTP_FAILED;
-    } else if (status == 404 && had_session) {
+    } else if (status == 404 && sent[0]) {
         snprintf(why, size, "its session ended (HTTP 404)");
         pthread_mutex_lock(&h->mu);
-        h->session[0] = '\0';
+        if (strcmp(h->session, sent) == 0) /* not one a concurrent initialize began */
+            h->session[0] = '\0';
         pthread_mutex_unlock(&h->mu);
         rc = MCP_HTTP_SESSION_GONE;
     } else if (status == 202 || status == 204) {
@@ -397,8 +399,8 @@ void mcp_http_end_session(mcp_http *h) {
     pthread_mutex_unlock(&h->mu);
     if (!has)
         return;
-    bool had = false;
-    struct curl_slist *hdrs = request_headers(h, &had);
+    char sent[sizeof h->session];
+    struct curl_slist *hdrs = request_headers(h, sent);
     CURL *e = hdrs ? curl_easy_init() : NULL;
     if (e) {
         curl_easy_setopt(e, CURLOPT_URL, h->url);

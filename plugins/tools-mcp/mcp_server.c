@@ -110,6 +110,7 @@ struct mcp_server {
     conn *c;               /* stdio: the current connection */
     mcp_http *http;        /* HTTP: the transport */
     bool up;               /* initialized (HTTP: a session or none needed) */
+    uint64_t session_gen;  /* HTTP: initializes that succeeded (the session's generation) */
     bool starting;         /* a start runs (others wait) */
     pending *pend;
     json_int_t next_id;
@@ -984,6 +985,7 @@ static int start_locked_out(mcp_server *s, char *why, size_t size) {
     if (rc == 0) {
         s->c = c;
         s->up = true;
+        s->session_gen++;
         s->list_changed = true; /* a (re)start: the tools may differ */
     }
     pthread_cond_broadcast(&s->cv);
@@ -1020,8 +1022,9 @@ int mcp_server_start(mcp_server *s, char *why, size_t size) {
     return rc;
 }
 
-/* A running connection for a request (refs taken), starting one if allowed. */
-static mcp_status acquire(mcp_server *s, conn **out, char *why, size_t size) {
+/* A running connection for a request (refs taken), starting one if allowed;
+ * *gen: the HTTP session's generation the request runs in. */
+static mcp_status acquire(mcp_server *s, conn **out, uint64_t *gen, char *why, size_t size) {
     *out = NULL;
     pthread_mutex_lock(&s->mu);
     while (s->starting)
@@ -1059,19 +1062,24 @@ static mcp_status acquire(mcp_server *s, conn **out, char *why, size_t size) {
     conn *c = s->c;
     if (c)
         c->refs++;
+    *gen = s->session_gen;
     pthread_mutex_unlock(&s->mu);
     *out = c;
     return MCP_OK;
 }
 
-static void release(mcp_server *s, conn *c, mcp_status st) {
+/* The end of a request that ran in session generation `gen`.  An HTTP
+ * session gone (404) is initialized again next time, unless a concurrent
+ * request already did (a later generation): a stale 404 must not end the
+ * new session too, or concurrent calls would replace each other's. */
+static void release(mcp_server *s, conn *c, mcp_status st, uint64_t gen) {
     pthread_mutex_lock(&s->mu);
     if (c)
         c->refs--;
     if (st == MCP_OK || st == MCP_RPC_ERROR)
         s->deaths = 0;
-    if (s->kind == MCP_HTTP && st == MCP_DOWN)
-        s->up = false; /* the session is gone: initialize again next time */
+    if (s->kind == MCP_HTTP && st == MCP_DOWN && gen == s->session_gen)
+        s->up = false;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
@@ -1081,7 +1089,8 @@ mcp_status mcp_server_request(mcp_server *s, const char *method, json_t *params,
                               json_t **out, char *why, size_t size) {
     *out = NULL;
     conn *c = NULL;
-    mcp_status st = acquire(s, &c, why, size);
+    uint64_t gen = 0;
+    mcp_status st = acquire(s, &c, &gen, why, size);
     if (st != MCP_OK) {
         json_decref(params);
         return st;
@@ -1090,15 +1099,15 @@ mcp_status mcp_server_request(mcp_server *s, const char *method, json_t *params,
     st = rpc(s, c, method, params, timeout_ms, cancel, cancel_ctx, progress_ctx, out, why, size);
     if (st == MCP_DOWN && s->kind == MCP_HTTP) {
         /* the session expired (404): initialize again and retry once */
-        release(s, c, st);
+        release(s, c, st, gen);
         say(s, 2, "MCP server '%s': its session ended; initializing again", s->name);
-        st = acquire(s, &c, why, size);
+        st = acquire(s, &c, &gen, why, size);
         if (st == MCP_OK)
             st = rpc(s, c, method, keep ? json_incref(keep) : NULL, timeout_ms, cancel,
                      cancel_ctx, progress_ctx, out, why, size);
     }
     json_decref(keep);
-    release(s, c, st);
+    release(s, c, st, gen);
     return st;
 }
 
@@ -1116,7 +1125,7 @@ int mcp_server_notify(mcp_server *s, const char *method, json_t *params) {
     pthread_mutex_unlock(&s->mu);
     char why[200];
     int rc = n && up ? send_msg(s, c, n, why, sizeof why) : -1;
-    release(s, c, MCP_PROTOCOL);
+    release(s, c, MCP_PROTOCOL, 0);
     json_decref(n);
     return rc;
 }

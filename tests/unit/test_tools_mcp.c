@@ -1086,6 +1086,48 @@ static void http_fake_session(void **state) {
     fx_done(&f);
 }
 
+/* Parallel calls (echo is read-only) all sent in a session that just
+ * ended: each gets 404, and the session is initialized again once, not by
+ * each of them in turn (a stale 404 must not end the session another call
+ * just began: on a server that keeps one session, they would end each
+ * other's and fail). */
+static void http_session_ends_under_parallel_calls(void **state) {
+    (void)state;
+    fx f;
+    fx_init(&f);
+    http_fake hf;
+    http_fake_start(&hf, &f);
+    char *config = fmt("{\"servers\":{\"web\":{\"url\":\"http://127.0.0.1:%d/mcp\"}}}", hf.port);
+    const char *replies =
+        "[{\"tool_calls\":[{\"id\":\"c_expire\",\"name\":\"mcp__web__expire\",\"arguments\":{}}]},"
+        "{\"tool_calls\":["
+        "{\"id\":\"c1\",\"name\":\"mcp__web__echo\",\"arguments\":{\"text\":\"1\"}},"
+        "{\"id\":\"c2\",\"name\":\"mcp__web__echo\",\"arguments\":{\"text\":\"2\"}},"
+        "{\"id\":\"c3\",\"name\":\"mcp__web__echo\",\"arguments\":{\"text\":\"3\"}},"
+        "{\"id\":\"c4\",\"name\":\"mcp__web__echo\",\"arguments\":{\"text\":\"4\"}}]},"
+        "{\"text\":\"ok\"}]";
+    dh d;
+    setup(&d, replies, config);
+    dh_open(&d, "mcp-http-parallel");
+    dh_send(&d, "echo four times", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_string_equal(result_text(&d, "c_expire"), "expired");
+    assert_string_equal(result_text(&d, "c1"), "echo: 1");
+    assert_string_equal(result_text(&d, "c2"), "echo: 2");
+    assert_string_equal(result_text(&d, "c3"), "echo: 3");
+    assert_string_equal(result_text(&d, "c4"), "echo: 4");
+    dh_teardown(&d);
+    http_fake_stop(&hf);
+    char *sent = file_text(f.log);
+    int inits = 0;
+    for (const char *s = sent; (s = strstr(s, "\"method\":\"initialize\"")); s++)
+        inits++;
+    assert_int_equal(inits, 2); /* once at the start, once after the end */
+    free(sent);
+    free(config);
+    fx_done(&f);
+}
+
 /* A free loopback port (bound, then released). */
 static int free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -1172,6 +1214,7 @@ int main(void) {
         cmocka_unit_test(config_errors),
         cmocka_unit_test(mcp_json_import),
         cmocka_unit_test(http_fake_session),
+        cmocka_unit_test(http_session_ends_under_parallel_calls),
         cmocka_unit_test(reference_http),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
