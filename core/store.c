@@ -160,7 +160,7 @@ int weir_host_store_send(weir_host *host, const char *id, const char *input_id, 
     char idbuf[64];
     if (!input_id)
         input_id = weir__random_id(idbuf, sizeof idbuf, "in");
-    char *text = json_dumps(message, JSON_COMPACT);
+    char *text = weir__json_dump(message); /* not json_dumps: it can drop a key on OOM */
     if (!text)
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "send: session %s: out of memory", id);
     rc = st.vt->send(st.self, id, input_id, mode, text, duplicate, err);

@@ -37,6 +37,11 @@ int weir_cmd_events(int argc, char **argv); /* core/cli/events.c */
 void weir_cli_print_compact(const json_t *result);
 
 /* Shared helpers (core/cli/main.c). */
+/* `v` (any value) as one compact line of JSON (members in order, no
+ * newline): malloc'd, or NULL when memory ran out.  Not json_dumps: jansson
+ * 2.14 goes on past a key its growing buffer failed to take and reports
+ * success, a line that is not JSON. */
+char *weir_cli_json_line(const json_t *v);
 /* Print "weir: <what>: <err->text>" ("weir: <err->text>" when `what` is NULL)
  * to stderr and map the status to an exit code. */
 int weir_cli_fail(const char *what, const weir_error *err);

@@ -111,7 +111,7 @@ int weir_cmd_compact(int argc, char **argv) {
                 rc = WEIR_EXIT_USAGE;
         } else {
             if (json) {
-                char *line = json_dumps(result, JSON_COMPACT);
+                char *line = weir_cli_json_line(result);
                 if (line)
                     puts(line);
                 free(line);

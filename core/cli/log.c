@@ -471,12 +471,12 @@ int weir_cmd_log(int argc, char **argv) {
             size_t i;
             const json_t *v;
             json_array_foreach(json_object_get(report, "open"), i, v) {
-                char *s = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT);
+                char *s = json_is_string(v) ? NULL : weir_cli_json_line(v);
                 printf("open: %s\n", s ? s : json_string_value(v));
                 free(s);
             }
             json_array_foreach(json_object_get(report, "errors"), i, v) {
-                char *s = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT);
+                char *s = json_is_string(v) ? NULL : weir_cli_json_line(v);
                 printf("error: %s\n", s ? s : json_string_value(v));
                 free(s);
             }

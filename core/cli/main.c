@@ -41,6 +41,20 @@ static const char usage_text[] =
     "            session is held, or was taken over, by another writer),\n"
     "            130 / 143 stopped by SIGINT / SIGTERM (run, resume, serve)\n";
 
+char *weir_cli_json_line(const json_t *v) {
+    /* measured, then written into a buffer that fits: jansson's fixed-buffer
+     * writer cannot fail, so no key can go missing */
+    size_t n = v ? json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY) : 0;
+    char *line = n ? malloc(n + 1) : NULL;
+    if (line && json_dumpb(v, line, n, JSON_COMPACT | JSON_ENCODE_ANY) != n) {
+        free(line);
+        line = NULL;
+    }
+    if (line)
+        line[n] = '\0';
+    return line;
+}
+
 int weir_cli_fail(const char *what, const weir_error *err) {
     fprintf(stderr, "weir: %s%s%s\n", what ? what : "", what ? ": " : "",
             err && err->text[0] ? err->text : weir_strerror(err ? (int)err->code : 0));

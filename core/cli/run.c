@@ -63,7 +63,7 @@ typedef struct run_state {
 /* ------------------------------------------------------------------------ */
 
 static void print_json(const json_t *event) {
-    char *s = json_dumps(event, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *s = weir_cli_json_line(event);
     if (s) {
         fputs(s, stdout);
         fputc('\n', stdout);

@@ -64,7 +64,7 @@ typedef struct serve {
 
 /* Write one event as one line on stdout. */
 static void put(serve *s, const json_t *event) {
-    char *line = json_dumps(event, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *line = weir_cli_json_line(event);
     if (!line) {
         fprintf(stderr, "weir serve: out of memory, an event was dropped\n");
         return;

@@ -230,7 +230,7 @@ static void print_row(const session_row *r, bool json) {
             json_object_set_new(o, "first_prompt", json_string(r->prompt));
         if (o && r->error)
             json_object_set_new(o, "error", json_string(r->error));
-        char *line = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        char *line = weir_cli_json_line(o);
         if (line)
             puts(line);
         free(line);

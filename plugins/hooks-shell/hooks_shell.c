@@ -144,6 +144,22 @@ static int set_err(weir_error *err, int code, const char *fmt, ...) {
     return code;
 }
 
+/* `v` as compact JSON text, malloc'd, or NULL (out of memory).  Measured,
+ * then written into a buffer that fits, not json_dumps: jansson 2.14 goes on
+ * past an object key its growing buffer failed to take and reports success,
+ * and a hook reading text that is not JSON fails open. */
+static char *json_text(const json_t *v) {
+    size_t n = v ? json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY) : 0;
+    char *text = n ? malloc(n + 1) : NULL;
+    if (text && json_dumpb(v, text, n, JSON_COMPACT | JSON_ENCODE_ANY) != n) {
+        free(text);
+        return NULL;
+    }
+    if (text)
+        text[n] = '\0';
+    return text;
+}
+
 /* "a" + "\n" + "b" (either may be NULL or empty); malloc'd. */
 static char *join2(char *a, const char *b) {
     if (!b || !*b)
@@ -967,7 +983,7 @@ static bool run_event(state *s, weir_call *call, weir_agent *agent, ev e, const 
     free(transcript);
     if (input && fields)
         json_object_update(input, (json_t *)(uintptr_t)fields);
-    char *text = input ? json_dumps(input, JSON_COMPACT) : NULL;
+    char *text = json_text(input);
     json_decref(input);
     char **env = make_env(s, sid ? sid : "");
     long long session_end_budget = SESSION_END_MS;
@@ -1213,7 +1229,7 @@ static json_t *on_post_tool(weir_call *call, const json_t *args, void *ud) {
         else if (json_is_array(json_object_get(o.updated_output, "content")))
             content = json_incref(json_object_get(o.updated_output, "content"));
         else {
-            char *t = json_dumps(o.updated_output, JSON_COMPACT);
+            char *t = json_text(o.updated_output);
             content = t ? json_pack("[{s:s, s:s}]", "type", "text", "text", t) : NULL;
             free(t);
         }

@@ -201,13 +201,14 @@ static const char *on_block_start(anthropic_decoder *d, const json_t *root) {
         return "";
     /* The input streams as input_json_delta; a non-empty start value counts. */
     if (json_is_object(input) && json_object_size(input) > 0) {
-        char *args = json_dumps(input, JSON_COMPACT);
-        if (!args) {
+        pc_buf args = {0}; /* pc_buf_json: json_dumps can lose a key and succeed */
+        if (pc_buf_json(&args, input, NULL, 0) != 0) {
+            free(args.p);
             pc_fail(&d->out, "UNKNOWN", "out of memory while decoding the stream");
             return "";
         }
-        int rc = args_delta(d, s, args);
-        free(args);
+        int rc = args_delta(d, s, args.p);
+        free(args.p);
         if (rc != 0)
             return "";
     }

@@ -193,11 +193,10 @@ static int message_text(const json_t *m, size_t i, pc_buf *out, char *msg, size_
         if (rc != 0)
             break;
         pc_buf *part = &parts[is_type(b, "tool_result") ? 0 : 1];
-        char *text = json_dumps(b, JSON_COMPACT);
-        if (!text || (part->len && pc_buf_add(part, ",", 1) != 0) ||
-            pc_buf_add(part, text, strlen(text)) != 0)
+        /* pc_buf_json, not json_dumps: jansson's own buffer can lose a key
+         * when it cannot grow and still report success */
+        if ((part->len && pc_buf_add(part, ",", 1) != 0) || pc_buf_json(part, b, msg, size) != 0)
             rc = PC_OOM(msg, size);
-        free(text);
     }
     json_decref(blocks);
     if (rc == 0) {

@@ -430,11 +430,26 @@ int pc_buf_piece(pc_buf *b, const char *s) {
     return pc_buf_add(b, s, strlen(s));
 }
 
-static int buf_dump(const char *s, size_t n, void *ud) { return pc_buf_add(ud, s, n); }
+/* jansson (2.14) ignores the callback's failure while it writes an object's
+ * key and goes on, so a dump whose buffer could not grow for a key would
+ * report success without the key's bytes (not JSON): the first failure
+ * sticks, every later write fails too, and the caller checks it. */
+typedef struct buf_sink {
+    pc_buf *b;
+    bool failed;
+} buf_sink;
+
+static int buf_dump(const char *s, size_t n, void *ud) {
+    buf_sink *k = ud;
+    if (!k->failed && pc_buf_add(k->b, s, n) != 0)
+        k->failed = true;
+    return k->failed ? -1 : 0;
+}
 
 int pc_buf_json(pc_buf *b, const json_t *v, char *msg, size_t size) {
     size_t mark = b->len; /* written straight into the buffer: no text of its own */
-    if (v && json_dump_callback(v, buf_dump, b, JSON_COMPACT | JSON_ENCODE_ANY) == 0)
+    buf_sink k = {b, false};
+    if (v && json_dump_callback(v, buf_dump, &k, JSON_COMPACT | JSON_ENCODE_ANY) == 0 && !k.failed)
         return 0;
     b->len = mark;
     if (b->p)

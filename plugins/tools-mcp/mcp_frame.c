@@ -110,3 +110,19 @@ int mcp_frame_feed(mcp_frame_reader *r, const char *data, size_t n, mcp_frame_fn
     }
     return 0;
 }
+
+char *mcp_frame_text(const json_t *v, bool newline) {
+    /* measured, then written into a buffer that fits: jansson's fixed-buffer
+     * writer cannot fail, so no key can go missing */
+    size_t n = v ? json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY) : 0;
+    char *text = n ? malloc(n + 2) : NULL;
+    if (text && json_dumpb(v, text, n, JSON_COMPACT | JSON_ENCODE_ANY) != n) {
+        free(text);
+        return NULL;
+    }
+    if (text && newline)
+        text[n++] = '\n';
+    if (text)
+        text[n] = '\0';
+    return text;
+}

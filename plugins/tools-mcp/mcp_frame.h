@@ -55,4 +55,13 @@ int mcp_frame_feed(mcp_frame_reader *r, const char *data, size_t n, mcp_frame_fn
 /** Bytes of an unfinished line held (for a transport that sees EOF mid-line). */
 size_t mcp_frame_pending(const mcp_frame_reader *r);
 
+/**
+ * The writer's side: `v` (any JSON value, borrowed) as compact text, with a
+ * '\n' after it when `newline` (a stdio frame).  Malloc'd (free()), or NULL
+ * for NULL, a string that is not UTF-8, or out of memory.  Not json_dumps:
+ * jansson 2.14 goes on past an object key its growing buffer failed to take
+ * and reports success, text that is not JSON.
+ */
+char *mcp_frame_text(const json_t *v, bool newline);
+
 #endif

@@ -6,6 +6,8 @@
 #endif
 #include "mcp_http.h"
 
+#include "mcp_frame.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -295,7 +297,7 @@ static int on_xfer(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_o
 
 int mcp_http_send(mcp_http *h, mcp_server *s, const json_t *msg, long timeout_ms,
                   mcp_cancel_cb cancel, void *cancel_ctx, char *why, size_t size) {
-    char *body = json_dumps(msg, JSON_COMPACT);
+    char *body = mcp_frame_text(msg, false);
     char sent[sizeof h->session];
     struct curl_slist *hdrs = body ? request_headers(h, sent) : NULL;
     CURL *e = hdrs ? curl_easy_init() : NULL;

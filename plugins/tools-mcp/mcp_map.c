@@ -7,6 +7,8 @@
 #endif
 #include "mcp_map.h"
 
+#include "mcp_frame.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,7 +128,7 @@ static int map_block(json_t *content, const json_t *b, bool *had_text) {
                          "not shown", uri, mime ? " (" : "", mime ? mime : "", mime ? ")" : "",
                          blob ? strlen(blob) : 0);
     }
-    char *dump = json_dumps(b, JSON_COMPACT);
+    char *dump = mcp_frame_text(b, false);
     if (!dump)
         return -1;
     *had_text = true;
@@ -202,7 +204,7 @@ json_t *mcp_map_result(const json_t *res, size_t max_text, char *why, size_t why
             goto oom;
     }
     if (sc && !json_is_null(sc) && !had_text) {
-        char *dump = json_dumps(sc, JSON_COMPACT | JSON_ENCODE_ANY);
+        char *dump = mcp_frame_text(sc, false);
         if (!dump || add_text(content, dump) != 0) {
             free(dump);
             goto oom;

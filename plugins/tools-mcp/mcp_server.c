@@ -356,21 +356,12 @@ static int conn_write(conn *c, const char *buf, size_t n, char *why, size_t size
 
 /* Serialize and send one message (borrowed) on a stdio connection. */
 static int conn_send(conn *c, const json_t *msg, char *why, size_t size) {
-    char *text = json_dumps(msg, JSON_COMPACT);
-    if (!text) {
-        snprintf(why, size, "out of memory");
-        return -1;
-    }
-    size_t n = strlen(text);
-    char *line = realloc(text, n + 2);
+    char *line = mcp_frame_text(msg, true);
     if (!line) {
-        free(text);
         snprintf(why, size, "out of memory");
         return -1;
     }
-    line[n] = '\n';
-    line[n + 1] = '\0';
-    int rc = conn_write(c, line, n + 1, why, size);
+    int rc = conn_write(c, line, strlen(line), why, size);
     free(line);
     return rc;
 }
@@ -640,7 +631,7 @@ static void on_log_message(mcp_server *s, const json_t *params) {
     const char *logger = json_string_value(json_object_get(params, "logger"));
     const json_t *data = json_object_get(params, "data");
     char *text = json_is_string(data) ? strdup(json_string_value(data))
-                                      : json_dumps(data, JSON_COMPACT | JSON_ENCODE_ANY);
+                                      : mcp_frame_text(data, false);
     say(s, mcp_log_level(level), "[%s]%s%s%s %s", s->name, logger ? " " : "",
         logger ? logger : "", logger ? ":" : "", text ? text : "");
     free(text);

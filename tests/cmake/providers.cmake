@@ -14,6 +14,8 @@ if(TARGET test_provider_common)
   target_sources(test_provider_common PRIVATE ${_common}/provider_common.c
                  ${_common}/model_table.c)
   target_include_directories(test_provider_common PRIVATE ${_common})
+  # pc_buf_json's growth failures (buf_json_fails_when_a_key_cannot_grow)
+  target_link_options(test_provider_common PRIVATE -Wl,--wrap=realloc)
 endif()
 # provider-openai's fast path (delta_scan.c) against its decoder's jansson path.
 if(TARGET test_openai_scan)

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_mcp_map.c - the pure parts of tools-mcp: the JSON-RPC
- * frame reader (plugins/tools-mcp/mcp_frame.c) and the translations
+ * frame reader and writer (plugins/tools-mcp/mcp_frame.c) and the translations
  * (mcp_map.c: tool names, CallToolResult mapping, ${VAR}, log levels).
  */
 #include <setjmp.h>
@@ -86,6 +86,47 @@ static void frames_too_long_are_dropped_whole(void **state) {
         assert_true(r.cap <= 17);
         mcp_frame_clear(&r);
     }
+}
+
+/* The writer's side: compact text a reader takes back as the same value,
+ * one line with the newline; NULL for what cannot be JSON text. */
+static void frame_text_round_trips(void **state) {
+    (void)state;
+    json_t *msg = json_pack("{s:s,s:i,s:s,s:{s:s,s:[i,s,n,b]}}", "jsonrpc", "2.0", "id", 7,
+                            "method", "tools/call", "params", "name", "caf\xc3\xa9 \"q\"\n",
+                            "arguments", 1, "x", true);
+    assert_non_null(msg);
+    char *want = json_dumps(msg, JSON_COMPACT);
+    char *text = mcp_frame_text(msg, false);
+    assert_string_equal(text, want);
+    char *line = mcp_frame_text(msg, true);
+    assert_int_equal(strlen(line), strlen(want) + 1);
+    assert_memory_equal(line, want, strlen(want));
+    assert_int_equal(line[strlen(want)], '\n');
+    mcp_frame_reader r;
+    mcp_frame_init(&r, 0);
+    seen s = {{0}, 0};
+    feed_all(&r, line, strlen(line), &s);
+    char *sorted = json_dumps(msg, JSON_COMPACT | JSON_SORT_KEYS);
+    char back[512];
+    snprintf(back, sizeof back, "M%s;", sorted);
+    assert_string_equal(s.text, back);
+    free(sorted);
+    mcp_frame_clear(&r);
+    free(line);
+    free(text);
+    free(want);
+    json_decref(msg);
+    /* any value; nothing for NULL or a string that is not UTF-8 */
+    json_t *n = json_integer(42);
+    text = mcp_frame_text(n, false);
+    assert_string_equal(text, "42");
+    free(text);
+    json_decref(n);
+    json_t *bad = json_stringn_nocheck("\xff", 1);
+    assert_null(mcp_frame_text(bad, true));
+    json_decref(bad);
+    assert_null(mcp_frame_text(NULL, false));
 }
 
 static void frames_duplicate_keys_are_garbage(void **state) {
@@ -234,6 +275,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(frames_split_anywhere),
         cmocka_unit_test(frames_too_long_are_dropped_whole),
+        cmocka_unit_test(frame_text_round_trips),
         cmocka_unit_test(frames_duplicate_keys_are_garbage),
         cmocka_unit_test(tool_names),
         cmocka_unit_test(results_map),

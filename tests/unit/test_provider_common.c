@@ -7,7 +7,9 @@
  * (plugins/provider-common/model_table.c: the windows and max outputs of
  * well-known ids, dated, aliased, Hugging Face and Ollama spellings, the
  * near misses that must match nothing, the table's own consistency) and the
- * parsing of what servers report (vLLM /v1/models, llama.cpp /props).
+ * parsing of what servers report (vLLM /v1/models, llama.cpp /props); and
+ * pc_buf_json's failure when its buffer cannot grow (realloc is wrapped:
+ * -Wl,--wrap=realloc in tests/cmake/providers.cmake).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +26,21 @@
 #include "provider_common.h"
 
 #define R PC_REDACTED
+
+/* The next `realloc_fail` calls of provider_common.c's realloc fail once
+ * `realloc_skip` more have succeeded (the link wraps only this test's own
+ * objects: jansson and libc allocate as they always do). */
+void *__real_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+static int realloc_skip, realloc_fail;
+
+void *__wrap_realloc(void *p, size_t n) {
+    if (realloc_fail > 0 && realloc_skip-- <= 0) {
+        realloc_fail--;
+        return NULL;
+    }
+    return __real_realloc(p, n);
+}
 
 /* A set of the NULL-terminated secrets. */
 static pc_secrets secrets_of(const char *first, ...) {
@@ -270,6 +287,57 @@ static void buf_str_is_janssons_string(void **state) {
         free(want);
         json_decref(v);
     }
+}
+
+/* jansson 2.14 goes on past a failed write of an object's key and reports
+ * success, so a dump whose buffer cannot grow for one key (and can again
+ * for the bytes after it) would come out as `{:1}`. pc_buf_json fails
+ * instead, with the buffer as it was, for a failure at every write. */
+static void buf_json_fails_when_a_key_cannot_grow(void **state) {
+    (void)state;
+    char key[101];
+    memset(key, 'k', 100);
+    key[100] = '\0';
+    json_t *v = json_pack("{s:i,s:[s,i]}", key, 1, "list", key, 2);
+    assert_non_null(v);
+    char *want = json_dumps(v, JSON_COMPACT);
+    assert_non_null(want);
+    size_t n = strlen(want);
+    for (int skip = 0;; skip++) {
+        pc_buf b = {0};
+        assert_int_equal(pc_buf_add(&b, "prefix, 60 bytes ..........................................", 60), 0);
+        char msg[64] = "";
+        realloc_skip = skip;
+        realloc_fail = 1; /* one write fails; the ones after it could grow again */
+        int rc = pc_buf_json(&b, v, msg, sizeof msg);
+        bool failed = realloc_fail == 0;
+        realloc_fail = 0;
+        if (failed) {
+            assert_int_equal(rc, -1);
+            assert_string_equal(msg, "out of memory");
+            assert_int_equal(b.len, 60);
+            assert_int_equal(b.p[60], '\0');
+        } else {
+            assert_int_equal(rc, 0);
+            assert_int_equal(b.len, 60 + n);
+            assert_string_equal(b.p + 60, want);
+        }
+        free(b.p);
+        if (!failed)
+            break; /* every growth has been failed once */
+        assert_true(skip < 16);
+    }
+    /* no message buffer, and nothing to dump */
+    pc_buf b = {0};
+    realloc_skip = 0;
+    realloc_fail = 1;
+    assert_int_equal(pc_buf_json(&b, v, NULL, 0), -1);
+    realloc_fail = 0;
+    assert_int_equal(pc_buf_json(&b, NULL, NULL, 0), -1);
+    assert_int_equal(b.len, 0);
+    free(b.p);
+    free(want);
+    json_decref(v);
 }
 
 static void table_knows_well_known_models(void **state) {
@@ -532,6 +600,7 @@ int main(void) {
         cmocka_unit_test(long_bodies),
         cmocka_unit_test(json_values),
         cmocka_unit_test(buf_str_is_janssons_string),
+        cmocka_unit_test(buf_json_fails_when_a_key_cannot_grow),
         cmocka_unit_test(table_knows_well_known_models),
         cmocka_unit_test(table_matches_the_longest_key),
         cmocka_unit_test(near_misses_match_nothing),
