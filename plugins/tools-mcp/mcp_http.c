@@ -30,6 +30,10 @@ struct mcp_http {
     pthread_mutex_t mu;
     char session[256];  /* "" when none */
     char version[32];   /* "" before initialize */
+    /* a session existed and is gone (404, or forgotten for a new start):
+     * until an initialize answers, a request other than initialize is not
+     * sent at all, since without a session id the server refuses it (400) */
+    bool lost;
 };
 
 typedef struct xfer {
@@ -92,6 +96,8 @@ void mcp_http_destroy(mcp_http *h) {
 
 void mcp_http_reset(mcp_http *h) {
     pthread_mutex_lock(&h->mu);
+    if (h->session[0])
+        h->lost = true;
     h->session[0] = '\0';
     h->version[0] = '\0';
     pthread_mutex_unlock(&h->mu);
@@ -104,8 +110,9 @@ void mcp_http_set_version(mcp_http *h, const char *version) {
 }
 
 /* The request headers: ours, the configured ones, session and version;
- * `sent` (sizeof h->session) gets the session id sent ("" for none). */
-static struct curl_slist *request_headers(mcp_http *h, char *sent) {
+ * `sent` (sizeof h->session) gets the session id sent ("" for none), and
+ * *lost whether the session was lost (NULL: not wanted). */
+static struct curl_slist *request_headers(mcp_http *h, char *sent, bool *lost) {
     struct curl_slist *l = NULL, *t;
     char buf[320];
 #define ADD(s)                                \
@@ -123,6 +130,8 @@ static struct curl_slist *request_headers(mcp_http *h, char *sent) {
         ADD(h->headers[i]);
     pthread_mutex_lock(&h->mu);
     memcpy(sent, h->session, sizeof h->session);
+    if (lost)
+        *lost = h->lost;
     if (h->session[0]) {
         snprintf(buf, sizeof buf, "Mcp-Session-Id: %s", h->session);
         t = curl_slist_append(l, buf);
@@ -299,7 +308,18 @@ int mcp_http_send(mcp_http *h, mcp_server *s, const json_t *msg, long timeout_ms
                   mcp_cancel_cb cancel, void *cancel_ctx, char *why, size_t size) {
     char *body = mcp_frame_text(msg, false);
     char sent[sizeof h->session];
-    struct curl_slist *hdrs = body ? request_headers(h, sent) : NULL;
+    bool lost = false;
+    struct curl_slist *hdrs = body ? request_headers(h, sent, &lost) : NULL;
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    bool init = method && strcmp(method, "initialize") == 0;
+    if (hdrs && lost && !init) {
+        /* a concurrent request saw the session end and a new one is not
+         * there yet: the caller waits for it and sends this again */
+        free(body);
+        curl_slist_free_all(hdrs);
+        snprintf(why, size, "its session ended (HTTP 404)");
+        return MCP_HTTP_SESSION_GONE;
+    }
     CURL *e = hdrs ? curl_easy_init() : NULL;
     if (!e) {
         free(body);
@@ -349,8 +369,10 @@ int mcp_http_send(mcp_http *h, mcp_server *s, const json_t *msg, long timeout_ms
     } else if (status == 404 && sent[0]) {
         snprintf(why, size, "its session ended (HTTP 404)");
         pthread_mutex_lock(&h->mu);
-        if (strcmp(h->session, sent) == 0) /* not one a concurrent initialize began */
+        if (strcmp(h->session, sent) == 0) { /* not one a concurrent initialize began */
             h->session[0] = '\0';
+            h->lost = true;
+        }
         pthread_mutex_unlock(&h->mu);
         rc = MCP_HTTP_SESSION_GONE;
     } else if (status == 202 || status == 204) {
@@ -376,9 +398,12 @@ int mcp_http_send(mcp_http *h, mcp_server *s, const json_t *msg, long timeout_ms
             snprintf(why, size, "its answer is not a JSON-RPC message");
             rc = MCP_HTTP_PROTOCOL;
         }
-        if (x.session[0]) {
+        if (x.session[0] || (init && rc == MCP_HTTP_OK)) {
             pthread_mutex_lock(&h->mu);
-            snprintf(h->session, sizeof h->session, "%s", x.session);
+            if (x.session[0])
+                snprintf(h->session, sizeof h->session, "%s", x.session);
+            if (init && rc == MCP_HTTP_OK)
+                h->lost = false; /* a new session (or none: a stateless server) */
             pthread_mutex_unlock(&h->mu);
         }
     }
@@ -402,7 +427,7 @@ void mcp_http_end_session(mcp_http *h) {
     if (!has)
         return;
     char sent[sizeof h->session];
-    struct curl_slist *hdrs = request_headers(h, sent);
+    struct curl_slist *hdrs = request_headers(h, sent, NULL);
     CURL *e = hdrs ? curl_easy_init() : NULL;
     if (e) {
         curl_easy_setopt(e, CURLOPT_URL, h->url);

@@ -30,7 +30,8 @@ enum {
     MCP_HTTP_FAILED,       /* no answer: connection refused, reset, an HTTP error status */
     MCP_HTTP_TIMEOUT,
     MCP_HTTP_CANCELLED,
-    MCP_HTTP_SESSION_GONE, /* 404 with a session id: initialize again */
+    MCP_HTTP_SESSION_GONE, /* 404 with a session id, or not sent: the session was
+                            * lost and no initialize has answered since; initialize again */
     MCP_HTTP_PROTOCOL      /* an answer that is not JSON-RPC */
 };
 
