@@ -398,14 +398,12 @@ int mcp_http_send(mcp_http *h, mcp_server *s, const json_t *msg, long timeout_ms
             snprintf(why, size, "its answer is not a JSON-RPC message");
             rc = MCP_HTTP_PROTOCOL;
         }
-        if (x.session[0] || (init && rc == MCP_HTTP_OK)) {
-            pthread_mutex_lock(&h->mu);
-            if (x.session[0])
-                snprintf(h->session, sizeof h->session, "%s", x.session);
-            if (init && rc == MCP_HTTP_OK)
-                h->lost = false; /* a new session (or none: a stateless server) */
-            pthread_mutex_unlock(&h->mu);
-        }
+        pthread_mutex_lock(&h->mu);
+        if (x.session[0])
+            snprintf(h->session, sizeof h->session, "%s", x.session);
+        if (init && rc == MCP_HTTP_OK)
+            h->lost = false; /* a new session (or none: a stateless server) */
+        pthread_mutex_unlock(&h->mu);
     }
     curl_easy_cleanup(e);
     curl_slist_free_all(hdrs);
