@@ -101,12 +101,18 @@ json_t *weir__agent_last_event(weir_agent *a, const char *type) {
 }
 
 const json_t *weir__agent_event_peek(weir_agent *a, size_t seq) {
-    return a && seq < weir__log_count(a->log) ? weir__log_event(a->log, seq) : NULL;
+    return a ? weir__log_event_lend(a->log, seq) : NULL;
+}
+
+json_t *weir__agent_event_ref(weir_agent *a, size_t seq) {
+    return a ? weir__log_event_ref(a->log, seq) : NULL;
 }
 
 json_t *weir__agent_event(weir_agent *a, size_t seq) {
-    const json_t *ev = weir__agent_event_peek(a, seq);
-    return ev ? json_deep_copy(ev) : NULL;
+    json_t *ev = weir__agent_event_ref(a, seq);
+    json_t *copy = ev ? json_deep_copy(ev) : NULL;
+    json_decref(ev);
+    return copy;
 }
 
 json_t *weir__agent_model_info(weir_agent *a, const char *provider, const char *model) {

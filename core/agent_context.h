@@ -40,8 +40,13 @@ json_t *weir__agent_last_event(weir_agent *agent, const char *type);
 json_t *weir__agent_event(weir_agent *agent, size_t seq);
 
 /* Borrowed: envelope `seq` itself (the log's, immutable, valid until the
- * agent is closed), or NULL when out of range. */
+ * current turn ends: weir__log_event_lend), or NULL when out of range or
+ * out of memory. */
 const json_t *weir__agent_event_peek(weir_agent *agent, size_t seq);
+
+/* New reference: envelope `seq` itself (the log's, immutable; json_decref
+ * it), or NULL when out of range or out of memory.  Any thread. */
+json_t *weir__agent_event_ref(weir_agent *agent, size_t seq);
 
 /*
  * New reference: the model_info of provider row `provider` for `model`

@@ -112,4 +112,5 @@ const weir_api weir__api_table = {
     .agent_approve = weir__agent_approve,
     .store_register = weir__plugin_store_register,
     .agent_event_peek = weir__agent_event_peek,
+    .agent_event_ref = weir__agent_event_ref,
 };

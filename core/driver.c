@@ -1203,6 +1203,7 @@ static int run_step(turn_ctx *t, const json_t *entered, bool series, step_out *o
         /* paid by the next durability point: the next request (the
          * driver's or a plugin's direct model call) or the turn's end */
         weir__log_defer_checkpoint(a->log);
+        weir__log_trim(a->log, false); /* a long turn holds lines, not trees */
     }
     return rc;
 }
@@ -1325,7 +1326,7 @@ static void close_failed_turn(turn_ctx *t) {
 }
 
 static int finish_turn(turn_ctx *t, int rc) {
-    weir__log_trim(t->a->log); /* an idle agent keeps no line buffer */
+    weir__log_trim(t->a->log, true); /* an idle agent keeps no line buffer */
     json_decref(t->reason);
     json_decref(t->assembly);
     weir__free(t->system_text);

@@ -52,6 +52,11 @@ struct weir__log {
     size_t trim_next;   /* [trim_from, trim_next): what the next trim releases */
     size_t *remade;     /* seqs read back since the last trim (released again by the next) */
     size_t remade_n, remade_cap;
+    /* Envelopes lent this turn (weir__log_event_lend): lent[seq] is set and
+     * seq is in lent_seqs until the turn's end (an idle trim). */
+    uint8_t *lent;
+    size_t *lent_seqs;
+    size_t lent_n, lent_cap;
     weir__surface *surface;
 
     /* folds */
@@ -126,6 +131,10 @@ static int reserve(weir__log *log) {
         if (!len)
             return WEIR_E_NOMEM;
         log->line_len = len;
+        uint8_t *lent = weir__realloc(log->lent, cap * sizeof *lent);
+        if (!lent)
+            return WEIR_E_NOMEM;
+        log->lent = lent;
         log->cap = cap;
     }
     return weir__surface_reserve(log->surface, 1);
@@ -155,6 +164,7 @@ static json_t *surface_form(const json_t *ev) {
 /* Push a validated envelope (steals it) after reserve(); cannot fail. */
 static void commit(weir__log *log, json_t *ev) {
     log->line_len[log->count] = 0;
+    log->lent[log->count] = 0;
     log->events[log->count++] = ev;
     json_t *lean = surface_form(ev);
     weir__surface_apply(log->surface, lean ? lean : ev);
@@ -526,6 +536,8 @@ void weir__log_close(weir__log *log) {
     weir__free(log->line_len);
     weir__free(log->text);
     weir__free(log->remade);
+    weir__free(log->lent);
+    weir__free(log->lent_seqs);
     weir__surface_destroy(log->surface);
     json_decref(log->derived);
     if (log->mu)
@@ -571,6 +583,20 @@ size_t weir__log_count(const weir__log *log) {
     return n;
 }
 
+/* Push `seq` on the vector *v (*n of *cap); false when out of memory. */
+static bool push_seq(size_t **v, size_t *n, size_t *cap, size_t seq) {
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 16;
+        size_t *grown = weir__realloc(*v, c * sizeof *grown);
+        if (!grown)
+            return false;
+        *v = grown;
+        *cap = c;
+    }
+    (*v)[(*n)++] = seq;
+    return true;
+}
+
 /* The envelope `seq` (< count), read back from its line when a trim
  * released it (then released again by the next trim); NULL when out of
  * memory.  With the lock held. */
@@ -581,16 +607,8 @@ static json_t *event_at(weir__log *log, size_t seq) {
                             JSON_REJECT_DUPLICATES, NULL);
     if (!ev)
         return NULL;
-    if (log->remade_n == log->remade_cap) {
-        size_t cap = log->remade_cap ? log->remade_cap * 2 : 16;
-        size_t *v = weir__realloc(log->remade, cap * sizeof *v);
-        if (v) {
-            log->remade = v;
-            log->remade_cap = cap;
-        }
-    }
-    if (log->remade_n < log->remade_cap) /* else kept until the log closes */
-        log->remade[log->remade_n++] = seq;
+    /* when out of memory it is kept until the log closes */
+    (void)push_seq(&log->remade, &log->remade_n, &log->remade_cap, seq);
     log->events[seq] = ev;
     return ev;
 }
@@ -602,6 +620,21 @@ const json_t *weir__log_event(const weir__log *log, size_t seq) {
     lock(l);
     const json_t *ev = seq < l->count ? event_at(l, seq) : NULL;
     unlock(l);
+    return ev;
+}
+
+const json_t *weir__log_event_lend(weir__log *log, size_t seq) {
+    if (!log)
+        return NULL;
+    lock(log);
+    const json_t *ev = seq < log->count ? event_at(log, seq) : NULL;
+    if (ev && log->line_len[seq] > 0 && !log->lent[seq]) { /* a trim could release it */
+        if (push_seq(&log->lent_seqs, &log->lent_n, &log->lent_cap, seq))
+            log->lent[seq] = 1;
+        else
+            ev = NULL;
+    }
+    unlock(log);
     return ev;
 }
 
@@ -934,21 +967,35 @@ static void release(weir__log *log, size_t seq) {
     }
 }
 
-void weir__log_trim(weir__log *log) {
+void weir__log_trim(weir__log *log, bool idle) {
     if (!log)
         return;
     lock(log);
-    /* The turn before the one that ended: plugins read the envelopes of the
-     * turn that ended at the next turn's start (compaction-basic's meter
-     * peeks them in agent/pre-step), so those wait for the next trim. */
-    for (size_t i = log->trim_from; i < log->trim_next; i++)
-        release(log, i);
-    log->trim_from = log->trim_next;
-    log->trim_next = log->delivered;
+    if (!idle) {
+        /* The step before the one that ended: plugins read the envelopes of
+         * the step that ended at the next step's start (compaction-basic's
+         * meter in agent/pre-step), so those wait for the next step's trim.
+         * A lent envelope waits for the turn's end. */
+        for (size_t i = log->trim_from; i < log->trim_next; i++)
+            if (!log->lent[i])
+                release(log, i);
+        log->trim_from = log->trim_next;
+        log->trim_next = log->delivered;
+    } else {
+        /* the turn ended: what was lent and is behind the window goes */
+        for (size_t k = 0; k < log->lent_n; k++) {
+            size_t seq = log->lent_seqs[k];
+            log->lent[seq] = 0;
+            if (seq < log->trim_from)
+                release(log, seq);
+        }
+        log->lent_n = 0;
+    }
     for (size_t k = 0; k < log->remade_n; k++)
-        release(log, log->remade[k]);
+        if (!log->lent[log->remade[k]])
+            release(log, log->remade[k]);
     log->remade_n = 0;
-    if (log->wlen == 0) { /* no batch is being written */
+    if (idle && log->wlen == 0) { /* no batch is being written */
         weir__free(log->line);
         log->line = NULL;
         log->line_cap = 0;

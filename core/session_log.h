@@ -146,12 +146,16 @@ size_t weir__log_count(const weir__log *log);
  * Borrowed envelope for `seq`, or NULL (no such seq, or out of memory).  The
  * log keeps every envelope it loaded at open, the request header and
  * context, and the surface's messages; any other envelope it appended a
- * turn end's weir__log_trim may release (it keeps the line and reads the
+ * step end's weir__log_trim may release (it keeps the line and reads the
  * envelope back when asked: the same JSON).  So the pointer is valid until
  * the next trim or the close: use it on the driver thread, and
  * json_incref what you keep.  Other threads: weir__log_event_ref.
  */
 const json_t *weir__log_event(const weir__log *log, size_t seq);
+/* Borrowed: the envelope for `seq`, as weir__log_event, but valid until the
+ * turn ends (the idle weir__log_trim): the step trims pass over it.  What
+ * agent_event_peek hands a plugin.  NULL also when out of memory. */
+const json_t *weir__log_event_lend(weir__log *log, size_t seq);
 /* New reference: the envelope for `seq`, as weir__log_event; any thread. */
 json_t *weir__log_event_ref(const weir__log *log, size_t seq);
 
@@ -176,14 +180,16 @@ int weir__log_append(weir__log *log, const char *type, const json_t *data, const
 /* Sync now whatever the policy (a read-only log: no-op): before what is
  * logged lets something else go, e.g. a store's queued inputs. */
 int weir__log_sync_durable(weir__log *log, weir_error *err);
-/* Release what an idle log need not hold: the envelopes appended (and
- * given to the observer) before the last trim that weir__log_event can read
- * back from their lines (the newest turn's stay until the next trim: the
- * plugins read them when the next turn starts), those it read back since,
- * and the line buffer appends serialize into.  The driver calls it when a turn ends, on its
- * thread.  Memory then grows by the bytes of the log, not by its JSON trees
- * (about 13 bytes a byte).  Thread-safe. */
-void weir__log_trim(weir__log *log);
+/* Release what the log need not hold.  With `idle` false (the driver, when
+ * a step ends): the envelopes appended (and given to the observer) before
+ * the last such trim that weir__log_event can read back from their lines
+ * (the newest step's stay until the next trim: the plugins read them when
+ * the next step starts), and those it read back since.  With `idle` true (the
+ * driver, when a turn ends): those read back, and the line buffer appends
+ * serialize into; the newest step's envelopes stay.  Memory then grows by
+ * the bytes of the log, not by its JSON trees (about 13 bytes a byte), in a
+ * long turn as across turns.  Thread-safe. */
+void weir__log_trim(weir__log *log, bool idle);
 /* fsync now (policy none: no-op). */
 int weir__log_sync(weir__log *log, weir_error *err);
 /* fsync when the policy is step (called at the points docs/session-log.md names); no-op for

@@ -50,6 +50,9 @@
  *        agent_event_peek: a log envelope read in place (no copy).
  *   1.6  the WEIR_TOOL_INLINE tool flag: a body that returns at once runs on
  *        the step's thread, not the tool pool.
+ *   1.7  agent_event_ref: a log envelope as a new reference (no copy), held
+ *        as long as the plugin wants; the log releases the JSON of a long
+ *        turn's older envelopes at each step's end (their lines stay).
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H
@@ -721,8 +724,22 @@ struct weir_api {
      * (the same JSON, another pointer), so json_incref it (or a part of it)
      * to keep it longer.  What agent_event returns a copy of, without the
      * copy.  Driver thread only.  Check WEIR_API_HAS(api, agent_event_peek).
+     * An envelope peeked stays in memory until the turn ends, so a plugin
+     * that reads every envelope of a long turn holds them all: prefer
+     * agent_event_ref.
      */
     const json_t *(*agent_event_peek)(weir_agent *agent, size_t seq);
+    /**
+     * New reference: the log envelope `seq` itself, or NULL when there is
+     * none (or out of memory).  Read it in place, never modify it, and
+     * json_decref it when done; it stays valid as long as the reference is
+     * held.  The log releases its own reference to an older envelope of the
+     * turn when a step ends (and reads the envelope back from its line when
+     * asked again: the same JSON, another pointer), so what a plugin does
+     * not hold costs no memory.  Any thread.  Check WEIR_API_HAS(api,
+     * agent_event_ref).
+     */
+    json_t *(*agent_event_ref)(weir_agent *agent, size_t seq);
 };
 
 /** True when `api` has member `m` (for members added after 1.0). */
@@ -876,6 +893,7 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #define weir_agent_approve(...) (weir__plugin_api->agent_approve(__VA_ARGS__))
 #define weir_store_register(...) (weir__plugin_api->store_register(__VA_ARGS__))
 #define weir_agent_event_peek(...) (weir__plugin_api->agent_event_peek(__VA_ARGS__))
+#define weir_agent_event_ref(...) (weir__plugin_api->agent_event_ref(__VA_ARGS__))
 #elif defined(WEIR_NO_API_MACROS) && defined(WEIR__API_MACROS)
 #undef WEIR__API_MACROS
 #undef weir_plugin_id
@@ -932,4 +950,5 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #undef weir_agent_approve
 #undef weir_store_register
 #undef weir_agent_event_peek
+#undef weir_agent_event_ref
 #endif /* the call macros */

@@ -195,8 +195,12 @@ static agent_state *agent_state_get(state *s, weir_agent *agent) {
 }
 
 /* New reference to log envelope `seq` (NULL: none): the log's own, read in
- * place (agent_event_peek, ABI 1.5), else a copy.  Never modified. */
+ * place (agent_event_ref, ABI 1.7, which lets the log release it at a step's
+ * end once dropped; agent_event_peek, ABI 1.5, which holds it to the turn's
+ * end), else a copy.  Never modified. */
 static json_t *event_ref(weir_agent *agent, size_t seq) {
+    if (WEIR_API_HAS(WEIR_PLUGIN_API, agent_event_ref))
+        return weir_agent_event_ref(agent, seq);
     if (WEIR_API_HAS(WEIR_PLUGIN_API, agent_event_peek))
         return json_incref((json_t *)(uintptr_t)weir_agent_event_peek(agent, seq));
     return weir_agent_event(agent, seq);

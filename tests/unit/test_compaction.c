@@ -1913,6 +1913,94 @@ static json_t *probe_stream(weir_call *call, const json_t *args, void *ud) {
     return weir_host_api()->next(call);
 }
 
+/* What a plugin sees of a long turn: at step 2 it peeks step 1's step/start
+ * and takes a reference to step 1's assistant message. */
+typedef struct {
+    size_t start_seq, asst_seq;
+    const json_t *peeked; /* step 1's step/start, peeked at step 2 */
+    json_t *ref;          /* step 1's assistant message, held from step 2 */
+    json_t *copy;         /* a deep copy of it */
+    bool peek_same;       /* at step 4 the peek gives the same object */
+    bool ref_released;    /* at step 4 a new reference is another object... */
+    bool ref_equal;       /* ... with the same JSON, and the held one is intact */
+    int steps;
+} long_turn_probe;
+
+static json_t *probe_long_turn(weir_call *call, const json_t *args, void *ud) {
+    long_turn_probe *p = ud;
+    weir_agent *a = weir_host_api()->call_agent(call);
+    json_int_t step = json_integer_value(json_object_get(args, "step"));
+    p->steps++;
+    if (step == 2) {
+        json_t *ev;
+        for (size_t seq = 0; (ev = weir__agent_event_ref(a, seq)) != NULL; seq++) {
+            const json_t *data = json_object_get(ev, "data");
+            const char *type = json_string_value(json_object_get(ev, "type"));
+            if (json_integer_value(json_object_get(data, "step")) == 1 && type &&
+                !strcmp(type, "step/start"))
+                p->start_seq = seq;
+            else if (json_integer_value(json_object_get(data, "step")) == 1 && type &&
+                     !strcmp(type, "assistant/message"))
+                p->asst_seq = seq;
+            json_decref(ev);
+        }
+        p->peeked = weir__agent_event_peek(a, p->start_seq);
+        /* held by the test only so that a release would show (a new
+         * object cannot take a live one's address) */
+        json_incref((json_t *)(uintptr_t)p->peeked);
+        p->ref = weir__agent_event_ref(a, p->asst_seq);
+        p->copy = json_deep_copy(p->ref);
+    } else if (step == 4 && p->ref) {
+        p->peek_same = weir__agent_event_peek(a, p->start_seq) == p->peeked;
+        json_t *now = weir__agent_event_ref(a, p->asst_seq);
+        p->ref_released = now && now != p->ref;
+        p->ref_equal = json_equal(now, p->copy) && json_equal(p->ref, p->copy);
+        json_decref(now);
+    }
+    return weir_host_api()->next(call);
+}
+
+/* A long turn holds the lines of its older steps, not their JSON: each
+ * step's end releases the envelopes of the step before (agent_event_ref
+ * then reads them back: the same JSON, another object, while a reference
+ * held keeps its own), except what agent_event_peek lent, which stays the
+ * same object until the turn ends (ABI 1.5's promise). */
+static void a_long_turn_releases_older_steps_but_keeps_what_was_peeked(void **state) {
+    (void)state;
+    long_turn_probe p = {0};
+    weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
+    o.user_data = &p;
+    weir_agent_hook h = {"agent/pre-step", probe_long_turn, &o};
+    dh d;
+    /* context_setup_hooks's turn: echo, then "done"; here three more echoes first */
+    char *rows = fmt("[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{"
+                     "\"models\":{\"demo\":{\"context_window\":100000,\"max_output\":100}},"
+                     "\"replies\":[%s%s%s%s{\"text\":\"done\"}]}},"
+                     "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":["
+                     "{\"name\":\"echo\"}]}}]",
+                     "{\"tool_calls\":[{\"id\":\"c1\",\"name\":\"echo\",\"arguments\":{\"v\":1}}]},",
+                     "{\"tool_calls\":[{\"id\":\"c2\",\"name\":\"echo\",\"arguments\":{\"v\":2}}]},",
+                     "{\"tool_calls\":[{\"id\":\"c3\",\"name\":\"echo\",\"arguments\":{\"v\":3}}]},",
+                     "{\"tool_calls\":[{\"id\":\"c4\",\"name\":\"echo\",\"arguments\":{\"v\":4}}]},");
+    dh_setup(&d, rows, NULL);
+    free(rows);
+    d.hooks = &h;
+    d.nhooks = 1;
+    dh_open(&d, NULL);
+    run_text(&d, "call the tool four times");
+    assert_int_equal(p.steps, 5);
+    assert_non_null(p.ref);
+    assert_non_null(p.peeked);
+    assert_true(p.start_seq > 0 && p.asst_seq > p.start_seq);
+    assert_true(p.peek_same);
+    assert_true(p.ref_released);
+    assert_true(p.ref_equal);
+    json_decref(p.ref);
+    json_decref(p.copy);
+    json_decref((json_t *)(uintptr_t)p.peeked);
+    dh_teardown(&d);
+}
+
 /* agent_complete_stream runs the agent's llm/stream chain around the
  * provider (listeners see the purpose), drops tool calls, and reports a
  * failing listener as the chain's error. */
@@ -2070,6 +2158,7 @@ int main(void) {
         cmocka_unit_test(a_failure_after_a_durable_prune_still_retries),
         cmocka_unit_test(a_meter_change_before_summarization_is_rejected),
         cmocka_unit_test(agent_context_reads_the_surface_and_events),
+        cmocka_unit_test(a_long_turn_releases_older_steps_but_keeps_what_was_peeked),
         cmocka_unit_test(agent_context_replace_goes_through_the_log_validation),
         cmocka_unit_test(agent_complete_collects_text_and_reports_failures),
         cmocka_unit_test(agent_complete_stream_runs_the_llm_stream_chain),

@@ -997,11 +997,11 @@ static void line_over_the_cap_is_rejected(void **state) {
     assert_int_equal(weir__log_count(f->log), 5);
 }
 
-/* A turn end's trim releases the appended envelopes that can be read back
+/* A step end's trim releases the appended envelopes that can be read back
  * (not the request header, not the surface's user message) one trim later
- * (the newest turn's wait) and reads them back, on demand, as the same
+ * (the newest step's wait) and reads them back, on demand, as the same
  * JSON; derive and the file are unchanged, and a later trim releases what
- * was read back again. */
+ * was read back again.  A turn end's (idle) trim leaves the newest step's. */
 static void trim_releases_envelopes_and_reads_them_back(void **state) {
     fixture *f = *state;
     open_log(f);
@@ -1019,10 +1019,13 @@ static void trim_releases_envelopes_and_reads_them_back(void **state) {
     json_t *assistant = json_incref((json_t *)(uintptr_t)weir__log_event(f->log, 4));
     json_t *header = json_incref((json_t *)(uintptr_t)weir__log_event(f->log, 3));
     json_t *user = json_incref((json_t *)(uintptr_t)weir__log_event(f->log, 2));
-    weir__log_trim(f->log); /* the newest turn's envelopes wait for the next trim */
+    weir__log_trim(f->log, false); /* the newest step's envelopes wait for the next trim */
     assert_ptr_equal(weir__log_event(f->log, 0), turn_start);
+    weir__log_trim(f->log, true); /* a turn's end does not release them either */
+    assert_ptr_equal(weir__log_event(f->log, 0), turn_start);
+    assert_ptr_equal(weir__log_event(f->log, 4), assistant);
     for (int round = 0; round < 2; round++) {
-        weir__log_trim(f->log);
+        weir__log_trim(f->log, false);
         assert_ptr_not_equal(weir__log_event(f->log, 0), turn_start); /* read back */
         assert_ptr_not_equal(weir__log_event(f->log, 4), assistant);
         assert_ptr_equal(weir__log_event(f->log, 3), header); /* kept: the fold borrows it */
@@ -1054,10 +1057,63 @@ static void trim_releases_envelopes_and_reads_them_back(void **state) {
     json_decref(user);
 }
 
+/* An envelope lent (what agent_event_peek hands a plugin) stays the same
+ * object through the step trims until the turn ends; a reference
+ * (agent_event_ref) stays valid while held although the log releases its
+ * own; the turn's end releases the lent envelopes behind the window and
+ * keeps the newest step's. */
+static void a_lent_envelope_outlives_step_trims_until_the_turn_ends(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    seed(f->log);
+    must_add(f->log, "step/end", "{\"turn\":1,\"step\":1}");
+    weir__log_trim(f->log, false); /* step 1 ended: its envelopes wait */
+    assert_null(weir__log_event_lend(NULL, 0));
+    assert_null(weir__log_event_lend(f->log, 100));
+    const json_t *lent = weir__log_event_lend(f->log, 4); /* the assistant message */
+    assert_non_null(lent);
+    assert_ptr_equal(weir__log_event_lend(f->log, 4), lent); /* lent once, the same */
+    json_t *held = json_incref((json_t *)(uintptr_t)lent); /* to compare after the release */
+    json_t *ref = weir__log_event_ref(f->log, 0);       /* turn/start */
+    json_t *copy0 = json_deep_copy(ref), *copy4 = json_deep_copy(lent);
+    must_add(f->log, "step/start", "{\"turn\":1,\"step\":2}");
+    must_add(f->log, "assistant/message", ASSISTANT("again"));
+    must_add(f->log, "step/end", "{\"turn\":1,\"step\":2}");
+    const json_t *newest = weir__log_event(f->log, 7);
+    weir__log_trim(f->log, false); /* step 2 ended: step 1's go, but the lent one */
+    assert_ptr_equal(weir__log_event(f->log, 4), lent);
+    assert_true(json_equal(ref, copy0)); /* the reference outlives the release */
+    const json_t *back = weir__log_event(f->log, 0);
+    assert_ptr_not_equal(back, ref); /* read back from its line */
+    assert_true(json_equal(back, copy0));
+    assert_ptr_equal(weir__log_event(f->log, 7), newest);
+    weir__log_trim(f->log, true); /* the turn ended: the lent envelope goes too */
+    const json_t *again = weir__log_event(f->log, 4);
+    assert_ptr_not_equal(again, held);
+    assert_true(json_equal(again, copy4));
+    assert_ptr_equal(weir__log_event(f->log, 7), newest); /* the newest step's stay */
+    /* lent again in the next turn, then released by the step trims as usual */
+    assert_ptr_equal(weir__log_event_lend(f->log, 4), again);
+    weir__log_trim(f->log, false);
+    assert_ptr_equal(weir__log_event(f->log, 4), again);
+    char *before = derived_text(f->log);
+    open_log(f); /* the file is the same */
+    char *after = derived_text(f->log);
+    assert_string_equal(after, before);
+    free(before);
+    free(after);
+    json_decref(held);
+    json_decref(ref);
+    json_decref(copy0);
+    json_decref(copy4);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(trim_releases_envelopes_and_reads_them_back, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(a_lent_envelope_outlives_step_trims_until_the_turn_ends,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(append_assigns_contiguous_seq, setup, teardown),
         cmocka_unit_test_setup_teardown(rejected_append_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(unknown_type_refused_unless_ignorable, setup, teardown),
