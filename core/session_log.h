@@ -145,7 +145,8 @@ size_t weir__log_count(const weir__log *log);
 /*
  * Borrowed envelope for `seq`, or NULL (no such seq, or out of memory).  The
  * log keeps every envelope it loaded at open, the request header and
- * context, and the surface's messages; any other envelope it appended a
+ * context, and the surface's messages but assistant/message (the surface
+ * keeps its own lean copy); any other envelope it appended a
  * step end's weir__log_trim may release (it keeps the line and reads the
  * envelope back when asked: the same JSON).  So the pointer is valid until
  * the next trim or the close: use it on the driver thread, and
@@ -185,7 +186,8 @@ int weir__log_sync_durable(weir__log *log, weir_error *err);
  * the last such trim that weir__log_event can read back from their lines
  * (the newest step's stay until the next trim: the plugins read them when
  * the next step starts), and those it read back since.  With `idle` true (the
- * driver, when a turn ends): those read back, and the line buffer appends
+ * driver, when a turn ends): every loan ends (weir__log_event_lend) and the
+ * lent envelopes behind the window go, those read back, and the line buffer appends
  * serialize into; the newest step's envelopes stay.  Memory then grows by
  * the bytes of the log, not by its JSON trees (about 13 bytes a byte), in a
  * long turn as across turns.  Thread-safe. */

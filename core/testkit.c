@@ -238,6 +238,10 @@ static json_t *tk_agent_event_at(weir_agent *agent, size_t seq) {
     (void)agent, (void)seq;
     return NULL;
 }
+static const json_t *tk_agent_event_peek(weir_agent *agent, size_t seq) {
+    (void)agent, (void)seq;
+    return NULL;
+}
 static json_t *tk_agent_model_info(weir_agent *agent, const char *provider, const char *model) {
     (void)agent, (void)provider, (void)model;
     return NULL;
@@ -315,6 +319,8 @@ weir_tk *weir_tk_create(void) {
     tk->api.hook_invoke = tk_hook_invoke;
     tk->api.agent_approve = tk_agent_approve;
     tk->api.agent_event = tk_agent_event_at;
+    tk->api.agent_event_peek = tk_agent_event_peek;
+    tk->api.agent_event_ref = tk_agent_event_at; /* the kit's agent has no log */
     tk->api.agent_model_info = tk_agent_model_info;
     tk->api.agent_complete = tk_agent_complete;
     tk->api.agent_complete_stream = tk_agent_complete_stream;

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "common.h"
+#include "host_int.h"
 #include "testutil.h"
 #include "weir/testkit.h"
 
@@ -222,6 +223,12 @@ static void test_load_gives_the_plugin_a_full_table(void **state) {
     assert_int_equal(g_api->struct_size, sizeof(weir_api));
     assert_true(WEIR_API_HAS(g_api, status_name));
     assert_string_equal(g_api->strerror(WEIR_E_NOMEM), weir_strerror(WEIR_E_NOMEM));
+    /* the members that read an agent are the kit's own: its agent has no log */
+    assert_ptr_not_equal((void *)g_api->agent_event_ref, (void *)weir__api_table.agent_event_ref);
+    assert_ptr_not_equal((void *)g_api->agent_event_peek,
+                         (void *)weir__api_table.agent_event_peek);
+    assert_null(g_api->agent_event_ref(NULL, 0));
+    assert_null(g_api->agent_event_peek(NULL, 0));
     weir_tk_destroy(tk);
 }
 
