@@ -13,14 +13,16 @@
 #include "host_int.h"
 #include "surface.h"
 
+/* Any thread: the envelopes are read under the log's lock and held, so a
+ * step's trim on the driver cannot release one from under the copy. */
 json_t *weir__agent_surface(weir_agent *a) {
-    if (!a)
-        return NULL;
-    const weir__surface *s = weir__log_surface(a->log);
-    size_t n = weir__surface_len(s);
-    json_t *out = json_array();
-    for (size_t i = 0; out && i < n; i++) {
-        const json_t *ev = weir__log_event(a->log, weir__surface_node(s, i));
+    json_t *events = a ? weir__log_surface_events(a->log) : NULL;
+    json_t *out = events ? json_array() : NULL;
+    size_t i;
+    const json_t *ev;
+    json_array_foreach(events, i, ev) {
+        if (!out)
+            break;
         json_t *msg = weir__derive_event_message(ev);
         json_t *node =
             json_pack("{s:I, s:s, s:o}", "seq", weir__json_int(ev, "seq", 0), "type",
@@ -30,11 +32,12 @@ json_t *weir__agent_surface(weir_agent *a) {
             out = NULL;
         }
     }
+    json_decref(events);
     return out;
 }
 
 uint64_t weir__agent_replace_generation(weir_agent *a) {
-    return a ? weir__surface_replace_generation(weir__log_surface(a->log)) : 0;
+    return a ? weir__log_replace_generation(a->log) : 0;
 }
 
 /* New reference: the seqs of the current nodes start_seq..end_seq (by
@@ -93,9 +96,12 @@ json_t *weir__agent_last_event(weir_agent *a, const char *type) {
     if (!a || !type)
         return NULL;
     for (size_t seq = weir__log_count(a->log); seq-- > 0;) {
-        const json_t *ev = weir__log_event(a->log, seq);
-        if (strcmp(weir__json_str(ev, "type", ""), type) == 0)
-            return json_deep_copy(ev);
+        json_t *ev = weir__log_event_ref(a->log, seq); /* any thread: held while copied */
+        bool match = strcmp(weir__json_str(ev, "type", ""), type) == 0;
+        json_t *copy = match ? json_deep_copy(ev) : NULL;
+        json_decref(ev);
+        if (match)
+            return copy;
     }
     return NULL;
 }

@@ -675,6 +675,32 @@ static void keep_line(weir__log *log, size_t seq, const char *line, size_t n) {
 
 const weir__surface *weir__log_surface(const weir__log *log) { return log ? log->surface : NULL; }
 
+json_t *weir__log_surface_events(weir__log *log) {
+    if (!log)
+        return NULL;
+    lock(log);
+    size_t n = weir__surface_len(log->surface);
+    json_t *out = json_array();
+    for (size_t i = 0; out && i < n; i++) {
+        json_t *ev = event_at(log, weir__surface_node(log->surface, i));
+        if (!ev || json_array_append(out, ev) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    unlock(log);
+    return out;
+}
+
+uint64_t weir__log_replace_generation(weir__log *log) {
+    if (!log)
+        return 0;
+    lock(log);
+    uint64_t gen = weir__surface_replace_generation(log->surface);
+    unlock(log);
+    return gen;
+}
+
 const json_t *weir__log_request_header(const weir__log *log) {
     if (!log)
         return NULL;

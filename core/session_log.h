@@ -216,8 +216,16 @@ typedef void (*weir__log_observer_fn)(const json_t *event, void *ud);
 void weir__log_set_observer(weir__log *log, weir__log_observer_fn fn, void *ud);
 
 /* The incremental surface of this log (borrowed; see core/surface.h).  Not
- * synchronized: read it only while no other thread appends. */
+ * synchronized: read it only while no other thread appends (the driver,
+ * which alone changes the surface).  Other threads: the two below. */
 const weir__surface *weir__log_surface(const weir__log *log);
+/* New reference: the envelopes of the surface's current nodes, in order
+ * (the array holds a reference of each, so a trim cannot release them from
+ * under the caller), read under the log's lock; any thread.  NULL when out
+ * of memory. */
+json_t *weir__log_surface_events(weir__log *log);
+/* The surface's replacement count, read under the lock; any thread. */
+uint64_t weir__log_replace_generation(weir__log *log);
 /*
  * New reference: the derived messages (docs/providers.md), read-only: the
  * array is the log's derivation cache itself while the log is open, and the

@@ -153,7 +153,14 @@ WEIR_API int weir_event_catalog_write(FILE *out, bool markdown);
 /* ------------------------------------------------------------------------ */
 
 /**
- * Receives every event of an agent, on the driver's thread.
+ * Receives every event of an agent, one at a time and in order (never two
+ * at once).  It runs on the thread that raised the event or, when another
+ * thread is delivering at that moment, on that one once its callback
+ * returns: the lifecycle's events on the driver's thread, what
+ * weir_agent_send*() logs (agent/inbox/...) on its caller's, a background
+ * job's job/finished on the job's worker, tool/progress on the tool's.  So
+ * it may run while the driver runs a step; the agent's readers
+ * (weir_agent_messages, weir_agent_last_turn, ...) are safe there.
  * @param event    borrowed.  Durable: the log envelope {seq,time,type,data,...}.
  *                 Live: {type,time,data}.
  * @param durable  true for session log events.

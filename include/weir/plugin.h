@@ -454,10 +454,12 @@ struct weir_api {
      * {"seq":N, "type":"...", "message":{...}|null} in surface order
      * (`message` is a copy of what the node contributes to the derived
      * history; null for a node that contributes none).  NULL on bad input or
-     * out of memory.  Driver thread only (hooks of the agent run there).
+     * out of memory.  Any thread: an emit listener (session/event,
+     * job/finished, ...) may run off the driver (docs/events.md), and what
+     * this reads is held while it copies.
      */
     json_t *(*agent_surface)(weir_agent *agent);
-    /** How many surface replacements the agent's log has committed (0 for NULL). Driver thread only. */
+    /** How many surface replacements the agent's log has committed (0 for NULL). Any thread. */
     uint64_t (*agent_replace_generation)(weir_agent *agent);
     /**
      * Commit one surface `replace` event: `type` ("user/message" or
@@ -471,9 +473,9 @@ struct weir_api {
     int (*agent_surface_replace)(weir_agent *agent, const char *type, const json_t *data,
                                  size_t start_seq, size_t end_seq, const json_t *source_seqs,
                                  size_t *seq_out, weir_error *err);
-    /** New reference: a copy of the last log envelope of `type`, or NULL. Driver thread only. */
+    /** New reference: a copy of the last log envelope of `type`, or NULL. Any thread. */
     json_t *(*agent_last_event)(weir_agent *agent, const char *type);
-    /** New reference: a copy of the log envelope `seq`, or NULL when there is none. Driver thread only. */
+    /** New reference: a copy of the log envelope `seq`, or NULL when there is none. Any thread. */
     json_t *(*agent_event)(weir_agent *agent, size_t seq);
     /**
      * New reference: {"context_window":N,"max_output":N} from the model_info

@@ -5,14 +5,17 @@
  * (api->agent_hook_register) apply to that agent only; placement around the
  * deployment's chain (WEIR_ORDER_FIRST outside it, otherwise inside it);
  * refused registrations (before/after, unknown hook, after agent/created,
- * bad options).
+ * bad options); a session/event listener that reads the log from the
+ * thread of weir_agent_send_text while the driver's steps trim it.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -210,12 +213,119 @@ static void bad_agent_listeners_fail_the_open(void **state) {
     dh_teardown(&d);
 }
 
+
+/* What a session/event listener saw (its counters are atomic: it runs on
+ * whichever thread delivers). */
+typedef struct {
+    pthread_t driver;
+    int calls, off_driver, reads, bad, turns;
+} reader;
+
+static void count(int *n) { __atomic_add_fetch(n, 1, __ATOMIC_SEQ_CST); }
+
+/* Read the log through the api: the last assistant/message, the surface
+ * (which reads the released assistant/message envelopes back) and its
+ * replacement count. */
+static void read_all(reader *r, weir_agent *agent) {
+    const weir_api *api = weir_host_api();
+    json_t *last = api->agent_last_event(agent, "assistant/message");
+    if (last && strcmp(json_string_value(json_object_get(last, "type")), "assistant/message"))
+        count(&r->bad);
+    json_decref(last);
+    json_t *surface = api->agent_surface(agent);
+    size_t i;
+    const json_t *node;
+    json_array_foreach(surface, i, node) {
+        if (json_integer_value(json_object_get(node, "seq")) <= 0 ||
+            !json_is_string(json_object_get(node, "type")) ||
+            !json_is_object(json_object_get(node, "message")))
+            count(&r->bad);
+    }
+    if (!surface)
+        count(&r->bad);
+    json_decref(surface);
+    (void)api->agent_replace_generation(agent);
+    count(&r->reads);
+}
+
+static json_t *read_log(weir_call *call, const json_t *args, void *ud) {
+    reader *r = ud;
+    count(&r->calls);
+    const char *type = json_string_value(json_object_get(json_object_get(args, "event"), "type"));
+    if (type && strcmp(type, "turn/end") == 0)
+        count(&r->turns);
+    if (!pthread_equal(pthread_self(), r->driver))
+        count(&r->off_driver);
+    read_all(r, weir_host_api()->call_agent(call));
+    return json_null();
+}
+
+#define LISTENER_SENDS 40
+
+typedef struct {
+    dh *d;
+    reader *r;
+} sender_args;
+
+/* Sends the followups, and between them reads the log itself for a while
+ * (the api's readers are for any thread). */
+static void *send_followups(void *ud) {
+    sender_args *s = ud;
+    for (int i = 0; i < LISTENER_SENDS; i++) {
+        weir_error err;
+        if (weir_agent_send_text(s->d->agent, "more", WEIR_SEND_FOLLOWUP, &err) != WEIR_OK)
+            return (void *)1;
+        for (int k = 0; k < 20; k++)
+            read_all(s->r, s->d->agent);
+    }
+    return NULL;
+}
+
+/* session/event runs on the thread that raised the event (the sender's,
+ * for what weir_agent_send_text logs) while the driver runs steps whose
+ * ends release older envelopes; the sender also reads between its sends.
+ * Every read through the api is whole (and, under ASan, touches no
+ * released envelope or surface array). */
+static void session_event_listener_reads_the_log_from_the_senders_thread(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d, ROWS_TOOL(""), NULL);
+    reader r = {.driver = pthread_self()};
+    weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
+    o.user_data = &r;
+    weir_agent_hook h = {"session/event", read_log, &o};
+    d.hooks = &h;
+    d.nhooks = 1;
+    dh_open(&d, "reader");
+    dh_send(&d, "go", WEIR_SEND_FOLLOWUP);
+    pthread_t sender;
+    sender_args sa = {&d, &r};
+    assert_int_equal(pthread_create(&sender, NULL, send_followups, &sa), 0);
+    /* not dh_count: the sender's thread may be recording an event */
+    for (int i = 0; i < 2000 && __atomic_load_n(&r.turns, __ATOMIC_SEQ_CST) < LISTENER_SENDS / 4;
+         i++) {
+        dh_run(&d);
+        usleep(1000);
+    }
+    void *failed = NULL;
+    assert_int_equal(pthread_join(sender, &failed), 0);
+    assert_null(failed);
+    dh_run(&d);
+    assert_int_equal(__atomic_load_n(&r.bad, __ATOMIC_SEQ_CST), 0);
+    assert_int_equal(r.reads, r.calls + 20 * LISTENER_SENDS);
+    assert_true(r.off_driver > 0); /* the sender's thread delivered some */
+    assert_true(dh_count(&d, "turn/end") >= LISTENER_SENDS / 4);
+    dh_check(&d);
+    dh_teardown(&d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(embedder_listener_applies_to_its_agent_only),
         cmocka_unit_test(agent_listeners_wrap_the_deployment_chain),
         cmocka_unit_test(plugin_registers_for_one_agent_in_agent_created),
         cmocka_unit_test(bad_agent_listeners_fail_the_open),
+        cmocka_unit_test(session_event_listener_reads_the_log_from_the_senders_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
