@@ -42,6 +42,7 @@
 #include <weir/plugin.h>
 
 #include "demo.h"
+#include "provider_common.h"
 
 typedef struct scripted {
     const weir_plugin *self;
@@ -113,6 +114,19 @@ static bool finish_failure(scripted *s, weir_stream *st, const char *code, const
                               strcmp(code, "ABORTED") == 0 ? "aborted" : "error", "failure", f));
 }
 
+/* `v` as compact JSON text, malloc'd, or NULL when out of memory.  Not
+ * json_dumps: jansson 2.14 goes on past an object key its buffer failed to
+ * take and reports success (pc_buf_json does not). */
+static char *json_text(const json_t *v) {
+    pc_buf b = {0};
+    char msg[32];
+    if (pc_buf_json(&b, v, msg, sizeof msg) != 0) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
+
 /* Every message's text (and the natively applied text), for message_contains. */
 static bool request_contains(const json_t *request, const json_t *applied, const char *needle) {
     size_t k;
@@ -121,18 +135,15 @@ static bool request_contains(const json_t *request, const json_t *applied, const
         if (strstr(json_string_value(a), needle))
             return true;
     }
-    char *dump = json_dumps(json_object_get(request, "messages"), JSON_COMPACT | JSON_ENSURE_ASCII);
-    json_t *probe = json_string(needle);
-    char *pd = probe ? json_dumps(probe, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
+    char *dump = json_text(json_object_get(request, "messages"));
+    pc_buf pd = {0};
     bool found = false;
-    if (dump && pd) { /* compare JSON-escaped forms, without the quotes */
-        size_t n = strlen(pd);
-        pd[n - 1] = '\0';
-        found = strstr(dump, pd + 1) != NULL;
+    if (dump && pc_buf_str(&pd, needle, strlen(needle)) == 0) {
+        pd.p[pd.len - 1] = '\0'; /* compare JSON-escaped forms, without the quotes */
+        found = strstr(dump, pd.p + 1) != NULL;
     }
     free(dump);
-    free(pd);
-    json_decref(probe);
+    free(pd.p);
     return found;
 }
 
@@ -248,7 +259,7 @@ static int play(scripted *s, const json_t *reply, const json_t *request, const j
     json_array_foreach(calls, i, c) {
         const json_t *args = json_object_get(c, "arguments");
         char *argtext = json_is_string(args) ? strdup(json_string_value(args))
-                        : args                ? json_dumps(args, JSON_COMPACT | JSON_PRESERVE_ORDER)
+                        : args                ? json_text(args)
                                               : strdup("{}");
         if (!argtext)
             return WEIR_E_NOMEM;
@@ -277,7 +288,7 @@ static int play(scripted *s, const json_t *reply, const json_t *request, const j
     if (json_is_object(usage)) {
         u = json_deep_copy(usage);
     } else { /* deterministic stand-in: about four characters per token */
-        char *dump = json_dumps(json_object_get(request, "messages"), JSON_COMPACT);
+        char *dump = json_text(json_object_get(request, "messages"));
         size_t in = dump ? strlen(dump) / 4 : 0;
         free(dump);
         size_t out = (text ? strlen(text) : 0) / 4 + (reasoning ? strlen(reasoning) : 0) / 4 +
