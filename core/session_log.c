@@ -116,7 +116,11 @@ static bool type_accepted(const weir__log *log, const char *type, bool ignorable
            (log->known && log->known(type, log->known_ud));
 }
 
-static int reserve(weir__log *log) {
+/* Room for one more event; the surface's node array grows only for a
+ * surface event (`surface`): another thread's append (a sender's
+ * agent/inbox/spliced) must not move the array the driver reads unlocked
+ * (weir__log_surface). */
+static int reserve(weir__log *log, bool surface) {
     if (log->count == log->cap) {
         size_t cap = log->cap ? log->cap * 2 : 64;
         json_t **ev = weir__realloc(log->events, cap * sizeof *ev);
@@ -137,7 +141,7 @@ static int reserve(weir__log *log) {
         log->lent = lent;
         log->cap = cap;
     }
-    return weir__surface_reserve(log->surface, 1);
+    return surface ? weir__surface_reserve(log->surface, 1) : WEIR_OK;
 }
 
 /* What the surface keeps of an assistant/message: the envelope without
@@ -389,7 +393,7 @@ static int load(weir__log *log, const char *buf, size_t len, size_t *good, weir_
             return weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL, "%s:%zu: %s", log->path, line,
                              msg);
         }
-        if (reserve(log) != WEIR_OK) {
+        if (reserve(log, weir__is_surface_type(weir__json_str(ev, "type", ""))) != WEIR_OK) {
             json_decref(ev);
             return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "%s:%zu: out of memory", log->path,
                              line);
@@ -898,7 +902,7 @@ static int append_locked(weir__log *log, const char *type, const json_t *data,
                        log->path, type, n, WEIR__LOG_LINE_MAX >> 20);
         goto out;
     }
-    if (!dumped || reserve(log) != WEIR_OK) {
+    if (!dumped || reserve(log, weir__is_surface_type(type)) != WEIR_OK) {
         log->wlen = start;
         rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory (%s)",
                        log->path, type);

@@ -599,6 +599,8 @@ typedef struct job {
     weir_signal signal;
     weir__jobs *table;
     job_state state;       /* under table->mu */
+    bool notifying;        /* on_done is running on the worker (under table->mu) */
+    bool forgotten;        /* weir__jobs_forget unlisted it while notifying: the worker frees it */
     unsigned long finish;  /* finish order, once J_FINISHED */
     json_t *outcome;       /* {outcome, cause?, result} once J_FINISHED */
     struct job *next;      /* active list, submit order */
@@ -718,10 +720,17 @@ static void job_run(void *arg) {
     jb->outcome = outcome;
     jb->state = J_FINISHED;
     jb->finish = ++j->finished;
+    jb->notifying = true; /* the driver may take and forget it from now on */
     pthread_mutex_unlock(&j->mu);
     if (j->on_done)
         j->on_done(jb->id, jb->call_id, jb->def->name, result, j->ud);
     json_decref(result);
+    pthread_mutex_lock(&j->mu);
+    jb->notifying = false;
+    bool gone = jb->forgotten;
+    pthread_mutex_unlock(&j->mu);
+    if (gone) /* forgotten while on_done read its strings */
+        job_free(jb);
 }
 
 int weir__jobs_submit(weir__jobs *j, const weir__tool_def *def, const weir__job_call *call,
@@ -853,6 +862,10 @@ void weir__jobs_forget(weir__jobs *j, const char *job_id) {
         if ((*pp)->state == J_TAKEN && strcmp((*pp)->id, job_id) == 0) {
             gone = *pp;
             *pp = gone->next;
+            if (gone->notifying) { /* its worker is still in on_done: it frees it */
+                gone->forgotten = true;
+                gone = NULL;
+            }
             break;
         }
     }

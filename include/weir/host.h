@@ -153,11 +153,15 @@ WEIR_API int weir_event_catalog_write(FILE *out, bool markdown);
 /* ------------------------------------------------------------------------ */
 
 /**
- * Receives every event of an agent, one at a time and in order (never two
- * at once).  It runs on the thread that raised the event or, when another
- * thread is delivering at that moment, on that one once its callback
- * returns: the lifecycle's events on the driver's thread, what
- * weir_agent_send*() logs (agent/inbox/...) on its caller's, a background
+ * Receives every event of an agent, one at a time (never two at once):
+ * durable events in seq order, live ones in the order raised, though a live
+ * event may overtake a durable one logged just before it (a send inside a
+ * callback: its agent/inbox/inserted before its agent/inbox/spliced).  It
+ * runs on the thread that raised the event or, when another thread is
+ * delivering at that moment, on that one once its callback returns: the
+ * lifecycle's events on the driver's thread, what weir_agent_send*() and
+ * weir_agent_cancel() log (agent/inbox/...) on their caller's, what
+ * weir_agent_compact() and weir_agent_close() log on theirs, a background
  * job's job/finished on the job's worker, tool/progress on the tool's.  So
  * it may run while the driver runs a step; the agent's readers
  * (weir_agent_messages, weir_agent_last_turn, ...) are safe there.

@@ -1513,6 +1513,62 @@ static void submit(weir__jobs *j, const weir__tool_def *def, const char *job_id,
     json_decref(args);
 }
 
+/* on_done held at its start, where a preempted worker is, until the driver
+ * has taken and forgotten the job; then it reads the strings it was given
+ * (what the agent's on_job_done json_packs). */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int entered, forgotten;
+    char job_id[64], call_id[64], tool[64];
+} gate_rec;
+
+static void on_done_gated(const char *job_id, const char *call_id, const char *tool,
+                          const json_t *result, void *ud) {
+    (void)result;
+    gate_rec *g = ud;
+    pthread_mutex_lock(&g->mu);
+    g->entered = 1;
+    pthread_cond_broadcast(&g->cv);
+    while (!g->forgotten)
+        pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    snprintf(g->job_id, sizeof g->job_id, "%s", job_id);
+    snprintf(g->call_id, sizeof g->call_id, "%s", call_id);
+    snprintf(g->tool, sizeof g->tool, "%s", tool);
+}
+
+/* A finished job can be taken (and settled, and forgotten) as soon as it is
+ * listed finished, which is before its worker has told on_done: the record
+ * on_done reads must outlive the forget (ASan: heap-use-after-free in
+ * job_run before the fix). */
+static void job_strings_outlive_the_settle_of_the_job(void **state) {
+    fx *f = *state;
+    gate_rec g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, "", "", ""};
+    weir__jobs *j;
+    weir_error err = {0};
+    assert_int_equal(weir__jobs_create(1, on_done_gated, &g, &j, &err), WEIR_OK);
+    add_tool(f, "bg", work_exec, NULL, NULL, WEIR_TOOL_BACKGROUND);
+    char id[48];
+    weir__jobs_new_id(id, sizeof id);
+    submit(j, weir__tools_find(f->tools, "bg"), id, "call-1", NULL);
+    pthread_mutex_lock(&g.mu);
+    while (!g.entered)
+        pthread_cond_wait(&g.cv, &g.mu);
+    pthread_mutex_unlock(&g.mu);
+    json_t *job = take_job(j); /* the driver settles it */
+    weir__jobs_forget(j, weir__json_str(job, "job_id", ""));
+    json_decref(job);
+    pthread_mutex_lock(&g.mu);
+    g.forgotten = 1;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    weir__jobs_destroy(j); /* joins the worker */
+    assert_string_equal(g.job_id, id);
+    assert_string_equal(g.call_id, "call-1");
+    assert_string_equal(g.tool, "bg");
+}
+
 static void jobs_cancel_fires_the_job_signal(void **state) {
     fx *f = *state;
     done_rec d = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, "", "", "", NULL};
@@ -2158,6 +2214,7 @@ int main(void) {
         T(resume_reruns_idempotent_calls_and_interrupts_the_rest),
         T(background_tool_returns_a_receipt_and_completes),
         T(job_stays_active_until_its_result_is_delivered),
+        T(job_strings_outlive_the_settle_of_the_job),
         T(jobs_cancel_fires_the_job_signal),
         T(jobs_destroy_cancels_and_waits),
         T(jobs_drain_keeps_the_outcomes),
