@@ -23,37 +23,90 @@ static void dispatch(weir_agent *a, const char *hook, const json_t *args, const 
         a->on_event(event, durable, a->user_data);
 }
 
+/* Where a queued event goes in `pending`: a durable one (`after` its seq
+ * + 1) before the live ones that wait for it, anything else at the end.
+ * With event_mu held. */
+static size_t queue_at(const weir_agent *a, bool durable, size_t after) {
+    size_t n = json_array_size(a->pending);
+    for (size_t i = 0; durable && i < n; i++) {
+        const json_t *it = json_array_get(a->pending, i);
+        if (!json_is_true(json_object_get(it, "durable")) &&
+            (size_t)json_integer_value(json_object_get(it, "after")) >= after)
+            return i;
+    }
+    return n;
+}
+
+/* The head of `pending` when it may be delivered now (a live event waits
+ * for the durable events raised before it), else NULL.  With event_mu. */
+static json_t *ready(const weir_agent *a) {
+    json_t *it = json_array_get(a->pending, 0);
+    if (it && !json_is_true(json_object_get(it, "durable")) &&
+        a->durable_next < (size_t)json_integer_value(json_object_get(it, "after")))
+        return NULL;
+    return it;
+}
+
+/* A durable event before `after` was delivered.  With event_mu. */
+static void delivered(weir_agent *a, bool durable, size_t after) {
+    if (durable && after > a->durable_next)
+        a->durable_next = after;
+}
+
 /*
- * Deliver one event (args borrowed, may be NULL under memory pressure).
+ * Deliver one event (args borrowed, may be NULL under memory pressure;
+ * `event` NULL: a durable event nobody sees, which only counts).  Events
+ * go out one at a time, in the order raised: durable ones in seq order
+ * (`after` is the seq + 1), and a live one after every durable event the
+ * log had taken when it was raised (`after`: weir__log_observed).
  * Deliveries never nest and never run with a lock held: an event raised
  * while another is being delivered (a callback that sends, or another
- * thread) is queued and delivered, in order, by the frame already
- * delivering once its callback returns.
+ * thread), or a live one whose durable events are still on their way, is
+ * queued, and the frame delivering (or the one that delivers those durable
+ * events) delivers it once its callback returns.
  */
 static void deliver(weir_agent *a, const char *hook, const json_t *args, const json_t *event,
-                    bool durable) {
+                    bool durable, size_t after) {
     pthread_mutex_lock(&a->event_mu);
-    if (a->delivering) {
-        json_t *item = json_pack("{s:s, s:O?, s:O, s:b}", "hook", hook, "args", args, "event",
-                                 event, "durable", durable);
-        if (!item || json_array_append_new(a->pending, item) != 0)
-            fprintf(stderr, "weir: agent %s: out of memory, event %s dropped\n", a->id, hook);
+    if (!a->delivering && json_array_size(a->pending) == 0 &&
+        (durable || a->durable_next >= after)) {
+        if (!event) { /* nobody sees it: it only counts */
+            delivered(a, durable, after);
+            pthread_mutex_unlock(&a->event_mu);
+            return;
+        }
+        a->delivering = true;
         pthread_mutex_unlock(&a->event_mu);
-        return;
+        dispatch(a, hook, args, event, durable);
+        pthread_mutex_lock(&a->event_mu);
+        delivered(a, durable, after);
+    } else {
+        json_t *item = json_pack("{s:s, s:O?, s:O?, s:b, s:I}", "hook", hook, "args", args,
+                                 "event", event, "durable", durable, "after",
+                                 (json_int_t)after);
+        if (!item || json_array_insert_new(a->pending, queue_at(a, durable, after), item) != 0) {
+            fprintf(stderr, "weir: agent %s: out of memory, event %s dropped\n", a->id, hook);
+            delivered(a, durable, after); /* what waits for it need not wait */
+        }
+        if (a->delivering) {
+            pthread_mutex_unlock(&a->event_mu);
+            return;
+        }
+        a->delivering = true;
     }
-    a->delivering = true;
-    pthread_mutex_unlock(&a->event_mu);
-    dispatch(a, hook, args, event, durable);
-    pthread_mutex_lock(&a->event_mu);
-    while (json_array_size(a->pending) > 0) {
-        json_t *item = json_incref(json_array_get(a->pending, 0));
+    json_t *item;
+    while ((item = ready(a)) != NULL) {
+        json_incref(item);
         json_array_remove(a->pending, 0);
         pthread_mutex_unlock(&a->event_mu);
-        dispatch(a, json_string_value(json_object_get(item, "hook")),
-                 json_object_get(item, "args"), json_object_get(item, "event"),
-                 json_is_true(json_object_get(item, "durable")));
-        json_decref(item);
+        const json_t *ev = json_object_get(item, "event");
+        bool dur = json_is_true(json_object_get(item, "durable"));
+        if (ev)
+            dispatch(a, json_string_value(json_object_get(item, "hook")),
+                     json_object_get(item, "args"), ev, dur);
         pthread_mutex_lock(&a->event_mu);
+        delivered(a, dur, (size_t)json_integer_value(json_object_get(item, "after")));
+        json_decref(item);
     }
     a->delivering = false;
     pthread_mutex_unlock(&a->event_mu);
@@ -75,7 +128,7 @@ void weir__agent_live(weir_agent *a, const char *type, json_t *data) {
         json_object_set_new(ev, "type", json_string(type)) == 0 &&
         json_object_set_new(ev, "time", json_integer(weir__now_ms())) == 0 &&
         json_object_set(ev, "data", data) == 0)
-        deliver(a, type, args, ev, false);
+        deliver(a, type, args, ev, false, weir__log_observed(a->log));
     json_decref(args);
     json_decref(ev);
     json_decref(data);
@@ -83,12 +136,11 @@ void weir__agent_live(weir_agent *a, const char *type, json_t *data) {
 
 static void on_durable(const json_t *event, void *ud) {
     weir_agent *a = ud;
-    if (!a->on_event && weir__hooks_count(a->hooks, "session/event") == 0)
-        return; /* nobody sees it */
-    json_t *args = weir__hooks_count(a->hooks, "session/event") > 0
-                       ? json_pack("{s:s, s:O}", "agent", a->id, "event", event)
-                       : NULL;
-    deliver(a, "session/event", args, event, true);
+    size_t after = (size_t)weir__json_int(event, "seq", 0) + 1;
+    bool hooked = weir__hooks_count(a->hooks, "session/event") > 0;
+    json_t *args = hooked ? json_pack("{s:s, s:O}", "agent", a->id, "event", event) : NULL;
+    /* unseen, it still counts: a live event raised after it waits for it */
+    deliver(a, "session/event", args, a->on_event || hooked ? event : NULL, true, after);
     json_decref(args);
 }
 
@@ -377,6 +429,7 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
      * the agent's own tools/pre-execute listeners see a re-run too. */
     bool resume_tools = false;
     if (rc == WEIR_OK) {
+        a->durable_next = weir__log_observed(a->log); /* the loaded events are not delivered */
         weir__log_set_observer(a->log, on_durable, a);
         a->resumed = weir__log_has_request_header(a->log);
         rc = weir__driver_resume_due(a, &resume_tools, err);
@@ -1137,7 +1190,7 @@ static void chunk_frame(weir_stream *s, json_int_t index, int64_t now, json_t *c
             return;
     }
     if (a->on_event)
-        deliver(a, "agent/assistant-stream", NULL, ev, false);
+        deliver(a, "agent/assistant-stream", NULL, ev, false, weir__log_observed(a->log));
 }
 
 int weir__stream_emit(weir_stream *s, json_t *chunk) {

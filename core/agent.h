@@ -51,9 +51,10 @@ struct weir_agent {
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    pthread_mutex_t event_mu; /* guards `pending` and `delivering` */
+    pthread_mutex_t event_mu; /* guards `pending`, `delivering` and `durable_next` */
     json_t *pending;          /* events raised while another is being delivered */
     bool delivering;          /* some frame is delivering events */
+    size_t durable_next;      /* the seq after the last durable event delivered */
     weir__agent_state state;
     bool wake;                /* wake latch: waking input since the last claim */
     bool driver_busy;         /* a thread is inside weir_agent_run_until_idle or _compact */

@@ -578,6 +578,16 @@ int weir__log_store_handle(weir__log *log, weir__store_ref *store, void **handle
     return rc;
 }
 
+size_t weir__log_observed(const weir__log *log) {
+    if (!log)
+        return 0;
+    lock(log);
+    /* a frame delivering goes on until it has handed over every event */
+    size_t n = log->delivering ? log->count : log->delivered;
+    unlock(log);
+    return n;
+}
+
 size_t weir__log_count(const weir__log *log) {
     if (!log)
         return 0;

@@ -214,6 +214,10 @@ int weir__log_pay_checkpoint(weir__log *log, weir_error *err);
  */
 typedef void (*weir__log_observer_fn)(const json_t *event, void *ud);
 void weir__log_set_observer(weir__log *log, weir__log_observer_fn fn, void *ud);
+/* How many events the observer has been handed, or will be by the frame
+ * delivering now (the seq after them): what a live event raised now
+ * follows.  Any thread. */
+size_t weir__log_observed(const weir__log *log);
 
 /* The incremental surface of this log (borrowed; see core/surface.h).  Not
  * synchronized: read it only while no other thread appends (the driver,

@@ -153,10 +153,11 @@ WEIR_API int weir_event_catalog_write(FILE *out, bool markdown);
 /* ------------------------------------------------------------------------ */
 
 /**
- * Receives every event of an agent, one at a time (never two at once):
- * durable events in seq order, live ones in the order raised, though a live
- * event may overtake a durable one logged just before it (a send inside a
- * callback: its agent/inbox/inserted before its agent/inbox/spliced).  It
+ * Receives every event of an agent, one at a time (never two at once), in
+ * the order raised: durable events in seq order, and a live event after
+ * every durable event logged before it was raised (a send inside a
+ * callback: its agent/inbox/spliced, then its agent/inbox/inserted, once
+ * the callback returns).  It
  * runs on the thread that raised the event or, when another thread is
  * delivering at that moment, on that one once its callback returns: the
  * lifecycle's events on the driver's thread, what weir_agent_send*() and

@@ -324,9 +324,63 @@ static void cancel_from_another_thread_wakes_a_sleeping_stream(void **state) {
     dh_teardown(&d);
 }
 
+#define ROWS_ORDER                                                                                      \
+    "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"loop\":true,"         \
+    "\"replies\":[{\"text\":\"Done.\"}]}}]"
+
+static void send_at_turn_start(dh *d, const json_t *event, bool durable) {
+    const char *type = json_string_value(json_object_get(event, "type"));
+    if (!durable || strcmp(type, "turn/start") != 0 || d->count++ > 0)
+        return;
+    weir_error err;
+    assert_int_equal(weir_agent_send_text(d->agent, "later", WEIR_SEND_FOLLOWUP, &err), WEIR_OK);
+}
+
+/* The text of the first block of a message. */
+static const char *first_text(const json_t *msg) {
+    return json_string_value(
+        json_object_get(json_array_get(json_object_get(msg, "content"), 0), "text"));
+}
+
+/* A send from inside a callback logs agent/inbox/spliced while the log is
+ * delivering turn/start, then raises agent/inbox/inserted: the live event
+ * waits for the durable one raised before it. */
+static void a_live_event_follows_the_durable_event_raised_before_it(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d, ROWS_ORDER, NULL);
+    d.on_event = send_at_turn_start;
+    dh_open(&d, "order");
+    dh_send(&d, "go", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    long spliced = -1, inserted = -1;
+    size_t i;
+    const json_t *ev;
+    json_array_foreach(d.events, i, ev) {
+        const char *type = json_string_value(json_object_get(ev, "type"));
+        const json_t *data = json_object_get(ev, "data");
+        if (spliced < 0 && !strcmp(type, "agent/inbox/spliced") &&
+            json_array_size(json_object_get(data, "inserted")) == 1 &&
+            !strcmp(first_text(json_array_get(json_object_get(data, "inserted"), 0)), "later"))
+            spliced = (long)i;
+        if (inserted < 0 && !strcmp(type, "agent/inbox/inserted") &&
+            !strcmp(first_text(json_object_get(data, "message")), "later"))
+            inserted = (long)i;
+    }
+    assert_true(spliced >= 0 && inserted >= 0);
+    /* raised: the splice is logged, then agent/inbox/inserted */
+    if (spliced > inserted)
+        fail_msg("agent/inbox/inserted (event %ld) was delivered before the "
+                 "agent/inbox/spliced it follows (event %ld)",
+                 inserted, spliced);
+    dh_check(&d);
+    dh_teardown(&d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(steering_between_steps_is_delivered_exactly_once),
+        cmocka_unit_test(a_live_event_follows_the_durable_event_raised_before_it),
         cmocka_unit_test(idle_steering_starts_a_turn),
         cmocka_unit_test(inject_while_idle_waits_for_a_wake),
         cmocka_unit_test(message_source_fields_are_kept),
