@@ -101,7 +101,7 @@ static void deliver(weir_agent *a, const char *hook, const json_t *args, const j
         pthread_mutex_unlock(&a->event_mu);
         const json_t *ev = json_object_get(item, "event");
         bool dur = json_is_true(json_object_get(item, "durable"));
-        if (ev)
+        if (json_is_object(ev)) /* null: a durable event nobody sees */
             dispatch(a, json_string_value(json_object_get(item, "hook")),
                      json_object_get(item, "args"), ev, dur);
         pthread_mutex_lock(&a->event_mu);
