@@ -9,6 +9,7 @@
  * be one column wide.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +27,12 @@ struct weir_cli_line {
     size_t nhistory;
 };
 
-/* The terminal's cooked settings, restored by weir_cli_line_restore(). */
+/* The terminal's cooked settings, restored by weir_cli_line_restore(),
+ * which the signal watcher's thread calls too (core/cli/run.c) while the
+ * main thread may be entering raw mode: saved_mu guards both. */
+static pthread_mutex_t saved_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct termios saved_termios;
-static volatile int saved_fd = -1; /* the fd in raw mode, or -1 */
+static int saved_fd = -1; /* the fd in raw mode, or -1 */
 
 typedef struct buf {
     char *s;
@@ -61,11 +65,12 @@ void weir_cli_line_free(weir_cli_line *l) {
 }
 
 void weir_cli_line_restore(void) {
-    int fd = saved_fd;
-    if (fd >= 0) {
-        tcsetattr(fd, TCSANOW, &saved_termios);
+    pthread_mutex_lock(&saved_mu);
+    if (saved_fd >= 0) {
+        tcsetattr(saved_fd, TCSANOW, &saved_termios);
         saved_fd = -1;
     }
+    pthread_mutex_unlock(&saved_mu);
 }
 
 void weir_cli_line_history_add(weir_cli_line *l, const char *line) {
@@ -89,18 +94,22 @@ void weir_cli_line_history_add(weir_cli_line *l, const char *line) {
 }
 
 static int raw_on(int fd) {
-    struct termios t;
-    if (tcgetattr(fd, &saved_termios) != 0)
+    struct termios cooked, t;
+    if (tcgetattr(fd, &cooked) != 0)
         return -1;
-    t = saved_termios;
+    t = cooked;
     t.c_iflag &= (tcflag_t) ~(ICRNL | INLCR | IXON | ISTRIP);
     t.c_lflag &= (tcflag_t) ~(ECHO | ICANON | ISIG | IEXTEN);
     t.c_cc[VMIN] = 1;
     t.c_cc[VTIME] = 0;
-    if (tcsetattr(fd, TCSANOW, &t) != 0) /* TCSANOW: typed-ahead input is kept */
-        return -1;
-    saved_fd = fd;
-    return 0;
+    pthread_mutex_lock(&saved_mu);
+    int rc = tcsetattr(fd, TCSANOW, &t); /* TCSANOW: typed-ahead input is kept */
+    if (rc == 0) {
+        saved_termios = cooked;
+        saved_fd = fd;
+    }
+    pthread_mutex_unlock(&saved_mu);
+    return rc == 0 ? 0 : -1;
 }
 
 static void put(int fd, const char *s, size_t n) {
