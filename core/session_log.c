@@ -79,6 +79,7 @@ struct weir__log {
 };
 
 static int refuse_append(const weir__log *log, weir_error *err);
+static int sync_now(weir__log *log, weir_error *err);
 
 static const char *const core_types[] = {
     "turn/start",     "turn/end",          "step/start",         "step/end",  "system/message",
@@ -529,10 +530,9 @@ void weir__log_close(weir__log *log) {
     if (!log)
         return;
     /* what was appended is durable once the writer closes (fsync step and
-     * always; none never syncs); nothing to do when every event was synced */
-    if (log->handle && !log->readonly && log->policy != WEIR__FSYNC_NONE && !log->broken &&
-        log->synced != log->count)
-        (void)log->store.vt->sync(log->store.self, log->handle, NULL);
+     * always; none never syncs) */
+    if (log->handle && !log->readonly && log->policy != WEIR__FSYNC_NONE && !log->broken)
+        (void)sync_now(log, NULL);
     if (log->handle)
         log->store.vt->close(log->store.self, log->handle);
     weir__free(log->line);
@@ -980,8 +980,6 @@ int weir__log_append(weir__log *log, const char *type, const json_t *data, const
     unlock(log);
     return rc;
 }
-
-static int sync_now(weir__log *log, weir_error *err);
 
 int weir__log_sync_durable(weir__log *log, weir_error *err) {
     if (!log)
