@@ -405,7 +405,7 @@ static char *event_system_text(const json_t *event) {
 static int reconcile_system(turn_ctx *t) {
     const weir__surface *s = weir__log_surface(t->a->log);
     size_t len = s ? weir__surface_len(s) : 0;
-    const json_t *head = len ? weir__log_event(t->a->log, weir__surface_node(s, 0)) : NULL;
+    const json_t *head = len ? weir__surface_event(s, 0) : NULL;
     bool head_is_system = head && strcmp(weir__json_str(head, "type", ""), "system/message") == 0;
     const char *text = t->system_text ? t->system_text : "";
     if (!head_is_system) {
@@ -542,9 +542,10 @@ static void check_request(turn_ctx *t, const json_t *req) {
         return;
     size_t n = weir__log_count(log);
     for (size_t i = 0; i < n; i++) {
-        const json_t *ev = weir__log_event(log, i);
+        json_t *ev = weir__log_event_ref(log, i); /* one at a time */
         if (weir__is_surface_type(weir__json_str(ev, "type", "")))
             weir__surface_apply(s, ev);
+        json_decref(ev);
     }
     json_t *msgs = weir__surface_derive(s);
     json_t *fresh = build_request(weir__log_request_header(log), msgs);
@@ -1073,21 +1074,26 @@ int weir__driver_recover_jobs(weir_agent *a, weir_error *err) {
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
     }
     size_t n = weir__log_count(a->log);
-    for (size_t i = 0; i < n; i++) {
-        const json_t *ev = weir__log_event(a->log, i);
+    bool oom = false;
+    for (size_t i = 0; !oom && i < n; i++) {
+        json_t *ev = weir__log_event_ref(a->log, i); /* one at a time: open released them */
         const char *type = weir__json_str(ev, "type", "");
         const json_t *d = json_object_get(ev, "data");
         const char *job = weir__json_str(d, "job_id", NULL);
-        if (!job || strncmp(type, "job/", 4) != 0)
-            continue;
-        if (!strcmp(type, WEIR__JOB_QUEUED)) {
-            if (json_object_set(open, job, json_object_get(ev, "data")) != 0 ||
-                json_array_append_new(order, json_string(job)) != 0)
-                break;
-        } else if (!strcmp(type, WEIR__JOB_RETURNED) || !strcmp(type, WEIR__JOB_FAILED) ||
-                   !strcmp(type, WEIR__JOB_CANCELLED)) {
+        oom = !ev;
+        if (job && !strcmp(type, WEIR__JOB_QUEUED)) {
+            oom = json_object_set(open, job, json_object_get(ev, "data")) != 0 ||
+                  json_array_append_new(order, json_string(job)) != 0;
+        } else if (job && (!strcmp(type, WEIR__JOB_RETURNED) || !strcmp(type, WEIR__JOB_FAILED) ||
+                           !strcmp(type, WEIR__JOB_CANCELLED))) {
             json_object_del(open, job);
         }
+        json_decref(ev);
+    }
+    if (oom) {
+        json_decref(open);
+        json_decref(order);
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "recovering jobs: out of memory");
     }
     int rc = WEIR_OK;
     size_t i;

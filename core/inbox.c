@@ -143,10 +143,11 @@ static int fold_splice(weir__inbox *ib, const json_t *data) {
 static int rebuild(weir__inbox *ib, weir_error *err) {
     size_t n = weir__log_count(ib->log);
     for (size_t seq = 0; seq < n; seq++) {
-        const json_t *ev = weir__log_event(ib->log, seq);
+        /* one envelope at a time: what open released stays released */
+        json_t *ev = weir__log_event_ref(ib->log, seq);
         const char *type = weir__json_str(ev, "type", "");
         const json_t *data = json_object_get(ev, "data");
-        int rc = 0;
+        int rc = ev ? 0 : -2;
         if (strcmp(type, "user/message") == 0) {
             /* the claim already recorded the message as submitted (a pre-step
              * listener may have changed what entered): keep that one, as the
@@ -158,6 +159,7 @@ static int rebuild(weir__inbox *ib, weir_error *err) {
         } else if (strcmp(type, "agent/inbox/spliced") == 0) {
             rc = fold_splice(ib, data);
         }
+        json_decref(ev);
         if (rc == -1)
             return weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL,
                              "%s: invalid persisted inbox splice at session seq %zu",

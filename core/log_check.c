@@ -18,7 +18,10 @@
 
 typedef struct checker {
     json_t *errors, *open;
-    json_t *events; /* every accepted envelope, for prefix re-derivation */
+    json_t *events; /* every accepted envelope, for prefix re-derivation (deep only) */
+    size_t accepted; /* how many envelopes were accepted */
+    weir__log_each_fn each; /* handed every envelope while no error is found (may be NULL) */
+    void *each_ud;
     weir__surface *surface;
     bool oom;
     bool turn_open, step_open;
@@ -442,16 +445,23 @@ static void check_lines(checker *c, const char *buf, size_t len) {
             note(c, c->errors, "line %zu: seq %zu breaks contiguity (expected %zu)", line, seq,
                  expected);
         expected = seq + 1;
-        if (json_array_append(c->events, ev) != 0)
+        c->accepted++;
+        if (c->deep && json_array_append(c->events, ev) != 0)
             c->oom = true;
         else
             check_event(c, seq, ev);
+        if (c->each && !c->oom && json_array_size(c->errors) == 0 &&
+            !c->each(ev, start, n, c->each_ud))
+            c->oom = true;
         json_decref(ev); /* c->events and the surface keep what they need */
+        if (c->oom)
+            break;
     }
 }
 
-int weir__log_check_buffer(const char *buf, size_t len, weir__type_known_fn known, void *known_ud,
-                           bool deep, json_t **report, weir_error *err) {
+static int check(const char *buf, size_t len, weir__type_known_fn known, void *known_ud,
+                 bool deep, weir__log_each_fn each, void *each_ud, json_t **report,
+                 weir_error *err) {
     if (!buf || !report)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log check: buffer and report are required");
     *report = NULL;
@@ -459,6 +469,8 @@ int weir__log_check_buffer(const char *buf, size_t len, weir__type_known_fn know
     c.known = known;
     c.known_ud = known_ud;
     c.deep = deep;
+    c.each = each;
+    c.each_ud = each_ud;
     c.errors = json_array();
     c.open = json_array();
     c.events = json_array();
@@ -472,7 +484,7 @@ int weir__log_check_buffer(const char *buf, size_t len, weir__type_known_fn know
         check_lines(&c, buf, len);
         check_end(&c);
     }
-    size_t events = json_array_size(c.events);
+    size_t events = c.accepted;
     weir__surface_destroy(c.surface);
     json_decref(c.events);
     json_decref(c.pending);
@@ -488,6 +500,17 @@ int weir__log_check_buffer(const char *buf, size_t len, weir__type_known_fn know
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log check: out of memory");
     *report = r;
     return WEIR_OK;
+}
+
+int weir__log_check_buffer(const char *buf, size_t len, weir__type_known_fn known, void *known_ud,
+                           bool deep, json_t **report, weir_error *err) {
+    return check(buf, len, known, known_ud, deep, NULL, NULL, report, err);
+}
+
+int weir__log_check_each(const char *buf, size_t len, weir__type_known_fn known, void *known_ud,
+                         weir__log_each_fn each, void *each_ud, json_t **report,
+                         weir_error *err) {
+    return check(buf, len, known, known_ud, false, each, each_ud, report, err);
 }
 
 int weir_log_check(const char *path, json_t **report, weir_error *err) {
@@ -520,7 +543,8 @@ static int events_of(weir__log *log, const char *what, json_t **events, weir_err
     size_t n = weir__log_count(log);
     for (size_t i = 0; out && i < n; i++) {
         /* the log is closed below: the caller holds the only references */
-        if (json_array_append(out, (json_t *)(uintptr_t)weir__log_event(log, i)) != 0) {
+        json_t *ev = weir__log_event_ref(log, i);
+        if (!ev || json_array_append_new(out, ev) != 0) {
             json_decref(out);
             out = NULL;
         }

@@ -43,8 +43,8 @@ struct weir__log {
     size_t count, cap;
     /* The lines of the envelopes a trim may release, to read them back:
      * line_len[seq] bytes at text + line_at[seq]; 0 for an envelope kept for
-     * good (what was loaded at open, the request header and context the
-     * folds borrow, the surface's own messages). */
+     * good (the request header and context the folds borrow).  Releasing a
+     * message the surface holds frees nothing until a replace shadows it. */
     size_t *line_at;
     uint32_t *line_len;
     char *text;
@@ -80,6 +80,7 @@ struct weir__log {
 
 static int refuse_append(const weir__log *log, weir_error *err);
 static int sync_now(weir__log *log, weir_error *err);
+static void keep_line(weir__log *log, size_t seq, const char *line, size_t n);
 
 static const char *const core_types[] = {
     "turn/start",     "turn/end",          "step/start",         "step/end",  "system/message",
@@ -368,42 +369,37 @@ json_t *weir__log_read_line(const char *buf, size_t len, size_t *off, size_t *n,
     return ev;
 }
 
-/* Parse and commit every line; *good = bytes of the accepted lines. */
-static int load(weir__log *log, const char *buf, size_t len, size_t *good, weir_error *err) {
-    size_t off = 0, line = 0;
-    *good = 0;
-    while (off < len) {
-        line++;
-        size_t n;
-        bool torn;
-        json_error_t jerr;
-        json_t *ev = weir__log_read_line(buf, len, &off, &n, &torn, &jerr);
-        if (torn)
-            return WEIR_OK;
-        char msg[640];
-        if (!ev) {
-            return weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL, "%s:%zu: invalid JSON: %s",
-                             log->path, line, jerr.text);
-        }
-        if (!json_is_object(ev)) {
-            json_decref(ev);
-            return weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL,
-                             "%s:%zu: an event must be a JSON object", log->path, line);
-        }
-        if (validate(log, ev, false, msg, sizeof msg) < 0) {
-            json_decref(ev);
-            return weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL, "%s:%zu: %s", log->path, line,
-                             msg);
-        }
-        if (reserve(log, weir__is_surface_type(weir__json_str(ev, "type", ""))) != WEIR_OK) {
-            json_decref(ev);
-            return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "%s:%zu: out of memory", log->path,
-                             line);
-        }
-        commit(log, ev);
-        *good = off;
+/* What open folds: each envelope the one reader accepts is committed, and
+ * released at once when its line can bring it back (keep_line), so an open
+ * holds the bytes of the log, not its trees (docs/session-log.md). */
+typedef struct loader {
+    weir__log *log;
+    const char *buf;
+    size_t good; /* bytes of the accepted lines, their newlines included */
+    char msg[640];
+    int rc; /* WEIR_OK, or why a line was refused (msg) */
+} loader;
+
+static bool load_one(json_t *ev, size_t off, size_t n, void *ud) {
+    loader *ld = ud;
+    weir__log *log = ld->log;
+    if (validate(log, ev, false, ld->msg, sizeof ld->msg) < 0) {
+        ld->rc = WEIR_E_LOG_CORRUPT;
+        return false;
     }
-    return WEIR_OK;
+    if (reserve(log, weir__is_surface_type(weir__json_str(ev, "type", ""))) != WEIR_OK) {
+        ld->rc = WEIR_E_NOMEM;
+        return false;
+    }
+    size_t seq = log->count;
+    commit(log, json_incref(ev));
+    keep_line(log, seq, ld->buf + off, n);
+    if (log->line_len[seq] > 0) {
+        json_decref(log->events[seq]);
+        log->events[seq] = NULL;
+    }
+    ld->good = off + n + 1;
+    return true;
 }
 
 /* Refuse what the one reader found wrong: E_LOG_CORRUPT with its first
@@ -456,13 +452,18 @@ static int open_common(weir__store_ref store, const char *id, const char *path, 
     json_t *report = NULL;
     if (rc == WEIR_OK)
         rc = vt->read(store.self, log->handle, 0, &buf, &len, err);
+    loader ld = {.log = log, .buf = buf, .rc = WEIR_OK};
     if (rc == WEIR_OK)
-        rc = weir__log_check_buffer(buf, len, known, known_ud, false, &report, err);
+        rc = weir__log_check_each(buf, len, known, known_ud, load_one, &ld, &report, err);
+    if (rc == WEIR_E_NOMEM && ld.rc == WEIR_E_LOG_CORRUPT) /* stopped by a line load_one refused */
+        rc = weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL, "%s: seq %zu: %s", path, log->count,
+                       ld.msg);
+    else if (rc == WEIR_E_NOMEM)
+        rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory", path);
     if (rc == WEIR_OK && !json_is_true(json_object_get(report, "ok")))
         rc = refuse(path, report, err);
     json_decref(report);
-    if (rc == WEIR_OK)
-        rc = load(log, buf, len, &good, err);
+    good = ld.good;
     if (buf)
         vt->buffer_free(store.self, buf);
     if (rc == WEIR_OK && good < len && !readonly) {
@@ -475,6 +476,7 @@ static int open_common(weir__store_ref store, const char *id, const char *path, 
         return rc;
     }
     log->delivered = log->count; /* loaded events are not observed */
+    log->trim_from = log->trim_next = log->count; /* they were released as they were read */
     *out = log;
     return WEIR_OK;
 }
@@ -658,10 +660,14 @@ const json_t *weir__log_event_lend(weir__log *log, size_t seq) {
 json_t *weir__log_event_ref(const weir__log *log, size_t seq) {
     if (!log)
         return NULL;
-    weir__log *l = (weir__log *)(uintptr_t)log;
-    lock(l);
-    json_t *ev = seq < l->count ? json_incref(event_at(l, seq)) : NULL;
-    unlock(l);
+    lock(log);
+    json_t *ev = NULL;
+    if (seq < log->count && log->events[seq])
+        ev = json_incref(log->events[seq]);
+    else if (seq < log->count) /* released: the caller's reference is its only one */
+        ev = json_loadb(log->text + log->line_at[seq], log->line_len[seq],
+                        JSON_REJECT_DUPLICATES, NULL);
+    unlock(log);
     return ev;
 }
 
@@ -671,9 +677,8 @@ json_t *weir__log_event_ref(const weir__log *log, size_t seq) {
 static void keep_line(weir__log *log, size_t seq, const char *line, size_t n) {
     const char *type = weir__json_str(log->events[seq], "type", "");
     if (n == 0 || n > UINT32_MAX || !strcmp(type, "request/header") ||
-        !strcmp(type, "request/context") ||
-        (weir__is_surface_type(type) && strcmp(type, "assistant/message") != 0))
-        return; /* the folds borrow them; the surface holds its messages anyway */
+        !strcmp(type, "request/context"))
+        return; /* the folds borrow them */
     if (log->text_len + n > log->text_cap) {
         size_t cap = log->text_cap ? log->text_cap : 4096;
         while (cap < log->text_len + n)
@@ -699,7 +704,11 @@ json_t *weir__log_surface_events(weir__log *log) {
     size_t n = weir__surface_len(log->surface);
     json_t *out = json_array();
     for (size_t i = 0; out && i < n; i++) {
-        json_t *ev = event_at(log, weir__surface_node(log->surface, i));
+        /* the surface's own envelope, but the whole assistant/message (its
+         * lean form has no stream) */
+        json_t *ev = (json_t *)(uintptr_t)weir__surface_event(log->surface, i);
+        if (!strcmp(weir__json_str(ev, "type", ""), "assistant/message"))
+            ev = event_at(log, weir__surface_node(log->surface, i));
         if (!ev || json_array_append(out, ev) != 0) {
             json_decref(out);
             out = NULL;

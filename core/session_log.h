@@ -78,6 +78,19 @@ int weir__log_read_file(const char *path, char **buf, size_t *len, weir_error *e
  */
 int weir__log_check_buffer(const char *buf, size_t len, weir__type_known_fn known, void *known_ud,
                            bool deep, json_t **report, weir_error *err);
+/*
+ * Called by weir__log_check_each for every envelope of a log that is valid
+ * so far (no error found up to and with it), in order: `ev` (borrowed;
+ * json_incref what you keep), its line at buf + `off` (`n` bytes, without
+ * the newline).  false stops the read (out of memory): the check then fails
+ * with E_NOMEM.
+ */
+typedef bool (*weir__log_each_fn)(json_t *ev, size_t off, size_t n, void *ud);
+/* weir__log_check_buffer (not deep) that hands each valid envelope to
+ * `each` as it reads it: what open folds, in the one pass that checks. */
+int weir__log_check_each(const char *buf, size_t len, weir__type_known_fn known, void *known_ud,
+                         weir__log_each_fn each, void *each_ud, json_t **report,
+                         weir_error *err);
 
 /*
  * The line of a log buffer (`len` bytes) at *off, parsed: *off moves past it
@@ -144,20 +157,24 @@ bool weir__log_lease_lost(weir__log *log);
 size_t weir__log_count(const weir__log *log);
 /*
  * Borrowed envelope for `seq`, or NULL (no such seq, or out of memory).  The
- * log keeps every envelope it loaded at open, the request header and
- * context, and the surface's messages but assistant/message (the surface
- * keeps its own lean copy); any other envelope it appended a
- * step end's weir__log_trim may release (it keeps the line and reads the
- * envelope back when asked: the same JSON).  So the pointer is valid until
- * the next trim or the close: use it on the driver thread, and
- * json_incref what you keep.  Other threads: weir__log_event_ref.
+ * log keeps the request header and context, and the surface's messages but
+ * assistant/message (the surface keeps its own lean copy); any other
+ * envelope it keeps as its line: those read at open are released as they
+ * are read, those appended by a step end's weir__log_trim, and either is
+ * read back when asked (the same JSON) and held until the next trim.  So
+ * the pointer is valid until the next trim or the close: use it on the
+ * driver thread, and json_incref what you keep.  Other threads:
+ * weir__log_event_ref.
  */
 const json_t *weir__log_event(const weir__log *log, size_t seq);
 /* Borrowed: the envelope for `seq`, as weir__log_event, but valid until the
  * turn ends (the idle weir__log_trim): the step trims pass over it.  What
  * agent_event_peek hands a plugin.  NULL also when out of memory. */
 const json_t *weir__log_event_lend(weir__log *log, size_t seq);
-/* New reference: the envelope for `seq`, as weir__log_event; any thread. */
+/* New reference: the envelope for `seq`, as weir__log_event, or NULL; any
+ * thread.  A released envelope is read back for the caller alone (the log
+ * does not hold it), so a scan of the whole log through it holds one
+ * envelope at a time. */
 json_t *weir__log_event_ref(const weir__log *log, size_t seq);
 
 /*

@@ -281,6 +281,10 @@ size_t weir__surface_node(const weir__surface *s, size_t i) {
     return s && i < s->len ? s->nodes[i].seq : (size_t)-1;
 }
 
+const json_t *weir__surface_event(const weir__surface *s, size_t i) {
+    return s && i < s->len ? s->nodes[i].event : NULL;
+}
+
 uint64_t weir__surface_replace_generation(const weir__surface *s) {
     return s ? s->replace_generation : 0;
 }

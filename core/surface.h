@@ -49,6 +49,9 @@ int weir__surface_apply(weir__surface *s, const json_t *event);
 size_t weir__surface_len(const weir__surface *s);
 size_t weir__surface_node(const weir__surface *s, size_t i);
 uint64_t weir__surface_replace_generation(const weir__surface *s);
+/* Borrowed: the envelope node i holds (what weir__surface_apply was given),
+ * or NULL when out of range. */
+const json_t *weir__surface_event(const weir__surface *s, size_t i);
 
 /*
  * New reference: the message an event contributes, or NULL for none.

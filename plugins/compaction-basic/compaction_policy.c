@@ -643,44 +643,64 @@ static const char *node_type(const json_t *surface, size_t i) {
     return t ? t : "";
 }
 
-/* Count of `id` among the tool_call ids (calls) or tool_result call_ids in [s, e). */
-static size_t count_ref(const json_t *surface, size_t s, size_t e, const char *id, bool calls) {
-    size_t n = 0;
-    for (size_t i = s; i < e; i++) {
-        const json_t *content =
-            json_object_get(json_object_get(json_array_get(surface, i), "message"), "content");
-        size_t k;
-        const json_t *b;
-        json_array_foreach(content, k, b) {
-            const char *type = json_string_value(json_object_get(b, "type"));
-            const char *ref = json_string_value(json_object_get(b, calls ? "id" : "call_id"));
-            if (type && ref && !strcmp(type, calls ? "tool_call" : "tool_result") &&
-                !strcmp(ref, id))
-                n++;
+/* The tool-call pairing of a range of nodes, kept as nodes join and leave
+ * it, so a range is checked in one pass over its blocks: per id the calls
+ * and the results the range holds, and how many ids hold more of one than
+ * of the other (an id a provider reuses in a later step counts each call
+ * with its own result). */
+typedef struct pairing {
+    json_t *ids;     /* id -> integer: calls << 32 | results */
+    size_t unpaired; /* ids whose calls and results differ in number */
+    size_t unnamed;  /* call or result blocks without their id */
+    bool oom;
+} pairing;
+
+/* Add node `i` of `surface` to the range (join) or take it out (!join). */
+static void pairing_node(pairing *p, const json_t *surface, size_t i, bool join) {
+    const json_t *content =
+        json_object_get(json_object_get(json_array_get(surface, i), "message"), "content");
+    size_t k;
+    const json_t *b;
+    json_array_foreach(content, k, b) {
+        const char *type = json_string_value(json_object_get(b, "type"));
+        bool call = type && !strcmp(type, "tool_call");
+        if (!type || (!call && strcmp(type, "tool_result") != 0))
+            continue;
+        const char *ref = json_string_value(json_object_get(b, call ? "id" : "call_id"));
+        if (!ref) {
+            p->unnamed = join ? p->unnamed + 1 : p->unnamed - 1;
+            continue;
         }
+        json_t *v = json_object_get(p->ids, ref);
+        json_int_t c = v ? json_integer_value(v) : 0;
+        json_int_t calls = c >> 32, results = c & 0xffffffff;
+        bool was = calls != results;
+        json_int_t d = join ? 1 : -1;
+        if (call)
+            calls += d;
+        else
+            results += d;
+        bool is = calls != results;
+        if (was != is)
+            p->unpaired = is ? p->unpaired + 1 : p->unpaired - 1;
+        json_int_t now = calls << 32 | results;
+        if (v)
+            json_integer_set(v, now);
+        else if (json_object_set_new(p->ids, ref, json_integer(now)) != 0)
+            p->oom = true;
     }
-    return n;
 }
 
+static bool pairing_ok(const pairing *p) { return !p->oom && !p->unpaired && !p->unnamed; }
+
 bool cp_balanced(const json_t *surface, size_t s, size_t e) {
-    for (size_t i = s; i < e; i++) {
-        const json_t *content =
-            json_object_get(json_object_get(json_array_get(surface, i), "message"), "content");
-        size_t k;
-        const json_t *b;
-        json_array_foreach(content, k, b) {
-            const char *type = json_string_value(json_object_get(b, "type"));
-            if (!type)
-                continue;
-            bool call = !strcmp(type, "tool_call"), result = !strcmp(type, "tool_result");
-            const char *ref = json_string_value(json_object_get(b, call ? "id" : "call_id"));
-            if (!(call || result))
-                continue;
-            if (!ref || count_ref(surface, s, e, ref, !call) == 0)
-                return false;
-        }
-    }
-    return true;
+    pairing p = {.ids = json_object()};
+    p.oom = !p.ids;
+    for (size_t i = s; i < e && !p.oom; i++)
+        pairing_node(&p, surface, i, true);
+    bool ok = pairing_ok(&p);
+    json_decref(p.ids);
+    return ok;
 }
 
 bool cp_select_range(const json_t *surface, size_t keep_tokens, size_t *start, size_t *end) {
@@ -695,9 +715,17 @@ bool cp_select_range(const json_t *surface, size_t keep_tokens, size_t *start, s
         if (kept >= keep_tokens)
             break;
     }
-    while (keep_from > s && !cp_balanced(surface, s, keep_from))
-        keep_from--;
-    if (keep_from <= s)
+    /* move the cut head-ward until [s, keep_from) splits no pair: each node
+     * leaves the range once */
+    pairing p = {.ids = json_object()};
+    p.oom = !p.ids;
+    for (size_t i = s; i < keep_from && !p.oom; i++)
+        pairing_node(&p, surface, i, true);
+    while (keep_from > s && !p.oom && !pairing_ok(&p))
+        pairing_node(&p, surface, --keep_from, false);
+    bool oom = p.oom;
+    json_decref(p.ids);
+    if (oom || keep_from <= s)
         return false;
     *start = s;
     *end = keep_from - 1;

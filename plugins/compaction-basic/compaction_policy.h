@@ -213,7 +213,8 @@ bool cp_select_range(const json_t *surface, size_t keep_tokens, size_t *start, s
 
 /**
  * Whether nodes [s, e) of `surface` hold every result of their tool calls
- * and every call of their tool results (a cut at s and at e splits no pair).
+ * and every call of their tool results (a cut at s and at e splits no pair):
+ * as many results as calls of each id.  O(blocks of the range).
  */
 bool cp_balanced(const json_t *surface, size_t s, size_t e);
 

@@ -301,6 +301,43 @@ static void range_never_splits_a_tool_call_from_its_result(void **state) {
     json_decref(s);
 }
 
+/* The cut moves head-ward over every node between a call and its result,
+ * counts an id a provider reuses call by call, and never keeps a call
+ * block without its id. */
+static void range_moves_past_far_results_and_reused_ids(void **state) {
+    (void)state;
+    json_t *s = parse("[" SYS "," USER(1, "aaaa") "," CALL(2, "a") "," USER(3, "bb") "," ASSIST(
+        4, "cc") "," RESULT(5, "a", "r") "," CALL(6, "b") "," RESULT(7, "b", "r") "," ASSIST(8,
+                                                                                             "done") "]");
+    size_t a = 99, b = 99;
+    /* a tail that starts at the result of a: the cut goes before its call */
+    assert_true(cp_select_range(s, cp_range_tokens(s, 6, 8) + 1, &a, &b));
+    assert_int_equal(a, 1);
+    assert_int_equal(b, 1);
+    assert_true(cp_balanced(s, 1, 8));
+    assert_false(cp_balanced(s, 1, 5));
+    json_decref(s);
+    /* the same id in two steps: two calls and one result split the second pair */
+    s = parse("[" USER(0, "aaaa") "," CALL(1, "r") "," RESULT(2, "r", "x") "," CALL(
+        3, "r") "," RESULT(4, "r", "y") "," ASSIST(5, "done") "]");
+    assert_false(cp_balanced(s, 0, 4));
+    assert_true(cp_balanced(s, 0, 3));
+    assert_true(cp_select_range(s, cp_range_tokens(s, 4, 5) + 1, &a, &b));
+    assert_int_equal(a, 0);
+    assert_int_equal(b, 2);
+    json_decref(s);
+    /* a call block without its id pairs with nothing */
+    s = parse("[" USER(0, "aaaa") ","
+              "{\"seq\":1,\"type\":\"assistant/message\",\"message\":{\"role\":\"assistant\","
+              "\"content\":[{\"type\":\"tool_call\",\"name\":\"t\",\"arguments\":\"{}\"}]}}"
+              "," ASSIST(2, "done") "]");
+    assert_false(cp_balanced(s, 0, 2));
+    assert_true(cp_balanced(s, 0, 1));
+    assert_true(cp_select_range(s, 0, &a, &b));
+    assert_int_equal(b, 0);
+    json_decref(s);
+}
+
 static void nothing_compactable_declines(void **state) {
     (void)state;
     size_t a, b;
@@ -2080,7 +2117,9 @@ static void agent_context_survives_allocation_failures(void **state) {
     size_t r = (size_t)json_integer_value(json_object_get(json_array_get(surface, 2), "seq"));
     json_decref(surface);
     bool replaced = false, completed = false;
-    for (long n = 1; n < 400 && !(replaced && completed); n++) {
+    /* the scans read back what the open released (about 600 allocations
+     * before the replace's turn comes) */
+    for (long n = 1; n < 2000 && !(replaced && completed); n++) {
         weir_error_clear(&err);
         json_t *result = NULL;
         weir__alloc_fail_after(n);
@@ -2128,6 +2167,7 @@ int main(void) {
         cmocka_unit_test(pruning_a_tool_message_converges_in_one_pass),
         cmocka_unit_test(range_is_head_anchored_after_the_system_node),
         cmocka_unit_test(range_never_splits_a_tool_call_from_its_result),
+        cmocka_unit_test(range_moves_past_far_results_and_reused_ids),
         cmocka_unit_test(nothing_compactable_declines),
         cmocka_unit_test(checkpoint_shapes),
         cmocka_unit_test(config_pinned_and_breaker_keys),
