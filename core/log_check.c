@@ -18,7 +18,9 @@
 
 typedef struct checker {
     json_t *errors, *open;
-    json_t *events; /* every accepted envelope, for prefix re-derivation (deep only) */
+    const char *buf; /* the log read */
+    size_t len;
+    size_t *lines;   /* deep: the offset in buf of each accepted envelope's line */
     size_t accepted; /* how many envelopes were accepted */
     weir__log_each_fn each; /* handed every envelope while no error is found (may be NULL) */
     void *each_ud;
@@ -30,11 +32,13 @@ typedef struct checker {
     json_t *pending;       /* [[call_id, seq], ...]: tool/calls of the open step without a result */
     json_t *wanted;        /* [[id, seq], ...]: its assistant tool_calls without a tool/call */
     json_t *seen;          /* {"offered": {id: seq}, "called": {id: seq}} of the open step */
-    const json_t *header;  /* latest request/header data.header */
-    const json_t *context; /* latest request/context data */
+    json_t *header_ev, *context_ev; /* the latest request/header and request/context */
+    const json_t *header;  /* latest request/header data.header (of header_ev) */
+    const json_t *context; /* latest request/context data (of context_ev) */
     weir__type_known_fn known; /* plugin event types (may be NULL) */
     void *known_ud;
-    bool deep; /* re-derive every prefix (weir log --check) */
+    bool deep; /* re-derive prefixes (weir log --check) */
+    size_t derived_upto; /* the prefix the last re-derivation folded (deep) */
     size_t line, error_line; /* the line read, the line of the first error */
 } checker;
 
@@ -145,18 +149,24 @@ static void check_turns(checker *c, size_t seq, const char *type, const json_t *
     }
 }
 
-/* The surface derivation of the first `upto` envelopes folded afresh equals
- * `now`, byte for byte when serialized. */
+/* The surface derivation of the first `upto` envelopes, read afresh from
+ * their lines and folded, equals `now`, byte for byte when serialized. */
 static bool prefix_deterministic(checker *c, size_t upto, const json_t *now) {
     weir__surface *s = NULL;
     if (weir__surface_create(&s) != WEIR_OK) {
         c->oom = true;
         return true;
     }
-    for (size_t i = 0; i < upto && i < json_array_size(c->events); i++) {
-        const json_t *ev = json_array_get(c->events, i);
-        if (weir__surface_check(s, ev, NULL, 0) == 0 && weir__surface_apply(s, ev) != WEIR_OK)
+    for (size_t i = 0; i < upto && i < c->accepted && !c->oom; i++) {
+        size_t off = c->lines[i], n;
+        bool torn;
+        json_error_t jerr;
+        json_t *ev = weir__log_read_line(c->buf, c->len, &off, &n, &torn, &jerr);
+        if (!ev)
+            c->oom = true; /* it parsed when it was first read */
+        else if (weir__surface_check(s, ev, NULL, 0) == 0 && weir__surface_apply(s, ev) != WEIR_OK)
             c->oom = true;
+        json_decref(ev);
     }
     json_t *again = weir__surface_derive(s);
     char *a = weir__json_dump(now), *b = weir__json_dump(again);
@@ -168,6 +178,18 @@ static bool prefix_deterministic(checker *c, size_t upto, const json_t *now) {
     json_decref(again);
     weir__surface_destroy(s);
     return same;
+}
+
+/* Note an error when the surface so far does not derive as the first
+ * `upto` envelopes folded afresh (`seq`: the envelope that asks). */
+static void rederive(checker *c, size_t seq, size_t upto) {
+    c->derived_upto = upto;
+    json_t *now = weir__surface_derive(c->surface);
+    if (!now)
+        c->oom = true;
+    else if (!prefix_deterministic(c, upto, now))
+        note(c, c->errors, "seq %zu: re-deriving the history from the log prefix differs", seq);
+    json_decref(now);
 }
 
 static void check_assistant(checker *c, size_t seq, const char *type) {
@@ -186,14 +208,12 @@ static void check_assistant(checker *c, size_t seq, const char *type) {
     }
     if (!is(type, "assistant/message"))
         return;
-    if (!c->deep)
-        return;
-    json_t *now = weir__surface_derive(c->surface);
-    if (!now)
-        c->oom = true;
-    else if (!prefix_deterministic(c, json_array_size(c->events) - 1, now))
-        note(c, c->errors, "seq %zu: re-deriving the history from the log prefix differs", seq);
-    json_decref(now);
+    /* the prefix before this answer, once the log has doubled since the last
+     * re-derivation: each folds the whole prefix afresh, and the doubling
+     * keeps their sum within twice the log (check_end re-derives the whole) */
+    size_t upto = c->accepted - 1;
+    if (c->deep && upto >= 2 * c->derived_upto)
+        rederive(c, seq, upto);
 }
 
 /* Remove the first [id, seq] pair of `list` whose id is `id`; whether one was. */
@@ -303,10 +323,15 @@ static void check_event(checker *c, size_t seq, json_t *ev) {
         note(c, c->errors, "seq %zu: %s", seq, msg);
     else if (weir__surface_apply(c->surface, ev) != WEIR_OK)
         c->oom = true;
-    if (is(type, "request/header"))
+    if (is(type, "request/header")) {
+        json_decref(c->header_ev);
+        c->header_ev = json_incref(ev);
         c->header = json_object_get(data, "header");
-    else if (is(type, "request/context"))
+    } else if (is(type, "request/context")) {
+        json_decref(c->context_ev);
+        c->context_ev = json_incref(ev);
         c->context = data;
+    }
 }
 
 /* Whether `id` is the first element of a pair in `list`. */
@@ -398,6 +423,9 @@ static void check_end(checker *c) {
     } else if (c->step_open) {
         close_step(c);
     }
+    size_t n = c->accepted;
+    if (c->deep && n > c->derived_upto)
+        rederive(c, n - 1, n);
     check_derived(c);
 }
 
@@ -406,6 +434,22 @@ static void check_end(checker *c) {
 static bool starts_like_event(const char *line, size_t n) {
     static const char head[] = "{\"seq\":0,\"time\":";
     return memcmp(line, head, n < sizeof head - 1 ? n : sizeof head - 1) == 0;
+}
+
+/* Count an accepted envelope; deep, keep where its line starts. */
+static bool push_line(checker *c, size_t off) {
+    if (c->deep) {
+        if ((c->accepted & (c->accepted - 1)) == 0) { /* 0, 1, 2, 4, ...: full */
+            size_t cap = c->accepted ? 2 * c->accepted : 1;
+            size_t *grown = weir__realloc(c->lines, cap * sizeof *grown);
+            if (!grown)
+                return false;
+            c->lines = grown;
+        }
+        c->lines[c->accepted] = off;
+    }
+    c->accepted++;
+    return true;
 }
 
 static void check_lines(checker *c, const char *buf, size_t len) {
@@ -445,15 +489,14 @@ static void check_lines(checker *c, const char *buf, size_t len) {
             note(c, c->errors, "line %zu: seq %zu breaks contiguity (expected %zu)", line, seq,
                  expected);
         expected = seq + 1;
-        c->accepted++;
-        if (c->deep && json_array_append(c->events, ev) != 0)
+        if (!push_line(c, start))
             c->oom = true;
         else
             check_event(c, seq, ev);
         if (c->each && !c->oom && json_array_size(c->errors) == 0 &&
             !c->each(ev, start, n, c->each_ud))
             c->oom = true;
-        json_decref(ev); /* c->events and the surface keep what they need */
+        json_decref(ev); /* the surface keeps what it needs */
         if (c->oom)
             break;
     }
@@ -471,13 +514,14 @@ static int check(const char *buf, size_t len, weir__type_known_fn known, void *k
     c.deep = deep;
     c.each = each;
     c.each_ud = each_ud;
+    c.buf = buf;
+    c.len = len;
     c.errors = json_array();
     c.open = json_array();
-    c.events = json_array();
     c.pending = json_array();
     c.wanted = json_array();
     c.seen = json_pack("{s:{}, s:{}}", "offered", "called");
-    if (!c.errors || !c.open || !c.events || !c.pending || !c.wanted || !c.seen ||
+    if (!c.errors || !c.open || !c.pending || !c.wanted || !c.seen ||
         weir__surface_create(&c.surface))
         c.oom = true;
     if (!c.oom) {
@@ -486,7 +530,9 @@ static int check(const char *buf, size_t len, weir__type_known_fn known, void *k
     }
     size_t events = c.accepted;
     weir__surface_destroy(c.surface);
-    json_decref(c.events);
+    weir__free(c.lines);
+    json_decref(c.header_ev);
+    json_decref(c.context_ev);
     json_decref(c.pending);
     json_decref(c.wanted);
     json_decref(c.seen);

@@ -73,7 +73,8 @@ int weir__log_read_file(const char *path, char **buf, size_t *len, weir_error *e
  * (read-only or not), check, derive, print and resume all apply it, so they
  * agree on what a valid log is.  A first line that is not a log event ends
  * the read: the file is not a weir log.  `deep` adds the check that
- * re-deriving each prefix gives the same history (O(n^2); `weir log
+ * re-deriving prefixes gives the same history (at the answers where the
+ * log has doubled since the last, and at the end: linear; `weir log
  * --check` only).  WEIR_OK, or E_NOMEM.
  */
 int weir__log_check_buffer(const char *buf, size_t len, weir__type_known_fn known, void *known_ud,
