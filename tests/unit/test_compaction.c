@@ -306,9 +306,9 @@ static void range_never_splits_a_tool_call_from_its_result(void **state) {
  * block without its id. */
 static void range_moves_past_far_results_and_reused_ids(void **state) {
     (void)state;
-    json_t *s = parse("[" SYS "," USER(1, "aaaa") "," CALL(2, "a") "," USER(3, "bb") "," ASSIST(
-        4, "cc") "," RESULT(5, "a", "r") "," CALL(6, "b") "," RESULT(7, "b", "r") "," ASSIST(8,
-                                                                                             "done") "]");
+    json_t *s = parse("[" SYS "," USER(1, "aaaa") "," CALL(2, "a") "," USER(3, "bb") ","
+                      ASSIST(4, "cc") "," RESULT(5, "a", "r") "," CALL(6, "b") ","
+                      RESULT(7, "b", "r") "," ASSIST(8, "done") "]");
     size_t a = 99, b = 99;
     /* a tail that starts at the result of a: the cut goes before its call */
     assert_true(cp_select_range(s, cp_range_tokens(s, 6, 8) + 1, &a, &b));
@@ -318,8 +318,8 @@ static void range_moves_past_far_results_and_reused_ids(void **state) {
     assert_false(cp_balanced(s, 1, 5));
     json_decref(s);
     /* the same id in two steps: two calls and one result split the second pair */
-    s = parse("[" USER(0, "aaaa") "," CALL(1, "r") "," RESULT(2, "r", "x") "," CALL(
-        3, "r") "," RESULT(4, "r", "y") "," ASSIST(5, "done") "]");
+    s = parse("[" USER(0, "aaaa") "," CALL(1, "r") "," RESULT(2, "r", "x") "," CALL(3, "r") ","
+              RESULT(4, "r", "y") "," ASSIST(5, "done") "]");
     assert_false(cp_balanced(s, 0, 4));
     assert_true(cp_balanced(s, 0, 3));
     assert_true(cp_select_range(s, cp_range_tokens(s, 4, 5) + 1, &a, &b));

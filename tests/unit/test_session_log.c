@@ -1059,6 +1059,53 @@ static void trim_releases_envelopes_and_reads_them_back(void **state) {
     json_decref(user);
 }
 
+/* The open keeps the lines of what it reads, not the trees: every envelope
+ * but the request header is read back when asked (weir__log_event holds
+ * it until the next trim; weir__log_event_ref hands a copy of its own each
+ * time, the log holding none), the surface keeps the messages, and the
+ * derivation and the envelopes are those of the file. */
+static void open_releases_what_it_reads(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    seed(f->log);
+    must_add(f->log, "step/end", "{\"turn\":1,\"step\":1}");
+    must_add(f->log, "turn/end", "{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}");
+    size_t n = weir__log_count(f->log);
+    json_t *copies[7];
+    assert_int_equal(n, 7);
+    for (size_t i = 0; i < n; i++)
+        assert_non_null(copies[i] = json_deep_copy(weir__log_event(f->log, i)));
+    char *before = derived_text(f->log);
+    open_log(f);
+    assert_int_equal(weir__log_count(f->log), n);
+    const json_t *header = weir__log_event(f->log, 3);
+    assert_ptr_equal(weir__log_request_header(f->log),
+                     json_object_get(json_object_get(header, "data"), "header"));
+    for (size_t i = 0; i < n; i++) {
+        json_t *a = weir__log_event_ref(f->log, i), *b = weir__log_event_ref(f->log, i);
+        assert_true(json_equal(a, copies[i]));
+        if (i == 3) /* the header is kept: the fold borrows it */
+            assert_ptr_equal(a, b);
+        else
+            assert_ptr_not_equal(a, b); /* read back for each caller */
+        json_decref(a);
+        json_decref(b);
+    }
+    const json_t *turn_start = weir__log_event(f->log, 0); /* read back and held */
+    assert_ptr_equal(weir__log_event(f->log, 0), turn_start);
+    assert_true(json_equal(turn_start, copies[0]));
+    /* the user message is the surface's node, read back by the log */
+    const json_t *node = weir__surface_event(weir__log_surface(f->log), 0);
+    assert_ptr_not_equal(weir__log_event(f->log, 2), node);
+    assert_true(json_equal(node, copies[2]));
+    char *after = derived_text(f->log);
+    assert_string_equal(after, before);
+    free(after);
+    free(before);
+    for (size_t i = 0; i < n; i++)
+        json_decref(copies[i]);
+}
+
 /* An envelope lent (what agent_event_peek hands a plugin) stays the same
  * object through the step trims until the turn ends; a reference
  * (agent_event_ref) stays valid while held although the log releases its
@@ -1114,6 +1161,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(trim_releases_envelopes_and_reads_them_back, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(open_releases_what_it_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(a_lent_envelope_outlives_step_trims_until_the_turn_ends,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(append_assigns_contiguous_seq, setup, teardown),
