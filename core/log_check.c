@@ -583,21 +583,28 @@ static int derive_of(weir__log *log, const char *what, json_t **messages, weir_e
                                  what);
 }
 
-/* The envelopes of an open log, owned by the caller alone (the log is closed). */
-static int events_of(weir__log *log, const char *what, json_t **events, weir_error *err) {
-    json_t *out = json_array();
-    size_t n = weir__log_count(log);
-    for (size_t i = 0; out && i < n; i++) {
-        /* the log is closed below: the caller holds the only references */
-        json_t *ev = weir__log_event_ref(log, i);
-        if (!ev || json_array_append_new(out, ev) != 0) {
-            json_decref(out);
-            out = NULL;
-        }
+static bool collect(json_t *ev, size_t off, size_t n, void *ud) {
+    (void)off;
+    (void)n;
+    return json_array_append(ud, ev) == 0;
+}
+
+/* The envelopes of the log buffer `buf` (`len` bytes) named `what`, as the
+ * one reader accepts them in its one pass, or what an open would refuse. */
+static int events_of(const char *what, const char *buf, size_t len, weir__type_known_fn known,
+                     void *known_ud, json_t **events, weir_error *err) {
+    json_t *out = json_array(), *report = NULL;
+    int rc = out ? weir__log_check_each(buf, len, known, known_ud, collect, out, &report, err)
+                 : WEIR_E_NOMEM;
+    if (rc == WEIR_OK && !json_is_true(json_object_get(report, "ok")))
+        rc = weir__log_refuse(what, report, err);
+    json_decref(report);
+    if (rc == WEIR_E_NOMEM)
+        rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log events %s: out of memory", what);
+    if (rc != WEIR_OK) {
+        json_decref(out);
+        return rc;
     }
-    weir__log_close(log);
-    if (!out)
-        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log events %s: out of memory", what);
     *events = out;
     return WEIR_OK;
 }
@@ -616,9 +623,13 @@ int weir_log_events(const char *path, json_t **events, weir_error *err) {
     if (!path || !events)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log events: path and events are required");
     *events = NULL;
-    weir__log *log = NULL;
-    int rc = weir__log_open_readonly(path, &log, err);
-    return rc != WEIR_OK ? rc : events_of(log, path, events, err);
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = weir__log_read_file(path, &buf, &len, err);
+    if (rc == WEIR_OK)
+        rc = events_of(path, buf, len, NULL, NULL, events, err);
+    weir__free(buf);
+    return rc;
 }
 
 /* ---- the same reads of a session in the host's session.store ------------- */
@@ -653,6 +664,37 @@ static int host_open(const weir_host *host, const char *id, weir__log **log, wei
     return rc;
 }
 
+/* A session of the host's store read whole (read-only: no lock, no lease). */
+typedef struct host_buffer {
+    weir__store_ref store;
+    void *handle;
+    char *buf;
+    size_t len;
+    char *what; /* the name messages give it: "<store>:<id>" */
+} host_buffer;
+
+static int host_read(const weir_host *host, const char *id, host_buffer *b, weir_error *err) {
+    const char *name;
+    int rc = host_store(host, id, &name, &b->store, err);
+    if (rc != WEIR_OK)
+        return rc;
+    if (!(b->what = weir__asprintf("%s:%s", name ? name : "store", id)))
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log %s: out of memory", id);
+    uint64_t epoch = 0;
+    const weir_store *vt = b->store.vt;
+    rc = vt->open(b->store.self, id, NULL, WEIR_STORE_READONLY, &b->handle, &epoch, err);
+    return rc == WEIR_OK ? vt->read(b->store.self, b->handle, 0, &b->buf, &b->len, err) : rc;
+}
+
+/* Release what host_read took: the buffer, then the session. */
+static void host_done(host_buffer *b) {
+    if (b->buf)
+        b->store.vt->buffer_free(b->store.self, b->buf);
+    if (b->handle && b->store.vt->close)
+        b->store.vt->close(b->store.self, b->handle);
+    weir__free(b->what);
+}
+
 int weir_host_log_derive(const weir_host *host, const char *id, json_t **messages,
                          weir_error *err) {
     if (!messages)
@@ -668,9 +710,13 @@ int weir_host_log_events(const weir_host *host, const char *id, json_t **events,
     if (!events)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log events: events is required");
     *events = NULL;
-    weir__log *log = NULL;
-    int rc = host_open(host, id, &log, err);
-    return rc != WEIR_OK ? rc : events_of(log, id, events, err);
+    host_buffer b = {0};
+    int rc = host_read(host, id, &b, err);
+    if (rc == WEIR_OK)
+        rc = events_of(b.what, b.buf, b.len, host_type_known, (void *)(uintptr_t)host, events,
+                       err);
+    host_done(&b);
+    return rc;
 }
 
 int weir_host_log_check(const weir_host *host, const char *id, json_t **report,
@@ -678,25 +724,12 @@ int weir_host_log_check(const weir_host *host, const char *id, json_t **report,
     if (!report)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log check: report is required");
     *report = NULL;
-    const char *name;
-    weir__store_ref store;
-    int rc = host_store(host, id, &name, &store, err);
-    if (rc != WEIR_OK)
-        return rc;
-    void *handle = NULL;
-    uint64_t epoch = 0;
-    char *buf = NULL;
-    size_t len = 0;
-    rc = store.vt->open(store.self, id, NULL, WEIR_STORE_READONLY, &handle, &epoch, err);
+    host_buffer b = {0};
+    int rc = host_read(host, id, &b, err);
     if (rc == WEIR_OK)
-        rc = store.vt->read(store.self, handle, 0, &buf, &len, err);
-    if (rc == WEIR_OK)
-        rc = weir__log_check_buffer(buf, len, host_type_known, (void *)(uintptr_t)host, true,
+        rc = weir__log_check_buffer(b.buf, b.len, host_type_known, (void *)(uintptr_t)host, true,
                                     report, err);
-    if (buf)
-        store.vt->buffer_free(store.self, buf);
-    if (handle && store.vt->close)
-        store.vt->close(store.self, handle);
+    host_done(&b);
     return rc;
 }
 

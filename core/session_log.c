@@ -402,9 +402,7 @@ static bool load_one(json_t *ev, size_t off, size_t n, void *ud) {
     return true;
 }
 
-/* Refuse what the one reader found wrong: E_LOG_CORRUPT with its first
- * error (and how many more). */
-static int refuse(const char *path, const json_t *report, weir_error *err) {
+int weir__log_refuse(const char *path, const json_t *report, weir_error *err) {
     const json_t *errors = json_object_get(report, "errors");
     size_t n = json_array_size(errors);
     const char *first = json_string_value(json_array_get(errors, 0));
@@ -461,7 +459,7 @@ static int open_common(weir__store_ref store, const char *id, const char *path, 
     else if (rc == WEIR_E_NOMEM)
         rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory", path);
     if (rc == WEIR_OK && !json_is_true(json_object_get(report, "ok")))
-        rc = refuse(path, report, err);
+        rc = weir__log_refuse(path, report, err);
     json_decref(report);
     good = ld.good;
     if (buf)

@@ -93,6 +93,11 @@ int weir__log_check_each(const char *buf, size_t len, weir__type_known_fn known,
                          weir__log_each_fn each, void *each_ud, json_t **report,
                          weir_error *err);
 
+/* What an open answers when the one reader's `report` is not ok:
+ * E_LOG_CORRUPT "PATH:LINE: first error (and N more: see weir log
+ * --check)".  Returns the code. */
+int weir__log_refuse(const char *path, const json_t *report, weir_error *err);
+
 /*
  * The line of a log buffer (`len` bytes) at *off, parsed: *off moves past it
  * and its newline, *n is its length.  A torn line (the last one without its
