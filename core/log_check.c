@@ -164,8 +164,11 @@ static bool prefix_deterministic(checker *c, size_t upto, const json_t *now) {
         json_t *ev = weir__log_read_line(c->buf, c->len, &off, &n, &torn, &jerr);
         if (!ev)
             c->oom = true; /* it parsed when it was first read */
-        else if (weir__surface_check(s, ev, NULL, 0) == 0 && weir__surface_apply(s, ev) != WEIR_OK)
+        json_t *lean = ev ? weir__surface_lean(ev) : NULL;
+        if (ev && weir__surface_check(s, ev, NULL, 0) == 0 &&
+            weir__surface_apply(s, lean ? lean : ev) != WEIR_OK)
             c->oom = true;
+        json_decref(lean);
         json_decref(ev);
     }
     json_t *again = weir__surface_derive(s);
@@ -319,10 +322,13 @@ static void check_event(checker *c, size_t seq, json_t *ev) {
         check_assistant(c, seq, type);
     if (c->deep && is(type, "assistant/message"))
         check_stream(c, seq, data);
+    json_t *lean = NULL; /* the surface keeps no stream (check_stream read it) */
     if (weir__surface_check(c->surface, ev, msg, sizeof msg) < 0)
         note(c, c->errors, "seq %zu: %s", seq, msg);
-    else if (weir__surface_apply(c->surface, ev) != WEIR_OK)
+    else if (weir__surface_apply(c->surface, (lean = weir__surface_lean(ev)) ? lean : ev) !=
+             WEIR_OK)
         c->oom = true;
+    json_decref(lean);
     if (is(type, "request/header")) {
         json_decref(c->header_ev);
         c->header_ev = json_incref(ev);

@@ -147,33 +147,12 @@ static int reserve(weir__log *log, bool surface) {
     return surface ? weir__surface_reserve(log->surface, 1) : WEIR_OK;
 }
 
-/* What the surface keeps of an assistant/message: the envelope without
- * data.stream (the timed chunks only the log's readers want), sharing the
- * rest; NULL for any other event, or when out of memory (the whole one). */
-static json_t *surface_form(const json_t *ev) {
-    const json_t *data = json_object_get(ev, "data");
-    if (strcmp(weir__json_str(ev, "type", ""), "assistant/message") != 0 ||
-        !json_object_get(data, "stream"))
-        return NULL;
-    json_t *lean = json_copy((json_t *)(uintptr_t)ev), *d = json_copy((json_t *)(uintptr_t)data);
-    if (!lean || !d || json_object_del(d, "stream") != 0) {
-        json_decref(lean);
-        json_decref(d);
-        return NULL;
-    }
-    if (json_object_set_new(lean, "data", d) != 0) { /* it takes d either way */
-        json_decref(lean);
-        return NULL;
-    }
-    return lean;
-}
-
 /* Push a validated envelope (steals it) after reserve(); cannot fail. */
 static void commit(weir__log *log, json_t *ev) {
     log->line_len[log->count] = 0;
     log->lent[log->count] = 0;
     log->events[log->count++] = ev;
-    json_t *lean = surface_form(ev);
+    json_t *lean = weir__surface_lean(ev);
     weir__surface_apply(log->surface, lean ? lean : ev);
     json_decref(lean);
     const char *type = weir__json_str(ev, "type", "");

@@ -245,6 +245,24 @@ int weir__surface_check(const weir__surface *s, const json_t *event, char *msg, 
     return fail(msg, msg_size, "surface_op must be \"append\" or {\"op\":\"replace\",...}");
 }
 
+json_t *weir__surface_lean(const json_t *ev) {
+    const json_t *data = json_object_get(ev, "data");
+    if (strcmp(weir__json_str(ev, "type", ""), "assistant/message") != 0 ||
+        !json_object_get(data, "stream"))
+        return NULL;
+    json_t *lean = json_copy((json_t *)(uintptr_t)ev), *d = json_copy((json_t *)(uintptr_t)data);
+    if (!lean || !d || json_object_del(d, "stream") != 0) {
+        json_decref(lean);
+        json_decref(d);
+        return NULL;
+    }
+    if (json_object_set_new(lean, "data", d) != 0) { /* it takes d either way */
+        json_decref(lean);
+        return NULL;
+    }
+    return lean;
+}
+
 int weir__surface_apply(weir__surface *s, const json_t *event) {
     if (!s || !json_is_object(event))
         return WEIR_E_INVAL;

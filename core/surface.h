@@ -44,6 +44,12 @@ int weir__surface_check(const weir__surface *s, const json_t *event, char *msg, 
  * WEIR_OK, WEIR_E_INVAL (not applicable) or WEIR_E_NOMEM (unless reserved). */
 int weir__surface_apply(weir__surface *s, const json_t *event);
 
+/* New reference: what a surface need keep of an assistant/message, the
+ * envelope without data.stream (the timed chunks only the log's readers
+ * want), sharing the rest; NULL for any other event, one without a stream,
+ * or when out of memory (keep the whole one then).  Pure; thread-safe. */
+json_t *weir__surface_lean(const json_t *ev);
+
 /* Number of current nodes; seq of node i ((size_t)-1 when out of range);
  * number of committed replaces. */
 size_t weir__surface_len(const weir__surface *s);
