@@ -89,9 +89,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json_t *derived = NULL;
     weir__log *log = NULL;
     if (weir__log_open_readonly(log_path, &log, &err) == WEIR_OK) {
-        for (size_t i = 0; i < weir__log_count(log); i++)
-            if (!weir__log_event(log, i))
-                abort();
+        /* the open released what it read: every envelope reads back as the
+         * one reader's single pass (weir_log_events) gave it */
+        json_t *events = NULL;
+        weir_error_clear(&err);
+        if (weir_log_events(log_path, &events, &err) != WEIR_OK ||
+            json_array_size(events) != weir__log_count(log))
+            die("weir_log_events disagrees with the read-only open", events, NULL);
+        for (size_t i = 0; i < weir__log_count(log); i++) {
+            json_t *ev = weir__log_event_ref(log, i);
+            if (!weir__log_event(log, i) || !json_equal(ev, json_array_get(events, i)) ||
+                !json_equal(ev, weir__log_event(log, i)))
+                die("an envelope reads back changed", ev, json_array_get(events, i));
+            json_decref(ev);
+        }
+        json_decref(events);
         derived = weir__log_derive(log);
         if (!derived)
             abort();
