@@ -81,6 +81,7 @@ struct weir__log {
 static int refuse_append(const weir__log *log, weir_error *err);
 static int sync_now(weir__log *log, weir_error *err);
 static void keep_line(weir__log *log, size_t seq, const char *line, size_t n);
+static bool keeps_line(const json_t *ev, size_t n);
 
 static const char *const core_types[] = {
     "turn/start",     "turn/end",          "step/start",         "step/end",  "system/message",
@@ -354,6 +355,7 @@ json_t *weir__log_read_line(const char *buf, size_t len, size_t *off, size_t *n,
 typedef struct loader {
     weir__log *log;
     const char *buf;
+    bool in_place; /* buf becomes the log's text (the file store's, weir__malloc'd) */
     size_t good; /* bytes of the accepted lines, their newlines included */
     char msg[640];
     int rc; /* WEIR_OK, or why a line was refused (msg) */
@@ -372,7 +374,12 @@ static bool load_one(json_t *ev, size_t off, size_t n, void *ud) {
     }
     size_t seq = log->count;
     commit(log, json_incref(ev));
-    keep_line(log, seq, ld->buf + off, n);
+    if (ld->in_place && keeps_line(ev, n)) {
+        log->line_at[seq] = off;
+        log->line_len[seq] = (uint32_t)n;
+    } else if (!ld->in_place) {
+        keep_line(log, seq, ld->buf + off, n);
+    }
     if (log->line_len[seq] > 0) {
         json_decref(log->events[seq]);
         log->events[seq] = NULL;
@@ -429,7 +436,10 @@ static int open_common(weir__store_ref store, const char *id, const char *path, 
     json_t *report = NULL;
     if (rc == WEIR_OK)
         rc = vt->read(store.self, log->handle, 0, &buf, &len, err);
-    loader ld = {.log = log, .buf = buf, .rc = WEIR_OK};
+    /* the file store's buffer is weir__malloc'd and freed with weir__free:
+     * it becomes the text the lines are read back from, not copied */
+    loader ld = {.log = log, .buf = buf, .in_place = vt == weir__store_file().vt,
+                 .rc = WEIR_OK};
     if (rc == WEIR_OK)
         rc = weir__log_check_each(buf, len, known, known_ud, load_one, &ld, &report, err);
     if (rc == WEIR_E_NOMEM && ld.rc == WEIR_E_LOG_CORRUPT) /* stopped by a line load_one refused */
@@ -441,6 +451,12 @@ static int open_common(weir__store_ref store, const char *id, const char *path, 
         rc = weir__log_refuse(path, report, err);
     json_decref(report);
     good = ld.good;
+    if (rc == WEIR_OK && ld.in_place && buf) {
+        log->text = buf; /* weir__log_close frees it */
+        log->text_len = good;
+        log->text_cap = len + 1;
+        buf = NULL;
+    }
     if (buf)
         vt->buffer_free(store.self, buf);
     if (rc == WEIR_OK && good < len && !readonly) {
@@ -651,11 +667,17 @@ json_t *weir__log_event_ref(const weir__log *log, size_t seq) {
 /* Keep the line of the envelope just committed at `seq` (its bytes without
  * the newline) so a trim may release the envelope; a no-op for the
  * envelopes kept for good, or when out of memory (then it is kept too). */
+/* Whether the envelope `ev` with a line of `n` bytes may be released for its
+ * line: not the request header and context, which the folds borrow. */
+static bool keeps_line(const json_t *ev, size_t n) {
+    const char *type = weir__json_str(ev, "type", "");
+    return n > 0 && n <= UINT32_MAX && strcmp(type, "request/header") != 0 &&
+           strcmp(type, "request/context") != 0;
+}
+
 static void keep_line(weir__log *log, size_t seq, const char *line, size_t n) {
-    const char *type = weir__json_str(log->events[seq], "type", "");
-    if (n == 0 || n > UINT32_MAX || !strcmp(type, "request/header") ||
-        !strcmp(type, "request/context"))
-        return; /* the folds borrow them */
+    if (!keeps_line(log->events[seq], n))
+        return;
     if (log->text_len + n > log->text_cap) {
         size_t cap = log->text_cap ? log->text_cap : 4096;
         while (cap < log->text_len + n)
