@@ -997,6 +997,20 @@ static void line_over_the_cap_is_rejected(void **state) {
     assert_int_equal(weir__log_count(f->log), 5);
 }
 
+/* A fresh log of one closed turn (seed, step/end, turn/end: 7 envelopes),
+ * with a deep copy of each in copies[] (the caller releases them). */
+static size_t one_turn(fixture *f, json_t *copies[7]) {
+    open_log(f);
+    seed(f->log);
+    must_add(f->log, "step/end", "{\"turn\":1,\"step\":1}");
+    must_add(f->log, "turn/end", "{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}");
+    size_t n = weir__log_count(f->log);
+    assert_int_equal(n, 7);
+    for (size_t i = 0; i < n; i++)
+        assert_non_null(copies[i] = json_deep_copy(weir__log_event(f->log, i)));
+    return n;
+}
+
 /* A step end's trim releases the appended envelopes that can be read back
  * (not the request header; the surface's user message too, which the
  * surface keeps) one trim later
@@ -1005,15 +1019,8 @@ static void line_over_the_cap_is_rejected(void **state) {
  * was read back again.  A turn end's (idle) trim leaves the newest step's. */
 static void trim_releases_envelopes_and_reads_them_back(void **state) {
     fixture *f = *state;
-    open_log(f);
-    seed(f->log);
-    must_add(f->log, "step/end", "{\"turn\":1,\"step\":1}");
-    must_add(f->log, "turn/end", "{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}");
-    size_t n = weir__log_count(f->log);
-    assert_int_equal(n, 7);
     json_t *copies[7];
-    for (size_t i = 0; i < n; i++)
-        assert_non_null(copies[i] = json_deep_copy(weir__log_event(f->log, i)));
+    size_t n = one_turn(f, copies);
     char *before = derived_text(f->log);
     /* held across the trim: the log's own reference goes, these stay */
     json_t *turn_start = json_incref((json_t *)(uintptr_t)weir__log_event(f->log, 0));
@@ -1066,15 +1073,8 @@ static void trim_releases_envelopes_and_reads_them_back(void **state) {
  * derivation and the envelopes are those of the file. */
 static void open_releases_what_it_reads(void **state) {
     fixture *f = *state;
-    open_log(f);
-    seed(f->log);
-    must_add(f->log, "step/end", "{\"turn\":1,\"step\":1}");
-    must_add(f->log, "turn/end", "{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}");
-    size_t n = weir__log_count(f->log);
     json_t *copies[7];
-    assert_int_equal(n, 7);
-    for (size_t i = 0; i < n; i++)
-        assert_non_null(copies[i] = json_deep_copy(weir__log_event(f->log, i)));
+    size_t n = one_turn(f, copies);
     char *before = derived_text(f->log);
     open_log(f);
     assert_int_equal(weir__log_count(f->log), n);
