@@ -1163,9 +1163,15 @@ static void every_call_gets_its_idempotency_key(void **state) {
         strcmp(s, "[\"b:x :1:2:b:x 1\",\"a :1:2:a 1\"]") != 0)
         fail_msg("bodies saw %s", s);
     free(s);
+    /* pre and post each in model order; a's commit may come before b's
+     * pre when a's body is done by then (the rolling pool commits the
+     * ready prefix after every start) */
     s = weir__json_dump(f->hook_order);
-    assert_string_equal(s, "[\"pre:a::1:2:a:1\",\"pre:b:x::1:2:b:x:1\",\"post:a::1:2:a:1\","
-                           "\"post:b:x::1:2:b:x:1\"]");
+    if (strcmp(s, "[\"pre:a::1:2:a:1\",\"pre:b:x::1:2:b:x:1\",\"post:a::1:2:a:1\","
+                  "\"post:b:x::1:2:b:x:1\"]") != 0 &&
+        strcmp(s, "[\"pre:a::1:2:a:1\",\"post:a::1:2:a:1\",\"pre:b:x::1:2:b:x:1\","
+                  "\"post:b:x::1:2:b:x:1\"]") != 0)
+        fail_msg("hooks saw %s", s);
     free(s);
     const json_t *call_a = weir__log_event(f->log, f->framing);
     assert_string_equal(weir__json_str(json_object_get(call_a, "data"), "idempotency_key", ""),
