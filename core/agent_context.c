@@ -97,6 +97,8 @@ json_t *weir__agent_last_event(weir_agent *a, const char *type) {
         return NULL;
     for (size_t seq = weir__log_count(a->log); seq-- > 0;) {
         json_t *ev = weir__log_event_ref(a->log, seq); /* any thread: held while copied */
+        if (!ev)
+            return NULL; /* out of memory, not an older match */
         bool match = strcmp(weir__json_str(ev, "type", ""), type) == 0;
         json_t *copy = match ? json_deep_copy(ev) : NULL;
         json_decref(ev);

@@ -1,5 +1,6 @@
 /*
- * core/alloc.c - allocation wrappers with failure injection for tests.
+ * core/alloc.c - allocation wrappers with failure injection for tests, and
+ * jansson's allocator (weir__json_loadb).
  */
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -10,28 +11,36 @@
 #include "common.h"
 
 static atomic_long fail_at = -1; /* allocation number that starts failing */
+static atomic_bool fail_once;      /* only that one fails */
 static atomic_long counter = 0;
 
-static bool should_fail(void) {
+/* Whether this allocation is to fail.  A jansson allocation outside
+ * weir's parses never fails only once: jansson's own functions report a
+ * failure, but its parser may then write past its buffer (see below). */
+static bool should_fail(bool jansson, bool parsing) {
     long at = atomic_load(&fail_at);
     long n = atomic_fetch_add(&counter, 1) + 1;
-    return at > 0 && n >= at;
+    if (at <= 0)
+        return false;
+    if (!atomic_load(&fail_once))
+        return n >= at;
+    return n == at && (!jansson || parsing);
 }
 
 void *weir__malloc(size_t n) {
-    if (should_fail())
+    if (should_fail(false, false))
         return NULL;
     return malloc(n ? n : 1);
 }
 
 void *weir__calloc(size_t count, size_t n) {
-    if (should_fail())
+    if (should_fail(false, false))
         return NULL;
     return calloc(count ? count : 1, n ? n : 1);
 }
 
 void *weir__realloc(void *p, size_t n) {
-    if (should_fail())
+    if (should_fail(false, false))
         return NULL;
     return realloc(p, n ? n : 1);
 }
@@ -74,14 +83,79 @@ char *weir__asprintf(const char *fmt, ...) {
     return s;
 }
 
-static void *json_alloc(size_t n) { return weir__malloc(n); }
+/*
+ * jansson's parser does not check every allocation: when its token buffer
+ * cannot grow it goes on with what it has, so json_loadb can return a value
+ * whose strings lost bytes (or read and write past that buffer).  Nothing
+ * can make such a parse safe; what weir can do is never believe one.  Its
+ * allocator for jansson counts the allocations that failed on this thread,
+ * and a parse during which the count moved is thrown away
+ * (weir__json_parse_end).  It is installed when libweir loads, unless the
+ * host gave jansson allocators of its own (then those stay, and this check
+ * goes with them).  Under failure injection an allocation that is to fail
+ * inside weir's parse is counted as failed but made, so tests can fail a
+ * parse without running jansson's parser out of memory.
+ */
+static _Thread_local unsigned long json_failures;
+static _Thread_local int parsing; /* inside weir__json_parse_begin/end */
+static bool json_guarded;         /* weir's allocator is jansson's */
 
-long weir__alloc_fail_after(long n) {
+static void *json_alloc(size_t n) {
+    if (atomic_load(&fail_at) > 0 && should_fail(true, parsing > 0)) {
+        json_failures++;
+        return parsing > 0 ? malloc(n) : NULL;
+    }
+    void *p = malloc(n);
+    if (!p)
+        json_failures++;
+    return p;
+}
+
+__attribute__((constructor)) static void json_guard(void) {
+    json_malloc_t m;
+    json_free_t f;
+    json_get_alloc_funcs(&m, &f);
+    if (m == malloc && f == free) {
+        json_set_alloc_funcs(json_alloc, free);
+        json_guarded = true;
+    }
+}
+
+unsigned long weir__json_parse_begin(void) {
+    parsing++;
+    return json_failures;
+}
+
+bool weir__json_parse_end(unsigned long mark) {
+    parsing--;
+    return json_failures == mark;
+}
+
+json_t *weir__json_loadb(const char *buf, size_t len, size_t flags, json_error_t *jerr) {
+    unsigned long mark = weir__json_parse_begin();
+    json_t *v = json_loadb(buf, len, flags, jerr);
+    if (!weir__json_parse_end(mark)) { /* NULL or not, memory ran out */
+        json_decref(v);
+        v = NULL;
+        if (jerr) {
+            snprintf(jerr->text, sizeof jerr->text, "out of memory");
+            jerr->text[JSON_ERROR_TEXT_LENGTH - 1] = (char)json_error_out_of_memory;
+        }
+    }
+    return v;
+}
+
+static long arm(long n, bool once) {
     long seen = atomic_exchange(&counter, 0);
+    atomic_store(&fail_once, once);
     atomic_store(&fail_at, n > 0 ? n : -1);
-    if (n > 0)
+    if (n > 0 || json_guarded)
         json_set_alloc_funcs(json_alloc, free);
     else
         json_set_alloc_funcs(malloc, free);
     return seen;
 }
+
+long weir__alloc_fail_after(long n) { return arm(n, false); }
+
+long weir__alloc_fail_only(long n) { return arm(n, true); }

@@ -34,11 +34,17 @@ char *weir__vasprintf(const char *fmt, va_list ap) WEIR_PRINTF(1, 0);
 
 /*
  * Test hook: make the Nth allocation from now (1-based) and every later one
- * fail; n < 0 turns failure injection off.  Also installs the failing
- * allocator into jansson (json_set_alloc_funcs) while active.
+ * fail; n < 0 turns failure injection off.  jansson's allocations count
+ * too (weir's allocator for jansson is installed while it is on).
  * Returns the number of allocations counted since the last call.
  */
 WEIR_API long weir__alloc_fail_after(long n);
+/* The same, but only the Nth allocation fails: a transient failure, after
+ * which the code goes on (and may write) with memory again.  A jansson
+ * allocation fails only inside weir's own parses (weir__json_loadb), which
+ * then fail as if out of memory: jansson's parser is not safe against one
+ * failed allocation (core/alloc.c). */
+WEIR_API long weir__alloc_fail_only(long n);
 
 /* --- errors (core/errors.c) ------------------------------------------- */
 /*
@@ -70,6 +76,17 @@ bool weir__clock_is_fake(void);
 char *weir__random_id(char *buf, size_t size, const char *prefix);
 
 /* --- JSON helpers (core/util.c) --------------------------------------- */
+/* json_loadb, but NULL with json_error_code(jerr) == json_error_out_of_memory
+ * whenever an allocation failed while it parsed: jansson can return a value
+ * that lost bytes then, or call the text invalid (core/alloc.c).  Use it for
+ * every parse whose result weir acts on. */
+json_t *weir__json_loadb(const char *buf, size_t len, size_t flags, json_error_t *jerr);
+/* Around a jansson parse weir makes itself (json_loadf, ...): false from
+ * _end when an allocation failed in between, and what it parsed must not
+ * be believed.  Always true when the host gave jansson allocators of its
+ * own (core/alloc.c). */
+unsigned long weir__json_parse_begin(void);
+bool weir__json_parse_end(unsigned long mark);
 /* Compact, key-order-preserving serialization used for the log and for the
  * derive == request comparison.  New malloc'd string (free with free()),
  * or NULL. */

@@ -1004,10 +1004,17 @@ static int load_file(const char *path, json_t **out, weir_error *err) {
     }
     json_error_t je;
     errno = 0;
+    unsigned long mark = weir__json_parse_begin();
     *out = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+    bool whole = weir__json_parse_end(mark);
     int e = errno;
     bool read_failed = ferror(f) != 0;
     fclose(f);
+    if (!whole) { /* what it parsed may have lost bytes */
+        json_decref(*out);
+        *out = NULL;
+        return nomem(err, path);
+    }
     if (*out)
         return WEIR_OK;
     if (read_failed)

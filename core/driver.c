@@ -541,13 +541,14 @@ static void check_request(turn_ctx *t, const json_t *req) {
     if (weir__surface_create(&s) != WEIR_OK)
         return;
     size_t n = weir__log_count(log);
-    for (size_t i = 0; i < n; i++) {
+    bool whole = true; /* out of memory: no check, never a false alarm */
+    for (size_t i = 0; whole && i < n; i++) {
         json_t *ev = weir__log_event_ref(log, i); /* one at a time */
-        if (weir__is_surface_type(weir__json_str(ev, "type", "")))
-            weir__surface_apply(s, ev);
+        whole = ev && (!weir__is_surface_type(weir__json_str(ev, "type", "")) ||
+                       weir__surface_apply(s, ev) != WEIR_E_NOMEM);
         json_decref(ev);
     }
-    json_t *msgs = weir__surface_derive(s);
+    json_t *msgs = whole ? weir__surface_derive(s) : NULL;
     json_t *fresh = build_request(weir__log_request_header(log), msgs);
     char *x = weir__json_dump(req), *y = weir__json_dump(fresh);
     if (x && y && strcmp(x, y) != 0) {
@@ -1404,8 +1405,13 @@ static int cut_calls(weir__log *log, int *turn, int *step, json_t **calls) {
     size_t n = weir__log_count(log), start = n, from = n;
     if (!weir__log_turn_open(log))
         return WEIR_OK;
+    /* every seq read here is below the count: NULL is out of memory (open
+     * released the envelopes), never "not this type" */
     for (size_t i = n; i-- > 0;) {
-        if (strcmp(weir__json_str(weir__log_event(log, i), "type", ""), "turn/start") == 0) {
+        const json_t *ev = weir__log_event(log, i);
+        if (!ev)
+            return WEIR_E_NOMEM;
+        if (strcmp(weir__json_str(ev, "type", ""), "turn/start") == 0) {
             start = i;
             break;
         }
@@ -1413,6 +1419,8 @@ static int cut_calls(weir__log *log, int *turn, int *step, json_t **calls) {
     bool step_open = false;
     for (size_t i = start; i < n; i++) {
         const json_t *ev = weir__log_event(log, i);
+        if (!ev)
+            return WEIR_E_NOMEM;
         const char *type = weir__json_str(ev, "type", "");
         const json_t *d = json_object_get(ev, "data");
         if (strcmp(type, "turn/start") == 0)
@@ -1433,6 +1441,7 @@ static int cut_calls(weir__log *log, int *turn, int *step, json_t **calls) {
         const json_t *ev = weir__log_event(log, i);
         const char *type = weir__json_str(ev, "type", "");
         const json_t *d = json_object_get(ev, "data");
+        oom = !ev;
         if (strcmp(type, "assistant/message") == 0) {
             size_t k;
             json_t *b;

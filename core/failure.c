@@ -181,7 +181,7 @@ json_t *weir__failure_from_http(const char *provider, const weir_http_response *
     size_t len = body ? resp->body_len : 0;
     const char *code = classify(resp->status, body, len);
 
-    json_t *root = len ? json_loadb(body, len, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+    json_t *root = len ? weir__json_loadb(body, len, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
     const char *msg = json_is_object(root) ? json_error_message(root) : NULL;
     json_t *f;
     if (msg && *msg) {

@@ -467,6 +467,10 @@ static void check_lines(checker *c, const char *buf, size_t len) {
         json_error_t jerr;
         size_t start = off;
         json_t *ev = weir__log_read_line(buf, len, &off, &n, &torn, &jerr);
+        if (!ev && !torn && json_error_code(&jerr) == json_error_out_of_memory) {
+            c->oom = true; /* not the line's fault: never call it invalid */
+            break;
+        }
         char msg[512];
         if (torn && line == 1 && !starts_like_event(buf + start, n)) {
             note(c, c->errors, "not a weir session log: its only line is not a log event");

@@ -339,8 +339,9 @@ json_t *weir__log_read_line(const char *buf, size_t len, size_t *off, size_t *n,
         return NULL;
     }
     if (*n <= WEIR__LOG_LINE_MAX)
-        ev = json_loadb(buf + *off, *n, JSON_REJECT_DUPLICATES, jerr);
-    *torn = !nl || (!ev && last);
+        ev = weir__json_loadb(buf + *off, *n, JSON_REJECT_DUPLICATES, jerr);
+    /* a last line that memory could not parse is not torn: never cut it */
+    *torn = !nl || (!ev && last && json_error_code(jerr) != json_error_out_of_memory);
     if (*torn) {
         json_decref(ev);
         ev = NULL;
@@ -615,7 +616,7 @@ static bool push_seq(size_t **v, size_t *n, size_t *cap, size_t seq) {
 static json_t *event_at(weir__log *log, size_t seq) {
     if (log->events[seq] || log->line_len[seq] == 0)
         return log->events[seq];
-    json_t *ev = json_loadb(log->text + log->line_at[seq], log->line_len[seq],
+    json_t *ev = weir__json_loadb(log->text + log->line_at[seq], log->line_len[seq],
                             JSON_REJECT_DUPLICATES, NULL);
     if (!ev)
         return NULL;
@@ -658,15 +659,12 @@ json_t *weir__log_event_ref(const weir__log *log, size_t seq) {
     if (seq < log->count && log->events[seq])
         ev = json_incref(log->events[seq]);
     else if (seq < log->count) /* released: the caller's reference is its only one */
-        ev = json_loadb(log->text + log->line_at[seq], log->line_len[seq],
+        ev = weir__json_loadb(log->text + log->line_at[seq], log->line_len[seq],
                         JSON_REJECT_DUPLICATES, NULL);
     unlock(log);
     return ev;
 }
 
-/* Keep the line of the envelope just committed at `seq` (its bytes without
- * the newline) so a trim may release the envelope; a no-op for the
- * envelopes kept for good, or when out of memory (then it is kept too). */
 /* Whether the envelope `ev` with a line of `n` bytes may be released for its
  * line: not the request header and context, which the folds borrow. */
 static bool keeps_line(const json_t *ev, size_t n) {
@@ -675,6 +673,9 @@ static bool keeps_line(const json_t *ev, size_t n) {
            strcmp(type, "request/context") != 0;
 }
 
+/* Keep the line of the envelope just committed at `seq` (its bytes without
+ * the newline) so a trim may release the envelope; a no-op for the
+ * envelopes kept for good, or when out of memory (then it is kept too). */
 static void keep_line(weir__log *log, size_t seq, const char *line, size_t n) {
     if (!keeps_line(log->events[seq], n))
         return;
@@ -1195,12 +1196,18 @@ static bool first_seen(json_t *seen, const char *id, bool *oom) {
  * it is: what it lacks the checker reports as an error.
  */
 static int plan_repair(weir__log *log, json_t *todo) {
-    const json_t *start = json_object_get(event_at(log, log->turn_start_seq), "data");
-    int turn = (int)weir__json_int(start, "turn", 0);
+    /* every envelope read here is one the log holds: NULL is out of memory
+     * (open released them), never "not this type" */
+    const json_t *start_ev = event_at(log, log->turn_start_seq);
+    if (!start_ev)
+        return WEIR_E_NOMEM;
+    int turn = (int)weir__json_int(json_object_get(start_ev, "data"), "turn", 0);
     size_t from = log->count;
     json_int_t step = -1;
     for (size_t i = log->turn_start_seq; log->step_open && i < log->count; i++) {
         const json_t *ev = event_at(log, i);
+        if (!ev)
+            return WEIR_E_NOMEM;
         if (strcmp(weir__json_str(ev, "type", ""), "step/start") == 0) {
             from = i;
             step = weir__json_int(json_object_get(ev, "data"), "step", 0);
@@ -1213,6 +1220,7 @@ static int plan_repair(weir__log *log, json_t *todo) {
         const json_t *ev = event_at(log, i);
         const char *type = weir__json_str(ev, "type", "");
         const json_t *d = json_object_get(ev, "data");
+        oom = !ev;
         if (strcmp(type, "assistant/message") == 0) {
             size_t k;
             json_t *b;

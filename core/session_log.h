@@ -162,7 +162,8 @@ int weir__log_store_handle(weir__log *log, weir__store_ref *store, void **handle
 bool weir__log_lease_lost(weir__log *log);
 size_t weir__log_count(const weir__log *log);
 /*
- * Borrowed envelope for `seq`, or NULL (no such seq, or out of memory).  The
+ * Borrowed envelope for `seq`, or NULL (no such seq, or out of memory: for a
+ * seq below the count NULL is always out of memory, never skip it).  The
  * log keeps the request header and context, and the surface's messages but
  * assistant/message (the surface keeps its own lean copy); any other
  * envelope it keeps as its line: those read at open are released as they

@@ -363,6 +363,8 @@ int weir_agent_interrupted_turn(weir_agent *a) {
     int found = 0; /* 0 while scanning, else the answer + 1 */
     for (size_t i = count; !found && i-- > 0;) {
         json_t *ev = weir__log_event_ref(a->log, i); /* any thread: a reference of its own */
+        if (!ev)
+            return 0; /* out of memory: never an older turn's answer */
         const char *type = weir__json_str(ev, "type", "");
         const json_t *d = json_object_get(ev, "data");
         if (!turn) {

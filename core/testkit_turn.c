@@ -114,7 +114,7 @@ static json_t *read_log(const char *path, weir_error *err) {
         const char *nl = memchr(buf + off, '\n', len - off);
         size_t end = nl ? (size_t)(nl - buf) : len;
         if (end > off) {
-            json_t *ev = json_loadb(buf + off, end - off, 0, NULL);
+            json_t *ev = weir__json_loadb(buf + off, end - off, 0, NULL);
             if (!ev || json_array_append_new(events, ev) != 0) {
                 json_decref(events);
                 events = NULL;

@@ -55,21 +55,26 @@ int weir_agent_last_turn(weir_agent *a, weir_turn_outcome *out, weir_error *err)
     size_t n = weir__log_count(a->log);
     json_t *end = NULL;
     size_t at = n;
-    while (at-- > 0) {
+    bool oom = false;
+    while (!oom && at-- > 0) {
         json_t *ev = weir__log_event_ref(a->log, at);
+        oom = !ev;
         if (strcmp(weir__json_str(ev, "type", ""), "turn/end") == 0) {
             end = ev;
             break;
         }
         json_decref(ev);
     }
+    if (oom)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "weir_agent_last_turn: out of memory");
     if (!end)
         return WEIR_OK;
     const json_t *data = json_object_get(end, "data");
     int turn = (int)weir__json_int(data, "turn", 0);
     json_t *last = NULL;
-    for (size_t i = at; i-- > 0 && !last;) {
+    for (size_t i = at; i-- > 0 && !last && !oom;) {
         json_t *ev = weir__log_event_ref(a->log, i);
+        oom = !ev;
         const char *type = weir__json_str(ev, "type", "");
         const json_t *d = json_object_get(ev, "data");
         bool start = strcmp(type, "turn/start") == 0 && weir__json_int(d, "turn", -1) == turn;
@@ -84,7 +89,7 @@ int weir_agent_last_turn(weir_agent *a, weir_turn_outcome *out, weir_error *err)
     char *text = last ? message_text(last) : weir__strdup("");
     json_decref(last);
     json_t *copy = json_deep_copy(reason);
-    if (!text || !copy) {
+    if (!text || !copy || oom) {
         weir__free(text);
         json_decref(copy);
         json_decref(end);

@@ -473,7 +473,8 @@ struct weir_api {
     int (*agent_surface_replace)(weir_agent *agent, const char *type, const json_t *data,
                                  size_t start_seq, size_t end_seq, const json_t *source_seqs,
                                  size_t *seq_out, weir_error *err);
-    /** New reference: a copy of the last log envelope of `type`, or NULL. Any thread. */
+    /** New reference: a copy of the last log envelope of `type`; NULL when there is none
+     * or memory ran out (never an older one). Any thread. */
     json_t *(*agent_last_event)(weir_agent *agent, const char *type);
     /** New reference: a copy of the log envelope `seq`, or NULL when there is none. Any thread. */
     json_t *(*agent_event)(weir_agent *agent, size_t seq);

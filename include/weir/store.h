@@ -254,7 +254,8 @@ WEIR_API int weir_agent_take_store_inbox(weir_agent *agent, size_t *taken,
 /**
  * The turn crash repair closed without an answer: when the agent's last
  * ended turn ended {kind:"interrupted"} and it had claimed input (a
- * user/message), its number; else 0.  Thread-safe.
+ * user/message), its number; else 0 (also when memory ran out reading the
+ * log back: never an older turn).  Thread-safe.
  */
 WEIR_API int weir_agent_interrupted_turn(weir_agent *agent);
 /**

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "common.h"
 #include "driver_harness.h"
 #include "testutil.h"
 
@@ -481,6 +482,91 @@ static void resumed_idempotent_call_runs_again_with_its_key(void **state) {
     free(rec);
 }
 
+/*
+ * A crash after book's tool/call (book is idempotent; lookup before it was
+ * answered).  One allocation that fails while the open reads the cut step
+ * back (memory is there again afterwards) may fail the open, but never
+ * makes it answer book INTERRUPTED instead of running it again, and never
+ * runs lookup again: a later open settles the turn as a whole one would.
+ */
+static void resume_survives_one_failed_allocation(void **state) {
+    (void)state;
+    char *rec = wt_tmpdir("rec");
+    assert_non_null(rec);
+    char book_log[4096], lookup_log[4096], rows[8192];
+    snprintf(book_log, sizeof book_log, "%s/book.log", rec);
+    snprintf(lookup_log, sizeof lookup_log, "%s/lookup.log", rec);
+    snprintf(rows, sizeof rows,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"loop\":true,"
+             "\"replies\":[{\"text\":\"calling\",\"tool_calls\":["
+             "{\"id\":\"c1\",\"name\":\"lookup\",\"arguments\":{}},"
+             "{\"id\":\"c2\",\"name\":\"book\",\"arguments\":{\"seat\":1}}]},"
+             "{\"text\":\"done\"}]}},"
+             "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":["
+             "{\"name\":\"book\",\"idempotent\":true,\"reply\":\"booked\",\"record\":\"%s\"},"
+             "{\"name\":\"lookup\",\"record\":\"%s\"}]}}]",
+             book_log, lookup_log);
+    dh d;
+    dh_setup(&d, rows, "{\"max_parallel_tool_calls\":1}");
+    dh_open(&d, "full");
+    dh_send(&d, "start", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    char *full = strdup(dh_log(&d));
+    /* serial: call c1, result c1, call c2, result c2; cut before result c2 */
+    int upto = (int)json_integer_value(json_object_get(dh_find(&d, "tool/result", 1), "seq"));
+    dh_close(&d);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/cut.jsonl", d.dir);
+    long k, used = 0;
+    int failed = 0;
+    for (k = 1; k < 50000; k++) {
+        copy_lines(full, path, upto);
+        assert_int_equal(wt_write_file(book_log, "c2 full:1:1:c2 1\n"), 0);
+        assert_int_equal(wt_write_file(lookup_log, "c1 full:1:1:c1 1\n"), 0);
+        weir_agent_options o = WEIR_AGENT_OPTIONS_INIT;
+        o.session_id = "cut";
+        weir_agent *a = NULL;
+        weir_error err;
+        weir_error_clear(&err);
+        weir__alloc_fail_only(k);
+        int rc = weir_agent_open(d.host, &o, &a, &err);
+        used = weir__alloc_fail_after(-1);
+        weir_agent_close(a);
+        if (rc != WEIR_OK) {
+            failed++;
+            dh_check_log(path, NULL, true); /* valid, perhaps half settled */
+            weir_error_clear(&err);
+            a = NULL;
+            if (weir_agent_open(d.host, &o, &a, &err) != WEIR_OK)
+                fail_msg("k=%ld: the open after a failed one: %s", k, err.text);
+            weir_agent_close(a);
+        }
+        dh_check_log(path, NULL, false);
+        char *log = wt_read_file(path, NULL), *book = wt_read_file(book_log, NULL),
+             *lookup = wt_read_file(lookup_log, NULL);
+        if (!strstr(log, "\"call_id\":\"c2\",\"content\":[{\"type\":\"text\",\"text\":\"booked\"}]"))
+            fail_msg("k=%ld (open rc %d): book was not run again: %s", k, rc, log);
+        /* attempt 2, or 3 when the failed open logged its re-run and then
+         * failed before the body ran */
+        static const char rerun[] = "c2 full:1:1:c2 1\nc2 full:1:1:c2 ";
+        if (strncmp(book, rerun, sizeof rerun - 1) != 0)
+            fail_msg("k=%ld (rc %d): book did not run again with its key: %s", k, rc, book);
+        if (strcmp(lookup, "c1 full:1:1:c1 1\n") != 0)
+            fail_msg("k=%ld: lookup ran again after its result was logged: %s", k, lookup);
+        free(log);
+        free(book);
+        free(lookup);
+        if (used < k)
+            break; /* the open no longer reaches the failing allocation */
+    }
+    assert_true(used < k);
+    assert_true(failed > 0);
+    free(full);
+    dh_teardown(&d);
+    wt_rmtree(rec);
+    free(rec);
+}
+
 /* A call re-run WEIR__TOOL_MAX_RERUNS (3) times, each cut by a crash, is not
  * run again: a body that kills the process must not make the session
  * unopenable. */
@@ -577,6 +663,7 @@ int main(void) {
         cmocka_unit_test(resumed_open_turn_is_closed_interrupted),
         cmocka_unit_test(resumed_idempotent_call_runs_again_with_its_key),
         cmocka_unit_test(idempotent_call_cut_three_times_is_interrupted),
+        cmocka_unit_test(resume_survives_one_failed_allocation),
         cmocka_unit_test(unknown_provider_ends_turn_naming_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

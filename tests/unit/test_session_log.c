@@ -551,6 +551,100 @@ static void repair_answers_tool_calls_never_logged(void **state) {
     json_decref(report);
 }
 
+/* A turn a crash cut: a closed turn, then a step with two tool calls the
+ * model made, one dispatched and answered, one dispatched and not, and one
+ * never dispatched. */
+static void write_cut_turn(fixture *f) {
+    unlink(f->path);
+    open_log(f);
+    must_add(f->log, "turn/start", "{\"turn\":1}");
+    must_add(f->log, "turn/end", "{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}");
+    must_add(f->log, "turn/start", "{\"turn\":2}");
+    must_add(f->log, "step/start", "{\"turn\":2,\"step\":1}");
+    must_add(f->log, "request/header",
+             "{\"header\":{\"config\":{\"provider\":\"p\",\"model\":\"m\"}},"
+             "\"reason\":\"initial\"}");
+    must_add(f->log, "assistant/message",
+             "{\"turn\":2,\"step\":1,\"message\":{\"role\":\"assistant\",\"content\":["
+             "{\"type\":\"tool_call\",\"id\":\"c1\",\"name\":\"ls\",\"arguments\":\"{}\"},"
+             "{\"type\":\"tool_call\",\"id\":\"c2\",\"name\":\"ls\",\"arguments\":\"{}\"},"
+             "{\"type\":\"tool_call\",\"id\":\"c3\",\"name\":\"ls\",\"arguments\":\"{}\"}]},"
+             "\"stream\":[]}");
+    must_add(f->log, "tool/call",
+             "{\"turn\":2,\"step\":1,\"call_id\":\"c1\",\"name\":\"ls\",\"arguments\":\"{}\"}");
+    must_add(f->log, "tool/call",
+             "{\"turn\":2,\"step\":1,\"call_id\":\"c2\",\"name\":\"ls\",\"arguments\":\"{}\"}");
+    must_add(f->log, "tool/result",
+             "{\"turn\":2,\"step\":1,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"
+             "\"tool_result\",\"call_id\":\"c1\",\"content\":[]}]}}");
+    weir__log_close(f->log);
+    f->log = NULL;
+}
+
+/* The log's check report of the file: ok, and how many turns are open. */
+static size_t check_open_turns(fixture *f) {
+    json_t *report = NULL;
+    weir_error err;
+    assert_int_equal(weir_log_check(f->path, &report, &err), WEIR_OK);
+    if (!json_is_true(json_object_get(report, "ok"))) {
+        char *r = json_dumps(json_object_get(report, "errors"), JSON_COMPACT);
+        fail_msg("the log fails its check: %s", r);
+    }
+    size_t open = json_array_size(json_object_get(report, "open"));
+    json_decref(report);
+    return open;
+}
+
+/* One allocation that fails while the repair reads back what open released
+ * (and memory is there again afterwards) fails the repair loudly; it never
+ * writes closers for the wrong turn or skips a call.  The log stays valid
+ * and a later repair closes it. */
+static void repair_survives_one_failed_allocation(void **state) {
+    fixture *f = *state;
+    long used = 0, k;
+    size_t failed = 0;
+    for (k = 1; k < 5000; k++) {
+        write_cut_turn(f);
+        open_log(f); /* "crash" and resume: open releases what it read */
+        weir_error err;
+        bool repaired = false;
+        weir__alloc_fail_only(k);
+        int rc = weir__log_repair(f->log, &repaired, &err);
+        used = weir__alloc_fail_after(-1);
+        weir__log_close(f->log);
+        f->log = NULL;
+        if (rc == WEIR_OK) {
+            assert_true(repaired);
+            assert_int_equal(check_open_turns(f), 0);
+        } else {
+            failed++;
+            assert_int_equal(rc, WEIR_E_NOMEM);
+            check_open_turns(f); /* valid, perhaps half closed */
+            open_log(f);
+            assert_int_equal(weir__log_repair(f->log, &repaired, &err), WEIR_OK);
+            weir__log_close(f->log);
+            f->log = NULL;
+            assert_int_equal(check_open_turns(f), 0);
+        }
+        /* c1's result is the one logged; c2 and c3 get interrupted ones */
+        weir__log *log = NULL;
+        assert_int_equal(weir__log_open_readonly(f->path, &log, &err), WEIR_OK);
+        size_t n = weir__log_count(log), results = 0;
+        for (size_t i = 0; i < n; i++) {
+            const json_t *ev = weir__log_event(log, i);
+            assert_non_null(ev);
+            if (strcmp(weir__json_str(ev, "type", ""), "tool/result") == 0)
+                results++;
+        }
+        weir__log_close(log);
+        assert_int_equal(results, 3);
+        if (used < k)
+            break; /* the repair no longer reaches the failing allocation */
+    }
+    assert_true(used < k);
+    assert_true(failed > 0);
+}
+
 static void request_header_fold_keeps_latest(void **state) {
     fixture *f = *state;
     open_log(f);
@@ -1174,6 +1268,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(mid_file_corruption_names_line, setup, teardown),
         cmocka_unit_test_setup_teardown(reopen_gives_same_derived_history, setup, teardown),
         cmocka_unit_test_setup_teardown(repair_appends_closers, setup, teardown),
+        cmocka_unit_test_setup_teardown(repair_survives_one_failed_allocation, setup, teardown),
         cmocka_unit_test_setup_teardown(core_events_without_their_fields_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(malformed_request_header_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(repair_answers_tool_calls_never_logged, setup, teardown),
