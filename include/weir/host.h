@@ -10,6 +10,14 @@
  * other; once created a host is read-only and may be shared by agents on any
  * thread.  weir_agent_send() and weir_agent_cancel() may be called from any
  * thread; the driver runs on one thread at a time.
+ *
+ * jansson: when libweir loads, and jansson still has its default allocators,
+ * libweir gives it malloc and free through a wrapper that counts, per
+ * thread, the allocations that failed.  jansson's parser does not check all
+ * of its own, so weir throws away a parse during which one failed instead of
+ * believing a value that may have lost bytes.  A host that sets its own
+ * allocators (json_set_alloc_funcs) keeps them, and weir's parses then lose
+ * that check.
  */
 #ifndef WEIR_HOST_H
 #define WEIR_HOST_H
