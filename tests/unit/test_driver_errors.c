@@ -493,7 +493,7 @@ static void resume_survives_one_failed_allocation(void **state) {
     (void)state;
     char *rec = wt_tmpdir("rec");
     assert_non_null(rec);
-    char book_log[4096], lookup_log[4096], rows[8192];
+    char book_log[4096], lookup_log[4096], rows[16384];
     snprintf(book_log, sizeof book_log, "%s/book.log", rec);
     snprintf(lookup_log, sizeof lookup_log, "%s/lookup.log", rec);
     snprintf(rows, sizeof rows,
