@@ -98,7 +98,6 @@ char *weir__asprintf(const char *fmt, ...) {
  */
 static _Thread_local unsigned long json_failures;
 static _Thread_local int parsing; /* inside weir__json_parse_begin/end */
-static bool json_guarded;         /* weir's allocator is jansson's */
 
 static void *json_alloc(size_t n) {
     if (atomic_load(&fail_at) > 0 && should_fail(true, parsing > 0)) {
@@ -115,10 +114,17 @@ __attribute__((constructor)) static void json_guard(void) {
     json_malloc_t m;
     json_free_t f;
     json_get_alloc_funcs(&m, &f);
-    if (m == malloc && f == free) {
+    if (m == malloc && f == free)
         json_set_alloc_funcs(json_alloc, free);
-        json_guarded = true;
-    }
+}
+
+/* A host that unloads libweir keeps a jansson that works. */
+__attribute__((destructor)) static void json_unguard(void) {
+    json_malloc_t m;
+    json_free_t f;
+    json_get_alloc_funcs(&m, &f);
+    if (m == json_alloc)
+        json_set_alloc_funcs(malloc, free);
 }
 
 unsigned long weir__json_parse_begin(void) {
@@ -132,27 +138,40 @@ bool weir__json_parse_end(unsigned long mark) {
 }
 
 json_t *weir__json_loadb(const char *buf, size_t len, size_t flags, json_error_t *jerr) {
+    json_error_t local;
+    if (!jerr)
+        jerr = &local;
+    /* jansson leaves both alone when it fails before it starts (its buffer) */
+    jerr->text[0] = '\0';
+    jerr->text[JSON_ERROR_TEXT_LENGTH - 1] = (char)json_error_unknown;
     unsigned long mark = weir__json_parse_begin();
     json_t *v = json_loadb(buf, len, flags, jerr);
-    if (!weir__json_parse_end(mark)) { /* NULL or not, memory ran out */
+    bool whole = weir__json_parse_end(mark);
+    if (!whole || (!v && jerr->text[0] == '\0')) { /* NULL or not, memory ran out */
         json_decref(v);
         v = NULL;
-        if (jerr) {
-            snprintf(jerr->text, sizeof jerr->text, "out of memory");
-            jerr->text[JSON_ERROR_TEXT_LENGTH - 1] = (char)json_error_out_of_memory;
-        }
+        snprintf(jerr->text, sizeof jerr->text, "out of memory");
+        jerr->text[JSON_ERROR_TEXT_LENGTH - 1] = (char)json_error_out_of_memory;
     }
     return v;
 }
+
+static json_malloc_t saved_malloc; /* jansson's allocators before injection */
+static json_free_t saved_free;
+static bool armed;
 
 static long arm(long n, bool once) {
     long seen = atomic_exchange(&counter, 0);
     atomic_store(&fail_once, once);
     atomic_store(&fail_at, n > 0 ? n : -1);
-    if (n > 0 || json_guarded)
+    if (n > 0 && !armed) {
+        json_get_alloc_funcs(&saved_malloc, &saved_free);
         json_set_alloc_funcs(json_alloc, free);
-    else
-        json_set_alloc_funcs(malloc, free);
+        armed = true;
+    } else if (n <= 0 && armed) {
+        json_set_alloc_funcs(saved_malloc, saved_free);
+        armed = false;
+    }
     return seen;
 }
 

@@ -327,6 +327,11 @@ static int validate(const weir__log *log, const json_t *ev, bool built, char *ms
 
 json_t *weir__log_read_line(const char *buf, size_t len, size_t *off, size_t *n, bool *torn,
                             json_error_t *jerr) {
+    json_error_t local;
+    if (!jerr)
+        jerr = &local;
+    jerr->text[0] = '\0';
+    jerr->text[JSON_ERROR_TEXT_LENGTH - 1] = (char)json_error_unknown;
     const char *nl = memchr(buf + *off, '\n', len - *off);
     *n = nl ? (size_t)(nl - (buf + *off)) : len - *off;
     bool last = !nl || *off + *n + 1 == len;

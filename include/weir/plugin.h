@@ -476,7 +476,8 @@ struct weir_api {
     /** New reference: a copy of the last log envelope of `type`; NULL when there is none
      * or memory ran out (never an older one). Any thread. */
     json_t *(*agent_last_event)(weir_agent *agent, const char *type);
-    /** New reference: a copy of the log envelope `seq`, or NULL when there is none. Any thread. */
+    /** New reference: a copy of the log envelope `seq`, or NULL when there is none (or
+     * memory ran out). Any thread. */
     json_t *(*agent_event)(weir_agent *agent, size_t seq);
     /**
      * New reference: {"context_window":N,"max_output":N} from the model_info
@@ -720,8 +721,8 @@ struct weir_api {
      */
     int (*store_register)(weir_plugin *self, const weir_store *store, void *self_ptr);
     /**
-     * Borrowed: the log envelope `seq` itself, or NULL when there is none.
-     * Read it in place and never modify or release it.  The pointer stays
+     * Borrowed: the log envelope `seq` itself, or NULL when there is none
+     * (or memory ran out).  Read it in place and never modify or release it.  The pointer stays
      * valid until the current turn ends: between turns the log may release
      * an envelope's JSON and read it back from its line when asked again
      * (the same JSON, another pointer), so json_incref it (or a part of it)
