@@ -1194,6 +1194,10 @@ static int run_step(turn_ctx *t, const json_t *entered, bool series, step_out *o
                     fail_turn(t, e.code == WEIR_E_IO
                                      ? weir__failure_new(NULL, "IO", "%s", e.text)
                                      : unknown_failure(NULL, "the tool scheduler failed", &e));
+                /* the calls it left without a result get one before the
+                 * step ends; else the step stays open (close_failed_turn) */
+                rc = weir__log_settle_calls(a->log, "the tool call could not be completed",
+                                            t->err);
             } else
                 out->ends = concluded;
         }
@@ -1309,10 +1313,14 @@ static void close_failed_turn(turn_ctx *t) {
                                         keep->text[0] ? keep->text
                                                       : weir_strerror((int)keep->code));
     bool logged = false;
+    /* a step ends only with every tool call answered: the log refused a
+     * tool/result, say */
     if (failure && (!t->step_open ||
-                    log_event(t, "step/end",
-                              json_pack("{s:i, s:i}", "turn", t->turn, "step", t->step), NULL,
-                              NULL, NULL) == WEIR_OK))
+                    (weir__log_settle_calls(t->a->log, "the tool call could not be completed",
+                                            &ignored) == WEIR_OK &&
+                     log_event(t, "step/end",
+                               json_pack("{s:i, s:i}", "turn", t->turn, "step", t->step), NULL,
+                               NULL, NULL) == WEIR_OK)))
         logged = log_event(t, "turn/end",
                            json_pack("{s:i, s:{s:s, s:O}}", "turn", t->turn, "reason", "kind",
                                      "error", "error", failure),
@@ -1346,7 +1354,12 @@ int weir__driver_turn(weir_agent *a, weir_error *err) {
     weir_error local;
     turn_ctx t = {.a = a, .turn = a->turn + 1, .err = err ? err : &local};
     weir_error_clear(t.err);
-    int rc = log_event(&t, "turn/start", json_pack("{s:i}", "turn", t.turn), NULL, NULL, NULL);
+    /* a turn a failed close left open (the log refused its closers) is
+     * closed as crash repair would, so the new one nests */
+    int rc = weir__log_turn_open(a->log) ? weir__log_repair(a->log, NULL, t.err) : WEIR_OK;
+    if (rc != WEIR_OK)
+        return rc;
+    rc = log_event(&t, "turn/start", json_pack("{s:i}", "turn", t.turn), NULL, NULL, NULL);
     if (rc != WEIR_OK)
         return rc;
     a->turn = t.turn;

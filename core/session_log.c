@@ -1154,15 +1154,19 @@ const char *weir__log_result_call_id(const json_t *ev) {
     return NULL;
 }
 
-static json_t *interrupted_result(const json_t *call) {
+/* The INTERRUPTED result of the tool/call envelope `call`; its text says
+ * what cut the call: `why`, else a crash. */
+static json_t *interrupted_result(const json_t *call, const char *why) {
     const json_t *d = json_object_get(call, "data");
+    char text[256];
+    /* a crash: the text of WEIR__TOOL_INTERRUPTED_TEXT (core/tools.h) */
+    snprintf(text, sizeof text,
+             "Error: %s: the tool may or may not have run; do not assume either",
+             why ? why : "interrupted by a crash");
     return json_pack("{s:O?, s:O?, s:{s:s, s:[{s:s, s:s?, s:[{s:s, s:s}], s:b}]}, s:{s:s, s:s}}",
                      "turn", json_object_get(d, "turn"), "step", json_object_get(d, "step"),
                      "message", "role", "tool", "content", "type", "tool_result", "call_id",
-                     weir__json_str(d, "call_id", NULL), "content", "type", "text", "text",
-                     /* the text of WEIR__TOOL_INTERRUPTED_TEXT (core/tools.h) */
-                     "Error: interrupted by a crash: the tool may or may not have run; do not "
-                     "assume either",
+                     weir__json_str(d, "call_id", NULL), "content", "type", "text", "text", text,
                      "is_error", 1,
                      "error", "name", "AbortError", "code", "INTERRUPTED");
 }
@@ -1195,12 +1199,13 @@ static bool first_seen(json_t *seen, const char *id, bool *oom) {
  * Collect the closers of the open last turn into `todo` ([type, data]
  * pairs).  Within the open step, the same fold as `weir log --check`:
  * every tool_call of an assistant/message that was never dispatched (a
- * crash between the two) gets its tool/call and an interrupted result,
- * every tool/call without a tool/result an interrupted one; then
- * step/end and turn/end {kind:"interrupted"}.  A closed step is left as
- * it is: what it lacks the checker reports as an error.
+ * crash between the two) gets its tool/call and an interrupted result
+ * (`why` says what cut it, NULL: a crash), every tool/call without a
+ * tool/result an interrupted one; then, for `whole`, step/end and turn/end
+ * {kind:"interrupted"}.  A closed step is left as it is: what it lacks the
+ * checker reports as an error.
  */
-static int plan_repair(weir__log *log, json_t *todo) {
+static int plan_repair(weir__log *log, json_t *todo, const char *why, bool whole) {
     /* every envelope read here is one the log holds: NULL is out of memory
      * (open released them), never "not this type" */
     const json_t *start_ev = event_at(log, log->turn_start_seq);
@@ -1258,7 +1263,7 @@ static int plan_repair(weir__log *log, json_t *todo) {
                                  weir__json_str(x, "name", ""), "arguments",
                                  weir__json_str(x, "arguments", "{}"));
         json_t *env = call ? json_pack("{s:O}", "data", call) : NULL;
-        json_t *res = env ? interrupted_result(env) : NULL;
+        json_t *res = env ? interrupted_result(env, why) : NULL;
         json_decref(env);
         if (!res || json_array_append_new(todo, json_pack("[s,O]", "tool/call", call)) != 0 ||
             json_array_append_new(todo, json_pack("[s,O]", "tool/result", res)) != 0)
@@ -1268,7 +1273,7 @@ static int plan_repair(weir__log *log, json_t *todo) {
     }
     json_array_foreach(pending, k, x) {
         if (!oom && json_array_append_new(todo, json_pack("[s,o]", "tool/result",
-                                                          interrupted_result(x))) != 0)
+                                                          interrupted_result(x, why))) != 0)
             oom = true;
     }
     json_decref(wanted);
@@ -1277,6 +1282,8 @@ static int plan_repair(weir__log *log, json_t *todo) {
     json_decref(called);
     if (oom)
         return WEIR_E_NOMEM;
+    if (!whole)
+        return WEIR_OK;
     if (log->step_open && json_array_append_new(todo, json_pack("[s,{s:i,s:I}]", "step/end", "turn",
                                                                 turn, "step", step)))
         return WEIR_E_NOMEM;
@@ -1286,23 +1293,28 @@ static int plan_repair(weir__log *log, json_t *todo) {
     return WEIR_OK;
 }
 
-int weir__log_repair(weir__log *log, bool *repaired, weir_error *err) {
+/* weir__log_repair (whole) and weir__log_settle_calls. */
+static int close_open(weir__log *log, const char *why, bool whole, bool *repaired,
+                      weir_error *err) {
     if (repaired)
         *repaired = false;
     if (!log)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "session log: NULL log");
     lock(log);
-    bool open = log->turn_open;
+    bool open = whole ? log->turn_open : log->turn_open && log->step_open;
     json_t *todo = open ? json_array() : NULL;
-    int rc = open && (!todo || plan_repair(log, todo) != WEIR_OK) ? WEIR_E_NOMEM : WEIR_OK;
+    int rc = open && (!todo || plan_repair(log, todo, why, whole) != WEIR_OK) ? WEIR_E_NOMEM
+                                                                            : WEIR_OK;
     unlock(log);
     if (rc != WEIR_OK) {
         json_decref(todo);
-        return weir__err(err, rc, NULL, NULL, "session log %s: out of memory while repairing",
-                         log->path);
+        return weir__err(err, rc, NULL, NULL, "session log %s: out of memory while %s",
+                         log->path, whole ? "repairing" : "answering the step's tool calls");
     }
-    if (!open)
+    if (!open || json_array_size(todo) == 0) {
+        json_decref(todo);
         return WEIR_OK;
+    }
     /* the closers are one batch: one store append (one write) for all */
     size_t i, batch = 0;
     json_t *item;
@@ -1330,7 +1342,15 @@ int weir__log_repair(weir__log *log, bool *repaired, weir_error *err) {
         deliver(log);
     unlock(log);
     json_decref(todo);
-    if (rc == WEIR_OK)
+    if (rc == WEIR_OK && whole)
         rc = weir__log_checkpoint(log, err);
     return rc;
+}
+
+int weir__log_repair(weir__log *log, bool *repaired, weir_error *err) {
+    return close_open(log, NULL, true, repaired, err);
+}
+
+int weir__log_settle_calls(weir__log *log, const char *why, weir_error *err) {
+    return close_open(log, why ? why : "the tool call was cut off", false, NULL, err);
 }

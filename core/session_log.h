@@ -281,6 +281,15 @@ const json_t *weir__log_request_context(const weir__log *log);
  * the others, so this only closes the step and the turn there.
  */
 int weir__log_repair(weir__log *log, bool *repaired, weir_error *err);
+/*
+ * The same answers for the open step only, without closing it: every
+ * tool_call of the step that has no tool/result gets one (INTERRUPTED, its
+ * text naming `why`), with its tool/call first when it was never logged.
+ * For a step whose tool calls could not all run (the scheduler or the log
+ * failed): then step/end may follow.  WEIR_OK when nothing was left to
+ * answer.  Thread-safe.
+ */
+int weir__log_settle_calls(weir__log *log, const char *why, weir_error *err);
 /* Highest turn number seen in turn/start events, 0 if none.  Thread-safe. */
 int weir__log_last_turn(const weir__log *log);
 /* Whether the last turn is open (turn/start without turn/end).  Thread-safe. */

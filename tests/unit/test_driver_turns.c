@@ -747,6 +747,54 @@ static void agent_survives_every_allocation_failure(void **state) {
     dh_teardown(&d);
 }
 
+/* One allocation fails at a time (memory is there again afterwards) in an
+ * open + send + run of a turn with a tool call: whatever failed, the log
+ * passes the check, and opening the session again and running it settles
+ * every turn: a transient failure never wedges or loses a session. */
+static void agent_survives_one_failed_allocation(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"loop\":true,"
+             "\"replies\":[{\"text\":\"calling\",\"tool_calls\":[{\"id\":\"c1\",\"name\":"
+             "\"lookup\",\"arguments\":{\"q\":\"x\"}}]},{\"text\":\"fine\",\"chunks\":2}]}},"
+             "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"
+             "[{\"name\":\"lookup\"}]}}," PROMPT_ROW "]",
+             NULL);
+    long n, used = 0;
+    for (n = 1; n < 200000; n++) {
+        char id[32];
+        snprintf(id, sizeof id, "once%ld", n);
+        weir_agent_options o = WEIR_AGENT_OPTIONS_INIT;
+        o.session_id = id;
+        weir_agent *a = NULL;
+        weir__alloc_fail_only(n);
+        if (weir_agent_open(d.host, &o, &a, NULL) == WEIR_OK &&
+            weir_agent_send_text(a, "hi", WEIR_SEND_FOLLOWUP, NULL) == WEIR_OK)
+            (void)weir_agent_run_until_idle(a, NULL);
+        used = weir__alloc_fail_after(-1);
+        if (!a)
+            continue; /* the open failed and left nothing */
+        char *path = strdup(weir_agent_log_path(a));
+        weir_agent_close(a);
+        dh_check_log(path, NULL, true);
+        weir_error err;
+        weir_error_clear(&err);
+        a = NULL;
+        if (weir_agent_open(d.host, &o, &a, &err) != WEIR_OK)
+            fail_msg("n=%ld: the session cannot be opened again: %s", n, err.text);
+        if (weir_agent_run_until_idle(a, &err) != WEIR_OK)
+            fail_msg("n=%ld: the reopened session does not run: %s", n, err.text);
+        weir_agent_close(a);
+        dh_check_log(path, NULL, false);
+        free(path);
+        if (used < n)
+            break; /* the whole run fit before the n-th allocation */
+    }
+    assert_true(used < n);
+    dh_teardown(&d);
+}
+
 /* --- live frames are built only when something can see them ------------- */
 
 static json_t *note_frame(weir_call *call, const json_t *args, void *user_data) {
@@ -836,6 +884,7 @@ int main(void) {
         cmocka_unit_test(plugin_events_are_logged_ignorable),
         cmocka_unit_test(empty_completion_is_logged_but_not_model_visible),
         cmocka_unit_test(agent_survives_every_allocation_failure),
+        cmocka_unit_test(agent_survives_one_failed_allocation),
         cmocka_unit_test(live_frames_need_an_observer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -948,6 +948,85 @@ static void alloc_failure_loop_append_and_derive(void **state) {
     assert_true(finished);
 }
 
+/* One allocation fails at a time (memory is there again afterwards) while a
+ * log is opened, appended to and derived: each step either works or fails
+ * cleanly, memory and file agree, and the log takes the rest of the events
+ * afterwards as if nothing had happened. */
+static void one_failed_allocation_append_and_derive(void **state) {
+    fixture *f = *state;
+    const char *types[] = {"turn/start", "step/start", "user/message", "request/header",
+                           "assistant/message", "step/end"};
+    const char *datas[] = {"{\"turn\":1}", "{\"turn\":1,\"step\":1}", USER("in-1", "hello"),
+                           HEADER, ASSISTANT("hi"), "{\"turn\":1,\"step\":1}"};
+    enum { N = sizeof types / sizeof *types };
+    json_t *parsed[N], *op = json_string("append");
+    for (int i = 0; i < N; i++)
+        assert_non_null(parsed[i] = json_loads(datas[i], 0, NULL));
+    long n, used = 0;
+    int failures = 0;
+    for (n = 1; n < 20000; n++) {
+        unlink(f->path);
+        weir__log *log = NULL;
+        weir_error err;
+        weir__alloc_fail_only(n);
+        int rc = weir__log_open(f->path, WEIR__FSYNC_NONE, NULL, NULL, &log, &err);
+        int i = 0;
+        for (; rc == WEIR_OK && i < N; i++)
+            rc = weir__log_append(log, types[i], parsed[i], i == 2 || i == 4 ? op : NULL, NULL, 0,
+                                  NULL, &err);
+        json_t *d = rc == WEIR_OK ? weir__log_derive(log) : NULL;
+        used = weir__alloc_fail_after(-1);
+        if (rc != WEIR_OK || !d)
+            failures++;
+        if (!log) {
+            assert_int_equal(rc, WEIR_E_NOMEM);
+        } else {
+            if (rc != WEIR_OK) {
+                assert_int_equal(rc, WEIR_E_NOMEM);
+                /* the failed append changed nothing: the rest goes in */
+                for (i--; i < N; i++)
+                    if (weir__log_append(log, types[i], parsed[i], i == 2 || i == 4 ? op : NULL,
+                                         NULL, 0, NULL, &err) != WEIR_OK)
+                        fail_msg("n=%ld: append %s after a failed one: %s", n, types[i],
+                                 err.text);
+            }
+            assert_int_equal(weir__log_count(log), N);
+            json_t *mem = weir__log_derive(log);
+            assert_non_null(mem);
+            if (d && !json_equal(d, mem))
+                fail_msg("n=%ld: a derive under failure differs from the log's", n);
+            weir__log *again = NULL;
+            assert_int_equal(weir__log_open_readonly(f->path, &again, &err), WEIR_OK);
+            assert_int_equal(weir__log_count(again), N);
+            json_t *disk = weir__log_derive(again);
+            if (!json_equal(mem, disk))
+                fail_msg("n=%ld: memory and file disagree", n);
+            for (size_t k = 0; k < N; k++) {
+                char *a = json_dumps(weir__log_event(log, k), JSON_COMPACT | JSON_PRESERVE_ORDER);
+                char *b = json_dumps(weir__log_event(again, k), JSON_COMPACT | JSON_PRESERVE_ORDER);
+                assert_non_null(a);
+                assert_non_null(b);
+                if (strcmp(a, b) != 0)
+                    fail_msg("n=%ld: seq %zu in memory %s, on disk %s", n, k, a, b);
+                free(a);
+                free(b);
+            }
+            json_decref(mem);
+            json_decref(disk);
+            weir__log_close(again);
+            weir__log_close(log);
+        }
+        json_decref(d);
+        if (used < n)
+            break;
+    }
+    assert_true(used < n);
+    assert_true(failures > 0);
+    for (int i = 0; i < N; i++)
+        json_decref(parsed[i]);
+    json_decref(op);
+}
+
 /* One writer per session (issue #8 item 1): a second writer in this process
  * is refused at once and names the holder; readers need no lock; the lock
  * goes with the writer. */
@@ -1277,6 +1356,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(failed_write_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(concurrent_appends_stay_contiguous, setup, teardown),
         cmocka_unit_test_setup_teardown(alloc_failure_loop_append_and_derive, setup, teardown),
+        cmocka_unit_test_setup_teardown(one_failed_allocation_append_and_derive, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(second_writer_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(foreign_file_refused_untouched, setup, teardown),
         cmocka_unit_test_setup_teardown(new_logs_are_private, setup, teardown),
