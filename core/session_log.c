@@ -64,6 +64,7 @@ struct weir__log {
     const json_t *header, *context; /* borrowed from events */
     int last_turn;
     bool turn_open, step_open;
+    json_int_t open_turn, open_step; /* their numbers, while open */
     size_t turn_start_seq;
 
     /* derivation cache (weir__log_derive) */
@@ -162,6 +163,7 @@ static void commit(weir__log *log, json_t *ev) {
     if (strcmp(type, "turn/start") == 0) {
         log->turn_open = true;
         log->step_open = false;
+        log->open_turn = weir__json_int(data, "turn", -1);
         log->turn_start_seq = log->count - 1;
         if (turn > log->last_turn)
             log->last_turn = turn;
@@ -169,6 +171,7 @@ static void commit(weir__log *log, json_t *ev) {
         log->turn_open = log->step_open = false;
     } else if (strcmp(type, "step/start") == 0) {
         log->step_open = true;
+        log->open_step = weir__json_int(data, "step", -1);
     } else if (strcmp(type, "step/end") == 0) {
         log->step_open = false;
     } else if (strcmp(type, "request/header") == 0) {
@@ -297,6 +300,54 @@ int weir__log_check_envelope(const json_t *ev, char *msg, size_t size) {
     return 0;
 }
 
+/* Turns and steps nest as `weir log --check` requires: an event that would
+ * make the log fail its own check is refused, never written. */
+static int check_nesting(const weir__log *log, const char *type, const json_t *data, char *msg,
+                         size_t size) {
+    json_int_t turn = weir__json_int(data, "turn", -1), step = weir__json_int(data, "step", -1);
+    const char *why = NULL;
+    if (strcmp(type, "turn/start") == 0) {
+        if (log->turn_open)
+            why = "a turn is open";
+    } else if (strcmp(type, "turn/end") == 0) {
+        if (!log->turn_open)
+            why = "no turn is open";
+        else if (turn != log->open_turn)
+            why = "it is not the open turn";
+        else if (log->step_open)
+            why = "a step is open";
+    } else if (strcmp(type, "step/start") == 0) {
+        if (!log->turn_open)
+            why = "no turn is open";
+        else if (turn != log->open_turn)
+            why = "it is not the open turn";
+        else if (log->step_open)
+            why = "a step is open";
+    } else if (strcmp(type, "step/end") == 0) {
+        if (!log->step_open)
+            why = "no step is open";
+        else if (turn != log->open_turn || step != log->open_step)
+            why = "it is not the open step";
+    } else {
+        return 0;
+    }
+    if (!why)
+        return 0;
+    char open[96] = "";
+    if (log->step_open)
+        snprintf(open, sizeof open,
+                 " (turn %" JSON_INTEGER_FORMAT ", step %" JSON_INTEGER_FORMAT " is open)",
+                 log->open_turn, log->open_step);
+    else if (log->turn_open)
+        snprintf(open, sizeof open, " (turn %" JSON_INTEGER_FORMAT " is open)", log->open_turn);
+    if (step >= 0)
+        snprintf(msg, size, "%s for turn %" JSON_INTEGER_FORMAT ", step %" JSON_INTEGER_FORMAT
+                 ": %s%s", type, turn, step, why, open);
+    else
+        snprintf(msg, size, "%s for turn %" JSON_INTEGER_FORMAT ": %s%s", type, turn, why, open);
+    return -1;
+}
+
 /* Whether `ev` may be the log's next event.  `built`: build_envelope made it
  * for this seq from a non-empty type and an object data, so its envelope and
  * seq hold by construction and only what it carries is checked. */
@@ -320,7 +371,7 @@ static int validate(const weir__log *log, const json_t *ev, bool built, char *ms
         snprintf(msg, size, "%s: %s", type, smsg);
         return -1;
     }
-    return 0;
+    return check_nesting(log, type, json_object_get(ev, "data"), msg, size);
 }
 
 /* --- open ---------------------------------------------------------------- */

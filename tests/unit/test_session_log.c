@@ -292,6 +292,59 @@ static void deferred_checkpoint_paid_once(void **state) {
     weir__log_close(log);
 }
 
+static size_t check_open_turns(fixture *f);
+
+/* The live log refuses what would break the nesting of turns and steps
+ * (weir log --check would refuse the log), names the open turn and step,
+ * and writes nothing. */
+static void nesting_breaks_are_refused(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    struct {
+        const char *type, *data, *refused; /* NULL: accepted */
+    } steps[] = {
+        {"step/start", "{\"turn\":1,\"step\":1}", "step/start for turn 1, step 1: no turn is open"},
+        {"turn/end", "{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}",
+         "turn/end for turn 1: no turn is open"},
+        {"turn/start", "{\"turn\":1}", NULL},
+        {"turn/start", "{\"turn\":2}", "turn/start for turn 2: a turn is open (turn 1 is open)"},
+        {"step/end", "{\"turn\":1,\"step\":1}", "step/end for turn 1, step 1: no step is open"},
+        {"step/start", "{\"turn\":2,\"step\":1}",
+         "step/start for turn 2, step 1: it is not the open turn (turn 1 is open)"},
+        {"step/start", "{\"turn\":1,\"step\":1}", NULL},
+        {"step/start", "{\"turn\":1,\"step\":2}",
+         "step/start for turn 1, step 2: a step is open (turn 1, step 1 is open)"},
+        {"turn/end", "{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}",
+         "turn/end for turn 1: a step is open (turn 1, step 1 is open)"},
+        {"step/end", "{\"turn\":1,\"step\":2}",
+         "step/end for turn 1, step 2: it is not the open step (turn 1, step 1 is open)"},
+        {"step/end", "{\"turn\":1,\"step\":1}", NULL},
+        {"turn/end", "{\"turn\":2,\"reason\":{\"kind\":\"completed\"}}",
+         "turn/end for turn 2: it is not the open turn (turn 1 is open)"},
+        {"turn/end", "{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}", NULL},
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+        size_t count = weir__log_count(f->log);
+        long size = file_size(f->path);
+        weir_error err;
+        weir_error_clear(&err);
+        int rc = add(f->log, steps[i].type, steps[i].data, &err);
+        if (!steps[i].refused) {
+            if (rc != WEIR_OK)
+                fail_msg("step %zu: %s refused: %s", i, steps[i].type, err.text);
+            continue;
+        }
+        assert_int_equal(rc, WEIR_E_LOG_REJECTED);
+        if (!strstr(err.text, steps[i].refused))
+            fail_msg("step %zu: '%s' does not contain '%s'", i, err.text, steps[i].refused);
+        assert_int_equal(weir__log_count(f->log), count);
+        assert_int_equal(file_size(f->path), size);
+    }
+    weir__log_close(f->log);
+    f->log = NULL;
+    assert_int_equal(check_open_turns(f), 0);
+}
+
 static void unknown_type_refused_unless_ignorable(void **state) {
     fixture *f = *state;
     weir_error err;
@@ -1339,6 +1392,7 @@ int main(void) {
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(append_assigns_contiguous_seq, setup, teardown),
         cmocka_unit_test_setup_teardown(rejected_append_changes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(nesting_breaks_are_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(unknown_type_refused_unless_ignorable, setup, teardown),
         cmocka_unit_test_setup_teardown(handover_keeps_sole_data, setup, teardown),
         cmocka_unit_test(deferred_checkpoint_paid_once),

@@ -286,12 +286,12 @@ static void fenced_writer_appends_no_more(void **state) {
     assert_string_equal(weir__log_path(log), name);
     must_add(log, "turn/start", "{\"turn\":1}");
     fenced = true;
-    json_t *d = json_pack("{s:i}", "turn", 2);
+    json_t *d = json_pack("{s:i, s:{s:s}}", "turn", 1, "reason", "kind", "completed");
     weir_error_clear(&err);
-    assert_int_equal(weir__log_append(log, "turn/start", d, NULL, NULL, 0, NULL, &err),
+    assert_int_equal(weir__log_append(log, "turn/end", d, NULL, NULL, 0, NULL, &err),
                      WEIR_E_LEASE_LOST);
     fenced = false; /* the log stays fenced: it never appends again */
-    assert_int_equal(weir__log_append(log, "turn/start", d, NULL, NULL, 0, NULL, &err),
+    assert_int_equal(weir__log_append(log, "turn/end", d, NULL, NULL, 0, NULL, &err),
                      WEIR_E_LEASE_LOST);
     assert_non_null(strstr(err.text, "taken over by another writer"));
     assert_int_equal(weir__log_count(log), 1);
