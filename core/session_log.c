@@ -65,7 +65,7 @@ struct weir__log {
     int last_turn;
     bool turn_open, step_open;
     json_int_t open_turn, open_step; /* their numbers, while open */
-    size_t turn_start_seq;
+    size_t turn_start_seq, step_start_seq;
 
     /* derivation cache (weir__log_derive) */
     json_t *derived;
@@ -172,6 +172,7 @@ static void commit(weir__log *log, json_t *ev) {
     } else if (strcmp(type, "step/start") == 0) {
         log->step_open = true;
         log->open_step = weir__json_int(data, "step", -1);
+        log->step_start_seq = log->count - 1;
     } else if (strcmp(type, "step/end") == 0) {
         log->step_open = false;
     } else if (strcmp(type, "request/header") == 0) {
@@ -300,10 +301,24 @@ int weir__log_check_envelope(const json_t *ev, char *msg, size_t size) {
     return 0;
 }
 
-/* Turns and steps nest as `weir log --check` requires: an event that would
- * make the log fail its own check is refused, never written. */
-static int check_nesting(const weir__log *log, const char *type, const json_t *data, char *msg,
-                         size_t size) {
+static int plan_repair(weir__log *log, json_t *todo, const char *why, bool whole);
+
+/* Whether the open step has a tool call without a result (crash repair's
+ * fold); false when memory ran out: then the check is skipped, not the
+ * event. */
+static bool step_unanswered(const weir__log *log) {
+    json_t *todo = json_array();
+    bool left = todo && plan_repair((weir__log *)(uintptr_t)log, todo, NULL, false) == WEIR_OK &&
+                json_array_size(todo) > 0;
+    json_decref(todo);
+    return left;
+}
+
+/* Turns and steps nest as `weir log --check` requires, and a step ends with
+ * every tool call answered: an event that would make the log fail its own
+ * check is refused, never written. */
+static int check_nesting(const weir__log *log, const char *type, const json_t *data, bool live,
+                         char *msg, size_t size) {
     json_int_t turn = weir__json_int(data, "turn", -1), step = weir__json_int(data, "step", -1);
     const char *why = NULL;
     if (strcmp(type, "turn/start") == 0) {
@@ -328,6 +343,8 @@ static int check_nesting(const weir__log *log, const char *type, const json_t *d
             why = "no step is open";
         else if (turn != log->open_turn || step != log->open_step)
             why = "it is not the open step";
+        else if (live && step_unanswered(log)) /* at open the checker's fold has it */
+            why = "a tool call of the step has no tool/result";
     } else {
         return 0;
     }
@@ -371,7 +388,7 @@ static int validate(const weir__log *log, const json_t *ev, bool built, char *ms
         snprintf(msg, size, "%s: %s", type, smsg);
         return -1;
     }
-    return check_nesting(log, type, json_object_get(ev, "data"), msg, size);
+    return check_nesting(log, type, json_object_get(ev, "data"), built, msg, size);
 }
 
 /* --- open ---------------------------------------------------------------- */
@@ -1257,27 +1274,14 @@ static bool first_seen(json_t *seen, const char *id, bool *oom) {
  * checker reports as an error.
  */
 static int plan_repair(weir__log *log, json_t *todo, const char *why, bool whole) {
-    /* every envelope read here is one the log holds: NULL is out of memory
-     * (open released them), never "not this type" */
-    const json_t *start_ev = event_at(log, log->turn_start_seq);
-    if (!start_ev)
-        return WEIR_E_NOMEM;
-    int turn = (int)weir__json_int(json_object_get(start_ev, "data"), "turn", 0);
-    size_t from = log->count;
-    json_int_t step = -1;
-    for (size_t i = log->turn_start_seq; log->step_open && i < log->count; i++) {
-        const json_t *ev = event_at(log, i);
-        if (!ev)
-            return WEIR_E_NOMEM;
-        if (strcmp(weir__json_str(ev, "type", ""), "step/start") == 0) {
-            from = i;
-            step = weir__json_int(json_object_get(ev, "data"), "step", 0);
-        }
-    }
+    json_int_t turn = log->open_turn, step = log->step_open ? log->open_step : -1;
+    size_t from = log->step_open ? log->step_start_seq : log->count;
     json_t *wanted = json_array(), *pending = json_array(); /* tool_call blocks; tool/calls */
     json_t *offered = json_object(), *called = json_object();
     bool oom = !wanted || !pending || !offered || !called;
     for (size_t i = from; !oom && i < log->count; i++) {
+        /* an envelope the log holds: NULL is out of memory (open released
+         * it), never "not this type" */
         const json_t *ev = event_at(log, i);
         const char *type = weir__json_str(ev, "type", "");
         const json_t *d = json_object_get(ev, "data");
@@ -1309,7 +1313,7 @@ static int plan_repair(weir__log *log, json_t *todo, const char *why, bool whole
     json_array_foreach(wanted, k, x) {
         if (oom)
             break;
-        json_t *call = json_pack("{s:i, s:I, s:s, s:s, s:s}", "turn", turn, "step", step,
+        json_t *call = json_pack("{s:I, s:I, s:s, s:s, s:s}", "turn", turn, "step", step,
                                  "call_id", weir__json_str(x, "id", ""), "name",
                                  weir__json_str(x, "name", ""), "arguments",
                                  weir__json_str(x, "arguments", "{}"));
@@ -1335,10 +1339,10 @@ static int plan_repair(weir__log *log, json_t *todo, const char *why, bool whole
         return WEIR_E_NOMEM;
     if (!whole)
         return WEIR_OK;
-    if (log->step_open && json_array_append_new(todo, json_pack("[s,{s:i,s:I}]", "step/end", "turn",
+    if (log->step_open && json_array_append_new(todo, json_pack("[s,{s:I,s:I}]", "step/end", "turn",
                                                                 turn, "step", step)))
         return WEIR_E_NOMEM;
-    if (json_array_append_new(todo, json_pack("[s,{s:i,s:{s:s}}]", "turn/end", "turn", turn,
+    if (json_array_append_new(todo, json_pack("[s,{s:I,s:{s:s}}]", "turn/end", "turn", turn,
                                               "reason", "kind", "interrupted")))
         return WEIR_E_NOMEM;
     return WEIR_OK;

@@ -345,6 +345,57 @@ static void nesting_breaks_are_refused(void **state) {
     assert_int_equal(check_open_turns(f), 0);
 }
 
+/* A step ends only with every tool call answered; weir__log_settle_calls
+ * answers what is left (a call never logged gets its tool/call first), its
+ * text naming why, and the step may end. */
+static void step_ends_only_with_every_call_answered(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    must_add(f->log, "turn/start", "{\"turn\":1}");
+    must_add(f->log, "step/start", "{\"turn\":1,\"step\":1}");
+    must_add(f->log, "request/header",
+             "{\"header\":{\"config\":{\"provider\":\"p\",\"model\":\"m\"}},"
+             "\"reason\":\"initial\"}");
+    must_add(f->log, "assistant/message",
+             "{\"turn\":1,\"step\":1,\"message\":{\"role\":\"assistant\",\"content\":["
+             "{\"type\":\"tool_call\",\"id\":\"c1\",\"name\":\"ls\",\"arguments\":\"{}\"},"
+             "{\"type\":\"tool_call\",\"id\":\"c2\",\"name\":\"ls\",\"arguments\":\"{}\"}]},"
+             "\"stream\":[]}");
+    must_add(f->log, "tool/call",
+             "{\"turn\":1,\"step\":1,\"call_id\":\"c1\",\"name\":\"ls\",\"arguments\":\"{}\"}");
+    size_t count = weir__log_count(f->log);
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(add(f->log, "step/end", "{\"turn\":1,\"step\":1}", &err),
+                     WEIR_E_LOG_REJECTED);
+    assert_non_null(strstr(err.text, "step/end for turn 1, step 1: a tool call of the step has "
+                                     "no tool/result (turn 1, step 1 is open)"));
+    assert_int_equal(weir__log_count(f->log), count);
+    assert_int_equal(weir__log_settle_calls(f->log, "the tool scheduler failed", &err), WEIR_OK);
+    static const char *const want[] = {"tool/call", "tool/result", "tool/result"};
+    assert_int_equal(weir__log_count(f->log), count + 3);
+    for (size_t i = 0; i < 3; i++)
+        assert_string_equal(weir__json_str(weir__log_event(f->log, count + i), "type", ""),
+                            want[i]);
+    char *r = json_dumps(json_object_get(weir__log_event(f->log, count + 2), "data"),
+                         JSON_COMPACT | JSON_PRESERVE_ORDER);
+    assert_string_equal(
+        r, "{\"turn\":1,\"step\":1,\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"
+           "\"tool_result\",\"call_id\":\"c1\",\"content\":[{\"type\":\"text\",\"text\":"
+           "\"Error: the tool scheduler failed: the tool may or may not have run; do not assume "
+           "either\"}],\"is_error\":true}]},"
+           "\"error\":{\"name\":\"AbortError\",\"code\":\"INTERRUPTED\"}}");
+    free(r);
+    /* nothing left: settling again appends nothing */
+    assert_int_equal(weir__log_settle_calls(f->log, NULL, &err), WEIR_OK);
+    assert_int_equal(weir__log_count(f->log), count + 3);
+    must_add(f->log, "step/end", "{\"turn\":1,\"step\":1}");
+    must_add(f->log, "turn/end", "{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}");
+    weir__log_close(f->log);
+    f->log = NULL;
+    assert_int_equal(check_open_turns(f), 0);
+}
+
 static void unknown_type_refused_unless_ignorable(void **state) {
     fixture *f = *state;
     weir_error err;
@@ -1393,6 +1444,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(append_assigns_contiguous_seq, setup, teardown),
         cmocka_unit_test_setup_teardown(rejected_append_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(nesting_breaks_are_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(step_ends_only_with_every_call_answered, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(unknown_type_refused_unless_ignorable, setup, teardown),
         cmocka_unit_test_setup_teardown(handover_keeps_sole_data, setup, teardown),
         cmocka_unit_test(deferred_checkpoint_paid_once),
