@@ -2157,6 +2157,60 @@ static void agent_context_survives_allocation_failures(void **state) {
     dh_teardown(&d);
 }
 
+/* One allocation fails at a time (memory is there again afterwards) during
+ * a turn that compacts under pressure (the summary request, its replace):
+ * the agent then runs another turn, and every turn of its log is closed and
+ * the log passes the check (so the session opens again). */
+static void pressure_compaction_survives_one_failed_allocation(void **state) {
+    (void)state;
+    char *big = repeat('a', 400);
+    char *rows = fmt("[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{"
+                     "\"models\":{\"demo\":{\"context_window\":1000,\"max_output\":100}},"
+                     "\"loop\":true,\"replies\":[{\"text\":\"%s\",\"usage\":{\"input_tokens\":850,"
+                     "\"output_tokens\":10}}]}},"
+                     "{\"id\":\"compact\",\"plugin\":\"compaction-basic\",\"config\":"
+                     "{\"keep_recent_tokens\":1}}]",
+                     big);
+    free(big);
+    dh d;
+    dh_setup(&d, rows, NULL);
+    free(rows);
+    long n, used = 0;
+    int compacted = 0;
+    for (n = 1; n < 200000; n++) {
+        char id[32];
+        snprintf(id, sizeof id, "once%ld", n);
+        weir_agent_options o = WEIR_AGENT_OPTIONS_INIT;
+        o.session_id = id;
+        weir_agent *a = NULL;
+        weir_error err;
+        weir_error_clear(&err);
+        assert_int_equal(weir_agent_open(d.host, &o, &a, &err), WEIR_OK);
+        assert_int_equal(weir_agent_send_text(a, "first", WEIR_SEND_FOLLOWUP, &err), WEIR_OK);
+        assert_int_equal(weir_agent_run_until_idle(a, &err), WEIR_OK);
+        weir__alloc_fail_only(n);
+        if (weir_agent_send_text(a, "second", WEIR_SEND_FOLLOWUP, NULL) == WEIR_OK)
+            (void)weir_agent_run_until_idle(a, NULL);
+        used = weir__alloc_fail_after(-1);
+        weir_error_clear(&err);
+        if (weir_agent_send_text(a, "third", WEIR_SEND_FOLLOWUP, &err) != WEIR_OK ||
+            weir_agent_run_until_idle(a, &err) != WEIR_OK)
+            fail_msg("n=%ld: the agent does not run after the failure: %s", n, err.text);
+        char *path = strdup(weir_agent_log_path(a));
+        weir_agent_close(a);
+        dh_check_log(path, NULL, false); /* so the next open takes it */
+        char *text = wt_read_file(path, NULL);
+        compacted += strstr(text, "\"compaction/end\"") != NULL;
+        free(text);
+        free(path);
+        if (used < n)
+            break;
+    }
+    assert_true(used < n);
+    assert_true(compacted > 0);
+    dh_teardown(&d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(config_defaults_and_validation),
@@ -2203,6 +2257,7 @@ int main(void) {
         cmocka_unit_test(agent_complete_collects_text_and_reports_failures),
         cmocka_unit_test(agent_complete_stream_runs_the_llm_stream_chain),
         cmocka_unit_test(agent_context_survives_allocation_failures),
+        cmocka_unit_test(pressure_compaction_survives_one_failed_allocation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
