@@ -324,14 +324,7 @@ static int check_nesting(const weir__log *log, const char *type, const json_t *d
     if (strcmp(type, "turn/start") == 0) {
         if (log->turn_open)
             why = "a turn is open";
-    } else if (strcmp(type, "turn/end") == 0) {
-        if (!log->turn_open)
-            why = "no turn is open";
-        else if (turn != log->open_turn)
-            why = "it is not the open turn";
-        else if (log->step_open)
-            why = "a step is open";
-    } else if (strcmp(type, "step/start") == 0) {
+    } else if (strcmp(type, "turn/end") == 0 || strcmp(type, "step/start") == 0) {
         if (!log->turn_open)
             why = "no turn is open";
         else if (turn != log->open_turn)

@@ -713,71 +713,26 @@ static void empty_completion_is_logged_but_not_model_visible(void **state) {
     dh_teardown(&d);
 }
 
-/* Fail the n-th and every later allocation of an open + send + run, for
- * every n: no crash, no leak; with memory back the agent runs another turn,
- * and its log passes the check with every turn closed. */
-static void agent_survives_every_allocation_failure(void **state) {
-    (void)state;
+/*
+ * For every n, make allocation n fail during an open + send + run of a
+ * session on a host built from `rows`: with `arm` weir__alloc_fail_after,
+ * it and every later one; with weir__alloc_fail_only, it alone (memory is
+ * there again afterwards).  Whatever failed: no crash, no leak; with memory
+ * back the live agent runs another turn (one the failure left open is
+ * closed first), its log passes the check with every turn closed, and the
+ * session opens and runs again.  A failure never wedges or loses a session.
+ */
+static void survives_allocation_failures(const char *rows, long (*arm)(long)) {
     dh d;
-    dh_setup(&d,
-             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"loop\":true,"
-             "\"replies\":[{\"text\":\"fine\",\"chunks\":2}]}}," PROMPT_ROW "]",
-             NULL);
-    long n;
-    for (n = 1; n < 100000; n++) {
+    dh_setup(&d, rows, NULL);
+    long n, used = 0;
+    for (n = 1; n < 200000; n++) {
         char id[32];
         snprintf(id, sizeof id, "oom%ld", n);
         weir_agent_options o = WEIR_AGENT_OPTIONS_INIT;
         o.session_id = id;
         weir_agent *a = NULL;
-        weir__alloc_fail_after(n);
-        if (weir_agent_open(d.host, &o, &a, NULL) == WEIR_OK &&
-            weir_agent_send_text(a, "hi", WEIR_SEND_FOLLOWUP, NULL) == WEIR_OK)
-            weir_agent_run_until_idle(a, NULL);
-        long used = weir__alloc_fail_after(-1);
-        if (a) {
-            /* with memory back, the agent runs another turn: one the failure
-             * left open is closed first */
-            weir_error err;
-            weir_error_clear(&err);
-            if (weir_agent_send_text(a, "again", WEIR_SEND_FOLLOWUP, &err) != WEIR_OK ||
-                weir_agent_run_until_idle(a, &err) != WEIR_OK)
-                fail_msg("n=%ld: the agent does not run after the failure: %s", n, err.text);
-            char *path = strdup(weir_agent_log_path(a));
-            weir_agent_close(a);
-            dh_check_log(path, NULL, false);
-            free(path);
-        }
-        if (used < n)
-            break; /* the whole run fit before the n-th allocation */
-    }
-    assert_true(n > 10);
-    dh_teardown(&d);
-}
-
-/* One allocation fails at a time (memory is there again afterwards) in an
- * open + send + run of a turn with a tool call: whatever failed, the agent
- * then runs another turn, its log passes the check with every turn closed,
- * and the session opens and runs again: a transient failure never wedges
- * or loses a session. */
-static void agent_survives_one_failed_allocation(void **state) {
-    (void)state;
-    dh d;
-    dh_setup(&d,
-             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"loop\":true,"
-             "\"replies\":[{\"text\":\"calling\",\"tool_calls\":[{\"id\":\"c1\",\"name\":"
-             "\"lookup\",\"arguments\":{\"q\":\"x\"}}]},{\"text\":\"fine\",\"chunks\":2}]}},"
-             "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"
-             "[{\"name\":\"lookup\"}]}}," PROMPT_ROW "]",
-             NULL);
-    long n, used = 0;
-    for (n = 1; n < 200000; n++) {
-        char id[32];
-        snprintf(id, sizeof id, "once%ld", n);
-        weir_agent_options o = WEIR_AGENT_OPTIONS_INIT;
-        o.session_id = id;
-        weir_agent *a = NULL;
-        weir__alloc_fail_only(n);
+        arm(n);
         if (weir_agent_open(d.host, &o, &a, NULL) == WEIR_OK &&
             weir_agent_send_text(a, "hi", WEIR_SEND_FOLLOWUP, NULL) == WEIR_OK)
             (void)weir_agent_run_until_idle(a, NULL);
@@ -786,14 +741,12 @@ static void agent_survives_one_failed_allocation(void **state) {
             continue; /* the open failed and left nothing */
         weir_error err;
         weir_error_clear(&err);
-        /* the live agent goes on once memory is back */
         if (weir_agent_send_text(a, "again", WEIR_SEND_FOLLOWUP, &err) != WEIR_OK ||
             weir_agent_run_until_idle(a, &err) != WEIR_OK)
             fail_msg("n=%ld: the agent does not run after the failure: %s", n, err.text);
         char *path = strdup(weir_agent_log_path(a));
         weir_agent_close(a);
         dh_check_log(path, NULL, false);
-        weir_error_clear(&err);
         a = NULL;
         if (weir_agent_open(d.host, &o, &a, &err) != WEIR_OK)
             fail_msg("n=%ld: the session cannot be opened again: %s", n, err.text);
@@ -805,8 +758,29 @@ static void agent_survives_one_failed_allocation(void **state) {
         if (used < n)
             break; /* the whole run fit before the n-th allocation */
     }
+    assert_true(n > 10);
     assert_true(used < n);
     dh_teardown(&d);
+}
+
+static void agent_survives_every_allocation_failure(void **state) {
+    (void)state;
+    survives_allocation_failures(
+        "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"loop\":true,"
+        "\"replies\":[{\"text\":\"fine\",\"chunks\":2}]}}," PROMPT_ROW "]",
+        weir__alloc_fail_after);
+}
+
+/* A turn with a tool call, one allocation failing at a time. */
+static void agent_survives_one_failed_allocation(void **state) {
+    (void)state;
+    survives_allocation_failures(
+        "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"loop\":true,"
+        "\"replies\":[{\"text\":\"calling\",\"tool_calls\":[{\"id\":\"c1\",\"name\":"
+        "\"lookup\",\"arguments\":{\"q\":\"x\"}}]},{\"text\":\"fine\",\"chunks\":2}]}},"
+        "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"
+        "[{\"name\":\"lookup\"}]}}," PROMPT_ROW "]",
+        weir__alloc_fail_only);
 }
 
 /* --- live frames are built only when something can see them ------------- */
