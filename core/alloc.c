@@ -156,6 +156,10 @@ json_t *weir__json_loadb(const char *buf, size_t len, size_t flags, json_error_t
     return v;
 }
 
+json_t *weir__json_loads(const char *text, size_t flags, json_error_t *jerr) {
+    return weir__json_loadb(text, text ? strlen(text) : 0, flags, jerr);
+}
+
 static json_malloc_t saved_malloc; /* jansson's allocators before injection */
 static json_free_t saved_free;
 static bool armed;

@@ -81,6 +81,8 @@ char *weir__random_id(char *buf, size_t size, const char *prefix);
  * that lost bytes then, or call the text invalid (core/alloc.c).  Use it for
  * every parse whose result weir acts on. */
 json_t *weir__json_loadb(const char *buf, size_t len, size_t flags, json_error_t *jerr);
+/* weir__json_loadb of a NUL-terminated text (json_loads). */
+json_t *weir__json_loads(const char *text, size_t flags, json_error_t *jerr);
 /* Around a jansson parse weir makes itself (json_loadf, ...): false from
  * _end when an allocation failed in between, and what it parsed must not
  * be believed.  Always true when the host gave jansson allocators of its

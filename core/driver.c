@@ -1415,37 +1415,8 @@ static int cut_calls(weir__log *log, int *turn, int *step, json_t **calls) {
     *calls = json_array();
     if (!*calls)
         return WEIR_E_NOMEM;
-    size_t n = weir__log_count(log), start = n, from = n;
-    if (!weir__log_turn_open(log))
-        return WEIR_OK;
-    /* every seq read here is below the count: NULL is out of memory (open
-     * released the envelopes), never "not this type" */
-    for (size_t i = n; i-- > 0;) {
-        const json_t *ev = weir__log_event(log, i);
-        if (!ev)
-            return WEIR_E_NOMEM;
-        if (strcmp(weir__json_str(ev, "type", ""), "turn/start") == 0) {
-            start = i;
-            break;
-        }
-    }
-    bool step_open = false;
-    for (size_t i = start; i < n; i++) {
-        const json_t *ev = weir__log_event(log, i);
-        if (!ev)
-            return WEIR_E_NOMEM;
-        const char *type = weir__json_str(ev, "type", "");
-        const json_t *d = json_object_get(ev, "data");
-        if (strcmp(type, "turn/start") == 0)
-            *turn = (int)weir__json_int(d, "turn", 0);
-        else if (strcmp(type, "step/start") == 0) {
-            from = i;
-            step_open = true;
-            *step = (int)weir__json_int(d, "step", 0);
-        } else if (strcmp(type, "step/end") == 0)
-            step_open = false;
-    }
-    if (!step_open)
+    size_t n = weir__log_count(log), from = n;
+    if (!weir__log_open_step(log, turn, step, &from))
         return WEIR_OK;
     json_t *wanted = json_array(), *offered = json_object(), *called = json_object(),
            *reruns = json_object();

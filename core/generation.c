@@ -214,7 +214,7 @@ const char *weir__generation_receipt_job(const json_t *message, char *buf, size_
                                       "text", NULL);
     if (!text || text[0] != '{')
         return NULL;
-    json_t *receipt = weir__json_loadb(text, strlen(text), JSON_REJECT_DUPLICATES, NULL);
+    json_t *receipt = weir__json_loads(text, JSON_REJECT_DUPLICATES, NULL);
     const char *status = weir__json_str(receipt, "status", "");
     const char *job = weir__json_str(receipt, "job_id", NULL);
     const char *out = NULL;

@@ -406,7 +406,7 @@ static void md_cell(FILE *out, const char *s) {
 }
 
 static int write_schema(FILE *out, const char *text) {
-    json_t *schema = weir__json_loadb(text, strlen(text), 0, NULL);
+    json_t *schema = weir__json_loads(text, 0, NULL);
     char *pretty = schema ? json_dumps(schema, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(schema);
     if (!pretty)

@@ -156,7 +156,7 @@ int weir__hooks_create(weir__hooks **out) {
         if (!text)
             continue;
         /* the catalog's schemas are tested to parse: failing here is memory */
-        h->schemas[k] = weir__json_loadb(text, strlen(text), 0, NULL);
+        h->schemas[k] = weir__json_loads(text, 0, NULL);
         if (!h->schemas[k]) {
             weir__hooks_destroy(h);
             return WEIR_E_NOMEM;

@@ -124,7 +124,7 @@ static int check_config(const weir_plugin *p, const json_t *config, load_cache *
     json_t *schema = cached ? cached->ptr : NULL;
     if (!schema) {
         json_error_t jerr;
-        schema = weir__json_loadb(text, strlen(text), 0, &jerr);
+        schema = weir__json_loads(text, 0, &jerr);
         if (!schema) {
             if (json_error_code(&jerr) == json_error_out_of_memory)
                 return weir__err(err, WEIR_E_NOMEM, p->id, NULL,

@@ -12,8 +12,6 @@
  *     set still applies, and composing never depended on plugins.
  * The marks follow docs/schema.md ("secret").
  */
-#include <string.h>
-
 #include "common.h"
 #include "host_int.h"
 #include "schema.h"
@@ -41,7 +39,7 @@ static json_t *plugin_schema(const char *plugin, const json_t *plugin_path) {
     const weir_plugin_desc *desc = NULL;
     json_t *schema = NULL;
     if (weir__dl_open(path, &dl, &desc, NULL) == WEIR_OK && desc->config_schema)
-        schema = weir__json_loadb(desc->config_schema, strlen(desc->config_schema), JSON_DECODE_ANY, NULL);
+        schema = weir__json_loads(desc->config_schema, JSON_DECODE_ANY, NULL);
     weir__dl_close(dl); /* the schema text lives in the file: parsed before */
     weir__free(path);
     return schema;
@@ -51,7 +49,7 @@ int weir_config_redact(json_t *config, weir_error *err) {
     if (!json_is_object(config))
         return weir__err(err, WEIR_E_INVAL, NULL, NULL,
                          "weir_config_redact: the config is not an object");
-    json_t *builtin = weir__json_loadb(builtin_secrets, strlen(builtin_secrets), 0, NULL);
+    json_t *builtin = weir__json_loads(builtin_secrets, 0, NULL);
     if (!builtin)
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
     const json_t *plugin_path = json_object_get(config, "plugin_path");

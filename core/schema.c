@@ -552,7 +552,7 @@ int weir__schema_validate_text(const char *schema_text, const json_t *value, cha
     if (!schema_text)
         return weir__schema_validate(NULL, value, msg, msg_size);
     json_error_t jerr;
-    json_t *schema = weir__json_loadb(schema_text, strlen(schema_text), JSON_DECODE_ANY, &jerr);
+    json_t *schema = weir__json_loads(schema_text, JSON_DECODE_ANY, &jerr);
     if (!schema) {
         if (msg && msg_size)
             snprintf(msg, msg_size, "schema is not valid JSON: line %d: %s", jerr.line,

@@ -820,6 +820,21 @@ bool weir__log_turn_open(const weir__log *log) {
     return open;
 }
 
+bool weir__log_open_step(const weir__log *log, int *turn, int *step, size_t *start_seq) {
+    if (!log)
+        return false;
+    lock(log);
+    bool open = log->turn_open && log->step_open;
+    if (open && turn)
+        *turn = (int)log->open_turn;
+    if (open && step)
+        *step = (int)log->open_step;
+    if (open && start_seq)
+        *start_seq = log->step_start_seq;
+    unlock(log);
+    return open;
+}
+
 int weir__log_last_turn(const weir__log *log) {
     if (!log)
         return 0;

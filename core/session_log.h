@@ -294,6 +294,10 @@ int weir__log_settle_calls(weir__log *log, const char *why, weir_error *err);
 int weir__log_last_turn(const weir__log *log);
 /* Whether the last turn is open (turn/start without turn/end).  Thread-safe. */
 bool weir__log_turn_open(const weir__log *log);
+/* Whether a step of the open last turn is open; then *turn, *step and
+ * *start_seq (each may be NULL) are its numbers and the seq of its
+ * step/start (the log's folds: nothing is read back).  Thread-safe. */
+bool weir__log_open_step(const weir__log *log, int *turn, int *step, size_t *start_seq);
 /* Whether any request/header was ever logged (first request reason:
  * "initial" when false, "resume" when true).  Thread-safe. */
 bool weir__log_has_request_header(const weir__log *log);

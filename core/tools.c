@@ -466,7 +466,7 @@ int weir__tool_parse_args(const weir__tool_def *def, const char *text, json_t **
     } else {
         json_error_t jerr;
         memset(&jerr, 0, sizeof jerr);
-        v = weir__json_loadb(text, strlen(text), JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+        v = weir__json_loads(text, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
         if (!v) {
             /* jansson may fail an allocation before it fills the error */
             if (json_error_code(&jerr) == json_error_out_of_memory || !jerr.text[0])
