@@ -28,13 +28,16 @@
 #       min_ir_per_step=... min_ratio=...
 # (the set-up of issue #15: --shape tools, one turn of 22 steps with a tool
 # call each but the last; a figure, not the exit status)
-#   split steps=50 http=... decode=... emit=... request=... log=... derive=...
-#       compaction=... other=...
-# (with --chain default: weir's instructions per step by part, inclusive:
-# http = libcurl's transfer without the body callback, decode = the SSE
-# deltas into chunks, emit = the chunks into the stream and its live frames,
-# request = the request body, log = the session log's appends, derive = the
-# messages from the log, compaction = compaction-basic's pre-step check)
+#   split steps=50 total=... http=... decode=... emit=... request=... log=...
+#       derive=... hooks=... tools=... compaction=... policy=... lifecycle=...
+#       malloc=...
+#   split_tools steps=22 total=... (the same for the tools shape)
+# (with --chain default: weir's instructions per step by part of the host,
+# bench/split.py: each function's own instructions go to the part of its
+# source file, shared code (libc, jansson, weir's helpers) to the part that
+# called it, so the parts add up to total; malloc is how much of total is
+# malloc and free, whoever called them.  The tree is built with -g for it:
+# debug information does not change the code.  Needs python3.)
 #   flat steps=20 weir_ir_per_step=... raw_ir_per_step=... ratio=...
 #       weir_ratio_to_first=1.00 raw_ratio_to_first=1.00 excess_ir_per_step=...
 #       excess_ratio_to_first=1.00
@@ -75,7 +78,8 @@ while [ $# -gt 0 ]; do
 done
 command -v valgrind >/dev/null 2>&1 || { echo "check_instructions: valgrind is not installed" >&2; exit 2; }
 if [ $do_build = 1 ]; then
-    if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEIR_SANITIZE= \
+    if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+            -DCMAKE_C_FLAGS_RELEASE="-O3 -DNDEBUG -g" -DWEIR_SANITIZE= \
             -DWEIR_BUILD_TESTS=ON >"$build.configure.log" 2>&1; then
         echo "check_instructions: configure failed; see $build.configure.log" >&2
         exit 2
@@ -136,23 +140,19 @@ else
     status=2
 fi
 
-# where weir's instructions go (inclusive, per step; "other" is the rest:
-# hooks, inbox, turn/step logic, allocation)
-split_of() {
-    callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null | awk -v n="$2" '
-        function at(f) { return (f in ir) ? ir[f] : 0 }
-        { for (i = 2; i <= NF; i++) if ($i ~ /^\?\?\?:/) { f = substr($i, 5); if (!(f in ir)) { v = $1; gsub(",", "", v); ir[f] = v } } }
-        END {
-            total = at("weir_phase")
-            http = at("perform") - at("on_body"); emit = at("weir__stream_emit")
-            decode = at("openai_decoder_event") - emit; req = at("openai_request_build")
-            lg = at("weir__log_append"); derive = at("weir__log_derive"); comp = at("on_pre_step")
-            other = total - http - emit - decode - req - lg - derive - comp
-            printf "split steps=%d http=%d decode=%d emit=%d request=%d log=%d derive=%d compaction=%d other=%d\n",
-                n, http / n, decode / n, emit / n, req / n, lg / n, derive / n, comp / n, other / n
-        }'
+# where weir's instructions go, per step, by part of the host (bench/split.py:
+# every function's own instructions go to its source file's part, shared code
+# to its caller's; the parts add up to the total)
+split_of() { # split_of PROFILE STEPS LABEL
+    if command -v python3 >/dev/null 2>&1; then
+        python3 "$here/split.py" "$1" "$2" "$3" ||
+            { echo "check_instructions: bench/split.py failed on $1" >&2; status=2; }
+    else
+        echo "check_instructions: python3 is not installed: no $3 line" >&2
+    fi
 }
-[ "$chain" = default ] && split_of "$work/cg.weir_phase.$steps" "$steps"
+[ "$chain" = default ] && split_of "$work/cg.weir_phase.$steps" "$steps" split
+[ -s "$work/cg.tools.weir_phase" ] && split_of "$work/cg.tools.weir_phase" 22 split_tools
 
 # history-length flatness: the per-step mean at each step count
 w0=

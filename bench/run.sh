@@ -19,7 +19,10 @@ jobs=${BENCH_JOBS:-2}
 status=0
 
 echo "== configure + build (Release) in $build"
-if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEIR_SANITIZE= \
+# -g: callgrind's split needs every function's source file; it does not
+# change the code (bench/check_instructions.sh)
+if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_C_FLAGS_RELEASE="-O3 -DNDEBUG -g" -DWEIR_SANITIZE= \
         -DWEIR_BUILD_TESTS=ON >"$build.configure.log" 2>&1; then
     echo "configure failed; see $build.configure.log" >&2
     exit 2
