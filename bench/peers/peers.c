@@ -6,7 +6,12 @@
  * mock).  Only the loop is timed (the host is built before).  One line:
  *
  *   peer name=NAME sessions=S steps=K loop_ms_per_step=... peak_rss_mb=...
+ *       [open_us_per_session=... close_us_per_session=... send_us_per_step=...
+ *        run_us_per_step=...]
  *
+ * (the bracketed fields on weir's rows: wall time of weir_agent_open and
+ * weir_agent_close per session, of weir_agent_send_text and
+ * weir_agent_run_until_idle per step; they add up to the loop)
  * NAME: weir (provider-openai, fsync none), weir+policy (compaction-basic
  * with a known window and retry as well), weir-fsync-step (fsync step), and
  * c-raw: no weir at all, the C floor of the same loop (raw_client.py's loop
@@ -218,18 +223,25 @@ int main(int argc, char **argv) {
     }
     int rc = WEIR_OK;
     double t0 = now_ms(), checks = 0; /* the time of the outcome checks, not counted */
+    double open_ms = 0, send_ms = 0, run_ms = 0, close_ms = 0; /* where the loop goes */
     for (int s = 0; s < sessions && rc == WEIR_OK; s++) {
         char sid[32], text[64];
         snprintf(sid, sizeof sid, "peer-%d", s);
         weir_agent_options ao = WEIR_AGENT_OPTIONS_INIT;
         ao.session_id = sid;
         weir_agent *agent = NULL;
+        double o0 = now_ms();
         rc = weir_agent_open(host, &ao, &agent, &err);
+        open_ms += now_ms() - o0;
         for (int k = 0; k < steps && rc == WEIR_OK; k++) {
             snprintf(text, sizeof text, "session %d, step %d: tell me about peers", s, k);
+            double s0 = now_ms();
             rc = weir_agent_send_text(agent, text, WEIR_SEND_FOLLOWUP, &err);
+            double r0 = now_ms();
+            send_ms += r0 - s0;
             if (rc == WEIR_OK)
                 rc = weir_agent_run_until_idle(agent, &err);
+            run_ms += now_ms() - r0;
             double c0 = now_ms(); /* bench_turn.h: the turn completed with an answer */
             char what[64];
             snprintf(what, sizeof what, "session %d, step %d", s, k);
@@ -237,7 +249,9 @@ int main(int argc, char **argv) {
                 rc = bench_turn_ok(agent, what, &err);
             checks += now_ms() - c0;
         }
+        double x0 = now_ms();
         weir_agent_close(agent);
+        close_ms += now_ms() - x0;
     }
     double loop = now_ms() - t0 - checks;
     weir_host_destroy(host);
@@ -249,7 +263,11 @@ int main(int argc, char **argv) {
     const char *name = !strcmp(variant, "plain")    ? "weir"
                        : !strcmp(variant, "policy") ? "weir+policy"
                                                     : "weir-fsync-step";
-    printf("peer name=%s sessions=%d steps=%d loop_ms_per_step=%.3f peak_rss_mb=%.1f\n", name,
-           sessions, steps, loop / (sessions * steps), (double)peak_rss_kb() / 1024.0);
+    printf("peer name=%s sessions=%d steps=%d loop_ms_per_step=%.3f peak_rss_mb=%.1f"
+           " open_us_per_session=%.1f close_us_per_session=%.1f send_us_per_step=%.1f"
+           " run_us_per_step=%.1f\n",
+           name, sessions, steps, loop / (sessions * steps), (double)peak_rss_kb() / 1024.0,
+           1000.0 * open_ms / sessions, 1000.0 * close_ms / sessions,
+           1000.0 * send_ms / (sessions * steps), 1000.0 * run_ms / (sessions * steps));
     return 0;
 }

@@ -13,7 +13,9 @@
 # are not installed here; their figures came from an outside run of the same
 # loop.  The peers take turns for PEERS_REPS rounds and each row is its best
 # round (best_of=N says how many it ran), as bench_overhead's best_* figures.
-# Every row that ran is printed; the exit status is 2 when one failed.
+# Every row that ran is printed, then a peer_parts row for each weir row: where
+# its loop went (the agent's open and close per session, the send and the run
+# of a turn per step).  The exit status is 2 when one failed.
 #   PEERS_SESSIONS (200), PEERS_STEPS (5), PEERS_REPS (3)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -82,10 +84,20 @@ ms() { sed -n "s/.*name=$1 .*loop_ms_per_step=\([0-9.]*\).*/\1/p" "$out"; }
 floor=$(ms python-raw)
 cfloor=$(ms c-raw)
 pi=$(ms pi-agent-core)
+parts=$work/parts
+: >"$parts"
 while read -r line; do
     v=$(echo "$line" | sed 's/.*loop_ms_per_step=\([0-9.]*\).*/\1/')
+    # weir's rows say where their loop went: those fields get a table of their own
+    case $line in
+    *open_us_per_session=*)
+        echo "peer_parts $(echo "$line" | sed 's/^peer \(name=[^ ]*\).* \(open_us_per_session=.*\)/\1 \2/;
+                                                s/ best_of=[0-9]*$//')" >>"$parts"
+        line=$(echo "$line" | sed 's/ open_us_per_session=.* \(best_of=\)/ \1/') ;;
+    esac
     echo "$line $(awk -v a="$v" -v b="${floor:-0}" -v c="${cfloor:-0}" -v p="${pi:-0}" 'BEGIN {
         printf "ratio_to_python=%.2f ratio_to_c_raw=%.2f", (b > 0 ? a / b : 0), (c > 0 ? a / c : 0)
         if (p > 0) printf " ratio_to_pi=%.2f", a / p }')"
 done <"$out"
+cat "$parts"
 exit $rc
