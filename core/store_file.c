@@ -234,17 +234,19 @@ static int file_open(void *self, const char *id, const char *path, uint32_t flag
     }
     s->fd = -1;
     s->readonly = readonly;
-    int rc = readonly ? WEIR_OK : mkdir_parents(path, err);
-    if (rc == WEIR_OK) {
-        if (!readonly)
-            warn_loose_dir(path);
-        /* O_NONBLOCK: a FIFO must not block the open (it is refused below) */
-        s->fd = readonly ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-                         : open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0600);
-        if (s->fd < 0)
-            rc = weir__err(err, errno == ENOENT ? WEIR_E_NOT_FOUND : WEIR_E_IO, NULL, NULL,
-                           "session log %s: cannot open: %s", path, strerror(errno));
-    }
+    /* O_NONBLOCK: a FIFO must not block the open (it is refused below).  A
+     * writer makes the missing directories only when the open says they
+     * are missing: a session in an existing directory costs no mkdir. */
+    const int wflags = O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK;
+    int rc = WEIR_OK;
+    s->fd = readonly ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : open(path, wflags, 0600);
+    if (s->fd < 0 && !readonly && errno == ENOENT && (rc = mkdir_parents(path, err)) == WEIR_OK)
+        s->fd = open(path, wflags, 0600);
+    if (rc == WEIR_OK && s->fd < 0)
+        rc = weir__err(err, errno == ENOENT ? WEIR_E_NOT_FOUND : WEIR_E_IO, NULL, NULL,
+                       "session log %s: cannot open: %s", path, strerror(errno));
+    if (rc == WEIR_OK && !readonly)
+        warn_loose_dir(path);
     struct stat st;
     if (rc == WEIR_OK && (fstat(s->fd, &st) != 0 || !S_ISREG(st.st_mode)))
         rc = weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: not a regular file", path);
