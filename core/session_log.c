@@ -1032,6 +1032,8 @@ static int append_locked(weir__log *log, const char *type, const json_t *data,
         log->synced = log->count; /* the store synced it (WEIR_STORE_DURABLE) */
     keep_line(log, seq, log->line + start, n - 1);
 out:
+    if (!batch)
+        log->wlen = 0; /* the line is stored (or not): the buffer holds no batch */
     json_decref(ev);
     return rc;
 }
@@ -1142,6 +1144,15 @@ void weir__log_trim(weir__log *log, bool idle) {
         log->line_cap = 0;
     }
     unlock(log);
+}
+
+size_t weir__log_line_buffer(const weir__log *log) {
+    if (!log)
+        return 0;
+    lock(log);
+    size_t n = log->line_cap;
+    unlock(log);
+    return n;
 }
 
 int weir__log_checkpoint(weir__log *log, weir_error *err) {

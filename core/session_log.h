@@ -216,6 +216,9 @@ int weir__log_sync_durable(weir__log *log, weir_error *err);
  * the bytes of the log, not by its JSON trees (about 13 bytes a byte), in a
  * long turn as across turns.  Thread-safe. */
 void weir__log_trim(weir__log *log, bool idle);
+/* Bytes the reused line buffer holds now (0: none, as after an idle trim);
+ * for tests and benches.  Thread-safe. */
+size_t weir__log_line_buffer(const weir__log *log);
 /* fsync now (policy none: no-op). */
 int weir__log_sync(weir__log *log, weir_error *err);
 /* fsync when the policy is step (called at the points docs/session-log.md names); no-op for

@@ -102,6 +102,8 @@ static void tool_round_trip_puts_result_in_next_request(void **state) {
     assert_string_equal(reason_kind(&d, 0), "completed");
     const json_t *call = json_object_get(dh_find(&d, "tool/call", 0), "data");
     assert_string_equal(json_string_value(json_object_get(call, "arguments")), "{\"q\":\"weir\"}");
+    /* an idle agent keeps no line buffer (weir__log_trim) */
+    assert_int_equal(weir__log_line_buffer(d.agent->log), 0);
     dh_teardown(&d);
 }
 

@@ -297,6 +297,49 @@ static size_t check_open_turns(fixture *f);
 /* The live log refuses what would break the nesting of turns and steps
  * (weir log --check would refuse the log), names the open turn and step,
  * and writes nothing. */
+/* An idle trim leaves no line buffer, whatever the longest line was: an
+ * agent that once logged a large event does not hold its size while idle. */
+static void idle_trim_frees_the_line_buffer(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    seed(f->log);
+    weir_error err;
+    size_t big = 300 * 1024;
+    char *text = malloc(big + 1);
+    assert_non_null(text);
+    memset(text, 'x', big);
+    text[big] = '\0';
+    json_t *data = json_pack("{s:i, s:i, s:{s:s, s:[{s:s, s:s}], s:s, s:{s:s}}}", "turn", 1,
+                             "step", 1, "message", "role", "user", "content", "type", "text",
+                             "text", text, "id", "in-big", "source", "kind", "human");
+    free(text);
+    assert_non_null(data);
+    json_t *op = json_string("append");
+    int rc = weir__log_append(f->log, "user/message", data, op, NULL, 0, NULL, &err);
+    json_decref(op);
+    json_decref(data);
+    if (rc != WEIR_OK)
+        fail_msg("append: %s", err.text);
+    assert_true(weir__log_line_buffer(f->log) > big);
+    weir__log_trim(f->log, false); /* a step's end keeps it for the next append */
+    assert_true(weir__log_line_buffer(f->log) > big);
+    weir__log_trim(f->log, true);
+    assert_int_equal(weir__log_line_buffer(f->log), 0);
+    /* the next append starts a small buffer, and the log reads back whole */
+    must_add(f->log, "assistant/message", ASSISTANT("seen"));
+    assert_int_equal(weir__log_line_buffer(f->log), 4096);
+    weir__log_trim(f->log, true);
+    assert_int_equal(weir__log_line_buffer(f->log), 0);
+    open_log(f);
+    assert_int_equal(weir__log_count(f->log), 7);
+    json_t *msgs = weir__log_derive(f->log);
+    assert_int_equal(json_array_size(msgs), 4);
+    const json_t *content = json_object_get(json_array_get(msgs, 2), "content");
+    assert_int_equal(strlen(json_string_value(json_object_get(json_array_get(content, 0), "text"))),
+                     big);
+    json_decref(msgs);
+}
+
 static void nesting_breaks_are_refused(void **state) {
     fixture *f = *state;
     open_log(f);
@@ -1470,6 +1513,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(new_logs_are_private, setup, teardown),
         cmocka_unit_test_setup_teardown(check_and_open_agree, setup, teardown),
         cmocka_unit_test_setup_teardown(line_over_the_cap_is_rejected, setup, teardown),
+        cmocka_unit_test_setup_teardown(idle_trim_frees_the_line_buffer, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
