@@ -786,7 +786,9 @@ static int send_common(weir_agent *a, const json_t *message, weir_send_mode mode
     pthread_mutex_unlock(&a->mu);
     if (!known)
         known = weir__inbox_known(a->inbox, msg);
-    if (known < 0) {
+    if (known == -2) {
+        rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
+    } else if (known < 0) {
         rc = weir__err(err, WEIR_E_DUPLICATE, NULL, NULL,
                        "inbox: input id '%s' was already used with different content", id);
     } else if (known > 0) {

@@ -26,7 +26,9 @@ struct weir__inbox {
     pthread_mutex_t mu_storage;
     pthread_mutex_t *mu; /* recursive: a log observer may read the inbox */
     json_t *lists[2];    /* arrays of messages */
-    json_t *delivered;   /* input id -> message, for dedupe */
+    json_t *delivered;   /* input id -> its canonical text (weir__json_canonical), for
+                            dedupe: the message itself is in the log, and a text costs
+                            its bytes where a tree costs several times them */
     json_t *meta;        /* input id -> {n, anchor?} of queued messages */
     json_int_t next_arrival;
     int running_turn;    /* anchored input may target this turn (0: none) */
@@ -41,8 +43,8 @@ static void ib_unlock(const weir__inbox *ib) { pthread_mutex_unlock(ib->mu); }
 
 static const char *msg_id(const json_t *m) { return weir__json_str(m, "id", NULL); }
 
-/* The queued or delivered message with input id `id` (borrowed), or NULL. */
-static const json_t *find_id(const weir__inbox *ib, const char *id) {
+/* The queued message with input id `id` (borrowed), or NULL. */
+static const json_t *find_queued(const weir__inbox *ib, const char *id) {
     for (int t = 0; t < 2; t++) {
         size_t i;
         json_t *m;
@@ -52,7 +54,38 @@ static const json_t *find_id(const weir__inbox *ib, const char *id) {
                 return m;
         }
     }
-    return json_object_get(ib->delivered, id);
+    return NULL;
+}
+
+/* Whether input id `id` is queued or delivered. */
+static bool known_id(const weir__inbox *ib, const char *id) {
+    return find_queued(ib, id) || json_object_get(ib->delivered, id);
+}
+
+/* Whether input id `id` was seen, against `message`: 0 not seen, 1 seen
+ * with the same content (json_equal), -1 with other content, -2 out of
+ * memory.  With the lock. */
+static int seen_as(const weir__inbox *ib, const char *id, const json_t *message) {
+    const json_t *queued = find_queued(ib, id);
+    if (queued)
+        return json_equal(queued, message) ? 1 : -1;
+    const char *text = json_string_value(json_object_get(ib->delivered, id));
+    if (!text)
+        return 0;
+    char *mine = weir__json_canonical(message);
+    if (!mine)
+        return -2;
+    int r = strcmp(mine, text) == 0 ? 1 : -1;
+    free(mine);
+    return r;
+}
+
+/* Record message `m` as delivered.  0, or -1 when memory ran out. */
+static int mark_delivered(weir__inbox *ib, const json_t *m) {
+    char *text = weir__json_canonical(m);
+    int rc = text ? json_object_set_new(ib->delivered, msg_id(m), json_string_nocheck(text)) : -1;
+    free(text);
+    return rc == 0 ? 0 : -1;
 }
 
 static json_int_t arrival_of(const weir__inbox *ib, const json_t *m) {
@@ -122,7 +155,7 @@ static int fold_splice(weir__inbox *ib, const json_t *data) {
         return -1;
     for (json_int_t i = 0; i < removed; i++) {
         json_t *m = json_array_get(list, (size_t)start);
-        if (!outcome && json_object_set(ib->delivered, msg_id(m), m) != 0)
+        if (!outcome && mark_delivered(ib, m) != 0)
             return -2;
         json_object_del(ib->meta, msg_id(m));
         json_array_remove(list, (size_t)start);
@@ -130,7 +163,7 @@ static int fold_splice(weir__inbox *ib, const json_t *data) {
     size_t i;
     json_t *m;
     json_array_foreach(inserted, i, m) {
-        if (!json_is_object(m) || !msg_id(m) || find_id(ib, msg_id(m)))
+        if (!json_is_object(m) || !msg_id(m) || known_id(ib, msg_id(m)))
             return -1;
         json_t *meta = new_meta(ib, janchor ? (int)json_integer_value(janchor) : 0);
         if (!meta || json_object_set_new(ib->meta, msg_id(m), meta) != 0 ||
@@ -154,7 +187,7 @@ static int rebuild(weir__inbox *ib, weir_error *err) {
              * live inbox does */
             json_t *m = json_object_get(data, "message");
             if (msg_id(m) && !json_object_get(ib->delivered, msg_id(m)) &&
-                json_object_set(ib->delivered, msg_id(m), m) != 0)
+                mark_delivered(ib, m) != 0)
                 rc = -2;
         } else if (strcmp(type, "agent/inbox/spliced") == 0) {
             rc = fold_splice(ib, data);
@@ -277,11 +310,12 @@ static int add(weir__inbox *ib, const json_t *message, int t, int anchor, bool *
                          "inbox: add needs a message object with a non-empty \"id\"");
     const char *id = msg_id(message);
     ib_lock(ib);
-    const json_t *seen = find_id(ib, id);
+    int seen = seen_as(ib, id, message);
     if (seen) {
-        bool same = json_equal(seen, message);
         ib_unlock(ib);
-        if (!same)
+        if (seen == -2)
+            return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
+        if (seen < 0)
             return weir__err(err, WEIR_E_DUPLICATE, NULL, NULL,
                              "inbox: input id '%s' was already used with different content", id);
         if (duplicate)
@@ -366,7 +400,7 @@ static int take(weir__inbox *ib, int t, size_t limit, const char *outcome, json_
      * no queued id is in `delivered`, so every one marked here is new */
     for (; rc == WEIR_OK && !outcome && marked < n; marked++) {
         json_t *m = json_array_get(list, marked);
-        if (json_object_set(ib->delivered, msg_id(m), m) != 0)
+        if (mark_delivered(ib, m) != 0)
             rc = WEIR_E_NOMEM;
     }
     if (rc != WEIR_OK)
@@ -533,8 +567,7 @@ int weir__inbox_known(weir__inbox *ib, const json_t *message) {
     if (!ib || !id)
         return 0;
     ib_lock(ib);
-    const json_t *seen = find_id(ib, id);
-    int r = !seen ? 0 : json_equal(seen, message) ? 1 : -1;
+    int r = seen_as(ib, id, message);
     ib_unlock(ib);
     return r;
 }
@@ -544,8 +577,7 @@ int weir__inbox_remember(weir__inbox *ib, const json_t *message) {
     if (!ib || !id)
         return WEIR_E_INVAL;
     ib_lock(ib);
-    int rc = json_object_get(ib->delivered, id) ||
-                     json_object_set_new(ib->delivered, id, json_deep_copy(message)) == 0
+    int rc = json_object_get(ib->delivered, id) || mark_delivered(ib, message) == 0
                  ? WEIR_OK
                  : WEIR_E_NOMEM;
     ib_unlock(ib);

@@ -106,7 +106,8 @@ void weir__inbox_stop(weir__inbox *ib);
 
 /*
  * Whether input id `id` is queued or delivered: 0 no, 1 with content equal
- * to `message` (borrowed), -1 with other content.
+ * to `message` (borrowed; json_equal), -1 with other content, -2 when
+ * memory ran out comparing them.
  */
 int weir__inbox_known(weir__inbox *ib, const json_t *message);
 

@@ -172,6 +172,35 @@ static void delivered_ids_are_remembered(void **state) {
     assert_int_equal(weir__inbox_count(f->ib, true), 0);
 }
 
+/* A delivered message is remembered by its content, not its key order: the
+ * same message with its keys in another order is the same input. */
+static void delivered_dedupe_ignores_key_order(void **state) {
+    fixture *f = *state;
+    add(f, "k", "keys", false);
+    json_t *claimed = NULL;
+    weir_error err;
+    assert_int_equal(weir__inbox_claim(f->ib, true, 1, &claimed, &err), WEIR_OK);
+    assert_int_equal(json_array_size(claimed), 1);
+    json_decref(claimed);
+    for (int reopen = 0; reopen < 2; reopen++) {
+        if (reopen)
+            open_all(f);
+        json_t *m = json_pack("{s:s,s:[{s:s,s:s}],s:s}", "id", "k", "content", "text", "keys",
+                              "type", "text", "role", "user");
+        bool dup = false;
+        assert_int_equal(weir__inbox_known(f->ib, m), 1);
+        assert_int_equal(weir__inbox_add(f->ib, m, false, &dup, &err), WEIR_OK);
+        assert_true(dup);
+        json_decref(m);
+        m = json_pack("{s:s,s:[{s:s,s:s}],s:s}", "id", "k", "content", "text", "keys!", "type",
+                      "text", "role", "user");
+        assert_int_equal(weir__inbox_known(f->ib, m), -1);
+        assert_int_equal(weir__inbox_add(f->ib, m, false, &dup, &err), WEIR_E_DUPLICATE);
+        json_decref(m);
+    }
+    assert_int_equal(weir__inbox_count(f->ib, false), 0);
+}
+
 /* Comma-joined ids of a claim (borrowed into a static buffer). */
 static const char *claim_ids(const json_t *claimed) {
     static char buf[256];
@@ -501,6 +530,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(same_id_same_content_acknowledged_once, setup, teardown),
         cmocka_unit_test_setup_teardown(same_id_different_content_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(delivered_ids_are_remembered, setup, teardown),
+        cmocka_unit_test_setup_teardown(delivered_dedupe_ignores_key_order, setup, teardown),
         cmocka_unit_test_setup_teardown(claim_keeps_arrival_order_behind_a_queued_prompt, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
