@@ -93,11 +93,6 @@ bool weir__json_parse_end(unsigned long mark);
  * derive == request comparison.  New malloc'd string (free with free()),
  * or NULL. */
 char *weir__json_dump(const json_t *v);
-/* Compact with the keys sorted: two values have the same text when
- * json_equal holds (but for a real -0.0 against 0.0), so a text can stand
- * for a value that need only be compared.  New malloc'd string (free with
- * free()), or NULL. */
-char *weir__json_canonical(const json_t *v);
 /* The same bytes as json_dump_callback(v, cb, ud, JSON_COMPACT |
  * JSON_PRESERVE_ORDER | JSON_ENCODE_ANY), handed to `cb` in chunks of up to
  * 4 KiB (core/json_write.c).  0, or -1 when `cb` failed, a string is not

@@ -1341,7 +1341,7 @@ static void close_failed_turn(turn_ctx *t) {
 }
 
 static int finish_turn(turn_ctx *t, int rc) {
-    weir__log_trim(t->a->log, true); /* an idle agent keeps no line buffer */
+    weir__log_trim(t->a->log, true); /* an idle agent keeps no grown line buffer */
     json_decref(t->reason);
     json_decref(t->assembly);
     weir__free(t->system_text);

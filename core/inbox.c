@@ -26,7 +26,7 @@ struct weir__inbox {
     pthread_mutex_t mu_storage;
     pthread_mutex_t *mu; /* recursive: a log observer may read the inbox */
     json_t *lists[2];    /* arrays of messages */
-    json_t *delivered;   /* input id -> its canonical text (weir__json_canonical), for
+    json_t *delivered;   /* input id -> the message's compact text (weir__json_dump), for
                             dedupe: the message itself is in the log, and a text costs
                             its bytes where a tree costs several times them */
     json_t *meta;        /* input id -> {n, anchor?} of queued messages */
@@ -69,20 +69,28 @@ static int seen_as(const weir__inbox *ib, const char *id, const json_t *message)
     const json_t *queued = find_queued(ib, id);
     if (queued)
         return json_equal(queued, message) ? 1 : -1;
-    const char *text = json_string_value(json_object_get(ib->delivered, id));
-    if (!text)
+    const json_t *stored = json_object_get(ib->delivered, id);
+    if (!stored)
         return 0;
-    char *mine = weir__json_canonical(message);
+    char *mine = weir__json_dump(message);
     if (!mine)
         return -2;
-    int r = strcmp(mine, text) == 0 ? 1 : -1;
+    int r = strcmp(mine, json_string_value(stored)) == 0 ? 1 : 0;
     free(mine);
+    if (r) /* the same text */
+        return 1;
+    /* json_equal's verdict, whatever the key order of either text */
+    json_t *was = weir__json_loadb(json_string_value(stored), json_string_length(stored), 0, NULL);
+    if (!was)
+        return -2;
+    r = json_equal(was, message) ? 1 : -1;
+    json_decref(was);
     return r;
 }
 
 /* Record message `m` as delivered.  0, or -1 when memory ran out. */
 static int mark_delivered(weir__inbox *ib, const json_t *m) {
-    char *text = weir__json_canonical(m);
+    char *text = weir__json_dump(m);
     int rc = text ? json_object_set_new(ib->delivered, msg_id(m), json_string_nocheck(text)) : -1;
     free(text);
     return rc == 0 ? 0 : -1;

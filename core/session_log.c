@@ -96,6 +96,11 @@ bool weir__log_is_core_type(const char *type) {
     return false;
 }
 
+/* The line buffer's first size.  An idle trim keeps a buffer of this size
+ * (freeing it would cost glibc a consolidation of its fast bins at the next
+ * turn's first append, ~18 k instructions a turn) and frees a larger one. */
+#define LINE_FIRST 4096
+
 static void lock(const weir__log *log) { pthread_mutex_lock(log->mu); }
 static void unlock(const weir__log *log) { pthread_mutex_unlock(log->mu); }
 
@@ -892,7 +897,7 @@ static int dump_into(const char *buf, size_t size, void *ud) {
     weir__log *log = ud;
     size_t need = log->wlen + size + 2; /* the newline and a NUL */
     if (need > log->line_cap) {
-        size_t cap = log->line_cap ? log->line_cap : 4096;
+        size_t cap = log->line_cap ? log->line_cap : LINE_FIRST;
         while (cap < need)
             cap *= 2;
         char *grown = weir__realloc(log->line, cap);
@@ -1138,7 +1143,7 @@ void weir__log_trim(weir__log *log, bool idle) {
         if (!log->lent[log->remade[k]])
             release(log, log->remade[k]);
     log->remade_n = 0;
-    if (idle && log->wlen == 0) { /* no batch is being written */
+    if (idle && log->wlen == 0 && log->line_cap > LINE_FIRST) { /* no batch is being written */
         weir__free(log->line);
         log->line = NULL;
         log->line_cap = 0;

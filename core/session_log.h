@@ -212,12 +212,13 @@ int weir__log_sync_durable(weir__log *log, weir_error *err);
  * the next step starts), and those it read back since.  With `idle` true (the
  * driver, when a turn ends): every loan ends (weir__log_event_lend) and the
  * lent envelopes behind the window go, those read back, and the line buffer appends
- * serialize into; the newest step's envelopes stay.  Memory then grows by
+ * serialize into when a long line grew it past its first 4 KiB (one of that
+ * size stays); the newest step's envelopes stay.  Memory then grows by
  * the bytes of the log, not by its JSON trees (about 13 bytes a byte), in a
  * long turn as across turns.  Thread-safe. */
 void weir__log_trim(weir__log *log, bool idle);
-/* Bytes the reused line buffer holds now (0: none, as after an idle trim);
- * for tests and benches.  Thread-safe. */
+/* Bytes the reused line buffer holds now (0: none; at most 4 KiB after an
+ * idle trim); for tests and benches.  Thread-safe. */
 size_t weir__log_line_buffer(const weir__log *log);
 /* fsync now (policy none: no-op). */
 int weir__log_sync(weir__log *log, weir_error *err);

@@ -107,19 +107,6 @@ char *weir__json_dump(const json_t *v) {
     return d.s;
 }
 
-char *weir__json_canonical(const json_t *v) {
-    if (!v)
-        return NULL;
-    dump_buf d = {weir__malloc(256), 0, 256};
-    if (!d.s || json_dump_callback(v, dump_grow, &d,
-                                   JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) != 0) {
-        free(d.s);
-        return NULL;
-    }
-    d.s[d.len] = '\0';
-    return d.s;
-}
-
 static bool sole_at(const json_t *v, int depth) {
     if (!json_is_object(v) && !json_is_array(v))
         return true; /* scalars: never changed in place once built (see common.h) */

@@ -102,8 +102,34 @@ static void tool_round_trip_puts_result_in_next_request(void **state) {
     assert_string_equal(reason_kind(&d, 0), "completed");
     const json_t *call = json_object_get(dh_find(&d, "tool/call", 0), "data");
     assert_string_equal(json_string_value(json_object_get(call, "arguments")), "{\"q\":\"weir\"}");
-    /* an idle agent keeps no line buffer (weir__log_trim) */
-    assert_int_equal(weir__log_line_buffer(d.agent->log), 0);
+    dh_teardown(&d);
+}
+
+/* A turn whose tool result is a long line grows the log's line buffer; the
+ * idle agent does not keep it (weir__log_trim). */
+static void idle_agent_keeps_no_grown_line_buffer(void **state) {
+    (void)state;
+    char reply[24 * 1024];
+    memset(reply, 'x', sizeof reply - 1);
+    reply[sizeof reply - 1] = '\0';
+    char *rows = malloc(sizeof reply + 1024);
+    assert_non_null(rows);
+    snprintf(rows, sizeof reply + 1024,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":["
+             "{\"text\":\"Let me look.\",\"tool_calls\":[{\"id\":\"c1\",\"name\":\"lookup\","
+             "\"arguments\":{\"q\":\"weir\"}}]},{\"text\":\"Found it.\"}]}},"
+             "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"
+             "[{\"name\":\"lookup\",\"reply\":\"%s\"}]}}]",
+             reply);
+    dh d;
+    dh_setup(&d, rows, NULL);
+    free(rows);
+    dh_open(&d, "long");
+    dh_send(&d, "look it up", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_string_equal(reason_kind(&d, 0), "completed");
+    assert_non_null(dh_find(&d, "tool/result", 0));
+    assert_true(weir__log_line_buffer(d.agent->log) <= 4096);
     dh_teardown(&d);
 }
 
@@ -855,6 +881,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(simple_turn_emits_ordered_events),
         cmocka_unit_test(tool_round_trip_puts_result_in_next_request),
+        cmocka_unit_test(idle_agent_keeps_no_grown_line_buffer),
         cmocka_unit_test(background_job_result_returns_as_a_service_message),
         cmocka_unit_test(idle_job_result_wakes_the_agent),
         cmocka_unit_test(cancel_job_cancels_and_never_returns),
