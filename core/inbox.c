@@ -72,18 +72,18 @@ static int seen_as(const weir__inbox *ib, const char *id, const json_t *message)
     const json_t *stored = json_object_get(ib->delivered, id);
     if (!stored)
         return 0;
+    /* the same text is the same message (NULL: memory ran out, or a value
+     * the log could not write: then only the comparison below decides) */
     char *mine = weir__json_dump(message);
-    if (!mine)
-        return -2;
-    int r = strcmp(mine, json_string_value(stored)) == 0 ? 1 : 0;
+    bool same = mine && strcmp(mine, json_string_value(stored)) == 0;
     free(mine);
-    if (r) /* the same text */
+    if (same)
         return 1;
     /* json_equal's verdict, whatever the key order of either text */
     json_t *was = weir__json_loadb(json_string_value(stored), json_string_length(stored), 0, NULL);
     if (!was)
         return -2;
-    r = json_equal(was, message) ? 1 : -1;
+    int r = json_equal(was, message) ? 1 : -1;
     json_decref(was);
     return r;
 }
