@@ -112,7 +112,6 @@ def parse(path):
                "cfl": "fl", "fn": "fn", "cfn": "fn"}
     self_ir = {}   # func -> own instructions
     arcs = {}      # (caller, callee) -> inclusive instructions of the calls
-    where = {}     # func -> (obj, file)
     ob = fl = ""
     fn = None
     cob = cfl = cfn = None
@@ -140,7 +139,6 @@ def parse(path):
                 if pending_call:
                     key = (fn, (cob or ob, cfl or fl, cfn))
                     arcs[key] = arcs.get(key, 0) + ir
-                    where.setdefault(key[1], (cob or ob, cfl or fl))
                     pending_call = False
                     cob = cfl = cfn = None
                 else:
@@ -155,7 +153,6 @@ def parse(path):
                 name(k, v)  # inlined code: the function keeps its own file
             elif k == "fn":
                 fn = (ob, fl, name(k, v))
-                where.setdefault(fn, (ob, fl))
             elif k == "cob":
                 cob = name(k, v)
             elif k in ("cfi", "cfl"):
@@ -167,7 +164,7 @@ def parse(path):
             elif line.startswith("summary:") or line.startswith("totals:"):
                 if total is None:
                     total = int(line.split()[1])
-    return self_ir, arcs, where, total
+    return self_ir, arcs, total
 
 
 def main():
@@ -178,7 +175,7 @@ def main():
         args = args[2:]
     if len(args) < 2:
         sys.exit("usage: split.py [--top N] CALLGRIND_OUT STEPS [LABEL]")
-    self_ir, arcs, where, total = parse(args[0])
+    self_ir, arcs, total = parse(args[0])
     steps = int(args[1])
     label = args[2] if len(args) > 2 else "split"
     funcs = set(self_ir) | {a for a, _ in arcs} | {b for _, b in arcs}
