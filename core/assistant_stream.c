@@ -404,6 +404,66 @@ static json_t *derived_call_id(const char *key, json_int_t time) {
     return json_string(id);
 }
 
+/* Whether `id` is the id of a tool_call block of `content` other than
+ * block `except`, or one of the ids `taken` already holds. */
+static bool id_used(const json_t *content, size_t except, const json_t *taken, const char *id) {
+    if (json_object_get(taken, id))
+        return true;
+    size_t i;
+    const json_t *b;
+    json_array_foreach(content, i, b) {
+        if (i != except && !strcmp(weir__json_str(b, "type", ""), "tool_call") &&
+            !strcmp(weir__json_str(b, "id", ""), id))
+            return true;
+    }
+    return false;
+}
+
+int weir__calls_unique(json_t *content, json_t *renamed) {
+    if (!json_is_array(content))
+        return 0;
+    json_t *taken = json_object(); /* the ids kept so far, in block order */
+    if (!taken)
+        return -1;
+    int rc = 0;
+    size_t i;
+    json_t *b;
+    json_array_foreach(content, i, b) {
+        if (strcmp(weir__json_str(b, "type", ""), "tool_call"))
+            continue;
+        const char *id = weir__json_str(b, "id", "");
+        char *fresh = NULL;
+        if (!*id || json_object_get(taken, id)) {
+            /* "<id>_<n>" (n from 2), or "call_<n>" for an empty id: the
+             * characters every provider accepts in an id; an n whose name
+             * another block holds, or will hold, is skipped */
+            for (unsigned n = 2; rc == 0 && !fresh; n++) {
+                fresh = weir__asprintf("%s_%u", *id ? id : "call", n);
+                if (!fresh)
+                    rc = -1;
+                else if (id_used(content, i, taken, fresh)) {
+                    weir__free(fresh);
+                    fresh = NULL;
+                }
+            }
+            if (rc == 0 &&
+                ((renamed && json_array_append_new(
+                                 renamed, json_pack("{s:I, s:s, s:s}", "block", (json_int_t)i,
+                                                    "was", id, "id", fresh)) != 0) ||
+                 json_object_set_new(b, "id", json_string(fresh)) != 0))
+                rc = -1;
+            id = weir__json_str(b, "id", "");
+        }
+        if (rc == 0 && json_object_set_new(taken, id, json_true()) != 0)
+            rc = -1;
+        weir__free(fresh);
+        if (rc != 0)
+            break;
+    }
+    json_decref(taken);
+    return rc;
+}
+
 int weir__stream_assemble(const json_t *chunks, bool with_calls, weir__assembled *out) {
     memset(out, 0, sizeof *out);
     fold f = {NULL, 0, 0};
@@ -463,19 +523,29 @@ int weir__stream_assemble(const json_t *chunks, bool with_calls, weir__assembled
             if (!*weir__json_str(b, "id", "")) { /* some servers send no call ids */
                 char key[32];
                 snprintf(key, sizeof key, "%lld", (long long)f.v[i].index);
-                json_object_set_new(b, "id", derived_call_id(key, f.v[i].first));
+                if (json_object_set_new(b, "id", derived_call_id(key, f.v[i].first)) != 0)
+                    goto fail;
             }
-            if (json_array_append_new(out->calls,
-                                      json_pack("{s:O, s:O, s:O}", "id", json_object_get(b, "id"),
-                                                "name", json_object_get(b, "name"), "arguments",
-                                                json_object_get(b, "arguments"))) != 0)
-                goto fail;
         } else if (!*weir__json_str(b, "text", "")) {
             continue; /* empty text/reasoning blocks carry nothing */
         } else {
             out->visible = true;
         }
         if (json_array_append(content, b) != 0)
+            goto fail;
+    }
+    /* one id per call: a server that repeats an id in one reply (call_0 in
+     * every response, two tool_use blocks with one id) gets distinct ones,
+     * the same on every fold of the stream (docs/session-log.md) */
+    if (weir__calls_unique(content, NULL) != 0)
+        goto fail;
+    json_array_foreach(content, i, c) {
+        if (strcmp(weir__json_str(c, "type", ""), "tool_call"))
+            continue;
+        if (json_array_append_new(out->calls,
+                                  json_pack("{s:O, s:O, s:O}", "id", json_object_get(c, "id"),
+                                            "name", json_object_get(c, "name"), "arguments",
+                                            json_object_get(c, "arguments"))) != 0)
             goto fail;
     }
     out->message = json_pack("{s:s, s:o}", "role", "assistant", "content", content);

@@ -65,4 +65,15 @@ typedef struct weir__assembled {
  */
 int weir__stream_assemble(const json_t *chunks, bool with_calls, weir__assembled *out);
 
+/*
+ * Give every tool_call block of `content` (borrowed, changed in place; an
+ * assistant message's content) an id no other block of it has: the first
+ * block with an id keeps it, a repeat becomes "<id>_<n>" (n = 2, 3, ...),
+ * an empty id "call_<n>", each n the smallest whose name no block holds.
+ * The same content is always renamed the same way.  `renamed` (borrowed,
+ * may be NULL) gets one {block, was, id} per renamed block.  0, or -1 when
+ * out of memory (the blocks renamed so far keep their new ids).
+ */
+int weir__calls_unique(json_t *content, json_t *renamed);
+
 #endif

@@ -52,6 +52,21 @@ if [ -f "$PLUGINS/weir-tools-ffi.so" ]; then
         event_line "$LOG" tool/result | grep -q '1024' || fail "tools: tool/result lacks 1024"
         [ "$(count_events "$LOG" assistant/message)" = 2 ] || fail "tools: assistant/message count"
     fi
+    # 2b. one reply that repeats a call id (compatible servers number call_0
+    # per response): both calls run, each gets its own id and idempotency
+    # key, the next request pairs every result with its call (the mock
+    # answers 400 as the vendors do otherwise), and the log checks.
+    if run_case dup-ids '{"requests":[
+        {"tool_calls":[{"id":"c1","name":"pow","arguments":"{\"x\":2,\"y\":3}"},
+                       {"id":"c1","name":"pow","arguments":"{\"x\":2,\"y\":4}"}]},
+        {"text":"8 and 16.","expect":{"message_contains":"16"}}]}' "Two powers" "$MATH"; then
+        event_line "$OUT" turn/end | grep -q '"kind":"completed"' ||
+            fail "dup-ids: turn/end not completed: $(event_line "$OUT" turn/end)"
+        [ "$(count_events "$LOG" tool/result)" = 2 ] || fail "dup-ids: tool/result count"
+        keys=$(grep -o '"idempotency_key":"[^"]*"' "$LOG" | sort -u | wc -l)
+        [ "$keys" = 2 ] || fail "dup-ids: $keys distinct idempotency keys, want 2"
+        "$WEIR" log "$LOG" --derive >/dev/null 2>&1 || fail "dup-ids: the reader refuses the log"
+    fi
 else
     fail "tools: $PLUGINS/weir-tools-ffi.so is not built"
 fi

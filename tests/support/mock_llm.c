@@ -5,8 +5,10 @@
  * One accept thread; one thread per connection, each serving HTTP/1.1
  * requests in a keep-alive loop.  Every blocking wait polls a wake pipe
  * (reads, writes, delays) that mock_llm_stop makes readable, so stop never
- * hangs on a stalled or non-reading client.  After start the server uses only libc (no jansson, no weir__
- * allocators); running out of memory aborts (this is test support).
+ * hangs on a stalled or non-reading client.  After start the server uses
+ * libc and, only to check a request's tool-call pairing, jansson (a parse
+ * that fails skips that check); never weir__ allocators.  Running out of
+ * memory aborts (this is test support).
  */
 #include "mock_llm.h"
 
@@ -634,6 +636,113 @@ static char *error_body(api_kind api, const char *type, const char *code, const 
     return b.p;
 }
 
+/*
+ * The tool-call pairing rules both APIs enforce on every request, with the
+ * messages they answer (a request that breaks one gets that 400):
+ * - Anthropic (docs.anthropic.com, "Implementing tool use": tool_result
+ *   blocks answer the tool_use blocks of the previous assistant message,
+ *   first in the next user message): tool_use ids are unique in a request;
+ *   every tool_result's tool_use_id names a tool_use of the previous
+ *   message; every tool_use is answered in the very next message.
+ * - OpenAI Chat Completions (API reference, "tool" message: tool_call_id
+ *   is "Tool call that this message is responding to"): an assistant
+ *   message with tool_calls is followed by one tool message per
+ *   tool_call_id; a tool message answers a call of the assistant message
+ *   before it.  Ids repeated in one message make the answer ambiguous and
+ *   are refused as well.
+ * NULL when the request keeps them (or is not JSON: its own checks decide),
+ * else a new error message.  Uses jansson: a parse that fails (for example
+ * while a unit test fails allocations) skips the check.
+ */
+static char *pairing_error(api_kind api, const char *body) {
+    json_t *root = json_loads(body, 0, NULL);
+    const json_t *msgs = json_object_get(root, "messages");
+    sb err = {0};
+    json_t *open = NULL; /* the ids the previous message asked for, unanswered */
+    json_t *all = json_object();
+    size_t i;
+    const json_t *m;
+    json_array_foreach(msgs, i, m) {
+        if (err.p || !all)
+            break;
+        const char *role = json_string_value(json_object_get(m, "role"));
+        role = role ? role : "";
+        json_t *asked = json_object();
+        if (api == API_ANTHROPIC) {
+            const json_t *content = json_object_get(m, "content");
+            size_t j;
+            const json_t *b;
+            json_array_foreach(content, j, b) {
+                const char *type = json_string_value(json_object_get(b, "type"));
+                if (type && !strcmp(type, "tool_use")) {
+                    const char *id = json_string_value(json_object_get(b, "id"));
+                    if (!id || json_object_get(all, id)) {
+                        sb_printf(&err, "messages.%zu.content.%zu: `tool_use` ids must be unique", i, j);
+                        break;
+                    }
+                    json_object_set_new(all, id, json_true());
+                    json_object_set_new(asked, id, json_true());
+                } else if (type && !strcmp(type, "tool_result")) {
+                    const char *id = json_string_value(json_object_get(b, "tool_use_id"));
+                    if (!id || !json_object_get(open, id)) {
+                        sb_printf(&err, "messages.%zu.content.%zu: unexpected `tool_use_id` found in "
+                                  "`tool_result` blocks: %s. Each `tool_result` block must have a "
+                                  "corresponding `tool_use` block in the previous message.", i, j,
+                                  id ? id : "(none)");
+                        break;
+                    }
+                    json_object_del(open, id);
+                }
+            }
+            if (!err.p && json_object_size(open) > 0) {
+                sb_printf(&err, "messages.%zu: `tool_use` ids were found without `tool_result` blocks "
+                          "immediately after: %s. Each `tool_use` block must have a corresponding "
+                          "`tool_result` block in the next message.", i > 0 ? i - 1 : 0,
+                          json_object_iter_key(json_object_iter(open)));
+            }
+            json_decref(open);
+            open = asked;
+            continue;
+        }
+        /* OpenAI: tool messages answer the open calls; anything else closes them */
+        if (!strcmp(role, "tool")) {
+            const char *id = json_string_value(json_object_get(m, "tool_call_id"));
+            if (!id || !json_object_get(open, id))
+                sb_printf(&err, "Invalid parameter: messages with role 'tool' must be a response to "
+                          "a preceeding message with 'tool_calls'. (messages.[%zu].tool_call_id: %s)",
+                          i, id ? id : "(none)");
+            else
+                json_object_del(open, id);
+            json_decref(asked);
+            continue;
+        }
+        if (json_object_size(open) > 0) {
+            sb_printf(&err, "An assistant message with 'tool_calls' must be followed by tool "
+                      "messages responding to each 'tool_call_id'. The following tool_call_ids did "
+                      "not have response messages: %s", json_object_iter_key(json_object_iter(open)));
+            json_decref(asked);
+            break;
+        }
+        size_t j;
+        const json_t *c;
+        json_array_foreach(json_object_get(m, "tool_calls"), j, c) {
+            const char *id = json_string_value(json_object_get(c, "id"));
+            if (!id || json_object_get(asked, id)) {
+                sb_printf(&err, "Invalid parameter: messages.[%zu].tool_calls.[%zu].id repeats '%s'",
+                          i, j, id ? id : "(none)");
+                break;
+            }
+            json_object_set_new(asked, id, json_true());
+        }
+        json_decref(open);
+        open = asked;
+    }
+    json_decref(open);
+    json_decref(all);
+    json_decref(root);
+    return err.p;
+}
+
 /* The list of SSE events of one stream, with the fault's cut points. */
 typedef struct events {
     char **ev;
@@ -980,6 +1089,15 @@ static int serve_request(conn *c, const request *rq) {
         int rc = send_json_response(c, api, rq->index, 400, body, NULL);
         free(body);
         free(msg.p);
+        return rc;
+    }
+
+    char *pairing = pairing_error(api, rq->body);
+    if (pairing) {
+        char *body = error_body(api, "invalid_request_error", NULL, pairing);
+        int rc = send_json_response(c, api, rq->index, 400, body, NULL);
+        free(body);
+        free(pairing);
         return rc;
     }
 

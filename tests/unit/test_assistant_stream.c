@@ -338,8 +338,53 @@ static void log_check_rebuilds_each_message_from_its_stream(void **state) {
     free(dir);
 }
 
+/* Issue #31 item 1: one reply that repeats a call id (OpenAI-compatible
+ * servers that number call_0 per response, two tool_use blocks with one
+ * id) folds into a message whose calls all have their own id, the same on
+ * every fold; a rename skips names another block holds. */
+static void repeated_call_ids_fold_into_distinct_ids(void **state) {
+    (void)state;
+    json_t *chunks = J(
+        "[{\"type\":\"tool-call-delta\",\"index\":0,\"id\":\"c1\",\"name\":\"a\","
+        "\"arguments_delta\":\"{}\",\"time\":1},"
+        "{\"type\":\"tool-call-delta\",\"index\":1,\"id\":\"c1\",\"name\":\"b\","
+        "\"arguments_delta\":\"{}\",\"time\":2},"
+        "{\"type\":\"tool-call-delta\",\"index\":2,\"id\":\"c1_2\",\"name\":\"c\","
+        "\"arguments_delta\":\"{}\",\"time\":3},"
+        "{\"type\":\"tool-call-delta\",\"index\":3,\"id\":\"c1\",\"name\":\"d\","
+        "\"arguments_delta\":\"{}\",\"time\":4},"
+        "{\"type\":\"finish\",\"reason\":{\"kind\":\"tool-calls\"},\"time\":5}]");
+    for (int fold = 0; fold < 2; fold++) {
+        weir__assembled m;
+        assert_int_equal(weir__stream_assemble(chunks, true, &m), 0);
+        assert_dump(m.calls, "[{\"id\":\"c1\",\"name\":\"a\",\"arguments\":\"{}\"},"
+                             "{\"id\":\"c1_3\",\"name\":\"b\",\"arguments\":\"{}\"},"
+                             "{\"id\":\"c1_2\",\"name\":\"c\",\"arguments\":\"{}\"},"
+                             "{\"id\":\"c1_4\",\"name\":\"d\",\"arguments\":\"{}\"}]");
+        const json_t *content = json_object_get(m.message, "content");
+        assert_string_equal(json_string_value(json_object_get(json_array_get(content, 1), "id")),
+                            "c1_3");
+        json_decref(m.message);
+        json_decref(m.calls);
+    }
+    json_decref(chunks);
+
+    /* what the repair records: each renamed block, with the id it had */
+    json_t *content = J("[{\"type\":\"text\",\"text\":\"x\"},"
+                            "{\"type\":\"tool_call\",\"id\":\"\",\"name\":\"a\"},"
+                            "{\"type\":\"tool_call\",\"id\":\"k\",\"name\":\"a\"},"
+                            "{\"type\":\"tool_call\",\"id\":\"k\",\"name\":\"a\"}]");
+    json_t *renamed = json_array();
+    assert_int_equal(weir__calls_unique(content, renamed), 0);
+    assert_dump(renamed, "[{\"block\":1,\"was\":\"\",\"id\":\"call_2\"},"
+                         "{\"block\":3,\"was\":\"k\",\"id\":\"k_2\"}]");
+    json_decref(renamed);
+    json_decref(content);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(repeated_call_ids_fold_into_distinct_ids),
         cmocka_unit_test(runs_of_deltas_pack_into_timed_records),
         cmocka_unit_test(expansion_is_exact_for_any_chunks),
         cmocka_unit_test(raw_streams_of_older_logs_read_as_they_are),
