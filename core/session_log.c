@@ -400,7 +400,6 @@ json_t *weir__log_read_line(const char *buf, size_t len, size_t *off, size_t *n,
     jerr->text[JSON_ERROR_TEXT_LENGTH - 1] = (char)json_error_unknown;
     const char *nl = memchr(buf + *off, '\n', len - *off);
     *n = nl ? (size_t)(nl - (buf + *off)) : len - *off;
-    bool last = !nl || *off + *n + 1 == len;
     json_t *ev = NULL;
     if (*n > WEIR__LOG_LINE_MAX && nl) {
         snprintf(jerr->text, sizeof jerr->text, "line of %zu bytes is over the %zu MiB cap", *n,
@@ -411,8 +410,11 @@ json_t *weir__log_read_line(const char *buf, size_t len, size_t *off, size_t *n,
     }
     if (*n <= WEIR__LOG_LINE_MAX)
         ev = weir__json_loadb(buf + *off, *n, JSON_REJECT_DUPLICATES, jerr);
-    /* a last line that memory could not parse is not torn: never cut it */
-    *torn = !nl || (!ev && last && json_error_code(jerr) != json_error_out_of_memory);
+    /* only a last line without its newline is torn: every append writes
+     * whole lines, so a crash mid-write cuts before a newline; a complete
+     * line that does not parse is corruption, never cut (nor is a line
+     * that memory could not parse) */
+    *torn = !nl;
     if (*torn) {
         json_decref(ev);
         ev = NULL;

@@ -101,9 +101,10 @@ int weir__log_refuse(const char *path, const json_t *report, weir_error *err);
 /*
  * The line of a log buffer (`len` bytes) at *off, parsed: *off moves past it
  * and its newline, *n is its length.  A torn line (the last one without its
- * newline, or an unparsable last line: what a crash mid-write leaves) sets
- * *torn and returns NULL; so does an unparsable line, with *torn false and
- * `jerr` saying why.  The one rule every log reader (open, check) applies.
+ * newline: what a crash mid-write leaves) sets *torn and returns NULL; so
+ * does an unparsable line, with *torn false and `jerr` saying why (a
+ * complete line is never torn: it is corruption).  The one rule every log
+ * reader (open, check) applies.
  * @return a new reference, or NULL.
  */
 json_t *weir__log_read_line(const char *buf, size_t len, size_t *off, size_t *n, bool *torn,
