@@ -237,12 +237,18 @@ static int file_open(void *self, const char *id, const char *path, uint32_t flag
     /* O_NONBLOCK: a FIFO must not block the open (it is refused below).  A
      * writer makes the missing directories only when the open says they
      * are missing: a session in an existing directory costs no mkdir. */
-    const int wflags = O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK;
+    const int wflags = O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW;
     int rc = WEIR_OK;
     s->fd = readonly ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : open(path, wflags, 0600);
     if (s->fd < 0 && !readonly && errno == ENOENT && (rc = mkdir_parents(path, err)) == WEIR_OK)
         s->fd = open(path, wflags, 0600);
-    if (rc == WEIR_OK && s->fd < 0)
+    /* a writer never follows a symbolic link (O_NOFOLLOW): a link planted
+     * in the session folder, dangling or not, would make it create or
+     * append to a file elsewhere */
+    if (rc == WEIR_OK && s->fd < 0 && !readonly && errno == ELOOP)
+        rc = weir__err(err, WEIR_E_IO, NULL, NULL,
+                       "session log %s: is a symbolic link; a writer does not follow one", path);
+    else if (rc == WEIR_OK && s->fd < 0)
         rc = weir__err(err, errno == ENOENT ? WEIR_E_NOT_FOUND : WEIR_E_IO, NULL, NULL,
                        "session log %s: cannot open: %s", path, strerror(errno));
     if (rc == WEIR_OK && !readonly)

@@ -127,6 +127,19 @@ for f in notes.txt pkg.jsonl two.jsonl; do
     w resume "$TMP/$f" >/dev/null 2>&1 && fail "resume $f accepted a foreign file"
     cmp -s "$TMP/$f" "$TMP/$f.orig" || fail "$f was changed"
 done
+# a symbolic link in the session folder is never followed by a writer: a
+# dangling one is not created through, a live one is not appended to
+# (issue #31 item 11)
+ln -s "$TMP/planted-target.jsonl" "$TMP/sessions/dangling.jsonl"
+w run -s dangling "hi" >"$TMP/out" 2>&1 && fail "run -s through a dangling symlink succeeded"
+grep -q 'symbolic link' "$TMP/out" || fail "the refusal does not say symbolic link: $(cat "$TMP/out")"
+[ -e "$TMP/planted-target.jsonl" ] && fail "run -s created the dangling symlink's target"
+w run --log "$TMP/sessions/dangling.jsonl" "hi" >/dev/null 2>&1 && fail "run --log through a symlink"
+[ -e "$TMP/planted-target.jsonl" ] && fail "run --log created the dangling symlink's target"
+printf 'keep me\n' >"$TMP/precious.txt"
+ln -s "$TMP/precious.txt" "$TMP/sessions/live.jsonl"
+w run -s live "hi" >/dev/null 2>&1 && fail "run -s through a symlink to a file succeeded"
+[ "$(cat "$TMP/precious.txt")" = "keep me" ] || fail "run -s wrote through a symlink"
 # a crash while writing the very first line is still a torn tail
 printf '{"seq":0,"time":17' >"$TMP/torn.jsonl"
 w resume "$TMP/torn.jsonl" >"$TMP/out" 2>&1 || fail "a torn first event: $(cat "$TMP/out")"
