@@ -17,7 +17,11 @@
  * combined in Claude Code's precedence (deny > defer > ask > allow; exit 2
  * blocks; continue:false wins over every decision; every additionalContext
  * is delivered; for updatedInput the last to finish wins).  A hook past its
- * timeout is killed and counts as a non-blocking error.
+ * timeout is killed and counts as a non-blocking error.  A hook that gives
+ * no answer at all (it could not be started, waited for, or read: EMFILE,
+ * EAGAIN, ENOMEM, a program that cannot be executed...) is not a non-blocking
+ * error: on PreToolUse it blocks the call unless the row's `guard_failure`
+ * is "allow"; elsewhere it is a warning.
  *
  * Threads: the listeners run on the agent's driver thread (post-execute of
  * a background job on the settling thread); the groups are read-only after
@@ -113,6 +117,8 @@ typedef struct state {
     size_t ngroups;
     char *cwd;             /* absolute: the hooks' cwd and CLAUDE_PROJECT_DIR */
     long long timeout_ms;  /* config `timeout`, or 0 */
+    bool guard_allow;      /* config `guard_failure` "allow": a PreToolUse hook that
+                              cannot run is skipped (fail open); default "block" */
     bool has[EV_COUNT];
     pthread_mutex_t mu;    /* agents, nagents and every agent_state */
     agent_state **agents;
@@ -124,7 +130,8 @@ static const char config_schema[] =
     "\"settings\":{\"type\":\"string\",\"minLength\":1},"
     "\"hooks\":{\"type\":\"object\"},"
     "\"cwd\":{\"type\":\"string\",\"minLength\":1},"
-    "\"timeout\":{\"type\":\"number\",\"minimum\":0.001}}}";
+    "\"timeout\":{\"type\":\"number\",\"minimum\":0.001},"
+    "\"guard_failure\":{\"type\":\"string\",\"enum\":[\"block\",\"allow\"]}}}";
 
 /* ------------------------------------------------------------------------ */
 /* Small helpers                                                             */
@@ -534,6 +541,14 @@ static int load_config(state *s, const json_t *config, weir_error *err) {
     const json_t *to = json_object_get(config, "timeout");
     if (to)
         s->timeout_ms = (long long)(json_number_value(to) * 1000.0);
+    const json_t *gf = json_object_get(config, "guard_failure");
+    if (gf) { /* the schema checked it too; a caller may skip the schema */
+        const char *v = json_string_value(gf);
+        if (!v || (strcmp(v, "block") != 0 && strcmp(v, "allow") != 0))
+            return set_err(err, WEIR_E_PLUGIN_CONFIG,
+                           "config.guard_failure: expected \"block\" or \"allow\"");
+        s->guard_allow = strcmp(v, "allow") == 0;
+    }
     const char *settings = json_string_value(json_object_get(config, "settings"));
     const json_t *inline_hooks = json_object_get(config, "hooks");
     if (!settings && !inline_hooks)
@@ -650,9 +665,13 @@ typedef struct outcome {
     json_t *updated_input;
     json_t *updated_output;
     size_t ran;           /* handlers that ran */
+    size_t failed;        /* handlers that gave no answer: not started, not waited
+                             for, output not read, or not run at all (out of memory) */
+    char *failure;        /* the first of them, said in one line (may be NULL on OOM) */
 } outcome;
 
 static void outcome_clear(outcome *o) {
+    free(o->failure);
     free(o->reason);
     free(o->stop_reason);
     free(o->perm_reason);
@@ -828,13 +847,31 @@ static int perm_rank(const char *d) {
     return -1;
 }
 
+/* One handler gave no answer: count it, and keep the first one's line. */
+static void add_failure(outcome *o, const char *fmt, ...) WEIR_PRINTF(2, 3);
+static void add_failure(outcome *o, const char *fmt, ...) {
+    if (o->failed++ || o->failure)
+        return;
+    char line[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    o->failure = strdup(line); /* NULL on OOM: the count still blocks */
+}
+
 /* Read one answer into the outcome (docs/hooks-shell.md, "Answers"). */
 static void read_answer(state *s, ev e, answer *a, outcome *o) {
     const hs_proc *p = &a->p;
     const char *name = EV_NAMES[e];
     if (!p->started) {
-        weir_log(s->self, WEIR_LOG_WARN, "%s hook `%s` could not start: %s; going on without it",
-                 name, a->h->label, strerror(p->errno_start));
+        if (p->start_step && strcmp(p->start_step, "execve") == 0)
+            add_failure(o, "%s hook `%s` could not start: cannot execute %s: %s", name,
+                        a->h->label, p->path, strerror(p->errno_start));
+        else
+            add_failure(o, "%s hook `%s` could not start: %s%s%s", name, a->h->label,
+                        p->start_step ? p->start_step : "", p->start_step ? ": " : "",
+                        strerror(p->errno_start));
         return;
     }
     if (p->timed_out) {
@@ -846,6 +883,14 @@ static void read_answer(state *s, ev e, answer *a, outcome *o) {
     }
     if (p->cancelled)
         return;
+    /* ran, but what it answered is not known for sure: the answer read
+     * below may still count (a deny), the failure counts in any case */
+    if (p->errno_wait)
+        add_failure(o, "%s hook `%s` could not be waited for (waitpid: %s): its exit code is "
+                    "unknown", name, a->h->label, strerror(p->errno_wait));
+    if (p->errno_read)
+        add_failure(o, "%s hook `%s`: its output could not be read: %s", name, a->h->label,
+                    strerror(p->errno_read));
     o->ran++;
     const char *out = p->out ? p->out : "";
     const char *lead = out;
@@ -864,12 +909,17 @@ static void read_answer(state *s, ev e, answer *a, outcome *o) {
         o->block = true;
         if (!o->reason || !*o->reason)
             set_str(&o->reason, *err_text ? err_text : "blocked by a hook (exit code 2)");
-    } else if (p->status != 0 && !j) {
+    } else if (p->status != 0 && !j && !p->errno_wait) {
         char line[300];
         first_line(err_text, line, sizeof line);
-        weir_log(s->self, WEIR_LOG_WARN,
-                 "%s hook `%s` error: Failed with non-blocking status code: %d%s%s", name,
-                 a->h->label, p->status, *line ? ": " : "", line);
+        if (p->signal) /* Claude Code: a non-blocking error, as any code but 2 */
+            weir_log(s->self, WEIR_LOG_WARN,
+                     "%s hook `%s` error: killed by signal %d (%s)%s%s", name, a->h->label,
+                     p->signal, strsignal(p->signal), *line ? ": " : "", line);
+        else
+            weir_log(s->self, WEIR_LOG_WARN,
+                     "%s hook `%s` error: Failed with non-blocking status code: %d%s%s", name,
+                     a->h->label, p->status, *line ? ": " : "", line);
     }
     if (!j) {
         /* plain stdout on success is context for these two (Claude Code) */
@@ -941,10 +991,35 @@ static void read_answer(state *s, ev e, answer *a, outcome *o) {
         add_context(o, ctx);
 }
 
+/* Whether a group of event `e` matches `match`. */
+static bool any_matches(const state *s, ev e, const char *match) {
+    for (size_t i = 0; i < s->ngroups; i++)
+        if (s->groups[i].event == e && s->groups[i].nh && group_matches(&s->groups[i], match))
+            return true;
+    return false;
+}
+
+/* Whether a hook of `e` that gives no answer blocks what it guards. */
+static bool fails_closed(const state *s, ev e) { return e == EV_PRE_TOOL && !s->guard_allow; }
+
+/* The hooks of `e` gave no answer (o->failed of them): one line for all. */
+static void report_failures(state *s, ev e, const outcome *o) {
+    char more[80] = "";
+    if (o->failed > 1)
+        snprintf(more, sizeof more, " (and %zu more hook%s of this event)", o->failed - 1,
+                 o->failed > 2 ? "s" : "");
+    weir_log(s->self, WEIR_LOG_WARN, "%s%s; %s", o->failure ? o->failure : "a hook did not run",
+             more,
+             fails_closed(s, e) ? "the call is blocked (guard_failure \"block\")"
+                                : "going on without it");
+}
+
 /*
  * Run every handler of event `e` whose group matches `match` (NULL: no
  * matcher), with `fields` (borrowed) added to the common input, and read
- * their answers into `o`.  Returns false when none matched.
+ * their answers into `o`.  Returns false when none matched.  Handlers that
+ * gave no answer (not started, out of memory...) are counted in o->failed
+ * and reported here; what that means for the event is the caller's.
  */
 static bool run_event(state *s, weir_call *call, weir_agent *agent, ev e, const char *match,
                       const json_t *fields, outcome *o) {
@@ -957,8 +1032,10 @@ static bool run_event(state *s, weir_call *call, weir_agent *agent, ev e, const 
         return false;
     answer *ans = calloc(n, sizeof *ans);
     if (!ans) {
-        weir_log(s->self, WEIR_LOG_ERROR, "%s: out of memory; its hooks did not run", EV_NAMES[e]);
-        return false;
+        o->failed = n;
+        weir_log(s->self, WEIR_LOG_ERROR, "%s: out of memory; its hooks did not run%s",
+                 EV_NAMES[e], fails_closed(s, e) ? ": the call is blocked" : "");
+        return true;
     }
     size_t k = 0;
     for (size_t i = 0; i < s->ngroups; i++) {
@@ -1024,12 +1101,16 @@ static bool run_event(state *s, weir_call *call, weir_agent *agent, ev e, const 
     } else {
         ok = false;
     }
-    if (!ok)
-        weir_log(s->self, WEIR_LOG_ERROR, "%s: out of memory; its hooks did not run", EV_NAMES[e]);
-    else {
+    if (!ok) {
+        o->failed = n;
+        weir_log(s->self, WEIR_LOG_ERROR, "%s: out of memory; its hooks did not run%s",
+                 EV_NAMES[e], fails_closed(s, e) ? ": the call is blocked" : "");
+    } else {
         qsort(ans, n, sizeof *ans, by_finish);
         for (size_t i = 0; i < n; i++)
             read_answer(s, e, &ans[i], o);
+        if (o->failed)
+            report_failures(s, e, o);
     }
     for (size_t i = 0; i < n; i++) {
         if (argvs)
@@ -1044,7 +1125,7 @@ static bool run_event(state *s, weir_call *call, weir_agent *agent, ev e, const 
     free(paths);
     free_strv(env);
     free(text);
-    return ok;
+    return true;
 }
 
 /* A user message carrying a hook's text ({kind:"hook"} source). */
@@ -1115,6 +1196,12 @@ static json_t *on_pre_tool(weir_call *call, const json_t *args, void *ud) {
     json_t *fields = json_pack("{s:s, s:O, s:s}", "tool_name", name ? name : "", "tool_input",
                                input, "tool_use_id",
                                json_string_value(json_object_get(args, "call_id")));
+    if (!fields && fails_closed(s, EV_PRE_TOOL) && any_matches(s, EV_PRE_TOOL, name)) {
+        /* out of memory: its guards cannot run, and that does not allow the call */
+        json_decref(input);
+        weir_call_fail(call, "hooks-shell: PreToolUse: out of memory; the call is blocked");
+        return NULL;
+    }
     outcome o;
     bool ran = fields && run_event(s, call, agent, EV_PRE_TOOL, name, fields, &o);
     json_decref(fields);
@@ -1137,6 +1224,14 @@ static json_t *on_pre_tool(weir_call *call, const json_t *args, void *ud) {
             set_halt(s, aid, "tool_deferred: a PreToolUse hook deferred the call");
         res = deny("deferred by a PreToolUse hook: the call did not run, and the turn ends "
                    "(tool_deferred)");
+    } else if (o.failed && fails_closed(s, EV_PRE_TOOL)) {
+        /* a guard that could not run does not allow the call (docs/hooks-shell.md) */
+        char buf[900];
+        snprintf(buf, sizeof buf,
+                 "%s; the call is blocked: a PreToolUse hook that cannot run does not allow "
+                 "it (hooks-shell guard_failure \"block\")",
+                 o.failure ? o.failure : "a PreToolUse hook could not run (out of memory)");
+        res = deny(buf);
     } else if (o.perm == 2) {
         bool allowed = false;
         res = ask_host(s, agent, args, o.updated_input ? o.updated_input : input, o.perm_reason,

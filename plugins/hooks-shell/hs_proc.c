@@ -5,11 +5,16 @@
  * that does not read never raises SIGPIPE: send(MSG_NOSIGNAL)) and stdout
  * and stderr pipes, all close-on-exec in the parent; the child calls
  * setsid() (no controlling terminal, its own process group), closes every
- * other descriptor, changes directory and execs.  One poll loop serves all
- * of them.  A process that exited is done once its pipes reach EOF, or
- * 200 ms later when something it started keeps them open.
+ * other descriptor, changes directory and execs.  A fourth, close-on-exec
+ * pipe tells a process that could not start from one that ran and failed:
+ * it reaches EOF at the exec, and a child whose dup2, chdir or execve
+ * failed writes {step, errno} to it before _exit(127).  One poll loop
+ * serves all of them.  A process that exited is done once its pipes reach
+ * EOF, or 200 ms later when something it started keeps them open.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pipe2 */
+#endif
 #include "hs_proc.h"
 
 #include <errno.h>
@@ -39,89 +44,128 @@ static void close_fd(int *fd) {
     *fd = -1;
 }
 
-/* Append to a capped buffer (drops what is past HS_OUTPUT_MAX). */
-static void keep(char **buf, size_t *len, const char *data, size_t n) {
+/* Append to a capped buffer (drops what is past HS_OUTPUT_MAX: not an
+ * error).  False when memory ran out (the text is then cut). */
+static bool keep(char **buf, size_t *len, const char *data, size_t n) {
     if (*len >= HS_OUTPUT_MAX)
-        return;
+        return true;
     if (n > HS_OUTPUT_MAX - *len)
         n = HS_OUTPUT_MAX - *len;
     char *b = realloc(*buf, *len + n + 1);
     if (!b)
-        return;
+        return false;
     memcpy(b + *len, data, n);
     *len += n;
     b[*len] = '\0';
     *buf = b;
+    return true;
 }
 
-static void child(const hs_proc *p, int in, int out, int err, char *const *envp, const char *cwd,
-                  int max_fd) {
-    /* async-signal-safe calls only from here on */
-    setsid();
-    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
-        _exit(127);
-    for (int fd = 3; fd < max_fd; fd++)
-        close(fd);
-    signal(SIGPIPE, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    if (cwd && chdir(cwd) != 0) {
-        static const char msg[] = "hooks-shell: cannot change to the hook's cwd\n";
-        ssize_t w = write(2, msg, sizeof msg - 1);
-        (void)w;
-        _exit(127);
-    }
-    execve(p->path, p->argv, envp);
-    static const char msg[] = "hooks-shell: cannot run the hook's program\n";
-    ssize_t w = write(2, msg, sizeof msg - 1);
+/* The steps a child reports on the exec pipe, by index. */
+static const char *const CHILD_STEPS[] = {"dup2", "chdir", "execve"};
+enum { STEP_DUP2, STEP_CHDIR, STEP_EXECVE };
+
+/* In the child: report {step, errno} on the exec pipe and exit. */
+static void child_fail(int ex, int step) {
+    int rec[2] = {step, errno};
+    ssize_t w = write(ex, rec, sizeof rec); /* one write below PIPE_BUF: atomic */
     (void)w;
     _exit(127);
 }
 
+static void child(const hs_proc *p, int in, int out, int err, int ex, char *const *envp,
+                  const char *cwd, int max_fd) {
+    /* async-signal-safe calls only from here on */
+    setsid();
+    if (ex < 3) { /* keep it clear of the dup2s below */
+        int moved = fcntl(ex, F_DUPFD_CLOEXEC, 3);
+        if (moved < 0)
+            _exit(127);
+        ex = moved;
+    }
+    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+        child_fail(ex, STEP_DUP2);
+    for (int fd = 3; fd < max_fd; fd++)
+        if (fd != ex)
+            close(fd);
+    signal(SIGPIPE, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (cwd && chdir(cwd) != 0)
+        child_fail(ex, STEP_CHDIR);
+    execve(p->path, p->argv, envp);
+    child_fail(ex, STEP_EXECVE);
+}
+
 static void start(hs_proc *p, char *const *envp, const char *cwd, int max_fd) {
-    int sv[2] = {-1, -1}, po[2] = {-1, -1}, pe[2] = {-1, -1};
-    p->fd_in = p->fd_out = p->fd_err = -1;
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 ||
-        pipe2(po, O_CLOEXEC) != 0 || pipe2(pe, O_CLOEXEC) != 0) {
-        p->errno_start = errno;
+    int sv[2] = {-1, -1}, po[2] = {-1, -1}, pe[2] = {-1, -1}, ex[2] = {-1, -1};
+    p->fd_in = p->fd_out = p->fd_err = p->fd_exec = -1;
+    const char *step = "socketpair";
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         goto fail;
-    }
+    step = "pipe";
+    if (pipe2(po, O_CLOEXEC) != 0 || pipe2(pe, O_CLOEXEC) != 0 || pipe2(ex, O_CLOEXEC) != 0)
+        goto fail;
+    step = "fork";
     pid_t pid = fork();
-    if (pid < 0) {
-        p->errno_start = errno;
+    if (pid < 0)
         goto fail;
-    }
     if (pid == 0)
-        child(p, sv[1], po[1], pe[1], envp, cwd, max_fd);
+        child(p, sv[1], po[1], pe[1], ex[1], envp, cwd, max_fd);
     close(sv[1]);
     close(po[1]);
     close(pe[1]);
+    close(ex[1]);
     p->pid = pid;
     p->fd_in = sv[0];
     p->fd_out = po[0];
     p->fd_err = pe[0];
+    p->fd_exec = ex[0];
     fcntl(p->fd_in, F_SETFL, O_NONBLOCK);
-    p->started = true;
+    fcntl(p->fd_exec, F_SETFL, O_NONBLOCK);
+    p->started = true; /* until the child reports that it could not exec */
     if (p->input_len == 0) {
         shutdown(p->fd_in, SHUT_WR);
         close_fd(&p->fd_in);
     }
     return;
 fail:
+    p->errno_start = errno;
+    p->start_step = step;
     for (int i = 0; i < 2; i++) {
         close_fd(&sv[i]);
         close_fd(&po[i]);
         close_fd(&pe[i]);
+        close_fd(&ex[i]);
     }
     p->done = true;
     p->status = -1;
 }
 
+/* Read the exec pipe: EOF (it ran), {step, errno} (it could not start), or
+ * nothing yet (EAGAIN: left open, unless the child is gone, when nothing
+ * can come any more). */
+static void read_exec(hs_proc *p) {
+    int rec[2];
+    ssize_t n = read(p->fd_exec, rec, sizeof rec);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN) && !p->exited)
+        return;
+    if (n == (ssize_t)sizeof rec && rec[0] >= 0 && rec[0] <= STEP_EXECVE) {
+        p->started = false;
+        p->start_step = CHILD_STEPS[rec[0]];
+        p->errno_start = rec[1];
+    }
+    close_fd(&p->fd_exec);
+}
+
 static void finish(hs_proc *p, long long t0) {
+    if (p->fd_exec >= 0 && p->exited)
+        read_exec(p);
     close_fd(&p->fd_in);
     close_fd(&p->fd_out);
     close_fd(&p->fd_err);
+    close_fd(&p->fd_exec);
     p->done = true;
     p->elapsed_ms = now_ms() - t0;
 }
@@ -143,28 +187,40 @@ static void kill_group(hs_proc *p) {
 
 static void reap(hs_proc *p, long long now) {
     int st;
-    pid_t r = waitpid(p->pid, &st, WNOHANG);
+    pid_t r;
+    do
+        r = waitpid(p->pid, &st, WNOHANG);
+    while (r < 0 && errno == EINTR);
     if (r == 0)
         return;
     p->exited = true;
     p->exited_at = now;
-    if (r < 0)
-        p->status = -1; /* someone else reaped it (SIGCHLD ignored) */
-    else if (WIFEXITED(st))
-        p->status = WEXITSTATUS(st);
-    else if (WIFSIGNALED(st))
-        p->status = 128 + WTERMSIG(st);
-    else
+    if (r < 0) { /* someone else reaped it (SIGCHLD ignored): its exit code is lost */
+        p->errno_wait = errno ? errno : ECHILD;
         p->status = -1;
+    } else if (WIFEXITED(st)) {
+        p->status = WEXITSTATUS(st);
+    } else if (WIFSIGNALED(st)) {
+        p->signal = WTERMSIG(st);
+        p->status = 128 + p->signal;
+    } else {
+        p->status = -1;
+    }
 }
 
-static void read_into(int *fd, char **buf, size_t *len) {
+static void read_into(hs_proc *p, int *fd, char **buf, size_t *len) {
     char chunk[8192];
     ssize_t n = read(*fd, chunk, sizeof chunk);
-    if (n > 0)
-        keep(buf, len, chunk, (size_t)n);
-    else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+    if (n > 0) {
+        if (!keep(buf, len, chunk, (size_t)n) && !p->errno_read)
+            p->errno_read = ENOMEM;
+    } else if (n == 0) {
         close_fd(fd);
+    } else if (errno != EINTR && errno != EAGAIN) {
+        if (!p->errno_read)
+            p->errno_read = errno;
+        close_fd(fd);
+    }
 }
 
 static void write_input(hs_proc *p) {
@@ -180,7 +236,7 @@ static void write_input(hs_proc *p) {
 
 int hs_run(hs_proc *p, size_t n, char *const *envp, const char *cwd,
            bool (*cancelled)(void *), void *ud) {
-    struct pollfd *fds = calloc(n * 3 + 1, sizeof *fds);
+    struct pollfd *fds = calloc(n * 4 + 1, sizeof *fds);
     if (!fds)
         return -1;
     long max = sysconf(_SC_OPEN_MAX);
@@ -189,6 +245,7 @@ int hs_run(hs_proc *p, size_t n, char *const *envp, const char *cwd,
     for (size_t i = 0; i < n; i++) {
         p[i].status = -1;
         p[i].pid = -1;
+        p[i].fd_in = p[i].fd_out = p[i].fd_err = p[i].fd_exec = -1;
         p[i].deadline = t0 + (p[i].timeout_ms > 0 ? p[i].timeout_ms : 600000);
         start(&p[i], envp, cwd, max_fd);
     }
@@ -218,6 +275,8 @@ int hs_run(hs_proc *p, size_t n, char *const *envp, const char *cwd,
             live++;
             if (q->deadline - now < wait)
                 wait = q->deadline - now;
+            if (q->fd_exec >= 0)
+                fds[k++] = (struct pollfd){.fd = q->fd_exec, .events = POLLIN};
             if (q->fd_in >= 0)
                 fds[k++] = (struct pollfd){.fd = q->fd_in, .events = POLLOUT};
             if (q->fd_out >= 0)
@@ -243,12 +302,14 @@ int hs_run(hs_proc *p, size_t n, char *const *envp, const char *cwd,
                 hs_proc *q = &p[i];
                 if (q->done)
                     continue;
-                if (fds[j].fd == q->fd_in && q->fd_in >= 0)
+                if (fds[j].fd == q->fd_exec && q->fd_exec >= 0)
+                    read_exec(q);
+                else if (fds[j].fd == q->fd_in && q->fd_in >= 0)
                     write_input(q);
                 else if (fds[j].fd == q->fd_out && q->fd_out >= 0)
-                    read_into(&q->fd_out, &q->out, &q->out_len);
+                    read_into(q, &q->fd_out, &q->out, &q->out_len);
                 else if (fds[j].fd == q->fd_err && q->fd_err >= 0)
-                    read_into(&q->fd_err, &q->err, &q->err_len);
+                    read_into(q, &q->fd_err, &q->err, &q->err_len);
                 else
                     continue;
                 break;

@@ -22,8 +22,14 @@ typedef struct hs_proc {
     long long timeout_ms;    /* > 0 */
     /* out */
     int status;              /* exit code, 128 + signal, or -1 unknown */
+    int signal;              /* the signal that ended it (status 128 + signal), or 0 */
     bool started;            /* false: it could not be started (errno_start) */
-    int errno_start;
+    int errno_start;         /* why not (an errno value) */
+    const char *start_step;  /* which step failed (static): "socketpair", "pipe",
+                                "fork", or in the child "dup2", "chdir", "execve" */
+    int errno_wait;          /* != 0: waitpid failed, status unknown (SIGCHLD ignored?) */
+    int errno_read;          /* != 0: stdout/stderr could not be read or kept (ENOMEM):
+                                what `out` / `err` hold may be cut */
     bool timed_out;          /* killed (its whole process group) at its deadline */
     bool cancelled;          /* killed because `cancelled` said so */
     char *out, *err;         /* malloc'd, NUL-terminated (may be NULL on OOM) */
@@ -32,6 +38,7 @@ typedef struct hs_proc {
     /* private */
     pid_t pid;
     int fd_in, fd_out, fd_err;
+    int fd_exec;             /* close-on-exec pipe: the child's errno if it could not exec */
     size_t in_off;
     bool exited, done;
     long long deadline, exited_at;
@@ -42,9 +49,12 @@ typedef struct hs_proc {
  * NULL), feed each its input, and wait until all have ended: exited (and
  * their output read), killed at their deadline, or killed because
  * `cancelled(ud)` returned true (polled every 100 ms; may be NULL).  A
- * killed process's group gets SIGKILL and is reaped.  Returns 0, or -1
- * when nothing could be set up (out of memory).  Free the outputs with
- * hs_proc_clear.
+ * killed process's group gets SIGKILL and is reaped.  A process that could
+ * not be started (EMFILE, EAGAIN, ENOMEM, a program that cannot be
+ * executed...) has `started` false and `errno_start` set, and holds no
+ * descriptor: whatever was opened for it is closed.  Returns 0, or -1
+ * when nothing could be set up (out of memory; nothing was started).  Free
+ * the outputs with hs_proc_clear.
  */
 int hs_run(hs_proc *p, size_t n, char *const *envp, const char *cwd,
            bool (*cancelled)(void *), void *ud);

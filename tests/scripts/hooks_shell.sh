@@ -15,6 +15,10 @@
 #   8. "ask" without a host that can answer (weir run) is a deny saying so
 #   9. "ask" over `weir serve --stdio`: approval.requested, then
 #      {"op":"approve"} allow runs the call, deny gives its reason
+#  10. guards that cannot run (EMFILE under `ulimit -n`, a program that
+#      cannot be executed, an exit code lost to an ignored SIGCHLD) block the
+#      call, naming the hook and the OS error; guard_failure "allow" goes on
+#      with a warning; a bad value is a load error naming the key
 # `weir log --check` passes on every session written.
 set -- openai
 . "$(dirname "$0")/providers_lib.sh"
@@ -32,15 +36,17 @@ hooks_row() {
     printf ',\n    {"id": "cc-hooks", "plugin": "hooks-shell", "config": %s}' "$1"
 }
 
-# run_case NAME SCRIPT_JSON PROMPT HOOKS_CONFIG: one `weir run --json`;
-# leaves OUT, ERR, LOG.
+# run_case NAME SCRIPT_JSON PROMPT HOOKS_CONFIG: one `weir run --json`
+# (under `ulimit -n $FD_LIMIT` when that is set, through $RUN_WRAP, a
+# command prefix, when that is); leaves OUT, ERR, LOG.
 run_case() {
     start_mock "$2"
     write_config "$TMP/$1.json" "" "$BASH_TOOL$(hooks_row "$4")"
     OUT="$TMP/$1.out"
     ERR="$TMP/$1.err"
     LOG="$TMP/sessions/$1.jsonl"
-    timeout 60 "$WEIR" run -c "$TMP/$1.json" -s "$1" --json "$3" > "$OUT" 2> "$ERR"
+    (if [ -n "${FD_LIMIT:-}" ]; then ulimit -n "$FD_LIMIT" || exit 99; fi
+     exec timeout 60 ${RUN_WRAP:-} "$WEIR" run -c "$TMP/$1.json" -s "$1" --json "$3") > "$OUT" 2> "$ERR"
     RC=$?
     stop_mock
     [ -f "$LOG" ] || { fail "$1: no session log"; cat "$ERR" >&2; return 1; }
@@ -216,6 +222,63 @@ SLOG="$TMP/sessions/serve-ask.jsonl"
 "$WEIR" log "$SLOG" --check > "$TMP/serve.check" 2>&1 || { fail "serve: weir log --check"; cat "$TMP/serve.check" >&2; }
 grep '"tool/result"' "$SLOG" | head -n 1 | grep -q '10' || fail "serve: the approved call did not run"
 grep '"tool/result"' "$SLOG" | sed -n 2p | grep -q 'not approved: NOPE' || fail "serve: the denied call's result"
+
+# 10. guards that cannot start.  80 distinct allowing hooks need about 300
+# descriptors at once: under `ulimit -n 96` most cannot start (EMFILE), and
+# the call must not run (before: "could not start ...; going on without it").
+many_hooks() { # many_hooks EXTRA_ROW_KEYS: 80 hooks that allow
+    i=0 list=''
+    while [ $i -lt 80 ]; do
+        list="$list${list:+,}{\"type\": \"command\", \"command\": \"cat >/dev/null; exit 0 # $i\"}"
+        i=$((i + 1))
+    done
+    printf '{%s"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [%s]}]}}' "$1" "$list"
+}
+FD_LIMIT=96
+if run_case emfile "$(tool_script 'ab' 'could not start')" "go" "$(many_hooks '')"; then
+    R=$(event_line "$LOG" tool/result)
+    printf '%s' "$R" | grep -q '"is_error": *true' || fail "emfile: the call ran though its guards could not start: $R"
+    printf '%s' "$R" | grep -q 'Too many open files' || fail "emfile: the reason lacks the OS error: $R"
+    printf '%s' "$R" | grep -q 'PreToolUse hook `cat >/dev/null; exit 0 # [0-9]*` could not start' ||
+        fail "emfile: the reason does not name the hook: $R"
+    grep -q 'the call is blocked' "$ERR" || fail "emfile: no warning: $(cat "$ERR")"
+    [ "$(grep -c 'could not start' "$ERR")" = 1 ] || fail "emfile: not one warning for the event: $(cat "$ERR")"
+fi
+# guard_failure "allow": the row chooses to fail open, with the warning
+if run_case emfile_allow "$(tool_script 'ab' '2')" "go" "$(many_hooks '"guard_failure": "allow", ')"; then
+    event_line "$LOG" tool/result | grep -q '"is_error": *true' && fail "emfile_allow: the call did not run"
+    grep -q 'could not start.*Too many open files.*going on without it' "$ERR" ||
+        fail "emfile_allow: no warning: $(cat "$ERR")"
+fi
+FD_LIMIT=
+# an exec-form guard whose program does not exist could not start: blocked
+HOOKS10='{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "/nonexistent/guard-bin", "args": ["x"]}]}]}}'
+if run_case noexec "$(tool_script 'ab' 'cannot execute')" "go" "$HOOKS10"; then
+    R=$(event_line "$LOG" tool/result)
+    printf '%s' "$R" | grep -q '"is_error": *true' || fail "noexec: the call ran: $R"
+    printf '%s' "$R" | grep -q 'cannot execute /nonexistent/guard-bin: No such file or directory' ||
+        fail "noexec: the reason: $R"
+fi
+# weir started with SIGCHLD ignored: the kernel reaps the hook, and an exit
+# code that is lost is not an allow (before: "non-blocking status code: -1")
+if env --ignore-signal=CHLD true 2>/dev/null; then
+    HOOKS11='{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "cat >/dev/null; exit 0"}]}]}}'
+    RUN_WRAP='env --ignore-signal=CHLD'
+    if run_case nowait "$(tool_script 'ab' 'could not be waited for')" "go" "$HOOKS11"; then
+        R=$(event_line "$LOG" tool/result)
+        printf '%s' "$R" | grep -q '"is_error": *true' || fail "nowait: the call ran: $R"
+        printf '%s' "$R" | grep -q 'waitpid: No child processes' || fail "nowait: the reason: $R"
+    fi
+    RUN_WRAP=
+else
+    echo "note: env --ignore-signal is not available; the SIGCHLD case is skipped" >&2
+fi
+# a bad guard_failure is a load error naming the key
+write_config "$TMP/badgf.json" "" "$BASH_TOOL$(hooks_row '{"guard_failure": "maybe", "hooks": {}}')"
+timeout 60 "$WEIR" run -c "$TMP/badgf.json" -s badgf "hi" > "$TMP/badgf.out" 2> "$TMP/badgf.err"
+RC=$?
+[ "$RC" != 0 ] || fail "badgf: weir run accepted guard_failure \"maybe\""
+grep -q 'guard_failure' "$TMP/badgf.err" || fail "badgf: the error does not name the key: $(cat "$TMP/badgf.err")"
 
 [ "$FAILURES" = 0 ] || { echo "$FAILURES failure(s)" >&2; exit 1; }
 echo "hooks-shell: all cases passed"
