@@ -7,12 +7,15 @@
  * short-timeout poll loop so the progress (xferinfo) callback runs often: it
  * aborts the transfer when the weir_signal fires (ABORTED), when no byte
  * arrived for the idle timeout, or when the whole request took longer than
- * its total timeout (both TIMEOUT).  2xx text/event-stream bodies go
- * through the SSE parser as they arrive; other bodies are collected
- * (<= 64 KiB) for failure classification.  weir__http_get is a GET on a
- * handle of its own whose body is always collected (a provider asking its
- * server about itself).  No header value is ever logged
- * or copied into a message (API keys travel in headers).
+ * its total timeout (both TIMEOUT).  2xx event streams go through the SSE
+ * parser as they arrive; other bodies are collected (<= 64 KiB) for failure
+ * classification, and a 2xx body that is neither an event stream nor JSON
+ * (a captive portal's HTML page, a gzip body) fails the request with a
+ * message that quotes its start (see `body_kind`).  weir__http_get is a GET
+ * on a handle of its own whose body is always collected (a provider asking
+ * its server about itself).  No request header value is ever logged or
+ * copied into a message (API keys travel in headers); of the response's,
+ * only Content-Type and Content-Encoding are quoted, made printable.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -34,6 +37,11 @@
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000L
 #define DEFAULT_IDLE_TIMEOUT_MS 300000L
 #define MAX_ERROR_BODY ((size_t)64 << 10)
+/* Bytes of a body quoted in a "not an event stream" message. */
+#define SHOW_BODY 200
+/* A body without a Content-Type that is still only blank lines (or a BOM)
+ * after this many bytes is taken for an event stream. */
+#define SNIFF_MAX 4096
 /* How long one poll may sleep: bounds cancel and idle-timeout latency. */
 #define POLL_MS 50
 
@@ -43,6 +51,27 @@ struct weir__http {
     long connects;
     char errbuf[CURL_ERROR_SIZE];
 };
+
+/*
+ * What a 2xx body of weir__http_sse is, decided from the response's head and
+ * its first bytes:
+ *   BODY_STREAM      an event stream, parsed as it arrives: Content-Type
+ *                    text/event-stream, or no Content-Type and a body that
+ *                    starts like SSE (a field name and ':' or a line end, or
+ *                    a ':' comment, after blank lines and a BOM), which some
+ *                    compatible servers send
+ *   BODY_COLLECT     JSON (application/json, application/x-ndjson, ...+json):
+ *                    collected, and WEIR_OK, for the caller to read (as
+ *                    before: a caller may POST to a non-streaming endpoint)
+ *   BODY_NOT_STREAM  anything else: another type (text/html from a captive
+ *                    portal or a web server), a Content-Encoding weir did not
+ *                    ask for (no Accept-Encoding is sent, so libcurl decodes
+ *                    nothing), a gzip body (1f 8b) whatever its headers say,
+ *                    or an untyped body that does not look like SSE.
+ *                    Collected, and the request fails (not_stream_failure)
+ *   BODY_UNDECIDED   not enough bytes yet
+ */
+typedef enum { BODY_UNDECIDED, BODY_STREAM, BODY_COLLECT, BODY_NOT_STREAM } body_kind;
 
 /* Per-request state shared by the curl callbacks. */
 typedef struct xfer {
@@ -58,7 +87,13 @@ typedef struct xfer {
     uint64_t total_us;      /* 0: no total timeout */
     long long retry_after_ms_hdr; /* retry-after-ms, -1 if absent */
     long long retry_after_hdr;    /* Retry-After, -1 if absent */
-    bool is_sse;     /* Content-Type: text/event-stream */
+    char type[64];   /* the response's media type (Content-Type without
+                        parameters, printable ASCII), "" when absent */
+    char encoding[32]; /* its Content-Encoding (printable ASCII), "" when absent */
+    body_kind kind;  /* what a 2xx body is (weir__http_sse) */
+    size_t head_bytes; /* bytes of the current response's head so far */
+    bool head_done;  /* the blank line that ends the head arrived */
+    bool head_too_large; /* head_bytes went over WEIR__HTTP_MAX_HEAD */
     bool collect;    /* a GET: the body is collected whatever its type */
     int sse_rc;      /* non-zero: the parser or the event callback stopped */
     bool nomem;
@@ -166,6 +201,18 @@ static bool header_is(const char *line, size_t name_len, const char *name) {
     return strlen(name) == name_len && strncasecmp(line, name, name_len) == 0;
 }
 
+/* Copy the printable ASCII of a header value, up to `stop` (or its end),
+ * trimmed. */
+static void copy_token(char *dst, size_t size, const char *v, size_t n, char stop) {
+    size_t j = 0;
+    for (size_t i = 0; i < n && v[i] != stop && j + 1 < size; i++)
+        if (v[i] >= 0x20 && v[i] < 0x7f)
+            dst[j++] = v[i];
+    while (j && dst[j - 1] == ' ')
+        j--;
+    dst[j] = '\0';
+}
+
 static size_t on_header(char *line, size_t size, size_t nmemb, void *ud) {
     xfer *x = ud;
     size_t n = size * nmemb;
@@ -178,9 +225,24 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud) {
              p++)
             status = status * 10 + (*p - '0');
         x->resp->status = status;
-        x->is_sse = false;
+        x->type[0] = x->encoding[0] = '\0';
+        x->kind = BODY_UNDECIDED;
+        x->head_bytes = n;
+        x->head_done = false;
         x->retry_after_hdr = x->retry_after_ms_hdr = -1;
         x->resp->request_id[0] = '\0';
+        return n;
+    }
+    /* libcurl holds one header line at most CURL_MAX_HTTP_HEADER bytes but
+     * a head of many lines, in this version, up to 300 KiB or without a
+     * bound: weir's own bound, below that, comes first */
+    x->head_bytes += n;
+    if (x->head_bytes > WEIR__HTTP_MAX_HEAD) {
+        x->head_too_large = true;
+        return 0; /* makes curl stop with CURLE_WRITE_ERROR */
+    }
+    if (n <= 2 && (line[0] == '\r' || line[0] == '\n')) {
+        x->head_done = true; /* the blank line (trailers come later, if any) */
         return n;
     }
     const char *colon = memchr(line, ':', n);
@@ -196,7 +258,9 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud) {
     size_t tl;
     const char *v = trim(value, &tl);
     if (header_is(line, name_len, "content-type")) {
-        x->is_sse = tl >= 17 && strncasecmp(v, "text/event-stream", 17) == 0;
+        copy_token(x->type, sizeof x->type, v, tl, ';');
+    } else if (header_is(line, name_len, "content-encoding")) {
+        copy_token(x->encoding, sizeof x->encoding, v, tl, '\0');
     } else if (header_is(line, name_len, "retry-after")) {
         x->retry_after_hdr = weir__parse_retry_after(v, weir__now_ms());
     } else if (header_is(line, name_len, "retry-after-ms")) {
@@ -209,19 +273,73 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud) {
     return n;
 }
 
-static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud) {
-    xfer *x = ud;
-    size_t n = size * nmemb;
-    x->last_data_us = weir__mono_us();
-    weir_http_response *r = x->resp;
-    if (!x->collect && x->is_sse && r->status >= 200 && r->status < 300) {
-        int rc = weir__sse_feed(x->sse, ptr, n);
-        if (rc) {
-            x->sse_rc = rc;
-            return 0; /* makes curl stop with CURLE_WRITE_ERROR */
-        }
-        return n;
+static bool media_is(const char *type, const char *want) { return strcasecmp(type, want) == 0; }
+
+/* A JSON media type: application/json, application/x-ndjson,
+ * application/ndjson, or any type ending in "+json". */
+static bool media_is_json(const char *type) {
+    size_t n = strlen(type);
+    return media_is(type, "application/json") || media_is(type, "application/x-ndjson") ||
+           media_is(type, "application/ndjson") ||
+           (n > 5 && strcasecmp(type + n - 5, "+json") == 0);
+}
+
+/* The start of an event stream: after CR/LF and a UTF-8 BOM, a field name
+ * (data, event, id, retry) ended by ':' or a line end, or a ':' comment.
+ * BODY_UNDECIDED while the bytes are a prefix of one (or only blank lines)
+ * and more may come. */
+static body_kind sniff_sse(const char *p, size_t n, bool final) {
+    static const char bom[] = "\xef\xbb\xbf";
+    static const char *const fields[] = {"data", "event", "id", "retry"};
+    size_t i = 0;
+    if (n && p[0] == bom[0]) {
+        if (n < 3 && memcmp(p, bom, n) == 0)
+            return final ? BODY_NOT_STREAM : BODY_UNDECIDED;
+        if (memcmp(p, bom, 3) != 0)
+            return BODY_NOT_STREAM;
+        i = 3;
     }
+    while (i < n && (p[i] == '\r' || p[i] == '\n'))
+        i++;
+    if (i == n) /* blank so far: an empty stream unless more comes */
+        return final || n >= SNIFF_MAX ? BODY_STREAM : BODY_UNDECIDED;
+    if (p[i] == ':')
+        return BODY_STREAM;
+    bool prefix = false;
+    for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) {
+        size_t fl = strlen(fields[k]), left = n - i;
+        if (left <= fl) {
+            prefix |= memcmp(p + i, fields[k], left) == 0;
+        } else if (memcmp(p + i, fields[k], fl) == 0 &&
+                   (p[i + fl] == ':' || p[i + fl] == '\r' || p[i + fl] == '\n')) {
+            return BODY_STREAM;
+        }
+    }
+    return prefix && !final ? BODY_UNDECIDED : BODY_NOT_STREAM;
+}
+
+/* Decide what the 2xx body is from the head and the `n` bytes so far;
+ * `final`: no more will come. */
+static body_kind body_kind_of(const xfer *x, const char *p, size_t n, bool final) {
+    if (x->encoding[0] && !media_is(x->encoding, "identity"))
+        return BODY_NOT_STREAM;
+    if (n >= 2 && (unsigned char)p[0] == 0x1f && (unsigned char)p[1] == 0x8b)
+        return BODY_NOT_STREAM; /* gzip data, whatever the head says */
+    if (n == 1 && (unsigned char)p[0] == 0x1f && !final)
+        return BODY_UNDECIDED;
+    if (media_is(x->type, "text/event-stream"))
+        return BODY_STREAM;
+    if (media_is_json(x->type))
+        return BODY_COLLECT;
+    if (x->type[0])
+        return BODY_NOT_STREAM;
+    return sniff_sse(p, n, final);
+}
+
+/* Append to resp->body, keeping its first MAX_ERROR_BODY bytes.  false when
+ * out of memory. */
+static bool collect(xfer *x, const char *ptr, size_t n) {
+    weir_http_response *r = x->resp;
     size_t take = r->body_len < MAX_ERROR_BODY ? MAX_ERROR_BODY - r->body_len : 0;
     if (take > n)
         take = n;
@@ -233,7 +351,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud) {
             char *b = weir__realloc(r->body, cap);
             if (!b) {
                 x->nomem = true;
-                return 0;
+                return false;
             }
             r->body = b;
             x->body_cap = cap;
@@ -242,7 +360,50 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud) {
         r->body_len += take;
         r->body[r->body_len] = '\0';
     }
-    return n; /* the rest of an oversized body is read and dropped */
+    return true; /* the rest of an oversized body is read and dropped */
+}
+
+/* Feed bytes to the parser; false (x->sse_rc set) when it stopped. */
+static bool feed(xfer *x, const char *ptr, size_t n) {
+    int rc = weir__sse_feed(x->sse, ptr, n);
+    if (rc)
+        x->sse_rc = rc;
+    return rc == 0;
+}
+
+/* Settle x->kind from what was collected (`final`: the body ended); a body
+ * found to be a stream goes to the parser and leaves resp->body.  false when
+ * the parser stopped. */
+static bool decide(xfer *x, bool final) {
+    weir_http_response *r = x->resp;
+    x->kind = body_kind_of(x, r->body, r->body_len, final);
+    if (x->kind != BODY_STREAM)
+        return true;
+    bool ok = !r->body_len || feed(x, r->body, r->body_len);
+    weir__free(r->body);
+    r->body = NULL;
+    r->body_len = x->body_cap = 0;
+    return ok;
+}
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud) {
+    xfer *x = ud;
+    size_t n = size * nmemb;
+    x->last_data_us = weir__mono_us();
+    weir_http_response *r = x->resp;
+    if (x->collect || r->status < 200 || r->status >= 300)
+        return collect(x, ptr, n) ? n : 0;
+    if (x->kind == BODY_STREAM)
+        return feed(x, ptr, n) ? n : 0; /* 0 makes curl stop with CURLE_WRITE_ERROR */
+    size_t before = r->body_len;
+    if (!collect(x, ptr, n))
+        return 0;
+    size_t kept = r->body_len - before; /* all of it unless past MAX_ERROR_BODY */
+    if (x->kind == BODY_UNDECIDED && !decide(x, false))
+        return 0;
+    if (x->kind == BODY_STREAM && kept < n && !feed(x, ptr + kept, n - kept))
+        return 0;
+    return n;
 }
 
 static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
@@ -384,6 +545,153 @@ static int fail(json_t **failure, const char *code, const char *fmt, ...) {
             return WEIR_E_NOMEM;
     }
     return status_for_code(code);
+}
+
+/*
+ * The failure code of a response that is not what an LLM API sends: a 2xx
+ * body that is not an event stream (BODY_NOT_STREAM) and a head over the
+ * limits.  UNKNOWN, not TRANSPORT: the request reached something that
+ * answered on purpose, with a page or an encoding no LLM API sends (a
+ * captive portal, a proxy's login or block page, a base_url that names a
+ * web site, a server that compresses unasked).  The same request gets the
+ * same answer until a person acts (logs in, fixes base_url or the proxy),
+ * so a retry only delays the message and an operator expects the turn to
+ * fail at once with it.  TRANSPORT is in the retry plugin's default
+ * retryable_codes (and counts towards its circuit breaker: an open breaker
+ * would then hide this message behind its own); UNKNOWN is not retried
+ * (and, as any answer, ends the breaker's streak).  INVALID_REQUEST or AUTH
+ * would blame the request or the key, which are not at fault.  An operator
+ * who wants retries anyway lists UNKNOWN in retryable_codes.
+ */
+#define NOT_AN_API_ANSWER "UNKNOWN"
+
+/* The UTF-8 sequence at s (n bytes left): its length and *cp, or 0 when it
+ * is not a valid one (overlong, surrogate, past U+10FFFF, cut short). */
+static size_t utf8_seq(const unsigned char *s, size_t n, unsigned long *cp) {
+    size_t len;
+    unsigned long min;
+    if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+        len = 2, min = 0x80, *cp = s[0] & 0x1fu;
+    } else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+        len = 3, min = 0x800, *cp = s[0] & 0x0fu;
+    } else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+        len = 4, min = 0x10000, *cp = s[0] & 0x07u;
+    } else {
+        return 0;
+    }
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        *cp = *cp << 6 | (s[i] & 0x3fu);
+    }
+    if (*cp < min || *cp > 0x10ffff || (*cp >= 0xd800 && *cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+/* A code point that is valid UTF-8 but moves the terminal's text: the C1
+ * controls, the line and paragraph separators, the bidirectional marks. */
+static bool cp_hidden(unsigned long cp) {
+    return (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x200e && cp <= 0x200f) ||
+           (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+#define SHOWN_SIZE (SHOW_BODY * 4 + 8) /* \xNN per byte at worst, "..." */
+
+/* The first SHOW_BODY bytes of `p` (n bytes) made printable into `out`
+ * (SHOWN_SIZE bytes): valid UTF-8 kept but for cp_hidden (as \uNNNN), '\'
+ * doubled, \n \r \t named, other controls and invalid bytes as \xNN, so a
+ * binary (gzip) body prints safely on one line; "..." when bytes were left
+ * out.  A UTF-8 sequence is never cut. */
+static void show_body(const char *p, size_t n, char *out) {
+    const unsigned char *s = (const unsigned char *)p;
+    size_t i = 0, o = 0;
+    while (i < n) {
+        unsigned long cp = 0;
+        size_t len = s[i] >= 0x80 ? utf8_seq(s + i, n - i, &cp) : 1;
+        if (i + (len ? len : 1) > SHOW_BODY)
+            break;
+        char esc[12];
+        const char *put = esc;
+        size_t k;
+        if (len > 1 && !cp_hidden(cp)) {
+            put = p + i, k = len;
+        } else if (len > 1) {
+            k = (size_t)snprintf(esc, sizeof esc, "\\u%04lx", cp);
+        } else if (s[i] == '\\' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t') {
+            esc[0] = '\\';
+            esc[1] = s[i] == '\\' ? '\\' : s[i] == '\n' ? 'n' : s[i] == '\r' ? 'r' : 't';
+            k = 2;
+        } else if (s[i] >= 0x20 && s[i] < 0x7f) {
+            put = p + i, k = 1;
+        } else {
+            k = (size_t)snprintf(esc, sizeof esc, "\\x%02x", s[i]);
+        }
+        memcpy(out + o, put, k);
+        o += k;
+        i += len ? len : 1;
+    }
+    if (i < n) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o] = '\0';
+}
+
+/* Fail with a response's code and message plus its status and request id
+ * (as weir__failure_from_http has them). */
+static int fail_response(json_t **failure, const weir_http_response *r, const char *fmt, ...)
+    WEIR_PRINTF(3, 4);
+static int fail_response(json_t **failure, const weir_http_response *r, const char *fmt, ...) {
+    if (failure) {
+        va_list ap;
+        va_start(ap, fmt);
+        json_t *f = weir__failure_vnew(NULL, NOT_AN_API_ANSWER, fmt, ap);
+        va_end(ap);
+        if (!f)
+            return WEIR_E_NOMEM;
+        /* json_object_set_new consumes the value even when it fails (a NULL
+         * one fails); request_id is printable ASCII (copy_request_id) */
+        int bad = r->status > 0 ? json_object_set_new(f, "status", json_integer(r->status)) : 0;
+        if (r->request_id[0])
+            bad |= json_object_set_new(f, "request_id", json_string(r->request_id));
+        if (bad) {
+            json_decref(f);
+            return WEIR_E_NOMEM;
+        }
+        *failure = f;
+    }
+    return status_for_code(NOT_AN_API_ANSWER);
+}
+
+/* "HTTP 200 with Content-Type text/html (not an event stream): <body>". */
+static int not_stream_failure(json_t **failure, const xfer *x) {
+    const weir_http_response *r = x->resp;
+    char shown[SHOWN_SIZE];
+    show_body(r->body, r->body_len, shown);
+    bool encoded = x->encoding[0] && !media_is(x->encoding, "identity");
+    bool gzip = r->body_len >= 2 && (unsigned char)r->body[0] == 0x1f &&
+                (unsigned char)r->body[1] == 0x8b;
+    return fail_response(failure, r, "HTTP %ld with %s%s%s%s (not an event stream%s): %s",
+                         r->status, x->type[0] ? "Content-Type " : "no Content-Type", x->type,
+                         encoded ? " and Content-Encoding " : "", encoded ? x->encoding : "",
+                         encoded ? "; weir did not ask for compression"
+                         : gzip  ? "; the body is gzip data"
+                                 : "",
+                         r->body_len ? shown : "(empty body)");
+}
+
+/* libcurl stopped on one header line over CURL_MAX_HTTP_HEADER: it says
+ * CURLE_OUT_OF_MEMORY (CURLE_TOO_LARGE since 8.6.0) while a head is under
+ * way, before the blank line that ends it. */
+static bool curl_head_too_large(CURLcode cr, const xfer *x) {
+#if LIBCURL_VERSION_NUM >= 0x080600
+    if (cr == CURLE_TOO_LARGE)
+        return x->resp->status != 0 && !x->head_done;
+#endif
+    return cr == CURLE_OUT_OF_MEMORY && x->resp->status != 0 && !x->head_done;
 }
 
 /* Failure for a parser/callback stop (rc from weir__sse_feed/finish).  A stop
@@ -544,6 +852,16 @@ static int perform(weir__http *h, weir_signal *signal, const weir_http_request *
         rc = fail(failure, "TIMEOUT", "no data for %ld ms", idle_ms);
     } else if (x.nomem) {
         rc = WEIR_E_NOMEM;
+    } else if (x.head_too_large) {
+        rc = fail_response(failure, resp,
+                           "response header too large: more than %zu bytes of header lines "
+                           "(weir's limit)",
+                           (size_t)WEIR__HTTP_MAX_HEAD);
+    } else if (curl_head_too_large(cr, &x)) {
+        rc = fail_response(failure, resp,
+                           "response header too large: a header line is longer than libcurl's "
+                           "limit of %d bytes (CURL_MAX_HTTP_HEADER; libcurl: %s)",
+                           (int)CURL_MAX_HTTP_HEADER, h->errbuf[0] ? h->errbuf : curl_easy_strerror(cr));
     } else if (x.sse_rc) {
         rc = sse_failure(failure, &x, x.sse_rc);
     } else if (cr != CURLE_OK) {
@@ -558,10 +876,16 @@ static int perform(weir__http *h, weir_signal *signal, const weir_http_request *
         bool said = h->errbuf[0] && strstr(h->errbuf, what); /* the buffer has it already */
         rc = fail(failure, code, "%s %s: %s%s%s", unreachable ? "cannot reach" : get ? "GET" : "POST",
                   where, said ? "" : what, h->errbuf[0] && !said ? ": " : "", h->errbuf);
-    } else if (!get && x.is_sse && resp->status >= 200 && resp->status < 300) {
-        int fr = weir__sse_finish(x.sse);
-        if (fr)
-            rc = sse_failure(failure, &x, fr);
+    } else if (!get && resp->status >= 200 && resp->status < 300) {
+        if (x.kind == BODY_UNDECIDED && !decide(&x, true)) {
+            rc = sse_failure(failure, &x, x.sse_rc);
+        } else if (x.kind == BODY_NOT_STREAM) {
+            rc = not_stream_failure(failure, &x);
+        } else if (x.kind == BODY_STREAM) {
+            int fr = weir__sse_finish(x.sse);
+            if (fr)
+                rc = sse_failure(failure, &x, fr);
+        }
     }
     weir__sse_destroy(x.sse);
     return rc;

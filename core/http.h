@@ -34,16 +34,19 @@ void weir__http_destroy(weir__http *h);
  * `resp` is overwritten (release an earlier body with
  * weir__http_response_clear first): status, retry_after_ms (retry-after-ms,
  * else Retry-After as seconds or HTTP-date; -1 when absent or invalid),
- * request_id (x-request-id / request-id).  A 2xx text/event-stream body is
- * parsed as it arrives and each event is passed to on_event(ud, ...); any
- * other body is collected (first 64 KiB, NUL-terminated) into resp->body,
- * owned by resp.
+ * request_id (x-request-id / request-id).  A 2xx event stream (Content-Type
+ * text/event-stream, or none and a body that starts like SSE) is parsed as
+ * it arrives and each event is passed to on_event(ud, ...); any other body
+ * is collected (first 64 KiB, NUL-terminated) into resp->body, owned by
+ * resp.
  *
  * Returns WEIR_OK when a response arrived (whatever its status: the caller
  * classifies non-2xx with weir__failure_from_http; a 2xx stream that ends
- * without the provider's finish is the provider's to detect).  Otherwise an
- * error, with *failure (if failure != NULL; new reference; a canonical
- * failure without "provider", which the caller adds):
+ * without the provider's finish is the provider's to detect; a 2xx JSON
+ * body, application/json, application/x-ndjson or +json, is the caller's to
+ * read).  Otherwise an error, with *failure (if failure != NULL; new
+ * reference; a canonical failure without "provider", which the caller
+ * adds):
  *   WEIR_E_CANCELLED  ABORTED  the signal fired ("request cancelled (cause)"),
  *                              or on_event returned non-zero
  *   WEIR_E_TIMEOUT    TIMEOUT  no byte for idle_timeout_ms ("no data for N
@@ -55,12 +58,28 @@ void weir__http_destroy(weir__http *h);
  *                              timeout
  *   WEIR_E_IO         TRANSPORT connect failure, reset, receive error,
  *                              truncated body, an SSE line over 8 MiB;
- *                     UNKNOWN  other curl errors (message: curl's text)
+ *                     UNKNOWN  a 2xx body that is not an event stream nor
+ *                              JSON: another Content-Type (a captive
+ *                              portal's text/html), a Content-Encoding, gzip
+ *                              data, an untyped body that is not SSE ("HTTP
+ *                              200 with Content-Type text/html (not an event
+ *                              stream): <its first 200 bytes, printable>",
+ *                              with status and request_id; the body is in
+ *                              resp->body too); a response head over
+ *                              WEIR__HTTP_MAX_HEAD, or one header line over
+ *                              libcurl's CURL_MAX_HTTP_HEADER ("response
+ *                              header too large: ..."); other curl errors
+ *                              (message: curl's text)
  *   WEIR_E_INVAL      INVALID_REQUEST  NULL arguments, bad struct_size, bad URL
  *   WEIR_E_NOMEM      (no failure object)
  * `signal` may be NULL (never cancelled).  Counted connections go to
  * weir__http_connects.  Not thread-safe per handle.
  */
+/* The most bytes of one response head (status line and header lines)
+ * weir__http_sse and weir__http_get accept; libcurl's own limit on one
+ * line, CURL_MAX_HTTP_HEADER (100 KiB), applies too. */
+#define WEIR__HTTP_MAX_HEAD ((size_t)256 << 10)
+
 int weir__http_sse(weir__http *h, weir_signal *signal, const weir_http_request *req,
                    weir_sse_fn on_event, void *ud, weir_http_response *resp,
                    json_t **failure);

@@ -142,6 +142,10 @@ typedef struct entry {
     char *body;
     char *expect_contains;
     bool echo_key;      /* error text quotes the request's key (see mock_llm.h) */
+    char *raw_headers;  /* fault "raw": the "headers" as "Name: value\r\n" lines */
+    char *raw_body;     /* fault "raw": the body bytes ("body" or "body_hex") */
+    size_t raw_body_len;
+    long pad_lines, pad_bytes; /* fault "raw": filler header lines and their size */
 } entry;
 
 typedef struct record {
@@ -182,13 +186,13 @@ struct mock_llm {
 static const char *const fault_names[] = {
     "none",     "rate_limit", "server_error", "overloaded", "auth",         "overflow",
     "http_error", "reset",    "stall",        "malformed",  "truncated",    "inband_error",
-    "keepalive",  NULL,
+    "keepalive",  "raw",      NULL,
 };
 
 static const char *const entry_keys[] = {
     "text",  "reasoning", "tool_calls",  "usage",          "finish", "chunk_size",
     "chunk_delay_ms", "fault", "retry_after", "retry_after_ms", "status", "body",
-    "expect", "echo_key", NULL,
+    "expect", "echo_key", "headers", "body_hex", "pad_lines", "pad_bytes", NULL,
 };
 
 static bool in_list(const char *s, const char *const *list) {
@@ -222,6 +226,52 @@ static void entry_free(entry *e) {
     free(e->retry_after);
     free(e->body);
     free(e->expect_contains);
+    free(e->raw_headers);
+    free(e->raw_body);
+}
+
+/* Fault "raw": the "headers" object as header lines, the body from
+ * "body_hex" (pairs of hex digits) or else "body".  -1 when malformed. */
+static int parse_raw(json_t *o, size_t idx, entry *e) {
+    sb h = {0};
+    json_t *headers = json_object_get(o, "headers");
+    const char *name;
+    const json_t *v;
+    if (headers && !json_is_object(headers)) {
+        fprintf(stderr, "mock_llm: script requests[%zu]: headers is not an object\n", idx);
+        return -1;
+    }
+    json_object_foreach(headers, name, v) {
+        if (!json_is_string(v)) {
+            fprintf(stderr, "mock_llm: script requests[%zu]: headers.%s is not a string\n", idx,
+                    name);
+            free(h.p);
+            return -1;
+        }
+        sb_printf(&h, "%s: %s\r\n", name, json_string_value(v));
+    }
+    e->raw_headers = h.p ? h.p : xstrdup("");
+    const char *hex = json_string_value(json_object_get(o, "body_hex"));
+    if (hex) {
+        size_t n = strlen(hex);
+        if (n % 2 || strspn(hex, "0123456789abcdefABCDEF") != n) {
+            fprintf(stderr, "mock_llm: script requests[%zu]: body_hex is not hex\n", idx);
+            return -1;
+        }
+        e->raw_body = xrealloc(NULL, n / 2 + 1);
+        for (size_t i = 0; i < n / 2; i++) {
+            unsigned b;
+            sscanf(hex + 2 * i, "%2x", &b);
+            e->raw_body[i] = (char)b;
+        }
+        e->raw_body_len = n / 2;
+    } else {
+        e->raw_body = xstrdup(e->body ? e->body : "");
+        e->raw_body_len = strlen(e->raw_body);
+    }
+    e->pad_lines = opt_int(o, "pad_lines", 0);
+    e->pad_bytes = opt_int(o, "pad_bytes", 0);
+    return 0;
 }
 
 static int parse_entry(json_t *o, size_t idx, entry *e) {
@@ -264,6 +314,8 @@ static int parse_entry(json_t *o, size_t idx, entry *e) {
         fprintf(stderr, "mock_llm: script requests[%zu]: unknown fault \"%s\"\n", idx, e->fault);
         return -1;
     }
+    if (strcmp(e->fault, "raw") == 0 && parse_raw(o, idx, e) != 0)
+        return -1;
     if (e->finish && strcmp(e->finish, "stop") && strcmp(e->finish, "tool_calls") &&
         strcmp(e->finish, "length")) {
         fprintf(stderr, "mock_llm: script requests[%zu]: unknown finish \"%s\"\n", idx, e->finish);
@@ -609,6 +661,35 @@ static int send_json_response(conn *c, api_kind api, long index, long status, co
     sb_puts(&h, body);
     int rc = send_all(c, h.p, h.len);
     free(h.p);
+    return rc;
+}
+
+/* Fault "raw": the entry's status, headers (no Content-Type unless given),
+ * pad_lines filler headers of pad_bytes each, and body, with a
+ * Content-Length.  The connection is kept (0) unless sending failed (-1). */
+static int send_raw_response(conn *c, api_kind api, long index, const entry *e) {
+    sb h = {0};
+    sb_printf(&h, "HTTP/1.1 %ld %s\r\n%s", e->status, reason_phrase(e->status), e->raw_headers);
+    sb_printf(&h, "%s: req_mock_%ld\r\nContent-Length: %zu\r\n", request_id_header(api), index,
+              e->raw_body_len);
+    int rc = send_all(c, h.p, h.len);
+    free(h.p);
+    if (e->pad_lines > 0 && e->pad_bytes > 0) {
+        size_t n = (size_t)e->pad_bytes;
+        char *pad = xrealloc(NULL, n + 16);
+        for (long i = 0; rc == 0 && i < e->pad_lines; i++) {
+            int k = snprintf(pad, 16, "X-Pad-%ld: ", i);
+            size_t len = (size_t)k < n ? n : (size_t)k;
+            memset(pad + k, 'p', len - (size_t)k);
+            memcpy(pad + len, "\r\n", 2);
+            rc = send_all(c, pad, len + 2);
+        }
+        free(pad);
+    }
+    if (rc == 0)
+        rc = send_all(c, "\r\n", 2);
+    if (rc == 0)
+        rc = send_all(c, e->raw_body, e->raw_body_len);
     return rc;
 }
 
@@ -1150,6 +1231,8 @@ static int serve_request(conn *c, const request *rq) {
     } else if (strcmp(f, "http_error") == 0) {
         status = e->status;
         body = xstrdup(e->body ? e->body : "");
+    } else if (strcmp(f, "raw") == 0) {
+        return send_raw_response(c, api, rq->index, e);
     }
     if (status) {
         int rc = send_json_response(c, api, rq->index, status, body, e);

@@ -51,7 +51,12 @@
  *                                        rate_limit/overloaded (default "1");
  *                                        "" sends no Retry-After
  *       "retry_after_ms": 1500,          also send retry-after-ms (>= 0)
- *       "status": 418, "body": "...",    for fault "http_error"
+ *       "status": 418, "body": "...",    for faults "http_error" and "raw"
+ *       "headers": {"Content-Type": "text/html"},  for fault "raw"
+ *       "body_hex": "1f8b08...",         for fault "raw": the body's bytes
+ *       "pad_lines": 1, "pad_bytes": 2097152,  for fault "raw": filler
+ *                                        header lines (X-Pad-<i>) of pad_bytes
+ *                                        bytes each
  *       "expect": {"message_contains": "..."},
  *       "echo_key": false                the error text quotes the key the
  *                                        request sent (see below)
@@ -71,6 +76,11 @@
  *                 invalid_request_error "prompt is too long: 210000 tokens
  *                 > 200000 maximum"
  *   http_error    `status` (default 500) with `body` verbatim (JSON type)
+ *   raw           `status` (default 500) with only the script's `headers`
+ *                 (no Content-Type unless given), the pad lines, the request
+ *                 id and a Content-Length; the body is `body_hex` decoded,
+ *                 else `body` verbatim: a captive portal's HTML, a gzip
+ *                 body, SSE without a Content-Type, a giant header
  *   reset         200 headers + the first event, then a TCP RST
  *   stall         200 headers + the first event, then nothing until the
  *                 client closes the connection (or the server stops)

@@ -339,6 +339,187 @@ static void test_http_2xx_json_body_is_collected(void **state) {
     fixture_stop(&f);
 }
 
+/* One POST to a fresh mock serving `script`; returns the status, fills *ev
+ * (init'ed here, fini by the caller), *resp and *failure. */
+static int post_once(const char *script, events *ev, weir_http_response *resp,
+                     json_t **failure) {
+    fixture f;
+    fixture_start(&f, script, "/v1/chat/completions");
+    events_init(ev);
+    weir_http_request req = make_req(f.url, body_openai, 2000);
+    int rc = weir__http_sse(f.http, NULL, &req, on_event, ev, resp, failure);
+    fixture_stop(&f);
+    return rc;
+}
+
+/* Assert a 200 that is not an event stream: UNKNOWN, `message`, status 200,
+ * the request id, no event; the body still collected. */
+static void assert_not_stream(int rc, const events *ev, const weir_http_response *resp,
+                              json_t *failure, const char *message) {
+    if (rc != WEIR_E_IO || !failure)
+        fail_msg("rc %d, failure %s", rc, failure ? weir__json_str(failure, "message", "") : "-");
+    assert_string_equal(weir__json_str(failure, "code", ""), "UNKNOWN");
+    assert_string_equal(weir__json_str(failure, "message", ""), message);
+    assert_int_equal(json_integer_value(json_object_get(failure, "status")), 200);
+    assert_string_equal(weir__json_str(failure, "request_id", ""), "req_mock_0");
+    assert_null(json_object_get(failure, "provider"));
+    assert_int_equal(ev->count, 0);
+    assert_int_equal(resp->status, 200);
+    assert_non_null(resp->body);
+}
+
+static void test_http_2xx_html_is_not_an_event_stream(void **state) {
+    /* a captive portal: 200 text/html, UTF-8 kept, a newline escaped */
+    events ev;
+    weir_http_response resp;
+    json_t *failure = NULL;
+    int rc = post_once("{\"requests\":[{\"fault\":\"raw\",\"status\":200,\"headers\":"
+                       "{\"Content-Type\":\"text/html; charset=utf-8\"},\"body\":"
+                       "\"<html><title>Caf\u00e9 Wi-Fi</title>\\n<body>Log in</body></html>\"}]}",
+                       &ev, &resp, &failure);
+    assert_not_stream(rc, &ev, &resp, failure,
+                      "HTTP 200 with Content-Type text/html (not an event stream): "
+                      "<html><title>Caf\u00e9 Wi-Fi</title>\\n<body>Log in</body></html>");
+    json_decref(failure);
+    weir__http_response_clear(&resp);
+    events_fini(&ev);
+
+    /* a long page: its first 200 bytes, then "..." */
+    char script[1024], want[512], page[301];
+    memset(page, 'x', 300);
+    memcpy(page, "<html>", 6);
+    page[300] = '\0';
+    snprintf(script, sizeof script,
+             "{\"requests\":[{\"fault\":\"raw\",\"status\":200,\"headers\":"
+             "{\"content-type\":\"TEXT/HTML\"},\"body\":\"%s\"}]}",
+             page);
+    snprintf(want, sizeof want,
+             "HTTP 200 with Content-Type TEXT/HTML (not an event stream): %.200s...", page);
+    failure = NULL;
+    rc = post_once(script, &ev, &resp, &failure);
+    assert_not_stream(rc, &ev, &resp, failure, want);
+    assert_int_equal(resp.body_len, 300);
+    json_decref(failure);
+    weir__http_response_clear(&resp);
+    events_fini(&ev);
+}
+
+#define GZIP_HEX "1f8b08000000000002ff4b492c49b452a8564a54b232ace5e202003e7574090f000000"
+#define GZIP_SHOWN                                                                          \
+    "\\x1f\\x8b\\x08\\x00\\x00\\x00\\x00\\x00\\x02\\xffKI,I\\xb4R\\xa8VJT\\xb22\\xac\\xe5" \
+    "\\xe2\\x02\\x00>ut\\t\\x0f\\x00\\x00\\x00"
+
+static void test_http_gzip_bodies_are_not_event_streams(void **state) {
+    static const struct {
+        const char *headers, *message;
+    } cases[] = {
+        /* Content-Encoding gzip that weir did not ask for */
+        {"{\"Content-Type\":\"text/event-stream\",\"Content-Encoding\":\"gzip\"}",
+         "HTTP 200 with Content-Type text/event-stream and Content-Encoding gzip (not an event "
+         "stream; weir did not ask for compression): " GZIP_SHOWN},
+        /* a raw gzip body under an event-stream type */
+        {"{\"Content-Type\":\"text/event-stream\"}",
+         "HTTP 200 with Content-Type text/event-stream (not an event stream; the body is gzip "
+         "data): " GZIP_SHOWN},
+        /* and with no Content-Type at all */
+        {"{}", "HTTP 200 with no Content-Type (not an event stream; the body is gzip data): "
+               GZIP_SHOWN},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char script[512];
+        snprintf(script, sizeof script,
+                 "{\"requests\":[{\"fault\":\"raw\",\"status\":200,\"headers\":%s,"
+                 "\"body_hex\":\"" GZIP_HEX "\"}]}",
+                 cases[i].headers);
+        events ev;
+        weir_http_response resp;
+        json_t *failure = NULL;
+        int rc = post_once(script, &ev, &resp, &failure);
+        assert_not_stream(rc, &ev, &resp, failure, cases[i].message);
+        assert_int_equal(resp.body_len, sizeof GZIP_HEX / 2);
+        json_decref(failure);
+        weir__http_response_clear(&resp);
+        events_fini(&ev);
+    }
+}
+
+static void test_http_sse_without_content_type_is_parsed(void **state) {
+    static const struct {
+        const char *body, *events;
+    } cases[] = {
+        {"data: {\\\"a\\\":1}\\n\\nevent: x\\ndata: 2\\n\\n", "|{\"a\":1}\nx|2\n"},
+        {"\\r\\n: a comment first\\n\\ndata: 3\\n\\n", "|3\n"},
+        {"\ufeffevent: y\\ndata: 4\\n\\n", "y|4\n"},
+        {"id: 7\\ndata\\n\\nretry: 5\\ndata: 5\\n\\n", "|\n|5\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char script[512];
+        snprintf(script, sizeof script,
+                 "{\"requests\":[{\"fault\":\"raw\",\"status\":200,\"body\":\"%s\"}]}",
+                 cases[i].body);
+        events ev;
+        weir_http_response resp;
+        json_t *failure = NULL;
+        int rc = post_once(script, &ev, &resp, &failure);
+        if (rc != WEIR_OK)
+            fail_msg("case %zu: %s", i, weir__json_str(failure, "message", ""));
+        assert_int_equal(resp.status, 200);
+        assert_null(resp.body);
+        assert_non_null(ev.text);
+        assert_string_equal(ev.text, cases[i].events);
+        weir__http_response_clear(&resp);
+        events_fini(&ev);
+    }
+    /* without a Content-Type, a body that is not SSE is said to be so */
+    events ev;
+    weir_http_response resp;
+    json_t *failure = NULL;
+    int rc = post_once("{\"requests\":[{\"fault\":\"raw\",\"status\":200,\"body\":"
+                       "\"Hello\\u0007 world\"}]}",
+                       &ev, &resp, &failure);
+    assert_not_stream(rc, &ev, &resp, failure,
+                      "HTTP 200 with no Content-Type (not an event stream): Hello\\x07 world");
+    json_decref(failure);
+    weir__http_response_clear(&resp);
+    events_fini(&ev);
+}
+
+static void test_http_huge_response_header_is_named(void **state) {
+    static const struct {
+        long lines, bytes;
+        const char *message;
+    } cases[] = {
+        /* one 2 MiB line: over libcurl's own limit for one header line */
+        {1, 2L << 20, "response header too large: a header line is longer than libcurl's limit "
+                      "of 102400 bytes"},
+        /* 2 MiB of short lines: over weir's limit for the whole head */
+        {20000, 100, "response header too large: more than 262144 bytes of header lines"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char script[512];
+        snprintf(script, sizeof script,
+                 "{\"requests\":[{\"fault\":\"raw\",\"status\":200,\"headers\":"
+                 "{\"Content-Type\":\"text/event-stream\"},\"pad_lines\":%ld,\"pad_bytes\":%ld,"
+                 "\"body\":\"data: 1\\n\\n\"}]}",
+                 cases[i].lines, cases[i].bytes);
+        events ev;
+        weir_http_response resp;
+        json_t *failure = NULL;
+        int rc = post_once(script, &ev, &resp, &failure);
+        if (rc == WEIR_OK || !failure)
+            fail_msg("case %zu: rc %d", i, rc);
+        const char *msg = weir__json_str(failure, "message", "");
+        if (strncmp(msg, cases[i].message, strlen(cases[i].message)) != 0)
+            fail_msg("case %zu: %s", i, msg);
+        assert_string_equal(weir__json_str(failure, "code", ""), "UNKNOWN");
+        assert_int_equal(rc, WEIR_E_IO);
+        assert_int_equal(ev.count, 0);
+        json_decref(failure);
+        weir__http_response_clear(&resp);
+        events_fini(&ev);
+    }
+}
+
 static void test_http_truncated_stream_is_ok_without_done(void **state) {
     fixture f;
     fixture_start(&f, "{\"requests\":[{\"text\":\"abc\",\"fault\":\"truncated\"}]}",
@@ -833,6 +1014,10 @@ int main(void) {
         cmocka_unit_test(test_http_500_body_is_collected),
         cmocka_unit_test(test_http_overflow_bodies_classify_as_context_window_exceeded),
         cmocka_unit_test(test_http_2xx_json_body_is_collected),
+        cmocka_unit_test(test_http_2xx_html_is_not_an_event_stream),
+        cmocka_unit_test(test_http_gzip_bodies_are_not_event_streams),
+        cmocka_unit_test(test_http_sse_without_content_type_is_parsed),
+        cmocka_unit_test(test_http_huge_response_header_is_named),
         cmocka_unit_test(test_http_truncated_stream_is_ok_without_done),
         cmocka_unit_test(test_http_malformed_data_is_passed_through),
         cmocka_unit_test(test_http_stall_times_out),
