@@ -56,13 +56,13 @@ struct weir__http {
  * What a 2xx body of weir__http_sse is, decided from the response's head and
  * its first bytes:
  *   BODY_STREAM      an event stream, parsed as it arrives: Content-Type
- *                    text/event-stream, or no Content-Type and a body that
- *                    starts like SSE (a field name and ':' or a line end, or
- *                    a ':' comment, after blank lines and a BOM), which some
- *                    compatible servers send
- *   BODY_COLLECT     JSON (application/json, application/x-ndjson, ...+json):
- *                    collected, and WEIR_OK, for the caller to read (as
- *                    before: a caller may POST to a non-streaming endpoint)
+ *                    text/event-stream, or no Content-Type, text/plain or a
+ *                    JSON type and a body that starts like SSE (a field name
+ *                    and ':' or a line end, or a ':' comment, after blank
+ *                    lines and a BOM), which some compatible servers send
+ *   BODY_COLLECT     JSON (application/json, application/x-ndjson, ...+json)
+ *                    that is not SSE: collected, and WEIR_OK, for the caller
+ *                    to read (a caller may POST to a non-streaming endpoint)
  *   BODY_NOT_STREAM  anything else: another type (text/html from a captive
  *                    portal or a web server), a Content-Encoding weir did not
  *                    ask for (no Accept-Encoding is sent, so libcurl decodes
@@ -329,11 +329,13 @@ static body_kind body_kind_of(const xfer *x, const char *p, size_t n, bool final
         return BODY_UNDECIDED;
     if (media_is(x->type, "text/event-stream"))
         return BODY_STREAM;
-    if (media_is_json(x->type))
-        return BODY_COLLECT;
-    if (x->type[0])
+    /* servers that send SSE under no type, text/plain or a JSON type (a
+     * body that starts with "data:" is no JSON) keep working */
+    bool json = media_is_json(x->type);
+    if (x->type[0] && !json && !media_is(x->type, "text/plain"))
         return BODY_NOT_STREAM;
-    return sniff_sse(p, n, final);
+    body_kind k = sniff_sse(p, n, final);
+    return k == BODY_NOT_STREAM && json ? BODY_COLLECT : k;
 }
 
 /* Append to resp->body, keeping its first MAX_ERROR_BODY bytes.  false when

@@ -443,26 +443,31 @@ static void test_http_gzip_bodies_are_not_event_streams(void **state) {
     }
 }
 
-static void test_http_sse_without_content_type_is_parsed(void **state) {
+static void test_http_sse_under_no_or_a_loose_type_is_parsed(void **state) {
     static const struct {
-        const char *body, *events;
+        const char *headers, *body, *events;
     } cases[] = {
-        {"data: {\\\"a\\\":1}\\n\\nevent: x\\ndata: 2\\n\\n", "|{\"a\":1}\nx|2\n"},
-        {"\\r\\n: a comment first\\n\\ndata: 3\\n\\n", "|3\n"},
-        {"\ufeffevent: y\\ndata: 4\\n\\n", "y|4\n"},
-        {"id: 7\\ndata\\n\\nretry: 5\\ndata: 5\\n\\n", "|\n|5\n"},
+        {"{}", "data: {\\\"a\\\":1}\\n\\nevent: x\\ndata: 2\\n\\n", "|{\"a\":1}\nx|2\n"},
+        {"{}", "\\r\\n: a comment first\\n\\ndata: 3\\n\\n", "|3\n"},
+        {"{}", "\ufeffevent: y\\ndata: 4\\n\\n", "y|4\n"},
+        {"{}", "id: 7\\ndata\\n\\nretry: 5\\ndata: 5\\n\\n", "|\n|5\n"},
+        /* SSE under a wrong type that could hold it still works */
+        {"{\"Content-Type\":\"text/plain\"}", "data: 6\\n\\n", "|6\n"},
+        {"{\"Content-Type\":\"application/json\"}", "data: 7\\n\\n", "|7\n"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char script[512];
         snprintf(script, sizeof script,
-                 "{\"requests\":[{\"fault\":\"raw\",\"status\":200,\"body\":\"%s\"}]}",
-                 cases[i].body);
+                 "{\"requests\":[{\"fault\":\"raw\",\"status\":200,\"headers\":%s,"
+                 "\"body\":\"%s\"}]}",
+                 cases[i].headers, cases[i].body);
         events ev;
         weir_http_response resp;
         json_t *failure = NULL;
         int rc = post_once(script, &ev, &resp, &failure);
         if (rc != WEIR_OK)
             fail_msg("case %zu: %s", i, weir__json_str(failure, "message", ""));
+        assert_null(failure);
         assert_int_equal(resp.status, 200);
         assert_null(resp.body);
         assert_non_null(ev.text);
@@ -1016,7 +1021,7 @@ int main(void) {
         cmocka_unit_test(test_http_2xx_json_body_is_collected),
         cmocka_unit_test(test_http_2xx_html_is_not_an_event_stream),
         cmocka_unit_test(test_http_gzip_bodies_are_not_event_streams),
-        cmocka_unit_test(test_http_sse_without_content_type_is_parsed),
+        cmocka_unit_test(test_http_sse_under_no_or_a_loose_type_is_parsed),
         cmocka_unit_test(test_http_huge_response_header_is_named),
         cmocka_unit_test(test_http_truncated_stream_is_ok_without_done),
         cmocka_unit_test(test_http_malformed_data_is_passed_through),
