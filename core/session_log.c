@@ -476,8 +476,11 @@ int weir__log_refuse(const char *path, const json_t *report, weir_error *err) {
     char more[96] = "";
     if (n > 1)
         snprintf(more, sizeof more, " (and %zu more: see weir log --check)", n - 1);
-    return weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL, "%s:%" JSON_INTEGER_FORMAT ": %s%s",
-                     path, line, first ? first : "invalid", more);
+    /* what an older weir wrote, and weir_log_repair mends */
+    const char *hint =
+        first && strstr(first, " repeats one of step ") ? "; weir log --repair mends it" : "";
+    return weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL, "%s:%" JSON_INTEGER_FORMAT ": %s%s%s",
+                     path, line, first ? first : "invalid", more, hint);
 }
 
 static int open_common(weir__store_ref store, const char *id, const char *path, bool readonly,

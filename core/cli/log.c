@@ -322,7 +322,7 @@ static int why(const char *path, long long seq, bool as_json) {
 /* ------------------------------------------------------------------------ */
 
 static const char log_help[] =
-    "usage: weir log [-c FILE]... ID|FILE [--json|--derive|--check|--why SEQ [--json]]\n"
+    "usage: weir log [-c FILE]... ID|FILE [--json|--derive|--check|--repair|--why SEQ [--json]]\n"
     "\n"
     "Print a session log as a readable transcript.  ID names\n"
     "<session.dir>/<ID>.jsonl of the deployment (-c, or the built-in default:\n"
@@ -335,6 +335,10 @@ static const char log_help[] =
     "  --derive   print the derived model-visible messages as one JSON array\n"
     "  --check    check the log's invariants (seq, nesting, tool results,\n"
     "             derive == request); an open last turn is reported, not an error\n"
+    "  --repair   mend a log an older weir wrote that the reader now refuses (a\n"
+    "             reply that repeated a tool-call id); the original is kept as\n"
+    "             FILE.orig, a log with nothing to mend is left untouched (file\n"
+    "             store only; takes the writer's lock)\n"
     "  --why SEQ  print the hook decisions (hook/decision) that shaped the event at\n"
     "             SEQ, newest first: those before it in its turn, of its step or\n"
     "             turn-level (docs/hooks.md, \"Provenance\"); with --json as events\n"
@@ -347,6 +351,7 @@ int weir_cmd_log(int argc, char **argv) {
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
                                               {"derive", no_argument, NULL, 'd'},
                                               {"check", no_argument, NULL, 'k'},
+                                              {"repair", no_argument, NULL, 'r'},
                                               {"json", no_argument, NULL, 'j'},
                                               {"why", required_argument, NULL, 'w'},
                                               {"help", no_argument, NULL, 'h'},
@@ -362,9 +367,11 @@ int weir_cmd_log(int argc, char **argv) {
             break;
         case 'd':
         case 'k':
+        case 'r':
         case 'j':
             if (mode && mode != ch) {
-                fprintf(stderr, "weir log: --json, --derive and --check exclude each other\n");
+                fprintf(stderr,
+                        "weir log: --json, --derive, --check and --repair exclude each other\n");
                 return WEIR_EXIT_USAGE;
             }
             mode = ch;
@@ -435,7 +442,31 @@ int weir_cmd_log(int argc, char **argv) {
     }
     weir_error err;
     weir_error_clear(&err);
-    if (why_seq >= 0) {
+    if (mode == 'r' && host) {
+        fprintf(stderr, "weir log: --repair mends log files; session %s is in store '%s'\n",
+                argv[optind], store);
+        rc = WEIR_EXIT_USAGE;
+    } else if (mode == 'r') {
+        json_t *report = NULL;
+        if (weir_log_repair(path, &report, &err) != WEIR_OK) {
+            rc = weir_cli_fail("log", &err);
+        } else {
+            size_t i;
+            const json_t *v;
+            json_array_foreach(json_object_get(report, "renamed"), i, v)
+                printf("seq %lld: tool call id '%s' is now '%s'\n",
+                       (long long)json_integer_value(json_object_get(v, "seq")),
+                       json_string_value(json_object_get(v, "was")),
+                       json_string_value(json_object_get(v, "id")));
+            const char *backup = json_string_value(json_object_get(report, "backup"));
+            if (backup)
+                printf("%s: repaired (%lld lines); the original is %s\n", path,
+                       (long long)json_integer_value(json_object_get(report, "lines")), backup);
+            else
+                printf("%s: nothing to repair\n", path);
+            json_decref(report);
+        }
+    } else if (why_seq >= 0) {
         rc = why(path, why_seq, mode == 'j');
     } else if (mode == 'j') {
         json_t *events = NULL;

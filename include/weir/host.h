@@ -484,6 +484,23 @@ WEIR_API int weir_log_derive(const char *path, json_t **messages, weir_error *er
 WEIR_API int weir_log_events(const char *path, json_t **events, weir_error *err) WEIR_WUR;
 
 /**
+ * Repair a log file that an older weir wrote and the reader now refuses
+ * (`weir log --repair`; docs/session-log.md, "Repair"): a reply that
+ * repeated a tool-call id gets the ids a writer now gives (the repeat
+ * "<id>_<n>"), and the step's tool/call, tool/result and other events of
+ * those calls follow them in order.  Takes the writer's lock (WEIR_E_BUSY
+ * while a writer holds it).  When something changes, the repaired text is
+ * checked by the one reader, written to a new file, synced and renamed over
+ * the log; the original is kept as "<path>.orig" (WEIR_E_IO when that name
+ * exists).  A log with nothing to repair is left untouched.
+ * @param report  receives a new reference {lines (how many were rewritten),
+ *                renamed: [{seq, turn, step, was, id}], backup?}.
+ * Thread-safe.
+ * Since: 0.1
+ */
+WEIR_API int weir_log_repair(const char *path, json_t **report, weir_error *err) WEIR_WUR;
+
+/**
  * weir_log_check(), weir_log_derive() and weir_log_events() for session `id`
  * of the store the host's session.store names (a plugin row's store, or
  * "memory"): the same reader, the same results.  The session is opened

@@ -12,7 +12,11 @@
 
 #include <cmocka.h>
 
+#include <unistd.h>
+
 #include "common.h"
+#include "session_log.h"
+#include "store.h"
 #include "testutil.h"
 
 static json_t *check(const char *name) {
@@ -303,6 +307,90 @@ static void check_alloc_failure_loop(void **state) {
     }
 }
 
+/* Issue #31 item 1: a log an older weir wrote for a reply that repeated a
+ * tool-call id is refused by the reader; weir_log_repair renames the repeat
+ * in the message, its tool/call (and idempotency key) and its tool/result,
+ * keeps the original beside it, and the log then checks and derives; a
+ * second repair changes nothing, and a live writer's log is not touched. */
+static void repair_mends_repeated_call_ids(void **state) {
+    (void)state;
+    char src[4200], path[4200], orig[4300];
+    snprintf(src, sizeof src, "%s/logs/dup_call_ids.jsonl", wt_env("WEIR_TEST_DATA_DIR"));
+    char *dir = wt_tmpdir("repair");
+    snprintf(path, sizeof path, "%s/s1.jsonl", dir);
+    snprintf(orig, sizeof orig, "%s.orig", path);
+    size_t n = 0;
+    char *before = wt_read_file(src, &n);
+    assert_non_null(before);
+    assert_int_equal(wt_write_file(path, before), 0);
+
+    json_t *r = NULL;
+    weir_error err;
+    assert_int_equal(weir_log_check(path, &r, &err), WEIR_OK);
+    assert_true(json_is_false(json_object_get(r, "ok")));
+    json_decref(r);
+    json_t *msgs = NULL;
+    assert_int_equal(weir_log_derive(path, &msgs, &err), WEIR_E_LOG_CORRUPT);
+    assert_non_null(strstr(err.text, "weir log --repair"));
+
+    assert_int_equal(weir_log_repair(path, &r, &err), WEIR_OK);
+    assert_int_equal(json_integer_value(json_object_get(r, "lines")), 3);
+    const json_t *renamed = json_object_get(r, "renamed");
+    assert_int_equal(json_array_size(renamed), 3);
+    const json_int_t seqs[] = {7, 10, 11};
+    for (size_t i = 0; i < 3; i++) {
+        const json_t *x = json_array_get(renamed, i);
+        assert_int_equal(json_integer_value(json_object_get(x, "seq")), seqs[i]);
+        assert_string_equal(json_string_value(json_object_get(x, "was")), "c1");
+        assert_string_equal(json_string_value(json_object_get(x, "id")), "c1_2");
+    }
+    assert_string_equal(json_string_value(json_object_get(r, "backup")), orig);
+    json_decref(r);
+    char *kept = wt_read_file(orig, NULL);
+    assert_non_null(kept);
+    assert_string_equal(kept, before); /* the original, byte for byte */
+    free(kept);
+
+    assert_int_equal(weir_log_check(path, &r, &err), WEIR_OK);
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    assert_int_equal(weir_log_derive(path, &msgs, &err), WEIR_OK);
+    json_decref(msgs);
+    char *after = wt_read_file(path, NULL);
+    assert_non_null(strstr(after, "\"idempotency_key\":\"s1:1:1:c1_2\""));
+    assert_non_null(strstr(after, "\"call_id\":\"c1_2\",\"content\":[{\"type\":\"text\","
+                                  "\"text\":\"16\"}]"));
+
+    /* nothing left to mend: the file is not rewritten */
+    assert_int_equal(weir_log_repair(path, &r, &err), WEIR_OK);
+    assert_int_equal(json_integer_value(json_object_get(r, "lines")), 0);
+    assert_null(json_object_get(r, "backup"));
+    json_decref(r);
+    char *again = wt_read_file(path, NULL);
+    assert_string_equal(again, after);
+    free(again);
+    free(after);
+
+    /* a log with a writer is not repaired */
+    assert_int_equal(wt_write_file(path, before), 0);
+    weir__log *live = NULL;
+    assert_int_equal(unlink(orig), 0);
+    int rc = weir__log_open(path, WEIR__FSYNC_NONE, NULL, NULL, &live, &err);
+    assert_int_equal(rc, WEIR_E_LOG_CORRUPT); /* the writer refuses it too */
+    weir__store_ref fs = weir__store_file();
+    void *h = NULL;
+    uint64_t epoch = 0;
+    assert_int_equal(fs.vt->open(fs.self, "s1", path, 0, &h, &epoch, &err), WEIR_OK);
+    assert_int_equal(weir_log_repair(path, &r, &err), WEIR_E_BUSY);
+    fs.vt->close(fs.self, h);
+    assert_int_equal(weir_log_repair(path, &r, &err), WEIR_OK);
+    json_decref(r);
+
+    free(before);
+    wt_rmtree(dir);
+    free(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(good_log_passes),
@@ -317,6 +405,7 @@ int main(void) {
         cmocka_unit_test(dispatch_order_and_replaced_results),
         cmocka_unit_test(derive_reads_a_file),
         cmocka_unit_test(check_alloc_failure_loop),
+        cmocka_unit_test(repair_mends_repeated_call_ids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
