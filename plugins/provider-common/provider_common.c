@@ -35,9 +35,7 @@ void pc_out_clear(pc_out *o) {
         free(o->provider);
 }
 
-/* Malloc'd printable rendering of at most SHOW_BYTES bytes of `p`:
- * printable ASCII as is, `\` doubled, everything else as \xNN. */
-static char *show_bytes(const char *p, size_t n) {
+char *pc_show_bytes(const char *p, size_t n) {
     size_t shown = n < SHOW_BYTES ? n : SHOW_BYTES;
     char *out = malloc(shown * 4 + 4);
     if (!out)
@@ -116,7 +114,7 @@ void pc_fail(pc_out *o, const char *code, const char *fmt, ...) {
 }
 
 void pc_malformed(pc_out *o, const char *why, const char *data, size_t len) {
-    char *shown = show_bytes(data, len);
+    char *shown = pc_show_bytes(data, len);
     pc_fail(o, "TRANSPORT", "malformed stream %s (%s): %s", o->unit, why, shown ? shown : "");
     free(shown);
 }

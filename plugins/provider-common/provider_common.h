@@ -90,6 +90,14 @@ void pc_fail(pc_out *o, const char *code, const char *fmt, ...) WEIR_PRINTF(3, 4
 void pc_malformed(pc_out *o, const char *why, const char *data, size_t len);
 
 /**
+ * A printable rendering of the first 200 bytes of `p` (`n` bytes, need not
+ * be NUL-terminated): printable ASCII as is, '\\' doubled, every other byte
+ * as \xNN, "..." when bytes were left out.  Malloc'd (the caller frees
+ * it), or NULL when out of memory.
+ */
+char *pc_show_bytes(const char *p, size_t n);
+
+/**
  * Parse one event's data (borrowed, `len` bytes, need not be
  * NUL-terminated).  @return a new reference, or NULL after finishing with
  * "malformed ... (invalid JSON)".

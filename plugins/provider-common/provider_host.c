@@ -640,6 +640,34 @@ int pc_emit_chunk(void *user_data, json_t *chunk) {
     return weir_stream_emit(sink->st, chunk) == WEIR_OK ? 0 : -1;
 }
 
+/* The failure for a 2xx body that came instead of a stream.  The core
+ * parses event streams and fails the call on other 2xx bodies but JSON, so
+ * this is JSON (a host built before that collects any 2xx body that is not
+ * text/event-stream: the text is checked): an error object sent with a 200
+ * is classified as an in-band error; anything else is a server that
+ * answered without streaming.  NULL when out of memory (the decoder then
+ * says that the stream ended before its finish). */
+static json_t *json_body_failure(const pc_provider *p, const weir_http_response *resp) {
+    json_t *root = json_loadb(resp->body, resp->body_len, JSON_DISABLE_EOF_CHECK, NULL);
+    json_t *error = json_object_get(root, "error");
+    bool is_json = root != NULL, has_error = error && !json_is_null(error);
+    json_decref(root);
+    if (has_error)
+        return weir_failure_from_http(p->id, resp);
+    char *shown = pc_show_bytes(resp->body, resp->body_len);
+    json_t *f = shown ? weir_failure_new(p->id, "UNKNOWN",
+                                         "HTTP %ld with a %s body (not an event stream: does "
+                                         "the server stream?): %s",
+                                         resp->status, is_json ? "JSON" : "non-JSON", shown)
+                      : NULL;
+    free(shown);
+    if (f && json_object_set_new(f, "status", json_integer(resp->status)) != 0) {
+        json_decref(f);
+        f = NULL;
+    }
+    return f;
+}
+
 /* The failure for a transfer that ended without a finish chunk. */
 static json_t *transfer_failure(const pc_provider *p, int rc, const weir_http_response *resp,
                                 json_t *failure, bool aborted) {
@@ -650,7 +678,9 @@ static json_t *transfer_failure(const pc_provider *p, int rc, const weir_http_re
     }
     if (rc == WEIR_OK) {
         json_decref(failure);
-        return NULL; /* the body ended: the decoder says what was missing */
+        if (resp->status && resp->body_len)
+            return json_body_failure(p, resp);
+        return NULL; /* the stream ended: the decoder says what was missing */
     }
     const char *msg = json_string_value(json_object_get(failure, "message"));
     if (msg && strncmp(msg, "cannot reach ", 13) == 0) { /* say where the URL comes from */

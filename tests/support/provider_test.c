@@ -570,6 +570,75 @@ void pt_check_fault_mapping(const char *base_url, const char *overloaded_codes) 
     }
 }
 
+/* Run one stream against a mock answering `entry` (one script entry) and
+ * assert its finish: "error", `code`, status `status` (0: none) and a
+ * message that is `message`, or starts with it when `prefix`. */
+static void check_one_answer(const char *base_url, const char *entry, const char *code,
+                             long status, const char *message, bool prefix) {
+    pt_plugin_setup(NULL);
+    char script[1024], config[256];
+    snprintf(script, sizeof script, "{\"requests\":[%s]}", entry);
+    snprintf(config, sizeof config,
+             "{\"base_url\":\"%s\",\"api_key\":\"" PT_KEY "\",\"stream_idle_timeout_ms\":2000}",
+             base_url);
+    int rc;
+    mock_llm *m = pt_run_plugin(script, config, NULL, &rc);
+    assert_int_equal(rc, WEIR_OK);
+    pt_assert_failure(pt_host.chunks, "error", code, NULL);
+    json_t *f = json_object_get(pt_finish_reason(pt_host.chunks), "failure");
+    const char *msg = json_string_value(json_object_get(f, "message"));
+    if (!msg || (prefix ? strncmp(msg, message, strlen(message)) : strcmp(msg, message)))
+        fail_msg("%s: got \"%s\", want \"%s\"%s", entry, msg ? msg : "(none)", message,
+                 prefix ? "..." : "");
+    assert_int_equal(json_integer_value(json_object_get(f, "status")), status);
+    pt_assert_no_secret();
+    mock_llm_stop(m);
+    pt_plugin_teardown(NULL);
+}
+
+void pt_check_not_an_event_stream(const char *base_url) {
+    /* a captive portal's page, quoting the key as a careless one might */
+    check_one_answer(base_url,
+                     "{\"fault\":\"raw\",\"status\":200,\"headers\":{\"Content-Type\":"
+                     "\"text/html\"},\"body\":\"<html><body>Hotel Wi-Fi: log in\\n<!-- "
+                     PT_KEY " --></body></html>\"}",
+                     "UNKNOWN", 200,
+                     "HTTP 200 with Content-Type text/html (not an event stream): <html><body>"
+                     "Hotel Wi-Fi: log in\\n<!-- " PC_REDACTED " --></body></html>",
+                     false);
+    /* a gzip body weir did not ask for */
+    check_one_answer(base_url,
+                     "{\"fault\":\"raw\",\"status\":200,\"headers\":{\"Content-Type\":"
+                     "\"text/event-stream\",\"Content-Encoding\":\"gzip\"},\"body_hex\":"
+                     "\"1f8b08000000000002ff4b492c49b452a8564a54b232ace5e202003e7574090f000000\"}",
+                     "UNKNOWN", 200,
+                     "HTTP 200 with Content-Type text/event-stream and Content-Encoding gzip (not "
+                     "an event stream; weir did not ask for compression): \\x1f\\x8b\\x08\\x00",
+                     true);
+    /* a 2 MiB header line */
+    check_one_answer(base_url,
+                     "{\"fault\":\"raw\",\"status\":200,\"headers\":{\"Content-Type\":"
+                     "\"text/event-stream\"},\"pad_lines\":1,\"pad_bytes\":2097152}",
+                     "UNKNOWN", 200, "response header too large: ", true);
+}
+
+void pt_check_json_instead_of_a_stream(const char *base_url) {
+    /* a server that does not stream: its whole answer as JSON */
+    check_one_answer(base_url,
+                     "{\"fault\":\"raw\",\"status\":200,\"headers\":{\"Content-Type\":"
+                     "\"application/json\"},\"body\":\"{\\\"id\\\":\\\"x\\\",\\\"choices\\\":[]}\"}",
+                     "UNKNOWN", 200,
+                     "HTTP 200 with a JSON body (not an event stream: does the server stream?): "
+                     "{\"id\":\"x\",\"choices\":[]}",
+                     false);
+    /* an error sent with a 200: classified as an in-band error */
+    check_one_answer(base_url,
+                     "{\"fault\":\"raw\",\"status\":200,\"headers\":{\"Content-Type\":"
+                     "\"application/json\"},\"body\":\"{\\\"error\\\":{\\\"message\\\":"
+                     "\\\"model 'm' is not loaded\\\",\\\"type\\\":\\\"invalid_request_error\\\"}}\"}",
+                     "INVALID_REQUEST", 200, "model 'm' is not loaded", false);
+}
+
 void pt_check_echoed_secrets_are_scrubbed(const char *base_url, const char *key_header) {
     static const struct {
         const char *fault, *code;

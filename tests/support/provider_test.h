@@ -183,6 +183,24 @@ void pt_assert_no_secret(void);
 void pt_check_fault_mapping(const char *base_url, const char *overloaded_codes);
 
 /**
+ * A 200 that is not an event stream (mock "raw"): a text/html page (a
+ * captive portal, quoting the key, which is scrubbed), a gzip body with a
+ * Content-Encoding, and a 2 MiB header line each end "error" UNKNOWN with
+ * status 200 and a message that says what came ("HTTP 200 with
+ * Content-Type text/html (not an event stream): <body>", "response header
+ * too large: ...").  `base_url` as for pt_check_fault_mapping.
+ */
+void pt_check_not_an_event_stream(const char *base_url);
+
+/**
+ * A 200 JSON body instead of a stream: a whole answer ends "error" UNKNOWN
+ * "HTTP 200 with a JSON body (not an event stream: does the server
+ * stream?): <body>"; an error object is classified as an in-band error
+ * (INVALID_REQUEST with its message).  `base_url` as above.
+ */
+void pt_check_json_instead_of_a_stream(const char *base_url);
+
+/**
  * A server that quotes the key back (mock "echo_key": the 401 body, an
  * in-band error event, a malformed chunk) still gives the failure's code
  * (and 401), with the key replaced by PC_REDACTED, whether the key is

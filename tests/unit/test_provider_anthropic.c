@@ -708,6 +708,16 @@ static void plugin_maps_every_fault(void **state) {
     pt_check_fault_mapping("@BASE@", "OVERLOADED");
 }
 
+static void plugin_names_a_body_that_is_not_an_event_stream(void **state) {
+    (void)state;
+    pt_check_not_an_event_stream("@BASE@");
+}
+
+static void plugin_names_json_sent_instead_of_a_stream(void **state) {
+    (void)state;
+    pt_check_json_instead_of_a_stream("@BASE@");
+}
+
 static void plugin_scrubs_echoed_secrets(void **state) {
     (void)state;
     pt_check_echoed_secrets_are_scrubbed("@BASE@", "\"X-API-KEY\":\"" PT_KEY "\"");
@@ -838,6 +848,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(plugin_sends_no_key_header_for_empty_key, pt_plugin_setup,
                                         pt_plugin_teardown),
         cmocka_unit_test(plugin_maps_every_fault),
+        cmocka_unit_test(plugin_names_a_body_that_is_not_an_event_stream),
+        cmocka_unit_test(plugin_names_json_sent_instead_of_a_stream),
         cmocka_unit_test(plugin_scrubs_echoed_secrets),
         cmocka_unit_test_setup_teardown(plugin_cancel_mid_stream_is_aborted, pt_plugin_setup,
                                         pt_plugin_teardown),

@@ -870,6 +870,16 @@ static void plugin_maps_every_fault(void **state) {
     pt_check_fault_mapping("@BASE@/v1", "OVERLOADED|SERVER");
 }
 
+static void plugin_names_a_body_that_is_not_an_event_stream(void **state) {
+    (void)state;
+    pt_check_not_an_event_stream("@BASE@/v1");
+}
+
+static void plugin_names_json_sent_instead_of_a_stream(void **state) {
+    (void)state;
+    pt_check_json_instead_of_a_stream("@BASE@/v1");
+}
+
 static void plugin_scrubs_echoed_secrets(void **state) {
     (void)state;
     pt_check_echoed_secrets_are_scrubbed("@BASE@/v1", "\"authorization\":\"Bearer " PT_KEY "\"");
@@ -1220,6 +1230,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(plugin_sends_no_authorization_for_empty_key,
                                         pt_plugin_setup, pt_plugin_teardown),
         cmocka_unit_test(plugin_maps_every_fault),
+        cmocka_unit_test(plugin_names_a_body_that_is_not_an_event_stream),
+        cmocka_unit_test(plugin_names_json_sent_instead_of_a_stream),
         cmocka_unit_test(plugin_scrubs_echoed_secrets),
         cmocka_unit_test_setup_teardown(plugin_cancel_mid_stream_is_aborted, pt_plugin_setup,
                                         pt_plugin_teardown),
