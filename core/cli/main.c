@@ -39,7 +39,8 @@ static const char usage_text[] =
     "exit codes: 0 ok, 1 failure (turn error, failed check), 2 usage,\n"
     "            3 configuration or plugin load error, 4 I/O error (or the\n"
     "            session is held, or was taken over, by another writer),\n"
-    "            130 / 143 stopped by SIGINT / SIGTERM (run, resume, serve)\n";
+    "            130 / 143 stopped by SIGINT / SIGTERM (run, resume, serve),\n"
+    "            129 by SIGHUP (run, resume)\n";
 
 char *weir_cli_json_line(const json_t *v) {
     /* measured, then written into a buffer that fits: jansson's fixed-buffer

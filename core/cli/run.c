@@ -12,8 +12,12 @@
  * (docs/cli.md).  SIGINT cancels the running turn and, for one prompt
  * (cause disposed), exits 130 once the turn is closed; in the REPL (cause
  * user) the next prompt follows.  A second SIGINT in the same turn, or one while idle
- * outside the REPL, exits 130 at once; in the REPL two while idle quit with 0.  SIGTERM cancels the running turn (cause disposed) and exits 143
- * once it is closed (at once while idle).  The signal handler only writes
+ * outside the REPL, exits 130 at once; in the REPL two while idle quit with 0.  SIGTERM
+ * (SIGHUP) cancels the running turn (cause disposed) and exits 143 (129)
+ * once it is closed (at once while idle).  Any second terminating signal in
+ * the turn a first one cancelled quits at once with 128 + its number, as a
+ * second Ctrl-C does: a hook that ignores the cancel cannot hold the
+ * process until SIGKILL.  The signal handler only writes
  * the signal's number to a pipe; a watcher thread calls weir_agent_cancel().
  */
 #include <errno.h>
@@ -483,6 +487,11 @@ static weir_agent *sig_agent;
 static bool sig_repl;             /* a SIGINT in the REPL cancels the turn only */
 static atomic_uint idle_ctrl_c;   /* REPL: Ctrl-C's while idle since the last line */
 
+/* "SIGTERM" for SIGTERM, and so on for the signals the watcher takes. */
+static const char *sig_name(int sig) {
+    return sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM";
+}
+
 static void on_signal(int sig) {
     int saved = errno;
     char c = (char)sig;
@@ -509,8 +518,8 @@ static atomic_bool lease_stopped; /* the watcher cancelled the turn: the lease i
 static void *sig_watcher(void *arg) {
     (void)arg;
     const char *cause = NULL; /* the pending cancel */
-    unsigned cancel_seq = 0, int_seq = 0;
-    bool int_seen = false;
+    unsigned cancel_seq = 0, sig_seq = 0;
+    bool sig_seen = false; /* a terminating signal in turn sig_seq */
     bool leased = weir_agent_lease_epoch(sig_agent) > 0;
     for (;;) {
         struct pollfd p = {.fd = sig_pipe[0], .events = POLLIN};
@@ -535,13 +544,28 @@ static void *sig_watcher(void *arg) {
             break; /* shutdown */
         bool running = atomic_load(&turn_running);
         unsigned seq = atomic_load(&turn_seq);
-        if (c == SIGTERM) {
+        /* A second terminating signal (SIGINT, SIGTERM, SIGHUP, in any mix)
+         * in the turn a first one cancels quits at once: a hook or tool that
+         * ignores the cancel must not hold the process until SIGKILL.  The
+         * log stays valid: every event is one whole line, written before
+         * the next starts, so _exit leaves the turn open, and the next open
+         * closes it as interrupted (a torn last line is dropped). */
+        if (running && sig_seen && sig_seq == seq) {
+            weir_cli_line_restore();
+            fprintf(stderr, "\nweir: %s again: quitting now; the turn stays open in the log "
+                            "(the next open closes it as interrupted)\n",
+                    sig_name(c));
+            _exit(128 + c);
+        }
+        if (c == SIGTERM || c == SIGHUP) {
             if (!running) {
                 weir_cli_line_restore();
-                _exit(128 + SIGTERM);
+                _exit(128 + c);
             }
-            atomic_store(&quit_signal, SIGTERM);
-            fputs("\nweir: terminating: cancelling the turn\n", stderr);
+            atomic_store(&quit_signal, c);
+            fprintf(stderr, "\nweir: terminating: cancelling the turn (%s; a second signal "
+                            "quits at once)\n",
+                    sig_name(c));
             cause = "disposed";
         } else {
             if (!running && sig_repl) {
@@ -556,13 +580,11 @@ static void *sig_watcher(void *arg) {
                 fputs("\nweir: press Ctrl-C again or type /quit to quit\n> ", stderr);
                 continue;
             }
-            if (!running || (int_seen && int_seq == seq)) {
+            if (!running) {
                 weir_cli_line_restore();
                 fputs("\n", stderr);
                 _exit(128 + SIGINT);
             }
-            int_seen = true;
-            int_seq = seq;
             if (!sig_repl)
                 atomic_store(&quit_signal, SIGINT);
             fputs("\nweir: cancelling (press Ctrl-C again to quit)\n", stderr);
@@ -570,6 +592,8 @@ static void *sig_watcher(void *arg) {
             if (!cause || cancel_seq != seq)
                 cause = sig_repl ? "user" : "disposed";
         }
+        sig_seen = true;
+        sig_seq = seq;
         cancel_seq = seq;
         weir_agent_cancel(sig_agent, cause, false);
     }
@@ -593,6 +617,7 @@ static bool sig_start(weir_agent *agent, bool repl_mode, pthread_t *th) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     return true;
 }
 
@@ -601,6 +626,7 @@ static bool sig_start(weir_agent *agent, bool repl_mode, pthread_t *th) {
 static void sig_stop(pthread_t th) {
     signal(SIGINT, sig_repl ? SIG_IGN : SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
     char c = 0;
     if (write(sig_pipe[1], &c, 1) == 1)
         pthread_join(th, NULL);
@@ -612,7 +638,7 @@ static void sig_stop(pthread_t th) {
 /* Commands                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* 128 + the signal that ends the process (SIGINT, SIGTERM), or 0. */
+/* 128 + the signal that ends the process (SIGINT, SIGTERM, SIGHUP), or 0. */
 static int quit_code(void) {
     int sig = atomic_load(&quit_signal);
     return sig ? 128 + sig : 0;
@@ -796,12 +822,15 @@ static const char run_help[] =
     "Ctrl-C (SIGINT) cancels the running turn (cause disposed) and quits (exit\n"
     "130) once it is closed; in the REPL it cancels the turn only (cause user),\n"
     "and Ctrl-C twice while no turn runs quits (exit 0, as /quit and Ctrl-D).\n"
-    "SIGTERM cancels the running turn (cause disposed) and exits 143.  Colour\n"
-    "on a terminal only; NO_COLOR turns it off.\n"
+    "SIGTERM (SIGHUP) cancels the running turn (cause disposed) and exits 143\n"
+    "(129).  A second signal of these three while the cancelled turn closes\n"
+    "quits at once (exit 128 + its number), the turn left open in the log for\n"
+    "the next open to close as interrupted.  Colour on a terminal only;\n"
+    "NO_COLOR turns it off.\n"
     "exit codes: 0 ok, 1 the turn failed, was cancelled or was blocked by a\n"
     "            plugin, 2 usage (nothing is written),\n"
     "            3 configuration or plugin error, 4 I/O error (also a session\n"
-    "            log that cannot be written), 130 SIGINT, 143 SIGTERM\n";
+    "            log that cannot be written), 129 SIGHUP, 130 SIGINT, 143 SIGTERM\n";
 
 static const char resume_help[] =
     "usage: weir resume [-c FILE]... [--json] ID [PROMPT]\n"
@@ -814,10 +843,11 @@ static const char resume_help[] =
     "                      -c default first: the built-in deployment)\n"
     "      --json          print every event as one JSON line on stdout\n"
     "\n"
-    "SIGINT and SIGTERM cancel the running turn and quit, as for weir run.\n"
+    "SIGINT, SIGTERM and SIGHUP cancel the running turn and quit, as for weir\n"
+    "run; a second one quits at once.\n"
     "exit codes: 0 ok, 1 the turn failed or was cancelled, 2 usage,\n"
     "            3 configuration or plugin error, 4 I/O error (also a session\n"
-    "            log that cannot be written), 130 SIGINT, 143 SIGTERM\n";
+    "            log that cannot be written), 129 SIGHUP, 130 SIGINT, 143 SIGTERM\n";
 
 static int run_common(int argc, char **argv, bool resume) {
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},

@@ -10,7 +10,10 @@
  *                             a reject carries "reason" when given; "wait"
  *                             sleeps until the call's signal fires (at most
  *                             20 s), then answers as usual; "wait_fail" then
- *                             fails (a listener that stops on a cancel)
+ *                             fails (a listener that stops on a cancel);
+ *                             "hang" sleeps "ms" (default 20000) and never
+ *                             looks at the signal (a hook that ignores a
+ *                             cancel), then answers as usual
  *   "turn_stopping_steer": {"text", "times"}
  *                             agent/turn-stopping steers `text`, `times` times
  *   "request_error": {"action": "retry"|"fail"|"delegate", "times"?: N}
@@ -42,10 +45,12 @@
  *                             agent/turn-stopping then tries once more and
  *                             logs drvtest/agent-hooks {late}
  */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <weir/plugin.h>
 
@@ -116,6 +121,17 @@ static json_t *on_pre_step(weir_call *call, const json_t *args, void *ud) {
     if (!strcmp(action, "fail")) {
         weir_call_fail(call, "drvtest: pre-step refused");
         return NULL;
+    }
+    if (!strcmp(action, "hang")) {
+        const json_t *ms = json_object_get(ps, "ms");
+        long long left = json_is_integer(ms) ? json_integer_value(ms) : 20000;
+        while (left > 0) { /* EINTR or not: sleep out the whole time */
+            long long step = left < 100 ? left : 100;
+            struct timespec ts = {0, (long)step * 1000000L};
+            nanosleep(&ts, NULL);
+            left -= step;
+        }
+        return weir_next(call);
     }
     if (!strcmp(action, "wait") || !strcmp(action, "wait_fail")) {
         int slept = weir_signal_sleep(weir_call_signal(call), 20000);
