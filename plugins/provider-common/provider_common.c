@@ -58,6 +58,22 @@ char *pc_show_bytes(const char *p, size_t n) {
     return out;
 }
 
+const char *pc_not_json(const char *body, size_t len) {
+    if (!body || !len)
+        return "an empty body";
+    if (len >= 2 && (unsigned char)body[0] == 0x1f && (unsigned char)body[1] == 0x8b)
+        return "gzip data";
+    json_t *root = json_loadb(body, len, 0, NULL);
+    if (root) {
+        json_decref(root);
+        return NULL;
+    }
+    size_t i = 0;
+    while (i < len && strchr(" \t\r\n", body[i]) && body[i])
+        i++;
+    return i < len && body[i] == '<' ? "an HTML page" : "a body that is not JSON";
+}
+
 void pc_set_new(json_t **obj, const char *key, json_t *value) {
     if (*obj && json_object_set_new(*obj, key, value) != 0) {
         json_decref(*obj);

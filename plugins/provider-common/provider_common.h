@@ -98,6 +98,16 @@ void pc_malformed(pc_out *o, const char *why, const char *data, size_t len);
 char *pc_show_bytes(const char *p, size_t n);
 
 /**
+ * What a body that should be JSON (a GET of the window probe) is instead,
+ * said without quoting it (the probe's log never shows the server's text):
+ * "an empty body", "gzip data" (it starts 1f 8b), "an HTML page" (its first
+ * byte after white space is '<'), "a body that is not JSON", or NULL when
+ * it parses as JSON.  `body` (borrowed, `len` bytes) may be NULL when len
+ * is 0.  A static string.  Thread-safe (pure).
+ */
+const char *pc_not_json(const char *body, size_t len);
+
+/**
  * Parse one event's data (borrowed, `len` bytes, need not be
  * NUL-terminated).  @return a new reference, or NULL after finishing with
  * "malformed ... (invalid JSON)".

@@ -405,7 +405,16 @@ static char *probe_get(const pc_provider *p, const char *url, long ms, const cha
     json_t *failure = NULL;
     int rc = weir_http_get(&req, &resp, &failure);
     char *body = NULL;
-    if (rc == WEIR_OK && resp.status == 200 && resp.body) {
+    const char *not_json = rc == WEIR_OK && resp.status == 200
+                               ? pc_not_json(resp.body, resp.body_len)
+                               : NULL;
+    if (not_json) { /* a captive portal, a base_url that names a web site... */
+        weir_log(p->plugin, WEIR_LOG_DEBUG,
+                 "window probe: GET %s: HTTP 200 with %s, not JSON%s", what, not_json,
+                 strcmp(not_json, "an HTML page") == 0
+                     ? " (a captive portal, or a base_url that names a web site?)"
+                     : "");
+    } else if (rc == WEIR_OK && resp.status == 200 && resp.body) {
         body = resp.body; /* taken over: the response is cleared without it */
         *len = resp.body_len;
         resp.body = NULL;

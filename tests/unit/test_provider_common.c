@@ -538,6 +538,17 @@ static void table_is_consistent(void **state) {
     assert_non_null(strstr(pc_model_table_source, "2026-12"));
 }
 
+static void bodies_that_are_not_json_are_named(void **state) {
+    (void)state;
+    assert_null(pc_not_json("{\"data\":[]}", 11));
+    assert_null(pc_not_json(" [1] ", 5));
+    assert_string_equal(pc_not_json(NULL, 0), "an empty body");
+    assert_string_equal(pc_not_json("\x1f\x8b\x08\x00", 4), "gzip data");
+    assert_string_equal(pc_not_json("\r\n <!DOCTYPE html><html>", 25), "an HTML page");
+    assert_string_equal(pc_not_json("not json{", 9), "a body that is not JSON");
+    assert_string_equal(pc_not_json("{\"a\":1", 6), "a body that is not JSON");
+}
+
 static void server_reports_are_parsed(void **state) {
     (void)state;
     /* vLLM: max_model_len per model; entries without one are left out */
@@ -606,6 +617,7 @@ int main(void) {
         cmocka_unit_test(near_misses_match_nothing),
         cmocka_unit_test(table_is_consistent),
         cmocka_unit_test(server_reports_are_parsed),
+        cmocka_unit_test(bodies_that_are_not_json_are_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1055,6 +1055,23 @@ static void model_info_falls_back_to_the_table_when_the_probe_fails(void **state
     }
 }
 
+static void model_info_probe_names_a_page_that_is_not_json(void **state) {
+    (void)state;
+    /* a captive portal answers the probe's GETs 200 with its login page */
+    mock_llm *m = pt_start_plugin("{\"models\":\"<html><body>Log in</body></html>\","
+                                  "\"props\":\"\\u001f\\u008b\"}",
+                                  ROW(""));
+    pt_assert_model_info("gpt-4o", 128000, 16384); /* the table's */
+    assert_int_equal(mock_llm_requests(m), 2);
+    if (!strstr(pt_host.log, "window probe: GET /models: HTTP 200 with an HTML page, not JSON "
+                             "(a captive portal, or a base_url that names a web site?)") ||
+        !strstr(pt_host.log, "window probe: GET /props: HTTP 200 with a body that is not JSON"))
+        fail_msg("log: %s", pt_host.log);
+    assert_null(strstr(pt_host.log, "Log in")); /* the server's text is not logged */
+    pt_assert_no_secret();
+    mock_llm_stop(m);
+}
+
 static void model_info_probe_of_a_stalled_server_times_out(void **state) {
     (void)state;
     /* the server answers only after 10 s; the probe gives up after 300 ms */
@@ -1249,6 +1266,8 @@ int main(void) {
                                         pt_plugin_setup, pt_plugin_teardown),
         cmocka_unit_test(model_info_uses_the_n_ctx_llamacpp_reports),
         cmocka_unit_test(model_info_falls_back_to_the_table_when_the_probe_fails),
+        cmocka_unit_test_setup_teardown(model_info_probe_names_a_page_that_is_not_json,
+                                        pt_plugin_setup, pt_plugin_teardown),
         cmocka_unit_test_setup_teardown(model_info_probe_of_a_stalled_server_times_out,
                                         pt_plugin_setup, pt_plugin_teardown),
         cmocka_unit_test_setup_teardown(model_info_probe_of_a_closed_port_falls_back,
