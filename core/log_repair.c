@@ -316,7 +316,7 @@ int weir_log_repair(const char *path, json_t **report, weir_error *err) {
     if (rc == WEIR_OK && changed > 0) {
         /* what is written must be what the reader now accepts */
         json_t *check = NULL;
-        rc = weir__log_check_buffer(text, tlen, NULL, NULL, false, &check, err);
+        rc = weir__log_check_buffer(text, tlen, NULL, NULL, true, &check, err);
         if (rc == WEIR_OK && !json_is_true(json_object_get(check, "ok")))
             rc = weir__log_refuse(path, check, err);
         json_decref(check);

@@ -153,5 +153,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     json_decref(open);
     json_decref(derived);
+
+    /* weir log --repair: a log that checks is never rewritten; one it
+     * rewrites checks afterwards (it checks what it writes first) */
+    if (checked) {
+        json_t *rep = NULL;
+        weir_error_clear(&err);
+        int rrc = weir_log_repair(log_path, &rep, &err);
+        if (rrc != WEIR_OK && err.text[0] == '\0')
+            abort();
+        json_int_t lines = json_integer_value(json_object_get(rep, "lines"));
+        if (rrc == WEIR_OK && ok && lines != 0)
+            die("repair rewrote a log that checks", rep, NULL);
+        bool ok3 = false;
+        json_t *open3 = NULL;
+        if (rrc == WEIR_OK && lines > 0 && (!check(&ok3, &open3) || !ok3))
+            die("a repaired log does not check", rep, NULL);
+        json_decref(open3);
+        json_decref(rep);
+        char orig[300];
+        snprintf(orig, sizeof orig, "%s.orig", log_path);
+        unlink(orig);
+    }
     return 0;
 }
