@@ -416,7 +416,12 @@ struct weir_api {
     /**
      * POST and read an SSE response on the agent's reused connection.
      * Fills `resp`; on transport failure returns an error and sets
-     * `*failure` (new reference, a canonical failure object).
+     * `*failure` (new reference, a canonical failure object).  So does a
+     * 2xx response that is neither an event stream nor JSON (an HTML page,
+     * gzip data): the failure says what came, with its first bytes made
+     * printable, and resp->body keeps the body (docs/providers.md,
+     * "Errors").  A response head over the host's cap is a failure naming
+     * the limit.
      */
     int (*http_sse)(weir_stream *stream, const weir_http_request *req,
                     weir_sse_fn on_event, void *user_data,
