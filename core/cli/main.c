@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "cli.h"
 
@@ -182,7 +185,8 @@ int weir_cmd_config(int argc, char **argv) {
                    "Authorization, Proxy-Authorization, x-api-key and api-key, and whatever\n"
                    "the row's plugin marks \"secret\" in its config schema (the plugin is\n"
                    "opened to read it, never initialised; one that cannot be opened only\n"
-                   "gets the built-in set).  Empty values stay empty.\n\n"
+                   "gets the built-in set).  In any string, a URL's userinfo prints as\n"
+                   "***@ (http://***@host/v1).  Empty values stay empty.\n\n"
                    "  --show-secrets   print the secrets as they are (opens no plugin)\n");
             return WEIR_EXIT_OK;
         default:
@@ -368,7 +372,27 @@ static const struct {
     {"events", weir_cmd_events},
 };
 
+/*
+ * A core dump of weir would hold its secrets (API keys in the config, in
+ * request headers, in libcurl's buffers): the process is made non-dumpable
+ * before anything is read, so a crash writes no core, and /proc/PID/mem,
+ * maps and environ and ptrace attach are refused to other processes of the
+ * same user.  WEIR_ALLOW_COREDUMP=1 keeps it dumpable, to debug a crash
+ * (docs/cli.md).  Programs weir starts are dumpable again: exec resets it.
+ */
+static void no_core_dumps(void) {
+#ifdef __linux__
+    const char *allow = getenv("WEIR_ALLOW_COREDUMP");
+    if (allow && !strcmp(allow, "1"))
+        return;
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+        fprintf(stderr, "weir: warning: cannot make the process non-dumpable: %s\n",
+                strerror(errno));
+#endif
+}
+
 int main(int argc, char **argv) {
+    no_core_dumps();
     if (argc < 2) {
         fputs(usage_text, stderr);
         return WEIR_EXIT_USAGE;

@@ -87,7 +87,9 @@ WEIR_API json_t *weir_config_default(void);
  * plugin row's config, the values its plugin's config schema marks
  * `"secret": true` (docs/schema.md), and in every row `api_key` and the
  * headers Authorization, Proxy-Authorization, x-api-key and api-key (any
- * case), become the string "***".  Empty strings stay empty.  To read a
+ * case), become the string "***".  Empty strings stay empty.  In every
+ * string of the config, the userinfo of a URL becomes "***" too
+ * (in "http://u:pw@h/v1", "u:pw" becomes "***").  To read a
  * schema the row's plugin is resolved along `plugin_path` and opened, never
  * initialised; a plugin that cannot be opened only gets the built-in set.
  * @param config  a composed config (borrowed, modified in place).

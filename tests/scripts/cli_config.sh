@@ -82,6 +82,21 @@ grep -q '"X-Plain": "v"' "$TMP/out" || fail "a plain header is hidden"
 # the values as printed (bare k1/k2 could be in the temp dir's random name)
 grep -qE '"k1"|Bearer k2' "$TMP/out" && fail "a secret shows: $(cat "$TMP/out")"
 
+# a URL's userinfo is a credential: hidden, the rest of the URL kept
+# (issue 31 item 6); --show-secrets shows it
+cat >"$TMP/userinfo.json" <<'JSON'
+{"plugins": [{"id": "openai", "plugin": "provider-openai",
+              "config": {"base_url": "http://u:sk-userinfo-1@127.0.0.1:9/v1"}},
+             {"id": "x", "plugin": "no-such-plugin",
+              "config": {"args": ["--db", "postgresql://weir:pw-userinfo-2@db:5432/weir"]}}]}
+JSON
+"$WEIR" config -c "$TMP/userinfo.json" >"$TMP/out" 2>&1 || fail "config userinfo: $(cat "$TMP/out")"
+grep -q 'userinfo-' "$TMP/out" && fail "a URL's credentials show: $(cat "$TMP/out")"
+grep -q '"base_url": "http://\*\*\*@127.0.0.1:9/v1"' "$TMP/out" || fail "base_url: $(cat "$TMP/out")"
+grep -q '"postgresql://\*\*\*@db:5432/weir"' "$TMP/out" || fail "args: $(cat "$TMP/out")"
+"$WEIR" config -c "$TMP/userinfo.json" --show-secrets 2>&1 | grep -q 'u:sk-userinfo-1@' ||
+    fail "--show-secrets hides the userinfo"
+
 # errors name the file once
 "$WEIR" config -c "$TMP/missing.json" >/dev/null 2>"$TMP/err"
 [ $? -eq 4 ] || fail "missing config: want exit 4"

@@ -153,6 +153,39 @@ static void config_rows(void **state) {
     free(dir);
 }
 
+/* A URL's userinfo is hidden in every string of the config, in and out of
+ * rows: scheme, host, port, path and query stay (issue 31 item 6). */
+static void config_url_userinfo(void **state) {
+    (void)state;
+    json_t *config = parse(
+        "{\"session\":{\"store\":\"postgresql://weir:pg-secret@db:5432/weir?sslmode=require\"},"
+        "\"plugins\":[{\"id\":\"p\",\"plugin\":\"no-such-plugin\",\"config\":{"
+        "\"base_url\":\"http://u:sk-live-1@127.0.0.1:8080/v1\","
+        "\"proxy\":\"https://tok-2@proxy.example/\","
+        "\"args\":[\"--url\",\"git+ssh://me:pw-3@h/r.git\",\"see http://a:b@x and ftp://c:d@y/z\"],"
+        "\"plain\":\"http://host/v1\",\"email\":\"me@example.com\",\"odd\":\"://u:p@h\","
+        "\"done\":\"http://***@host/\",\"path\":\"http://host/a@b\","
+        "\"two_at\":\"http://u@v:p@host:1\"}}]}");
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_config_redact(config, &err), WEIR_OK);
+    json_t *want = parse(
+        "{\"session\":{\"store\":\"postgresql://***@db:5432/weir?sslmode=require\"},"
+        "\"plugins\":[{\"id\":\"p\",\"plugin\":\"no-such-plugin\",\"config\":{"
+        "\"base_url\":\"http://***@127.0.0.1:8080/v1\","
+        "\"proxy\":\"https://***@proxy.example/\","
+        "\"args\":[\"--url\",\"git+ssh://***@h/r.git\",\"see http://***@x and ftp://***@y/z\"],"
+        "\"plain\":\"http://host/v1\",\"email\":\"me@example.com\",\"odd\":\"://u:p@h\","
+        "\"done\":\"http://***@host/\",\"path\":\"http://host/a@b\","
+        "\"two_at\":\"http://***@host:1\"}}]}");
+    if (!json_equal(config, want)) {
+        char *got = json_dumps(config, JSON_COMPACT);
+        fail_msg("got %s", got);
+    }
+    json_decref(want);
+    json_decref(config);
+}
+
 static void config_bad_arguments(void **state) {
     (void)state;
     weir_error err;
@@ -171,6 +204,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(schema_marks),
         cmocka_unit_test(config_rows),
+        cmocka_unit_test(config_url_userinfo),
         cmocka_unit_test(config_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
