@@ -43,16 +43,26 @@ typedef struct run_state {
     bool turn_failed;  /* the last turn ended in error or was aborted */
     bool status;       /* stderr is a terminal: show a compaction's status line */
     bool compacting;   /* the status line is showing */
-    bool waiting;      /* the "waiting for the model" line is showing */
+    bool waiting;      /* the "weir: waiting for ..." status line is showing */
     bool progress;     /* a running tool's progress line is showing */
     bool color;        /* colour on stderr: a terminal and no NO_COLOR */
     bool default_used; /* the deployment starts from the built-in default */
     bool no_provider;  /* the deployment sets no agent.provider */
     json_t *pending;   /* --json: events before the session event, or NULL once it is out */
     weir_agent *agent;
+    /* What the turn waits for now (a terminal only): the status line says it,
+     * for how long and the limit, redrawn by the ticker every second. */
+    int wait_kind;        /* WAIT_* */
+    char wait_what[160];  /* "the model", "tool pow and its hooks" */
+    uint64_t wait_since;  /* CLOCK_MONOTONIC ms: when this wait began */
+    long wait_drawn_s;    /* the seconds the showing line says */
+    long stream_limit_s;  /* the provider row's stream idle limit; 0: unknown */
+    long hook_limit_s;    /* hooks-shell's hook timeout (largest row); 0: no row */
+    long prestep_limit_s; /* the same for UserPromptSubmit (agent/pre-step) */
     /* A retry's wait counting down on one stderr line (a terminal only): a
-     * thread redraws it while the driver's thread sleeps in the plugin. */
-    pthread_mutex_t mu;  /* the fields below and stderr while counting */
+     * thread redraws it while the driver's thread sleeps in the plugin.  The
+     * same thread redraws the wait line. */
+    pthread_mutex_t mu;  /* held by on_event and by the ticker: the fields above and below, stderr */
     pthread_cond_t cv;
     pthread_t ticker;
     bool ticker_started, ticker_quit;
@@ -113,15 +123,56 @@ static const char *sgr(const run_state *st, const char *code) { return st->color
 #define SGR_RED "\033[31m"
 #define SGR_OFF "\033[0m"
 
-/* The one status line while the first token is awaited (a terminal only). */
-static void waiting_show(run_state *st) {
-    if (!st->status || st->waiting || st->compacting)
-        return;
-    end_text_line(st);
-    fprintf(stderr, "%sweir: waiting for the model\xe2\x80\xa6%s", sgr(st, SGR_DIM),
-            sgr(st, SGR_OFF));
+static uint64_t mono_ms(void);
+
+enum {
+    WAIT_NONE,    /* nothing (idle, or another line shows what goes on) */
+    WAIT_MODEL,   /* the provider: a first token, or the next chunk */
+    WAIT_PRESTEP, /* the agent/pre-step hooks (hooks-shell: UserPromptSubmit) */
+    WAIT_HOOKS    /* hooks and tools between the model's answer and the next step */
+};
+
+/*
+ * Draw the status line of the current wait: "weir: waiting for the model…
+ * 12 s (stream idle limit 300 s)"; the seconds from 1 s on, the limit when
+ * the deployment says it (a terminal only).
+ */
+static void waiting_draw(run_state *st, uint64_t now) {
+    long secs = now > st->wait_since ? (long)((now - st->wait_since) / 1000u) : 0;
+    long limit = st->wait_kind == WAIT_MODEL     ? st->stream_limit_s
+                 : st->wait_kind == WAIT_PRESTEP ? st->prestep_limit_s
+                                                 : st->hook_limit_s;
+    char when[32] = "", lim[64] = "";
+    if (secs >= 1)
+        snprintf(when, sizeof when, " %ld s", secs);
+    if (limit > 0)
+        snprintf(lim, sizeof lim, " (%s %ld s)",
+                 st->wait_kind == WAIT_MODEL ? "stream idle limit" : "hook timeout", limit);
+    fprintf(stderr, "\r\033[K%sweir: waiting for %s\xe2\x80\xa6%s%s%s", sgr(st, SGR_DIM),
+            st->wait_what, when, lim, sgr(st, SGR_OFF));
     fflush(stderr);
     st->waiting = true;
+    st->wait_drawn_s = secs;
+}
+
+/* From now on the turn waits for `what` (`kind`: WAIT_*); the ticker shows
+ * it once a second has passed.  WAIT_NONE: no wait to show. */
+static void wait_set(run_state *st, int kind, const char *what) {
+    st->wait_kind = kind;
+    snprintf(st->wait_what, sizeof st->wait_what, "%s", what ? what : "");
+    st->wait_since = mono_ms();
+    st->wait_drawn_s = -1;
+}
+
+/* The one status line while the first token is awaited (a terminal only),
+ * drawn at once. */
+static void waiting_show(run_state *st) {
+    wait_set(st, WAIT_MODEL, "the model");
+    if (!st->status || st->compacting)
+        return;
+    if (!st->waiting) /* else it replaces the line of the wait before */
+        end_text_line(st);
+    waiting_draw(st, st->wait_since);
 }
 
 static void waiting_clear(run_state *st) {
@@ -175,6 +226,9 @@ static void on_live(run_state *st, const json_t *event) {
     waiting_clear(st); /* the first frame of the answer */
     const json_t *frame = json_object_get(json_object_get(event, "data"), "frame");
     const char *ft = json_string_value(json_object_get(frame, "type"));
+    /* a silent stream shows as a wait for the model, from its last frame
+     * (not in the middle of a line of text) */
+    wait_set(st, ft && !strcmp(ft, "end") ? WAIT_NONE : WAIT_MODEL, "the model");
     const json_t *chunk = json_object_get(frame, "chunk");
     if (ft && !strcmp(ft, "chunk") &&
         !strcmp(str_or(json_object_get(chunk, "type"), ""), "text-delta")) {
@@ -226,6 +280,13 @@ static void *ticker_main(void *arg) {
             fprintf(stderr, "\r\033[Kweir: retrying in %.1f s %s", (double)left / 1000.0,
                     st->retry_what);
             fflush(stderr);
+        } else if (st->wait_kind != WAIT_NONE && !st->compacting && !st->progress &&
+                   !st->in_text) {
+            /* a wait a second old or more, redrawn when its seconds change */
+            uint64_t now = mono_ms();
+            long secs = now > st->wait_since ? (long)((now - st->wait_since) / 1000u) : 0;
+            if (secs >= 1 && (!st->waiting || secs != st->wait_drawn_s))
+                waiting_draw(st, now);
         }
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
@@ -240,24 +301,40 @@ static void *ticker_main(void *arg) {
     return NULL;
 }
 
-/* The wait is over (any next event): the countdown line becomes the retry's line. */
+/* The wait is over (any next event): the countdown line becomes the retry's
+ * line.  st->mu held. */
 static void countdown_stop(run_state *st) {
-    if (!st->ticker_started)
-        return;
-    pthread_mutex_lock(&st->mu);
     if (st->counting) {
         st->counting = false;
         fprintf(stderr, "\r\033[K%s\n", st->retry_line);
         fflush(stderr);
     }
+}
+
+/* Start the thread that redraws the countdown and wait lines; false when it
+ * could not start.  st->mu held (the thread waits for it). */
+static bool ticker_start(run_state *st) {
+    if (!st->ticker_started) {
+        st->ticker_quit = false;
+        st->counting = false;
+        st->ticker_started = pthread_create(&st->ticker, NULL, ticker_main, st) == 0;
+    }
+    return st->ticker_started;
+}
+
+/* No wait to show any more (the prompt is done): its line goes.  Takes st->mu. */
+static void wait_stop(run_state *st) {
+    pthread_mutex_lock(&st->mu);
+    st->wait_kind = WAIT_NONE;
+    waiting_clear(st);
     pthread_mutex_unlock(&st->mu);
 }
 
 static void countdown_end(run_state *st) {
     if (!st->ticker_started)
         return;
-    countdown_stop(st);
     pthread_mutex_lock(&st->mu);
+    countdown_stop(st);
     st->ticker_quit = true;
     pthread_cond_signal(&st->cv);
     pthread_mutex_unlock(&st->mu);
@@ -285,16 +362,10 @@ static void retry_line(run_state *st, const json_t *data) {
         fprintf(stderr, "%s\n", line);
         return;
     }
-    if (!st->ticker_started) {
-        st->ticker_quit = false;
-        st->counting = false;
-        st->ticker_started = pthread_create(&st->ticker, NULL, ticker_main, st) == 0;
-        if (!st->ticker_started) {
-            fprintf(stderr, "%s\n", line);
-            return;
-        }
+    if (!ticker_start(st)) {
+        fprintf(stderr, "%s\n", line);
+        return;
     }
-    pthread_mutex_lock(&st->mu);
     snprintf(st->retry_what, sizeof st->retry_what, "%s", what);
     snprintf(st->retry_line, sizeof st->retry_line, "%s", line);
     st->deadline_ms = mono_ms() + (uint64_t)delay;
@@ -302,7 +373,6 @@ static void retry_line(run_state *st, const json_t *data) {
     fputs(line, stderr);
     fflush(stderr);
     pthread_cond_signal(&st->cv);
-    pthread_mutex_unlock(&st->mu);
 }
 
 /* llm/breaker and llm/fallback: one line each. */
@@ -371,6 +441,22 @@ static void on_durable(run_state *st, const json_t *event) {
     const json_t *data = json_object_get(event, "data");
     if (!silent_type(type))
         waiting_clear(st);
+    /* what the turn waits for after this event (the status line) */
+    if (!strcmp(type, "turn/start")) {
+        wait_set(st, WAIT_PRESTEP, "the agent/pre-step hooks");
+    } else if (!strcmp(type, "assistant/message") || !strcmp(type, "tool/result")) {
+        wait_set(st, WAIT_HOOKS, "hooks and tools");
+    } else if (!strcmp(type, "step/end")) {
+        wait_set(st, WAIT_HOOKS, "the hooks");
+    } else if (!strcmp(type, "tool/call")) {
+        char what[160];
+        snprintf(what, sizeof what, "tool %.100s and its hooks",
+                 str_or(json_object_get(data, "name"), "?"));
+        wait_set(st, WAIT_HOOKS, what);
+    } else if (!strcmp(type, "turn/end") || !strcmp(type, "llm/retry") ||
+               !strncmp(type, "compaction/", 11)) {
+        wait_set(st, WAIT_NONE, NULL); /* idle, or a line of its own */
+    }
     if (!strcmp(type, "step/start")) {
         waiting_show(st);
     } else if (!strcmp(type, "llm/retry")) {
@@ -468,11 +554,63 @@ static void on_event(const json_t *event, bool durable, void *ud) {
         }
         return;
     }
-    countdown_stop(st); /* any next event: the wait is over */
+    pthread_mutex_lock(&st->mu); /* the ticker draws nothing meanwhile */
+    countdown_stop(st);          /* any next event: the wait is over */
     if (durable)
         on_durable(st, event);
     else
         on_live(st, event);
+    pthread_mutex_unlock(&st->mu);
+}
+
+/* Whether `row`'s plugin (a name or a path) is `name` ("provider-openai"
+ * matches ".../weir-provider-openai.so" too). */
+static bool row_plugin_is(const json_t *row, const char *name) {
+    const char *p = json_string_value(json_object_get(row, "plugin"));
+    if (!p)
+        return false;
+    const char *base = strrchr(p, '/');
+    base = base ? base + 1 : p;
+    if (!strncmp(base, "weir-", 5))
+        base += 5;
+    size_t n = strlen(name);
+    return !strncmp(base, name, n) && (!base[n] || !strcmp(base + n, ".so"));
+}
+
+/*
+ * The limits the wait line names, from the deployment: the stream idle
+ * limit of the agent's provider row (its stream_idle_timeout_ms; the
+ * shipped HTTP providers' default is 300 s, docs/providers.md), and
+ * hooks-shell's hook timeout (a row's `timeout`, else Claude Code's 600 s,
+ * 30 s for UserPromptSubmit; docs/hooks-shell.md).  0: not known.
+ */
+static void wait_limits(run_state *st, const json_t *config) {
+    const char *provider =
+        json_string_value(json_object_get(json_object_get(config, "agent"), "provider"));
+    size_t i;
+    const json_t *row;
+    json_array_foreach(json_object_get(config, "plugins"), i, row) {
+        const json_t *cfg = json_object_get(row, "config");
+        const char *id = json_string_value(json_object_get(row, "id"));
+        if (provider && id && !strcmp(id, provider)) {
+            const json_t *ms = json_object_get(cfg, "stream_idle_timeout_ms");
+            if (json_is_integer(ms) && json_integer_value(ms) > 0)
+                st->stream_limit_s = (long)((json_integer_value(ms) + 999) / 1000);
+            else if (row_plugin_is(row, "provider-openai") ||
+                     row_plugin_is(row, "provider-anthropic"))
+                st->stream_limit_s = 300;
+        }
+        if (row_plugin_is(row, "hooks-shell")) {
+            const json_t *t = json_object_get(cfg, "timeout");
+            long hook = json_is_number(t) && json_number_value(t) > 0
+                            ? (long)json_number_value(t) : 600;
+            long pre = json_is_number(t) && json_number_value(t) > 0 ? hook : 30;
+            if (hook > st->hook_limit_s)
+                st->hook_limit_s = hook;
+            if (pre > st->prestep_limit_s)
+                st->prestep_limit_s = pre;
+        }
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -656,6 +794,7 @@ static int run_prompt(weir_agent *agent, run_state *st, const char *prompt) {
     int rc = quit_code() ? WEIR_OK /* a signal before the turn: no turn */
                          : weir_agent_run_until_idle(agent, &err);
     atomic_store(&turn_running, false);
+    wait_stop(st);
     if (rc == WEIR_OK && (atomic_load(&lease_stopped) || weir_agent_lease_lost(agent))) {
         /* the watcher cancelled the turn: another writer has the session */
         err.code = WEIR_E_LEASE_LOST;
@@ -827,6 +966,14 @@ static const char run_help[] =
     "quits at once (exit 128 + its number), the turn left open in the log for\n"
     "the next open to close as interrupted.  Colour on a terminal only;\n"
     "NO_COLOR turns it off.\n"
+    "\n"
+    "Waits: a provider stream silent for 300 s fails its attempt (the\n"
+    "provider row's stream_idle_timeout_ms; the retry plugin may try again),\n"
+    "and a hooks-shell hook may run 600 s (the row's timeout; 30 s for\n"
+    "UserPromptSubmit) before it is killed.  On a terminal the status line on\n"
+    "stderr says what the turn waits for, for how long, and the limit:\n"
+    "\"weir: waiting for the model... 42 s (stream idle limit 300 s)\",\n"
+    "\"weir: waiting for tool Bash and its hooks... 12 s (hook timeout 600 s)\".\n"
     "exit codes: 0 ok, 1 the turn failed, was cancelled or was blocked by a\n"
     "            plugin, 2 usage (nothing is written),\n"
     "            3 configuration or plugin error, 4 I/O error (also a session\n"
@@ -946,6 +1093,12 @@ static int run_common(int argc, char **argv, bool resume) {
     } else {
         st.agent = agent;
         st.status = !st.json && isatty(STDERR_FILENO);
+        if (st.status) { /* the wait line's redraws; without the thread, no seconds */
+            wait_limits(&st, weir_host_config(host));
+            pthread_mutex_lock(&st.mu);
+            ticker_start(&st);
+            pthread_mutex_unlock(&st.mu);
+        }
         if (!existed)
             created = strdup(weir_agent_log_path(agent));
         if (!st.json) {
@@ -983,7 +1136,7 @@ static int run_common(int argc, char **argv, bool resume) {
         }
         if (sig)
             sig_stop(th);
-        waiting_clear(&st);
+        wait_stop(&st);
         weir_agent_close(agent);
         countdown_end(&st);
     }
