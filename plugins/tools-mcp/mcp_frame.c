@@ -37,7 +37,10 @@ static int emit_line(mcp_frame_fn fn, void *ud, const char *line, size_t n) {
     if (i == n)
         return 0; /* an empty line: nothing */
     json_error_t jerr;
-    json_t *msg = json_loadb(line, n, JSON_REJECT_DUPLICATES, &jerr);
+    /* \u0000 in a string value is taken (jansson refuses it by default):
+     * one bad string, such as a tool name, must not lose the whole message.
+     * Whoever reads a string of a message checks for it (mcp_json_has_nul). */
+    json_t *msg = json_loadb(line, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (!json_is_object(msg)) {
         json_decref(msg);
         return fn(ud, MCP_FRAME_GARBAGE, NULL, line, n);

@@ -9,7 +9,9 @@
  * skipped, a line longer than the reader's limit is dropped whole (the
  * callback sees it as MCP_FRAME_TOO_LONG with its length, never its bytes)
  * and a line that is not one JSON object is reported as MCP_FRAME_GARBAGE
- * with its first bytes.  The reader never holds more than `max` + 1 bytes.
+ * with its first bytes.  A string value may hold \u0000 (JSON_ALLOW_NUL: a
+ * NUL in one tool name must not lose the whole tools/list answer); a NUL in
+ * an object key makes the line garbage (jansson cannot hold it).  The reader never holds more than `max` + 1 bytes.
  */
 #ifndef WEIR_MCP_FRAME_H
 #define WEIR_MCP_FRAME_H

@@ -191,7 +191,7 @@ static int grow(char **buf, size_t *cap, size_t need) {
 
 /* One message of the answer (text, not NUL-terminated). */
 static void on_message(xfer *x, const char *text, size_t n) {
-    json_t *msg = json_loadb(text, n, 0, NULL);
+    json_t *msg = json_loadb(text, n, JSON_ALLOW_NUL, NULL); /* as mcp_frame.c */
     if (!json_is_object(msg)) {
         x->bad = true;
         json_decref(msg);

@@ -1,6 +1,6 @@
 /*
- * plugins/tools-mcp/mcp_map.c - tool names, result mapping, ${VAR}
- * expansion, log levels (see mcp_map.h).
+ * plugins/tools-mcp/mcp_map.c - tool names, secret names, result mapping,
+ * ${VAR} expansion, log levels (see mcp_map.h).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* strndup */
@@ -9,7 +9,9 @@
 
 #include "mcp_frame.h"
 
+#include <ctype.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,59 @@ bool mcp_tool_name(const char *server, const char *tool, char *out, size_t size,
         return false;
     }
     return true;
+}
+
+static bool has_nul(const json_t *v, int depth) {
+    if (depth > 64)
+        return true;
+    if (json_is_string(v))
+        return memchr(json_string_value(v), '\0', json_string_length(v)) != NULL;
+    size_t i;
+    const char *k;
+    json_t *e;
+    if (json_is_array(v)) {
+        json_array_foreach((json_t *)(uintptr_t)v, i, e) {
+            if (has_nul(e, depth + 1))
+                return true;
+        }
+    } else if (json_is_object(v)) {
+        json_object_foreach((json_t *)(uintptr_t)v, k, e) {
+            if (has_nul(e, depth + 1))
+                return true;
+        }
+    }
+    return false;
+}
+
+bool mcp_json_has_nul(const json_t *v) { return has_nul(v, 0); }
+
+/* ------------------------------------------------------------------------ */
+/* Secrets                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* True when one of `words` (upper case) is in `name`, in any case. */
+static bool name_has(const char *name, const char *const *words) {
+    for (size_t w = 0; words[w]; w++) {
+        size_t n = strlen(words[w]);
+        for (const char *p = name; *p; p++) {
+            size_t i = 0;
+            while (i < n && p[i] && toupper((unsigned char)p[i]) == words[w][i])
+                i++;
+            if (i == n)
+                return true;
+        }
+    }
+    return false;
+}
+
+static const char *const secret_words[] = {"TOKEN",  "KEY",        "SECRET", "PASSWORD",
+                                           "PASSWD", "CREDENTIAL", NULL};
+
+bool mcp_env_name_secret(const char *name) { return name && name_has(name, secret_words); }
+
+bool mcp_header_name_secret(const char *name) {
+    static const char *const header_words[] = {"AUTH", "COOKIE", NULL};
+    return name && (name_has(name, secret_words) || name_has(name, header_words));
 }
 
 /* ------------------------------------------------------------------------ */

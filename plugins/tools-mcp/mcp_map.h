@@ -1,7 +1,7 @@
 /*
  * plugins/tools-mcp/mcp_map.h - the pure translations of tools-mcp: tool
- * names, CallToolResult to a weir tool result, `${VAR}` expansion for
- * .mcp.json files, MCP log levels.  No host API; the unit tests compile
+ * names, which configured values are secrets, CallToolResult to a weir tool
+ * result, `${VAR}` expansion for .mcp.json files, MCP log levels.  No host API; the unit tests compile
  * this file directly.
  */
 #ifndef WEIR_MCP_MAP_H
@@ -26,6 +26,29 @@ bool mcp_name_ok(const char *s, size_t max);
  */
 bool mcp_tool_name(const char *server, const char *tool, char *out, size_t size, char *why,
                    size_t why_size);
+
+/**
+ * True when a string anywhere in `v` (borrowed; object members and array
+ * elements, 64 levels deep, deeper counts as true) holds a NUL byte, which
+ * a message may carry (\u0000) and weir's tools and logs cannot.
+ */
+bool mcp_json_has_nul(const json_t *v);
+
+/**
+ * True when an `env` variable of this name holds a secret: its name contains
+ * TOKEN, KEY, SECRET, PASSWORD, PASSWD or CREDENTIAL, in any case
+ * (GITHUB_TOKEN, api_key, DB_PASSWORD, GOOGLE_APPLICATION_CREDENTIALS).
+ * A server's `secret_env` names the others.  NULL is not.
+ */
+bool mcp_env_name_secret(const char *name);
+
+/**
+ * True when a header of this name carries credentials: Authorization,
+ * Proxy-Authorization, Cookie, or any name that contains AUTH, COOKIE,
+ * TOKEN, KEY, SECRET, PASSWORD, PASSWD or CREDENTIAL, in any case
+ * (X-Api-Key, X-Auth-Token).  NULL is not.
+ */
+bool mcp_header_name_secret(const char *name);
 
 /**
  * Map a CallToolResult (borrowed) to a weir tool result, a new reference

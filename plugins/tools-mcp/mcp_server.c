@@ -64,6 +64,15 @@ const char *const mcp_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2
 
 typedef struct conn conn;
 
+/* A token bucket for the lines forwarded to the log (stderr, garbage on
+ * stdout, logging notifications): LOG_BURST at once, then LOG_PER_SEC. */
+typedef struct rate {
+    double tokens;
+    uint64_t at;        /* when tokens was last refilled (monotonic ms) */
+    uint64_t dropped;   /* lines not forwarded since the last summary */
+    int worst;          /* the most severe level among them (0 error .. 3 debug) */
+} rate;
+
 typedef struct pending {
     json_int_t id;
     conn *c;               /* stdio: the connection it was sent on */
@@ -122,13 +131,12 @@ struct mcp_server {
     bool list_changed;
     uint64_t list_changed_n;
 
-    /* stderr ring and log rate limit */
+    /* stderr ring and log rate limits (ring_mu) */
     pthread_mutex_t ring_mu;
     char *ring[STDERR_RING];
     size_t ring_at, ring_n;
-    double tokens;
-    uint64_t tokens_at;
-    uint64_t dropped;
+    rate err_rate;         /* stderr lines and garbage on stdout */
+    rate log_rate;         /* notifications/message */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -187,19 +195,71 @@ static void say(mcp_server *s, int level, const char *fmt, ...) {
     free(clean);
 }
 
-/* Token bucket for forwarded lines: true when this one may go out now. */
-static bool rate_ok(mcp_server *s) {
+static void rate_init(rate *r) {
+    r->tokens = LOG_BURST;
+    r->at = now_ms();
+    r->dropped = 0;
+    r->worst = 3;
+}
+
+/*
+ * True when a line of `level` may go out now (under s->ring_mu); *dropped
+ * then receives the count of lines not forwarded before it (reset).
+ */
+static bool rate_take(rate *r, int level, uint64_t *dropped) {
     uint64_t t = now_ms();
-    s->tokens += (double)(t - s->tokens_at) * LOG_PER_SEC / 1000.0;
-    if (s->tokens > LOG_BURST)
-        s->tokens = LOG_BURST;
-    s->tokens_at = t;
-    if (s->tokens < 1.0) {
-        s->dropped++;
+    r->tokens += (double)(t - r->at) * LOG_PER_SEC / 1000.0;
+    if (r->tokens > LOG_BURST)
+        r->tokens = LOG_BURST;
+    r->at = t;
+    if (r->tokens < 1.0) {
+        r->dropped++;
+        if (level < r->worst)
+            r->worst = level;
         return false;
     }
-    s->tokens -= 1.0;
+    r->tokens -= 1.0;
+    *dropped = r->dropped;
+    r->dropped = 0;
+    r->worst = 3;
     return true;
+}
+
+/* A limit's count of dropped lines, taken (reset) when `all` or when no
+ * line came for a second (the flood is over); 0 when none.  *worst: the
+ * most severe level among them. */
+static uint64_t rate_take_dropped(rate *r, bool all, int *worst) {
+    if (!r->dropped || (!all && now_ms() - r->at < 1000))
+        return 0;
+    uint64_t n = r->dropped;
+    *worst = r->worst;
+    r->dropped = 0;
+    r->worst = 3;
+    return n;
+}
+
+/*
+ * The summary of the lines a limit dropped that no line has counted yet:
+ * "[name] (N more stderr lines not shown: too many)", "[name] (N more log
+ * messages not shown: too many)" (at the most severe level among them).
+ * `all`: now (the end of a connection or request); else only once the
+ * flood is over.
+ */
+static void rate_flush(mcp_server *s, bool all) {
+    int err_level = 2, log_level = 3;
+    pthread_mutex_lock(&s->ring_mu);
+    uint64_t err_n = rate_take_dropped(&s->err_rate, all, &err_level);
+    uint64_t log_n = rate_take_dropped(&s->log_rate, all, &log_level);
+    pthread_mutex_unlock(&s->ring_mu);
+    /* stderr's summary stays at info, as its lines are (whatever garbage
+     * warnings it also counts): a noisy stderr is not a warning */
+    (void)err_level;
+    if (err_n)
+        say(s, 2, "[%s] (%llu more stderr lines not shown: too many)", s->name,
+            (unsigned long long)err_n);
+    if (log_n)
+        say(s, log_level, "[%s] (%llu more log messages not shown: too many)", s->name,
+            (unsigned long long)log_n);
 }
 
 /* One stderr line (or any line to forward at info, rate-limited). */
@@ -213,10 +273,8 @@ static void stderr_line(mcp_server *s, const char *line, size_t n) {
     s->ring_at = (s->ring_at + 1) % STDERR_RING;
     if (s->ring_n < STDERR_RING)
         s->ring_n++;
-    uint64_t dropped = s->dropped;
-    bool ok = rate_ok(s);
-    if (ok)
-        s->dropped = 0;
+    uint64_t dropped = 0;
+    bool ok = rate_take(&s->err_rate, 2, &dropped);
     char *copy = ok ? strdup(clean) : NULL;
     pthread_mutex_unlock(&s->ring_mu);
     if (!ok || !s->log)
@@ -280,8 +338,8 @@ mcp_server *mcp_server_create(const mcp_server_cfg *cfg) {
     s->log = cfg->log;
     s->progress = cfg->progress;
     s->ud = cfg->ud;
-    s->tokens = LOG_BURST;
-    s->tokens_at = now_ms();
+    rate_init(&s->err_rate);
+    rate_init(&s->log_rate);
     if (!s->name || (cfg->argv && !s->argv) || (cfg->envp && !s->envp) || (cfg->cwd && !s->cwd) ||
         (cfg->url && !s->url) || !s->headers) {
         mcp_server_destroy(s);
@@ -396,11 +454,16 @@ static int stdio_frame(void *ud, mcp_frame_kind kind, json_t *msg, const char *t
             shown[j++] = (text[i] >= 0x20 && text[i] < 0x7f) ? text[i] : '?';
         shown[j] = '\0';
         pthread_mutex_lock(&s->ring_mu);
-        bool ok = rate_ok(s);
+        uint64_t dropped = 0;
+        bool ok = rate_take(&s->err_rate, 1, &dropped);
         pthread_mutex_unlock(&s->ring_mu);
+        char before[80] = "";
+        if (dropped)
+            snprintf(before, sizeof before, "(%llu stderr lines not shown: too many) ",
+                     (unsigned long long)dropped);
         if (ok)
-            say(s, 1, "MCP server '%s' wrote a line that is not a JSON-RPC message on its "
-                      "stdout (%zu bytes, ignored): %s%s", s->name, len, shown,
+            say(s, 1, "%sMCP server '%s' wrote a line that is not a JSON-RPC message on its "
+                      "stdout (%zu bytes, ignored): %s%s", before, s->name, len, shown,
                 len > n ? "..." : "");
         return 0;
     }
@@ -513,6 +576,8 @@ static void *conn_main(void *arg) {
         int r = poll(fds, 2, 100);
         if (r < 0 && errno != EINTR)
             break;
+        if (r == 0)
+            rate_flush(s, false); /* quiet: say what the limits dropped, once a flood is over */
         if (r <= 0)
             continue;
         if (out_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
@@ -543,13 +608,7 @@ static void *conn_main(void *arg) {
         stderr_line(s, c->errline, c->errlen);
         c->errlen = 0;
     }
-    pthread_mutex_lock(&s->ring_mu);
-    uint64_t dropped = s->dropped;
-    s->dropped = 0;
-    pthread_mutex_unlock(&s->ring_mu);
-    if (dropped)
-        say(s, 2, "[%s] (%llu more stderr lines not shown: too many)", s->name,
-            (unsigned long long)dropped);
+    rate_flush(s, true);
     conn_died(c, out_open ? "was stopped" : "closed its stdout");
     return NULL;
 }
@@ -602,7 +661,7 @@ static conn *conn_open(mcp_server *s, char *why, size_t size) {
     mcp_frame_init(&c->fr, s->max_message);
     pthread_mutex_init(&c->wmu, NULL);
     c->wmu_ok = true;
-    if (mcp_proc_spawn(&c->proc, s->argv, s->envp, s->cwd, why, size) != 0) {
+    if (mcp_proc_spawn(&c->proc, s->argv, s->envp, s->cwd, s->name, why, size) != 0) {
         c->proc.pid = 0;
         conn_free(c);
         return NULL;
@@ -626,14 +685,26 @@ static json_t *error_reply(const json_t *id, int code, const char *message) {
                      "message", message);
 }
 
+/* notifications/message: to the log at its level, with the stderr's rate limit. */
 static void on_log_message(mcp_server *s, const json_t *params) {
     const char *level = json_string_value(json_object_get(params, "level"));
+    int lv = mcp_log_level(level);
+    pthread_mutex_lock(&s->ring_mu);
+    uint64_t dropped = 0;
+    bool ok = rate_take(&s->log_rate, lv, &dropped);
+    pthread_mutex_unlock(&s->ring_mu);
+    if (!ok)
+        return;
     const char *logger = json_string_value(json_object_get(params, "logger"));
     const json_t *data = json_object_get(params, "data");
     char *text = json_is_string(data) ? strdup(json_string_value(data))
                                       : mcp_frame_text(data, false);
-    say(s, mcp_log_level(level), "[%s]%s%s%s %s", s->name, logger ? " " : "",
-        logger ? logger : "", logger ? ":" : "", text ? text : "");
+    char before[80] = "";
+    if (dropped)
+        snprintf(before, sizeof before, " (%llu log messages not shown: too many)",
+                 (unsigned long long)dropped);
+    say(s, lv, "[%s]%s%s%s%s %s", s->name, before, logger ? " " : "", logger ? logger : "",
+        logger ? ":" : "", text ? text : "");
     free(text);
 }
 
@@ -1099,6 +1170,8 @@ mcp_status mcp_server_request(mcp_server *s, const char *method, json_t *params,
     }
     json_decref(keep);
     release(s, c, st, gen);
+    if (s->kind == MCP_HTTP)
+        rate_flush(s, true); /* no reader thread: the request's own summary */
     return st;
 }
 
@@ -1196,6 +1269,7 @@ void mcp_server_destroy(mcp_server *s) {
     s->up = false;
     pthread_mutex_unlock(&s->mu);
     conn_retire(s, c);
+    rate_flush(s, true);
     if (s->http) {
         mcp_http_end_session(s->http);
         mcp_http_destroy(s->http);

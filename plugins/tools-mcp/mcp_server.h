@@ -8,8 +8,8 @@
  * {}, any other request: -32601 Method not found), and its stderr.
  *
  * No host API: the plugin passes callbacks (log, progress, cancellation)
- * and the server scrubs its secrets (env and header values) from every text
- * it hands them.  Thread-safety: every function may be called from any
+ * and the server scrubs the secrets the plugin gives it (cfg.secrets) from
+ * every text it hands them.  Thread-safety: every function may be called from any
  * thread, concurrently, after mcp_server_create; mcp_server_destroy only
  * when no call runs.
  */

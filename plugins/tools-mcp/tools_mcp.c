@@ -2,7 +2,7 @@
  * plugins/tools-mcp/tools_mcp.c - the tools of Model Context Protocol
  * servers as weir tools (docs/mcp.md).
  *
- * Config: {"servers": {NAME: {"command", "args"?, "env"?, "cwd"?} |
+ * Config: {"servers": {NAME: {"command", "args"?, "env"?, "secret_env"?, "cwd"?} |
  *                           {"url", "headers"?},
  *                           "type"?, "timeout_ms"?, "startup_timeout_ms"?,
  *                           "allow"?, "deny"?, "required"?, "background"?,
@@ -40,6 +40,7 @@
 
 #include "weir/plugin.h"
 
+#include "mcp_frame.h"
 #include "mcp_map.h"
 #include "mcp_server.h"
 #include "provider_common.h"
@@ -74,6 +75,7 @@ static const char config_schema[] =
     "\"headers\":" S_STRMAP ","
     "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1},"
     "\"startup_timeout_ms\":{\"type\":\"integer\",\"minimum\":1},"
+    "\"secret_env\":" S_NAMES ","
     "\"allow\":" S_NAMES ",\"deny\":" S_NAMES ","
     "\"required\":{\"type\":\"boolean\"},"
     "\"background\":{\"type\":\"boolean\"},"
@@ -157,7 +159,9 @@ static void cb_progress(void *ud, void *ctx, const json_t *params) {
     const char *keys[] = {"progress", "total", "message"};
     for (size_t i = 0; p && i < 3; i++) {
         json_t *v = json_object_get(params, keys[i]);
-        if (v && (i == 2 ? json_is_string(v) : json_is_number(v)))
+        if (v && i == 2 && json_is_string(v)) /* a copy up to a NUL it may hold */
+            json_object_set_new(p, keys[i], json_string(json_string_value(v)));
+        else if (v && i < 2 && json_is_number(v))
             json_object_set(p, keys[i], v);
     }
     if (p && json_object_get(p, "progress")) {
@@ -334,7 +338,18 @@ static void tool_free(mtool *t) {
 static bool tool_spec(server *s, const json_t *def, char *weir_name, size_t size,
                       weir_tool *out, bool quiet) {
     state *st = s->st;
-    const char *name = json_string_value(json_object_get(def, "name"));
+    const json_t *jname = json_object_get(def, "name");
+    const char *name = json_string_value(jname);
+    if (name && strlen(name) != json_string_length(jname)) {
+        if (!quiet) {
+            char *shown = mcp_frame_text(jname, false); /* "nul\u0000name" */
+            weir_log(st->self, WEIR_LOG_WARN,
+                     "MCP server '%s': tool %s is not offered: its name holds a NUL "
+                     "character (\\u0000)", s->name, shown ? shown : "(out of memory)");
+            free(shown);
+        }
+        return false;
+    }
     if (!name || !*name) {
         if (!quiet)
             weir_log(st->self, WEIR_LOG_WARN, "MCP server '%s' listed a tool without a name: "
@@ -368,6 +383,17 @@ static bool tool_spec(server *s, const json_t *def, char *weir_name, size_t size
             weir_log(st->self, WEIR_LOG_WARN,
                      "MCP server '%s': tool '%s' has no inputSchema object: not offered",
                      s->name, name);
+        return false;
+    }
+    const char *what = mcp_json_has_nul(schema) ? "inputSchema"
+                       : mcp_json_has_nul(json_object_get(def, "description")) ? "description"
+                       : mcp_json_has_nul(json_object_get(def, "title"))       ? "title"
+                                                                               : NULL;
+    if (what) {
+        if (!quiet)
+            weir_log(st->self, WEIR_LOG_WARN,
+                     "MCP server '%s': tool '%s' is not offered: its %s holds a NUL character "
+                     "(\\u0000)", s->name, name, what);
         return false;
     }
     const char *desc = json_string_value(json_object_get(def, "description"));
@@ -777,7 +803,7 @@ static int server_setup(state *st, server *s, const char *name, const json_t *sp
     if (type && (!strcmp(type, "stdio") ? http : !http))
         return set_err(err, WEIR_E_PLUGIN_CONFIG, "server '%s': type '%s' needs \"%s\"", name,
                        type, http ? "command" : "url");
-    static const char *const stdio_only[] = {"args", "env", "cwd", NULL};
+    static const char *const stdio_only[] = {"args", "env", "secret_env", "cwd", NULL};
     for (size_t i = 0; http && stdio_only[i]; i++)
         if (json_object_get(spec, stdio_only[i]))
             return set_err(err, WEIR_E_PLUGIN_CONFIG,
@@ -797,12 +823,41 @@ static int server_setup(state *st, server *s, const char *name, const json_t *sp
     s->allow = json_incref(json_object_get(spec, "allow"));
     s->deny = json_incref(json_object_get(spec, "deny"));
 
-    /* secrets: every env and header value, and a header's credentials after its scheme */
+    /* secrets, scrubbed from everything the server sends: the values of the
+     * env variables whose names look secret or that secret_env lists, and of
+     * the credential headers (and the credentials after a header's scheme).
+     * Ordinary configuration (DATA_DIR=/srv/data, PORT=8080) is not one:
+     * scrubbing it would rewrite the results the model acts on. */
+    const json_t *env = json_object_get(spec, "env");
     const char *k;
     json_t *v;
-    json_object_foreach(json_object_get(spec, "env"), k, v) {
+    size_t si;
+    json_array_foreach(json_object_get(spec, "secret_env"), si, v) {
+        if (!json_object_get(env, json_string_value(v)))
+            return set_err(err, WEIR_E_PLUGIN_CONFIG,
+                           "server '%s': secret_env names '%s', which its env does not set",
+                           name, json_string_value(v));
+    }
+    json_object_foreach(mut(env), k, v) {
+        if (!mcp_env_name_secret(k) && !listed(json_object_get(spec, "secret_env"), k, k))
+            continue;
         if (pc_secrets_add(&s->secrets, json_string_value(v)) != 0)
             return set_err(err, WEIR_E_NOMEM, "out of memory");
+    }
+    if (http) {
+        /* a password in the URL's userinfo (http://user:password@host/) */
+        const char *auth = strstr(url, "://") + 3;
+        const char *at = strchr(auth, '@');
+        const char *end = strpbrk(auth, "/?#");
+        const char *colon = at && (!end || at < end) ? memchr(auth, ':', (size_t)(at - auth))
+                                                     : NULL;
+        if (colon && colon + 1 < at) {
+            char *pw = strndup(colon + 1, (size_t)(at - colon - 1));
+            int arc = pw ? pc_secrets_add(&s->secrets, pw) : -1;
+            free(pw);
+            if (arc != 0)
+                return set_err(err, WEIR_E_NOMEM, "out of memory");
+        }
     }
     size_t nh = json_object_size(json_object_get(spec, "headers"));
     char **headers = strv_new(nh);
@@ -820,7 +875,9 @@ static int server_setup(state *st, server *s, const char *name, const json_t *sp
             goto out;
         }
         const char *sp = strchr(val, ' ');
-        if (pc_secrets_add(&s->secrets, val) != 0 || (sp && pc_secrets_add(&s->secrets, sp + 1)) ||
+        bool secret = mcp_header_name_secret(k);
+        if ((secret && pc_secrets_add(&s->secrets, val) != 0) ||
+            (secret && sp && pc_secrets_add(&s->secrets, sp + 1)) ||
             asprintf(&headers[hi], "%s: %s", k, val) < 0) {
             headers[hi] = NULL;
             rc = set_err(err, WEIR_E_NOMEM, "out of memory");

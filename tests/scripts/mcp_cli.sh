@@ -6,7 +6,9 @@
 #      notifications reach weir's log at their level, its stderr is
 #      forwarded prefixed with the server's name, `weir log --check` passes;
 #   3. a .mcp.json file (Claude Code's format) works as mcp_config;
-#   4. no process tagged for this test is left running.
+#   4. no process tagged for this test is left running;
+#   also logging notifications are rate-limited as stderr is, and a NUL in a
+#   tool name skips that tool with a warning (issue #31, 7 and 8).
 # Needs $WEIR_MCP_FAKE (ctest sets it) and jq.
 WEIR=${1:?usage: $0 path/to/weir}
 FAKE=${WEIR_MCP_FAKE:?WEIR_MCP_FAKE is not set (run through ctest)}
@@ -103,6 +105,34 @@ WEIR_LOG_LEVEL=info timeout 60 "$WEIR" run -c "$TMP/spam-deploy.json" -s spam "g
 shown=$(grep -c '\[fake\] spam line' "$TMP/err7")
 [ "$shown" -ge 20 ] && [ "$shown" -le 80 ] || fail "stderr lines shown: $shown, want about 40"
 grep -q 'more stderr lines not shown: too many' "$TMP/err7" || fail "no count of the lines not shown"
+
+# 2d. logging notifications get the same limit as stderr (issue #31, 7):
+#     20000 notifications/message become at most ~60 lines, and a line says
+#     how many were not shown
+cat >"$TMP/logspam.json" <<'JSON'
+{"replies": [
+  {"tool_calls": [{"id": "l1", "name": "mcp__fake__logspam", "arguments": {"count": 20000}}]},
+  {"text": "Done."}]}
+JSON
+sed "s|$TMP/script.json|$TMP/logspam.json|" "$TMP/ok.json" >"$TMP/logspam-deploy.json"
+timeout 60 "$WEIR" run -c "$TMP/logspam-deploy.json" -s logspam "go" >/dev/null 2>"$TMP/err8" ||
+    fail "weir run (logspam): exit $? ($(tail -3 "$TMP/err8"))"
+shown=$(grep -c '\[fake\] fake: spam message' "$TMP/err8")
+[ "$shown" -ge 20 ] && [ "$shown" -le 80 ] || fail "log messages shown: $shown, want about 40"
+grep -q 'log messages not shown: too many' "$TMP/err8" || fail "no count of the log messages not shown"
+lines=$(wc -l <"$TMP/err8")
+[ "$lines" -le 120 ] || fail "stderr has $lines lines after a logging flood"
+
+# 2e. a NUL in one tool's name (issue #31, 8): that tool is skipped with a
+#     warning that shows the name escaped, the others are offered
+deploy "$TMP/nul.json" "{\"servers\": {\"fake\": {\"command\": \"$FAKE\", \"args\": [\"--tag\", \"$TAG\", \"--nul-tool\"], \"startup_timeout_ms\": 3000}}}"
+timeout 60 "$WEIR" run -c "$TMP/nul.json" -s nul "go" >/dev/null 2>"$TMP/err9" ||
+    fail "weir run (a NUL in a tool name): exit $? ($(cat "$TMP/err9"))"
+grep -q "MCP server 'fake': tool \"nul\\\\u0000name\" is not offered: its name holds a NUL character" "$TMP/err9" ||
+    fail "no warning for the NUL name: $(cat "$TMP/err9")"
+grep -q '\[tool\] mcp__fake__echo {"text":"from the cli"} -> echo: from the cli' "$TMP/err9" ||
+    fail "the other tools are not offered: $(cat "$TMP/err9")"
+[ -z "$(tagged)" ] || fail "processes left after the NUL run: $(tagged)"
 
 # 3. .mcp.json as is
 cat >"$TMP/.mcp.json" <<JSON

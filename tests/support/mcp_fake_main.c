@@ -4,7 +4,8 @@
  * records what a real server is sent.
  *
  *   weir-mcp-fake [--log FILE] [--no-init] [--exit-at-start N] [--stderr TEXT]
- *                 [--version V] [--http PORT_FILE] [--tag X]
+ *                 [--version V] [--http PORT_FILE] [--tag X] [--nul-tool]
+ *                 [--daemon PID_FILE]
  *   weir-mcp-fake --tee FILE -- COMMAND ARGS...
  *
  * stdio (the default): newline-delimited JSON-RPC on stdin/stdout.  --http
@@ -18,7 +19,11 @@
  * answers initialize.  --exit-at-start N writes --stderr's text (default
  * "fake: cannot start") to stderr and exits N at once.  --version V answers
  * initialize with protocol version V.  --tag X is ignored (tests find their
- * processes with ps by it).
+ * processes with ps by it).  --nul-tool adds a tool named "nul\u0000name"
+ * to the first page of tools/list.  --daemon PID_FILE starts a daemon at
+ * once: a grandchild in a session of its own (setsid: out of the server's
+ * process group), stdio on /dev/null, that writes its pid to PID_FILE and
+ * sleeps 60 s (it keeps the fake's environment).
  *
  * Tools (tools/list comes in two pages):
  *   echo {text}            "echo: <text>"                      (readOnlyHint)
@@ -40,6 +45,8 @@
  *   env {name}             the value of an environment variable
  *   meta                   the call's params._meta as JSON text
  *   spam {lines}           that many lines on stderr, then "spammed"
+ *   logspam {count}        that many notifications/message (warning, logger
+ *                          "fake", data "spam message <i>"), then "logspammed"
  *   expire                 (HTTP) ends the session after answering
  *   "bad.name", a 70-character name  (not offered by weir)
  *   added                  only after "storm": listed on the second list
@@ -47,6 +54,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -62,7 +70,7 @@
 #include <jansson.h>
 
 static FILE *logf_;
-static bool no_init, stormed, http_mode;
+static bool no_init, stormed, http_mode, nul_tool;
 static const char *version = "2025-11-25";
 static int session_n;
 static char session[64];
@@ -157,10 +165,15 @@ static json_t *tools_page(const char *cursor) {
         for (size_t i = 0; names[i]; i++)
             json_array_append_new(tools, tool(names[i], "a fault", false));
         json_array_append_new(tools, tool("bad.name", "a name weir cannot offer", true));
+        if (nul_tool) {
+            json_t *t = tool("x", "a name with a NUL in it", true);
+            json_object_set_new(t, "name", json_stringn("nul\0name", 8));
+            json_array_append_new(tools, t);
+        }
         return json_pack("{s:o, s:s}", "tools", tools, "nextCursor", "page-2");
     }
     static const char *const names[] = {"mixed", "structured", "fails", "progress", "log", "env",
-                                        "meta", "expire", "spam", NULL};
+                                        "meta", "expire", "spam", "logspam", NULL};
     for (size_t i = 0; names[i]; i++)
         json_array_append_new(tools, tool(names[i], "a result shape", true));
     json_array_append_new(tools, tool("a_tool_name_that_is_much_too_long_to_fit_the_64_character_"
@@ -291,6 +304,16 @@ static void tools_call(json_t *id, json_t *params) {
             fprintf(stderr, "spam line %lld\n", i);
         fflush(stderr);
         text_result(id, "spammed");
+    } else if (!strcmp(name, "logspam")) {
+        long long n = json_integer_value(json_object_get(args, "count"));
+        for (long long i = 0; i < n; i++) {
+            char msg[64];
+            snprintf(msg, sizeof msg, "spam message %lld", i);
+            send_msg(json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "jsonrpc", "2.0", "method",
+                               "notifications/message", "params", "level", "warning", "logger",
+                               "fake", "data", msg));
+        }
+        text_result(id, "logspammed");
     } else if (!strcmp(name, "meta")) {
         char *m = json_dumps(json_object_get(params, "_meta"), JSON_COMPACT | JSON_SORT_KEYS);
         text_result(id, m ? m : "null");
@@ -564,6 +587,41 @@ static int run_http(const char *port_file) {
     return 0;
 }
 
+/* --daemon: a grandchild in a new session, detached from everything but
+ * the environment; its pid goes to `file` once it runs. */
+static void start_daemon(const char *file) {
+    pid_t pid = fork();
+    if (pid < 0)
+        return;
+    if (pid > 0) {
+        waitpid(pid, NULL, 0);
+        return;
+    }
+    if (setsid() < 0)
+        _exit(1);
+    pid_t d = fork();
+    if (d != 0)
+        _exit(d < 0 ? 1 : 0);
+    int null = open("/dev/null", O_RDWR);
+    dup2(null, 0);
+    dup2(null, 1);
+    dup2(null, 2);
+    if (null > 2)
+        close(null);
+    if (logf_)
+        fclose(logf_);
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", file);
+    FILE *f = fopen(tmp, "w");
+    if (f) {
+        fprintf(f, "%d\n", (int)getpid());
+        fclose(f);
+        rename(tmp, file);
+    }
+    sleep(60);
+    _exit(0);
+}
+
 /* --tee: run COMMAND with our stdin copied to it and to FILE; its stdout and stderr are ours. */
 static int run_tee(const char *file, char **argv) {
     int in[2];
@@ -604,6 +662,7 @@ int main(int argc, char **argv) {
     const char *port_file = NULL;
     int exit_at_start = -1;
     const char *stderr_text = "fake: cannot start";
+    const char *daemon_file = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--tee") && i + 2 < argc && !strcmp(argv[i + 2], "--"))
             return run_tee(argv[i + 1], argv + i + 3);
@@ -621,12 +680,18 @@ int main(int argc, char **argv) {
             port_file = argv[++i];
         else if (!strcmp(argv[i], "--tag") && i + 1 < argc)
             i++;
+        else if (!strcmp(argv[i], "--nul-tool"))
+            nul_tool = true;
+        else if (!strcmp(argv[i], "--daemon") && i + 1 < argc)
+            daemon_file = argv[++i];
         else {
             fprintf(stderr, "weir-mcp-fake: unknown argument %s\n", argv[i]);
             return 2;
         }
     }
     fprintf(stderr, "fake: started\n");
+    if (daemon_file)
+        start_daemon(daemon_file);
     if (exit_at_start >= 0) {
         fprintf(stderr, "%s\n", stderr_text);
         return exit_at_start;

@@ -139,6 +139,56 @@ static void frames_duplicate_keys_are_garbage(void **state) {
     mcp_frame_clear(&r);
 }
 
+/* A \u0000 in a string is still a message (issue #31, 8): a NUL in one tool
+ * name must not turn a whole tools/list answer into garbage.  In an object
+ * key jansson cannot take it: that line stays garbage. */
+static void frames_with_nul_are_messages(void **state) {
+    (void)state;
+    mcp_frame_reader r;
+    mcp_frame_init(&r, 0);
+    seen s = {{0}, 0};
+    feed_all(&r, "{\"id\":1,\"result\":{\"tools\":[{\"name\":\"a\\u0000b\"},{\"name\":\"c\"}]}}\n",
+             7, &s);
+    assert_string_equal(s.text, "M{\"id\":1,\"result\":{\"tools\":[{\"name\":\"a\\u0000b\"},"
+                                "{\"name\":\"c\"}]}};");
+    memset(&s, 0, sizeof s);
+    feed_all(&r, "{\"a\\u0000b\":1}\n", 100, &s);
+    assert_int_equal(s.text[0], 'G');
+    mcp_frame_clear(&r);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Secrets                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Which env and header names hold secrets (issue #31, 2). */
+static void secret_names(void **state) {
+    (void)state;
+    static const char *const env_secret[] = {"GITHUB_TOKEN", "api_key", "OPENAI_API_KEY",
+                                             "Client_Secret", "DB_PASSWORD", "MYSQL_PASSWD",
+                                             "GOOGLE_APPLICATION_CREDENTIALS", "KEY", NULL};
+    static const char *const env_plain[] = {"DATA_DIR", "DEBUG", "PORT", "USER", "HOME", "PATH",
+                                            "LOG_LEVEL", "GIT_AUTHOR_NAME", "", NULL};
+    for (size_t i = 0; env_secret[i]; i++)
+        if (!mcp_env_name_secret(env_secret[i]))
+            fail_msg("env %s should be a secret", env_secret[i]);
+    for (size_t i = 0; env_plain[i]; i++)
+        if (mcp_env_name_secret(env_plain[i]))
+            fail_msg("env %s should not be a secret", env_plain[i]);
+    static const char *const hdr_secret[] = {"Authorization", "proxy-authorization", "Cookie",
+                                             "X-Api-Key", "X-Auth-Token", "X-Goog-Api-Key",
+                                             "X-Client-Secret", "X-Password", "x-amz-security-token",
+                                             NULL};
+    static const char *const hdr_plain[] = {"X-Tenant", "Accept-Language", "User-Agent",
+                                            "X-Request-Id", "Content-Type", NULL};
+    for (size_t i = 0; hdr_secret[i]; i++)
+        if (!mcp_header_name_secret(hdr_secret[i]))
+            fail_msg("header %s should be a secret", hdr_secret[i]);
+    for (size_t i = 0; hdr_plain[i]; i++)
+        if (mcp_header_name_secret(hdr_plain[i]))
+            fail_msg("header %s should not be a secret", hdr_plain[i]);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Names                                                                     */
 /* ------------------------------------------------------------------------ */
@@ -277,6 +327,8 @@ int main(void) {
         cmocka_unit_test(frames_too_long_are_dropped_whole),
         cmocka_unit_test(frame_text_round_trips),
         cmocka_unit_test(frames_duplicate_keys_are_garbage),
+        cmocka_unit_test(frames_with_nul_are_messages),
+        cmocka_unit_test(secret_names),
         cmocka_unit_test(tool_names),
         cmocka_unit_test(results_map),
         cmocka_unit_test(results_are_capped_on_utf8_boundaries),

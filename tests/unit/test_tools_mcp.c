@@ -498,9 +498,10 @@ static void reference_progress_is_live(void **state) {
 /* A secret in env never reaches the session log or an event (get-env dumps the environment). */
 static void reference_secrets_stay_out(void **state) {
     (void)state;
-    char *env = env_json("\"MCP_TEST_TOKEN\":\"tok-3f9a-very-secret-77\",\"SHORT\":\"pw1\"");
+    char *env = env_json("\"MCP_TEST_TOKEN\":\"tok-3f9a-very-secret-77\",\"SHORT\":\"pw1\","
+                         "\"MCP_TEST_DIR\":\"/srv/plain-dir\"");
     char *ev = fmt("\"command\":\"node\",\"args\":[\"%s/server-everything/dist/index.js\","
-                   "\"stdio\"],%s", mods(), env);
+                   "\"stdio\"],%s,\"secret_env\":[\"SHORT\"]", mods(), env);
     free(env);
     char *config = fmt("{\"servers\":{\"everything\":{%s}}}", ev);
     const char *replies =
@@ -516,6 +517,8 @@ static void reference_secrets_stay_out(void **state) {
     assert_contains(text, "[redacted]");
     assert_lacks(text, "tok-3f9a-very-secret-77");
     assert_lacks(text, "pw1");
+    /* an ordinary value is not a secret: it comes through as it is */
+    assert_contains(text, "/srv/plain-dir");
     char *log = file_text(dh_log(&d));
     assert_lacks(log, "tok-3f9a-very-secret-77");
     assert_lacks(log, "\"pw1\"");
@@ -973,9 +976,9 @@ static void mcp_json_import(void **state) {
     assert_int_equal(weir__tool_invoke(weir__tools_find(tools, "mcp__fake__env"), "c1", NULL,
                                        args, &o), WEIR_OK);
     json_decref(args);
-    /* dflt is the secret value of X: it is scrubbed (short: as a whole word) */
+    /* X is not a secret (not its name, nor secret_env): its value comes through */
     assert_string_equal(json_string_value(json_object_get(json_array_get(o.content, 0), "text")),
-                        "value: [redacted]");
+                        "value: dflt");
     weir__tool_outcome_clear(&o);
     weir_host_destroy(h);
     assert_no_children();
@@ -1198,6 +1201,219 @@ static void reference_http(void **state) {
     free(config);
 }
 
+/* Call `name` of a loaded host's tool with `args` (JSON text); its first text (malloc'd). */
+static char *invoke_text(weir_host *h, const char *name, const char *args) {
+    const weir__tool_def *t = weir__tools_find(weir__host_tools(h), name);
+    if (!t)
+        fail_msg("no tool %s", name);
+    weir__tool_outcome o = {0};
+    json_t *a = json_loads(args, 0, NULL);
+    assert_non_null(a);
+    assert_int_equal(weir__tool_invoke(t, "c1", NULL, a, &o), WEIR_OK);
+    json_decref(a);
+    const char *text =
+        json_string_value(json_object_get(json_array_get(o.content, 0), "text"));
+    char *copy = strdup(text ? text : "(no text)");
+    weir__tool_outcome_clear(&o);
+    return copy;
+}
+
+static void assert_invoke(weir_host *h, const char *name, const char *args, const char *want) {
+    char *got = invoke_text(h, name, args);
+    if (strcmp(got, want) != 0)
+        fail_msg("%s %s: '%s', want '%s'", name, args, got, want);
+    free(got);
+}
+
+/*
+ * Only secrets are scrubbed (issue #31, 2): env values whose names look
+ * secret (TOKEN, KEY, SECRET, PASSWORD, CREDENTIAL) or that secret_env
+ * lists, and credential headers.  Ordinary configuration (a data folder,
+ * DEBUG=1, a port, a user, a tenant header) never alters a result.
+ */
+static void config_values_are_not_secrets(void **state) {
+    (void)state;
+    fx f;
+    fx_init(&f);
+    char *srv = fake_server("fake", f.log, NULL,
+                            "\"secret_env\":[\"MCP_TEST_PAT\"]");
+    /* fake_server's env holds only the tag: add ours to it */
+    char *env = env_json("\"DATA_DIR\":\"/srv/data\",\"DEBUG\":\"1\",\"PORT\":\"8080\","
+                         "\"USER\":\"bob\",\"MY_API_TOKEN\":\"tok-7c1e-secret-9911\","
+                         "\"db_password\":\"pw2\",\"MCP_TEST_PAT\":\"pat-value-5150\","
+                         "\"Aws_Secret_Access\":\"aws-s3cr3t-value\"");
+    char *plain = env_json(NULL);
+    char *p = strstr(srv, plain);
+    assert_non_null(p);
+    char *srv2 = fmt("%.*s%s%s", (int)(p - srv), srv, env, p + strlen(plain));
+    char *config = fmt("{\"servers\":{%s}}", srv2);
+    weir_host *h;
+    weir_error err;
+    if (load(config, &h, &err) != WEIR_OK)
+        fail_msg("%s", err.text);
+    assert_invoke(h, "mcp__fake__echo", "{\"text\":\"1 + 1 = 2, bob reads /srv/data/a.txt on 8080\"}",
+                  "echo: 1 + 1 = 2, bob reads /srv/data/a.txt on 8080");
+    assert_invoke(h, "mcp__fake__env", "{\"name\":\"DATA_DIR\"}", "value: /srv/data");
+    assert_invoke(h, "mcp__fake__env", "{\"name\":\"DEBUG\"}", "value: 1");
+    assert_invoke(h, "mcp__fake__env", "{\"name\":\"PORT\"}", "value: 8080");
+    assert_invoke(h, "mcp__fake__env", "{\"name\":\"USER\"}", "value: bob");
+    /* secrets by name (any case) and by secret_env */
+    assert_invoke(h, "mcp__fake__env", "{\"name\":\"MY_API_TOKEN\"}", "value: [redacted]");
+    assert_invoke(h, "mcp__fake__env", "{\"name\":\"db_password\"}", "value: [redacted]");
+    assert_invoke(h, "mcp__fake__env", "{\"name\":\"MCP_TEST_PAT\"}", "value: [redacted]");
+    assert_invoke(h, "mcp__fake__env", "{\"name\":\"Aws_Secret_Access\"}", "value: [redacted]");
+    assert_invoke(h, "mcp__fake__echo", "{\"text\":\"k=tok-7c1e-secret-9911 p=pat-value-5150\"}",
+                  "echo: k=[redacted] p=[redacted]");
+    weir_host_destroy(h);
+    assert_no_children();
+    free(config);
+    /* secret_env names a variable env does not set: an error naming it */
+    config = fmt("{\"servers\":{\"fake\":{\"command\":\"%s\",\"env\":{\"A\":\"1\"},"
+                 "\"secret_env\":[\"A\",\"GH_PAT\"]}}}", fake());
+    load_fails_with(config, "server 'fake': secret_env names 'GH_PAT', which its env does not set");
+    free(config);
+    load_fails_with("{\"servers\":{\"a\":{\"url\":\"http://127.0.0.1:1/\",\"secret_env\":[\"X\"]}}}",
+                    "\"secret_env\" is for a stdio server");
+
+    /* HTTP: a tenant header is configuration, Authorization and X-Api-Key are secrets */
+    http_fake hf;
+    http_fake_start(&hf, &f);
+    config = fmt("{\"servers\":{\"web\":{\"url\":\"http://127.0.0.1:%d/mcp\",\"headers\":{"
+                 "\"Authorization\":\"Bearer tok-http-secret-4242\",\"X-Api-Key\":\"key-77-abcdef\","
+                 "\"X-Tenant\":\"acme-tenant-42\",\"Accept-Language\":\"en\"}}}}", hf.port);
+    if (load(config, &h, &err) != WEIR_OK)
+        fail_msg("%s", err.text);
+    assert_invoke(h, "mcp__web__echo", "{\"text\":\"tenant acme-tenant-42 in en\"}",
+                  "echo: tenant acme-tenant-42 in en");
+    assert_invoke(h, "mcp__web__echo",
+                  "{\"text\":\"Bearer tok-http-secret-4242 and key-77-abcdef\"}",
+                  "echo: [redacted] and [redacted]");
+    weir_host_destroy(h);
+    http_fake_stop(&hf);
+    free(config);
+    free(env);
+    free(plain);
+    free(srv);
+    free(srv2);
+    fx_done(&f);
+}
+
+/*
+ * A NUL in one tool's name (issue #31, 8): that tool is skipped, the rest
+ * of the list is offered, and the start does not wait for a timeout.
+ */
+static void tool_name_with_nul_is_skipped(void **state) {
+    (void)state;
+    fx f;
+    fx_init(&f);
+    char *srv = fake_server("fake", f.log, "\"--nul-tool\"", "\"startup_timeout_ms\":3000");
+    char *config = fmt("{\"servers\":{%s}}", srv);
+    weir_host *h;
+    weir_error err;
+    long long t0 = now_ms();
+    if (load(config, &h, &err) != WEIR_OK)
+        fail_msg("%s", err.text);
+    assert_true(now_ms() - t0 < 2500);
+    const weir__tools *tools = weir__host_tools(h);
+    assert_non_null(weir__tools_find(tools, "mcp__fake__echo"));   /* the same page */
+    assert_non_null(weir__tools_find(tools, "mcp__fake__meta"));   /* the next page */
+    assert_null(weir__tools_find(tools, "mcp__fake__nul"));
+    assert_invoke(h, "mcp__fake__echo", "{\"text\":\"still here\"}", "echo: still here");
+    weir_host_destroy(h);
+    assert_no_children();
+    free(srv);
+    free(config);
+    fx_done(&f);
+}
+
+/* Alive, not a zombie (a killed daemon may wait for its new parent to reap it). */
+static bool pid_running(pid_t pid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    char *t = wt_read_file(path, NULL);
+    if (!t)
+        return false;
+    const char *close = strrchr(t, ')');
+    bool running = close && close[1] == ' ' && close[2] != 'Z' && close[2] != 'X';
+    free(t);
+    return running;
+}
+
+/*
+ * A server's daemon (issue #31, 10): a grandchild that left the server's
+ * process group with setsid() is stopped with the server, at the host's
+ * end and at a restart, by the marker in its environment.
+ */
+static void setsid_daemon_is_stopped(void **state) {
+    (void)state;
+    fx f;
+    fx_init(&f);
+    char *pidf = fmt("%s/daemon.pid", f.dir);
+    char *args = fmt("\"--daemon\",\"%s\"", pidf);
+    char *srv = fake_server("fake", f.log, args, NULL);
+    char *config = fmt("{\"servers\":{%s}}", srv);
+    weir_host *h;
+    weir_error err;
+    for (int round = 0; round < 2; round++) {
+        unlink(pidf);
+        if (load(config, &h, &err) != WEIR_OK)
+            fail_msg("%s", err.text);
+        pid_t daemon = 0;
+        for (int i = 0; i < 300 && !daemon; i++) {
+            char *t = wt_read_file(pidf, NULL);
+            if (t)
+                daemon = (pid_t)atoi(t);
+            free(t);
+            if (!daemon)
+                usleep(10000);
+        }
+        assert_true(daemon > 0);
+        assert_true(pid_running(daemon));
+        assert_true(getpgid(daemon) != getpgid(0));
+        if (round == 1) {
+            /* a restart stops the old instance's daemon: crash, then call again */
+            const weir__tool_def *crash = weir__tools_find(weir__host_tools(h), "mcp__fake__crash");
+            weir__tool_outcome o = {0};
+            json_t *a = json_object();
+            weir__tool_invoke(crash, "c0", NULL, a, &o);
+            json_decref(a);
+            weir__tool_outcome_clear(&o);
+            unlink(pidf);
+            assert_invoke(h, "mcp__fake__echo", "{\"text\":\"again\"}", "echo: again");
+            bool gone = false;
+            for (int i = 0; i < 300 && !(gone = !pid_running(daemon)); i++)
+                usleep(10000);
+            if (!gone)
+                kill(daemon, SIGKILL);
+            assert_true(gone);
+            daemon = 0;
+            for (int i = 0; i < 300 && !daemon; i++) {
+                char *t = wt_read_file(pidf, NULL);
+                if (t)
+                    daemon = (pid_t)atoi(t);
+                free(t);
+                if (!daemon)
+                    usleep(10000);
+            }
+            assert_true(daemon > 0);
+        }
+        weir_host_destroy(h);
+        bool gone = false;
+        for (int i = 0; i < 300 && !(gone = !pid_running(daemon)); i++)
+            usleep(10000);
+        if (!gone)
+            kill(daemon, SIGKILL); /* do not leave it behind */
+        if (!gone)
+            fail_msg("the server's setsid() daemon %d outlived the host", (int)daemon);
+        assert_no_children();
+    }
+    free(pidf);
+    free(args);
+    free(srv);
+    free(config);
+    fx_done(&f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reference_tools_round_trip),
@@ -1216,6 +1432,12 @@ int main(void) {
         cmocka_unit_test(http_fake_session),
         cmocka_unit_test(http_session_ends_under_parallel_calls),
         cmocka_unit_test(reference_http),
+        cmocka_unit_test(config_values_are_not_secrets),
+        cmocka_unit_test(tool_name_with_nul_is_skipped),
+        cmocka_unit_test(setsid_daemon_is_stopped),
     };
+    /* WEIR_MCP_TEST_ONLY=pattern runs only the matching tests (cmocka's filter: * and ?) */
+    if (getenv("WEIR_MCP_TEST_ONLY") && *getenv("WEIR_MCP_TEST_ONLY"))
+        cmocka_set_test_filter(getenv("WEIR_MCP_TEST_ONLY"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
