@@ -10,7 +10,12 @@
  *                            sends no x-api-key header (proxies that add it)
  *   headers                  extra request headers {name: value}; a name that
  *                            matches a default header replaces it
- *   models                   {name: {context_window, max_output}} for model_info
+ *   options                  an object merged last into every request body
+ *                            (docs/providers.md, "Options"); the keys the
+ *                            provider writes itself are refused
+ *   models                   {name: {context_window, max_output, options,
+ *                            headers}}: model_info, and the options and
+ *                            extra headers of that model's requests
  *                            (beats the model table)
  *   connect_timeout_ms       default 10000
  *   stream_idle_timeout_ms   default 300000
@@ -48,6 +53,7 @@ static const pc_spec spec = {
     .key_prefix = "",
     .max_temperature = 1,
     .base_url_env = "ANTHROPIC_BASE_URL",
+    .owned_keys = anthropic_owned_keys,
 };
 
 /* ------------------------------------------------------------------------ */
@@ -91,9 +97,18 @@ static int stream(void *self, void *call, const json_t *request, weir_stream *st
         return WEIR_E_NOMEM;
     char msg[512];
     pc_memo *memo = pc_cache_memo_take(p->cache);
-    int built = anthropic_request_build(request, default_max_tokens(p, request), p->cache, memo,
-                                        msg, sizeof msg);
-    int rc = pc_stream_run(p, st, built == 0 ? memo->text.p : NULL,
+    json_t *options = NULL;
+    pc_extra extra = {NULL, false};
+    int built = pc_call_options(p, request, &options, msg, sizeof msg);
+    extra.options = options;
+    if (built == 0)
+        built = anthropic_request_build_ex(request, &extra, default_max_tokens(p, request), p->cache,
+                                               memo, msg, sizeof msg);
+    const char *model = json_string_value(json_object_get(request, "model"));
+    if (built == 0 && extra.dropped_temperature)
+        pc_warn_dropped_temperature(p, model);
+    json_decref(options);
+    int rc = pc_stream_run(p, st, model, built == 0 ? memo->text.p : NULL,
                            built == 0 ? memo->text.len : 0, msg, sizeof msg, d, &codec);
     pc_cache_memo_give(p->cache, memo); /* the next step's body starts from this one */
     anthropic_decoder_free(d);

@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "provider_cache.h"
+#include "provider_options.h"
 
 /* ------------------------------------------------------------------------ */
 /* Request translation (anthropic_request.c)                                */
@@ -59,6 +60,19 @@ char *anthropic_request_text(const json_t *request, long default_max_tokens, pc_
  */
 int anthropic_request_build(const json_t *request, long default_max_tokens, pc_cache *cache,
                             pc_memo *memo, char *msg, size_t msg_size);
+
+/**
+ * anthropic_request_build with `extra` (may be NULL: the request's own
+ * "options"): the options merged last into the body (provider_options.h).
+ * An option that names a key of anthropic_owned_keys, or a `thinking` mode
+ * the model's table entry refuses, fails with `msg` naming the key, the
+ * model and the rule.
+ */
+int anthropic_request_build_ex(const json_t *request, pc_extra *extra, long default_max_tokens,
+                               pc_cache *cache, pc_memo *memo, char *msg, size_t msg_size);
+
+/** The body members provider-anthropic writes itself (NULL-terminated): refused as options. */
+extern const char *const anthropic_owned_keys[];
 
 /* ------------------------------------------------------------------------ */
 /* Stream decoder (anthropic_decode.c)                                      */

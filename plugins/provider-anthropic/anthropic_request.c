@@ -15,15 +15,32 @@
  *   max_tokens        -> the request's, else `default_max_tokens`
  *   tool_choice       -> "auto" {type:auto} | "none" {type:none} | "required"
  *                        {type:any}, sent only with tools
+ *   options           -> merged last, member by member (provider_options.h);
+ *                        the keys of anthropic_owned_keys are refused, and a
+ *                        `thinking` the model's table entry refuses too
+ *                        (model_table.h, pc_thinking_rule)
  */
 #include "anthropic.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "provider_cache.h"
 #include "provider_common.h"
+#include "provider_options.h"
+
+/*
+ * The members the body builder writes itself, refused as options: model,
+ * messages, system (the canonical system messages), tools, tool_choice,
+ * stream (the decoder reads SSE) and max_tokens (the call config's, else
+ * the model's max_output).  temperature is not owned: an option overrides
+ * the call config's (and a null drops it).
+ */
+const char *const anthropic_owned_keys[] = {
+    "model", "messages", "system", "tools", "tool_choice", "stream", "max_tokens", NULL,
+};
 
 static bool is_type(const json_t *block, const char *type) {
     const char *t = pc_block_type(block);
@@ -309,13 +326,43 @@ static size_t resume_at(pc_memo *m, size_t p) {
     return r;
 }
 
+/* Append ,"key":value for each option that is not null. */
+static int add_options(pc_buf *out, const json_t *opts, char *msg, size_t size) {
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)(uintptr_t)opts, key, v) {
+        if (json_is_null(v))
+            continue;
+        if (pc_buf_add(out, ",", 1) || pc_buf_str(out, key, strlen(key)) ||
+            pc_buf_add(out, ":", 1))
+            return PC_OOM(msg, size);
+        if (pc_buf_json(out, v, msg, size) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 int anthropic_request_build(const json_t *request, long default_max_tokens, pc_cache *cache,
                             pc_memo *memo, char *msg, size_t size) {
+    return anthropic_request_build_ex(request, NULL, default_max_tokens, cache, memo, msg, size);
+}
+
+int anthropic_request_build_ex(const json_t *request, pc_extra *extra, long default_max_tokens,
+                               pc_cache *cache, pc_memo *memo, char *msg, size_t size) {
     if (!memo)
         return PC_OOM(msg, size);
+    if (extra)
+        extra->dropped_temperature = false;
     const char *model = pc_request_check(request, msg, size);
     if (!model)
         goto fail;
+    const json_t *opts =
+        extra && extra->options ? extra->options : json_object_get(request, "options");
+    if (json_is_null(opts))
+        opts = NULL;
+    if (pc_options_check(opts, anthropic_owned_keys, model, "options", msg, size) != 0)
+        goto fail;
+    const json_t *opt_temp = json_object_get(opts, "temperature");
     json_t *messages = json_object_get(request, "messages");
     json_t *max_tokens = json_object_get(request, "max_tokens");
     json_t *temperature = json_object_get(request, "temperature");
@@ -389,10 +436,13 @@ int anthropic_request_build(const json_t *request, long default_max_tokens, pc_c
         (pc_buf_add(out, ",\"tool_choice\":{\"type\":\"", 24) != 0 ||
          pc_buf_add(out, cs, strlen(cs)) != 0 || pc_buf_add(out, "\"}", 2) != 0))
         rc = PC_OOM(msg, size);
-    if (rc == 0 && json_is_number(temperature) &&
+    /* an option named temperature (a value or null) replaces the call config's */
+    if (rc == 0 && json_is_number(temperature) && !opt_temp &&
         (pc_buf_add(out, ",\"temperature\":", 15) != 0 ||
          pc_buf_json(out, temperature, msg, size) != 0))
         rc = PC_OOM(msg, size);
+    if (rc == 0 && opts)
+        rc = add_options(out, opts, msg, size);
     if (rc == 0 && pc_buf_add(out, ",\"stream\":true}", 15) != 0)
         rc = PC_OOM(msg, size);
     free(a.results.p);

@@ -45,97 +45,122 @@ const char pc_model_table_source[] =
 
 #define D PC_MATCH_DATED
 #define O PC_MATCH_OPEN
+/* An OpenAI reasoning model: max_completion_tokens, no temperature
+ * (pc_token_param, pc_temperature_rule) */
+#define R .tokens = PC_TOKENS_MAX_COMPLETION_TOKENS, .temperature = PC_TEMPERATURE_NEVER
+/* A Claude model with extended thinking only (pc_thinking_rule) */
+#define X .thinking = PC_THINKING_EXTENDED
+/* No rule (designated, so the rule fields need not be spelled out) */
+#define P .tokens = PC_TOKENS_MAX_TOKENS
 
 static const pc_model_entry table[] = {
     /* ---- OpenAI ---------------------------------------------------------- */
-    {"gpt-4o", D, 128000, 16384},
-    {"gpt-4o-2024-05-13", D, 128000, 4096}, /* the first snapshot: 4096 out */
-    {"gpt-4o-mini", D, 128000, 16384},
-    {"gpt-4.1", D, 1047576, 32768},
-    {"gpt-4.1-mini", D, 1047576, 32768},
-    {"gpt-4.1-nano", D, 1047576, 32768},
-    {"gpt-4-turbo", D, 128000, 4096},
-    {"gpt-4", D, 8192, 8192},
-    {"gpt-3.5-turbo", D, 16385, 4096},
-    {"o1", D, 200000, 100000},
-    {"o1-mini", D, 128000, 65536},
-    {"o1-preview", D, 128000, 32768},
-    {"o1-pro", D, 200000, 100000},
-    {"o3", D, 200000, 100000},
-    {"o3-mini", D, 200000, 100000},
-    {"o3-pro", D, 200000, 100000},
-    {"o4-mini", D, 200000, 100000},
-    {"gpt-5", D, 272000, 128000},
-    {"gpt-5-mini", D, 272000, 128000},
-    {"gpt-5-nano", D, 272000, 128000},
-    {"gpt-5-chat", D, 128000, 16384}, /* gpt-5-chat-latest */
-    {"gpt-5.1", D, 272000, 128000},
+    {"gpt-4o", D, 128000, 16384, P},
+    {"gpt-4o-2024-05-13", D, 128000, 4096, P}, /* the first snapshot: 4096 out */
+    {"gpt-4o-mini", D, 128000, 16384, P},
+    {"gpt-4.1", D, 1047576, 32768, P},
+    {"gpt-4.1-mini", D, 1047576, 32768, P},
+    {"gpt-4.1-nano", D, 1047576, 32768, P},
+    {"gpt-4-turbo", D, 128000, 4096, P},
+    {"gpt-4", D, 8192, 8192, P},
+    {"gpt-3.5-turbo", D, 16385, 4096, P},
+    {"o1", D, 200000, 100000, R},
+    {"o1-mini", D, 128000, 65536, R},
+    {"o1-preview", D, 128000, 32768, R},
+    {"o1-pro", D, 200000, 100000, R},
+    {"o3", D, 200000, 100000, R},
+    {"o3-mini", D, 200000, 100000, R},
+    {"o3-pro", D, 200000, 100000, R},
+    {"o4-mini", D, 200000, 100000, R},
+    {"gpt-5", D, 272000, 128000, R},
+    {"gpt-5-mini", D, 272000, 128000, R},
+    {"gpt-5-nano", D, 272000, 128000, R},
+    /* gpt-5-chat-latest is no reasoning model: it takes temperature; max_tokens
+     * is deprecated on every OpenAI model, so it gets max_completion_tokens */
+    {"gpt-5-chat", D, 128000, 16384, .tokens = PC_TOKENS_MAX_COMPLETION_TOKENS},
+    {"gpt-5.1", D, 272000, 128000, .tokens = PC_TOKENS_MAX_COMPLETION_TOKENS,
+     .temperature = PC_TEMPERATURE_WITHOUT_REASONING}, /* reasoning_effort defaults to none */
 
     /* ---- Anthropic (dated ids match through their date) ------------------ */
-    {"claude-3-haiku", D, 200000, 4096},
-    {"claude-3-opus", D, 200000, 4096},
-    {"claude-3-5-haiku", D, 200000, 8192},
-    {"claude-3-5-sonnet", D, 200000, 8192},
-    {"claude-3-7-sonnet", D, 200000, 64000},
-    {"claude-sonnet-4", D, 200000, 64000},
-    {"claude-sonnet-4-0", D, 200000, 64000}, /* alias of claude-sonnet-4-20250514 */
-    {"claude-opus-4", D, 200000, 32000},
-    {"claude-opus-4-0", D, 200000, 32000}, /* alias of claude-opus-4-20250514 */
-    {"claude-opus-4-1", D, 200000, 32000},
-    {"claude-sonnet-4-5", D, 200000, 64000},
-    {"claude-haiku-4-5", D, 200000, 64000},
-    {"claude-opus-4-5", D, 200000, 64000},
+    {"claude-3-haiku", D, 200000, 4096, .thinking = PC_THINKING_NONE},
+    {"claude-3-opus", D, 200000, 4096, .thinking = PC_THINKING_NONE},
+    {"claude-3-5-haiku", D, 200000, 8192, .thinking = PC_THINKING_NONE},
+    {"claude-3-5-sonnet", D, 200000, 8192, .thinking = PC_THINKING_NONE},
+    {"claude-3-7-sonnet", D, 200000, 64000, X},
+    {"claude-sonnet-4", D, 200000, 64000, X},
+    {"claude-sonnet-4-0", D, 200000, 64000, X}, /* alias of claude-sonnet-4-20250514 */
+    {"claude-opus-4", D, 200000, 32000, X},
+    {"claude-opus-4-0", D, 200000, 32000, X}, /* alias of claude-opus-4-20250514 */
+    {"claude-opus-4-1", D, 200000, 32000, X},
+    {"claude-sonnet-4-5", D, 200000, 64000, X},
+    {"claude-haiku-4-5", D, 200000, 64000, X},
+    {"claude-opus-4-5", D, 200000, 64000, X},
+
+    /* Rules only (context_window and max_output 0: unknown here, left to the
+     * table refresh): the thinking modes of the Claude 4.6 to 4.8 models, from
+     * the troubleshooting table cited at pc_thinking_rule. */
+    {"claude-opus-4-6", D, 0, 0, .thinking = PC_THINKING_BOTH},
+    {"claude-sonnet-4-6", D, 0, 0, .thinking = PC_THINKING_BOTH},
+    {"claude-opus-4-7", D, 0, 0, .thinking = PC_THINKING_ADAPTIVE},
+    {"claude-opus-4-8", D, 0, 0, .thinking = PC_THINKING_ADAPTIVE},
+    /* 1M window, 128K output (platform.claude.com/docs/models/overview) */
+    {"claude-sonnet-5", D, 1000000, 128000, .thinking = PC_THINKING_ADAPTIVE},
+    {"claude-fable-5", D, 1000000, 128000, .thinking = PC_THINKING_ADAPTIVE_ON},
+    {"claude-mythos-5", D, 1000000, 128000, .thinking = PC_THINKING_ADAPTIVE_ON},
 
     /* ---- DeepSeek's API -------------------------------------------------- */
-    {"deepseek-chat", D, 128000, 8192},
-    {"deepseek-reasoner", D, 128000, 64000},
+    {"deepseek-chat", D, 128000, 8192, P},
+    {"deepseek-reasoner", D, 128000, 64000, P},
 
     /* ---- open models: Llama (HF "Llama-3.1-8B-Instruct", older HF
      *      "Meta-Llama-3.1-8B-Instruct", Ollama "llama3.1:8b") ------------- */
-    {"llama3", O, 8192, 4096},
-    {"llama-3", O, 8192, 4096},
-    {"meta-llama-3", O, 8192, 4096},
-    {"llama3.1", O, 131072, 8192},
-    {"llama-3.1", O, 131072, 8192},
-    {"meta-llama-3.1", O, 131072, 8192},
-    {"llama3.2", O, 131072, 8192},
-    {"llama-3.2", O, 131072, 8192},
-    {"llama3.3", O, 131072, 8192},
-    {"llama-3.3", O, 131072, 8192},
+    {"llama3", O, 8192, 4096, P},
+    {"llama-3", O, 8192, 4096, P},
+    {"meta-llama-3", O, 8192, 4096, P},
+    {"llama3.1", O, 131072, 8192, P},
+    {"llama-3.1", O, 131072, 8192, P},
+    {"meta-llama-3.1", O, 131072, 8192, P},
+    {"llama3.2", O, 131072, 8192, P},
+    {"llama-3.2", O, 131072, 8192, P},
+    {"llama3.3", O, 131072, 8192, P},
+    {"llama-3.3", O, 131072, 8192, P},
 
     /* ---- Qwen (HF "Qwen2.5-7B-Instruct", "Qwen3-8B"; Ollama "qwen2.5:7b",
      *      "qwen2.5-coder:7b", "qwen3:8b") -------------------------------- */
-    {"qwen2.5", O, 32768, 8192},
-    {"qwen3", O, 32768, 8192},
+    {"qwen2.5", O, 32768, 8192, P},
+    {"qwen3", O, 32768, 8192, P},
 
     /* ---- Mistral (HF "Mistral-7B-Instruct-v0.3", "Mistral-Nemo-Instruct-2407",
      *      "Mistral-Small-24B-Instruct-2501", "Mistral-Large-Instruct-2411";
      *      Ollama "mistral", "mistral-nemo", "mistral-small3.1"; the API's
      *      "mistral-large-latest", "open-mistral-nemo") -------------------- */
-    {"mistral", O, 32768, 8192}, /* Ollama's mistral is Mistral 7B */
-    {"mistral-7b", O, 32768, 8192},
-    {"mistral-7b-instruct-v0.1", O, 8192, 4096},
-    {"open-mistral-7b", O, 32768, 8192},
-    {"mistral-nemo", O, 128000, 8192},
-    {"open-mistral-nemo", O, 128000, 8192},
-    {"mistral-small", O, 32768, 8192},
-    {"mistral-small-3.1", O, 131072, 8192},
-    {"mistral-small3.1", O, 131072, 8192},
-    {"mistral-small-3.2", O, 131072, 8192},
-    {"mistral-small3.2", O, 131072, 8192},
-    {"mistral-large", O, 131072, 8192},
+    {"mistral", O, 32768, 8192, P}, /* Ollama's mistral is Mistral 7B */
+    {"mistral-7b", O, 32768, 8192, P},
+    {"mistral-7b-instruct-v0.1", O, 8192, 4096, P},
+    {"open-mistral-7b", O, 32768, 8192, P},
+    {"mistral-nemo", O, 128000, 8192, P},
+    {"open-mistral-nemo", O, 128000, 8192, P},
+    {"mistral-small", O, 32768, 8192, P},
+    {"mistral-small-3.1", O, 131072, 8192, P},
+    {"mistral-small3.1", O, 131072, 8192, P},
+    {"mistral-small-3.2", O, 131072, 8192, P},
+    {"mistral-small3.2", O, 131072, 8192, P},
+    {"mistral-large", O, 131072, 8192, P},
 
     /* ---- DeepSeek open weights (HF "DeepSeek-V3-0324", "DeepSeek-R1-0528";
      *      Ollama "deepseek-r1:7b", whose small tags are the R1 distills,
      *      128K too) ------------------------------------------------------- */
-    {"deepseek-v3", O, 131072, 8192},
-    {"deepseek-v3.1", O, 131072, 8192},
-    {"deepseek-v3.2", O, 131072, 8192},
-    {"deepseek-r1", O, 131072, 32768},
+    {"deepseek-v3", O, 131072, 8192, P},
+    {"deepseek-v3.1", O, 131072, 8192, P},
+    {"deepseek-v3.2", O, 131072, 8192, P},
+    {"deepseek-r1", O, 131072, 32768, P},
 };
 
 #undef D
 #undef O
+#undef R
+#undef X
+#undef P
 
 const pc_model_entry *pc_model_table(size_t *count) {
     if (count)
@@ -259,4 +284,43 @@ long pc_window_from_props_body(const char *body, size_t len) {
         n = positive(json_object_get(root, "n_ctx"));
     json_decref(root);
     return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Rules                                                                    */
+/* ------------------------------------------------------------------------ */
+
+const char *pc_thinking_refusal(const pc_model_entry *e, const char *type) {
+    if (!e || e->thinking == PC_THINKING_UNKNOWN)
+        return NULL;
+    bool enabled = type && strcmp(type, "enabled") == 0;
+    bool disabled = type && strcmp(type, "disabled") == 0;
+    bool adaptive = type && strcmp(type, "adaptive") == 0;
+    switch (e->thinking) {
+    case PC_THINKING_NONE:
+        return enabled || adaptive
+                   ? "has no thinking: only thinking.type \"disabled\" may be set (Anthropic, "
+                     "\"Troubleshooting thinking\")"
+                   : NULL;
+    case PC_THINKING_EXTENDED:
+        return adaptive ? "takes only extended thinking: thinking.type \"adaptive\" is refused "
+                          "with a 400; use {\"type\":\"enabled\",\"budget_tokens\":N} "
+                          "(Anthropic, \"Troubleshooting thinking\")"
+                        : NULL;
+    case PC_THINKING_ADAPTIVE:
+        return enabled ? "takes only adaptive thinking: thinking.type \"enabled\" is refused "
+                         "with a 400; use {\"type\":\"adaptive\"} (Anthropic, "
+                         "\"Troubleshooting thinking\")"
+                       : NULL;
+    case PC_THINKING_ADAPTIVE_ON:
+        return enabled || disabled
+                   ? "thinks on every request (adaptive, always on): thinking.type \"enabled\" "
+                     "and \"disabled\" are refused with a 400; set {\"type\":\"adaptive\"} "
+                     "or no thinking (Anthropic, \"Troubleshooting thinking\")"
+                   : NULL;
+    case PC_THINKING_BOTH:
+    case PC_THINKING_UNKNOWN:
+        break;
+    }
+    return NULL;
 }

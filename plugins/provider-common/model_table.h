@@ -33,13 +33,91 @@ typedef enum pc_model_match {
     PC_MATCH_OPEN,
 } pc_model_match;
 
+/*
+ * The request rules of a model (docs/providers.md, "Per-model rules").  Each
+ * enum's 0 is "no rule": what every model takes, so an entry written without
+ * its rules (and every model the table does not know) gets the plain
+ * request.  The struct grows at its end; entries set the rules they need
+ * with designated initialisers.
+ */
+
+/** Which member carries the call config's max_tokens (OpenAI Chat Completions). */
+typedef enum pc_token_param {
+    PC_TOKENS_MAX_TOKENS = 0, /* "max_tokens" (every compatible server knows it) */
+    /*
+     * "max_completion_tokens": OpenAI's reasoning models (o-series, gpt-5
+     * family) refuse max_tokens with a 400 ("Unsupported parameter:
+     * 'max_tokens' is not supported with this model. Use
+     * 'max_completion_tokens' instead.").  Chat Completions reference,
+     * platform.openai.com/docs/api-reference/chat/create: max_tokens is
+     * "deprecated in favor of max_completion_tokens, and is not compatible
+     * with o-series models"; max_completion_tokens is "an upper bound for
+     * the number of tokens that can be generated for a completion, including
+     * visible output tokens and reasoning tokens".
+     */
+    PC_TOKENS_MAX_COMPLETION_TOKENS,
+} pc_token_param;
+
+/** Whether the model takes the call config's temperature (OpenAI). */
+typedef enum pc_temperature_rule {
+    PC_TEMPERATURE_ANY = 0, /* sent as given */
+    /*
+     * Never sent: o-series and gpt-5 (before 5.1) reasoning models take only
+     * the default (1) and answer any other value with a 400 ("Unsupported
+     * value: 'temperature' does not support 0.2 with this model. Only the
+     * default (1) value is supported."; OpenAI reasoning guide,
+     * developers.openai.com/api/docs/guides/reasoning, "Limitations").
+     */
+    PC_TEMPERATURE_NEVER,
+    /*
+     * Sent only while reasoning is off: gpt-5.1 defaults reasoning_effort to
+     * "none" and takes temperature, top_p and logprobs only then (OpenAI's
+     * reasoning_effort reference: "gpt-5.1 defaults to none ... All models
+     * before gpt-5.1 default to medium"; latest-model guide, "parameter
+     * compatibility").  So: sent when the options set no reasoning_effort or
+     * set "none", dropped otherwise.
+     */
+    PC_TEMPERATURE_WITHOUT_REASONING,
+} pc_temperature_rule;
+
+/**
+ * The `thinking` modes an Anthropic model takes.  Source: Anthropic's
+ * "Troubleshooting thinking" page, table "Thinking support, defaults, and
+ * rejected configurations by model"
+ * (platform.claude.com/docs/en/build-with-claude/thinking-troubleshooting):
+ * each row lists the thinking.type values the model answers with a 400.
+ */
+typedef enum pc_thinking_rule {
+    PC_THINKING_UNKNOWN = 0, /* no rule: any thinking option is sent */
+    PC_THINKING_NONE,        /* no thinking (Claude 3, 3.5): "enabled", "adaptive" refused */
+    PC_THINKING_EXTENDED,    /* extended only (3.7 to 4.5): "adaptive" refused */
+    PC_THINKING_BOTH,        /* adaptive, and extended (deprecated) (4.6): all taken */
+    PC_THINKING_ADAPTIVE,    /* adaptive only, off by default (Opus 4.7, 4.8,
+                                Sonnet 5): "enabled" refused */
+    PC_THINKING_ADAPTIVE_ON, /* adaptive only, always on (Fable 5, Mythos 5):
+                                "enabled" and "disabled" refused */
+} pc_thinking_rule;
+
 /** One table entry: one spelling of a model id.  Static data. */
 typedef struct pc_model_entry {
     const char *key;      /* lowercase */
     pc_model_match match; /* what may follow the key */
-    long context_window;  /* tokens: the most the prompt may be */
-    long max_output;      /* tokens: the most one response may be */
+    long context_window;  /* tokens: the most the prompt may be; 0: unknown (an
+                             entry that only carries rules) */
+    long max_output;      /* tokens: the most one response may be; 0: unknown */
+    pc_token_param tokens;            /* which member carries max_tokens */
+    pc_temperature_rule temperature;  /* whether temperature is sent */
+    pc_thinking_rule thinking;        /* the thinking modes taken */
 } pc_model_entry;
+
+/**
+ * Why `model`'s table entry (`e`, may be NULL: no rule) refuses a `thinking`
+ * option whose "type" is `type` (borrowed; NULL: not a string), or NULL when
+ * it takes it.  @return a static sentence naming the rule and its source
+ * ("takes only adaptive thinking (thinking.type \"enabled\" is refused ...").
+ * Thread-safe (pure).
+ */
+const char *pc_thinking_refusal(const pc_model_entry *e, const char *type);
 
 /**
  * The table entry for `model` (borrowed; NULL or "" finds nothing), or NULL

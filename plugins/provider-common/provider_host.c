@@ -23,21 +23,31 @@
 #include <time.h>
 
 #include "model_table.h"
+#include "provider_options.h"
 
-/* The members both schemas have. */
-#define SCHEMA_COMMON \
-    "\"base_url\":{\"type\":\"string\",\"minLength\":1}," \
-    "\"api_key\":{\"type\":\"string\",\"secret\":true}," \
-    "\"headers\":{\"type\":\"object\",\"properties\":{" \
+/* A headers object: the credential headers are secret. */
+#define SCHEMA_HEADERS \
+    "{\"type\":\"object\",\"properties\":{" \
     "\"Authorization\":{\"type\":\"string\",\"secret\":true}," \
     "\"Proxy-Authorization\":{\"type\":\"string\",\"secret\":true}," \
     "\"x-api-key\":{\"type\":\"string\",\"secret\":true}," \
     "\"api-key\":{\"type\":\"string\",\"secret\":true}}," \
-    "\"additionalProperties\":{\"type\":\"string\"}}," \
+    "\"additionalProperties\":{\"type\":\"string\"}}"
+
+/* The members both schemas have.  options: merged last into the request
+ * body (provider_options.h); models.<id>.options over them, models.<id>.headers
+ * over the row's headers for that model's requests. */
+#define SCHEMA_COMMON \
+    "\"base_url\":{\"type\":\"string\",\"minLength\":1}," \
+    "\"api_key\":{\"type\":\"string\",\"secret\":true}," \
+    "\"headers\":" SCHEMA_HEADERS "," \
+    "\"options\":{\"type\":\"object\"}," \
     "\"models\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"object\"," \
     "\"additionalProperties\":false,\"properties\":{" \
     "\"context_window\":{\"type\":\"integer\",\"minimum\":1}," \
-    "\"max_output\":{\"type\":\"integer\",\"minimum\":1}}}}," \
+    "\"max_output\":{\"type\":\"integer\",\"minimum\":1}," \
+    "\"options\":{\"type\":\"object\"}," \
+    "\"headers\":" SCHEMA_HEADERS "}}}," \
     "\"connect_timeout_ms\":{\"type\":\"integer\",\"minimum\":1}," \
     "\"stream_idle_timeout_ms\":{\"type\":\"integer\",\"minimum\":1}," \
     "\"stream_total_timeout_ms\":{\"type\":\"integer\",\"minimum\":0}"
@@ -114,6 +124,17 @@ static void provider_free(pc_provider *p) {
     free(p->url);
     free(p->id);
     json_decref(p->models);
+    json_decref(p->options);
+    for (size_t i = 0; i < p->nmodel_headers; i++) {
+        free(p->model_headers[i].model);
+        free_list(p->model_headers[i].headers);
+    }
+    free(p->model_headers);
+    if (p->warned) {
+        json_decref(p->warned->seen);
+        pthread_mutex_destroy(&p->warned->mu);
+        free(p->warned);
+    }
     pc_cache_free(p->cache);
     free(p);
 }
@@ -215,6 +236,144 @@ static int build_headers(pc_provider *p, const char *api_key, json_t *extra, boo
                               &p->probe_headers) != 0))
         return pc_set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
     return WEIR_OK;
+}
+
+/* The row's headers with `over` (a model's) on top, names compared
+ * case-blind: a new object, or NULL when out of memory. */
+static json_t *headers_over(json_t *row, json_t *over) {
+    json_t *out = json_object();
+    const char *name;
+    json_t *v;
+    json_object_foreach(row, name, v) {
+        if (out && !has_header(over, name) && json_object_set(out, name, v) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    json_object_foreach(over, name, v) {
+        if (out && json_object_set(out, name, v) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    return out;
+}
+
+/* The request headers of each models.<id> entry that has `headers`: the
+ * spec's defaults, the row's headers under the model's, the key. */
+static int build_model_headers(pc_provider *p, const char *api_key, json_t *row,
+                               weir_error *err) {
+    size_t n = 0;
+    const char *id;
+    json_t *m;
+    json_object_foreach(p->models, id, m) {
+        if (json_object_get(m, "headers"))
+            n++;
+    }
+    if (n == 0)
+        return WEIR_OK;
+    p->model_headers = calloc(n, sizeof *p->model_headers);
+    if (!p->model_headers)
+        return pc_set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
+    json_object_foreach(p->models, id, m) {
+        json_t *extra = json_object_get(m, "headers");
+        if (!extra)
+            continue;
+        const char *name;
+        json_t *v;
+        json_object_foreach(extra, name, v) {
+            if (!header_name_ok(name))
+                return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, p->id,
+                                  "config.models.%s.headers: \"%s\" is not a valid header name",
+                                  id, name);
+            if (!json_is_string(v) || !header_value_ok(json_string_value(v)))
+                return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, p->id,
+                                  "config.models.%s.headers.%s: the value must be a string "
+                                  "without line breaks",
+                                  id, name);
+        }
+        pc_model_headers *mh = &p->model_headers[p->nmodel_headers];
+        json_t *merged = headers_over(row, extra);
+        mh->model = strdup(id);
+        int rc = merged && mh->model
+                     ? header_list(p, api_key, merged, p->spec->headers, p->spec->nheaders,
+                                   &mh->headers)
+                     : -1;
+        p->nmodel_headers++; /* freed with the row, whole or not */
+        json_decref(merged);
+        if (rc != 0)
+            return pc_set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
+    }
+    return WEIR_OK;
+}
+
+/* The request headers of `model` (borrowed, may be NULL): its own list when
+ * its models entry has headers, else the row's. */
+static const char *const *headers_for(const pc_provider *p, const char *model) {
+    for (size_t i = 0; model && i < p->nmodel_headers; i++)
+        if (strcmp(p->model_headers[i].model, model) == 0)
+            return (const char *const *)p->model_headers[i].headers;
+    return (const char *const *)p->headers;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Check the row's options and each model's at load: no provider-owned key,
+ * no thinking mode a known model refuses (provider_options.h). */
+static int check_options(pc_provider *p, const json_t *row, weir_error *err) {
+    char msg[512], where[400];
+    const char *const *owned = p->spec->owned_keys;
+    if (pc_options_check(row, owned, NULL, "config.options", msg, sizeof msg) != 0)
+        return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, p->id, "%s", msg);
+    const char *id;
+    json_t *m;
+    json_object_foreach(p->models, id, m) {
+        json_t *mo = json_object_get(m, "options");
+        snprintf(where, sizeof where, "config.models.%s.options", id);
+        if (pc_options_check(mo, owned, id, where, msg, sizeof msg) != 0)
+            return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, p->id, "%s", msg);
+        /* the row's options as this model gets them */
+        json_t *merged = pc_options_merge(row, mo);
+        if (!merged)
+            return pc_set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
+        int bad = pc_options_check(merged, owned, id, "config.options", msg, sizeof msg);
+        json_decref(merged);
+        if (bad)
+            return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, p->id, "%s", msg);
+    }
+    return WEIR_OK;
+}
+
+int pc_call_options(const pc_provider *p, const json_t *request, json_t **out, char *msg,
+                    size_t size) {
+    *out = NULL;
+    const char *model = json_string_value(json_object_get(request, "model"));
+    const json_t *mo = json_object_get(json_object_get(p->models, model ? model : ""), "options");
+    const json_t *ro = json_object_get(request, "options");
+    if (ro && !json_is_null(ro) && !json_is_object(ro))
+        return pc_bad(msg, size, "options: expected an object (merged into the request body)");
+    json_t *base = pc_options_merge(p->options, mo);
+    *out = base ? pc_options_merge(base, json_is_object(ro) ? ro : NULL) : NULL;
+    json_decref(base);
+    return *out ? 0 : PC_OOM(msg, size);
+}
+
+void pc_warn_dropped_temperature(const pc_provider *p, const char *model) {
+    pc_warned *w = p->warned;
+    if (!w || !model)
+        return;
+    pthread_mutex_lock(&w->mu);
+    bool first = !json_object_get(w->seen, model);
+    if (first && json_object_set_new(w->seen, model, json_true()) != 0)
+        first = false; /* out of memory: no warning rather than one per call */
+    pthread_mutex_unlock(&w->mu);
+    if (first)
+        weir_log(p->plugin, WEIR_LOG_WARN,
+                 "model \"%s\" refuses temperature (the model table's rule): the call "
+                 "config's temperature is not sent to it (said once per row and model)",
+                 model);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -333,7 +492,12 @@ static int parse_config(pc_provider *p, const json_t *config, weir_error *err) {
                               "config.models.%s: expected {context_window, max_output} "
                               "positive integers",
                               name);
+        json_t *mh = json_object_get(m, "headers");
+        if (mh && !json_is_object(mh))
+            return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, p->id,
+                              "config.models.%s.headers: expected an object", name);
     }
+    json_t *options = json_object_get(config, "options");
     int rc = config_ms(config, "connect_timeout_ms", 10000, false, &p->connect_timeout_ms, p->id,
                        err);
     if (rc == WEIR_OK)
@@ -360,8 +524,20 @@ static int parse_config(pc_provider *p, const json_t *config, weir_error *err) {
     p->url = malloc(len);
     p->base = strndup(base, blen);
     p->models = models ? json_deep_copy(models) : json_object();
-    if (!p->url || !p->base || !p->models)
+    p->options = options ? json_deep_copy(options) : NULL;
+    if (!p->url || !p->base || !p->models || (options && !p->options))
         return pc_set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
+    if ((rc = check_options(p, p->options, err)) != WEIR_OK)
+        return rc;
+    p->warned = calloc(1, sizeof *p->warned);
+    if (!p->warned || !(p->warned->seen = json_object()) ||
+        pthread_mutex_init(&p->warned->mu, NULL) != 0) {
+        if (p->warned)
+            json_decref(p->warned->seen);
+        free(p->warned);
+        p->warned = NULL;
+        return pc_set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
+    }
     snprintf(p->url, len, "%.*s%s", (int)blen, base, p->spec->path);
     /* api.openai.com reports no windows: no probe there unless asked for */
     bool probe = p->spec->probe && (jprobe ? json_is_true(jprobe)
@@ -373,7 +549,10 @@ static int parse_config(pc_provider *p, const json_t *config, weir_error *err) {
     json_decref(schema);
     if (rc != WEIR_OK)
         return pc_set_err(err, rc, p->id, "out of memory");
-    return build_headers(p, jkey ? json_string_value(jkey) : "", headers, probe, err);
+    rc = build_headers(p, jkey ? json_string_value(jkey) : "", headers, probe, err);
+    if (rc == WEIR_OK)
+        rc = build_model_headers(p, jkey ? json_string_value(jkey) : "", headers, err);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -711,8 +890,8 @@ static json_t *transfer_failure(const pc_provider *p, int rc, const weir_http_re
                    : weir_failure_new(p->id, "TRANSPORT", "the HTTP transfer failed (%d)", rc);
 }
 
-int pc_stream_run(const pc_provider *p, weir_stream *st, const char *text, size_t len,
-                  char *msg, size_t msg_size, void *decoder, const pc_codec *codec) {
+int pc_stream_run(const pc_provider *p, weir_stream *st, const char *model, const char *text,
+                  size_t len, char *msg, size_t msg_size, void *decoder, const pc_codec *codec) {
     int end;
     if (!text) {
         const char *code = strcmp(msg, "out of memory") == 0 ? "UNKNOWN" : "INVALID_REQUEST";
@@ -723,7 +902,7 @@ int pc_stream_run(const pc_provider *p, weir_stream *st, const char *text, size_
         weir_http_request req = {
             .struct_size = sizeof req,
             .url = p->url,
-            .headers = (const char *const *)p->headers,
+            .headers = headers_for(p, model),
             .body = text,
             .body_len = len,
             .connect_timeout_ms = p->connect_timeout_ms,

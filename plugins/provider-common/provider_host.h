@@ -15,6 +15,7 @@
 #ifndef WEIR_PROVIDER_HOST_H
 #define WEIR_PROVIDER_HOST_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -37,7 +38,21 @@ typedef struct pc_spec {
     const char *base_url_env;     /* the variable the default deployment takes base_url
                                      from (OPENAI_BASE_URL), named when the server is
                                      unreachable; NULL: none */
+    const char *const *owned_keys; /* the body members the provider writes itself
+                                      (NULL-terminated): refused in `options` */
 } pc_spec;
+
+/** The request headers of one models.<id> entry that has `headers`. */
+typedef struct pc_model_headers {
+    char *model;    /* the models key (owned) */
+    char **headers; /* NULL-terminated "Name: value" (owned; holds the key) */
+} pc_model_headers;
+
+/** The (row, model) pairs already warned about (pc_warn_dropped_temperature). */
+typedef struct pc_warned {
+    pthread_mutex_t mu;
+    json_t *seen; /* {model: true} (owned) */
+} pc_warned;
 
 /** The window probe's state of one row (provider_host.c). */
 typedef struct pc_probe pc_probe;
@@ -58,7 +73,12 @@ typedef struct pc_provider {
     pc_secrets secrets; /* the values the config schema marks secret (api_key, the
                            Authorization, x-api-key... headers): scrubbed from
                            what the server sends back (provider_common.h) */
-    json_t *models; /* {name: {context_window, max_output}} */
+    json_t *models; /* {name: {context_window?, max_output?, options?, headers?}} */
+    json_t *options; /* the row's `options` (owned), or NULL */
+    pc_model_headers *model_headers; /* the models that have headers (owned) */
+    size_t nmodel_headers;
+    pc_warned *warned; /* the models told of a dropped temperature (owned;
+                          changes under its own mutex) */
     long connect_timeout_ms, idle_timeout_ms;
     long total_timeout_ms; /* 0: no overall deadline */
     pc_cache *cache; /* translated request pieces (thread-safe itself) */
@@ -150,14 +170,34 @@ typedef struct pc_sink {
 int pc_emit_chunk(void *user_data, json_t *chunk);
 
 /**
+ * The options of `request` (borrowed) for the row `p`: the row's `options`,
+ * then `models.<model>.options` over them, then the request's own `options`
+ * (the call config's, from agent/request) over both, each merged as a JSON
+ * Merge Patch (provider_options.h).  *out receives a new object.
+ * @return 0, or -1 with `msg` set (the request's options are not an object,
+ *         or out of memory) and *out NULL.  Thread-safe.
+ */
+int pc_call_options(const pc_provider *p, const json_t *request, json_t **out, char *msg,
+                    size_t size);
+
+/**
+ * Log one warning, the first time only for this row and `model` (borrowed),
+ * that the model's table rule kept the call config's temperature out of its
+ * requests.  Thread-safe.
+ */
+void pc_warn_dropped_temperature(const pc_provider *p, const char *model);
+
+/**
  * One streamed call: POST the `len` bytes of body `text` (borrowed; NULL when
- * translation failed, then `msg` says why) to the row's URL and feed the SSE
+ * translation failed, then `msg` says why) to the row's URL, with the request
+ * headers of `model` (borrowed, may be NULL: its models.<id>.headers over the
+ * row's, else the row's), and feed the SSE
  * events to `decoder` (borrowed) through `codec`, then end it with the
  * failure of the transfer, if any.  `msg` (msg_size bytes) is scratch.
  * @return WEIR_OK when exactly one finish chunk went out, WEIR_E_NOMEM when
  *         it could not be built.
  */
-int pc_stream_run(const pc_provider *p, weir_stream *st, const char *text, size_t len,
-                  char *msg, size_t msg_size, void *decoder, const pc_codec *codec);
+int pc_stream_run(const pc_provider *p, weir_stream *st, const char *model, const char *text,
+                  size_t len, char *msg, size_t msg_size, void *decoder, const pc_codec *codec);
 
 #endif /* WEIR_PROVIDER_HOST_H */

@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "provider_cache.h"
+#include "provider_options.h"
 
 /* ------------------------------------------------------------------------ */
 /* Request translation (openai_request.c)                                   */
@@ -56,6 +57,20 @@ char *openai_request_text(const json_t *request, pc_cache *cache, char *msg, siz
  */
 int openai_request_build(const json_t *request, pc_cache *cache, pc_memo *memo, char *msg,
                          size_t msg_size);
+
+/**
+ * openai_request_build with `extra` (may be NULL: the request's own
+ * "options"): the options merged last into the body (provider_options.h),
+ * the model table's rules applied (max_completion_tokens, temperature), and
+ * extra->dropped_temperature set when a rule kept the call config's
+ * temperature out.  An option that names a key of openai_owned_keys, or a
+ * temperature option the model refuses, fails with `msg` naming it.
+ */
+int openai_request_build_ex(const json_t *request, pc_extra *extra, pc_cache *cache,
+                            pc_memo *memo, char *msg, size_t msg_size);
+
+/** The body members provider-openai writes itself (NULL-terminated): refused as options. */
+extern const char *const openai_owned_keys[];
 
 /* ------------------------------------------------------------------------ */
 /* Stream decoder (openai_decode.c)                                         */

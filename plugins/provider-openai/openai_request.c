@@ -12,15 +12,38 @@
  *                           (images in tool results become "[image: <type>]")
  *   tools                -> [{type:"function",function:{name,description,parameters}}]
  *   tool_choice          -> "auto" | "none" | "required", sent only with tools
+ *   max_tokens           -> "max_tokens", or "max_completion_tokens" for the
+ *                           models whose table entry says so (OpenAI's
+ *                           reasoning models; model_table.h, pc_token_param)
+ *   temperature          -> "temperature", unless the model's rule keeps it
+ *                           out (pc_temperature_rule: o-series, gpt-5)
+ *   options              -> merged last, member by member (provider_options.h);
+ *                           the keys of openai_owned_keys are refused
  */
 #include "openai.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "provider_cache.h"
 #include "provider_common.h"
+#include "provider_options.h"
+
+/*
+ * The members the body builder writes itself, refused as options: the
+ * conversation and its tools (model, messages, tools, tool_choice, and the
+ * legacy functions / function_call), streaming (stream, stream_options: the
+ * decoder reads SSE with usage), n (the decoder reads one choice), and the
+ * token limit (max_tokens, max_completion_tokens: the call config's
+ * max_tokens, sent under the member the model takes).  temperature is not
+ * owned: an option overrides the call config's (and a null drops it).
+ */
+const char *const openai_owned_keys[] = {
+    "model", "messages", "tools", "tool_choice", "functions", "function_call", "stream",
+    "stream_options", "n", "max_tokens", "max_completion_tokens", NULL,
+};
 
 /* The text of a text block; NULL when the block is malformed. */
 static const char *block_text(const json_t *block) {
@@ -318,13 +341,61 @@ static int add_tools(pc_buf *out, json_t *tools, pc_cache *cache, char *msg, siz
     return 0;
 }
 
+/* Whether `rules` (may be NULL) let the call config's temperature go out
+ * with the options `opts`. */
+static bool temperature_taken(const pc_model_entry *rules, const json_t *opts) {
+    if (!rules || rules->temperature == PC_TEMPERATURE_ANY)
+        return true;
+    if (rules->temperature == PC_TEMPERATURE_NEVER)
+        return false;
+    const char *effort = json_string_value(json_object_get(opts, "reasoning_effort"));
+    return !effort || strcmp(effort, "none") == 0;
+}
+
+/* Append ,"key":value for each option that is not null. */
+static int add_options(pc_buf *out, const json_t *opts, char *msg, size_t size) {
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)(uintptr_t)opts, key, v) {
+        if (json_is_null(v))
+            continue;
+        if (ADD(out, ",") || pc_buf_str(out, key, strlen(key)) || ADD(out, ":"))
+            return PC_OOM(msg, size);
+        if (pc_buf_json(out, v, msg, size) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 int openai_request_build(const json_t *request, pc_cache *cache, pc_memo *memo, char *msg,
                          size_t size) {
+    return openai_request_build_ex(request, NULL, cache, memo, msg, size);
+}
+
+int openai_request_build_ex(const json_t *request, pc_extra *extra, pc_cache *cache,
+                            pc_memo *memo, char *msg, size_t size) {
     if (!memo)
         return PC_OOM(msg, size);
+    if (extra)
+        extra->dropped_temperature = false;
     const char *model = pc_request_check(request, msg, size);
     if (!model)
         goto fail;
+    const json_t *opts =
+        extra && extra->options ? extra->options : json_object_get(request, "options");
+    if (json_is_null(opts))
+        opts = NULL;
+    const pc_model_entry *rules = pc_model_table_find(model);
+    if (pc_options_check(opts, openai_owned_keys, model, "options", msg, size) != 0)
+        goto fail;
+    const json_t *opt_temp = json_object_get(opts, "temperature");
+    if (opt_temp && !json_is_null(opt_temp) && !temperature_taken(rules, opts)) {
+        pc_bad(msg, size,
+               "options.temperature: model \"%s\" refuses temperature (OpenAI reasoning "
+               "models take only the default; gpt-5.1 only with reasoning_effort \"none\")",
+               model);
+        goto fail;
+    }
     json_t *messages = json_object_get(request, "messages");
     json_t *tools = json_object_get(request, "tools");
     if (!json_is_array(messages)) {
@@ -366,16 +437,25 @@ int openai_request_build(const json_t *request, pc_cache *cache, pc_memo *memo, 
     json_t *max_tokens = json_object_get(request, "max_tokens");
     json_t *temperature = json_object_get(request, "temperature");
     char n[32];
+    bool completion = rules && rules->tokens == PC_TOKENS_MAX_COMPLETION_TOKENS;
     int rc = ADD(out, ",\"model\":") || pc_buf_str(out, model, strlen(model)) ? -1 : 0;
     if (rc == 0 && json_is_integer(max_tokens))
-        rc = ADD(out, ",\"max_tokens\":") ||
+        rc = (completion ? ADD(out, ",\"max_completion_tokens\":")
+                         : ADD(out, ",\"max_tokens\":")) ||
              pc_buf_add(out, n,
                         (size_t)snprintf(n, sizeof n, "%" JSON_INTEGER_FORMAT,
                                          json_integer_value(max_tokens)));
-    if (rc == 0 && json_is_number(temperature))
-        rc = ADD(out, ",\"temperature\":") || pc_buf_json(out, temperature, msg, size);
+    /* an option named temperature (a value or null) replaces the call config's */
+    if (rc == 0 && json_is_number(temperature) && !opt_temp) {
+        if (temperature_taken(rules, opts))
+            rc = ADD(out, ",\"temperature\":") || pc_buf_json(out, temperature, msg, size);
+        else if (extra)
+            extra->dropped_temperature = true;
+    }
     if (rc == 0 && cs)
         rc = ADD(out, ",\"tool_choice\":") || pc_buf_str(out, cs, strlen(cs));
+    if (rc == 0 && opts && add_options(out, opts, msg, size) != 0)
+        goto fail;
     if (rc != 0 || ADD(out, ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}")) {
         PC_OOM(msg, size);
         goto fail;

@@ -12,7 +12,7 @@ set(_common ${PROJECT_SOURCE_DIR}/plugins/provider-common)
 # table (model_table.c).
 if(TARGET test_provider_common)
   target_sources(test_provider_common PRIVATE ${_common}/provider_common.c
-                 ${_common}/model_table.c)
+                 ${_common}/model_table.c ${_common}/provider_options.c)
   target_include_directories(test_provider_common PRIVATE ${_common})
   # pc_buf_json's growth failures (buf_json_fails_when_a_key_cannot_grow)
   target_link_options(test_provider_common PRIVATE -Wl,--wrap=realloc)
@@ -39,7 +39,8 @@ foreach(p openai anthropic)
   set(_dir ${PROJECT_SOURCE_DIR}/plugins/provider-${p})
   if(TARGET test_provider_${p})
     target_sources(test_provider_${p} PRIVATE ${_dir}/${p}_request.c ${_dir}/${p}_decode.c
-                   ${_common}/provider_common.c ${_common}/provider_cache.c)
+                   ${_common}/provider_common.c ${_common}/provider_cache.c
+                   ${_common}/provider_options.c ${_common}/model_table.c)
     if(p STREQUAL "openai")
       target_sources(test_provider_${p} PRIVATE ${_dir}/delta_scan.c)
     endif()
@@ -59,7 +60,7 @@ foreach(p openai anthropic)
     endif()
     weir_add_fuzz(${_fuzz} SOURCES ${PROJECT_SOURCE_DIR}/tests/fuzz/${_fuzz}.c
                   ${_dir}/${p}_decode.c ${_dir}/${p}_request.c ${_common}/provider_common.c ${_common}/provider_cache.c
-                  ${_scan})
+                  ${_common}/provider_options.c ${_common}/model_table.c ${_scan})
     if(TARGET ${_fuzz})
       target_include_directories(${_fuzz} PRIVATE ${_dir} ${_common}
                                  ${PROJECT_SOURCE_DIR}/tests/support)

@@ -1117,6 +1117,52 @@ static int serve_stream(conn *c, api_kind api, const entry *e, const request *rq
 }
 
 /* Answer one request.  Returns 0 to keep the connection, -1 to close it. */
+/*
+ * OpenAI's parameter rules for reasoning models on Chat Completions, with
+ * the 400s the API answers (a request that breaks one gets that 400):
+ * - max_tokens: "deprecated in favor of max_completion_tokens, and is not
+ *   compatible with o-series models" (Chat Completions reference,
+ *   platform.openai.com/docs/api-reference/chat/create); the gpt-5 family
+ *   refuses it the same way.
+ * - temperature: reasoning models take only the default (1) (OpenAI
+ *   reasoning guide, "Limitations"); gpt-5.1 and later gpt-5.N default
+ *   reasoning_effort to "none" and take temperature while it is "none"
+ *   (reasoning_effort reference).
+ * Reasoning models are told by the request's model name: o1, o3, o4 and
+ * gpt-5 (not gpt-5-chat, a chat model), after any "vendor/" prefix.  NULL
+ * when the request keeps the rules (or is not JSON), else a new error body.
+ */
+static char *reasoning_param_error(const char *body) {
+    json_t *root = json_loads(body, 0, NULL);
+    const char *model = json_string_value(json_object_get(root, "model"));
+    const char *slash = model ? strrchr(model, '/') : NULL;
+    model = slash ? slash + 1 : model;
+    char *err = NULL;
+    bool reasoning = model && (!strncmp(model, "o1", 2) || !strncmp(model, "o3", 2) ||
+                               !strncmp(model, "o4", 2) ||
+                               (!strncmp(model, "gpt-5", 5) && strncmp(model, "gpt-5-chat", 10)));
+    if (reasoning && json_object_get(root, "max_tokens")) {
+        err = error_body(API_OPENAI, "invalid_request_error", "unsupported_parameter",
+                         "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                         "Use 'max_completion_tokens' instead.");
+    } else if (reasoning) {
+        const json_t *t = json_object_get(root, "temperature");
+        const char *effort = json_string_value(json_object_get(root, "reasoning_effort"));
+        bool effort_none_default = !strncmp(model, "gpt-5.", 6); /* gpt-5.1 and later */
+        bool effort_none = effort ? !strcmp(effort, "none") : effort_none_default;
+        if (json_is_number(t) && json_number_value(t) != 1.0 && !effort_none) {
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "Unsupported value: 'temperature' does not support %g with this model. "
+                     "Only the default (1) value is supported.",
+                     json_number_value(t));
+            err = error_body(API_OPENAI, "invalid_request_error", "unsupported_value", msg);
+        }
+    }
+    json_decref(root);
+    return err;
+}
+
 static int serve_request(conn *c, const request *rq) {
     mock_llm *m = c->m;
     api_kind api;
@@ -1170,6 +1216,13 @@ static int serve_request(conn *c, const request *rq) {
         int rc = send_json_response(c, api, rq->index, 400, body, NULL);
         free(body);
         free(msg.p);
+        return rc;
+    }
+
+    char *refused = api == API_OPENAI ? reasoning_param_error(rq->body) : NULL;
+    if (refused) {
+        int rc = send_json_response(c, api, rq->index, 400, refused, NULL);
+        free(refused);
         return rc;
     }
 

@@ -24,6 +24,7 @@
 
 #include "model_table.h"
 #include "provider_common.h"
+#include "provider_options.h"
 
 #define R PC_REDACTED
 
@@ -496,7 +497,7 @@ static void near_misses_match_nothing(void **state) {
         "claude-sonnet-4-5x",
         /* after an API model's key only version qualifiers may follow */
         "gpt-4o-audio-preview", "gpt-4o-mini-tts", "gpt-4-32k", "gpt-5-codex",
-        "o1-mini-high", "claude-sonnet-4-6", "claude-opus-4-2", "claude-3-5-sonnet-new",
+        "o1-mini-high", "claude-sonnet-4-9", "claude-opus-4-2", "claude-3-5-sonnet-new",
         "gpt-4o-", "gpt-4o@", "gpt-4o-20241", "gpt-4o-2024-08", "gpt-4o-2024-8-6", "gpt-4o-123",
         "deepseek-reasoner-pro",
         /* not in the table, empty, only a path */
@@ -516,6 +517,112 @@ static void near_misses_match_nothing(void **state) {
     assert_null(pc_model_table_find(long_id));
 }
 
+/* The per-model rules, as the vendors document them (model_table.h). */
+static void model_rules_follow_the_vendors(void **state) {
+    (void)state;
+    static const char *const completion[] = {"o1", "o1-mini", "o3-2025-04-16", "o3-mini",
+                                             "o4-mini", "gpt-5", "gpt-5-mini-2025-08-07",
+                                             "gpt-5-nano", "gpt-5.1", "openai/gpt-5"};
+    for (size_t i = 0; i < sizeof completion / sizeof completion[0]; i++) {
+        const pc_model_entry *e = pc_model_table_find(completion[i]);
+        if (!e || e->tokens != PC_TOKENS_MAX_COMPLETION_TOKENS)
+            fail_msg("%s: want max_completion_tokens", completion[i]);
+    }
+    assert_int_equal(pc_model_table_find("gpt-4o")->tokens, PC_TOKENS_MAX_TOKENS);
+    assert_int_equal(pc_model_table_find("llama3.1:8b")->tokens, PC_TOKENS_MAX_TOKENS);
+    assert_int_equal(pc_model_table_find("o3")->temperature, PC_TEMPERATURE_NEVER);
+    assert_int_equal(pc_model_table_find("gpt-5-mini")->temperature, PC_TEMPERATURE_NEVER);
+    assert_int_equal(pc_model_table_find("gpt-5.1")->temperature,
+                     PC_TEMPERATURE_WITHOUT_REASONING);
+    assert_int_equal(pc_model_table_find("gpt-5-chat-latest")->temperature, PC_TEMPERATURE_ANY);
+    assert_int_equal(pc_model_table_find("gpt-4.1")->temperature, PC_TEMPERATURE_ANY);
+
+    /* thinking: Anthropic's troubleshooting table, row by row */
+    const pc_model_entry *fable = pc_model_table_find("claude-fable-5");
+    assert_non_null(pc_thinking_refusal(fable, "enabled"));
+    assert_non_null(pc_thinking_refusal(fable, "disabled"));
+    assert_null(pc_thinking_refusal(fable, "adaptive"));
+    assert_non_null(pc_thinking_refusal(pc_model_table_find("claude-mythos-5"), "disabled"));
+    const pc_model_entry *opus47 = pc_model_table_find("claude-opus-4-7");
+    assert_non_null(pc_thinking_refusal(opus47, "enabled"));
+    assert_null(pc_thinking_refusal(opus47, "disabled"));
+    assert_null(pc_thinking_refusal(opus47, "adaptive"));
+    assert_non_null(pc_thinking_refusal(pc_model_table_find("claude-sonnet-5"), "enabled"));
+    const pc_model_entry *opus46 = pc_model_table_find("claude-opus-4-6");
+    assert_null(pc_thinking_refusal(opus46, "enabled"));
+    assert_null(pc_thinking_refusal(opus46, "adaptive"));
+    const pc_model_entry *s45 = pc_model_table_find("claude-sonnet-4-5-20250929");
+    assert_non_null(pc_thinking_refusal(s45, "adaptive"));
+    assert_null(pc_thinking_refusal(s45, "enabled"));
+    assert_non_null(pc_thinking_refusal(pc_model_table_find("claude-3-5-haiku"), "enabled"));
+    assert_null(pc_thinking_refusal(pc_model_table_find("gpt-4o"), "enabled"));
+    assert_null(pc_thinking_refusal(NULL, "enabled"));
+    /* a rules-only entry knows no limits */
+    assert_int_equal(opus47->context_window, 0);
+}
+
+/* Options merge as a JSON Merge Patch (RFC 7396), a top-level null kept. */
+static void options_merge_is_a_merge_patch(void **state) {
+    (void)state;
+    json_t *row = json_loads("{\"service_tier\":\"flex\",\"output_config\":{\"effort\":"
+                             "\"high\",\"x\":1},\"metadata\":{\"a\":1}}",
+                             0, NULL);
+    json_t *model = json_loads("{\"output_config\":{\"effort\":\"low\",\"x\":null},"
+                               "\"temperature\":null,\"new\":{\"k\":null,\"v\":2}}",
+                               0, NULL);
+    json_t *got = pc_options_merge(row, model);
+    json_t *want = json_loads("{\"service_tier\":\"flex\",\"output_config\":{\"effort\":"
+                              "\"low\"},\"metadata\":{\"a\":1},\"temperature\":null,"
+                              "\"new\":{\"v\":2}}",
+                              0, NULL);
+    assert_non_null(got);
+    assert_true(json_equal(got, want));
+    json_t *empty = pc_options_merge(NULL, NULL);
+    assert_int_equal(json_object_size(empty), 0);
+    json_t *arr = json_array();
+    assert_null(pc_options_merge(arr, NULL));
+    /* the inputs are left alone */
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(row, "output_config"),
+                                                        "x")),
+                     1);
+    json_decref(arr);
+    json_decref(empty);
+    json_decref(want);
+    json_decref(got);
+    json_decref(model);
+    json_decref(row);
+}
+
+/* A provider-owned key and a thinking mode the model refuses are named. */
+static void options_check_names_the_key_the_model_and_the_rule(void **state) {
+    (void)state;
+    static const char *const owned[] = {"model", "messages", "stream", NULL};
+    char msg[512];
+    json_t *o = json_loads("{\"stream\":false}", 0, NULL);
+    assert_int_equal(pc_options_check(o, owned, "gpt-4o", "config.options", msg, sizeof msg),
+                     -1);
+    assert_non_null(strstr(msg, "config.options.stream: \"stream\" is written by the provider"));
+    assert_non_null(strstr(msg, "model, messages, stream)"));
+    json_decref(o);
+    o = json_loads("{\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":2048}}", 0, NULL);
+    assert_int_equal(pc_options_check(o, owned, "claude-opus-4-7", "options", msg, sizeof msg),
+                     -1);
+    assert_non_null(strstr(msg, "options.thinking: model \"claude-opus-4-7\" takes only "
+                                "adaptive thinking"));
+    assert_int_equal(pc_options_check(o, owned, "claude-sonnet-4-5", "options", msg, sizeof msg),
+                     0);
+    assert_int_equal(pc_options_check(o, owned, NULL, "options", msg, sizeof msg), 0);
+    json_decref(o);
+    o = json_loads("{\"thinking\":\"on\"}", 0, NULL);
+    assert_int_equal(pc_options_check(o, owned, "m", "options", msg, sizeof msg), -1);
+    assert_string_equal(msg, "options.thinking: expected an object with a string \"type\"");
+    json_decref(o);
+    o = json_array();
+    assert_int_equal(pc_options_check(o, owned, "m", "options", msg, sizeof msg), -1);
+    json_decref(o);
+    assert_int_equal(pc_options_check(NULL, owned, "m", "options", msg, sizeof msg), 0);
+}
+
 static void table_is_consistent(void **state) {
     (void)state;
     size_t n = 0;
@@ -525,8 +632,11 @@ static void table_is_consistent(void **state) {
         for (const char *c = t[i].key; *c; c++)
             if (*c >= 'A' && *c <= 'Z')
                 fail_msg("%s: keys are lowercase", t[i].key);
-        if (t[i].context_window < 1 || t[i].max_output < 1 ||
-            t[i].max_output > t[i].context_window)
+        /* an entry that carries only rules leaves both limits unknown (0) */
+        bool rules_only = t[i].context_window == 0 && t[i].max_output == 0 &&
+                          (t[i].tokens || t[i].temperature || t[i].thinking);
+        if (!rules_only && (t[i].context_window < 1 || t[i].max_output < 1 ||
+                            t[i].max_output > t[i].context_window))
             fail_msg("%s: window %ld, max_output %ld", t[i].key, t[i].context_window,
                      t[i].max_output);
         for (size_t j = 0; j < i; j++)
@@ -616,6 +726,9 @@ int main(void) {
         cmocka_unit_test(table_matches_the_longest_key),
         cmocka_unit_test(near_misses_match_nothing),
         cmocka_unit_test(table_is_consistent),
+        cmocka_unit_test(model_rules_follow_the_vendors),
+        cmocka_unit_test(options_merge_is_a_merge_patch),
+        cmocka_unit_test(options_check_names_the_key_the_model_and_the_rule),
         cmocka_unit_test(server_reports_are_parsed),
         cmocka_unit_test(bodies_that_are_not_json_are_named),
     };

@@ -1211,6 +1211,232 @@ static void probe_config_is_checked(void **state) {
     }
 }
 
+/* ------------------------------------------------------------------------ */
+/* Options and the model table's rules                                      */
+/* ------------------------------------------------------------------------ */
+
+/* The body of a one-message request to `model` with `members` (JSON object
+ * members text, may be "") and `extra` (may be NULL); NULL with msg set. */
+static json_t *body_for(const char *model, const char *members, pc_extra *extra, char *msg,
+                        size_t size) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{\"model\":\"%s\",\"max_tokens\":100%s%s,\"messages\":[{\"role\":\"user\","
+             "\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}]}",
+             model, members[0] ? "," : "", members);
+    json_t *request = json_loads(text, 0, NULL);
+    assert_non_null(request);
+    pc_memo *memo = calloc(1, sizeof *memo);
+    json_t *body = openai_request_build_ex(request, extra, NULL, memo, msg, size) == 0
+                       ? json_loads(memo->text.p, 0, NULL)
+                       : NULL;
+    pc_memo_free(memo);
+    json_decref(request);
+    return body;
+}
+
+/* o-series and gpt-5: max_completion_tokens (OpenAI refuses max_tokens there). */
+static void request_reasoning_models_get_max_completion_tokens(void **state) {
+    (void)state;
+    static const char *const reasoning[] = {"o1", "o3-mini", "o4-mini-2025-04-16", "gpt-5",
+                                            "gpt-5-mini", "gpt-5.1", "gpt-5-chat-latest"};
+    char msg[256];
+    for (size_t i = 0; i < sizeof reasoning / sizeof reasoning[0]; i++) {
+        json_t *body = body_for(reasoning[i], "", NULL, msg, sizeof msg);
+        assert_non_null(body);
+        if (json_integer_value(json_object_get(body, "max_completion_tokens")) != 100 ||
+            json_object_get(body, "max_tokens"))
+            fail_msg("%s: want max_completion_tokens 100 and no max_tokens", reasoning[i]);
+        json_decref(body);
+    }
+    json_t *body = body_for("gpt-4o", "", NULL, msg, sizeof msg);
+    assert_int_equal(json_integer_value(json_object_get(body, "max_tokens")), 100);
+    assert_null(json_object_get(body, "max_completion_tokens"));
+    json_decref(body);
+    body = body_for("llama3.1:8b", "", NULL, msg, sizeof msg); /* compatible servers */
+    assert_int_equal(json_integer_value(json_object_get(body, "max_tokens")), 100);
+    json_decref(body);
+}
+
+/* temperature is kept out where the model refuses it, and said so. */
+static void request_temperature_follows_the_model_rule(void **state) {
+    (void)state;
+    char msg[256];
+    pc_extra extra = {NULL, false};
+    json_t *body = body_for("o3", "\"temperature\":0.2", &extra, msg, sizeof msg);
+    assert_non_null(body);
+    assert_null(json_object_get(body, "temperature"));
+    assert_true(extra.dropped_temperature);
+    json_decref(body);
+    /* gpt-5.1 reasons only when asked: temperature goes until it is */
+    body = body_for("gpt-5.1", "\"temperature\":0.2", &extra, msg, sizeof msg);
+    assert_non_null(json_object_get(body, "temperature"));
+    assert_false(extra.dropped_temperature);
+    json_decref(body);
+    body = body_for("gpt-5.1", "\"temperature\":0.2,\"options\":{\"reasoning_effort\":\"low\"}",
+                    &extra, msg, sizeof msg);
+    assert_null(json_object_get(body, "temperature"));
+    assert_string_equal(json_string_value(json_object_get(body, "reasoning_effort")), "low");
+    assert_true(extra.dropped_temperature);
+    json_decref(body);
+    body = body_for("gpt-4o", "\"temperature\":0.2", &extra, msg, sizeof msg);
+    assert_non_null(json_object_get(body, "temperature"));
+    assert_false(extra.dropped_temperature);
+    json_decref(body);
+    /* an explicit temperature option on such a model is an error naming it */
+    assert_null(body_for("o3", "\"options\":{\"temperature\":0.5}", NULL, msg, sizeof msg));
+    assert_non_null(strstr(msg, "options.temperature: model \"o3\" refuses temperature"));
+}
+
+/* The request's options go last into the body; a null drops a member. */
+static void request_options_merge_last(void **state) {
+    (void)state;
+    char msg[256];
+    json_t *body = body_for("gpt-4o",
+                            "\"temperature\":0.7,\"options\":{\"service_tier\":\"flex\","
+                            "\"temperature\":null,\"parallel_tool_calls\":false,"
+                            "\"metadata\":{\"a\":\"b\"}}",
+                            NULL, msg, sizeof msg);
+    assert_non_null(body);
+    assert_string_equal(json_string_value(json_object_get(body, "service_tier")), "flex");
+    assert_null(json_object_get(body, "temperature"));
+    assert_true(json_is_false(json_object_get(body, "parallel_tool_calls")));
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(body, "metadata"), "a")), "b");
+    assert_true(json_is_true(json_object_get(body, "stream")));
+    json_decref(body);
+    /* extra->options beats the request's own */
+    json_t *merged = json_pack("{s:s}", "reasoning_effort", "high");
+    pc_extra extra = {merged, false};
+    body = body_for("o3", "\"options\":{\"service_tier\":\"flex\"}", &extra, msg, sizeof msg);
+    assert_string_equal(json_string_value(json_object_get(body, "reasoning_effort")), "high");
+    assert_null(json_object_get(body, "service_tier"));
+    json_decref(body);
+    json_decref(merged);
+}
+
+/* A provider-owned key in the request's options (from agent/request) is refused. */
+static void request_options_refuse_owned_keys(void **state) {
+    (void)state;
+    static const char *const owned[] = {"model", "messages", "tools", "tool_choice", "stream",
+                                        "stream_options", "max_tokens", "max_completion_tokens",
+                                        "n", "functions", "function_call"};
+    char msg[256], members[128];
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) {
+        snprintf(members, sizeof members, "\"options\":{\"%s\":1}", owned[i]);
+        assert_null(body_for("gpt-4o", members, NULL, msg, sizeof msg));
+        char want[96];
+        snprintf(want, sizeof want, "options.%s: \"%s\" is written by the provider", owned[i],
+                 owned[i]);
+        if (!strstr(msg, want))
+            fail_msg("%s: %s", owned[i], msg);
+    }
+    assert_null(body_for("gpt-4o", "\"options\":[1]", NULL, msg, sizeof msg));
+    assert_string_equal(msg, "options: expected an object (merged into the request body)");
+}
+
+/* The plugin: row options, models.<id>.options over them, the call
+ * config's over both; models.<id>.headers with that model's requests. */
+static void plugin_sends_options_and_model_headers(void **state) {
+    (void)state;
+    int rc;
+    mock_llm *m = pt_run_plugin(
+        "{\"requests\":[{\"text\":\"ok\"}]}",
+        "{\"base_url\":\"@BASE@/v1\",\"api_key\":\"" PT_KEY "\",\"headers\":{\"X-Team\":\"t1\"},"
+        "\"options\":{\"service_tier\":\"flex\",\"store\":false,\"reasoning_effort\":\"low\"},"
+        "\"models\":{\"o3\":{\"options\":{\"reasoning_effort\":\"medium\",\"store\":null},"
+        "\"headers\":{\"x-team\":\"t2\",\"OpenAI-Beta\":\"b1\"}}}}",
+        "{\"model\":\"o3\",\"max_tokens\":50,\"temperature\":0.3,"
+        "\"options\":{\"reasoning_effort\":\"high\",\"user\":\"u\"},"
+        "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}]}",
+        &rc);
+    assert_int_equal(rc, WEIR_OK);
+    assert_string_equal(
+        json_string_value(json_object_get(pt_finish_reason(pt_host.chunks), "kind")), "stop");
+    char *body = mock_llm_request_body(m, 0), *team = mock_llm_request_header(m, 0, "x-team");
+    char *beta = mock_llm_request_header(m, 0, "openai-beta");
+    json_t *sent = json_loads(body, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(sent, "reasoning_effort")), "high");
+    assert_string_equal(json_string_value(json_object_get(sent, "service_tier")), "flex");
+    assert_string_equal(json_string_value(json_object_get(sent, "user")), "u");
+    assert_null(json_object_get(sent, "store"));
+    assert_null(json_object_get(sent, "max_tokens"));
+    assert_null(json_object_get(sent, "temperature"));
+    assert_int_equal(json_integer_value(json_object_get(sent, "max_completion_tokens")), 50);
+    assert_string_equal(team, "t2");
+    assert_string_equal(beta, "b1");
+    assert_non_null(strstr(pt_host.log, "model \"o3\" refuses temperature"));
+    pt_assert_no_secret();
+    json_decref(sent);
+    free(body);
+    free(team);
+    free(beta);
+    mock_llm_stop(m);
+}
+
+/* The mock refuses max_tokens and temperature as OpenAI does; weir passes. */
+static void plugin_plain_request_passes_on_every_reasoning_model(void **state) {
+    (void)state;
+    static const char *const models[] = {"o1", "o3", "o4-mini", "gpt-5", "gpt-5-nano",
+                                         "gpt-5.1"};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        pt_plugin_setup(NULL);
+        char request[512];
+        snprintf(request, sizeof request,
+                 "{\"model\":\"%s\",\"max_tokens\":64,\"temperature\":0.2,\"messages\":"
+                 "[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}]}",
+                 models[i]);
+        int rc;
+        mock_llm *m = pt_run_plugin("{\"requests\":[{\"text\":\"ok\"}]}", CONFIG, request, &rc);
+        assert_int_equal(rc, WEIR_OK);
+        const char *kind =
+            json_string_value(json_object_get(pt_finish_reason(pt_host.chunks), "kind"));
+        if (!kind || strcmp(kind, "stop") != 0)
+            fail_msg("%s: finish %s", models[i], kind ? kind : "(none)");
+        /* one warning per row and model, however many calls */
+        void *call = NULL;
+        json_t *again = json_loads(request, 0, NULL);
+        assert_int_equal(pt_host.provider->stream(pt_host.provider_self, call, again,
+                                                  (weir_stream *)&pt_host),
+                         WEIR_OK);
+        json_decref(again);
+        const char *first = strstr(pt_host.log, "refuses temperature");
+        if (strcmp(models[i], "gpt-5.1") == 0)
+            assert_null(first);
+        else if (!first || strstr(first + 1, "refuses temperature"))
+            fail_msg("%s: want one temperature warning: %s", models[i], pt_host.log);
+        mock_llm_stop(m);
+        pt_plugin_teardown(NULL);
+    }
+}
+
+/* Load refuses an owned key in the row's or a model's options, naming it. */
+static void plugin_refuses_owned_options_at_load(void **state) {
+    (void)state;
+    static const struct {
+        const char *config, *want;
+    } cases[] = {
+        {"{\"options\":{\"model\":\"x\"}}", "config.options.model: \"model\" is written by"},
+        {"{\"models\":{\"gpt-5\":{\"options\":{\"stream\":false}}}}",
+         "config.models.gpt-5.options.stream: \"stream\" is written by"},
+        {"{\"options\":{\"max_tokens\":5}}", "config.options.max_tokens:"},
+        {"{\"options\":\"x\"}", "config.options"},
+        {"{\"models\":{\"m\":{\"headers\":{\"a b\":\"x\"}}}}",
+         "config.models.m.headers: \"a b\" is not a valid header name"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pt_plugin_setup(NULL);
+        json_t *config = json_loads(cases[i].config, 0, NULL);
+        weir_error err;
+        memset(&err, 0, sizeof err);
+        assert_int_not_equal(pt_plugin_desc->init(NULL, &pt_fake_api, config, &err), WEIR_OK);
+        if (!strstr(err.text, cases[i].want))
+            fail_msg("%s: %s", cases[i].config, err.text);
+        json_decref(config);
+        pt_plugin_teardown(NULL);
+    }
+}
+
 int main(void) {
     pt_plugin_file = "weir-provider-openai.so";
     const struct CMUnitTest tests[] = {
@@ -1277,6 +1503,14 @@ int main(void) {
         cmocka_unit_test(model_info_default_base_url_does_not_probe),
         cmocka_unit_test_setup_teardown(probe_config_is_checked, pt_plugin_setup,
                                         pt_plugin_teardown),
+        cmocka_unit_test(request_reasoning_models_get_max_completion_tokens),
+        cmocka_unit_test(request_temperature_follows_the_model_rule),
+        cmocka_unit_test(request_options_merge_last),
+        cmocka_unit_test(request_options_refuse_owned_keys),
+        cmocka_unit_test_setup_teardown(plugin_sends_options_and_model_headers, pt_plugin_setup,
+                                        pt_plugin_teardown),
+        cmocka_unit_test(plugin_plain_request_passes_on_every_reasoning_model),
+        cmocka_unit_test(plugin_refuses_owned_options_at_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
