@@ -816,6 +816,193 @@ static void probe_keys_are_not_anthropics(void **state) {
     json_decref(config);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Options and the thinking rules                                           */
+/* ------------------------------------------------------------------------ */
+
+/* The body of a one-message request to `model` with `members` ("" or JSON
+ * object members); NULL with msg set. */
+static json_t *body_for(const char *model, const char *members, char *msg, size_t size) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{\"model\":\"%s\"%s%s,\"messages\":[{\"role\":\"user\","
+             "\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}]}",
+             model, members[0] ? "," : "", members);
+    json_t *request = json_loads(text, 0, NULL);
+    assert_non_null(request);
+    json_t *body = anthropic_request_body(request, 1000, msg, size);
+    json_decref(request);
+    return body;
+}
+
+/* Options go last into the body; a null drops a member weir would write. */
+static void request_options_merge_last(void **state) {
+    (void)state;
+    char msg[512];
+    json_t *body = body_for("claude-opus-4-7",
+                            "\"temperature\":0.5,\"options\":{\"thinking\":{\"type\":"
+                            "\"adaptive\"},\"output_config\":{\"effort\":\"low\"},"
+                            "\"temperature\":null}",
+                            msg, sizeof msg);
+    assert_non_null(body);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(body, "thinking"), "type")),
+        "adaptive");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(body, "output_config"), "effort")),
+        "low");
+    assert_null(json_object_get(body, "temperature"));
+    assert_int_equal(json_integer_value(json_object_get(body, "max_tokens")), 1000);
+    json_decref(body);
+}
+
+static void request_options_refuse_owned_keys(void **state) {
+    (void)state;
+    static const char *const owned[] = {"model", "messages", "system", "tools",
+                                        "tool_choice", "stream", "max_tokens"};
+    char msg[512], members[128], want[96];
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) {
+        snprintf(members, sizeof members, "\"options\":{\"%s\":1}", owned[i]);
+        assert_null(body_for("claude-sonnet-4-5", members, msg, sizeof msg));
+        snprintf(want, sizeof want, "options.%s: \"%s\" is written by the provider", owned[i],
+                 owned[i]);
+        if (!strstr(msg, want))
+            fail_msg("%s: %s", owned[i], msg);
+    }
+}
+
+/* Adaptive-only models are never sent thinking.type "enabled" (nor
+ * "disabled" where thinking is always on): an error naming model and rule. */
+static void request_refuses_a_thinking_mode_the_model_refuses(void **state) {
+    (void)state;
+    static const struct {
+        const char *model, *type, *want; /* want NULL: taken */
+    } cases[] = {
+        {"claude-fable-5", "enabled", "model \"claude-fable-5\" thinks on every request"},
+        {"claude-fable-5", "disabled", "model \"claude-fable-5\" thinks on every request"},
+        {"claude-mythos-5", "disabled", "\"disabled\" are refused with a 400"},
+        {"claude-fable-5", "adaptive", NULL},
+        {"claude-opus-4-7", "enabled", "model \"claude-opus-4-7\" takes only adaptive thinking"},
+        {"claude-opus-4-8", "enabled", "takes only adaptive thinking"},
+        {"claude-sonnet-5", "enabled", "takes only adaptive thinking"},
+        {"claude-opus-4-7", "disabled", NULL},
+        {"claude-sonnet-4-6", "enabled", NULL},
+        {"claude-sonnet-4-5", "adaptive", "takes only extended thinking"},
+        {"claude-sonnet-4-5", "enabled", NULL},
+        {"claude-3-5-haiku-latest", "enabled", "has no thinking"},
+        {"some-proxy-model", "enabled", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char msg[512] = "", members[128];
+        snprintf(members, sizeof members,
+                 "\"options\":{\"thinking\":{\"type\":\"%s\",\"budget_tokens\":1024}}",
+                 cases[i].type);
+        json_t *body = body_for(cases[i].model, members, msg, sizeof msg);
+        if (cases[i].want ? body || !strstr(msg, cases[i].want) || !strstr(msg, "options.thinking")
+                          : !body)
+            fail_msg("%s %s: %s", cases[i].model, cases[i].type, msg);
+        json_decref(body);
+    }
+}
+
+/* Load: a thinking mode a configured model refuses, from the model's
+ * options or the row's, is an error naming the model and the rule. */
+static void plugin_refuses_thinking_the_model_refuses_at_load(void **state) {
+    (void)state;
+    static const struct {
+        const char *config, *want;
+    } cases[] = {
+        {"{\"models\":{\"claude-fable-5\":{\"options\":{\"thinking\":{\"type\":\"enabled\","
+         "\"budget_tokens\":2000}}}}}",
+         "config.models.claude-fable-5.options.thinking: model \"claude-fable-5\" thinks on"},
+        {"{\"options\":{\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":2000}},"
+         "\"models\":{\"claude-sonnet-4-5\":{},\"claude-opus-4-7\":{}}}",
+         "config.options.thinking: model \"claude-opus-4-7\" takes only adaptive thinking"},
+        {"{\"options\":{\"system\":\"x\"}}", "config.options.system: \"system\" is written by"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pt_plugin_setup(NULL);
+        json_t *config = json_loads(cases[i].config, 0, NULL);
+        weir_error err;
+        memset(&err, 0, sizeof err);
+        assert_int_not_equal(pt_plugin_desc->init(NULL, &pt_fake_api, config, &err), WEIR_OK);
+        if (!strstr(err.text, cases[i].want))
+            fail_msg("%s: %s", cases[i].config, err.text);
+        json_decref(config);
+        pt_plugin_teardown(NULL);
+    }
+}
+
+/* models.<id>.headers (a beta header) go with that model's requests only;
+ * options from the row, the model and the call config are merged. */
+static void plugin_sends_model_headers_and_options(void **state) {
+    (void)state;
+    int rc;
+    mock_llm *m = pt_run_plugin(
+        "{\"loop\":true,\"requests\":[{\"text\":\"ok\"}]}",
+        "{\"base_url\":\"@BASE@\",\"api_key\":\"" PT_KEY "\",\"headers\":{\"X-Team\":\"t1\"},"
+        "\"options\":{\"metadata\":{\"user_id\":\"u1\"}},"
+        "\"models\":{\"claude-opus-4-7\":{\"options\":{\"thinking\":{\"type\":\"adaptive\"}},"
+        "\"headers\":{\"anthropic-beta\":\"context-1m-2025-08-07\"}}}}",
+        "{\"model\":\"claude-opus-4-7\",\"options\":{\"output_config\":{\"effort\":\"high\"}},"
+        "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}]}",
+        &rc);
+    assert_int_equal(rc, WEIR_OK);
+    char *body = mock_llm_request_body(m, 0), *beta = mock_llm_request_header(m, 0, "anthropic-beta");
+    char *team = mock_llm_request_header(m, 0, "x-team"), *key = mock_llm_request_header(m, 0, "x-api-key");
+    json_t *sent = json_loads(body, 0, NULL);
+    assert_string_equal(beta, "context-1m-2025-08-07");
+    assert_string_equal(team, "t1");
+    assert_string_equal(key, PT_KEY);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(sent, "thinking"), "type")), "adaptive");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(sent, "output_config"), "effort")),
+        "high");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(sent, "metadata"), "user_id")), "u1");
+    json_decref(sent);
+    free(body);
+    free(beta);
+    free(team);
+    free(key);
+    /* another model of the row: no beta header, no model options */
+    json_t *other = json_loads("{\"model\":\"claude-sonnet-4-5\",\"messages\":[{\"role\":"
+                               "\"user\",\"content\":[{\"type\":\"text\",\"text\":\"x\"}]}]}",
+                               0, NULL);
+    assert_int_equal(pt_host.provider->stream(pt_host.provider_self, NULL, other,
+                                              (weir_stream *)&pt_host),
+                     WEIR_OK);
+    beta = mock_llm_request_header(m, 1, "anthropic-beta");
+    body = mock_llm_request_body(m, 1);
+    assert_null(beta);
+    sent = json_loads(body, 0, NULL);
+    assert_null(json_object_get(sent, "thinking"));
+    assert_non_null(json_object_get(sent, "metadata"));
+    json_decref(sent);
+    free(body);
+    json_decref(other);
+    /* a hook's thinking the model refuses: INVALID_REQUEST naming it, nothing sent */
+    json_t *bad = json_loads("{\"model\":\"claude-opus-4-7\",\"options\":{\"thinking\":"
+                             "{\"type\":\"enabled\",\"budget_tokens\":1024}},\"messages\":[{\"role\":"
+                             "\"user\",\"content\":[{\"type\":\"text\",\"text\":\"x\"}]}]}",
+                             0, NULL);
+    json_decref(pt_host.chunks);
+    pt_host.chunks = json_array();
+    assert_int_equal(pt_host.provider->stream(pt_host.provider_self, NULL, bad,
+                                              (weir_stream *)&pt_host),
+                     WEIR_OK);
+    json_t *failure = json_object_get(pt_finish_reason(pt_host.chunks), "failure");
+    const char *fmsg = json_string_value(json_object_get(failure, "message"));
+    if (!json_object_get(failure, "code") ||
+        strcmp(json_string_value(json_object_get(failure, "code")), "INVALID_REQUEST") != 0 ||
+        !fmsg || !strstr(fmsg, "options.thinking: model \"claude-opus-4-7\""))
+        fail_msg("want INVALID_REQUEST naming the thinking option: %s", fmsg ? fmsg : "(none)");
+    assert_int_equal(mock_llm_requests(m), 2);
+    json_decref(bad);
+    mock_llm_stop(m);
+}
+
 int main(void) {
     pt_plugin_file = "weir-provider-anthropic.so";
     const struct CMUnitTest tests[] = {
@@ -863,6 +1050,12 @@ int main(void) {
                                         pt_plugin_setup, pt_plugin_teardown),
         cmocka_unit_test(default_max_tokens_is_the_models_max_output),
         cmocka_unit_test_setup_teardown(probe_keys_are_not_anthropics, pt_plugin_setup,
+                                        pt_plugin_teardown),
+        cmocka_unit_test(request_options_merge_last),
+        cmocka_unit_test(request_options_refuse_owned_keys),
+        cmocka_unit_test(request_refuses_a_thinking_mode_the_model_refuses),
+        cmocka_unit_test(plugin_refuses_thinking_the_model_refuses_at_load),
+        cmocka_unit_test_setup_teardown(plugin_sends_model_headers_and_options, pt_plugin_setup,
                                         pt_plugin_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
