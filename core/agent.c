@@ -85,7 +85,7 @@ static void deliver(weir_agent *a, const char *hook, const json_t *args, const j
                                  "event", event, "durable", durable, "after",
                                  (json_int_t)after);
         if (!item || json_array_insert_new(a->pending, queue_at(a, durable, after), item) != 0) {
-            fprintf(stderr, "weir: agent %s: out of memory, event %s dropped\n", a->id, hook);
+            weir__warn("weir: agent %s: out of memory, event %s dropped", a->id, hook);
             delivered(a, durable, after); /* what waits for it need not wait */
         }
         if (a->delivering) {
@@ -525,8 +525,8 @@ void weir_agent_close(weir_agent *a) {
      * logged with its outcome, undelivered (docs/tools.md). */
     weir__jobs_drain(a->jobs);
     if (a->created && weir__driver_settle_jobs(a, false, NULL) != WEIR_OK)
-        fprintf(stderr, "weir: agent %s: could not log the end of its background jobs\n",
-                a->id);
+        weir__warn("weir: agent %s: could not log the end of its background jobs",
+                   a->id);
     if (a->created) {
         json_t *args = json_pack("{s:s}", "agent", a->id);
         if (args)
@@ -715,7 +715,7 @@ static native_outcome try_native(weir_agent *a, json_t *msg) {
     if (!pe)
         return NATIVE_NONE;
     if (!kept) { /* out of memory: use the queue */
-        fprintf(stderr, "weir: agent %s: out of memory offering input %s natively\n", a->id, id);
+        weir__warn("weir: agent %s: out of memory offering input %s natively", a->id, id);
         return NATIVE_NONE;
     }
     weir_error e;
@@ -913,8 +913,8 @@ int weir__stream_steering(weir_stream *s, const char *input_id, const char *what
         json_decref(data);
         json_decref(op);
         if (rc == WEIR_OK && weir__inbox_remember(a->inbox, msg) != WEIR_OK)
-            fprintf(stderr, "weir: agent %s: out of memory remembering input %s\n", a->id,
-                    input_id);
+            weir__warn("weir: agent %s: out of memory remembering input %s", a->id,
+                       input_id);
         if (rc == WEIR_OK)
             steering_event(a, "applied", msg, s, NULL);
     } else if (refused) {

@@ -56,6 +56,15 @@ int weir__err(weir_error *err, int code, const char *plugin, const char *hook,
 int weir__verr(weir_error *err, int code, const char *plugin, const char *hook,
                const char *fmt, va_list ap) WEIR_PRINTF(5, 0);
 
+/* --- warnings (core/text_escape.c) ------------------------------------ */
+/*
+ * Print one line to stderr: the formatted message with every control
+ * character escaped (weir_text_escape; no newline in `fmt`), then "\n", in
+ * one write.  The core's warnings and the plugin log go through it.  Any
+ * thread; a message past 2 KiB is cut.
+ */
+void weir__warn(const char *fmt, ...) WEIR_PRINTF(1, 2);
+
 /* --- time and ids (core/util.c) --------------------------------------- */
 int64_t weir__now_ms(void);            /* wall clock, epoch ms */
 uint64_t weir__mono_us(void);          /* monotonic microseconds */

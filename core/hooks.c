@@ -848,10 +848,9 @@ static void count_failure(const weir_call *call, const listener *l, const char *
         !__atomic_compare_exchange_n(&rs->quarantined, &was, true, false, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE))
         return;
-    fprintf(stderr,
-            "weir: error: hook %s: row %s quarantined after %u consecutive failures "
-            "(max_failures %u): %s\n",
-            call->def->name, l->id, n, rs->pol.max_failures, msg);
+    weir__warn("weir: error: hook %s: row %s quarantined after %u consecutive failures "
+               "(max_failures %u): %s",
+               call->def->name, l->id, n, rs->pol.max_failures, msg);
     weir__hook_record rec = {.type = "hook/quarantined", .detail = msg, .failures = n};
     report(call, l, &rec);
 }
@@ -896,9 +895,9 @@ static json_t *run_hop(weir_call *call, size_t i) {
         const char *msg = here.failed ? here.msg : "returned no result";
         own_failure = msg;
         if (l->rs->pol.skip && call->def->mode != WEIR__HOOK_EMIT) {
-            fprintf(stderr, "weir: warning: hook %s: plugin %s failed: %s (on_error skip: "
-                            "passed on)\n",
-                    call->def->name, id, msg);
+            weir__warn("weir: warning: hook %s: plugin %s failed: %s (on_error skip: "
+                       "passed on)",
+                       call->def->name, id, msg);
             short_copy(detail, sizeof detail, msg);
             decision = "skip";
             here.failed = false;
@@ -946,8 +945,8 @@ static json_t *run_hop(weir_call *call, size_t i) {
     if (own_failure)
         count_failure(call, l, own_failure);
     if (l && l->rs && l->rs->pol.budget_ms && self > (uint64_t)l->rs->pol.budget_ms * 1000) {
-        fprintf(stderr, "weir: warning: hook %s: plugin %s took %.1f ms (budget_ms %u)\n",
-                call->def->name, id, (double)self / 1000.0, l->rs->pol.budget_ms);
+        weir__warn("weir: warning: hook %s: plugin %s took %.1f ms (budget_ms %u)",
+                   call->def->name, id, (double)self / 1000.0, l->rs->pol.budget_ms);
         weir__hook_record rec = {
             .type = "hook/slow", .latency_us = self, .budget_ms = l->rs->pol.budget_ms};
         report(call, l, &rec);
@@ -1029,8 +1028,8 @@ static json_t *invoke(const weir__hooks *h, const char *hook, weir_agent *agent,
             if (r)
                 json_decref(r);
             else if (call.failed)
-                fprintf(stderr, "weir: hook %s: plugin %s failed: %s\n", hook, c->v[i].id,
-                        call.fail_msg);
+                weir__warn("weir: hook %s: plugin %s failed: %s", hook, c->v[i].id,
+                           call.fail_msg);
         }
         return json_null();
     }

@@ -525,8 +525,9 @@ void weir__plugin_log(const weir_plugin *self, weir_log_level level, const char 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "weir[%s]: %s: %s\n", self && self->id ? self->id : "?",
-            weir__log_level_name(level), msg);
+    /* the plugin's text, escaped: one line that cannot drive the terminal */
+    weir__warn("weir[%s]: %s: %s", self && self->id ? self->id : "?",
+               weir__log_level_name(level), msg);
 }
 
 int weir__reg_open(weir_plugin *self, const char *what,

@@ -47,8 +47,8 @@ void weir__provenance_sink(weir_agent *a, const weir__hook_record *rec) {
                                     &e);
     json_decref(d);
     if (rc != WEIR_OK)
-        fprintf(stderr, "weir: warning: %s %s (row %s) not logged: %s\n", rec->type, rec->hook,
-                rec->row, e.text[0] ? e.text : weir_strerror(rc));
+        weir__warn("weir: warning: %s %s (row %s) not logged: %s", rec->type, rec->hook,
+                   rec->row, e.text[0] ? e.text : weir_strerror(rc));
 }
 
 size_t weir__provenance_mark(weir_agent *a) {

@@ -313,13 +313,13 @@ int weir_agent_take_store_inbox(weir_agent *a, size_t *taken, weir_error *err) {
         if (src == WEIR_E_DUPLICATE) {
             /* the log has another input under this id: it was delivered
              * already, this one can never be; say so and drop it */
-            fprintf(stderr, "weir: session %s: queued input '%s' dropped: %s\n", a->id, input_id,
-                    e.text);
+            weir__warn("weir: session %s: queued input '%s' dropped: %s", a->id, input_id,
+                       e.text);
         } else if (src == WEIR_E_LIMIT && !weir__agent_input_fits(a, msg)) {
             /* too long for this deployment, whenever it is taken: refused
              * for good, so it does not hold back the inputs after it */
-            fprintf(stderr, "weir: session %s: queued input '%s' refused: %s\n", a->id,
-                    input_id, e.text);
+            weir__warn("weir: session %s: queued input '%s' refused: %s", a->id,
+                       input_id, e.text);
         } else if (src != WEIR_OK) {
             /* a full queue or another failure: this row and the rest stay
              * queued; the caller backs off (a worker does not reclaim at once) */

@@ -42,8 +42,22 @@ void weir_cli_print_compact(const json_t *result);
  * 2.14 goes on past a key its growing buffer failed to take and reports
  * success, a line that is not JSON. */
 char *weir_cli_json_line(const json_t *v);
+/*
+ * Print one line to stderr: `pre` (the CLI's own terminal codes, a colour or
+ * "\r\033[K"; NULL: none), the message of `fmt` with every control
+ * character escaped (weir_text_escape: text from plugins, hooks, tools and
+ * servers can neither drive the terminal nor start a line of its own),
+ * `post` (NULL: none) and "\n".  Every warning, error and status line that
+ * carries such text goes through it.  Any thread.
+ */
+void weir_cli_say(const char *pre, const char *post, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* `text` escaped as weir_cli_say escapes it, into `buf` (`size` bytes, cut
+ * between characters); returns `buf`.  For a piece of a line drawn by
+ * hand (a status line). */
+const char *weir_cli_esc(char *buf, size_t size, const char *text);
 /* Print "weir: <what>: <err->text>" ("weir: <err->text>" when `what` is NULL)
- * to stderr and map the status to an exit code. */
+ * to stderr, escaped (weir_cli_say), and map the status to an exit code. */
 int weir_cli_fail(const char *what, const weir_error *err);
 /* Compose the -c files (none: the default deployment). Exit code on failure. */
 int weir_cli_compose(char *const *files, size_t nfiles, json_t **out);

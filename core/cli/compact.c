@@ -46,10 +46,20 @@ void weir_cli_print_compact(const json_t *r) {
                 json_integer_value(json_object_get(r, "tokens_before")),
                 json_integer_value(json_object_get(r, "tokens_after")));
         const char *id = json_string_value(json_object_get(r, "compaction_id"));
+        char idb[160];
         if (id && *id)
-            fprintf(out, " (%s)", id);
-    } else if (message) {
-        fprintf(out, ": %s", message);
+            fprintf(out, " (%s)", weir_cli_esc(idb, sizeof idb, id));
+    } else if (message) { /* a plugin's text: escaped, one line */
+        size_t n = weir_text_escape(NULL, 0, message);
+        char small[1024], *esc = n < sizeof small ? small : malloc(n + 1);
+        if (!esc) {
+            esc = small; /* cut */
+            n = sizeof small - 1;
+        }
+        weir_text_escape(esc, n + 1, message);
+        fprintf(out, ": %s", esc);
+        if (esc != small)
+            free(esc);
     }
     fputc('\n', out);
 }

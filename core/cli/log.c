@@ -123,8 +123,10 @@ static void print_event(FILE *out, const json_t *ev, json_t *calls) {
         const json_t *e = get(r, "error");
         fprintf(out, "--- turn %lld ended: %s", (long long)json_integer_value(get(d, "turn")),
                 str_or(get(r, "kind"), "?"));
+        char code[64], msg[1024]; /* plugin text: escaped, the line stays one */
         if (e)
-            fprintf(out, " (%s: %s)", str_or(get(e, "code"), "?"), str_or(get(e, "message"), ""));
+            fprintf(out, " (%s: %s)", weir_cli_esc(code, sizeof code, str_or(get(e, "code"), "?")),
+                    weir_cli_esc(msg, sizeof msg, str_or(get(e, "message"), "")));
         if (get(r, "cause"))
             fprintf(out, " (%s)", str_or(get(r, "cause"), ""));
         fputc('\n', out);
@@ -137,8 +139,10 @@ static void print_event(FILE *out, const json_t *ev, json_t *calls) {
                       json_is_true(get(d, "interrupted")) ? " [interrupted]" : "");
     } else if (!strcmp(type, "assistant/attempt")) {
         const json_t *f = get(d, "failure");
-        fprintf(out, "(attempt failed: %s: %s)\n", str_or(get(f, "code"), "?"),
-                str_or(get(f, "message"), ""));
+        char code[64], msg[1024];
+        fprintf(out, "(attempt failed: %s: %s)\n",
+                weir_cli_esc(code, sizeof code, str_or(get(f, "code"), "?")),
+                weir_cli_esc(msg, sizeof msg, str_or(get(f, "message"), "")));
     } else if (!strcmp(type, "tool/call")) {
         json_object_set_new(calls, str_or(get(d, "call_id"), ""), json_deep_copy(get(d, "name")));
     } else if (!strcmp(type, "tool/result")) {
@@ -309,8 +313,9 @@ static int why(const char *path, long long seq, bool as_json) {
                (long long)json_integer_value(get(ev, "seq")), s, str_or(get(d, "hook"), "?"),
                str_or(get(d, "decision"), "?"), str_or(get(d, "row"), "?"),
                str_or(get(d, "plugin"), "?"), (long long)json_integer_value(get(d, "latency_us")));
+        char detail[1024];
         if (get(d, "detail"))
-            printf("  %s", str_or(get(d, "detail"), ""));
+            printf("  %s", weir_cli_esc(detail, sizeof detail, str_or(get(d, "detail"), "")));
         fputc('\n', stdout);
     }
     if (!as_json && !shown)

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,9 +60,48 @@ char *weir_cli_json_line(const json_t *v) {
     return line;
 }
 
+void weir_cli_say(const char *pre, const char *post, const char *fmt, ...) {
+    char small[1024], esc_small[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    char *msg = small;
+    if (n >= (int)sizeof small && (msg = malloc((size_t)n + 1)) != NULL) {
+        va_start(ap, fmt);
+        vsnprintf(msg, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    } else if (n < 0 || !msg) {
+        msg = small; /* no memory for the whole line: the part that fit */
+    }
+    size_t len = weir_text_escape(NULL, 0, msg);
+    char *esc = len < sizeof esc_small ? esc_small : malloc(len + 1);
+    if (!esc) {
+        esc = esc_small; /* cut */
+        len = sizeof esc_small - 1;
+    }
+    weir_text_escape(esc, len + 1, msg);
+    flockfile(stderr); /* one line, not mixed with another thread's */
+    fputs(pre ? pre : "", stderr);
+    fputs(esc, stderr);
+    fputs(post ? post : "", stderr);
+    fputc('\n', stderr);
+    fflush(stderr);
+    funlockfile(stderr);
+    if (esc != esc_small)
+        free(esc);
+    if (msg != small)
+        free(msg);
+}
+
+const char *weir_cli_esc(char *buf, size_t size, const char *text) {
+    weir_text_escape(buf, size, text);
+    return buf;
+}
+
 int weir_cli_fail(const char *what, const weir_error *err) {
-    fprintf(stderr, "weir: %s%s%s\n", what ? what : "", what ? ": " : "",
-            err && err->text[0] ? err->text : weir_strerror(err ? (int)err->code : 0));
+    weir_cli_say(NULL, NULL, "weir: %s%s%s", what ? what : "", what ? ": " : "",
+                 err && err->text[0] ? err->text : weir_strerror(err ? (int)err->code : 0));
     if (!err)
         return WEIR_EXIT_FAIL;
     switch (err->code) {

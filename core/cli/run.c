@@ -197,13 +197,11 @@ static void progress_show(run_state *st, const json_t *data) {
                  json_number_value(total));
     else
         snprintf(amount, sizeof amount, "%g", json_number_value(json_object_get(p, "progress")));
-    char msg[64] = "";
-    const char *m = json_string_value(json_object_get(p, "message"));
-    for (size_t i = 0; m && m[i] && i + 1 < sizeof msg; i++)
-        msg[i] = (unsigned char)m[i] < 0x20 || m[i] == 0x7f ? ' ' : m[i];
-    fprintf(stderr, "\r\033[K%s[tool] %s: %s%s%s%s", sgr(st, SGR_DIM),
-            str_or(json_object_get(data, "name"), "?"), amount, msg[0] ? " " : "", msg,
-            sgr(st, SGR_OFF));
+    char msg[96], name[128];
+    weir_cli_esc(msg, sizeof msg, json_string_value(json_object_get(p, "message")));
+    weir_cli_esc(name, sizeof name, str_or(json_object_get(data, "name"), "?"));
+    fprintf(stderr, "\r\033[K%s[tool] %s: %s%s%s%s", sgr(st, SGR_DIM), name, amount,
+            msg[0] ? " " : "", msg, sgr(st, SGR_OFF));
     fflush(stderr);
     st->progress = true;
 }
@@ -259,10 +257,12 @@ static uint64_t mono_ms(void) {
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* "RATE_LIMIT 429" (code and HTTP status) into `out`. */
+/* "RATE_LIMIT 429" (code and HTTP status) into `out`, escaped (the code
+ * comes from a plugin). */
 static void failure_brief(const json_t *failure, char *out, size_t size) {
     const json_t *status = json_object_get(failure, "status");
-    const char *code = str_or(json_object_get(failure, "code"), "UNKNOWN");
+    char code[64];
+    weir_cli_esc(code, sizeof code, str_or(json_object_get(failure, "code"), "UNKNOWN"));
     if (json_is_integer(status) && json_integer_value(status) > 0)
         snprintf(out, size, "%s %" JSON_INTEGER_FORMAT, code, json_integer_value(status));
     else
@@ -382,17 +382,19 @@ static void route_line(run_state *st, const char *type, const json_t *data) {
         const char *provider = str_or(json_object_get(data, "provider"), "?");
         const char *state = str_or(json_object_get(data, "state"), "?");
         if (!strcmp(state, "open"))
-            fprintf(stderr,
-                    "weir: provider '%s': circuit breaker open for %.1f s (%" JSON_INTEGER_FORMAT
-                    " consecutive failures)\n",
-                    provider,
-                    (double)json_integer_value(json_object_get(data, "cooldown_ms")) / 1000.0,
-                    json_integer_value(json_object_get(data, "failures")));
+            weir_cli_say(NULL, NULL,
+                         "weir: provider '%s': circuit breaker open for %.1f s "
+                         "(%" JSON_INTEGER_FORMAT " consecutive failures)",
+                         provider,
+                         (double)json_integer_value(json_object_get(data, "cooldown_ms")) /
+                             1000.0,
+                         json_integer_value(json_object_get(data, "failures")));
         else if (!strcmp(state, "half_open"))
-            fprintf(stderr, "weir: provider '%s': circuit breaker half-open: one probe request\n",
-                    provider);
+            weir_cli_say(NULL, NULL,
+                         "weir: provider '%s': circuit breaker half-open: one probe request",
+                         provider);
         else
-            fprintf(stderr, "weir: provider '%s': circuit breaker %s\n", provider, state);
+            weir_cli_say(NULL, NULL, "weir: provider '%s': circuit breaker %s", provider, state);
         return;
     }
     static const char *const reasons[][2] = {{"retries", "retries spent"},
@@ -407,11 +409,11 @@ static void route_line(run_state *st, const char *type, const json_t *data) {
     const json_t *from = json_object_get(data, "from"), *to = json_object_get(data, "to");
     char brief[96];
     failure_brief(json_object_get(data, "failure"), brief, sizeof brief);
-    fprintf(stderr, "weir: falling back from %s/%s to %s/%s (%s, %s)\n",
-            str_or(json_object_get(from, "provider"), "?"),
-            str_or(json_object_get(from, "model"), "?"),
-            str_or(json_object_get(to, "provider"), "?"),
-            str_or(json_object_get(to, "model"), "?"), brief, reason);
+    weir_cli_say(NULL, NULL, "weir: falling back from %s/%s to %s/%s (%s, %s)",
+                 str_or(json_object_get(from, "provider"), "?"),
+                 str_or(json_object_get(from, "model"), "?"),
+                 str_or(json_object_get(to, "provider"), "?"),
+                 str_or(json_object_get(to, "model"), "?"), brief, reason);
 }
 
 /* A turn failure about the provider route (the deployment names none, or
@@ -450,8 +452,9 @@ static void on_durable(run_state *st, const json_t *event) {
         wait_set(st, WAIT_HOOKS, "the hooks");
     } else if (!strcmp(type, "tool/call")) {
         char what[160];
-        snprintf(what, sizeof what, "tool %.100s and its hooks",
-                 str_or(json_object_get(data, "name"), "?"));
+        char name[112];
+        weir_cli_esc(name, sizeof name, str_or(json_object_get(data, "name"), "?"));
+        snprintf(what, sizeof what, "tool %s and its hooks", name);
         wait_set(st, WAIT_HOOKS, what);
     } else if (!strcmp(type, "turn/end") || !strcmp(type, "llm/retry") ||
                !strncmp(type, "compaction/", 11)) {
@@ -476,11 +479,10 @@ static void on_durable(run_state *st, const json_t *event) {
         content_text(json_object_get(block, "content"), text, sizeof text);
         progress_clear(st);
         end_text_line(st);
-        fprintf(stderr, "%s[tool] %s %s -> %s%s%s\n", sgr(st, SGR_DIM),
-                str_or(json_object_get(call, "name"), "?"),
-                str_or(json_object_get(call, "arguments"), ""),
-                json_is_true(json_object_get(block, "is_error")) ? "error: " : "", text,
-                sgr(st, SGR_OFF));
+        weir_cli_say(sgr(st, SGR_DIM), sgr(st, SGR_OFF), "[tool] %s %s -> %s%s",
+                     str_or(json_object_get(call, "name"), "?"),
+                     str_or(json_object_get(call, "arguments"), ""),
+                     json_is_true(json_object_get(block, "is_error")) ? "error: " : "", text);
     } else if (!strcmp(type, "compaction/start") && st->status) {
         json_t *msgs = st->agent ? weir_agent_messages(st->agent) : NULL;
         end_text_line(st);
@@ -495,16 +497,17 @@ static void on_durable(run_state *st, const json_t *event) {
         st->compacting = false;
         const json_t *e = json_object_get(data, "error");
         if (!strcmp(type, "compaction/breaker"))
-            fprintf(stderr, "weir: compaction stopped for this turn (%s)\n",
-                    str_or(json_object_get(data, "reason"), "breaker"));
+            weir_cli_say(NULL, NULL, "weir: compaction stopped for this turn (%s)",
+                         str_or(json_object_get(data, "reason"), "breaker"));
         else if (json_is_true(json_object_get(data, "ok")))
             fprintf(stderr, "weir: compacted: %lld -> %lld tokens\n",
                     (long long)json_integer_value(json_object_get(data, "tokens_before")),
                     (long long)json_integer_value(json_object_get(data, "tokens_after")));
         else
-            fprintf(stderr, "weir: compaction failed: %s\n",
-                    json_is_string(e) ? json_string_value(e)
-                                      : str_or(json_object_get(e, "message"), "unknown error"));
+            weir_cli_say(NULL, NULL, "weir: compaction failed: %s",
+                         json_is_string(e)
+                             ? json_string_value(e)
+                             : str_or(json_object_get(e, "message"), "unknown error"));
     } else if (!strcmp(type, "turn/start")) {
         st->turn_failed = false;
     } else if (!strcmp(type, "turn/end")) {
@@ -516,22 +519,22 @@ static void on_durable(run_state *st, const json_t *event) {
             const char *code = str_or(json_object_get(e, "code"), "UNKNOWN");
             /* IO: the log could not be written; the run's own error says so, once */
             if (strcmp(code, "IO") != 0) {
-                fprintf(stderr, "%sweir: turn failed: %s: %s%s\n", sgr(st, SGR_RED), code,
-                        str_or(json_object_get(e, "message"), ""), sgr(st, SGR_OFF));
+                weir_cli_say(sgr(st, SGR_RED), sgr(st, SGR_OFF), "weir: turn failed: %s: %s", code,
+                             str_or(json_object_get(e, "message"), ""));
                 provider_hint(st, code, str_or(json_object_get(e, "message"), ""));
             }
             st->turn_failed = true;
         } else if (!strcmp(kind, "aborted")) {
-            fprintf(stderr, "weir: turn cancelled (%s)\n",
-                    str_or(json_object_get(reason, "cause"), "user"));
+            weir_cli_say(NULL, NULL, "weir: turn cancelled (%s)",
+                         str_or(json_object_get(reason, "cause"), "user"));
             st->turn_failed = true;
         } else if (!strcmp(kind, "blocked")) {
             /* the row whose agent/pre-step listener rejected, and its reason */
             const char *by = json_string_value(json_object_get(reason, "plugin"));
             const char *why = json_string_value(json_object_get(reason, "reason"));
-            fprintf(stderr, "%sweir: turn blocked by %s%s%s%s%s\n", sgr(st, SGR_RED),
-                    by ? "plugin " : "a plugin", by ? by : "", why ? ": " : "", why ? why : "",
-                    sgr(st, SGR_OFF));
+            weir_cli_say(sgr(st, SGR_RED), sgr(st, SGR_OFF), "weir: turn blocked by %s%s%s%s",
+                         by ? "plugin " : "a plugin", by ? by : "", why ? ": " : "",
+                         why ? why : "");
             st->turn_failed = true;
         } else if (!strcmp(kind, "max-tokens")) {
             fprintf(stderr, "weir: the answer hit max_tokens\n");
@@ -903,12 +906,13 @@ static int repl(weir_agent *agent, run_state *st) {
         } else if (clen == 4 && !strncmp(cmd, "help", 4)) {
             fputs(repl_help, stderr);
         } else if (clen == 7 && !strncmp(cmd, "session", 7)) {
-            fprintf(stderr, "weir: session %s (%s)\n", weir_agent_id(agent),
-                    weir_agent_log_path(agent));
+            weir_cli_say(NULL, NULL, "weir: session %s (%s)", weir_agent_id(agent),
+                         weir_agent_log_path(agent));
         } else if (clen == 7 && !strncmp(cmd, "compact", 7)) {
             rc = repl_compact(agent, arg);
         } else {
-            fprintf(stderr, "weir: unknown command /%.*s (/help lists them)\n", (int)clen, cmd);
+            weir_cli_say(NULL, NULL, "weir: unknown command /%.*s (/help lists them)", (int)clen,
+                         cmd);
         }
         free(line);
         if (quit || rc > WEIR_EXIT_FAIL)
@@ -1102,8 +1106,8 @@ static int run_common(int argc, char **argv, bool resume) {
         if (!existed)
             created = strdup(weir_agent_log_path(agent));
         if (!st.json) {
-            fprintf(stderr, "weir: session %s (%s)\n", weir_agent_id(agent),
-                    weir_agent_log_path(agent));
+            weir_cli_say(NULL, NULL, "weir: session %s (%s)", weir_agent_id(agent),
+                         weir_agent_log_path(agent));
         } else { /* the live session event first, then what opening logged */
             json_t *ev = json_pack("{s:s, s:I, s:{s:s, s:s}}", "type", "session", "time",
                                    (json_int_t)wall_ms(), "data", "session_id",
@@ -1123,8 +1127,9 @@ static int run_common(int argc, char **argv, bool resume) {
         weir_error_clear(&ierr);
         if ((prompt || isatty(STDIN_FILENO)) &&
             weir_agent_take_store_inbox(agent, NULL, &ierr) != WEIR_OK)
-            fprintf(stderr, "weir: session %s: the store's queued input stays queued: %s\n",
-                    weir_agent_id(agent), ierr.text);
+            weir_cli_say(NULL, NULL,
+                         "weir: session %s: the store's queued input stays queued: %s",
+                         weir_agent_id(agent), ierr.text);
         pthread_t th;
         bool sig = sig_start(agent, !prompt && isatty(STDIN_FILENO), &th);
         if (prompt) {

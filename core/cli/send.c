@@ -112,7 +112,7 @@ int weir_cmd_send(int argc, char **argv) {
         if (qrc == WEIR_OK) {
             printf("%s for %s (%s)\n", dup ? "already queued" : "queued", sid, mode_name);
         } else if (qrc == WEIR_E_DUPLICATE || qrc == WEIR_E_LIMIT) {
-            fprintf(stderr, "weir send: refused: %s\n", err.text);
+            weir_cli_say(NULL, NULL, "weir send: refused: %s", err.text);
             rc = WEIR_EXIT_FAIL;
         } else {
             rc = weir_cli_fail("send", &err);
@@ -127,8 +127,8 @@ int weir_cmd_send(int argc, char **argv) {
     weir_agent *agent = NULL;
     int orc = weir_agent_open(host, &opts, &agent, &err);
     if (orc == WEIR_E_BUSY) {
-        fprintf(stderr, "weir send: refused: %s; send the input to that process instead\n",
-                err.text);
+        weir_cli_say(NULL, NULL, "weir send: refused: %s; send the input to that process instead",
+                     err.text);
         rc = WEIR_EXIT_IO;
     } else if (orc != WEIR_OK) {
         rc = weir_cli_fail("open session", &err);

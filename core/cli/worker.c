@@ -368,11 +368,13 @@ static int run_steered(slot *s, weir_agent *agent, size_t *taken, weir_error *er
 static void fail_line(worker *w, const char *id, const char *what, const char *why) {
     int64_t delay = backoff_fail(w, id);
     if (delay > 0)
-        fprintf(stderr, "weir worker: failed %s: cannot %s: %s (not claimed again for %lld ms)\n",
-                id, what, why, (long long)delay);
+        weir_cli_say(NULL, NULL,
+                     "weir worker: failed %s: cannot %s: %s (not claimed again for %lld ms)", id,
+                     what, why, (long long)delay);
     else
-        fprintf(stderr, "weir worker: failed %s: cannot %s: %s (no memory to hold it back)\n",
-                id, what, why);
+        weir_cli_say(NULL, NULL,
+                     "weir worker: failed %s: cannot %s: %s (no memory to hold it back)", id,
+                     what, why);
 }
 
 /* One claimed session, on its own thread. */
@@ -571,13 +573,13 @@ static int claim_loop(worker *w, long poll_ms, bool exit_when_idle) {
             continue;
         }
         if (rc == WEIR_E_UNSUPPORTED) {
-            fprintf(stderr, "weir worker: %s\n", err.text);
+            weir_cli_say(NULL, NULL, "weir worker: %s", err.text);
             return WEIR_EXIT_CONFIG;
         }
         if (rc != WEIR_E_NOT_FOUND) {
             /* the server is away (restarting): claim again after a poll */
             if (now_ms() >= quiet_until) {
-                fprintf(stderr, "weir worker: claim: %s (trying again)\n", err.text);
+                weir_cli_say(NULL, NULL, "weir worker: claim: %s (trying again)", err.text);
                 quiet_until = now_ms() + 10 * poll_ms;
             }
             pthread_mutex_lock(&w->mu);

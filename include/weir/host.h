@@ -158,6 +158,27 @@ WEIR_API int weir_hook_catalog_write(FILE *out, bool markdown);
  */
 WEIR_API int weir_event_catalog_write(FILE *out, bool markdown);
 
+/**
+ * Escape `text` for one line of a terminal or a log line: plugin, hook, tool
+ * and server text shown by a host can then neither move the cursor, clear
+ * the screen, set a window title nor start a line of its own.  Every
+ * control character becomes visible: newline, carriage return and tab as
+ * `\n` `\r` `\t`, the other C0 characters and DEL as `\xNN` (ESC is
+ * `\x1b`), the C1 characters encoded as UTF-8 (U+0080-U+009F) as `\u0080`
+ * ... `\u009f`, and a byte that is not part of valid UTF-8 as `\xNN`.
+ * Printable ASCII (the backslash too) and valid UTF-8 are copied as they
+ * are.  `weir` prints every warning, log and status line through it.
+ * @param out   receives at most `size` bytes, NUL-terminated when `size` >
+ *              0, cut between characters (never inside one or an escape);
+ *              may be NULL when `size` is 0, to measure.
+ * @param text  borrowed; NULL is "".
+ * @return the length of the whole escaped text, without the NUL (as
+ *         snprintf: a value >= `size` means `out` holds a cut prefix).
+ * Thread-safety: any thread; allocates nothing.
+ * Since: 1.7
+ */
+WEIR_API size_t weir_text_escape(char *out, size_t size, const char *text);
+
 /* ------------------------------------------------------------------------ */
 /* Agents                                                                    */
 /* ------------------------------------------------------------------------ */
