@@ -1029,8 +1029,8 @@ int weir__driver_settle_jobs(weir_agent *a, bool deliver, weir_error *err) {
                 if (err)
                     *err = e;
             } else {
-                fprintf(stderr, "weir: agent %s: background job %s result lost: %s\n", a->id,
-                        job_id, e.text);
+                weir__warn("weir: agent %s: background job %s result lost: %s", a->id, job_id,
+                           e.text);
             }
         }
         size_t i;

@@ -537,7 +537,7 @@ static int open_common(weir__store_ref store, const char *id, const char *path, 
     if (buf)
         vt->buffer_free(store.self, buf);
     if (rc == WEIR_OK && good < len && !readonly) {
-        fprintf(stderr, "weir: %s: dropped a torn last line (%zu bytes)\n", path, len - good);
+        weir__warn("weir: %s: dropped a torn last line (%zu bytes)", path, len - good);
         if (vt->truncate)
             rc = vt->truncate(store.self, log->handle, good, err);
     }

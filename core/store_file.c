@@ -157,10 +157,9 @@ static void warn_loose_dir(const char *path) {
     pthread_mutex_lock(&mu);
     if (strcmp(warned, dir) != 0) {
         snprintf(warned, sizeof warned, "%s", dir);
-        fprintf(stderr,
-                "weir: warning: session directory %s can be read by others (mode %04o); "
-                "logs hold whole conversations: chmod 700 it\n",
-                dir, (unsigned)(st.st_mode & 07777));
+        weir__warn("weir: warning: session directory %s can be read by others (mode %04o); "
+                   "logs hold whole conversations: chmod 700 it",
+                   dir, (unsigned)(st.st_mode & 07777));
     }
     pthread_mutex_unlock(&mu);
 }

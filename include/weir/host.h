@@ -175,7 +175,7 @@ WEIR_API int weir_event_catalog_write(FILE *out, bool markdown);
  * @return the length of the whole escaped text, without the NUL (as
  *         snprintf: a value >= `size` means `out` holds a cut prefix).
  * Thread-safety: any thread; allocates nothing.
- * Since: 1.7
+ * Since: 0.1
  */
 WEIR_API size_t weir_text_escape(char *out, size_t size, const char *text);
 
