@@ -326,22 +326,6 @@ static size_t resume_at(pc_memo *m, size_t p) {
     return r;
 }
 
-/* Append ,"key":value for each option that is not null. */
-static int add_options(pc_buf *out, const json_t *opts, char *msg, size_t size) {
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)(uintptr_t)opts, key, v) {
-        if (json_is_null(v))
-            continue;
-        if (pc_buf_add(out, ",", 1) || pc_buf_str(out, key, strlen(key)) ||
-            pc_buf_add(out, ":", 1))
-            return PC_OOM(msg, size);
-        if (pc_buf_json(out, v, msg, size) != 0)
-            return -1;
-    }
-    return 0;
-}
-
 int anthropic_request_build(const json_t *request, long default_max_tokens, pc_cache *cache,
                             pc_memo *memo, char *msg, size_t size) {
     return anthropic_request_build_ex(request, NULL, default_max_tokens, cache, memo, msg, size);
@@ -442,7 +426,7 @@ int anthropic_request_build_ex(const json_t *request, pc_extra *extra, long defa
          pc_buf_json(out, temperature, msg, size) != 0))
         rc = PC_OOM(msg, size);
     if (rc == 0 && opts)
-        rc = add_options(out, opts, msg, size);
+        rc = pc_options_append(out, opts, msg, size);
     if (rc == 0 && pc_buf_add(out, ",\"stream\":true}", 15) != 0)
         rc = PC_OOM(msg, size);
     free(a.results.p);

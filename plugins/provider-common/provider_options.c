@@ -4,6 +4,8 @@
  */
 #include "provider_options.h"
 
+#include "provider_common.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -107,6 +109,21 @@ int pc_options_check(const json_t *options, const char *const *owned, const char
             snprintf(msg, size, "%s.thinking: model \"%s\" %s", where, model, why);
             return -1;
         }
+    }
+    return 0;
+}
+
+int pc_options_append(pc_buf *out, const json_t *opts, char *msg, size_t size) {
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)(uintptr_t)opts, key, v) {
+        if (json_is_null(v))
+            continue;
+        if (pc_buf_add(out, ",", 1) || pc_buf_str(out, key, strlen(key)) ||
+            pc_buf_add(out, ":", 1))
+            return PC_OOM(msg, size);
+        if (pc_buf_json(out, v, msg, size) != 0)
+            return -1;
     }
     return 0;
 }

@@ -60,4 +60,12 @@ json_t *pc_options_merge(const json_t *base, const json_t *over);
 int pc_options_check(const json_t *options, const char *const *owned, const char *model,
                      const char *where, char *msg, size_t size);
 
+/*
+ * Append ,"key":value to the request body `out` for each member of the
+ * merged `opts` (borrowed) that is not null (a null drops what the
+ * provider would write).  0, or -1 with `msg` saying why (out of memory).
+ */
+struct pc_buf;
+int pc_options_append(struct pc_buf *out, const json_t *opts, char *msg, size_t size);
+
 #endif /* WEIR_PROVIDER_OPTIONS_H */

@@ -352,21 +352,6 @@ static bool temperature_taken(const pc_model_entry *rules, const json_t *opts) {
     return !effort || strcmp(effort, "none") == 0;
 }
 
-/* Append ,"key":value for each option that is not null. */
-static int add_options(pc_buf *out, const json_t *opts, char *msg, size_t size) {
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)(uintptr_t)opts, key, v) {
-        if (json_is_null(v))
-            continue;
-        if (ADD(out, ",") || pc_buf_str(out, key, strlen(key)) || ADD(out, ":"))
-            return PC_OOM(msg, size);
-        if (pc_buf_json(out, v, msg, size) != 0)
-            return -1;
-    }
-    return 0;
-}
-
 int openai_request_build(const json_t *request, pc_cache *cache, pc_memo *memo, char *msg,
                          size_t size) {
     return openai_request_build_ex(request, NULL, cache, memo, msg, size);
@@ -454,7 +439,7 @@ int openai_request_build_ex(const json_t *request, pc_extra *extra, pc_cache *ca
     }
     if (rc == 0 && cs)
         rc = ADD(out, ",\"tool_choice\":") || pc_buf_str(out, cs, strlen(cs));
-    if (rc == 0 && opts && add_options(out, opts, msg, size) != 0)
+    if (rc == 0 && opts && pc_options_append(out, opts, msg, size) != 0)
         goto fail;
     if (rc != 0 || ADD(out, ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}")) {
         PC_OOM(msg, size);
