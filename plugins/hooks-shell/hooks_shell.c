@@ -4,6 +4,8 @@
  * (docs/hooks-shell.md).
  *
  *   PreToolUse          tools/pre-execute    deny / ask / defer / allow, updatedInput
+ *   PermissionRequest   tools/pre-execute    (after PreToolUse, unless it blocked)
+ *                                            decision allow / deny, updatedInput, interrupt
  *   PostToolUse(Failure) tools/post-execute  block + reason, additionalContext,
  *                                            updatedToolOutput
  *   UserPromptSubmit    agent/pre-step       (human input only) block, context
@@ -20,8 +22,8 @@
  * timeout is killed and counts as a non-blocking error.  A hook that gives
  * no answer at all (it could not be started, waited for, or read: EMFILE,
  * EAGAIN, ENOMEM, a program that cannot be executed...) is not a non-blocking
- * error: on PreToolUse it blocks the call unless the row's `guard_failure`
- * is "allow"; elsewhere it is a warning.
+ * error: on PreToolUse and PermissionRequest it blocks the call unless the
+ * row's `guard_failure` is "allow"; elsewhere it is a warning.
  *
  * Threads: the listeners run on the agent's driver thread (post-execute of
  * a background job on the settling thread); the groups are read-only after
@@ -67,16 +69,18 @@ typedef enum ev {
     EV_PRE_COMPACT,
     EV_SESSION_START,
     EV_SESSION_END,
+    EV_PERM_REQUEST,
     EV_COUNT
 } ev;
 
 static const char *const EV_NAMES[EV_COUNT] = {
     "PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit",
-    "Stop",       "PreCompact",  "SessionStart",       "SessionEnd"};
+    "Stop",       "PreCompact",  "SessionStart",       "SessionEnd",
+    "PermissionRequest"};
 
 /* Claude Code events weir has no place for: skipped with a note. */
 static const char *const EV_SKIPPED[] = {
-    "PermissionRequest", "PermissionDenied", "PostToolBatch", "Notification", "SubagentStart",
+    "PermissionDenied", "PostToolBatch", "Notification", "SubagentStart",
     "SubagentStop", "StopFailure", "PostCompact", "Setup", "UserPromptExpansion",
     "TeammateIdle", "TaskCreated", "TaskCompleted", "InstructionsLoaded", "ConfigChange",
     "CwdChanged", "DirectoryAdded", "FileChanged", "WorktreeCreate", "WorktreeRemove",
@@ -117,8 +121,9 @@ typedef struct state {
     size_t ngroups;
     char *cwd;             /* absolute: the hooks' cwd and CLAUDE_PROJECT_DIR */
     long long timeout_ms;  /* config `timeout`, or 0 */
-    bool guard_allow;      /* config `guard_failure` "allow": a PreToolUse hook that
-                              cannot run is skipped (fail open); default "block" */
+    bool guard_allow;      /* config `guard_failure` "allow": a PreToolUse or
+                              PermissionRequest hook that cannot run is skipped
+                              (fail open); default "block" */
     bool has[EV_COUNT];
     pthread_mutex_t mu;    /* agents, nagents and every agent_state */
     agent_state **agents;
@@ -660,7 +665,9 @@ typedef struct outcome {
     bool halt;            /* continue:false */
     char *stop_reason;
     json_t *contexts;     /* [strings]: additionalContext and (where it counts) plain stdout */
-    int perm;             /* PreToolUse: 0 none, 1 allow, 2 ask, 3 defer, 4 deny */
+    int perm;             /* PreToolUse: 0 none, 1 allow, 2 ask, 3 defer, 4 deny;
+                             PermissionRequest: 0 none, 1 allow, 4 deny */
+    bool interrupt;       /* PermissionRequest: a deny with interrupt:true */
     char *perm_reason;
     json_t *updated_input;
     json_t *updated_output;
@@ -860,6 +867,42 @@ static void add_failure(outcome *o, const char *fmt, ...) {
     o->failure = strdup(line); /* NULL on OOM: the count still blocks */
 }
 
+/* PermissionRequest's hookSpecificOutput.decision: {behavior: "allow"|"deny",
+ * message? (deny), updatedInput? (allow), interrupt? (deny)}; any deny wins. */
+static void read_permission(state *s, const answer *a, const json_t *hso, outcome *o) {
+    const json_t *d = json_object_get(hso, "decision");
+    if (!d)
+        return;
+    const char *behavior = json_string_value(json_object_get(d, "behavior"));
+    int rank = !json_is_object(d) || !behavior      ? -1
+               : strcmp(behavior, "allow") == 0 ? 1
+               : strcmp(behavior, "deny") == 0  ? 4
+                                                 : -1;
+    if (rank < 0) {
+        weir_log(s->self, WEIR_LOG_WARN, "PermissionRequest hook `%s` error: decision.behavior "
+                 "is not \"allow\" or \"deny\"; ignored", a->h->label);
+        return;
+    }
+    const char *msg = json_string_value(json_object_get(d, "message"));
+    if (rank > o->perm) {
+        o->perm = rank;
+        free(o->perm_reason);
+        o->perm_reason = msg ? clean_text(msg) : NULL;
+    }
+    if (rank == 4) {
+        if (a->p.status == 2 && msg)
+            set_str(&o->reason, msg); /* exit 2 with a deny: the JSON's message */
+        if (json_is_true(json_object_get(d, "interrupt")))
+            o->interrupt = true;
+        return;
+    }
+    const json_t *ui = json_object_get(d, "updatedInput");
+    if (json_is_object(ui)) {
+        json_decref(o->updated_input);
+        o->updated_input = json_deep_copy(ui); /* the last to finish wins */
+    }
+}
+
 /* Read one answer into the outcome (docs/hooks-shell.md, "Answers"). */
 static void read_answer(state *s, ev e, answer *a, outcome *o) {
     const hs_proc *p = &a->p;
@@ -968,6 +1011,8 @@ static void read_answer(state *s, ev e, answer *a, outcome *o) {
             json_decref(o->updated_input);
             o->updated_input = json_deep_copy(ui); /* the last to finish wins */
         }
+    } else if (e == EV_PERM_REQUEST) {
+        read_permission(s, a, hso, o);
     } else if (decision && strcmp(decision, "block") == 0 && e != EV_SESSION_START &&
                e != EV_SESSION_END) {
         o->block = true;
@@ -1000,7 +1045,9 @@ static bool any_matches(const state *s, ev e, const char *match) {
 }
 
 /* Whether a hook of `e` that gives no answer blocks what it guards. */
-static bool fails_closed(const state *s, ev e) { return e == EV_PRE_TOOL && !s->guard_allow; }
+static bool fails_closed(const state *s, ev e) {
+    return (e == EV_PRE_TOOL || e == EV_PERM_REQUEST) && !s->guard_allow;
+}
 
 /* The hooks of `e` gave no answer (o->failed of them): one line for all. */
 static void report_failures(state *s, ev e, const outcome *o) {
@@ -1188,6 +1235,68 @@ static json_t *ask_host(state *s, weir_agent *agent, const json_t *args, const j
     return deny(buf);
 }
 
+/* The deny of a call whose `e` hooks could not run (guard_failure "block"). */
+static json_t *deny_unrun(ev e, const outcome *o) {
+    char first[120], buf[900];
+    snprintf(first, sizeof first, "a %s hook could not run (out of memory)", EV_NAMES[e]);
+    snprintf(buf, sizeof buf,
+             "%s; the call is blocked: a %s hook that cannot run does not allow it "
+             "(hooks-shell guard_failure \"block\")",
+             o->failure ? o->failure : first, EV_NAMES[e]);
+    return deny(buf);
+}
+
+/*
+ * PermissionRequest at weir's permission point: after the PreToolUse hooks
+ * of a call that they did not block.  `input` (borrowed) is what the call
+ * would run with; it is not used after the hooks ran.  Returns a deny, or
+ * NULL: then *verdict is 1 when a hook allowed the call (0: no decision),
+ * and an allow's updatedInput has replaced *updated.
+ */
+static json_t *permission_request(state *s, weir_call *call, weir_agent *agent,
+                                  const char *name, json_t *input, json_t **updated,
+                                  int *verdict) {
+    *verdict = 0;
+    if (!s->has[EV_PERM_REQUEST])
+        return NULL;
+    json_t *fields = json_pack("{s:s, s:O, s:[]}", "tool_name", name ? name : "", "tool_input",
+                               input, "permission_suggestions");
+    if (!fields)
+        return fails_closed(s, EV_PERM_REQUEST) && any_matches(s, EV_PERM_REQUEST, name)
+                   ? deny("hooks-shell: PermissionRequest: out of memory; the call is blocked")
+                   : NULL;
+    outcome o;
+    bool ran = run_event(s, call, agent, EV_PERM_REQUEST, name, fields, &o);
+    json_decref(fields);
+    if (!ran)
+        return NULL;
+    json_t *res = NULL;
+    const char *aid = agent ? weir_agent_id(agent) : NULL;
+    if (o.halt) {
+        if (aid)
+            set_halt(s, aid, o.stop_reason);
+        res = deny(o.stop_reason ? o.stop_reason : "a PermissionRequest hook stopped the agent");
+    } else if (o.block) { /* exit 2: nothing overrides it */
+        res = deny(o.reason);
+    } else if (o.perm == 4) {
+        res = deny(o.perm_reason ? o.perm_reason : "denied by a PermissionRequest hook");
+    } else if (o.failed && fails_closed(s, EV_PERM_REQUEST)) {
+        res = deny_unrun(EV_PERM_REQUEST, &o);
+    } else if (o.perm == 1) {
+        *verdict = 1;
+        if (o.updated_input) {
+            json_decref(*updated);
+            *updated = o.updated_input;
+            o.updated_input = NULL;
+        }
+    }
+    if (res && o.interrupt && !o.halt && aid) /* deny + interrupt: the turn ends too */
+        set_halt(s, aid, o.perm_reason ? o.perm_reason
+                                       : "interrupted by a PermissionRequest hook");
+    outcome_clear(&o);
+    return res;
+}
+
 static json_t *on_pre_tool(weir_call *call, const json_t *args, void *ud) {
     state *s = ud;
     weir_agent *agent = weir_call_agent(call);
@@ -1203,9 +1312,10 @@ static json_t *on_pre_tool(weir_call *call, const json_t *args, void *ud) {
         return NULL;
     }
     outcome o;
+    memset(&o, 0, sizeof o);
     bool ran = fields && run_event(s, call, agent, EV_PRE_TOOL, name, fields, &o);
     json_decref(fields);
-    if (!ran) {
+    if (!ran && !any_matches(s, EV_PERM_REQUEST, name)) {
         json_decref(input);
         return weir_next(call);
     }
@@ -1226,16 +1336,20 @@ static json_t *on_pre_tool(weir_call *call, const json_t *args, void *ud) {
                    "(tool_deferred)");
     } else if (o.failed && fails_closed(s, EV_PRE_TOOL)) {
         /* a guard that could not run does not allow the call (docs/hooks-shell.md) */
-        char buf[900];
-        snprintf(buf, sizeof buf,
-                 "%s; the call is blocked: a PreToolUse hook that cannot run does not allow "
-                 "it (hooks-shell guard_failure \"block\")",
-                 o.failure ? o.failure : "a PreToolUse hook could not run (out of memory)");
-        res = deny(buf);
-    } else if (o.perm == 2) {
-        bool allowed = false;
-        res = ask_host(s, agent, args, o.updated_input ? o.updated_input : input, o.perm_reason,
-                       &allowed);
+        res = deny_unrun(EV_PRE_TOOL, &o);
+    }
+    if (!res) {
+        /* not blocked by PreToolUse: the permission decision (PermissionRequest),
+         * on the input the call would run with; an ask it leaves open goes to
+         * the host */
+        int verdict = 0;
+        res = permission_request(s, call, agent, name, o.updated_input ? o.updated_input : input,
+                                 &o.updated_input, &verdict);
+        if (!res && o.perm == 2 && verdict == 0) {
+            bool allowed = false;
+            res = ask_host(s, agent, args, o.updated_input ? o.updated_input : input,
+                           o.perm_reason, &allowed);
+        }
     }
     if (!res) {
         const char *cid = json_string_value(json_object_get(args, "call_id"));
@@ -1575,7 +1689,7 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
         const char *hook;
         weir_hook_fn fn;
     } regs[] = {
-        {s->has[EV_PRE_TOOL], "tools/pre-execute", on_pre_tool},
+        {s->has[EV_PRE_TOOL] || s->has[EV_PERM_REQUEST], "tools/pre-execute", on_pre_tool},
         {s->has[EV_PRE_TOOL] || s->has[EV_POST_TOOL] || s->has[EV_POST_TOOL_FAIL],
          "tools/post-execute", on_post_tool},
         {true, "agent/pre-step", on_pre_step}, /* continue:false ends the turn here */

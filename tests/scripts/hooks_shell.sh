@@ -19,6 +19,10 @@
 #      cannot be executed, an exit code lost to an ignored SIGCHLD) block the
 #      call, naming the hook and the OS error; guard_failure "allow" goes on
 #      with a warning; a bad value is a load error naming the key
+#  11. PermissionRequest runs after the PreToolUse hooks of a call they did
+#      not block (and not after a block): a JSON deny blocks with its message,
+#      exit 2 with stderr, allow runs it (with updatedInput), one that
+#      cannot start blocks it, and a deny with interrupt:true ends the turn
 # `weir log --check` passes on every session written.
 set -- openai
 . "$(dirname "$0")/providers_lib.sh"
@@ -273,6 +277,65 @@ if env --ignore-signal=CHLD true 2>/dev/null; then
 else
     echo "note: env --ignore-signal is not available; the SIGCHLD case is skipped" >&2
 fi
+# 11. PermissionRequest runs where weir decides permission: right after the
+# PreToolUse hooks of the call (before: skipped at load, so its deny never ran)
+PR_DENY='{"hooks": {"PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo '"'"'{\"hookSpecificOutput\":{\"hookEventName\":\"PermissionRequest\",\"decision\":{\"behavior\":\"deny\",\"message\":\"PR-DENY-MESSAGE\"}}}'"'"'"}]}]}}'
+if run_case pr_deny "$(tool_script 'ls' 'PR-DENY-MESSAGE')" "list" "$PR_DENY"; then
+    R=$(event_line "$LOG" tool/result)
+    printf '%s' "$R" | grep -q '"is_error": *true' || fail "pr_deny: the call ran: $R"
+    printf '%s' "$R" | grep -q 'PR-DENY-MESSAGE' || fail "pr_deny: the result lacks the message: $R"
+fi
+# exit 2 denies with stderr; stdin has Claude Code's PermissionRequest fields
+cat > "$TMP/pr_guard.sh" <<EOF
+#!/bin/sh
+cat > "$TMP/pr_stdin.json"
+echo "PR-EXIT2: not in this project" >&2
+exit 2
+EOF
+chmod +x "$TMP/pr_guard.sh"
+PR_EXIT2=$(printf '{"hooks": {"PermissionRequest": [{"matcher": "^Bash$", "hooks": [{"type": "command", "command": "%s"}]}]}}' "$TMP/pr_guard.sh")
+if run_case pr_exit2 "$(tool_script 'ls -l' 'PR-EXIT2: not in this project')" "list" "$PR_EXIT2"; then
+    event_line "$LOG" tool/result | grep -q '"is_error": *true' || fail "pr_exit2: the call ran"
+    S="$TMP/pr_stdin.json"
+    [ "$(jq -r .hook_event_name "$S")" = PermissionRequest ] || fail "pr_exit2: stdin hook_event_name"
+    [ "$(jq -r .tool_name "$S")" = Bash ] || fail "pr_exit2: stdin tool_name"
+    [ "$(jq -r .tool_input.command "$S")" = "ls -l" ] || fail "pr_exit2: stdin tool_input"
+    [ "$(jq -c .permission_suggestions "$S")" = '[]' ] || fail "pr_exit2: stdin permission_suggestions"
+    [ "$(jq -r .session_id "$S")" = pr_exit2 ] || fail "pr_exit2: stdin session_id"
+fi
+# allow runs the call, with its updatedInput (16 characters, not the model's 2)
+PR_ALLOW='{"hooks": {"PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo '"'"'{\"hookSpecificOutput\":{\"hookEventName\":\"PermissionRequest\",\"decision\":{\"behavior\":\"allow\",\"updatedInput\":{\"command\":\"0123456789abcdef\"}}}}'"'"'"}]}]}}'
+if run_case pr_allow "$(tool_script 'ls' '16')" "list" "$PR_ALLOW"; then
+    R=$(event_line "$LOG" tool/result)
+    printf '%s' "$R" | grep -q '"is_error": *true' && fail "pr_allow: the call did not run: $R"
+    printf '%s' "$R" | grep -q '16' || fail "pr_allow: the tool did not run with updatedInput: $R"
+fi
+# a PreToolUse block comes first: the PermissionRequest hook does not run
+rm -f "$TMP/pr_ran"
+PR_AFTER=$(printf '{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo PRE-BLOCKS >&2; exit 2"}]}], "PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "touch %s"}]}]}}' "$TMP/pr_ran")
+if run_case pr_after "$(tool_script 'ls' 'PRE-BLOCKS')" "list" "$PR_AFTER"; then
+    [ -e "$TMP/pr_ran" ] && fail "pr_after: the PermissionRequest hook ran after a PreToolUse block"
+fi
+# a PermissionRequest hook that cannot start blocks the call (guard_failure "block")
+PR_NOEXEC='{"hooks": {"PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "/nonexistent/pr-bin", "args": ["x"]}]}]}}'
+if run_case pr_noexec "$(tool_script 'ab' 'cannot execute')" "go" "$PR_NOEXEC"; then
+    R=$(event_line "$LOG" tool/result)
+    printf '%s' "$R" | grep -q '"is_error": *true' || fail "pr_noexec: the call ran: $R"
+    printf '%s' "$R" | grep -q 'PermissionRequest hook `[^`]*pr-bin[^`]*` could not start: cannot execute /nonexistent/pr-bin: No such file or directory' ||
+        fail "pr_noexec: the reason: $R"
+fi
+# deny with interrupt:true denies the call and ends the turn (blocked, its message)
+PR_INT='{"hooks": {"PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo '"'"'{\"hookSpecificOutput\":{\"hookEventName\":\"PermissionRequest\",\"decision\":{\"behavior\":\"deny\",\"message\":\"PR-STOP\",\"interrupt\":true}}}'"'"'"}]}]}}'
+start_mock '{"requests":[{"tool_calls":[{"id":"call_1","name":"Bash","arguments":"{\"command\":\"ls\"}"}]},{"text":"went on."}]}'
+write_config "$TMP/pr_interrupt.json" "" "$BASH_TOOL$(hooks_row "$PR_INT")"
+timeout 60 "$WEIR" run -c "$TMP/pr_interrupt.json" -s pr_interrupt --json "list" > "$TMP/pr_interrupt.out" 2> "$TMP/pr_interrupt.err"
+stop_mock
+LOG="$TMP/sessions/pr_interrupt.jsonl"
+"$WEIR" log "$LOG" --check > "$TMP/pr_interrupt.check" 2>&1 || fail "pr_interrupt: weir log --check: $(cat "$TMP/pr_interrupt.check")"
+event_line "$LOG" tool/result | grep -q 'PR-STOP' || fail "pr_interrupt: the call was not denied"
+event_line "$LOG" turn/end | grep -q '"kind": *"blocked".*PR-STOP' || fail "pr_interrupt: the turn did not end: $(event_line "$LOG" turn/end)"
+[ "$(count_events "$LOG" assistant/message)" = 1 ] || fail "pr_interrupt: the turn went on"
+grep -q 'Sanitizer\|runtime error' "$TMP/pr_interrupt.err" && fail "pr_interrupt: sanitizer report: $(cat "$TMP/pr_interrupt.err")"
 # a bad guard_failure is a load error naming the key
 write_config "$TMP/badgf.json" "" "$BASH_TOOL$(hooks_row '{"guard_failure": "maybe", "hooks": {}}')"
 timeout 60 "$WEIR" run -c "$TMP/badgf.json" -s badgf "hi" > "$TMP/badgf.out" 2> "$TMP/badgf.err"
