@@ -65,6 +65,15 @@ int weir__verr(weir_error *err, int code, const char *plugin, const char *hook,
  */
 void weir__warn(const char *fmt, ...) WEIR_PRINTF(1, 2);
 
+/*
+ * (core/json_write.c) The length of the valid UTF-8 sequence at `s` (at
+ * most `n` bytes read),
+ * its code point in *cp; 0 when it is not one (ASCII, overlong, a
+ * surrogate, past U+10FFFF, cut short).  A NUL-terminated string may pass
+ * n = 4: a NUL is never a continuation byte.
+ */
+size_t weir__utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
+
 /* --- time and ids (core/util.c) --------------------------------------- */
 int64_t weir__now_ms(void);            /* wall clock, epoch ms */
 uint64_t weir__mono_us(void);          /* monotonic microseconds */

@@ -567,35 +567,9 @@ static int fail(json_t **failure, const char *code, const char *fmt, ...) {
  */
 #define NOT_AN_API_ANSWER "UNKNOWN"
 
-/* The UTF-8 sequence at s (n bytes left): its length and *cp, or 0 when it
- * is not a valid one (overlong, surrogate, past U+10FFFF, cut short). */
-static size_t utf8_seq(const unsigned char *s, size_t n, unsigned long *cp) {
-    size_t len;
-    unsigned long min;
-    if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-        len = 2, min = 0x80, *cp = s[0] & 0x1fu;
-    } else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-        len = 3, min = 0x800, *cp = s[0] & 0x0fu;
-    } else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-        len = 4, min = 0x10000, *cp = s[0] & 0x07u;
-    } else {
-        return 0;
-    }
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        *cp = *cp << 6 | (s[i] & 0x3fu);
-    }
-    if (*cp < min || *cp > 0x10ffff || (*cp >= 0xd800 && *cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
 /* A code point that is valid UTF-8 but moves the terminal's text: the C1
  * controls, the line and paragraph separators, the bidirectional marks. */
-static bool cp_hidden(unsigned long cp) {
+static bool cp_hidden(uint32_t cp) {
     return (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x200e && cp <= 0x200f) ||
            (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
 }
@@ -611,8 +585,8 @@ static void show_body(const char *p, size_t n, char *out) {
     const unsigned char *s = (const unsigned char *)p;
     size_t i = 0, o = 0;
     while (i < n) {
-        unsigned long cp = 0;
-        size_t len = s[i] >= 0x80 ? utf8_seq(s + i, n - i, &cp) : 1;
+        uint32_t cp = 0;
+        size_t len = s[i] >= 0x80 ? weir__utf8_decode(s + i, n - i, &cp) : 1;
         if (i + (len ? len : 1) > SHOW_BODY)
             break;
         char esc[12];
@@ -621,7 +595,7 @@ static void show_body(const char *p, size_t n, char *out) {
         if (len > 1 && !cp_hidden(cp)) {
             put = p + i, k = len;
         } else if (len > 1) {
-            k = (size_t)snprintf(esc, sizeof esc, "\\u%04lx", cp);
+            k = (size_t)snprintf(esc, sizeof esc, "\\u%04lx", (unsigned long)cp);
         } else if (s[i] == '\\' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t') {
             esc[0] = '\\';
             esc[1] = s[i] == '\\' ? '\\' : s[i] == '\n' ? 'n' : s[i] == '\r' ? 'r' : 't';

@@ -69,34 +69,32 @@ static void put_char(writer *w, char c) {
     w->buf[w->len++] = c;
 }
 
-/* The length of the valid UTF-8 sequence at s (first byte >= 0x80), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t left) {
-    unsigned char c = s[0];
-    size_t n;
-    uint32_t cp;
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2;
-        cp = c & 0x1Fu;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        cp = c & 0x0Fu;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        cp = c & 0x07u;
+/* common.h; json_write, the warnings (text_escape.c) and http.c share it */
+size_t weir__utf8_decode(const unsigned char *s, size_t n, uint32_t *cp) {
+    size_t len;
+    uint32_t c, min;
+    if (n == 0)
+        return 0;
+    if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+        len = 2, c = s[0] & 0x1fu, min = 0x80;
+    } else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+        len = 3, c = s[0] & 0x0fu, min = 0x800;
+    } else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+        len = 4, c = s[0] & 0x07u, min = 0x10000;
     } else {
-        return 0; /* a continuation byte, an overlong lead (C0, C1) or past F4 */
-    }
-    if (n > left)
         return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
+    }
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) /* a NUL ends a C string here too */
             return 0;
-        cp = (cp << 6) | (s[i] & 0x3Fu);
+        c = (c << 6) | (s[i] & 0x3fu);
     }
-    if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
+    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
         return 0;
-    return n;
+    *cp = c;
+    return len;
 }
 
 static void put_string(writer *w, const char *str, size_t len) {
@@ -108,7 +106,8 @@ static void put_string(writer *w, const char *str, size_t len) {
         while (s < end) {
             unsigned char c = *s;
             if (c >= 0x80) {
-                size_t n = utf8_len(s, (size_t)(end - s));
+                uint32_t cp;
+                size_t n = weir__utf8_decode(s, (size_t)(end - s), &cp);
                 if (!n) {
                     w->failed = 1;
                     return;

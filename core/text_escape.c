@@ -17,32 +17,6 @@
 
 #include "common.h"
 
-/* The length of the valid UTF-8 sequence at `p` (lead byte >= 0x80), its
- * code point in *cp; 0 when it is not valid (overlong, a surrogate, past
- * U+10FFFF, cut short). */
-static size_t utf8_len(const unsigned char *p, uint32_t *cp) {
-    size_t n;
-    uint32_t c, min;
-    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
-        n = 2, c = p[0] & 0x1fu, min = 0x80;
-    } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-        n = 3, c = p[0] & 0x0fu, min = 0x800;
-    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-        n = 4, c = p[0] & 0x07u, min = 0x10000;
-    } else {
-        return 0;
-    }
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80) /* a NUL ends the string here too */
-            return 0;
-        c = (c << 6) | (p[i] & 0x3fu);
-    }
-    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-        return 0;
-    *cp = c;
-    return n;
-}
-
 size_t weir_text_escape(char *out, size_t size, const char *text) {
     const unsigned char *p = (const unsigned char *)(text ? text : "");
     size_t len = 0;    /* the whole escaped text's length */
@@ -54,7 +28,7 @@ size_t weir_text_escape(char *out, size_t size, const char *text) {
         const char *piece = esc;
         size_t n;
         uint32_t cp = 0;
-        size_t ulen = *p >= 0x80 ? utf8_len(p, &cp) : 0;
+        size_t ulen = *p >= 0x80 ? weir__utf8_decode(p, 4, &cp) : 0; /* NUL-ended */
         if (*p == '\n' || *p == '\r' || *p == '\t') {
             esc[0] = '\\';
             esc[1] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
