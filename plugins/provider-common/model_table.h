@@ -14,6 +14,7 @@
 #ifndef WEIR_MODEL_TABLE_H
 #define WEIR_MODEL_TABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -98,6 +99,34 @@ typedef enum pc_thinking_rule {
                                 "enabled" and "disabled" refused */
 } pc_thinking_rule;
 
+/**
+ * Whether a model takes a `system` message in the middle of the
+ * conversation (Anthropic: platform.claude.com/docs/build-with-claude/
+ * mid-conversation-system-messages; OpenAI Chat Completions takes system and
+ * developer messages anywhere).  A changed system prompt is appended as one
+ * where the model takes it, else as a user-role note in the envelope that
+ * docs/providers.md documents.
+ */
+typedef enum pc_mid_system_rule {
+    PC_MID_SYSTEM_UNKNOWN = 0, /* no rule: the provider's default for its API */
+    PC_MID_SYSTEM_TAKEN,       /* a role "system" message is taken anywhere */
+    PC_MID_SYSTEM_REFUSED,     /* only at the start: appended ones become user notes */
+} pc_mid_system_rule;
+
+/**
+ * A model's list prices in US dollars per million tokens, from the vendor's
+ * pricing page (the table's source and date say which).  `known` false: no
+ * price, and no cost is ever shown for the model (never a wrong one).
+ */
+typedef struct pc_model_price {
+    bool known;
+    double input;          /* uncached input */
+    double cached_input;   /* cache read */
+    double cache_write_5m; /* cache write, 5-minute TTL (Anthropic 1.25x input); 0: as input */
+    double cache_write_1h; /* cache write, 1-hour TTL (Anthropic 2x input); 0: as input */
+    double output;         /* output, reasoning included */
+} pc_model_price;
+
 /** One table entry: one spelling of a model id.  Static data. */
 typedef struct pc_model_entry {
     const char *key;      /* lowercase */
@@ -108,6 +137,9 @@ typedef struct pc_model_entry {
     pc_token_param tokens;            /* which member carries max_tokens */
     pc_temperature_rule temperature;  /* whether temperature is sent */
     pc_thinking_rule thinking;        /* the thinking modes taken */
+    pc_mid_system_rule mid_system;    /* whether a mid-conversation system message is taken */
+    long min_cache_tokens;            /* shortest cacheable prefix in tokens; 0: unknown */
+    pc_model_price price;             /* list prices; price.known false: none */
 } pc_model_entry;
 
 /**
