@@ -33,7 +33,8 @@
 #define S_REQUEST                                                                       \
     "{\"type\":\"object\",\"required\":[\"provider\",\"model\"],\"properties\":{"       \
     "\"provider\":{\"type\":\"string\"},\"model\":{\"type\":\"string\"},"               \
-    "\"max_tokens\":{\"type\":\"integer\"},\"temperature\":{\"type\":\"number\"}}}"
+    "\"max_tokens\":{\"type\":\"integer\"},\"temperature\":{\"type\":\"number\"},"    \
+    "\"options\":{\"type\":\"object\"}}}"
 
 #define S_STREAM                                                                        \
     "{\"type\":\"array\",\"items\":{\"type\":\"object\",\"required\":[\"type\"],"       \
@@ -93,8 +94,10 @@ const weir__hook_def weir__hook_catalog[] = {
      "plugin, reason?}, plugin = the row that rejected)",
      S_PRE_STEP, "Decide whether a step starts and which user messages enter it."},
     {"agent/request", WEIR__HOOK_WATERFALL, "{agent, turn, step}",
-     "call config {provider, model, max_tokens?, temperature?, ...}; default: the agent options "
-     "on the first request, the logged header after",
+     "call config {provider, model, max_tokens?, temperature?, options?, ...} (options: an "
+     "object merged last into the request body, over the provider row's and model's; keys the "
+     "provider owns are refused); default: the agent options on the first request, the logged "
+     "header after",
      S_REQUEST, "Choose the provider, model and options of the next model request."},
     {"llm/stream", WEIR__HOOK_WATERFALL, "{agent, turn, step, request, purpose?} (request = "
      "the frozen model request; purpose only on a plugin's direct call, e.g. \"compaction\" "
