@@ -52,6 +52,12 @@ static json_t *api_failure_new(const char *provider, const char *code, const cha
     return f;
 }
 
+/* The session id of the stream's agent (borrowed: the agent outlives its
+ * streams). */
+static const char *api_stream_session(weir_stream *stream) {
+    return stream && stream->agent ? weir_agent_id(stream->agent) : NULL;
+}
+
 const weir_api *weir_host_api(void) { return &weir__api_table; }
 
 const weir_api weir__api_table = {
@@ -113,4 +119,5 @@ const weir_api weir__api_table = {
     .store_register = weir__plugin_store_register,
     .agent_event_peek = weir__agent_event_peek,
     .agent_event_ref = weir__agent_event_ref,
+    .stream_session = api_stream_session,
 };

@@ -53,6 +53,8 @@
  *   1.7  agent_event_ref: a log envelope as a new reference (no copy), held
  *        as long as the plugin wants; the log releases the JSON of a long
  *        turn's older envelopes at each step's end (their lines stay).
+ *   1.8  stream_session: the session (agent) id of the call a stream is
+ *        for (provider-openai's default prompt_cache_key).
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H
@@ -749,6 +751,19 @@ struct weir_api {
      * agent_event_ref).
      */
     json_t *(*agent_event_ref)(weir_agent *agent, size_t seq);
+
+    /* --- 1.8 ------------------------------------------------------------ */
+    /**
+     * The session id of the agent whose model call `stream` carries (the
+     * lifecycle's request or a plugin's direct agent_complete call): the
+     * same string as agent_id of that agent.  Borrowed, valid while the
+     * provider's `stream` callback runs; NULL for a NULL stream.  A provider
+     * keys per-session state with it (provider-openai's prompt_cache_key).
+     * Any thread (the stream's).  Check WEIR_API_HAS(api, stream_session)
+     * before use: a 1.7 host has none.
+     * Since: ABI 1.8.
+     */
+    const char *(*stream_session)(weir_stream *stream);
 };
 
 /** True when `api` has member `m` (for members added after 1.0). */
@@ -903,6 +918,7 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #define weir_store_register(...) (weir__plugin_api->store_register(__VA_ARGS__))
 #define weir_agent_event_peek(...) (weir__plugin_api->agent_event_peek(__VA_ARGS__))
 #define weir_agent_event_ref(...) (weir__plugin_api->agent_event_ref(__VA_ARGS__))
+#define weir_stream_session(...) (weir__plugin_api->stream_session(__VA_ARGS__))
 #elif defined(WEIR_NO_API_MACROS) && defined(WEIR__API_MACROS)
 #undef WEIR__API_MACROS
 #undef weir_plugin_id
@@ -960,4 +976,5 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #undef weir_store_register
 #undef weir_agent_event_peek
 #undef weir_agent_event_ref
+#undef weir_stream_session
 #endif /* the call macros */

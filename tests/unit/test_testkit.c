@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "agent.h"
 #include "common.h"
 #include "host_int.h"
 #include "testutil.h"
@@ -230,6 +231,24 @@ static void test_load_gives_the_plugin_a_full_table(void **state) {
     assert_null(g_api->agent_event_ref(NULL, 0));
     assert_null(g_api->agent_event_peek(NULL, 0));
     weir_tk_destroy(tk);
+}
+
+/* ABI 1.8: stream_session names the agent whose call a stream carries (the
+ * session id, borrowed from the agent), and NULL for no stream. */
+static void test_stream_session_is_the_agents_id(void **state) {
+    (void)state;
+    assert_true(WEIR_API_HAS(&weir__api_table, stream_session));
+    assert_non_null(weir__api_table.stream_session);
+    assert_null(weir__api_table.stream_session(NULL));
+    struct weir_agent agent;
+    memset(&agent, 0, sizeof agent);
+    char id[] = "session-42";
+    agent.id = id;
+    struct weir_stream stream;
+    memset(&stream, 0, sizeof stream);
+    stream.agent = &agent;
+    assert_ptr_equal(weir__api_table.stream_session(&stream), id);
+    assert_string_equal(weir__api_table.stream_session(&stream), weir_agent_id(&agent));
 }
 
 static void test_waterfall_runs_the_chain_in_order_then_the_default(void **state) {
@@ -685,6 +704,7 @@ static void test_run_turn_checks_its_arguments_and_reports_load_errors(void **st
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_gives_the_plugin_a_full_table),
+        cmocka_unit_test(test_stream_session_is_the_agents_id),
         cmocka_unit_test(test_waterfall_runs_the_chain_in_order_then_the_default),
         cmocka_unit_test(test_empty_chain_returns_the_default),
         cmocka_unit_test(test_invalid_result_names_the_outermost_row),
