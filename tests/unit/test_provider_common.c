@@ -401,9 +401,32 @@ static void table_knows_well_known_models(void **state) {
         {"claude-haiku-4-5", 200000, 64000},
         {"claude-opus-4-5-20251101", 200000, 64000},
         {"Claude-Sonnet-4-5", 200000, 64000},
-        /* DeepSeek: the API's names and the open weights */
-        {"deepseek-chat", 128000, 8192},
-        {"deepseek-reasoner", 128000, 64000},
+        /* Claude 4.6 on: 1M windows (each model's page) */
+        {"claude-opus-4-6", 1000000, 128000},
+        {"claude-sonnet-4-6", 1000000, 64000},
+        {"claude-opus-4-7", 1000000, 128000},
+        {"claude-opus-4-8", 1000000, 128000},
+        {"claude-sonnet-5", 1000000, 128000},
+        {"claude-sonnet-5-5", 1000000, 128000},
+        {"claude-haiku-5-5", 1000000, 128000},
+        {"claude-opus-5", 1000000, 128000},
+        {"claude-opus-5-5", 1000000, 128000},
+        {"claude-fable-5", 1000000, 128000},
+        {"claude-fable-5-1", 1000000, 128000},
+        {"claude-mythos-5", 1000000, 128000},
+        {"claude-mythos-5-1", 1000000, 128000},
+        /* GPT-5.x: the input limit is the window */
+        {"gpt-5.1-2025-11-13", 272000, 128000},
+        {"gpt-5.2", 272000, 128000},
+        {"gpt-5.4", 922000, 128000},
+        /* DeepSeek: the API's names (V4) and the open weights */
+        {"deepseek-chat", 1000000, 384000},
+        {"deepseek-reasoner", 1000000, 384000},
+        {"deepseek-v4-flash", 1000000, 384000},
+        /* Gemini 3 (OpenAI-compatible endpoint) */
+        {"gemini-3-flash", 1048576, 65536},
+        {"gemini-3-flash-preview", 1048576, 65536},
+        {"models/gemini-3-pro-preview", 1048576, 65536},
         {"deepseek-v3", 131072, 8192},
         {"deepseek-ai/DeepSeek-V3", 131072, 8192},
         {"deepseek-ai/DeepSeek-V3-0324", 131072, 8192},
@@ -558,7 +581,64 @@ static void model_rules_follow_the_vendors(void **state) {
     assert_null(pc_thinking_refusal(pc_model_table_find("gpt-4o"), "enabled"));
     assert_null(pc_thinking_refusal(NULL, "enabled"));
     /* a rules-only entry knows no limits */
-    assert_int_equal(opus47->context_window, 0);
+    assert_int_equal(pc_model_table_find("gpt-5.5")->context_window, 0);
+    assert_int_equal(pc_model_table_find("gpt-5.5")->temperature,
+                     PC_TEMPERATURE_WITHOUT_REASONING);
+    /* Claude 4.8 on take a mid-conversation system message, older ones not */
+    assert_int_equal(pc_model_table_find("claude-opus-4-8")->mid_system, PC_MID_SYSTEM_TAKEN);
+    assert_int_equal(pc_model_table_find("claude-fable-5-1")->mid_system, PC_MID_SYSTEM_TAKEN);
+    assert_int_equal(opus47->mid_system, PC_MID_SYSTEM_REFUSED);
+    assert_int_equal(s45->mid_system, PC_MID_SYSTEM_REFUSED);
+    assert_int_equal(pc_model_table_find("claude-sonnet-5")->mid_system,
+                     PC_MID_SYSTEM_UNKNOWN); /* the sources disagree */
+    assert_non_null(pc_thinking_refusal(pc_model_table_find("claude-opus-5-5"), "disabled"));
+    assert_null(pc_thinking_refusal(pc_model_table_find("claude-opus-5"), "disabled"));
+    /* minimum cacheable prefix: Anthropic's per-model table, OpenAI's 1024 */
+    assert_int_equal(pc_model_table_find("claude-opus-4-5")->min_cache_tokens, 4096);
+    assert_int_equal(pc_model_table_find("claude-sonnet-4-5")->min_cache_tokens, 1024);
+    assert_int_equal(pc_model_table_find("claude-haiku-4-5")->min_cache_tokens, 4096);
+    assert_int_equal(pc_model_table_find("claude-opus-5")->min_cache_tokens, 512);
+    assert_int_equal(pc_model_table_find("gpt-5.1")->min_cache_tokens, 1024);
+}
+
+/* List prices (USD per million tokens) where the vendor's page gives them;
+ * none where it does not, or where the price has a long-context tier. */
+static void prices_follow_the_pricing_pages(void **state) {
+    (void)state;
+    const pc_model_entry *e = pc_model_table_find("claude-opus-4-7");
+    assert_true(e->price.known);
+    assert_float_equal(e->price.input, 5.0, 1e-9);
+    assert_float_equal(e->price.cached_input, 0.5, 1e-9);
+    assert_float_equal(e->price.cache_write_5m, 6.25, 1e-9);
+    assert_float_equal(e->price.cache_write_1h, 10.0, 1e-9);
+    assert_float_equal(e->price.output, 25.0, 1e-9);
+    e = pc_model_table_find("claude-fable-5-1");
+    assert_true(e->price.known);
+    assert_float_equal(e->price.cached_input, 0.25, 1e-9);
+    assert_float_equal(e->price.cache_write_1h, 20.0, 1e-9);
+    e = pc_model_table_find("claude-opus-5-5");
+    assert_float_equal(e->price.input, 4.0, 1e-9);
+    assert_float_equal(e->price.cache_write_5m, 5.0, 1e-9);
+    e = pc_model_table_find("gpt-5.1");
+    assert_true(e->price.known);
+    assert_float_equal(e->price.input, 1.25, 1e-9);
+    assert_float_equal(e->price.cached_input, 0.125, 1e-9);
+    assert_float_equal(e->price.output, 10.0, 1e-9);
+    /* unknown: no flat price (tiers), or not found */
+    static const char *const unknown[] = {"claude-haiku-5-5", "gpt-5.4", "gpt-5.5",
+                                          "gemini-3-pro",     "deepseek-reasoner",
+                                          "llama3.1:8b",      "gpt-4o"};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
+        if (pc_model_table_find(unknown[i])->price.known)
+            fail_msg("%s: a price where none was found", unknown[i]);
+    /* every known price is positive where it must be */
+    size_t n = 0;
+    const pc_model_entry *t = pc_model_table(&n);
+    for (size_t i = 0; i < n; i++)
+        if (t[i].price.known && (t[i].price.input <= 0 || t[i].price.output <= 0 ||
+                                 t[i].price.cached_input < 0 || t[i].price.cache_write_5m < 0 ||
+                                 t[i].price.cache_write_1h < 0))
+            fail_msg("%s: price out of range", t[i].key);
 }
 
 /* Options merge as a JSON Merge Patch (RFC 7396), a top-level null kept. */
@@ -727,6 +807,7 @@ int main(void) {
         cmocka_unit_test(near_misses_match_nothing),
         cmocka_unit_test(table_is_consistent),
         cmocka_unit_test(model_rules_follow_the_vendors),
+        cmocka_unit_test(prices_follow_the_pricing_pages),
         cmocka_unit_test(options_merge_is_a_merge_patch),
         cmocka_unit_test(options_check_names_the_key_the_model_and_the_rule),
         cmocka_unit_test(server_reports_are_parsed),
