@@ -14,9 +14,12 @@
  *                            (docs/providers.md, "Options"); the keys the
  *                            provider writes itself are refused
  *   models                   {name: {context_window, max_output, options,
- *                            headers}}: model_info, and the options and
- *                            extra headers of that model's requests
- *                            (beats the model table)
+ *                            headers, cache}}: model_info, and the options,
+ *                            extra headers and caching of that model's
+ *                            requests (beats the model table and the row)
+ *   cache                    prompt caching: absent (on, 5-minute TTL),
+ *                            {"ttl": "5m" | "1h"}, or false (off);
+ *                            anthropic_request.c places the breakpoints
  *   connect_timeout_ms       default 10000
  *   stream_idle_timeout_ms   default 300000
  *   stream_total_timeout_ms  default 1800000 (30 minutes; 0 = none)
@@ -28,6 +31,9 @@
  * failures or log lines, nor does a server's echo of them (scrubbed:
  * docs/providers.md, "Secrets").
  */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "weir/plugin.h"
@@ -42,6 +48,39 @@ static const char *const default_headers[][2] = {
     {"Accept", "text/event-stream"},
     {"anthropic-version", "2023-06-01"},
 };
+
+/*
+ * pc_config_schema (provider_host.c) plus `cache` on the row and on each
+ * models.<id>: keep the two in step (a member added there is added here).
+ */
+#define SCHEMA_HEADERS \
+    "{\"type\":\"object\",\"properties\":{" \
+    "\"Authorization\":{\"type\":\"string\",\"secret\":true}," \
+    "\"Proxy-Authorization\":{\"type\":\"string\",\"secret\":true}," \
+    "\"x-api-key\":{\"type\":\"string\",\"secret\":true}," \
+    "\"api-key\":{\"type\":\"string\",\"secret\":true}}," \
+    "\"additionalProperties\":{\"type\":\"string\"}}"
+#define SCHEMA_CACHE \
+    "{\"anyOf\":[{\"type\":\"boolean\"},{\"type\":\"object\",\"additionalProperties\":false," \
+    "\"properties\":{\"ttl\":{\"enum\":[\"5m\",\"1h\"]}}}]}"
+
+static const char config_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"base_url\":{\"type\":\"string\",\"minLength\":1},"
+    "\"api_key\":{\"type\":\"string\",\"secret\":true},"
+    "\"headers\":" SCHEMA_HEADERS ","
+    "\"options\":{\"type\":\"object\"},"
+    "\"cache\":" SCHEMA_CACHE ","
+    "\"models\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"object\","
+    "\"additionalProperties\":false,\"properties\":{"
+    "\"context_window\":{\"type\":\"integer\",\"minimum\":1},"
+    "\"max_output\":{\"type\":\"integer\",\"minimum\":1},"
+    "\"options\":{\"type\":\"object\"},"
+    "\"cache\":" SCHEMA_CACHE ","
+    "\"headers\":" SCHEMA_HEADERS "}}},"
+    "\"connect_timeout_ms\":{\"type\":\"integer\",\"minimum\":1},"
+    "\"stream_idle_timeout_ms\":{\"type\":\"integer\",\"minimum\":1},"
+    "\"stream_total_timeout_ms\":{\"type\":\"integer\",\"minimum\":0}}}";
 
 static const pc_spec spec = {
     .plugin = "provider-anthropic",
@@ -86,27 +125,69 @@ static long default_max_tokens(const pc_provider *p, const json_t *request) {
     return max_output > 0 ? max_output : DEFAULT_MAX_TOKENS;
 }
 
+/* The caching of `model`'s requests: models.<model>.cache, else the row's
+ * `cache` (both checked at load: check_config). */
+static pc_prompt_cache caching(const pc_provider *p, const char *model) {
+    const json_t *v = json_object_get(json_object_get(p->models, model ? model : ""), "cache");
+    if (!v)
+        v = json_object_get(p->config, "cache");
+    pc_prompt_cache c = PC_PROMPT_CACHE_5M;
+    char msg[8];
+    (void)anthropic_cache_parse(v, "cache", &c, msg, sizeof msg);
+    return c;
+}
+
+/* The (row, model) pairs told that thinking keeps temperature out. */
+static pthread_mutex_t warned_mu = PTHREAD_MUTEX_INITIALIZER;
+static json_t *warned_thinking; /* {"row\nmodel": true}; lives with the process */
+static atomic_bool warned_skipped;
+
+static void warn_thinking_temperature(const pc_provider *p, const char *model) {
+    char key[512];
+    snprintf(key, sizeof key, "%s\n%s", p->id, model ? model : "");
+    pthread_mutex_lock(&warned_mu);
+    bool first = false;
+    if (!warned_thinking)
+        warned_thinking = json_object();
+    if (warned_thinking && !json_object_get(warned_thinking, key))
+        first = json_object_set_new(warned_thinking, key, json_true()) == 0;
+    pthread_mutex_unlock(&warned_mu);
+    if (first)
+        weir_log(p->plugin, WEIR_LOG_WARN,
+                 "model \"%s\" thinks (thinking enabled or adaptive), and Anthropic takes "
+                 "temperature only unset or 1 with thinking: the call config's temperature is "
+                 "not sent (said once per row and model)",
+                 model ? model : "");
+}
+
 static int stream(void *self, void *call, const json_t *request, weir_stream *st) {
     (void)call;
     const pc_provider *p = self;
     if (!p || !st)
         return WEIR_E_INVAL;
     pc_sink sink = {st, p};
+    const char *model = json_string_value(json_object_get(request, "model"));
     anthropic_decoder *d = anthropic_decoder_new(p->id, pc_emit_chunk, &sink);
-    if (!d)
+    if (!d || anthropic_decoder_set_model(d, model) != 0) {
+        anthropic_decoder_free(d);
         return WEIR_E_NOMEM;
+    }
     char msg[512];
     pc_memo *memo = pc_cache_memo_take(p->cache);
     json_t *options = NULL;
-    pc_extra extra = {NULL, false};
+    pc_extra extra = {NULL, false, caching(p, model), 0};
     int built = pc_call_options(p, request, &options, msg, sizeof msg);
     extra.options = options;
     if (built == 0)
         built = anthropic_request_build_ex(request, &extra, default_max_tokens(p, request), p->cache,
                                                memo, msg, sizeof msg);
-    const char *model = json_string_value(json_object_get(request, "model"));
     if (built == 0 && extra.dropped_temperature)
-        pc_warn_dropped_temperature(p, model);
+        warn_thinking_temperature(p, model);
+    if (extra.skipped_continuations > 0 && !atomic_exchange(&warned_skipped, true))
+        weir_log(p->plugin, WEIR_LOG_WARN,
+                 "%zu reasoning block(s) carry a continuation without \"signature\" or "
+                 "\"redacted_data\": not sent back to Anthropic (said once)",
+                 extra.skipped_continuations);
     json_decref(options);
     int rc = pc_stream_run(p, st, model, built == 0 ? memo->text.p : NULL,
                            built == 0 ? memo->text.len : 0, msg, sizeof msg, d, &codec);
@@ -127,10 +208,53 @@ static const weir_provider provider_vtable = {
 /* Plugin                                                                   */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * What the row's config must keep besides what provider_host.c checks, at
+ * load: `cache` (the row's and each model's), and the thinking rules of
+ * anthropic_thinking_check on the row's options and on each model's (merged
+ * over the row's, with the model's max_output, else the table's, as the
+ * max_tokens it gets by default).
+ */
+static int check_config(weir_plugin *self, const json_t *config, weir_error *err) {
+    const char *id = weir_plugin_id(self);
+    char msg[512], where[300];
+    pc_prompt_cache c;
+    const json_t *row = json_object_get(config, "options");
+    if (anthropic_cache_parse(json_object_get(config, "cache"), "config.cache", &c, msg,
+                              sizeof msg) != 0 ||
+        anthropic_thinking_check(row, NULL, 0, "config.options", msg, sizeof msg) != 0)
+        return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, id, "%s", msg);
+    const char *model;
+    json_t *m;
+    json_object_foreach(json_object_get(config, "models"), model, m) {
+        snprintf(where, sizeof where, "config.models.%s.cache", model);
+        if (anthropic_cache_parse(json_object_get(m, "cache"), where, &c, msg, sizeof msg) != 0)
+            return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, id, "%s", msg);
+        json_t *merged = pc_options_merge(json_is_object(row) ? row : NULL,
+                                          json_is_object(json_object_get(m, "options"))
+                                              ? json_object_get(m, "options")
+                                              : NULL);
+        if (!merged)
+            continue; /* not objects: provider_host.c names them */
+        const json_t *mo = json_object_get(m, "max_output");
+        const pc_model_entry *e = pc_model_table_find(model);
+        long max_tokens = json_is_integer(mo) ? (long)json_integer_value(mo)
+                          : e && e->max_output > 0 ? e->max_output
+                                                   : 4096;
+        snprintf(where, sizeof where, "config.models.%s.options", model);
+        int bad = anthropic_thinking_check(merged, model, max_tokens, where, msg, sizeof msg);
+        json_decref(merged);
+        if (bad)
+            return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, id, "%s", msg);
+    }
+    return WEIR_OK;
+}
+
 static int init(weir_plugin *self, const weir_api *api, const json_t *config,
                 weir_error *err) {
     WEIR_PLUGIN_INIT_API(api);
-    return pc_provider_init(self, &spec, &provider_vtable, config, err);
+    int rc = check_config(self, config, err);
+    return rc == WEIR_OK ? pc_provider_init(self, &spec, &provider_vtable, config, err) : rc;
 }
 
 static const weir_plugin_desc descriptor = {
@@ -138,7 +262,7 @@ static const weir_plugin_desc descriptor = {
     .name = "provider-anthropic",
     .version = "0.1.0",
     .description = "Anthropic Messages API, streaming SSE",
-    .config_schema = pc_config_schema,
+    .config_schema = config_schema,
     .init = init,
     .fini = pc_provider_fini,
 };

@@ -63,7 +63,8 @@ int anthropic_request_build(const json_t *request, long default_max_tokens, pc_c
 
 /**
  * anthropic_request_build with `extra` (may be NULL: the request's own
- * "options"): the options merged last into the body (provider_options.h).
+ * "options", and no prompt caching): the options merged last into the body
+ * (provider_options.h), and extra->cache's cache_control breakpoints.
  * An option that names a key of anthropic_owned_keys, or a `thinking` mode
  * the model's table entry refuses, fails with `msg` naming the key, the
  * model and the rule.
@@ -71,8 +72,42 @@ int anthropic_request_build(const json_t *request, long default_max_tokens, pc_c
 int anthropic_request_build_ex(const json_t *request, pc_extra *extra, long default_max_tokens,
                                pc_cache *cache, pc_memo *memo, char *msg, size_t msg_size);
 
+/** anthropic_request_text with `extra` (may be NULL), as anthropic_request_build_ex. */
+char *anthropic_request_text_ex(const json_t *request, pc_extra *extra, long default_max_tokens,
+                                pc_cache *cache, char *msg, size_t msg_size);
+
 /** The body members provider-anthropic writes itself (NULL-terminated): refused as options. */
 extern const char *const anthropic_owned_keys[];
+
+/**
+ * Whether a request to `model` (borrowed, may be NULL) with the merged
+ * options `opts` (borrowed, may be NULL) thinks: its thinking.type is
+ * "enabled" or "adaptive", or it sets none and the model's table entry
+ * thinks unasked (PC_THINKING_ADAPTIVE_ON).  Thread-safe (pure).
+ */
+bool anthropic_thinking_on(const json_t *opts, const char *model);
+
+/**
+ * The thinking rules of Anthropic's "Building with extended thinking" that
+ * a request must keep, on the merged options `opts` (borrowed; NULL: none):
+ * no `temperature` option other than 1 while the model thinks; an
+ * "enabled" thinking's budget_tokens an integer of at least 1024 and less
+ * than `max_tokens` (0: not known, not checked).  `where` names the options
+ * ("options", "config.models.claude-sonnet-4-5.options").
+ * @return 0, or -1 with `msg` naming the field, the model and the values.
+ * Thread-safe (pure).
+ */
+int anthropic_thinking_check(const json_t *opts, const char *model, long max_tokens,
+                             const char *where, char *msg, size_t size);
+
+/**
+ * Parse a `cache` config value (borrowed; NULL: absent): absent or true ->
+ * PC_PROMPT_CACHE_5M, false -> PC_PROMPT_CACHE_OFF, {"ttl":"5m"|"1h"} ->
+ * the TTL.  @return 0, or -1 with `msg` naming `where` ("config.cache").
+ * Thread-safe (pure).
+ */
+int anthropic_cache_parse(const json_t *v, const char *where, pc_prompt_cache *out, char *msg,
+                          size_t size);
 
 /* ------------------------------------------------------------------------ */
 /* Stream decoder (anthropic_decode.c)                                      */
@@ -95,6 +130,14 @@ typedef struct anthropic_decoder anthropic_decoder;
  */
 anthropic_decoder *anthropic_decoder_new(const char *provider, anthropic_emit_fn emit,
                                          void *user_data);
+
+/**
+ * Name the request's `model` (copied; NULL: none) in the `continuation`
+ * chunks of thinking and redacted_thinking blocks (weir/plugin.h): the
+ * plugin sets it to the request's model string exactly as sent.
+ * @return 0, or -1 when out of memory (the model is unchanged).
+ */
+int anthropic_decoder_set_model(anthropic_decoder *d, const char *model);
 
 /** Free a decoder.  NULL is a no-op. */
 void anthropic_decoder_free(anthropic_decoder *d);

@@ -3,22 +3,43 @@
  * -> weir stream chunks (see weir_provider in weir/plugin.h).
  *
  *   message_start        usage: input_tokens, cache_read_input_tokens,
- *                        cache_creation_input_tokens
- *   content_block_start  text / thinking / tool_use (id, name); other block
- *                        types (redacted_thinking, server tools) are skipped
+ *                        cache_creation_input_tokens and its per-TTL split
+ *                        cache_creation.ephemeral_5m_input_tokens /
+ *                        ephemeral_1h_input_tokens
+ *   content_block_start  text / thinking / redacted_thinking / tool_use (id,
+ *                        name); other block types (server tools) are skipped
  *   content_block_delta  text_delta -> text-delta, thinking_delta ->
  *                        reasoning-delta, input_json_delta -> tool-call-delta
- *                        arguments; signature_delta and others ignored
- *   content_block_stop   block-end
+ *                        arguments, signature_delta accumulates the thinking
+ *                        block's signature; others ignored
+ *   content_block_stop   a thinking block's `continuation` chunk, then
+ *                        block-end
  *   message_delta        stop_reason, usage.output_tokens
  *   message_stop         usage chunk, then the finish
  *   ping                 ignored
  *   error                finish error, classified by error.type
  *
  * Canonical block indexes are assigned in order of appearance (the
- * provider's `index` is only a key).  Text and thinking blocks start on
- * their first non-empty text, so an answer of empty blocks is
- * EMPTY_RESPONSE.
+ * provider's `index` is only a key).  Text blocks start on their first
+ * non-empty text, so an answer of empty text blocks is EMPTY_RESPONSE.
+ *
+ * Thinking: a `thinking` block is a reasoning block started at its
+ * content_block_start (empty thinking text too: adaptive thinking with
+ * display "omitted" streams none, and the block must still go back); its
+ * signature arrives as signature_delta events "just before the
+ * content_block_stop event" (Anthropic, "Building with extended thinking",
+ * streaming; AWS Bedrock's "Thinking encryption" page says the same), and
+ * anthropic-sdk-python's MessageStream accumulates them
+ * (lib/streaming/_messages.py: `current_snapshot.signature +=
+ * event.delta.signature`).  A `redacted_thinking` block carries its
+ * encrypted `data` whole in content_block_start (types/
+ * redacted_thinking_block.py: {data, type}); it becomes a reasoning block
+ * with no text.  Both must be passed back unmodified on the next request of
+ * a tool loop ("pass thinking blocks back exactly as received"), so at the
+ * block's stop the decoder emits a `continuation` chunk (weir/plugin.h)
+ * {"provider": the row id, "model": the request's model, "data":
+ * {"signature": ...} or {"redacted_data": ...}}; anthropic_request.c sends
+ * it back.
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* strdup */
@@ -30,7 +51,13 @@
 
 #include "provider_common.h"
 
-typedef enum slot_kind { KIND_TEXT, KIND_THINKING, KIND_TOOL, KIND_SKIPPED } slot_kind;
+typedef enum slot_kind {
+    KIND_TEXT,
+    KIND_THINKING,
+    KIND_TOOL,
+    KIND_REDACTED, /* redacted_thinking: a reasoning block with no text */
+    KIND_SKIPPED,
+} slot_kind;
 
 typedef struct slot {
     json_int_t key; /* the provider's content block index */
@@ -38,6 +65,7 @@ typedef struct slot {
     int block;      /* canonical block index, -1 until started */
     bool stopped;   /* content_block_stop seen */
     size_t args_len;
+    pc_buf opaque;  /* thinking: the signature so far; redacted: its data (owned) */
 } slot;
 
 typedef struct count {
@@ -50,14 +78,15 @@ struct anthropic_decoder {
     slot *slots;
     size_t nslots, cap;
     char *stop_reason;
-    count input, output, cache_read, cache_write;
+    char *model; /* the request's model, named in continuations (owned; NULL: "") */
+    count input, output, cache_read, cache_write, cache_write_5m, cache_write_1h;
 };
 
 /* ------------------------------------------------------------------------ */
 /* Blocks                                                                   */
 /* ------------------------------------------------------------------------ */
 
-static const char *const block_types[] = {"text", "reasoning", "tool_call", NULL};
+static const char *const block_types[] = {"text", "reasoning", "tool_call", "reasoning", NULL};
 
 /* Start the canonical block of `s` unless it is started already. */
 static int block_start(anthropic_decoder *d, slot *s) {
@@ -66,13 +95,35 @@ static int block_start(anthropic_decoder *d, slot *s) {
     return pc_block_start(&d->out, block_types[s->kind], &s->block);
 }
 
-/* End a started block; a tool call without arguments gets "{}". */
+/* The continuation chunk of a thinking / redacted_thinking block (see the
+ * file comment), or 0 when it has nothing to carry (no signature came). */
+static int continuation(anthropic_decoder *d, slot *s) {
+    if ((s->kind != KIND_THINKING && s->kind != KIND_REDACTED) || s->opaque.len == 0)
+        return 0;
+    json_t *value = json_stringn(s->opaque.p, s->opaque.len);
+    json_t *data = json_object();
+    if (!value || !data ||
+        json_object_set_new(data, s->kind == KIND_THINKING ? "signature" : "redacted_data",
+                            value) != 0) {
+        json_decref(data);
+        pc_fail(&d->out, "UNKNOWN", "out of memory while decoding the stream");
+        return -1;
+    }
+    return pc_put(&d->out, json_pack("{s:s,s:i,s:{s:s,s:s,s:o}}", "type", "continuation", "index",
+                                     s->block, "continuation", "provider", d->out.provider,
+                                     "model", d->model ? d->model : "", "data", data));
+}
+
+/* End a started block: its continuation first; a tool call without
+ * arguments gets "{}". */
 static int block_stop(anthropic_decoder *d, slot *s) {
     if (s->stopped)
         return 0;
     s->stopped = true;
     if (s->block < 0)
         return 0;
+    if (continuation(d, s) != 0)
+        return -1;
     return pc_block_end(&d->out, s->block, s->kind == KIND_TOOL && s->args_len == 0);
 }
 
@@ -105,6 +156,14 @@ static slot *slot_add(anthropic_decoder *d, json_int_t key, slot_kind kind) {
     s->kind = kind;
     s->block = -1;
     return s;
+}
+
+/* Append to a slot's signature / redacted data. */
+static const char *opaque_add(anthropic_decoder *d, slot *s, const char *v) {
+    if (pc_buf_add(&s->opaque, v, strlen(v)) == 0)
+        return NULL;
+    pc_fail(&d->out, "UNKNOWN", "out of memory while decoding the stream");
+    return "";
 }
 
 /* Text or thinking content: start the block on the first non-empty text. */
@@ -152,6 +211,17 @@ static const char *read_usage(anthropic_decoder *d, const json_t *usage) {
         read_count(usage, "cache_read_input_tokens", &d->cache_read) ||
         read_count(usage, "cache_creation_input_tokens", &d->cache_write))
         return "usage token counts are not integers";
+    /* The per-TTL split of the cache write (anthropic-sdk-python,
+     * types/cache_creation.py: ephemeral_5m_input_tokens and
+     * ephemeral_1h_input_tokens, "the number of input tokens used to create
+     * the 5 minute / 1 hour cache entry"; types/usage.py: cache_creation is
+     * optional). */
+    json_t *split = json_object_get(usage, "cache_creation");
+    if (split && !json_is_null(split) && !json_is_object(split))
+        return "usage.cache_creation is not an object";
+    if (read_count(split, "ephemeral_5m_input_tokens", &d->cache_write_5m) ||
+        read_count(split, "ephemeral_1h_input_tokens", &d->cache_write_1h))
+        return "usage token counts are not integers";
     return NULL;
 }
 
@@ -175,22 +245,37 @@ static const char *on_block_start(anthropic_decoder *d, const json_t *root) {
         return "content_block is not an object with a type";
     if (slot_find(d, key))
         return "content_block_start for an index already in use";
-    slot_kind kind = strcmp(type, "text") == 0       ? KIND_TEXT
-                     : strcmp(type, "thinking") == 0 ? KIND_THINKING
-                     : strcmp(type, "tool_use") == 0 ? KIND_TOOL
-                                                     : KIND_SKIPPED;
+    slot_kind kind = strcmp(type, "text") == 0                ? KIND_TEXT
+                     : strcmp(type, "thinking") == 0          ? KIND_THINKING
+                     : strcmp(type, "tool_use") == 0          ? KIND_TOOL
+                     : strcmp(type, "redacted_thinking") == 0 ? KIND_REDACTED
+                                                              : KIND_SKIPPED;
     json_t *text = json_object_get(cb, kind == KIND_THINKING ? "thinking" : "text");
     json_t *id = json_object_get(cb, "id"), *name = json_object_get(cb, "name");
     json_t *input = json_object_get(cb, "input");
+    json_t *sig = json_object_get(cb, "signature"), *data = json_object_get(cb, "data");
     if ((kind == KIND_TEXT || kind == KIND_THINKING) && text && !json_is_string(text))
         return "content_block text is not a string";
+    if (kind == KIND_THINKING && sig && !json_is_null(sig) && !json_is_string(sig))
+        return "thinking block signature is not a string";
+    if (kind == KIND_REDACTED && !json_is_string(data))
+        return "redacted_thinking block without a string data";
     if (kind == KIND_TOOL && (!json_is_string(id) || !json_is_string(name)))
         return "tool_use block without a string id and name";
     slot *s = slot_add(d, key, kind);
     if (!s)
         return "";
-    if (kind == KIND_TEXT || kind == KIND_THINKING)
+    if (kind == KIND_TEXT)
         return text && text_delta(d, s, json_string_value(text)) != 0 ? "" : NULL;
+    if (kind == KIND_THINKING || kind == KIND_REDACTED) {
+        /* started now: an empty or redacted thinking block still goes back */
+        if (block_start(d, s) != 0)
+            return "";
+        const char *v = json_string_value(kind == KIND_THINKING ? sig : data);
+        if (v && v[0] && opaque_add(d, s, v))
+            return "";
+        return text && text_delta(d, s, json_string_value(text)) != 0 ? "" : NULL;
+    }
     if (kind != KIND_TOOL)
         return NULL;
     if (block_start(d, s) != 0)
@@ -238,8 +323,15 @@ static const char *on_block_delta(anthropic_decoder *d, const json_t *root) {
     } else if (strcmp(type, "input_json_delta") == 0) {
         want = KIND_TOOL;
         field = "partial_json";
+    } else if (strcmp(type, "signature_delta") == 0) {
+        json_t *sig = json_object_get(delta, "signature");
+        if (!json_is_string(sig))
+            return "signature_delta signature is not a string";
+        if (s->kind != KIND_THINKING)
+            return NULL; /* a signature only binds a thinking block */
+        return opaque_add(d, s, json_string_value(sig));
     } else {
-        return NULL; /* signature_delta, citations_delta, ... */
+        return NULL; /* citations_delta, ... */
     }
     if (s->kind == KIND_SKIPPED)
         return NULL;
@@ -290,6 +382,10 @@ static json_t *usage_chunk(const anthropic_decoder *d) {
         pc_set_new(&u, "cache_read_tokens", json_integer(d->cache_read.value));
     if (d->cache_write.present)
         pc_set_new(&u, "cache_write_tokens", json_integer(d->cache_write.value));
+    if (d->cache_write_5m.present)
+        pc_set_new(&u, "cache_write_5m_tokens", json_integer(d->cache_write_5m.value));
+    if (d->cache_write_1h.present)
+        pc_set_new(&u, "cache_write_1h_tokens", json_integer(d->cache_write_1h.value));
     return u ? json_pack("{s:s,s:o}", "type", "usage", "usage", u) : NULL;
 }
 
@@ -406,10 +502,24 @@ anthropic_decoder *anthropic_decoder_new(const char *provider, anthropic_emit_fn
     return d;
 }
 
+int anthropic_decoder_set_model(anthropic_decoder *d, const char *model) {
+    if (!d)
+        return -1;
+    char *copy = model ? strdup(model) : NULL;
+    if (model && !copy)
+        return -1;
+    free(d->model);
+    d->model = copy;
+    return 0;
+}
+
 void anthropic_decoder_free(anthropic_decoder *d) {
     if (!d)
         return;
+    for (size_t i = 0; i < d->nslots; i++)
+        free(d->slots[i].opaque.p);
     free(d->slots);
+    free(d->model);
     free(d->stop_reason);
     pc_out_clear(&d->out);
     free(d);

@@ -21,8 +21,19 @@
 #include "model_table.h"
 
 /**
+ * Prompt caching of provider-anthropic (`cache` of a row and of
+ * models.<id>): 0 is the default, on with the 5-minute TTL.
+ */
+typedef enum pc_prompt_cache {
+    PC_PROMPT_CACHE_5M = 0, /* cache_control {"type":"ephemeral"} (5 minutes) */
+    PC_PROMPT_CACHE_1H,     /* cache_control {"type":"ephemeral","ttl":"1h"} */
+    PC_PROMPT_CACHE_OFF,    /* no cache_control at all (`cache: false`) */
+} pc_prompt_cache;
+
+/**
  * What a request builder takes besides the frozen request, and what it
- * reports back.  {0} is "the request alone": its own `options` member.
+ * reports back.  {0} is "the request alone": its own `options` member, and
+ * caching on (5 minutes) where the provider caches.
  * Not thread-safe (one per build).
  */
 typedef struct pc_extra {
@@ -32,6 +43,11 @@ typedef struct pc_extra {
     /* out: the model's rule kept the call config's temperature out of the
      * body (the caller warns, once per row and model) */
     bool dropped_temperature;
+    /* in: prompt caching (provider-anthropic; the others ignore it) */
+    pc_prompt_cache cache;
+    /* out: reasoning blocks whose continuation lacked the data the provider
+     * needs (skipped; the caller says so once) */
+    size_t skipped_continuations;
 } pc_extra;
 
 /**

@@ -37,7 +37,12 @@
 
 /* The decoder and request translation, as the shared checks call them. */
 static void *decoder_new(int (*emit)(void *, json_t *), void *user_data) {
-    return anthropic_decoder_new("llm", emit, user_data);
+    anthropic_decoder *d = anthropic_decoder_new("llm", emit, user_data);
+    if (d && anthropic_decoder_set_model(d, "claude-test") != 0) {
+        anthropic_decoder_free(d);
+        return NULL;
+    }
+    return d;
 }
 static int decoder_event(void *d, const char *event, const char *data, size_t len) {
     return anthropic_decoder_event(d, event, data, len);
@@ -352,7 +357,8 @@ static void decode_text_stream_with_cache_usage(void **state) {
 
 static void decode_thinking_then_text(void **state) {
     (void)state;
-    /* signature_delta and redacted_thinking are skipped */
+    /* signature_delta accumulates into the thinking block's continuation;
+     * redacted_thinking is a reasoning block with no text and its data */
     pt_check_stream(&ops, "anthropic/thinking.sse", "anthropic/thinking.chunks.json");
 }
 
@@ -642,7 +648,7 @@ static void round_trip_loses_nothing(void **state) {
 
 #define CONFIG                                                                                     \
     "{\"base_url\":\"@BASE@\",\"api_key\":\"" PT_KEY "\",\"headers\":{\"X-Team\":\"t1\"},"         \
-    "\"models\":{\"test-model\":{\"context_window\":1000,\"max_output\":100}}}"
+    "\"cache\":false,\"models\":{\"test-model\":{\"context_window\":1000,\"max_output\":100}}}"
 
 static void plugin_streams_from_mock_server(void **state) {
     (void)state;
@@ -765,7 +771,7 @@ static void model_info_knows_the_table_and_the_config_beats_it(void **state) {
     pt_assert_model_info("claude-sonnet-4-20250514", 200000, 64000);
     pt_assert_model_info("claude-3-5-haiku-20241022", 200000, 8192);
     pt_assert_model_info("claude-haiku-4-5-20251001", 200000, 64000);
-    pt_assert_model_info("claude-sonnet-4-6", 0, 0); /* a near miss is unknown */
+    pt_assert_model_info("claude-sonnet-4-9", 0, 0); /* a near miss is unknown */
     /* the config, each field on its own (the table's max_output cut to the window) */
     pt_assert_model_info("claude-sonnet-4-5", 1000, 1000);
     pt_assert_model_info("claude-opus-4-1", 200000, 2000);
@@ -895,6 +901,7 @@ static void request_refuses_a_thinking_mode_the_model_refuses(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char msg[512] = "", members[128];
         snprintf(members, sizeof members,
+                 "\"max_tokens\":2048,"
                  "\"options\":{\"thinking\":{\"type\":\"%s\",\"budget_tokens\":1024}}",
                  cases[i].type);
         json_t *body = body_for(cases[i].model, members, msg, sizeof msg);
