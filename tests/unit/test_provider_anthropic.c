@@ -912,6 +912,421 @@ static void request_refuses_a_thinking_mode_the_model_refuses(void **state) {
     }
 }
 
+
+/* ------------------------------------------------------------------------ */
+/* Issue #32: continuations, prompt caching, mid-conversation system         */
+/* ------------------------------------------------------------------------ */
+
+static int collect(void *user_data, json_t *chunk) {
+    json_array_append_new(user_data, chunk);
+    return 0;
+}
+
+/* Feed `events` (SSE data lines, NULL-terminated) and return the chunks. */
+static json_t *decode_events(const char *const *events) {
+    json_t *chunks = json_array();
+    anthropic_decoder *d = anthropic_decoder_new("anth", collect, chunks);
+    assert_non_null(d);
+    assert_int_equal(anthropic_decoder_set_model(d, "claude-sonnet-4-5"), 0);
+    for (size_t i = 0; events[i]; i++)
+        assert_int_equal(anthropic_decoder_event(d, NULL, events[i], strlen(events[i])), 0);
+    assert_int_equal(anthropic_decoder_end(d, NULL, false), 0);
+    anthropic_decoder_free(d);
+    return chunks;
+}
+
+static const json_t *chunk_of(const json_t *chunks, const char *type, size_t nth) {
+    size_t i;
+    json_t *c;
+    json_array_foreach(chunks, i, c) {
+        if (!strcmp(json_string_value(json_object_get(c, "type")), type) && nth-- == 0)
+            return c;
+    }
+    return NULL;
+}
+
+/* signature_delta events accumulate; the continuation comes at the block's
+ * stop, before its block-end; an empty thinking block is still a block;
+ * redacted_thinking is a reasoning block with its data. */
+static void decode_signature_and_redacted_thinking(void **state) {
+    (void)state;
+    static const char *const events[] = {
+        "{\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5,"
+        "\"cache_creation_input_tokens\":30,\"cache_read_input_tokens\":100,"
+        "\"cache_creation\":{\"ephemeral_5m_input_tokens\":10,\"ephemeral_1h_input_tokens\":20}}}}",
+        "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\","
+        "\"thinking\":\"\",\"signature\":\"\"}}",
+        "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\","
+        "\"signature\":\"Sig/\"}}",
+        "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\","
+        "\"signature\":\"part+2==\"}}",
+        "{\"type\":\"content_block_stop\",\"index\":0}",
+        "{\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":"
+        "\"redacted_thinking\",\"data\":\"EmwKAh\\u00e9\"}}",
+        "{\"type\":\"content_block_stop\",\"index\":1}",
+        "{\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"tool_use\","
+        "\"id\":\"t1\",\"name\":\"f\",\"input\":{}}}",
+        "{\"type\":\"content_block_stop\",\"index\":2}",
+        "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},"
+        "\"usage\":{\"output_tokens\":3}}",
+        "{\"type\":\"message_stop\"}",
+        NULL,
+    };
+    json_t *chunks = decode_events(events);
+    json_t *want = json_loads(
+        "[{\"type\":\"block-start\",\"index\":0,\"block_type\":\"reasoning\"},"
+        "{\"type\":\"continuation\",\"index\":0,\"continuation\":{\"provider\":\"anth\","
+        "\"model\":\"claude-sonnet-4-5\",\"data\":{\"signature\":\"Sig/part+2==\"}}},"
+        "{\"type\":\"block-end\",\"index\":0},"
+        "{\"type\":\"block-start\",\"index\":1,\"block_type\":\"reasoning\"},"
+        "{\"type\":\"continuation\",\"index\":1,\"continuation\":{\"provider\":\"anth\","
+        "\"model\":\"claude-sonnet-4-5\",\"data\":{\"redacted_data\":\"EmwKAh\\u00e9\"}}},"
+        "{\"type\":\"block-end\",\"index\":1}]",
+        0, NULL);
+    for (size_t i = 0; i < json_array_size(want); i++)
+        pt_assert_json_equal(json_array_get(chunks, i), json_array_get(want, i));
+    const json_t *usage = json_object_get(chunk_of(chunks, "usage", 0), "usage");
+    json_t *want_usage = json_loads(
+        "{\"input_tokens\":5,\"output_tokens\":3,\"cache_read_tokens\":100,"
+        "\"cache_write_tokens\":30,\"cache_write_5m_tokens\":10,\"cache_write_1h_tokens\":20}",
+        0, NULL);
+    pt_assert_json_equal(usage, want_usage);
+    json_decref(want_usage);
+    json_decref(want);
+    json_decref(chunks);
+}
+
+/* Usage with only the 1h split, and a signature_delta on a text block
+ * (ignored: a signature binds a thinking block only). */
+static void decode_usage_per_ttl(void **state) {
+    (void)state;
+    static const char *const events[] = {
+        "{\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1,"
+        "\"cache_creation_input_tokens\":7,\"cache_creation\":{\"ephemeral_1h_input_tokens\":7}}}}",
+        "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\","
+        "\"text\":\"hi\"}}",
+        "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\","
+        "\"signature\":\"x\"}}",
+        "{\"type\":\"content_block_stop\",\"index\":0}",
+        "{\"type\":\"message_stop\"}",
+        NULL,
+    };
+    json_t *chunks = decode_events(events);
+    const json_t *usage = json_object_get(chunk_of(chunks, "usage", 0), "usage");
+    assert_int_equal(json_integer_value(json_object_get(usage, "cache_write_1h_tokens")), 7);
+    assert_null(json_object_get(usage, "cache_write_5m_tokens"));
+    assert_null(chunk_of(chunks, "continuation", 0));
+    json_decref(chunks);
+    /* a cache_creation that is not an object is malformed */
+    static const char *const bad[] = {
+        "{\"type\":\"message_start\",\"message\":{\"usage\":{\"cache_creation\":3}}}", NULL};
+    json_t *c2 = json_array();
+    anthropic_decoder *d = anthropic_decoder_new("anth", collect, c2);
+    assert_int_equal(anthropic_decoder_event(d, NULL, bad[0], strlen(bad[0])), -1);
+    anthropic_decoder_free(d);
+    assert_non_null(chunk_of(c2, "finish", 0));
+    json_decref(c2);
+}
+
+static char *build(const char *request_json, pc_prompt_cache cache, size_t *skipped) {
+    json_t *request = json_loads(request_json, 0, NULL);
+    assert_non_null(request);
+    pc_extra extra = {NULL, false, cache, 0};
+    char msg[512];
+    char *text = anthropic_request_text_ex(request, &extra, 0, NULL, msg, sizeof msg);
+    if (!text)
+        fail_msg("%s", msg);
+    if (skipped)
+        *skipped = extra.skipped_continuations;
+    json_decref(request);
+    return text;
+}
+
+static size_t count_of(const char *text, const char *what) {
+    size_t n = 0;
+    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+/* Reasoning blocks with a continuation go back as thinking /
+ * redacted_thinking, byte-exact, in their place; without one they are not
+ * sent; data without the key is skipped and counted. */
+static void request_sends_thinking_back_in_place(void **state) {
+    (void)state;
+    const char *req =
+        "{\"model\":\"claude-sonnet-4-5\",\"messages\":["
+        "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"go\"}]},"
+        "{\"role\":\"assistant\",\"content\":["
+        "{\"type\":\"reasoning\",\"text\":\"I think \\\"so\\\"\\n\\u00e9\",\"continuation\":"
+        "{\"provider\":\"a\",\"model\":\"claude-sonnet-4-5\",\"data\":{\"signature\":\"S+/=\"}}},"
+        "{\"type\":\"reasoning\",\"text\":\"\",\"continuation\":"
+        "{\"provider\":\"a\",\"model\":\"claude-sonnet-4-5\",\"data\":{\"redacted_data\":\"R1\"}}},"
+        "{\"type\":\"reasoning\",\"text\":\"plain\"},"
+        "{\"type\":\"reasoning\",\"text\":\"odd\",\"continuation\":"
+        "{\"provider\":\"a\",\"model\":\"claude-sonnet-4-5\",\"data\":{\"other\":\"x\"}}},"
+        "{\"type\":\"tool_call\",\"id\":\"t1\",\"name\":\"f\",\"arguments\":\"{}\"}]},"
+        "{\"role\":\"tool\",\"content\":[{\"type\":\"tool_result\",\"call_id\":\"t1\","
+        "\"content\":\"ok\"}]}]}";
+    size_t skipped = 0;
+    char *text = build(req, PC_PROMPT_CACHE_OFF, &skipped);
+    assert_non_null(strstr(
+        text, "{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":"
+              "\"I think \\\"so\\\"\\n\xc3\xa9\",\"signature\":\"S+/=\"},"
+              "{\"type\":\"redacted_thinking\",\"data\":\"R1\"},"
+              "{\"type\":\"tool_use\",\"id\":\"t1\""));
+    assert_null(strstr(text, "plain"));
+    assert_null(strstr(text, "odd"));
+    assert_int_equal(skipped, 1);
+    assert_int_equal(count_of(text, "cache_control"), 0);
+    free(text);
+    /* caching on: no breakpoint lands on a thinking block */
+    text = build(req, PC_PROMPT_CACHE_5M, NULL);
+    assert_null(strstr(text, "\"signature\":\"S+/=\",\"cache_control\""));
+    assert_int_equal(count_of(text, "cache_control"), 1);
+    free(text);
+}
+
+/* A tool-loop request of `steps` steps, each with `calls` tool calls, and a
+ * system prompt when `system`; `tools` declares a tool. */
+static char *loop_request(const char *model, int steps, int calls, bool system, bool tools) {
+    json_t *msgs = json_array();
+    if (system)
+        json_array_append_new(msgs, json_pack("{s:s,s:[{s:s,s:s}]}", "role", "system", "content",
+                                              "type", "text", "text", "be brief"));
+    json_array_append_new(msgs, json_pack("{s:s,s:[{s:s,s:s}]}", "role", "user", "content", "type",
+                                          "text", "text", "start"));
+    for (int s = 0; s < steps; s++) {
+        json_t *a = json_array(), *r = json_array();
+        for (int c = 0; c < calls; c++) {
+            char id[32];
+            snprintf(id, sizeof id, "c%d_%d", s, c);
+            json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:s}", "type", "tool_call", "id", id,
+                                               "name", "f", "arguments", "{}"));
+            json_array_append_new(r, json_pack("{s:s,s:s,s:s}", "type", "tool_result", "call_id",
+                                               id, "content", "ok"));
+        }
+        json_array_append_new(msgs, json_pack("{s:s,s:o}", "role", "assistant", "content", a));
+        json_array_append_new(msgs, json_pack("{s:s,s:o}", "role", "tool", "content", r));
+    }
+    json_t *req = json_pack("{s:s,s:o}", "model", model, "messages", msgs);
+    if (tools)
+        json_object_set_new(req, "tools",
+                            json_pack("[{s:s,s:s,s:{s:s}}]", "name", "f", "description", "d",
+                                      "parameters", "type", "object"));
+    char *text = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    return text;
+}
+
+/* The blocks of the body's messages with a cache_control, by index. */
+static json_t *marked_blocks(const char *text) {
+    json_t *body = json_loads(text, 0, NULL), *out = json_array();
+    assert_non_null(body);
+    size_t i, j, k = 0;
+    json_t *m, *b;
+    json_array_foreach(json_object_get(body, "messages"), i, m) {
+        json_array_foreach(json_object_get(m, "content"), j, b) {
+            if (json_object_get(b, "cache_control"))
+                json_array_append_new(out, json_integer((json_int_t)k));
+            k++;
+        }
+    }
+    json_object_set_new(out, "x", json_null()); /* no-op on arrays */
+    json_array_append_new(out, json_integer((json_int_t)k)); /* the total last */
+    json_decref(body);
+    return out;
+}
+
+/* Breakpoints: the system one, the rolling one on the last block, and
+ * intermediate ones when a step adds more than 18 blocks; never more than
+ * 4, and the body with a memo equals the body from nothing. */
+static void request_places_cache_breakpoints(void **state) {
+    (void)state;
+    /* a small step: system + rolling */
+    char *req = loop_request("claude-sonnet-4-5", 3, 1, true, true);
+    char *text = build(req, PC_PROMPT_CACHE_5M, NULL);
+    assert_int_equal(count_of(text, "cache_control"), 2);
+    assert_non_null(strstr(text, "\"system\":[{\"type\":\"text\",\"text\":\"be brief\","
+                                 "\"cache_control\":{\"type\":\"ephemeral\"}}]"));
+    json_t *marks = marked_blocks(text);
+    size_t total = (size_t)json_integer_value(json_array_get(marks, json_array_size(marks) - 1));
+    assert_int_equal(json_array_size(marks), 2);
+    assert_int_equal(json_integer_value(json_array_get(marks, 0)), (json_int_t)total - 1);
+    json_decref(marks);
+    free(text);
+    free(req);
+    /* a step adding 30 blocks (15 calls + 15 results): one intermediate
+     * breakpoint 18 blocks below the rolling one */
+    req = loop_request("claude-sonnet-4-5", 2, 15, true, true);
+    text = build(req, PC_PROMPT_CACHE_5M, NULL);
+    marks = marked_blocks(text);
+    total = (size_t)json_integer_value(json_array_get(marks, json_array_size(marks) - 1));
+    assert_int_equal(count_of(text, "cache_control"), 3);
+    assert_int_equal(json_array_size(marks), 3);
+    assert_int_equal(json_integer_value(json_array_get(marks, 0)), (json_int_t)total - 1 - 18);
+    assert_int_equal(json_integer_value(json_array_get(marks, 1)), (json_int_t)total - 1);
+    json_decref(marks);
+    free(text);
+    free(req);
+    /* a step adding 120 blocks: 4 in all, the lowest three 18 apart */
+    req = loop_request("claude-sonnet-4-5", 1, 60, true, true);
+    text = build(req, PC_PROMPT_CACHE_5M, NULL);
+    assert_int_equal(count_of(text, "cache_control"), 4);
+    free(text);
+    /* no system: the stable breakpoint goes on the last tool */
+    free(req);
+    req = loop_request("claude-sonnet-4-5", 1, 1, false, true);
+    text = build(req, PC_PROMPT_CACHE_1H, NULL);
+    assert_non_null(strstr(text, "\"input_schema\":{\"type\":\"object\"},\"cache_control\":"
+                                 "{\"type\":\"ephemeral\",\"ttl\":\"1h\"}}]"));
+    assert_int_equal(count_of(text, "\"ttl\":\"1h\""), 2);
+    free(text);
+    /* caching off: none */
+    text = build(req, PC_PROMPT_CACHE_OFF, NULL);
+    assert_int_equal(count_of(text, "cache_control"), 0);
+    free(text);
+    free(req);
+}
+
+/* The memo keeps no breakpoint of an earlier request: a growing tool loop
+ * (with big steps) through one memo gives the body built from nothing. */
+static void request_breakpoints_keep_the_memo_exact(void **state) {
+    (void)state;
+    const void *agent = "agent", *owner = "owner";
+    pc_cache *cache = pt_memo_cache(&agent, &owner);
+    for (int steps = 0; steps < 8; steps++) {
+        char *req = loop_request("claude-sonnet-4-5", steps, steps % 3 == 0 ? 12 : 2, true, true);
+        json_t *request = json_loads(req, 0, NULL);
+        /* the steps must share message objects: rebuild from the previous
+         * request is not possible here, so compare each body with and
+         * without the memo of an identical history */
+        pc_extra extra = {NULL, false, PC_PROMPT_CACHE_5M, 0};
+        char msg[256];
+        char *plain = anthropic_request_text_ex(request, &extra, 0, NULL, msg, sizeof msg);
+        for (int again = 0; again < 2; again++) {
+            pc_memo *memo = pc_cache_memo_take(cache);
+            assert_int_equal(
+                anthropic_request_build_ex(request, &extra, 0, cache, memo, msg, sizeof msg), 0);
+            assert_string_equal(memo->text.p, plain);
+            assert_true(count_of(plain, "cache_control") <= 4);
+            pc_cache_memo_give(cache, memo);
+        }
+        /* grow the very same objects: append a step to this request */
+        json_t *msgs = json_object_get(request, "messages");
+        for (int k = 0; k < 3; k++) {
+            json_array_append_new(
+                msgs, json_pack("{s:s,s:[{s:s,s:s,s:s,s:s}]}", "role", "assistant", "content",
+                                "type", "tool_call", "id", "z", "name", "f", "arguments", "{}"));
+            json_t *r = json_array();
+            for (int c = 0; c < (k == 1 ? 25 : 1); c++)
+                json_array_append_new(r, json_pack("{s:s,s:s,s:s}", "type", "tool_result",
+                                                   "call_id", "z", "content", "ok"));
+            json_array_append_new(msgs, json_pack("{s:s,s:o}", "role", "tool", "content", r));
+            char *fresh = anthropic_request_text_ex(request, &extra, 0, NULL, msg, sizeof msg);
+            pc_memo *memo = pc_cache_memo_take(cache);
+            assert_int_equal(
+                anthropic_request_build_ex(request, &extra, 0, cache, memo, msg, sizeof msg), 0);
+            assert_string_equal(memo->text.p, fresh);
+            assert_true(count_of(fresh, "cache_control") <= 4);
+            pc_cache_memo_give(cache, memo);
+            free(fresh);
+        }
+        free(plain);
+        json_decref(request);
+        free(req);
+    }
+    pc_cache_release_agent(cache, &agent);
+    pc_cache_free(cache);
+}
+
+/* A later system message: a {role:system} message after a user turn on a
+ * model that takes one, else a <system-update> note in the user turn. */
+static void request_maps_mid_conversation_system(void **state) {
+    (void)state;
+#define MID_FMT \
+        "{\"model\":\"%s\",\"messages\":[" \
+        "{\"role\":\"system\",\"content\":[{\"type\":\"text\",\"text\":\"first\"}]}," \
+        "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}," \
+        "{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_call\",\"id\":\"t\",\"name\":\"f\"," \
+        "\"arguments\":\"{}\"}]}," \
+        "{\"role\":\"tool\",\"content\":[{\"type\":\"tool_result\",\"call_id\":\"t\"," \
+        "\"content\":\"ok\"}]}," \
+        "{\"role\":\"system\",\"content\":[{\"type\":\"text\",\"text\":\"new \\\"rules\\\"\"}]}]}"
+    char req[1024];
+    snprintf(req, sizeof req, MID_FMT, "claude-opus-4-8");
+    char *text = build(req, PC_PROMPT_CACHE_OFF, NULL);
+    assert_non_null(strstr(text, "\"system\":\"first\""));
+    assert_non_null(strstr(text, "{\"role\":\"system\",\"content\":[{\"type\":\"text\",\"text\":"
+                                 "\"new \\\"rules\\\"\"}]}]"));
+    free(text);
+    snprintf(req, sizeof req, MID_FMT, "claude-sonnet-4-5");
+    text = build(req, PC_PROMPT_CACHE_OFF, NULL);
+    assert_non_null(strstr(text, "\"system\":\"first\""));
+    assert_non_null(strstr(text, "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\","
+                                 "\"tool_use_id\":\"t\",\"content\":[{\"type\":\"text\",\"text\":"
+                                 "\"ok\"}]},{\"type\":\"text\",\"text\":\"<system-update>\\nnew "
+                                 "\\\"rules\\\"\\n</system-update>\"}]}]"));
+    assert_null(strstr(text, "\"role\":\"system\""));
+    free(text);
+    /* with caching: the system block and the rolling one (on the note) */
+    text = build(req, PC_PROMPT_CACHE_5M, NULL);
+    assert_non_null(strstr(text, "</system-update>\",\"cache_control\":{\"type\":\"ephemeral\"}}"));
+    assert_int_equal(count_of(text, "cache_control"), 2);
+    free(text);
+}
+
+/* Thinking: temperature is dropped from the call config (reported), an
+ * option other than 1 refused; budget_tokens below max_tokens. */
+static void request_thinking_rules(void **state) {
+    (void)state;
+    json_t *request = json_loads(
+        "{\"model\":\"claude-sonnet-4-5\",\"temperature\":0.2,\"max_tokens\":4096,"
+        "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}]}",
+        0, NULL);
+    json_t *opts = json_loads("{\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":2048}}", 0,
+                              NULL);
+    pc_extra extra = {opts, false, PC_PROMPT_CACHE_OFF, 0};
+    char msg[512];
+    char *text = anthropic_request_text_ex(request, &extra, 0, NULL, msg, sizeof msg);
+    assert_non_null(text);
+    assert_true(extra.dropped_temperature);
+    assert_null(strstr(text, "temperature"));
+    free(text);
+    json_object_set_new(opts, "temperature", json_real(0.5));
+    assert_null(anthropic_request_text_ex(request, &extra, 0, NULL, msg, sizeof msg));
+    assert_non_null(strstr(msg, "options.temperature: model \"claude-sonnet-4-5\""));
+    json_object_set_new(opts, "temperature", json_integer(1));
+    text = anthropic_request_text_ex(request, &extra, 0, NULL, msg, sizeof msg);
+    assert_non_null(text);
+    free(text);
+    json_object_del(opts, "temperature");
+    json_object_set_new(request, "max_tokens", json_integer(2048));
+    assert_null(anthropic_request_text_ex(request, &extra, 0, NULL, msg, sizeof msg));
+    assert_non_null(strstr(msg, "budget_tokens: 2048 must be less than max_tokens 2048"));
+    /* without thinking the temperature goes */
+    json_object_set_new(request, "max_tokens", json_integer(100));
+    pc_extra plain = {NULL, false, PC_PROMPT_CACHE_OFF, 0};
+    text = anthropic_request_text_ex(request, &plain, 0, NULL, msg, sizeof msg);
+    assert_non_null(strstr(text, "\"temperature\":0.2"));
+    assert_false(plain.dropped_temperature);
+    free(text);
+    /* cache config values */
+    pc_prompt_cache c;
+    json_t *v = json_loads("{\"ttl\":\"1h\"}", 0, NULL);
+    assert_int_equal(anthropic_cache_parse(v, "config.cache", &c, msg, sizeof msg), 0);
+    assert_int_equal(c, PC_PROMPT_CACHE_1H);
+    json_decref(v);
+    assert_int_equal(anthropic_cache_parse(json_false(), "config.cache", &c, msg, sizeof msg), 0);
+    assert_int_equal(c, PC_PROMPT_CACHE_OFF);
+    v = json_loads("{\"ttl\":\"2h\"}", 0, NULL);
+    assert_int_equal(anthropic_cache_parse(v, "config.models.m.cache", &c, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "config.models.m.cache: expected false"));
+    json_decref(v);
+    json_decref(opts);
+    json_decref(request);
+}
+
 /* Load: a thinking mode a configured model refuses, from the model's
  * options or the row's, is an error naming the model and the rule. */
 static void plugin_refuses_thinking_the_model_refuses_at_load(void **state) {
@@ -1061,6 +1476,13 @@ int main(void) {
         cmocka_unit_test(request_options_merge_last),
         cmocka_unit_test(request_options_refuse_owned_keys),
         cmocka_unit_test(request_refuses_a_thinking_mode_the_model_refuses),
+        cmocka_unit_test(decode_signature_and_redacted_thinking),
+        cmocka_unit_test(decode_usage_per_ttl),
+        cmocka_unit_test(request_sends_thinking_back_in_place),
+        cmocka_unit_test(request_places_cache_breakpoints),
+        cmocka_unit_test(request_breakpoints_keep_the_memo_exact),
+        cmocka_unit_test(request_maps_mid_conversation_system),
+        cmocka_unit_test(request_thinking_rules),
         cmocka_unit_test(plugin_refuses_thinking_the_model_refuses_at_load),
         cmocka_unit_test_setup_teardown(plugin_sends_model_headers_and_options, pt_plugin_setup,
                                         pt_plugin_teardown),
