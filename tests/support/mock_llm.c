@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,7 +151,10 @@ typedef struct entry {
 
 typedef struct record {
     char *path, *head, *body;
+    char *outcome; /* JSON: what the mock answered (mock_llm_request_outcome) */
 } record;
+
+struct cache_entry;
 
 typedef struct conn {
     struct mock_llm *m;
@@ -178,6 +182,15 @@ struct mock_llm {
     long info_delay_ms;             /* before answering either */
     long connections, responses, expect_failures;
     conn *conns;
+    /* the vendors' rules (see "the vendors' rules" below) */
+    bool cache_accounting;      /* script "cache_accounting": usage from the prompt, any model */
+    entry *tool_choice_none;    /* script "tool_choice_none": answers those requests */
+    struct cache_entry *cache;  /* Anthropic entries and OpenAI prompts */
+    size_t ncache, capcache;
+    long thinking_replies;      /* Anthropic replies that started with thinking */
+    long rejections;            /* 400s answered by a vendor rule */
+    long cache_read_tokens, cache_write_tokens;
+    FILE *stats;                /* mock_llm_stats_file: one outcome line per request */
 };
 
 /* The longest a "keepalive" response goes on (bounds a test that fails). */
@@ -193,6 +206,11 @@ static const char *const entry_keys[] = {
     "text",  "reasoning", "tool_calls",  "usage",          "finish", "chunk_size",
     "chunk_delay_ms", "fault", "retry_after", "retry_after_ms", "status", "body",
     "expect", "echo_key", "headers", "body_hex", "pad_lines", "pad_bytes", NULL,
+};
+
+static const char *const root_keys[] = {
+    "loop", "models", "props", "info_delay_ms", "requests", "cache_accounting",
+    "tool_choice_none", NULL,
 };
 
 static bool in_list(const char *s, const char *const *list) {
@@ -368,6 +386,27 @@ static int parse_script(mock_llm *m, const char *text) {
         return -1;
     }
     m->loop = json_is_true(json_object_get(root, "loop"));
+    m->cache_accounting = json_is_true(json_object_get(root, "cache_accounting"));
+    const char *rkey;
+    const json_t *rval;
+    json_object_foreach(root, rkey, rval) {
+        if (!in_list(rkey, root_keys)) {
+            fprintf(stderr, "mock_llm: script: unknown key \"%s\"\n", rkey);
+            json_decref(root);
+            return -1;
+        }
+    }
+    json_t *tcn = json_object_get(root, "tool_choice_none");
+    if (tcn) {
+        m->tool_choice_none = xrealloc(NULL, sizeof *m->tool_choice_none);
+        if (parse_entry(tcn, 0, m->tool_choice_none)) {
+            entry_free(m->tool_choice_none);
+            free(m->tool_choice_none);
+            m->tool_choice_none = NULL;
+            json_decref(root);
+            return -1;
+        }
+    }
     /* what the server says about itself: a string is sent as it is (garbage
      * too), an array of models is wrapped as an OpenAI list */
     const json_t *models = json_object_get(root, "models"), *props = json_object_get(root, "props");
@@ -591,6 +630,7 @@ static long record_request(mock_llm *m, const request *rq) {
     m->recs[i].path = xstrdup(rq->path);
     m->recs[i].head = xstrdup(rq->head);
     m->recs[i].body = xstrdup(rq->body);
+    m->recs[i].outcome = NULL;
     pthread_cond_broadcast(&m->cv);
     pthread_mutex_unlock(&m->mu);
     return i;
@@ -824,6 +864,749 @@ static char *pairing_error(api_kind api, const char *body) {
     return err.p;
 }
 
+/* ---- the vendors' rules (issue #32 item 7) -------------------------------
+ *
+ * What the vendors' APIs enforce on a request and report in a response, for
+ * the model names they concern (every other model name gets none of this, so
+ * tests with "test-model" and the like see the plain mock).  Each rule cites
+ * its source.  The request is read with jansson (a parse that fails skips
+ * every rule, as for the pairing check); everything else is libc.
+ *
+ * Signatures and thought signatures are the mock's own opaque strings, bound
+ * like the vendors' to the model and to the request prefix they were made
+ * for:
+ *   Anthropic thinking        "mk1" hex8(model) hex16(prefix) hex16(prefix+text)
+ *   Anthropic redacted data   "mkr1" hex8(model) hex16(prefix) hex16(prefix)
+ *   Gemini thought_signature  "gts1" hex8(model) hex16(prefix)
+ * where prefix is an FNV-1a hash of the canonical request before the block
+ * (tools, system, every earlier message and the earlier blocks of the same
+ * message; canonical: compact JSON, keys sorted, every cache_control member
+ * left out, a string content as its one text block).
+ */
+
+#define FNV0 0xcbf29ce484222325ULL
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *s = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* The string and its NUL (a separator between the hashed parts). */
+static uint64_t fnvz(uint64_t h, const char *s) { return fnv(h, s, strlen(s) + 1); }
+
+static uint32_t model_hash(const char *model) { return (uint32_t)fnvz(FNV0, model); }
+
+static bool starts(const char *s, const char *p) { return s && strncmp(s, p, strlen(p)) == 0; }
+
+static int key_cmp(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Canonical JSON of v into b: compact, object keys sorted, every
+ * "cache_control" member left out (a breakpoint moving is no change of the
+ * prompt: Anthropic's cache keys and prefix checks ignore it). */
+static void canon(sb *b, const json_t *v) {
+    if (!v) {
+        sb_puts(b, "null");
+        return;
+    }
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        size_t n = json_object_size(v), k = 0;
+        const char **keys = xrealloc(NULL, (n ? n : 1) * sizeof *keys);
+        const char *key;
+        json_t *val;
+        json_t *obj; /* jansson iterates only a mutable object; nothing is changed */
+        memcpy(&obj, &v, sizeof obj);
+        json_object_foreach(obj, key, val) keys[k++] = key;
+        qsort(keys, k, sizeof *keys, key_cmp);
+        sb_add(b, "{", 1);
+        bool first = true;
+        for (size_t i = 0; i < k; i++) {
+            if (strcmp(keys[i], "cache_control") == 0)
+                continue;
+            if (!first)
+                sb_add(b, ",", 1);
+            first = false;
+            sb_jsonz(b, keys[i]);
+            sb_add(b, ":", 1);
+            canon(b, json_object_get(v, keys[i]));
+        }
+        sb_add(b, "}", 1);
+        free(keys);
+        break;
+    }
+    case JSON_ARRAY: {
+        size_t i;
+        const json_t *e;
+        sb_add(b, "[", 1);
+        json_array_foreach(v, i, e) {
+            if (i)
+                sb_add(b, ",", 1);
+            canon(b, e);
+        }
+        sb_add(b, "]", 1);
+        break;
+    }
+    case JSON_STRING:
+        sb_json(b, json_string_value(v), json_string_length(v));
+        break;
+    case JSON_INTEGER:
+        sb_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        break;
+    case JSON_REAL:
+        sb_printf(b, "%.17g", json_real_value(v));
+        break;
+    case JSON_TRUE:
+        sb_puts(b, "true");
+        break;
+    case JSON_FALSE:
+        sb_puts(b, "false");
+        break;
+    default:
+        sb_puts(b, "null");
+        break;
+    }
+}
+
+/* Parse "<tag>" hex8 hex16 [hex16]; false when malformed. */
+static bool parse_sig(const char *s, const char *tag, bool with_text, uint32_t *mh, uint64_t *prefix,
+                      uint64_t *text) {
+    size_t tl = strlen(tag), want = tl + 8 + 16 + (with_text ? 16 : 0);
+    if (!s || strlen(s) != want || strncmp(s, tag, tl) != 0 ||
+        strspn(s + tl, "0123456789abcdef") != want - tl)
+        return false;
+    char part[17];
+    memcpy(part, s + tl, 8);
+    part[8] = '\0';
+    *mh = (uint32_t)strtoul(part, NULL, 16);
+    memcpy(part, s + tl + 8, 16);
+    part[16] = '\0';
+    *prefix = strtoull(part, NULL, 16);
+    if (with_text) {
+        memcpy(part, s + tl + 24, 16);
+        *text = strtoull(part, NULL, 16);
+    }
+    return true;
+}
+
+/* What the vendor rules decided for one request's reply. */
+typedef struct vreply {
+    enum { V_NONE, V_CLAUDE, V_OPENAI, V_DEEPSEEK, V_GEMINI } kind;
+    bool account;         /* usage computed from the prompt (else the script's) */
+    long input;           /* Anthropic input_tokens (after the cache) / OpenAI prompt_tokens */
+    long cache_read;      /* Anthropic cache_read_input_tokens / OpenAI cached_tokens */
+    long write_5m, write_1h;
+    bool thinking;        /* the reply starts with reasoning (Anthropic / DeepSeek) */
+    bool redact;          /* ... as a redacted_thinking block (Anthropic) */
+    uint64_t prefix;      /* the prefix the reply's first block is bound to */
+    uint32_t model;       /* model_hash of the request's model */
+    long dropped;         /* thinking blocks of another model, dropped silently */
+    char *sig;            /* the reply's signature / redacted data / thought signature */
+} vreply;
+
+/*
+ * The `thinking` modes a Claude model takes and the ones it answers with a
+ * 400: Anthropic's "Thinking support, defaults, and rejected configurations
+ * by model" table (platform.claude.com/docs/en/build-with-claude/
+ * thinking-troubleshooting) and "Extended thinking": "Claude 4.7 and later
+ * models do not support it [type enabled] and reject requests that use it"
+ * (platform.claude.com/docs/en/build-with-claude/extended-thinking).
+ */
+typedef enum { CT_ANY, CT_NONE, CT_EXTENDED, CT_ADAPTIVE, CT_ADAPTIVE_ON } claude_thinking;
+
+static claude_thinking claude_rule(const char *model) {
+    static const char *const adaptive_on[] = {"claude-fable-5", "claude-mythos-5", NULL};
+    static const char *const adaptive[] = {"claude-opus-4-7", "claude-opus-4-8", "claude-sonnet-5",
+                                           "claude-opus-5", "claude-haiku-5", NULL};
+    static const char *const both[] = {"claude-opus-4-6", "claude-sonnet-4-6", NULL};
+    static const char *const extended[] = {"claude-3-7-sonnet", "claude-sonnet-4", "claude-opus-4",
+                                           "claude-haiku-4-5", NULL};
+    for (const char *const *p = adaptive_on; *p; p++)
+        if (starts(model, *p))
+            return CT_ADAPTIVE_ON;
+    for (const char *const *p = adaptive; *p; p++)
+        if (starts(model, *p))
+            return CT_ADAPTIVE;
+    for (const char *const *p = both; *p; p++)
+        if (starts(model, *p))
+            return CT_ANY;
+    for (const char *const *p = extended; *p; p++)
+        if (starts(model, *p))
+            return CT_EXTENDED;
+    return starts(model, "claude-3") ? CT_NONE : CT_ANY;
+}
+
+/*
+ * The minimum cacheable prompt length of a Claude model, in tokens: a
+ * breakpoint on a shorter prefix caches nothing (no error, no write).
+ * Anthropic, "Prompt caching", "Cache limitations": 512 for Claude Opus 5,
+ * Fable 5 and Mythos 5; 4096 for Claude Haiku 4.5 and Opus 4.5 to 4.7; 2048
+ * for Sonnet 4.6 and the Claude 3 Haiku models; 1024 for the others (Sonnet 5,
+ * Opus 4.8, Sonnet 4.x, Opus 4 and 4.1, Claude 3.x)
+ * (platform.claude.com/docs/en/build-with-claude/prompt-caching).
+ */
+static long claude_min_cache(const char *model) {
+    if (starts(model, "claude-opus-5") || starts(model, "claude-fable-5") ||
+        starts(model, "claude-mythos-5"))
+        return 512;
+    if (starts(model, "claude-haiku-4-5") || starts(model, "claude-opus-4-5") ||
+        starts(model, "claude-opus-4-6") || starts(model, "claude-opus-4-7"))
+        return 4096;
+    if (starts(model, "claude-sonnet-4-6") || starts(model, "claude-3-haiku") ||
+        starts(model, "claude-3-5-haiku"))
+        return 2048;
+    return 1024;
+}
+
+/* A cache entry: Anthropic's (model, prefix up to a breakpoint), or one
+ * prompt OpenAI saw (model, prompt_cache_key bucket, the canonical prompt). */
+typedef struct cache_entry {
+    uint32_t model;
+    uint64_t prefix;     /* Anthropic */
+    char *bucket, *text; /* OpenAI (NULL for Anthropic) */
+    size_t text_len;
+} cache_entry;
+
+/* The OpenAI prompts kept for prefix matching (oldest dropped first). */
+#define MAX_OPENAI_PROMPTS 256
+
+static bool claude_cached(mock_llm *m, uint32_t model, uint64_t prefix) {
+    for (size_t i = 0; i < m->ncache; i++)
+        if (!m->cache[i].text && m->cache[i].model == model && m->cache[i].prefix == prefix)
+            return true;
+    return false;
+}
+
+static void cache_add(mock_llm *m, cache_entry e) {
+    if (m->ncache == m->capcache) {
+        m->capcache = m->capcache ? m->capcache * 2 : 64;
+        m->cache = xrealloc(m->cache, m->capcache * sizeof *m->cache);
+    }
+    m->cache[m->ncache++] = e;
+}
+
+/* One content block of the rendered Anthropic prompt. */
+typedef struct ablock {
+    uint64_t h;   /* prefix hash through this block */
+    size_t chars; /* canonical characters through this block */
+    int ttl;      /* breakpoint: 0 none, 5 (5m), 60 (1h) */
+} ablock;
+
+typedef struct arender {
+    ablock *b;
+    size_t n, cap;
+    uint64_t h;
+    size_t chars;
+    long breakpoints;
+    int last_ttl;     /* the ttl of the previous breakpoint (ordering) */
+    char *err;        /* first ordering error */
+} arender;
+
+/* Add one block (canonical text `s`) to the rendered prompt. */
+static void render_block(arender *r, const char *s, size_t len, const json_t *blk) {
+    r->h = fnv(r->h, s, len);
+    r->chars += len;
+    int ttl = 0;
+    const json_t *cc = json_object_get(blk, "cache_control");
+    if (json_is_object(cc)) {
+        const char *t = json_string_value(json_object_get(cc, "ttl"));
+        ttl = t && strcmp(t, "1h") == 0 ? 60 : 5;
+        r->breakpoints++;
+        /* "Cache entries with longer TTL must appear before shorter TTLs (i.e.,
+         * a 1-hour cache entry must appear before any 5-minute cache entries)"
+         * (prompt-caching, "Mixing different TTLs") */
+        if (ttl == 60 && r->last_ttl == 5 && !r->err) {
+            sb e = {0};
+            sb_puts(&e, "a ttl='1h' cache_control block must not come after a ttl='5m' "
+                        "cache_control block. Note that blocks are processed in the following "
+                        "order: `tools`, `system`, `messages`.");
+            r->err = e.p;
+        }
+        r->last_ttl = ttl;
+    }
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 64;
+        r->b = xrealloc(r->b, r->cap * sizeof *r->b);
+    }
+    r->b[r->n++] = (ablock){.h = r->h, .chars = r->chars, .ttl = ttl};
+}
+
+/* A string content/system as its one text block, canonical. */
+static void canon_text_block(sb *b, const char *s) {
+    sb_puts(b, "{\"text\":");
+    sb_jsonz(b, s);
+    sb_puts(b, ",\"type\":\"text\"}");
+}
+
+/*
+ * Anthropic /v1/messages rules for claude-* models.  Returns a new 400
+ * message or NULL; fills v (usage, the reply's thinking and signature).
+ */
+static char *anthropic_rules(mock_llm *m, const json_t *root, const char *model, long reply_no,
+                             vreply *v) {
+    sb err = {0};
+    claude_thinking rule = claude_rule(model);
+    const json_t *th = json_object_get(root, "thinking");
+    const char *type = json_string_value(json_object_get(th, "type"));
+    /* the thinking modes the model refuses (thinking-troubleshooting table) */
+    if (type && strcmp(type, "enabled") == 0 &&
+        (rule == CT_ADAPTIVE || rule == CT_ADAPTIVE_ON || rule == CT_NONE)) {
+        sb_printf(&err, "\"thinking.type.enabled\" is not supported for this model. Use "
+                        "\"thinking.type.adaptive\" and \"output_config.effort\" to control "
+                        "thinking behavior.");
+        return err.p;
+    }
+    if (type && strcmp(type, "adaptive") == 0 && (rule == CT_EXTENDED || rule == CT_NONE)) {
+        sb_printf(&err, "thinking.type: adaptive thinking is not supported on model %s. Use "
+                        "\"thinking.type.enabled\" with \"budget_tokens\".", model);
+        return err.p;
+    }
+    if (type && strcmp(type, "disabled") == 0 && rule == CT_ADAPTIVE_ON) {
+        sb_printf(&err, "thinking.type: \"disabled\" is not supported for model %s: thinking is "
+                        "always on for this model.", model);
+        return err.p;
+    }
+    bool enabled = type && strcmp(type, "enabled") == 0;
+    v->thinking = enabled || (type && strcmp(type, "adaptive") == 0) ||
+                  (rule == CT_ADAPTIVE_ON && !type);
+    if (enabled) {
+        /* budget_tokens: at least 1024 and below max_tokens (extended-thinking,
+         * "How to use extended thinking" and "Max tokens and context window
+         * size") */
+        const json_t *bt = json_object_get(th, "budget_tokens");
+        json_int_t budget = json_is_integer(bt) ? json_integer_value(bt) : 0;
+        json_int_t max = json_integer_value(json_object_get(root, "max_tokens"));
+        if (budget < 1024) {
+            sb_puts(&err, "thinking.enabled.budget_tokens: Input should be greater than or equal "
+                          "to 1024");
+            return err.p;
+        }
+        if (max <= budget) {
+            sb_puts(&err, "`max_tokens` must be greater than `thinking.budget_tokens`. Please "
+                          "consult our documentation at https://docs.claude.com/en/docs/"
+                          "build-with-claude/extended-thinking#max-tokens-and-context-window-size");
+            return err.p;
+        }
+    }
+    if (v->thinking) {
+        /* "Thinking isn't compatible with temperature or top_k modifications"
+         * (extended-thinking, "Feature compatibility") */
+        const json_t *t = json_object_get(root, "temperature");
+        if ((json_is_number(t) && json_number_value(t) != 1.0) || json_object_get(root, "top_k")) {
+            sb_puts(&err, "`temperature` may only be set to 1 when thinking is enabled, and "
+                          "`top_k` may not be set. Please consult our documentation at "
+                          "https://docs.claude.com/en/docs/build-with-claude/"
+                          "extended-thinking#feature-compatibility");
+            return err.p;
+        }
+    }
+    v->model = model_hash(model);
+
+    /* Render the prompt in Anthropic's order, tools -> system -> messages
+     * (prompt-caching, "Cache hierarchy"), checking each thinking block's
+     * signature against the prefix before it on the way. */
+    arender r = {.h = FNV0};
+    r.h = fnvz(r.h, "tools");
+    size_t i, j;
+    const json_t *x, *blk;
+    sb s = {0};
+    json_array_foreach(json_object_get(root, "tools"), i, x) {
+        s.len = 0;
+        canon(&s, x);
+        render_block(&r, s.p, s.len, x);
+    }
+    r.h = fnvz(r.h, "system");
+    const json_t *system = json_object_get(root, "system");
+    if (json_is_string(system)) {
+        s.len = 0;
+        canon_text_block(&s, json_string_value(system));
+        render_block(&r, s.p, s.len, NULL);
+    }
+    json_array_foreach(system, i, x) {
+        s.len = 0;
+        canon(&s, x);
+        render_block(&r, s.p, s.len, x);
+    }
+    const json_t *msgs = json_object_get(root, "messages");
+    long last_assistant = -1;
+    json_array_foreach(msgs, i, x) {
+        const char *role = json_string_value(json_object_get(x, "role"));
+        r.h = fnvz(fnvz(r.h, "role"), role ? role : "");
+        if (role && strcmp(role, "assistant") == 0)
+            last_assistant = (long)i;
+        const json_t *content = json_object_get(x, "content");
+        if (json_is_string(content)) {
+            s.len = 0;
+            canon_text_block(&s, json_string_value(content));
+            render_block(&r, s.p, s.len, NULL);
+            continue;
+        }
+        json_array_foreach(content, j, blk) {
+            const char *bt = json_string_value(json_object_get(blk, "type"));
+            bool thinking = bt && strcmp(bt, "thinking") == 0;
+            bool redacted = bt && strcmp(bt, "redacted_thinking") == 0;
+            if (!err.p && v->thinking && (thinking || redacted) && role &&
+                strcmp(role, "assistant") == 0) {
+                /*
+                 * Preserved thinking: a thinking or redacted_thinking block
+                 * sent back is checked against its signature: "The model can
+                 * read the block ... If the current model can't read a block,
+                 * the API drops it from that request without an error";
+                 * "Nothing before the thinking block has changed. The
+                 * top-level system prompt, tools, and messages before the
+                 * block are its prefix. If the prefix differs ..., that block
+                 * and every later thinking block are invalid, and the API
+                 * rejects the request with a 400 error"
+                 * (platform.claude.com/docs/build-with-claude/preserved-thinking
+                 * and its "prefix checks" page).  A block whose text was
+                 * changed fails its signature ("pass thinking blocks back
+                 * complete and unmodified": build-with-claude/
+                 * thinking-tool-workflows).
+                 */
+                const char *sig = json_string_value(
+                    json_object_get(blk, thinking ? "signature" : "data"));
+                const char *text = json_string_value(json_object_get(blk, "thinking"));
+                uint32_t mh;
+                uint64_t p, t = 0;
+                if (!parse_sig(sig, thinking ? "mk1" : "mkr1", true, &mh, &p, &t) ||
+                    (thinking && !text)) {
+                    sb_printf(&err, "messages.%zu.content.%zu: Invalid `%s` in `%s` block", i, j,
+                              thinking ? "signature" : "data", bt);
+                } else if (mh != v->model) {
+                    v->dropped++;
+                } else if (p != r.h) {
+                    sb_printf(&err, "messages.%zu.content.%zu: thinking block signature does not "
+                                    "match the request prefix: `system`, `tools` or an earlier "
+                                    "message changed after this block was produced. Keep the "
+                                    "prefix unchanged (append only) or drop the thinking blocks "
+                                    "from that point on. See https://platform.claude.com/docs/"
+                                    "build-with-claude/preserved-thinking", i, j);
+                } else {
+                    uint64_t want = fnv(p, &p, sizeof p);
+                    want = thinking ? fnvz(want, text) : fnvz(want, "redacted");
+                    if (want != t)
+                        sb_printf(&err, "messages.%zu.content.%zu: Invalid `%s` in `%s` block", i,
+                                  j, thinking ? "signature" : "data", bt);
+                }
+            }
+            s.len = 0;
+            canon(&s, blk);
+            render_block(&r, s.p, s.len, blk);
+        }
+    }
+    free(s.p);
+    /* "A maximum of 4 blocks with cache_control may be provided" (prompt-
+     * caching: "You can define up to 4 cache breakpoints") */
+    if (!err.p && r.breakpoints > 4)
+        sb_printf(&err, "A maximum of 4 blocks with cache_control may be provided. Found %ld.",
+                  r.breakpoints);
+    if (!err.p && r.err) {
+        err.p = r.err;
+        r.err = NULL;
+    }
+    /*
+     * "When thinking is enabled, a final assistant message must start with a
+     * thinking block (preceding the lastmost set of tool_use and tool_result
+     * blocks)": the tool-use loop sends the last assistant turn's thinking
+     * back (extended-thinking, "Preserving thinking blocks"; the 400 text is
+     * the API's).
+     */
+    if (!err.p && v->thinking && last_assistant >= 0) {
+        const json_t *content = json_object_get(json_array_get(msgs, (size_t)last_assistant),
+                                                "content");
+        bool tool_use = false;
+        json_array_foreach(content, j, blk) {
+            const char *bt = json_string_value(json_object_get(blk, "type"));
+            tool_use = tool_use || (bt && strcmp(bt, "tool_use") == 0);
+        }
+        const char *first = json_string_value(json_object_get(json_array_get(content, 0), "type"));
+        if (tool_use && (!first || (strcmp(first, "thinking") && strcmp(first, "redacted_thinking"))))
+            sb_printf(&err, "messages.%ld.content.0.type: Expected `thinking` or "
+                            "`redacted_thinking`, but found `%s`. When `thinking` is enabled, a "
+                            "final `assistant` message must start with a thinking block "
+                            "(preceeding the lastmost set of `tool_use` and `tool_result` "
+                            "blocks). We recommend you include thinking blocks from previous "
+                            "turns. To avoid this requirement, disable `thinking`. Please consult "
+                            "our documentation at https://docs.claude.com/en/docs/"
+                            "build-with-claude/extended-thinking", last_assistant,
+                      first ? first : "text");
+    }
+    if (err.p) {
+        free(r.b);
+        free(r.err);
+        return err.p;
+    }
+
+    /*
+     * Cache accounting (prompt-caching, "How automatic prefix checking
+     * works"): each breakpoint reads the longest earlier entry that ends at
+     * it or at one of the 20 blocks before it, walking back ("the system
+     * automatically checks for cache hits at all previous content block
+     * boundaries (up to approximately 20 blocks before your explicit
+     * breakpoint)"); entries are written at breakpoints whose prefix reaches
+     * the model's minimum; input_tokens counts what is neither read nor
+     * written ("Tracking cache performance": input_tokens are the tokens
+     * after the last cache breakpoint, the three add up to the prompt).
+     * Tokens are estimated as characters / 4.
+     */
+    long min = claude_min_cache(model), total = (long)(r.chars / 4), read = 0;
+    long read_pos = -1;
+    for (size_t b = 0; b < r.n; b++) {
+        if (!r.b[b].ttl)
+            continue;
+        for (size_t back = 0; back < 20 && back <= b; back++) {
+            if (claude_cached(m, v->model, r.b[b - back].h)) {
+                if ((long)(b - back) > read_pos)
+                    read_pos = (long)(b - back);
+                break;
+            }
+        }
+    }
+    if (read_pos >= 0)
+        read = (long)(r.b[read_pos].chars / 4);
+    long w1h_end = read, w_end = read;
+    for (size_t b = 0; b < r.n; b++) {
+        long tokens = (long)(r.b[b].chars / 4);
+        if (!r.b[b].ttl || (long)b <= read_pos || tokens < min)
+            continue;
+        if (!claude_cached(m, v->model, r.b[b].h))
+            cache_add(m, (cache_entry){.model = v->model, .prefix = r.b[b].h});
+        if (r.b[b].ttl == 60 && tokens > w1h_end)
+            w1h_end = tokens;
+        if (tokens > w_end)
+            w_end = tokens;
+    }
+    v->account = true;
+    v->cache_read = read;
+    v->write_1h = w1h_end - read;
+    v->write_5m = w_end - w1h_end;
+    v->input = total - w_end;
+    if (v->input < 0)
+        v->input = 0;
+    /* the reply: a thinking block bound to the whole request; every 5th
+     * thinking reply is a redacted_thinking block instead ("Occasionally
+     * Claude's internal reasoning will be flagged by our safety systems ...
+     * we encrypt some or all of the thinking block and return it to you as a
+     * redacted_thinking block": extended-thinking, "Thinking redaction") */
+    v->prefix = fnvz(fnvz(r.h, "role"), "assistant");
+    v->redact = v->thinking && reply_no % 5 == 4;
+    free(r.b);
+    return NULL;
+}
+
+/* The reply's signature (thinking text `text`) or redacted data, malloc'd. */
+static char *claude_signature(const vreply *v, const char *text) {
+    uint64_t t = fnv(v->prefix, &v->prefix, sizeof v->prefix);
+    t = v->redact ? fnvz(t, "redacted") : fnvz(t, text);
+    char *s = xrealloc(NULL, 64);
+    snprintf(s, 64, "%s%08x%016llx%016llx", v->redact ? "mkr1" : "mk1", (unsigned)v->model,
+             (unsigned long long)v->prefix, (unsigned long long)t);
+    return s;
+}
+
+/*
+ * OpenAI-format rules: DeepSeek thinking mode, Gemini 3 thought signatures,
+ * and OpenAI's automatic prefix caching.  Returns a new 400 body (the
+ * vendor's shape) or NULL; fills v.
+ */
+static char *openai_rules(mock_llm *m, const json_t *root, const char *model, bool account,
+                          vreply *v) {
+    const char *slash = strrchr(model, '/');
+    const char *base = slash ? slash + 1 : model;
+    v->model = model_hash(model);
+    const json_t *msgs = json_object_get(root, "messages");
+    size_t i, j;
+    const json_t *x, *c;
+    if (starts(base, "deepseek-reasoner") || starts(base, "deepseek-v4")) {
+        /*
+         * DeepSeek thinking mode (api-docs.deepseek.com/guides/thinking_mode):
+         * on by default ("Thinking mode is enabled by default"; thinking:
+         * {type: disabled} turns it off); the chain of thought streams as
+         * delta.reasoning_content; "For turns that do perform tool calls, the
+         * reasoning_content must be fully passed back to the API in all
+         * subsequent requests. If your code does not correctly pass back
+         * reasoning_content, the API will return a 400 error."
+         */
+        v->kind = V_DEEPSEEK;
+        const char *type = json_string_value(
+            json_object_get(json_object_get(root, "thinking"), "type"));
+        v->thinking = !type || strcmp(type, "disabled") != 0;
+        json_array_foreach(msgs, i, x) {
+            if (!v->thinking || json_array_size(json_object_get(x, "tool_calls")) == 0)
+                continue;
+            if (!json_is_string(json_object_get(x, "reasoning_content")))
+                return error_body(API_OPENAI, "invalid_request_error", "invalid_request_error",
+                                  "The reasoning_content in the thinking mode must be passed back "
+                                  "to the API.");
+        }
+    } else if (starts(base, "gemini-3")) {
+        /*
+         * Gemini 3 thought signatures through the OpenAI-compatible endpoint
+         * (ai.google.dev/gemini-api/docs/thought-signatures and .../openai,
+         * "Thought signatures"): a response with function calls carries
+         * extra_content.google.thought_signature on its first call ("If the
+         * model generates parallel function calls in a response, the
+         * thoughtSignature is attached only to the first functionCall
+         * part"); "you must pass back thought signatures during function
+         * calling, otherwise you will get a validation error (4xx)", checked
+         * for the current turn (the steps after the last user message);
+         * "skip_thought_signature_validator" passes.  The 400 body is the
+         * endpoint's list shape with the message Gemini answers.
+         */
+        v->kind = V_GEMINI;
+        sb s = {0};
+        uint64_t h = fnvz(FNV0, "tools");
+        canon(&s, json_object_get(root, "tools"));
+        h = fnv(h, s.p ? s.p : "", s.len);
+        size_t turn = 0;
+        json_array_foreach(msgs, i, x) {
+            const char *role = json_string_value(json_object_get(x, "role"));
+            if (role && strcmp(role, "user") == 0)
+                turn = i + 1;
+        }
+        char *bad = NULL;
+        json_array_foreach(msgs, i, x) {
+            const json_t *calls = json_object_get(x, "tool_calls");
+            if (!bad && i >= turn && json_array_size(calls) > 0) {
+                c = json_array_get(calls, 0);
+                const char *sig = json_string_value(json_object_get(
+                    json_object_get(json_object_get(c, "extra_content"), "google"),
+                    "thought_signature"));
+                const char *name = json_string_value(
+                    json_object_get(json_object_get(c, "function"), "name"));
+                uint32_t mh;
+                uint64_t p;
+                sb e = {0};
+                if (!sig) {
+                    sb_printf(&e, "Function call is missing a thought_signature in functionCall "
+                                  "parts. This is required for tools to work correctly, and "
+                                  "missing thought_signature may lead to degraded model "
+                                  "performance. Additional data, function call `default_api:%s`"
+                                  ", position %zu. Please refer to https://ai.google.dev/"
+                                  "gemini-api/docs/thought-signatures for more details.",
+                              name ? name : "", i + 1);
+                } else if (strcmp(sig, "skip_thought_signature_validator") != 0 &&
+                           (!parse_sig(sig, "gts1", false, &mh, &p, NULL) ||
+                            (mh == v->model && p != h))) {
+                    sb_puts(&e, "Corrupted thought signature.");
+                }
+                bad = e.p;
+            }
+            s.len = 0;
+            canon(&s, x);
+            h = fnv(h, s.p ? s.p : "", s.len);
+        }
+        free(s.p);
+        if (bad) {
+            sb b = {0};
+            sb_puts(&b, "[{\"error\":{\"code\":400,\"message\":");
+            sb_jsonz(&b, bad);
+            sb_puts(&b, ",\"status\":\"INVALID_ARGUMENT\"}}]");
+            free(bad);
+            return b.p;
+        }
+        v->prefix = h;
+    } else if (account || starts(base, "gpt-") || starts(base, "o1") || starts(base, "o3") ||
+               starts(base, "o4") || starts(base, "chatgpt-")) {
+        v->kind = V_OPENAI;
+    }
+    if (v->kind != V_OPENAI)
+        return NULL;
+    /*
+     * OpenAI prompt caching (platform.openai.com/docs/guides/prompt-caching):
+     * automatic "for prompts that are 1024 tokens or longer"; "cache hits
+     * occur in increments of 128 tokens" of an exact prefix match with a
+     * recently seen prompt (tools and messages in order); prompt_cache_key
+     * "is combined with the prefix hash" (a separate bucket per key); the
+     * hit is reported as usage.prompt_tokens_details.cached_tokens.  Tokens
+     * are estimated as characters / 4 of the canonical prompt.
+     */
+    sb s = {0};
+    canon(&s, json_object_get(root, "tools"));
+    json_array_foreach(msgs, i, x) canon(&s, x);
+    const char *bucket = json_string_value(json_object_get(root, "prompt_cache_key"));
+    bucket = bucket ? bucket : "";
+    long tokens = (long)(s.len / 4), best = 0;
+    for (j = 0; tokens >= 1024 && j < m->ncache; j++) {
+        const cache_entry *e = &m->cache[j];
+        if (!e->text || e->model != v->model || strcmp(e->bucket, bucket) != 0)
+            continue;
+        size_t n = 0, lim = e->text_len < s.len ? e->text_len : s.len;
+        while (n < lim && e->text[n] == s.p[n])
+            n++;
+        if ((long)(n / 4) > best)
+            best = (long)(n / 4);
+    }
+    v->account = true;
+    v->input = tokens;
+    v->cache_read = best >= 1024 ? best / 128 * 128 : 0;
+    if (tokens >= 1024) {
+        size_t kept = 0;
+        for (j = 0; j < m->ncache; j++)
+            kept += m->cache[j].text != NULL;
+        if (kept >= MAX_OPENAI_PROMPTS) { /* drop the oldest prompt */
+            for (j = 0; j < m->ncache && !m->cache[j].text; j++) {
+            }
+            free(m->cache[j].bucket);
+            free(m->cache[j].text);
+            memmove(&m->cache[j], &m->cache[j + 1], (m->ncache - j - 1) * sizeof *m->cache);
+            m->ncache--;
+        }
+        cache_add(m, (cache_entry){.model = v->model, .bucket = xstrdup(bucket), .text = s.p,
+                                   .text_len = s.len});
+        s.p = NULL;
+    }
+    free(s.p);
+    return NULL;
+}
+
+/* The Gemini reply's thought signature, malloc'd. */
+static char *gemini_signature(const vreply *v) {
+    char *s = xrealloc(NULL, 48);
+    snprintf(s, 48, "gts1%08x%016llx", (unsigned)v->model, (unsigned long long)v->prefix);
+    return s;
+}
+
+/*
+ * The vendor rules for one request: NULL and *v filled, or a new 400 body.
+ * Holds the server lock for the cache and the counters.
+ */
+static char *vendor_rules(mock_llm *m, api_kind api, const char *body, vreply *v) {
+    memset(v, 0, sizeof *v);
+    json_t *root = json_loads(body, 0, NULL);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return NULL;
+    }
+    const char *model = json_string_value(json_object_get(root, "model"));
+    char *err = NULL;
+    pthread_mutex_lock(&m->mu);
+    if (api == API_ANTHROPIC && model && (starts(model, "claude-") || m->cache_accounting)) {
+        v->kind = V_CLAUDE;
+        char *msg = anthropic_rules(m, root, model, m->thinking_replies, v);
+        if (msg) {
+            err = error_body(api, "invalid_request_error", NULL, msg);
+            free(msg);
+        } else if (v->thinking) {
+            m->thinking_replies++;
+        }
+    } else if (api == API_OPENAI && model) {
+        err = openai_rules(m, root, model, m->cache_accounting, v);
+    }
+    if (!err && v->account) {
+        m->cache_read_tokens += v->cache_read;
+        m->cache_write_tokens += v->write_5m + v->write_1h;
+    }
+    pthread_mutex_unlock(&m->mu);
+    json_decref(root);
+    return err;
+}
+
 /* The list of SSE events of one stream, with the fault's cut points. */
 typedef struct events {
     char **ev;
@@ -873,16 +1656,32 @@ static void openai_delta(events *es, long index, const char *model, const char *
     ev_push(es, &b);
 }
 
-static void openai_events(events *es, const entry *e, long index, const char *model) {
+/* The reasoning a vendor-rules reply streams when the script gives none. */
+static char *default_reasoning(long index) {
+    char *s = xrealloc(NULL, 64);
+    snprintf(s, 64, "Working out step %ld: the next tool call.", index);
+    return s;
+}
+
+static void openai_events(events *es, const entry *e, long index, const char *model,
+                          const vreply *v) {
     sb b = {0};
     openai_chunk_start(&b, index, model);
     sb_puts(&b, ",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
                 "\"finish_reason\":null}]}\n\n");
     ev_push(es, &b);
     es->first_delta = 0;
+    char *dflt = NULL;
+    const char *reasoning = e->reasoning;
+    if (v->kind == V_DEEPSEEK && v->thinking) {
+        if (!reasoning)
+            reasoning = dflt = default_reasoning(index);
+        else if (!*reasoning) /* the field is there, empty */
+            openai_delta(es, index, model, "reasoning_content", "", 0);
+    }
     const struct {
         const char *src, *field;
-    } parts[] = {{e->reasoning, "reasoning_content"}, {e->text, "content"}};
+    } parts[] = {{reasoning, "reasoning_content"}, {e->text, "content"}};
     for (size_t k = 0; k < 2; k++) {
         const char *s = parts[k].src;
         size_t left = s ? strlen(s) : 0;
@@ -901,6 +1700,13 @@ static void openai_events(events *es, const entry *e, long index, const char *mo
         sb_printf(&b, ",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":%zu,\"id\":",
                   i);
         sb_jsonz(&b, tc->id);
+        if (i == 0 && v->kind == V_GEMINI) { /* on the first call only */
+            char *sig = gemini_signature(v);
+            sb_puts(&b, ",\"extra_content\":{\"google\":{\"thought_signature\":");
+            sb_jsonz(&b, sig);
+            sb_puts(&b, "}}");
+            free(sig);
+        }
         sb_puts(&b, ",\"type\":\"function\",\"function\":{\"name\":");
         sb_jsonz(&b, tc->name);
         sb_puts(&b, ",\"arguments\":\"\"}}]},\"finish_reason\":null}]}\n\n");
@@ -925,10 +1731,20 @@ static void openai_events(events *es, const entry *e, long index, const char *mo
     sb_printf(&b, ",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"%s\"}]}\n\n", finish);
     ev_push(es, &b);
     openai_chunk_start(&b, index, model);
-    sb_printf(&b, ",\"choices\":[],\"usage\":{\"prompt_tokens\":%ld,\"completion_tokens\":%ld,"
-                  "\"total_tokens\":%ld}}\n\n",
-              e->input_tokens, e->output_tokens, e->input_tokens + e->output_tokens);
+    if (v->account) { /* platform.openai.com/docs/api-reference/chat/object, "usage" */
+        long rt = reasoning ? (long)strlen(reasoning) / 4 : 0;
+        sb_printf(&b, ",\"choices\":[],\"usage\":{\"prompt_tokens\":%ld,\"completion_tokens\":%ld,"
+                      "\"total_tokens\":%ld,\"prompt_tokens_details\":{\"cached_tokens\":%ld},"
+                      "\"completion_tokens_details\":{\"reasoning_tokens\":%ld}}}\n\n",
+                  v->input, e->output_tokens + rt, v->input + e->output_tokens + rt,
+                  v->cache_read, rt);
+    } else {
+        sb_printf(&b, ",\"choices\":[],\"usage\":{\"prompt_tokens\":%ld,\"completion_tokens\":%ld,"
+                      "\"total_tokens\":%ld}}\n\n",
+                  e->input_tokens, e->output_tokens, e->input_tokens + e->output_tokens);
+    }
     ev_push(es, &b);
+    free(dflt);
     sb_puts(&b, "data: [DONE]\n\n");
     ev_push(es, &b);
 }
@@ -945,7 +1761,8 @@ static void anthropic_event(events *es, const char *name, sb *data) {
 
 /* One content block: start, deltas of `s` in pieces, optional extra, stop. */
 static void anthropic_block(events *es, const entry *e, size_t idx, const char *start_json,
-                            const char *delta_type, const char *delta_field, const char *s) {
+                            const char *delta_type, const char *delta_field, const char *s,
+                            const char *signature) {
     sb d = {0};
     sb_printf(&d, "{\"type\":\"content_block_start\",\"index\":%zu,\"content_block\":%s}", idx,
               start_json);
@@ -963,33 +1780,71 @@ static void anthropic_block(events *es, const entry *e, size_t idx, const char *
         s += n;
         left -= n;
     }
-    if (strcmp(delta_type, "thinking_delta") == 0) {
+    if (signature) { /* "just before the content_block_stop event" (extended-thinking, streaming) */
         sb_printf(&d, "{\"type\":\"content_block_delta\",\"index\":%zu,\"delta\":{\"type\":"
-                      "\"signature_delta\",\"signature\":\"mock-signature\"}}", idx);
+                      "\"signature_delta\",\"signature\":", idx);
+        sb_jsonz(&d, signature);
+        sb_puts(&d, "}}");
         anthropic_event(es, "content_block_delta", &d);
     }
     sb_printf(&d, "{\"type\":\"content_block_stop\",\"index\":%zu}", idx);
     anthropic_event(es, "content_block_stop", &d);
 }
 
-static void anthropic_events(events *es, const entry *e, long index, const char *model) {
+/* Anthropic's usage members after input_tokens: the cache's (prompt-caching,
+ * "Tracking cache performance"; anthropic-sdk-python types/usage.py and
+ * cache_creation.py).  message_delta repeats them: its usage is cumulative
+ * (types/message_delta_usage.py). */
+static void anthropic_cache_usage(sb *d, const vreply *v) {
+    if (!v->account)
+        return;
+    sb_printf(d, ",\"cache_creation_input_tokens\":%ld,\"cache_read_input_tokens\":%ld,"
+                 "\"cache_creation\":{\"ephemeral_5m_input_tokens\":%ld,"
+                 "\"ephemeral_1h_input_tokens\":%ld}",
+              v->write_5m + v->write_1h, v->cache_read, v->write_5m, v->write_1h);
+}
+
+static void anthropic_events(events *es, const entry *e, long index, const char *model,
+                             const vreply *v) {
     sb d = {0};
+    long input = v->account ? v->input : e->input_tokens;
     sb_printf(&d, "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_mock_%ld\",\"type\":"
                   "\"message\",\"role\":\"assistant\",\"model\":", index);
     sb_jsonz(&d, model);
     sb_printf(&d, ",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":"
-                  "{\"input_tokens\":%ld,\"output_tokens\":1}}}", e->input_tokens);
+                  "{\"input_tokens\":%ld", input);
+    anthropic_cache_usage(&d, v);
+    sb_puts(&d, ",\"output_tokens\":1}}}");
     anthropic_event(es, "message_start", &d);
     sb_puts(&d, "{\"type\":\"ping\"}");
     anthropic_event(es, "ping", &d);
     es->first_delta = 0;
     size_t idx = 0;
-    if (e->reasoning && *e->reasoning)
+    if (v->kind == V_CLAUDE && v->thinking) {
+        /* thinking first, signed for the request's prefix (see vendor_rules) */
+        char *dflt = e->reasoning ? NULL : default_reasoning(index);
+        const char *text = e->reasoning ? e->reasoning : dflt;
+        char *sig = claude_signature(v, text);
+        if (v->redact) {
+            sb start = {0};
+            sb_puts(&start, "{\"type\":\"redacted_thinking\",\"data\":");
+            sb_jsonz(&start, sig);
+            sb_puts(&start, "}");
+            anthropic_block(es, e, idx++, start.p, "", "", "", NULL);
+            free(start.p);
+        } else {
+            anthropic_block(es, e, idx++, "{\"type\":\"thinking\",\"thinking\":\"\"}",
+                            "thinking_delta", "thinking", text, sig);
+        }
+        free(sig);
+        free(dflt);
+    } else if (e->reasoning && *e->reasoning) {
         anthropic_block(es, e, idx++, "{\"type\":\"thinking\",\"thinking\":\"\"}", "thinking_delta",
-                        "thinking", e->reasoning);
+                        "thinking", e->reasoning, "mock-signature");
+    }
     if (e->text && *e->text)
         anthropic_block(es, e, idx++, "{\"type\":\"text\",\"text\":\"\"}", "text_delta", "text",
-                        e->text);
+                        e->text, NULL);
     for (size_t i = 0; i < e->ncalls; i++) {
         sb start = {0};
         sb_puts(&start, "{\"type\":\"tool_use\",\"id\":");
@@ -998,7 +1853,7 @@ static void anthropic_events(events *es, const entry *e, long index, const char 
         sb_jsonz(&start, e->calls[i].name);
         sb_puts(&start, ",\"input\":{}}");
         anthropic_block(es, e, idx++, start.p, "input_json_delta", "partial_json",
-                        e->calls[i].arguments);
+                        e->calls[i].arguments, NULL);
         free(start.p);
     }
     es->end_start = es->n;
@@ -1007,8 +1862,13 @@ static void anthropic_events(events *es, const entry *e, long index, const char 
                          : strcmp(finish, "length") == 0   ? "max_tokens"
                                                            : "end_turn";
     sb_printf(&d, "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"%s\","
-                  "\"stop_sequence\":null},\"usage\":{\"output_tokens\":%ld}}",
-              reason, e->output_tokens);
+                  "\"stop_sequence\":null},\"usage\":{", reason);
+    if (v->account) {
+        sb_printf(&d, "\"input_tokens\":%ld", input);
+        anthropic_cache_usage(&d, v);
+        sb_puts(&d, ",");
+    }
+    sb_printf(&d, "\"output_tokens\":%ld}}", e->output_tokens);
     anthropic_event(es, "message_delta", &d);
     sb_puts(&d, "{\"type\":\"message_stop\"}");
     anthropic_event(es, "message_stop", &d);
@@ -1026,13 +1886,14 @@ static int send_events(conn *c, const entry *e, char *const *ev, size_t from, si
 }
 
 /* Serve a streaming 200.  Returns 0 to keep the connection, -1 to close it. */
-static int serve_stream(conn *c, api_kind api, const entry *e, const request *rq) {
+static int serve_stream(conn *c, api_kind api, const entry *e, const request *rq,
+                        const vreply *v) {
     char *model = request_model(rq->body);
     events es = {0};
     if (api == API_OPENAI)
-        openai_events(&es, e, rq->index, model);
+        openai_events(&es, e, rq->index, model, v);
     else
-        anthropic_events(&es, e, rq->index, model);
+        anthropic_events(&es, e, rq->index, model, v);
     free(model);
 
     sb h = {0};
@@ -1116,7 +1977,6 @@ static int serve_stream(conn *c, api_kind api, const entry *e, const request *rq
     return rc;
 }
 
-/* Answer one request.  Returns 0 to keep the connection, -1 to close it. */
 /*
  * OpenAI's parameter rules for reasoning models on Chat Completions, with
  * the 400s the API answers (a request that breaks one gets that 400):
@@ -1163,6 +2023,79 @@ static char *reasoning_param_error(const char *body) {
     return err;
 }
 
+/*
+ * Record what request `rq` got (mock_llm_request_outcome, the stats file):
+ * the status, the error message of a rule's 400, the usage a stream
+ * reported.  A 400 with a message counts as a rejection.
+ */
+static void note_outcome(mock_llm *m, const request *rq, long status, const char *error,
+                         const vreply *v, const entry *e) {
+    sb o = {0};
+    char *model = request_model(rq->body);
+    sb_printf(&o, "{\"request\":%ld,\"path\":", rq->index);
+    sb_jsonz(&o, rq->path);
+    sb_puts(&o, ",\"model\":");
+    sb_jsonz(&o, model);
+    free(model);
+    sb_printf(&o, ",\"status\":%ld", status);
+    if (error) {
+        sb_puts(&o, ",\"error\":");
+        sb_jsonz(&o, error);
+    }
+    if (status == 200 && e) {
+        sb_printf(&o, ",\"usage\":{\"input_tokens\":%ld,\"output_tokens\":%ld",
+                  v && v->account ? v->input : e->input_tokens, e->output_tokens);
+        if (v && v->account)
+            sb_printf(&o, ",\"cache_read_tokens\":%ld,\"cache_write_5m_tokens\":%ld,"
+                          "\"cache_write_1h_tokens\":%ld",
+                      v->cache_read, v->write_5m, v->write_1h);
+        sb_puts(&o, "}");
+        if (v && v->thinking)
+            sb_puts(&o, v->redact ? ",\"reply\":\"redacted_thinking\"" : ",\"reply\":\"thinking\"");
+        if (v && v->dropped)
+            sb_printf(&o, ",\"dropped_thinking\":%ld", v->dropped);
+    }
+    sb_puts(&o, "}");
+    pthread_mutex_lock(&m->mu);
+    if (status == 400 && error)
+        m->rejections++;
+    if ((size_t)rq->index < m->nrecs) {
+        free(m->recs[rq->index].outcome);
+        m->recs[rq->index].outcome = xstrdup(o.p);
+    }
+    if (m->stats) {
+        fprintf(m->stats, "%s\n", o.p);
+        fflush(m->stats);
+    }
+    pthread_mutex_unlock(&m->mu);
+    free(o.p);
+}
+
+/* Answer a rule's 400: `body` is the error body (owned, freed), `msg` its message. */
+static int reject(conn *c, api_kind api, const request *rq, char *body, const char *msg) {
+    note_outcome(c->m, rq, 400, msg, NULL, NULL);
+    int rc = send_json_response(c, api, rq->index, 400, body, NULL);
+    free(body);
+    return rc;
+}
+
+/* The message of an error body (either shape), malloc'd; the body itself otherwise. */
+static char *body_message(const char *body) {
+    json_t *root = json_loads(body, 0, NULL);
+    const json_t *err = json_object_get(json_is_array(root) ? json_array_get(root, 0) : root, "error");
+    const char *msg = json_string_value(json_object_get(err, "message"));
+    char *out = xstrdup(msg ? msg : body);
+    json_decref(root);
+    return out;
+}
+
+/* Whether the request sets tool_choice none (OpenAI "none", Anthropic {"type":"none"}). */
+static bool tool_choice_none(const char *body) {
+    return strstr(body, "\"tool_choice\":\"none\"") || strstr(body, "\"tool_choice\": \"none\"") ||
+           strstr(body, "\"tool_choice\":{\"type\":\"none\"");
+}
+
+/* Answer one request.  Returns 0 to keep the connection, -1 to close it. */
 static int serve_request(conn *c, const request *rq) {
     mock_llm *m = c->m;
     api_kind api;
@@ -1187,11 +2120,18 @@ static int serve_request(conn *c, const request *rq) {
         return send_json_response(c, api, rq->index, 405,
                                   "{\"error\":{\"message\":\"mock_llm: POST only\"}}", NULL);
 
-    pthread_mutex_lock(&m->mu);
-    long k = m->served++;
-    pthread_mutex_unlock(&m->mu);
     const entry *e = NULL;
-    if ((size_t)k < m->nentries)
+    long k = -1;
+    if (m->tool_choice_none && tool_choice_none(rq->body)) {
+        e = m->tool_choice_none; /* a summary request: outside the sequence */
+    } else {
+        pthread_mutex_lock(&m->mu);
+        k = m->served++;
+        pthread_mutex_unlock(&m->mu);
+    }
+    if (e)
+        ;
+    else if ((size_t)k < m->nentries)
         e = &m->entries[k];
     else if (m->loop && m->nentries)
         e = &m->entries[(size_t)k % m->nentries];
@@ -1221,17 +2161,25 @@ static int serve_request(conn *c, const request *rq) {
 
     char *refused = api == API_OPENAI ? reasoning_param_error(rq->body) : NULL;
     if (refused) {
-        int rc = send_json_response(c, api, rq->index, 400, refused, NULL);
-        free(refused);
+        char *msg = body_message(refused);
+        int rc = reject(c, api, rq, refused, msg);
+        free(msg);
         return rc;
     }
 
     char *pairing = pairing_error(api, rq->body);
     if (pairing) {
-        char *body = error_body(api, "invalid_request_error", NULL, pairing);
-        int rc = send_json_response(c, api, rq->index, 400, body, NULL);
-        free(body);
+        int rc = reject(c, api, rq, error_body(api, "invalid_request_error", NULL, pairing), pairing);
         free(pairing);
+        return rc;
+    }
+
+    vreply v;
+    char *broken = vendor_rules(m, api, rq->body, &v);
+    if (broken) {
+        char *msg = body_message(broken);
+        int rc = reject(c, api, rq, broken, msg);
+        free(msg);
         return rc;
     }
 
@@ -1288,11 +2236,13 @@ static int serve_request(conn *c, const request *rq) {
         return send_raw_response(c, api, rq->index, e);
     }
     if (status) {
+        note_outcome(m, rq, status, NULL, NULL, NULL);
         int rc = send_json_response(c, api, rq->index, status, body, e);
         free(body);
         return rc;
     }
-    return serve_stream(c, api, e, rq);
+    note_outcome(m, rq, 200, NULL, &v, e);
+    return serve_stream(c, api, e, rq, &v);
 }
 
 static void *conn_main(void *arg) {
@@ -1362,10 +2312,21 @@ static void free_all(mock_llm *m) {
     for (size_t i = 0; i < m->nentries; i++)
         entry_free(&m->entries[i]);
     free(m->entries);
+    if (m->tool_choice_none)
+        entry_free(m->tool_choice_none);
+    free(m->tool_choice_none);
+    for (size_t i = 0; i < m->ncache; i++) {
+        free(m->cache[i].bucket);
+        free(m->cache[i].text);
+    }
+    free(m->cache);
+    if (m->stats)
+        fclose(m->stats);
     for (size_t i = 0; i < m->nrecs; i++) {
         free(m->recs[i].path);
         free(m->recs[i].head);
         free(m->recs[i].body);
+        free(m->recs[i].outcome);
     }
     free(m->recs);
     if (m->listen_fd >= 0)
@@ -1479,6 +2440,25 @@ long mock_llm_connections(mock_llm *m) { LOCKED_GET(m, connections); }
 long mock_llm_requests(mock_llm *m) { LOCKED_GET(m, nrecs); }
 long mock_llm_responses(mock_llm *m) { LOCKED_GET(m, responses); }
 long mock_llm_expect_failures(mock_llm *m) { LOCKED_GET(m, expect_failures); }
+long mock_llm_rejections(mock_llm *m) { LOCKED_GET(m, rejections); }
+long mock_llm_cache_read_tokens(mock_llm *m) { LOCKED_GET(m, cache_read_tokens); }
+long mock_llm_cache_write_tokens(mock_llm *m) { LOCKED_GET(m, cache_write_tokens); }
+
+int mock_llm_stats_file(mock_llm *m, const char *path) {
+    if (!m || !path)
+        return -1;
+    FILE *f = fopen(path, "a");
+    if (!f) {
+        fprintf(stderr, "mock_llm: cannot open %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    pthread_mutex_lock(&m->mu);
+    if (m->stats)
+        fclose(m->stats);
+    m->stats = f;
+    pthread_mutex_unlock(&m->mu);
+    return 0;
+}
 
 int mock_llm_wait_responses(mock_llm *m, long n, long timeout_ms) {
     if (!m)
@@ -1513,6 +2493,8 @@ static char *record_copy(mock_llm *m, long i, int which, const char *header) {
             out = xstrdup(r->body);
         else if (which == 1)
             out = xstrdup(r->path);
+        else if (which == 3)
+            out = xstrdup(r->outcome);
         else
             out = head_value(r->head, header);
     }
@@ -1522,6 +2504,7 @@ static char *record_copy(mock_llm *m, long i, int which, const char *header) {
 
 char *mock_llm_request_body(mock_llm *m, long i) { return record_copy(m, i, 0, NULL); }
 char *mock_llm_request_path(mock_llm *m, long i) { return record_copy(m, i, 1, NULL); }
+char *mock_llm_request_outcome(mock_llm *m, long i) { return record_copy(m, i, 3, NULL); }
 char *mock_llm_request_header(mock_llm *m, long i, const char *name) {
     return name ? record_copy(m, i, 2, name) : NULL;
 }

@@ -30,6 +30,14 @@
  *    "info_delay_ms": 0,                 wait before answering either GET
  *                                        (a stalled server; ends early when
  *                                        the server stops)
+ *    "cache_accounting": false,          usage computed from the prompt and
+ *                                        prompt caching (below) for every
+ *                                        model, not only the vendors' names
+ *    "tool_choice_none": {"text": "..."}, an entry (keys as below) that
+ *                                        answers every request setting
+ *                                        tool_choice none (compaction's
+ *                                        summary requests) without taking a
+ *                                        place in "requests"
  *    "requests": [
  *      {"text": "Hello",                 assistant text (streamed in pieces)
  *       "reasoning": "thinking...",      OpenAI delta.reasoning_content /
@@ -111,6 +119,56 @@
  * otherwise the request is answered 400 {"error":{"message":"mock_llm
  * expect failed: ..."}} and counted by mock_llm_expect_failures().
  *
+ * The vendors' rules (issue #32; each cited in mock_llm.c).  They apply only
+ * to the model names they concern, so a test with any other model name sees
+ * none of them.  A request that breaks one gets the vendor's 400 (counted by
+ * mock_llm_rejections):
+ *   claude-*  (POST /v1/messages)
+ *     - thinking on: thinking.type "enabled" or "adaptive", or always for
+ *       claude-fable-5* and claude-mythos-5*.  A thinking mode the model
+ *       refuses ("enabled" on adaptive-only models: Opus 4.7, 4.8, Sonnet 5,
+ *       Opus 5, Fable 5, Mythos 5; "adaptive" on extended-only ones: 3.7 to
+ *       4.5; "disabled" on Fable/Mythos 5), budget_tokens < 1024 or >=
+ *       max_tokens, temperature != 1 or top_k with thinking: 400.
+ *     - with thinking on every reply starts with a thinking block (the
+ *       entry's "reasoning", "" for an empty one, else a default text),
+ *       signed for the request's prefix (model, tools, system, every
+ *       message); every 5th such reply is a redacted_thinking block
+ *       instead.  Thinking blocks sent back are checked: an unreadable
+ *       signature or changed text is "Invalid `signature`", a changed
+ *       prefix is "thinking block signature does not match the request
+ *       prefix", another model's block is dropped silently (counted in
+ *       the outcome's dropped_thinking).  The last assistant message, when
+ *       it has tool_use, must start with thinking/redacted_thinking.
+ *     - more than 4 cache_control blocks, or a 1h one after a 5m one: 400.
+ *     - usage is computed (characters / 4 of the canonical prompt):
+ *       input_tokens, cache_read_input_tokens, cache_creation_input_tokens
+ *       and cache_creation.ephemeral_5m/1h_input_tokens, from cache entries
+ *       per (model, prefix up to a breakpoint), the 20-block lookback and
+ *       the model's minimum cacheable length.  The script's output_tokens
+ *       stay.
+ *   gpt-*, o1*, o3*, o4*, chatgpt-*  (POST /v1/chat/completions)
+ *     - max_tokens and temperature on reasoning models (see above).
+ *     - automatic prefix caching: prompts of >= 1024 tokens, hits in 128-
+ *       token steps of the longest prefix seen before (per model and
+ *       prompt_cache_key); usage.prompt_tokens from the prompt and
+ *       prompt_tokens_details.cached_tokens.
+ *   deepseek-reasoner*, deepseek-v4*: thinking (unless thinking.type is
+ *       "disabled") streams delta.reasoning_content first; an assistant
+ *       message with tool_calls and no reasoning_content: 400.
+ *   gemini-3*: the first tool call of a reply carries
+ *       extra_content.google.thought_signature (bound to the prefix); an
+ *       assistant message of the current turn (after the last user message)
+ *       whose first tool call lacks it: 400 (Gemini's list-shaped body);
+ *       one that does not match its prefix: 400 "Corrupted thought
+ *       signature."
+ * Every request's outcome is recorded (mock_llm_request_outcome) and, with
+ * mock_llm_stats_file, written as one JSON line:
+ *   {"request":i,"path":..,"model":..,"status":200,"usage":{"input_tokens":..,
+ *    "output_tokens":..,"cache_read_tokens"?:..,"cache_write_5m_tokens"?:..,
+ *    "cache_write_1h_tokens"?:..},"reply"?:"thinking"|"redacted_thinking",
+ *    "dropped_thinking"?:n}  or  {...,"status":400,"error":"<message>"}.
+ *
  * Responses carry `x-request-id: req_mock_<i>` (OpenAI) or
  * `request-id: req_mock_<i>` (Anthropic); ids are chatcmpl-mock-<i> /
  * msg_mock_<i>; `model` echoes the request's "model" (or "mock-model").
@@ -177,6 +235,18 @@ long mock_llm_requests(mock_llm *m);
 long mock_llm_responses(mock_llm *m);
 /* Requests whose `expect` did not hold. */
 long mock_llm_expect_failures(mock_llm *m);
+/* 400s answered because a request broke a vendor rule (see above). */
+long mock_llm_rejections(mock_llm *m);
+/* Cache read / written tokens summed over the replies with computed usage. */
+long mock_llm_cache_read_tokens(mock_llm *m);
+long mock_llm_cache_write_tokens(mock_llm *m);
+/*
+ * Append one JSON line per answered request to `path` (see above), flushed
+ * at once.  0, or -1 (reason on stderr).
+ */
+int mock_llm_stats_file(mock_llm *m, const char *path);
+/* A malloc'd copy of request i's outcome line (see above), or NULL. */
+char *mock_llm_request_outcome(mock_llm *m, long i);
 /*
  * Block until at least `n` responses have finished or `timeout_ms` passed.
  * Returns 0 when reached, -1 on timeout.
