@@ -401,13 +401,209 @@ static char *event_system_text(const json_t *event) {
     return out;
 }
 
-/* system/message reconciliation against the head surface node. */
+/*
+ * Whether this session has sent a request: from then on its prefix is
+ * append-only (docs/lifecycle.md, "The append-only prefix").  A resumed
+ * session whose log holds a request/header has.
+ */
+static bool prefix_sent(const turn_ctx *t) {
+    return t->a->requested || weir__log_request_header(t->a->log) != NULL;
+}
+
+/*
+ * The system prompt the model was last given (new string; NULL when out of
+ * memory): data.prompt of the newest system-update on the surface, else the
+ * head system node's text, else "".
+ */
+static char *given_system_text(const weir__surface *s) {
+    size_t len = s ? weir__surface_len(s) : 0;
+    for (size_t i = len; i-- > 1;) {
+        const json_t *ev = weir__surface_event(s, i);
+        const json_t *prompt = json_object_get(json_object_get(ev, "data"), "prompt");
+        if (json_is_string(prompt) &&
+            strcmp(weir__json_str(ev, "type", ""), "system/message") == 0)
+            return weir__strdup(json_string_value(prompt));
+    }
+    const json_t *head = len ? weir__surface_event(s, 0) : NULL;
+    if (head && strcmp(weir__json_str(head, "type", ""), "system/message") == 0)
+        return event_system_text(head);
+    return weir__strdup("");
+}
+
+/* Append a system-update system/message: `text` (the model sees it),
+ * `source` (stolen) and, for a prompt change, data.prompt. */
+static int append_system_update(turn_ctx *t, const char *text, json_t *source,
+                                const char *prompt) {
+    json_t *data = source ? json_pack("{s:i, s:i, s:{s:s, s:[{s:s, s:s}], s:o}}", "turn",
+                                      t->turn, "step", t->step, "message", "role", "system",
+                                      "content", "type", "text", "text", text, "source", source)
+                          : NULL;
+    if (data && prompt && json_object_set_new(data, "prompt", json_string(prompt)) != 0) {
+        json_decref(data);
+        data = NULL;
+    }
+    json_t *op = json_string("append");
+    int rc = op ? log_event(t, "system/message", data, op, NULL, NULL)
+                : (json_decref(data), weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "oom"));
+    json_decref(op);
+    return rc;
+}
+
+/* Whether the string array `names` holds `name`. */
+static bool names_hold(const json_t *names, const char *name) {
+    size_t i;
+    const json_t *v;
+    json_array_foreach(names, i, v) {
+        if (json_is_string(v) && strcmp(json_string_value(v), name) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The tool named `name` in `tools` (borrowed), or NULL. */
+static const json_t *tool_named(const json_t *tools, const char *name) {
+    size_t i;
+    const json_t *v;
+    json_array_foreach(tools, i, v) {
+        if (strcmp(weir__json_str(v, "name", ""), name) == 0)
+            return v;
+    }
+    return NULL;
+}
+
+/* The tools of the next request, once a request was sent (new members). */
+typedef struct tool_plan {
+    json_t *tools;   /* every tool of the last header in its place (the current
+                        definition when still offered), then the new ones */
+    json_t *removed; /* names of header tools no longer offered */
+    json_t *added, *dropped, *changed; /* what changed since the last header */
+} tool_plan;
+
+static void tool_plan_free(tool_plan *p) {
+    json_decref(p->tools);
+    json_decref(p->removed);
+    json_decref(p->added);
+    json_decref(p->dropped);
+    json_decref(p->changed);
+}
+
+/*
+ * Plan the header's tools against the last header (append-only: a tool
+ * once sent keeps its place; docs/lifecycle.md).  `offered` (borrowed) is
+ * the assembly's tools.  WEIR_OK or WEIR_E_NOMEM.
+ */
+static int plan_tools(const weir_agent *a, const json_t *offered, tool_plan *p) {
+    const json_t *last = weir__log_request_header(a->log);
+    const json_t *sent = json_object_get(last, "tools");
+    const json_t *was_removed = json_object_get(last, "removed_tools");
+    *p = (tool_plan){json_array(), json_array(), json_array(), json_array(), json_array()};
+    bool bad = !p->tools || !p->removed || !p->added || !p->dropped || !p->changed;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(sent, i, v) {
+        const char *name = weir__json_str(v, "name", "");
+        const json_t *now = tool_named(offered, name);
+        bool active = !names_hold(was_removed, name);
+        bad = bad || json_array_append(p->tools, (json_t *)(uintptr_t)(now ? now : v)) != 0;
+        if (!now)
+            bad = bad || json_array_append_new(p->removed, json_string(name)) != 0;
+        if (!now && active)
+            bad = bad || json_array_append_new(p->dropped, json_string(name)) != 0;
+        else if (now && !active)
+            bad = bad || json_array_append_new(p->added, json_string(name)) != 0;
+        else if (now && !weir__json_equal(now, v))
+            bad = bad || json_array_append_new(p->changed, json_string(name)) != 0;
+    }
+    json_array_foreach(offered, i, v) {
+        const char *name = weir__json_str(v, "name", "");
+        if (tool_named(sent, name))
+            continue;
+        bad = bad || json_array_append(p->tools, (json_t *)(uintptr_t)v) != 0 ||
+              json_array_append_new(p->added, json_string(name)) != 0;
+    }
+    if (!bad)
+        return WEIR_OK;
+    tool_plan_free(p);
+    *p = (tool_plan){0};
+    return WEIR_E_NOMEM;
+}
+
+/* Append `label` and the ", "-joined `names` to *buf (new string; NULL on NOMEM). */
+static void note_names(char **buf, const char *label, const json_t *names) {
+    if (!*buf || json_array_size(names) == 0)
+        return;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(names, i, v) {
+        char *next = weir__asprintf("%s%s%s", *buf, i ? ", " : label, json_string_value(v));
+        weir__free(*buf);
+        *buf = next;
+        if (!next)
+            return;
+    }
+    char *next = weir__asprintf("%s.", *buf);
+    weir__free(*buf);
+    *buf = next;
+}
+
+/*
+ * Once a request was sent, a changed tool list is announced by a
+ * system-update system/message naming the tools added, removed and
+ * changed (admit_header then keeps the sent tools in place).
+ */
+static int announce_tools(turn_ctx *t) {
+    tool_plan p;
+    if (plan_tools(t->a, json_object_get(t->assembly, "tools"), &p) != WEIR_OK)
+        return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory planning the tools");
+    int rc = WEIR_OK;
+    if (json_array_size(p.added) + json_array_size(p.dropped) + json_array_size(p.changed) > 0) {
+        char *text = weir__strdup("The available tools changed.");
+        note_names(&text, " Added: ", p.added);
+        note_names(&text, " Removed (a call to one fails): ", p.dropped);
+        note_names(&text, " Changed definition: ", p.changed);
+        json_t *source = json_pack("{s:s, s:s, s:O, s:O, s:O}", "kind", "system-update", "update",
+                                   "tools", "added", p.added, "removed", p.dropped, "changed",
+                                   p.changed);
+        rc = text ? append_system_update(t, text, source, NULL)
+                  : (json_decref(source),
+                     weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory"));
+        weir__free(text);
+    }
+    tool_plan_free(&p);
+    return rc;
+}
+
+/*
+ * system/message reconciliation.  Before the first request the head
+ * system node is created or replaced freely.  Once a request was sent the
+ * prefix is append-only: a changed prompt is a new system/message at the
+ * end (source {kind:"system-update", update:"system-prompt"}, data.prompt
+ * the whole new prompt), and a changed tool list is announced
+ * (announce_tools).
+ */
 static int reconcile_system(turn_ctx *t) {
     const weir__surface *s = weir__log_surface(t->a->log);
     size_t len = s ? weir__surface_len(s) : 0;
     const json_t *head = len ? weir__surface_event(s, 0) : NULL;
     bool head_is_system = head && strcmp(weir__json_str(head, "type", ""), "system/message") == 0;
     const char *text = t->system_text ? t->system_text : "";
+    if (prefix_sent(t)) {
+        char *given = given_system_text(s);
+        if (!given)
+            return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+        bool same = strcmp(given, text) == 0;
+        weir__free(given);
+        int rc = WEIR_OK;
+        if (!same)
+            rc = append_system_update(
+                t,
+                *text ? text
+                      : "The system prompt was removed: the earlier system instructions no "
+                        "longer apply.",
+                json_pack("{s:s, s:s}", "kind", "system-update", "update", "system-prompt"),
+                text);
+        return rc == WEIR_OK ? announce_tools(t) : rc;
+    }
     if (!head_is_system) {
         if (!*text || len > 0) /* only a fresh history gets a head node */
             return WEIR_OK;
@@ -466,15 +662,32 @@ static int admit_header(turn_ctx *t, const json_t *config, const weir__provider_
     weir_agent *a = t->a;
     json_t *header = json_pack("{s:O}", "config", config);
     /* the assembly's tools, shared while the header is only compared with the
-     * last one; a copy goes into the log when the header is logged */
+     * last one; a copy goes into the log when the header is logged.  Once a
+     * request was sent, the sent tools keep their places and the removed
+     * ones stay declared (plan_tools; docs/lifecycle.md) */
     json_t *tools = json_object_get(t->assembly, "tools");
+    tool_plan plan = {0};
+    if (prefix_sent(t)) {
+        if (plan_tools(a, tools, &plan) != WEIR_OK) {
+            json_decref(header);
+            header = NULL;
+        }
+        tools = plan.tools;
+    }
     bool has_tools = json_array_size(tools) > 0;
     if (header && has_tools && json_object_set(header, "tools", tools) != 0) {
         json_decref(header);
         header = NULL;
     }
-    if (!header)
+    if (header && json_array_size(plan.removed) > 0 &&
+        json_object_set(header, "removed_tools", plan.removed) != 0) {
+        json_decref(header);
+        header = NULL;
+    }
+    if (!header) {
+        tool_plan_free(&plan);
         return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    }
     const json_t *last = weir__log_request_header(a->log);
     bool changed = !weir__json_equal(last, header);
     const char *reason = NULL;
@@ -498,6 +711,7 @@ static int admit_header(turn_ctx *t, const json_t *config, const weir__provider_
         rc = log_event(t, "request/header", data, NULL, NULL, NULL);
     }
     json_decref(header);
+    tool_plan_free(&plan);
     if (rc != WEIR_OK)
         return rc;
     const char *provider = weir__json_str(config, "provider", "");

@@ -40,6 +40,14 @@ typedef struct checker {
     bool deep; /* re-derive prefixes (weir log --check) */
     size_t derived_upto; /* the prefix the last re-derivation folded (deep) */
     size_t line, error_line; /* the line read, the line of the first error */
+    /* the prefix report (deep; docs/session-log.md, "The append-only prefix") */
+    size_t requests, append_only; /* requests seen, those that extended the previous */
+    json_t *breaks;               /* the report's prefix.breaks */
+    json_t *prev_msgs;            /* the previous request's messages (shared with its events) */
+    json_t *prev_header;          /* its request/header envelope */
+    json_int_t prev_seq;          /* the seq of its answer, -1 before the first */
+    json_t *recent; /* envelopes since then that may explain a break: surface events,
+                     * request/header, hook/... provenance and plugin events */
 } checker;
 
 static void note(checker *c, json_t *list, const char *fmt, ...) WEIR_PRINTF(3, 4);
@@ -306,6 +314,177 @@ static void check_stream(checker *c, size_t seq, const json_t *data) {
     json_decref(chunks);
 }
 
+/* ------------------------------------------------------------------------ */
+/* The prefix report                                                         */
+/* ------------------------------------------------------------------------ */
+
+/* Whether `type` is a plugin's event (not the core's, not provenance). */
+static bool plugin_type(const char *type) {
+    return !weir__log_is_core_type(type) && strncmp(type, "hook/", 5) != 0 &&
+           strncmp(type, "request/", 8) != 0;
+}
+
+/* The first index at which the arrays `a` and `b` differ (the shorter's
+ * length when one is a prefix of the other), or -1 when equal. */
+static long first_difference(const json_t *a, const json_t *b) {
+    size_t na = json_array_size(a), nb = json_array_size(b);
+    for (size_t i = 0; i < na && i < nb; i++)
+        if (!json_equal(json_array_get(a, i), json_array_get(b, i)))
+            return (long)i;
+    return na == nb ? -1 : (long)(na < nb ? na : nb);
+}
+
+/* The surface envelope that contributes message `index` of the derived
+ * history (borrowed), or NULL (also when out of memory: the break is then
+ * reported without its cause, never as an error). */
+static const json_t *message_event(const checker *c, long index) {
+    long k = 0;
+    for (size_t i = 0; i < weir__surface_len(c->surface); i++) {
+        const json_t *ev = weir__surface_event(c->surface, i);
+        json_t *m = weir__derive_event_message(ev);
+        bool contributes = m != NULL;
+        json_decref(m);
+        if (contributes && k++ == index)
+            return ev;
+    }
+    return NULL;
+}
+
+/* Name the hook, plugin and row that made `cause` in `brk`: the first
+ * provenance record after it since the previous request (a hop records its
+ * decision when it returns), else the last one before it; and the plugin
+ * event last before it ("during"). */
+static void attribute(checker *c, json_t *brk, const json_t *cause, const char *hook) {
+    json_int_t at = weir__json_int(cause, "seq", -1);
+    const json_t *before = NULL, *after = NULL, *during = NULL;
+    size_t i;
+    const json_t *ev;
+    json_array_foreach(c->recent, i, ev) {
+        const char *type = weir__json_str(ev, "type", "");
+        json_int_t seq = weir__json_int(ev, "seq", -1);
+        const json_t *d = json_object_get(ev, "data");
+        bool record = strncmp(type, "hook/", 5) == 0 &&
+                      (!hook || strcmp(weir__json_str(d, "hook", ""), hook) == 0);
+        if (record && seq < at)
+            before = ev;
+        else if (record && seq > at && !after)
+            after = ev;
+        else if (seq < at && plugin_type(type))
+            during = ev;
+    }
+    const json_t *rec = json_object_get(after ? after : before, "data");
+    int bad = 0;
+    if (hook || rec)
+        bad |= json_object_set_new(brk, "hook", json_string(hook ? hook : weir__json_str(rec, "hook", "?")));
+    if (rec)
+        bad |= json_object_set_new(brk, "plugin", json_string(weir__json_str(rec, "plugin", "?"))) |
+               json_object_set_new(brk, "row", json_string(weir__json_str(rec, "row", "?")));
+    if (during)
+        bad |= json_object_set_new(brk, "during",
+                                   json_pack("{s:I, s:s}", "seq", weir__json_int(during, "seq", 0),
+                                             "type", weir__json_str(during, "type", "")));
+    if (bad)
+        c->oom = true;
+}
+
+/* Whether `ev` is a system-update system/message (core/driver.c). */
+static bool system_update(const json_t *ev) {
+    const json_t *m = json_object_get(json_object_get(ev, "data"), "message");
+    return is(weir__json_str(ev, "type", ""), "system/message") &&
+           is(weir__json_str(json_object_get(m, "source"), "kind", ""), "system-update");
+}
+
+/*
+ * The request answered at `seq` (the header so far and the surface before
+ * the answer) against the previous one: append-only when the config and
+ * tools are equal and the previous messages are a prefix of its messages.
+ * Otherwise a break names the first position that differs, the event that
+ * caused it and the hook (attribute).
+ */
+static void prefix_request(checker *c, size_t seq) {
+    json_t *msgs = weir__surface_derive(c->surface);
+    if (!msgs) {
+        c->oom = true;
+        return;
+    }
+    const json_t *header = c->header, *prev = json_object_get(
+                                          json_object_get(c->prev_header, "data"), "header");
+    c->requests++;
+    char at[64] = "";
+    const json_t *cause = NULL;
+    const char *hook = NULL;
+    long i;
+    if (c->prev_seq < 0) {
+        /* the first request extends nothing */
+    } else if (!json_equal(json_object_get(prev, "config"), json_object_get(header, "config"))) {
+        snprintf(at, sizeof at, "config");
+        cause = c->header_ev;
+        hook = "agent/request";
+    } else if ((i = first_difference(json_object_get(prev, "tools"),
+                                     json_object_get(header, "tools"))) >= 0) {
+        snprintf(at, sizeof at, "tools[%ld]", i);
+        cause = c->header_ev;
+        hook = "system-prompt/assemble";
+    } else if ((i = first_difference(c->prev_msgs, msgs)) >= 0 &&
+               (size_t)i < json_array_size(c->prev_msgs)) {
+        const json_t *m = json_array_get(c->prev_msgs, (size_t)i);
+        if (i == 0 && is(weir__json_str(m, "role", ""), "system"))
+            snprintf(at, sizeof at, "system");
+        else
+            snprintf(at, sizeof at, "messages[%ld]", i);
+        const json_t *node = message_event(c, i);
+        if (node && weir__json_int(node, "seq", -1) > c->prev_seq)
+            cause = node;
+        size_t k;
+        const json_t *ev;
+        json_array_foreach(c->recent, k, ev) { /* else the first replace since */
+            if (!cause && json_is_object(json_object_get(ev, "surface_op")))
+                cause = ev;
+        }
+        if (cause && system_update(cause))
+            hook = "system-prompt/assemble";
+    }
+    if (!*at) {
+        c->append_only++;
+    } else {
+        json_t *brk = json_pack("{s:I, s:I, s:s}", "request", (json_int_t)c->requests, "seq",
+                                (json_int_t)seq, "at", at);
+        if (brk && cause) {
+            const json_t *op = json_object_get(cause, "surface_op");
+            json_object_set_new(brk, "cause",
+                                json_pack("{s:I, s:s, s:s}", "seq",
+                                          weir__json_int(cause, "seq", 0), "type",
+                                          weir__json_str(cause, "type", ""), "op",
+                                          json_is_object(op) ? "replace"
+                                          : op               ? "append"
+                                                             : "none"));
+            attribute(c, brk, cause, hook);
+        }
+        if (!brk || json_array_append_new(c->breaks, brk) != 0)
+            c->oom = true;
+    }
+    json_decref(c->prev_msgs);
+    c->prev_msgs = msgs;
+    json_decref(c->prev_header);
+    c->prev_header = json_incref(c->header_ev);
+    c->prev_seq = (json_int_t)seq;
+    json_array_clear(c->recent);
+}
+
+/* Keep `ev` for the next request's report when it may explain a break. */
+static void prefix_note(checker *c, json_t *ev, const char *type) {
+    if ((json_object_get(ev, "surface_op") || is(type, "request/header") ||
+         strncmp(type, "hook/", 5) == 0 || plugin_type(type)) &&
+        json_array_append(c->recent, ev) != 0)
+        c->oom = true;
+}
+
+/* The report's "prefix" member (new), or NULL on NOMEM. */
+static json_t *prefix_report(const checker *c) {
+    return json_pack("{s:I, s:I, s:O}", "requests", (json_int_t)c->requests, "append_only",
+                     (json_int_t)c->append_only, "breaks", c->breaks);
+}
+
 /* One envelope, already known to be an object with seq, type and data. */
 static void check_event(checker *c, size_t seq, json_t *ev) {
     const char *type = weir__json_str(ev, "type", "");
@@ -322,6 +501,12 @@ static void check_event(checker *c, size_t seq, json_t *ev) {
         check_assistant(c, seq, type);
     if (c->deep && is(type, "assistant/message"))
         check_stream(c, seq, data);
+    bool answer = is(type, "assistant/attempt") ||
+                  (is(type, "assistant/message") && json_is_string(json_object_get(ev, "surface_op")));
+    if (c->deep && c->header && answer && !c->oom)
+        prefix_request(c, seq);
+    else if (c->deep && !c->oom)
+        prefix_note(c, ev, type);
     json_t *lean = NULL; /* the surface keeps no stream (check_stream read it) */
     if (weir__surface_check(c->surface, ev, msg, sizeof msg) < 0)
         note(c, c->errors, "seq %zu: %s", seq, msg);
@@ -531,7 +716,10 @@ static int check(const char *buf, size_t len, weir__type_known_fn known, void *k
     c.pending = json_array();
     c.wanted = json_array();
     c.seen = json_pack("{s:{}, s:{}}", "offered", "called");
-    if (!c.errors || !c.open || !c.pending || !c.wanted || !c.seen ||
+    c.breaks = json_array();
+    c.recent = json_array();
+    c.prev_seq = -1;
+    if (!c.errors || !c.open || !c.pending || !c.wanted || !c.seen || !c.breaks || !c.recent ||
         weir__surface_create(&c.surface))
         c.oom = true;
     if (!c.oom) {
@@ -550,8 +738,16 @@ static int check(const char *buf, size_t len, weir__type_known_fn known, void *k
                       : json_pack("{s:b, s:I, s:O, s:O, s:I}", "ok", json_array_size(c.errors) == 0,
                                   "events", (json_int_t)events, "errors", c.errors, "open", c.open,
                                   "error_line", (json_int_t)c.error_line);
+    if (r && deep && json_object_set_new(r, "prefix", prefix_report(&c)) != 0) {
+        json_decref(r);
+        r = NULL;
+    }
     json_decref(c.errors);
     json_decref(c.open);
+    json_decref(c.breaks);
+    json_decref(c.recent);
+    json_decref(c.prev_msgs);
+    json_decref(c.prev_header);
     if (!r)
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log check: out of memory");
     *report = r;

@@ -214,8 +214,25 @@ static int append_result(run *r, slot *s, size_t *seq) {
 /* Preparing, starting and running calls                                     */
 /* ------------------------------------------------------------------------ */
 
-/* Parse and check the arguments once; unknown tools get their error here,
- * and a cut call that is not re-run its INTERRUPTED result. */
+/*
+ * Whether `name` is a tool the session declared and then removed: once a
+ * request was sent its header keeps every tool it sent (the prefix is
+ * append-only) and lists the ones no longer offered in removed_tools
+ * (docs/lifecycle.md, "The append-only prefix").
+ */
+static bool removed_tool(weir__log *log, const char *name) {
+    const json_t *removed = json_object_get(weir__log_request_header(log), "removed_tools");
+    size_t i;
+    const json_t *v;
+    json_array_foreach(removed, i, v) {
+        if (json_is_string(v) && strcmp(json_string_value(v), name) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Parse and check the arguments once; unknown and removed tools get their
+ * error here, and a cut call that is not re-run its INTERRUPTED result. */
 static void prepare(run *r, slot *s) {
     if (s->prepared)
         return;
@@ -235,6 +252,12 @@ static void prepare(run *r, slot *s) {
         else
             rc = weir__tool_outcome_error(&s->out, "AbortError", "INTERRUPTED", NULL, "%s",
                                           WEIR__TOOL_INTERRUPTED_TEXT);
+    } else if (removed_tool(r->st->log, s->name)) {
+        s->def = NULL; /* still registered when only the assembly dropped it */
+        rc = weir__tool_outcome_error(&s->out, "UnknownTool", "TOOL_REMOVED", NULL,
+                                      "tool '%s' was removed from this session's tools: it can "
+                                      "no longer be called",
+                                      s->name);
     } else if (!s->def)
         rc = weir__tool_outcome_error(&s->out, "UnknownTool", "UNKNOWN_TOOL", NULL,
                                       "unknown tool '%s'", s->name);

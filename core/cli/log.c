@@ -113,9 +113,36 @@ static void print_message(FILE *out, const char *who, const json_t *message, con
         fprintf(out, "%s: (no content)%s\n", who, suffix);
 }
 
-static void print_event(FILE *out, const json_t *ev, json_t *calls) {
+/* The usage of the transcript's turn and of the whole session. */
+typedef struct usage_totals {
+    weir_cli_usage turn, session;
+    long long turns; /* turns with usage */
+} usage_totals;
+
+/* "usage: ..." for the turn that just ended, when it reported any. */
+static void print_turn_usage(FILE *out, usage_totals *u) {
+    char line[256];
+    if (u->turn.any)
+        fprintf(out, "usage: %s\n", weir_cli_usage_line(line, sizeof line, &u->turn));
+    weir_cli_usage_sum(&u->session, &u->turn);
+    u->turns += u->turn.any;
+    memset(&u->turn, 0, sizeof u->turn);
+}
+
+/* The session's totals, after the last event (a turn left open adds its part). */
+static void print_total_usage(FILE *out, usage_totals *u) {
+    print_turn_usage(out, u);
+    char line[256];
+    if (u->session.any)
+        fprintf(out, "total usage (%lld turn%s): %s\n", u->turns, u->turns == 1 ? "" : "s",
+                weir_cli_usage_line(line, sizeof line, &u->session));
+}
+
+static void print_event(FILE *out, const json_t *ev, json_t *calls, usage_totals *u) {
     const char *type = str_or(get(ev, "type"), "");
     const json_t *d = get(ev, "data");
+    if (!strcmp(type, "assistant/message") || !strcmp(type, "assistant/attempt"))
+        weir_cli_usage_add(&u->turn, d);
     if (!strcmp(type, "turn/start")) {
         fprintf(out, "--- turn %lld\n", (long long)json_integer_value(get(d, "turn")));
     } else if (!strcmp(type, "turn/end")) {
@@ -130,6 +157,7 @@ static void print_event(FILE *out, const json_t *ev, json_t *calls) {
         if (get(r, "cause"))
             fprintf(out, " (%s)", str_or(get(r, "cause"), ""));
         fputc('\n', out);
+        print_turn_usage(out, u);
     } else if (!strcmp(type, "system/message")) {
         print_message(out, "system", get(d, "message"), "");
     } else if (!strcmp(type, "user/message")) {
@@ -192,9 +220,11 @@ static int transcript_events(void) {
         return rc == WEIR_EXIT_IO ? rc : WEIR_EXIT_FAIL;
     }
     json_t *calls = json_object();
+    usage_totals u = {0};
     size_t i;
     json_t *ev;
-    json_array_foreach(events, i, ev) print_event(stdout, ev, calls);
+    json_array_foreach(events, i, ev) print_event(stdout, ev, calls, &u);
+    print_total_usage(stdout, &u);
     json_decref(calls);
     json_decref(events);
     return WEIR_EXIT_OK;
@@ -218,6 +248,7 @@ static int transcript(const char *path) {
         return WEIR_EXIT_IO;
     }
     json_t *calls = json_object();
+    usage_totals u = {0};
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -226,13 +257,59 @@ static int transcript(const char *path) {
         json_t *ev = json_loadb(line, (size_t)n, 0, NULL);
         if (!ev)
             break; /* the reader accepted the log: only a torn tail is left */
-        print_event(stdout, ev, calls);
+        print_event(stdout, ev, calls, &u);
         json_decref(ev);
     }
+    print_total_usage(stdout, &u);
     free(line);
     fclose(f);
     json_decref(calls);
     return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* --check's prefix report                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The prefix report (docs/session-log.md, "The append-only prefix"): a
+ * summary line, then one line per break naming the request, the first
+ * position that differs, the event that caused it, the plugin event it came
+ * during and the hook (plugin, row) the provenance records name.  A break
+ * is a report, not an error: it never changes the exit status.
+ */
+static void print_prefix(const json_t *prefix) {
+    if (!prefix)
+        return;
+    const json_t *breaks = get(prefix, "breaks");
+    size_t n = json_array_size(breaks);
+    printf("prefix: %lld requests, %lld append-only, %zu break%s\n",
+           (long long)json_integer_value(get(prefix, "requests")),
+           (long long)json_integer_value(get(prefix, "append_only")), n, n == 1 ? "" : "s");
+    size_t i;
+    const json_t *b;
+    char e1[256], e2[256], e3[256], e4[256];
+    json_array_foreach(breaks, i, b) {
+        const json_t *cause = get(b, "cause"), *during = get(b, "during");
+        printf("prefix break: request %lld (answered at seq %lld): %s differs",
+               (long long)json_integer_value(get(b, "request")),
+               (long long)json_integer_value(get(b, "seq")),
+               weir_cli_esc(e1, sizeof e1, str_or(get(b, "at"), "?")));
+        if (cause)
+            printf(", caused by seq %lld %s (%s)", (long long)json_integer_value(get(cause, "seq")),
+                   weir_cli_esc(e1, sizeof e1, str_or(get(cause, "type"), "?")),
+                   str_or(get(cause, "op"), "?"));
+        if (during)
+            printf(" during %s (seq %lld)",
+                   weir_cli_esc(e2, sizeof e2, str_or(get(during, "type"), "?")),
+                   (long long)json_integer_value(get(during, "seq")));
+        if (get(b, "hook"))
+            printf(", hook %s", weir_cli_esc(e3, sizeof e3, str_or(get(b, "hook"), "?")));
+        if (get(b, "plugin"))
+            printf(" by plugin %s (row %s)", weir_cli_esc(e4, sizeof e4, str_or(get(b, "plugin"), "?")),
+                   weir_cli_esc(e2, sizeof e2, str_or(get(b, "row"), "?")));
+        fputc('\n', stdout);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -329,7 +406,9 @@ static int why(const char *path, long long seq, bool as_json) {
 static const char log_help[] =
     "usage: weir log [-c FILE]... ID|FILE [--json|--derive|--check|--repair|--why SEQ [--json]]\n"
     "\n"
-    "Print a session log as a readable transcript.  ID names\n"
+    "Print a session log as a readable transcript, each turn's token usage\n"
+    "(\"usage: in N \xc2\xb7 cached N \xc2\xb7 written N \xc2\xb7 out N \xc2\xb7 $C\", the cost when the\n"
+    "model's price was known) and the session's total at the end.  ID names\n"
     "<session.dir>/<ID>.jsonl of the deployment (-c, or the built-in default:\n"
     "$WEIR_SESSION_DIR or ~/.local/state/weir/sessions); an argument with a '/'\n"
     "or ending in .jsonl is a file path.  When the deployment's session.store\n"
@@ -516,6 +595,7 @@ int weir_cmd_log(int argc, char **argv) {
                 printf("error: %s\n", s ? s : json_string_value(v));
                 free(s);
             }
+            print_prefix(json_object_get(report, "prefix"));
             json_decref(report);
             rc = ok ? WEIR_EXIT_OK : WEIR_EXIT_FAIL;
         }

@@ -36,6 +36,11 @@
  *   "assemble_counter": true  system-prompt/assemble: add a section
  *                             "call {{n}} {{unset}}" with variable n counting
  *                             invocations, so the prompt changes every turn
+ *   "assemble_tools": [[names], ...]
+ *                             system-prompt/assemble: the Nth invocation (one
+ *                             a turn) offers only the tools named in list N
+ *                             (the last list from then on), in that list's
+ *                             order
  *   "agent_deny": {"session", "tool"}
  *                             agent/created of that session: register, for
  *                             that agent only, a tools/pre-execute listener
@@ -69,8 +74,25 @@ static json_t *on_assemble(weir_call *call, const json_t *args, void *ud) {
     json_t *a = weir_next(call);
     json_t *out = a ? json_deep_copy(a) : NULL;
     json_decref(a);
-    if (out) { /* rendered by the core: {{n}} from variables, {{unset}} stays */
-        json_object_set_new(json_object_get(out, "variables"), "n", json_integer(++h->assembles));
+    int n = ++h->assembles;
+    const json_t *lists = json_object_get(h->config, "assemble_tools");
+    if (out && json_array_size(lists) > 0) { /* offer list N's tools, in its order */
+        size_t k = (size_t)n <= json_array_size(lists) ? (size_t)n - 1 : json_array_size(lists) - 1;
+        const json_t *names = json_array_get(lists, k), *all = json_object_get(out, "tools");
+        json_t *tools = json_array();
+        size_t i, j;
+        const json_t *name, *tool;
+        json_array_foreach(names, i, name) {
+            json_array_foreach(all, j, tool) {
+                if (tools && json_equal(json_object_get(tool, "name"), (json_t *)(uintptr_t)name))
+                    json_array_append(tools, (json_t *)(uintptr_t)tool);
+            }
+        }
+        json_object_set_new(out, "tools", tools ? tools : json_array());
+    }
+    if (out && json_is_true(json_object_get(h->config, "assemble_counter"))) {
+        /* rendered by the core: {{n}} from variables, {{unset}} stays */
+        json_object_set_new(json_object_get(out, "variables"), "n", json_integer(n));
         json_array_append_new(json_object_get(out, "sections"),
                               json_pack("{s:s, s:i, s:s}", "name", "counter", "order", 100,
                                         "text", "call {{n}} {{unset}}"));
@@ -352,7 +374,8 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
     }
     if (rc == WEIR_OK && json_object_get(config, "request_error"))
         rc = weir_hook_register(self, "agent/request-error", on_request_error, &o);
-    if (rc == WEIR_OK && json_is_true(json_object_get(config, "assemble_counter")))
+    if (rc == WEIR_OK && (json_is_true(json_object_get(config, "assemble_counter")) ||
+                          json_object_get(config, "assemble_tools")))
         rc = weir_hook_register(self, "system-prompt/assemble", on_assemble, &o);
     if (rc == WEIR_OK &&
         (json_object_get(config, "request_model") || json_object_get(config, "request_fixed") ||

@@ -670,7 +670,29 @@ static void llm_stream_listener_replays_its_own_chunks(void **state) {
     dh_teardown(&d);
 }
 
-static void changed_system_prompt_replaces_the_head_node(void **state) {
+/* The text of message `m`'s first content block (borrowed). */
+static const char *first_text(const json_t *m) {
+    return json_string_value(
+        json_object_get(json_array_get(json_object_get(m, "content"), 0), "text"));
+}
+
+/* weir_log_check's prefix report of the open agent's log (new reference). */
+static json_t *prefix_of(dh *d) {
+    json_t *report = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_log_check(dh_log(d), &report, &err) != WEIR_OK)
+        fail_msg("weir_log_check: %s", err.text);
+    json_t *p = json_incref(json_object_get(report, "prefix"));
+    json_decref(report);
+    assert_non_null(p);
+    return p;
+}
+
+/* Issue #32 item 4: once a request was sent, a changed system prompt is
+ * appended as a system-update system/message; the first node, as sent,
+ * stays (derive == request: dh_teardown). */
+static void changed_system_prompt_is_appended_after_a_request(void **state) {
     (void)state;
     dh d;
     dh_setup(&d,
@@ -679,24 +701,126 @@ static void changed_system_prompt_replaces_the_head_node(void **state) {
              PROMPT_ROW ",{\"id\":\"counter\",\"plugin\":\"drvtest-hooks\",\"config\":"
              "{\"assemble_counter\":true}}]",
              NULL);
-    dh_open(&d, "sysreplace");
+    dh_open(&d, "sysappend");
     dh_send(&d, "one", WEIR_SEND_FOLLOWUP);
     dh_send(&d, "two", WEIR_SEND_FOLLOWUP);
     dh_run(&d);
     assert_int_equal(dh_count(&d, "system/message"), 2);
-    const json_t *first = dh_find(&d, "system/message", 0);
     const json_t *second = dh_find(&d, "system/message", 1);
-    const json_t *op = json_object_get(second, "surface_op");
-    assert_string_equal(json_string_value(json_object_get(op, "op")), "replace");
-    assert_int_equal(json_integer_value(json_object_get(op, "start_seq")),
-                     json_integer_value(json_object_get(first, "seq")));
+    assert_string_equal(json_string_value(json_object_get(second, "surface_op")), "append");
+    assert_null(json_object_get(second, "source_seqs"));
+    const json_t *data = json_object_get(second, "data");
+    assert_string_equal(json_string_value(json_object_get(data, "prompt")),
+                        "Be brief.\n\ncall 2 {{unset}}");
+    const json_t *source = json_object_get(json_object_get(data, "message"), "source");
+    assert_string_equal(json_string_value(json_object_get(source, "kind")), "system-update");
+    assert_string_equal(json_string_value(json_object_get(source, "update")), "system-prompt");
     json_t *msgs = weir_agent_messages(d.agent);
-    const json_t *sys = json_array_get(msgs, 0);
-    assert_string_equal(
-        json_string_value(json_object_get(json_array_get(json_object_get(sys, "content"), 0), "text")),
-        "Be brief.\n\ncall 2 {{unset}}");
-    assert_int_equal(json_array_size(msgs), 5);
+    assert_int_equal(json_array_size(msgs), 6); /* system, one, a, system, two, b */
+    assert_string_equal(first_text(json_array_get(msgs, 0)), "Be brief.\n\ncall 1 {{unset}}");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 3), "role")),
+                        "system");
+    assert_string_equal(first_text(json_array_get(msgs, 3)), "Be brief.\n\ncall 2 {{unset}}");
+    assert_string_equal(first_text(json_array_get(msgs, 4)), "two");
     json_decref(msgs);
+    /* weir log --check: both requests extend the previous append-only */
+    json_t *p = prefix_of(&d);
+    assert_int_equal(json_integer_value(json_object_get(p, "requests")), 2);
+    assert_int_equal(json_integer_value(json_object_get(p, "append_only")), 2);
+    json_decref(p);
+    dh_teardown(&d);
+}
+
+/* The header's tool names, comma-joined (static buffer). */
+static const char *tool_names(const json_t *header) {
+    static char buf[256];
+    buf[0] = '\0';
+    size_t i;
+    const json_t *t;
+    json_array_foreach(json_object_get(header, "tools"), i, t) {
+        if (i)
+            strcat(buf, ",");
+        strcat(buf, json_string_value(json_object_get(t, "name")));
+    }
+    return buf;
+}
+
+/* Issue #32 item 4: once a request was sent, the header keeps the sent tools
+ * in their order (a removed one stays declared, listed in removed_tools), a
+ * new one is appended, a system-update system/message announces the change,
+ * and a call to the removed tool gets a TOOL_REMOVED error result. */
+static void tool_list_change_keeps_order_and_is_announced(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":["
+             "{\"text\":\"x\",\"expect\":{\"tools_count\":2}},"
+             "{\"text\":\"call b\",\"expect\":{\"tools_count\":3,\"message_contains\":"
+             "\"Removed (a call to one fails): b.\"},"
+             "\"tool_calls\":[{\"id\":\"c1\",\"name\":\"b\",\"arguments\":{}}]},"
+             "{\"text\":\"done\",\"expect\":{\"last_role\":\"tool\",\"message_contains\":"
+             "\"was removed\"}}]}},"
+             "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":["
+             "{\"name\":\"a\"},{\"name\":\"b\"},{\"name\":\"c\"}]}},"
+             "{\"id\":\"pick\",\"plugin\":\"drvtest-hooks\",\"config\":"
+             "{\"assemble_tools\":[[\"a\",\"b\"],[\"c\",\"a\"]]}}]",
+             NULL);
+    dh_open(&d, "toolsappend");
+    dh_send(&d, "one", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    dh_send(&d, "two", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_int_equal(dh_count(&d, "request/header"), 2);
+    const json_t *h1 = json_object_get(json_object_get(dh_find(&d, "request/header", 0), "data"),
+                                       "header");
+    const json_t *h2 = json_object_get(json_object_get(dh_find(&d, "request/header", 1), "data"),
+                                       "header");
+    assert_string_equal(tool_names(h1), "a,b");
+    assert_null(json_object_get(h1, "removed_tools"));
+    assert_string_equal(tool_names(h2), "a,b,c");
+    /* the tools sent stay byte for byte */
+    assert_true(json_equal(json_array_get(json_object_get(h1, "tools"), 1),
+                           json_array_get(json_object_get(h2, "tools"), 1)));
+    const json_t *removed = json_object_get(h2, "removed_tools");
+    assert_int_equal(json_array_size(removed), 1);
+    assert_string_equal(json_string_value(json_array_get(removed, 0)), "b");
+    /* the announcement, before the turn's input */
+    assert_int_equal(dh_count(&d, "system/message"), 1);
+    const json_t *note = json_object_get(dh_find(&d, "system/message", 0), "data");
+    const json_t *source = json_object_get(json_object_get(note, "message"), "source");
+    assert_string_equal(json_string_value(json_object_get(source, "kind")), "system-update");
+    assert_string_equal(json_string_value(json_object_get(source, "update")), "tools");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(source, "added"), 0)),
+                        "c");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(source, "removed"), 0)),
+                        "b");
+    assert_string_equal(first_text(json_object_get(note, "message")),
+                        "The available tools changed. Added: c. Removed (a call to one fails): b.");
+    json_t *msgs = weir_agent_messages(d.agent);
+    assert_int_equal(json_array_size(msgs), 7); /* one, x, system, two, call b, result, done */
+    assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 2), "role")),
+                        "system");
+    assert_string_equal(first_text(json_array_get(msgs, 3)), "two");
+    json_decref(msgs);
+    /* the call to the removed tool */
+    const json_t *res = json_object_get(dh_find(&d, "tool/result", 0), "data");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(res, "error"), "code")),
+                        "TOOL_REMOVED");
+    const json_t *block =
+        json_array_get(json_object_get(json_object_get(res, "message"), "content"), 0);
+    assert_true(json_is_true(json_object_get(block, "is_error")));
+    assert_non_null(strstr(first_text(block), "tool 'b' was removed"));
+    /* weir log --check names the one break: tool c appended to the tools */
+    json_t *p = prefix_of(&d);
+    assert_int_equal(json_integer_value(json_object_get(p, "requests")), 3);
+    assert_int_equal(json_integer_value(json_object_get(p, "append_only")), 2);
+    const json_t *brk = json_array_get(json_object_get(p, "breaks"), 0);
+    assert_string_equal(json_string_value(json_object_get(brk, "at")), "tools[2]");
+    assert_string_equal(json_string_value(json_object_get(brk, "hook")), "system-prompt/assemble");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(brk, "cause"), "type")),
+        "request/header");
+    json_decref(p);
     dh_teardown(&d);
 }
 
@@ -897,7 +1021,8 @@ int main(void) {
         cmocka_unit_test(request_model_switch_logs_header_change),
         cmocka_unit_test(replaying_log_gives_identical_derived_history),
         cmocka_unit_test(llm_stream_listener_replays_its_own_chunks),
-        cmocka_unit_test(changed_system_prompt_replaces_the_head_node),
+        cmocka_unit_test(changed_system_prompt_is_appended_after_a_request),
+        cmocka_unit_test(tool_list_change_keeps_order_and_is_announced),
         cmocka_unit_test(plugin_events_are_logged_ignorable),
         cmocka_unit_test(empty_completion_is_logged_but_not_model_visible),
         cmocka_unit_test(agent_survives_every_allocation_failure),

@@ -52,6 +52,43 @@ static void good_log_passes(void **state) {
     json_decref(r);
 }
 
+/* Issue #32 item 4: the prefix report of a clean log: every request extends
+ * the previous one append-only. */
+static void clean_log_prefix_is_append_only(void **state) {
+    (void)state;
+    json_t *r = check("good.jsonl");
+    const json_t *p = json_object_get(r, "prefix");
+    assert_non_null(p);
+    assert_int_equal(json_integer_value(json_object_get(p, "requests")), 2);
+    assert_int_equal(json_integer_value(json_object_get(p, "append_only")), 2);
+    assert_int_equal(json_array_size(json_object_get(p, "breaks")), 0);
+    json_decref(r);
+}
+
+/* Issue #32 item 4: a compaction's surface replace breaks the prefix; the
+ * report names the first position that differs, the replace, the plugin
+ * event it came during and the hook and plugin of the provenance record.
+ * A break is a report, not an error. */
+static void compaction_replace_is_a_named_prefix_break(void **state) {
+    (void)state;
+    json_t *r = check("prefix_break.jsonl");
+    expect_list(r, "errors", NULL, 0);
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    const json_t *p = json_object_get(r, "prefix");
+    assert_int_equal(json_integer_value(json_object_get(p, "requests")), 3);
+    assert_int_equal(json_integer_value(json_object_get(p, "append_only")), 2);
+    const json_t *breaks = json_object_get(p, "breaks");
+    assert_int_equal(json_array_size(breaks), 1);
+    char *got = json_dumps(json_array_get(breaks, 0), JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(got, "{\"at\":\"messages[1]\",\"cause\":{\"op\":\"replace\",\"seq\":17,"
+                             "\"type\":\"user/message\"},\"during\":{\"seq\":16,\"type\":"
+                             "\"compaction/start\"},\"hook\":\"agent/pre-step\",\"plugin\":"
+                             "\"compaction-basic@0.1.0\",\"request\":3,\"row\":\"compaction\","
+                             "\"seq\":21}");
+    free(got);
+    json_decref(r);
+}
+
 static void seq_gap_is_reported(void **state) {
     (void)state;
     json_t *r = check("gap.jsonl");
@@ -395,6 +432,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(good_log_passes),
         cmocka_unit_test(seq_gap_is_reported),
+        cmocka_unit_test(clean_log_prefix_is_append_only),
+        cmocka_unit_test(compaction_replace_is_a_named_prefix_break),
         cmocka_unit_test(tool_call_without_result_is_reported),
         cmocka_unit_test(step_outside_turn_is_reported),
         cmocka_unit_test(open_last_turn_is_reported_as_open),
