@@ -184,7 +184,8 @@ struct mock_llm {
     conn *conns;
     /* the vendors' rules (see "the vendors' rules" below) */
     bool cache_accounting;      /* script "cache_accounting": usage from the prompt, any model */
-    entry *tool_choice_none;    /* script "tool_choice_none": answers those requests */
+    entry *aside;               /* script "aside": answers requests holding aside_match */
+    char *aside_match;
     struct cache_entry *cache;  /* Anthropic entries and OpenAI prompts */
     size_t ncache, capcache;
     long thinking_replies;      /* Anthropic replies that started with thinking */
@@ -209,8 +210,7 @@ static const char *const entry_keys[] = {
 };
 
 static const char *const root_keys[] = {
-    "loop", "models", "props", "info_delay_ms", "requests", "cache_accounting",
-    "tool_choice_none", NULL,
+    "loop", "models", "props", "info_delay_ms", "requests", "cache_accounting", "aside", NULL,
 };
 
 static bool in_list(const char *s, const char *const *list) {
@@ -396,16 +396,25 @@ static int parse_script(mock_llm *m, const char *text) {
             return -1;
         }
     }
-    json_t *tcn = json_object_get(root, "tool_choice_none");
-    if (tcn) {
-        m->tool_choice_none = xrealloc(NULL, sizeof *m->tool_choice_none);
-        if (parse_entry(tcn, 0, m->tool_choice_none)) {
-            entry_free(m->tool_choice_none);
-            free(m->tool_choice_none);
-            m->tool_choice_none = NULL;
+    const json_t *aside = json_object_get(root, "aside");
+    if (aside) {
+        json_t *reply = json_object_get(aside, "reply");
+        const char *match = json_string_value(json_object_get(aside, "body_contains"));
+        if (!match || !*match || !json_is_object(reply) || json_object_size(aside) != 2) {
+            fprintf(stderr, "mock_llm: script: \"aside\" must be {\"body_contains\": \"...\", "
+                            "\"reply\": {...}}\n");
             json_decref(root);
             return -1;
         }
+        m->aside = xrealloc(NULL, sizeof *m->aside);
+        if (parse_entry(reply, 0, m->aside)) {
+            entry_free(m->aside);
+            free(m->aside);
+            m->aside = NULL;
+            json_decref(root);
+            return -1;
+        }
+        m->aside_match = xstrdup(match);
     }
     /* what the server says about itself: a string is sent as it is (garbage
      * too), an array of models is wrapped as an OpenAI list */
@@ -2043,9 +2052,15 @@ static void note_outcome(mock_llm *m, const request *rq, long status, const char
         sb_jsonz(&o, error);
     }
     if (status == 200 && e) {
-        sb_printf(&o, ",\"usage\":{\"input_tokens\":%ld,\"output_tokens\":%ld",
-                  v && v->account ? v->input : e->input_tokens, e->output_tokens);
-        if (v && v->account)
+        /* input_tokens: uncached input (OpenAI's prompt_tokens less cached_tokens) */
+        long input = !v || !v->account    ? e->input_tokens
+                     : v->kind == V_OPENAI ? v->input - v->cache_read
+                                           : v->input;
+        sb_printf(&o, ",\"usage\":{\"input_tokens\":%ld,\"output_tokens\":%ld", input,
+                  e->output_tokens);
+        if (v && v->account && v->kind == V_OPENAI)
+            sb_printf(&o, ",\"cache_read_tokens\":%ld", v->cache_read);
+        else if (v && v->account)
             sb_printf(&o, ",\"cache_read_tokens\":%ld,\"cache_write_5m_tokens\":%ld,"
                           "\"cache_write_1h_tokens\":%ld",
                       v->cache_read, v->write_5m, v->write_1h);
@@ -2089,12 +2104,6 @@ static char *body_message(const char *body) {
     return out;
 }
 
-/* Whether the request sets tool_choice none (OpenAI "none", Anthropic {"type":"none"}). */
-static bool tool_choice_none(const char *body) {
-    return strstr(body, "\"tool_choice\":\"none\"") || strstr(body, "\"tool_choice\": \"none\"") ||
-           strstr(body, "\"tool_choice\":{\"type\":\"none\"");
-}
-
 /* Answer one request.  Returns 0 to keep the connection, -1 to close it. */
 static int serve_request(conn *c, const request *rq) {
     mock_llm *m = c->m;
@@ -2122,8 +2131,8 @@ static int serve_request(conn *c, const request *rq) {
 
     const entry *e = NULL;
     long k = -1;
-    if (m->tool_choice_none && tool_choice_none(rq->body)) {
-        e = m->tool_choice_none; /* a summary request: outside the sequence */
+    if (m->aside && strstr(rq->body, m->aside_match)) {
+        e = m->aside; /* a summary request, say: outside the sequence */
     } else {
         pthread_mutex_lock(&m->mu);
         k = m->served++;
@@ -2312,9 +2321,10 @@ static void free_all(mock_llm *m) {
     for (size_t i = 0; i < m->nentries; i++)
         entry_free(&m->entries[i]);
     free(m->entries);
-    if (m->tool_choice_none)
-        entry_free(m->tool_choice_none);
-    free(m->tool_choice_none);
+    if (m->aside)
+        entry_free(m->aside);
+    free(m->aside);
+    free(m->aside_match);
     for (size_t i = 0; i < m->ncache; i++) {
         free(m->cache[i].bucket);
         free(m->cache[i].text);

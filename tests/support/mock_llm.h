@@ -33,11 +33,14 @@
  *    "cache_accounting": false,          usage computed from the prompt and
  *                                        prompt caching (below) for every
  *                                        model, not only the vendors' names
- *    "tool_choice_none": {"text": "..."}, an entry (keys as below) that
- *                                        answers every request setting
- *                                        tool_choice none (compaction's
- *                                        summary requests) without taking a
- *                                        place in "requests"
+ *    "aside": {"body_contains": "...", "reply": {"text": "..."}},
+ *                                        every request whose body contains
+ *                                        the string is answered with the
+ *                                        reply (an entry, keys as below)
+ *                                        without taking a place in
+ *                                        "requests" (compaction's summary
+ *                                        requests, matched by their
+ *                                        instruction)
  *    "requests": [
  *      {"text": "Hello",                 assistant text (streamed in pieces)
  *       "reasoning": "thinking...",      OpenAI delta.reasoning_content /
