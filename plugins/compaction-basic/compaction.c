@@ -20,14 +20,18 @@
  *                       recent tail; optional extra instructions for the
  *                       summarizer.  Returns {kind:"compacted"|"declined"|
  *                       "failed", message, ...} and never calls weir_next().
- * Compaction: tool-result pruning first (head + marker + tail, a
- * content-only tool/result replace per result), then, while pressure
- * remains (or once when forced), a summary of a head-anchored range that
- * never splits a tool call from its result.  The summary request replays the
- * agent's own last request as derived (system prompt, tools, messages: the
- * provider's cached prefix) and appends one user message with the
- * structured instruction; it goes through llm/stream
- * (api->agent_complete_stream, purpose "compaction", tool_choice "none").
+ * Compaction: while pressure remains (or once when forced), a summary of a
+ * head-anchored range that never splits a tool call from its result, and
+ * right after each summary the pruning of the kept tail's oversized tool
+ * results (head + marker + tail, a content-only tool/result replace per
+ * result): one deliberate break of the prefix, never a rewrite between
+ * compactions (pruning alone only when no summary can help).  The summary
+ * request is the agent's own last request (its call config, system prompt,
+ * tools, messages: the provider's cached prefix) plus one user message with
+ * the structured instruction; it goes through llm/stream
+ * (api->agent_complete_stream, purpose "compaction").  On a thinking session
+ * (reasoning continuations bound to the route) a pressure compaction waits
+ * for a turn boundary unless the request would overflow first.
  * The range is committed as a checkpoint user/message replace, then one
  * verbatim copy per pinned message of the range (pinned_patterns,
  * source.pinned), so pinned context follows the checkpoint in order.  Each
@@ -66,6 +70,7 @@ typedef struct agent_state {
     json_t *route;           /* data of the request/context at route_seq (owned), or NULL */
     long long route_seq;
     char *warned_route;  /* "provider/model" already warned about an unknown window */
+    json_int_t deferred_turn; /* the turn a thinking deferral was last said for, -1 none */
     bool warned_pinned;  /* "pinned context alone is over the threshold" said */
 } agent_state;
 
@@ -90,6 +95,7 @@ typedef struct run {
     const char *instructions; /* manual: extra summarizer instructions, or NULL */
     const char *declined;     /* why OUT_NOT_NEEDED (static text) */
     size_t extra_tokens;      /* input entering with the next step */
+    size_t entering;          /* pre-step: user messages entering with it */
     const char *provider;     /* borrowed from `route` */
     const char *model;
     json_t *route;    /* request/context data (owned) */
@@ -185,7 +191,7 @@ static agent_state *agent_state_get(state *s, weir_agent *agent) {
         if (as) {
             as->agent = agent;
             cp_meter_init(&as->meter);
-            as->breaker_turn = as->ov_turn = -1;
+            as->breaker_turn = as->ov_turn = as->deferred_turn = -1;
             as->route_seq = -1;
             s->agents[s->n++] = as;
         }
@@ -354,6 +360,113 @@ static size_t keep_tokens(const run *r) {
     if (r->window <= 0)
         return 0; /* manual, window unknown: keep only the newest unit */
     return (size_t)((double)r->window * r->s->cfg.keep_recent_ratio);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Thinking sessions: compact at a turn boundary                             */
+/* ------------------------------------------------------------------------ */
+
+/* Whether the history holds a reasoning continuation bound to the route:
+ * an assistant block with a `continuation` whose provider and model are the
+ * route's (what the last request sent back; docs/providers.md).  O(history):
+ * asked only once the threshold is reached. */
+static bool thinking_session(run *r) {
+    json_t *msgs = weir_agent_messages(r->agent);
+    bool found = false;
+    size_t i, j;
+    const json_t *m, *block;
+    json_array_foreach(msgs, i, m) {
+        const char *role = json_string_value(json_object_get(m, "role"));
+        if (found || !role || strcmp(role, "assistant") != 0)
+            continue;
+        json_array_foreach(json_object_get(m, "content"), j, block) {
+            const json_t *c = json_object_get(block, "continuation");
+            const char *p = json_string_value(json_object_get(c, "provider"));
+            const char *md = json_string_value(json_object_get(c, "model"));
+            if (p && md && !strcmp(p, r->provider) && !strcmp(md, r->model)) {
+                found = true;
+                break;
+            }
+        }
+    }
+    json_decref(msgs);
+    return found;
+}
+
+/* Whether this pre-step is a turn boundary: the first step of a turn, user
+ * messages entering, and no tool loop open (the newest node is neither a
+ * tool result nor an assistant message that calls tools). */
+static bool turn_boundary(run *r) {
+    if (r->step != 1 || r->entering == 0)
+        return false;
+    long long tail = r->as->meter.tail;
+    json_t *ev = tail >= 0 ? event_ref(r->agent, (size_t)tail) : NULL;
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    bool open = type && !strcmp(type, "tool/result");
+    size_t i;
+    const json_t *block;
+    json_array_foreach(json_object_get(json_object_get(json_object_get(ev, "data"), "message"),
+                                       "content"),
+                       i, block) {
+        const char *bt = json_string_value(json_object_get(block, "type"));
+        open = open || (bt && !strcmp(bt, "tool_call"));
+    }
+    json_decref(ev);
+    return !open;
+}
+
+/* Whether the coming request would overflow the window: the measured tokens
+ * plus the output the last request asked for (max_tokens) reach it. */
+static bool would_overflow(run *r) {
+    long long reserve = 0;
+    json_t *hdr = r->as->meter.header_seq >= 0
+                      ? event_ref(r->agent, (size_t)r->as->meter.header_seq)
+                      : NULL;
+    const json_t *mt = json_object_get(
+        json_object_get(json_object_get(json_object_get(hdr, "data"), "header"), "config"),
+        "max_tokens");
+    if (json_is_integer(mt) && json_integer_value(mt) > 0)
+        reserve = (long long)json_integer_value(mt);
+    json_decref(hdr);
+    return (long long)r->tokens_before + reserve >= r->window;
+}
+
+/*
+ * A pressure compaction on a thinking session waits for a turn boundary.
+ * After a compaction the core drops the continuations bound to the old
+ * prefix (docs/providers.md); a provider needs the reasoning of the turn in
+ * progress when its tool loop goes on (Anthropic: thinking blocks of the
+ * current assistant turn are passed back with its tool results,
+ * platform.claude.com/docs/en/build-with-claude/extended-thinking,
+ * "Preserving thinking blocks"; a client-written summary breaks the prefix
+ * check of the turns kept after it,
+ * platform.claude.com/docs/en/build-with-claude/compaction-thinking-blocks;
+ * DeepSeek: reasoning_content of the current turn's tool calls must be sent
+ * back, api-docs.deepseek.com/guides/thinking_mode; Gemini: the current
+ * turn's thought signatures, ai.google.dev/gemini-api/docs/thought-signatures).
+ * At the first step of a turn, with no tool loop open, the kept tail holds
+ * only finished turns, whose reasoning the providers let go of.  When the
+ * request would overflow first, it compacts anyway (and an overflow error
+ * still compacts: the forced trigger does not wait).  True: wait.
+ */
+static bool defer_for_thinking(run *r) {
+    if (turn_boundary(r) || !thinking_session(r))
+        return false;
+    if (would_overflow(r)) {
+        weir_log(r->s->self, WEIR_LOG_INFO,
+                 "compacting %s in the middle of turn %lld (step %lld): the context would "
+                 "overflow before the turn ends; the reasoning of its open tool loop is dropped",
+                 r->as->id, (long long)r->turn, (long long)r->step);
+        return false;
+    }
+    if (r->as->deferred_turn != r->turn) {
+        r->as->deferred_turn = r->turn;
+        weir_log(r->s->self, WEIR_LOG_INFO,
+                 "%s/%s keeps reasoning across the tool loop: compaction of %s waits for the "
+                 "next turn (%zu tokens, threshold %zu)",
+                 r->provider, r->model, r->as->id, r->tokens_before, r->threshold);
+    }
+    return true;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -567,7 +680,21 @@ static bool plan_make(run *r, const json_t *surface, size_t a, size_t b, plan *p
 }
 
 /* New reference: the summary request.  `full`: replay the whole derived
- * request; otherwise its messages up to the end of the range. */
+ * request; otherwise its messages up to the end of the range.
+ *
+ * When the summarizer is the agent's own model, the request is the agent's
+ * last one (request/header: the call config, its options and thinking
+ * settings, max_tokens, the tools) byte for byte, plus one final user
+ * message: a provider serves the prefix from its prompt cache only when
+ * nothing before the new tail changed.  So no tool_choice is added (on
+ * Anthropic a changed tool_choice invalidates the cached messages:
+ * platform.claude.com/docs/en/build-with-claude/prompt-caching, "What
+ * invalidates the cache"; the instruction asks for text only and tool calls
+ * in the answer are dropped), and max_tokens stays the agent's unless
+ * summary.max_tokens is set (a thinking budget must stay below max_tokens:
+ * platform.claude.com/docs/en/build-with-claude/extended-thinking, "Max
+ * tokens and context window size"; provider-openai maps it to
+ * max_completion_tokens on reasoning models). */
 static json_t *summary_request(run *r, const plan *p, bool full) {
     const cp_config *cfg = &r->s->cfg;
     const json_t *header = json_object_get(json_object_get(p->header, "data"), "header");
@@ -577,11 +704,15 @@ static json_t *summary_request(run *r, const plan *p, bool full) {
     const char *model = cfg->summary_model ? cfg->summary_model : r->model;
     const char *cp = json_string_value(json_object_get(config, "provider"));
     const char *cm = json_string_value(json_object_get(config, "model"));
-    /* the agent's own call config when the summarizer is its model, so the
-     * request differs from the last one only by its tail */
-    json_t *req = cp && cm && !strcmp(cp, provider) && !strcmp(cm, model)
-                      ? json_copy((json_t *)(uintptr_t)config)
+    bool own = cp && cm && !strcmp(cp, provider) && !strcmp(cm, model);
+    /* another summarizer model: only the route and the output cap */
+    json_t *req = own ? json_copy((json_t *)(uintptr_t)config)
                       : json_pack("{s:s, s:s}", "provider", provider, "model", model);
+    const json_t *agent_max = json_object_get(config, "max_tokens");
+    json_t *max_tokens = cfg->summary_max_tokens > 0 ? json_integer(cfg->summary_max_tokens)
+                         : !own && json_is_integer(agent_max)
+                             ? json_incref((json_t *)(uintptr_t)agent_max)
+                             : NULL;
     size_t total = json_array_size(p->messages);
     size_t upto = full ? total : p->upto;
     char *instruction = cp_instruction(cfg, full ? total - p->upto : 0, r->instructions);
@@ -595,20 +726,26 @@ static json_t *summary_request(run *r, const plan *p, bool full) {
                                           "type", "text", "text", instruction)
                               : NULL;
     free(instruction);
-    /* json_array_append_new and json_object_set_new take their value, even on failure */
-    bool ok = req && messages && ask;
-    if (!ok) {
-        json_decref(ask);
-        json_decref(messages);
+    /* json_array_append_new and json_object_set_new take their value, even on
+     * failure: each pointer is cleared once handed over */
+    bool ok = req && messages && ask && (cfg->summary_max_tokens <= 0 || max_tokens);
+    if (ok) {
+        ok = json_array_append_new(messages, ask) == 0;
+        ask = NULL;
     }
-    ok = ok && json_array_append_new(messages, ask) == 0;
-    if (!ok && req && messages && ask)
-        json_decref(messages);
-    ok = ok && json_object_set_new(req, "messages", messages) == 0 &&
-         json_object_set_new(req, "max_tokens", json_integer(cfg->summary_max_tokens)) == 0 &&
-         (json_array_size(tools) == 0 ||
-          (json_object_set(req, "tools", (json_t *)(uintptr_t)tools) == 0 &&
-           json_object_set_new(req, "tool_choice", json_string("none")) == 0));
+    if (ok) {
+        ok = json_object_set_new(req, "messages", messages) == 0;
+        messages = NULL;
+    }
+    if (ok && max_tokens) {
+        ok = json_object_set_new(req, "max_tokens", max_tokens) == 0;
+        max_tokens = NULL;
+    }
+    if (ok && json_array_size(tools) > 0)
+        ok = json_object_set(req, "tools", (json_t *)(uintptr_t)tools) == 0;
+    json_decref(ask);
+    json_decref(messages);
+    json_decref(max_tokens);
     if (!ok) {
         json_decref(req);
         return NULL;
@@ -879,6 +1016,10 @@ static outcome compact(run *r) {
         r->declined = "the pinned messages alone reach the threshold";
         return OUT_NOT_NEEDED;
     }
+    if (pressure && defer_for_thinking(r)) {
+        r->declined = "a thinking session compacts at the next turn boundary";
+        return OUT_NOT_NEEDED;
+    }
     if (!r->manual) {
         breaker_turn(r);
         if (r->as->tripped) {
@@ -923,43 +1064,54 @@ static outcome compact(run *r) {
         json_decref(surface);
         return OUT_FAILED;
     }
-    bool ok = prune_pass(r, surface);
+    /* Pruning is part of the compaction, never a step of its own: it runs
+     * right after a summary lands (over the kept tail; the summarized range
+     * is gone anyway), so the prefix breaks once, where the checkpoint
+     * starts, and the summary request before it still replays the agent's
+     * last request unchanged.  Alone only when no summary can help: no
+     * summary range exists (the history is one indivisible unit), or an
+     * overflow's summary failed (the request does not fit as it is). */
+    bool ok = true, ranged = false;
     size_t tokens = r->tokens_before;
-    if (ok && r->pruned) {
-        json_decref(surface);
-        tokens = measure(r);
-        surface = weir_agent_surface(r->agent);
-        if (!surface) {
-            set_error(r, "out of memory reading the surface");
-            ok = false;
-        }
-    }
     for (int attempt = 0; ok && attempt < cfg->max_attempts; attempt++) {
         if (pressure && tokens < r->threshold)
             break;
         if (!pressure && r->summaries > 0)
             break;
         size_t a, b;
-        if (!summary_range(r, surface, &a, &b)) {
-            if (!r->pruned && !r->summaries)
-                set_error(r, "nothing compactable");
+        if (!summary_range(r, surface, &a, &b))
             break;
-        }
+        ranged = true;
         ok = summarize(r, surface, a, b);
         json_decref(surface);
-        tokens = measure(r);
         surface = weir_agent_surface(r->agent);
         if (ok && !surface) {
             set_error(r, "out of memory reading the surface");
             ok = false;
         }
+        if (ok)
+            ok = prune_pass(r, surface);
+        tokens = measure(r);
+        if (ok && r->pruned) {
+            json_decref(surface);
+            surface = weir_agent_surface(r->agent);
+            if (!surface) {
+                set_error(r, "out of memory reading the surface");
+                ok = false;
+            }
+        }
+    }
+    if (r->summaries == 0 && surface && (!ranged || r->forced)) {
+        if (prune_pass(r, surface) && r->pruned == 0 && !ranged)
+            set_error(r, "nothing compactable");
+        tokens = measure(r);
     }
     json_decref(surface);
     r->tokens_after = tokens;
-    if (ok && pressure && tokens >= r->threshold)
+    if (!r->error[0] && pressure && tokens >= r->threshold)
         set_error(r, "still above the threshold (%zu >= %zu tokens) after %d summary attempt%s",
                   tokens, r->threshold, cfg->max_attempts, cfg->max_attempts == 1 ? "" : "s");
-    ok = ok && !r->error[0];
+    ok = !r->error[0];
     json_t *end = json_pack("{s:s, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I}", "compaction_id",
                             r->id, "turn", r->turn, "step", r->step, "ok", ok, "pruned",
                             (json_int_t)r->pruned, "summaries", (json_int_t)r->summaries,
@@ -1014,6 +1166,7 @@ static json_t *on_pre_step(weir_call *call, const json_t *args, void *ud) {
         json_array_foreach(json_object_get(args, "messages"), i, m) {
             r.extra_tokens += cp_message_tokens(m);
         }
+        r.entering = json_array_size(json_object_get(args, "messages"));
         compact(&r);
     }
     run_clear(&r);

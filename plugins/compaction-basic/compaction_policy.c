@@ -146,7 +146,7 @@ int cp_config_parse(const json_t *config, cp_config *cfg, bool *oom, char *msg, 
     long long max = int_or(prune, "max_result_chars", 4000);
     long long head = int_or(prune, "head_chars", 1500);
     long long tail = int_or(prune, "tail_chars", 500);
-    cfg->summary_max_tokens = (long)int_or(summary, "max_tokens", 4096);
+    cfg->summary_max_tokens = (long)int_or(summary, "max_tokens", -1);
     if (!(cfg->threshold_ratio > 0 && cfg->threshold_ratio <= 1))
         return fail(msg, msg_size, "config.threshold_ratio: expected a number in (0, 1]");
     if (json_object_get(config, "keep_recent_tokens") &&
@@ -171,7 +171,7 @@ int cp_config_parse(const json_t *config, cp_config *cfg, bool *oom, char *msg, 
                     "config.prune: head_chars + tail_chars + %d (the marker) must stay below "
                     "max_result_chars (%lld)",
                     MARKER_ROOM, max);
-    if (cfg->summary_max_tokens < 1)
+    if (json_object_get(summary, "max_tokens") && cfg->summary_max_tokens < 1)
         return fail(msg, msg_size, "config.summary.max_tokens: expected a positive integer");
     if (!json_object_get(summary, "provider") != !json_object_get(summary, "model"))
         return fail(msg, msg_size, "config.summary: provider and model must be set together");

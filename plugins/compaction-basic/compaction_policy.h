@@ -30,7 +30,7 @@ typedef struct cp_config {
     size_t tail_chars;        /* code points kept at its end */
     char *summary_provider;   /* NULL: the provider of the last request/context */
     char *summary_model;      /* NULL: the model of the last request/context */
-    long summary_max_tokens;  /* max_tokens of the summary request */
+    long summary_max_tokens;  /* max_tokens of the summary request; -1: the agent's own */
     char *summary_prompt;     /* the instruction's text; never NULL after parse */
     int max_attempts;         /* summaries per trigger (>= 1) */
     int max_overflow_retries; /* overflow recoveries per step (0 disables) */

@@ -13,6 +13,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,7 +114,7 @@ static void config_defaults_and_validation(void **state) {
     assert_int_equal(cfg.max_result_chars, 4000);
     assert_int_equal(cfg.head_chars, 1500);
     assert_int_equal(cfg.tail_chars, 500);
-    assert_int_equal(cfg.summary_max_tokens, 4096);
+    assert_int_equal(cfg.summary_max_tokens, -1); /* unset: the agent's own max_tokens */
     assert_int_equal(cfg.max_attempts, 2);
     assert_int_equal(cfg.max_overflow_retries, 1);
     assert_null(cfg.summary_provider);
@@ -839,9 +840,20 @@ static void nothing_happens_below_the_threshold(void **state) {
     dh_teardown(&d);
 }
 
-static void pruning_alone_relieves_pressure(void **state) {
+static const json_t *recorded_request(const dh *d, const char *purpose, int n);
+static char *dumps(const json_t *v);
+static int count_in_turn(const dh *d, const char *type, json_int_t turn);
+
+/* Issue #32 item 4: pruning is part of a compaction, never a step of its
+ * own.  Under pressure the summary comes first (its request replays the last
+ * one unchanged), then, in the same compaction, the oversized results of
+ * the kept tail are pruned: start, summary, its replace, prune, the
+ * tool/result replace, end.  (Before #32 a pressure compaction pruned first
+ * and stopped there when that was enough: a rewrite in the middle of the
+ * history between compactions.) */
+static void pruning_comes_with_the_summary(void **state) {
     (void)state;
-    char *big = repeat('x', 6000);
+    char *big = repeat('x', 6000), *u1 = repeat('u', 1200);
     char *tools = fmt("{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":["
                       "{\"name\":\"big\",\"reply\":\"HEAD%sTAIL\"}]}}",
                       big);
@@ -849,17 +861,28 @@ static void pruning_alone_relieves_pressure(void **state) {
     dh d;
     setup(&d,
           "{\"tool_calls\":[{\"id\":\"c1\",\"name\":\"big\",\"arguments\":{}}],"
-          "\"usage\":{\"input_tokens\":100,\"output_tokens\":10}},"
+          "\"usage\":{\"input_tokens\":300,\"output_tokens\":10}},"
+          "{\"text\":\"SUMMARY-P\",\"expect\":{\"message_contains\":\"HEADxxxxxxxxxxxxxxxxxxxx"
+          "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+          "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}},"
           "{\"text\":\"ok\",\"expect\":{\"message_contains\":\"characters pruned\"}}",
           "{\"prune\":{\"max_result_chars\":1000,\"head_chars\":100,\"tail_chars\":50}}", tools);
     free(tools);
     dh_open(&d, "prune");
-    run_text(&d, "run the tool");
+    run_text(&d, u1);
+    free(u1);
     assert_string_equal(end_kind(&d, 0), "completed");
     assert_int_equal(dh_count(&d, "compaction/start"), 1);
+    assert_int_equal(dh_count(&d, "compaction/summary"), 1);
     assert_int_equal(dh_count(&d, "compaction/prune"), 1);
-    assert_int_equal(dh_count(&d, "compaction/summary"), 0);
     assert_int_equal(dh_count(&d, "tool/result"), 2);
+    /* the summary request saw the result unpruned: the agent's last request, unchanged */
+    const json_t *sreq = recorded_request(&d, "compaction", 0);
+    assert_non_null(sreq);
+    char *sbytes = dumps(json_object_get(sreq, "messages"));
+    assert_null(strstr(sbytes, "characters pruned"));
+    assert_non_null(strstr(sbytes, "xxxxTAIL"));
+    free(sbytes);
     const json_t *orig = dh_find(&d, "tool/result", 0), *pruned = dh_find(&d, "tool/result", 1);
     const json_t *pe = dh_event_data(&d, "compaction/prune", 0);
     assert_int_equal(json_integer_value(json_object_get(pe, "seq")),
@@ -881,12 +904,174 @@ static void pruning_alone_relieves_pressure(void **state) {
     const json_t *end = dh_event_data(&d, "compaction/end", 0);
     assert_true(json_is_true(json_object_get(end, "ok")));
     assert_int_equal(json_integer_value(json_object_get(end, "pruned")), 1);
-    /* the compaction ran between the tool step and the next step */
+    assert_int_equal(json_integer_value(json_object_get(end, "summaries")), 1);
+    /* one compaction between the tool step and the next: the summary, then the prune */
+    char *types = dh_types(&d, true);
+    assert_non_null(strstr(types, "tool/result,step/end,compaction/start,compaction/summary,"
+                                  "user/message,compaction/prune,tool/result,compaction/end,"
+                                  "step/start"));
+    free(types);
+    /* the next request: checkpoint, the call and its pruned result */
+    json_t *msgs = weir_agent_messages(d.agent);
+    assert_int_equal(json_array_size(msgs), 4);
+    assert_non_null(strstr(first_text(msgs, 0), "SUMMARY-P"));
+    json_decref(msgs);
+    dh_teardown(&d);
+}
+
+/* Pruning alone only when no summary can help: here the only message before
+ * the tool unit is pinned, so there is no summary range; the compaction
+ * prunes and logs no summary. */
+static void pruning_alone_when_no_summary_can_help(void **state) {
+    (void)state;
+    char *big = repeat('x', 6000);
+    char *tools = fmt("{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":["
+                      "{\"name\":\"big\",\"reply\":\"HEAD%sTAIL\"}]}}",
+                      big);
+    free(big);
+    dh d;
+    setup(&d,
+          "{\"tool_calls\":[{\"id\":\"c1\",\"name\":\"big\",\"arguments\":{}}],"
+          "\"usage\":{\"input_tokens\":100,\"output_tokens\":10}},"
+          "{\"text\":\"ok\",\"expect\":{\"message_contains\":\"characters pruned\"}}",
+          "{\"pinned_patterns\":[\"^run\"],\"prune\":{\"max_result_chars\":1000,"
+          "\"head_chars\":100,\"tail_chars\":50}}",
+          tools);
+    free(tools);
+    dh_open(&d, "prune-alone");
+    run_text(&d, "run the tool");
+    assert_string_equal(end_kind(&d, 0), "completed");
+    assert_int_equal(dh_count(&d, "compaction/start"), 1);
+    assert_int_equal(dh_count(&d, "compaction/prune"), 1);
+    assert_int_equal(dh_count(&d, "compaction/summary"), 0);
+    assert_null(recorded_request(&d, "compaction", 0));
+    const json_t *end = dh_event_data(&d, "compaction/end", 0);
+    assert_true(json_is_true(json_object_get(end, "ok")));
+    assert_int_equal(json_integer_value(json_object_get(end, "pruned")), 1);
     char *types = dh_types(&d, true);
     assert_non_null(strstr(types, "tool/result,step/end,compaction/start,compaction/prune,"
                                   "tool/result,compaction/end,step/start"));
     free(types);
     dh_teardown(&d);
+}
+
+/* Between compactions the history is append-only: an oversized tool result
+ * stays as it came while the context is below the threshold, and a failed
+ * summary under pressure prunes nothing either (the surface is unchanged). */
+static void no_pruning_between_compactions(void **state) {
+    (void)state;
+    char *big = repeat('x', 6000), *u1 = repeat('u', 1200);
+    char *tools = fmt("{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":["
+                      "{\"name\":\"big\",\"reply\":\"%s\"}]}}",
+                      big);
+    free(big);
+    char *rows = fmt("[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{"
+                     "\"models\":{\"demo\":{\"context_window\":%d}},\"replies\":["
+                     "{\"tool_calls\":[{\"id\":\"c1\",\"name\":\"big\",\"arguments\":{}}],"
+                     "\"usage\":{\"input_tokens\":300,\"output_tokens\":10}},"
+                     "{\"text\":\"read it\",\"usage\":{\"input_tokens\":1950,\"output_tokens\":10}},"
+                     "{\"fail\":{\"code\":\"SERVER\",\"message\":\"summarizer down\"}},"
+                     "{\"text\":\"fine\",\"expect\":{\"message_contains\":\"xxxxxxxxxxxxxxxx"
+                     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}}"
+                     "]}},%s,"
+                     "{\"id\":\"compact\",\"plugin\":\"compaction-basic\",\"config\":{\"prune\":"
+                     "{\"max_result_chars\":1000,\"head_chars\":100,\"tail_chars\":50}}}]",
+                     2400, tools);
+    free(tools);
+    dh d;
+    dh_setup(&d, rows, NULL);
+    free(rows);
+    dh_open(&d, "append-only");
+    run_text(&d, u1); /* 2 steps below the threshold (1920 tokens) */
+    free(u1);
+    assert_int_equal(dh_count(&d, "compaction/start"), 0);
+    assert_int_equal(dh_count(&d, "compaction/prune"), 0);
+    run_text(&d, "and now?"); /* above it: the summary fails, nothing is pruned */
+    assert_string_equal(end_kind(&d, 1), "completed");
+    assert_int_equal(dh_count(&d, "compaction/start"), 1);
+    assert_int_equal(dh_count(&d, "compaction/prune"), 0);
+    assert_int_equal(dh_count(&d, "tool/result"), 1);
+    const json_t *end = dh_event_data(&d, "compaction/end", 0);
+    assert_false(json_is_true(json_object_get(end, "ok")));
+    assert_int_equal(json_integer_value(json_object_get(end, "pruned")), 0);
+    dh_teardown(&d);
+}
+
+/* Issue #32 item 4, thinking models: a session whose last request sent
+ * reasoning continuations back compacts under pressure only at a turn
+ * boundary (the first step of a turn, a user message entering, no tool loop
+ * open), so the kept tail never holds a tool-use turn whose reasoning the
+ * core dropped; pressure in the middle of the tool loop waits, unless the
+ * request would overflow first (`overflow_at` true: usage near the window). */
+static void thinking_run(bool overflow_at) {
+    char *u1 = repeat('u', 2000);
+    long usage = overflow_at ? 9200 : 8500; /* + max_tokens 1024: at / below the 10000 window */
+    char *replies = fmt(
+        "{\"reasoning\":\"let me look\",\"continuation\":{\"signature\":\"sig-1\"},"
+        "\"tool_calls\":[{\"id\":\"c1\",\"name\":\"echo\",\"arguments\":{}}],"
+        "\"usage\":{\"input_tokens\":%ld,\"output_tokens\":10}},"
+        "%s"
+        "{\"text\":\"done\",\"usage\":{\"input_tokens\":%ld,\"output_tokens\":10}}"
+        "%s",
+        usage, overflow_at ? "{\"text\":\"SUMMARY-MID\"}," : "", usage,
+        overflow_at ? "" : ",{\"text\":\"SUMMARY-T\"},{\"text\":\"fine\",\"expect\":{"
+                           "\"message_contains\":\"SUMMARY-T\",\"last_role\":\"user\"}}");
+    char *rows = fmt("[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{"
+                     "\"models\":{\"demo\":{\"context_window\":10000,\"max_output\":1000}},"
+                     "\"replies\":[%s]}},"
+                     "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":["
+                     "{\"name\":\"echo\"}]}},"
+                     "{\"id\":\"compact\",\"plugin\":\"compaction-basic\",\"config\":"
+                     "{\"keep_recent_tokens\":1}}]",
+                     replies);
+    free(replies);
+    dh d;
+    dh_setup(&d, rows, NULL);
+    free(rows);
+    dh_open(&d, overflow_at ? "thinking-overflow" : "thinking");
+    run_text(&d, u1);
+    free(u1);
+    assert_string_equal(end_kind(&d, 0), "completed");
+    /* the reasoning came back with its continuation */
+    json_t *msgs = weir_agent_messages(d.agent);
+    const json_t *block = json_array_get(json_object_get(json_array_get(msgs, 1), "content"), 0);
+    assert_string_equal(json_string_value(json_object_get(block, "type")), "reasoning");
+    assert_non_null(json_object_get(block, "continuation"));
+    json_decref(msgs);
+    if (overflow_at) { /* no waiting: it would not fit */
+        assert_int_equal(count_in_turn(&d, "compaction/start", 1), 1);
+        const json_t *start = dh_event_data(&d, "compaction/start", 0);
+        assert_int_equal(json_integer_value(json_object_get(start, "step")), 2);
+        assert_int_equal(dh_count(&d, "compaction/summary"), 1);
+        dh_teardown(&d);
+        return;
+    }
+    assert_int_equal(dh_count(&d, "compaction/start"), 0); /* pressure at step 2: it waits */
+    run_text(&d, "next question");
+    assert_string_equal(end_kind(&d, 1), "completed");
+    assert_int_equal(dh_count(&d, "compaction/start"), 1);
+    const json_t *start = dh_event_data(&d, "compaction/start", 0);
+    assert_int_equal(json_integer_value(json_object_get(start, "turn")), 2);
+    assert_int_equal(json_integer_value(json_object_get(start, "step")), 1);
+    assert_true(json_is_true(json_object_get(dh_event_data(&d, "compaction/end", 0), "ok")));
+    /* the summary request carried the reasoning as the agent's last request did */
+    const json_t *sreq = recorded_request(&d, "compaction", 0);
+    assert_non_null(sreq);
+    char *sent = dumps(json_object_get(sreq, "messages"));
+    assert_non_null(strstr(sent, "sig-1"));
+    free(sent);
+    dh_teardown(&d);
+}
+
+static void thinking_sessions_compact_at_a_turn_boundary(void **state) {
+    (void)state;
+    thinking_run(false);
+}
+
+static void thinking_sessions_compact_mid_turn_before_an_overflow(void **state) {
+    (void)state;
+    thinking_run(true);
 }
 
 static void overflow_recovery_retries_after_a_summary(void **state) {
@@ -1071,7 +1256,8 @@ static size_t count_of(const char *hay, const char *needle) {
 /* The summary request is the agent's last request as derived (system
  * prompt, tools, messages with their real tool calls and results), byte for
  * byte, plus one final user message with the structured instruction; it
- * goes through llm/stream (the recorder sees it) with tool_choice "none";
+ * goes through llm/stream (the recorder sees it) with the agent's call config
+ * as it is (no tool_choice, the same max_tokens: issue #32 item 4);
  * tool calls in the answer are ignored; compaction/end reports the usage,
  * cache reads included. */
 static void summary_request_replays_the_last_request_plus_one_instruction(void **state) {
@@ -1125,10 +1311,18 @@ static void summary_request_replays_the_last_request_plus_one_instruction(void *
     assert_non_null(strstr(instruction, "## Critical context that must survive"));
     assert_non_null(strstr(instruction, "The last 1 message above stays verbatim"));
     assert_same_bytes(json_object_get(sreq, "tools"), json_object_get(header, "tools"));
-    assert_string_equal(json_string_value(json_object_get(sreq, "tool_choice")), "none");
+    /* the agent's call config as it is (#32 item 4): no tool_choice (on Anthropic a
+     * changed tool_choice invalidates the cached messages), the same max_tokens */
+    assert_null(json_object_get(sreq, "tool_choice"));
+    const json_t *config = json_object_get(header, "config");
+    assert_int_equal(json_object_size(sreq), json_object_size(config) + 2); /* + messages, tools */
+    const char *key;
+    const json_t *value;
+    json_object_foreach((json_t *)(uintptr_t)config, key, value) {
+        assert_same_bytes(json_object_get(sreq, key), value);
+    }
     assert_string_equal(json_string_value(json_object_get(sreq, "provider")), "scripted");
     assert_string_equal(json_string_value(json_object_get(sreq, "model")), "demo");
-    assert_int_equal(json_integer_value(json_object_get(sreq, "max_tokens")), 4096);
 
     /* the answer's tool call was ignored: one tool call in the log, the text counts */
     assert_int_equal(dh_count(&d, "tool/call"), 1);
@@ -1169,7 +1363,8 @@ static char *member_text(const char *body, const char *key, const char *next) {
 /* The same on the wire: provider-openai against the mock server.  The
  * summary request's body starts with the previous request's messages, byte
  * for byte (what a provider's prompt cache keys on), lists the same tools
- * text and asks for tool_choice "none". */
+ * text and adds no tool_choice (issue #32 item 4: the call config stays the
+ * agent's, so the cached prefix is read). */
 static void summary_request_bytes_on_the_wire_extend_the_last_request(void **state) {
     (void)state;
     char *a1 = repeat('a', 400);
@@ -1218,7 +1413,7 @@ static void summary_request_bytes_on_the_wire_extend_the_last_request(void **sta
                  first, summary);
     char *t1 = member_text(first, "tools", "model"), *t2 = member_text(summary, "tools", "model");
     assert_string_equal(t1, t2);
-    assert_non_null(strstr(summary, "\"tool_choice\":\"none\""));
+    assert_null(strstr(summary, "tool_choice"));
     assert_null(strstr(first, "tool_choice"));
     assert_non_null(strstr(summary, "## Primary request and intent"));
     free(t1);
@@ -1648,8 +1843,10 @@ static void overflow_and_transient_retry_budgets_stay_independent(void **state) 
     dh_teardown(&d);
 }
 
-/* Compaction scenario: a failure after a durable prune still retries: the prune advanced
- * the replace generation, the summary then failed. */
+/* Compaction scenario: an overflow whose summary fails still retries: the
+ * compaction then prunes alone (the request does not fit as it is), which
+ * advanced the replace generation.  (Before #32 item 4 the prune came first
+ * and the summary after it.) */
 static void a_failure_after_a_durable_prune_still_retries(void **state) {
     (void)state;
     char *big = repeat('x', 6000);
@@ -2233,7 +2430,11 @@ int main(void) {
         cmocka_unit_test(manual_compaction_declines),
         cmocka_unit_test(pressure_summaries_are_bounded_per_trigger),
         cmocka_unit_test(nothing_happens_below_the_threshold),
-        cmocka_unit_test(pruning_alone_relieves_pressure),
+        cmocka_unit_test(pruning_comes_with_the_summary),
+        cmocka_unit_test(pruning_alone_when_no_summary_can_help),
+        cmocka_unit_test(no_pruning_between_compactions),
+        cmocka_unit_test(thinking_sessions_compact_at_a_turn_boundary),
+        cmocka_unit_test(thinking_sessions_compact_mid_turn_before_an_overflow),
         cmocka_unit_test(overflow_recovery_retries_after_a_summary),
         cmocka_unit_test(overflow_with_nothing_compactable_keeps_the_original_error),
         cmocka_unit_test(overflow_recovery_is_bounded_per_step),
