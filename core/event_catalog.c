@@ -29,9 +29,13 @@ const weir__event_def weir__event_catalog[] = {
     {"step/start", WEIR__EVENT_DURABLE, "{turn, step}", "A step began: one model request."},
     {"step/end", WEIR__EVENT_DURABLE, "{turn, step}", "A step ended."},
     {"system/message", WEIR__EVENT_DURABLE,
-     "{turn, step, message:{role:\"system\", content:[{type:\"text\", text}]}} (surface)",
+     "{turn, step, message:{role:\"system\", content:[{type:\"text\", text}], source?}, "
+     "prompt?} (surface)",
      "The rendered system prompt: the first surface node, replaced when the text changes "
-     "(empty content: no system prompt)."},
+     "before the first request (empty content: no system prompt); once a request was sent, a "
+     "system-update appended at the end (`source` {kind:\"system-update\", update:"
+     "\"system-prompt\"} with `prompt` the new prompt, or update:\"tools\" with added, "
+     "removed, changed; docs/lifecycle.md)."},
     {"user/message", WEIR__EVENT_DURABLE,
      "{turn, step, message:{role:\"user\", content:[blocks], id, source}} (surface)",
      "A user message entered the conversation; `id` is its input id."},
@@ -51,9 +55,10 @@ const weir__event_def weir__event_catalog[] = {
      "content, is_error?}]}, error?:{name, code, reason?}} (surface)",
      "A tool call's result, in model order."},
     {"request/header", WEIR__EVENT_DURABLE,
-     "{header:{config, tools?}, reason:\"initial\"|\"resume\"|\"change\"|\"series\", "
-     "starts_series?}",
-     "The call config and tools of the requests from here on changed."},
+     "{header:{config, tools?, removed_tools?}, reason:\"initial\"|\"resume\"|\"change\"|"
+     "\"series\", starts_series?}",
+     "The call config and tools of the requests from here on changed (`removed_tools`: the "
+     "names of tools sent earlier and kept in place, no longer offered)."},
     {"request/context", WEIR__EVENT_DURABLE, "{provider, model, context_window?}",
      "The provider, model or known context window changed."},
     {"agent/inbox/spliced", WEIR__EVENT_DURABLE,
