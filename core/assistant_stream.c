@@ -496,6 +496,19 @@ int weir__stream_assemble(const json_t *chunks, bool with_calls, weir__assembled
             if (name && *name)
                 json_object_set_new(b->b, "name", json_string(name));
             rc = append_str(b, &b->args, "arguments", weir__json_str(c, "arguments_delta", ""));
+        } else if (!strcmp(type, "continuation")) {
+            /* the provider's opaque continuation of block `index` (plugin.h):
+             * kept verbatim, the last one wins; the request filter
+             * (core/continuation.c) judges it, not the fold.  A block not
+             * seen yet (a redacted_thinking block has no deltas) opens as
+             * reasoning. */
+            const json_t *cont = json_object_get(c, "continuation");
+            if (!cont || json_is_null(cont))
+                continue;
+            b = block_for(&f, index, "reasoning", c);
+            rc = b && json_object_set_new(b->b, "continuation", weir__json_copy_tree(cont)) == 0
+                     ? 0
+                     : -1;
         } else if (!strcmp(type, "usage")) {
             out->usage = json_object_get(c, "usage");
         } else if (!strcmp(type, "finish")) {
@@ -527,7 +540,11 @@ int weir__stream_assemble(const json_t *chunks, bool with_calls, weir__assembled
                     goto fail;
             }
         } else if (!*weir__json_str(b, "text", "")) {
-            continue; /* empty text/reasoning blocks carry nothing */
+            /* empty text/reasoning blocks carry nothing, but a reasoning
+             * block's continuation (a redacted or empty thinking block) goes
+             * back to the provider */
+            if (strcmp(bt, "reasoning") || !json_object_get(b, "continuation"))
+                continue;
         } else {
             out->visible = true;
         }

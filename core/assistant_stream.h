@@ -60,7 +60,12 @@ typedef struct weir__assembled {
  * *out.  `with_calls`: keep tool_call blocks (never kept after a
  * max-tokens finish).  A tool call whose stream has no id gets one derived
  * from its block (index and the time of its first chunk), so the same
- * stream always folds into the same message.  0, or -1 when out of memory
+ * stream always folds into the same message.  A `continuation` chunk sets
+ * its block's "continuation" member to a copy of the chunk's (the last one
+ * wins; an unseen index opens a reasoning block); a reasoning block with
+ * one is kept even when its text is empty (not `visible` then).  The
+ * request filter (core/continuation.h) judges it; the fold keeps it as it
+ * came.  0, or -1 when out of memory
  * (nothing to release).  The caller releases out->message and out->calls.
  */
 int weir__stream_assemble(const json_t *chunks, bool with_calls, weir__assembled *out);

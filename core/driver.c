@@ -18,6 +18,7 @@
 
 #include "agent.h"
 #include "assistant_stream.h"
+#include "continuation.h"
 #include "failure.h"
 #include "host_int.h"
 #include "surface.h"
@@ -31,6 +32,9 @@ typedef struct turn_ctx {
     bool max_tokens;   /* sticky over the turn */
     bool step_open;    /* step/start logged without its step/end */
     json_t *reason;    /* the turn/end reason once decided (owned) */
+    json_t *dropped;   /* the last request/continuations-dropped data (owned; looked up
+                        * in the log once a turn, when a request first drops one) */
+    bool dropped_known; /* `dropped` was looked up */
     weir_error *err;   /* fatal errors */
 } turn_ctx;
 
@@ -762,7 +766,12 @@ static void check_request(turn_ctx *t, const json_t *req) {
                        weir__surface_apply(s, ev) != WEIR_E_NOMEM);
         json_decref(ev);
     }
-    json_t *msgs = whole ? weir__surface_derive(s) : NULL;
+    json_t *derived = whole ? weir__surface_derive(s) : NULL;
+    /* the same continuation filter as the request (core/continuation.h) */
+    json_t *msgs = derived ? weir__continuation_apply(derived, s, weir__log_request_context(log),
+                                                      NULL)
+                           : NULL;
+    json_decref(derived);
     json_t *fresh = build_request(weir__log_request_header(log), msgs);
     char *x = weir__json_dump(req), *y = weir__json_dump(fresh);
     if (x && y && strcmp(x, y) != 0) {
@@ -878,7 +887,10 @@ static int stream_attempt(turn_ctx *t, attempt_ctx *ac, const json_t *config, bo
     if (rc != WEIR_OK)
         return rc;
     a->requested = true;
-    json_t *msgs = weir__log_derive(a->log);
+    json_t *msgs = NULL;
+    rc = request_messages(t, &msgs);
+    if (rc != WEIR_OK)
+        return rc;
     json_t *req = build_request(weir__log_request_header(a->log), msgs);
     json_decref(msgs);
     if (!req)
@@ -896,6 +908,70 @@ static int stream_attempt(turn_ctx *t, attempt_ctx *ac, const json_t *config, bo
     ac->stream.chunks = json_array();
     snprintf(ac->stream.attempt_id, sizeof ac->stream.attempt_id, "%s:%lu", a->id, a->attempts);
     if (weir__stream_observed(&ac->stream))
+/*
+ * The data of the log's last request/continuations-dropped event (borrowed
+ * from t->dropped), or NULL when there is none: scanned back once a turn,
+ * then kept as this turn logs new ones.
+ */
+static const json_t *last_dropped(turn_ctx *t) {
+    if (t->dropped_known)
+        return t->dropped;
+    weir__log *log = t->a->log;
+    for (size_t i = weir__log_count(log); i-- > 0;) {
+        json_t *ev = weir__log_event_ref(log, i); /* one at a time */
+        if (!ev)
+            return NULL; /* out of memory: not known; the event may repeat */
+        bool hit = !strcmp(weir__json_str(ev, "type", ""), WEIR__CONTINUATIONS_DROPPED);
+        if (hit)
+            t->dropped = json_incref(json_object_get(ev, "data"));
+        json_decref(ev);
+        if (hit)
+            break;
+    }
+    t->dropped_known = true;
+    return t->dropped;
+}
+
+/*
+ * *out (new): the request's messages, the log's derive with the
+ * continuations the route may not read dropped (core/continuation.h), and
+ * before it, when any was dropped and the counts differ from the last such
+ * event, request/continuations-dropped {provider, model, count, reasons}
+ * (durable, ignorable).  WEIR_OK, or a log/memory error.
+ */
+static int request_messages(turn_ctx *t, json_t **out) {
+    weir__log *log = t->a->log;
+    *out = NULL;
+    json_t *derived = weir__log_derive(log);
+    const json_t *ctx = weir__log_request_context(log);
+    weir__cont_dropped d;
+    json_t *msgs = derived ? weir__continuation_apply(derived, weir__log_surface(log), ctx, &d)
+                           : NULL;
+    json_decref(derived);
+    if (!msgs)
+        return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory deriving the request");
+    json_t *data = weir__continuation_event(weir__json_str(ctx, "provider", NULL),
+                                            weir__json_str(ctx, "model", NULL), &d);
+    int rc = WEIR_OK;
+    if (weir__continuation_count(&d) && !data)
+        rc = weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    if (data && !weir__json_equal(last_dropped(t), data)) {
+        rc = weir__log_append(log, WEIR__CONTINUATIONS_DROPPED, data, NULL, NULL,
+                              WEIR_EVENT_IGNORABLE, NULL, t->err);
+        if (rc == WEIR_OK) {
+            json_decref(t->dropped);
+            t->dropped = json_incref(data);
+        }
+    }
+    json_decref(data);
+    if (rc != WEIR_OK) {
+        json_decref(msgs);
+        return rc;
+    }
+    *out = msgs;
+    return WEIR_OK;
+}
+
         weir__stream_frame(&ac->stream, json_pack("{s:s, s:i, s:i}", "type", "start", "turn",
                                                   t->turn, "step", t->step));
     json_t *args = hook_args(t);
@@ -1595,6 +1671,7 @@ int weir__driver_turn(weir_agent *a, weir_error *err) {
         if (rc == WEIR_OK)
             return finish_turn(&t, weir__log_checkpoint(a->log, t.err));
     }
+    json_decref(t->dropped);
     close_failed_turn(&t);
     return finish_turn(&t, rc);
 }

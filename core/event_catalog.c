@@ -84,6 +84,13 @@ const weir__event_def weir__event_catalog[] = {
      "{turn, step, job_id, call_id, tool, effects:\"not_rolled_back\", cause, "
      "delivered?:false}",
      "A background job was cancelled."},
+    {"request/continuations-dropped", WEIR__EVENT_IGNORABLE,
+     "{provider, model, count, reasons:{malformed?, route?, prefix?}}",
+     "The next request leaves out `count` reasoning continuations of its history (the "
+     "route `provider`/`model` is the request's): malformed blobs, ones another provider or "
+     "model produced, ones whose prefix a surface replace changed (docs/session-log.md, "
+     "\"Reasoning continuations\"). Logged before the request when it differs from the "
+     "last one."},
     {"hook/decision", WEIR__EVENT_IGNORABLE,
      "{hook, plugin, row, decision, turn, step, latency_us, detail?}",
      "A hook listener decided (its result is not what weir_next() gave it, or it "

@@ -193,11 +193,27 @@ typedef enum weir_send_mode {
  *   {"type":"text-delta","index":i,"text":"..."}
  *   {"type":"reasoning-delta","index":i,"text":"..."}
  *   {"type":"tool-call-delta","index":i,"id":"...","name":"...","arguments_delta":"..."}
+ *   {"type":"continuation","index":i,"continuation":{"provider":P,"model":M,"data":{...}}}
  *   {"type":"block-end","index":i}
  *   {"type":"usage","usage":{input_tokens,output_tokens,...}}
  *   {"type":"finish","reason":{"kind":"stop|tool-calls|max-tokens|error|aborted",
  *                              "failure":{code,message,status?,retry_after_ms?,request_id?,provider}}}
  * `usage` comes before `finish`; nothing follows `finish`.
+ *
+ * `continuation` (Since: issue #32) hands the core what the provider needs
+ * back to continue block i's reasoning on a later request (an Anthropic
+ * thinking signature or redacted_thinking data, DeepSeek's reasoning_content
+ * marker, a Gemini thought_signature): emitted after the block's deltas,
+ * before its block-end.  P is the provider's row id, M the request's `model`
+ * exactly as sent, `data` a non-empty object whose members are all strings,
+ * opaque to the core.  The fold sets it as the block's "continuation" member
+ * (the last one wins; a block not seen yet opens as reasoning, and a
+ * reasoning block that has one is kept even with empty text).  The core
+ * sends it back, verbatim and in its place, only to the same row and model,
+ * and only while the history before it is unchanged; otherwise a reasoning
+ * block is left out of the request and another block only loses the member
+ * (docs/session-log.md, "Reasoning continuations").  A provider finding
+ * `data` without the key it needs skips that block and says so once.
  */
 typedef struct weir_provider {
     uint32_t struct_size; /* sizeof(weir_provider) */

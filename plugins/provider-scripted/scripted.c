@@ -9,9 +9,15 @@
  * {"replies": [...], "loop"?: bool}.  A reply:
  *   {"text", "reasoning", "tool_calls": [{"id","name","arguments"}],
  *    "usage": {...}, "finish": "stop|tool-calls|max-tokens",
- *    "chunk_delay_ms": N, "chunks": N,
+ *    "chunk_delay_ms": N, "chunks": N, "continuation": C,
  *    "fail": {"code","message","retry_after_ms","after_chunks"},
  *    "expect": {"message_contains","last_role","tools_count","messages_count"}}
+ * "continuation" (on a reply: its reasoning block's; on a tool call: that
+ * block's) makes the stream emit a `continuation` chunk for the block
+ * before its block-end (plugin.h): an object with a "data" member is the
+ * chunk's continuation as it is (any shape, malformed ones too), anything
+ * else is the data of {"provider": the row id, "model": the request's
+ * model, "data": C}.
  * An unmet `expect` fails the attempt with INVALID_REQUEST saying what was
  * expected; running out of replies fails with UNKNOWN "script exhausted".
  *
@@ -194,29 +200,55 @@ static size_t piece_end(const char *text, size_t len, size_t i, size_t n) {
     return end;
 }
 
-/* Stream one text-like block in `pieces`; counts emitted deltas in *sent. */
+/* The {type:"continuation", index, continuation} chunk a reply's or a
+ * tool call's "continuation" `spec` asks for (see the top), or NULL. */
+static json_t *continuation_chunk(const scripted *s, const json_t *request, int index,
+                                  const json_t *spec) {
+    json_t *c = json_is_object(spec) && json_object_get(spec, "data")
+                    ? json_deep_copy(spec)
+                    : json_pack("{s:s, s:s, s:O}", "provider", s->id, "model",
+                                json_string_value(json_object_get(request, "model"))
+                                    ? json_string_value(json_object_get(request, "model"))
+                                    : "",
+                                "data", spec);
+    return c ? json_pack("{s:s, s:i, s:o}", "type", "continuation", "index", index,
+                         "continuation", c)
+             : NULL;
+}
+
+/* Stream one text-like block in `pieces`; counts emitted deltas in *sent.
+ * `cont` (stolen, may be NULL): a continuation chunk emitted before the
+ * block's end. */
 static bool stream_block(weir_stream *st, int index, const char *block_type, const char *delta_type,
                          const char *text, size_t pieces, json_int_t delay, json_int_t limit,
-                         json_int_t *sent, weir_signal *sig) {
+                         json_int_t *sent, weir_signal *sig, json_t *cont) {
     if (!emit(st, json_pack("{s:s, s:i, s:s}", "type", "block-start", "index", index, "block_type",
-                            block_type)))
+                            block_type))) {
+        json_decref(cont);
         return false;
+    }
     size_t len = strlen(text), start = 0;
     for (size_t i = 0; i < pieces; i++) {
-        if (limit >= 0 && *sent >= limit)
+        if (limit >= 0 && *sent >= limit) {
+            json_decref(cont);
             return true;
+        }
         size_t end = piece_end(text, len, i, pieces);
         if (end <= start && i + 1 < pieces)
             continue;
-        if (delay > 0 && weir_signal_sleep(sig, (uint64_t)delay) != WEIR_OK)
+        json_t *piece = NULL;
+        if ((delay > 0 && weir_signal_sleep(sig, (uint64_t)delay) != WEIR_OK) ||
+            !(piece = json_stringn(text + start, end - start)) ||
+            !emit(st, json_pack("{s:s, s:i, s:o}", "type", delta_type, "index", index, "text",
+                                piece))) {
+            json_decref(cont);
             return false;
-        json_t *piece = json_stringn(text + start, end - start);
-        if (!piece || !emit(st, json_pack("{s:s, s:i, s:o}", "type", delta_type, "index", index,
-                                          "text", piece)))
-            return false;
+        }
         (*sent)++;
         start = end;
     }
+    if (cont && !emit(st, cont))
+        return false;
     return emit(st, json_pack("{s:s, s:i}", "type", "block-end", "index", index));
 }
 
@@ -241,11 +273,16 @@ static int play(scripted *s, const json_t *reply, const json_t *request, const j
                                             : -1;
     json_int_t sent = 0;
     int index = 0;
-    if (reasoning && !stream_block(st, index++, "reasoning", "reasoning-delta", reasoning, pieces,
-                                   delay, limit, &sent, sig))
+    const json_t *rcont = json_object_get(reply, "continuation");
+    if (reasoning &&
+        !stream_block(st, index, "reasoning", "reasoning-delta", reasoning, pieces, delay, limit,
+                      &sent, sig, rcont ? continuation_chunk(s, request, index, rcont) : NULL))
         return WEIR_OK;
+    if (reasoning)
+        index++;
     if (text && !(limit >= 0 && sent >= limit) &&
-        !stream_block(st, index++, "text", "text-delta", text, pieces, delay, limit, &sent, sig))
+        !stream_block(st, index++, "text", "text-delta", text, pieces, delay, limit, &sent, sig,
+                      NULL))
         return WEIR_OK;
     if (json_is_object(fail)) {
         const char *code = json_string_value(json_object_get(fail, "code"));
@@ -276,6 +313,9 @@ static int play(scripted *s, const json_t *reply, const json_t *request, const j
                                      "arguments_delta", first)) &&
                   emit(st, json_pack("{s:s, s:i, s:O}", "type", "tool-call-delta", "index", index,
                                      "arguments_delta", rest)) &&
+                  (!json_object_get(c, "continuation") ||
+                   emit(st, continuation_chunk(s, request, index,
+                                               json_object_get(c, "continuation")))) &&
                   emit(st, json_pack("{s:s, s:i}", "type", "block-end", "index", index));
         json_decref(first);
         json_decref(rest);

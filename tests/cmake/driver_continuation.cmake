@@ -1,0 +1,7 @@
+# Reasoning continuations (issue #32 item 1): test_continuation drives agents
+# through the driver harness, so it runs as the driver tests do (after
+# driver.cmake: its plugins and environment).
+if(TARGET test_continuation)
+  add_dependencies(test_continuation weir_driver_plugins)
+  set_tests_properties(test_continuation PROPERTIES ENVIRONMENT "${_driver_env}")
+endif()
