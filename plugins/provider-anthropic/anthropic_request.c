@@ -398,7 +398,8 @@ static int fold_message(assembly *a, const char *text, size_t len, size_t *resum
     size_t n2 = len - (size_t)(p2 - text);
     pc_buf *sys = &a->m->side;
     bool leading = !a->role && a->m->text.len <= OPENING_LEN;
-    if (kind == 's' && n1 && !leading) {
+    bool mid = kind == 's' && n1 && !leading;
+    if (mid) {
         if (fold_system(a, p1, n1, &kind) != 0)
             return -1;
         p1 = p2 = a->note.p; /* as a group's other blocks */
@@ -408,7 +409,9 @@ static int fold_message(assembly *a, const char *text, size_t len, size_t *resum
     bool opens = (kind != 's' || !leading) && (n1 || n2); /* it joins or opens a group */
     if (opens && a->role && a->role != kind && flush_group(a) != 0)
         return -1;
-    *resume = !a->role ? a->m->text.len : PC_MEMO_NONE;
+    /* a mid-conversation system message's form depends on the group before
+     * it, which a resume does not restore: no place to resume at */
+    *resume = !a->role && !mid ? a->m->text.len : PC_MEMO_NONE;
     if (kind == 's' && leading) {
         if (!n1)
             return 0;

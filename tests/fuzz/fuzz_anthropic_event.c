@@ -31,20 +31,29 @@ static void line(void *decoder, const char *p, size_t n) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* The bodies are built with prompt caching (the TTL picked by the input's
+ * length), so the memo check covers the cache_control breakpoints too. */
+static pc_prompt_cache fuzz_cache;
+
 static char *request_text(const json_t *request, pc_cache *cache, char *msg, size_t size) {
-    return anthropic_request_text(request, 0, cache, msg, size);
+    pc_extra extra = {NULL, false, fuzz_cache, 0};
+    return anthropic_request_text_ex(request, &extra, 0, cache, msg, size);
 }
 
 static int request_build(const json_t *request, pc_cache *cache, pc_memo *memo, char *msg,
                          size_t size) {
-    return anthropic_request_build(request, 0, cache, memo, msg, size);
+    pc_extra extra = {NULL, false, fuzz_cache, 0};
+    return anthropic_request_build_ex(request, &extra, 0, cache, memo, msg, size);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     pt_fuzz_seen s = {0, 0, false};
     anthropic_decoder *d = anthropic_decoder_new("fuzz", pt_fuzz_count, &s);
-    if (!d)
+    if (!d || anthropic_decoder_set_model(d, "claude-fuzz") != 0) {
+        anthropic_decoder_free(d);
         return 0;
+    }
+    fuzz_cache = (pc_prompt_cache)(size % 3);
     pt_fuzz_lines((const char *)data, size, line, d);
     pt_fuzz_check_end(anthropic_decoder_end(d, NULL, false), &s);
     anthropic_decoder_free(d);
