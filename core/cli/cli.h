@@ -109,6 +109,25 @@ int weir_cli_session_host(const weir_cli_files *files, const char *target, weir_
                           const char *must_exist, char **path, weir_host **host);
 
 /* The REPL's line editor (core/cli/line.c). */
+/* Token usage and cost summed over assistant/message and assistant/attempt
+ * events (core/cli/usage.c).  Zero-initialise. */
+typedef struct weir_cli_usage {
+    long long in, cached, written, out; /* uncached input, cache read, cache write, output */
+    double usd;                         /* the sum of the events' cost.usd */
+    bool any;                           /* some event reported usage */
+    bool unpriced;                      /* some event reported usage without a cost */
+} weir_cli_usage;
+/* Add the usage (and cost) of an assistant/message or assistant/attempt
+ * event's `data` (borrowed); nothing when it has no usage. */
+void weir_cli_usage_add(weir_cli_usage *u, const json_t *data);
+/* Add `u` into `into`. */
+void weir_cli_usage_sum(weir_cli_usage *into, const weir_cli_usage *u);
+/* "$0.0123" into `buf`. */
+void weir_cli_usage_cost(char *buf, size_t size, double usd);
+/* "in 12,345 · cached 10,000 · written 2,000 · out 456 · $0.0123" into `buf`
+ * (the cost only when every event with usage had one); returns buf. */
+const char *weir_cli_usage_line(char *buf, size_t size, const weir_cli_usage *u);
+
 typedef struct weir_cli_line weir_cli_line;
 enum {
     WEIR_CLI_LINE_OK,        /* a line in *out */

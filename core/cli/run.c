@@ -49,6 +49,7 @@ typedef struct run_state {
     bool default_used; /* the deployment starts from the built-in default */
     bool no_provider;  /* the deployment sets no agent.provider */
     json_t *pending;   /* --json: events before the session event, or NULL once it is out */
+    weir_cli_usage usage; /* the running turn's usage and cost (its attempts summed) */
     weir_agent *agent;
     /* What the turn waits for now (a terminal only): the status line says it,
      * for how long and the limit, redrawn by the ticker every second. */
@@ -510,6 +511,9 @@ static void on_durable(run_state *st, const json_t *event) {
                              : str_or(json_object_get(e, "message"), "unknown error"));
     } else if (!strcmp(type, "turn/start")) {
         st->turn_failed = false;
+        memset(&st->usage, 0, sizeof st->usage);
+    } else if (!strcmp(type, "assistant/message") || !strcmp(type, "assistant/attempt")) {
+        weir_cli_usage_add(&st->usage, data);
     } else if (!strcmp(type, "turn/end")) {
         const json_t *reason = json_object_get(data, "reason");
         const char *kind = str_or(json_object_get(reason, "kind"), "");
@@ -538,6 +542,11 @@ static void on_durable(run_state *st, const json_t *event) {
             st->turn_failed = true;
         } else if (!strcmp(kind, "max-tokens")) {
             fprintf(stderr, "weir: the answer hit max_tokens\n");
+        }
+        if (st->usage.any) { /* one line per turn: what it used and cost */
+            char line[256];
+            fprintf(stderr, "%susage: %s%s\n", sgr(st, SGR_DIM),
+                    weir_cli_usage_line(line, sizeof line, &st->usage), sgr(st, SGR_OFF));
         }
     }
 }
@@ -950,6 +959,9 @@ static const char run_help[] =
     "Send PROMPT to the agent and stream the answer to stdout; tool activity\n"
     "and errors go to stderr, and so does the session first: \"weir: session ID\n"
     "(LOG)\" (`weir log ID`, `weir resume ID`, `weir compact ID` take it).\n"
+    "After each turn stderr has its token usage, and its cost when the model's\n"
+    "price is known: \"usage: in 12,345 \xc2\xb7 cached 10,000 \xc2\xb7 written 2,000 \xc2\xb7 out 456 \xc2\xb7\n"
+    "$0.0123\" (uncached input, cache read, cache write, output tokens).\n"
     "Without PROMPT: a REPL (one message per line; /help, /session, /compact,\n"
     "/quit) when stdin is a terminal, else all of stdin is the prompt.\n"
     "\n"

@@ -1,7 +1,8 @@
 /*
  * core/cli/sessions.c - `weir sessions [-c FILE]... [--json]`: the sessions
  * of the deployment's session directory, newest first, with the id, the
- * last activity, the turns, the size, the state and the first prompt.
+ * last activity, the turns, the size, the state, the tokens and cost, and
+ * the first prompt.
  *
  * Every log is read by the one reader (weir_log_events); a file it refuses
  * (a foreign or damaged file) is listed as "invalid", never skipped
@@ -29,6 +30,7 @@ typedef struct session_row {
     long pid;          /* the live writer's pid, 0 when unknown */
     char *prompt;      /* the first prompt cut short, or NULL */
     char *error;       /* why the reader refused it, or NULL */
+    weir_cli_usage usage; /* its attempts' usage and cost, summed */
 } session_row;
 
 /* r->id = the first `idlen` bytes of `id`, r->path = "<where><sep><name>"
@@ -53,9 +55,10 @@ static const char sessions_help[] =
     "\n"
     "List the sessions of the deployment's session directory (-c, or the\n"
     "built-in default: $WEIR_SESSION_DIR or ~/.local/state/weir/sessions),\n"
-    "newest first: id, last activity, turns, size, state and the first\n"
-    "prompt.  The state is idle, open turn (left open by a crash: `weir resume\n"
-    "ID` closes it), live (a weir process has it open for writing) or invalid\n"
+    "newest first: id, last activity, turns, size, state, tokens and cost (all\n"
+    "input, cache and output tokens of its attempts; the cost when the model's\n"
+    "price was known for each) and the first prompt.  The state is idle, open\n"
+    "turn (left open by a crash: `weir resume ID` closes it), live (a weir process has it open for writing) or invalid\n"
     "(not a weir session log, or a damaged one; `weir log FILE --check` says\n"
     "why).  When session.store names another store (a plugin row such as\n"
     "store-postgres, or \"memory\"), its sessions are listed instead.\n"
@@ -64,7 +67,9 @@ static const char sessions_help[] =
     "                      -c default first: the built-in deployment)\n"
     "      --json          one JSON object per session and line: {id, path,\n"
     "                      last_activity (epoch ms), turns, events, size, state,\n"
-    "                      pid?, first_prompt?, error?}\n"
+    "                      pid?, first_prompt?, error?, usage?: {input_tokens,\n"
+    "                      cache_read_tokens, cache_write_tokens, output_tokens},\n"
+    "                      cost_usd?}\n"
     "\n"
     "exit codes: 0 ok (also for no sessions), 2 usage, 3 configuration error,\n"
     "            4 the directory cannot be read\n";
@@ -143,6 +148,9 @@ static bool row_events(session_row *r, json_t *events, const weir_error *err, bo
             *open = true;
         } else if (type && !strcmp(type, "turn/end")) {
             *open = false;
+        } else if (type && (!strcmp(type, "assistant/message") ||
+                            !strcmp(type, "assistant/attempt"))) {
+            weir_cli_usage_add(&r->usage, json_object_get(ev, "data"));
         }
     }
     r->events = (long long)json_array_size(events);
@@ -218,6 +226,16 @@ static void human_size(long long n, char *out, size_t size) {
         snprintf(out, size, v < 10 ? "%.1f%c" : "%.0f%c", v, units[u]);
 }
 
+/* "24.5K", "1.2M", "812": a token count in a few columns. */
+static void human_count(long long n, char *out, size_t size) {
+    if (n < 1000)
+        snprintf(out, size, "%lld", n);
+    else if (n < 1000000)
+        snprintf(out, size, n < 10000 ? "%.1fK" : "%.0fK", (double)n / 1e3);
+    else
+        snprintf(out, size, n < 10000000 ? "%.1fM" : "%.0fM", (double)n / 1e6);
+}
+
 static void print_row(const session_row *r, bool json) {
     if (json) {
         json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:s}", "id", r->id, "path", r->path,
@@ -230,6 +248,15 @@ static void print_row(const session_row *r, bool json) {
             json_object_set_new(o, "first_prompt", json_string(r->prompt));
         if (o && r->error)
             json_object_set_new(o, "error", json_string(r->error));
+        if (o && r->usage.any)
+            json_object_set_new(o, "usage",
+                                json_pack("{s:I, s:I, s:I, s:I}", "input_tokens",
+                                          (json_int_t)r->usage.in, "cache_read_tokens",
+                                          (json_int_t)r->usage.cached, "cache_write_tokens",
+                                          (json_int_t)r->usage.written, "output_tokens",
+                                          (json_int_t)r->usage.out));
+        if (o && r->usage.any && !r->usage.unpriced)
+            json_object_set_new(o, "cost_usd", json_real(r->usage.usd));
         char *line = weir_cli_json_line(o);
         if (line)
             puts(line);
@@ -246,7 +273,18 @@ static void print_row(const session_row *r, bool json) {
     char turns[24] = "-";
     if (strcmp(r->state, "invalid") != 0)
         snprintf(turns, sizeof turns, "%lld", r->turns);
-    printf("%-24s %-16s %5s %6s  %-9s  %s\n", r->id, when, turns, size, r->state,
+    /* tokens: all four counts summed ("24.5K"), and the cost when every
+     * attempt was priced */
+    char usage[48] = "-";
+    if (r->usage.any) {
+        char tokens[24], cost[24] = "";
+        human_count(r->usage.in + r->usage.cached + r->usage.written + r->usage.out, tokens,
+                    sizeof tokens);
+        if (!r->usage.unpriced)
+            weir_cli_usage_cost(cost, sizeof cost, r->usage.usd);
+        snprintf(usage, sizeof usage, "%s%s%s", tokens, cost[0] ? " " : "", cost);
+    }
+    printf("%-24s %-16s %5s %6s  %-9s  %-15s  %s\n", r->id, when, turns, size, r->state, usage,
            r->prompt ? r->prompt : r->error ? r->error : "");
 }
 
@@ -254,8 +292,8 @@ static void print_row(const session_row *r, bool json) {
 static void print_rows(session_row *rows, size_t n, bool json) {
     qsort(rows, n, sizeof *rows, newest_first);
     if (n && !json)
-        printf("%-24s %-16s %5s %6s  %-9s  %s\n", "ID", "LAST ACTIVITY", "TURNS", "SIZE", "STATE",
-               "FIRST PROMPT");
+        printf("%-24s %-16s %5s %6s  %-9s  %-15s  %s\n", "ID", "LAST ACTIVITY", "TURNS", "SIZE",
+               "STATE", "TOKENS/COST", "FIRST PROMPT");
     for (size_t i = 0; i < n; i++) {
         print_row(&rows[i], json);
         free(rows[i].id);

@@ -65,7 +65,7 @@ sed '3s/.*/{"seq":2,"broken/' "$WEIR_SESSION_DIR/older.jsonl" >"$WEIR_SESSION_DI
 touch -d '2001-01-01' "$WEIR_SESSION_DIR/foreign.jsonl" "$WEIR_SESSION_DIR/damaged.jsonl"
 echo ignored >"$WEIR_SESSION_DIR/notes.txt"
 "$WEIR" sessions >"$TMP/out" 2>"$TMP/err" || fail "sessions: exit $? ($(cat "$TMP/err"))"
-head -n 1 "$TMP/out" | grep -q '^ID  *LAST ACTIVITY  *TURNS  *SIZE  *STATE  *FIRST PROMPT$' ||
+head -n 1 "$TMP/out" | grep -q '^ID  *LAST ACTIVITY  *TURNS  *SIZE  *STATE  *TOKENS/COST  *FIRST PROMPT$' ||
     fail "header: $(head -n 1 "$TMP/out")"
 ids=$(sed 1d "$TMP/out" | awk '{print $1}' | tr '\n' ' ')
 case "$ids" in
@@ -76,9 +76,9 @@ for s in newer older crashed foreign damaged; do
     grep -q "^$s " "$TMP/out" || fail "$s is not listed: $(cat "$TMP/out")"
 done
 grep -q '^notes' "$TMP/out" && fail "a file that is not .jsonl is listed"
-grep -q '^older  *[0-9-]* [0-9:]*  *2  *[0-9.]*[BK]  *idle  *first of two$' "$TMP/out" ||
+grep -q '^older  *[0-9-]* [0-9:]*  *2  *[0-9.]*[BK]  *idle  *[0-9][0-9]*  *first of two$' "$TMP/out" ||
     fail "older row: $(grep '^older' "$TMP/out")"
-grep -q '^newer .* 1 .* idle  *Please keep in mind all of the following…$' "$TMP/out" ||
+grep -q '^newer .* 1 .* idle  *[0-9][0-9]*  *Please keep in mind all of the following…$' "$TMP/out" ||
     fail "newer row (prompt cut at 40 characters): $(grep '^newer' "$TMP/out")"
 grep -q '^crashed .* open turn ' "$TMP/out" || fail "crashed row: $(grep '^crashed' "$TMP/out")"
 grep -q '^foreign .* invalid .*not a weir session log' "$TMP/out" ||
@@ -90,7 +90,7 @@ grep -q '^damaged .* invalid ' "$TMP/out" || fail "damaged row: $(grep '^damaged
 grep -qv '^{.*}$' "$TMP/json" && fail "--json line that is not an object: $(grep -v '^{' "$TMP/json")"
 [ "$(head -n 1 "$TMP/json" | sed 's/^{"id":"\([^"]*\)".*/\1/')" = newer ] ||
     fail "--json order: $(head -n 1 "$TMP/json")"
-grep -q '^{"id":"older","path":"'"$WEIR_SESSION_DIR"'/older.jsonl","last_activity":[0-9]*,"turns":2,"events":[0-9]*,"size":[0-9]*,"state":"idle","first_prompt":"first of two"}$' \
+grep -q '^{"id":"older","path":"'"$WEIR_SESSION_DIR"'/older.jsonl","last_activity":[0-9]*,"turns":2,"events":[0-9]*,"size":[0-9]*,"state":"idle","first_prompt":"first of two","usage":{"input_tokens":[0-9]*,"cache_read_tokens":0,"cache_write_tokens":0,"output_tokens":[0-9]*}}$' \
     "$TMP/json" || fail "older object: $(grep '"older"' "$TMP/json")"
 grep -q '"id":"crashed".*"state":"open turn"' "$TMP/json" || fail "crashed object"
 grep -q '"id":"foreign".*"state":"invalid".*"error":"' "$TMP/json" || fail "foreign object"
