@@ -851,6 +851,43 @@ static int settle(turn_ctx *t, attempt_ctx *ac, const char *type, json_t *data) 
         json_decref(data);
         data = NULL;
     }
+    /* what the usage cost at the provider's list price (model_info's price,
+     * USD per million tokens; docs/session-log.md): no price, no cost */
+    const json_t *usage = json_object_get(data, "usage");
+    json_t *info = usage && ac->pe && ac->pe->vt.model_info && ac->model
+                       ? ac->pe->vt.model_info(ac->pe->self, ac->model)
+                       : NULL;
+    const json_t *price = json_object_get(info, "price");
+    if (json_is_object(price)) {
+        static const char *const counts[] = {"input_tokens", "cache_read_tokens",
+                                             "cache_write_5m_tokens", "cache_write_1h_tokens",
+                                             "output_tokens"};
+        static const char *const rates[] = {"input", "cached_input", "cache_write_5m",
+                                            "cache_write_1h", "output"};
+        double n[5], usd = 0;
+        for (size_t i = 0; i < 5; i++) {
+            const json_t *v = json_object_get(usage, counts[i]);
+            n[i] = json_is_integer(v) && json_integer_value(v) > 0
+                       ? (double)json_integer_value(v)
+                       : 0;
+        }
+        /* a total cache write without the per-TTL split is priced as 5m */
+        const json_t *w = json_object_get(usage, "cache_write_tokens");
+        if (n[2] == 0 && n[3] == 0 && json_is_integer(w) && json_integer_value(w) > 0)
+            n[2] = (double)json_integer_value(w);
+        bool priced = true;
+        for (size_t i = 0; i < 5; i++) {
+            const json_t *r = json_object_get(price, rates[i]);
+            priced = priced && json_is_number(r);
+            usd += n[i] * json_number_value(r);
+        }
+        if (priced && data &&
+            json_object_set_new(data, "cost", json_pack("{s:f}", "usd", usd / 1e6)) != 0) {
+            json_decref(data);
+            data = NULL;
+        }
+    }
+    json_decref(info);
     int rc = log_event(t, type, data, op, NULL, &seq);
     json_decref(append);
     if (rc == WEIR_OK && weir__stream_observed(&ac->stream))

@@ -46,6 +46,7 @@
     "\"additionalProperties\":false,\"properties\":{" \
     "\"context_window\":{\"type\":\"integer\",\"minimum\":1}," \
     "\"max_output\":{\"type\":\"integer\",\"minimum\":1}," \
+    "\"price\":{\"type\":\"object\"}," \
     "\"options\":{\"type\":\"object\"}," \
     "\"headers\":" SCHEMA_HEADERS "}}}," \
     "\"connect_timeout_ms\":{\"type\":\"integer\",\"minimum\":1}," \
@@ -59,6 +60,47 @@ const char pc_config_schema_probe[] =
     "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{" SCHEMA_COMMON ","
     "\"probe_windows\":{\"type\":\"boolean\"},"
     "\"probe_timeout_ms\":{\"type\":\"integer\",\"minimum\":1}}}";
+
+/* The members of models.<id>.price, USD per million tokens (docs/providers.md,
+ * "Model table"): input and output are required, the rest default as the
+ * model table's do (cached input: as input; a cache write: as input). */
+static const char *const price_members[] = {"input", "cached_input", "cache_write_5m",
+                                            "cache_write_1h", "output"};
+
+/* Check config.models.<model>.price (`price`, borrowed, not NULL): an object
+ * of the members above, each a number >= 0, input and output present.  The
+ * error names the field. */
+static int check_price(const pc_provider *p, const char *model, json_t *price,
+                       weir_error *err) {
+    if (!json_is_object(price))
+        return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, p->id,
+                          "config.models.%s.price: expected an object {input, output, "
+                          "cached_input?, cache_write_5m?, cache_write_1h?} (USD per million "
+                          "tokens)",
+                          model);
+    const char *key;
+    json_t *v;
+    json_object_foreach(price, key, v) {
+        bool known = false;
+        for (size_t i = 0; i < sizeof price_members / sizeof price_members[0]; i++)
+            known = known || !strcmp(key, price_members[i]);
+        if (!known)
+            return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, p->id,
+                              "config.models.%s.price.%s: unknown member (input, cached_input, "
+                              "cache_write_5m, cache_write_1h, output)",
+                              model, key);
+        if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1e6)
+            return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, p->id,
+                              "config.models.%s.price.%s: expected a number >= 0 (USD per "
+                              "million tokens)",
+                              model, key);
+    }
+    if (!json_object_get(price, "input") || !json_object_get(price, "output"))
+        return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, p->id,
+                          "config.models.%s.price.%s: missing (input and output are required)",
+                          model, json_object_get(price, "input") ? "output" : "input");
+    return WEIR_OK;
+}
 
 int pc_set_err(weir_error *err, int code, const char *plugin, const char *fmt, ...) {
     if (!err)
@@ -496,6 +538,10 @@ static int parse_config(pc_provider *p, const json_t *config, weir_error *err) {
         if (mh && !json_is_object(mh))
             return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, p->id,
                               "config.models.%s.headers: expected an object", name);
+        json_t *mp = json_object_get(m, "price");
+        int prc = mp ? check_price(p, name, mp, err) : WEIR_OK;
+        if (prc != WEIR_OK)
+            return prc;
     }
     json_t *options = json_object_get(config, "options");
     int rc = config_ms(config, "connect_timeout_ms", 10000, false, &p->connect_timeout_ms, p->id,
@@ -767,20 +813,63 @@ void pc_model_limits(const pc_provider *p, const char *model, long *context_wind
                                                                             : row->max_output;
 }
 
+/*
+ * The price of `model` as model_info reports it: the row's
+ * models.<model>.price (checked at load) over the table's, every member
+ * resolved (a missing or 0 cache price is the input price: never less than
+ * what is billed), plus where it comes from.  New reference, or NULL when
+ * neither knows one (or out of memory: no cost is shown, never a wrong one).
+ */
+static json_t *model_price(const pc_provider *p, const char *model) {
+    const json_t *cfg = json_object_get(json_object_get(p->models, model), "price");
+    const pc_model_entry *row = pc_model_table_find(model);
+    double v[5];
+    const char *source;
+    if (cfg) {
+        for (size_t i = 0; i < 5; i++)
+            v[i] = json_number_value(json_object_get(cfg, price_members[i]));
+        if (!json_object_get(cfg, "cached_input"))
+            v[1] = v[0];
+        source = "config";
+    } else if (row && row->price.known) {
+        v[0] = row->price.input;
+        v[1] = row->price.cached_input;
+        v[2] = row->price.cache_write_5m;
+        v[3] = row->price.cache_write_1h;
+        v[4] = row->price.output;
+        source = pc_model_table_source;
+    } else {
+        return NULL;
+    }
+    for (size_t i = 2; i < 4; i++)
+        if (v[i] <= 0)
+            v[i] = v[0];
+    json_t *price = json_pack("{s:f, s:f, s:f, s:f, s:f, s:s}", "input", v[0], "cached_input",
+                              v[1], "cache_write_5m", v[2], "cache_write_1h", v[3], "output",
+                              v[4], "source", source);
+    return price;
+}
+
 json_t *pc_model_info(void *self, const char *model) {
     long cw, mo;
     pc_model_limits(self, model, &cw, &mo);
-    if (!cw && !mo)
+    json_t *price = self && model && model[0] ? model_price(self, model) : NULL;
+    if (!cw && !mo && !price)
         return NULL;
     json_t *info = json_object();
     if (info && cw && json_object_set_new(info, "context_window", json_integer(cw)) != 0) {
         json_decref(info);
-        return NULL;
+        info = NULL;
     }
     if (info && mo && json_object_set_new(info, "max_output", json_integer(mo)) != 0) {
         json_decref(info);
-        return NULL;
+        info = NULL;
     }
+    if (info && price && json_object_set(info, "price", price) != 0) {
+        json_decref(info);
+        info = NULL;
+    }
+    json_decref(price);
     return info;
 }
 

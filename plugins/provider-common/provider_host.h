@@ -73,7 +73,7 @@ typedef struct pc_provider {
     pc_secrets secrets; /* the values the config schema marks secret (api_key, the
                            Authorization, x-api-key... headers): scrubbed from
                            what the server sends back (provider_common.h) */
-    json_t *models; /* {name: {context_window?, max_output?, options?, headers?}} */
+    json_t *models; /* {name: {context_window?, max_output?, price?, options?, headers?}} */
     json_t *options; /* the row's `options` (owned), or NULL */
     pc_model_headers *model_headers; /* the models that have headers (owned) */
     size_t nmodel_headers;
@@ -139,7 +139,10 @@ void pc_model_limits(const pc_provider *p, const char *model, long *context_wind
 
 /**
  * weir_provider.model_info: pc_model_limits as a new object
- * {"context_window"?: N, "max_output"?: N} (what is known), or NULL when
+ * {"context_window"?: N, "max_output"?: N, "price"?: {input, cached_input,
+ * cache_write_5m, cache_write_1h, output, source}} (what is known; prices in
+ * USD per million tokens, the row's models.<id>.price over the model
+ * table's, source "config" or the table's source and date), or NULL when
  * nothing is known.  Thread-safe; may block up to probe_timeout_ms once per
  * row (the probe).
  */

@@ -496,6 +496,16 @@ mock_llm *pt_start_plugin(const char *script, const char *config_tmpl) {
 
 void pt_assert_model_info(const char *model, long context_window, long max_output) {
     json_t *info = pt_host.provider->model_info(pt_host.provider_self, model);
+    if (info && json_object_get(info, "price")) { /* the limits only (pt_assert_model_price) */
+        json_t *limits = json_copy(info);
+        json_decref(info);
+        info = limits;
+        json_object_del(info, "price");
+        if (json_object_size(info) == 0) {
+            json_decref(info);
+            info = NULL;
+        }
+    }
     json_t *want = context_window || max_output ? json_object() : NULL;
     if (context_window)
         json_object_set_new(want, "context_window", json_integer(context_window));
@@ -728,6 +738,18 @@ void pt_check_bad_config_and_call_config(const char *temperature_message) {
          "(milliseconds)"},
         {"{\"models\":{\"m\":{\"context_window\":\"big\"}}}",
          "config.models.m: expected {context_window, max_output} positive integers"},
+        {"{\"models\":{\"m\":{\"price\":{\"input\":-1,\"output\":2}}}}",
+         "config.models.m.price.input: expected a number >= 0 (USD per million tokens)"},
+        {"{\"models\":{\"m\":{\"price\":{\"input\":1,\"output\":\"2\"}}}}",
+         "config.models.m.price.output: expected a number >= 0 (USD per million tokens)"},
+        {"{\"models\":{\"m\":{\"price\":{\"input\":1}}}}",
+         "config.models.m.price.output: missing (input and output are required)"},
+        {"{\"models\":{\"m\":{\"price\":{\"input\":1,\"output\":2,\"cache_write\":1}}}}",
+         "config.models.m.price.cache_write: unknown member (input, cached_input, "
+         "cache_write_5m, cache_write_1h, output)"},
+        {"{\"models\":{\"m\":{\"price\":3}}}",
+         "config.models.m.price: expected an object {input, output, cached_input?, "
+         "cache_write_5m?, cache_write_1h?} (USD per million tokens)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *config = json_loads(cases[i].config, 0, NULL);

@@ -961,6 +961,47 @@ static void model_info_config_beats_server_and_table(void **state) {
     mock_llm_stop(m);
 }
 
+/* model_info's price: the table's list price with its source, the row's
+ * models.<id>.price over it (missing cache prices are the input price), and
+ * none where neither knows one. */
+static void model_info_reports_the_price(void **state) {
+    (void)state;
+    mock_llm *m = pt_start_plugin(
+        "{\"requests\":[]}",
+        ROW(",\"probe_windows\":false,\"models\":{\"gpt-5.1\":{\"price\":{\"input\":2,"
+            "\"output\":8,\"cached_input\":0.5}},\"custom\":{\"price\":{\"input\":3,"
+            "\"output\":15}}}"));
+    json_t *info = pt_host.provider->model_info(pt_host.provider_self, "gpt-5-mini");
+    json_t *price = json_object_get(info, "price");
+    assert_non_null(price);
+    assert_float_equal(json_real_value(json_object_get(price, "input")), 0.25, 1e-9);
+    assert_float_equal(json_real_value(json_object_get(price, "cached_input")), 0.025, 1e-9);
+    assert_float_equal(json_real_value(json_object_get(price, "output")), 2.0, 1e-9);
+    /* OpenAI bills no cache write: as input */
+    assert_float_equal(json_real_value(json_object_get(price, "cache_write_5m")), 0.25, 1e-9);
+    assert_non_null(strstr(json_string_value(json_object_get(price, "source")), "2026-12"));
+    json_decref(info);
+    info = pt_host.provider->model_info(pt_host.provider_self, "gpt-5.1");
+    price = json_object_get(info, "price");
+    assert_float_equal(json_real_value(json_object_get(price, "input")), 2.0, 1e-9);
+    assert_float_equal(json_real_value(json_object_get(price, "cached_input")), 0.5, 1e-9);
+    assert_float_equal(json_real_value(json_object_get(price, "cache_write_1h")), 2.0, 1e-9);
+    assert_float_equal(json_real_value(json_object_get(price, "output")), 8.0, 1e-9);
+    assert_string_equal(json_string_value(json_object_get(price, "source")), "config");
+    assert_int_equal(json_integer_value(json_object_get(info, "context_window")), 272000);
+    json_decref(info);
+    /* a price alone is reported for a model the table does not know */
+    info = pt_host.provider->model_info(pt_host.provider_self, "custom");
+    price = json_object_get(info, "price");
+    assert_float_equal(json_real_value(json_object_get(price, "cached_input")), 3.0, 1e-9);
+    assert_null(json_object_get(info, "context_window"));
+    json_decref(info);
+    info = pt_host.provider->model_info(pt_host.provider_self, "gpt-4o");
+    assert_null(json_object_get(info, "price")); /* no price in the table */
+    json_decref(info);
+    mock_llm_stop(m);
+}
+
 static void model_info_uses_the_window_vllm_reports(void **state) {
     (void)state;
     mock_llm *m = pt_start_plugin(
@@ -1501,6 +1542,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(model_info_probes_once_per_row, pt_plugin_setup,
                                         pt_plugin_teardown),
         cmocka_unit_test(model_info_default_base_url_does_not_probe),
+        cmocka_unit_test(model_info_reports_the_price),
         cmocka_unit_test_setup_teardown(probe_config_is_checked, pt_plugin_setup,
                                         pt_plugin_teardown),
         cmocka_unit_test(request_reasoning_models_get_max_completion_tokens),
