@@ -59,7 +59,9 @@ const char pc_config_schema[] =
 const char pc_config_schema_probe[] =
     "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{" SCHEMA_COMMON ","
     "\"probe_windows\":{\"type\":\"boolean\"},"
-    "\"probe_timeout_ms\":{\"type\":\"integer\",\"minimum\":1}}}";
+    "\"probe_timeout_ms\":{\"type\":\"integer\",\"minimum\":1},"
+    /* provider-openai's own: the prompt_cache_key it sends (openai.c) */
+    "\"prompt_cache_key\":{\"type\":[\"string\",\"boolean\"],\"minLength\":1}}}";
 
 /* The members of models.<id>.price, USD per million tokens (docs/providers.md,
  * "Model table"): input and output are required, the rest default as the
@@ -167,6 +169,7 @@ static void provider_free(pc_provider *p) {
     free(p->id);
     json_decref(p->models);
     json_decref(p->options);
+    json_decref(p->config);
     for (size_t i = 0; i < p->nmodel_headers; i++) {
         free(p->model_headers[i].model);
         free_list(p->model_headers[i].headers);
@@ -571,7 +574,8 @@ static int parse_config(pc_provider *p, const json_t *config, weir_error *err) {
     p->base = strndup(base, blen);
     p->models = models ? json_deep_copy(models) : json_object();
     p->options = options ? json_deep_copy(options) : NULL;
-    if (!p->url || !p->base || !p->models || (options && !p->options))
+    p->config = json_is_object(config) ? json_deep_copy(config) : json_object();
+    if (!p->url || !p->base || !p->models || (options && !p->options) || !p->config)
         return pc_set_err(err, WEIR_E_NOMEM, p->id, "out of memory");
     if ((rc = check_options(p, p->options, err)) != WEIR_OK)
         return rc;

@@ -75,6 +75,8 @@ typedef struct pc_provider {
                            what the server sends back (provider_common.h) */
     json_t *models; /* {name: {context_window?, max_output?, price?, options?, headers?}} */
     json_t *options; /* the row's `options` (owned), or NULL */
+    json_t *config;  /* a copy of the row's config (owned, an object): the members a
+                        provider reads itself (provider-openai's prompt_cache_key) */
     pc_model_headers *model_headers; /* the models that have headers (owned) */
     size_t nmodel_headers;
     pc_warned *warned; /* the models told of a dropped temperature (owned;

@@ -398,6 +398,8 @@ static bool usage(cursor *c, openai_scan_delta *d) {
         else if (is_key(key, klen, "completion_tokens_details"))
             ok = once(&seen, 8) &&
                  details(c, "reasoning_tokens", &d->reasoning_tokens, &d->has_reasoning);
+        else if (is_key(key, klen, "prompt_cache_hit_tokens")) /* DeepSeek */
+            ok = once(&seen, 16) && opt_count(c, &d->cache_hit_tokens, &d->has_cache_hit);
         else
             ok = skip_value(c, 1);
         if (!ok)
@@ -441,6 +443,10 @@ static bool tool_call(cursor *c, openai_scan_call *t) {
                         ok = skip_value(c, 3);
                 }
             }
+        } else if (is_key(key, klen, "extra_content")) {
+            /* Gemini's thought_signature: rare (a call's first delta), read
+             * by the jansson path (openai_decode.c) */
+            ok = false;
         } else {
             ok = skip_value(c, 2);
         }

@@ -10,7 +10,8 @@
  * it, exact string unescaping with surrogate pairs), every field it reads of
  * the type the decoder wants.  Anything else makes it decline, and the
  * caller takes the jansson path: an `error` member, more than one choice,
- * a duplicated member it reads, an escaped member name, a number with an
+ * a duplicated member it reads, an escaped member name, a tool call with
+ * `extra_content` (Gemini's thought signature), a number with an
  * exponent or too many digits, \u0000, nesting deeper than
  * OPENAI_SCAN_MAX_DEPTH, a field of an unexpected type, invalid JSON.
  *
@@ -52,6 +53,8 @@ typedef struct openai_scan_delta {
     bool has_usage; /* `usage` present and not null */
     int64_t prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens;
     bool has_cached, has_reasoning; /* the details members were present */
+    int64_t cache_hit_tokens;       /* DeepSeek's usage.prompt_cache_hit_tokens */
+    bool has_cache_hit;             /* ... was present (not null) */
     bool has_choice;                /* choices held exactly one object */
     bool has_delta;                 /* choices[0].delta present and not null */
     openai_scan_str reasoning_content, reasoning, content;

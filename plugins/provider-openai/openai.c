@@ -24,6 +24,20 @@
  *                            the default
  *   probe_timeout_ms         bound of that probe, default 2000
  *   stream_total_timeout_ms  default 1800000 (30 minutes; 0 = none)
+ *   prompt_cache_key         the top-level `prompt_cache_key` of every request
+ *                            (platform.openai.com/docs/guides/prompt-caching:
+ *                            requests that share a key and a prefix are routed
+ *                            to the same cache): a string (that key), true (the
+ *                            session id of the call, weir_stream_session; the
+ *                            row id on a host older than ABI 1.8) or false
+ *                            (none).  Default: true when base_url's host is
+ *                            api.openai.com, else false, because compatible
+ *                            servers may refuse a member they do not know
+ *                            (Gemini's endpoint answers 400 "Invalid JSON
+ *                            payload received. Unknown name
+ *                            \"prompt_cache_key\"").  An option
+ *                            `prompt_cache_key` (a value, or null for none)
+ *                            beats it.
  *
  * Config parsing, headers, model_info, prepare_call and the HTTP call are
  * shared with provider-anthropic (plugins/provider-common/provider_host.c);
@@ -78,26 +92,61 @@ static bool decoder_done(void *decoder) { return openai_decoder_done(decoder); }
 
 static const pc_codec codec = {on_event, decoder_end, decoder_done};
 
+/* The prompt_cache_key of a call on row `p` for stream `st` (borrowed), or
+ * NULL for none (the row's config, docs at the top of this file). */
+static const char *prompt_cache_key(const pc_provider *p, weir_stream *st) {
+    const json_t *cfg = json_object_get(p->config, "prompt_cache_key");
+    if (json_is_string(cfg))
+        return json_string_value(cfg);
+    if (cfg ? !json_is_true(cfg) : !openai_cache_key_default(p->base))
+        return NULL;
+    const char *session = NULL;
+    if (WEIR_API_HAS(weir__plugin_api, stream_session) && weir__plugin_api->stream_session)
+        session = weir_stream_session(st);
+    return session && session[0] ? session : p->id;
+}
+
+/* Add the default prompt_cache_key to the merged `options` (borrowed, an
+ * object) unless they name one (a value, or null: none).  0, or -1 when out
+ * of memory (`msg` says so). */
+static int add_cache_key(json_t *options, const char *key, char *msg, size_t size) {
+    if (!key || json_object_get(options, "prompt_cache_key"))
+        return 0;
+    return json_object_set_new(options, "prompt_cache_key", json_string(key)) == 0
+               ? 0
+               : pc_bad(msg, size, "out of memory");
+}
+
 static int stream(void *self, void *call, const json_t *request, weir_stream *st) {
     (void)call;
     const pc_provider *p = self;
     if (!p || !st)
         return WEIR_E_INVAL;
     pc_sink sink = {st, p};
+    const char *model = json_string_value(json_object_get(request, "model"));
     openai_decoder *d = openai_decoder_new(p->id, pc_emit_chunk, &sink);
-    if (!d)
+    if (!d || openai_decoder_set_model(d, model) != 0) {
+        openai_decoder_free(d);
         return WEIR_E_NOMEM;
+    }
     char msg[512];
     pc_memo *memo = pc_cache_memo_take(p->cache);
     json_t *options = NULL;
-    pc_extra extra = {NULL, false};
+    pc_extra extra = {0};
     int built = pc_call_options(p, request, &options, msg, sizeof msg);
+    if (built == 0)
+        built = add_cache_key(options, prompt_cache_key(p, st), msg, sizeof msg);
     extra.options = options;
     if (built == 0)
         built = openai_request_build_ex(request, &extra, p->cache, memo, msg, sizeof msg);
-    const char *model = json_string_value(json_object_get(request, "model"));
     if (built == 0 && extra.dropped_temperature)
         pc_warn_dropped_temperature(p, model);
+    /* a message is translated once (then cached): said once per message */
+    if (built == 0 && extra.skipped_continuations > 0)
+        weir_log(p->plugin, WEIR_LOG_WARN,
+                 "model \"%s\": %zu block(s) sent without their continuation: its data "
+                 "lacks \"field\" (reasoning) or \"thought_signature\" (tool call)",
+                 model ? model : "", extra.skipped_continuations);
     json_decref(options);
     int rc = pc_stream_run(p, st, model, built == 0 ? memo->text.p : NULL,
                            built == 0 ? memo->text.len : 0, msg, sizeof msg, d, &codec);
@@ -121,6 +170,11 @@ static const weir_provider provider_vtable = {
 static int init(weir_plugin *self, const weir_api *api, const json_t *config,
                 weir_error *err) {
     WEIR_PLUGIN_INIT_API(api);
+    /* the loader checked the schema; a host that did not gets the same rule */
+    const json_t *key = json_object_get(config, "prompt_cache_key");
+    if (key && !json_is_boolean(key) && !(json_is_string(key) && json_string_length(key) > 0))
+        return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, weir_plugin_id(self),
+                          "config.prompt_cache_key: expected a non-empty string, true or false");
     return pc_provider_init(self, &spec, &provider_vtable, config, err);
 }
 

@@ -69,6 +69,16 @@ int openai_request_build(const json_t *request, pc_cache *cache, pc_memo *memo, 
 int openai_request_build_ex(const json_t *request, pc_extra *extra, pc_cache *cache,
                             pc_memo *memo, char *msg, size_t msg_size);
 
+/**
+ * Whether a row whose base_url is `base_url` (borrowed; NULL: no) sends a
+ * prompt_cache_key without being told: when its host is api.openai.com
+ * (any port).  OpenAI documents the member (platform.openai.com/docs/
+ * guides/prompt-caching); compatible servers may refuse a member they do not
+ * know (Gemini's endpoint answers 400 "Invalid JSON payload received.
+ * Unknown name \"prompt_cache_key\"").  Thread-safe (pure).
+ */
+bool openai_cache_key_default(const char *base_url);
+
 /** The body members provider-openai writes itself (NULL-terminated): refused as options. */
 extern const char *const openai_owned_keys[];
 
@@ -93,6 +103,15 @@ typedef struct openai_decoder openai_decoder;
  */
 openai_decoder *openai_decoder_new(const char *provider, openai_emit_fn emit,
                                    void *user_data);
+
+/**
+ * The request's model (copied; NULL or "" for none): the `model` of the
+ * continuation chunks the decoder emits (DeepSeek's reasoning_content,
+ * Gemini's thought_signature; openai_decode.c).  Without a model no
+ * continuation is emitted.  Call before the first event.
+ * @return 0, or -1 when out of memory (the model is then unchanged).
+ */
+int openai_decoder_set_model(openai_decoder *d, const char *model);
 
 /** Free a decoder.  NULL is a no-op. */
 void openai_decoder_free(openai_decoder *d);

@@ -9,7 +9,33 @@
  * the finish, `[DONE]` -> the finish.  Text and reasoning blocks open on
  * their first non-empty delta and close when another block starts; tool
  * call blocks stay open until the finish_reason (fragments of parallel calls
- * may interleave).  A stop with no block at all is EMPTY_RESPONSE.
+ * may interleave).  A stop with nothing but empty reasoning is EMPTY_RESPONSE.
+ *
+ * Continuations (weir/plugin.h, the `continuation` chunk), emitted for a
+ * block after its deltas, just before its block-end, with the row id as
+ * provider and the request's model (openai_decoder_set_model; none without
+ * one):
+ *   - DeepSeek thinking mode streams the chain of thought as
+ *     delta.reasoning_content (OpenRouter, Ollama and newer vLLM as
+ *     delta.reasoning).  DeepSeek refuses the next request of a tool loop
+ *     unless that text comes back on its assistant message ("The
+ *     reasoning_content in the thinking mode must be passed back to the
+ *     API."; api-docs.deepseek.com/guides/thinking_mode, "Tool Calls").  So
+ *     the reasoning block of a stream that had the field at all, even as ""
+ *     (a thought that was empty still has to go back), gets
+ *     {"field":"reasoning_content"} (or "reasoning"): openai_request.c sends
+ *     its text back under that member.  An empty field opens a block only
+ *     when nothing else has started (servers that repeat "" beside every
+ *     content delta do not split the text).
+ *   - Gemini 3 through its OpenAI-compatible endpoint puts the function
+ *     call's thought signature on the tool call, usually in the call's first
+ *     delta: tool_calls[i].extra_content.google.thought_signature.  Gemini
+ *     answers 400 "Function call is missing a thought_signature in
+ *     functionCall parts." unless it comes back exactly as received
+ *     (ai.google.dev/gemini-api/docs/thought-signatures, "OpenAI
+ *     compatibility").  The tool_call block gets {"thought_signature": sig}
+ *     (the last one a call carried).  A malformed extra_content is ignored
+ *     (it is an extension; the call itself still counts).
  *
  * Two ways in, one behaviour: a chunk of the usual shape is read by the
  * pull scanner of delta_scan.c straight from its bytes (no JSON tree), any
@@ -38,12 +64,17 @@ typedef struct tool_slot {
     int block;      /* canonical block index */
     bool has_id, has_name, closed;
     size_t args_len;
+    char *sig; /* Gemini's thought_signature of the call (owned), or NULL */
 } tool_slot;
 
 struct openai_decoder {
     pc_out out;            /* chunks, block count, finish state */
     int open_block;        /* the open text/reasoning block, or -1 */
     const char *open_type; /* "text" or "reasoning" */
+    const char *open_field; /* the open reasoning block's delta member
+                               ("reasoning_content", "reasoning"; static) */
+    char *model;           /* the request's model (owned): continuations; NULL: none */
+    bool content;          /* a block with content started (not only empty reasoning) */
     tool_slot *tools;
     size_t ntools, tools_cap;
     finish_reason reason;
@@ -71,6 +102,16 @@ static json_t *valid_string(const char *text, size_t len) {
     return json_stringn_nocheck(text, len);
 }
 
+/* A NUL-terminated malloc'd copy of `len` bytes of `p`, or NULL. */
+static char *copy_bytes(const char *p, size_t len) {
+    char *copy = malloc(len + 1);
+    if (copy) {
+        memcpy(copy, p, len);
+        copy[len] = '\0';
+    }
+    return copy;
+}
+
 /* {"type": type, "index": index}, new reference or NULL. */
 static json_t *typed_chunk(const char *type, int index) {
     json_t *chunk = json_object();
@@ -89,11 +130,32 @@ static int block_start(openai_decoder *d, const char *type) {
     return pc_block_start(&d->out, type, &index) == 0 ? index : -1;
 }
 
+/* Emit {"type":"continuation","index":index,"continuation":{"provider",
+ * "model","data":{key:value}}} for block `index` (value: `len` bytes of valid
+ * UTF-8).  Nothing without a model.  0, or -1 when the stream stopped. */
+static int continuation(openai_decoder *d, int index, const char *key, const char *value,
+                        size_t len) {
+    if (!d->model)
+        return 0;
+    json_t *data = json_object(), *c = json_object();
+    set_new(&data, key, valid_string(value, len));
+    set_new(&c, "provider", json_string(d->out.provider));
+    set_new(&c, "model", json_string(d->model));
+    set_new(&c, "data", data);
+    json_t *chunk = typed_chunk("continuation", index);
+    set_new(&chunk, "continuation", c);
+    return pc_put(&d->out, chunk);
+}
+
 static int close_simple(openai_decoder *d) {
     if (d->open_block < 0)
         return 0;
     int index = d->open_block;
+    const char *field = strcmp(d->open_type, "reasoning") == 0 ? d->open_field : NULL;
     d->open_block = -1;
+    d->open_field = NULL;
+    if (field && continuation(d, index, "field", field, strlen(field)) != 0)
+        return -1;
     return pc_block_end(&d->out, index, false);
 }
 
@@ -102,6 +164,8 @@ static int close_tool(openai_decoder *d, tool_slot *t) {
     if (t->closed)
         return 0;
     t->closed = true;
+    if (t->sig && continuation(d, t->block, "thought_signature", t->sig, strlen(t->sig)) != 0)
+        return -1;
     return pc_block_end(&d->out, t->block, t->args_len == 0);
 }
 
@@ -114,20 +178,42 @@ static int close_all(openai_decoder *d) {
     return 0;
 }
 
-/* Text or reasoning: continue the open block of that type or start one. */
-static int simple_delta(openai_decoder *d, const char *block_type, const char *chunk_type,
-                        const char *text, size_t len) {
-    if (!text[0])
+/* Make the open block one of `block_type` (closing another).  0, or -1 when
+ * the stream stopped. */
+static int open_simple(openai_decoder *d, const char *block_type) {
+    if (d->open_block >= 0 && strcmp(d->open_type, block_type) == 0)
         return 0;
-    if (d->open_block < 0 || strcmp(d->open_type, block_type) != 0) {
-        if (close_simple(d) != 0)
+    if (close_simple(d) != 0)
+        return -1;
+    int index = block_start(d, block_type);
+    if (index < 0)
+        return -1;
+    d->open_block = index;
+    d->open_type = block_type;
+    return 0;
+}
+
+/* Text or reasoning: continue the open block of that type or start one.
+ * `field` (static) names the member reasoning came in (NULL for text). */
+static int simple_delta(openai_decoder *d, const char *block_type, const char *chunk_type,
+                        const char *field, const char *text, size_t len) {
+    if (!text[0]) {
+        /* a reasoning member that is there but empty: the block it opens
+         * goes back empty (DeepSeek wants the member on a tool turn) */
+        if (!field || (d->open_block < 0 ? d->out.nblocks > 0
+                                         : strcmp(d->open_type, "reasoning") != 0))
+            return 0;
+        if (open_simple(d, block_type) != 0)
             return -1;
-        int index = block_start(d, block_type);
-        if (index < 0)
-            return -1;
-        d->open_block = index;
-        d->open_type = block_type;
+        if (!d->open_field)
+            d->open_field = field;
+        return 0;
     }
+    if (open_simple(d, block_type) != 0)
+        return -1;
+    if (field && !d->open_field)
+        d->open_field = field;
+    d->content = true;
     json_t *chunk = typed_chunk(chunk_type, d->open_block);
     set_new(&chunk, "text", valid_string(text, len));
     return pc_put(&d->out, chunk);
@@ -156,6 +242,7 @@ static tool_slot *tool_find(openai_decoder *d, json_int_t key) {
     memset(t, 0, sizeof *t);
     t->key = key;
     t->block = index;
+    d->content = true;
     return t;
 }
 
@@ -190,7 +277,11 @@ static int opt_count(const json_t *obj, const char *key, json_int_t *out, bool *
     return 0;
 }
 
-/* The mapped usage (new reference, NULL when out of memory). */
+/* The mapped usage (new reference, NULL when out of memory).  `cached`:
+ * prompt_tokens_details.cached_tokens (OpenAI: platform.openai.com/docs/
+ * guides/prompt-caching; Gemini's compatible endpoint and vLLM report it
+ * too), else DeepSeek's prompt_cache_hit_tokens (api-docs.deepseek.com/
+ * guides/kv_cache): a part of prompt_tokens, so input_tokens is the rest. */
 static json_t *usage_object(json_int_t prompt, json_int_t completion, json_int_t cached,
                             bool has_cached, json_int_t reasoning, bool has_reasoning) {
     json_int_t input = prompt > cached ? prompt - cached : 0;
@@ -218,6 +309,14 @@ static const char *map_usage(const json_t *u, json_t **out) {
     json_t *pd = json_object_get(u, "prompt_tokens_details");
     if (json_is_object(pd) && opt_count(pd, "cached_tokens", &cached, &has_cached) != 0)
         return "usage.prompt_tokens_details.cached_tokens is not an integer";
+    json_int_t hit;
+    bool has_hit;
+    if (opt_count(u, "prompt_cache_hit_tokens", &hit, &has_hit) != 0)
+        return "usage.prompt_cache_hit_tokens is not an integer";
+    if (!has_cached && has_hit) {
+        cached = hit;
+        has_cached = true;
+    }
     json_t *cd = json_object_get(u, "completion_tokens_details");
     if (json_is_object(cd) &&
         opt_count(cd, "reasoning_tokens", &reasoning, &has_reasoning) != 0)
@@ -226,14 +325,24 @@ static const char *map_usage(const json_t *u, json_t **out) {
     return *out ? NULL : "out of memory";
 }
 
-/* One tool call fragment (strings borrowed, NULL when absent): "" for a
- * stopped stream, or NULL. */
+/* One tool call fragment (strings borrowed, NULL when absent; `sig` its
+ * thought signature): "" for a stopped stream, or NULL. */
 static const char *tool_call_apply(openai_decoder *d, json_int_t key, const char *id,
                                    size_t id_len, const char *name, size_t name_len,
-                                   const char *args, size_t alen) {
+                                   const char *args, size_t alen, const char *sig,
+                                   size_t sig_len) {
     tool_slot *t = tool_find(d, key);
     if (!t)
         return "";
+    if (sig && sig_len > 0) {
+        char *copy = copy_bytes(sig, sig_len);
+        if (!copy) {
+            pc_fail(&d->out, "UNKNOWN", "out of memory while decoding the stream");
+            return "";
+        }
+        free(t->sig);
+        t->sig = copy;
+    }
     json_t *chunk = typed_chunk("tool-call-delta", t->block);
     bool say = false;
     if (id && id[0] && !t->has_id) {
@@ -275,8 +384,11 @@ static const char *tool_call_delta(openai_decoder *d, const json_t *tc, size_t p
         if (opt_string(fn, "arguments", &args) != 0)
             return "tool_calls[].function.arguments is not a string";
     }
+    /* Gemini: extra_content.google.thought_signature (ignored when malformed) */
+    json_t *google = json_object_get(json_object_get(tc, "extra_content"), "google");
+    const char *sig = json_string_value(json_object_get(google, "thought_signature"));
     return tool_call_apply(d, key, id, id ? strlen(id) : 0, name, name ? strlen(name) : 0,
-                           args, args ? strlen(args) : 0);
+                           args, args ? strlen(args) : 0, sig, sig ? strlen(sig) : 0);
 }
 
 /* An in-band {"error":{...}} object: classify by type/code, then message. */
@@ -336,7 +448,7 @@ static void finish_normally(openai_decoder *d) {
                 "the provider stopped the answer (finish_reason content_filter)");
         return;
     }
-    if (d->reason != REASON_LENGTH && d->out.nblocks == 0) {
+    if (d->reason != REASON_LENGTH && !d->content) {
         pc_fail(&d->out, "EMPTY_RESPONSE", "the model finished without any content");
         return;
     }
@@ -372,12 +484,26 @@ void openai_decoder_free(openai_decoder *d) {
         return;
     json_decref(d->usage);
     openai_scan_clear(&d->scan);
+    for (size_t i = 0; i < d->ntools; i++)
+        free(d->tools[i].sig);
     free(d->tools);
+    free(d->model);
     pc_out_clear(&d->out);
     free(d);
 }
 
 bool openai_decoder_done(const openai_decoder *d) { return !d || d->out.done; }
+
+int openai_decoder_set_model(openai_decoder *d, const char *model) {
+    if (!d)
+        return 0;
+    char *copy = model && model[0] ? copy_bytes(model, strlen(model)) : NULL;
+    if (model && model[0] && !copy)
+        return -1;
+    free(d->model);
+    d->model = copy;
+    return 0;
+}
 
 void openai_decoder_set_fast(openai_decoder *d, bool fast) {
     if (d)
@@ -436,12 +562,14 @@ static const char *decode(openai_decoder *d, const json_t *root) {
             return "delta.reasoning_content is not a string";
         if (opt_string(delta, "content", &content) != 0)
             return "delta.content is not a string";
+        const char *field = reasoning ? "reasoning_content" : "reasoning";
         if (!reasoning)
             reasoning = reasoning2;
-        if (reasoning &&
-            simple_delta(d, "reasoning", "reasoning-delta", reasoning, strlen(reasoning)) != 0)
+        if (reasoning && simple_delta(d, "reasoning", "reasoning-delta", field, reasoning,
+                                      strlen(reasoning)) != 0)
             return "";
-        if (content && simple_delta(d, "text", "text-delta", content, strlen(content)) != 0)
+        if (content &&
+            simple_delta(d, "text", "text-delta", NULL, content, strlen(content)) != 0)
             return "";
         json_t *calls = json_object_get(delta, "tool_calls");
         if (calls && !json_is_null(calls)) {
@@ -465,8 +593,10 @@ static const char *decode(openai_decoder *d, const json_t *root) {
  * "out of memory", or NULL. */
 static const char *decode_scanned(openai_decoder *d, const openai_scan_delta *v) {
     if (v->has_usage) {
-        json_t *mapped = usage_object(v->prompt_tokens, v->completion_tokens, v->cached_tokens,
-                                      v->has_cached, v->reasoning_tokens, v->has_reasoning);
+        bool hit = !v->has_cached && v->has_cache_hit; /* DeepSeek's, as map_usage */
+        json_t *mapped = usage_object(v->prompt_tokens, v->completion_tokens,
+                                      hit ? v->cache_hit_tokens : v->cached_tokens,
+                                      v->has_cached || hit, v->reasoning_tokens, v->has_reasoning);
         if (!mapped)
             return "out of memory";
         json_decref(d->usage);
@@ -477,17 +607,18 @@ static const char *decode_scanned(openai_decoder *d, const openai_scan_delta *v)
     if (v->has_delta) {
         const openai_scan_str *reasoning =
             v->reasoning_content.p ? &v->reasoning_content : &v->reasoning;
-        if (reasoning->p && simple_delta(d, "reasoning", "reasoning-delta", reasoning->p,
+        const char *field = v->reasoning_content.p ? "reasoning_content" : "reasoning";
+        if (reasoning->p && simple_delta(d, "reasoning", "reasoning-delta", field, reasoning->p,
                                          reasoning->len) != 0)
             return "";
         if (v->content.p &&
-            simple_delta(d, "text", "text-delta", v->content.p, v->content.len) != 0)
+            simple_delta(d, "text", "text-delta", NULL, v->content.p, v->content.len) != 0)
             return "";
         for (size_t i = 0; i < v->ncalls; i++) {
             const openai_scan_call *c = &v->calls[i];
             const char *bad = tool_call_apply(
                 d, c->has_index ? (json_int_t)c->index : (json_int_t)i, c->id.p, c->id.len,
-                c->name.p, c->name.len, c->args.p, c->args.len);
+                c->name.p, c->name.len, c->args.p, c->args.len, NULL, 0);
             if (bad)
                 return bad;
         }

@@ -6,8 +6,21 @@
  *   user text/image      -> {"role":"user","content":"text"} (one text block) or
  *                           parts [{type:text},{type:image_url,image_url:{url:data:...}}]
  *   assistant            -> {"role":"assistant","content":"<texts>"|null,
- *                            "tool_calls":[{id,type:"function",function:{name,arguments}}]}
- *                           (reasoning blocks are not sent back)
+ *                            "reasoning_content"?:"<reasoning>",
+ *                            "tool_calls":[{id,type:"function",function:{name,arguments},
+ *                                           extra_content?:{google:{thought_signature}}}]}
+ *                           reasoning blocks go back only with a continuation
+ *                           {"field":"reasoning_content"|"reasoning"}: their texts
+ *                           concatenated under that member, even "" (DeepSeek
+ *                           thinking mode refuses a tool loop's next request
+ *                           without it: api-docs.deepseek.com/guides/thinking_mode,
+ *                           "Tool Calls"); a tool_call's continuation
+ *                           {"thought_signature"} goes back as Gemini's
+ *                           extra_content (ai.google.dev/gemini-api/docs/
+ *                           thought-signatures, "OpenAI compatibility")
+ *   system, not first    -> a "system" message in place (the core appends a
+ *                           changed system prompt at the end: Chat Completions
+ *                           takes system messages anywhere)
  *   tool_result blocks   -> one {"role":"tool","tool_call_id","content"} each
  *                           (images in tool results become "[image: <type>]")
  *   tools                -> [{type:"function",function:{name,description,parameters}}]
@@ -223,9 +236,46 @@ static int add_user(pc_buf *out, size_t start, const json_t *content, bool tool_
     return rc;
 }
 
+/* The member `key` of a block's continuation data (borrowed), or NULL. */
+static const json_t *continuation_data(const json_t *block, const char *key) {
+    return json_object_get(json_object_get(json_object_get(block, "continuation"), "data"), key);
+}
+
+/* The reasoning members of one assistant message: "reasoning_content"
+ * (DeepSeek) and "reasoning" (OpenRouter, Ollama, vLLM), each the
+ * concatenated text of the blocks whose continuation names it. */
+typedef struct reasoning_out {
+    pc_buf text[2];
+    bool present[2];
+} reasoning_out;
+
+static const char *const reasoning_members[2] = {"reasoning_content", "reasoning"};
+
+/* A reasoning block: into `r` when its continuation names a member; a block
+ * without a continuation is not sent back, one whose data lacks the member
+ * is skipped and counted in *skipped.  0, or -1 when out of memory. */
+static int add_reasoning(reasoning_out *r, const json_t *b, size_t *skipped) {
+    if (!json_object_get(b, "continuation"))
+        return 0;
+    const char *field = json_string_value(continuation_data(b, "field"));
+    int k = !field ? -1
+            : strcmp(field, reasoning_members[0]) == 0 ? 0
+            : strcmp(field, reasoning_members[1]) == 0 ? 1
+                                                         : -1;
+    if (k < 0) {
+        (*skipped)++;
+        return 0;
+    }
+    size_t len = 0;
+    const char *t = block_textn(b, &len);
+    r->present[k] = true;
+    return t && len ? pc_buf_add(&r->text[k], t, len) : 0;
+}
+
 static int add_assistant(pc_buf *out, size_t start, const json_t *content, const char *where,
-                         char *msg, size_t size) {
+                         size_t *skipped, char *msg, size_t size) {
     pc_buf text = {0}, calls = {0};
+    reasoning_out r = {0};
     size_t i, ncalls = 0;
     json_t *b;
     int rc = 0;
@@ -237,7 +287,10 @@ static int add_assistant(pc_buf *out, size_t start, const json_t *content, const
                 break;
             }
         } else if (type && strcmp(type, "reasoning") == 0) {
-            continue; /* reasoning is never sent back */
+            if (add_reasoning(&r, b, skipped) != 0) {
+                rc = PC_OOM(msg, size);
+                break;
+            }
         } else if (type && strcmp(type, "tool_call") == 0) {
             const json_t *id = json_object_get(b, "id"), *name = json_object_get(b, "name");
             const json_t *args = json_object_get(b, "arguments");
@@ -249,6 +302,9 @@ static int add_assistant(pc_buf *out, size_t start, const json_t *content, const
                 break;
             }
             bool empty = json_string_length(args) == 0;
+            const json_t *sig = continuation_data(b, "thought_signature");
+            if (json_object_get(b, "continuation") && !json_is_string(sig))
+                (*skipped)++; /* the call goes back without it */
             if ((ncalls++ > 0 && ADD(&calls, ",")) || ADD(&calls, "{\"id\":") ||
                 pc_buf_str(&calls, json_string_value(id), json_string_length(id)) ||
                 ADD(&calls, ",\"type\":\"function\",\"function\":{\"name\":") ||
@@ -256,7 +312,12 @@ static int add_assistant(pc_buf *out, size_t start, const json_t *content, const
                 ADD(&calls, ",\"arguments\":") ||
                 pc_buf_str(&calls, empty ? "{}" : json_string_value(args),
                            empty ? 2 : json_string_length(args)) ||
-                ADD(&calls, "}}")) {
+                ADD(&calls, "}") ||
+                (json_is_string(sig) &&
+                 (ADD(&calls, ",\"extra_content\":{\"google\":{\"thought_signature\":") ||
+                  pc_buf_str(&calls, json_string_value(sig), json_string_length(sig)) ||
+                  ADD(&calls, "}}"))) ||
+                ADD(&calls, "}")) {
                 rc = PC_OOM(msg, size);
                 break;
             }
@@ -270,13 +331,24 @@ static int add_assistant(pc_buf *out, size_t start, const json_t *content, const
     if (rc == 0 &&
         (sep(out, start) || ADD(out, "{\"role\":\"assistant\",\"content\":") ||
          (ncalls > 0 && !text.p ? ADD(out, "null")
-                                : pc_buf_str(out, text.p ? text.p : "", text.len)) ||
-         (ncalls > 0 && (ADD(out, ",\"tool_calls\":[") || pc_buf_add(out, calls.p, calls.len) ||
+                                : pc_buf_str(out, text.p ? text.p : "", text.len))))
+        rc = PC_OOM(msg, size);
+    for (int k = 0; rc == 0 && k < 2; k++)
+        if (r.present[k] &&
+            (ADD(out, ",\"") ||
+             pc_buf_add(out, reasoning_members[k], strlen(reasoning_members[k])) ||
+             ADD(out, "\":") ||
+             pc_buf_str(out, r.text[k].p ? r.text[k].p : "", r.text[k].len)))
+            rc = PC_OOM(msg, size);
+    if (rc == 0 &&
+        ((ncalls > 0 && (ADD(out, ",\"tool_calls\":[") || pc_buf_add(out, calls.p, calls.len) ||
                          ADD(out, "]"))) ||
          ADD(out, "}")))
         rc = PC_OOM(msg, size);
     free(text.p);
     free(calls.p);
+    free(r.text[0].p);
+    free(r.text[1].p);
     return rc;
 }
 
@@ -284,8 +356,8 @@ static int add_assistant(pc_buf *out, size_t start, const json_t *content, const
  * (messages[i]) to `out` from `start` on: a tool message per tool_result
  * block, then the message itself (none for a user message with nothing to
  * send). */
-static int translate_one(pc_buf *out, size_t start, const json_t *m, size_t i, char *msg,
-                         size_t size) {
+static int translate_one(pc_buf *out, size_t start, const json_t *m, size_t i,
+                         size_t *skipped, char *msg, size_t size) {
     char where[48];
     const json_t *content;
     const char *role = pc_message_role(m, i, where, sizeof where, &content, msg, size);
@@ -294,14 +366,14 @@ static int translate_one(pc_buf *out, size_t start, const json_t *m, size_t i, c
     if (strcmp(role, "system") == 0)
         return add_system(out, start, content, where, msg, size);
     if (strcmp(role, "assistant") == 0)
-        return add_assistant(out, start, content, where, msg, size);
+        return add_assistant(out, start, content, where, skipped, msg, size);
     return add_user(out, start, content, strcmp(role, "tool") == 0, where, msg, size);
 }
 
 /* Append the wire text of canonical message `m` to `out` (which ends in '['
  * or in an earlier message): from the cache, else translated and cached. */
-static int add_message(pc_buf *out, json_t *m, size_t i, pc_cache *cache, char *msg,
-                       size_t size) {
+static int add_message(pc_buf *out, json_t *m, size_t i, pc_cache *cache, size_t *skipped,
+                       char *msg, size_t size) {
     size_t mark = out->len;
     if (out->p[out->len - 1] != '[' && pc_buf_add(out, ",", 1) != 0)
         return PC_OOM(msg, size);
@@ -310,7 +382,7 @@ static int add_message(pc_buf *out, json_t *m, size_t i, pc_cache *cache, char *
     if (hit < 0)
         return PC_OOM(msg, size);
     if (hit == 0) {
-        if (translate_one(out, start, m, i, msg, size) != 0)
+        if (translate_one(out, start, m, i, skipped, msg, size) != 0)
             return -1;
         /* a failed put only costs the next request a translation */
         (void)pc_cache_put(cache, m, PC_CACHE_MESSAGE, out->p + start, out->len - start);
@@ -361,8 +433,11 @@ int openai_request_build_ex(const json_t *request, pc_extra *extra, pc_cache *ca
                             pc_memo *memo, char *msg, size_t size) {
     if (!memo)
         return PC_OOM(msg, size);
-    if (extra)
+    size_t skipped = 0; /* blocks whose continuation lacked what we need */
+    if (extra) {
         extra->dropped_temperature = false;
+        extra->skipped_continuations = 0;
+    }
     const char *model = pc_request_check(request, msg, size);
     if (!model)
         goto fail;
@@ -405,7 +480,7 @@ int openai_request_build_ex(const json_t *request, pc_extra *extra, pc_cache *ca
     }
     for (; i < n_msgs; i++) {
         json_t *m = json_array_get(messages, i);
-        if (add_message(out, m, i, cache, msg, size) != 0)
+        if (add_message(out, m, i, cache, &skipped, msg, size) != 0)
             goto fail;
         if (pc_memo_push(memo, m) != 0) {
             PC_OOM(msg, size);
@@ -445,9 +520,28 @@ int openai_request_build_ex(const json_t *request, pc_extra *extra, pc_cache *ca
         PC_OOM(msg, size);
         goto fail;
     }
+    if (extra)
+        extra->skipped_continuations = skipped;
     return 0;
 fail:
     return pc_memo_fail(memo, msg, size);
+}
+
+bool openai_cache_key_default(const char *base_url) {
+    static const char host[] = "api.openai.com";
+    const size_t n = sizeof host - 1;
+    const char *h = base_url ? strstr(base_url, "://") : NULL;
+    h = h ? h + 3 : base_url;
+    if (!h)
+        return false;
+    for (size_t i = 0; i < n; i++) { /* host names compare without case */
+        char c = h[i]; /* a NUL differs from every byte of `host`: the loop stops */
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (c != host[i])
+            return false;
+    }
+    return h[n] == '\0' || h[n] == '/' || h[n] == ':';
 }
 
 char *openai_request_text(const json_t *request, pc_cache *cache, char *msg, size_t size) {

@@ -25,6 +25,16 @@ if(TARGET test_openai_scan)
   target_include_directories(test_openai_scan PRIVATE
                              ${PROJECT_SOURCE_DIR}/plugins/provider-openai ${_common})
 endif()
+# provider-openai across a tool loop (issue #32): continuations, prompt_cache_key.
+if(TARGET test_openai_continuity)
+  set(_oa ${PROJECT_SOURCE_DIR}/plugins/provider-openai)
+  target_sources(test_openai_continuity PRIVATE ${_oa}/openai_request.c ${_oa}/openai_decode.c
+                 ${_oa}/delta_scan.c ${_common}/provider_common.c ${_common}/provider_cache.c
+                 ${_common}/provider_options.c ${_common}/model_table.c)
+  target_include_directories(test_openai_continuity PRIVATE ${_oa} ${_common})
+  target_link_libraries(test_openai_continuity PRIVATE ${CMAKE_DL_LIBS})
+  add_dependencies(test_openai_continuity weir-provider-openai)
+endif()
 if(COMMAND weir_add_fuzz)
   set(_oa ${PROJECT_SOURCE_DIR}/plugins/provider-openai)
   weir_add_fuzz(fuzz_openai_scan SOURCES ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_openai_scan.c

@@ -1,6 +1,7 @@
 /*
  * tests/fuzz/fuzz_openai_chunk.c - libFuzzer target for provider-openai's
- * stream decoder (and its request translation).
+ * stream decoder (and its request translation), continuations included
+ * (DeepSeek's reasoning_content, Gemini's thought_signature).
  *
  * The input is split at '\n'; each line is the data of one SSE event.  The
  * decoder must never crash, and must end every stream with exactly one
@@ -26,6 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     openai_decoder *d = openai_decoder_new("fuzz", pt_fuzz_count, &s);
     if (!d)
         return 0;
+    openai_decoder_set_model(d, "fuzz-model"); /* continuation chunks too */
     pt_fuzz_lines((const char *)data, size, line, d);
     pt_fuzz_check_end(openai_decoder_end(d, NULL, false), &s);
     openai_decoder_free(d);

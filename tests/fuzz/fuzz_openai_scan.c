@@ -8,7 +8,8 @@
  * field read from the jansson tree the way openai_decode.c reads it must
  * equal the scanner's (strings byte for byte).  The lines are then decoded
  * as one stream twice, with and without the fast path: the emitted chunks
- * must be the same texts.  Any difference aborts.
+ * must be the same texts (continuations included: the decoders know a model).
+ * Any difference aborts.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -80,6 +81,8 @@ static void oracle(const openai_scan_delta *d, const char *p, size_t n) {
                    &has_cached);
         same_count(json_is_object(cd) ? cd : NULL, "reasoning_tokens", d->reasoning_tokens,
                    &has_reasoning);
+        bool has_hit = d->has_cache_hit; /* DeepSeek's */
+        same_count(usage, "prompt_cache_hit_tokens", d->cache_hit_tokens, &has_hit);
     }
 
     json_t *choices = json_object_get(root, "choices");
@@ -119,6 +122,8 @@ static void oracle(const openai_scan_delta *d, const char *p, size_t n) {
                     CHECK(json_integer_value(index) == c->index);
                 }
                 same_string(tc, "id", &c->id);
+                /* Gemini's thought signature is the jansson path's */
+                CHECK(json_object_get(tc, "extra_content") == NULL);
                 json_t *fn = json_object_get(tc, "function");
                 if (fn && !json_is_null(fn)) {
                     CHECK(json_is_object(fn));
@@ -170,6 +175,7 @@ static json_t *decoded(const char *data, size_t size, bool fast) {
         return NULL;
     }
     openai_decoder_set_fast(d, fast);
+    openai_decoder_set_model(d, "fuzz-model"); /* continuations go out too */
     pt_fuzz_lines(data, size, decode_line, d);
     openai_decoder_end(d, NULL, false);
     openai_decoder_free(d);

@@ -61,7 +61,8 @@ stop_mock() {
 }
 
 # write_config FILE API_KEY_EXPR [EXTRA_ROWS]: a deployment with the
-# provider row "llm" (and EXTRA_ROWS, e.g. the tools-ffi math row).
+# provider row "llm" (and EXTRA_ROWS, e.g. the tools-ffi math row); the
+# row's config gets $ROW_EXTRA (", <member>: <value>"...) when set.
 write_config() {
     if [ "$PROVIDER" = openai ]; then base="http://127.0.0.1:$PORT/v1"; else base="http://127.0.0.1:$PORT"; fi
     cat > "$1" <<EOF
@@ -71,7 +72,7 @@ write_config() {
   "plugin_path": ["$PLUGINS"],
   "plugins": [
     {"id": "llm", "plugin": "provider-$PROVIDER",
-     "config": {"base_url": "$base", "api_key": "$2", "stream_idle_timeout_ms": 1000,
+     "config": {"base_url": "$base", "api_key": "$2", "stream_idle_timeout_ms": 1000${ROW_EXTRA:-},
                 "models": {"test-model": {"context_window": 100000, "max_output": 256}}}}$3
   ]
 }

@@ -87,5 +87,17 @@ for c in rate_limit:RATE_LIMIT server_error:SERVER overloaded:OVERLOADED auth:AU
     [ "$(count_events "$LOG" assistant/attempt)" = 1 ] || fail "$fault: assistant/attempt count"
 done
 
+# 4. provider-openai's prompt_cache_key: true sends the session id, which the
+# plugin learns from the core (ABI 1.8, stream_session); the mock's `expect`
+# answers 400 unless the body holds it
+if [ "$PROVIDER" = openai ]; then
+    ROW_EXTRA=', "prompt_cache_key": true'
+    if run_case cache-key '{"requests":[{"text":"cached","expect":{"message_contains":"\"prompt_cache_key\":\"cache-key\""}}]}' "Hi"; then
+        event_line "$OUT" turn/end | grep -q '"kind":"completed"' ||
+            fail "cache-key: the session id was not the prompt_cache_key: $(event_line "$OUT" turn/end)"
+    fi
+    ROW_EXTRA=
+fi
+
 [ "$FAILURES" = 0 ] || exit 1
 echo "providers_run $PROVIDER: ok"

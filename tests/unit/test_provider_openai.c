@@ -1303,7 +1303,7 @@ static void request_reasoning_models_get_max_completion_tokens(void **state) {
 static void request_temperature_follows_the_model_rule(void **state) {
     (void)state;
     char msg[256];
-    pc_extra extra = {NULL, false};
+    pc_extra extra = {0};
     json_t *body = body_for("o3", "\"temperature\":0.2", &extra, msg, sizeof msg);
     assert_non_null(body);
     assert_null(json_object_get(body, "temperature"));
@@ -1348,7 +1348,7 @@ static void request_options_merge_last(void **state) {
     json_decref(body);
     /* extra->options beats the request's own */
     json_t *merged = json_pack("{s:s}", "reasoning_effort", "high");
-    pc_extra extra = {merged, false};
+    pc_extra extra = {.options = merged};
     body = body_for("o3", "\"options\":{\"service_tier\":\"flex\"}", &extra, msg, sizeof msg);
     assert_string_equal(json_string_value(json_object_get(body, "reasoning_effort")), "high");
     assert_null(json_object_get(body, "service_tier"));
