@@ -30,7 +30,8 @@ fi
 rm -f "$build.configure.log"
 if ! cmake --build "$build" -j"$jobs" --target bench_overhead bench_log bench_connections bench_load \
         bench_compaction bench_sessions bench_agents bench_rss_floor bench_peers bench_store_postgres weir_cli \
-        weir-mock-llm weir-provider-openai weir-tools-ffi weir-compaction-basic weir-retry \
+        bench_cache weir-mock-llm weir-provider-openai weir-provider-anthropic weir-tools-ffi \
+        weir-compaction-basic weir-retry weir-system-prompt weir-drvtest-tools \
         >"$build/bench-build.txt" 2>&1; then
     tail -n 30 "$build/bench-build.txt" >&2
     echo "build failed; see $build/bench-build.txt" >&2
@@ -135,6 +136,17 @@ if "$bin/bench_compaction" >"$build/bench-compaction.txt" 2>"$build/bench-compac
     ' "$build/bench-compaction.txt"
 else
     echo "bench_compaction: FAILED ($(tail -n 3 "$build/bench-compaction.err"))"
+    status=1
+fi
+
+# bench_cache: billed input cost of a 40-step session against the append-only
+# ideal (Anthropic) and the cached share of prompt tokens (OpenAI), token
+# counts from the mock's cache accounting; each ratio marked against its target
+if "$bin/bench_cache" >"$build/bench-cache.txt" 2>"$build/bench-cache.err"; then
+    sed 's/^/bench_cache: /' "$build/bench-cache.txt"
+else
+    sed 's/^/bench_cache: /' "$build/bench-cache.txt"
+    echo "bench_cache: FAILED ($(tail -n 3 "$build/bench-cache.err"))"
     status=1
 fi
 
