@@ -121,8 +121,10 @@ static json_t *deployment(const run_spec *rs, mock_llm *m, const char *dir) {
         system[i] = para[i % (sizeof para - 1)];
     system[SYSTEM_CHARS] = '\0';
     json_t *row = json_pack("{s:s, s:s}", "base_url", url, "api_key", "bench-key");
-    if (row && !strcmp(rs->provider, "openai"))
+    if (row && !strcmp(rs->provider, "openai")) { /* as on api.openai.com: the session's key */
         json_object_set_new(row, "probe_windows", json_false());
+        json_object_set_new(row, "prompt_cache_key", json_true());
+    }
     json_t *config = json_pack(
         "{s:{s:s, s:s, s:i}, s:{s:s, s:s}, s:[s, s], s:[{s:s, s:s, s:o}, {s:s, s:s, s:{s:s}},"
         " {s:s, s:s, s:{s:[{s:s}]}}, {s:s, s:s, s:{s:i}}]}",
