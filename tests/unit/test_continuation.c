@@ -383,7 +383,7 @@ static void resumed_log_with_a_malformed_continuation_goes_on(void **state) {
              "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":["
              "{\"reasoning\":\"r\",\"continuation\":{\"provider\":\"scripted\",\"model\":"
              "\"demo\",\"data\":{\"signature\":42}},\"text\":\"first\"},"
-             "{\"text\":\"second\"}]}}]",
+             "{\"text\":\"second\"},{\"text\":\"third\"}]}}]",
              NULL);
     dh_open(&d, "resumed");
     dh_send(&d, "one", WEIR_SEND_FOLLOWUP);
@@ -403,6 +403,11 @@ static void resumed_log_with_a_malformed_continuation_goes_on(void **state) {
     const json_t *msgs = sent_messages(&d, 1);
     assert_false(has(msgs, "continuation"));
     assert_true(has(msgs, "first"));
+    /* the next turn drops the same: the event found in the log is not repeated */
+    dh_send(&d, "three", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_int_equal(dh_count(&d, "drvtest/request"), 3);
+    assert_int_equal(dh_count(&d, WEIR__CONTINUATIONS_DROPPED), 1);
     dh_teardown(&d);
 }
 
