@@ -1520,7 +1520,8 @@ static char *openai_rules(mock_llm *m, const json_t *root, const char *model, bo
             return b.p;
         }
         v->prefix = h;
-    } else if (account || starts(base, "gpt-") || starts(base, "o1") || starts(base, "o3") ||
+    } else if (account || starts(base, "gpt-3.5") || starts(base, "gpt-4") ||
+               starts(base, "gpt-5") || starts(base, "o1") || starts(base, "o3") ||
                starts(base, "o4") || starts(base, "chatgpt-")) {
         v->kind = V_OPENAI;
     }

@@ -150,7 +150,7 @@
  *       per (model, prefix up to a breakpoint), the 20-block lookback and
  *       the model's minimum cacheable length.  The script's output_tokens
  *       stay.
- *   gpt-*, o1*, o3*, o4*, chatgpt-*  (POST /v1/chat/completions)
+ *   gpt-3.5*, gpt-4*, gpt-5*, o1*, o3*, o4*, chatgpt-*  (/v1/chat/completions)
  *     - max_tokens and temperature on reasoning models (see above).
  *     - automatic prefix caching: prompts of >= 1024 tokens, hits in 128-
  *       token steps of the longest prefix seen before (per model and

@@ -8,7 +8,8 @@
  * Once listening, writes the bare port number to F when given (atomically,
  * via rename) and then prints "port=<n>" on stdout; then it exits by itself after N responses (0 = no
  * limit) or S seconds (default 60), printing "connections=<n>" and
- * "requests=<n>" and "rejections=<n>" (400s for a vendor rule).  --stats-file
+ * "requests=<n>", then "rejections=<n>" (400s for a vendor rule) when there
+ * were any.  --stats-file
  * appends one JSON line per answered request as it is answered (mock_llm.h),
  * so a test that kills the server still reads them.  Exit status 0, or 2 on
  * bad usage or a bad script.
@@ -98,8 +99,9 @@ int main(int argc, char **argv) {
     /* max_requests 0: never reached, so this waits out the timeout */
     mock_llm_wait_responses(m, max_requests > 0 ? max_requests : LONG_MAX,
                             timeout_s * 1000);
-    printf("connections=%ld\nrequests=%ld\nrejections=%ld\n", mock_llm_connections(m),
-           mock_llm_requests(m), mock_llm_rejections(m));
+    printf("connections=%ld\nrequests=%ld\n", mock_llm_connections(m), mock_llm_requests(m));
+    if (mock_llm_rejections(m) > 0)
+        printf("rejections=%ld\n", mock_llm_rejections(m));
     fflush(stdout);
     mock_llm_stop(m);
     return 0;
