@@ -44,6 +44,9 @@ typedef struct gen_state {
     json_t *input_ids; /* [id]: delivered or applied */
     json_t *accepted;  /* [id]: natively accepted */
     json_t *text;      /* string: the finished-text candidate */
+    json_t *usage;     /* the summed usage of its model calls (each integer member), or NULL */
+    double usd;        /* the summed cost.usd of those calls */
+    bool unpriced;     /* some call reported usage without a cost: no cost is shown */
 } gen_state;
 
 struct weir_generation_tracker {
@@ -152,6 +155,7 @@ static void gen_clear(gen_state *g) {
     json_decref(g->input_ids);
     json_decref(g->accepted);
     json_decref(g->text);
+    json_decref(g->usage);
     json_decref(g->end_reason);
     memset(g, 0, sizeof *g);
 }
@@ -349,7 +353,11 @@ static int finish_generation(weir_generation_tracker *t, const json_t *reason, b
         if (data && (json_object_set(data, "text", t->gen.text) != 0 ||
                      json_object_set_new(data, "active_job_ids", json_deep_copy(t->jobs)) != 0 ||
                      json_object_set_new(data, "disposition",
-                                         json_string("manager_turn_finished")) != 0)) {
+                                         json_string("manager_turn_finished")) != 0 ||
+                     (t->gen.usage && json_object_set(data, "usage", t->gen.usage) != 0) ||
+                     (t->gen.usage && !t->gen.unpriced &&
+                      json_object_set_new(data, "cost", json_pack("{s:f}", "usd", t->gen.usd)) !=
+                          0))) {
             json_decref(data);
             data = NULL;
         }
@@ -816,7 +824,35 @@ static int on_user_message(weir_generation_tracker *t, const json_t *data) {
     return emit(t, "input.delivered", ev);
 }
 
+/* Add the usage and cost of an assistant/message or assistant/attempt
+ * (`data`, borrowed) to the open generation's sums: every non-negative
+ * integer member of `usage` (input_tokens, cache_read_tokens, ...). */
+static int add_usage(weir_generation_tracker *t, const json_t *data) {
+    const json_t *usage = json_object_get(data, "usage");
+    if (!t->gen.open || !json_is_object(usage))
+        return WEIR_OK;
+    if (!t->gen.usage && !(t->gen.usage = json_object()))
+        return WEIR_E_NOMEM;
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)(uintptr_t)usage, k, v) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0)
+            continue;
+        json_int_t sum = weir__json_int(t->gen.usage, k, 0) + json_integer_value(v);
+        if (json_object_set_new(t->gen.usage, k, json_integer(sum)) != 0)
+            return WEIR_E_NOMEM;
+    }
+    const json_t *usd = json_object_get(json_object_get(data, "cost"), "usd");
+    if (json_is_number(usd) && json_number_value(usd) >= 0)
+        t->gen.usd += json_number_value(usd);
+    else
+        t->gen.unpriced = true;
+    return WEIR_OK;
+}
+
 static int on_assistant_message(weir_generation_tracker *t, const json_t *data) {
+    if (add_usage(t, data) != WEIR_OK)
+        return WEIR_E_NOMEM;
     bool calls = false;
     json_t *text = weir__generation_text(json_object_get(data, "message"), &calls);
     if (!text)
@@ -1072,6 +1108,8 @@ static int dispatch(weir_generation_tracker *t, const char *type, const json_t *
             return on_user_message(t, data);
         if (!strcmp(type, "assistant/message"))
             return on_assistant_message(t, data);
+        if (!strcmp(type, "assistant/attempt"))
+            return add_usage(t, data);
         if (!strcmp(type, "tool/result"))
             return on_tool_result(t, data);
         if (!strcmp(type, "job/queued") || !strcmp(type, "job/returned") ||

@@ -73,7 +73,7 @@ grep -q '"type":"input.delivered","time":[0-9]*,"data":{"input_id":"q1","deliver
     fail "input.delivered line"
 grep -q '"type":"assistant.message","time":[0-9]*,"data":{"generation_id":"gen-1","input_ids":\["q1"\],"accepted_input_ids":\[\],"text":"Let me work that out with the pow tool.","turn":1,"step":1}}$' "$out" ||
     fail "provisional assistant.message line"
-grep -q '"type":"generation.finished","time":[0-9]*,"data":{"generation_id":"gen-1","input_ids":\["q1"\],"accepted_input_ids":\[\],"text":"2 to the power 10 is 1024.","active_job_ids":\[\],"disposition":"manager_turn_finished","reason":{"kind":"completed"}}}$' "$out" ||
+grep -q '"type":"generation.finished","time":[0-9]*,"data":{"generation_id":"gen-1","input_ids":\["q1"\],"accepted_input_ids":\[\],"text":"2 to the power 10 is 1024.","active_job_ids":\[\],"disposition":"manager_turn_finished","usage":{"input_tokens":[0-9]*,"output_tokens":[0-9]*},"reason":{"kind":"completed"}}}$' "$out" ||
     fail "generation.finished line: $(grep generation.finished "$out")"
 grep -q '^{"type":"session.closed","time":[0-9]*,"status":"completed"}$' "$out" ||
     fail "session.closed line"
