@@ -217,7 +217,13 @@ typedef enum weir_send_mode {
  */
 typedef struct weir_provider {
     uint32_t struct_size; /* sizeof(weir_provider) */
-    /** New reference {"context_window":N,"max_output":N}, or NULL if unknown. */
+    /**
+     * New reference {"context_window":N?, "max_output":N?, "price":{...}?}, or
+     * NULL if unknown.  `price` (USD per million tokens: input, cached_input,
+     * cache_write_5m, cache_write_1h, output, and its source) only when a
+     * price is known: the core prices each call's usage with it (cost.usd on
+     * assistant/message, docs/session-log.md).
+     */
     json_t *(*model_info)(void *self, const char *model);
     /**
      * Check a call config ({provider, model, max_tokens, temperature, ...},
@@ -503,7 +509,7 @@ struct weir_api {
      * memory ran out). Any thread. */
     json_t *(*agent_event)(weir_agent *agent, size_t seq);
     /**
-     * New reference: {"context_window":N,"max_output":N} from the model_info
+     * New reference: {"context_window":N,"max_output":N,"price"?} from the model_info
      * of provider `provider` (a plugin row id) for `model`, or NULL when the
      * provider is unknown or does not know the model.  Thread-safe as the
      * provider's model_info is.
