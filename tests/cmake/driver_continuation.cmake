@@ -5,3 +5,7 @@ if(TARGET test_continuation)
   add_dependencies(test_continuation weir_driver_plugins)
   set_tests_properties(test_continuation PROPERTIES ENVIRONMENT "${_driver_env}")
 endif()
+# compaction_makes_the_tail_stale loads compaction-basic
+if(TARGET test_continuation AND TARGET weir-compaction-basic)
+  add_dependencies(test_continuation weir-compaction-basic)
+endif()

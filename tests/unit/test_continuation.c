@@ -411,6 +411,56 @@ static void resumed_log_with_a_malformed_continuation_goes_on(void **state) {
     dh_teardown(&d);
 }
 
+/* A compaction's summary replaces the history before the kept tail: the
+ * tail's continuations were signed against the old prefix, so the next
+ * request leaves them out (reason prefix), and the log says so. */
+static void compaction_makes_the_tail_stale(void **state) {
+    (void)state;
+    char a1[401];
+    memset(a1, 'a', 400);
+    a1[400] = '\0';
+    char rows[2048];
+    snprintf(rows, sizeof rows,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{"
+             "\"models\":{\"demo\":{\"context_window\":1000,\"max_output\":100}},"
+             "\"replies\":[{\"text\":\"%s\"},"
+             "{\"reasoning\":\"think\",\"continuation\":{\"signature\":\"SIG\"},"
+             "\"text\":\"short answer\"},"
+             "{\"text\":\"SUMMARY\"},"
+             "{\"text\":\"third\"}]}},"
+             "{\"id\":\"compact\",\"plugin\":\"compaction-basic\",\"config\":"
+             "{\"keep_recent_tokens\":1}}]",
+             a1);
+    dh d;
+    dh_setup(&d, rows, NULL);
+    dh_open(&d, "stale");
+    dh_send(&d, "first question", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    dh_send(&d, "second question", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    json_t *r = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_agent_compact(d.agent, NULL, &r, &err), WEIR_OK);
+    assert_string_equal(json_string_value(json_object_get(r, "kind")), "compacted");
+    json_decref(r);
+    json_t *msgs = weir_agent_messages(d.agent);
+    assert_true(has(msgs, "SIG")); /* the history keeps it */
+    json_decref(msgs);
+    assert_int_equal(dh_count(&d, WEIR__CONTINUATIONS_DROPPED), 0);
+    dh_send(&d, "third question", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_int_equal(dh_count(&d, WEIR__CONTINUATIONS_DROPPED), 1);
+    assert_dump(json_object_get(dh_find(&d, WEIR__CONTINUATIONS_DROPPED, 0), "data"),
+                "{\"provider\":\"scripted\",\"model\":\"demo\",\"count\":1,\"reasons\":"
+                "{\"prefix\":1}}");
+    int n = dh_count(&d, "drvtest/request");
+    const json_t *last = dh_find(&d, "drvtest/request", n - 1);
+    assert_false(has(last, "SIG"));
+    assert_true(has(last, "short answer"));
+    dh_teardown(&d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fold_keeps_empty_reasoning_with_continuation),
@@ -421,6 +471,7 @@ int main(void) {
         cmocka_unit_test(same_route_sends_continuations_back),
         cmocka_unit_test(route_change_is_logged_once),
         cmocka_unit_test(resumed_log_with_a_malformed_continuation_goes_on),
+        cmocka_unit_test(compaction_makes_the_tail_stale),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
