@@ -906,46 +906,6 @@ typedef enum attempt_result {
 } attempt_result;
 
 /*
- * Everything after prepare_call: admission, derive and freeze, llm/stream,
- * settlement.  `chunks` receives the final stream (new), or NULL when the
- * llm/stream middleware failed (then `mw` says why and the status is OK).
- */
-static int stream_attempt(turn_ctx *t, attempt_ctx *ac, const json_t *config, bool first,
-                          const json_t *entered, bool series, json_t **chunks,
-                          weir_error *mw) {
-    weir_agent *a = t->a;
-    int rc = reconcile_system(t);
-    if (rc == WEIR_OK && first)
-        rc = admit_users(t, entered);
-    if (rc == WEIR_OK)
-        rc = admit_header(t, config, ac->pe, series && first);
-    if (rc == WEIR_OK)
-        rc = weir__log_checkpoint(a->log, t->err);
-    if (rc != WEIR_OK)
-        return rc;
-    a->requested = true;
-    json_t *msgs = NULL;
-    rc = request_messages(t, &msgs);
-    if (rc != WEIR_OK)
-        return rc;
-    json_t *req = build_request(weir__log_request_header(a->log), msgs);
-    json_decref(msgs);
-    if (!req)
-        return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory deriving the request");
-    if (weir__agent_check_requests())
-        check_request(t, req);
-
-    a->attempts++;
-    ac->stream.agent = a;
-    ac->stream.turn = t->turn;
-    ac->stream.step = t->step;
-    ac->stream.thread = pthread_self();
-    ac->stream.live = true;
-    ac->stream.revision = ++a->revision;
-    ac->stream.chunks = json_array();
-    snprintf(ac->stream.attempt_id, sizeof ac->stream.attempt_id, "%s:%lu", a->id, a->attempts);
-    if (weir__stream_observed(&ac->stream))
-/*
  * The data of the log's last request/continuations-dropped event (borrowed
  * from t->dropped), or NULL when there is none: scanned back once a turn,
  * then kept as this turn logs new ones.
@@ -1009,6 +969,46 @@ static int request_messages(turn_ctx *t, json_t **out) {
     return WEIR_OK;
 }
 
+/*
+ * Everything after prepare_call: admission, derive and freeze, llm/stream,
+ * settlement.  `chunks` receives the final stream (new), or NULL when the
+ * llm/stream middleware failed (then `mw` says why and the status is OK).
+ */
+static int stream_attempt(turn_ctx *t, attempt_ctx *ac, const json_t *config, bool first,
+                          const json_t *entered, bool series, json_t **chunks,
+                          weir_error *mw) {
+    weir_agent *a = t->a;
+    int rc = reconcile_system(t);
+    if (rc == WEIR_OK && first)
+        rc = admit_users(t, entered);
+    if (rc == WEIR_OK)
+        rc = admit_header(t, config, ac->pe, series && first);
+    if (rc == WEIR_OK)
+        rc = weir__log_checkpoint(a->log, t->err);
+    if (rc != WEIR_OK)
+        return rc;
+    a->requested = true;
+    json_t *msgs = NULL;
+    rc = request_messages(t, &msgs);
+    if (rc != WEIR_OK)
+        return rc;
+    json_t *req = build_request(weir__log_request_header(a->log), msgs);
+    json_decref(msgs);
+    if (!req)
+        return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory deriving the request");
+    if (weir__agent_check_requests())
+        check_request(t, req);
+
+    a->attempts++;
+    ac->stream.agent = a;
+    ac->stream.turn = t->turn;
+    ac->stream.step = t->step;
+    ac->stream.thread = pthread_self();
+    ac->stream.live = true;
+    ac->stream.revision = ++a->revision;
+    ac->stream.chunks = json_array();
+    snprintf(ac->stream.attempt_id, sizeof ac->stream.attempt_id, "%s:%lu", a->id, a->attempts);
+    if (weir__stream_observed(&ac->stream))
         weir__stream_frame(&ac->stream, json_pack("{s:s, s:i, s:i}", "type", "start", "turn",
                                                   t->turn, "step", t->step));
     json_t *args = hook_args(t);
@@ -1671,6 +1671,7 @@ static int finish_turn(turn_ctx *t, int rc) {
     weir__log_trim(t->a->log, true); /* an idle agent keeps no grown line buffer */
     json_decref(t->reason);
     json_decref(t->assembly);
+    json_decref(t->dropped);
     weir__free(t->system_text);
     return rc;
 }
@@ -1708,7 +1709,6 @@ int weir__driver_turn(weir_agent *a, weir_error *err) {
         if (rc == WEIR_OK)
             return finish_turn(&t, weir__log_checkpoint(a->log, t.err));
     }
-    json_decref(t->dropped);
     close_failed_turn(&t);
     return finish_turn(&t, rc);
 }
