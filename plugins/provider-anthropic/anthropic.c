@@ -2,7 +2,7 @@
  * plugins/provider-anthropic/anthropic.c - the provider-anthropic plugin:
  * the Anthropic Messages API over streaming SSE.
  *
- * Config (validated against `config_schema` by the loader, re-checked here):
+ * Config (validated against `pc_config_schema_cache` by the loader, re-checked here):
  *   base_url                 default https://api.anthropic.com; requests go
  *                            to {base_url}/v1/messages
  *   api_key                  sent as "x-api-key: <key>" (with
@@ -48,39 +48,6 @@ static const char *const default_headers[][2] = {
     {"Accept", "text/event-stream"},
     {"anthropic-version", "2023-06-01"},
 };
-
-/*
- * pc_config_schema (provider_host.c) plus `cache` on the row and on each
- * models.<id>: keep the two in step (a member added there is added here).
- */
-#define SCHEMA_HEADERS \
-    "{\"type\":\"object\",\"properties\":{" \
-    "\"Authorization\":{\"type\":\"string\",\"secret\":true}," \
-    "\"Proxy-Authorization\":{\"type\":\"string\",\"secret\":true}," \
-    "\"x-api-key\":{\"type\":\"string\",\"secret\":true}," \
-    "\"api-key\":{\"type\":\"string\",\"secret\":true}}," \
-    "\"additionalProperties\":{\"type\":\"string\"}}"
-#define SCHEMA_CACHE \
-    "{\"anyOf\":[{\"type\":\"boolean\"},{\"type\":\"object\",\"additionalProperties\":false," \
-    "\"properties\":{\"ttl\":{\"enum\":[\"5m\",\"1h\"]}}}]}"
-
-static const char config_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"base_url\":{\"type\":\"string\",\"minLength\":1},"
-    "\"api_key\":{\"type\":\"string\",\"secret\":true},"
-    "\"headers\":" SCHEMA_HEADERS ","
-    "\"options\":{\"type\":\"object\"},"
-    "\"cache\":" SCHEMA_CACHE ","
-    "\"models\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"object\","
-    "\"additionalProperties\":false,\"properties\":{"
-    "\"context_window\":{\"type\":\"integer\",\"minimum\":1},"
-    "\"max_output\":{\"type\":\"integer\",\"minimum\":1},"
-    "\"options\":{\"type\":\"object\"},"
-    "\"cache\":" SCHEMA_CACHE ","
-    "\"headers\":" SCHEMA_HEADERS "}}},"
-    "\"connect_timeout_ms\":{\"type\":\"integer\",\"minimum\":1},"
-    "\"stream_idle_timeout_ms\":{\"type\":\"integer\",\"minimum\":1},"
-    "\"stream_total_timeout_ms\":{\"type\":\"integer\",\"minimum\":0}}}";
 
 static const pc_spec spec = {
     .plugin = "provider-anthropic",
@@ -262,7 +229,7 @@ static const weir_plugin_desc descriptor = {
     .name = "provider-anthropic",
     .version = "0.1.0",
     .description = "Anthropic Messages API, streaming SSE",
-    .config_schema = config_schema,
+    .config_schema = pc_config_schema_cache,
     .init = init,
     .fini = pc_provider_fini,
 };

@@ -34,10 +34,17 @@
     "\"api-key\":{\"type\":\"string\",\"secret\":true}}," \
     "\"additionalProperties\":{\"type\":\"string\"}}"
 
-/* The members both schemas have.  options: merged last into the request
- * body (provider_options.h); models.<id>.options over them, models.<id>.headers
- * over the row's headers for that model's requests. */
-#define SCHEMA_COMMON \
+/* provider-anthropic's prompt caching: `cache` on the row and on each
+ * models.<id> (false, or {"ttl":"5m"|"1h"}; anthropic.c checks it again). */
+#define SCHEMA_CACHE \
+    "{\"anyOf\":[{\"type\":\"boolean\"},{\"type\":\"object\",\"additionalProperties\":false," \
+    "\"properties\":{\"ttl\":{\"enum\":[\"5m\",\"1h\"]}}}]}"
+
+/* The members every schema has, `model_extra` more members of each
+ * models.<id> (empty, or starting with a comma).  options: merged last into
+ * the request body (provider_options.h); models.<id>.options over them,
+ * models.<id>.headers over the row's headers for that model's requests. */
+#define SCHEMA_COMMON(model_extra) \
     "\"base_url\":{\"type\":\"string\",\"minLength\":1}," \
     "\"api_key\":{\"type\":\"string\",\"secret\":true}," \
     "\"headers\":" SCHEMA_HEADERS "," \
@@ -48,20 +55,24 @@
     "\"max_output\":{\"type\":\"integer\",\"minimum\":1}," \
     "\"price\":{\"type\":\"object\"}," \
     "\"options\":{\"type\":\"object\"}," \
-    "\"headers\":" SCHEMA_HEADERS "}}}," \
+    "\"headers\":" SCHEMA_HEADERS model_extra "}}}," \
     "\"connect_timeout_ms\":{\"type\":\"integer\",\"minimum\":1}," \
     "\"stream_idle_timeout_ms\":{\"type\":\"integer\",\"minimum\":1}," \
     "\"stream_total_timeout_ms\":{\"type\":\"integer\",\"minimum\":0}"
 
 const char pc_config_schema[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{" SCHEMA_COMMON "}}";
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{" SCHEMA_COMMON("") "}}";
 
 const char pc_config_schema_probe[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{" SCHEMA_COMMON ","
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{" SCHEMA_COMMON("") ","
     "\"probe_windows\":{\"type\":\"boolean\"},"
     "\"probe_timeout_ms\":{\"type\":\"integer\",\"minimum\":1},"
     /* provider-openai's own: the prompt_cache_key it sends (openai.c) */
     "\"prompt_cache_key\":{\"type\":[\"string\",\"boolean\"],\"minLength\":1}}}";
+
+const char pc_config_schema_cache[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    SCHEMA_COMMON(",\"cache\":" SCHEMA_CACHE) ",\"cache\":" SCHEMA_CACHE "}}";
 
 /* The members of models.<id>.price, USD per million tokens (docs/providers.md,
  * "Model table"): input and output are required, the rest default as the

@@ -108,6 +108,8 @@ extern const char pc_config_schema[];
 
 /** The same plus probe_windows and probe_timeout_ms (a spec with `probe`). */
 extern const char pc_config_schema_probe[];
+/** pc_config_schema plus `cache` on the row and each models.<id> (provider-anthropic). */
+extern const char pc_config_schema_cache[];
 
 /**
  * Fill `err` (may be NULL): `code`, `plugin` (borrowed, not NULL), no hook,

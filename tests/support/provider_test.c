@@ -796,6 +796,9 @@ void pt_check_config_schema(const char *plugin_name) {
         "\"connect_timeout_ms\":10000,\"stream_idle_timeout_ms\":300000,"
         "\"stream_total_timeout_ms\":1800000}",
         "{\"stream_total_timeout_ms\":0}",
+        /* every provider's models.<id> takes options, headers and price */
+        "{\"options\":{\"service_tier\":\"auto\"},\"models\":{\"m\":{\"options\":{},"
+        "\"headers\":{\"X-B\":\"c\"},\"price\":{\"input\":1,\"output\":2}}}}",
     };
     static const char *const bad[] = {
         "{\"base_url\":1}",
