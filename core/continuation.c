@@ -16,6 +16,16 @@
  *   came from (https://api-docs.deepseek.com/guides/thinking_mode).
  * So the core sends a continuation only to the provider row and model that
  * produced it, and only while the history before it is what it was.
+ *
+ * Not every continuation is bound to that history: DeepSeek's
+ * reasoning_content is plain text that the API wants back on every
+ * tool-call turn ("For turns that do perform tool calls, the
+ * reasoning_content must be fully passed back to the API in all subsequent
+ * requests ... the API will return a 400 error";
+ * api-docs.deepseek.com/guides/thinking_mode), with no check of what came
+ * before.  A provider says so with "prefix_bound": false beside provider,
+ * model and data; such a continuation is never stale (absent or true:
+ * bound).
  */
 #include "continuation.h"
 
@@ -31,6 +41,9 @@ bool weir__continuation_valid(const json_t *c) {
     const json_t *data = json_object_get(c, "data");
     if (!provider || !*provider || !model || !*model || !json_is_object(data) ||
         json_object_size(data) == 0)
+        return false;
+    const json_t *bound = json_object_get(c, "prefix_bound");
+    if (bound && !json_is_boolean(bound))
         return false;
     const char *key;
     const json_t *v;
@@ -95,7 +108,8 @@ static verdict judge(const json_t *b, const char *provider, const char *model, b
     if (!provider || !model || strcmp(weir__json_str(c, "provider", ""), provider) != 0 ||
         strcmp(weir__json_str(c, "model", ""), model) != 0)
         return ROUTE;
-    return stale ? PREFIX : KEEP;
+    /* an unbound continuation does not care what came before it */
+    return stale && !json_is_false(json_object_get(c, "prefix_bound")) ? PREFIX : KEEP;
 }
 
 static void count(weir__cont_dropped *d, verdict v) {

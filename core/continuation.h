@@ -5,16 +5,19 @@
  * Owner: core/continuation.c.
  *
  * A content block may carry a member "continuation":
- *   {"provider":P, "model":M, "data":{...strings...}}
+ *   {"provider":P, "model":M, "data":{...strings...}, "prefix_bound"?:false}
  * set by the fold of the provider's `continuation` chunk (plugin.h).  It is
  * logged verbatim and sent back to the provider only when it is
  *   (a) well formed: an object; provider and model non-empty strings; data a
- *       non-empty object whose members are all strings;
+ *       non-empty object whose members are all strings; prefix_bound, when
+ *       present, a boolean;
  *   (b) of the request's route: P and M equal the request's provider and
  *       model (request/context);
  *   (c) not stale: no surface node before its message was logged after it
  *       (a surface replace - a compaction, a tool result rewrite, a replaced
  *       system prompt - changed the prefix the provider bound it to).
+ *       A continuation with "prefix_bound": false (DeepSeek's
+ *       reasoning_content, plain text bound to no prefix) is never stale.
  * Otherwise it is dropped: a reasoning block is removed with it, any other
  * block (a tool_call) keeps everything but its "continuation" member.  An
  * assistant message left with no content by that is left out.  The reason

@@ -8,7 +8,8 @@
  *    "chunks"?:[chunk...]}
  * Oracles: no crash, leak or UB; the inputs are unchanged; every
  * continuation the filter lets through is well formed, of the route, and
- * not in a stale message; the kept and the dropped add up to what came in;
+ * not in a stale message unless it says "prefix_bound": false; the kept and
+ * the dropped add up to what came in;
  * a filter of its own output drops nothing more; the chunks' compact form
  * expands back exactly and folds into the same message, whose blocks
  * carry what the chunks said, and which the filter takes too.
@@ -50,6 +51,17 @@ static size_t in_message(const json_t *m) {
     return n;
 }
 
+/* The bound continuations of message `m` (prefix_bound absent or true). */
+static size_t bound_in_message(const json_t *m) {
+    size_t n = 0, k;
+    const json_t *b, *c;
+    json_array_foreach(json_object_get(m, "content"), k, b) {
+        c = json_object_get(b, "continuation");
+        n += c && !json_is_false(json_object_get(c, "prefix_bound"));
+    }
+    return n;
+}
+
 static size_t continuations(const json_t *msgs) {
     size_t n = 0, i;
     const json_t *m;
@@ -88,11 +100,11 @@ static void check_filter(const json_t *msgs, const char *provider, const char *m
                 die("another route's continuation got through", c, out);
         }
     }
-    /* stale messages keep no continuation: the output is shorter or the
-     * same, so match by position only when nothing was left out */
+    /* stale messages keep no bound continuation: the output is shorter or
+     * the same, so match by position only when nothing was left out */
     if (stale && json_array_size(out) == json_array_size(msgs))
-        json_array_foreach(out, i, m) if (stale[i] && in_message(m) > 0)
-            die("a stale message kept a continuation", m, NULL);
+        json_array_foreach(out, i, m) if (stale[i] && bound_in_message(m) > 0)
+            die("a stale message kept a bound continuation", m, NULL);
     /* once filtered, nothing more to drop on the same route */
     weir__cont_dropped again;
     json_t *twice = weir__continuation_filter(out, provider, model, NULL, &again);

@@ -181,6 +181,11 @@ static void malformed_blobs_are_dropped(void **state) {
         "{\"provider\":\"p\",\"model\":\"m\",\"data\":{\"k\":1}}",
         "{\"provider\":\"p\",\"model\":\"m\",\"data\":{\"k\":\"v\",\"n\":null}}",
         "{\"provider\":\"p\",\"model\":\"m\",\"data\":{\"k\":{\"x\":\"y\"}}}",
+        /* prefix_bound, when present, is a boolean */
+        "{\"provider\":\"p\",\"model\":\"m\",\"data\":{\"k\":\"v\"},\"prefix_bound\":null}",
+        "{\"provider\":\"p\",\"model\":\"m\",\"data\":{\"k\":\"v\"},\"prefix_bound\":0}",
+        "{\"provider\":\"p\",\"model\":\"m\",\"data\":{\"k\":\"v\"},"
+        "\"prefix_bound\":\"false\"}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char text[512];
@@ -281,6 +286,48 @@ static void stale_after_a_compaction_replace(void **state) {
     for (size_t i = 0; i < sizeof evs / sizeof *evs; i++)
         json_decref(evs[i]);
     weir__surface_destroy(s);
+}
+
+/*
+ * A continuation with "prefix_bound": false is not bound to the history
+ * before it (DeepSeek's reasoning_content is plain text the API wants back
+ * on every tool-call turn: api-docs.deepseek.com/guides/thinking_mode), so
+ * a replace before its message does not make it stale; a bound one (absent
+ * or true) is dropped as before.
+ */
+#define CONT_D                                                                              \
+    "{\"provider\":\"deepseek\",\"model\":\"deepseek-reasoner\",\"data\":{\"field\":"        \
+    "\"reasoning_content\"},\"prefix_bound\":false}"
+#define CONT_D_BOUND                                                                        \
+    "{\"provider\":\"deepseek\",\"model\":\"deepseek-reasoner\",\"data\":{\"field\":"        \
+    "\"reasoning_content\"},\"prefix_bound\":true}"
+
+static void unbound_continuation_survives_a_stale_prefix(void **state) {
+    (void)state;
+    json_t *msgs = J("[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"summary\"}]},"
+                     "{\"role\":\"assistant\",\"content\":["
+                     "{\"type\":\"reasoning\",\"text\":\"r\",\"continuation\":" CONT_D "},"
+                     "{\"type\":\"tool_call\",\"id\":\"c\",\"name\":\"n\",\"arguments\":\"{}\"}]},"
+                     "{\"role\":\"assistant\",\"content\":["
+                     "{\"type\":\"reasoning\",\"text\":\"s\",\"continuation\":" CONT_D_BOUND "},"
+                     "{\"type\":\"text\",\"text\":\"a\"}]}]");
+    assert_true(weir__continuation_valid(json_object_get(
+        json_array_get(json_object_get(json_array_get(msgs, 1), "content"), 0), "continuation")));
+    bool stale[] = {false, true, true};
+    weir__cont_dropped d;
+    json_t *out = weir__continuation_filter(msgs, "deepseek", "deepseek-reasoner", stale, &d);
+    assert_non_null(out);
+    assert_int_equal(d.prefix, 1); /* the bound one only */
+    assert_int_equal(d.route + d.malformed, 0);
+    assert_ptr_equal(json_array_get(out, 1), json_array_get(msgs, 1)); /* kept as it was */
+    assert_dump(json_object_get(json_array_get(out, 2), "content"),
+                "[{\"type\":\"text\",\"text\":\"a\"}]");
+    json_decref(out);
+    /* on another route it goes like any other */
+    out = weir__continuation_filter(msgs, "deepseek", "deepseek-chat", stale, &d);
+    assert_int_equal(d.route, 2);
+    json_decref(out);
+    json_decref(msgs);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -468,6 +515,7 @@ int main(void) {
         cmocka_unit_test(route_change_drops_reasoning_and_strips_calls),
         cmocka_unit_test(malformed_blobs_are_dropped),
         cmocka_unit_test(stale_after_a_compaction_replace),
+        cmocka_unit_test(unbound_continuation_survives_a_stale_prefix),
         cmocka_unit_test(same_route_sends_continuations_back),
         cmocka_unit_test(route_change_is_logged_once),
         cmocka_unit_test(resumed_log_with_a_malformed_continuation_goes_on),
