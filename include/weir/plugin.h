@@ -210,9 +210,11 @@ typedef enum weir_send_mode {
  * (the last one wins; a block not seen yet opens as reasoning, and a
  * reasoning block that has one is kept even with empty text).  The core
  * sends it back, verbatim and in its place, only to the same row and model,
- * and only while the history before it is unchanged; otherwise a reasoning
- * block is left out of the request and another block only loses the member
- * (docs/session-log.md, "Reasoning continuations").  A provider finding
+ * and only while the history before it is unchanged, unless the object says
+ * "prefix_bound": false (a boolean beside provider/model/data; absent means
+ * bound: DeepSeek's reasoning_content is bound to no prefix); otherwise a
+ * reasoning block is left out of the request and another block only loses
+ * the member (docs/session-log.md, "Reasoning continuations").  A provider finding
  * `data` without the key it needs skips that block and says so once.
  */
 typedef struct weir_provider {
@@ -421,7 +423,10 @@ struct weir_api {
                       const char *input_id, weir_error *err);
     /**
      * New reference: the derived model-visible messages (an array).  The
-     * array is the caller's; its messages are shared and read-only.
+     * array is the caller's; its messages are shared and read-only.  This
+     * is the raw history: every reasoning `continuation` is there as it was
+     * logged, not filtered for any route (a request leaves out those its
+     * route may not read: agent_complete does that for a plugin's request).
      */
     json_t *(*agent_messages)(weir_agent *agent);
     /** Append a plugin event (type registered by some plugin; data borrowed). */
@@ -521,7 +526,13 @@ struct weir_api {
      * (with the rest of the request as config) and streams `request`
      * (borrowed: {provider, model, max_tokens?, messages, tools?}; the
      * provider gets a private copy, so the caller may reuse its objects) into
-     * a private collector.  Nothing is logged, no hook runs, no live frame is
+     * a private collector.  The messages' reasoning continuations are
+     * filtered for the route request.provider / request.model as the core
+     * filters its own requests' (docs/session-log.md, "Reasoning
+     * continuations"): a malformed one, one of another route, and one a
+     * surface replace made stale (matched with the history by equality)
+     * are left out, so a replay of the agent's last request sends what it
+     * sent.  Nothing is logged, no hook runs, no live frame is
      * sent.  On success *result is a new reference
      * {"message":{role:"assistant", content:[text blocks]}, "usage"?:{...}}
      * (reasoning and tool calls are dropped).  A failed call returns

@@ -24,7 +24,10 @@
  *     the reasoning block of a stream that had the field at all, even as ""
  *     (a thought that was empty still has to go back), gets
  *     {"field":"reasoning_content"} (or "reasoning"): openai_request.c sends
- *     its text back under that member.  An empty field opens a block only
+ *     its text back under that member.  The text is bound to no prefix (the
+ *     API checks only that it is there), so the continuation says
+ *     "prefix_bound": false and a compaction before it does not drop it
+ *     (core/continuation.h).  An empty field opens a block only
  *     when nothing else has started (servers that repeat "" beside every
  *     content delta do not split the text).
  *   - Gemini 3 through its OpenAI-compatible endpoint puts the function
@@ -132,9 +135,11 @@ static int block_start(openai_decoder *d, const char *type) {
 
 /* Emit {"type":"continuation","index":index,"continuation":{"provider",
  * "model","data":{key:value}}} for block `index` (value: `len` bytes of valid
- * UTF-8).  Nothing without a model.  0, or -1 when the stream stopped. */
+ * UTF-8), with "prefix_bound": false when `bound` is false (core/
+ * continuation.h: compaction before it does not drop it).  Nothing without a
+ * model.  0, or -1 when the stream stopped. */
 static int continuation(openai_decoder *d, int index, const char *key, const char *value,
-                        size_t len) {
+                        size_t len, bool bound) {
     if (!d->model)
         return 0;
     json_t *data = json_object(), *c = json_object();
@@ -142,6 +147,8 @@ static int continuation(openai_decoder *d, int index, const char *key, const cha
     set_new(&c, "provider", json_string(d->out.provider));
     set_new(&c, "model", json_string(d->model));
     set_new(&c, "data", data);
+    if (!bound)
+        set_new(&c, "prefix_bound", json_false());
     json_t *chunk = typed_chunk("continuation", index);
     set_new(&chunk, "continuation", c);
     return pc_put(&d->out, chunk);
@@ -154,7 +161,7 @@ static int close_simple(openai_decoder *d) {
     const char *field = strcmp(d->open_type, "reasoning") == 0 ? d->open_field : NULL;
     d->open_block = -1;
     d->open_field = NULL;
-    if (field && continuation(d, index, "field", field, strlen(field)) != 0)
+    if (field && continuation(d, index, "field", field, strlen(field), false) != 0)
         return -1;
     return pc_block_end(&d->out, index, false);
 }
@@ -164,7 +171,7 @@ static int close_tool(openai_decoder *d, tool_slot *t) {
     if (t->closed)
         return 0;
     t->closed = true;
-    if (t->sig && continuation(d, t->block, "thought_signature", t->sig, strlen(t->sig)) != 0)
+    if (t->sig && continuation(d, t->block, "thought_signature", t->sig, strlen(t->sig), true) != 0)
         return -1;
     return pc_block_end(&d->out, t->block, t->args_len == 0);
 }

@@ -17,7 +17,10 @@
  *                           "Tool Calls"); a tool_call's continuation
  *                           {"thought_signature"} goes back as Gemini's
  *                           extra_content (ai.google.dev/gemini-api/docs/
- *                           thought-signatures, "OpenAI compatibility")
+ *                           thought-signatures, "OpenAI compatibility"); for
+ *                           Gemini 3 and later (gemini_signs_calls), a first
+ *                           call without one gets the documented sentinel
+ *                           "skip_thought_signature_validator"
  *   system, not first    -> a "system" message in place (the core appends a
  *                           changed system prompt at the end: Chat Completions
  *                           takes system messages anywhere)
@@ -272,8 +275,65 @@ static int add_reasoning(reasoning_out *r, const json_t *b, size_t *skipped) {
     return t && len ? pc_buf_add(&r->text[k], t, len) : 0;
 }
 
+/*
+ * Gemini's validator sentinel.  Gemini 3 answers 400 ("Function call is
+ * missing a thought_signature in functionCall parts.") for a function call
+ * of the current turn whose first call has no signature; Google documents
+ * "skip_thought_signature_validator" as the dummy signature for calls whose
+ * signature is not available (history from another model, calls not made
+ * by the API; ai.google.dev/gemini-api/docs/thought-signatures, FAQ).  A
+ * signature is lost here when the core drops it (compaction before it, a
+ * route change; core/continuation.h).  Only the first call of a message
+ * needs one (Gemini signs only the first of parallel calls).  It goes on
+ * every such message, not only those of the current turn that Gemini
+ * checks: a message then translates to the same bytes wherever it stands,
+ * so the per-message cache and the memo stay right and the prefix sent
+ * never changes as the conversation grows.
+ */
+static const char gemini_sentinel[] = "skip_thought_signature_validator";
+
+/* Whether `model` is Gemini 3 or later (its last path segment, without
+ * case, is "gemini-<major>..." with major >= 3): the models that check
+ * thought signatures. */
+static bool gemini_signs_calls(const char *model) {
+    const char *seg = strrchr(model, '/');
+    seg = seg ? seg + 1 : model;
+    static const char prefix[] = "gemini-";
+    for (size_t k = 0; k < sizeof prefix - 1; k++) {
+        char c = seg[k]; /* a NUL differs from every byte of `prefix` */
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (c != prefix[k])
+            return false;
+    }
+    const char *p = seg + sizeof prefix - 1;
+    if (*p < '0' || *p > '9')
+        return false;
+    long major = 0;
+    for (; *p >= '0' && *p <= '9' && major < 1000; p++)
+        major = major * 10 + (*p - '0');
+    return major >= 3;
+}
+
+/* Whether message `m` would get the sentinel: an assistant message whose
+ * first tool_call block has no string thought_signature. */
+static bool wants_sentinel(const json_t *m) {
+    const char *role = json_string_value(json_object_get(m, "role"));
+    if (!role || strcmp(role, "assistant") != 0)
+        return false;
+    size_t i;
+    const json_t *b;
+    json_array_foreach(json_object_get(m, "content"), i, b) {
+        const char *type = pc_block_type(b);
+        if (type && strcmp(type, "tool_call") == 0)
+            return !json_is_string(continuation_data(b, "thought_signature"));
+    }
+    return false;
+}
+
+/* `sentinel`: a first tool call without a signature gets gemini_sentinel. */
 static int add_assistant(pc_buf *out, size_t start, const json_t *content, const char *where,
-                         size_t *skipped, char *msg, size_t size) {
+                         bool sentinel, size_t *skipped, char *msg, size_t size) {
     pc_buf text = {0}, calls = {0};
     reasoning_out r = {0};
     size_t i, ncalls = 0;
@@ -305,6 +365,12 @@ static int add_assistant(pc_buf *out, size_t start, const json_t *content, const
             const json_t *sig = continuation_data(b, "thought_signature");
             if (json_object_get(b, "continuation") && !json_is_string(sig))
                 (*skipped)++; /* the call goes back without it */
+            const char *sig_text = json_is_string(sig) ? json_string_value(sig)
+                                   : sentinel && ncalls == 0 ? gemini_sentinel
+                                                             : NULL;
+            size_t sig_len = json_is_string(sig) ? json_string_length(sig)
+                             : sig_text                ? sizeof gemini_sentinel - 1
+                                                       : 0;
             if ((ncalls++ > 0 && ADD(&calls, ",")) || ADD(&calls, "{\"id\":") ||
                 pc_buf_str(&calls, json_string_value(id), json_string_length(id)) ||
                 ADD(&calls, ",\"type\":\"function\",\"function\":{\"name\":") ||
@@ -313,9 +379,9 @@ static int add_assistant(pc_buf *out, size_t start, const json_t *content, const
                 pc_buf_str(&calls, empty ? "{}" : json_string_value(args),
                            empty ? 2 : json_string_length(args)) ||
                 ADD(&calls, "}") ||
-                (json_is_string(sig) &&
+                (sig_text &&
                  (ADD(&calls, ",\"extra_content\":{\"google\":{\"thought_signature\":") ||
-                  pc_buf_str(&calls, json_string_value(sig), json_string_length(sig)) ||
+                  pc_buf_str(&calls, sig_text, sig_len) ||
                   ADD(&calls, "}}"))) ||
                 ADD(&calls, "}")) {
                 rc = PC_OOM(msg, size);
@@ -356,7 +422,7 @@ static int add_assistant(pc_buf *out, size_t start, const json_t *content, const
  * (messages[i]) to `out` from `start` on: a tool message per tool_result
  * block, then the message itself (none for a user message with nothing to
  * send). */
-static int translate_one(pc_buf *out, size_t start, const json_t *m, size_t i,
+static int translate_one(pc_buf *out, size_t start, const json_t *m, size_t i, bool sentinel,
                          size_t *skipped, char *msg, size_t size) {
     char where[48];
     const json_t *content;
@@ -366,26 +432,31 @@ static int translate_one(pc_buf *out, size_t start, const json_t *m, size_t i,
     if (strcmp(role, "system") == 0)
         return add_system(out, start, content, where, msg, size);
     if (strcmp(role, "assistant") == 0)
-        return add_assistant(out, start, content, where, skipped, msg, size);
+        return add_assistant(out, start, content, where, sentinel, skipped, msg, size);
     return add_user(out, start, content, strcmp(role, "tool") == 0, where, msg, size);
 }
 
 /* Append the wire text of canonical message `m` to `out` (which ends in '['
- * or in an earlier message): from the cache, else translated and cached. */
-static int add_message(pc_buf *out, json_t *m, size_t i, pc_cache *cache, size_t *skipped,
-                       char *msg, size_t size) {
+ * or in an earlier message): from the cache, else translated and cached.
+ * `gemini`: for a model that checks thought signatures; a message that gets
+ * the sentinel then is neither read from nor put in the cache (its text
+ * depends on the model, the cache's key is the message alone). */
+static int add_message(pc_buf *out, json_t *m, size_t i, bool gemini, pc_cache *cache,
+                       size_t *skipped, char *msg, size_t size) {
     size_t mark = out->len;
     if (out->p[out->len - 1] != '[' && pc_buf_add(out, ",", 1) != 0)
         return PC_OOM(msg, size);
     size_t start = out->len;
-    int hit = pc_cache_get(cache, m, PC_CACHE_MESSAGE, out);
+    bool sentinel = gemini && wants_sentinel(m);
+    int hit = sentinel ? 0 : pc_cache_get(cache, m, PC_CACHE_MESSAGE, out);
     if (hit < 0)
         return PC_OOM(msg, size);
     if (hit == 0) {
-        if (translate_one(out, start, m, i, skipped, msg, size) != 0)
+        if (translate_one(out, start, m, i, sentinel, skipped, msg, size) != 0)
             return -1;
         /* a failed put only costs the next request a translation */
-        (void)pc_cache_put(cache, m, PC_CACHE_MESSAGE, out->p + start, out->len - start);
+        if (!sentinel)
+            (void)pc_cache_put(cache, m, PC_CACHE_MESSAGE, out->p + start, out->len - start);
     }
     if (out->len == start) { /* nothing to send: drop the separator */
         out->len = mark;
@@ -471,16 +542,26 @@ int openai_request_build_ex(const json_t *request, pc_extra *extra, pc_cache *ca
         goto fail;
     if (json_array_size(tools) == 0)
         cs = NULL; /* the API refuses a tool_choice without tools */
-    /* the history the last body shares stays in place; the rest is added */
+    /* the history the last body shares stays in place; the rest is added.
+     * A body for a Gemini model may hold sentinels (gemini_signs_calls): the
+     * memo's side records which kind it is ("g"), and a memo of the other
+     * kind is started over (a route change). */
+    bool gemini = gemini_signs_calls(model);
+    if ((memo->side.len > 0) != gemini)
+        pc_memo_keep(memo, 0, 0, 0);
     pc_buf *out = &memo->text;
     size_t i = pc_memo_keep_prefix(memo, messages), n_msgs = json_array_size(messages);
+    if (gemini && pc_buf_add(&memo->side, "g", 1) != 0) {
+        PC_OOM(msg, size);
+        goto fail;
+    }
     if (out->len == 0 && pc_buf_add(out, "{\"messages\":[", 13) != 0) {
         PC_OOM(msg, size);
         goto fail;
     }
     for (; i < n_msgs; i++) {
         json_t *m = json_array_get(messages, i);
-        if (add_message(out, m, i, cache, &skipped, msg, size) != 0)
+        if (add_message(out, m, i, gemini, cache, &skipped, msg, size) != 0)
             goto fail;
         if (pc_memo_push(memo, m) != 0) {
             PC_OOM(msg, size);

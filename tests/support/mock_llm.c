@@ -911,6 +911,21 @@ static uint32_t model_hash(const char *model) { return (uint32_t)fnvz(FNV0, mode
 
 static bool starts(const char *s, const char *p) { return s && strncmp(s, p, strlen(p)) == 0; }
 
+/* Gemini 3 or later ("gemini-<major>" with major >= 3): the models that
+ * check thought signatures (ai.google.dev/gemini-api/docs/thought-signatures;
+ * 2.5 does not refuse a missing one). */
+static bool gemini_checks(const char *base) {
+    if (!starts(base, "gemini-"))
+        return false;
+    const char *p = base + 7;
+    long major = 0;
+    if (*p < '0' || *p > '9')
+        return false;
+    for (; *p >= '0' && *p <= '9' && major < 1000; p++)
+        major = major * 10 + (*p - '0');
+    return major >= 3;
+}
+
 static int key_cmp(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
@@ -1453,7 +1468,7 @@ static char *openai_rules(mock_llm *m, const json_t *root, const char *model, bo
                                   "The reasoning_content in the thinking mode must be passed back "
                                   "to the API.");
         }
-    } else if (starts(base, "gemini-3")) {
+    } else if (gemini_checks(base)) {
         /*
          * Gemini 3 thought signatures through the OpenAI-compatible endpoint
          * (ai.google.dev/gemini-api/docs/thought-signatures and .../openai,
@@ -1464,7 +1479,8 @@ static char *openai_rules(mock_llm *m, const json_t *root, const char *model, bo
          * part"); "you must pass back thought signatures during function
          * calling, otherwise you will get a validation error (4xx)", checked
          * for the current turn (the steps after the last user message);
-         * "skip_thought_signature_validator" passes.  The 400 body is the
+         * "skip_thought_signature_validator", the dummy signature the page
+         * documents for calls whose signature is not available, passes.  The 400 body is the
          * endpoint's list shape with the message Gemini answers.
          */
         v->kind = V_GEMINI;

@@ -244,6 +244,26 @@ static void deepseek_and_gemini(void **state) {
     assert_int_equal(post(m, "/v1/chat/completions", body, &r), 200);
     free(r);
     free(sig);
+    /* the documented sentinel passes the validator (ai.google.dev/gemini-api/
+     * docs/thought-signatures: "skip_thought_signature_validator" for calls
+     * whose signature is not available); the rule holds for later Gemini
+     * models too, not for 2.5 */
+    const char *skip = "\"extra_content\":{\"google\":{\"thought_signature\":"
+                       "\"skip_thought_signature_validator\"}},";
+    static const char *const checked[] = {"gemini-3-flash", "gemini-3.5-pro", "gemini-4-pro"};
+    for (size_t k = 0; k < sizeof checked / sizeof *checked; k++) {
+        snprintf(body, sizeof body, fmt, checked[k], "", "");
+        if (post(m, "/v1/chat/completions", body, &r) != 400)
+            fail_msg("%s: an unsigned current-turn call was taken", checked[k]);
+        assert_non_null(strstr(r, "Function call is missing a thought_signature"));
+        free(r);
+        snprintf(body, sizeof body, fmt, checked[k], "", skip);
+        assert_int_equal(post(m, "/v1/chat/completions", body, &r), 200);
+        free(r);
+    }
+    snprintf(body, sizeof body, fmt, "gemini-2.5-flash", "", "");
+    assert_int_equal(post(m, "/v1/chat/completions", body, &r), 200);
+    free(r);
     mock_llm_stop(m);
 }
 

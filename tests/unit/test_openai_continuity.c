@@ -74,9 +74,15 @@ static void assert_chunks(const json_t *chunks, const char *want_text) {
 #define CONT(index, model, data)                                                              \
     "{\"type\":\"continuation\",\"index\":" #index ",\"continuation\":{\"provider\":\"ds\","  \
     "\"model\":\"" model "\",\"data\":" data "}}"
+/* A reasoning continuation: plain text bound to no prefix ("prefix_bound":
+ * false, core/continuation.h), so compaction does not drop it. */
+#define CONT_R(index, model, data)                                                            \
+    "{\"type\":\"continuation\",\"index\":" #index ",\"continuation\":{\"provider\":\"ds\","  \
+    "\"model\":\"" model "\",\"data\":" data ",\"prefix_bound\":false}}"
 
 /* DeepSeek thinking mode: the reasoning block gets {"field":"reasoning_content"}
- * after its deltas, before its end, with the row id and the request's model. */
+ * after its deltas, before its end, with the row id and the request's model,
+ * marked "prefix_bound": false. */
 static void reasoning_content_gets_a_continuation(void **state) {
     (void)state;
     json_t *chunks = decode_both(
@@ -91,7 +97,7 @@ static void reasoning_content_gets_a_continuation(void **state) {
     assert_chunks(chunks,
                   "[{\"type\":\"block-start\",\"index\":0,\"block_type\":\"reasoning\"},"
                   "{\"type\":\"reasoning-delta\",\"index\":0,\"text\":\"Need \"},"
-                  "{\"type\":\"reasoning-delta\",\"index\":0,\"text\":\"pow.\"}," CONT(
+                  "{\"type\":\"reasoning-delta\",\"index\":0,\"text\":\"pow.\"}," CONT_R(
                       0, "deepseek-reasoner", "{\"field\":\"reasoning_content\"}") ","
                   "{\"type\":\"block-end\",\"index\":0},"
                   "{\"type\":\"block-start\",\"index\":1,\"block_type\":\"tool_call\"},"
@@ -115,7 +121,7 @@ static void empty_reasoning_opens_the_block(void **state) {
         "data: [DONE]\n\n",
         "m1");
     assert_chunks(chunks,
-                  "[{\"type\":\"block-start\",\"index\":0,\"block_type\":\"reasoning\"}," CONT(
+                  "[{\"type\":\"block-start\",\"index\":0,\"block_type\":\"reasoning\"}," CONT_R(
                       0, "m1", "{\"field\":\"reasoning\"}") ","
                   "{\"type\":\"block-end\",\"index\":0},"
                   "{\"type\":\"block-start\",\"index\":1,\"block_type\":\"text\"},"
@@ -327,10 +333,98 @@ static void thought_signature_goes_back(void **state) {
                        "{\"field\":\"reasoning\"}}") "]}," RESULT "]",
                    &skipped);
     call = json_array_get(json_object_get(message_at(body, 1), "tool_calls"), 0);
-    assert_null(json_object_get(call, "extra_content"));
     assert_string_equal(json_string_value(json_object_get(call, "id")), "call_1");
     assert_int_equal(skipped, 1);
+    /* a Gemini model: the unsigned first call gets the validator sentinel */
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(call, "extra_content"), "google"),
+                            "thought_signature")),
+                        "skip_thought_signature_validator");
     json_decref(body);
+}
+
+/* The thought_signature of call `k` of messages[i] of `body` (borrowed), or
+ * NULL. */
+static const char *sig_of(json_t *body, size_t i, size_t k) {
+    json_t *call = json_array_get(json_object_get(message_at(body, i), "tool_calls"), k);
+    assert_non_null(call);
+    return json_string_value(json_object_get(
+        json_object_get(json_object_get(call, "extra_content"), "google"), "thought_signature"));
+}
+
+#define CALL2(id, extra)                                                                       \
+    "{\"type\":\"tool_call\",\"id\":\"" id "\",\"name\":\"pow\",\"arguments\":\"{}\"" extra "}"
+#define G_SIG(sig)                                                                             \
+    ",\"continuation\":{\"provider\":\"g\",\"model\":\"gemini-3-flash\",\"data\":"             \
+    "{\"thought_signature\":\"" sig "\"}}"
+
+/* Gemini 3 and later answer 400 for a current-turn function call whose first
+ * call has no signature (lost to compaction or a route change); its docs name
+ * "skip_thought_signature_validator" for calls whose signature is not
+ * available (ai.google.dev/gemini-api/docs/thought-signatures).  The first
+ * unsigned call of each assistant message gets it; a parallel call after it
+ * gets nothing (Gemini signs only the first); a real signature is sent as
+ * is; other model families get nothing. */
+static void unsigned_gemini_call_gets_the_sentinel(void **state) {
+    (void)state;
+    static const char *const gemini[] = {"gemini-3-flash", "gemini-3-pro-preview",
+                                         "google/gemini-3-flash", "Gemini-3.5-Flash",
+                                         "gemini-4-pro", "gemini-10-x"};
+    for (size_t g = 0; g < sizeof gemini / sizeof *gemini; g++) {
+        json_t *body = body_of(gemini[g],
+                               "[" USER ",{\"role\":\"assistant\",\"content\":[" CALL2(
+                                   "a", "") "]}," RESULT ",{\"role\":\"assistant\",\"content\":"
+                                                      "[" CALL2("b", "") "," CALL2("c", "") "]},"
+                                                      RESULT ",{\"role\":\"assistant\","
+                                                      "\"content\":[" CALL2("d", G_SIG("Q1==")) ","
+                                                      CALL2("e", "") "]}," RESULT "]",
+                               NULL);
+        if (!sig_of(body, 1, 0))
+            fail_msg("%s: no sentinel on the first call", gemini[g]);
+        assert_string_equal(sig_of(body, 1, 0), "skip_thought_signature_validator");
+        assert_string_equal(sig_of(body, 3, 0), "skip_thought_signature_validator");
+        assert_null(sig_of(body, 3, 1));
+        assert_string_equal(sig_of(body, 5, 0), "Q1==");
+        assert_null(sig_of(body, 5, 1));
+        json_decref(body);
+    }
+    /* one memo and cache across a route change: each body is the model's own */
+    pc_memo *memo = calloc(1, sizeof *memo);
+    pc_cache *cache = pc_cache_new(64, 1 << 20);
+    json_t *msgs = json_loads("[" USER ",{\"role\":\"assistant\",\"content\":[" CALL2("a", "") "]},"
+                              RESULT "]", 0, NULL);
+    assert_non_null(memo);
+    assert_non_null(cache);
+    assert_non_null(msgs);
+    static const char *const route[] = {"gpt-5.1", "gemini-3-flash", "gemini-3-flash", "gpt-5.1"};
+    for (size_t r = 0; r < sizeof route / sizeof *route; r++) {
+        json_t *request = json_pack("{s:s,s:i,s:O}", "model", route[r], "max_tokens", 100,
+                                    "messages", msgs);
+        char msg[256];
+        if (openai_request_build(request, cache, memo, msg, sizeof msg) != 0)
+            fail_msg("build: %s", msg);
+        json_t *body = json_loads(memo->text.p, 0, NULL);
+        assert_non_null(body);
+        bool want = strncmp(route[r], "gemini", 6) == 0;
+        if ((sig_of(body, 1, 0) != NULL) != want)
+            fail_msg("step %zu (%s): sentinel %s", r, route[r], want ? "missing" : "sent");
+        json_decref(body);
+        json_decref(request);
+    }
+    json_decref(msgs);
+    pc_memo_free(memo);
+    pc_cache_free(cache);
+    static const char *const others[] = {"gemini-2.5-flash", "gemini-1.5-pro", "deepseek-reasoner",
+                                         "gpt-5.1", "my-gemini-3", "gemini-", "gemini-pro"};
+    for (size_t o = 0; o < sizeof others / sizeof *others; o++) {
+        json_t *body = body_of(others[o],
+                               "[" USER ",{\"role\":\"assistant\",\"content\":[" CALL2(
+                                   "a", "") "]}," RESULT "]",
+                               NULL);
+        if (sig_of(body, 1, 0))
+            fail_msg("%s: got a sentinel", others[o]);
+        json_decref(body);
+    }
 }
 
 /* Fold continuation chunks the way the core does (the block's
@@ -656,6 +750,7 @@ int main(void) {
         cmocka_unit_test(deepseek_cache_hits_are_cache_reads),
         cmocka_unit_test(reasoning_content_goes_back),
         cmocka_unit_test(thought_signature_goes_back),
+        cmocka_unit_test(unsigned_gemini_call_gets_the_sentinel),
         cmocka_unit_test(decode_then_encode_round_trips),
         cmocka_unit_test(later_system_message_stays_in_place),
         cmocka_unit_test(summary_request_on_a_reasoning_model),
