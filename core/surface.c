@@ -307,14 +307,21 @@ uint64_t weir__surface_replace_generation(const weir__surface *s) {
     return s ? s->replace_generation : 0;
 }
 
-/* No blocks, or only text/reasoning blocks with empty text. */
+/* No blocks, or only text/reasoning blocks with empty text.  A reasoning
+ * block that carries a continuation is content even with empty text: an
+ * Anthropic redacted_thinking block (whose reply may hold nothing else) has
+ * no text and goes back as received (docs/session-log.md, "Reasoning
+ * continuations"; platform.claude.com/docs/en/build-with-claude/
+ * extended-thinking, "Thinking redaction").  The request's filter leaves it
+ * out when it may not be sent. */
 static bool content_empty(const json_t *content) {
     size_t i;
     json_t *b;
     json_array_foreach(content, i, b) {
         const char *t = weir__json_str(b, "type", "");
         if ((strcmp(t, "text") != 0 && strcmp(t, "reasoning") != 0) ||
-            *weir__json_str(b, "text", "") != '\0')
+            *weir__json_str(b, "text", "") != '\0' ||
+            (strcmp(t, "reasoning") == 0 && json_object_get(b, "continuation")))
             return false;
     }
     return true;

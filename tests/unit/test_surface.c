@@ -290,6 +290,29 @@ static void derive_skips_non_surface_and_empty_messages(void **state) {
     assert_null(weir__derive_event_message(json_array_get(f->events, 2)));
 }
 
+/* Issue #32 item 1: an answer whose only block is a reasoning block with
+ * empty text and a continuation (an Anthropic redacted_thinking-only reply)
+ * is content: derived, so it goes back; empty reasoning without one is not. */
+static void derive_keeps_empty_reasoning_with_a_continuation(void **state) {
+    fixture *f = *state;
+    users(f, 1);
+    push(f, env(f, "assistant/message",
+                json_pack("{s:s,s:[{s:s,s:s}]}", "role", "assistant", "content", "type",
+                          "reasoning", "text", "")));
+    json_t *redacted = json_pack(
+        "{s:s,s:[{s:s,s:s,s:{s:s,s:s,s:{s:s}}}]}", "role", "assistant", "content", "type",
+        "reasoning", "text", "", "continuation", "provider", "anthropic", "model",
+        "claude-opus-4-7", "data", "redacted_data", "RD");
+    push(f, env(f, "assistant/message", redacted));
+    char *s = dump(weir__surface_derive(f->s));
+    assert_string_equal(
+        s, "[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"u0\"}]},"
+           "{\"role\":\"assistant\",\"content\":[{\"type\":\"reasoning\",\"text\":\"\","
+           "\"continuation\":{\"provider\":\"anthropic\",\"model\":\"claude-opus-4-7\","
+           "\"data\":{\"redacted_data\":\"RD\"}}}]}]");
+    free(s);
+}
+
 static void derive_excludes_shadowed_nodes(void **state) {
     fixture *f = *state;
     users(f, 3);
@@ -362,6 +385,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(malformed_blocks_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(replace_generation_counts_replaces, setup, teardown),
         cmocka_unit_test_setup_teardown(derive_skips_non_surface_and_empty_messages, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(derive_keeps_empty_reasoning_with_a_continuation, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(derive_excludes_shadowed_nodes, setup, teardown),
         cmocka_unit_test(log_derive_cache_matches_fresh_fold),
