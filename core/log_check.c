@@ -14,6 +14,7 @@
 #include "host_int.h"
 #include "session_log.h"
 #include "store.h"
+#include "continuation.h"
 #include "surface.h"
 
 typedef struct checker {
@@ -334,11 +335,46 @@ static long first_difference(const json_t *a, const json_t *b) {
     return na == nb ? -1 : (long)(na < nb ? na : nb);
 }
 
+/*
+ * The index in `derived` (the surface's derivation, borrowed) of message
+ * `index` of the request made from it (weir__continuation_apply for
+ * `context`), which leaves out an assistant message with nothing left to
+ * send; -1 when there is none or out of memory.
+ */
+static long derived_index(const checker *c, const json_t *derived, long index) {
+    bool *stale = NULL;
+    if (weir__continuation_stale(c->surface, derived, &stale) != 0)
+        return -1;
+    const char *provider = weir__json_str(c->context, "provider", NULL);
+    const char *model = weir__json_str(c->context, "model", NULL);
+    long k = 0, found = -1;
+    for (size_t j = 0; found < 0 && j < json_array_size(derived); j++) {
+        json_t *one = json_array();
+        if (!one || json_array_append(one, json_array_get(derived, j)) != 0) {
+            json_decref(one);
+            break;
+        }
+        json_t *sent = weir__continuation_filter(one, provider, model, stale ? &stale[j] : NULL,
+                                                 NULL);
+        bool kept = json_array_size(sent) > 0;
+        json_decref(sent);
+        json_decref(one);
+        if (!sent)
+            break;
+        if (kept && k++ == index)
+            found = (long)j;
+    }
+    weir__free(stale);
+    return found;
+}
+
 /* The surface envelope that contributes message `index` of the derived
  * history (borrowed), or NULL (also when out of memory: the break is then
  * reported without its cause, never as an error). */
 static const json_t *message_event(const checker *c, long index) {
     long k = 0;
+    if (index < 0)
+        return NULL;
     for (size_t i = 0; i < weir__surface_len(c->surface); i++) {
         const json_t *ev = weir__surface_event(c->surface, i);
         json_t *m = weir__derive_event_message(ev);
@@ -399,11 +435,18 @@ static bool system_update(const json_t *ev) {
  * the answer) against the previous one: append-only when the config and
  * tools are equal and the previous messages are a prefix of its messages.
  * Otherwise a break names the first position that differs, the event that
- * caused it and the hook (attribute).
+ * caused it and the hook (attribute).  The messages are what was sent: the
+ * derivation with the continuations the request/context in force dropped
+ * (weir__continuation_apply, as the driver's request_messages), so a route
+ * change or a replace that made a continuation stale is a break where the
+ * request changed, and a message never sent takes no position.
  */
 static void prefix_request(checker *c, size_t seq) {
-    json_t *msgs = weir__surface_derive(c->surface);
+    json_t *derived = weir__surface_derive(c->surface);
+    json_t *msgs = derived ? weir__continuation_apply(derived, c->surface, c->context, NULL)
+                           : NULL;
     if (!msgs) {
+        json_decref(derived);
         c->oom = true;
         return;
     }
@@ -432,7 +475,7 @@ static void prefix_request(checker *c, size_t seq) {
             snprintf(at, sizeof at, "system");
         else
             snprintf(at, sizeof at, "messages[%ld]", i);
-        const json_t *node = message_event(c, i);
+        const json_t *node = message_event(c, derived_index(c, derived, i));
         if (node && weir__json_int(node, "seq", -1) > c->prev_seq)
             cause = node;
         size_t k;
@@ -463,6 +506,7 @@ static void prefix_request(checker *c, size_t seq) {
         if (!brk || json_array_append_new(c->breaks, brk) != 0)
             c->oom = true;
     }
+    json_decref(derived);
     json_decref(c->prev_msgs);
     c->prev_msgs = msgs;
     json_decref(c->prev_header);

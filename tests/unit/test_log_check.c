@@ -89,6 +89,53 @@ static void compaction_replace_is_a_named_prefix_break(void **state) {
     json_decref(r);
 }
 
+/* The report's breaks, one compact sorted-key dump each (new). */
+static char *breaks_text(const json_t *r) {
+    char *got = json_dumps(json_object_get(json_object_get(r, "prefix"), "breaks"),
+                           JSON_COMPACT | JSON_SORT_KEYS);
+    assert_non_null(got);
+    return got;
+}
+
+/* Issue #32 item 1: the prefix report compares what was sent, the history
+ * with the continuations the request/context in force dropped
+ * (core/continuation.h).  A replace before a signed reasoning block (here
+ * one that re-logs the first question as it was, seq 16) drops the block
+ * from the next request: a break at the answer that carried it, where the
+ * raw history reads append-only. */
+static void a_stale_continuation_is_a_prefix_break(void **state) {
+    (void)state;
+    json_t *r = check("prefix_stale_continuation.jsonl");
+    expect_list(r, "errors", NULL, 0);
+    const json_t *p = json_object_get(r, "prefix");
+    assert_int_equal(json_integer_value(json_object_get(p, "requests")), 3);
+    assert_int_equal(json_integer_value(json_object_get(p, "append_only")), 2);
+    char *got = breaks_text(r);
+    assert_string_equal(got, "[{\"at\":\"messages[1]\",\"cause\":{\"op\":\"replace\","
+                             "\"seq\":16,\"type\":\"user/message\"},\"request\":3,"
+                             "\"seq\":18}]");
+    free(got);
+    json_decref(r);
+}
+
+/* An answer whose only block is reasoning of another model was never sent:
+ * it takes no position, so a later replace breaks the prefix at the
+ * position the replaced message had in the request. */
+static void a_message_never_sent_takes_no_position(void **state) {
+    (void)state;
+    json_t *r = check("prefix_route_continuation.jsonl");
+    expect_list(r, "errors", NULL, 0);
+    const json_t *p = json_object_get(r, "prefix");
+    assert_int_equal(json_integer_value(json_object_get(p, "requests")), 3);
+    assert_int_equal(json_integer_value(json_object_get(p, "append_only")), 2);
+    char *got = breaks_text(r);
+    assert_string_equal(got, "[{\"at\":\"messages[1]\",\"cause\":{\"op\":\"replace\","
+                             "\"seq\":16,\"type\":\"user/message\"},\"request\":3,"
+                             "\"seq\":18}]");
+    free(got);
+    json_decref(r);
+}
+
 static void seq_gap_is_reported(void **state) {
     (void)state;
     json_t *r = check("gap.jsonl");
@@ -434,6 +481,8 @@ int main(void) {
         cmocka_unit_test(seq_gap_is_reported),
         cmocka_unit_test(clean_log_prefix_is_append_only),
         cmocka_unit_test(compaction_replace_is_a_named_prefix_break),
+        cmocka_unit_test(a_stale_continuation_is_a_prefix_break),
+        cmocka_unit_test(a_message_never_sent_takes_no_position),
         cmocka_unit_test(tool_call_without_result_is_reported),
         cmocka_unit_test(step_outside_turn_is_reported),
         cmocka_unit_test(open_last_turn_is_reported_as_open),
