@@ -9,6 +9,7 @@
 
 #include "agent.h"
 #include "agent_context.h"
+#include "continuation.h"
 #include "hooks.h"
 #include "host_int.h"
 #include "surface.h"
@@ -230,6 +231,88 @@ static json_t *stream_args(const weir_agent *a, const json_t *context, json_t *f
                      "purpose", *purpose ? purpose : "maintenance", "request", frozen);
 }
 
+/*
+ * The staleness (core/continuation.h, rule c) of a plugin's `messages`
+ * (borrowed), which are copies of the derived history (agent_messages), not
+ * its own objects as weir__continuation_stale needs: an assistant message
+ * equal to the message of a surface node, matched in order, is stale when a
+ * node before that one has a higher seq.  An unmatched message is not.
+ * *out (weir__free it; NULL when `messages` is empty) gets one bool per
+ * message.  0, or -1 when out of memory.  Any thread (the surface's
+ * envelopes are read under the log's lock).
+ */
+static int copies_stale(weir_agent *a, const json_t *messages, bool **out) {
+    *out = NULL;
+    size_t n = json_array_size(messages);
+    if (n == 0)
+        return 0;
+    json_t *events = weir__log_surface_events(a->log);
+    bool *stale = events ? weir__calloc(n, sizeof *stale) : NULL;
+    if (!stale) {
+        json_decref(events);
+        return -1;
+    }
+    size_t nodes = json_array_size(events), k = 0;
+    json_int_t max_before = -1; /* the highest seq of the nodes before node k */
+    for (size_t j = 0; j < n; j++) {
+        const json_t *m = json_array_get(messages, j);
+        if (strcmp(weir__json_str(m, "role", ""), "assistant") != 0)
+            continue;
+        size_t from = k;
+        json_int_t max_from = max_before;
+        bool found = false;
+        while (k < nodes && !found) {
+            const json_t *ev = json_array_get(events, k);
+            json_int_t seq = weir__json_int(ev, "seq", 0);
+            const json_t *own = json_object_get(json_object_get(ev, "data"), "message");
+            if (strcmp(weir__json_str(ev, "type", ""), "assistant/message") == 0 &&
+                (own == m || weir__json_equal(own, m))) {
+                found = true;
+                stale[j] = max_before > seq;
+            }
+            if (seq > max_before)
+                max_before = seq;
+            k++;
+        }
+        if (!found) { /* not a message of the history: no staleness known */
+            k = from;
+            max_before = max_from;
+        }
+    }
+    json_decref(events);
+    *out = stale;
+    return 0;
+}
+
+/*
+ * New reference: `request` (borrowed) with its messages filtered as the
+ * driver filters its own request's (core/continuation.h) for the route
+ * request.provider / request.model: a malformed continuation, one of
+ * another route and one a surface replace made stale are dropped, so a
+ * request that replays the agent's last one (compaction-basic's summary)
+ * sends what that one sent.  A shallow copy sharing the caller's objects;
+ * NULL when out of memory.  Nothing is logged: the agent's own request
+ * logged request/continuations-dropped for the same drops.
+ */
+static json_t *filtered_request(weir_agent *a, const json_t *request) {
+    const json_t *messages = json_object_get(request, "messages");
+    bool *stale = NULL;
+    if (copies_stale(a, messages, &stale) != 0)
+        return NULL;
+    json_t *msgs = weir__continuation_filter(messages, weir__json_str(request, "provider", NULL),
+                                             weir__json_str(request, "model", NULL), stale,
+                                             NULL);
+    weir__free(stale);
+    json_t *out = msgs ? json_copy((json_t *)(uintptr_t)request) : NULL;
+    if (out && json_object_set_new(out, "messages", msgs) != 0) {
+        json_decref(out); /* json_object_set_new took `msgs` */
+        return NULL;
+    }
+    if (!out)
+        json_decref(msgs);
+    return out;
+}
+
 /* agent_complete (hooked false) and agent_complete_stream (hooked true). */
 static int complete(weir_agent *a, const json_t *request, bool hooked, const json_t *context,
                     weir_signal *signal, json_t **result, weir_error *err) {
@@ -258,8 +341,12 @@ static int complete(weir_agent *a, const json_t *request, bool hooked, const jso
         return paid;
     /* The provider gets a private copy: the caller may change its objects
      * after the call, and providers may cache by object identity (the
-     * host's promise in weir_provider.stream: a message never changes). */
-    json_t *frozen = json_deep_copy(request);
+     * host's promise in weir_provider.stream: a message never changes).
+     * Its messages carry only the continuations the route may read, as
+     * the lifecycle's requests do (filtered_request). */
+    json_t *filtered = filtered_request(a, request);
+    json_t *frozen = filtered ? json_deep_copy(filtered) : NULL;
+    json_decref(filtered);
     json_t *config = frozen ? json_copy(frozen) : NULL;
     if (!config) {
         json_decref(frozen);

@@ -59,7 +59,10 @@ json_t *weir__agent_model_info(weir_agent *agent, const char *provider, const ch
  * One direct model call for `request` (borrowed {provider, model,
  * max_tokens?, messages, tools?}): prepare_call with the request minus
  * messages/tools as config, stream into a private, non-live collector,
- * release.  Nothing is logged and no hook runs.  On WEIR_OK *result is new:
+ * release.  The messages' continuations are filtered for the request's
+ * provider and model as the driver's (core/continuation.h; a stale one is
+ * matched with the history by equality, the messages being copies).
+ * Nothing is logged and no hook runs.  On WEIR_OK *result is new:
  * {message:{role:"assistant", content:[text blocks]}, usage?, finish}.
  * Errors: WEIR_E_INVAL, WEIR_E_NOT_FOUND (unknown provider), WEIR_E_PROVIDER
  * (prepare_call failed or the stream failed: err->text starts with the

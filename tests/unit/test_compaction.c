@@ -842,6 +842,7 @@ static void nothing_happens_below_the_threshold(void **state) {
 
 static const json_t *recorded_request(const dh *d, const char *purpose, int n);
 static char *dumps(const json_t *v);
+static void assert_same_bytes(const json_t *a, const json_t *b);
 static int count_in_turn(const dh *d, const char *type, json_int_t turn);
 
 /* Issue #32 item 4: pruning is part of a compaction, never a step of its
@@ -1072,6 +1073,80 @@ static void thinking_sessions_compact_at_a_turn_boundary(void **state) {
 static void thinking_sessions_compact_mid_turn_before_an_overflow(void **state) {
     (void)state;
     thinking_run(true);
+}
+
+/* Issue #32 item 1: the summary request replays the agent's last request,
+ * and agent_complete_stream filters its messages as the driver filters the
+ * agent's own (core/continuation.h): a continuation of another route, a
+ * malformed one and one made stale by an earlier compaction are left out
+ * of both, so the summary's messages start with the last request's, byte
+ * for byte (the provider's cached prefix; Anthropic's prefix check).  The
+ * history keeps every one. */
+static void summary_request_drops_the_continuations_the_last_request_dropped(void **state) {
+    (void)state;
+    char *a1 = repeat('a', 400), *a3 = repeat('b', 400);
+    char *replies = fmt(
+        "{\"text\":\"%s\"},"
+        "{\"reasoning\":\"think\",\"continuation\":{\"signature\":\"SIG-STALE\"},"
+        "\"text\":\"short answer\"},"
+        "{\"text\":\"SUMMARY-1\"},"
+        "{\"reasoning\":\"other\",\"continuation\":{\"provider\":\"scripted\",\"model\":"
+        "\"other\",\"data\":{\"signature\":\"SIG-ROUTE\"}},\"text\":\"%s\"},"
+        "{\"reasoning\":\"bad\",\"continuation\":{\"provider\":\"scripted\",\"model\":\"demo\","
+        "\"data\":{\"signature\":42}},\"text\":\"fourth\"},"
+        "{\"text\":\"fifth\"},"
+        "{\"text\":\"SUMMARY-2\"}",
+        a1, a3);
+    dh d;
+    setup(&d, replies, "{\"keep_recent_tokens\":1}", NULL);
+    free(replies);
+    dh_open(&d, "summary-filter");
+    run_text(&d, "first question");
+    run_text(&d, "second question");
+    json_t *r = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_agent_compact(d.agent, NULL, &r, &err), WEIR_OK);
+    assert_string_equal(json_string_value(json_object_get(r, "kind")), "compacted");
+    json_decref(r);
+    run_text(&d, "third question");
+    run_text(&d, "fourth question");
+    run_text(&d, "fifth question");
+    assert_string_equal(end_kind(&d, 4), "completed");
+    /* the history keeps them all (agent_messages is the raw history) */
+    json_t *msgs = weir_agent_messages(d.agent);
+    char *raw = dumps(msgs);
+    json_decref(msgs);
+    assert_non_null(strstr(raw, "SIG-STALE"));
+    assert_non_null(strstr(raw, "SIG-ROUTE"));
+    assert_non_null(strstr(raw, "\"bad\""));
+    free(raw);
+    assert_int_equal(weir_agent_compact(d.agent, NULL, &r, &err), WEIR_OK);
+    assert_string_equal(json_string_value(json_object_get(r, "kind")), "compacted");
+    json_decref(r);
+
+    const json_t *last = json_object_get(recorded_request(&d, NULL, 4), "messages");
+    assert_non_null(last);
+    assert_null(recorded_request(&d, NULL, 5));
+    char *sent = dumps(last);
+    assert_null(strstr(sent, "SIG-")); /* what the agent's own request left out */
+    assert_null(strstr(sent, "\"bad\""));
+    free(sent);
+    const json_t *sreq = recorded_request(&d, "compaction", 1);
+    assert_non_null(sreq);
+    const json_t *smsgs = json_object_get(sreq, "messages");
+    sent = dumps(smsgs);
+    assert_null(strstr(sent, "SIG-"));
+    assert_null(strstr(sent, "\"bad\""));
+    assert_non_null(strstr(sent, "short answer"));
+    free(sent);
+    /* the last request (then its answer and the instruction): a byte-identical prefix */
+    assert_int_equal(json_array_size(smsgs), json_array_size(last) + 2);
+    for (size_t i = 0; i < json_array_size(last); i++)
+        assert_same_bytes(json_array_get(smsgs, i), json_array_get(last, i));
+    free(a1);
+    free(a3);
+    dh_teardown(&d);
 }
 
 static void overflow_recovery_retries_after_a_summary(void **state) {
@@ -2435,6 +2510,7 @@ int main(void) {
         cmocka_unit_test(no_pruning_between_compactions),
         cmocka_unit_test(thinking_sessions_compact_at_a_turn_boundary),
         cmocka_unit_test(thinking_sessions_compact_mid_turn_before_an_overflow),
+        cmocka_unit_test(summary_request_drops_the_continuations_the_last_request_dropped),
         cmocka_unit_test(overflow_recovery_retries_after_a_summary),
         cmocka_unit_test(overflow_with_nothing_compactable_keeps_the_original_error),
         cmocka_unit_test(overflow_recovery_is_bounded_per_step),
