@@ -21,6 +21,7 @@
 #include "continuation.h"
 #include "failure.h"
 #include "host_int.h"
+#include "log_fold.h"
 #include "surface.h"
 #include "tools.h"
 
@@ -1717,27 +1718,16 @@ int weir__driver_turn(weir_agent *a, weir_error *err) {
 /* Tools across a crash (docs/tools.md)                                      */
 /* ------------------------------------------------------------------------ */
 
-/* Remove the first element of `list` whose "id" is `id`. */
-static void take_id(json_t *list, const char *id) {
-    size_t i;
-    json_t *x;
-    json_array_foreach(list, i, x) {
-        if (strcmp(weir__json_str(x, "id", ""), id) == 0) {
-            json_array_remove(list, i);
-            return;
-        }
-    }
-}
-
 /*
  * The calls a crash cut: those of the open step of the log's open last turn
  * without a tool/result, in model order, as weir__tools_resume takes them.
- * The fold is weir__log_repair's (so that repair finds nothing left to
- * answer): the step's tool/calls without a result (in log order, with
- * call_seq and the logged idempotency_key), then the tool_calls of its
- * assistant messages that were never dispatched.  `reruns` counts the
- * step's WEIR__TOOL_RERUN_EVENTs per call.  *calls is a new array (empty
- * when no turn or step is open).  E_NOMEM.
+ * The fold is the log's (core/log_fold.h, the one weir__log_repair answers
+ * by, so that repair finds nothing left to answer): the step's tool/calls
+ * without a result (in log order, with call_seq and the logged
+ * idempotency_key), then the tool_calls of its assistant messages that
+ * were never dispatched.  `reruns` counts the step's
+ * WEIR__TOOL_RERUN_EVENTs per call.  *calls is a new array (empty when no
+ * turn or step is open).  E_NOMEM.
  */
 static int cut_calls(weir__log *log, int *turn, int *step, json_t **calls) {
     *calls = json_array();
@@ -1746,59 +1736,51 @@ static int cut_calls(weir__log *log, int *turn, int *step, json_t **calls) {
     size_t n = weir__log_count(log), from = n;
     if (!weir__log_open_step(log, turn, step, &from))
         return WEIR_OK;
-    json_t *wanted = json_array(), *offered = json_object(), *called = json_object(),
-           *reruns = json_object();
-    bool oom = !wanted || !offered || !called || !reruns;
+    weir__call_fold f;
+    json_t *reruns = json_object();
+    bool oom = !reruns || weir__call_fold_init(&f) != WEIR_OK;
+    if (oom) {
+        json_decref(reruns);
+        return WEIR_E_NOMEM;
+    }
     for (size_t i = from; !oom && i < n; i++) {
         const json_t *ev = weir__log_event(log, i);
-        const char *type = weir__json_str(ev, "type", "");
-        const json_t *d = json_object_get(ev, "data");
-        oom = !ev;
-        if (strcmp(type, "assistant/message") == 0) {
-            size_t k;
-            json_t *b;
-            json_array_foreach(json_object_get(json_object_get(d, "message"), "content"), k, b) {
-                const char *id = weir__json_str(b, "id", NULL);
-                if (strcmp(weir__json_str(b, "type", ""), "tool_call") != 0 || !id ||
-                    json_object_get(offered, id))
-                    continue;
-                if (json_object_set_new(offered, id, json_true()) != 0)
-                    oom = true;
-                else if (!json_object_get(called, id) &&
-                         json_array_append_new(
-                             wanted, json_pack("{s:s, s:s, s:s}", "id", id, "name",
-                                               weir__json_str(b, "name", ""), "arguments",
-                                               weir__json_str(b, "arguments", "{}"))) != 0)
-                    oom = true;
-            }
-        } else if (strcmp(type, "tool/call") == 0) {
-            const char *id = weir__json_str(d, "call_id", "");
-            take_id(wanted, id);
-            if (json_object_get(called, id))
-                continue;
-            json_t *c = json_pack("{s:s, s:s, s:s, s:I}", "id", id, "name",
-                                  weir__json_str(d, "name", ""), "arguments",
-                                  weir__json_str(d, "arguments", ""), "call_seq", (json_int_t)i);
-            const char *key = weir__json_str(d, "idempotency_key", NULL);
-            if (!c || (key && json_object_set_new(c, "idempotency_key", json_string(key)) != 0) ||
-                json_object_set_new(called, id, json_true()) != 0 ||
-                json_array_append(*calls, c) != 0)
-                oom = true;
-            json_decref(c);
-        } else if (strcmp(type, "tool/result") == 0) {
-            const char *id = weir__log_result_call_id(ev);
-            if (id)
-                take_id(*calls, id);
-        } else if (strcmp(type, WEIR__TOOL_RERUN_EVENT) == 0) {
-            const char *id = weir__json_str(d, "call_id", "");
+        oom = !ev || weir__call_fold_event(&f, i, ev, NULL, NULL) != WEIR_OK;
+        if (!oom && strcmp(weir__json_str(ev, "type", ""), WEIR__TOOL_RERUN_EVENT) == 0) {
+            const char *id = weir__json_str(json_object_get(ev, "data"), "call_id", "");
             json_int_t have = weir__json_int(reruns, id, 0);
             if (json_object_set_new(reruns, id, json_integer(have + 1)) != 0)
                 oom = true;
         }
     }
-    if (!oom && json_array_extend(*calls, wanted) != 0)
-        oom = true;
     size_t k;
+    json_t *x;
+    json_array_foreach(f.pending, k, x) { /* [id, seq, tool/call envelope] */
+        if (oom)
+            break;
+        const json_t *d = json_object_get(json_array_get(x, 2), "data");
+        const char *key = weir__json_str(d, "idempotency_key", NULL);
+        json_t *c = json_pack("{s:s, s:s, s:s, s:I}", "id",
+                              json_string_value(json_array_get(x, 0)), "name",
+                              weir__json_str(d, "name", ""), "arguments",
+                              weir__json_str(d, "arguments", ""), "call_seq",
+                              json_integer_value(json_array_get(x, 1)));
+        if (!c || (key && json_object_set_new(c, "idempotency_key", json_string(key)) != 0) ||
+            json_array_append(*calls, c) != 0)
+            oom = true;
+        json_decref(c);
+    }
+    json_array_foreach(f.wanted, k, x) { /* [id, seq, tool_call block] */
+        if (oom)
+            break;
+        const json_t *b = json_array_get(x, 2);
+        if (json_array_append_new(*calls, json_pack("{s:s, s:s, s:s}", "id",
+                                                    json_string_value(json_array_get(x, 0)),
+                                                    "name",
+                                                    weir__json_str(b, "name", ""), "arguments",
+                                                    weir__json_str(b, "arguments", "{}"))) != 0)
+            oom = true;
+    }
     json_t *c;
     json_array_foreach(*calls, k, c) {
         if (!oom && json_object_set_new(c, "reruns", json_integer(weir__json_int(
@@ -1806,9 +1788,7 @@ static int cut_calls(weir__log *log, int *turn, int *step, json_t **calls) {
                                                          0))) != 0)
             oom = true;
     }
-    json_decref(wanted);
-    json_decref(offered);
-    json_decref(called);
+    weir__call_fold_free(&f);
     json_decref(reruns);
     return oom ? WEIR_E_NOMEM : WEIR_OK;
 }

@@ -12,6 +12,7 @@
 
 #include "assistant_stream.h"
 #include "host_int.h"
+#include "log_fold.h"
 #include "session_log.h"
 #include "store.h"
 #include "continuation.h"
@@ -30,9 +31,7 @@ typedef struct checker {
     bool turn_open, step_open;
     json_int_t turn, step;
     size_t turn_seq, step_seq;
-    json_t *pending;       /* [[call_id, seq], ...]: tool/calls of the open step without a result */
-    json_t *wanted;        /* [[id, seq], ...]: its assistant tool_calls without a tool/call */
-    json_t *seen;          /* {"offered": {id: seq}, "called": {id: seq}} of the open step */
+    weir__call_fold fold;  /* the open step's tool calls (core/log_fold.h) */
     json_t *header_ev, *context_ev; /* the latest request/header and request/context */
     const json_t *header;  /* latest request/header data.header (of header_ev) */
     const json_t *context; /* latest request/context data (of context_ev) */
@@ -80,14 +79,14 @@ static bool is(const char *type, const char *name) { return strcmp(type, name) =
 static void close_step(checker *c) {
     size_t i;
     json_t *p;
-    json_array_foreach(c->wanted, i, p) {
+    json_array_foreach(c->fold.wanted, i, p) {
         note(c, c->errors,
              "seq %" JSON_INTEGER_FORMAT ": tool_call '%s' has no tool/call in step %" JSON_INTEGER_FORMAT
              " of turn %" JSON_INTEGER_FORMAT,
              json_integer_value(json_array_get(p, 1)), json_string_value(json_array_get(p, 0)),
              c->step, c->turn);
     }
-    json_array_foreach(c->pending, i, p) {
+    json_array_foreach(c->fold.pending, i, p) {
         note(c, c->errors,
              "seq %" JSON_INTEGER_FORMAT
              ": tool/call '%s' has no tool/result in step %" JSON_INTEGER_FORMAT
@@ -95,10 +94,7 @@ static void close_step(checker *c) {
              json_integer_value(json_array_get(p, 1)), json_string_value(json_array_get(p, 0)),
              c->step, c->turn);
     }
-    json_array_clear(c->wanted);
-    json_array_clear(c->pending);
-    json_object_clear(json_object_get(c->seen, "offered"));
-    json_object_clear(json_object_get(c->seen, "called"));
+    weir__call_fold_reset(&c->fold);
     c->step_open = false;
 }
 
@@ -228,61 +224,26 @@ static void check_assistant(checker *c, size_t seq, const char *type) {
         rederive(c, seq, upto);
 }
 
-/* Remove the first [id, seq] pair of `list` whose id is `id`; whether one was. */
-static bool take(json_t *list, const char *id) {
-    size_t i;
-    json_t *p;
-    json_array_foreach(list, i, p) {
-        if (is(json_string_value(json_array_get(p, 0)), id)) {
-            json_array_remove(list, i);
-            return true;
-        }
-    }
-    return false;
-}
-
-/* Record `id` (seq `seq`) in `list` (may be NULL) and in seen[kind]; an id
- * the step already saw of that kind is an error (a tool result could answer
- * either). */
-static void track(checker *c, size_t seq, const char *kind, const char *id, json_t *list) {
-    json_t *ids = json_object_get(c->seen, kind);
-    if (json_object_get(ids, id)) {
+/* An issue of the step's tool-call fold: an error. */
+static void fold_issue(void *ud, size_t seq, weir__call_fold_issue issue, const char *id) {
+    checker *c = ud;
+    if (issue == WEIR__FOLD_UNMATCHED)
+        note(c, c->errors,
+             "seq %zu: tool/result for call_id '%s' matches no tool/call of its step", seq, id);
+    else /* a tool result could answer either */
         note(c, c->errors, "seq %zu: %s id '%s' repeats one of step %" JSON_INTEGER_FORMAT, seq,
-             is(kind, "called") ? "tool/call" : "tool_call", id, c->step);
-        return;
-    }
-    if (json_object_set_new(ids, id, json_integer((json_int_t)seq)) != 0 ||
-        (list && json_array_append_new(list, json_pack("[s,I]", id, (json_int_t)seq)) != 0))
-        c->oom = true;
+             issue == WEIR__FOLD_REDISPATCHED ? "tool/call" : "tool_call", id, c->step);
 }
 
 static void check_tools(checker *c, size_t seq, const char *type, const json_t *ev) {
-    const json_t *data = json_object_get(ev, "data");
-    if (is(type, "assistant/message")) {
-        if (!c->step_open)
-            return; /* reported by check_assistant */
-        size_t i;
-        const json_t *b;
-        json_array_foreach(json_object_get(json_object_get(data, "message"), "content"), i, b) {
-            const char *id = weir__json_str(b, "id", NULL);
-            bool dispatched = id && json_object_get(json_object_get(c->seen, "called"), id);
-            if (is(weir__json_str(b, "type", ""), "tool_call") && id) /* wanted unless a */
-                track(c, seq, "offered", id, dispatched ? NULL : c->wanted); /* tool/call came first */
-        }
-    } else if (is(type, "tool/call")) {
-        if (!c->step_open) {
-            note(c, c->errors, "seq %zu: tool/call outside a step", seq);
-            return;
-        }
-        const char *id = weir__json_str(data, "call_id", "");
-        take(c->wanted, id);
-        track(c, seq, "called", id, c->pending);
-    } else if (is(type, "tool/result")) {
-        const char *id = weir__log_result_call_id(ev);
-        if (id && !take(c->pending, id))
-            note(c, c->errors,
-                 "seq %zu: tool/result for call_id '%s' matches no tool/call of its step", seq, id);
+    if (is(type, "assistant/message") && !c->step_open)
+        return; /* reported by check_assistant */
+    if (is(type, "tool/call") && !c->step_open) {
+        note(c, c->errors, "seq %zu: tool/call outside a step", seq);
+        return;
     }
+    if (weir__call_fold_event(&c->fold, seq, ev, fold_issue, c) != WEIR_OK)
+        c->oom = true;
 }
 
 /*
@@ -601,7 +562,8 @@ static void check_derived(checker *c) {
         if (i == n || is(role, "assistant")) {
             json_array_foreach(want, k, b) {
                 const char *id = json_string_value(json_array_get(b, 0));
-                if (i == n && c->turn_open && (listed(c->wanted, id) || listed(c->pending, id)))
+                if (i == n && c->turn_open &&
+                    (listed(c->fold.wanted, id) || listed(c->fold.pending, id)))
                     continue;
                 note(c, c->errors,
                      "derived history: tool_call '%s' (message %" JSON_INTEGER_FORMAT
@@ -647,11 +609,11 @@ static void check_end(checker *c) {
                  c->step, c->turn, c->step_seq);
         size_t i;
         json_t *p;
-        json_array_foreach(c->wanted, i, p) {
+        json_array_foreach(c->fold.wanted, i, p) {
             note(c, c->open, "seq %" JSON_INTEGER_FORMAT ": tool_call '%s' has no tool/call yet",
                  json_integer_value(json_array_get(p, 1)), json_string_value(json_array_get(p, 0)));
         }
-        json_array_foreach(c->pending, i, p) {
+        json_array_foreach(c->fold.pending, i, p) {
             note(c, c->open, "seq %" JSON_INTEGER_FORMAT ": tool/call '%s' has no tool/result yet",
                  json_integer_value(json_array_get(p, 1)), json_string_value(json_array_get(p, 0)));
         }
@@ -757,14 +719,11 @@ static int check(const char *buf, size_t len, weir__type_known_fn known, void *k
     c.len = len;
     c.errors = json_array();
     c.open = json_array();
-    c.pending = json_array();
-    c.wanted = json_array();
-    c.seen = json_pack("{s:{}, s:{}}", "offered", "called");
     c.breaks = json_array();
     c.recent = json_array();
     c.prev_seq = -1;
-    if (!c.errors || !c.open || !c.pending || !c.wanted || !c.seen || !c.breaks || !c.recent ||
-        weir__surface_create(&c.surface))
+    if (!c.errors || !c.open || weir__call_fold_init(&c.fold) != WEIR_OK || !c.breaks ||
+        !c.recent || weir__surface_create(&c.surface))
         c.oom = true;
     if (!c.oom) {
         check_lines(&c, buf, len);
@@ -775,9 +734,7 @@ static int check(const char *buf, size_t len, weir__type_known_fn known, void *k
     weir__free(c.lines);
     json_decref(c.header_ev);
     json_decref(c.context_ev);
-    json_decref(c.pending);
-    json_decref(c.wanted);
-    json_decref(c.seen);
+    weir__call_fold_free(&c.fold);
     json_t *r = c.oom ? NULL
                       : json_pack("{s:b, s:I, s:O, s:O, s:I}", "ok", json_array_size(c.errors) == 0,
                                   "events", (json_int_t)events, "errors", c.errors, "open", c.open,

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log_fold.h"
 #include "session_log.h"
 #include "store.h"
 #include "surface.h"
@@ -1237,20 +1238,6 @@ json_t *weir__log_derive(weir__log *log) {
 
 /* --- repair -------------------------------------------------------------- */
 
-const char *weir__log_result_call_id(const json_t *ev) {
-    if (json_is_object(json_object_get(ev, "surface_op")))
-        return NULL;
-    const json_t *content =
-        json_object_get(json_object_get(json_object_get(ev, "data"), "message"), "content");
-    size_t i;
-    json_t *b;
-    json_array_foreach(content, i, b) {
-        if (strcmp(weir__json_str(b, "type", ""), "tool_result") == 0)
-            return weir__json_str(b, "call_id", NULL);
-    }
-    return NULL;
-}
-
 /* The INTERRUPTED result of the tool/call envelope `call`; its text says
  * what cut the call: `why`, else a crash. */
 static json_t *interrupted_result(const json_t *call, const char *why) {
@@ -1268,35 +1255,12 @@ static json_t *interrupted_result(const json_t *call, const char *why) {
                      "error", "name", "AbortError", "code", "INTERRUPTED");
 }
 
-/* Remove the first element of `list` whose call id is `id`: a tool/call
- * event's data.call_id (`events`), else a tool_call block's id. */
-static void take_call(json_t *list, bool events, const char *id) {
-    size_t i;
-    json_t *x;
-    json_array_foreach(list, i, x) {
-        const char *have = events ? weir__json_str(json_object_get(x, "data"), "call_id", "")
-                                  : weir__json_str(x, "id", "");
-        if (strcmp(have, id) == 0) {
-            json_array_remove(list, i);
-            return;
-        }
-    }
-}
-
-/* Whether `id` is new to `seen`; records it. */
-static bool first_seen(json_t *seen, const char *id, bool *oom) {
-    if (json_object_get(seen, id))
-        return false;
-    if (json_object_set_new(seen, id, json_true()) != 0)
-        *oom = true;
-    return true;
-}
-
 /*
  * Collect the closers of the open last turn into `todo` ([type, data]
- * pairs).  Within the open step, the same fold as `weir log --check`:
- * every tool_call of an assistant/message that was never dispatched (a
- * crash between the two) gets its tool/call and an interrupted result
+ * pairs).  Within the open step, by the tool-call fold (core/log_fold.h,
+ * the one `weir log --check` and the driver's crash recovery use): every
+ * tool_call of an assistant/message that was never dispatched (a crash
+ * between the two) gets its tool/call and an interrupted result
  * (`why` says what cut it, NULL: a crash), every tool/call without a
  * tool/result an interrupted one; then, for `whole`, step/end and turn/end
  * {kind:"interrupted"}.  A closed step is left as it is: what it lacks the
@@ -1305,43 +1269,20 @@ static bool first_seen(json_t *seen, const char *id, bool *oom) {
 static int plan_repair(weir__log *log, json_t *todo, const char *why, bool whole) {
     json_int_t turn = log->open_turn, step = log->step_open ? log->open_step : -1;
     size_t from = log->step_open ? log->step_start_seq : log->count;
-    json_t *wanted = json_array(), *pending = json_array(); /* tool_call blocks; tool/calls */
-    json_t *offered = json_object(), *called = json_object();
-    bool oom = !wanted || !pending || !offered || !called;
+    weir__call_fold f;
+    bool oom = weir__call_fold_init(&f) != WEIR_OK;
     for (size_t i = from; !oom && i < log->count; i++) {
         /* an envelope the log holds: NULL is out of memory (open released
          * it), never "not this type" */
         const json_t *ev = event_at(log, i);
-        const char *type = weir__json_str(ev, "type", "");
-        const json_t *d = json_object_get(ev, "data");
-        oom = !ev;
-        if (strcmp(type, "assistant/message") == 0) {
-            size_t k;
-            json_t *b;
-            json_array_foreach(json_object_get(json_object_get(d, "message"), "content"), k, b) {
-                const char *id = weir__json_str(b, "id", NULL);
-                if (strcmp(weir__json_str(b, "type", ""), "tool_call") == 0 && id &&
-                    first_seen(offered, id, &oom) && !json_object_get(called, id) &&
-                    json_array_append(wanted, b) != 0) /* not dispatched before it was offered */
-                    oom = true;
-            }
-        } else if (strcmp(type, "tool/call") == 0) {
-            const char *id = weir__json_str(d, "call_id", "");
-            take_call(wanted, false, id);
-            if (first_seen(called, id, &oom) &&
-                json_array_append(pending, (json_t *)(uintptr_t)ev) != 0)
-                oom = true;
-        } else if (strcmp(type, "tool/result") == 0) {
-            const char *id = weir__log_result_call_id(ev);
-            if (id)
-                take_call(pending, true, id);
-        }
+        oom = !ev || weir__call_fold_event(&f, i, ev, NULL, NULL) != WEIR_OK;
     }
     size_t k;
     json_t *x;
-    json_array_foreach(wanted, k, x) {
+    json_array_foreach(f.wanted, k, x) { /* [id, seq, tool_call block] */
         if (oom)
             break;
+        x = json_array_get(x, 2);
         json_t *call = json_pack("{s:I, s:I, s:s, s:s, s:s}", "turn", turn, "step", step,
                                  "call_id", weir__json_str(x, "id", ""), "name",
                                  weir__json_str(x, "name", ""), "arguments",
@@ -1355,15 +1296,13 @@ static int plan_repair(weir__log *log, json_t *todo, const char *why, bool whole
         json_decref(call);
         json_decref(res);
     }
-    json_array_foreach(pending, k, x) {
+    json_array_foreach(f.pending, k, x) { /* [id, seq, tool/call envelope] */
         if (!oom && json_array_append_new(todo, json_pack("[s,o]", "tool/result",
-                                                          interrupted_result(x, why))) != 0)
+                                                          interrupted_result(
+                                                              json_array_get(x, 2), why))) != 0)
             oom = true;
     }
-    json_decref(wanted);
-    json_decref(pending);
-    json_decref(offered);
-    json_decref(called);
+    weir__call_fold_free(&f);
     if (oom)
         return WEIR_E_NOMEM;
     if (!whole)

@@ -40,12 +40,6 @@ bool weir__log_is_core_type(const char *type);
  * Thread-safe. */
 int weir__log_check_shape(const char *type, const json_t *data, char *msg, size_t size);
 
-/* The call_id a tool/result envelope answers: its first tool_result block's
- * call_id; NULL when it has none or when the event is a surface replace
- * (surface_op object), which rewrites history and answers no call.  Borrowed
- * from `ev`. */
-const char *weir__log_result_call_id(const json_t *ev);
-
 /* The longest line (one event) the log writes or reads: 64 MiB.  An append
  * whose line would be longer is rejected; a reader refuses a longer line. */
 #define WEIR__LOG_LINE_MAX ((size_t)64 << 20)
