@@ -9,6 +9,7 @@
 
 #include "agent.h"
 #include "agent_context.h"
+#include "assistant_stream.h"
 #include "continuation.h"
 #include "hooks.h"
 #include "host_int.h"
@@ -131,45 +132,26 @@ json_t *weir__agent_model_info(weir_agent *a, const char *provider, const char *
     return pe && pe->vt.model_info ? pe->vt.model_info(pe->self, model) : NULL;
 }
 
-/* Append `text` to the text block of stream index `index` (created in first
- * appearance order).  0 or -1 (out of memory). */
-static int add_text(json_t *blocks, json_t *by_index, json_int_t index, const char *text) {
-    char key[32];
-    snprintf(key, sizeof key, "%lld", (long long)index);
-    json_t *b = json_object_get(by_index, key);
-    if (!b) {
-        b = json_pack("{s:s, s:s}", "type", "text", "text", "");
-        if (!b || json_object_set_new(by_index, key, b) != 0 || json_array_append(blocks, b) != 0)
-            return -1;
-    }
-    char *joined = weir__asprintf("%s%s", weir__json_str(b, "text", ""), text);
-    int rc = joined ? json_object_set_new(b, "text", json_string(joined)) : -1;
-    weir__free(joined);
-    return rc;
-}
-
-/* Fold collected chunks into *result (see the header); or fill `err`. */
+/* Fold collected chunks into *result (see the header): the stream's fold
+ * (weir__stream_assemble, the lifecycle's), of which agent_complete keeps
+ * the text blocks; or fill `err`. */
 static int collect(const char *provider, const json_t *chunks, int stream_rc, json_t **result,
                    weir_error *err) {
-    json_t *blocks = json_array(), *by_index = json_object();
-    const json_t *usage = NULL, *reason = NULL;
-    int rc = blocks && by_index ? WEIR_OK : WEIR_E_NOMEM;
+    weir__assembled m;
+    json_t *blocks = NULL;
+    int rc = weir__stream_assemble(chunks, false, &m) == 0 && (blocks = json_array())
+                 ? WEIR_OK
+                 : WEIR_E_NOMEM;
     size_t i;
-    const json_t *c;
-    json_array_foreach(chunks, i, c) {
-        if (rc != WEIR_OK)
-            break;
-        const char *type = weir__json_str(c, "type", "");
-        if (strcmp(type, "text-delta") == 0 &&
-            add_text(blocks, by_index, weir__json_int(c, "index", 0),
-                     weir__json_str(c, "text", "")) != 0)
-            rc = WEIR_E_NOMEM;
-        else if (strcmp(type, "usage") == 0)
-            usage = json_object_get(c, "usage");
-        else if (strcmp(type, "finish") == 0)
-            reason = json_object_get(c, "reason");
+    const json_t *b;
+    json_array_foreach(json_object_get(m.message, "content"), i, b) {
+        if (rc == WEIR_OK && strcmp(weir__json_str(b, "type", ""), "text") == 0 &&
+            json_array_append_new(blocks, json_pack("{s:s, s:O}", "type", "text", "text",
+                                                    json_object_get(b, "text"))) != 0)
+            rc = WEIR_E_NOMEM; /* the text alone: a continuation stays with the stream */
     }
-    const char *kind = weir__json_str(reason, "kind", NULL);
+    const json_t *usage = m.usage;
+    const char *kind = m.finish;
     if (rc != WEIR_OK) {
         weir__err(err, rc, provider, NULL, "agent_complete: out of memory");
     } else if (!kind) {
@@ -179,7 +161,7 @@ static int collect(const char *provider, const json_t *chunks, int stream_rc, js
                            : "TRANSPORT: provider '%s' ended the stream without a finish chunk",
                        provider);
     } else if (strcmp(kind, "error") == 0 || strcmp(kind, "aborted") == 0) {
-        const json_t *f = json_object_get(reason, "failure");
+        const json_t *f = m.failure;
         rc = weir__err(err, WEIR_E_PROVIDER, provider, NULL, "%s: %s",
                        weir__json_str(f, "code", "UNKNOWN"),
                        weir__json_str(f, "message", "the provider finished with an error"));
@@ -196,7 +178,8 @@ static int collect(const char *provider, const json_t *chunks, int stream_rc, js
         *result = out;
     }
     json_decref(blocks);
-    json_decref(by_index);
+    json_decref(m.message);
+    json_decref(m.calls);
     return rc;
 }
 

@@ -63,7 +63,8 @@ json_t *weir__agent_model_info(weir_agent *agent, const char *provider, const ch
  * provider and model as the driver's (core/continuation.h; a stale one is
  * matched with the history by equality, the messages being copies).
  * Nothing is logged and no hook runs.  On WEIR_OK *result is new:
- * {message:{role:"assistant", content:[text blocks]}, usage?, finish}.
+ * {message:{role:"assistant", content:[text blocks]}, usage?, finish}: the
+ * text blocks (type and text only) of the stream's fold, weir__stream_assemble.
  * Errors: WEIR_E_INVAL, WEIR_E_NOT_FOUND (unknown provider), WEIR_E_PROVIDER
  * (prepare_call failed or the stream failed: err->text starts with the
  * failure code), WEIR_E_CANCELLED, WEIR_E_NOMEM.

@@ -2216,8 +2216,17 @@ static json_t *probe_stream(weir_call *call, const json_t *args, void *ud) {
         weir_host_api()->call_fail(call, "probe refused");
         return NULL;
     }
-    if (purpose && !strcmp(purpose, "replay"))
-        return parse("[{\"type\":\"text-delta\",\"index\":0,\"text\":\"REPLAYED\"},"
+    if (purpose && !strcmp(purpose, "replay")) /* every kind of block, two text blocks */
+        return parse("[{\"type\":\"block-start\",\"index\":0,\"block_type\":\"reasoning\"},"
+                     "{\"type\":\"reasoning-delta\",\"index\":0,\"text\":\"thinking\"},"
+                     "{\"type\":\"continuation\",\"index\":0,\"continuation\":{\"s\":\"x\"}},"
+                     "{\"type\":\"text-delta\",\"index\":1,\"text\":\"REPL\"},"
+                     "{\"type\":\"text-delta\",\"index\":1,\"text\":\"AYED\"},"
+                     "{\"type\":\"continuation\",\"index\":1,\"continuation\":{\"s\":\"y\"}},"
+                     "{\"type\":\"tool-call-delta\",\"index\":2,\"id\":\"c1\","
+                     "\"name\":\"echo\",\"arguments_delta\":\"{}\"},"
+                     "{\"type\":\"text-delta\",\"index\":3,\"text\":\" twice\"},"
+                     "{\"type\":\"usage\",\"usage\":{\"input_tokens\":2}},"
                      "{\"type\":\"finish\",\"reason\":{\"kind\":\"stop\"}}]");
     return weir_host_api()->next(call);
 }
@@ -2346,9 +2355,12 @@ static void agent_complete_stream_runs_the_llm_stream_chain(void **state) {
 
     json_object_set_new(ctx, "purpose", json_string("replay"));
     assert_int_equal(weir__agent_complete_stream(d.agent, req, ctx, NULL, &result, &err), WEIR_OK);
-    json_t *one = json_pack("[O]", json_object_get(result, "message"));
-    assert_string_equal(first_text(one, 0), "REPLAYED");
-    json_decref(one);
+    /* the text blocks alone, in stream order, each its text only */
+    want = parse("{\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\","
+                 "\"text\":\"REPLAYED\"},{\"type\":\"text\",\"text\":\" twice\"}]},"
+                 "\"finish\":\"stop\",\"usage\":{\"input_tokens\":2}}");
+    assert_true(json_equal(result, want));
+    json_decref(want);
     json_decref(result);
 
     json_object_set_new(ctx, "purpose", json_string("fail"));
