@@ -347,47 +347,28 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
         a->on_wake = opts->on_wake;
     a->pending = json_array();
     a->native_owned = json_object();
+    /* The agent's primitives, each undone by the ladder at the end (in the
+     * reverse order) when a later one cannot be made; past them, a failure
+     * closes the agent (weir_agent_close undoes what was opened). */
+    const char *what = "event queue";
     pthread_mutexattr_t rec;
     pthread_mutexattr_init(&rec);
     pthread_mutexattr_settype(&rec, PTHREAD_MUTEX_RECURSIVE);
     bool send_mu = pthread_mutex_init(&a->send_mu, &rec) == 0;
     pthread_mutexattr_destroy(&rec);
-    if (!a->pending || !a->native_owned || !send_mu ||
-        pthread_mutex_init(&a->event_mu, NULL) != 0) {
-        if (send_mu)
-            pthread_mutex_destroy(&a->send_mu);
-        json_decref(a->pending);
-        json_decref(a->native_owned);
-        weir__free(a);
-        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "cannot create the agent's event queue");
-    }
-    if (pthread_mutex_init(&a->mu, NULL) != 0) {
-        pthread_mutex_destroy(&a->event_mu);
-        pthread_mutex_destroy(&a->send_mu);
-        json_decref(a->native_owned);
-        json_decref(a->pending);
-        weir__free(a);
-        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "cannot create the agent's mutex");
-    }
-    if (pthread_cond_init(&a->cv, NULL) != 0) {
-        pthread_mutex_destroy(&a->mu);
-        pthread_mutex_destroy(&a->event_mu);
-        pthread_mutex_destroy(&a->send_mu);
-        json_decref(a->native_owned);
-        json_decref(a->pending);
-        weir__free(a);
-        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "cannot create the agent's condvar");
-    }
-    if (weir__signal_init(&a->signal) != WEIR_OK) {
-        pthread_cond_destroy(&a->cv);
-        pthread_mutex_destroy(&a->mu);
-        pthread_mutex_destroy(&a->event_mu);
-        pthread_mutex_destroy(&a->send_mu);
-        json_decref(a->native_owned);
-        json_decref(a->pending);
-        weir__free(a);
-        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "cannot create the agent's signal");
-    }
+    if (!send_mu)
+        goto undo_objects;
+    if (!a->pending || !a->native_owned || pthread_mutex_init(&a->event_mu, NULL) != 0)
+        goto undo_send_mu;
+    what = "mutex";
+    if (pthread_mutex_init(&a->mu, NULL) != 0)
+        goto undo_event_mu;
+    what = "condvar";
+    if (pthread_cond_init(&a->cv, NULL) != 0)
+        goto undo_mu;
+    what = "signal";
+    if (weir__signal_init(&a->signal) != WEIR_OK)
+        goto undo_cv;
 
     int rc = read_options(a, config, err);
     char idbuf[64];
@@ -452,10 +433,8 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
                  ? weir__hooks_add(a->own, NULL, "embedder", 0, own[i].hook, own[i].fn,
                                    own[i].opts, err)
                  : WEIR_E_INVAL;
-    if (rc != WEIR_OK) {
-        weir_agent_close(a);
-        return rc;
-    }
+    if (rc != WEIR_OK)
+        goto close_agent;
     /* agent/created (serial): a failing listener fails the open. */
     json_t *args = json_pack("{s:s, s:s}", "agent", a->id, "source",
                              weir__log_count(a->log) > 0 ? "resume" : "startup");
@@ -466,8 +445,8 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
     a->opening = false;
     json_decref(args);
     if (!res) {
-        weir_agent_close(a);
-        return err ? (int)err->code : WEIR_E_HOOK_FAILED;
+        rc = err ? (int)err->code : WEIR_E_HOOK_FAILED;
+        goto close_agent;
     }
     json_decref(res);
     bool any = false;
@@ -477,38 +456,47 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
         weir__hooks_destroy(a->own);
         a->own = NULL;
     } else if ((rc = weir__hooks_freeze_derived(a->own, err)) != WEIR_OK) {
-        a->created = true; /* agent/created ran: close emits agent/disposed */
-        weir_agent_close(a);
-        return rc;
+        goto close_created;
     } else {
         a->hooks = a->own;
     }
     /* live stream frames are built only when something can see them */
     a->stream_listened = weir__hooks_count(a->hooks, "agent/assistant-stream") > 0;
     a->stream_observed = a->on_event != NULL || a->stream_listened;
-    if (resume_tools && (rc = weir__driver_resume(a, err)) != WEIR_OK) {
-        a->created = true;
-        weir_agent_close(a);
-        return rc;
-    }
+    if (resume_tools && (rc = weir__driver_resume(a, err)) != WEIR_OK)
+        goto close_created;
     /* Anchored input outlives no turn: a crash may have left some queued. */
-    if ((rc = weir__inbox_hold_anchored(a->inbox, 0, err)) != WEIR_OK) {
-        a->created = true;
-        weir_agent_close(a);
-        return rc;
-    }
+    if ((rc = weir__inbox_hold_anchored(a->inbox, 0, err)) != WEIR_OK)
+        goto close_created;
     /* Input queued in the log before a crash wakes the agent again. */
     a->wake = weir__inbox_count(a->inbox, false) > 0;
     /* Background jobs a crash cut are answered (their messages wake the
      * agent), never run again. */
-    if ((rc = weir__driver_recover_jobs(a, err)) != WEIR_OK) {
-        a->created = true;
-        weir_agent_close(a);
-        return rc;
-    }
+    if ((rc = weir__driver_recover_jobs(a, err)) != WEIR_OK)
+        goto close_created;
     a->created = true;
     *out = a;
     return WEIR_OK;
+
+close_created:
+    a->created = true; /* agent/created ran: close emits agent/disposed */
+close_agent:
+    weir_agent_close(a);
+    return rc;
+
+undo_cv:
+    pthread_cond_destroy(&a->cv);
+undo_mu:
+    pthread_mutex_destroy(&a->mu);
+undo_event_mu:
+    pthread_mutex_destroy(&a->event_mu);
+undo_send_mu:
+    pthread_mutex_destroy(&a->send_mu);
+undo_objects:
+    json_decref(a->native_owned);
+    json_decref(a->pending);
+    weir__free(a);
+    return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "cannot create the agent's %s", what);
 }
 
 void weir_agent_close(weir_agent *a) {
