@@ -1,5 +1,5 @@
 /*
- * core/cli/compact.c - `weir compact [-c FILE]... [-i TEXT] [--json] ID`:
+ * cli/compact.c - `weir compact [-c FILE]... [-i TEXT] [--json] ID`:
  * compact a session's context now, between turns (weir_agent_compact, the
  * agent/compact hook chain; compaction-basic answers it).  The session is
  * opened as `weir resume` opens it, so a turn left open by a crash is

@@ -1,5 +1,5 @@
 /*
- * core/cli/line.c - the REPL's line editor: a small single-line editor on a
+ * cli/line.c - the REPL's line editor: a small single-line editor on a
  * terminal (no dependency), with the usual keys and an in-memory history.
  *
  * The terminal is in raw mode only while a line is read (so a running turn
@@ -28,7 +28,7 @@ struct weir_cli_line {
 };
 
 /* The terminal's cooked settings, restored by weir_cli_line_restore(),
- * which the signal watcher's thread calls too (core/cli/run.c) while the
+ * which the signal watcher's thread calls too (cli/run.c) while the
  * main thread may be entering raw mode: saved_mu guards both. */
 static pthread_mutex_t saved_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct termios saved_termios;

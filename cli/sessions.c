@@ -1,5 +1,5 @@
 /*
- * core/cli/sessions.c - `weir sessions [-c FILE]... [--json]`: the sessions
+ * cli/sessions.c - `weir sessions [-c FILE]... [--json]`: the sessions
  * of the deployment's session directory, newest first, with the id, the
  * last activity, the turns, the size, the state, the tokens and cost, and
  * the first prompt.

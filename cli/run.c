@@ -1,5 +1,5 @@
 /*
- * core/cli/run.c - `weir run` and `weir resume`: open (or resume) a session,
+ * cli/run.c - `weir run` and `weir resume`: open (or resume) a session,
  * send the prompt (or read a REPL), and print the answer as it streams.
  *
  * Output: assistant text to stdout as it streams, tool activity

@@ -1,5 +1,5 @@
 /*
- * core/cli/events.c - `weir events [--markdown]`: the event catalog (every
+ * cli/events.c - `weir events [--markdown]`: the event catalog (every
  * durable and live event of an agent, with its data fields; docs/events.md).
  */
 #include <getopt.h>

@@ -1,5 +1,5 @@
 /*
- * core/cli/new_plugin.c - `weir new-plugin NAME [DIR]`: a copy of the plugin
+ * cli/new_plugin.c - `weir new-plugin NAME [DIR]`: a copy of the plugin
  * template (sdk/template, installed as <datadir>/weir/template) with the
  * name filled in, ready to build against this weir (docs/sdk.md).
  *

@@ -1,5 +1,5 @@
 /*
- * core/cli/send.c - `weir send [-c FILE]... -s ID [--mode followup|steer|inject]
+ * cli/send.c - `weir send [-c FILE]... -s ID [--mode followup|steer|inject]
  * [--input-id ID] TEXT`: queue input for a session durably, without running
  * it.  For the file store the session is opened as its writer (as `weir
  * resume` opens it, so a crashed turn is closed first), the input is logged

@@ -1,5 +1,5 @@
 /*
- * core/cli/serve.c - `weir serve --stdio`: the stdio JSONL protocol for host
+ * cli/serve.c - `weir serve --stdio`: the stdio JSONL protocol for host
  * programs (docs/stdio-protocol.md).
  *
  * Commands come one JSON object per line on stdin; events go one JSON

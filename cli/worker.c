@@ -1,5 +1,5 @@
 /*
- * core/cli/worker.c - `weir worker [-c FILE]... [--concurrency N]
+ * cli/worker.c - `weir worker [-c FILE]... [--concurrency N]
  * [--grace-ms MS] [--poll-ms MS] [--exit-when-idle]`: run the sessions of a
  * shared store (session.store naming store-postgres) that need a writer,
  * N at once (docs/fleet.md, "Workers").

@@ -1,5 +1,5 @@
 /*
- * core/cli/log.c - `weir log ID|FILE [--json|--derive|--check]`: print a
+ * cli/log.c - `weir log ID|FILE [--json|--derive|--check]`: print a
  * session log as a readable transcript, its events as JSON lines, its
  * derived messages, or its check report.
  * Every mode reads through the one log reader (weir_log_derive,
@@ -13,69 +13,6 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-
-int weir_cli_session_path(const json_t *config, const char *arg, weir_cli_target kind,
-                          char **out) {
-    size_t n = strlen(arg);
-    *out = NULL;
-    bool path = kind == WEIR_CLI_PATH ||
-                (kind == WEIR_CLI_ID_OR_PATH &&
-                 (strchr(arg, '/') || (n > 6 && strcmp(arg + n - 6, ".jsonl") == 0)));
-    if (!path && !weir_session_id_valid(arg)) {
-        fprintf(stderr,
-                "weir: '%.200s' is not a session id ([A-Za-z0-9][A-Za-z0-9._-]{0,127})%s\n", arg,
-                kind == WEIR_CLI_ID ? "; give a log file with --log PATH" : "");
-        return WEIR_EXIT_USAGE;
-    }
-    if (!*arg) {
-        fprintf(stderr, "weir: empty log path\n");
-        return WEIR_EXIT_USAGE;
-    }
-    if (path) {
-        *out = strdup(arg);
-    } else {
-        char *dir = NULL;
-        int rc = weir_cli_session_dir(config, &dir);
-        if (rc != WEIR_EXIT_OK)
-            return rc;
-        size_t len = strlen(dir) + n + 8;
-        *out = malloc(len);
-        if (*out)
-            snprintf(*out, len, "%s/%s.jsonl", dir, arg);
-        free(dir);
-    }
-    if (!*out) {
-        fprintf(stderr, "weir: out of memory\n");
-        return WEIR_EXIT_FAIL;
-    }
-    return WEIR_EXIT_OK;
-}
-
-int weir_cli_session_dir(const json_t *config, char **out) {
-    *out = NULL;
-    const char *dir = json_string_value(json_object_get(json_object_get(config, "session"), "dir"));
-    if (!dir || !*dir) {
-        fprintf(stderr, "weir: session.dir is not set in the deployment config\n");
-        return WEIR_EXIT_CONFIG;
-    }
-    const char *home = "";
-    if (dir[0] == '~' && (dir[1] == '/' || dir[1] == '\0')) {
-        home = getenv("HOME");
-        if (!home || !*home) {
-            fprintf(stderr, "weir: session.dir '%s' needs $HOME, which is not set\n", dir);
-            return WEIR_EXIT_CONFIG;
-        }
-        dir++;
-    }
-    size_t len = strlen(home) + strlen(dir) + 1;
-    *out = malloc(len);
-    if (!*out) {
-        fprintf(stderr, "weir: out of memory\n");
-        return WEIR_EXIT_FAIL;
-    }
-    snprintf(*out, len, "%s%s", home, dir);
-    return WEIR_EXIT_OK;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Transcript                                                                */

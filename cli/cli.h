@@ -1,5 +1,21 @@
 /*
- * core/cli/cli.h - the `weir` command line: one file per subcommand.
+ * cli/cli.h - the `weir` command line: one file per subcommand.
+ *
+ * It sits beside libweir, not in it: its files include only the public
+ * headers (<weir/...>) and this one, and call only libweir's exported API
+ * (no weir__ internals).  Calls between its files go one way, down:
+ *   main.c         dispatch and config/plugins/hooks/version; calls each
+ *                  subcommand's weir_cmd_* and common.c
+ *   run.c          calls common.c, compact.c (the REPL's /compact),
+ *                  line.c and usage.c
+ *   log.c, sessions.c                         call common.c and usage.c
+ *   compact.c, send.c, serve.c, worker.c      call common.c
+ *   common.c, usage.c, line.c, events.c, new_plugin.c
+ *                                             call no other file of cli/
+ * common.c holds what main.c and log.c used to call of each other (the
+ * -c files, the host, escaped messages, exit codes, a session's log path),
+ * so no subcommand calls main.c and main.c calls no helper of a subcommand.
+ *
  * Exit codes (documented in `weir --help` and docs/cli.md):
  *   0 success, 1 runtime failure (turn error, failed check), 2 usage error,
  *   3 configuration or plugin load error, 4 I/O error (also: the session is
@@ -20,23 +36,23 @@ int weir_cmd_config(int argc, char **argv);
 int weir_cmd_plugins(int argc, char **argv);
 int weir_cmd_hooks(int argc, char **argv);
 int weir_cmd_version(int argc, char **argv);
-int weir_cmd_run(int argc, char **argv);    /* core/cli/run.c */
-int weir_cmd_resume(int argc, char **argv); /* core/cli/run.c */
-int weir_cmd_log(int argc, char **argv);    /* core/cli/log.c */
-int weir_cmd_serve(int argc, char **argv);  /* core/cli/serve.c */
-int weir_cmd_compact(int argc, char **argv); /* core/cli/compact.c */
-int weir_cmd_send(int argc, char **argv); /* core/cli/send.c */
-int weir_cmd_worker(int argc, char **argv); /* core/cli/worker.c */
-int weir_cmd_sessions(int argc, char **argv); /* core/cli/sessions.c */
-int weir_cmd_new_plugin(int argc, char **argv); /* core/cli/new_plugin.c */
-int weir_cmd_events(int argc, char **argv); /* core/cli/events.c */
+int weir_cmd_run(int argc, char **argv);    /* cli/run.c */
+int weir_cmd_resume(int argc, char **argv); /* cli/run.c */
+int weir_cmd_log(int argc, char **argv);    /* cli/log.c */
+int weir_cmd_serve(int argc, char **argv);  /* cli/serve.c */
+int weir_cmd_compact(int argc, char **argv); /* cli/compact.c */
+int weir_cmd_send(int argc, char **argv); /* cli/send.c */
+int weir_cmd_worker(int argc, char **argv); /* cli/worker.c */
+int weir_cmd_sessions(int argc, char **argv); /* cli/sessions.c */
+int weir_cmd_new_plugin(int argc, char **argv); /* cli/new_plugin.c */
+int weir_cmd_events(int argc, char **argv); /* cli/events.c */
 
 /* One line for a compaction result {kind, message?, pruned?, summaries?,
  * tokens_*?} ("compacted: ...", "declined: ..." on stdout, "failed: ..." on
- * stderr; core/cli/compact.c, also the REPL's /compact). */
+ * stderr; cli/compact.c, also the REPL's /compact). */
 void weir_cli_print_compact(const json_t *result);
 
-/* Shared helpers (core/cli/main.c). */
+/* Shared helpers (cli/common.c). */
 /* `v` (any value) as one compact line of JSON (members in order, no
  * newline): malloc'd, or NULL when memory ran out.  Not json_dumps: jansson
  * 2.14 goes on past a key its growing buffer failed to take and reports
@@ -88,7 +104,7 @@ typedef enum weir_cli_target {
     WEIR_CLI_PATH        /* a file path (run --log, serve --log) */
 } weir_cli_target;
 /*
- * The log file of a session argument (core/cli/log.c): as `kind` says,
+ * The log file of a session argument (cli/common.c): as `kind` says,
  * `arg` itself (a path) or <config session.dir>/<arg>.jsonl (a leading "~/"
  * expands to $HOME) for an id, which must pass weir_session_id_valid() (else
  * a usage error naming the argument).  *out is malloc'd.  Exit code.
@@ -98,7 +114,7 @@ int weir_cli_session_path(const json_t *config, const char *arg, weir_cli_target
 /* The config's session.dir, "~/" expanded (*out malloc'd).  Exit code. */
 int weir_cli_session_dir(const json_t *config, char **out);
 /*
- * What run, resume and compact do first (core/cli/main.c): compose the -c
+ * What run, resume and compact do first (cli/common.c): compose the -c
  * files, resolve the session argument `target` (NULL: none, *path stays
  * NULL; read as `kind` says) to its log path (*path, malloc'd), and when `must_exist` names the
  * command, require the file ("<must_exist>: no session log at PATH", exit
@@ -108,9 +124,9 @@ int weir_cli_session_dir(const json_t *config, char **out);
 int weir_cli_session_host(const weir_cli_files *files, const char *target, weir_cli_target kind,
                           const char *must_exist, char **path, weir_host **host);
 
-/* The REPL's line editor (core/cli/line.c). */
+/* The REPL's line editor (cli/line.c). */
 /* Token usage and cost summed over assistant/message and assistant/attempt
- * events (core/cli/usage.c).  Zero-initialise. */
+ * events (cli/usage.c).  Zero-initialise. */
 typedef struct weir_cli_usage {
     long long in, cached, written, out; /* uncached input, cache read, cache write, output */
     double usd;                         /* the sum of the events' cost.usd */

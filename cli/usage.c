@@ -1,5 +1,5 @@
 /*
- * core/cli/usage.c - token usage and cost as the CLI shows them: summed from
+ * cli/usage.c - token usage and cost as the CLI shows them: summed from
  * the usage and cost that assistant/message and assistant/attempt events
  * carry (docs/session-log.md), printed as one line:
  *   in 12,345 · cached 10,000 · written 2,000 · out 456 · $0.0123
