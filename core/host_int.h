@@ -93,9 +93,9 @@ int weir__plugin_tool_update(weir_plugin *self, const weir_tool *tool);
 int weir__plugin_tool_remove(weir_plugin *self, const char *name);
 
 /*
- * Registration pieces shared by the host and the test kit (core/testkit.c),
- * implemented in core/host.c.  Called from the thread running the plugin's
- * init.
+ * Registration pieces shared by the host and the test kit
+ * (sdk/testkit/testkit.c), implemented in core/host.c.  Called from the
+ * thread running the plugin's init.
  */
 
 /* A plugin event type: `type` owned, `flags` always has WEIR_EVENT_IGNORABLE. */

@@ -45,7 +45,8 @@
  * back to assert on (docs/testing.md).
  *
  * Thread-safety: a weir_tk is used from one thread at a time; two kits are
- * independent.  Link: libweir (`weir::weir` in CMake, `pkg-config weir`).
+ * independent.  Link: libweir-testkit, the kit's own library (`weir::testkit`
+ * in CMake, `pkg-config weir-testkit`); libweir does not export weir_tk_*.
  */
 #ifndef WEIR_TESTKIT_H
 #define WEIR_TESTKIT_H
@@ -218,8 +219,8 @@ typedef struct weir_tk_turn {
  * model:"scripted", max_tokens:1024}, a session in a fresh temporary
  * directory (removed before the call returns), `prompt` sent as a followup
  * and weir_agent_run_until_idle().  provider-scripted is found along the
- * plugin directories (weir_plugin_dirs(): next to libweir in an installed
- * weir) after `plugin_path`.
+ * plugin directories (weir_plugin_dirs(): next to libweir-testkit, which
+ * is libweir's directory in an installed weir) after `plugin_path`.
  * @param result  receives a new reference:
  *   {"session_id": "testkit",
  *    "end": {turn, kind, failure?:{code, message}, text}   (weir_agent_last_turn),

@@ -43,11 +43,12 @@ set_tests_properties(example_embed PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}" TIM
 
 # The public headers in every order (issue #14 item 8): testkit.h, host.h,
 # weir.h and plugin.h together, without WEIR_NO_API_MACROS, calling
-# libweir's own functions (tests/sdk/header_order_*.c).
+# libweir's and the test kit's own functions (tests/sdk/header_order_*.c),
+# linked as a plugin author links them: weir::testkit (which brings libweir).
 add_executable(test_sdk_headers ${CMAKE_CURRENT_SOURCE_DIR}/sdk/header_order_a.c
                ${CMAKE_CURRENT_SOURCE_DIR}/sdk/header_order_b.c
                ${CMAKE_CURRENT_SOURCE_DIR}/sdk/header_order_c.c)
-target_link_libraries(test_sdk_headers PRIVATE weir PkgConfig::JANSSON weir_warnings
+target_link_libraries(test_sdk_headers PRIVATE weir::testkit PkgConfig::JANSSON weir_warnings
                       weir_sanitize)
 add_test(NAME test_sdk_headers COMMAND test_sdk_headers)
 set_tests_properties(test_sdk_headers PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}" TIMEOUT 60)

@@ -4,21 +4,27 @@
 # The installed tree is relocatable and is a usable SDK (docs/sdk.md):
 #  1. `cmake --install BUILD_DIR` into a temp prefix, then move the prefix
 #     elsewhere: nothing may depend on where it was installed.
-#  2. The layout: bin/weir, lib/libweir.so*, lib/weir/plugins/weir-*.so,
-#     include/weir/*.h (+ version.h, testkit.h), lib/pkgconfig/weir.pc,
-#     lib/cmake/weir/{weirConfig,weirConfigVersion,weirTargets,WeirPlugin}.cmake.
+#  2. The layout: bin/weir, lib/libweir.so*, lib/libweir-testkit.so*,
+#     lib/weir/plugins/weir-*.so, include/weir/*.h (+ version.h, testkit.h),
+#     lib/pkgconfig/{weir,weir-testkit}.pc,
+#     lib/cmake/weir/{weirConfig,weirConfigVersion,weirTargets,WeirPlugin}.cmake;
+#     the installed libweir exports no weir_tk_* (the test kit is
+#     libweir-testkit's, issue #33).
 #  3. `weir version` and `weir plugins` run with an empty environment and
 #     find libweir and the installed plugins.
 #  4. pkg-config resolves --cflags, --libs and pluginsdir inside the prefix,
-#     and those flags build a plugin that `weir plugins DIR` loads.
+#     and those flags build a plugin that `weir plugins DIR` loads;
+#     weir-testkit's --libs name libweir-testkit (and libweir) there.
 #  5. sdk/template and examples/hook-plugin configure against the prefix
-#     (CMAKE_PREFIX_PATH), build, and their test-kit tests pass.
+#     (CMAKE_PREFIX_PATH), build, and their test-kit tests pass: they link
+#     the installed weir::testkit (libweir-testkit).
 #  6. issue #14, the first hour of a plugin author and an embedder:
 #     a. libweir's soname is libweir.so.<abi_major>;
 #     b. a two-line program built with `pkg-config --cflags --libs weir`
 #        runs with no LD_LIBRARY_PATH (an empty environment);
 #     c. the public headers compile and link in every order
-#        (tests/sdk/header_order_*.c), macros and all;
+#        (tests/sdk/header_order_*.c), macros and all, with
+#        `pkg-config --cflags --libs weir-testkit`;
 #     d. a plugin without WEIR_PLUGIN_INIT_API loads (no signal) and one
 #        without WEIR_PLUGIN_DEFINE fails its link naming the macro;
 #     e. `weir new-plugin` writes a plugin that builds out of the tree
@@ -58,13 +64,21 @@ prefix=$tmp/moved
 echo "sdk_install: installed and moved to $prefix"
 
 # 2. layout
-for f in bin/weir lib/libweir.so include/weir/plugin.h include/weir/host.h \
-    include/weir/testkit.h include/weir/version.h lib/pkgconfig/weir.pc \
+for f in bin/weir lib/libweir.so lib/libweir-testkit.so include/weir/plugin.h \
+    include/weir/host.h include/weir/testkit.h include/weir/version.h \
+    lib/pkgconfig/weir.pc lib/pkgconfig/weir-testkit.pc \
     lib/cmake/weir/weirConfig.cmake lib/cmake/weir/weirConfigVersion.cmake \
     lib/cmake/weir/weirTargets.cmake lib/cmake/weir/WeirPlugin.cmake; do
     [ -e "$prefix/$f" ] || fail "missing $f"
 done
 ls "$prefix"/lib/libweir.so.* >/dev/null 2>&1 || fail "missing lib/libweir.so.<version>"
+ls "$prefix"/lib/libweir-testkit.so.* >/dev/null 2>&1 ||
+    fail "missing lib/libweir-testkit.so.<version>"
+if nm -D --defined-only "$prefix/lib/libweir.so" | grep -q ' weir_tk_'; then
+    fail "the installed libweir exports weir_tk_*: $(nm -D --defined-only "$prefix/lib/libweir.so" | grep ' weir_tk_')"
+fi
+nm -D --defined-only "$prefix/lib/libweir-testkit.so" | grep -q ' T weir_tk_run_turn$' ||
+    fail "the installed libweir-testkit does not export weir_tk_run_turn"
 ls "$prefix"/lib/weir/plugins/weir-*.so >/dev/null 2>&1 || fail "no lib/weir/plugins/weir-*.so"
 [ ! -e "$prefix/lib/weir/plugins/weir-example-guard.so" ] || fail "an example plugin was installed"
 if grep -rl "$tmp/first" "$prefix/lib/cmake" "$prefix/lib/pkgconfig"; then
@@ -106,6 +120,16 @@ done
 [ $found_i = 1 ] || fail "--cflags has no -I with weir/plugin.h: $flags"
 [ $found_l = 1 ] || fail "--libs has no -L with libweir.so: $flags"
 case " $flags " in *" -lweir "*) ;; *) fail "--libs lacks -lweir: $flags" ;; esac
+kflags=$(pkg-config --libs weir-testkit) || fail "pkg-config --libs weir-testkit"
+found_l=0
+for f in $kflags; do
+    case $f in
+    -L*) inside "${f#-L}" && [ -f "${f#-L}/libweir-testkit.so" ] && found_l=1 ;;
+    esac
+done
+[ $found_l = 1 ] || fail "weir-testkit's --libs has no -L with libweir-testkit.so: $kflags"
+case " $kflags " in *" -lweir-testkit "*" -lweir "*) ;;
+*) fail "weir-testkit's --libs lacks -lweir-testkit then -lweir: $kflags" ;; esac
 pdir=$(pkg-config --variable=pluginsdir weir)
 inside "$pdir"
 [ "$(cd "$pdir" && pwd -P)" = "$real_prefix/lib/weir/plugins" ] ||
@@ -141,6 +165,11 @@ for project in sdk/template examples/hook-plugin; do
     echo "sdk_install: $project builds against the prefix and its test passes"
 done
 [ -f "$tmp/template/weir-myplugin.so" ] || fail "the template did not build weir-myplugin.so"
+for t in template/test_myplugin hook-plugin/test_example_guard; do
+    readelf -d "$tmp/$t" | grep -q 'NEEDED.*\[libweir-testkit\.so\.' ||
+        fail "$t does not link libweir-testkit: $(readelf -d "$tmp/$t" | grep NEEDED)"
+done
+echo "sdk_install: their tests link the installed weir::testkit (libweir-testkit)"
 
 # 6a. the soname carries the ABI major
 abi_major=$(pkg-config --variable=abi_major weir)
@@ -165,10 +194,11 @@ echo "sdk_install: a program built with pkg-config --cflags --libs weir runs wit
 # 6c. the headers in every order
 # shellcheck disable=SC2046,SC2086
 run_logged headers-build ${CC:-cc} -std=c17 -Wall -Werror $san_flags -I"$src/tests/sdk" \
-    $(pkg-config --cflags weir) -o "$tmp/hello/header_order" "$src/tests/sdk/header_order_a.c" \
-    "$src/tests/sdk/header_order_b.c" "$src/tests/sdk/header_order_c.c" $(pkg-config --libs weir)
+    $(pkg-config --cflags weir-testkit) -o "$tmp/hello/header_order" \
+    "$src/tests/sdk/header_order_a.c" "$src/tests/sdk/header_order_b.c" \
+    "$src/tests/sdk/header_order_c.c" $(pkg-config --libs weir-testkit)
 run_logged headers-run env -i "$tmp/hello/header_order"
-echo "sdk_install: testkit.h, host.h, weir.h and plugin.h compile and link in any order"
+echo "sdk_install: testkit.h, host.h, weir.h and plugin.h compile and link in any order (weir-testkit.pc)"
 
 # 6d. a plugin that skips a line of its set-up gets a message, not a signal
 mkdir "$tmp/setup"

@@ -1,9 +1,10 @@
 /*
- * core/testkit.c - the plugin test kit (weir/testkit.h): a fake host that
- * loads plugins without a deployment and invokes hooks through the real
- * registry (core/hooks.c).  Its weir_api table is the real one with the
- * members that need a weir_host or a weir_agent replaced by kit versions
- * that record what the plugin did.
+ * sdk/testkit/testkit.c - the plugin test kit (weir/testkit.h): a fake
+ * host that loads plugins without a deployment and invokes hooks through
+ * the real registry (core/hooks.c).  Its weir_api table is the real one
+ * with the members that need a weir_host or a weir_agent replaced by kit
+ * versions that record what the plugin did.  Built into libweir-testkit
+ * (sdk/testkit/CMakeLists.txt), not into libweir.
  */
 #include <string.h>
 

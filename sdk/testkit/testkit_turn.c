@@ -1,6 +1,6 @@
 /*
- * core/testkit_turn.c - weir_tk_run_turn() (weir/testkit.h): one scripted
- * turn through a real host.  The plugin under test is one row of a
+ * sdk/testkit/testkit_turn.c - weir_tk_run_turn() (weir/testkit.h): one
+ * scripted turn through a real host.  The plugin under test is one row of a
  * deployment whose provider is provider-scripted playing the test's script;
  * the agent's own llm/stream listener records every request as the
  * provider gets it, on_event the live events, and the session log (in a
