@@ -226,45 +226,12 @@ static json_t *stream_args(const weir_agent *a, const json_t *context, json_t *f
  */
 static int copies_stale(weir_agent *a, const json_t *messages, bool **out) {
     *out = NULL;
-    size_t n = json_array_size(messages);
-    if (n == 0)
+    if (json_array_size(messages) == 0)
         return 0;
     json_t *events = weir__log_surface_events(a->log);
-    bool *stale = events ? weir__calloc(n, sizeof *stale) : NULL;
-    if (!stale) {
-        json_decref(events);
-        return -1;
-    }
-    size_t nodes = json_array_size(events), k = 0;
-    json_int_t max_before = -1; /* the highest seq of the nodes before node k */
-    for (size_t j = 0; j < n; j++) {
-        const json_t *m = json_array_get(messages, j);
-        if (strcmp(weir__json_str(m, "role", ""), "assistant") != 0)
-            continue;
-        size_t from = k;
-        json_int_t max_from = max_before;
-        bool found = false;
-        while (k < nodes && !found) {
-            const json_t *ev = json_array_get(events, k);
-            json_int_t seq = weir__json_int(ev, "seq", 0);
-            const json_t *own = json_object_get(json_object_get(ev, "data"), "message");
-            if (strcmp(weir__json_str(ev, "type", ""), "assistant/message") == 0 &&
-                (own == m || weir__json_equal(own, m))) {
-                found = true;
-                stale[j] = max_before > seq;
-            }
-            if (seq > max_before)
-                max_before = seq;
-            k++;
-        }
-        if (!found) { /* not a message of the history: no staleness known */
-            k = from;
-            max_before = max_from;
-        }
-    }
+    int rc = events ? weir__continuation_stale_copies(events, messages, out) : -1;
     json_decref(events);
-    *out = stale;
-    return 0;
+    return rc;
 }
 
 /*

@@ -58,7 +58,20 @@ size_t weir__continuation_count(const weir__cont_dropped *d) {
     return d ? d->malformed + d->route + d->prefix : 0;
 }
 
-int weir__continuation_stale(const weir__surface *s, const json_t *messages, bool **out) {
+/* The k-th envelope of a surface, or of an array of envelopes. */
+static const json_t *surface_at(const void *src, size_t k) { return weir__surface_event(src, k); }
+static const json_t *array_at(const void *src, size_t k) { return json_array_get(src, k); }
+
+/*
+ * The staleness mask of `messages` against `nodes` envelopes in surface
+ * order (event_at(src, k)): an assistant message is matched with the next
+ * assistant/message node that holds it (the very object, or with
+ * `by_value` an equal one); it is stale when a node before that one has a
+ * higher seq.  A message matched with no node is not stale.
+ */
+static int stale_mask(const void *src, size_t nodes,
+                      const json_t *(*event_at)(const void *, size_t), bool by_value,
+                      const json_t *messages, bool **out) {
     *out = NULL;
     size_t n = json_array_size(messages);
     if (n == 0)
@@ -66,20 +79,21 @@ int weir__continuation_stale(const weir__surface *s, const json_t *messages, boo
     bool *stale = weir__calloc(n, sizeof *stale);
     if (!stale)
         return -1;
-    size_t nodes = weir__surface_len(s), k = 0;
+    size_t k = 0;
     json_int_t max_before = -1; /* the highest seq of the nodes before node k */
     for (size_t j = 0; j < n; j++) {
         const json_t *m = json_array_get(messages, j);
         if (strcmp(weir__json_str(m, "role", ""), "assistant") != 0)
             continue;
-        /* the node whose event holds this very message object */
         size_t from = k;
         json_int_t max_from = max_before;
         bool found = false;
         while (k < nodes && !found) {
-            const json_t *ev = weir__surface_event(s, k);
+            const json_t *ev = event_at(src, k);
             json_int_t seq = weir__json_int(ev, "seq", 0);
-            if (json_object_get(json_object_get(ev, "data"), "message") == m) {
+            const json_t *own = json_object_get(json_object_get(ev, "data"), "message");
+            if (strcmp(weir__json_str(ev, "type", ""), "assistant/message") == 0 &&
+                (own == m || (by_value && weir__json_equal(own, m)))) {
                 found = true;
                 stale[j] = max_before > seq;
             }
@@ -87,13 +101,21 @@ int weir__continuation_stale(const weir__surface *s, const json_t *messages, boo
                 max_before = seq;
             k++;
         }
-        if (!found) { /* not the surface's own message: no staleness known */
+        if (!found) { /* not a message of the history: no staleness known */
             k = from;
             max_before = max_from;
         }
     }
     *out = stale;
     return 0;
+}
+
+int weir__continuation_stale(const weir__surface *s, const json_t *messages, bool **out) {
+    return stale_mask(s, weir__surface_len(s), surface_at, false, messages, out);
+}
+
+int weir__continuation_stale_copies(const json_t *events, const json_t *messages, bool **out) {
+    return stale_mask(events, json_array_size(events), array_at, true, messages, out);
 }
 
 typedef enum verdict { KEEP = 0, MALFORMED, ROUTE, PREFIX } verdict;

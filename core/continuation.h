@@ -55,6 +55,14 @@ bool weir__continuation_valid(const json_t *c);
 int weir__continuation_stale(const weir__surface *s, const json_t *messages, bool **out);
 
 /*
+ * The same mask for copies: `events` (borrowed) is the surface's envelopes
+ * in order (weir__log_surface_events), and an assistant message matches the
+ * node whose message is equal to it (a plugin's request holds copies of
+ * the history's messages, not its objects).  0, or -1 when out of memory.
+ */
+int weir__continuation_stale_copies(const json_t *events, const json_t *messages, bool **out);
+
+/*
  * New reference: `messages` (borrowed, read-only: an array of messages)
  * with every continuation that may not be sent (rules above) dropped, for
  * the route `provider` / `model` (NULL: no route, every continuation is
