@@ -1083,6 +1083,8 @@ static void http_fake_session(void **state) {
     int inits = 0;
     for (const char *s = sent; (s = strstr(s, "\"method\":\"initialize\"")); s++)
         inits++;
+    if (inits != 2) /* show what the fake was sent, to tell why */
+        fprintf(stderr, "the fake was sent:\n%s\n", sent);
     assert_int_equal(inits, 2); /* the session expired once */
     free(sent);
     free(config);
