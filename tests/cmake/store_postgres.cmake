@@ -11,8 +11,7 @@ set_tests_properties(pg_server_stop PROPERTIES FIXTURES_CLEANUP pg_server TIMEOU
 
 if(TARGET test_store_postgres)
   target_sources(test_store_postgres PRIVATE ${PROJECT_SOURCE_DIR}/plugins/store-postgres/pg_store.c)
-  target_include_directories(test_store_postgres PRIVATE ${PROJECT_SOURCE_DIR}/plugins/store-postgres
-                             ${PROJECT_SOURCE_DIR}/core)
+  target_include_directories(test_store_postgres PRIVATE ${PROJECT_SOURCE_DIR}/plugins/store-postgres)
   add_dependencies(test_store_postgres weir-store-postgres)
   target_link_libraries(test_store_postgres PRIVATE PkgConfig::LIBPQ)
   set_tests_properties(test_store_postgres PROPERTIES FIXTURES_REQUIRED pg_server

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "../../core/config.h"
+#include "config.h"
 #include "testutil.h"
 
 /* ---- helpers --------------------------------------------------------------- */
