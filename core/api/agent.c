@@ -179,16 +179,6 @@ static bool type_known(const char *type, void *ud) {
     return weir__host_event_type(ud, type, NULL);
 }
 
-bool weir_session_id_valid(const char *id) {
-    if (!id || !*id || *id == '.' || *id == '-' || *id == '_' || strlen(id) > 128)
-        return false;
-    for (const char *p = id; *p; p++)
-        if (!(('a' <= *p && *p <= 'z') || ('A' <= *p && *p <= 'Z') ||
-              ('0' <= *p && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
-            return false;
-    return true;
-}
-
 /* "<session.dir>/<id>.jsonl", with a leading "~/" expanded from $HOME. */
 static int log_path_for(const json_t *config, const char *id, char **out, weir_error *err) {
     const json_t *session = json_object_get(config, "session");

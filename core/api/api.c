@@ -9,6 +9,7 @@
 #include "failure.h"
 #include "host_int.h"
 #include "hooks.h"
+#include "provenance.h"
 #include "schema.h"
 #include "cancel.h"
 #include "store.h"
@@ -121,3 +122,15 @@ const weir_api weir__api_table = {
     .agent_event_ref = weir__agent_event_ref,
     .stream_session = api_stream_session,
 };
+
+/* The wiring root: a host's plugins get this table, and its hook chains
+ * write their provenance into the agent's log (core/api/provenance.c). */
+static const weir__host_wiring wiring = {
+    .api = &weir__api_table,
+    .sink = weir__provenance_sink,
+    .mark = weir__provenance_mark,
+};
+
+int weir_host_create(const json_t *config, weir_host **out, weir_error *err) {
+    return weir__host_create(config, &wiring, out, err);
+}

@@ -54,15 +54,3 @@ void weir__provenance_sink(weir_agent *a, const weir__hook_record *rec) {
 size_t weir__provenance_mark(weir_agent *a) {
     return a && a->inbox ? weir__inbox_count(a->inbox, true) : 0;
 }
-
-bool weir__provenance_parse(const char *text, weir__provenance *out) {
-    if (!text || !strcmp(text, "decisions"))
-        *out = WEIR__PROVENANCE_DECISIONS;
-    else if (!strcmp(text, "all"))
-        *out = WEIR__PROVENANCE_ALL;
-    else if (!strcmp(text, "off"))
-        *out = WEIR__PROVENANCE_OFF;
-    else
-        return false;
-    return true;
-}

@@ -19,8 +19,5 @@ void weir__provenance_sink(weir_agent *agent, const weir__hook_record *rec);
 /* The agent's count of queued next-step input (moves when a listener steers). */
 size_t weir__provenance_mark(weir_agent *agent);
 
-/* "off", "decisions" or "all" (session.provenance) in *out; false for
- * anything else.  NULL is the default, "decisions". */
-bool weir__provenance_parse(const char *text, weir__provenance *out);
 
 #endif

@@ -29,7 +29,6 @@
 #include <unistd.h>
 
 #include "assistant_stream.h"
-#include "host_int.h"
 #include "session_log.h"
 #include "store.h"
 

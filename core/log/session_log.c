@@ -1377,3 +1377,14 @@ int weir__log_repair(weir__log *log, bool *repaired, weir_error *err) {
 int weir__log_settle_calls(weir__log *log, const char *why, weir_error *err) {
     return close_open(log, why ? why : "the tool call was cut off", false, NULL, err);
 }
+
+/* A session id names a log file and a store row (weir/host.h). */
+bool weir_session_id_valid(const char *id) {
+    if (!id || !*id || *id == '.' || *id == '-' || *id == '_' || strlen(id) > 128)
+        return false;
+    for (const char *p = id; *p; p++)
+        if (!(('a' <= *p && *p <= 'z') || ('A' <= *p && *p <= 'Z') ||
+              ('0' <= *p && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
+            return false;
+    return true;
+}

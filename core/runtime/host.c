@@ -11,10 +11,17 @@
 #include "event_catalog.h"
 #include "host_int.h"
 #include "idmap.h"
-#include "provenance.h"
 #include "schema.h"
 #include "store.h"
 #include "tools.h"
+
+/* A store a row registered (api->store_register). */
+typedef struct store_entry {
+    struct store_entry *next;
+    char *id;      /* row id */
+    weir_store vt; /* copy (struct_size-limited) */
+    void *self;
+} store_entry;
 
 struct weir_host {
     json_t *config;              /* own copy of the composed config */
@@ -31,6 +38,9 @@ struct weir_host {
     size_t ntypes;
     json_t *required;            /* [{row, provider, what}]: provider_require, checked after init */
     weir__http_pool *http;       /* the agents' HTTP handles (core/http.h) */
+    const weir__host_wiring *wiring; /* from the api floor (core/api/api.c), static */
+    store_entry *stores;         /* the stores rows registered, newest first: written
+                                  * only by init (registration), read-only after */
 };
 
 /*
@@ -66,6 +76,78 @@ static bool event_owned(const char *plugin_id, const char *type, void *ud) {
     return false;
 }
 
+/* --- the store registry (weir/store.h, docs/stores.md) ----------------- */
+
+
+int weir__plugin_store_register(weir_plugin *self, const weir_store *store, void *self_ptr) {
+    int rc = weir__reg_open(self, "store_register", weir__plugin_log);
+    if (rc != WEIR_OK)
+        return rc;
+    weir_error e;
+    weir_error_clear(&e);
+    if (!store || store->struct_size < offsetof(weir_store, close) + sizeof store->close ||
+        !store->open || !store->read || !store->buffer_free || !store->append || !store->sync ||
+        !store->close) {
+        weir__err(&e, WEIR_E_INVAL, self->id, NULL,
+                  "store_register: open, read, buffer_free, append, sync and close are required");
+        return weir__reg_fail(self, &e);
+    }
+    if (strcmp(self->id, "file") == 0 || strcmp(self->id, "memory") == 0) {
+        weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL,
+                  "store_register: '%s' is the name of a built-in store", self->id);
+        return weir__reg_fail(self, &e);
+    }
+    weir__store_ref have;
+    if (weir__store_lookup(self->host, self->id, &have) == WEIR_OK) {
+        weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL,
+                  "a store is already registered under '%s'", self->id);
+        return weir__reg_fail(self, &e);
+    }
+    store_entry *en = weir__calloc(1, sizeof *en);
+    if (!en || !(en->id = weir__strdup(self->id))) {
+        weir__free(en);
+        weir__err(&e, WEIR_E_NOMEM, self->id, NULL, "out of memory");
+        return weir__reg_fail(self, &e);
+    }
+    size_t n = store->struct_size < sizeof en->vt ? store->struct_size : sizeof en->vt;
+    memcpy(&en->vt, store, n);
+    en->vt.struct_size = sizeof en->vt;
+    en->self = self_ptr;
+    en->next = self->host->stores;
+    self->host->stores = en;
+    return WEIR_OK;
+}
+
+int weir__store_lookup(const weir_host *host, const char *name, weir__store_ref *out) {
+    if (!name || strcmp(name, "file") == 0) {
+        *out = weir__store_file();
+        return WEIR_OK;
+    }
+    if (strcmp(name, "memory") == 0) {
+        *out = weir__store_memory();
+        return WEIR_OK;
+    }
+    int rc = WEIR_E_NOT_FOUND;
+    for (store_entry *en = host ? host->stores : NULL; en; en = en->next) {
+        if (strcmp(en->id, name) == 0) {
+            *out = (weir__store_ref){.vt = &en->vt, .self = en->self};
+            rc = WEIR_OK;
+            break;
+        }
+    }
+    return rc;
+}
+
+/* Drop the stores the rows registered (host_free). */
+static void stores_free(weir_host *h) {
+    while (h->stores) {
+        store_entry *en = h->stores;
+        h->stores = en->next;
+        weir__free(en->id);
+        weir__free(en);
+    }
+}
+
 /* --- teardown ---------------------------------------------------------- */
 
 static void plugin_free(weir_plugin *p) {
@@ -79,7 +161,7 @@ static void plugin_free(weir_plugin *p) {
 
 /* fini every initialised instance in reverse load order, then free all. */
 static void host_free(weir_host *h) {
-    weir__store_forget_host(h);
+    stores_free(h);
     for (size_t i = h->nplugins; i-- > 0;) {
         weir_plugin *p = h->plugins[i];
         if (p->initialized && p->desc->fini)
@@ -155,7 +237,7 @@ static int run_init(weir_plugin *p, const json_t *config, weir_error *err) {
     weir_error_clear(&perr);
     weir_error_clear(&p->reg_err);
     p->registering = true;
-    int rc = p->desc->init(p, &weir__api_table, config, &perr);
+    int rc = p->desc->init(p, p->host->wiring->api, config, &perr);
     p->registering = false;
     const weir_error *reg = &p->reg_err;
     if (rc == WEIR_OK && reg->code == WEIR_OK) {
@@ -354,8 +436,9 @@ static int check_required(weir_host *h, weir_error *err) {
     return WEIR_OK;
 }
 
-int weir_host_create(const json_t *config, weir_host **out, weir_error *err) {
-    if (!config || !out)
+int weir__host_create(const json_t *config, const weir__host_wiring *wiring, weir_host **out,
+                      weir_error *err) {
+    if (!config || !out || !wiring)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir_host_create: invalid argument");
     *out = NULL;
     if (!json_is_object(config))
@@ -366,6 +449,7 @@ int weir_host_create(const json_t *config, weir_host **out, weir_error *err) {
     weir_host *h = weir__calloc(1, sizeof *h);
     if (!h)
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory creating the host");
+    h->wiring = wiring;
     int rc = WEIR_OK;
     h->config = json_deep_copy(config);
     if (!h->config)
@@ -386,8 +470,7 @@ int weir_host_create(const json_t *config, weir_host **out, weir_error *err) {
         rc = weir__err(err, WEIR_E_CONFIG, NULL, NULL,
                        "session.provenance must be \"decisions\", \"all\" or \"off\"");
     if (rc == WEIR_OK)
-        weir__hooks_set_provenance(h->hooks, level, weir__provenance_sink,
-                                   weir__provenance_mark);
+        weir__hooks_set_provenance(h->hooks, level, wiring->sink, wiring->mark);
     load_cache lc = {WEIR__IDMAP_INIT, WEIR__IDMAP_INIT};
     json_array_foreach(json_object_get(h->config, "plugins"), i, row) {
         if (rc != WEIR_OK)

@@ -9,6 +9,7 @@
 #include "common.h"
 #include "hooks.h"
 #include "http.h"
+#include "store.h"
 
 typedef struct weir__tools weir__tools;
 
@@ -69,7 +70,36 @@ bool weir__host_event_type(const weir_host *host, const char *type, uint32_t *fl
 /* The instance of plugin row `id` (borrowed), or NULL. */
 weir_plugin *weir__host_plugin(const weir_host *host, const char *id);
 
-/* The api table given to every plugin (core/api.c). */
+/* api->store_register (core/api.c). */
+int weir__plugin_store_register(weir_plugin *self, const weir_store *store, void *self_ptr);
+
+/*
+ * The store of deployment `host` named `name` ("file", "memory", or a row id
+ * that registered one; NULL: "file") into *out.  WEIR_E_NOT_FOUND when no
+ * row of the host registered `name`.
+ */
+int weir__store_lookup(const weir_host *host, const char *name, weir__store_ref *out);
+
+/*
+ * What the api floor gives the host it creates (core/api/api.c, the wiring
+ * root): the table every plugin's init receives, and where the hook chains'
+ * provenance records go.  Static: the host keeps the pointer.
+ */
+typedef struct weir__host_wiring {
+    const weir_api *api;
+    weir__hook_sink_fn sink;
+    weir__hook_mark_fn mark;
+} weir__host_wiring;
+
+/*
+ * weir_host_create (weir/host.h) with `wiring`: load the config's rows in
+ * order, init each with registration open, check what they require, freeze
+ * the hook chains.  Any error unwinds everything.
+ */
+int weir__host_create(const json_t *config, const weir__host_wiring *wiring, weir_host **out,
+                      weir_error *err);
+
+/* The api table given to every plugin (core/api/api.c). */
 extern const weir_api weir__api_table;
 
 /* Public-table implementations (core/host.c). */
