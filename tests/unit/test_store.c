@@ -18,6 +18,7 @@
 
 #include "session_log.h"
 #include "store.h"
+#include "host_int.h"
 #include "surface.h"
 #include "testutil.h"
 

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "pg_store.h"
+#include "host_int.h"
 #include "store.h"
 #include "testutil.h"
 #include "weir/host.h"
