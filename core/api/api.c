@@ -56,7 +56,7 @@ static json_t *api_failure_new(const char *provider, const char *code, const cha
 /* The session id of the stream's agent (borrowed: the agent outlives its
  * streams). */
 static const char *api_stream_session(weir_stream *stream) {
-    return stream && stream->agent ? weir_agent_id(stream->agent) : NULL;
+    return weir__stream_session(stream);
 }
 
 const weir_api *weir_host_api(void) { return &weir__api_table; }

@@ -44,7 +44,7 @@ int weir__agent_approve(weir_agent *agent, const json_t *request, json_t **decis
 }
 
 const char *weir__agent_log_path(const weir_agent *agent) {
-    return agent && agent->log ? weir__log_path(agent->log) : NULL;
+    return agent && agent->e.log ? weir__log_path(agent->e.log) : NULL;
 }
 
 /* The waterfall default of a plugin-raised hook: the caller's value. */
@@ -64,12 +64,12 @@ int weir__agent_hook_invoke(weir_agent *agent, const char *hook, const json_t *a
         return weir__err(err, WEIR_E_NOT_FOUND, NULL, hook, "unknown hook \"%s\"", hook);
     json_t *payload = json_copy((json_t *)(uintptr_t)args);
     if (payload && !json_object_get(payload, "agent"))
-        json_object_set_new(payload, "agent", json_string(agent->id));
+        json_object_set_new(payload, "agent", json_string(agent->e.id));
     if (!payload)
         return weir__err(err, WEIR_E_NOMEM, NULL, hook, "out of memory");
     weir_error e;
     weir_error_clear(&e);
-    json_t *res = weir__hook_invoke(agent->hooks, hook, agent, &agent->signal, payload,
+    json_t *res = weir__hook_invoke(agent->e.hooks, hook, agent, &agent->e.signal, payload,
                                     given_default, (void *)(uintptr_t)dflt, &e);
     json_decref(payload);
     if (!res) {

@@ -1172,9 +1172,9 @@ int weir_generation_tracker_shutdown(weir_generation_tracker *t, weir_agent *age
     pthread_mutex_unlock(&t->mu);
     /* The tracker's lock is not held here: the agent feeds these events
      * back through the embedder's on_event, maybe on this thread. */
-    weir__inbox_stop(agent->inbox); /* the stop fence: no new input from here on */
+    weir__inbox_stop(agent->e.inbox); /* the stop fence: no new input from here on */
     weir_agent_cancel(agent, "disposed", false);
-    int rc = weir__inbox_clear(agent->inbox, err);
+    int rc = weir__inbox_clear(agent->e.inbox, err);
     if (rc != WEIR_OK) { /* the log took no removal: hold what is still queued anyway */
         pthread_mutex_lock(&t->mu);
         (void)hold_queued(t); /* out of memory leaves an input unreported; rc says why */

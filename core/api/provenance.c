@@ -15,7 +15,7 @@ static json_t *int_of(const json_t *args, const char *key) {
 }
 
 void weir__provenance_sink(weir_agent *a, const weir__hook_record *rec) {
-    if (!a || !a->log || !rec)
+    if (!a || !a->e.log || !rec)
         return;
     char plugin[256];
     if (rec->owner && rec->owner->desc)
@@ -43,7 +43,7 @@ void weir__provenance_sink(weir_agent *a, const weir__hook_record *rec) {
     weir_error e;
     weir_error_clear(&e);
     int rc = bad ? WEIR_E_NOMEM
-                 : weir__log_append(a->log, rec->type, d, NULL, NULL, WEIR_EVENT_IGNORABLE, NULL,
+                 : weir__log_append(a->e.log, rec->type, d, NULL, NULL, WEIR_EVENT_IGNORABLE, NULL,
                                     &e);
     json_decref(d);
     if (rc != WEIR_OK)
@@ -52,5 +52,5 @@ void weir__provenance_sink(weir_agent *a, const weir__hook_record *rec) {
 }
 
 size_t weir__provenance_mark(weir_agent *a) {
-    return a && a->inbox ? weir__inbox_count(a->inbox, true) : 0;
+    return a && a->e.inbox ? weir__inbox_count(a->e.inbox, true) : 0;
 }

@@ -185,7 +185,7 @@ int weir_agent_take_store_inbox(weir_agent *a, size_t *taken, weir_error *err) {
     weir__store_ref st;
     void *h;
     uint64_t epoch;
-    int rc = weir__log_store_handle(a->log, &st, &h, &epoch, err);
+    int rc = weir__log_store_handle(a->e.log, &st, &h, &epoch, err);
     if (rc != WEIR_OK)
         return rc;
     if (!st.vt->inbox || !st.vt->consume)
@@ -196,7 +196,7 @@ int weir_agent_take_store_inbox(weir_agent *a, size_t *taken, weir_error *err) {
     json_t *done = json_array(); /* the inbox ids to drop: logged, or refused for good */
     if (!done) {
         json_decref(rows);
-        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session %s: out of memory", a->id);
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session %s: out of memory", a->e.id);
     }
     size_t i, n = 0;
     const json_t *row;
@@ -210,7 +210,7 @@ int weir_agent_take_store_inbox(weir_agent *a, size_t *taken, weir_error *err) {
             rc = weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL,
                            "session %s: queued input #%zu of the store is malformed (want "
                            "inbox_id, input_id, mode and a message object); it stays queued",
-                           a->id, i + 1);
+                           a->e.id, i + 1);
             break;
         }
         /* an input already in the log (delivered by a writer that died before
@@ -219,16 +219,16 @@ int weir_agent_take_store_inbox(weir_agent *a, size_t *taken, weir_error *err) {
         weir_error_clear(&e);
         /* through the log's inbox, never the provider's native steering:
          * the row goes only once its splice is durable */
-        int src = weir__agent_send_stored(a, msg, mode, input_id, &e);
+        int src = weir__engine_send(&a->e, msg, mode, input_id, 0, WEIR__SEND_STORED, &e);
         if (src == WEIR_E_DUPLICATE) {
             /* the log has another input under this id: it was delivered
              * already, this one can never be; say so and drop it */
-            weir__warn("weir: session %s: queued input '%s' dropped: %s", a->id, input_id,
+            weir__warn("weir: session %s: queued input '%s' dropped: %s", a->e.id, input_id,
                        e.text);
-        } else if (src == WEIR_E_LIMIT && !weir__agent_input_fits(a, msg)) {
+        } else if (src == WEIR_E_LIMIT && !weir__engine_input_fits(&a->e, msg)) {
             /* too long for this deployment, whenever it is taken: refused
              * for good, so it does not hold back the inputs after it */
-            weir__warn("weir: session %s: queued input '%s' refused: %s", a->id,
+            weir__warn("weir: session %s: queued input '%s' refused: %s", a->e.id,
                        input_id, e.text);
         } else if (src != WEIR_OK) {
             /* a full queue or another failure: this row and the rest stay
@@ -241,7 +241,7 @@ int weir_agent_take_store_inbox(weir_agent *a, size_t *taken, weir_error *err) {
             n++;
         }
         if (json_array_append_new(done, json_integer(inbox_id)) != 0) {
-            rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session %s: out of memory", a->id);
+            rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session %s: out of memory", a->e.id);
             break;
         }
     }
@@ -250,7 +250,7 @@ int weir_agent_take_store_inbox(weir_agent *a, size_t *taken, weir_error *err) {
         /* the splices are durable before the rows go */
         weir_error e2;
         weir_error_clear(&e2);
-        int src = weir__log_sync_durable(a->log, &e2);
+        int src = weir__log_sync_durable(a->e.log, &e2);
         if (src == WEIR_OK)
             src = st.vt->consume(st.self, h, epoch, done, &e2);
         if (rc == WEIR_OK && src != WEIR_OK) {
@@ -268,11 +268,11 @@ int weir_agent_take_store_inbox(weir_agent *a, size_t *taken, weir_error *err) {
 int weir_agent_interrupted_turn(weir_agent *a) {
     if (!a)
         return 0;
-    size_t count = weir__log_count(a->log);
+    size_t count = weir__log_count(a->e.log);
     int turn = 0;
     int found = 0; /* 0 while scanning, else the answer + 1 */
     for (size_t i = count; !found && i-- > 0;) {
-        json_t *ev = weir__log_event_ref(a->log, i); /* any thread: a reference of its own */
+        json_t *ev = weir__log_event_ref(a->e.log, i); /* any thread: a reference of its own */
         if (!ev)
             return 0; /* out of memory: never an older turn's answer */
         const char *type = weir__json_str(ev, "type", "");
@@ -301,12 +301,12 @@ uint64_t weir_agent_lease_epoch(weir_agent *a) {
     weir__store_ref st;
     void *h;
     uint64_t epoch = 0;
-    (void)weir__log_store_handle(a->log, &st, &h, &epoch, NULL); /* set even when fenced */
+    (void)weir__log_store_handle(a->e.log, &st, &h, &epoch, NULL); /* set even when fenced */
     return epoch;
 }
 
 bool weir_agent_lease_lost(weir_agent *a) {
     if (!a)
         return false;
-    return weir__log_lease_lost(a->log);
+    return weir__log_lease_lost(a->e.log);
 }

@@ -52,12 +52,12 @@ int weir_agent_last_turn(weir_agent *a, weir_turn_outcome *out, weir_error *err)
     weir_turn_outcome_clear(out);
     /* any thread: each envelope is a reference of its own (a turn end's
      * trim may release the log's) */
-    size_t n = weir__log_count(a->log);
+    size_t n = weir__log_count(a->e.log);
     json_t *end = NULL;
     size_t at = n;
     bool oom = false;
     while (!oom && at-- > 0) {
-        json_t *ev = weir__log_event_ref(a->log, at);
+        json_t *ev = weir__log_event_ref(a->e.log, at);
         oom = !ev;
         if (strcmp(weir__json_str(ev, "type", ""), "turn/end") == 0) {
             end = ev;
@@ -73,7 +73,7 @@ int weir_agent_last_turn(weir_agent *a, weir_turn_outcome *out, weir_error *err)
     int turn = (int)weir__json_int(data, "turn", 0);
     json_t *last = NULL;
     for (size_t i = at; i-- > 0 && !last && !oom;) {
-        json_t *ev = weir__log_event_ref(a->log, i);
+        json_t *ev = weir__log_event_ref(a->e.log, i);
         oom = !ev;
         const char *type = weir__json_str(ev, "type", "");
         const json_t *d = json_object_get(ev, "data");

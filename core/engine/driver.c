@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
+#include "engine.h"
 #include "assistant_stream.h"
 #include "continuation.h"
 #include "failure.h"
@@ -26,7 +26,7 @@
 #include "tools.h"
 
 typedef struct turn_ctx {
-    weir_agent *a;
+    weir__engine *eng;
     int turn, step;
     json_t *assembly;  /* the turn's assembly (owned) */
     char *system_text; /* rendered system prompt (owned) */
@@ -44,7 +44,7 @@ typedef struct step_out {
     bool ends; /* the step ended the turn (no tool calls, concluded, max tokens) */
 } step_out;
 
-static bool cancelled(const turn_ctx *t) { return weir__signal_cancelled(&t->a->signal); }
+static bool cancelled(const turn_ctx *t) { return weir__signal_cancelled(&t->eng->signal); }
 
 static void set_reason(turn_ctx *t, json_t *reason) {
     if (t->reason) { /* the first reason decided stands */
@@ -56,7 +56,7 @@ static void set_reason(turn_ctx *t, json_t *reason) {
 
 static void set_aborted(turn_ctx *t) {
     set_reason(t, json_pack("{s:s, s:s}", "kind", "aborted", "cause",
-                            weir__signal_cause(&t->a->signal)));
+                            weir__signal_cause(&t->eng->signal)));
 }
 
 /* New reference: {code, message, provider?}. */
@@ -69,7 +69,7 @@ static json_t *unknown_failure(const char *provider, const char *what, const wei
 static void fail_turn(turn_ctx *t, json_t *failure) {
     json_t *data = json_pack("{s:i, s:i, s:O}", "turn", t->turn, "step", t->step, "error",
                              failure);
-    weir__agent_live(t->a, "agent/error", data);
+    weir__engine_live(t->eng, "agent/error", data);
     set_reason(t, json_pack("{s:s, s:o}", "kind", "error", "error", failure));
 }
 
@@ -90,7 +90,7 @@ static int log_event(turn_ctx *t, const char *type, json_t *data, const json_t *
     if (!data) {
         return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory building %s", type);
     }
-    int rc = weir__log_append(t->a->log, type, data, op, sources, WEIR__APPEND_HANDOVER, seq,
+    int rc = weir__log_append(t->eng->log, type, data, op, sources, WEIR__APPEND_HANDOVER, seq,
                               t->err);
     json_decref(data);
     return rc;
@@ -99,7 +99,7 @@ static int log_event(turn_ctx *t, const char *type, json_t *data, const json_t *
 static json_t *hook_args(const turn_ctx *t) {
     /* built directly: json_pack's format parsing costs more than the object */
     json_t *o = json_object();
-    if (o && (json_object_set_new(o, "agent", json_string(t->a->id)) != 0 ||
+    if (o && (json_object_set_new(o, "agent", json_string(t->eng->id)) != 0 ||
               json_object_set_new(o, "turn", json_integer(t->turn)) != 0 ||
               json_object_set_new(o, "step", json_integer(t->step)) != 0)) {
         json_decref(o);
@@ -115,7 +115,7 @@ static json_t *invoke(turn_ctx *t, const char *hook, const json_t *args,
         weir__err(e, WEIR_E_NOMEM, NULL, hook, "out of memory");
         return NULL;
     }
-    return weir__hook_invoke(t->a->hooks, hook, t->a, &t->a->signal, args, dflt, ctx, e);
+    return weir__hook_invoke(t->eng->hooks, hook, t->eng->handle, &t->eng->signal, args, dflt, ctx, e);
 }
 
 /* invoke() for a hook whose default is the core's own (no plugin behind it):
@@ -127,7 +127,7 @@ static json_t *invoke_core(turn_ctx *t, const char *hook, const json_t *args,
         weir__err(e, WEIR_E_NOMEM, NULL, hook, "out of memory");
         return NULL;
     }
-    return weir__hook_invoke_core(t->a->hooks, hook, t->a, &t->a->signal, args, dflt, ctx, NULL,
+    return weir__hook_invoke_core(t->eng->hooks, hook, t->eng->handle, &t->eng->signal, args, dflt, ctx, NULL,
                                   e);
 }
 
@@ -138,13 +138,13 @@ static json_t *invoke_core(turn_ctx *t, const char *hook, const json_t *args,
 /* Claim input; consumes the wake latch first (later input re-arms it). */
 static int claim(turn_ctx *t, bool turn_boundary, json_t **claimed) {
     /* finished background jobs join at this request boundary */
-    int rc = weir__driver_settle_jobs(t->a, true, t->err);
+    int rc = weir__driver_settle_jobs(t->eng, true, t->err);
     if (rc != WEIR_OK)
         return rc;
-    pthread_mutex_lock(&t->a->mu);
-    t->a->wake = false;
-    pthread_mutex_unlock(&t->a->mu);
-    return weir__inbox_claim(t->a->inbox, turn_boundary, t->turn, claimed, t->err);
+    pthread_mutex_lock(&t->eng->mu);
+    t->eng->wake = false;
+    pthread_mutex_unlock(&t->eng->mu);
+    return weir__inbox_claim(t->eng->inbox, turn_boundary, t->turn, claimed, t->err);
 }
 
 static json_t *assemble_default(weir_call *call, const json_t *args, void *ctx) {
@@ -250,8 +250,8 @@ done:
 /* system-prompt/assemble; false when the turn ended (reason set). */
 static bool assemble(turn_ctx *t) {
     weir_error e;
-    json_t *tools = weir__tools_schemas(weir__host_tools(t->a->host));
-    json_t *args = json_pack("{s:s, s:i, s:i}", "agent", t->a->id, "turn", t->turn, "step",
+    json_t *tools = weir__tools_schemas(weir__host_tools(t->eng->host));
+    json_t *args = json_pack("{s:s, s:i, s:i}", "agent", t->eng->id, "turn", t->turn, "step",
                              t->step + 1); /* the step it is assembled for */
     if (args && tools)
         json_object_set_new(args, "assembly",
@@ -332,7 +332,7 @@ typedef enum pre_kind { PRE_ENTER, PRE_STOPPED } pre_kind;
 /* agent/pre-step.  PRE_ENTER fills *entered (new) and *series. */
 static pre_kind pre_step(turn_ctx *t, const json_t *claimed, json_t **entered, bool *series) {
     weir_error e;
-    json_t *args = json_pack("{s:s, s:i, s:i, s:O}", "agent", t->a->id, "turn", t->turn, "step",
+    json_t *args = json_pack("{s:s, s:i, s:i, s:O}", "agent", t->eng->id, "turn", t->turn, "step",
                              t->step + 1, "messages", claimed);
     const char *author = NULL; /* the row whose listener made the result */
     json_t *res = NULL;
@@ -340,7 +340,8 @@ static pre_kind pre_step(turn_ctx *t, const json_t *claimed, json_t **entered, b
     if (!args)
         weir__err(&e, WEIR_E_NOMEM, NULL, "agent/pre-step", "out of memory");
     else
-        res = weir__hook_invoke_core(t->a->hooks, "agent/pre-step", t->a, &t->a->signal, args,
+        res = weir__hook_invoke_core(t->eng->hooks, "agent/pre-step", t->eng->handle,
+                                     &t->eng->signal, args,
                                      pre_step_default, NULL, &author, &e);
     json_decref(args);
     if (!res) {
@@ -412,7 +413,7 @@ static char *event_system_text(const json_t *event) {
  * session whose log holds a request/header has.
  */
 static bool prefix_sent(const turn_ctx *t) {
-    return t->a->requested || weir__log_request_header(t->a->log) != NULL;
+    return t->eng->requested || weir__log_request_header(t->eng->log) != NULL;
 }
 
 /*
@@ -497,8 +498,8 @@ static void tool_plan_free(tool_plan *p) {
  * once sent keeps its place; docs/lifecycle.md).  `offered` (borrowed) is
  * the assembly's tools.  WEIR_OK or WEIR_E_NOMEM.
  */
-static int plan_tools(const weir_agent *a, const json_t *offered, tool_plan *p) {
-    const json_t *last = weir__log_request_header(a->log);
+static int plan_tools(const weir__engine *eng, const json_t *offered, tool_plan *p) {
+    const json_t *last = weir__log_request_header(eng->log);
     const json_t *sent = json_object_get(last, "tools");
     const json_t *was_removed = json_object_get(last, "removed_tools");
     *p = (tool_plan){json_array(), json_array(), json_array(), json_array(), json_array()};
@@ -558,7 +559,7 @@ static void note_names(char **buf, const char *label, const json_t *names) {
  */
 static int announce_tools(turn_ctx *t) {
     tool_plan p;
-    if (plan_tools(t->a, json_object_get(t->assembly, "tools"), &p) != WEIR_OK)
+    if (plan_tools(t->eng, json_object_get(t->assembly, "tools"), &p) != WEIR_OK)
         return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory planning the tools");
     int rc = WEIR_OK;
     if (json_array_size(p.added) + json_array_size(p.dropped) + json_array_size(p.changed) > 0) {
@@ -587,7 +588,7 @@ static int announce_tools(turn_ctx *t) {
  * (announce_tools).
  */
 static int reconcile_system(turn_ctx *t) {
-    const weir__surface *s = weir__log_surface(t->a->log);
+    const weir__surface *s = weir__log_surface(t->eng->log);
     size_t len = s ? weir__surface_len(s) : 0;
     const json_t *head = len ? weir__surface_event(s, 0) : NULL;
     bool head_is_system = head && strcmp(weir__json_str(head, "type", ""), "system/message") == 0;
@@ -664,7 +665,7 @@ static int admit_users(turn_ctx *t, const json_t *entered) {
 /* request/header when changed (or first of this instance), request/context when changed. */
 static int admit_header(turn_ctx *t, const json_t *config, const weir__provider_entry *pe,
                         bool series) {
-    weir_agent *a = t->a;
+    weir__engine *eng = t->eng;
     json_t *header = json_pack("{s:O}", "config", config);
     /* the assembly's tools, shared while the header is only compared with the
      * last one; a copy goes into the log when the header is logged.  Once a
@@ -673,7 +674,7 @@ static int admit_header(turn_ctx *t, const json_t *config, const weir__provider_
     json_t *tools = json_object_get(t->assembly, "tools");
     tool_plan plan = {0};
     if (prefix_sent(t)) {
-        if (plan_tools(a, tools, &plan) != WEIR_OK) {
+        if (plan_tools(eng, tools, &plan) != WEIR_OK) {
             json_decref(header);
             header = NULL;
         }
@@ -693,11 +694,11 @@ static int admit_header(turn_ctx *t, const json_t *config, const weir__provider_
         tool_plan_free(&plan);
         return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
     }
-    const json_t *last = weir__log_request_header(a->log);
+    const json_t *last = weir__log_request_header(eng->log);
     bool changed = !weir__json_equal(last, header);
     const char *reason = NULL;
-    if (!a->requested)
-        reason = a->resumed ? "resume" : "initial";
+    if (!eng->requested)
+        reason = eng->resumed ? "resume" : "initial";
     else if (changed)
         reason = "change";
     else if (series)
@@ -711,7 +712,7 @@ static int admit_header(turn_ctx *t, const json_t *config, const weir__provider_
             logged = NULL;
         }
         json_t *data = logged ? json_pack("{s:o, s:s}", "header", logged, "reason", reason) : NULL;
-        if (data && series && a->requested && changed)
+        if (data && series && eng->requested && changed)
             json_object_set_new(data, "starts_series", json_true());
         rc = log_event(t, "request/header", data, NULL, NULL, NULL);
     }
@@ -729,7 +730,7 @@ static int admit_header(turn_ctx *t, const json_t *config, const weir__provider_
     json_decref(info);
     if (!ctx)
         return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
-    if (weir__json_equal(weir__log_request_context(a->log), ctx)) {
+    if (weir__json_equal(weir__log_request_context(eng->log), ctx)) {
         json_decref(ctx);
         return WEIR_OK;
     }
@@ -756,7 +757,7 @@ static json_t *build_request(const json_t *header, json_t *messages) {
 /* Model-visible means logged: the request equals a fresh fold of the log. */
 static void check_request(turn_ctx *t, const json_t *req) {
     weir__surface *s = NULL;
-    weir__log *log = t->a->log;
+    weir__log *log = t->eng->log;
     if (weir__surface_create(&s) != WEIR_OK)
         return;
     size_t n = weir__log_count(log);
@@ -810,23 +811,23 @@ static json_t *stream_default(weir_call *call, const json_t *args, void *ctx) {
     ac->default_ran = true;
     /* native steering: while a provider with steer_live streams a lifecycle
      * request, a steer may be offered to it (weir_agent_send) */
-    weir_agent *a = ac->stream.agent;
+    weir__engine *eng = ac->stream.engine;
     bool native = ac->pe->vt.steer_live && ac->stream.live;
     if (native) {
-        pthread_mutex_lock(&a->mu);
-        a->native_pe = ac->pe;
-        a->native_stream = &ac->stream;
-        pthread_mutex_unlock(&a->mu);
+        pthread_mutex_lock(&eng->mu);
+        eng->native_pe = ac->pe;
+        eng->native_stream = &ac->stream;
+        pthread_mutex_unlock(&eng->mu);
     }
     ac->provider_rc = ac->pe->vt.stream(ac->pe->self, ac->call, json_object_get(args, "request"),
                                         &ac->stream);
     if (native) { /* close the window; steer_live calls in progress end first */
-        pthread_mutex_lock(&a->mu);
-        a->native_pe = NULL;
-        a->native_stream = NULL;
-        while (a->native_busy > 0)
-            pthread_cond_wait(&a->cv, &a->mu);
-        pthread_mutex_unlock(&a->mu);
+        pthread_mutex_lock(&eng->mu);
+        eng->native_pe = NULL;
+        eng->native_stream = NULL;
+        while (eng->native_busy > 0)
+            pthread_cond_wait(&eng->cv, &eng->mu);
+        pthread_mutex_unlock(&eng->mu);
     }
     return json_incref(ac->stream.chunks);
 }
@@ -914,7 +915,7 @@ typedef enum attempt_result {
 static const json_t *last_dropped(turn_ctx *t) {
     if (t->dropped_known)
         return t->dropped;
-    weir__log *log = t->a->log;
+    weir__log *log = t->eng->log;
     for (size_t i = weir__log_count(log); i-- > 0;) {
         json_t *ev = weir__log_event_ref(log, i); /* one at a time */
         if (!ev)
@@ -938,7 +939,7 @@ static const json_t *last_dropped(turn_ctx *t) {
  * (durable, ignorable).  WEIR_OK, or a log/memory error.
  */
 static int request_messages(turn_ctx *t, json_t **out) {
-    weir__log *log = t->a->log;
+    weir__log *log = t->eng->log;
     *out = NULL;
     json_t *derived = weir__log_derive(log);
     const json_t *ctx = weir__log_request_context(log);
@@ -978,37 +979,37 @@ static int request_messages(turn_ctx *t, json_t **out) {
 static int stream_attempt(turn_ctx *t, attempt_ctx *ac, const json_t *config, bool first,
                           const json_t *entered, bool series, json_t **chunks,
                           weir_error *mw) {
-    weir_agent *a = t->a;
+    weir__engine *eng = t->eng;
     int rc = reconcile_system(t);
     if (rc == WEIR_OK && first)
         rc = admit_users(t, entered);
     if (rc == WEIR_OK)
         rc = admit_header(t, config, ac->pe, series && first);
     if (rc == WEIR_OK)
-        rc = weir__log_checkpoint(a->log, t->err);
+        rc = weir__log_checkpoint(eng->log, t->err);
     if (rc != WEIR_OK)
         return rc;
-    a->requested = true;
+    eng->requested = true;
     json_t *msgs = NULL;
     rc = request_messages(t, &msgs);
     if (rc != WEIR_OK)
         return rc;
-    json_t *req = build_request(weir__log_request_header(a->log), msgs);
+    json_t *req = build_request(weir__log_request_header(eng->log), msgs);
     json_decref(msgs);
     if (!req)
         return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory deriving the request");
-    if (weir__agent_check_requests())
+    if (weir__engine_check_requests())
         check_request(t, req);
 
-    a->attempts++;
-    ac->stream.agent = a;
+    eng->attempts++;
+    ac->stream.engine = eng;
     ac->stream.turn = t->turn;
     ac->stream.step = t->step;
     ac->stream.thread = pthread_self();
     ac->stream.live = true;
-    ac->stream.revision = ++a->revision;
+    ac->stream.revision = ++eng->revision;
     ac->stream.chunks = json_array();
-    snprintf(ac->stream.attempt_id, sizeof ac->stream.attempt_id, "%s:%lu", a->id, a->attempts);
+    snprintf(ac->stream.attempt_id, sizeof ac->stream.attempt_id, "%s:%lu", eng->id, eng->attempts);
     if (weir__stream_observed(&ac->stream))
         weir__stream_frame(&ac->stream, json_pack("{s:s, s:i, s:i}", "type", "start", "turn",
                                                   t->turn, "step", t->step));
@@ -1046,7 +1047,7 @@ static int stream_attempt(turn_ctx *t, attempt_ctx *ac, const json_t *config, bo
                                    json_pack("{s:s, s:I, s:{s:s}}", "type", "end", "index",
                                              (json_int_t)json_array_size(ac->stream.chunks),
                                              "outcome", "kind", "abandoned"));
-            ac->stream.revision = ++a->revision;
+            ac->stream.revision = ++eng->revision;
             if (observed)
                 weir__stream_frame(&ac->stream,
                                    json_pack("{s:s, s:i, s:i}", "type", "start", "turn", t->turn,
@@ -1081,7 +1082,7 @@ static int stream_attempt(turn_ctx *t, attempt_ctx *ac, const json_t *config, bo
 static int conclude_attempt(turn_ctx *t, attempt_ctx *ac, const char *provider,
                             const json_t *chunks, json_t *prior, attempt_result *result,
                             json_t **calls, bool *max_tokens) {
-    weir_agent *a = t->a;
+    weir__engine *eng = t->eng;
     weir_error e;
     int rc = WEIR_OK;
     bool aborted = cancelled(t);
@@ -1115,7 +1116,7 @@ static int conclude_attempt(turn_ctx *t, attempt_ctx *ac, const char *provider,
             rc = settle(t, ac, "assistant/message", data);
         } else {
             json_t *f = weir__failure_new(provider, "ABORTED", "cancelled: %s",
-                                          weir__signal_cause(&a->signal));
+                                          weir__signal_cause(&eng->signal));
             rc = settle(t, ac, "assistant/attempt",
                         json_pack("{s:i, s:i, s:O, s:o}", "turn", t->turn, "step", t->step,
                                   "stream", chunks, "failure", f));
@@ -1127,13 +1128,13 @@ static int conclude_attempt(turn_ctx *t, attempt_ctx *ac, const char *provider,
                     json_pack("{s:i, s:i, s:O, s:O}", "turn", t->turn, "step", t->step, "stream",
                               chunks, "failure", failure));
         if (rc == WEIR_OK) {
-            json_t *eargs = json_pack("{s:s, s:i, s:i, s:s, s:O, s:O}", "agent", a->id, "turn",
+            json_t *eargs = json_pack("{s:s, s:i, s:i, s:s, s:O, s:O}", "agent", eng->id, "turn",
                                       t->turn, "step", t->step, "provider", provider, "failure",
                                       failure, "prior_failures", prior);
             json_t *action = invoke(t, "agent/request-error", eargs, NULL, NULL, &e);
             json_decref(eargs);
             if (!action) /* a failing recovery listener: report it; the failure stands */
-                weir__agent_live(a, "agent/error",
+                weir__engine_live(eng, "agent/error",
                                  json_pack("{s:i, s:i, s:{s:s, s:s}}", "turn", t->turn, "step",
                                            t->step, "error", "code", "UNKNOWN", "message",
                                            e.text));
@@ -1186,20 +1187,20 @@ static int conclude_attempt(turn_ctx *t, attempt_ctx *ac, const char *provider,
 static json_t *request_default(weir_call *call, const json_t *args, void *ctx) {
     (void)call;
     (void)args;
-    weir_agent *a = ctx;
-    const json_t *h = weir__log_request_header(a->log);
-    return json_deep_copy(a->requested && h ? json_object_get(h, "config") : a->options);
+    weir__engine *eng = ctx;
+    const json_t *h = weir__log_request_header(eng->log);
+    return json_deep_copy(eng->requested && h ? json_object_get(h, "config") : eng->options);
 }
 
 /* One attempt of the step.  On ATTEMPT_OK, *calls (new) and *max_tokens are filled. */
 static int run_attempt(turn_ctx *t, bool first, const json_t *entered, bool series,
                        json_t *prior, attempt_result *result, json_t **calls,
                        bool *max_tokens) {
-    weir_agent *a = t->a;
+    weir__engine *eng = t->eng;
     weir_error e;
     *result = ATTEMPT_STOPPED;
     json_t *args = hook_args(t);
-    json_t *config = invoke_core(t, "agent/request", args, request_default, a, &e);
+    json_t *config = invoke_core(t, "agent/request", args, request_default, eng, &e);
     json_decref(args);
     if (config && !json_is_object(config)) {
         weir__err(&e, WEIR_E_HOOK_RESULT, NULL, "agent/request", "expected a call config object");
@@ -1220,7 +1221,7 @@ static int run_attempt(turn_ctx *t, bool first, const json_t *entered, bool seri
                                        provider ? "model" : "provider"));
         return WEIR_OK;
     }
-    const weir__provider_entry *pe = weir__host_provider(a->host, provider);
+    const weir__provider_entry *pe = weir__host_provider(eng->host, provider);
     if (!pe) {
         fail_turn(t, weir__failure_new(provider, "UNKNOWN",
                                        "unknown provider '%s': no plugin row with that id "
@@ -1240,7 +1241,7 @@ static int run_attempt(turn_ctx *t, bool first, const json_t *entered, bool seri
     ac.provider = provider;
     ac.model = weir__json_str(config, "model", NULL);
     weir_error_clear(&e);
-    int prc = pe->vt.prepare_call ? pe->vt.prepare_call(pe->self, config, &a->signal, &ac.call, &e)
+    int prc = pe->vt.prepare_call ? pe->vt.prepare_call(pe->self, config, &eng->signal, &ac.call, &e)
                                   : WEIR_OK;
     if (prc != WEIR_OK || cancelled(t)) {
         if (prc == WEIR_OK && pe->vt.release_call)
@@ -1300,28 +1301,53 @@ static json_t *context_message(const json_t *message) {
     return m;
 }
 
-/* A tool's additional context belongs to the running turn's next request:
- * anchored, so a queued followup never holds it back. */
+/* A tool's additional context.  In a turn it belongs to the running turn's
+ * next request: anchored, so a queued followup never holds it back.  Crash
+ * repair runs outside any turn: it is queued next-step. */
 static int accept_context(void *ud, const json_t *message, weir_error *err) {
-    weir_agent *a = ud;
-    json_t *m = context_message(message);
-    if (!m)
-        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
-    int rc = weir__agent_add_context(a, m, a->turn, err);
-    json_decref(m);
-    return rc;
-}
-
-/* Crash repair runs outside any turn: the context is queued next-step. */
-static int accept_context_resume(void *ud, const json_t *message, weir_error *err) {
-    weir_agent *a = ud;
+    weir__engine *eng = ud;
     json_t *m = context_message(message);
     if (!m)
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
     bool dup = false;
-    int rc = weir__inbox_add(a->inbox, m, true, &dup, err);
+    int rc = eng->state == WEIR__AGENT_RUNNING /* set by this thread */
+                 ? weir__engine_add_context(eng, m, eng->turn, err)
+                 : weir__inbox_add(eng->inbox, m, true, &dup, err);
     json_decref(m);
     return rc;
+}
+
+static void live(void *ud, const char *type, json_t *data) { weir__engine_live(ud, type, data); }
+
+/* The tool scheduler's view of the engine for the calls of `turn`/`step`. */
+static weir__tool_step tool_step(weir__engine *eng, int turn, int step) {
+    return (weir__tool_step){
+        .tools = weir__host_tools(eng->host),
+        .hooks = eng->hooks,
+        .log = eng->log,
+        .agent = eng->handle,
+        .session_id = eng->id,
+        .live = live,
+        .live_ud = eng,
+        .signal = &eng->signal,
+        .turn = turn,
+        .step = step,
+        .max_parallel = eng->max_parallel,
+        .accept_context = accept_context,
+        .ud = eng,
+        .jobs = eng->jobs,
+    };
+}
+
+/* The same for settling a background job: outside any step, with no
+ * signal (a job's post-execute runs even when the turn was cancelled) and
+ * its contexts handed back, not queued. */
+static weir__tool_step job_step(weir__engine *eng) {
+    weir__tool_step st = tool_step(eng, 0, 0);
+    st.signal = NULL;
+    st.accept_context = NULL;
+    st.ud = NULL;
+    return st;
 }
 
 /*
@@ -1333,31 +1359,25 @@ static int accept_context_resume(void *ud, const json_t *message, weir_error *er
  * the closing thread, once no driver runs).  An error only when the log
  * cannot be written or memory ran out.
  */
-int weir__driver_settle_jobs(weir_agent *a, bool deliver, weir_error *err) {
+int weir__driver_settle_jobs(weir__engine *eng, bool deliver, weir_error *err) {
     json_t *job;
-    while (a->jobs && (job = weir__jobs_take(a->jobs))) {
-        weir__tool_step st = {
-            .tools = weir__host_tools(a->host),
-            .hooks = a->hooks,
-            .log = a->log,
-            .agent = a,
-            .max_parallel = a->max_parallel,
-            .jobs = a->jobs,
-        };
+    while (eng->jobs && (job = weir__jobs_take(eng->jobs))) {
+        weir__tool_step st = job_step(eng);
         json_t *msg = NULL, *ctxs = NULL;
         const char *job_id = weir__json_str(job, "job_id", "");
         int rc = weir__tools_settle_job(&st, job, deliver, &msg, &ctxs, err);
         weir_error e;
         weir_error_clear(&e);
         if (rc == WEIR_OK && msg &&
-            weir__agent_send_internal(a, msg, WEIR_SEND_STEER, job_id, &e) != WEIR_OK &&
+            weir__engine_send(eng, msg, WEIR_SEND_STEER, job_id, 0, WEIR__SEND_INTERNAL, &e) !=
+                WEIR_OK &&
             e.code != WEIR_E_STATE) {
             if (e.code == WEIR_E_IO || e.code == WEIR_E_NOMEM) {
                 rc = (int)e.code;
                 if (err)
                     *err = e;
             } else {
-                weir__warn("weir: agent %s: background job %s result lost: %s", a->id, job_id,
+                weir__warn("weir: agent %s: background job %s result lost: %s", eng->id, job_id,
                            e.text);
             }
         }
@@ -1370,7 +1390,7 @@ int weir__driver_settle_jobs(weir_agent *a, bool deliver, weir_error *err) {
                 json_object_set_new(c, "id",
                                     json_string(weir__random_id(idbuf, sizeof idbuf, "ctx")));
             bool dup = false;
-            rc = c ? weir__inbox_add(a->inbox, c, true, &dup, err)
+            rc = c ? weir__inbox_add(eng->inbox, c, true, &dup, err)
                    : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
             json_decref(c);
             if (rc != WEIR_OK)
@@ -1379,7 +1399,7 @@ int weir__driver_settle_jobs(weir_agent *a, bool deliver, weir_error *err) {
         json_decref(msg);
         json_decref(ctxs);
         /* settled (or failed): listed as active until now, never neither */
-        weir__jobs_forget(a->jobs, job_id);
+        weir__jobs_forget(eng->jobs, job_id);
         json_decref(job);
         if (rc != WEIR_OK)
             return rc;
@@ -1395,17 +1415,17 @@ int weir__driver_settle_jobs(weir_agent *a, bool deliver, weir_error *err) {
  * model learns the job may or may not have run.  Opening runs it after the
  * crash repair.  An error only when the log cannot be written.
  */
-int weir__driver_recover_jobs(weir_agent *a, weir_error *err) {
+int weir__driver_recover_jobs(weir__engine *eng, weir_error *err) {
     json_t *open = json_object(), *order = json_array();
     if (!open || !order) {
         json_decref(open);
         json_decref(order);
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
     }
-    size_t n = weir__log_count(a->log);
+    size_t n = weir__log_count(eng->log);
     bool oom = false;
     for (size_t i = 0; !oom && i < n; i++) {
-        json_t *ev = weir__log_event_ref(a->log, i); /* one at a time: open released them */
+        json_t *ev = weir__log_event_ref(eng->log, i); /* one at a time: open released them */
         const char *type = weir__json_str(ev, "type", "");
         const json_t *d = json_object_get(ev, "data");
         const char *job = weir__json_str(d, "job_id", NULL);
@@ -1446,15 +1466,14 @@ int weir__driver_recover_jobs(weir_agent *a, weir_error *err) {
             rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
             break;
         }
-        weir__tool_step st = {.tools = weir__host_tools(a->host), .hooks = a->hooks,
-                              .log = a->log, .agent = a, .max_parallel = a->max_parallel};
+        weir__tool_step st = job_step(eng);
         json_t *msg = NULL, *ctxs = NULL;
         rc = weir__tools_settle_job(&st, job, true, &msg, &ctxs, err);
         weir_error e;
         weir_error_clear(&e);
         if (rc == WEIR_OK && msg &&
-            (rc = weir__agent_send_internal(a, msg, WEIR_SEND_STEER, json_string_value(id),
-                                            &e)) != WEIR_OK) {
+            (rc = weir__engine_send(eng, msg, WEIR_SEND_STEER, json_string_value(id), 0,
+                                    WEIR__SEND_INTERNAL, &e)) != WEIR_OK) {
             if (err)
                 *err = e;
         }
@@ -1471,7 +1490,7 @@ int weir__driver_recover_jobs(weir_agent *a, weir_error *err) {
 
 /* One step: step/start, attempts, tools, step/end. */
 static int run_step(turn_ctx *t, const json_t *entered, bool series, step_out *out) {
-    weir_agent *a = t->a;
+    weir__engine *eng = t->eng;
     out->ends = true;
     int rc = log_event(t, "step/start", json_pack("{s:i, s:i}", "turn", t->turn, "step", t->step),
                        NULL, NULL, NULL);
@@ -1500,19 +1519,7 @@ static int run_step(turn_ctx *t, const json_t *entered, bool series, step_out *o
         if (max_tokens)
             t->max_tokens = true;
         else if (json_array_size(calls) > 0) {
-            weir__tool_step st = {
-                .tools = weir__host_tools(a->host),
-                .hooks = a->hooks,
-                .log = a->log,
-                .agent = a,
-                .signal = &a->signal,
-                .turn = t->turn,
-                .step = t->step,
-                .max_parallel = a->max_parallel,
-                .accept_context = accept_context,
-                .ud = a,
-                .jobs = a->jobs,
-            };
+            weir__tool_step st = tool_step(eng, t->turn, t->step);
             weir_error e;
             weir_error_clear(&e);
             if (weir__tools_run(&st, calls, &concluded, &e) != WEIR_OK) {
@@ -1524,7 +1531,7 @@ static int run_step(turn_ctx *t, const json_t *entered, bool series, step_out *o
                                      : unknown_failure(NULL, "the tool scheduler failed", &e));
                 /* the calls it left without a result get one before the
                  * step ends; else the step stays open (close_failed_turn) */
-                rc = weir__log_settle_calls(a->log, "the tool call could not be completed",
+                rc = weir__log_settle_calls(eng->log, "the tool call could not be completed",
                                             t->err);
             } else
                 out->ends = concluded;
@@ -1541,8 +1548,8 @@ static int run_step(turn_ctx *t, const json_t *entered, bool series, step_out *o
         t->step_open = false;
         /* paid by the next durability point: the next request (the
          * driver's or a plugin's direct model call) or the turn's end */
-        weir__log_defer_checkpoint(a->log);
-        weir__log_trim(a->log, false); /* a long turn holds lines, not trees */
+        weir__log_defer_checkpoint(eng->log);
+        weir__log_trim(eng->log, false); /* a long turn holds lines, not trees */
     }
     return rc;
 }
@@ -1550,7 +1557,7 @@ static int run_step(turn_ctx *t, const json_t *entered, bool series, step_out *o
 /* agent/turn-stopping (serial); false when the turn ended (reason set). */
 static bool turn_stopping(turn_ctx *t) {
     weir_error e;
-    json_t *args = json_pack("{s:s, s:i}", "agent", t->a->id, "turn", t->turn);
+    json_t *args = json_pack("{s:s, s:i}", "agent", t->eng->id, "turn", t->turn);
     json_t *res = invoke(t, "agent/turn-stopping", args, NULL, NULL, &e);
     json_decref(args);
     if (!res) {
@@ -1604,10 +1611,10 @@ static int turn_body(turn_ctx *t) {
              * starts the next turn.  Closing sets the stop fence: no anchored
              * steering is taken for this turn afterwards. */
             bool ordinary = false;
-            weir__inbox_pending(t->a->inbox, &ordinary);
+            weir__inbox_pending(t->eng->inbox, &ordinary);
             if (!ordinary && !turn_stopping(t))
                 break;
-            if (weir__inbox_close_turn(t->a->inbox, t->turn, false))
+            if (weir__inbox_close_turn(t->eng->inbox, t->turn, false))
                 break;
         }
         if (cancelled(t)) {
@@ -1644,7 +1651,7 @@ static void close_failed_turn(turn_ctx *t) {
     /* a step ends only with every tool call answered: the log refused a
      * tool/result, say */
     if (failure && (!t->step_open ||
-                    (weir__log_settle_calls(t->a->log, "the tool call could not be completed",
+                    (weir__log_settle_calls(t->eng->log, "the tool call could not be completed",
                                             &ignored) == WEIR_OK &&
                      log_event(t, "step/end",
                                json_pack("{s:i, s:i}", "turn", t->turn, "step", t->step), NULL,
@@ -1660,16 +1667,16 @@ static void close_failed_turn(turn_ctx *t) {
         json_decref(data);
         data = NULL;
     }
-    weir__agent_live(t->a, "agent/error", data);
+    weir__engine_live(t->eng, "agent/error", data);
     json_decref(failure);
     /* what the log took before it failed is durable before the run returns
      * (a deferred step end included) */
-    (void)weir__log_pay_checkpoint(t->a->log, &ignored);
+    (void)weir__log_pay_checkpoint(t->eng->log, &ignored);
     t->err = keep;
 }
 
 static int finish_turn(turn_ctx *t, int rc) {
-    weir__log_trim(t->a->log, true); /* an idle agent keeps no grown line buffer */
+    weir__log_trim(t->eng->log, true); /* an idle agent keeps no grown line buffer */
     json_decref(t->reason);
     json_decref(t->assembly);
     json_decref(t->dropped);
@@ -1677,29 +1684,29 @@ static int finish_turn(turn_ctx *t, int rc) {
     return rc;
 }
 
-int weir__driver_turn(weir_agent *a, weir_error *err) {
-    if (!a)
+int weir__driver_turn(weir__engine *eng, weir_error *err) {
+    if (!eng)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir__driver_turn: NULL agent");
     weir_error local;
-    turn_ctx t = {.a = a, .turn = a->turn + 1, .err = err ? err : &local};
+    turn_ctx t = {.eng = eng, .turn = eng->turn + 1, .err = err ? err : &local};
     weir_error_clear(t.err);
     /* a turn a failed close left open (the log refused its closers) is
      * closed as crash repair would, so the new one nests */
-    int rc = weir__log_turn_open(a->log) ? weir__log_repair(a->log, NULL, t.err) : WEIR_OK;
+    int rc = weir__log_turn_open(eng->log) ? weir__log_repair(eng->log, NULL, t.err) : WEIR_OK;
     if (rc != WEIR_OK)
         return rc;
     rc = log_event(&t, "turn/start", json_pack("{s:i}", "turn", t.turn), NULL, NULL, NULL);
     if (rc != WEIR_OK)
         return rc;
-    a->turn = t.turn;
-    weir__inbox_open_turn(a->inbox, t.turn);
+    eng->turn = t.turn;
+    weir__inbox_open_turn(eng->inbox, t.turn);
     rc = turn_body(&t);
     /* the stop fence, then anchored input the turn did not take is held:
      * it never falls forward into a later turn */
-    weir__inbox_close_turn(a->inbox, t.turn, true);
+    weir__inbox_close_turn(eng->inbox, t.turn, true);
     if (rc == WEIR_OK)
-        rc = weir__inbox_hold_anchored(a->inbox, t.turn, t.err);
-    weir__inbox_open_turn(a->inbox, 0);
+        rc = weir__inbox_hold_anchored(eng->inbox, t.turn, t.err);
+    weir__inbox_open_turn(eng->inbox, 0);
     if (rc == WEIR_OK) {
         if (!t.reason)
             t.reason = json_pack("{s:s}", "kind", t.max_tokens ? "max-tokens" : "completed");
@@ -1708,7 +1715,7 @@ int weir__driver_turn(weir_agent *a, weir_error *err) {
                                  t.reason ? t.reason : json_null()),
                        NULL, NULL, NULL);
         if (rc == WEIR_OK)
-            return finish_turn(&t, weir__log_checkpoint(a->log, t.err));
+            return finish_turn(&t, weir__log_checkpoint(eng->log, t.err));
     }
     close_failed_turn(&t);
     return finish_turn(&t, rc);
@@ -1793,11 +1800,11 @@ static int cut_calls(weir__log *log, int *turn, int *step, json_t **calls) {
     return oom ? WEIR_E_NOMEM : WEIR_OK;
 }
 
-int weir__driver_resume_due(weir_agent *a, bool *due, weir_error *err) {
+int weir__driver_resume_due(weir__engine *eng, bool *due, weir_error *err) {
     *due = false;
     json_t *calls = NULL;
     int turn = 0, step = 0;
-    if (cut_calls(a->log, &turn, &step, &calls) != WEIR_OK) {
+    if (cut_calls(eng->log, &turn, &step, &calls) != WEIR_OK) {
         json_decref(calls);
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
     }
@@ -1806,27 +1813,17 @@ int weir__driver_resume_due(weir_agent *a, bool *due, weir_error *err) {
     return WEIR_OK;
 }
 
-int weir__driver_resume(weir_agent *a, weir_error *err) {
-    if (!a)
+int weir__driver_resume(weir__engine *eng, weir_error *err) {
+    if (!eng)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir__driver_resume: NULL agent");
     json_t *calls = NULL;
     int turn = 0, step = 0;
-    int rc = cut_calls(a->log, &turn, &step, &calls);
+    int rc = cut_calls(eng->log, &turn, &step, &calls);
     if (rc != WEIR_OK)
         rc = weir__err(err, rc, NULL, NULL, "out of memory");
     else if (json_array_size(calls) > 0) {
-        weir__tool_step st = {
-            .tools = weir__host_tools(a->host),
-            .hooks = a->hooks,
-            .log = a->log,
-            .agent = a,
-            .signal = &a->signal,
-            .turn = turn,
-            .step = step,
-            .max_parallel = a->max_parallel,
-            .accept_context = accept_context_resume,
-            .ud = a,
-        };
+        weir__tool_step st = tool_step(eng, turn, step);
+        st.jobs = NULL; /* a re-run runs in the foreground */
         weir_error e;
         weir_error_clear(&e);
         rc = weir__tools_resume(&st, calls, &e);
@@ -1835,6 +1832,6 @@ int weir__driver_resume(weir_agent *a, weir_error *err) {
     }
     json_decref(calls);
     if (rc == WEIR_OK)
-        rc = weir__log_repair(a->log, NULL, err);
+        rc = weir__log_repair(eng->log, NULL, err);
     return rc;
 }

@@ -275,10 +275,9 @@ static bool classify(const slot *s) {
 static void body_task(void *arg) {
     slot *s = arg;
     run *r = s->r;
-    weir__tool_site_set(r->st->agent, r->st->turn, r->st->step);
+    weir__tool_site site = {r->st->live, r->st->live_ud, r->st->turn, r->st->step};
     int rc = weir__tool_invoke_keyed(s->def, s->id, s->key, s->attempt, r->st->signal, s->args,
-                                     &s->out);
-    weir__tool_site_set(NULL, 0, 0);
+                                     &site, &s->out);
     pthread_mutex_lock(&r->mu);
     s->body_rc = rc;
     s->done = true;
@@ -694,7 +693,7 @@ static void skip_unstarted(run *r) {
 /* ------------------------------------------------------------------------ */
 
 static int load_calls(run *r, const json_t *calls, bool resume, weir_error *err) {
-    const char *session = r->st->agent ? weir_agent_id(r->st->agent) : NULL;
+    const char *session = r->st->session_id;
     size_t i;
     json_t *c;
     json_array_foreach(calls, i, c) {
@@ -768,7 +767,7 @@ static int run_calls(const weir__tool_step *st, const json_t *calls, bool resume
         pthread_mutex_destroy(&r.mu);
         return weir__err(err, WEIR_E_INTERNAL, NULL, NULL, "tools: condvar init failed");
     }
-    const char *agent_id = st->agent ? weir_agent_id(st->agent) : NULL;
+    const char *agent_id = st->session_id;
     r.slots = weir__calloc(r.n, sizeof *r.slots);
     r.agent_id = agent_id ? json_string(agent_id) : json_null();
     if (!r.slots || !r.agent_id) {
@@ -889,7 +888,7 @@ int weir__tools_settle_job(const weir__tool_step *st, const json_t *job, bool de
     memset(&r, 0, sizeof r);
     r.st = &local;
     r.err = err;
-    const char *agent_id = st->agent ? weir_agent_id(st->agent) : NULL;
+    const char *agent_id = st->session_id;
     r.agent_id = agent_id ? json_string(agent_id) : json_null();
     slot s;
     memset(&s, 0, sizeof s);

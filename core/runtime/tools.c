@@ -11,7 +11,6 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "agent.h"
 #include "schema.h"
 #include "cancel.h"
 
@@ -270,21 +269,10 @@ int weir__tools_remove(weir__tools *t, const char *plugin_id, const char *name,
     return rc;
 }
 
-static _Thread_local struct {
-    weir_agent *agent;
-    int turn, step;
-} tool_site;
-
-void weir__tool_site_set(weir_agent *agent, int turn, int step) {
-    tool_site.agent = agent;
-    tool_site.turn = turn;
-    tool_site.step = step;
-}
-
 int weir__tool_exec_progress(weir_tool_exec *exec, const json_t *progress) {
     if (!exec || !json_is_object(progress))
         return WEIR_E_INVAL;
-    if (!exec->agent)
+    if (!exec->live)
         return WEIR_E_UNSUPPORTED;
     json_t *copy = json_deep_copy(progress);
     json_t *data = copy ? json_pack("{s:i, s:i, s:s, s:s, s:o}", "turn", exec->turn, "step",
@@ -293,7 +281,7 @@ int weir__tool_exec_progress(weir_tool_exec *exec, const json_t *progress) {
                         : NULL;
     if (!data)
         return WEIR_E_NOMEM;
-    weir__agent_live(exec->agent, "tool/progress", data);
+    exec->live(exec->live_ud, "tool/progress", data);
     return WEIR_OK;
 }
 
@@ -540,19 +528,22 @@ static int outcome_from_result(const weir__tool_def *def, json_t *r, weir__tool_
 
 int weir__tool_invoke(const weir__tool_def *def, const char *call_id, weir_signal *signal,
                       const json_t *args, weir__tool_outcome *o) {
-    return weir__tool_invoke_keyed(def, call_id, NULL, 1, signal, args, o);
+    return weir__tool_invoke_keyed(def, call_id, NULL, 1, signal, args, NULL, o);
 }
 
 int weir__tool_invoke_keyed(const weir__tool_def *def, const char *call_id, const char *key,
                             int attempt, weir_signal *signal, const json_t *args,
-                            weir__tool_outcome *o) {
+                            const weir__tool_site *site, weir__tool_outcome *o) {
     if (!def || !args || !o)
         return WEIR_E_INVAL;
     weir_tool_exec exec = {.call_id = call_id, .signal = signal, .key = key,
                            .attempt = attempt >= 1 ? attempt : 1, .def = def};
-    exec.agent = tool_site.agent;
-    exec.turn = tool_site.turn;
-    exec.step = tool_site.step;
+    if (site) {
+        exec.live = site->live;
+        exec.live_ud = site->live_ud;
+        exec.turn = site->turn;
+        exec.step = site->step;
+    }
     exec.name = def->name;
     json_t *result = NULL;
     int rc = def->execute(&exec, args, &result, def->user_data);
@@ -700,7 +691,7 @@ static void job_run(void *arg) {
                                       "job %s was cancelled before it started", jb->id);
     else
         rc = weir__tool_invoke_keyed(jb->def, jb->call_id, jb->key, 1, &jb->signal, jb->args,
-                                     &o);
+                                     NULL, &o);
     json_t *result = rc == WEIR_OK ? weir__tool_outcome_json(&o) : NULL;
     json_t *events = json_incref(o.events);
     weir__tool_outcome_clear(&o);

@@ -36,11 +36,27 @@ int weir__tools_add(weir__tools *t, const char *plugin_id, const weir_tool *tool
 json_t *weir__tools_schemas(const weir__tools *t);
 
 /* Everything the scheduler needs from the running step. */
+/*
+ * A live event out of the engine (core/engine/events.c): `type` and `data`
+ * (stolen) to the agent's listeners and embedder.  Any thread.
+ */
+typedef void (*weir__live_fn)(void *ud, const char *type, json_t *data);
+
+/* Where a body runs: its turn and step, and where its live events go. */
+typedef struct weir__tool_site {
+    weir__live_fn live; /* may be NULL */
+    void *live_ud;
+    int turn, step;
+} weir__tool_site;
+
 typedef struct weir__tool_step {
     weir__tools *tools;
     const weir__hooks *hooks;
     weir__log *log;
-    weir_agent *agent;
+    weir_agent *agent;        /* for hook listeners only (opaque), may be NULL */
+    const char *session_id;   /* the agent's (borrowed), or NULL */
+    weir__live_fn live;       /* the tool bodies' live events (tool/progress), or NULL */
+    void *live_ud;
     weir_signal *signal;      /* the turn's signal */
     int turn, step;
     int max_parallel;         /* >= 1 */
@@ -151,12 +167,6 @@ int weir__tools_update(weir__tools *t, const char *plugin_id, const weir_tool *t
 int weir__tools_remove(weir__tools *t, const char *plugin_id, const char *name,
                        weir_error *err);
 
-/*
- * The agent, turn and step of the bodies run on this thread until cleared
- * (agent NULL): the scheduler sets them around a body, and an execution
- * takes them (tool_exec_progress).  Thread-local.
- */
-void weir__tool_site_set(weir_agent *agent, int turn, int step);
 /* api->tool_exec_progress: the live tool/progress event (plugin.h). */
 int weir__tool_exec_progress(weir_tool_exec *exec, const json_t *progress);
 
@@ -205,7 +215,8 @@ struct weir_tool_exec {
     int attempt;          /* 1, or 2+ for a re-run after a crash */
     char *fail_code;      /* owned, set by weir_tool_exec_fail */
     char *fail_message;   /* owned, set by weir_tool_exec_fail */
-    weir_agent *agent;    /* the call's agent (tool/progress), or NULL */
+    weir__live_fn live;   /* where tool/progress goes (the step's), or NULL */
+    void *live_ud;
     int turn, step;       /* of the call's tool/call */
     const char *name;     /* the tool's name (borrowed) */
     const weir__tool_def *def; /* the tool being run */
@@ -254,11 +265,12 @@ int weir__tool_parse_args(const weir__tool_def *def, const char *text, json_t **
  */
 int weir__tool_invoke(const weir__tool_def *def, const char *call_id, weir_signal *signal,
                       const json_t *args, weir__tool_outcome *o);
-/* weir__tool_invoke with the call's idempotency key (borrowed, may be NULL)
- * and attempt (1, or 2+ for a re-run after a crash). */
+/* weir__tool_invoke with the call's idempotency key (borrowed, may be NULL),
+ * attempt (1, or 2+ for a re-run after a crash) and site (borrowed, may be
+ * NULL: tool_exec_progress is then WEIR_E_UNSUPPORTED). */
 int weir__tool_invoke_keyed(const weir__tool_def *def, const char *call_id, const char *key,
                             int attempt, weir_signal *signal, const json_t *args,
-                            weir__tool_outcome *o);
+                            const weir__tool_site *site, weir__tool_outcome *o);
 
 /* ------------------------------------------------------------------------ */
 /* Background jobs                                                           */

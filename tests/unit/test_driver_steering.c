@@ -248,7 +248,7 @@ static void anchored_steer_is_held_when_its_turn_ends_first(void **state) {
     /* and a reopen does not bring it back */
     dh_close(&d);
     dh_open(&d, "anchorheld");
-    assert_int_equal(weir__inbox_count(d.agent->inbox, true), 0);
+    assert_int_equal(weir__inbox_count(d.agent->e.inbox, true), 0);
     dh_teardown(&d);
 }
 
@@ -449,7 +449,7 @@ static void identical_resubmission_is_acknowledged_live(void **state) {
     /* delivered, then sent again: still acknowledged, nothing queued */
     assert_int_equal(send_id(&d, "in-1", "same", WEIR_SEND_FOLLOWUP, &err), WEIR_OK);
     assert_non_null(find_live(&d, "agent/inbox/acknowledged", 1));
-    assert_int_equal(weir__inbox_count(d.agent->inbox, false), 0);
+    assert_int_equal(weir__inbox_count(d.agent->e.inbox, false), 0);
     dh_teardown(&d);
 }
 
@@ -476,11 +476,11 @@ static void caps_refuse_with_a_clear_error(void **state) {
     }
     assert_int_equal(send_id(&d, "over", "x", WEIR_SEND_INJECT, &err), WEIR_E_LIMIT);
     assert_non_null(strstr(err.text, "128 inputs are queued, the limit is 128"));
-    assert_int_equal(weir__inbox_count(d.agent->inbox, true), WEIR_MAX_QUEUED_INPUTS);
+    assert_int_equal(weir__inbox_count(d.agent->e.inbox, true), WEIR_MAX_QUEUED_INPUTS);
     assert_int_equal(send_id(&d, "q5", "x", WEIR_SEND_INJECT, &err), WEIR_OK); /* acknowledged */
     /* ids: an open agent takes 2000 new ones */
     weir_agent_cancel(d.agent, "user", false); /* idle: a no-op */
-    d.agent->ids_accepted = WEIR_MAX_INPUT_IDS;
+    d.agent->e.ids_accepted = WEIR_MAX_INPUT_IDS;
     assert_int_equal(send_id(&d, "fresh", "x", WEIR_SEND_FOLLOWUP, &err), WEIR_E_LIMIT);
     assert_non_null(strstr(err.text, "took 2000 input ids, its limit; reopen the session"));
     assert_int_equal(send_id(&d, "q7", "x", WEIR_SEND_INJECT, &err), WEIR_OK); /* acknowledged */

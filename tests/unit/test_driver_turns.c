@@ -129,7 +129,7 @@ static void idle_agent_keeps_no_grown_line_buffer(void **state) {
     dh_run(&d);
     assert_string_equal(reason_kind(&d, 0), "completed");
     assert_non_null(dh_find(&d, "tool/result", 0));
-    assert_true(weir__log_line_buffer(d.agent->log) <= 4096);
+    assert_true(weir__log_line_buffer(d.agent->e.log) <= 4096);
     dh_teardown(&d);
 }
 
@@ -967,7 +967,7 @@ static void live_frames_need_an_observer(void **state) {
     weir_error_clear(&err);
     weir_agent *a = NULL;
     assert_int_equal(weir_agent_open(d.host, &o, &a, &err), WEIR_OK);
-    assert_true(a->stream_observed);
+    assert_true(a->e.stream_observed);
     assert_int_equal(weir_agent_send_text(a, "hi", WEIR_SEND_FOLLOWUP, &err), WEIR_OK);
     assert_int_equal(weir_agent_run_until_idle(a, &err), WEIR_OK);
     size_t n = json_array_size(types);
@@ -981,7 +981,7 @@ static void live_frames_need_an_observer(void **state) {
     weir_agent_options none = WEIR_AGENT_OPTIONS_INIT; /* no on_event, no listener */
     none.session_id = "unheard";
     assert_int_equal(weir_agent_open(d.host, &none, &a, &err), WEIR_OK);
-    assert_false(a->stream_observed);
+    assert_false(a->e.stream_observed);
     assert_int_equal(weir_agent_send_text(a, "hi", WEIR_SEND_FOLLOWUP, &err), WEIR_OK);
     assert_int_equal(weir_agent_run_until_idle(a, &err), WEIR_OK);
     weir_turn_outcome out = WEIR_TURN_OUTCOME_INIT;
@@ -994,7 +994,7 @@ static void live_frames_need_an_observer(void **state) {
     weir_agent_close(a);
 
     dh_open(&d, "recorded"); /* the harness's on_event sees every frame */
-    assert_true(d.agent->stream_observed);
+    assert_true(d.agent->e.stream_observed);
     dh_send(&d, "hi", WEIR_SEND_FOLLOWUP);
     dh_run(&d);
     assert_true(dh_count(&d, "agent/assistant-stream") >= 3); /* start, chunks, end */

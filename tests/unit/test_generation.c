@@ -968,8 +968,8 @@ static void live_shutdown_holds_queued_input_and_never_replays_it(void **state) 
     assert_string_equal(str(nth(&l.r, "input.held", 0), "input_id"), "ctx");
     assert_string_equal(str(nth(&l.r, "input.held", 1), "input_id"), "q1");
     assert_string_equal(str(nth(&l.r, "input.held", 1), "reason"), "shutdown");
-    assert_int_equal(weir__inbox_count(d.agent->inbox, false), 0);
-    assert_int_equal(weir__inbox_count(d.agent->inbox, true), 0);
+    assert_int_equal(weir__inbox_count(d.agent->e.inbox, false), 0);
+    assert_int_equal(weir__inbox_count(d.agent->e.inbox, true), 0);
     /* reopening the session replays nothing */
     dh_close(&d);
     dh_open(&d, "gshutdown");

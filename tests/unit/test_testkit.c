@@ -243,10 +243,11 @@ static void test_stream_session_is_the_agents_id(void **state) {
     struct weir_agent agent;
     memset(&agent, 0, sizeof agent);
     char id[] = "session-42";
-    agent.id = id;
+    agent.e.id = id;
+    agent.e.handle = &agent;
     struct weir_stream stream;
     memset(&stream, 0, sizeof stream);
-    stream.agent = &agent;
+    stream.engine = &agent.e;
     assert_ptr_equal(weir__api_table.stream_session(&stream), id);
     assert_string_equal(weir__api_table.stream_session(&stream), weir_agent_id(&agent));
 }

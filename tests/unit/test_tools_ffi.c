@@ -688,7 +688,7 @@ static void the_idempotency_key_is_a_hidden_parameter(void **state) {
     assert_string_equal(weir__json_str(o.error, "code", ""), "INVALID_ARGUMENTS");
     weir__tool_outcome_clear(&o);
     assert_int_equal(weir__tool_parse_args(def, "{\"n\":64,\"label\":\"book\"}", &a, &o), WEIR_OK);
-    assert_int_equal(weir__tool_invoke_keyed(def, "c1", "s1:2:1:c1", 2, NULL, a, &o), WEIR_OK);
+    assert_int_equal(weir__tool_invoke_keyed(def, "c1", "s1:2:1:c1", 2, NULL, a, NULL, &o), WEIR_OK);
     assert_false(o.is_error);
     assert_string_equal(weir__json_str(json_array_get(o.content, 0), "text", ""),
                         "{\"return\":14,\"buf\":\"book:s1:2:1:c1\"}");
