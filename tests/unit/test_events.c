@@ -61,7 +61,7 @@ static void expect_kind(const char *type, void *ud) {
 /* Every type the session log takes as core is in the catalog, and back. */
 static void durable_types_are_the_logs(void **state) {
     (void)state;
-    char *log = source("core/session_log.c");
+    char *log = source("core/log/session_log.c");
     const char *start = strstr(log, "core_types[] = {");
     assert_non_null(start);
     char *list = strndup(start, (size_t)(strchr(start, ';') - start));
@@ -88,7 +88,7 @@ static void durable_types_are_the_logs(void **state) {
     /* the core's ignorable events */
     kind = WEIR__EVENT_IGNORABLE;
     expect_kind("tool/rerun", &kind);
-    char *tools = source("core/tools.h");
+    char *tools = source("core/runtime/tools.h");
     each_match(tools, "#define WEIR__JOB_[A-Z]+ \"([a-z/_-]+)\"", "", expect_kind, &kind);
     free(tools);
 }
@@ -96,18 +96,20 @@ static void durable_types_are_the_logs(void **state) {
 /* Every live event a core source raises with a literal type is in the catalog. */
 static void live_events_are_the_cores(void **state) {
     (void)state;
-    static const char *const files[] = {"core/agent.c", "core/driver.c", "core/tool_scheduler.c",
-                                        "core/tools.c", "core/generation.c"};
+    static const char *const files[] = {
+        "core/api/agent.c",       "core/api/generation.c",        "core/engine/driver.c",
+        "core/engine/events.c",   "core/engine/input.c",          "core/engine/model_call.c",
+        "core/engine/tool_scheduler.c", "core/runtime/tools.c"};
     weir__event_kind kind = WEIR__EVENT_LIVE;
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         char *text = source(files[i]);
-        each_match(text, "weir__agent_live\\([^,]+,[[:space:]]*\"([a-z/_-]+)\"", "", expect_kind,
-                   &kind);
+        /* weir__engine_live(eng, "type", ...) and a live callback's live(ud, "type", ...) */
+        each_match(text, "live\\([^,]+,[[:space:]]*\"([a-z/_-]+)\"", "", expect_kind, &kind);
         each_match(text, "steering_event\\([^,]+,[[:space:]]*\"([a-z_-]+)\"", "steering/",
                    expect_kind, &kind);
         free(text);
     }
-    char *inbox = source("core/inbox.c");
+    char *inbox = source("core/log/inbox.c");
     each_match(inbox, "notify_all\\([^,]+,[[:space:]]*\"([a-z_-]+)\"", "agent/inbox/",
                expect_kind, &kind);
     free(inbox);
