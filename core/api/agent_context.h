@@ -11,6 +11,7 @@
 #define WEIR_CORE_AGENT_CONTEXT_H
 
 #include "common.h"
+#include "weir/host.h"
 
 /*
  * New reference: [{seq, type, message|null}] for the current surface nodes in

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 
 #include "common.h"
+#include "weir/plugin.h" /* weir_signal */
 
 struct weir_signal {
     atomic_bool cancelled;

@@ -1,5 +1,5 @@
 /*
- * core/common.h - internal helpers shared by every core file: allocation
+ * core/base/common.h - internal helpers shared by every core file: allocation
  * (with a test hook that fails the Nth allocation), error filling, and
  * small JSON utilities.  Never installed.
  */
@@ -18,8 +18,7 @@
 #include <jansson.h>
 
 #include "weir/errors.h"
-#include "weir/host.h"
-#include "weir/plugin.h"
+#include "weir/export.h"
 
 /* --- allocation (core/alloc.c) ---------------------------------------- */
 /* All core allocations go through these.  They return NULL on failure. */

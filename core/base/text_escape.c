@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "weir/host.h"
 
 size_t weir_text_escape(char *out, size_t size, const char *text) {
     const unsigned char *p = (const unsigned char *)(text ? text : "");

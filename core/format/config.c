@@ -18,6 +18,7 @@
 
 #include "config.h"
 #include "idmap.h"
+#include "weir/host.h"
 
 #define DEFAULT_LABEL "(built-in default)"
 #define DEFAULT_SESSION_DIR "${WEIR_SESSION_DIR:-~/.local/state/weir/sessions}"

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "event_catalog.h"
-#include "hooks.h"
-#include "host_int.h"
+#include "hook_catalog.h"
+#include "weir/host.h"
 
 #define FAILURE "{code, message, status?, retry_after_ms?, request_id?, provider}"
 

@@ -8,6 +8,7 @@
 #define WEIR_CORE_FAILURE_H
 
 #include "common.h"
+#include "weir/host.h"
 
 /*
  * New reference {code, message, provider?}: `code` must be canonical (an

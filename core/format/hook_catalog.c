@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hooks.h"
+#include "hook_catalog.h"
+#include "weir/host.h"
 
 /* Result schemas (JSON Schema subset of docs/schema.md). */
 #define S_ASSEMBLY                                                                      \

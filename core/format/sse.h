@@ -7,6 +7,7 @@
 #define WEIR_CORE_SSE_H
 
 #include "common.h"
+#include "weir/host.h"
 
 typedef struct weir__sse weir__sse;
 

@@ -31,6 +31,7 @@
 #include "assistant_stream.h"
 #include "session_log.h"
 #include "store.h"
+#include "weir/host.h"
 
 /* The open step's ids: {orig: {"offers": [new...], "called": n,
  * "pending": [new...], "current": new}} for each id a rename touched. */

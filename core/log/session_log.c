@@ -20,6 +20,7 @@
 #include "session_log.h"
 #include "store.h"
 #include "surface.h"
+#include "weir/host.h"
 
 struct weir__log {
     char *path; /* the file, or "<store>:<id>" for a store without files */

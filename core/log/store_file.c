@@ -15,6 +15,7 @@
 
 #include "session_log.h"
 #include "store.h"
+#include "weir/host.h"
 
 typedef struct file_session {
     char *path;

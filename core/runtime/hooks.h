@@ -1,9 +1,9 @@
 /*
- * core/hooks.h - the hook catalog and hook chains (docs/hooks.md).
+ * core/runtime/hooks.h - the hook chains (docs/hooks.md).
  *
- * The catalog (core/hook_catalog.c) is the one table of hook names, modes,
+ * The catalog (core/format/hook_catalog.h) is the one table of hook names, modes,
  * payload fields and result schemas; docs/hooks.md, `weir hooks` and result
- * validation all come from it.  Chains (core/hooks.c) are ordered at freeze
+ * validation all come from it.  Chains (core/runtime/hooks.c) are ordered at freeze
  * time: WEIR_ORDER_* placement, then config order, then registration order,
  * then before/after named plugins (a cycle or unknown name is an error).
  * After freeze they are read-only and may be invoked from any thread.
@@ -19,31 +19,9 @@
 #include <stdio.h>
 
 #include "common.h"
+#include "weir/host.h"
+#include "hook_catalog.h"
 
-typedef enum weir__hook_mode {
-    WEIR__HOOK_EMIT = 0,
-    WEIR__HOOK_SERIAL = 1,
-    WEIR__HOOK_WATERFALL = 2
-} weir__hook_mode;
-
-typedef struct weir__hook_def {
-    const char *name;          /* "agent/pre-step" */
-    weir__hook_mode mode;
-    const char *payload;       /* human-readable payload fields */
-    const char *result;        /* human-readable result / default */
-    const char *result_schema; /* JSON Schema text for waterfall results, or NULL */
-    const char *summary;       /* one line */
-} weir__hook_def;
-
-/* The catalog, in documentation order.  Static, thread-safe. */
-extern const weir__hook_def weir__hook_catalog[];
-extern const size_t weir__hook_catalog_len;
-
-/* Catalog entry by name (borrowed, static), or NULL. Thread-safe. */
-const weir__hook_def *weir__hook_find(const char *name);
-
-/* "emit", "serial" or "waterfall" (static). Thread-safe. */
-const char *weir__hook_mode_name(weir__hook_mode mode);
 
 typedef struct weir__hooks weir__hooks;
 

@@ -11,6 +11,7 @@
 #define WEIR_CORE_HTTP_H
 
 #include "common.h"
+#include "weir/host.h"
 
 typedef struct weir__http weir__http;
 

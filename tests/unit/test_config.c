@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "testutil.h"
+#include "weir/host.h"
 
 /* ---- helpers --------------------------------------------------------------- */
 

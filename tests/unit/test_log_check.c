@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "weir/host.h"
 #include "session_log.h"
 #include "store.h"
 #include "testutil.h"

@@ -23,6 +23,7 @@
 #include "store.h"
 #include "surface.h"
 #include "testutil.h"
+#include "weir/host.h"
 
 typedef struct fixture {
     char *dir;
