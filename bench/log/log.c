@@ -1,6 +1,6 @@
 /*
  * bench/log/log.c - session log throughput and derive cost
- * (core/session_log.c, core/surface.c).
+ * (core/log/session_log.c, core/format/surface.c).
  *
  * 1. Append throughput, per fsync policy (none, step, always): turns of six
  *    events (turn/start, step/start, user/message, assistant/message,

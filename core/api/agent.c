@@ -1,7 +1,9 @@
 /*
- * core/agent.c - one conversation: opening (and resuming) its session log,
- * input from any thread (send, cancel), the wake latch, running the driver
- * until idle, and event delivery.  The lifecycle itself is core/driver.c.
+ * core/api/agent.c - the public agent object: opening (and resuming) its
+ * session log and engine context, closing, the public send/cancel/steer
+ * wrappers, running the driver until idle, and manual compaction.  Input
+ * itself is core/engine/input.c, events core/engine/events.c and the
+ * lifecycle core/engine/driver.c.
  */
 #include <stdio.h>
 #include <stdlib.h>

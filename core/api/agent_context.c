@@ -1,6 +1,6 @@
 /*
- * core/agent_context.c - the `agent context` members of weir_api (see
- * core/agent_context.h): read the surface, commit a surface replacement,
+ * core/api/agent_context.c - the `agent context` members of weir_api (see
+ * core/api/agent_context.h): read the surface, commit a surface replacement,
  * look up logged events and model info, and make one direct model call
  * (a summarizer's) into a private collector.
  */

@@ -1,10 +1,10 @@
 /*
- * core/agent_context.h - what a plugin may read and change of an agent's
+ * core/api/agent_context.h - what a plugin may read and change of an agent's
  * model context (the `agent context` members of weir_api, used by
  * compaction): the current surface, surface replacements, the last logged
  * event of a type, model info and a direct, unlogged model call (also one
  * through the llm/stream chain).
- * Owner: core/agent_context.c.  Everything here runs on the agent's driver
+ * Owner: core/api/agent_context.c.  Everything here runs on the agent's driver
  * thread (where its hooks run) unless said otherwise.
  */
 #ifndef WEIR_CORE_AGENT_CONTEXT_H
@@ -61,7 +61,7 @@ json_t *weir__agent_model_info(weir_agent *agent, const char *provider, const ch
  * max_tokens?, messages, tools?}): prepare_call with the request minus
  * messages/tools as config, stream into a private, non-live collector,
  * release.  The messages' continuations are filtered for the request's
- * provider and model as the driver's (core/continuation.h; a stale one is
+ * provider and model as the driver's (core/format/continuation.h; a stale one is
  * matched with the history by equality, the messages being copies).
  * Nothing is logged and no hook runs.  On WEIR_OK *result is new:
  * {message:{role:"assistant", content:[text blocks]}, usage?, finish}: the

@@ -1,5 +1,5 @@
 /*
- * core/api.c - the weir_api table handed to every plugin's init.
+ * core/api/api.c - the weir_api table handed to every plugin's init.
  * Append-only, in the order of struct weir_api (weir/plugin.h).
  */
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * core/approval.c - what a plugin asks of the agent outside the hooks the
+ * core/api/approval.c - what a plugin asks of the agent outside the hooks the
  * core raises: the embedder's approver (weir_agent_set_approver,
  * api->agent_approve), the session log's path (api->agent_log_path), and
  * catalog hooks a plugin raises itself (api->hook_invoke: agent/pre-compact

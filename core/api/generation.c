@@ -1,5 +1,5 @@
 /*
- * core/generation.c - the generation tracker (docs/generations.md,
+ * core/api/generation.c - the generation tracker (docs/generations.md,
  * docs/generations.md): an observer of an agent's event stream that
  * publishes the host-facing generation.* and input.* events.
  *

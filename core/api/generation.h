@@ -1,7 +1,7 @@
 /*
- * core/generation.h - the generation tracker's internals (the public API is
+ * core/api/generation.h - the generation tracker's internals (the public API is
  * include/weir/generation.h; the rules are in docs/generations.md).
- * Owner: core/generation.c.
+ * Owner: core/api/generation.c.
  */
 #ifndef WEIR_CORE_GENERATION_H
 #define WEIR_CORE_GENERATION_H

@@ -1,6 +1,6 @@
 /*
- * core/provenance.c - the hook chains' provenance records as session log
- * events (core/provenance.h).
+ * core/api/provenance.c - the hook chains' provenance records as session log
+ * events (core/api/provenance.h).
  */
 #include <stdio.h>
 #include <string.h>

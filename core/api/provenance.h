@@ -1,5 +1,5 @@
 /*
- * core/provenance.h - where the hook chains' provenance records go: the
+ * core/api/provenance.h - where the hook chains' provenance records go: the
  * hook/decision, hook/quarantined and hook/slow events of an agent's
  * session log (docs/hooks.md, "Provenance"; docs/session-log.md).
  */
@@ -9,7 +9,7 @@
 #include "hooks.h"
 
 /*
- * The sink core/host.c gives its chains: appends `rec` as an ignorable
+ * The sink the wiring root (core/api/api.c) gives a host's chains: appends `rec` as an ignorable
  * event of `agent`'s log (a failed append is reported on stderr and
  * otherwise ignored: provenance never fails a hop).  Called on the thread
  * of the invocation, never under the log's lock.

@@ -1,5 +1,5 @@
 /*
- * core/turn_outcome.c - weir_agent_last_turn(): how the last ended turn of a
+ * core/api/turn_outcome.c - weir_agent_last_turn(): how the last ended turn of a
  * session ended, read from its log (the last turn/end, and that turn's last
  * assistant/message for the final text).
  */

@@ -1,5 +1,5 @@
 /*
- * core/alloc.c - allocation wrappers with failure injection for tests, and
+ * core/base/alloc.c - allocation wrappers with failure injection for tests, and
  * jansson's allocator (weir__json_loadb).
  */
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /*
- * core/cancel.c - cancellation signals (core/cancel.h).
+ * core/base/cancel.c - cancellation signals (core/base/cancel.h).
  */
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * core/cancel.h - cancellation signals (struct weir_signal).
+ * core/base/cancel.h - cancellation signals (struct weir_signal).
  *
  * A signal is an atomic flag plus a condition variable; everything that
  * waits (backoff sleeps, HTTP transfers via their progress callback, tool

@@ -20,7 +20,7 @@
 #include "weir/errors.h"
 #include "weir/export.h"
 
-/* --- allocation (core/alloc.c) ---------------------------------------- */
+/* --- allocation (core/base/alloc.c) ---------------------------------------- */
 /* All core allocations go through these.  They return NULL on failure. */
 void *weir__malloc(size_t n);
 void *weir__calloc(size_t count, size_t n);
@@ -42,10 +42,10 @@ WEIR_API long weir__alloc_fail_after(long n);
  * which the code goes on (and may write) with memory again.  A jansson
  * allocation fails only inside weir's own parses (weir__json_loadb), which
  * then fail as if out of memory: jansson's parser is not safe against one
- * failed allocation (core/alloc.c). */
+ * failed allocation (core/base/alloc.c). */
 WEIR_API long weir__alloc_fail_only(long n);
 
-/* --- errors (core/errors.c) ------------------------------------------- */
+/* --- errors (core/base/errors.c) ------------------------------------------- */
 /*
  * Fill `err` (may be NULL) and return `code`.  `plugin` and `hook` may be
  * NULL.  Typical use:  return weir__err(err, WEIR_E_CONFIG, NULL, NULL, "...");
@@ -55,7 +55,7 @@ int weir__err(weir_error *err, int code, const char *plugin, const char *hook,
 int weir__verr(weir_error *err, int code, const char *plugin, const char *hook,
                const char *fmt, va_list ap) WEIR_PRINTF(5, 0);
 
-/* --- warnings (core/text_escape.c) ------------------------------------ */
+/* --- warnings (core/base/text_escape.c) ------------------------------------ */
 /*
  * Print one line to stderr: the formatted message with every control
  * character escaped (weir_text_escape; no newline in `fmt`), then "\n", in
@@ -65,7 +65,7 @@ int weir__verr(weir_error *err, int code, const char *plugin, const char *hook,
 void weir__warn(const char *fmt, ...) WEIR_PRINTF(1, 2);
 
 /*
- * (core/json_write.c) The length of the valid UTF-8 sequence at `s` (at
+ * (core/base/json_write.c) The length of the valid UTF-8 sequence at `s` (at
  * most `n` bytes read),
  * its code point in *cp; 0 when it is not one (ASCII, overlong, a
  * surrogate, past U+10FFFF, cut short).  A NUL-terminated string may pass
@@ -73,7 +73,7 @@ void weir__warn(const char *fmt, ...) WEIR_PRINTF(1, 2);
  */
 size_t weir__utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
 
-/* --- time and ids (core/util.c) --------------------------------------- */
+/* --- time and ids (core/base/util.c) --------------------------------------- */
 int64_t weir__now_ms(void);            /* wall clock, epoch ms */
 uint64_t weir__mono_us(void);          /* monotonic microseconds */
 /*
@@ -92,10 +92,10 @@ bool weir__clock_is_fake(void);
 /* Write a random id ("prefix-<hex>") into buf; returns buf. */
 char *weir__random_id(char *buf, size_t size, const char *prefix);
 
-/* --- JSON helpers (core/util.c) --------------------------------------- */
+/* --- JSON helpers (core/base/util.c) --------------------------------------- */
 /* json_loadb, but NULL with json_error_code(jerr) == json_error_out_of_memory
  * whenever an allocation failed while it parsed: jansson can return a value
- * that lost bytes then, or call the text invalid (core/alloc.c).  Use it for
+ * that lost bytes then, or call the text invalid (core/base/alloc.c).  Use it for
  * every parse whose result weir acts on. */
 json_t *weir__json_loadb(const char *buf, size_t len, size_t flags, json_error_t *jerr);
 /* weir__json_loadb of a NUL-terminated text (json_loads). */
@@ -103,7 +103,7 @@ json_t *weir__json_loads(const char *text, size_t flags, json_error_t *jerr);
 /* Around a jansson parse weir makes itself (json_loadf, ...): false from
  * _end when an allocation failed in between, and what it parsed must not
  * be believed.  Always true when the host gave jansson allocators of its
- * own (core/alloc.c). */
+ * own (core/base/alloc.c). */
 unsigned long weir__json_parse_begin(void);
 bool weir__json_parse_end(unsigned long mark);
 /* Compact, key-order-preserving serialization used for the log and for the
@@ -112,7 +112,7 @@ bool weir__json_parse_end(unsigned long mark);
 char *weir__json_dump(const json_t *v);
 /* The same bytes as json_dump_callback(v, cb, ud, JSON_COMPACT |
  * JSON_PRESERVE_ORDER | JSON_ENCODE_ANY), handed to `cb` in chunks of up to
- * 4 KiB (core/json_write.c).  0, or -1 when `cb` failed, a string is not
+ * 4 KiB (core/base/json_write.c).  0, or -1 when `cb` failed, a string is not
  * valid UTF-8, a real is not finite, or memory ran out (`cb` may then have
  * received part of the text). */
 int weir__json_write(const json_t *v, json_dump_callback_t cb, void *ud);

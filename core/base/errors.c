@@ -1,5 +1,5 @@
 /*
- * core/errors.c - the status tables (from WEIR_STATUS_MAP) and error filling.
+ * core/base/errors.c - the status tables (from WEIR_STATUS_MAP) and error filling.
  */
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * core/idmap.c - the string hash index (see idmap.h): open addressing with
+ * core/base/idmap.c - the string hash index (see idmap.h): open addressing with
  * linear probing, at most half full, FNV-1a hashes, and removal by shifting
  * the following entries back (no tombstones).
  */

@@ -1,6 +1,6 @@
 /*
- * core/idmap.h - a hash index from strings (plugin row ids, plugin names,
- * hook listener ids) to a pointer and a number.  Owner: core/idmap.c.
+ * core/base/idmap.h - a hash index from strings (plugin row ids, plugin names,
+ * hook listener ids) to a pointer and a number.  Owner: core/base/idmap.c.
  *
  * Loading a deployment looks names up once per row; a list searched per row
  * makes loading quadratic in the rows (issue #8, item 10d), so config

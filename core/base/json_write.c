@@ -1,5 +1,5 @@
 /*
- * core/json_write.c - the core's JSON serializer: byte for byte what
+ * core/base/json_write.c - the core's JSON serializer: byte for byte what
  * json_dump_callback(v, cb, ud, JSON_COMPACT | JSON_PRESERVE_ORDER |
  * JSON_ENCODE_ANY) writes, at a fraction of its cost (issue #15: the log's
  * serialization was a sixth of a step).

@@ -1,5 +1,5 @@
 /*
- * core/pool.c - lazily grown worker pool (see pool.h).
+ * core/base/pool.c - lazily grown worker pool (see pool.h).
  */
 #include "pool.h"
 

@@ -1,11 +1,11 @@
 /*
- * core/pool.h - a small worker pool for tool bodies and background jobs.
+ * core/base/pool.h - a small worker pool for tool bodies and background jobs.
  *
  * Threads are created lazily: a submit that finds no idle worker starts one,
  * up to the pool's maximum; beyond that, tasks wait in a FIFO queue.
  * Destroy runs every queued task, then joins every thread.  All functions are
  * thread-safe except destroy, which must not race with submit.
- * Owner: core/pool.c.
+ * Owner: core/base/pool.c.
  */
 #ifndef WEIR_CORE_POOL_H
 #define WEIR_CORE_POOL_H

@@ -1,5 +1,5 @@
 /*
- * core/text_escape.c - text from plugins, hooks, tools and servers made safe
+ * core/base/text_escape.c - text from plugins, hooks, tools and servers made safe
  * for one line of a terminal (weir_text_escape), and the core's one way of
  * printing a warning line to stderr (weir__warn).
  *

@@ -1,5 +1,5 @@
 /*
- * core/util.c - clocks, ids and small JSON helpers shared by core files.
+ * core/base/util.c - clocks, ids and small JSON helpers shared by core files.
  */
 #include <stdatomic.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * core/driver.c - the turn/step lifecycle, in exactly the order of docs/lifecycle.md:
+ * core/engine/driver.c - the turn/step lifecycle, in exactly the order of docs/lifecycle.md:
  *
  *   turn/start; claim; system-prompt/assemble; agent/pre-step; step/start;
  *   attempts (agent/request, prepare_call, admission, derive + freeze,
@@ -769,7 +769,7 @@ static void check_request(turn_ctx *t, const json_t *req) {
         json_decref(ev);
     }
     json_t *derived = whole ? weir__surface_derive(s) : NULL;
-    /* the same continuation filter as the request (core/continuation.h) */
+    /* the same continuation filter as the request (core/format/continuation.h) */
     json_t *msgs = derived ? weir__continuation_apply(derived, s, weir__log_request_context(log),
                                                       NULL)
                            : NULL;
@@ -933,7 +933,7 @@ static const json_t *last_dropped(turn_ctx *t) {
 
 /*
  * *out (new): the request's messages, the log's derive with the
- * continuations the route may not read dropped (core/continuation.h), and
+ * continuations the route may not read dropped (core/format/continuation.h), and
  * before it, when any was dropped and the counts differ from the last such
  * event, request/continuations-dropped {provider, model, count, reasons}
  * (durable, ignorable).  WEIR_OK, or a log/memory error.
@@ -1728,7 +1728,7 @@ int weir__driver_turn(weir__engine *eng, weir_error *err) {
 /*
  * The calls a crash cut: those of the open step of the log's open last turn
  * without a tool/result, in model order, as weir__tools_resume takes them.
- * The fold is the log's (core/log_fold.h, the one weir__log_repair answers
+ * The fold is the log's (core/log/log_fold.h, the one weir__log_repair answers
  * by, so that repair finds nothing left to answer): the step's tool/calls
  * without a result (in log order, with call_seq and the logged
  * idempotency_key), then the tool_calls of its assistant messages that

@@ -206,7 +206,7 @@ static json_t *stream_args(const weir__engine *eng, const json_t *context, json_
 }
 
 /*
- * The staleness (core/continuation.h, rule c) of a plugin's `messages`
+ * The staleness (core/format/continuation.h, rule c) of a plugin's `messages`
  * (borrowed), which are copies of the derived history (agent_messages), not
  * its own objects as weir__continuation_stale needs: an assistant message
  * equal to the message of a surface node, matched in order, is stale when a
@@ -227,7 +227,7 @@ static int copies_stale(weir__engine *eng, const json_t *messages, bool **out) {
 
 /*
  * New reference: `request` (borrowed) with its messages filtered as the
- * driver filters its own request's (core/continuation.h) for the route
+ * driver filters its own request's (core/format/continuation.h) for the route
  * request.provider / request.model: a malformed continuation, one of
  * another route and one a surface replace made stale are dropped, so a
  * request that replays the agent's last one (compaction-basic's summary)

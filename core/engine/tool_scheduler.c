@@ -1,5 +1,5 @@
 /*
- * core/tool_scheduler.c - the ordered parallel tool scheduler (docs/tools.md):
+ * core/engine/tool_scheduler.c - the ordered parallel tool scheduler (docs/tools.md):
  * "ordered pre, concurrent execute, ordered post".
  *
  * Everything but the bodies runs on the calling (driver) thread: the

@@ -1,5 +1,5 @@
 /*
- * core/assistant_stream.c - the compact timed form of a model call's stream
+ * core/format/assistant_stream.c - the compact timed form of a model call's stream
  * (docs/session-log.md, "The stream"), its exact expansion, and the fold of
  * chunks into an assistant message (docs/session-log.md: the logged message is
  * re-buildable from the logged stream).
@@ -499,7 +499,7 @@ int weir__stream_assemble(const json_t *chunks, bool with_calls, weir__assembled
         } else if (!strcmp(type, "continuation")) {
             /* the provider's opaque continuation of block `index` (plugin.h):
              * kept verbatim, the last one wins; the request filter
-             * (core/continuation.c) judges it, not the fold.  A block not
+             * (core/format/continuation.c) judges it, not the fold.  A block not
              * seen yet (a redacted_thinking block has no deltas) opens as
              * reasoning. */
             const json_t *cont = json_object_get(c, "continuation");

@@ -1,7 +1,7 @@
 /*
- * core/assistant_stream.h - a model call's stream as the session log keeps
+ * core/format/assistant_stream.h - a model call's stream as the session log keeps
  * it (docs/session-log.md, "The stream"), and the assistant message folded
- * from it.  Owner: core/assistant_stream.c.
+ * from it.  Owner: core/format/assistant_stream.c.
  *
  * A stream is the chunks a provider emitted (plugin.h, weir_provider),
  * each with the "time" (epoch ms) it arrived.  assistant/message and
@@ -64,7 +64,7 @@ typedef struct weir__assembled {
  * its block's "continuation" member to a copy of the chunk's (the last one
  * wins; an unseen index opens a reasoning block); a reasoning block with
  * one is kept even when its text is empty (not `visible` then).  The
- * request filter (core/continuation.h) judges it; the fold keeps it as it
+ * request filter (core/format/continuation.h) judges it; the fold keeps it as it
  * came.  0, or -1 when out of memory
  * (nothing to release).  The caller releases out->message and out->calls.
  */

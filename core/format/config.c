@@ -1,5 +1,5 @@
 /*
- * core/config.c - deployment config composition (docs/plugins.md, docs/cli.md).
+ * core/format/config.c - deployment config composition (docs/plugins.md, docs/cli.md).
  *
  * Each file goes through the same steps: parse, check the top-level keys,
  * expand ${VAR} / ${VAR:-default} / $$ in every string, validate the shape,

@@ -1,7 +1,7 @@
 /*
- * core/config.h - deployment config composition (docs/plugins.md, docs/cli.md).
+ * core/format/config.h - deployment config composition (docs/plugins.md, docs/cli.md).
  * Public entry points (weir_config_compose, weir_config_default) are in
- * weir/host.h.  Owner: core/config.c.  The rules are in docs/config.md.
+ * weir/host.h.  Owner: core/format/config.c.  The rules are in docs/config.md.
  *
  * Every error is WEIR_E_CONFIG (WEIR_E_NOMEM on allocation failure) with a
  * message "config FILE: JSON-PATH: what is wrong"; `file` may be NULL

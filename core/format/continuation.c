@@ -1,5 +1,5 @@
 /*
- * core/continuation.c - the filter that decides which reasoning
+ * core/format/continuation.c - the filter that decides which reasoning
  * continuations of the derived history go into a request (core/
  * continuation.h; docs/session-log.md, "Reasoning continuations").
  *

@@ -1,8 +1,8 @@
 /*
- * core/continuation.h - reasoning continuations: which of the opaque
+ * core/format/continuation.h - reasoning continuations: which of the opaque
  * provider blobs the derived history carries may go into a request
  * (docs/session-log.md, "Reasoning continuations"; issue #32 item 1).
- * Owner: core/continuation.c.
+ * Owner: core/format/continuation.c.
  *
  * A content block may carry a member "continuation":
  *   {"provider":P, "model":M, "data":{...strings...}, "prefix_bound"?:false}

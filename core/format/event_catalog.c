@@ -1,8 +1,8 @@
 /*
- * core/event_catalog.c - the event catalog: every event an agent writes to
+ * core/format/event_catalog.c - the event catalog: every event an agent writes to
  * its session log or delivers live, with its data fields.  docs/events.md
  * (`weir events --markdown`) and `weir events` print it; a plugin may not
- * register one of these types (core/host.c).  test_events checks it
+ * register one of these types (core/runtime/host.c).  test_events checks it
  * against the types the session log accepts and the live events the core
  * sources raise, and docs/events.md against its output.
  */
@@ -163,7 +163,7 @@ static const char *kind_name(weir__event_kind kind) {
 static const char MD_INTRO[] =
     "# Event catalog\n"
     "\n"
-    "<!-- Generated from core/event_catalog.c by `weir events --markdown > docs/events.md`.\n"
+    "<!-- Generated from core/format/event_catalog.c by `weir events --markdown > docs/events.md`.\n"
     "     Do not edit by hand: test_events fails when this file differs. -->\n"
     "\n"
     "An agent's events reach an embedder through `weir_agent_options.on_event(event,\n"

@@ -1,8 +1,8 @@
 /*
- * core/event_catalog.h - the event catalog: the one table of the core's
+ * core/format/event_catalog.h - the event catalog: the one table of the core's
  * event types (durable and live) and their data fields.  docs/events.md
  * (`weir events --markdown`), `weir events` and the reserved names a plugin
- * may not register come from it.  Owner: core/event_catalog.c.
+ * may not register come from it.  Owner: core/format/event_catalog.c.
  */
 #ifndef WEIR_CORE_EVENT_CATALOG_H
 #define WEIR_CORE_EVENT_CATALOG_H

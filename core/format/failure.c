@@ -1,5 +1,5 @@
 /*
- * core/failure.c - canonical failures and the one classification table
+ * core/format/failure.c - canonical failures and the one classification table
  * (docs/providers.md): HTTP status + provider error body -> failure code.
  */
 #include <ctype.h>

@@ -1,7 +1,7 @@
 /*
- * core/failure.h - canonical failures and their classification (docs/providers.md):
+ * core/format/failure.h - canonical failures and their classification (docs/providers.md):
  * {code, message, status?, retry_after_ms?, request_id?, provider}.
- * The classification table lives in core/failure.c only.  Every function is
+ * The classification table lives in core/format/failure.c only.  Every function is
  * thread-safe.
  */
 #ifndef WEIR_CORE_FAILURE_H

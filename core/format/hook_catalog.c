@@ -1,5 +1,5 @@
 /*
- * core/hook_catalog.c - the hook catalog: the one table of hook names,
+ * core/format/hook_catalog.c - the hook catalog: the one table of hook names,
  * modes, payloads and results.  docs/hooks.md (weir hooks --markdown),
  * `weir hooks --catalog` and waterfall result validation all come from it.
  * In every payload `agent` is the agent's session id string.
@@ -235,7 +235,7 @@ const char *weir__hook_mode_name(weir__hook_mode mode) {
 static const char MD_INTRO[] =
     "# Hook catalog\n"
     "\n"
-    "<!-- Generated from core/hook_catalog.c by `weir hooks --markdown > docs/hooks.md`.\n"
+    "<!-- Generated from core/format/hook_catalog.c by `weir hooks --markdown > docs/hooks.md`.\n"
     "     Do not edit by hand: test_hooks fails when this file differs. -->\n"
     "\n"
     "Plugins register listeners on these hooks during `init` with\n"

@@ -1,5 +1,5 @@
 /*
- * core/schema.c - a small JSON Schema validator: the subset documented in
+ * core/format/schema.c - a small JSON Schema validator: the subset documented in
  * docs/schema.md (type, properties, required, additionalProperties, items,
  * enum, const, minimum, maximum, minLength, maxLength, minItems, maxItems,
  * anyOf, oneOf, and weir's own `secret`; `items` also as a draft-07 tuple;

@@ -1,5 +1,5 @@
 /*
- * core/schema.h - a small JSON Schema validator (the subset in docs/schema.md:
+ * core/format/schema.h - a small JSON Schema validator (the subset in docs/schema.md:
  * type, properties, required, additionalProperties, items, enum, const,
  * minimum, maximum, minLength, maxLength, minItems, maxItems, anyOf, oneOf,
  * and weir's `secret` marker).

@@ -1,5 +1,5 @@
 /*
- * core/sse.c - incremental Server-Sent Events parser (WHATWG "event stream
+ * core/format/sse.c - incremental Server-Sent Events parser (WHATWG "event stream
  * interpretation"): bytes in any chunking, lines split on CR, LF or CRLF,
  * events dispatched on blank lines.
  */

@@ -1,7 +1,7 @@
 /*
- * core/sse.h - an incremental Server-Sent Events parser: event/data/id
+ * core/format/sse.h - an incremental Server-Sent Events parser: event/data/id
  * fields, multi-line data, CR/LF/CRLF, comments, arbitrary chunk boundaries.
- * Owner: core/sse.c.  Not thread-safe per parser.
+ * Owner: core/format/sse.c.  Not thread-safe per parser.
  */
 #ifndef WEIR_CORE_SSE_H
 #define WEIR_CORE_SSE_H

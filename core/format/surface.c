@@ -1,5 +1,5 @@
 /*
- * core/surface.c - the model-visible surface (docs/session-log.md).
+ * core/format/surface.c - the model-visible surface (docs/session-log.md).
  *
  * The surface is the ordered list of current surface nodes (events of the
  * four surface types).  An "append" op adds the event at the end; a replace

@@ -1,5 +1,5 @@
 /*
- * core/surface.h - the model-visible surface and message derivation
+ * core/format/surface.h - the model-visible surface and message derivation
  * (docs/session-log.md).  Pure functions plus an incremental fold.
  *
  * Surface types: system/message, user/message, assistant/message and
@@ -14,7 +14,7 @@
  * source_seqs, when present, is a non-empty array of unique earlier seqs.
  *
  * A surface is not thread-safe; the log serializes access to its own.
- * Owner: core/surface.c.
+ * Owner: core/format/surface.c.
  */
 #ifndef WEIR_CORE_SURFACE_H
 #define WEIR_CORE_SURFACE_H

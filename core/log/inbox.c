@@ -1,5 +1,5 @@
 /*
- * core/inbox.c - the durable inbox (docs/generations.md).
+ * core/log/inbox.c - the durable inbox (docs/generations.md).
  *
  * Two lists (next-turn, next-step) are the fold of agent/inbox/spliced
  * events.  Every change appends its splice event first and only then changes

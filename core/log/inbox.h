@@ -1,9 +1,9 @@
 /*
- * core/inbox.h - the durable inbox (docs/generations.md).
+ * core/log/inbox.h - the durable inbox (docs/generations.md).
  *
  * Two lists, next-turn and next-step, rebuilt by folding agent/inbox/spliced
  * events.  Every change appends its durable event first, then changes the
- * lists.  Thread-safe (own mutex).  Owner: core/inbox.c.
+ * lists.  Thread-safe (own mutex).  Owner: core/log/inbox.c.
  *
  * Order.  Every queued message has an arrival number (the order its
  * insertion was logged).  A queued next-turn message is a barrier: next-step

@@ -1,5 +1,5 @@
 /*
- * core/log_check.c - offline session log checks and derivation
+ * core/log/log_check.c - offline session log checks and derivation
  * (`weir log --check`, `weir log --derive`; docs/session-log.md).
  *
  * The checker reads the file tolerantly (it reports what a strict open would
@@ -30,7 +30,7 @@ typedef struct checker {
     bool turn_open, step_open;
     json_int_t turn, step;
     size_t turn_seq, step_seq;
-    weir__call_fold fold;  /* the open step's tool calls (core/log_fold.h) */
+    weir__call_fold fold;  /* the open step's tool calls (core/log/log_fold.h) */
     json_t *header_ev, *context_ev; /* the latest request/header and request/context */
     const json_t *header;  /* latest request/header data.header (of header_ev) */
     const json_t *context; /* latest request/context data (of context_ev) */
@@ -383,7 +383,7 @@ static void attribute(checker *c, json_t *brk, const json_t *cause, const char *
         c->oom = true;
 }
 
-/* Whether `ev` is a system-update system/message (core/driver.c). */
+/* Whether `ev` is a system-update system/message (core/engine/driver.c). */
 static bool system_update(const json_t *ev) {
     const json_t *m = json_object_get(json_object_get(ev, "data"), "message");
     return is(weir__json_str(ev, "type", ""), "system/message") &&

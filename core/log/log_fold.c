@@ -1,6 +1,6 @@
 /*
- * core/log_fold.c - the tool-call fold of one step of a session log (see
- * core/log_fold.h): the one place that says which of a step's calls a crash
+ * core/log/log_fold.c - the tool-call fold of one step of a session log (see
+ * core/log/log_fold.h): the one place that says which of a step's calls a crash
  * or a bug left unanswered, for the driver's crash recovery, the log's
  * repair and the checker.
  */

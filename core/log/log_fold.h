@@ -1,6 +1,6 @@
 /*
- * core/log_fold.h - the tool-call fold of one step of a session log
- * (docs/session-log.md, docs/tools.md).  Owner: core/log_fold.c.
+ * core/log/log_fold.h - the tool-call fold of one step of a session log
+ * (docs/session-log.md, docs/tools.md).  Owner: core/log/log_fold.c.
  *
  * Within a step, the model offers tool calls (the tool_call blocks of its
  * assistant/message events), the scheduler dispatches them (tool/call) and

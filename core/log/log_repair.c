@@ -1,5 +1,5 @@
 /*
- * core/log_repair.c - `weir log --repair`: mend what older weirs wrote and
+ * core/log/log_repair.c - `weir log --repair`: mend what older weirs wrote and
  * the one reader now refuses (docs/session-log.md, "Repair").
  *
  * One repair so far: a reply that repeated a tool-call id (weir took ids

@@ -1,13 +1,13 @@
 /*
- * core/session_log.c - the durable, append-only session log (docs/session-log.md).
+ * core/log/session_log.c - the durable, append-only session log (docs/session-log.md).
  *
  * Every append is validated first (type, data, surface op), serialized into
- * the log's one reused line buffer, handed to the session store (core/store.h:
+ * the log's one reused line buffer, handed to the session store (core/log/store.h:
  * the file store writes it with a single write()), then committed to memory
  * (event array, surface, folds).  Memory for the commit is reserved before
  * the store's append, so a stored event is always committed and a failed
  * append changes nothing.  The file I/O, the writer's lock and the torn-tail
- * cut live in the store (core/store_file.c).
+ * cut live in the store (core/log/store_file.c).
  */
 #include <limits.h>
 #include <pthread.h>
@@ -1244,7 +1244,7 @@ json_t *weir__log_derive(weir__log *log) {
 static json_t *interrupted_result(const json_t *call, const char *why) {
     const json_t *d = json_object_get(call, "data");
     char text[256];
-    /* a crash: the text of WEIR__TOOL_INTERRUPTED_TEXT (core/tools.h) */
+    /* a crash: the text of WEIR__TOOL_INTERRUPTED_TEXT (core/runtime/tools.h) */
     snprintf(text, sizeof text,
              "Error: %s: the tool may or may not have run; do not assume either",
              why ? why : "interrupted by a crash");
@@ -1258,7 +1258,7 @@ static json_t *interrupted_result(const json_t *call, const char *why) {
 
 /*
  * Collect the closers of the open last turn into `todo` ([type, data]
- * pairs).  Within the open step, by the tool-call fold (core/log_fold.h,
+ * pairs).  Within the open step, by the tool-call fold (core/log/log_fold.h,
  * the one `weir log --check` and the driver's crash recovery use): every
  * tool_call of an assistant/message that was never dispatched (a crash
  * between the two) gets its tool/call and an interrupted result

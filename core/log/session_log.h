@@ -1,5 +1,5 @@
 /*
- * core/session_log.h - the durable, append-only session log (docs/session-log.md).
+ * core/log/session_log.h - the durable, append-only session log (docs/session-log.md).
  *
  * JSON Lines, one envelope per line:
  *   {"seq":N,"time":ms,"type":"...","data":{...},
@@ -8,7 +8,7 @@
  * seq is contiguous from 0.  A rejected append changes nothing (file, memory,
  * surface).  Appends are serialized by an internal mutex (thread-safe);
  * observers run after the append, outside the lock, in seq order.
- * Owner: core/session_log.c.
+ * Owner: core/log/session_log.c.
  */
 #ifndef WEIR_CORE_SESSION_LOG_H
 #define WEIR_CORE_SESSION_LOG_H
@@ -59,7 +59,7 @@ int weir__log_check_envelope(const json_t *ev, char *msg, size_t size);
 int weir__log_read_file(const char *path, char **buf, size_t *len, weir_error *err);
 
 /*
- * The one reader (core/log_check.c): fold the log buffer `buf` (`len`
+ * The one reader (core/log/log_check.c): fold the log buffer `buf` (`len`
  * bytes) with every rule a valid log keeps (envelopes, seq contiguity, core
  * fields, event types - core, ignorable, or accepted by `known` (may be
  * NULL) - turn/step nesting, tool calls and results, the surface) and
@@ -125,7 +125,7 @@ int weir__log_open(const char *path, weir__fsync policy, weir__type_known_fn kno
                    weir__log **out, weir_error *err);
 /*
  * weir__log_open (readonly false) or weir__log_open_readonly (true) on
- * `store` (core/store.h; the file store when store.vt is NULL or the file
+ * `store` (core/log/store.h; the file store when store.vt is NULL or the file
  * store): session `id` whose file is `path`.  A store without files names
  * the log "<store_name>:<id>" in messages and weir__log_path.  An append
  * the store fences (WEIR_E_LEASE_LOST) fails, and so does every later
@@ -145,7 +145,7 @@ void weir__log_close(weir__log *log);
 const char *weir__log_path(const weir__log *log);
 /*
  * The writer's store, open session and lease epoch (borrowed, valid while
- * the log is open), for the store's inbox calls (core/store.c).  Fails as
+ * the log is open), for the store's inbox calls (core/api/store_ops.c).  Fails as
  * an append would (E_STATE read-only, E_LEASE_LOST fenced, E_IO broken),
  * with the outputs still set.
  */
@@ -242,7 +242,7 @@ void weir__log_set_observer(weir__log *log, weir__log_observer_fn fn, void *ud);
  * follows.  Any thread. */
 size_t weir__log_observed(const weir__log *log);
 
-/* The incremental surface of this log (borrowed; see core/surface.h).  Not
+/* The incremental surface of this log (borrowed; see core/format/surface.h).  Not
  * synchronized: read it only while no other thread appends (the driver,
  * which alone changes the surface).  Other threads: the two below. */
 const weir__surface *weir__log_surface(const weir__log *log);

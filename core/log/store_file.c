@@ -1,5 +1,5 @@
 /*
- * core/store_file.c - the JSONL file store (weir/store.h, docs/stores.md):
+ * core/log/store_file.c - the JSONL file store (weir/store.h, docs/stores.md):
  * one log file per session, written with O_APPEND, one write per batch of
  * lines; the writer holds an exclusive OFD lock on the file until close.
  */

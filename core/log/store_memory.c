@@ -1,5 +1,5 @@
 /*
- * core/store_memory.c - the memory store (weir/store.h, docs/stores.md):
+ * core/log/store_memory.c - the memory store (weir/store.h, docs/stores.md):
  * each session's JSONL lines in one buffer of this process, kept until the
  * process exits (a closed session can be reopened), keyed by session id.
  * One writer per session id in the process; readers take a copy.

@@ -1,5 +1,5 @@
 /*
- * core/hooks.c - hook chains (docs/hooks.md).
+ * core/runtime/hooks.c - hook chains (docs/hooks.md).
  *
  * One chain per catalog entry.  Listeners are collected while plugins run
  * their init, ordered once by weir__hooks_freeze and read-only afterwards.

@@ -206,7 +206,7 @@ bool weir__hooks_quarantined(const weir__hooks *h, const char *row);
  * The decision a waterfall hop's result stands for (static string);
  * `args` is the invocation's payload, `next_extra` is the length of additional_contexts in what weir_next()
  * returned (tools/post-execute), `short_circuit` whether the listener did
- * not call weir_next().  core/hooks.c.
+ * not call weir_next().  core/runtime/hooks.c.
  */
 const char *weir__hook_decision(const weir__hook_def *def, const json_t *args,
                                 const json_t *result, bool short_circuit, size_t next_extra);

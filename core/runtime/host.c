@@ -1,5 +1,5 @@
 /*
- * core/host.c - the host: one instance per `plugins` row, loaded in config
+ * core/runtime/host.c - the host: one instance per `plugins` row, loaded in config
  * order, initialised with registration open, then frozen
  * (docs/plugins.md).  Any error unwinds everything: the instances already
  * initialised are finalised in reverse order and nothing stays loaded.
@@ -37,7 +37,7 @@ struct weir_host {
     weir__event_type *types;
     size_t ntypes;
     json_t *required;            /* [{row, provider, what}]: provider_require, checked after init */
-    weir__http_pool *http;       /* the agents' HTTP handles (core/http.h) */
+    weir__http_pool *http;       /* the agents' HTTP handles (core/runtime/http.h) */
     const weir__host_wiring *wiring; /* from the api floor (core/api/api.c), static */
     store_entry *stores;         /* the stores rows registered, newest first: written
                                   * only by init (registration), read-only after */
@@ -677,7 +677,7 @@ int weir__reg_event_type(weir_plugin *self, weir__event_type **types, size_t *nt
                   flags);
         return weir__reg_fail(self, &e);
     }
-    /* the core's event types (core/event_catalog.c), live ones included */
+    /* the core's event types (core/format/event_catalog.c), live ones included */
     if (weir__event_find(type)) {
         weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL, "event type '%s' is a core event type",
                   type);

@@ -1,7 +1,7 @@
 /*
- * core/host_int.h - the host's internal shape: loaded plugin instances,
- * registries of providers, tools and event types.  Owner: core/host.c
- * (plugin instances and registration) and core/loader.c (dlopen + checks).
+ * core/runtime/host_int.h - the host's internal shape: loaded plugin instances,
+ * registries of providers, tools, event types and session stores.  Owner: core/runtime/host.c
+ * (plugin instances and registration) and core/runtime/loader.c (dlopen + checks).
  */
 #ifndef WEIR_CORE_HOST_INT_H
 #define WEIR_CORE_HOST_INT_H
@@ -13,7 +13,7 @@
 
 typedef struct weir__tools weir__tools;
 
-/* An opened plugin file (core/loader.c). */
+/* An opened plugin file (core/runtime/loader.c). */
 typedef struct weir__dl weir__dl;
 
 /*
@@ -62,7 +62,7 @@ struct weir_plugin {
 /* Lookups (after weir_host_create succeeded). Borrowed results or NULL. */
 const weir__provider_entry *weir__host_provider(const weir_host *host, const char *id);
 weir__hooks *weir__host_hooks(const weir_host *host);
-/* The agents' HTTP handles (borrowed, the host's; core/http.h). */
+/* The agents' HTTP handles (borrowed, the host's; core/runtime/http.h). */
 weir__http_pool *weir__host_http_pool(const weir_host *host);
 weir__tools *weir__host_tools(const weir_host *host);
 /* true when `type` is a registered plugin event type; *flags gets its flags. */
@@ -70,7 +70,7 @@ bool weir__host_event_type(const weir_host *host, const char *type, uint32_t *fl
 /* The instance of plugin row `id` (borrowed), or NULL. */
 weir_plugin *weir__host_plugin(const weir_host *host, const char *id);
 
-/* api->store_register (core/api.c). */
+/* api->store_register (core/api/api.c). */
 int weir__plugin_store_register(weir_plugin *self, const weir_store *store, void *self_ptr);
 
 /*
@@ -102,7 +102,7 @@ int weir__host_create(const json_t *config, const weir__host_wiring *wiring, wei
 /* The api table given to every plugin (core/api/api.c). */
 extern const weir_api weir__api_table;
 
-/* Public-table implementations (core/host.c). */
+/* Public-table implementations (core/runtime/host.c). */
 const char *weir__plugin_id(const weir_plugin *self);
 void weir__plugin_set_data(weir_plugin *self, void *data);
 void *weir__plugin_data(const weir_plugin *self);
@@ -124,7 +124,7 @@ int weir__plugin_tool_remove(weir_plugin *self, const char *name);
 
 /*
  * Registration pieces shared by the host and the test kit
- * (sdk/testkit/testkit.c), implemented in core/host.c.  Called from the
+ * (sdk/testkit/testkit.c), implemented in core/runtime/host.c.  Called from the
  * thread running the plugin's init.
  */
 

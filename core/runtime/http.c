@@ -1,5 +1,5 @@
 /*
- * core/http.c - HTTP for provider plugins on libcurl.
+ * core/runtime/http.c - HTTP for provider plugins on libcurl.
  *
  * One weir__http = one easy handle plus one multi handle, both kept for the
  * handle's life: the multi's connection cache keeps the TCP (and TLS)

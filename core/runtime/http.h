@@ -1,8 +1,8 @@
 /*
- * core/http.h - HTTP for provider plugins: reused libcurl handles (keep-alive)
+ * core/runtime/http.h - HTTP for provider plugins: reused libcurl handles (keep-alive)
  * that the host's agents share through a pool, POST with an SSE response,
  * connect, stream-idle and total timeouts, cancellation through a
- * weir_signal.  Owner: core/http.c.
+ * weir_signal.  Owner: core/runtime/http.c.
  *
  * A weir__http is used by one thread at a time (taken from the pool for one
  * request); different handles are independent.

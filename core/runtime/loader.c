@@ -1,5 +1,5 @@
 /*
- * core/loader.c - finding, opening and checking plugin files
+ * core/runtime/loader.c - finding, opening and checking plugin files
  * (docs/plugins.md).  A plugin is opened with dlopen(RTLD_NOW|RTLD_LOCAL); its
  * one entry symbol returns a descriptor whose header is checked before any
  * other field is read.  Every error names the file and, once known, the

@@ -1,5 +1,5 @@
 /*
- * core/redact.c - hiding the secrets of a composed deployment config
+ * core/runtime/redact.c - hiding the secrets of a composed deployment config
  * (weir_config_redact, used by `weir config`).
  *
  * In each plugin row's config, two sets of values become "***":

@@ -1,5 +1,5 @@
 /*
- * core/tools.c - the tool registry (docs/tools.md), tool executions and their
+ * core/runtime/tools.c - the tool registry (docs/tools.md), tool executions and their
  * normalized outcomes, and the background job table (docs/generations.md).
  *
  * The registry is filled during plugin init (single-threaded) and read-only

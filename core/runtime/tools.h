@@ -1,8 +1,8 @@
 /*
- * core/tools.h - the tool registry and the ordered parallel scheduler
- * (docs/tools.md).  Owner: core/tools.c
+ * core/runtime/tools.h - the tool registry and the ordered parallel scheduler
+ * (docs/tools.md).  Owner: core/runtime/tools.c
  * (registry, exec accessors, outcomes, background jobs),
- * core/tool_scheduler.c, and core/pool.c (the worker pool).
+ * core/engine/tool_scheduler.c, and core/base/pool.c (the worker pool).
  *
  * Thread-safety: the registry is filled during plugin init (one thread) and
  * read-only afterwards, when lookups and runs may come from any thread.

@@ -624,7 +624,7 @@ struct weir_api {
      * The host's monotonic clock in milliseconds (arbitrary origin, never
      * goes back): the clock signal_sleep waits on.  Use it for budgets and
      * windows measured across calls (retry's max_elapsed_ms, its breaker's
-     * window and cooldown).  Under a test's fake clock (core/util.c,
+     * window and cooldown).  Under a test's fake clock (core/base/util.c,
      * weir__clock_fake) it is virtual: it moves only when the test advances
      * it or when signal_sleep "waits", which then returns at once.  Any
      * thread.  Check WEIR_API_HAS(api, clock_ms) before use.

@@ -2,8 +2,8 @@
  * weir/store.h - the session store interface (docs/stores.md).
  *
  * A session's whole state is its log (docs/session-log.md).  A store keeps
- * those logs: the JSONL file store (the default, core/store_file.c), the
- * memory store (core/store_memory.c) and any store a plugin row registers
+ * those logs: the JSONL file store (the default, core/log/store_file.c), the
+ * memory store (core/log/store_memory.c) and any store a plugin row registers
  * with weir_store_register() (weir/plugin.h, ABI 1.5) that a deployment
  * names in "session": {"store": "<row id>"}.
  *

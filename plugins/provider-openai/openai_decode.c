@@ -27,7 +27,7 @@
  *     its text back under that member.  The text is bound to no prefix (the
  *     API checks only that it is there), so the continuation says
  *     "prefix_bound": false and a compaction before it does not drop it
- *     (core/continuation.h).  An empty field opens a block only
+ *     (core/format/continuation.h).  An empty field opens a block only
  *     when nothing else has started (servers that repeat "" beside every
  *     content delta do not split the text).
  *   - Gemini 3 through its OpenAI-compatible endpoint puts the function

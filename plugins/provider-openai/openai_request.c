@@ -283,7 +283,7 @@ static int add_reasoning(reasoning_out *r, const json_t *b, size_t *skipped) {
  * signature is not available (history from another model, calls not made
  * by the API; ai.google.dev/gemini-api/docs/thought-signatures, FAQ).  A
  * signature is lost here when the core drops it (compaction before it, a
- * route change; core/continuation.h).  Only the first call of a message
+ * route change; core/format/continuation.h).  Only the first call of a message
  * needs one (Gemini signs only the first of parallel calls).  It goes on
  * every such message, not only those of the current turn that Gemini
  * checks: a message then translates to the same bytes wherever it stands,

@@ -1,7 +1,7 @@
 /*
  * sdk/testkit/testkit.c - the plugin test kit (weir/testkit.h): a fake
  * host that loads plugins without a deployment and invokes hooks through
- * the real registry (core/hooks.c).  Its weir_api table is the real one
+ * the real registry (core/runtime/hooks.c).  Its weir_api table is the real one
  * with the members that need a weir_host or a weir_agent replaced by kit
  * versions that record what the plugin did.  Built into libweir-testkit
  * (sdk/testkit/CMakeLists.txt), not into libweir.
@@ -76,7 +76,7 @@ static void tk_log(const weir_plugin *self, weir_log_level level, const char *fm
     json_array_append_new(tk_of(self)->tk->logs, line);
 }
 
-/* Registration goes through the host's checks (core/host.c). */
+/* Registration goes through the host's checks (core/runtime/host.c). */
 static int tk_hook_register(weir_plugin *self, const char *hook, weir_hook_fn fn,
                             const weir_hook_opts *opts) {
     int rc = weir__reg_open(self, "hook_register", tk_log);

@@ -1,4 +1,4 @@
-# Events area: the event catalog (core/event_catalog.c, docs/events.md) and
+# Events area: the event catalog (core/format/event_catalog.c, docs/events.md) and
 # weir_agent_last_turn, driven through agents of the driver harness.
 if(TARGET test_events)
   add_dependencies(test_events weir_driver_plugins)

@@ -1,6 +1,6 @@
 /*
  * tests/fuzz/fuzz_config.c - libFuzzer target for deployment config
- * composition (core/config.c): validation, ${VAR} expansion, overlay merge
+ * composition (core/format/config.c): validation, ${VAR} expansion, overlay merge
  * and weir_config_compose on a file.
  *
  * The input is one config file.  It is parsed as JSON and, when that

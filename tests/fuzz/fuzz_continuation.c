@@ -1,7 +1,7 @@
 /*
  * tests/fuzz/fuzz_continuation.c - libFuzzer target for reasoning
- * continuations (issue #32 item 1): the request filter (core/continuation.c)
- * and the fold of `continuation` chunks (core/assistant_stream.c).
+ * continuations (issue #32 item 1): the request filter (core/format/continuation.c)
+ * and the fold of `continuation` chunks (core/format/assistant_stream.c).
  *
  * The input is JSON: an array of messages (route "p"/"m"), or an object
  *   {"messages":[...], "provider"?, "model"?, "stale"?:[bool...],

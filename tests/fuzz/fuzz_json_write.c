@@ -1,5 +1,5 @@
 /*
- * tests/fuzz/fuzz_json_write.c - the core's serializer (core/json_write.c)
+ * tests/fuzz/fuzz_json_write.c - the core's serializer (core/base/json_write.c)
  * against jansson as the oracle: the input is parsed (any value, NUL
  * allowed), then serialized by both; the bytes must be the same.  A second
  * pass wraps the input's bytes, unchecked, as one string: both must refuse

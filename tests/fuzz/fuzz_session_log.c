@@ -1,6 +1,6 @@
 /*
  * tests/fuzz/fuzz_session_log.c - libFuzzer target for the session log
- * reader (core/session_log.c, core/surface.c, core/log_check.c).
+ * reader (core/log/session_log.c, core/format/surface.c, core/log/log_check.c).
  *
  * The input is written to a temp file and read the three ways a hostile or
  * crashed log is read: weir__log_open_readonly + derive, weir_log_check and

@@ -1,5 +1,5 @@
 /*
- * tests/fuzz/fuzz_sse.c - libFuzzer target for the SSE parser (core/sse.c).
+ * tests/fuzz/fuzz_sse.c - libFuzzer target for the SSE parser (core/format/sse.c).
  *
  * Oracle: the input parsed in one feed and parsed in chunks (sizes drawn
  * from the input's first byte) must give the same events and the same

@@ -179,7 +179,7 @@ const char *dh_log(const dh *d) { return weir_agent_log_path(d->agent); }
 
 /* The request the driver must have sent at `upto`: rebuilt from the log
  * (its messages with the continuations the route of the last
- * request/context may not read dropped: core/continuation.h). */
+ * request/context may not read dropped: core/format/continuation.h). */
 static json_t *rebuild_request(weir__log *log, size_t upto) {
     weir__surface *s = NULL;
     assert_int_equal(weir__surface_create(&s), WEIR_OK);

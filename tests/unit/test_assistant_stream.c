@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_assistant_stream.c - the compact timed stream of
- * assistant/message and assistant/attempt (core/assistant_stream.c,
+ * assistant/message and assistant/attempt (core/format/assistant_stream.c,
  * docs/session-log.md "The stream"): the exact form of each record, the
  * exact expansion back to the chunks, the raw chunk arrays of older logs
  * read as they are, the fold into a message (call ids a server left out

@@ -1077,7 +1077,7 @@ static void thinking_sessions_compact_mid_turn_before_an_overflow(void **state) 
 
 /* Issue #32 item 1: the summary request replays the agent's last request,
  * and agent_complete_stream filters its messages as the driver filters the
- * agent's own (core/continuation.h): a continuation of another route, a
+ * agent's own (core/format/continuation.h): a continuation of another route, a
  * malformed one and one made stale by an earlier compaction are left out
  * of both, so the summary's messages start with the last request's, byte
  * for byte (the provider's cached prefix; Anthropic's prefix check).  The
@@ -2024,7 +2024,7 @@ static void a_meter_change_before_summarization_is_rejected(void **state) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* The agent context API (core/agent_context.c)                             */
+/* The agent context API (core/api/agent_context.c)                             */
 /* ------------------------------------------------------------------------ */
 
 /* One completed turn with a tool call: system? no; U, A(call), R, A. */

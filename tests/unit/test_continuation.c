@@ -1,8 +1,8 @@
 /*
  * tests/unit/test_continuation.c - reasoning continuations (issue #32 item
  * 1; docs/session-log.md "Reasoning continuations"): the fold of the
- * `continuation` chunk (core/assistant_stream.c), the request filter
- * (core/continuation.c: malformed, route, prefix), and the driver's
+ * `continuation` chunk (core/format/assistant_stream.c), the request filter
+ * (core/format/continuation.c: malformed, route, prefix), and the driver's
  * request/continuations-dropped event, through agents of the driver
  * harness (which also rebuilds every request from the log: derive ==
  * request).

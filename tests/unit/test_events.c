@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_events.c - what an embedder learns about a turn (issue #14
- * item 15): the event catalog (core/event_catalog.c) against the types the
+ * item 15): the event catalog (core/format/event_catalog.c) against the types the
  * session log accepts and the live events the core's sources raise, the
  * committed docs/events.md against its output, the types a plugin may not
  * register, and weir_agent_last_turn() for each way a turn ends.
@@ -53,7 +53,7 @@ static void expect_kind(const char *type, void *ud) {
     weir__event_kind kind = *(const weir__event_kind *)ud;
     const weir__event_def *d = weir__event_find(type);
     if (!d || d->kind != kind)
-        fail_msg("event '%s' is raised by the core but is not in core/event_catalog.c as %s; "
+        fail_msg("event '%s' is raised by the core but is not in core/format/event_catalog.c as %s; "
                  "add it and regenerate docs/events.md (weir events --markdown)",
                  type, kind == WEIR__EVENT_LIVE ? "live" : "durable");
 }
@@ -127,7 +127,7 @@ static void docs_events_md_is_generated(void **state) {
     fclose(f);
     char *doc = source("docs/events.md");
     if (strcmp(doc, buf) != 0)
-        fail_msg("docs/events.md is out of date with core/event_catalog.c; regenerate it with:\n"
+        fail_msg("docs/events.md is out of date with core/format/event_catalog.c; regenerate it with:\n"
                  "    weir events --markdown > docs/events.md");
     free(doc);
     free(buf);

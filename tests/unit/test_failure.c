@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_failure.c - canonical failures: the classification table
- * (core/failure.c), provider wording, and Retry-After parsing.
+ * (core/format/failure.c), provider wording, and Retry-After parsing.
  */
 #include <setjmp.h>
 #include <stdarg.h>

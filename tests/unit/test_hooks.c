@@ -1,6 +1,6 @@
 /*
- * tests/unit/test_hooks.c - hook chains and the hook catalog (core/hooks.c,
- * core/hook_catalog.c): the three modes, failure propagation, ordering,
+ * tests/unit/test_hooks.c - hook chains and the hook catalog (core/runtime/hooks.c,
+ * core/format/hook_catalog.c): the three modes, failure propagation, ordering,
  * freeze, result validation, tracing, docs/hooks.md and allocation failure.
  * Plugins are fake pointers with ids; nothing is dlopen'ed.
  */
@@ -972,7 +972,7 @@ static void test_catalog_markdown_matches_docs(void **state) {
     if (!have || strcmp(have, want) != 0) {
         free(have);
         free(want);
-        fail_msg("docs/hooks.md is out of date with core/hook_catalog.c; regenerate it with:\n"
+        fail_msg("docs/hooks.md is out of date with core/format/hook_catalog.c; regenerate it with:\n"
                  "    weir hooks --markdown > docs/hooks.md");
     }
     free(have);

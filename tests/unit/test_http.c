@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_http.c - core/http.c against the in-process mock LLM
+ * tests/unit/test_http.c - core/runtime/http.c against the in-process mock LLM
  * server (tests/support/mock_llm.c), plus the standalone weir-mock-llm.
  * No timed assertions: waits use semaphores and the server's counters.
  */

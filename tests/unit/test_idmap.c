@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_idmap.c - the string hash index (core/idmap.c): lookups,
+ * tests/unit/test_idmap.c - the string hash index (core/base/idmap.c): lookups,
  * replacement, removal (entries after a removed one must stay findable,
  * also across the end of the slot array), growth, and allocation failure.
  * Checked against a plain array of the same keys.

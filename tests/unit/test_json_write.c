@@ -1,11 +1,11 @@
 /*
- * tests/unit/test_json_write.c - the core's serializer (core/json_write.c)
+ * tests/unit/test_json_write.c - the core's serializer (core/base/json_write.c)
  * against jansson's json_dumps(JSON_COMPACT | JSON_PRESERVE_ORDER |
  * JSON_ENCODE_ANY) as the oracle: every escape, control characters, NUL in
  * strings and keys, UTF-8 of every length, integer extremes, reals, deep and
  * wide values, chunks past 4 KiB, invalid UTF-8 refused as jansson refuses
  * it, a failing callback, allocation failure, and random values; and
- * weir__json_sole (core/util.c), what the log's handover relies on.
+ * weir__json_sole (core/base/util.c), what the log's handover relies on.
  */
 #include <setjmp.h>
 #include <stdarg.h>

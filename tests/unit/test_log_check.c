@@ -100,7 +100,7 @@ static char *breaks_text(const json_t *r) {
 
 /* Issue #32 item 1: the prefix report compares what was sent, the history
  * with the continuations the request/context in force dropped
- * (core/continuation.h).  A replace before a signed reasoning block (here
+ * (core/format/continuation.h).  A replace before a signed reasoning block (here
  * one that re-logs the first question as it was, seq 16) drops the block
  * from the next request: a break at the answer that carried it, where the
  * raw history reads append-only. */

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_log_fold.c - the tool-call fold of one step
- * (core/log_fold.h), the one the driver's crash recovery, the log's repair
+ * (core/log/log_fold.h), the one the driver's crash recovery, the log's repair
  * and `weir log --check` read: what it keeps wanted and pending, in which
  * order, and the issues it reports.
  */

@@ -75,7 +75,7 @@ static void assert_chunks(const json_t *chunks, const char *want_text) {
     "{\"type\":\"continuation\",\"index\":" #index ",\"continuation\":{\"provider\":\"ds\","  \
     "\"model\":\"" model "\",\"data\":" data "}}"
 /* A reasoning continuation: plain text bound to no prefix ("prefix_bound":
- * false, core/continuation.h), so compaction does not drop it. */
+ * false, core/format/continuation.h), so compaction does not drop it. */
 #define CONT_R(index, model, data)                                                            \
     "{\"type\":\"continuation\",\"index\":" #index ",\"continuation\":{\"provider\":\"ds\","  \
     "\"model\":\"" model "\",\"data\":" data ",\"prefix_bound\":false}}"

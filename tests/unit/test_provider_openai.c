@@ -866,7 +866,7 @@ static void plugin_sends_no_authorization_for_empty_key(void **state) {
 static void plugin_maps_every_fault(void **state) {
     (void)state;
     /* OpenAI's 503 "engine is currently overloaded": the core classifier
-     * (core/failure.c) decides between OVERLOADED and SERVER */
+     * (core/format/failure.c) decides between OVERLOADED and SERVER */
     pt_check_fault_mapping("@BASE@/v1", "OVERLOADED|SERVER");
 }
 

@@ -1,7 +1,7 @@
 /*
  * tests/unit/test_redact.c - hiding secrets: weir__schema_redact (the
- * "secret" marks of a schema, core/schema.c) and weir_config_redact (what
- * `weir config` prints, core/redact.c): the built-in set of every row, the
+ * "secret" marks of a schema, core/format/schema.c) and weir_config_redact (what
+ * `weir config` prints, core/runtime/redact.c): the built-in set of every row, the
  * marks of a row's plugin schema (tests/plugins/fx_secret.c and the shipped
  * provider-openai), a plugin that cannot be found, and that reading a schema
  * never initialises the plugin.

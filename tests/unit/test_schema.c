@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_schema.c - the JSON Schema subset (core/schema.c,
+ * tests/unit/test_schema.c - the JSON Schema subset (core/format/schema.c,
  * docs/schema.md): every keyword, JSON paths in messages, malformed and
  * hostile schemas.
  */

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_sse.c - the incremental SSE parser (core/sse.c): fields,
+ * tests/unit/test_sse.c - the incremental SSE parser (core/format/sse.c): fields,
  * line endings, chunk boundaries, limits, hostile input.
  */
 #include <setjmp.h>

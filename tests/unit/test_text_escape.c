@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_text_escape.c - weir_text_escape (core/text_escape.c):
+ * tests/unit/test_text_escape.c - weir_text_escape (core/base/text_escape.c):
  * every control character is shown, never sent (C0 with newline and tab,
  * DEL, C1 as UTF-8, bytes that are not UTF-8), printable text and valid
  * UTF-8 pass as they are, a cut falls between pieces, and the return value

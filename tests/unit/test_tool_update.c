@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_tool_update.c - a row's tools after init (ABI 1.5
- * tool_update / tool_remove, core/tools.c): replaced in place, removed,
+ * tool_update / tool_remove, core/runtime/tools.c): replaced in place, removed,
  * another row's never touched, a replaced definition kept for the calls
  * that hold it; tool_exec_progress without an agent.  tools-mcp's use of
  * them (list_changed, live tool/progress) is in test_tools_mcp.
