@@ -1130,15 +1130,3 @@ void weir__call_fail(weir_call *call, const char *fmt, ...) {
 weir_agent *weir__call_agent(const weir_call *call) { return call ? call->agent : NULL; }
 
 weir_signal *weir__call_signal(const weir_call *call) { return call ? call->signal : NULL; }
-
-bool weir__provenance_parse(const char *text, weir__provenance *out) {
-    if (!text || !strcmp(text, "decisions"))
-        *out = WEIR__PROVENANCE_DECISIONS;
-    else if (!strcmp(text, "all"))
-        *out = WEIR__PROVENANCE_ALL;
-    else if (!strcmp(text, "off"))
-        *out = WEIR__PROVENANCE_OFF;
-    else
-        return false;
-    return true;
-}

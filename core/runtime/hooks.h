@@ -191,10 +191,6 @@ typedef size_t (*weir__hook_mark_fn)(weir_agent *agent);
 void weir__hooks_set_provenance(weir__hooks *h, weir__provenance level, weir__hook_sink_fn sink,
                                 weir__hook_mark_fn mark);
 
-/* "off", "decisions" or "all" (session.provenance) in *out; false for
- * anything else.  NULL is the default, "decisions". */
-bool weir__provenance_parse(const char *text, weir__provenance *out);
-
 /* Give row `row`'s listeners a policy (copied).  E_TOO_LATE after the
  * freeze, E_NOMEM, E_INVAL. */
 int weir__hooks_set_policy(weir__hooks *h, const char *row, const weir__hook_policy *policy);

@@ -76,6 +76,20 @@ static bool event_owned(const char *plugin_id, const char *type, void *ud) {
     return false;
 }
 
+/* "off", "decisions" or "all" (session.provenance) in *out; false for
+ * anything else.  NULL is the default, "decisions". */
+static bool provenance_parse(const char *text, weir__provenance *out) {
+    if (!text || !strcmp(text, "decisions"))
+        *out = WEIR__PROVENANCE_DECISIONS;
+    else if (!strcmp(text, "all"))
+        *out = WEIR__PROVENANCE_ALL;
+    else if (!strcmp(text, "off"))
+        *out = WEIR__PROVENANCE_OFF;
+    else
+        return false;
+    return true;
+}
+
 /* --- the store registry (weir/store.h, docs/stores.md) ----------------- */
 
 
@@ -466,7 +480,7 @@ int weir__host_create(const json_t *config, const weir__host_wiring *wiring, wei
     weir__provenance level = WEIR__PROVENANCE_DECISIONS;
     const json_t *prov = json_object_get(json_object_get(config, "session"), "provenance");
     if (rc == WEIR_OK && prov &&
-        (!json_is_string(prov) || !weir__provenance_parse(json_string_value(prov), &level)))
+        (!json_is_string(prov) || !provenance_parse(json_string_value(prov), &level)))
         rc = weir__err(err, WEIR_E_CONFIG, NULL, NULL,
                        "session.provenance must be \"decisions\", \"all\" or \"off\"");
     if (rc == WEIR_OK)
