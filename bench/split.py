@@ -21,11 +21,11 @@ functions charged most in each part follow, one a line (before callbacks
 are taken off: libcurl's line includes the body callback it runs).
 
 The parts:
-  http        libcurl and its libraries, core/http.c (the transfer, its
+  http        libcurl and its libraries, core/runtime/http.c (the transfer, its
               callbacks' framing)
-  decode      core/sse.c, the provider's stream decoder (delta scanner,
+  decode      core/format/sse.c, the provider's stream decoder (delta scanner,
               jansson fallback, chunk assembly)
-  emit        core/assistant_stream.c: chunks into the stream, live frames
+  emit        core/format/assistant_stream.c: chunks into the stream, live frames
   request     the provider's request body and its cache
   log         the session log's appends, serialization and store
   derive      the model-visible messages from the log (surface, derive)
@@ -40,8 +40,8 @@ import sys
 
 # (part, source path fragment); the first match wins
 PARTS = [
-    ("http", "core/http.c"),
-    ("decode", "core/sse.c"),
+    ("http", "core/runtime/http.c"),
+    ("decode", "core/format/sse.c"),
     ("decode", "provider-openai/openai_decode.c"),
     ("decode", "provider-openai/delta_scan.c"),
     ("decode", "provider-openai/openai.c"),
@@ -50,22 +50,23 @@ PARTS = [
     ("request", "provider-openai/openai_request.c"),
     ("request", "provider-common/provider_cache.c"),
     ("request", "provider-common/model_table.c"),
-    ("emit", "core/assistant_stream.c"),
-    ("derive", "core/surface.c"),
-    ("log", "core/session_log.c"),
-    ("log", "core/log_check.c"),
-    ("log", "core/json_write.c"),
-    ("log", "core/store_file.c"),
-    ("log", "core/store_memory.c"),
-    ("log", "core/store.c"),
-    ("log", "core/event_catalog.c"),
-    ("hooks", "core/hooks.c"),
-    ("hooks", "core/hook_catalog.c"),
-    ("hooks", "core/schema.c"),
-    ("hooks", "core/provenance.c"),
-    ("tools", "core/tool_scheduler.c"),
-    ("tools", "core/tools.c"),
-    ("tools", "core/pool.c"),
+    ("emit", "core/format/assistant_stream.c"),
+    ("derive", "core/format/surface.c"),
+    ("log", "core/log/session_log.c"),
+    ("log", "core/log/log_check.c"),
+    ("log", "core/base/json_write.c"),
+    ("log", "core/log/store_file.c"),
+    ("log", "core/log/store_memory.c"),
+    ("log", "core/api/store_ops.c"),
+    ("log", "core/api/sessions.c"),
+    ("log", "core/format/event_catalog.c"),
+    ("hooks", "core/runtime/hooks.c"),
+    ("hooks", "core/format/hook_catalog.c"),
+    ("hooks", "core/format/schema.c"),
+    ("hooks", "core/api/provenance.c"),
+    ("tools", "core/engine/tool_scheduler.c"),
+    ("tools", "core/runtime/tools.c"),
+    ("tools", "core/base/pool.c"),
     ("tools", "plugins/tools-ffi/"),
     ("compaction", "plugins/compaction-basic/"),
     ("policy", "plugins/"),
@@ -79,7 +80,7 @@ BY_NAME = {"weir__log_derive": "derive", "weir__stream_emit": "emit", "weir__str
 OBJECTS = [("http", "libcurl"), ("http", "libssl"), ("http", "libcrypto"),
            ("http", "libnghttp2"), ("http", "libz."), ("tools", "libffi"), ("tools", "libm.")]
 # weir's own shared helpers: no part, like libc and jansson
-SHARED = ["core/alloc.c", "core/util.c", "core/errors.c", "core/common.h", "core/idmap.c"]
+SHARED = ["core/base/alloc.c", "core/base/util.c", "core/base/errors.c", "core/base/common.h", "core/base/idmap.c"]
 MALLOC = {"malloc", "free", "realloc", "calloc", "_int_malloc", "_int_free", "malloc_consolidate",
           "_int_realloc", "cfree", "__libc_malloc", "__libc_free"}
 ORDER = ["http", "decode", "emit", "request", "log", "derive", "hooks", "tools", "compaction",
