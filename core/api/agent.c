@@ -358,15 +358,16 @@ const char *weir_agent_log_path(const weir_agent *a) {
 
 int weir_agent_send(weir_agent *a, const json_t *message, weir_send_mode mode,
                     const char *input_id, weir_error *err) {
-    return weir__engine_send(&a->e, message, mode, input_id, 0, WEIR__SEND_USER, err);
+    return weir__engine_send(a ? &a->e : NULL, message, mode, input_id, 0, WEIR__SEND_USER,
+                             err);
 }
 
 int weir_agent_steer_turn(weir_agent *a, const json_t *message, int turn, const char *input_id,
                           weir_error *err) {
     if (turn <= 0)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "weir_agent_steer_turn: turn must be > 0");
-    return weir__engine_send(&a->e, message, WEIR_SEND_STEER, input_id, turn, WEIR__SEND_USER,
-                             err);
+    return weir__engine_send(a ? &a->e : NULL, message, WEIR_SEND_STEER, input_id, turn,
+                             WEIR__SEND_USER, err);
 }
 
 int weir_agent_send_text(weir_agent *a, const char *text, weir_send_mode mode,

@@ -9,8 +9,6 @@
 
 #include "agent.h"
 #include "agent_context.h"
-#include "assistant_stream.h"
-#include "continuation.h"
 #include "hooks.h"
 #include "host_int.h"
 #include "surface.h"

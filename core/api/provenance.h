@@ -19,5 +19,4 @@ void weir__provenance_sink(weir_agent *agent, const weir__hook_record *rec);
 /* The agent's count of queued next-step input (moves when a listener steers). */
 size_t weir__provenance_mark(weir_agent *agent);
 
-
 #endif

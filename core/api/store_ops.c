@@ -4,7 +4,6 @@
  * worker), an agent's queued input and lease.  The registry of stores is
  * the host's (core/runtime/host.c).
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1467,6 +1467,7 @@ int weir__driver_recover_jobs(weir__engine *eng, weir_error *err) {
             break;
         }
         weir__tool_step st = job_step(eng);
+        st.jobs = NULL; /* a recovered job is never started again */
         json_t *msg = NULL, *ctxs = NULL;
         rc = weir__tools_settle_job(&st, job, true, &msg, &ctxs, err);
         weir_error e;

@@ -92,7 +92,6 @@ static bool provenance_parse(const char *text, weir__provenance *out) {
 
 /* --- the store registry (weir/store.h, docs/stores.md) ----------------- */
 
-
 int weir__plugin_store_register(weir_plugin *self, const weir_store *store, void *self_ptr) {
     int rc = weir__reg_open(self, "store_register", weir__plugin_log);
     if (rc != WEIR_OK)
@@ -111,6 +110,8 @@ int weir__plugin_store_register(weir_plugin *self, const weir_store *store, void
                   "store_register: '%s' is the name of a built-in store", self->id);
         return weir__reg_fail(self, &e);
     }
+    if (!self->host) /* a test kit row: no host, so no agent opens this store */
+        return WEIR_OK;
     weir__store_ref have;
     if (weir__store_lookup(self->host, self->id, &have) == WEIR_OK) {
         weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL,

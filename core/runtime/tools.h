@@ -35,7 +35,6 @@ int weir__tools_add(weir__tools *t, const char *plugin_id, const weir_tool *tool
  * (add, update, remove), so the caller never changes it. */
 json_t *weir__tools_schemas(const weir__tools *t);
 
-/* Everything the scheduler needs from the running step. */
 /*
  * A live event out of the engine (core/engine/events.c): `type` and `data`
  * (stolen) to the agent's listeners and embedder.  Any thread.
@@ -49,6 +48,7 @@ typedef struct weir__tool_site {
     int turn, step;
 } weir__tool_site;
 
+/* Everything the scheduler needs from the running step. */
 typedef struct weir__tool_step {
     weir__tools *tools;
     const weir__hooks *hooks;
@@ -60,7 +60,8 @@ typedef struct weir__tool_step {
     weir_signal *signal;      /* the turn's signal */
     int turn, step;
     int max_parallel;         /* >= 1 */
-    /* Queue an additional context message (borrowed) on the next-step inbox. */
+    /* Hand a tool's additional context (borrowed) to the engine: anchored to
+     * the running turn, or next-step outside one. */
     int (*accept_context)(void *ud, const json_t *message, weir_error *err);
     void *ud;
     /* Background jobs of the agent (borrowed), or NULL: WEIR_TOOL_BACKGROUND

@@ -455,6 +455,18 @@ static void identical_resubmission_is_acknowledged_live(void **state) {
 
 /* Each cap refuses with WEIR_E_LIMIT and a message that says which; nothing
  * is queued; resubmissions of accepted ids are still acknowledged. */
+/* The public input calls check their agent before anything else. */
+static void input_calls_refuse_a_null_agent(void **state) {
+    (void)state;
+    json_t *m = json_pack("{s:s, s:s}", "role", "user", "content", "hi");
+    weir_error err;
+    assert_int_equal(weir_agent_send(NULL, m, WEIR_SEND_FOLLOWUP, NULL, &err), WEIR_E_INVAL);
+    assert_int_equal(weir_agent_steer_turn(NULL, m, 1, NULL, &err), WEIR_E_INVAL);
+    assert_int_equal(weir_agent_send_text(NULL, "hi", WEIR_SEND_STEER, &err), WEIR_E_INVAL);
+    assert_int_equal(weir_agent_cancel(NULL, "user", false), WEIR_E_INVAL);
+    json_decref(m);
+}
+
 static void caps_refuse_with_a_clear_error(void **state) {
     (void)state;
     dh d;
@@ -572,6 +584,7 @@ int main(void) {
         cmocka_unit_test(native_error_is_unknown_and_never_queued),
         cmocka_unit_test(native_is_not_offered_past_queued_input),
         cmocka_unit_test(identical_resubmission_is_acknowledged_live),
+        cmocka_unit_test(input_calls_refuse_a_null_agent),
         cmocka_unit_test(caps_refuse_with_a_clear_error),
         cmocka_unit_test(on_wake_fires_for_waking_work),
     };

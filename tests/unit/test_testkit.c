@@ -155,6 +155,43 @@ static const weir_plugin_desc agentish_desc = {
     .init = agentish_init,
 };
 
+/* "storeish": registers a session store (a store plugin under test). */
+static int st_open(void *self, const char *id, const char *path, uint32_t flags, void **handle,
+                   uint64_t *epoch, weir_error *err) {
+    (void)self, (void)id, (void)path, (void)flags, (void)handle, (void)epoch, (void)err;
+    return WEIR_E_UNSUPPORTED;
+}
+static int st_read(void *self, void *handle, uint64_t from, char **buf, size_t *len,
+                   weir_error *err) {
+    (void)self, (void)handle, (void)from, (void)buf, (void)len, (void)err;
+    return WEIR_E_UNSUPPORTED;
+}
+static void st_free(void *self, char *buf) { (void)self, (void)buf; }
+static int st_append(void *self, void *handle, uint64_t epoch, uint64_t first, size_t count,
+                     const char *lines, size_t len, uint32_t flags, weir_error *err) {
+    (void)self, (void)handle, (void)epoch, (void)first, (void)count, (void)lines, (void)len,
+        (void)flags, (void)err;
+    return WEIR_E_UNSUPPORTED;
+}
+static int st_sync(void *self, void *handle, weir_error *err) {
+    (void)self, (void)handle, (void)err;
+    return WEIR_OK;
+}
+static void st_close(void *self, void *handle) { (void)self, (void)handle; }
+
+static int storeish_init(weir_plugin *self, const weir_api *api, const json_t *config,
+                         weir_error *err) {
+    (void)config, (void)err;
+    static const weir_store store = {.struct_size = sizeof store, .open = st_open,
+                                     .read = st_read, .buffer_free = st_free,
+                                     .append = st_append, .sync = st_sync, .close = st_close};
+    return api->store_register(self, &store, NULL);
+}
+
+static const weir_plugin_desc storeish_desc = {
+    WEIR_PLUGIN_HEADER, .name = "storeish", .version = "1.0.0", .init = storeish_init,
+};
+
 /* "initfail": registers a hook, then fails init. */
 static int initfail_init(weir_plugin *self, const weir_api *api, const json_t *config,
                          weir_error *err) {
@@ -235,6 +272,17 @@ static void test_load_gives_the_plugin_a_full_table(void **state) {
 
 /* ABI 1.8: stream_session names the agent whose call a stream carries (the
  * session id, borrowed from the agent), and NULL for no stream. */
+/* A store plugin loads under the test kit, which has no host to keep its
+ * store in: the registration's checks run, and it succeeds. */
+static void test_a_store_plugin_loads(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    assert_non_null(tk);
+    weir_error err;
+    assert_int_equal(weir_tk_load(tk, &storeish_desc, "pgish", NULL, &err), WEIR_OK);
+    weir_tk_destroy(tk);
+}
+
 static void test_stream_session_is_the_agents_id(void **state) {
     (void)state;
     assert_true(WEIR_API_HAS(&weir__api_table, stream_session));
@@ -705,6 +753,7 @@ static void test_run_turn_checks_its_arguments_and_reports_load_errors(void **st
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_gives_the_plugin_a_full_table),
+        cmocka_unit_test(test_a_store_plugin_loads),
         cmocka_unit_test(test_stream_session_is_the_agents_id),
         cmocka_unit_test(test_waterfall_runs_the_chain_in_order_then_the_default),
         cmocka_unit_test(test_empty_chain_returns_the_default),
