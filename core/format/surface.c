@@ -8,6 +8,7 @@
  * envelope without changing anything, so a rejected append leaves no trace.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "surface.h"
@@ -157,14 +158,53 @@ static int check_message(const json_t *data, int idx, char *msg, size_t size) {
     return 0;
 }
 
+static int cmp_seq(const void *a, const void *b) {
+    json_int_t x = *(const json_int_t *)a, y = *(const json_int_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The values of `src` (integers), sorted, into a new array (weir__free
+ * it), or NULL when out of memory. */
+static json_int_t *sorted_seqs(const json_t *src) {
+    size_t n = json_array_size(src);
+    json_int_t *v = weir__malloc((n ? n : 1) * sizeof *v);
+    for (size_t i = 0; v && i < n; i++)
+        v[i] = json_integer_value(json_array_get(src, i));
+    if (v)
+        qsort(v, n, sizeof *v, cmp_seq);
+    return v;
+}
+
+/* Whether the sorted `v` (`n` values) holds `seq`. */
+static bool sorted_contain(const json_int_t *v, size_t n, json_int_t seq) {
+    return bsearch(&seq, v, n, sizeof *v, cmp_seq) != NULL;
+}
+
+/* source_seqs: earlier seqs, none twice.  O(n log n): a compaction's
+ * replace lists every seq it shadows, which can be hundreds of thousands. */
 static int check_source_seqs(const json_t *src, json_int_t seq, char *msg, size_t size) {
     if (!json_is_array(src) || json_array_size(src) == 0)
         return fail(msg, size, "source_seqs must be a non-empty array of earlier seqs");
-    size_t i;
+    size_t i, n = json_array_size(src);
     json_t *v;
     json_array_foreach(src, i, v) {
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= seq)
             return fail(msg, size, "source_seqs[%zu] is not an earlier seq", i);
+    }
+    json_int_t *sorted = sorted_seqs(src);
+    for (size_t k = 1; sorted && k < n; k++)
+        if (sorted[k] == sorted[k - 1]) {
+            json_int_t twice = sorted[k];
+            weir__free(sorted);
+            return fail(msg, size, "source_seqs lists seq %" JSON_INTEGER_FORMAT " twice", twice);
+        }
+    if (sorted) {
+        weir__free(sorted);
+        return 0;
+    }
+    /* out of memory: the same check without the copy (quadratic, but never
+     * calls a valid event invalid) */
+    json_array_foreach(src, i, v) {
         for (size_t j = 0; j < i; j++)
             if (json_integer_value(json_array_get(src, j)) == json_integer_value(v))
                 return fail(msg, size, "source_seqs lists seq %" JSON_INTEGER_FORMAT " twice",
@@ -193,9 +233,18 @@ static int check_replace(const weir__surface *s, const json_t *event, const json
                     " comes after end_seq %" JSON_INTEGER_FORMAT " in surface order",
                     json_integer_value(a), json_integer_value(b));
     const json_t *src = json_object_get(event, "source_seqs");
-    for (long i = start; i <= end; i++)
-        if (!src || !seqs_contain(src, s->nodes[i].seq))
+    json_int_t *sorted = src ? sorted_seqs(src) : NULL; /* NULL: out of memory, look linearly */
+    size_t nsrc = json_array_size(src);
+    for (long i = start; i <= end; i++) {
+        json_int_t at = (json_int_t)s->nodes[i].seq;
+        bool listed = src && (sorted ? sorted_contain(sorted, nsrc, at)
+                                     : seqs_contain(src, s->nodes[i].seq));
+        if (!listed) {
+            weir__free(sorted);
             return fail(msg, size, "source_seqs must include shadowed seq %zu", s->nodes[i].seq);
+        }
+    }
+    weir__free(sorted);
     bool new_result = strcmp(weir__json_str(event, "type", ""), "tool/result") == 0;
     bool old_result = false;
     for (long i = start; i <= end; i++)
