@@ -7,6 +7,7 @@
  */
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "host_int.h"
 #include "session_log.h"
@@ -17,14 +18,16 @@ int weir_log_check(const char *path, json_t **report, weir_error *err) {
     if (!path || !report)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log check: path and report are required");
     *report = NULL;
-    char *buf = NULL;
-    size_t len = 0;
-    int rc = weir__log_read_file(path, &buf, &len, err);
-    if (rc == WEIR_OK)
-        rc = weir__log_check_buffer(buf, len, NULL, NULL, true, report, err);
+    int fd = -1;
+    int rc = weir__log_open_read(path, &fd, err);
+    if (rc == WEIR_OK) /* a stream: the check holds the longest line, not the file */
+        rc = weir__log_check_fd(fd, NULL, NULL, true, report, err);
+    if (fd >= 0)
+        close(fd);
     if (rc == WEIR_E_NOMEM)
         rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log check %s: out of memory", path);
-    weir__free(buf);
+    else if (rc == WEIR_E_IO && err && strncmp(err->text, "log check: read:", 16) == 0)
+        rc = weir__err(err, WEIR_E_IO, NULL, NULL, "log check %s: %s", path, err->text + 11);
     return rc;
 }
 

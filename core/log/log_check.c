@@ -6,9 +6,11 @@
  * refuse) and re-folds the surface itself.  Errors name the seq (or the line
  * when the seq is unknown); an open last turn is reported in "open".
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "assistant_stream.h"
 #include "log_fold.h"
@@ -17,10 +19,27 @@
 #include "continuation.h"
 #include "surface.h"
 
+/*
+ * A log file read as a stream: a window of its bytes that holds at least
+ * the line being read, so a check holds the longest line, not the file.
+ */
+typedef struct log_stream {
+    int fd;
+    char *buf;      /* the window (weir__malloc'd) */
+    size_t cap;     /* its size: grows to the longest line, up to the line cap */
+    size_t lo, hi;  /* buf[lo, hi) is not consumed yet */
+    uint64_t at;    /* the file offset of buf[0] */
+    bool eof;
+    int failed;     /* the errno of a read that failed (ENOMEM: the window), or 0 */
+    bool cut;       /* the line over the cap that stream_line skipped ends the file
+                     * without its newline */
+} log_stream;
+
 typedef struct checker {
     json_t *errors, *open;
-    const char *buf; /* the log read */
+    const char *buf; /* the log read (NULL: read from `file`) */
     size_t len;
+    log_stream *file;    /* the log file read as a stream, or NULL */
     size_t *lines;   /* deep: the offset in buf of each accepted envelope's line */
     size_t accepted; /* how many envelopes were accepted */
     weir__log_each_fn each; /* handed every envelope while no error is found (may be NULL) */
@@ -153,6 +172,129 @@ static void check_turns(checker *c, size_t seq, const char *type, const json_t *
     }
 }
 
+#define STREAM_WINDOW ((size_t)1 << 20)
+
+static void stream_init(log_stream *r, int fd, uint64_t from) {
+    memset(r, 0, sizeof *r);
+    r->fd = fd;
+    r->at = from;
+}
+
+static void stream_free(log_stream *r) { weir__free(r->buf); }
+
+/* Read more of the file into the window; false at the end or on an error
+ * (r->failed; E_NOMEM or E_IO for the caller to tell apart). */
+static bool stream_fill(log_stream *r) {
+    if (r->eof || r->failed)
+        return false;
+    if (r->lo > 0) { /* drop what was consumed */
+        memmove(r->buf, r->buf + r->lo, r->hi - r->lo);
+        r->at += r->lo;
+        r->hi -= r->lo;
+        r->lo = 0;
+    }
+    if (r->hi == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : STREAM_WINDOW;
+        if (cap > WEIR__LOG_LINE_MAX + 2)
+            cap = WEIR__LOG_LINE_MAX + 2;
+        char *grown = cap > r->cap ? weir__realloc(r->buf, cap) : NULL;
+        if (!grown) {
+            if (cap > r->cap)
+                r->failed = ENOMEM; /* else the line is over the cap */
+            return false;
+        }
+        r->buf = grown;
+        r->cap = cap;
+    }
+    for (;;) {
+        ssize_t n = pread(r->fd, r->buf + r->hi, r->cap - r->hi, (off_t)(r->at + r->hi));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            r->failed = errno ? errno : EIO;
+        else if (n == 0)
+            r->eof = true;
+        else
+            r->hi += (size_t)n;
+        return n > 0;
+    }
+}
+
+/*
+ * The next line: *p (in the window, valid until the next call) and *n bytes,
+ * its newline included when it has one; *start: its file offset.  A line
+ * longer than the line cap is skipped to its newline: *p is NULL and *n its
+ * length.  false at the end of the file or on a read error (r->failed).
+ */
+static bool stream_line(log_stream *r, const char **p, size_t *n, uint64_t *start) {
+    for (;;) {
+        const char *nl = r->hi > r->lo ? memchr(r->buf + r->lo, '\n', r->hi - r->lo) : NULL;
+        if (nl || (r->eof && r->hi > r->lo)) {
+            *start = r->at + r->lo;
+            *p = r->buf + r->lo;
+            *n = nl ? (size_t)(nl - *p) + 1 : r->hi - r->lo;
+            r->lo += *n;
+            return true;
+        }
+        if (r->eof || r->failed)
+            return false;
+        if (!stream_fill(r) && !r->eof) {
+            if (r->failed)
+                return false;
+            /* over the cap: count the line to its newline, keeping nothing */
+            *start = r->at + r->lo;
+            size_t len = r->hi - r->lo;
+            r->lo = r->hi = 0;
+            r->at = *start + len;
+            for (;;) {
+                ssize_t k = pread(r->fd, r->buf, r->cap, (off_t)r->at);
+                if (k < 0 && errno == EINTR)
+                    continue;
+                if (k <= 0) {
+                    r->failed = k < 0 ? (errno ? errno : EIO) : 0;
+                    r->eof = r->cut = k == 0;
+                    break;
+                }
+                const char *e = memchr(r->buf, '\n', (size_t)k);
+                if (e) {
+                    size_t used = (size_t)(e - r->buf) + 1;
+                    len += used; /* its newline included, as for any line */
+                    r->lo = used;
+                    r->hi = (size_t)k;
+                    break;
+                }
+                len += (size_t)k;
+                r->at += (size_t)k;
+            }
+            *p = NULL;
+            *n = len;
+            return true;
+        }
+    }
+}
+
+/* The envelope whose line starts at `off` in the buffer or the file (NULL
+ * when it cannot be read again: out of memory or a read error). */
+static json_t *reread(checker *c, log_stream *r, size_t off) {
+    size_t o = off, n;
+    bool torn;
+    json_error_t jerr;
+    if (!r)
+        return weir__log_read_line(c->buf, c->len, &o, &n, &torn, &jerr);
+    const char *p;
+    size_t len;
+    uint64_t start;
+    while (stream_line(r, &p, &len, &start)) {
+        if (start < off)
+            continue;
+        if (start > off || !p)
+            return NULL;
+        o = 0;
+        return weir__log_read_line(p, len, &o, &n, &torn, &jerr);
+    }
+    return NULL;
+}
+
 /* The surface derivation of the first `upto` envelopes, read afresh from
  * their lines and folded, equals `now`, byte for byte when serialized. */
 static bool prefix_deterministic(checker *c, size_t upto, const json_t *now) {
@@ -161,11 +303,13 @@ static bool prefix_deterministic(checker *c, size_t upto, const json_t *now) {
         c->oom = true;
         return true;
     }
+    log_stream again, *r = NULL;
+    if (c->file) { /* the prefix read afresh from the file, in one pass */
+        stream_init(&again, c->file->fd, 0);
+        r = &again;
+    }
     for (size_t i = 0; i < upto && i < c->accepted && !c->oom; i++) {
-        size_t off = c->lines[i], n;
-        bool torn;
-        json_error_t jerr;
-        json_t *ev = weir__log_read_line(c->buf, c->len, &off, &n, &torn, &jerr);
+        json_t *ev = reread(c, r, c->lines[i]);
         if (!ev)
             c->oom = true; /* it parsed when it was first read */
         json_t *lean = ev ? weir__surface_lean(ev) : NULL;
@@ -175,14 +319,16 @@ static bool prefix_deterministic(checker *c, size_t upto, const json_t *now) {
         json_decref(lean);
         json_decref(ev);
     }
-    json_t *again = weir__surface_derive(s);
-    char *a = weir__json_dump(now), *b = weir__json_dump(again);
+    if (r)
+        stream_free(r);
+    json_t *fresh = weir__surface_derive(s);
+    char *a = weir__json_dump(now), *b = weir__json_dump(fresh);
     bool same = !a || !b || strcmp(a, b) == 0;
-    if (!a || !b || !again)
+    if (!a || !b || !fresh)
         c->oom = true;
     free(a);
     free(b);
-    json_decref(again);
+    json_decref(fresh);
     weir__surface_destroy(s);
     return same;
 }
@@ -648,21 +794,52 @@ static bool push_line(checker *c, size_t off) {
     return true;
 }
 
-static void check_lines(checker *c, const char *buf, size_t len) {
-    size_t off = 0, line = 0, expected = 0;
-    while (off < len) {
+/* The next line of the log, from the buffer or the file's stream: *p
+ * (NULL: a line over the cap, skipped) and *n bytes, its newline included
+ * when it has one; *start its offset.  false at the end (or on a read
+ * error of the file: c->file->failed). */
+static bool next_line(checker *c, size_t *off, const char **p, size_t *n, size_t *start) {
+    if (c->file) {
+        uint64_t at;
+        if (!stream_line(c->file, p, n, &at))
+            return false;
+        *start = (size_t)at;
+        return true;
+    }
+    if (*off >= c->len)
+        return false;
+    const char *nl = memchr(c->buf + *off, '\n', c->len - *off);
+    *start = *off;
+    *p = c->buf + *off;
+    *n = nl ? (size_t)(nl - *p) + 1 : c->len - *off;
+    *off += *n;
+    return true;
+}
+
+static void check_lines(checker *c) {
+    size_t off = 0, line = 0, expected = 0, start, chunk;
+    const char *p;
+    while (next_line(c, &off, &p, &chunk, &start)) {
         c->line = ++line;
-        size_t n;
+        size_t n, o = 0;
         bool torn;
         json_error_t jerr;
-        size_t start = off;
-        json_t *ev = weir__log_read_line(buf, len, &off, &n, &torn, &jerr);
+        json_t *ev = NULL;
+        if (p) {
+            ev = weir__log_read_line(p, chunk, &o, &n, &torn, &jerr);
+        } else { /* over the cap (a file read as a stream): as weir__log_read_line says it */
+            torn = c->file->cut;
+            n = torn ? chunk : chunk - 1;
+            snprintf(jerr.text, sizeof jerr.text, "line of %zu bytes is over the %zu MiB cap", n,
+                     WEIR__LOG_LINE_MAX >> 20);
+            jerr.text[JSON_ERROR_TEXT_LENGTH - 1] = (char)json_error_unknown;
+        }
         if (!ev && !torn && json_error_code(&jerr) == json_error_out_of_memory) {
             c->oom = true; /* not the line's fault: never call it invalid */
             break;
         }
         char msg[512];
-        if (torn && line == 1 && !starts_like_event(buf + start, n)) {
+        if (torn && line == 1 && !(p && starts_like_event(p, n))) {
             note(c, c->errors, "not a weir session log: its only line is not a log event");
             break;
         }
@@ -702,13 +879,15 @@ static void check_lines(checker *c, const char *buf, size_t len) {
     }
 }
 
-static int check(const char *buf, size_t len, weir__type_known_fn known, void *known_ud,
-                 bool deep, weir__log_each_fn each, void *each_ud, json_t **report,
-                 weir_error *err) {
-    if (!buf || !report)
+static int check(const char *buf, size_t len, log_stream *file, weir__type_known_fn known,
+                 void *known_ud, bool deep, weir__log_each_fn each, void *each_ud,
+                 json_t **report, weir_error *err) {
+    if ((!buf && !file) || !report)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log check: buffer and report are required");
     *report = NULL;
     checker c = {0};
+    c.file = file;
+    int failed = 0;
     c.known = known;
     c.known_ud = known_ud;
     c.deep = deep;
@@ -725,8 +904,11 @@ static int check(const char *buf, size_t len, weir__type_known_fn known, void *k
         !c.recent || weir__surface_create(&c.surface))
         c.oom = true;
     if (!c.oom) {
-        check_lines(&c, buf, len);
-        check_end(&c);
+        check_lines(&c);
+        if (file && file->failed) /* a read error, or memory for the window */
+            failed = file->failed;
+        else
+            check_end(&c);
     }
     size_t events = c.accepted;
     weir__surface_destroy(c.surface);
@@ -734,10 +916,11 @@ static int check(const char *buf, size_t len, weir__type_known_fn known, void *k
     json_decref(c.header_ev);
     json_decref(c.context_ev);
     weir__call_fold_free(&c.fold);
-    json_t *r = c.oom ? NULL
-                      : json_pack("{s:b, s:I, s:O, s:O, s:I}", "ok", json_array_size(c.errors) == 0,
-                                  "events", (json_int_t)events, "errors", c.errors, "open", c.open,
-                                  "error_line", (json_int_t)c.error_line);
+    json_t *r = c.oom || failed
+                    ? NULL
+                    : json_pack("{s:b, s:I, s:O, s:O, s:I}", "ok", json_array_size(c.errors) == 0,
+                                "events", (json_int_t)events, "errors", c.errors, "open", c.open,
+                                "error_line", (json_int_t)c.error_line);
     if (r && deep && json_object_set_new(r, "prefix", prefix_report(&c)) != 0) {
         json_decref(r);
         r = NULL;
@@ -748,6 +931,8 @@ static int check(const char *buf, size_t len, weir__type_known_fn known, void *k
     json_decref(c.recent);
     json_decref(c.prev_msgs);
     json_decref(c.prev_header);
+    if (failed && failed != ENOMEM)
+        return weir__err(err, WEIR_E_IO, NULL, NULL, "log check: read: %s", strerror(failed));
     if (!r)
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log check: out of memory");
     *report = r;
@@ -756,11 +941,22 @@ static int check(const char *buf, size_t len, weir__type_known_fn known, void *k
 
 int weir__log_check_buffer(const char *buf, size_t len, weir__type_known_fn known, void *known_ud,
                            bool deep, json_t **report, weir_error *err) {
-    return check(buf, len, known, known_ud, deep, NULL, NULL, report, err);
+    return check(buf, len, NULL, known, known_ud, deep, NULL, NULL, report, err);
 }
 
 int weir__log_check_each(const char *buf, size_t len, weir__type_known_fn known, void *known_ud,
                          weir__log_each_fn each, void *each_ud, json_t **report,
                          weir_error *err) {
-    return check(buf, len, known, known_ud, false, each, each_ud, report, err);
+    return check(buf, len, NULL, known, known_ud, false, each, each_ud, report, err);
+}
+
+int weir__log_check_fd(int fd, weir__type_known_fn known, void *known_ud, bool deep,
+                       json_t **report, weir_error *err) {
+    if (fd < 0)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log check: no file");
+    log_stream r;
+    stream_init(&r, fd, 0);
+    int rc = check(NULL, 0, &r, known, known_ud, deep, NULL, NULL, report, err);
+    stream_free(&r);
+    return rc;
 }

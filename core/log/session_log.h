@@ -57,6 +57,9 @@ int weir__log_check_envelope(const json_t *ev, char *msg, size_t size);
  * is refused with E_IO naming it.
  */
 int weir__log_read_file(const char *path, char **buf, size_t *len, weir_error *err);
+/* The log file at `path` opened for reading (*fd, close it), with the
+ * refusals of weir__log_read_file. */
+int weir__log_open_read(const char *path, int *fd, weir_error *err);
 
 /*
  * The one reader (core/log/log_check.c): fold the log buffer `buf` (`len`
@@ -73,6 +76,14 @@ int weir__log_read_file(const char *path, char **buf, size_t *len, weir_error *e
  */
 int weir__log_check_buffer(const char *buf, size_t len, weir__type_known_fn known, void *known_ud,
                            bool deep, json_t **report, weir_error *err);
+/*
+ * weir__log_check_buffer of the log file open on `fd`, read as a stream
+ * from its start: the check holds the longest line and what the fold
+ * keeps (the surface, and with `deep` one offset per envelope: the prefix
+ * is read again from the file), never the file.  E_IO when a read fails.
+ */
+int weir__log_check_fd(int fd, weir__type_known_fn known, void *known_ud, bool deep,
+                       json_t **report, weir_error *err);
 /*
  * Called by weir__log_check_each for every envelope of a log that is valid
  * so far (no error found up to and with it), in order: `ev` (borrowed;

@@ -99,12 +99,20 @@ static int mkdir_parents(const char *path, weir_error *err) {
     return WEIR_OK;
 }
 
+/* Only a regular file is a log (a FIFO, /dev/zero or a directory is refused). */
+static int regular(int fd, const char *path, struct stat *st, weir_error *err) {
+    if (fstat(fd, st) != 0)
+        return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: %s", path, strerror(errno));
+    if (!S_ISREG(st->st_mode))
+        return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: not a regular file", path);
+    return WEIR_OK;
+}
+
 static int read_all(int fd, const char *path, char **buf, size_t *len, weir_error *err) {
     struct stat st;
-    if (fstat(fd, &st) != 0)
-        return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: not a regular file", path);
+    int rc = regular(fd, path, &st, err);
+    if (rc != WEIR_OK)
+        return rc;
     size_t cap = (size_t)st.st_size, n = 0;
     char *b = weir__malloc(cap + 1);
     if (!b)
@@ -128,17 +136,33 @@ static int read_all(int fd, const char *path, char **buf, size_t *len, weir_erro
     return WEIR_OK;
 }
 
+int weir__log_open_read(const char *path, int *fd, weir_error *err) {
+    if (!path || !fd)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "session log: path and fd are required");
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused) */
+    *fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (*fd < 0)
+        return weir__err(err, errno == ENOENT ? WEIR_E_NOT_FOUND : WEIR_E_IO, NULL, NULL,
+                         "session log %s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    int rc = regular(*fd, path, &st, err);
+    if (rc != WEIR_OK) {
+        close(*fd);
+        *fd = -1;
+    }
+    return rc;
+}
+
 int weir__log_read_file(const char *path, char **buf, size_t *len, weir_error *err) {
     if (!path || !buf || !len)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "session log: path and buffer are required");
     *buf = NULL;
     *len = 0;
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused) */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return weir__err(err, errno == ENOENT ? WEIR_E_NOT_FOUND : WEIR_E_IO, NULL, NULL,
-                         "session log %s: cannot open: %s", path, strerror(errno));
-    int rc = read_all(fd, path, buf, len, err);
+    int fd;
+    int rc = weir__log_open_read(path, &fd, err);
+    if (rc != WEIR_OK)
+        return rc;
+    rc = read_all(fd, path, buf, len, err);
     close(fd);
     return rc;
 }

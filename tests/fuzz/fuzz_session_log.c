@@ -10,7 +10,8 @@
  * logs the reader opens (one reader, issue #8); a log that checks ok (open
  * turns allowed) repairs into one that checks ok with nothing open, and its
  * derived history before the repair is a prefix of the one after (docs/reliability.md:
- * a crashed log opens and resumes to the same derived history).
+ * a crashed log opens and resumes to the same derived history); the check
+ * of the file read as a stream equals the check of the bytes read whole.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -116,6 +117,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else if (err.text[0] == '\0') {
         abort();
     }
+
+    /* the check reads the file as a stream (weir_log_check) and says what
+     * it says of the same bytes read whole */
+    json_t *whole = NULL, *streamed = NULL;
+    weir_error_clear(&err);
+    if (weir__log_check_buffer((const char *)data, size, NULL, NULL, true, &whole, &err) ==
+            WEIR_OK &&
+        weir_log_check(log_path, &streamed, &err) == WEIR_OK && !json_equal(whole, streamed))
+        die("the streamed check disagrees with the whole one", whole, streamed);
+    json_decref(whole);
+    json_decref(streamed);
 
     bool ok = false;
     json_t *open = NULL;

@@ -370,6 +370,109 @@ static void derive_reads_a_file(void **state) {
     json_decref(m);
 }
 
+/* The report of `text` (len bytes) read whole (weir__log_check_buffer)
+ * and read as a stream from a file (weir_log_check), which must agree. */
+static void same_report(const char *dir, const char *name, const char *text, size_t len) {
+    char path[4300];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+    json_t *whole = NULL, *streamed = NULL;
+    weir_error err;
+    assert_int_equal(weir__log_check_buffer(text, len, NULL, NULL, true, &whole, &err), WEIR_OK);
+    if (weir_log_check(path, &streamed, &err) != WEIR_OK)
+        fail_msg("%s: %s", name, err.text);
+    if (!json_equal(whole, streamed)) {
+        char *a = json_dumps(whole, JSON_COMPACT), *b = json_dumps(streamed, JSON_COMPACT);
+        fail_msg("%s: read whole %.400s\nas a stream %.400s", name, a, b);
+    }
+    json_decref(whole);
+    json_decref(streamed);
+    unlink(path);
+}
+
+/* Issue #34: `weir log --check` reads the file as a stream, holding the
+ * longest line rather than the file, and says what it said when it read
+ * the file whole: for every sample log; a line longer than the stream's
+ * first window (1 MiB), checked deep (the prefix is read again from the
+ * file); a torn last line; a line over the 64 MiB cap in the middle, and
+ * as a torn last line. */
+static void streamed_check_equals_whole_check(void **state) {
+    (void)state;
+    char *dir = wt_tmpdir("stream-check");
+    static const char *const logs[] = {"good.jsonl", "open_turn.jsonl", "gap.jsonl",
+                                       "dangling_call.jsonl", "step_outside_turn.jsonl",
+                                       "prefix_break.jsonl", "dup_call_ids.jsonl"};
+    char path[4200];
+    for (size_t i = 0; i < sizeof logs / sizeof *logs; i++) {
+        snprintf(path, sizeof path, "%s/logs/%s", wt_env("WEIR_TEST_DATA_DIR"), logs[i]);
+        size_t len = 0;
+        char *text = wt_read_file(path, &len);
+        assert_non_null(text);
+        same_report(dir, logs[i], text, len);
+        free(text);
+    }
+    /* good.jsonl with its first user text made 3 MiB long */
+    snprintf(path, sizeof path, "%s/logs/good.jsonl", wt_env("WEIR_TEST_DATA_DIR"));
+    size_t len = 0;
+    char *text = wt_read_file(path, &len);
+    assert_non_null(text);
+    json_t *lines = json_array();
+    for (char *p = text, *nl; *p; p = nl + 1) {
+        nl = strchr(p, '\n');
+        assert_non_null(nl);
+        *nl = '\0';
+        json_array_append_new(lines, json_loads(p, 0, NULL));
+    }
+    free(text);
+    size_t big = (size_t)3 << 20;
+    char *x = malloc(big + 1);
+    memset(x, 'x', big);
+    x[big] = '\0';
+    size_t i;
+    json_t *ev;
+    bool done = false;
+    json_array_foreach(lines, i, ev) {
+        if (!done && !strcmp(json_string_value(json_object_get(ev, "type")), "user/message")) {
+            json_t *b = json_array_get(
+                json_object_get(json_object_get(json_object_get(ev, "data"), "message"), "content"),
+                0);
+            json_object_set_new(b, "text", json_string(x));
+            done = true;
+        }
+    }
+    assert_true(done);
+    free(x);
+    size_t cap = 0, n = 0;
+    char *out = NULL;
+    FILE *mem = open_memstream(&out, &cap);
+    json_array_foreach(lines, i, ev) {
+        char *line = json_dumps(ev, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        fprintf(mem, "%s\n", line);
+        free(line);
+    }
+    fclose(mem);
+    n = strlen(out);
+    json_decref(lines);
+    same_report(dir, "big.jsonl", out, n);
+    same_report(dir, "torn.jsonl", out, n - 40); /* the last line cut */
+    /* a line over the cap: junk of 64 MiB + 10 bytes after the first line */
+    size_t first = (size_t)(strchr(out, '\n') - out) + 1, junk = ((size_t)64 << 20) + 10;
+    char *over = malloc(first + junk + 1 + (n - first));
+    memcpy(over, out, first);
+    memset(over + first, 'j', junk);
+    over[first + junk] = '\n';
+    memcpy(over + first + junk + 1, out + first, n - first);
+    same_report(dir, "over.jsonl", over, first + junk + 1 + (n - first));
+    same_report(dir, "over-torn.jsonl", over, first + junk); /* ends inside it */
+    free(over);
+    free(out);
+    wt_rmtree(dir);
+    free(dir);
+}
+
 static void check_alloc_failure_loop(void **state) {
     (void)state;
     char path[4200];
@@ -494,6 +597,7 @@ int main(void) {
         cmocka_unit_test(dispatch_order_and_replaced_results),
         cmocka_unit_test(derive_reads_a_file),
         cmocka_unit_test(check_alloc_failure_loop),
+        cmocka_unit_test(streamed_check_equals_whole_check),
         cmocka_unit_test(repair_mends_repeated_call_ids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
