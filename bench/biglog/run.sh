@@ -86,7 +86,9 @@ measure() {
     # GNU time reports a signalled child as "Command terminated by signal"
     case $code in [0-9]*) ;; *) code=1 ;; esac
     if [ "$code" = 124 ] || [ "$code" = 137 ]; then
+        # the peak RSS until the kill, a lower bound
         s=timeout rss=timeout ok=0
+        case $kb in [0-9]*) rss=$(awk -v k="$kb" 'BEGIN { printf "timeout(%.1f)", k / 1024 }') ;; esac
     elif [ "$code" != 0 ]; then
         s="fail($code)" rss="fail($code)" ok=0
     else
