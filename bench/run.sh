@@ -6,6 +6,8 @@
 #   BENCH_STEPS=500 bench/run.sh      # more steps for bench_overhead
 #   BENCH_CALLGRIND=0 bench/run.sh    # skip the callgrind instruction counts
 #   BENCH_FLAT="20 200" bench/run.sh  # history lengths of check_instructions.sh
+#   BENCH_BIGLOG=full bench/run.sh    # the big-log bench at full size (about
+#                                     # 20 minutes; default: quick; 0 skips it)
 #
 # Benches never fail on timing: they print ratios to a floor measured in the
 # same run.  The exit status is non-zero only when a bench could not be built
@@ -196,6 +198,22 @@ else
     status=1
 fi
 sh "$src/tests/pg/server.sh" stop "$pgdir" >/dev/null 2>&1
+
+# bench/biglog: the readers of a long-lived session's log (issue #34); its
+# own lines, `biglog log=...`, quick (about 20 MB) unless BENCH_BIGLOG=full
+case ${BENCH_BIGLOG:-quick} in
+0) ;;
+*)
+    mode=--quick
+    [ "${BENCH_BIGLOG:-quick}" = full ] && mode=
+    if sh "$here/biglog/run.sh" "$build" $mode >"$build/bench-biglog.txt" 2>"$build/bench-biglog.err"; then
+        grep '^biglog ' "$build/bench-biglog.txt"
+    else
+        echo "biglog: FAILED ($(tail -n 3 "$build/bench-biglog.err"))"
+        status=1
+    fi
+    ;;
+esac
 
 # bench_connections: a count (also a ctest)
 if "$bin/bench_connections" >"$build/bench-connections.txt" 2>&1; then
