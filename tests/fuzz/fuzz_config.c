@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "weir/host.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

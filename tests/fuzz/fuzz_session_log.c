@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "session_log.h"
+#include "weir/host.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
