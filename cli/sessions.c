@@ -4,9 +4,11 @@
  * last activity, the turns, the size, the state, the tokens and cost, and
  * the first prompt.
  *
- * Every log is read by the one reader (weir_log_events); a file it refuses
- * (a foreign or damaged file) is listed as "invalid", never skipped
- * silently and never fatal.  A writer's lock is probed with
+ * A log file is read from its head and tail (weir_log_summary: the first
+ * prompt, then from its last log/checkpoint on), a store's session by the
+ * one reader (weir_host_log_events); a log they refuse (a foreign or
+ * damaged file) is listed as "invalid", never skipped silently and never
+ * fatal.  A writer's lock is probed with
  * weir_log_writer(), which takes nothing.
  */
 #include <dirent.h>
@@ -187,15 +189,24 @@ static void read_store_row(session_row *r, const weir_host *host, const json_t *
 static void read_row(session_row *r, const struct stat *sb) {
     r->size = (long long)sb->st_size;
     r->last_ms = (long long)sb->st_mtim.tv_sec * 1000 + sb->st_mtim.tv_nsec / 1000000;
-    json_t *events = NULL;
+    json_t *sum = NULL;
     weir_error err;
     weir_error_clear(&err);
-    if (weir_log_events(r->path, &events, &err) != WEIR_OK)
-        events = NULL;
-    bool open = false;
-    if (!row_events(r, events, &err, &open))
+    if (weir_log_summary(r->path, &sum, &err) != WEIR_OK) {
+        r->state = "invalid";
+        r->error = strdup(err.text[0] ? err.text : weir_strerror((int)err.code));
         return;
-    json_decref(events);
+    }
+    r->events = (long long)json_integer_value(json_object_get(sum, "events"));
+    r->turns = (long long)json_integer_value(json_object_get(sum, "turns"));
+    const json_t *last = json_object_get(sum, "last_time");
+    if (json_is_integer(last))
+        r->last_ms = (long long)json_integer_value(last);
+    const char *prompt = json_string_value(json_object_get(sum, "first_prompt"));
+    r->prompt = prompt ? cut_prompt(prompt) : NULL;
+    weir_cli_usage_add(&r->usage, sum); /* {usage, cost}, as an event's data */
+    bool open = json_is_true(json_object_get(sum, "open"));
+    json_decref(sum);
     bool live = false;
     weir_error_clear(&err);
     if (weir_log_writer(r->path, &live, &r->pid, &err) == WEIR_OK && live)

@@ -218,6 +218,8 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
      * the agent's own tools/pre-execute listeners see a re-run too. */
     bool resume_tools = false;
     if (rc == WEIR_OK) {
+        weir__log_set_checkpoint_every(
+            a->e.log, (size_t)weir__json_int(json_object_get(config, "session"), "checkpoint_bytes", 0));
         a->e.durable_next = weir__log_observed(a->e.log); /* the loaded events are not delivered */
         weir__log_set_observer(a->e.log, weir__engine_on_durable, &a->e);
         a->e.resumed = weir__log_has_request_header(a->e.log);

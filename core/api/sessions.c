@@ -31,6 +31,19 @@ int weir_log_check(const char *path, json_t **report, weir_error *err) {
     return rc;
 }
 
+int weir_log_summary(const char *path, json_t **summary, weir_error *err) {
+    if (!path || !summary)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log summary: path and summary are required");
+    *summary = NULL;
+    int fd = -1;
+    int rc = weir__log_open_read(path, &fd, err);
+    if (rc == WEIR_OK)
+        rc = weir__log_summary_fd(fd, path, summary, err);
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
 /* The derived messages of an open log (new reference), or E_NOMEM naming `what`. */
 static int derive_of(weir__log *log, const char *what, json_t **messages, weir_error *err) {
     *messages = weir__log_derive(log);

@@ -1715,8 +1715,12 @@ int weir__driver_turn(weir__engine *eng, weir_error *err) {
                        json_pack("{s:i, s:O}", "turn", t.turn, "reason",
                                  t.reason ? t.reason : json_null()),
                        NULL, NULL, NULL);
-        if (rc == WEIR_OK)
-            return finish_turn(&t, weir__log_checkpoint(eng->log, t.err));
+        if (rc == WEIR_OK) {
+            /* the summary readers start from, at its interval (the turn is
+             * closed: a failure here is the log's, not the turn's) */
+            rc = weir__log_tally_checkpoint(eng->log, t.err);
+            return finish_turn(&t, rc == WEIR_OK ? weir__log_checkpoint(eng->log, t.err) : rc);
+        }
     }
     close_failed_turn(&t);
     return finish_turn(&t, rc);

@@ -426,6 +426,8 @@ static int check_session(const json_t *session, const char *file, jpath *p,
         return cfg_err(err, WEIR_E_CONFIG, file, p,
                        "must name a store: \"file\", \"memory\" or a plugin row id");
     }
+    if ((rc = want_count(session, "checkpoint_bytes", file, p, err)) != WEIR_OK)
+        return rc;
     if ((rc = want_string(session, "provenance", file, p, err)) != WEIR_OK)
         return rc;
     const char *prov = weir__json_str(session, "provenance", NULL);

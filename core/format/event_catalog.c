@@ -66,6 +66,12 @@ const weir__event_def weir__event_catalog[] = {
      "outcome?:\"canceled\"|\"held\"}",
      "The durable inbox changed: queued input was inserted or removed."},
     /* --- durable, written "ignorable":true ------------------------------ */
+    {"log/checkpoint", WEIR__EVENT_IGNORABLE,
+     "{events, turns, usage?:{input_tokens, cache_read_tokens, cache_write_tokens, "
+     "output_tokens}, cost?:{usd}}",
+     "What the log before it adds up to, written after a turn/end once `session.checkpoint_bytes` "
+     "(default 4 MiB) of log followed the last one; `--check` verifies each, `weir sessions` "
+     "starts from the last (docs/session-log.md, \"Checkpoints\")."},
     {"tool/rerun", WEIR__EVENT_IGNORABLE,
      "{turn, step, call_id, name, idempotency_key, attempt}",
      "On resume, an idempotent tool's call cut by a crash runs again (docs/tools.md)."},

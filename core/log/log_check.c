@@ -49,6 +49,7 @@ typedef struct checker {
     bool turn_open, step_open;
     json_int_t turn, step;
     size_t turn_seq, step_seq;
+    weir__tally tally;     /* what the envelopes so far add up to (core/log/tally.h) */
     weir__call_fold fold;  /* the open step's tool calls (core/log/log_fold.h) */
     json_t *header_ev, *context_ev; /* the latest request/header and request/context */
     const json_t *header;  /* latest request/header data.header (of header_ev) */
@@ -636,6 +637,35 @@ static json_t *prefix_report(const checker *c) {
 }
 
 /* One envelope, already known to be an object with seq, type and data. */
+/* A log/checkpoint records what the log before it adds up to: the
+ * checker's own tally, to the byte (a checkpoint is derived from the log,
+ * never a source of its own). */
+static void check_checkpoint(checker *c, size_t seq, const json_t *data) {
+    weir__tally said;
+    if (!weir__tally_from(&said, data)) {
+        note(c, c->errors, "seq %zu: %s needs data.events and data.turns (integers >= 0)", seq,
+             WEIR__LOG_CHECKPOINT);
+        return;
+    }
+    const weir__tally *t = &c->tally;
+    if (said.events == t->events && said.turns == t->turns && said.any == t->any &&
+        (!t->any || (said.unpriced == t->unpriced && said.in == t->in &&
+                     said.cached == t->cached && said.written == t->written &&
+                     said.out == t->out && (t->unpriced || said.usd == t->usd))))
+        return;
+    json_t *sum = weir__tally_json(t);
+    char *a = weir__json_dump(data), *b = sum ? weir__json_dump(sum) : NULL;
+    if (!a || !b)
+        c->oom = true;
+    else
+        note(c, c->errors, "seq %zu: %s does not add up: it says %.300s, the log before it adds up "
+                           "to %.300s",
+             seq, WEIR__LOG_CHECKPOINT, a, b);
+    free(a);
+    free(b);
+    json_decref(sum);
+}
+
 static void check_event(checker *c, size_t seq, json_t *ev) {
     const char *type = weir__json_str(ev, "type", "");
     const json_t *data = json_object_get(ev, "data");
@@ -645,6 +675,9 @@ static void check_event(checker *c, size_t seq, json_t *ev) {
         note(c, c->errors, "seq %zu: unknown event type '%s' is not ignorable", seq, type);
     if (weir__log_check_shape(type, data, msg, sizeof msg) < 0)
         note(c, c->errors, "seq %zu: %s", seq, msg);
+    if (is(type, WEIR__LOG_CHECKPOINT))
+        check_checkpoint(c, seq, data);
+    weir__tally_event(&c->tally, ev);
     check_turns(c, seq, type, data);
     check_tools(c, seq, type, ev);
     if (is(type, "assistant/message") || is(type, "assistant/attempt"))

@@ -19,6 +19,7 @@
 #include "log_fold.h"
 #include "session_log.h"
 #include "store.h"
+#include "tally.h"
 #include "surface.h"
 #include "weir/host.h"
 
@@ -73,6 +74,13 @@ struct weir__log {
     json_t *derived;
     size_t derived_nodes;
     uint64_t derived_gen;
+
+    /* what the events add up to (core/log/tally.h), and the checkpoints
+     * that record it (docs/session-log.md, "Checkpoints") */
+    weir__tally tally;
+    size_t bytes;            /* of the log's accepted lines, newlines included */
+    size_t checkpoint_at;    /* the offset of the last log/checkpoint line (0: none) */
+    size_t checkpoint_every; /* bytes between checkpoints */
 
     /* observer delivery, in seq order, outside the lock */
     weir__log_observer_fn observer;
@@ -167,6 +175,9 @@ static void commit(weir__log *log, json_t *ev) {
     const char *type = weir__json_str(ev, "type", "");
     const json_t *data = json_object_get(ev, "data");
     int turn = (int)weir__json_int(data, "turn", 0);
+    weir__tally_event(&log->tally, ev);
+    if (strcmp(type, WEIR__LOG_CHECKPOINT) == 0)
+        log->checkpoint_at = log->bytes; /* the lines before it */
     if (strcmp(type, "turn/start") == 0) {
         log->turn_open = true;
         log->step_open = false;
@@ -449,7 +460,9 @@ static bool load_one(json_t *ev, size_t off, size_t n, void *ud) {
         return false;
     }
     size_t seq = log->count;
+    log->bytes = off;
     commit(log, json_incref(ev));
+    log->bytes = off + n + 1;
     if (ld->in_place && keeps_line(ev, n)) {
         log->line_at[seq] = off;
         log->line_len[seq] = (uint32_t)n;
@@ -1039,6 +1052,7 @@ static int append_locked(weir__log *log, const char *type, const json_t *data,
         *seq_out = log->count;
     size_t seq = log->count;
     commit(log, ev);
+    log->bytes += n;
     ev = NULL;
     if (!batch && log->policy == WEIR__FSYNC_ALWAYS)
         log->synced = log->count; /* the store synced it (WEIR_STORE_DURABLE) */
@@ -1188,6 +1202,33 @@ int weir__log_pay_checkpoint(weir__log *log, weir_error *err) {
     bool owed = log->sync_owed;
     unlock(log);
     return owed ? weir__log_sync(log, err) : WEIR_OK;
+}
+
+void weir__log_set_checkpoint_every(weir__log *log, size_t bytes) {
+    if (!log)
+        return;
+    lock(log);
+    log->checkpoint_every = bytes ? bytes : WEIR__CHECKPOINT_BYTES;
+    unlock(log);
+}
+
+int weir__log_tally_checkpoint(weir__log *log, weir_error *err) {
+    if (!log)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "session log: NULL log");
+    lock(log);
+    size_t every = log->checkpoint_every ? log->checkpoint_every : WEIR__CHECKPOINT_BYTES;
+    int rc = WEIR_OK;
+    if (!log->readonly && !log->tally.open && log->bytes - log->checkpoint_at >= every) {
+        json_t *data = weir__tally_json(&log->tally);
+        rc = data ? append_locked(log, WEIR__LOG_CHECKPOINT, data, NULL, NULL,
+                                  WEIR_EVENT_IGNORABLE, NULL, NULL, err)
+                  : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log: out of memory");
+        json_decref(data);
+        if (rc == WEIR_OK)
+            deliver(log);
+    }
+    unlock(log);
+    return rc;
 }
 
 /* --- derivation ---------------------------------------------------------- */

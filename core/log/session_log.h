@@ -15,6 +15,11 @@
 
 #include "common.h"
 #include "store.h"
+#include "tally.h"
+
+/* The type of the summary the log writes at an interval (docs/session-log.md,
+ * "Checkpoints"): durable and ignorable. */
+#define WEIR__LOG_CHECKPOINT "log/checkpoint"
 
 typedef struct weir__log weir__log;
 typedef struct weir__surface weir__surface;
@@ -311,5 +316,23 @@ bool weir__log_open_step(const weir__log *log, int *turn, int *step, size_t *sta
 /* Whether any request/header was ever logged (first request reason:
  * "initial" when false, "resume" when true).  Thread-safe. */
 bool weir__log_has_request_header(const weir__log *log);
+
+/*
+ * Between turns, once `every` bytes (0: WEIR__CHECKPOINT_BYTES) of log
+ * were written since the last log/checkpoint (or the log's start), the next
+ * weir__log_tally_checkpoint writes one.  Any thread.
+ */
+void weir__log_set_checkpoint_every(weir__log *log, size_t every);
+/*
+ * Append a log/checkpoint (ignorable) holding what the log adds up to
+ * (weir__tally_json) when it is due: no turn is open and the interval has
+ * passed.  The driver calls it after each turn/end.  WEIR_OK when nothing
+ * was due; else as weir__log_append.
+ */
+int weir__log_tally_checkpoint(weir__log *log, weir_error *err);
+
+/* weir_log_summary (weir/host.h) of the log file open on `fd`, named
+ * `what` in errors (core/log/summary.c). */
+int weir__log_summary_fd(int fd, const char *what, json_t **out, weir_error *err);
 
 #endif

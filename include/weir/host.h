@@ -507,6 +507,26 @@ WEIR_API int weir_log_derive(const char *path, json_t **messages, weir_error *er
 WEIR_API int weir_log_events(const char *path, json_t **events, weir_error *err) WEIR_WUR;
 
 /**
+ * What `weir sessions` shows of a log file, read from its head and its
+ * tail (docs/session-log.md, "Checkpoints"): the first prompt from the
+ * first events, the rest from the last `log/checkpoint` on, so the cost is
+ * the log written since that checkpoint, not the log.  A log without
+ * checkpoints is folded from its start, a line at a time.  The lines read
+ * must be envelopes in seq order (else WEIR_E_LOG_CORRUPT naming the byte
+ * offset or the seq); the lines between head and tail are not read (`weir
+ * log --check` reads them).  A torn last line is left out.  Takes no lock.
+ * @param summary  receives a new reference {events, turns, open, last_time,
+ *                 first_prompt? (at most 1 KiB), usage?: {input_tokens,
+ *                 cache_read_tokens, cache_write_tokens, output_tokens},
+ *                 cost?: {usd} (only when every call with usage was priced),
+ *                 checkpoint: the byte offset of the checkpoint it started
+ *                 from, or null}.
+ * Thread-safe.
+ * Since: ABI 1.9
+ */
+WEIR_API int weir_log_summary(const char *path, json_t **summary, weir_error *err) WEIR_WUR;
+
+/**
  * Repair a log file that an older weir wrote and the reader now refuses
  * (`weir log --repair`; docs/session-log.md, "Repair"): a reply that
  * repeated a tool-call id gets the ids a writer now gives (the repeat

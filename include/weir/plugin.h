@@ -55,6 +55,8 @@
  *        turn's older envelopes at each step's end (their lines stay).
  *   1.8  stream_session: the session (agent) id of the call a stream is
  *        for (provider-openai's default prompt_cache_key).
+ *   1.9  weir_log_summary (weir/host.h): a log file's summary from its head
+ *        and its last log/checkpoint (`weir sessions`).
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H

@@ -88,6 +88,7 @@ static void durable_types_are_the_logs(void **state) {
     /* the core's ignorable events */
     kind = WEIR__EVENT_IGNORABLE;
     expect_kind("tool/rerun", &kind);
+    expect_kind("log/checkpoint", &kind);
     char *tools = source("core/runtime/tools.h");
     each_match(tools, "#define WEIR__JOB_[A-Z]+ \"([a-z/_-]+)\"", "", expect_kind, &kind);
     free(tools);

@@ -1488,6 +1488,141 @@ static void a_lent_envelope_outlives_step_trims_until_the_turn_ends(void **state
     json_decref(copy4);
 }
 
+
+/* One turn `k` with usage: in 10, out 3, cache read k, $0.25 (priced) or none. */
+static void usage_turn(weir__log *log, int k, bool priced) {
+    char buf[600];
+    snprintf(buf, sizeof buf, "{\"turn\":%d}", k);
+    must_add(log, "turn/start", buf);
+    snprintf(buf, sizeof buf, "{\"turn\":%d,\"step\":1}", k);
+    must_add(log, "step/start", buf);
+    snprintf(buf, sizeof buf,
+             "{\"turn\":%d,\"step\":1,\"message\":{\"role\":\"user\",\"content\":[{\"type\":"
+             "\"text\",\"text\":\"hello %d\"}],\"id\":\"in-%d\",\"source\":{\"kind\":\"human\"}}}",
+             k, k, k);
+    must_add(log, "user/message", buf);
+    if (k == 1)
+        must_add(log, "request/header", HEADER);
+    snprintf(buf, sizeof buf,
+             "{\"turn\":%d,\"step\":1,\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":"
+             "\"text\",\"text\":\"hi\"}]},\"stream\":[],\"usage\":{\"input_tokens\":10,"
+             "\"output_tokens\":3,\"cache_read_tokens\":%d}%s}",
+             k, k, priced ? ",\"cost\":{\"usd\":0.25}" : "");
+    must_add(log, "assistant/message", buf);
+    snprintf(buf, sizeof buf, "{\"turn\":%d,\"step\":1}", k);
+    must_add(log, "step/end", buf);
+    snprintf(buf, sizeof buf, "{\"turn\":%d,\"reason\":{\"kind\":\"completed\"}}", k);
+    must_add(log, "turn/end", buf);
+}
+
+static json_t *summary_of(const char *path) {
+    json_t *sum = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    if (weir_log_summary(path, &sum, &err) != WEIR_OK)
+        fail_msg("weir_log_summary: %s", err.text);
+    return sum;
+}
+
+static json_int_t int_at(const json_t *o, const char *a, const char *b) {
+    const json_t *v = json_object_get(o, a);
+    return json_integer_value(b ? json_object_get(v, b) : v);
+}
+
+/* Issue #34: between turns, once session.checkpoint_bytes of log followed
+ * the last one, the log writes a log/checkpoint of what it adds up to; the
+ * reader checks each against its own fold (a checkpoint that does not add
+ * up is an error, and the log is refused), a reopened writer goes on
+ * counting, and weir_log_summary reads a log from its head and its last
+ * checkpoint to the same figures as a fold of the whole log. */
+static void checkpoints_add_up_and_summarize(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    weir__log_set_checkpoint_every(f->log, 1); /* after every turn */
+    weir_error err;
+    for (int k = 1; k <= 3; k++) {
+        usage_turn(f->log, k, true);
+        assert_int_equal(weir__log_tally_checkpoint(f->log, &err), WEIR_OK);
+        assert_int_equal(weir__log_tally_checkpoint(f->log, &err), WEIR_OK); /* not due again */
+    }
+    const json_t *cp = weir__log_event(f->log, weir__log_count(f->log) - 1);
+    assert_string_equal(json_string_value(json_object_get(cp, "type")), "log/checkpoint");
+    assert_true(json_is_true(json_object_get(cp, "ignorable")));
+    json_t *want = json_loads("{\"events\":24,\"turns\":3,\"usage\":{\"input_tokens\":30,"
+                              "\"cache_read_tokens\":6,\"cache_write_tokens\":0,"
+                              "\"output_tokens\":9},\"cost\":{\"usd\":0.75}}",
+                              0, NULL);
+    if (!json_equal(json_object_get(cp, "data"), want))
+        fail_msg("checkpoint: %s", json_dumps(json_object_get(cp, "data"), JSON_COMPACT));
+    json_decref(want);
+    /* a reopened writer goes on from what it read; an unpriced call drops the cost */
+    open_log(f);
+    weir__log_set_checkpoint_every(f->log, 1);
+    usage_turn(f->log, 4, false);
+    assert_int_equal(weir__log_tally_checkpoint(f->log, &err), WEIR_OK);
+    weir__log_set_checkpoint_every(f->log, (size_t)1 << 30);
+    usage_turn(f->log, 5, true);
+    assert_int_equal(weir__log_tally_checkpoint(f->log, &err), WEIR_OK); /* not due */
+    must_add(f->log, "turn/start", "{\"turn\":6}");
+    json_t *report = NULL;
+    assert_int_equal(weir_log_check(f->path, &report, &err), WEIR_OK);
+    assert_true(json_is_true(json_object_get(report, "ok")));
+    json_decref(report);
+    /* the summary: from the last checkpoint (turn 4's), then turn 5 and 6's start */
+    json_t *sum = summary_of(f->path);
+    assert_int_equal(int_at(sum, "events", NULL), (json_int_t)weir__log_count(f->log));
+    assert_int_equal(int_at(sum, "turns", NULL), 6);
+    assert_true(json_is_true(json_object_get(sum, "open")));
+    assert_int_equal(int_at(sum, "usage", "input_tokens"), 50);
+    assert_int_equal(int_at(sum, "usage", "cache_read_tokens"), 15);
+    assert_int_equal(int_at(sum, "usage", "output_tokens"), 15);
+    assert_null(json_object_get(sum, "cost")); /* turn 4 had no price */
+    assert_string_equal(json_string_value(json_object_get(sum, "first_prompt")), "hello 1");
+    assert_true(json_is_integer(json_object_get(sum, "checkpoint")));
+    json_decref(sum);
+    weir__log_close(f->log);
+    f->log = NULL;
+    /* the same log without its checkpoints is folded from its start: the
+     * same figures, and no checkpoint named */
+    char *text = wt_read_file(f->path, NULL);
+    assert_non_null(text);
+    char *plain = malloc(strlen(text) + 1), *w = plain;
+    size_t seq = 0;
+    for (char *p = text, *nl; *p; p = nl + 1) {
+        nl = strchr(p, '\n');
+        json_t *ev = json_loadb(p, (size_t)(nl - p), 0, NULL);
+        if (strcmp(json_string_value(json_object_get(ev, "type")), "log/checkpoint") != 0) {
+            json_object_set_new(ev, "seq", json_integer((json_int_t)seq++));
+            char *line = json_dumps(ev, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            w += sprintf(w, "%s\n", line);
+            free(line);
+        }
+        json_decref(ev);
+    }
+    assert_int_equal(wt_write_file(f->path, plain), 0);
+    sum = summary_of(f->path);
+    assert_int_equal(int_at(sum, "events", NULL), (json_int_t)seq);
+    assert_int_equal(int_at(sum, "turns", NULL), 6);
+    assert_int_equal(int_at(sum, "usage", "input_tokens"), 50);
+    assert_true(json_is_null(json_object_get(sum, "checkpoint")));
+    json_decref(sum);
+    /* a checkpoint that does not add up: the check names it, the reader refuses the log */
+    char *bad = strdup(text), *at = strstr(bad, "\"turns\":2");
+    assert_non_null(at);
+    at[8] = '7';
+    assert_int_equal(wt_write_file(f->path, bad), 0);
+    assert_int_equal(weir_log_check(f->path, &report, &err), WEIR_OK);
+    assert_false(json_is_true(json_object_get(report, "ok")));
+    const char *e = json_string_value(json_array_get(json_object_get(report, "errors"), 0));
+    assert_non_null(strstr(e, "log/checkpoint does not add up: it says"));
+    json_decref(report);
+    weir__log *ro = NULL;
+    assert_int_equal(weir__log_open_readonly(f->path, &ro, &err), WEIR_E_LOG_CORRUPT);
+    free(bad);
+    free(plain);
+    free(text);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(trim_releases_envelopes_and_reads_them_back, setup,
@@ -1525,6 +1660,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(check_and_open_agree, setup, teardown),
         cmocka_unit_test_setup_teardown(line_over_the_cap_is_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(idle_trim_frees_the_line_buffer, setup, teardown),
+        cmocka_unit_test_setup_teardown(checkpoints_add_up_and_summarize, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
