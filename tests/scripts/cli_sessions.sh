@@ -118,6 +118,32 @@ wait "$PID"
 PID=
 "$WEIR" sessions | grep -q '^busy .* idle ' || fail "busy is not idle after the writer left"
 
+# --- checkpoints (issue #34): a log read from its head and last checkpoint --------
+printf '{"session":{"checkpoint_bytes":1}}\n' >"$TMP/ckpt.json"
+for q in "2 to the 10th" "2 to the 5th" "3 to the 3rd"; do
+    "$WEIR" run -c default -c "$TMP/ckpt.json" -s ckpt "$q" >/dev/null 2>&1 || fail "run ckpt: $q"
+done
+ck="$WEIR_SESSION_DIR/ckpt.jsonl"
+[ "$(grep -c '"type":"log/checkpoint"' "$ck")" -eq 3 ] ||
+    fail "checkpoints: $(grep -c '"type":"log/checkpoint"' "$ck") of 3"
+"$WEIR" log ckpt --check >/dev/null 2>&1 || fail "weir log ckpt --check"
+row=$("$WEIR" sessions --json | grep '"id":"ckpt"')
+printf '%s\n' "$row" | grep -q '"turns":3,"events":'"$(wc -l <"$ck" | tr -d ' ')"',' ||
+    fail "ckpt row: $row"
+printf '%s\n' "$row" | grep -q '"state":"idle".*"first_prompt":"2 to the 10th"' ||
+    fail "ckpt row state or prompt: $row"
+# the same figures as a fold of the whole log: the rows of a copy without its checkpoints
+grep -v '"type":"log/checkpoint"' "$ck" | awk '{ sub(/^\{"seq":[0-9]*,/, "{\"seq\":" NR-1 ","); print }' \
+    >"$WEIR_SESSION_DIR/plain.jsonl"
+prow=$("$WEIR" sessions --json | grep '"id":"plain"')
+u1=$(printf '%s\n' "$row" | sed -n 's/.*"usage":\({[^}]*}\).*/\1/p')
+u2=$(printf '%s\n' "$prow" | sed -n 's/.*"usage":\({[^}]*}\).*/\1/p')
+[ -n "$u1" ] && [ "$u1" = "$u2" ] || fail "usage from the checkpoint ($u1) != from the whole log ($u2)"
+# a checkpoint that does not add up is refused by the check
+sed '0,/"type":"log\/checkpoint","data":{"events":[0-9]*,"turns":1/s//&1/' "$ck" >"$WEIR_SESSION_DIR/badck.jsonl"
+"$WEIR" log "$WEIR_SESSION_DIR/badck.jsonl" --check >"$TMP/out" 2>&1 && fail "a bad checkpoint passes --check"
+grep -q 'log/checkpoint does not add up' "$TMP/out" || fail "bad checkpoint: $(head -n 3 "$TMP/out")"
+
 "$WEIR" sessions --help | grep -q '^usage: weir sessions' || fail "--help"
 "$WEIR" sessions extra >/dev/null 2>&1; [ $? -eq 2 ] || fail "extra argument: want 2"
 
