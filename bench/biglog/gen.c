@@ -215,13 +215,14 @@ static size_t compaction(int turn, size_t keep, uint64_t shadowed_bytes) {
 
 static void usage_exit(void) {
     fprintf(stderr, "usage: bench_biglog_gen -o FILE [--turns N] [--tool-bytes B] "
-                    "[--compact-every K] [--size BYTES] [--session ID]\n");
+                    "[--compact-every K] [--size BYTES] [--session ID] [--checkpoint-bytes B]\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
     const char *path = NULL;
     long long turns = 0, tool_bytes = 4, compact_every = 0, size = 0;
+    long long checkpoint_bytes = 4LL << 20; /* as the log writes them (session.checkpoint_bytes) */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (i + 1 >= argc)
@@ -237,6 +238,8 @@ int main(int argc, char **argv) {
             tool_bytes = atoll(v);
         else if (strcmp(a, "--compact-every") == 0)
             compact_every = atoll(v);
+        else if (strcmp(a, "--checkpoint-bytes") == 0)
+            checkpoint_bytes = atoll(v); /* 0: none, as a log written before checkpoints */
         else if (strcmp(a, "--size") == 0)
             size = atoll(v);
         else
@@ -266,7 +269,9 @@ int main(int argc, char **argv) {
         strlen("{\"role\":\"system\",\"content\":[{\"type\":\"text\",\"text\":\"" SYSTEM_TEXT
                "\"}]}");
     uint64_t surface = system_bytes, last_turn_bytes = 0, tail_bytes = 0;
-    long long turn = 0, compactions = 0;
+    long long turn = 0, compactions = 0, checkpoints = 0;
+    long long used_in = 0, used_out = 0; /* the usage the log adds up to (log/checkpoint) */
+    uint64_t checkpoint_at = 0;
     int input_tokens = 46;
     while ((turns == 0 || turn < turns) && (size == 0 || bytes_out < (uint64_t)size)) {
         int t = (int)++turn;
@@ -320,6 +325,8 @@ int main(int argc, char **argv) {
         }
         node(seq);
         tail_bytes += assistant_call(t, x, y, input_tokens);
+        used_in += input_tokens;
+        used_out += 17;
         uint64_t call_seq = seq;
         head("tool/call");
         emit("{\"turn\":%d,\"step\":1,\"call_id\":\"call_pow_1\",\"name\":\"pow\",\"arguments\":"
@@ -342,10 +349,23 @@ int main(int argc, char **argv) {
         snprintf(answer, sizeof answer, "%d to the power %d is a number I worked out.", x, y);
         node(seq);
         tail_bytes += assistant_final(t, answer, input_tokens + 60);
+        used_in += input_tokens + 60;
+        used_out += 6;
         head("step/end");
         emit("{\"turn\":%d,\"step\":2}}\n", t);
         head("turn/end");
         emit("{\"turn\":%d,\"reason\":{\"kind\":\"completed\"}}}\n", t);
+        if (checkpoint_bytes > 0 && bytes_out - checkpoint_at >= (uint64_t)checkpoint_bytes) {
+            /* what the log before it adds up to, as the log writes it */
+            checkpoint_at = bytes_out;
+            uint64_t events = seq;
+            head("log/checkpoint");
+            emit("{\"events\":%" PRIu64 ",\"turns\":%d,\"usage\":{\"input_tokens\":%lld,"
+                 "\"cache_read_tokens\":0,\"cache_write_tokens\":0,\"output_tokens\":%lld}},"
+                 "\"ignorable\":true}\n",
+                 events, t, used_in, used_out);
+            checkpoints++;
+        }
         surface += tail_bytes;
         last_turn_bytes = tail_bytes;
         input_tokens += (int)(tail_bytes / 4);
@@ -354,8 +374,8 @@ int main(int argc, char **argv) {
         die("write");
     fprintf(stderr,
             "gen file=%s bytes=%" PRIu64 " events=%" PRIu64 " turns=%lld compactions=%lld "
-            "tool_bytes=%lld surface_bytes=%" PRIu64 "\n",
-            path, bytes_out, seq, turn, compactions, tool_bytes, surface);
+            "checkpoints=%lld tool_bytes=%lld surface_bytes=%" PRIu64 "\n",
+            path, bytes_out, seq, turn, compactions, checkpoints, tool_bytes, surface);
     free(filler);
     free(nodes);
     return 0;
