@@ -13,7 +13,10 @@
 #      runs a new turn to completion;
 #   4. the log checks clean with nothing open, and the derived history after
 #      the resume starts with H.
-# The fsync policy rotates over step/always/none.  The delays are a fixed
+# The fsync policy rotates over step/always/none.  A log/checkpoint follows
+# every turn (session.checkpoint_bytes 1), so kills land on them too: each
+# resumed log ends its new turn with one, and weir_log_summary (`weir
+# sessions --json`) reads the turns the log has.  The delays are a fixed
 # sweep (iteration i sleeps (i * 37) mod 500 ms), so a failing iteration can
 # be rerun alone with CRASH_ONLY=i; its log is printed on failure.
 # Every other process runs under `timeout`; sessions live in a temp WEIR_SESSION_DIR.
@@ -39,7 +42,7 @@ JSON
 for fsync in step always none; do
     cat >"$TMP/$fsync.json" <<JSON
 {"agent": {"provider": "scripted", "model": "demo"},
- "session": {"dir": "$TMP/sessions", "fsync": "$fsync"},
+ "session": {"dir": "$TMP/sessions", "fsync": "$fsync", "checkpoint_bytes": 1},
  "plugins": [{"id": "scripted", "plugin": "provider-scripted",
               "config": {"script": "$TMP/script.json"}},
              {"id": "math", "plugin": "tools-ffi",
@@ -117,6 +120,12 @@ while [ $i -lt "$ITER" ]; do
     fi
     [ "$(grep -c '"type":"turn/end"' "$log")" -ge $((ends_before + 1 + was_open)) ] ||
         fail "resume did not run a new turn"
+    tail -n 1 "$log" | grep -q '"type":"log/checkpoint"' ||
+        fail "the resumed turn did not end with a checkpoint: $(tail -n 1 "$log")"
+    turns=$(grep -c '"type":"turn/start"' "$log")
+    WEIR_SESSION_DIR="$TMP/sessions" timeout 20 "$WEIR" sessions --json |
+        grep "\"id\":\"$id\"" | grep -q "\"turns\":$turns," ||
+        fail "weir sessions does not count $turns turns: $(WEIR_SESSION_DIR="$TMP/sessions" "$WEIR" sessions --json | grep "\"id\":\"$id\"")"
     if ! timeout 20 "$WEIR" log -c "$cfg" "$log" --derive >"$TMP/after.json" 2>"$TMP/derive.err"; then
         fail "log --derive after resume: $(cat "$TMP/derive.err")"
         continue
