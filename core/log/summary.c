@@ -271,12 +271,12 @@ int weir__log_summary_fd(int fd, const char *what, json_t **out, weir_error *err
         json_decref(ev);
     }
     weir__free(s.buf);
-    if (rc == WEIR_OK && t.events == 0)
-        rc = weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL,
-                       "session log %s: not a weir session log (no event)", s.what);
+    /* an empty log (or a crash's cut first line) is a log of no events, as
+     * the one reader reads it */
     json_t *o = rc == WEIR_OK ? weir__tally_json(&t) : NULL;
     if (o && (json_object_set_new(o, "open", json_boolean(t.open)) != 0 ||
-              json_object_set_new(o, "last_time", json_integer(t.last_time)) != 0 ||
+              (t.events > 0 &&
+               json_object_set_new(o, "last_time", json_integer(t.last_time)) != 0) ||
               json_object_set_new(o, "checkpoint", found ? json_integer((json_int_t)from)
                                                          : json_null()) != 0 ||
               (prompt && json_object_set(o, "first_prompt", prompt) != 0))) {

@@ -515,7 +515,8 @@ WEIR_API int weir_log_events(const char *path, json_t **events, weir_error *err)
  * must be envelopes in seq order (else WEIR_E_LOG_CORRUPT naming the byte
  * offset or the seq); the lines between head and tail are not read (`weir
  * log --check` reads them).  A torn last line is left out.  Takes no lock.
- * @param summary  receives a new reference {events, turns, open, last_time,
+ * @param summary  receives a new reference {events, turns, open, last_time?
+ *                 (absent for a log of no events),
  *                 first_prompt? (at most 1 KiB), usage?: {input_tokens,
  *                 cache_read_tokens, cache_write_tokens, output_tokens},
  *                 cost?: {usd} (only when every call with usage was priced),

@@ -127,6 +127,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             WEIR_OK &&
         weir_log_check(log_path, &streamed, &err) == WEIR_OK && !json_equal(whole, streamed))
         die("the streamed check disagrees with the whole one", whole, streamed);
+    /* the summary (weir sessions) reads head and tail: never a crash, and
+     * on a log the check passes, the same count of events */
+    json_t *sum = NULL;
+    weir_error_clear(&err);
+    int src = weir_log_summary(log_path, &sum, &err);
+    if (src != WEIR_OK && err.text[0] == '\0')
+        abort();
+    if (json_is_true(json_object_get(whole, "ok")) &&
+        (src != WEIR_OK || !json_equal(json_object_get(sum, "events"),
+                                       json_object_get(whole, "events"))))
+        die("the summary disagrees with the check", sum ? sum : json_string(err.text), whole);
+    json_decref(sum);
     json_decref(whole);
     json_decref(streamed);
 
