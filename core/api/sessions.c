@@ -21,7 +21,7 @@ int weir_log_check(const char *path, json_t **report, weir_error *err) {
     int fd = -1;
     int rc = weir__log_open_read(path, &fd, err);
     if (rc == WEIR_OK) /* a stream: the check holds the longest line, not the file */
-        rc = weir__log_check_fd(fd, NULL, NULL, true, report, err);
+        rc = weir__log_check_fd(fd, NULL, NULL, true, report, NULL, err);
     if (fd >= 0)
         close(fd);
     if (rc == WEIR_E_NOMEM)
@@ -84,9 +84,25 @@ int weir_log_derive(const char *path, json_t **messages, weir_error *err) {
         return weir__err(err, WEIR_E_INVAL, NULL, NULL,
                          "log derive: path and messages are required");
     *messages = NULL;
-    weir__log *log = NULL;
-    int rc = weir__log_open_readonly(path, &log, err);
-    return rc != WEIR_OK ? rc : derive_of(log, path, messages, err);
+    /* the one reader over the file as a stream: the surface it folds, not
+     * the file, is what it holds */
+    int fd = -1;
+    json_t *report = NULL;
+    int rc = weir__log_open_read(path, &fd, err);
+    if (rc == WEIR_OK)
+        rc = weir__log_check_fd(fd, NULL, NULL, false, &report, messages, err);
+    if (fd >= 0)
+        close(fd);
+    if (rc == WEIR_OK && !json_is_true(json_object_get(report, "ok")))
+        rc = weir__log_refuse(path, report, err);
+    json_decref(report);
+    if (rc == WEIR_E_NOMEM)
+        rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log derive %s: out of memory", path);
+    if (rc != WEIR_OK) {
+        json_decref(*messages);
+        *messages = NULL;
+    }
+    return rc;
 }
 
 int weir_log_events(const char *path, json_t **events, weir_error *err) {

@@ -914,7 +914,7 @@ static void check_lines(checker *c) {
 
 static int check(const char *buf, size_t len, log_stream *file, weir__type_known_fn known,
                  void *known_ud, bool deep, weir__log_each_fn each, void *each_ud,
-                 json_t **report, weir_error *err) {
+                 json_t **report, json_t **derived, weir_error *err) {
     if ((!buf && !file) || !report)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log check: buffer and report are required");
     *report = NULL;
@@ -944,6 +944,9 @@ static int check(const char *buf, size_t len, log_stream *file, weir__type_known
             check_end(&c);
     }
     size_t events = c.accepted;
+    if (derived && !c.oom && !failed && json_array_size(c.errors) == 0 &&
+        !(*derived = weir__surface_derive(c.surface)))
+        c.oom = true;
     weir__surface_destroy(c.surface);
     weir__free(c.lines);
     json_decref(c.header_ev);
@@ -964,6 +967,10 @@ static int check(const char *buf, size_t len, log_stream *file, weir__type_known
     json_decref(c.recent);
     json_decref(c.prev_msgs);
     json_decref(c.prev_header);
+    if (!r && derived) {
+        json_decref(*derived);
+        *derived = NULL;
+    }
     if (failed && failed != ENOMEM)
         return weir__err(err, WEIR_E_IO, NULL, NULL, "log check: read: %s", strerror(failed));
     if (!r)
@@ -974,22 +981,24 @@ static int check(const char *buf, size_t len, log_stream *file, weir__type_known
 
 int weir__log_check_buffer(const char *buf, size_t len, weir__type_known_fn known, void *known_ud,
                            bool deep, json_t **report, weir_error *err) {
-    return check(buf, len, NULL, known, known_ud, deep, NULL, NULL, report, err);
+    return check(buf, len, NULL, known, known_ud, deep, NULL, NULL, report, NULL, err);
 }
 
 int weir__log_check_each(const char *buf, size_t len, weir__type_known_fn known, void *known_ud,
                          weir__log_each_fn each, void *each_ud, json_t **report,
                          weir_error *err) {
-    return check(buf, len, NULL, known, known_ud, false, each, each_ud, report, err);
+    return check(buf, len, NULL, known, known_ud, false, each, each_ud, report, NULL, err);
 }
 
 int weir__log_check_fd(int fd, weir__type_known_fn known, void *known_ud, bool deep,
-                       json_t **report, weir_error *err) {
+                       json_t **report, json_t **derived, weir_error *err) {
     if (fd < 0)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log check: no file");
+    if (derived)
+        *derived = NULL;
     log_stream r;
     stream_init(&r, fd, 0);
-    int rc = check(NULL, 0, &r, known, known_ud, deep, NULL, NULL, report, err);
+    int rc = check(NULL, 0, &r, known, known_ud, deep, NULL, NULL, report, derived, err);
     stream_free(&r);
     return rc;
 }

@@ -85,10 +85,13 @@ int weir__log_check_buffer(const char *buf, size_t len, weir__type_known_fn know
  * weir__log_check_buffer of the log file open on `fd`, read as a stream
  * from its start: the check holds the longest line and what the fold
  * keeps (the surface, and with `deep` one offset per envelope: the prefix
- * is read again from the file), never the file.  E_IO when a read fails.
+ * is read again from the file), never the file.  With `derived` (may be
+ * NULL), a log without errors also gives the messages its surface derives
+ * to (new reference), as weir__log_derive of the log opened would.  E_IO
+ * when a read fails.
  */
 int weir__log_check_fd(int fd, weir__type_known_fn known, void *known_ud, bool deep,
-                       json_t **report, weir_error *err);
+                       json_t **report, json_t **derived, weir_error *err);
 /*
  * Called by weir__log_check_each for every envelope of a log that is valid
  * so far (no error found up to and with it), in order: `ev` (borrowed;
