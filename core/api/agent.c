@@ -439,9 +439,18 @@ int weir_agent_run_until_idle(weir_agent *a, weir_error *err) {
             break;
         }
         bool queued = !closing && weir__inbox_count(a->e.inbox, false) > 0;
+        bool any = queued || (!closing && weir__inbox_count(a->e.inbox, true) > 0);
         pthread_mutex_lock(&a->e.mu);
         if (a->e.closing || !(queued || a->e.wake))
             break;
+        if (!any) {
+            /* a wake whose input a claim already took (a send that raced
+             * the claim, a job's result settled by a turn): no turn for
+             * nothing.  Input that lands now sets the latch again after
+             * its insert, so looking once more loses no wake. */
+            a->e.wake = false;
+            continue;
+        }
         if (a->e.state == WEIR__AGENT_IDLE) {
             a->e.state = WEIR__AGENT_RUNNING;
             weir__signal_reset(&a->e.signal);

@@ -105,6 +105,33 @@ static void tool_round_trip_puts_result_in_next_request(void **state) {
     dh_teardown(&d);
 }
 
+/* A wake whose input is already gone (a send that raced a claim, a job's
+ * result a turn settled) starts no turn: the latch alone is no input.  With
+ * input queued the next wake runs its turn as before. */
+static void a_wake_without_input_starts_no_turn(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":"
+             "[{\"text\":\"one\"},{\"text\":\"two\"}]}}]",
+             NULL);
+    dh_open(&d, "latch");
+    dh_send(&d, "first", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_string_equal(reason_kind(&d, 0), "completed");
+    size_t before = weir__log_count(d.agent->e.log);
+    weir__engine_wake(&d.agent->e); /* the latch, with nothing queued */
+    dh_run(&d);
+    assert_int_equal(weir__log_count(d.agent->e.log), before);
+    assert_null(dh_find(&d, "turn/start", 1));
+    assert_false(d.agent->e.wake); /* consumed */
+    dh_send(&d, "second", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_non_null(dh_find(&d, "turn/start", 1));
+    assert_string_equal(reason_kind(&d, 1), "completed");
+    dh_teardown(&d);
+}
+
 /* A turn whose tool result is a long line grows the log's line buffer; the
  * idle agent does not keep it (weir__log_trim). */
 static void idle_agent_keeps_no_grown_line_buffer(void **state) {
@@ -1006,6 +1033,7 @@ int main(void) {
         cmocka_unit_test(simple_turn_emits_ordered_events),
         cmocka_unit_test(tool_round_trip_puts_result_in_next_request),
         cmocka_unit_test(idle_agent_keeps_no_grown_line_buffer),
+        cmocka_unit_test(a_wake_without_input_starts_no_turn),
         cmocka_unit_test(background_job_result_returns_as_a_service_message),
         cmocka_unit_test(idle_job_result_wakes_the_agent),
         cmocka_unit_test(cancel_job_cancels_and_never_returns),
