@@ -57,6 +57,9 @@
  *        for (provider-openai's default prompt_cache_key).
  *   1.9  weir_log_summary (weir/host.h): a log file's summary from its head
  *        and its last log/checkpoint (`weir sessions`).
+ *   1.10 weir_store find_last, read_ranges (weir/store.h): an open resumes
+ *        from the session's last log/checkpoint, reading the surface, the
+ *        kept events and the tail, not every event.
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H

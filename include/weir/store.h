@@ -188,6 +188,36 @@ typedef struct weir_store {
      */
     int (*claim_except)(void *self, const char *const *skip, size_t nskip, char **id,
                         char **prev_owner, weir_error *err);
+
+    /* ---- reading part of a session (ABI 1.10; docs/session-log.md, "Resume
+     * from a checkpoint").  A store without them leaves them NULL: the core
+     * then reads the whole session at open, and old events from memory.
+     * Either may be given alone. ---- */
+
+    /**
+     * The seq of the session's last stored line whose event type is `type`
+     * (borrowed; the core asks for "log/checkpoint"): *seq.  WEIR_E_NOT_FOUND
+     * when no line has that type.  A store may answer from the lines' text
+     * (the file store reads back from the end for `"type":"TYPE"`): the core
+     * checks every line it then reads, and reads the whole session when the
+     * answer does not hold.
+     * Since: 1.10
+     */
+    int (*find_last)(void *self, void *handle, const char *type, uint64_t *seq, weir_error *err);
+    /**
+     * The stored lines whose seq lies in one of the `n` ranges `ranges`
+     * (2*n integers: first, last, first, last, ...; ascending, disjoint,
+     * first <= last; a last of UINT64_MAX means to the end), in seq order,
+     * as one JSONL buffer like `read`'s (buffer_free).  A seq past the end
+     * is simply absent.  The last line may be torn when the last range runs
+     * to the end.  Asked at open (the surface, the kept events and the tail
+     * after the last checkpoint, in one call) and for an old event a reader
+     * wants back (one seq): a store answers the latter without reading the
+     * whole session (the file store keeps a sparse index of line offsets).
+     * Since: 1.10
+     */
+    int (*read_ranges)(void *self, void *handle, const uint64_t *ranges, size_t n, char **buf,
+                       size_t *len, weir_error *err);
 } weir_store;
 
 /* ------------------------------------------------------------------------ */
