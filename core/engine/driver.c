@@ -756,13 +756,13 @@ static json_t *build_request(const json_t *header, json_t *messages) {
 
 /* Model-visible means logged: the request equals a fresh fold of the log. */
 static void check_request(turn_ctx *t, const json_t *req) {
-    weir__surface *s = NULL;
     weir__log *log = t->eng->log;
-    if (weir__surface_create(&s) != WEIR_OK)
+    weir__surface *s = weir__log_base_surface(log); /* what a checkpoint's resume rebuilt */
+    if (!s)
         return;
     size_t n = weir__log_count(log);
     bool whole = true; /* out of memory: no check, never a false alarm */
-    for (size_t i = 0; whole && i < n; i++) {
+    for (size_t i = weir__log_base(log); whole && i < n; i++) {
         json_t *ev = weir__log_event_ref(log, i); /* one at a time */
         whole = ev && (!weir__is_surface_type(weir__json_str(ev, "type", "")) ||
                        weir__surface_apply(s, ev) != WEIR_E_NOMEM);
@@ -917,6 +917,8 @@ static const json_t *last_dropped(turn_ctx *t) {
         return t->dropped;
     weir__log *log = t->eng->log;
     for (size_t i = weir__log_count(log); i-- > 0;) {
+        if (!weir__log_held(log, i))
+            continue; /* a checkpoint's resume keeps the last one */
         json_t *ev = weir__log_event_ref(log, i); /* one at a time */
         if (!ev)
             return NULL; /* out of memory: not known; the event may repeat */
@@ -1424,7 +1426,8 @@ int weir__driver_recover_jobs(weir__engine *eng, weir_error *err) {
     }
     size_t n = weir__log_count(eng->log);
     bool oom = false;
-    for (size_t i = 0; !oom && i < n; i++) {
+    for (size_t i = weir__log_base(eng->log); !oom && i < n; i++) { /* no job was open at a
+                                                                     * checkpoint (jobs_open) */
         json_t *ev = weir__log_event_ref(eng->log, i); /* one at a time: open released them */
         const char *type = weir__json_str(ev, "type", "");
         const json_t *d = json_object_get(ev, "data");
@@ -1631,6 +1634,18 @@ static int turn_body(turn_ctx *t) {
     return rc;
 }
 
+/* Whether a background job's job/queued has no end in the log yet: a
+ * checkpoint waits for none (a resume from it finds every open job in the
+ * log after it: docs/session-log.md, "Resume from a checkpoint"). */
+static bool jobs_open(weir__engine *eng) {
+    if (!eng->jobs)
+        return false;
+    json_t *active = weir__jobs_active(eng->jobs);
+    bool open = !active || json_array_size(active) > 0; /* out of memory: no checkpoint */
+    json_decref(active);
+    return open;
+}
+
 /*
  * The log refused an event (I/O, memory): close the open step and turn, as
  * far as the log still takes events, so that the next turn nests.  What
@@ -1718,7 +1733,7 @@ int weir__driver_turn(weir__engine *eng, weir_error *err) {
         if (rc == WEIR_OK) {
             /* the summary readers start from, at its interval (the turn is
              * closed: a failure here is the log's, not the turn's) */
-            rc = weir__log_tally_checkpoint(eng->log, t.err);
+            rc = jobs_open(eng) ? WEIR_OK : weir__inbox_checkpoint(eng->inbox, t.err);
             return finish_turn(&t, rc == WEIR_OK ? weir__log_checkpoint(eng->log, t.err) : rc);
         }
     }

@@ -15,6 +15,7 @@
 
 typedef struct node {
     size_t seq;
+    uint64_t ord; /* its place among every surface event applied (weir__surface_runs) */
     json_t *event; /* reference held by the surface */
 } node;
 
@@ -22,6 +23,7 @@ struct weir__surface {
     node *nodes;
     size_t len, cap;
     uint64_t replace_generation;
+    uint64_t applied; /* surface events applied (or restored past) so far */
 };
 
 static const char *const surface_types[] = {"system/message", "user/message", "assistant/message",
@@ -335,11 +337,70 @@ int weir__surface_apply(weir__surface *s, const json_t *event) {
                 (s->len - (size_t)end - 1) * sizeof *s->nodes);
     s->len = s->len + 1 - removed;
     s->nodes[start].seq = (size_t)weir__json_int(event, "seq", 0);
+    s->nodes[start].ord = s->applied++;
     /* The surface keeps a reference: envelopes are never modified once logged. */
     s->nodes[start].event = json_incref((json_t *)(uintptr_t)event);
     if (removed)
         s->replace_generation++;
     return WEIR_OK;
+}
+
+json_t *weir__surface_runs(const weir__surface *s) {
+    json_t *runs = s ? json_array() : NULL;
+    for (size_t i = 0; runs && i < s->len;) {
+        size_t j = i;
+        while (j + 1 < s->len && s->nodes[j + 1].ord == s->nodes[j].ord + 1)
+            j++;
+        if (json_array_append_new(runs, json_pack("[I,I,I]", (json_int_t)s->nodes[i].seq,
+                                                  (json_int_t)s->nodes[j].seq,
+                                                  (json_int_t)s->nodes[i].ord)) != 0) {
+            json_decref(runs);
+            return NULL;
+        }
+        i = j + 1;
+    }
+    return runs;
+}
+
+uint64_t weir__surface_applied(const weir__surface *s) { return s ? s->applied : 0; }
+
+int weir__surface_restore(weir__surface *s, const json_t *event, uint64_t ord) {
+    if (!s || !json_is_object(event) || !weir__is_surface_type(weir__json_str(event, "type", NULL)))
+        return WEIR_E_INVAL;
+    if (weir__surface_reserve(s, 1) != WEIR_OK)
+        return WEIR_E_NOMEM;
+    node *n = &s->nodes[s->len++];
+    n->seq = (size_t)weir__json_int(event, "seq", 0);
+    n->ord = ord;
+    n->event = json_incref((json_t *)(uintptr_t)event);
+    if (ord >= s->applied)
+        s->applied = ord + 1;
+    return WEIR_OK;
+}
+
+int weir__surface_clone(const weir__surface *s, weir__surface **out) {
+    if (!s || !out)
+        return WEIR_E_INVAL;
+    int rc = weir__surface_create(out);
+    if (rc == WEIR_OK && (rc = weir__surface_reserve(*out, s->len)) != WEIR_OK) {
+        weir__surface_destroy(*out);
+        *out = NULL;
+    }
+    if (rc != WEIR_OK)
+        return rc;
+    for (size_t i = 0; i < s->len; i++) {
+        (*out)->nodes[i] = s->nodes[i];
+        json_incref((*out)->nodes[i].event);
+    }
+    (*out)->len = s->len;
+    (*out)->applied = s->applied;
+    (*out)->replace_generation = s->replace_generation;
+    return WEIR_OK;
+}
+
+void weir__surface_restored(weir__surface *s, uint64_t applied) {
+    if (s && applied > s->applied)
+        s->applied = applied;
 }
 
 size_t weir__surface_len(const weir__surface *s) { return s ? s->len : 0; }

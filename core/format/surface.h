@@ -55,6 +55,31 @@ json_t *weir__surface_lean(const json_t *ev);
 size_t weir__surface_len(const weir__surface *s);
 size_t weir__surface_node(const weir__surface *s, size_t i);
 uint64_t weir__surface_replace_generation(const weir__surface *s);
+
+/*
+ * The surface as runs, for a checkpoint (docs/session-log.md, "Resume from
+ * a checkpoint").  Every applied surface event has an ordinal, its place
+ * among all surface events applied (0, 1, ...); a run is a stretch of
+ * current nodes whose ordinals follow each other, so it is exactly "the
+ * surface events whose seqs lie in [first, last]": none between them was
+ * shadowed.  New reference: [[first_seq, last_seq, first_ordinal], ...] in
+ * surface order ([] for an empty surface), NULL when out of memory.
+ */
+json_t *weir__surface_runs(const weir__surface *s);
+/* How many surface events were applied: the next one's ordinal. */
+uint64_t weir__surface_applied(const weir__surface *s);
+/*
+ * Rebuild a surface from a checkpoint's runs: append `event` (borrowed; a
+ * reference is kept) as the last node with ordinal `ord`, taking no op into
+ * account (the checkpoint says it is current).  Then
+ * weir__surface_restored(applied) sets the next ordinal.  WEIR_E_INVAL for
+ * an event of another type, WEIR_E_NOMEM.
+ */
+int weir__surface_restore(weir__surface *s, const json_t *event, uint64_t ord);
+void weir__surface_restored(weir__surface *s, uint64_t applied);
+/* A new surface in *out with the nodes (their events shared), ordinals and
+ * counts of `s`.  WEIR_E_INVAL, WEIR_E_NOMEM. */
+int weir__surface_clone(const weir__surface *s, weir__surface **out);
 /* Borrowed: the envelope node i holds (what weir__surface_apply was given),
  * or NULL when out of range. */
 const json_t *weir__surface_event(const weir__surface *s, size_t i);

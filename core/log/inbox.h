@@ -117,4 +117,12 @@ int weir__inbox_remember(weir__inbox *ib, const json_t *message);
 
 size_t weir__inbox_count(const weir__inbox *ib, bool next_step);
 
+/*
+ * weir__log_tally_checkpoint of the inbox's log, only while nothing is
+ * queued, checked and written under the inbox lock: a resume from a
+ * checkpoint rebuilds an empty inbox (docs/session-log.md, "Resume from a
+ * checkpoint").  WEIR_OK when nothing was due or input is queued.
+ */
+int weir__inbox_checkpoint(weir__inbox *ib, weir_error *err);
+
 #endif

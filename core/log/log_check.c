@@ -59,6 +59,9 @@ typedef struct checker {
     bool deep; /* re-derive prefixes (weir log --check) */
     size_t derived_upto; /* the prefix the last re-derivation folded (deep) */
     size_t line, error_line; /* the line read, the line of the first error */
+    size_t at_base; /* the byte offset in the log of what is read (a seeded read) */
+    size_t line_at; /* the byte offset in the log of the line being checked */
+    size_t first;   /* the seq of the first line read (0, or a seed's) */
     /* the prefix report (deep; docs/session-log.md, "The append-only prefix") */
     size_t requests, append_only; /* requests seen, those that extended the previous */
     json_t *breaks;               /* the report's prefix.breaks */
@@ -637,33 +640,16 @@ static json_t *prefix_report(const checker *c) {
 }
 
 /* One envelope, already known to be an object with seq, type and data. */
-/* A log/checkpoint records what the log before it adds up to: the
- * checker's own tally, to the byte (a checkpoint is derived from the log,
- * never a source of its own). */
+/* A log/checkpoint records what the log before it adds up to and where
+ * its folds stand: the checker's own, to the byte (a checkpoint is derived
+ * from the log, never a source of its own). */
 static void check_checkpoint(checker *c, size_t seq, const json_t *data) {
-    weir__tally said;
-    if (!weir__tally_from(&said, data)) {
-        note(c, c->errors, "seq %zu: %s needs data.events and data.turns (integers >= 0)", seq,
-             WEIR__LOG_CHECKPOINT);
-        return;
-    }
-    const weir__tally *t = &c->tally;
-    if (said.events == t->events && said.turns == t->turns && said.any == t->any &&
-        (!t->any || (said.unpriced == t->unpriced && said.in == t->in &&
-                     said.cached == t->cached && said.written == t->written &&
-                     said.out == t->out && (t->unpriced || said.usd == t->usd))))
-        return;
-    json_t *sum = weir__tally_json(t);
-    char *a = weir__json_dump(data), *b = sum ? weir__json_dump(sum) : NULL;
-    if (!a || !b)
-        c->oom = true;
-    else
-        note(c, c->errors, "seq %zu: %s does not add up: it says %.300s, the log before it adds up "
-                           "to %.300s",
-             seq, WEIR__LOG_CHECKPOINT, a, b);
-    free(a);
-    free(b);
-    json_decref(sum);
+    char msg[640];
+    if (weir__checkpoint_verify(data, &c->tally, c->line_at, c->surface, msg, sizeof msg) < 0)
+        note(c, c->errors, "seq %zu: %s %s", seq, WEIR__LOG_CHECKPOINT, msg);
+    else if (c->turn_open && json_object_get(data, "at"))
+        note(c, c->errors, "seq %zu: %s inside turn %" JSON_INTEGER_FORMAT, seq,
+             WEIR__LOG_CHECKPOINT, c->turn);
 }
 
 static void check_event(checker *c, size_t seq, json_t *ev) {
@@ -850,7 +836,7 @@ static bool next_line(checker *c, size_t *off, const char **p, size_t *n, size_t
 }
 
 static void check_lines(checker *c) {
-    size_t off = 0, line = 0, expected = 0, start, chunk;
+    size_t off = 0, line = c->first, expected = c->first, start, chunk;
     const char *p;
     while (next_line(c, &off, &p, &chunk, &start)) {
         c->line = ++line;
@@ -872,7 +858,7 @@ static void check_lines(checker *c) {
             break;
         }
         char msg[512];
-        if (torn && line == 1 && !(p && starts_like_event(p, n))) {
+        if (torn && line == 1 && !c->first && !(p && starts_like_event(p, n))) {
             note(c, c->errors, "not a weir session log: its only line is not a log event");
             break;
         }
@@ -881,7 +867,7 @@ static void check_lines(checker *c) {
             break;
         }
         if (!ev || weir__log_check_envelope(ev, msg, sizeof msg) < 0) {
-            if (line == 1) { /* never take another file for a damaged log */
+            if (line == 1 && !c->first) { /* never take another file for a damaged log */
                 note(c, c->errors, "not a weir session log: line 1 is not a log event (%s)",
                      ev ? msg : jerr.text);
                 json_decref(ev);
@@ -899,6 +885,7 @@ static void check_lines(checker *c) {
             note(c, c->errors, "line %zu: seq %zu breaks contiguity (expected %zu)", line, seq,
                  expected);
         expected = seq + 1;
+        c->line_at = c->at_base + start;
         if (!push_line(c, start))
             c->oom = true;
         else
@@ -912,9 +899,9 @@ static void check_lines(checker *c) {
     }
 }
 
-static int check(const char *buf, size_t len, log_stream *file, weir__type_known_fn known,
-                 void *known_ud, bool deep, weir__log_each_fn each, void *each_ud,
-                 json_t **report, json_t **derived, weir_error *err) {
+static int check(const char *buf, size_t len, log_stream *file, const weir__log_seed *seed,
+                 weir__type_known_fn known, void *known_ud, bool deep, weir__log_each_fn each,
+                 void *each_ud, json_t **report, json_t **derived, weir_error *err) {
     if ((!buf && !file) || !report)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log check: buffer and report are required");
     *report = NULL;
@@ -934,8 +921,19 @@ static int check(const char *buf, size_t len, log_stream *file, weir__type_known
     c.recent = json_array();
     c.prev_seq = -1;
     if (!c.errors || !c.open || weir__call_fold_init(&c.fold) != WEIR_OK || !c.breaks ||
-        !c.recent || weir__surface_create(&c.surface))
+        !c.recent ||
+        (seed ? weir__surface_clone(seed->surface, &c.surface) : weir__surface_create(&c.surface)))
         c.oom = true;
+    if (seed) { /* deep never is: it re-derives from seq 0 */
+        c.first = c.accepted = seed->first;
+        c.at_base = seed->at;
+        c.tally = *seed->tally;
+        c.turn = seed->tally->last_turn;
+        c.header_ev = json_incref((json_t *)(uintptr_t)seed->header_ev);
+        c.context_ev = json_incref((json_t *)(uintptr_t)seed->context_ev);
+        c.header = json_object_get(json_object_get(c.header_ev, "data"), "header");
+        c.context = json_object_get(c.context_ev, "data");
+    }
     if (!c.oom) {
         check_lines(&c);
         if (file && file->failed) /* a read error, or memory for the window */
@@ -981,13 +979,21 @@ static int check(const char *buf, size_t len, log_stream *file, weir__type_known
 
 int weir__log_check_buffer(const char *buf, size_t len, weir__type_known_fn known, void *known_ud,
                            bool deep, json_t **report, weir_error *err) {
-    return check(buf, len, NULL, known, known_ud, deep, NULL, NULL, report, NULL, err);
+    return check(buf, len, NULL, NULL, known, known_ud, deep, NULL, NULL, report, NULL, err);
 }
 
 int weir__log_check_each(const char *buf, size_t len, weir__type_known_fn known, void *known_ud,
                          weir__log_each_fn each, void *each_ud, json_t **report,
                          weir_error *err) {
-    return check(buf, len, NULL, known, known_ud, false, each, each_ud, report, NULL, err);
+    return check(buf, len, NULL, NULL, known, known_ud, false, each, each_ud, report, NULL, err);
+}
+
+int weir__log_check_each_from(const char *buf, size_t len, const weir__log_seed *seed,
+                              weir__type_known_fn known, void *known_ud, weir__log_each_fn each,
+                              void *each_ud, json_t **report, weir_error *err) {
+    if (!seed || !seed->tally || !seed->surface)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log check: a seed needs its folds");
+    return check(buf, len, NULL, seed, known, known_ud, false, each, each_ud, report, NULL, err);
 }
 
 int weir__log_check_fd(int fd, weir__type_known_fn known, void *known_ud, bool deep,
@@ -998,7 +1004,7 @@ int weir__log_check_fd(int fd, weir__type_known_fn known, void *known_ud, bool d
         *derived = NULL;
     log_stream r;
     stream_init(&r, fd, 0);
-    int rc = check(NULL, 0, &r, known, known_ud, deep, NULL, NULL, report, derived, err);
+    int rc = check(NULL, 0, &r, NULL, known, known_ud, deep, NULL, NULL, report, derived, err);
     stream_free(&r);
     return rc;
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "continuation.h"
 #include "log_fold.h"
 #include "session_log.h"
 #include "store.h"
@@ -56,12 +57,19 @@ struct weir__log {
     size_t trim_next;   /* [trim_from, trim_next): what the next trim releases */
     size_t *remade;     /* seqs read back since the last trim (released again by the next) */
     size_t remade_n, remade_cap;
-    /* Envelopes lent this turn (weir__log_event_lend): lent[seq] is set and
-     * seq is in lent_seqs until the turn's end (an idle trim). */
+    /* Envelopes lent this turn (weir__log_event_lend): lent[seq] has LENT
+     * and seq is in lent_seqs until the turn's end (an idle trim); an
+     * envelope read back from the store has FROM_STORE until released. */
     uint8_t *lent;
     size_t *lent_seqs;
     size_t lent_n, lent_cap;
     weir__surface *surface;
+    /* An open that resumed from a checkpoint read no line before `base`
+     * but the surface's and the kept ones (docs/session-log.md, "Resume
+     * from a checkpoint"); any other older envelope is read back from the
+     * store when asked (FROM_STORE in lent[]). */
+    size_t base;
+    weir__surface *base_surface; /* the surface it rebuilt (NULL: none) */
 
     /* folds */
     const json_t *header, *context; /* borrowed from events */
@@ -93,6 +101,9 @@ static int refuse_append(const weir__log *log, weir_error *err);
 static int sync_now(weir__log *log, weir_error *err);
 static void keep_line(weir__log *log, size_t seq, const char *line, size_t n);
 static bool keeps_line(const json_t *ev, size_t n);
+
+#define LENT 1u
+#define FROM_STORE 2u
 
 static const char *const core_types[] = {
     "turn/start",     "turn/end",          "step/start",         "step/end",  "system/message",
@@ -443,6 +454,8 @@ typedef struct loader {
     weir__log *log;
     const char *buf;
     bool in_place; /* buf becomes the log's text (the file store's, weir__malloc'd) */
+    size_t buf_off; /* where the lines read start in buf */
+    size_t at;      /* and in the log (both 0 but when resuming from a checkpoint) */
     size_t good; /* bytes of the accepted lines, their newlines included */
     char msg[640];
     int rc; /* WEIR_OK, or why a line was refused (msg) */
@@ -460,14 +473,14 @@ static bool load_one(json_t *ev, size_t off, size_t n, void *ud) {
         return false;
     }
     size_t seq = log->count;
-    log->bytes = off;
+    log->bytes = ld->at + off;
     commit(log, json_incref(ev));
-    log->bytes = off + n + 1;
+    log->bytes = ld->at + off + n + 1;
     if (ld->in_place && keeps_line(ev, n)) {
-        log->line_at[seq] = off;
+        log->line_at[seq] = ld->buf_off + off;
         log->line_len[seq] = (uint32_t)n;
     } else if (!ld->in_place) {
-        keep_line(log, seq, ld->buf + off, n);
+        keep_line(log, seq, ld->buf + ld->buf_off + off, n);
     }
     if (log->line_len[seq] > 0) {
         json_decref(log->events[seq]);
@@ -498,6 +511,403 @@ int weir__log_refuse(const char *path, const json_t *report, weir_error *err) {
                      path, line, first ? first : "invalid", more, hint);
 }
 
+/* The one reader's verdict on what a load read: WEIR_OK, or the error an
+ * open answers (a line load_one refused, memory, a refused log). */
+static int load_verdict(weir__log *log, int rc, const loader *ld, const json_t *report,
+                        weir_error *err) {
+    if (rc == WEIR_E_NOMEM && ld->rc == WEIR_E_LOG_CORRUPT) /* a line load_one refused */
+        return weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL, "%s: seq %zu: %s", log->path,
+                         log->count, ld->msg);
+    if (rc == WEIR_E_NOMEM)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory",
+                         log->path);
+    if (rc == WEIR_OK && !json_is_true(json_object_get(report, "ok")))
+        return weir__log_refuse(log->path, report, err);
+    return rc;
+}
+
+/* Take the read buffer `buf` (`len` bytes, of which `good` were accepted
+ * from `buf_off` on) as the log's text when the lines point into it, else
+ * give it back; then cut a torn tail the writer found. */
+static int load_done(weir__log *log, const loader *ld, char *buf, size_t len, int rc,
+                     weir_error *err) {
+    const weir_store *vt = log->store.vt;
+    size_t good = ld->buf_off + ld->good;
+    if (rc == WEIR_OK && ld->in_place && buf) {
+        log->text = buf; /* weir__log_close frees it */
+        log->text_len = good;
+        log->text_cap = len + 1;
+        buf = NULL;
+    }
+    if (buf)
+        vt->buffer_free(log->store.self, buf);
+    if (rc == WEIR_OK && good < len && !log->readonly) {
+        weir__warn("weir: %s: dropped a torn last line (%zu bytes)", log->path, len - good);
+        if (vt->truncate)
+            rc = vt->truncate(log->store.self, log->handle, ld->at + ld->good, err);
+    }
+    return rc;
+}
+
+/* Read every line of the session and fold it. */
+static int load_whole(weir__log *log, weir_error *err) {
+    const weir_store *vt = log->store.vt;
+    char *buf = NULL;
+    size_t len = 0;
+    json_t *report = NULL;
+    int rc = vt->read(log->store.self, log->handle, 0, &buf, &len, err);
+    /* the file store's buffer is weir__malloc'd and freed with weir__free:
+     * it becomes the text the lines are read back from, not copied */
+    loader ld = {.log = log, .buf = buf, .in_place = vt == weir__store_file().vt,
+                 .rc = WEIR_OK};
+    if (rc == WEIR_OK)
+        rc = weir__log_check_each(buf, len, log->known, log->known_ud, load_one, &ld, &report,
+                                  err);
+    rc = load_verdict(log, rc, &ld, report, err);
+    json_decref(report);
+    return load_done(log, &ld, buf, len, rc, err);
+}
+
+/* --- resume from the last checkpoint (docs/session-log.md) --------------- */
+
+/* load_from_checkpoint's answer when the session has no checkpoint to
+ * start from, or what it read does not hold together: read it whole. */
+#define RESUME_NO 1
+
+/* An old envelope, never read since the open (seq < base, not kept), read
+ * back from the store: a new reference, or NULL (out of memory, or the
+ * store failed: the caller sees what it sees for memory). */
+static json_t *read_back(const weir__log *log, size_t seq) {
+    const weir_store *vt = log->store.vt;
+    if (!vt->read_ranges)
+        return NULL;
+    uint64_t r[2] = {seq, seq};
+    char *buf = NULL;
+    size_t len = 0, off = 0, n;
+    bool torn;
+    if (vt->read_ranges(log->store.self, log->handle, r, 1, &buf, &len, NULL) != WEIR_OK)
+        return NULL;
+    json_t *ev = buf ? weir__log_read_line(buf, len, &off, &n, &torn, NULL) : NULL;
+    vt->buffer_free(log->store.self, buf);
+    if (ev && (json_integer_value(json_object_get(ev, "seq")) != (json_int_t)seq ||
+               weir__log_check_envelope(ev, NULL, 0) < 0)) {
+        json_decref(ev);
+        ev = NULL;
+    }
+    return ev;
+}
+
+/* Free what a load put in the log, leaving it as open_common made it.
+ * WEIR_E_NOMEM when a new surface could not be made. */
+static int reset_loaded(weir__log *log) {
+    memset(&log->tally, 0, sizeof log->tally);
+    if (!log->events && !log->base_surface && weir__surface_len(log->surface) == 0)
+        return WEIR_OK; /* nothing was loaded */
+    for (size_t i = 0; i < log->count; i++)
+        json_decref(log->events[i]);
+    weir__free(log->events);
+    weir__free(log->line_at);
+    weir__free(log->line_len);
+    weir__free(log->lent);
+    weir__free(log->text);
+    log->events = NULL;
+    log->line_at = NULL;
+    log->line_len = NULL;
+    log->lent = NULL;
+    log->text = NULL;
+    log->text_len = log->text_cap = 0;
+    log->count = log->cap = log->base = log->bytes = log->checkpoint_at = 0;
+    weir__surface_destroy(log->surface);
+    weir__surface_destroy(log->base_surface);
+    log->surface = log->base_surface = NULL;
+    log->header = log->context = NULL;
+    log->last_turn = 0;
+    log->turn_open = log->step_open = false;
+    return weir__surface_create(&log->surface) == WEIR_OK ? WEIR_OK : WEIR_E_NOMEM;
+}
+
+typedef struct pre_line {
+    size_t seq, off, n; /* its line: n bytes at off in the read buffer */
+    json_t *ev;
+} pre_line;
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The ranges to read for checkpoint `data` at seq `cp`: its runs, its kept
+ * seqs and [cp, end], sorted and merged, in *out (weir__free) of *n pairs. */
+static bool resume_ranges(const json_t *runs, const json_t *keep, size_t cp, uint64_t **out,
+                          size_t *n) {
+    size_t max = json_array_size(runs) + json_array_size(keep) + 1, k = 0;
+    uint64_t *v = weir__malloc(max * 2 * sizeof *v);
+    if (!v)
+        return false;
+    size_t i;
+    const json_t *x;
+    json_array_foreach(runs, i, x) {
+        v[2 * k] = (uint64_t)json_integer_value(json_array_get(x, 0));
+        v[2 * k++ + 1] = (uint64_t)json_integer_value(json_array_get(x, 1));
+    }
+    json_array_foreach(keep, i, x) {
+        v[2 * k] = v[2 * k + 1] = (uint64_t)json_integer_value(x);
+        k++;
+    }
+    v[2 * k] = cp;
+    v[2 * k++ + 1] = UINT64_MAX;
+    qsort(v, k, 2 * sizeof *v, cmp_u64); /* by first */
+    size_t m = 0;
+    for (i = 0; i < k; i++) {
+        if (m > 0 && (v[2 * m - 1] == UINT64_MAX || v[2 * i] <= v[2 * m - 1] + 1)) {
+            if (v[2 * i + 1] > v[2 * m - 1])
+                v[2 * m - 1] = v[2 * i + 1];
+        } else {
+            v[2 * m] = v[2 * i];
+            v[2 * m++ + 1] = v[2 * i + 1];
+        }
+    }
+    *out = v;
+    *n = m;
+    return true;
+}
+
+/* The line of `pre` (`np`, seq ascending) with seq `seq`, or NULL. */
+static pre_line *pre_find(pre_line *pre, size_t np, size_t seq) {
+    size_t lo = 0, hi = np;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pre[mid].seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < np && pre[lo].seq == seq ? &pre[lo] : NULL;
+}
+
+/* Put the old envelope `p` in the log at its seq, as a load would. */
+static void keep_pre(weir__log *log, const loader *ld, pre_line *p) {
+    size_t seq = p->seq;
+    if (log->events[seq] || log->line_len[seq])
+        return; /* in a run and kept */
+    log->events[seq] = json_incref(p->ev);
+    if (ld->in_place && keeps_line(p->ev, p->n)) {
+        log->line_at[seq] = p->off;
+        log->line_len[seq] = (uint32_t)p->n;
+    } else if (!ld->in_place) {
+        keep_line(log, seq, ld->buf + p->off, p->n);
+    }
+    if (log->line_len[seq] > 0) {
+        json_decref(log->events[seq]);
+        log->events[seq] = NULL;
+    }
+}
+
+/*
+ * Open from the session's last log/checkpoint: read its surface's runs, its
+ * kept events and the lines from it on (one read_ranges), rebuild the
+ * surface and the folds it names, and fold the rest with the one reader
+ * seeded with them; that reader verifies the checkpoint against what was
+ * rebuilt, so a checkpoint that does not hold sends the open back to the
+ * whole session (RESUME_NO), never a wrong surface.
+ */
+static int load_from_checkpoint(weir__log *log, weir_error *err) {
+    const weir_store *vt = log->store.vt;
+    void *self = log->store.self;
+    uint64_t cp64 = 0;
+    if (!vt->find_last || !vt->read_ranges ||
+        vt->find_last(self, log->handle, WEIR__LOG_CHECKPOINT, &cp64, NULL) != WEIR_OK ||
+        cp64 == 0 || cp64 >= SIZE_MAX / 2)
+        return RESUME_NO;
+    size_t cp = (size_t)cp64;
+    char *buf = NULL;
+    size_t len = 0, off = 0, n, at = 0;
+    bool torn;
+    uint64_t one[2] = {cp64, cp64}, applied = 0;
+    /* the checkpoint itself */
+    int rc = vt->read_ranges(self, log->handle, one, 1, &buf, &len, err);
+    if (rc != WEIR_OK)
+        return rc == WEIR_E_NOMEM ? rc : RESUME_NO;
+    json_t *cpev = buf ? weir__log_read_line(buf, len, &off, &n, &torn, NULL) : NULL;
+    vt->buffer_free(self, buf);
+    buf = NULL;
+    const json_t *data = json_object_get(cpev, "data"), *runs = NULL, *keep = NULL;
+    if (!cpev || weir__log_check_envelope(cpev, NULL, 0) < 0 ||
+        json_integer_value(json_object_get(cpev, "seq")) != (json_int_t)cp ||
+        strcmp(weir__json_str(cpev, "type", ""), WEIR__LOG_CHECKPOINT) != 0 ||
+        !weir__checkpoint_resumable(data, &at, &applied, &runs, &keep) ||
+        !weir__tally_from(&log->tally, data) || log->tally.events != (json_int_t)cp ||
+        log->tally.open) {
+        json_decref(cpev);
+        return RESUME_NO;
+    }
+    uint64_t *ranges = NULL;
+    size_t nranges = 0;
+    if (!resume_ranges(runs, keep, cp, &ranges, &nranges)) {
+        json_decref(cpev);
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory",
+                         log->path);
+    }
+    rc = vt->read_ranges(self, log->handle, ranges, nranges, &buf, &len, err);
+    weir__free(ranges);
+    if (rc != WEIR_OK) {
+        json_decref(cpev);
+        return rc == WEIR_E_NOMEM ? rc : RESUME_NO;
+    }
+    /* the lines before the checkpoint: the runs' and the kept ones */
+    pre_line *pre = NULL;
+    size_t np = 0, cap = 0;
+    int verdict = WEIR_OK;
+    off = 0;
+    while (verdict == WEIR_OK && off < len) {
+        size_t start = off;
+        json_t *ev = weir__log_read_line(buf, len, &off, &n, &torn, NULL);
+        json_int_t seq = ev ? json_integer_value(json_object_get(ev, "seq")) : -1;
+        if (!ev || weir__log_check_envelope(ev, NULL, 0) < 0 ||
+            weir__log_check_shape(weir__json_str(ev, "type", ""), json_object_get(ev, "data"),
+                                  NULL, 0) < 0 ||
+            seq < 0 || (np > 0 && (size_t)seq <= pre[np - 1].seq)) {
+            json_decref(ev);
+            verdict = RESUME_NO;
+            break;
+        }
+        if ((size_t)seq >= cp) { /* the tail: the one reader's */
+            json_decref(ev);
+            off = start;
+            break;
+        }
+        if (np == cap) {
+            size_t c = cap ? 2 * cap : 64;
+            pre_line *g = weir__realloc(pre, c * sizeof *g);
+            if (!g) {
+                json_decref(ev);
+                verdict = WEIR_E_NOMEM;
+                break;
+            }
+            pre = g;
+            cap = c;
+        }
+        pre[np++] = (pre_line){.seq = (size_t)seq, .off = start, .n = n, .ev = ev};
+    }
+    size_t tail = off;
+    if (verdict == WEIR_OK && tail >= len)
+        verdict = RESUME_NO; /* the checkpoint's line must start the tail */
+    /* the log's arrays cover every seq before the tail; zeroed pages that are
+     * never written (the seqs not read) cost no memory */
+    size_t c = 64;
+    while (verdict == WEIR_OK && c < cp + 64)
+        c *= 2;
+    if (verdict == WEIR_OK &&
+        (!(log->events = weir__calloc(c, sizeof *log->events)) ||
+         !(log->line_at = weir__calloc(c, sizeof *log->line_at)) ||
+         !(log->line_len = weir__calloc(c, sizeof *log->line_len)) ||
+         !(log->lent = weir__calloc(c, sizeof *log->lent))))
+        verdict = WEIR_E_NOMEM;
+    if (verdict == WEIR_OK)
+        log->cap = c;
+    loader ld = {.log = log, .buf = buf, .in_place = vt == weir__store_file().vt,
+                 .buf_off = tail, .at = at, .rc = WEIR_OK};
+    /* the surface, run by run, with the ordinals the checkpoint gives */
+    size_t i;
+    const json_t *r;
+    json_array_foreach(runs, i, r) {
+        if (verdict != WEIR_OK)
+            break;
+        size_t first = (size_t)json_integer_value(json_array_get(r, 0));
+        size_t last = (size_t)json_integer_value(json_array_get(r, 1));
+        uint64_t ord = (uint64_t)json_integer_value(json_array_get(r, 2));
+        pre_line *p = pre_find(pre, np, first);
+        bool ended = false;
+        for (; verdict == WEIR_OK && p && p < pre + np && p->seq <= last; p++) {
+            json_t *lean = NULL;
+            const json_t *ev = p->ev;
+            if (!weir__is_surface_type(weir__json_str(ev, "type", "")))
+                continue;
+            if (ord >= applied) {
+                verdict = RESUME_NO;
+                break;
+            }
+            lean = weir__surface_lean(ev);
+            int src = weir__surface_restore(log->surface, lean ? lean : ev, ord++);
+            json_decref(lean);
+            if (src != WEIR_OK)
+                verdict = src == WEIR_E_NOMEM ? WEIR_E_NOMEM : RESUME_NO;
+            else
+                keep_pre(log, &ld, p);
+            ended = p->seq == last;
+        }
+        if (verdict == WEIR_OK && (!pre_find(pre, np, first) || !ended))
+            verdict = RESUME_NO; /* a run starts and ends with a surface event */
+    }
+    if (verdict == WEIR_OK) {
+        weir__surface_restored(log->surface, applied);
+        if (weir__surface_clone(log->surface, &log->base_surface) != WEIR_OK)
+            verdict = WEIR_E_NOMEM;
+    }
+    /* the kept events, and the folds they stand for */
+    const json_t *header_ev = NULL, *context_ev = NULL, *k;
+    json_array_foreach(keep, i, k) {
+        if (verdict != WEIR_OK)
+            break;
+        pre_line *p = pre_find(pre, np, (size_t)json_integer_value(k));
+        if (!p) {
+            verdict = RESUME_NO;
+            break;
+        }
+        const char *type = weir__json_str(p->ev, "type", "");
+        size_t at1 = p->seq + 1;
+        if (!strcmp(type, "request/header")) {
+            header_ev = p->ev;
+            log->tally.header = at1;
+        } else if (!strcmp(type, "request/context")) {
+            context_ev = p->ev;
+            log->tally.context = at1;
+        } else if (!strcmp(type, WEIR__CONTINUATIONS_DROPPED)) {
+            log->tally.dropped = at1;
+        } else if (!strcmp(type, "user/message")) {
+            log->tally.inputs[log->tally.ninputs++ % WEIR__TALLY_INPUTS] = at1;
+        } else {
+            verdict = RESUME_NO;
+            break;
+        }
+        keep_pre(log, &ld, p); /* the request header and context for good: the folds
+                                * borrow them */
+    }
+    if (verdict == WEIR_OK) {
+        log->tally.last_turn = weir__json_int(data, "last_turn", 0);
+        log->last_turn = (int)log->tally.last_turn;
+        log->header = header_ev ? json_object_get(json_object_get(header_ev, "data"), "header")
+                                : NULL;
+        log->context = context_ev ? json_object_get(context_ev, "data") : NULL;
+        log->count = log->base = cp;
+        log->bytes = log->checkpoint_at = at;
+    }
+    /* the tail, from the checkpoint on, by the one reader seeded with that */
+    json_t *report = NULL;
+    if (verdict == WEIR_OK) {
+        weir__log_seed seed = {.first = cp, .at = at, .tally = &log->tally,
+                               .surface = log->surface, .header_ev = header_ev,
+                               .context_ev = context_ev};
+        rc = weir__log_check_each_from(buf + tail, len - tail, &seed, log->known, log->known_ud,
+                                       load_one, &ld, &report, err);
+        if ((rc == WEIR_OK && !json_is_true(json_object_get(report, "ok"))) ||
+            ld.rc == WEIR_E_LOG_CORRUPT)
+            verdict = RESUME_NO; /* the whole read says what is wrong, or that all is well */
+        else
+            verdict = load_verdict(log, rc, &ld, report, err);
+    }
+    json_decref(report);
+    for (size_t j = 0; j < np; j++)
+        json_decref(pre[j].ev);
+    weir__free(pre);
+    json_decref(cpev);
+    if (verdict != WEIR_OK) {
+        vt->buffer_free(self, buf);
+        return verdict;
+    }
+    return load_done(log, &ld, buf, len, WEIR_OK, err);
+}
+
 static int open_common(weir__store_ref store, const char *id, const char *path, bool readonly,
                        weir__fsync policy, weir__type_known_fn known, void *known_ud,
                        weir__log **out, weir_error *err) {
@@ -523,38 +933,11 @@ static int open_common(weir__store_ref store, const char *id, const char *path, 
     const weir_store *vt = store.vt;
     int rc = vt->open(store.self, id, path, readonly ? WEIR_STORE_READONLY : 0, &log->handle,
                       &log->epoch, err);
-    char *buf = NULL;
-    size_t len = 0, good = 0;
-    json_t *report = NULL;
-    if (rc == WEIR_OK)
-        rc = vt->read(store.self, log->handle, 0, &buf, &len, err);
-    /* the file store's buffer is weir__malloc'd and freed with weir__free:
-     * it becomes the text the lines are read back from, not copied */
-    loader ld = {.log = log, .buf = buf, .in_place = vt == weir__store_file().vt,
-                 .rc = WEIR_OK};
-    if (rc == WEIR_OK)
-        rc = weir__log_check_each(buf, len, known, known_ud, load_one, &ld, &report, err);
-    if (rc == WEIR_E_NOMEM && ld.rc == WEIR_E_LOG_CORRUPT) /* stopped by a line load_one refused */
-        rc = weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL, "%s: seq %zu: %s", path, log->count,
-                       ld.msg);
-    else if (rc == WEIR_E_NOMEM)
-        rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory", path);
-    if (rc == WEIR_OK && !json_is_true(json_object_get(report, "ok")))
-        rc = weir__log_refuse(path, report, err);
-    json_decref(report);
-    good = ld.good;
-    if (rc == WEIR_OK && ld.in_place && buf) {
-        log->text = buf; /* weir__log_close frees it */
-        log->text_len = good;
-        log->text_cap = len + 1;
-        buf = NULL;
-    }
-    if (buf)
-        vt->buffer_free(store.self, buf);
-    if (rc == WEIR_OK && good < len && !readonly) {
-        weir__warn("weir: %s: dropped a torn last line (%zu bytes)", path, len - good);
-        if (vt->truncate)
-            rc = vt->truncate(store.self, log->handle, good, err);
+    if (rc == WEIR_OK && (rc = load_from_checkpoint(log, err)) == RESUME_NO) {
+        rc = reset_loaded(log) == WEIR_OK
+                 ? load_whole(log, err)
+                 : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory",
+                             path);
     }
     if (rc != WEIR_OK) {
         weir__log_close(log);
@@ -633,6 +1016,7 @@ void weir__log_close(weir__log *log) {
     weir__free(log->lent);
     weir__free(log->lent_seqs);
     weir__surface_destroy(log->surface);
+    weir__surface_destroy(log->base_surface);
     json_decref(log->derived);
     if (log->mu)
         pthread_mutex_destroy(log->mu);
@@ -705,12 +1089,16 @@ static bool push_seq(size_t **v, size_t *n, size_t *cap, size_t seq) {
  * released it (then released again by the next trim); NULL when out of
  * memory.  With the lock held. */
 static json_t *event_at(weir__log *log, size_t seq) {
-    if (log->events[seq] || log->line_len[seq] == 0)
+    if (log->events[seq] || (log->line_len[seq] == 0 && seq >= log->base))
         return log->events[seq];
-    json_t *ev = weir__json_loadb(log->text + log->line_at[seq], log->line_len[seq],
-                            JSON_REJECT_DUPLICATES, NULL);
+    json_t *ev = log->line_len[seq] > 0
+                     ? weir__json_loadb(log->text + log->line_at[seq], log->line_len[seq],
+                                        JSON_REJECT_DUPLICATES, NULL)
+                     : read_back(log, seq);
     if (!ev)
         return NULL;
+    if (log->line_len[seq] == 0)
+        log->lent[seq] |= FROM_STORE;
     /* when out of memory it is kept until the log closes */
     (void)push_seq(&log->remade, &log->remade_n, &log->remade_cap, seq);
     log->events[seq] = ev;
@@ -732,14 +1120,45 @@ const json_t *weir__log_event_lend(weir__log *log, size_t seq) {
         return NULL;
     lock(log);
     const json_t *ev = seq < log->count ? event_at(log, seq) : NULL;
-    if (ev && log->line_len[seq] > 0 && !log->lent[seq]) { /* a trim could release it */
+    if (ev && (log->line_len[seq] > 0 || (log->lent[seq] & FROM_STORE)) &&
+        !(log->lent[seq] & LENT)) { /* a trim could release it */
         if (push_seq(&log->lent_seqs, &log->lent_n, &log->lent_cap, seq))
-            log->lent[seq] = 1;
+            log->lent[seq] |= LENT;
         else
             ev = NULL;
     }
     unlock(log);
     return ev;
+}
+
+bool weir__log_held(const weir__log *log, size_t seq) {
+    if (!log)
+        return false;
+    lock(log);
+    bool held = seq < log->count &&
+                (seq >= log->base || log->events[seq] || log->line_len[seq] > 0);
+    unlock(log);
+    return held;
+}
+
+size_t weir__log_base(const weir__log *log) {
+    if (!log)
+        return 0;
+    lock(log);
+    size_t base = log->base;
+    unlock(log);
+    return base;
+}
+
+weir__surface *weir__log_base_surface(const weir__log *log) {
+    weir__surface *s = NULL;
+    if (!log)
+        return NULL;
+    lock(log);
+    int rc = log->base_surface ? weir__surface_clone(log->base_surface, &s)
+                               : weir__surface_create(&s);
+    unlock(log);
+    return rc == WEIR_OK ? s : NULL;
 }
 
 json_t *weir__log_event_ref(const weir__log *log, size_t seq) {
@@ -749,9 +1168,11 @@ json_t *weir__log_event_ref(const weir__log *log, size_t seq) {
     json_t *ev = NULL;
     if (seq < log->count && log->events[seq])
         ev = json_incref(log->events[seq]);
-    else if (seq < log->count) /* released: the caller's reference is its only one */
+    else if (seq < log->count && log->line_len[seq] > 0) /* released: the caller's alone */
         ev = weir__json_loadb(log->text + log->line_at[seq], log->line_len[seq],
-                        JSON_REJECT_DUPLICATES, NULL);
+                              JSON_REJECT_DUPLICATES, NULL);
+    else if (seq < log->base) /* never read: from the store, the caller's alone */
+        ev = read_back(log, seq);
     unlock(log);
     return ev;
 }
@@ -1130,9 +1551,10 @@ static int sync_now(weir__log *log, weir_error *err) {
 
 /* Release the envelope `seq` when its line can bring it back.  With the lock held. */
 static void release(weir__log *log, size_t seq) {
-    if (log->line_len[seq] > 0 && log->events[seq]) {
+    if ((log->line_len[seq] > 0 || (log->lent[seq] & FROM_STORE)) && log->events[seq]) {
         json_decref(log->events[seq]);
         log->events[seq] = NULL;
+        log->lent[seq] &= (uint8_t)~FROM_STORE;
     }
 }
 
@@ -1146,7 +1568,7 @@ void weir__log_trim(weir__log *log, bool idle) {
          * meter in agent/pre-step), so those wait for the next step's trim.
          * A lent envelope waits for the turn's end. */
         for (size_t i = log->trim_from; i < log->trim_next; i++)
-            if (!log->lent[i])
+            if (!(log->lent[i] & LENT))
                 release(log, i);
         log->trim_from = log->trim_next;
         log->trim_next = log->delivered;
@@ -1154,14 +1576,14 @@ void weir__log_trim(weir__log *log, bool idle) {
         /* the turn ended: what was lent and is behind the window goes */
         for (size_t k = 0; k < log->lent_n; k++) {
             size_t seq = log->lent_seqs[k];
-            log->lent[seq] = 0;
+            log->lent[seq] &= (uint8_t)~LENT;
             if (seq < log->trim_from)
                 release(log, seq);
         }
         log->lent_n = 0;
     }
     for (size_t k = 0; k < log->remade_n; k++)
-        if (!log->lent[log->remade[k]])
+        if (!(log->lent[log->remade[k]] & LENT))
             release(log, log->remade[k]);
     log->remade_n = 0;
     if (idle && log->wlen == 0 && log->line_cap > LINE_FIRST) { /* no batch is being written */
@@ -1219,7 +1641,7 @@ int weir__log_tally_checkpoint(weir__log *log, weir_error *err) {
     size_t every = log->checkpoint_every ? log->checkpoint_every : WEIR__CHECKPOINT_BYTES;
     int rc = WEIR_OK;
     if (!log->readonly && !log->tally.open && log->bytes - log->checkpoint_at >= every) {
-        json_t *data = weir__tally_json(&log->tally);
+        json_t *data = weir__checkpoint_json(&log->tally, log->bytes, log->surface);
         rc = data ? append_locked(log, WEIR__LOG_CHECKPOINT, data, NULL, NULL,
                                   WEIR_EVENT_IGNORABLE, NULL, NULL, err)
                   : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log: out of memory");

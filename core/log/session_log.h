@@ -106,6 +106,27 @@ int weir__log_check_each(const char *buf, size_t len, weir__type_known_fn known,
                          weir__log_each_fn each, void *each_ud, json_t **report,
                          weir_error *err);
 
+/*
+ * Where the one reader starts when an open resumes from a checkpoint
+ * (docs/session-log.md, "Resume from a checkpoint"): the lines before seq
+ * `first` are not read, and what the reader's folds would hold after them
+ * comes from here (all borrowed for the call).
+ */
+typedef struct weir__log_seed {
+    size_t first;                 /* the seq of the first line read (the checkpoint) */
+    size_t at;                    /* the byte offset of that line in the log */
+    const weir__tally *tally;     /* what the events before it add up to */
+    const weir__surface *surface; /* the surface they leave (the reader clones it) */
+    const json_t *header_ev;      /* the latest request/header envelope, or NULL */
+    const json_t *context_ev;     /* the latest request/context envelope, or NULL */
+} weir__log_seed;
+/* weir__log_check_each of `buf` (`len` bytes: the log from the seed's
+ * line on): the report's events count the log from seq 0, its errors name
+ * seqs and lines of the whole log, `each` gets offsets in `buf`. */
+int weir__log_check_each_from(const char *buf, size_t len, const weir__log_seed *seed,
+                              weir__type_known_fn known, void *known_ud, weir__log_each_fn each,
+                              void *each_ud, json_t **report, weir_error *err);
+
 /* What an open answers when the one reader's `report` is not ok:
  * E_LOG_CORRUPT "PATH:LINE: first error (and N more: see weir log
  * --check)".  Returns the code. */
@@ -192,6 +213,23 @@ const json_t *weir__log_event(const weir__log *log, size_t seq);
  * turn ends (the idle weir__log_trim): the step trims pass over it.  What
  * agent_event_peek hands a plugin.  NULL also when out of memory. */
 const json_t *weir__log_event_lend(weir__log *log, size_t seq);
+/*
+ * Whether the log holds envelope `seq` (< count): every one, but after an
+ * open that resumed from a checkpoint (docs/session-log.md, "Resume from a
+ * checkpoint") the older ones it did not read (not on the surface, not
+ * kept), which weir__log_event reads back from the store one at a time.
+ * A fold that a checkpoint stands for (the inbox, the jobs, the last
+ * continuation note) skips those.  Thread-safe.
+ */
+bool weir__log_held(const weir__log *log, size_t seq);
+/* The seq of the checkpoint an open resumed from (every envelope from it
+ * on is held), or 0 when the open read every line.  Thread-safe. */
+size_t weir__log_base(const weir__log *log);
+/* New reference: a copy of the surface the open rebuilt from a checkpoint
+ * (sharing its events), or of an empty surface when it read every line:
+ * where an independent fold of the held envelopes starts.  NULL when out
+ * of memory.  Thread-safe. */
+weir__surface *weir__log_base_surface(const weir__log *log);
 /* New reference: the envelope for `seq`, as weir__log_event, or NULL; any
  * thread.  A released envelope is read back for the caller alone (the log
  * does not hold it), so a scan of the whole log through it holds one
