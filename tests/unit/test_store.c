@@ -662,6 +662,49 @@ static void read_ranges_of_a_torn_tail_and_an_empty_store(void **state) {
     lines_free(&l);
 }
 
+/* Out of memory at each allocation in turn: WEIR_E_NOMEM naming the
+ * session (or the answer, when only the index could not grow), nothing
+ * leaked, and the right answer once memory is back. */
+static void find_last_and_read_ranges_without_memory(void **state) {
+    fixture *f = *state;
+    lines l = {0};
+    for (int i = 0; i < 2000; i++)
+        ev_add(&l, i == 1500 ? "log/checkpoint" : "step/start", "{\"turn\":1}");
+    store_text(f, l.text, l.len);
+    void *h = open_h(f, WEIR_STORE_READONLY);
+    const uint64_t ranges[] = {3, 3, 700, 900, 1500, UINT64_MAX};
+    size_t want_len;
+    char *want = expect(&l, ranges, 3, &want_len);
+    bool done = false;
+    for (long n = 1; !done && n < 1000; n++) {
+        weir_error err;
+        char *buf = NULL;
+        size_t len = 0;
+        uint64_t seq = 0;
+        weir__alloc_fail_only(n);
+        int frc = f->store.vt->find_last(f->store.self, h, "log/checkpoint", &seq, &err);
+        int rc = f->store.vt->read_ranges(f->store.self, h, ranges, 3, &buf, &len, &err);
+        long used = weir__alloc_fail_only(-1);
+        assert_true(frc == WEIR_OK || frc == WEIR_E_NOMEM);
+        assert_true(frc != WEIR_OK || seq == 1500);
+        if (rc == WEIR_OK) {
+            assert_int_equal(len, want_len);
+            assert_memory_equal(buf, want, len);
+            f->store.vt->buffer_free(f->store.self, buf);
+        } else {
+            assert_int_equal(rc, WEIR_E_NOMEM);
+            assert_null(buf);
+            assert_non_null(strstr(err.text, "out of memory"));
+        }
+        done = used < n && frc == WEIR_OK && rc == WEIR_OK;
+    }
+    assert_true(done);
+    check_ranges(f, h, &l, ranges, 3);
+    f->store.vt->close(f->store.self, h);
+    free(want);
+    lines_free(&l);
+}
+
 /* ---- the file store's sparse index and size ---- */
 
 /* `count` lines of about 100 bytes each. */
@@ -900,6 +943,7 @@ int main(void) {
         BOTH(find_last_past_a_huge_last_line),
         BOTH(read_ranges_returns_the_lines_of_the_ranges),
         BOTH(read_ranges_of_a_torn_tail_and_an_empty_store),
+        BOTH(find_last_and_read_ranges_without_memory),
         cmocka_unit_test_setup_teardown(one_old_seq_reads_one_stride, setup_file, teardown),
         cmocka_unit_test_setup_teardown(the_index_follows_a_truncate, setup_file, teardown),
         cmocka_unit_test_setup_teardown(a_stale_reader_index_is_dropped, setup_file, teardown),
