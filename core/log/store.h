@@ -21,4 +21,38 @@ typedef struct weir__store_ref {
 weir__store_ref weir__store_file(void);
 weir__store_ref weir__store_memory(void);
 
+/* ---- find_last and read_ranges of the built-in stores (core/log/store_file.c) ---- */
+
+/*
+ * Whether `type` (borrowed) is one find_last can look for in the lines'
+ * text: 1 to 128 bytes of printable ASCII without '"' or '\\' (the event
+ * types weir writes; such a type is written as is, never escaped).
+ */
+bool weir__store_type_ok(const char *type);
+/*
+ * Whether the `n` bytes at `p` (a line's start; `n` may stop short of its
+ * end) begin with the envelope prefix weir writes,
+ * {"seq":<digits>,"time":<digits>,"type":"TYPE" (TYPE: the `tlen` bytes
+ * of `type`; the time may be negative): then *seq is the prefix's seq.
+ * Reads at most WEIR__STORE_PREFIX_MAX + tlen bytes.
+ */
+#define WEIR__STORE_PREFIX_MAX 66
+bool weir__store_line_type(const char *p, size_t n, const char *type, size_t tlen,
+                           uint64_t *seq);
+/*
+ * Whether the `n` ranges `ranges` (2*n integers: first, last, ...) are as
+ * read_ranges takes them: ascending, disjoint, first <= last each.
+ * `ranges` may be NULL when `n` is 0.
+ */
+bool weir__store_ranges_ok(const uint64_t *ranges, size_t n);
+/*
+ * The bytes the file store's last find_last or read_ranges on `handle` (a
+ * file store handle, borrowed) read from its file; for tests and benches
+ * (a read of one old seq reads about one index stride, not the file).
+ * Not thread-safe against calls on the same handle.
+ */
+size_t weir__store_file_bytes_read(const void *handle);
+/* The lines between two entries of the file store's sparse line index. */
+#define WEIR__STORE_INDEX_STRIDE 256
+
 #endif

@@ -2,6 +2,11 @@
  * core/log/store_file.c - the JSONL file store (weir/store.h, docs/stores.md):
  * one log file per session, written with O_APPEND, one write per batch of
  * lines; the writer holds an exclusive OFD lock on the file until close.
+ * Line N of the file is seq N.  find_last reads back from the end a block
+ * at a time; read_ranges counts lines forward from the nearest entry of a
+ * sparse index of line offsets that each handle keeps (every
+ * WEIR__STORE_INDEX_STRIDE-th line), so a read of one old seq reads about
+ * one stride of lines, not the file.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -20,10 +25,56 @@
 typedef struct file_session {
     char *path;
     int fd;
-    off_t size; /* bytes of stored lines */
+    off_t size; /* bytes of stored lines (the file's size at open, then as read, appended, cut) */
     bool readonly;
     bool new_file; /* empty at open: its directory entry is synced with the first sync */
+    /* The sparse line index: index[k] is the offset of line k * STRIDE, for
+     * the lines a pass (read, read_ranges) found in the file; entries only
+     * ever extend it in order, and a truncate drops those past the cut. */
+    off_t *index;
+    size_t nindex, capindex;
+    size_t bytes_read; /* by the last find_last or read_ranges (tests, benches) */
 } file_session;
+
+#define STRIDE ((uint64_t)WEIR__STORE_INDEX_STRIDE)
+#define BACK_BLOCK ((size_t)64 << 10) /* find_last reads back this much at a time */
+#define CHUNK_MIN ((size_t)4 << 10)   /* read_ranges' first read after a seek, */
+#define CHUNK_MAX ((size_t)1 << 20)   /* doubled up to this */
+
+/* Record that line `line` starts at `at`, when it is the index's next entry.
+ * Without memory the index just stops growing (it only saves reading). */
+static void index_line(file_session *s, uint64_t line, off_t at) {
+    if (line % STRIDE != 0 || line / STRIDE != s->nindex)
+        return;
+    if (s->nindex == s->capindex) {
+        size_t cap = s->capindex ? s->capindex * 2 : 64;
+        off_t *grown = weir__realloc(s->index, cap * sizeof *grown);
+        if (!grown)
+            return;
+        s->index = grown;
+        s->capindex = cap;
+    }
+    s->index[s->nindex++] = at;
+}
+
+/* Drop the index entries of lines that start past `size` (a cut file). */
+static void index_cut(file_session *s, off_t size) {
+    while (s->nindex > 0 && s->index[s->nindex - 1] > size)
+        s->nindex--;
+}
+
+/* The index of the `len` bytes of `buf`, the whole file from offset 0. */
+static void index_buffer(file_session *s, const char *buf, size_t len) {
+    s->nindex = 0;
+    uint64_t line = 0;
+    for (size_t off = 0; off < len; line++) {
+        index_line(s, line, (off_t)off);
+        const char *nl = memchr(buf + off, '\n', len - off);
+        if (!nl)
+            break;
+        off = (size_t)(nl - buf) + 1;
+    }
+}
 
 /*
  * Sync the directory that holds `path` (its name's entry), as far as the
@@ -237,6 +288,7 @@ static void file_close(void *self, void *handle) {
         return;
     if (s->fd >= 0)
         close(s->fd);
+    weir__free(s->index);
     weir__free(s->path);
     weir__free(s);
 }
@@ -280,8 +332,12 @@ static int file_open(void *self, const char *id, const char *path, uint32_t flag
     struct stat st;
     if (rc == WEIR_OK && (fstat(s->fd, &st) != 0 || !S_ISREG(st.st_mode)))
         rc = weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: not a regular file", path);
-    if (rc == WEIR_OK)
+    if (rc == WEIR_OK) {
         s->new_file = !readonly && st.st_size == 0;
+        /* what a failed append cuts back to, whatever the core reads first
+         * (read, read_ranges or nothing) */
+        s->size = st.st_size;
+    }
     if (rc == WEIR_OK && fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) & ~O_NONBLOCK) != 0)
         rc = weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: %s", path, strerror(errno));
     if (rc == WEIR_OK && !readonly)
@@ -301,6 +357,7 @@ static int file_read(void *self, void *handle, uint64_t from_seq, char **buf, si
     int rc = read_all(s->fd, s->path, buf, len, err);
     if (rc != WEIR_OK)
         return rc;
+    index_buffer(s, *buf, *len); /* the whole file is in hand: a later read_ranges seeks */
     if (from_seq == 0) {
         s->size = (off_t)*len;
         return WEIR_OK;
@@ -347,6 +404,7 @@ static int file_append(void *self, void *handle, uint64_t epoch, uint64_t first_
         return weir__err(err, WEIR_E_IO, NULL, NULL,
                          "session log %s: write failed and the partial line could not be cut: %s",
                          s->path, strerror(errno));
+    index_cut(s, s->size);
     if (w >= 0 && w < (ssize_t)n && e == 0)
         e = ENOSPC;
     return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: write failed: %s", s->path,
@@ -368,6 +426,317 @@ static int file_truncate(void *self, void *handle, size_t keep, weir_error *err)
         return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: cannot truncate: %s",
                          s->path, strerror(errno));
     s->size = (off_t)keep;
+    index_cut(s, s->size);
+    return WEIR_OK;
+}
+
+bool weir__store_type_ok(const char *type) {
+    size_t n = type ? strlen(type) : 0;
+    if (n == 0 || n > 128)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (type[i] < 0x20 || type[i] > 0x7e || type[i] == '"' || type[i] == '\\')
+            return false;
+    return true;
+}
+
+/* `lit` (a string literal's `m` bytes) at p[*i] of `n` bytes: moves *i past it. */
+static bool literal(const char *p, size_t n, size_t *i, const char *lit, size_t m) {
+    if (n - *i < m || memcmp(p + *i, lit, m) != 0)
+        return false;
+    *i += m;
+    return true;
+}
+
+/* 1 to 20 digits at p[*i] (none past `n`), their value in *v (false on
+ * overflow); moves *i past them. */
+static bool digits(const char *p, size_t n, size_t *i, uint64_t *v) {
+    size_t start = *i;
+    *v = 0;
+    while (*i < n && p[*i] >= '0' && p[*i] <= '9') {
+        unsigned d = (unsigned)(p[*i] - '0');
+        if (*v > (UINT64_MAX - d) / 10)
+            return false;
+        *v = *v * 10 + d;
+        (*i)++;
+    }
+    return *i > start;
+}
+
+bool weir__store_line_type(const char *p, size_t n, const char *type, size_t tlen,
+                           uint64_t *seq) {
+    static const char head[] = "{\"seq\":", time_key[] = ",\"time\":",
+                      type_key[] = ",\"type\":\"";
+    size_t i = 0;
+    uint64_t v, t;
+    if (!literal(p, n, &i, head, sizeof head - 1) || !digits(p, n, &i, &v) ||
+        !literal(p, n, &i, time_key, sizeof time_key - 1))
+        return false;
+    if (i < n && p[i] == '-')
+        i++;
+    if (!digits(p, n, &i, &t) || !literal(p, n, &i, type_key, sizeof type_key - 1) ||
+        !literal(p, n, &i, type, tlen) || !literal(p, n, &i, "\"", 1))
+        return false;
+    *seq = v;
+    return true;
+}
+
+bool weir__store_ranges_ok(const uint64_t *ranges, size_t n) {
+    if (n && !ranges)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (ranges[2 * i] > ranges[2 * i + 1])
+            return false;
+        if (i > 0 && ranges[2 * i] <= ranges[2 * i - 1])
+            return false;
+    }
+    return true;
+}
+
+size_t weir__store_file_bytes_read(const void *handle) {
+    const file_session *s = handle;
+    return s ? s->bytes_read : 0;
+}
+
+/* `n` bytes at `at` into buf (counted in s->bytes_read): WEIR_OK, or E_IO
+ * (also when the file is shorter than that now). */
+static int read_at(file_session *s, char *buf, size_t n, off_t at, weir_error *err) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(s->fd, buf + got, n - got, at + (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return weir__err(err, WEIR_E_IO, NULL, NULL, "session log %s: read: %s", s->path,
+                             strerror(errno));
+        if (r == 0)
+            return weir__err(err, WEIR_E_IO, NULL, NULL,
+                             "session log %s: shorter than it was while read", s->path);
+        got += (size_t)r;
+        s->bytes_read += (size_t)r;
+    }
+    return WEIR_OK;
+}
+
+/*
+ * find_last: the last complete line (one followed by its newline: a torn
+ * last line never counts) that begins with the envelope prefix of `type`,
+ * read back from the end a block at a time.  Only the first bytes of a
+ * line are looked at, so a line of any length costs its bytes read, never
+ * its bytes held: the buffer is one block and one prefix.
+ */
+static int file_find_last(void *self, void *handle, const char *type, uint64_t *seq,
+                          weir_error *err) {
+    (void)self;
+    file_session *s = handle;
+    if (!s || !type || !seq)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "session log: find_last: handle, type and seq are required");
+    if (!weir__store_type_ok(type))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "session log %s: find_last: event type '%s' is not one the file "
+                         "store can find (printable ASCII without '\"' or '\\')",
+                         s->path, type);
+    s->bytes_read = 0;
+    struct stat st;
+    int rc = regular(s->fd, s->path, &st, err);
+    if (rc != WEIR_OK)
+        return rc;
+    size_t tlen = strlen(type), keep = WEIR__STORE_PREFIX_MAX + tlen;
+    char *buf = weir__malloc(BACK_BLOCK + keep);
+    if (!buf)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory", s->path);
+    /* buf: the block [start, end), then `carry` bytes of the file from `end`
+     * on (the first bytes of the blocks read before) */
+    off_t end = st.st_size;
+    size_t carry = 0, have = 0; /* have: the bytes of buf that hold data */
+    bool complete = false;      /* a newline was seen: the lines before it are whole */
+    bool found = false;
+    while (rc == WEIR_OK && !found && end > 0) {
+        size_t n = (uint64_t)end < BACK_BLOCK ? (size_t)end : BACK_BLOCK;
+        off_t start = end - (off_t)n;
+        carry = have < keep ? have : keep;
+        memmove(buf + n, buf, carry);
+        rc = read_at(s, buf, n, start, err);
+        have = n + carry;
+        /* the line starts in the block: after each newline, and at 0 */
+        for (size_t i = n; rc == WEIR_OK && !found;) {
+            const char *nl = i ? memrchr(buf, '\n', i) : NULL;
+            size_t at = nl ? (size_t)(nl - buf) + 1 : 0;
+            if (!nl && start > 0)
+                break; /* this line began in an earlier block */
+            if (complete && at < have)
+                found = weir__store_line_type(buf + at, have - at, type, tlen, seq);
+            if (nl)
+                complete = true;
+            if (!nl)
+                break;
+            i = at - 1;
+        }
+        end = start;
+    }
+    weir__free(buf);
+    if (rc != WEIR_OK)
+        return rc;
+    if (!found)
+        return weir__err(err, WEIR_E_NOT_FOUND, NULL, NULL, "session log %s: no %s line",
+                         s->path, type);
+    return WEIR_OK;
+}
+
+/* The result buffer of read_ranges. */
+typedef struct out_buf {
+    char *b;
+    size_t len, cap;
+} out_buf;
+
+static bool out_add(out_buf *o, const char *p, size_t n) {
+    if (o->len + n + 1 > o->cap) {
+        size_t cap = o->cap ? o->cap : 4096;
+        while (cap < o->len + n + 1)
+            cap *= 2;
+        char *grown = weir__realloc(o->b, cap);
+        if (!grown)
+            return false;
+        o->b = grown;
+        o->cap = cap;
+    }
+    memcpy(o->b + o->len, p, n);
+    o->len += n;
+    return true;
+}
+
+/*
+ * read_ranges: one pass forward, counting lines (seq = line index) with
+ * memchr and copying the lines inside the ranges.  Before each range it
+ * seeks to the index entry nearest below the range's first seq when that
+ * is ahead of the pass, and reads that stride's bytes at once when the
+ * next entry tells them; the lines it passes extend the index.  A seek
+ * checks that the byte before the entry is a newline: when not, the file
+ * changed under a reader's index, which is dropped, and the pass starts
+ * over from the file's start.  A pass that reads to the end of the file
+ * records its size as `read` does (what a failed append cuts back to).
+ */
+static int file_read_ranges(void *self, void *handle, const uint64_t *ranges, size_t n,
+                            char **buf, size_t *len, weir_error *err) {
+    (void)self;
+    file_session *s = handle;
+    if (!s || (n && !ranges) || !buf || !len)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "session log: read_ranges: handle, ranges and buffer are required");
+    *buf = NULL;
+    *len = 0;
+    if (!weir__store_ranges_ok(ranges, n))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "session log %s: read_ranges: the ranges must be ascending and "
+                         "disjoint, each first <= last",
+                         s->path);
+    s->bytes_read = 0;
+    struct stat st;
+    int rc = regular(s->fd, s->path, &st, err);
+    if (rc != WEIR_OK)
+        return rc;
+    const off_t size = st.st_size;
+    index_cut(s, size);
+    out_buf o = {0};
+    char *chunk = NULL;
+    /* the next read's size: a stride's bytes when the index tells them (so a
+     * read of one seq reads one stride), else CHUNK_MIN, doubled each read */
+    size_t chunk_cap = 0, want = CHUNK_MIN;
+    if (s->nindex > 1)
+        want = (uint64_t)s->index[1] < CHUNK_MAX ? (size_t)s->index[1] : CHUNK_MAX;
+    off_t cat = 0;        /* chunk holds the bytes [cat, cat + cm) of the file */
+    size_t cm = 0, p = 0; /* p: the pass's position in chunk */
+    uint64_t line = 0;    /* the line the pass is in */
+    size_t r = 0;         /* the range the pass is in or before */
+    bool line_start = true, wanted = false, seeked = false;
+    while (rc == WEIR_OK) {
+        off_t pos = cat + (off_t)p;
+        if (line_start) {
+            index_line(s, line, pos);
+            while (r < n && ranges[2 * r + 1] < line)
+                r++;
+            if (r == n || pos >= size)
+                break;
+            uint64_t first = ranges[2 * r];
+            uint64_t k = first / STRIDE;
+            if (first > line && k < s->nindex && k * STRIDE > line) {
+                line = k * STRIDE;
+                cat = s->index[k];
+                cm = p = 0;
+                /* the stride's bytes when the next entry is known (and the
+                 * newline before it), else 4 KiB and doubling */
+                want = k + 1 < s->nindex ? (size_t)(s->index[k + 1] - cat) + 1 : CHUNK_MIN;
+                want = want < CHUNK_MAX ? want : CHUNK_MAX;
+                seeked = true; /* the next read checks the newline before it */
+                pos = cat;
+            }
+            wanted = line >= first;
+            line_start = false;
+        }
+        if (p == cm) {
+            if (pos >= size)
+                break;
+            /* after a seek, read from the byte before the entry: it must be a newline */
+            off_t from = seeked && pos > 0 ? pos - 1 : pos;
+            size_t m = (uint64_t)(size - from) < want ? (size_t)(size - from) : want;
+            if (m > chunk_cap) {
+                char *grown = weir__realloc(chunk, m);
+                if (!grown) {
+                    rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory",
+                                   s->path);
+                    break;
+                }
+                chunk = grown;
+                chunk_cap = m;
+            }
+            rc = read_at(s, chunk, m, from, err);
+            if (rc != WEIR_OK)
+                break;
+            want = want < CHUNK_MAX ? want * 2 : CHUNK_MAX;
+            cat = from;
+            cm = m;
+            p = 0;
+            if (from < pos) {
+                if (chunk[0] != '\n') { /* a stale index: count from the start */
+                    s->nindex = 0;
+                    o.len = 0;
+                    r = 0;
+                    line = 0;
+                    line_start = true;
+                    cat = 0;
+                    cm = 0;
+                    continue;
+                }
+                p = 1;
+            }
+            seeked = false;
+        }
+        const char *nl = memchr(chunk + p, '\n', cm - p);
+        size_t e = nl ? (size_t)(nl - chunk) + 1 : cm;
+        if (wanted && !out_add(&o, chunk + p, e - p)) {
+            rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory",
+                           s->path);
+            break;
+        }
+        p = e;
+        if (nl) {
+            line++;
+            line_start = true;
+        }
+    }
+    weir__free(chunk);
+    if (rc == WEIR_OK && !o.b && !(o.b = weir__malloc(1)))
+        rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session log %s: out of memory", s->path);
+    if (rc != WEIR_OK) {
+        weir__free(o.b);
+        return rc;
+    }
+    if (cat + (off_t)p >= size)
+        s->size = size; /* read to the end: as read does */
+    o.b[o.len] = '\0';
+    *buf = o.b;
+    *len = o.len;
     return WEIR_OK;
 }
 
@@ -458,6 +827,8 @@ static const weir_store file_store = {
     .close = file_close,
     .list = file_list,
     .probe = file_probe,
+    .find_last = file_find_last,
+    .read_ranges = file_read_ranges,
 };
 
 weir__store_ref weir__store_file(void) { return (weir__store_ref){.vt = &file_store}; }

@@ -211,6 +211,87 @@ static int mem_probe(void *self, const char *id, const char *path, bool *live, l
     return WEIR_OK;
 }
 
+/* The last complete line of type `type` (its seq from the envelope prefix,
+ * as the file store answers): the lines read back from the end. */
+static int mem_find_last(void *self, void *handle, const char *type, uint64_t *seq,
+                         weir_error *err) {
+    (void)self;
+    mem_session *s = handle;
+    if (!s || !type || !seq)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "memory store: find_last: handle, type and seq are required");
+    if (!weir__store_type_ok(type))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "session %s: find_last: event type '%s' is not one a store can find "
+                         "(printable ASCII without '\"' or '\\')",
+                         s->log->id, type);
+    size_t tlen = strlen(type);
+    bool found = false;
+    pthread_mutex_lock(&mu);
+    const mem_log *l = s->log;
+    /* end: the newline that ends the line looked at (a torn last line,
+     * after the last newline, is never one) */
+    const char *end = l->len ? memrchr(l->buf, '\n', l->len) : NULL;
+    while (end && !found) {
+        const char *nl = end > l->buf ? memrchr(l->buf, '\n', (size_t)(end - l->buf)) : NULL;
+        const char *start = nl ? nl + 1 : l->buf;
+        found = weir__store_line_type(start, (size_t)(end - start), type, tlen, seq);
+        end = nl;
+    }
+    pthread_mutex_unlock(&mu);
+    if (!found)
+        return weir__err(err, WEIR_E_NOT_FOUND, NULL, NULL, "session %s: no %s line",
+                         s->log->id, type);
+    return WEIR_OK;
+}
+
+/* The lines of the ranges, counted from the first (a copy, as mem_read's). */
+static int mem_read_ranges(void *self, void *handle, const uint64_t *ranges, size_t n,
+                           char **buf, size_t *len, weir_error *err) {
+    (void)self;
+    mem_session *s = handle;
+    if (!s || (n && !ranges) || !buf || !len)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "memory store: read_ranges: handle, ranges and buffer are required");
+    *buf = NULL;
+    *len = 0;
+    if (!weir__store_ranges_ok(ranges, n))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "session %s: read_ranges: the ranges must be ascending and disjoint, "
+                         "each first <= last",
+                         s->log->id);
+    pthread_mutex_lock(&mu);
+    const mem_log *l = s->log;
+    /* two walks: the bytes wanted, then the copy */
+    char *b = NULL;
+    size_t total = 0;
+    for (int copy = 0; copy < 2; copy++) {
+        if (copy && !(b = weir__malloc(total + 1)))
+            break;
+        size_t off = 0, r = 0, at = 0;
+        for (uint64_t line = 0; off < l->len && r < n; line++) {
+            const char *nl = memchr(l->buf + off, '\n', l->len - off);
+            size_t e = nl ? (size_t)(nl - l->buf) + 1 : l->len;
+            while (r < n && ranges[2 * r + 1] < line)
+                r++;
+            if (r < n && line >= ranges[2 * r]) {
+                if (copy)
+                    memcpy(b + at, l->buf + off, e - off);
+                at += e - off;
+            }
+            off = e;
+        }
+        total = at;
+    }
+    pthread_mutex_unlock(&mu);
+    if (!b)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "session %s: out of memory", s->log->id);
+    b[total] = '\0';
+    *buf = b;
+    *len = total;
+    return WEIR_OK;
+}
+
 static const weir_store memory_store = {
     .struct_size = sizeof(weir_store),
     .open = mem_open,
@@ -222,6 +303,8 @@ static const weir_store memory_store = {
     .close = mem_close,
     .list = mem_list,
     .probe = mem_probe,
+    .find_last = mem_find_last,
+    .read_ranges = mem_read_ranges,
 };
 
 weir__store_ref weir__store_memory(void) { return (weir__store_ref){.vt = &memory_store}; }

@@ -321,20 +321,9 @@ pgs_status pgs_append_consume(pgs *db, const char *id, int64_t epoch, int64_t fi
     return st;
 }
 
-pgs_status pgs_read(pgs *db, const char *id, int64_t from_seq, char **buf, size_t *len) {
-    if (!db || !id || !buf || !len || from_seq < 0)
-        return db ? fail(db, PGS_IO, "postgres: read: bad arguments") : PGS_NOMEM;
-    *buf = NULL;
-    *len = 0;
-    char f[32];
-    fmt_i64(f, sizeof f, from_seq);
-    const char *p[] = {id, f};
-    PGresult *res = exec(db, "SELECT seq, coalesce((event->'seq')::text = seq::text, false),"
-                             " event::text FROM weir_events"
-                             " WHERE session_id = $1 AND seq >= $2::bigint ORDER BY seq",
-                         2, p);
-    if (!ok(res))
-        return fail_res(db, res, "reading events");
+/* The rows of `res` (seq, its envelope's seq matches, event text; taken:
+ * cleared here) as JSON Lines in a new buffer, as pgs_read returns them. */
+static pgs_status lines_of(pgs *db, const char *id, PGresult *res, char **buf, size_t *len) {
     int rows = PQntuples(res);
     size_t total = 1;
     for (int i = 0; i < rows; i++)
@@ -364,6 +353,88 @@ pgs_status pgs_read(pgs *db, const char *id, int64_t from_seq, char **buf, size_
     *buf = out;
     *len = at;
     return PGS_OK;
+}
+
+pgs_status pgs_read(pgs *db, const char *id, int64_t from_seq, char **buf, size_t *len) {
+    if (!db || !id || !buf || !len || from_seq < 0)
+        return db ? fail(db, PGS_IO, "postgres: read: bad arguments") : PGS_NOMEM;
+    *buf = NULL;
+    *len = 0;
+    char f[32];
+    fmt_i64(f, sizeof f, from_seq);
+    const char *p[] = {id, f};
+    PGresult *res = exec(db, "SELECT seq, coalesce((event->'seq')::text = seq::text, false),"
+                             " event::text FROM weir_events"
+                             " WHERE session_id = $1 AND seq >= $2::bigint ORDER BY seq",
+                         2, p);
+    if (!ok(res))
+        return fail_res(db, res, "reading events");
+    return lines_of(db, id, res, buf, len);
+}
+
+/*
+ * No index on the type: a partial index on (session_id, seq) WHERE
+ * event->>'type' = 'log/checkpoint' would answer in one index probe, but
+ * it needs schema version 2 (an older plugin then refuses the database
+ * until it is upgraded) and a build that reads every event of every
+ * session under a lock that stops appends.  Read back over the primary
+ * key, the query stops at the last checkpoint: it reads the events after
+ * it, which the open that asks reads right after anyway.
+ */
+pgs_status pgs_find_last(pgs *db, const char *id, const char *type, int64_t *seq) {
+    if (!db || !id || !type || !seq)
+        return db ? fail(db, PGS_IO, "postgres: find_last: bad arguments") : PGS_NOMEM;
+    const char *p[] = {id, type};
+    PGresult *res = exec(db, PGS_FIND_LAST_SQL, 2, p);
+    if (!ok(res))
+        return fail_res(db, res, "finding the last event of a type");
+    if (PQntuples(res) != 1) {
+        PQclear(res);
+        return fail(db, PGS_NOT_FOUND, "session %s: no %s event", id, type);
+    }
+    *seq = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return PGS_OK;
+}
+
+pgs_status pgs_read_ranges(pgs *db, const char *id, const uint64_t *ranges, size_t n, char **buf,
+                           size_t *len) {
+    if (!db || !id || (n && !ranges) || !buf || !len || n > SIZE_MAX / 64)
+        return db ? fail(db, PGS_IO, "postgres: read_ranges: bad arguments") : PGS_NOMEM;
+    *buf = NULL;
+    *len = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ranges[2 * i] > ranges[2 * i + 1] || (i && ranges[2 * i] <= ranges[2 * i - 1]))
+            return fail(db, PGS_IO,
+                        "postgres: read_ranges: the ranges must be ascending and disjoint, each "
+                        "first <= last");
+    /* the firsts and the lasts as two bigint[] literals; a seq past
+     * INT64_MAX is past every stored one */
+    char *lo = malloc(n * 21 + 3), *hi = malloc(n * 21 + 3);
+    if (!lo || !hi) {
+        free(lo);
+        free(hi);
+        return fail(db, PGS_NOMEM, "postgres: out of memory");
+    }
+    size_t a = 0, b = 0, used = 0;
+    lo[a++] = hi[b++] = '{';
+    for (size_t i = 0; i < n && ranges[2 * i] <= (uint64_t)INT64_MAX; i++, used++) {
+        uint64_t last = ranges[2 * i + 1] > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX
+                                                                : ranges[2 * i + 1];
+        a += (size_t)snprintf(lo + a, 22, "%s%" PRIu64, used ? "," : "", ranges[2 * i]);
+        b += (size_t)snprintf(hi + b, 22, "%s%" PRIu64, used ? "," : "", last);
+    }
+    lo[a++] = hi[b++] = '}';
+    lo[a] = hi[b] = '\0';
+    const char *p[] = {id, lo, hi};
+    /* one index range scan of the primary key a range (a nested loop over
+     * the ranges), the rows in seq order */
+    PGresult *res = exec(db, PGS_READ_RANGES_SQL, 3, p);
+    free(lo);
+    free(hi);
+    if (!ok(res))
+        return fail_res(db, res, "reading events");
+    return lines_of(db, id, res, buf, len);
 }
 
 pgs_status pgs_list(pgs *db, char **json) {

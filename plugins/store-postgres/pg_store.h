@@ -78,6 +78,31 @@ pgs_status pgs_append(pgs *db, const char *id, int64_t epoch, int64_t first_seq,
  * log reader's to check. */
 pgs_status pgs_read(pgs *db, const char *id, int64_t from_seq, char **buf, size_t *len);
 
+/* The seq of the last event of `id` whose envelope type is `type` (both
+ * borrowed): *seq.  PGS_NOT_FOUND when there is none (or no such session).
+ * One statement that reads the session's events back from its last over
+ * the primary key: it costs the events after that one, as the file store's
+ * read back from the end does (no index on the type: see pgs_find_last). */
+pgs_status pgs_find_last(pgs *db, const char *id, const char *type, int64_t *seq);
+/* Its statement ($1 the session, $2 the type; the tests EXPLAIN it). */
+#define PGS_FIND_LAST_SQL                                                                          \
+    "SELECT seq FROM weir_events WHERE session_id = $1 AND event->>'type' = $2"                   \
+    " ORDER BY seq DESC LIMIT 1"
+/* The events of `id` whose seq lies in one of the `n` ranges (2*n
+ * integers, first, last, ...; ascending, disjoint, first <= last; a last
+ * past INT64_MAX, UINT64_MAX, means to the end), in seq order, as
+ * pgs_read's buffer (*buf, free() it; *len bytes, NUL terminated), from one
+ * statement: an index range scan a range.  The same row check as pgs_read
+ * (PGS_CORRUPT), on the rows read only. */
+pgs_status pgs_read_ranges(pgs *db, const char *id, const uint64_t *ranges, size_t n, char **buf,
+                           size_t *len);
+/* Its statement ($1 the session, $2 and $3 the firsts and lasts as bigint[];
+ * the tests EXPLAIN it). */
+#define PGS_READ_RANGES_SQL                                                                        \
+    "SELECT e.seq, coalesce((e.event->'seq')::text = e.seq::text, false), e.event::text"          \
+    " FROM unnest($2::bigint[], $3::bigint[]) AS r(lo, hi)"                                       \
+    " JOIN weir_events e ON e.session_id = $1 AND e.seq BETWEEN r.lo AND r.hi ORDER BY e.seq"
+
 /* Queue one input for session `id` (created when missing): `mode` is
  * followup|steer|inject, `message` a JSON message object, `input_id` may be
  * NULL (all borrowed).  Durable once this returns PGS_OK; the same input_id

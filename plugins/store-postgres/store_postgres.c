@@ -19,7 +19,8 @@
  * store, shared by the process: one for send and claim, one that LISTENs
  * (wait blocks on it); each is reconnected on its next use after the
  * server went away.  inbox and consume run on the session's connection,
- * consume under the writer's epoch.
+ * consume under the writer's epoch.  find_last and read_ranges (ABI 1.10)
+ * run on the session's connection, one statement each.
  * Owner: this file (the handles and their threads, the shared connections).
  */
 #ifndef _GNU_SOURCE
@@ -496,6 +497,45 @@ static bool st_lease_lost(void *self, void *hp) {
     return __atomic_load_n(&h->fenced, __ATOMIC_RELAXED);
 }
 
+/* find_last: the last event of the type, read back over the primary key
+ * (pgs_find_last). */
+static int st_find_last(void *self, void *hp, const char *type, uint64_t *seq, weir_error *err) {
+    (void)self;
+    handle *h = hp;
+    if (!h || !type || !seq)
+        return fail(err, WEIR_E_INVAL, "store-postgres: find_last: missing argument");
+    int64_t found = 0;
+    pthread_mutex_lock(&h->mu);
+    pgs_status st = pgs_find_last(h->db, h->id, type, &found);
+    int rc = st == PGS_OK ? WEIR_OK : fail_pg(err, st, h->db);
+    pthread_mutex_unlock(&h->mu);
+    if (rc == WEIR_OK)
+        *seq = (uint64_t)found;
+    return rc;
+}
+
+/* read_ranges: the rows of all the ranges in one statement (pgs_read_ranges). */
+static int st_read_ranges(void *self, void *hp, const uint64_t *ranges, size_t n, char **buf,
+                          size_t *len, weir_error *err) {
+    (void)self;
+    handle *h = hp;
+    if (!h || (n && !ranges) || !buf || !len)
+        return fail(err, WEIR_E_INVAL, "store-postgres: read_ranges: missing argument");
+    *buf = NULL;
+    *len = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ranges[2 * i] > ranges[2 * i + 1] || (i && ranges[2 * i] <= ranges[2 * i - 1]))
+            return fail(err, WEIR_E_INVAL,
+                        "session %s: read_ranges: the ranges must be ascending and disjoint, "
+                        "each first <= last",
+                        h->id);
+    pthread_mutex_lock(&h->mu);
+    pgs_status st = pgs_read_ranges(h->db, h->id, ranges, n, buf, len);
+    int rc = st == PGS_OK ? WEIR_OK : fail_pg(err, st, h->db);
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
 static const weir_store vtable = {
     .struct_size = sizeof(weir_store),
     .open = st_open,
@@ -514,6 +554,8 @@ static const weir_store vtable = {
     .wait = st_wait,
     .lease_lost = st_lease_lost,
     .claim_except = st_claim_except,
+    .find_last = st_find_last,
+    .read_ranges = st_read_ranges,
 };
 
 static void store_free(store *s) {

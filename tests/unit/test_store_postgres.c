@@ -557,6 +557,269 @@ static void a_wrong_conninfo_fails_the_deployment(void **state) {
     assert_non_null(strstr(err.text, "lease_ms"));
 }
 
+/* The lines of `buf` (pgs_read's format) whose seq lies in the ranges:
+ * the reference read_ranges must match, byte for byte. */
+static char *lines_in(const char *buf, const uint64_t *ranges, size_t n) {
+    char *out = calloc(1, strlen(buf) + 1);
+    size_t at = 0;
+    for (const char *p = buf; *p;) {
+        const char *nl = strchr(p, '\n');
+        assert_non_null(nl);
+        json_t *ev = json_loadb(p, (size_t)(nl - p), 0, NULL);
+        assert_non_null(ev);
+        uint64_t seq = (uint64_t)json_integer_value(json_object_get(ev, "seq"));
+        json_decref(ev);
+        bool in = false;
+        for (size_t r = 0; r < n; r++)
+            in = in || (seq >= ranges[2 * r] && seq <= ranges[2 * r + 1]);
+        if (in) {
+            memcpy(out + at, p, (size_t)(nl - p) + 1);
+            at += (size_t)(nl - p) + 1;
+        }
+        p = nl + 1;
+    }
+    return out;
+}
+
+static void check_ranges(pgs *db, const char *id, const char *all, const uint64_t *ranges,
+                         size_t n) {
+    char *buf = NULL;
+    size_t len = 0;
+    if (pgs_read_ranges(db, id, ranges, n, &buf, &len) != PGS_OK)
+        fail_msg("pgs_read_ranges: %s", pgs_error(db));
+    char *want = lines_in(all, ranges, n);
+    assert_string_equal(buf, want);
+    assert_int_equal(len, strlen(want));
+    free(want);
+    free(buf);
+}
+
+/* find_last and read_ranges (ABI 1.10) in SQL: the last event of a type
+ * (the type inside data never counts), and the rows of several ranges in
+ * one statement, as pgs_read returns them. */
+static void find_last_and_read_ranges(void **state) {
+    (void)state;
+    pgs *db = connect_db();
+    int64_t e, next, seq = -1;
+    assert_int_equal(pgs_find_last(db, "fr-none", "log/checkpoint", &seq), PGS_NOT_FOUND);
+    assert_int_equal(pgs_lease(db, "fr1", "w", 60000, &e, &next), PGS_OK);
+    /* an empty session: nothing found, nothing read */
+    assert_int_equal(pgs_find_last(db, "fr1", "log/checkpoint", &seq), PGS_NOT_FOUND);
+    char *buf = NULL;
+    size_t len = 7;
+    const uint64_t all[] = {0, UINT64_MAX};
+    assert_int_equal(pgs_read_ranges(db, "fr1", all, 1, &buf, &len), PGS_OK);
+    assert_string_equal(buf, "");
+    assert_int_equal(len, 0);
+    free(buf);
+    const char *types[] = {"turn/start", "step/start", "log/checkpoint", "step/end",
+                           "log/checkpoint", "turn/end", "log/checkpoints", "log/check"};
+    char text[20][160];
+    const char *lines[20];
+    for (int i = 0; i < 20; i++) {
+        if (i < 8)
+            ev(text[i], sizeof text[i], i, types[i]);
+        else /* the type inside data only */
+            snprintf(text[i], sizeof text[i],
+                     "{\"seq\":%d,\"time\":1,\"type\":\"note/x\",\"data\":{\"type\":"
+                     "\"log/checkpoint\",\"s\":\"\\\"type\\\":\\\"log/checkpoint\\\"\"}}",
+                     i);
+        lines[i] = text[i];
+    }
+    assert_int_equal(pgs_append(db, "fr1", e, 0, lines, 20), PGS_OK);
+    assert_int_equal(pgs_find_last(db, "fr1", "log/checkpoint", &seq), PGS_OK);
+    assert_int_equal(seq, 4);
+    assert_int_equal(pgs_find_last(db, "fr1", "turn/start", &seq), PGS_OK);
+    assert_int_equal(seq, 0);
+    assert_int_equal(pgs_find_last(db, "fr1", "note/x", &seq), PGS_OK);
+    assert_int_equal(seq, 19);
+    assert_int_equal(pgs_find_last(db, "fr1", "log", &seq), PGS_NOT_FOUND);
+    assert_non_null(strstr(pgs_error(db), "fr1"));
+    char *whole = NULL;
+    assert_int_equal(pgs_read(db, "fr1", 0, &whole, &len), PGS_OK);
+    const uint64_t several[] = {1, 2, 5, 5, 10, 12};
+    const uint64_t past[] = {18, 25};
+    const uint64_t beyond[] = {20, 20, 30, 40};
+    const uint64_t tail[] = {0, 0, 15, UINT64_MAX};
+    const uint64_t last[] = {UINT64_MAX, UINT64_MAX};
+    const uint64_t huge[] = {(uint64_t)INT64_MAX, UINT64_MAX};
+    check_ranges(db, "fr1", whole, several, 3);
+    check_ranges(db, "fr1", whole, past, 1);
+    check_ranges(db, "fr1", whole, beyond, 2);
+    check_ranges(db, "fr1", whole, tail, 2);
+    check_ranges(db, "fr1", whole, all, 1);
+    check_ranges(db, "fr1", whole, last, 1);
+    check_ranges(db, "fr1", whole, huge, 1);
+    check_ranges(db, "fr1", whole, NULL, 0);
+    check_ranges(db, "fr-none", "", all, 1); /* no such session: no rows */
+    const uint64_t bad[] = {5, 3};
+    assert_int_equal(pgs_read_ranges(db, "fr1", bad, 1, &buf, &len), PGS_IO);
+    assert_non_null(strstr(pgs_error(db), "ascending"));
+    const uint64_t overlap[] = {1, 5, 5, 6};
+    assert_int_equal(pgs_read_ranges(db, "fr1", overlap, 2, &buf, &len), PGS_IO);
+    /* a row whose envelope says another seq is refused when it is read,
+     * and only then */
+    raw_sql("UPDATE weir_events SET event = jsonb_set(event, '{seq}', '99')"
+            " WHERE session_id = 'fr1' AND seq = 7");
+    const uint64_t seven[] = {6, 8};
+    buf = NULL;
+    assert_int_equal(pgs_read_ranges(db, "fr1", seven, 1, &buf, &len), PGS_CORRUPT);
+    assert_null(buf);
+    assert_non_null(strstr(pgs_error(db), "seq 7"));
+    check_ranges(db, "fr1", whole, several, 3);
+    free(whole);
+    assert_int_equal(pgs_release(db, "fr1", e), PGS_OK);
+    pgs_close(db);
+}
+
+/* The plan of `sql` as the server ran it (EXPLAIN ANALYZE), a new object. */
+static json_t *explain(const char *sql, int n, const char *const *params) {
+    PGconn *c = PQconnectdb(conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    char *q = malloc(strlen(sql) + 64);
+    sprintf(q, "EXPLAIN (ANALYZE, FORMAT JSON) %s", sql);
+    PGresult *r = PQexecParams(c, q, n, NULL, params, NULL, NULL, 0);
+    free(q);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        fail_msg("EXPLAIN: %s", PQresultErrorMessage(r));
+    json_t *plan = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+    assert_non_null(plan);
+    PQclear(r);
+    PQfinish(c);
+    json_t *top = json_incref(json_object_get(json_array_get(plan, 0), "Plan"));
+    json_decref(plan);
+    assert_non_null(top);
+    return top;
+}
+
+/* The node of `plan` (borrowed) that scans weir_events, or NULL. */
+static const json_t *events_scan(const json_t *plan) {
+    const char *rel = json_string_value(json_object_get(plan, "Relation Name"));
+    if (rel && strcmp(rel, "weir_events") == 0)
+        return plan;
+    size_t i;
+    const json_t *sub;
+    json_array_foreach(json_object_get(plan, "Plans"), i, sub) {
+        const json_t *found = events_scan(sub);
+        if (found)
+            return found;
+    }
+    return NULL;
+}
+
+static long node_long(const json_t *node, const char *key) {
+    const json_t *v = json_object_get(node, key);
+    if (!json_is_number(v))
+        fail_msg("plan node without %s", key);
+    return (long)json_number_value(v);
+}
+
+/* Of a long session, find_last reads back from the end to the last
+ * checkpoint (the rows after it, filtered out, and it), and one old event
+ * is one index probe that reads one row: the server's own account
+ * (EXPLAIN ANALYZE of the statements pgs runs), not the session. */
+static void find_last_and_one_old_event_cost_what_they_read(void **state) {
+    (void)state;
+    pgs *db = connect_db();
+    int64_t e, next;
+    assert_int_equal(pgs_lease(db, "fr-long", "w", 60000, &e, &next), PGS_OK);
+    enum { N = 5000, BATCH = 500 };
+    char (*text)[128] = malloc(BATCH * sizeof *text);
+    const char *lines[BATCH];
+    for (int b = 0; b < N / BATCH; b++) {
+        for (int i = 0; i < BATCH; i++) {
+            int seq = b * BATCH + i;
+            lines[i] = ev(text[i], sizeof text[i], seq,
+                          seq % 1000 == 500 ? "log/checkpoint" : "step/start");
+        }
+        assert_int_equal(pgs_append(db, "fr-long", e, b * BATCH, lines, BATCH), PGS_OK);
+    }
+    free(text);
+    raw_sql("ANALYZE weir_events");
+    int64_t seq;
+    assert_int_equal(pgs_find_last(db, "fr-long", "log/checkpoint", &seq), PGS_OK);
+    assert_int_equal(seq, 4500);
+    const char *fp[] = {"fr-long", "log/checkpoint"};
+    json_t *plan = explain(PGS_FIND_LAST_SQL, 2, fp);
+    const json_t *scan = events_scan(plan);
+    assert_non_null(scan);
+    assert_string_equal(json_string_value(json_object_get(scan, "Node Type")), "Index Scan");
+    assert_string_equal(json_string_value(json_object_get(scan, "Scan Direction")), "Backward");
+    assert_int_equal(node_long(scan, "Actual Rows"), 1);
+    assert_int_equal(node_long(scan, "Rows Removed by Filter"), N - 1 - 4500);
+    json_decref(plan);
+
+    const uint64_t one[] = {1234, 1234};
+    char *buf = NULL;
+    size_t len;
+    assert_int_equal(pgs_read_ranges(db, "fr-long", one, 1, &buf, &len), PGS_OK);
+    assert_non_null(strstr(buf, "\"seq\": 1234,"));
+    assert_int_equal(strchr(buf, '\n') - buf + 1, (long)len); /* one line */
+    free(buf);
+    const char *rp[] = {"fr-long", "{1234}", "{1234}"};
+    plan = explain(PGS_READ_RANGES_SQL, 3, rp);
+    scan = events_scan(plan);
+    assert_non_null(scan);
+    const char *type = json_string_value(json_object_get(scan, "Node Type"));
+    if (strcmp(type, "Seq Scan") == 0)
+        fail_msg("read_ranges scans the whole table: %s", type);
+    assert_int_equal(node_long(scan, "Actual Rows"), 1);
+    json_decref(plan);
+    assert_int_equal(pgs_release(db, "fr-long", e), PGS_OK);
+    pgs_close(db);
+}
+
+/* The plugin's vtable members over them, on a writer and a reader. */
+static void the_plugin_finds_and_reads_ranges(void **state) {
+    (void)state;
+    char row[1200];
+    snprintf(row, sizeof row, "{\"conninfo\": \"%s\", \"owner\": \"fr\"}", conninfo);
+    weir_error err = {0};
+    int rc;
+    weir_host *host = pg_host(row, &err, &rc);
+    if (rc != WEIR_OK)
+        fail_msg("host: %s", err.text);
+    weir__store_ref st;
+    assert_int_equal(weir__store_lookup(host, "pg", &st), WEIR_OK);
+    assert_non_null(st.vt->find_last);
+    assert_non_null(st.vt->read_ranges);
+    void *w = NULL, *r = NULL;
+    uint64_t epoch = 0, e0, seq = 77;
+    assert_int_equal(st.vt->open(st.self, "fr2", NULL, 0, &w, &epoch, &err), WEIR_OK);
+    assert_int_equal(st.vt->find_last(st.self, w, "log/checkpoint", &seq, &err), WEIR_E_NOT_FOUND);
+    const char lines[] =
+        "{\"seq\":0,\"time\":1,\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n"
+        "{\"seq\":1,\"time\":2,\"type\":\"log/checkpoint\",\"data\":{\"events\":1,\"turns\":1}}\n"
+        "{\"seq\":2,\"time\":3,\"type\":\"turn/end\",\"data\":{\"turn\":1}}\n";
+    assert_int_equal(st.vt->append(st.self, w, epoch, 0, 3, lines, strlen(lines), 0, &err),
+                     WEIR_OK);
+    assert_int_equal(st.vt->open(st.self, "fr2", NULL, WEIR_STORE_READONLY, &r, &e0, &err),
+                     WEIR_OK);
+    void *hs[] = {w, r};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(st.vt->find_last(st.self, hs[i], "log/checkpoint", &seq, &err), WEIR_OK);
+        assert_int_equal(seq, 1);
+        const uint64_t ranges[] = {0, 0, 2, UINT64_MAX};
+        char *buf = NULL;
+        size_t len = 0;
+        assert_int_equal(st.vt->read_ranges(st.self, hs[i], ranges, 2, &buf, &len, &err),
+                         WEIR_OK);
+        assert_int_equal(len, strlen(buf));
+        assert_non_null(strstr(buf, "turn/start"));
+        assert_non_null(strstr(buf, "turn/end"));
+        assert_null(strstr(buf, "log/checkpoint"));
+        st.vt->buffer_free(st.self, buf);
+        const uint64_t bad[] = {2, 2, 1, 1};
+        assert_int_equal(st.vt->read_ranges(st.self, hs[i], bad, 2, &buf, &len, &err),
+                         WEIR_E_INVAL);
+        assert_null(buf);
+        assert_non_null(strstr(err.text, "fr2"));
+    }
+    st.vt->close(st.self, r);
+    st.vt->close(st.self, w);
+    weir_host_destroy(host);
+}
+
 int main(void) {
     const char *f = getenv("WEIR_PG_CONNINFO_FILE");
     FILE *fp = f ? fopen(f, "r") : NULL;
@@ -581,6 +844,9 @@ int main(void) {
         cmocka_unit_test(a_wrong_conninfo_fails_the_deployment),
         cmocka_unit_test(queued_input_is_delivered_once_across_a_crash),
         cmocka_unit_test(inputs_are_consumed_by_id_and_caps_refuse),
+        cmocka_unit_test(find_last_and_read_ranges),
+        cmocka_unit_test(find_last_and_one_old_event_cost_what_they_read),
+        cmocka_unit_test(the_plugin_finds_and_reads_ranges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
