@@ -836,7 +836,9 @@ static int load_from_checkpoint(weir__log *log, weir_error *err) {
                 keep_pre(log, &ld, p);
             ended = p->seq == last;
         }
-        if (verdict == WEIR_OK && (!pre_find(pre, np, first) || !ended))
+        const pre_line *head = pre_find(pre, np, first);
+        if (verdict == WEIR_OK &&
+            (!head || !weir__is_surface_type(weir__json_str(head->ev, "type", "")) || !ended))
             verdict = RESUME_NO; /* a run starts and ends with a surface event */
     }
     if (verdict == WEIR_OK) {

@@ -1626,7 +1626,8 @@ static void checkpoints_add_up_and_summarize(void **state) {
     assert_int_equal(int_at(sum, "usage", "input_tokens"), 50);
     assert_true(json_is_null(json_object_get(sum, "checkpoint")));
     json_decref(sum);
-    /* a checkpoint that does not add up: the check names it, the reader refuses the log */
+    /* an earlier checkpoint that does not add up: the check names it; an
+     * open starts from the last one, which holds, and never reads it */
     char *bad = strdup(text), *at = strstr(bad, "\"turns\":2");
     assert_non_null(at);
     at[8] = '7';
@@ -1637,10 +1638,166 @@ static void checkpoints_add_up_and_summarize(void **state) {
     assert_non_null(strstr(e, "log/checkpoint does not add up: it says"));
     json_decref(report);
     weir__log *ro = NULL;
+    assert_int_equal(weir__log_open_readonly(f->path, &ro, &err), WEIR_OK);
+    assert_true(weir__log_base(ro) > 0);
+    weir__log_close(ro);
+    ro = NULL;
+    free(bad);
+    /* the last one names a run that does not start with a surface event:
+     * the open reads the whole log instead, and its one reader refuses it
+     * (an open trusts the last checkpoint's counts: `weir log --check`
+     * verifies them) */
+    bad = strdup(text);
+    at = NULL;
+    for (char *p = strstr(bad, "\"runs\":[["); p; p = strstr(p + 1, "\"runs\":[["))
+        at = p;
+    assert_non_null(at);
+    at += strlen("\"runs\":[[");
+    size_t digits = strspn(at, "0123456789");
+    assert_true(digits >= 1);
+    memset(at, ' ', digits);
+    at[digits - 1] = '0'; /* seq 0: the turn/start */
+    assert_int_equal(wt_write_file(f->path, bad), 0);
     assert_int_equal(weir__log_open_readonly(f->path, &ro, &err), WEIR_E_LOG_CORRUPT);
+    assert_non_null(strstr(err.text, "log/checkpoint surface is"));
     free(bad);
     free(plain);
     free(text);
+}
+
+/* Turn `k`'s compaction: the surface nodes from the second on, but the
+ * last two, are replaced by one summary (a user/message with their seqs as
+ * source_seqs), as compaction-basic does. */
+static void compaction_turn(weir__log *log, int k) {
+    char buf[600];
+    snprintf(buf, sizeof buf, "{\"turn\":%d}", k);
+    must_add(log, "turn/start", buf);
+    snprintf(buf, sizeof buf, "{\"turn\":%d,\"step\":1}", k);
+    must_add(log, "step/start", buf);
+    const weir__surface *sf = weir__log_surface(log);
+    size_t n = weir__surface_len(sf);
+    assert_true(n >= 4);
+    json_t *src = json_array();
+    for (size_t i = 1; i + 2 < n; i++)
+        json_array_append_new(src, json_integer((json_int_t)weir__surface_node(sf, i)));
+    json_t *op = json_pack("{s:s,s:I,s:I}", "op", "replace", "start_seq",
+                           (json_int_t)weir__surface_node(sf, 1), "end_seq",
+                           (json_int_t)weir__surface_node(sf, n - 3));
+    snprintf(buf, sizeof buf,
+             "{\"turn\":%d,\"step\":1,\"message\":{\"role\":\"user\",\"content\":[{\"type\":"
+             "\"text\",\"text\":\"summary %d\"}]}}",
+             k, k);
+    json_t *data = json_loads(buf, 0, NULL);
+    weir_error err;
+    if (weir__log_append(log, "user/message", data, op, src, 0, NULL, &err) != WEIR_OK)
+        fail_msg("the compaction's replace: %s", err.text);
+    json_decref(data);
+    json_decref(op);
+    json_decref(src);
+    snprintf(buf, sizeof buf, "{\"turn\":%d,\"step\":1}", k);
+    must_add(log, "step/end", buf);
+    snprintf(buf, sizeof buf, "{\"turn\":%d,\"reason\":{\"kind\":\"completed\"}}", k);
+    must_add(log, "turn/end", buf);
+}
+
+/* The JSON of line `seq` of the log file at `path` (a new reference). */
+static json_t *line_of(const char *path, size_t seq) {
+    char *text = wt_read_file(path, NULL);
+    assert_non_null(text);
+    char *p = text;
+    for (size_t i = 0; i < seq && p; i++) {
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    assert_non_null(p);
+    json_t *ev = json_loadb(p, (size_t)(strchr(p, '\n') - p), 0, NULL);
+    free(text);
+    assert_non_null(ev);
+    return ev;
+}
+
+/* Issue #34: an open resumes from the last log/checkpoint.  It reads the
+ * surface the checkpoint names (a compaction's summary and what followed),
+ * the events it keeps and the tail, not the history a compaction shadowed:
+ * the same derived history, count and folds as a read of every line; an
+ * older envelope it did not read comes back from the file when asked; and
+ * the checkpoints the resumed writer adds are those a fold of the whole log
+ * gives (`weir log --check` verifies each). */
+static void resume_from_checkpoint_holds_the_surface_not_the_history(void **state) {
+    fixture *f = *state;
+    open_log(f);
+    weir__log_set_checkpoint_every(f->log, 1);
+    weir_error err;
+    for (int k = 1; k <= 7; k++) {
+        if (k == 5)
+            compaction_turn(f->log, k);
+        else
+            usage_turn(f->log, k, true);
+        if (k == 7) /* the tail: a turn after the last checkpoint */
+            break;
+        assert_int_equal(weir__log_tally_checkpoint(f->log, &err), WEIR_OK);
+    }
+    size_t count = weir__log_count(f->log);
+    int last_turn = weir__log_last_turn(f->log);
+    char *before = derived_text(f->log);
+    size_t cp = count - 7; /* turn 7's 6 events follow the checkpoint */
+    assert_string_equal(weir__json_str(weir__log_event(f->log, cp), "type", ""),
+                        "log/checkpoint");
+    open_log(f);
+    assert_int_equal(weir__log_base(f->log), cp);
+    assert_int_equal(weir__log_count(f->log), count);
+    assert_int_equal(weir__log_last_turn(f->log), last_turn);
+    assert_true(weir__log_has_request_header(f->log));
+    assert_false(weir__log_turn_open(f->log));
+    char *after = derived_text(f->log);
+    assert_string_equal(after, before);
+    free(after);
+    /* turn 2's step/start was not read: it comes back from the file */
+    size_t old = 0;
+    json_t *want = NULL;
+    for (;; old++) {
+        want = line_of(f->path, old);
+        if (!strcmp(weir__json_str(want, "type", ""), "step/start") &&
+            weir__json_int(json_object_get(want, "data"), "turn", 0) == 2)
+            break;
+        json_decref(want);
+    }
+    assert_false(weir__log_held(f->log, old));
+    assert_true(json_equal(weir__log_event(f->log, old), want));
+    json_t *ref = weir__log_event_ref(f->log, old);
+    assert_true(json_equal(ref, want));
+    json_decref(ref);
+    json_decref(want);
+    weir__log_trim(f->log, false);
+    weir__log_trim(f->log, true); /* the read-back copy is released */
+    assert_false(weir__log_held(f->log, old));
+    /* the resumed writer goes on; its checkpoints are the whole log's */
+    weir__log_set_checkpoint_every(f->log, 1);
+    assert_int_equal(weir__log_tally_checkpoint(f->log, &err), WEIR_OK);
+    compaction_turn(f->log, 8);
+    assert_int_equal(weir__log_tally_checkpoint(f->log, &err), WEIR_OK);
+    usage_turn(f->log, 9, false);
+    assert_int_equal(weir__log_tally_checkpoint(f->log, &err), WEIR_OK);
+    before = (free(before), derived_text(f->log));
+    weir__log_close(f->log);
+    f->log = NULL;
+    json_t *report = NULL;
+    assert_int_equal(weir_log_check(f->path, &report, &err), WEIR_OK);
+    if (!json_is_true(json_object_get(report, "ok")))
+        fail_msg("the resumed log: %s", json_dumps(report, JSON_COMPACT));
+    json_decref(report);
+    json_t *whole = NULL;
+    assert_int_equal(weir_log_derive(f->path, &whole, &err), WEIR_OK);
+    char *whole_text = json_dumps(whole, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(whole);
+    open_log(f);
+    assert_true(weir__log_base(f->log) > cp);
+    after = derived_text(f->log);
+    assert_string_equal(after, before);
+    assert_string_equal(after, whole_text);
+    free(after);
+    free(before);
+    free(whole_text);
 }
 
 int main(void) {
@@ -1658,6 +1815,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(unknown_type_refused_unless_ignorable, setup, teardown),
         cmocka_unit_test_setup_teardown(handover_keeps_sole_data, setup, teardown),
         cmocka_unit_test(deferred_checkpoint_paid_once),
+        cmocka_unit_test_setup_teardown(resume_from_checkpoint_holds_the_surface_not_the_history,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(fsync_policy_parsing, setup, teardown),
         cmocka_unit_test_setup_teardown(torn_tail_dropped_with_warning, setup, teardown),
         cmocka_unit_test_setup_teardown(mid_file_corruption_names_line, setup, teardown),
