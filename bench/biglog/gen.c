@@ -146,15 +146,62 @@ static size_t assistant_final(int turn, const char *text, int input_tokens) {
  * next compaction shadows (the previous summary, then whole turns). */
 static uint64_t *nodes;
 static size_t n_nodes, cap_nodes;
+/* What a log/checkpoint says besides the counts (docs/session-log.md,
+ * "Resume from a checkpoint"): each node's ordinal among the surface events
+ * (ords[i] is nodes[i]'s), the system message's, and the kept events: the
+ * request header and context and the last 32 user/message events. */
+static uint64_t *ords, applied, sys_seq, header_seq = UINT64_MAX, context_seq = UINT64_MAX;
+static uint64_t users[32];
+static size_t n_users;
+
+static void user_event(uint64_t s) { users[n_users++ % 32] = s; }
 
 static void node(uint64_t s) {
     if (n_nodes == cap_nodes) {
         cap_nodes = cap_nodes ? 2 * cap_nodes : 1024;
         nodes = realloc(nodes, cap_nodes * sizeof *nodes);
-        if (!nodes)
+        ords = realloc(ords, cap_nodes * sizeof *ords);
+        if (!nodes || !ords)
             die("realloc");
     }
+    ords[n_nodes] = applied++;
     nodes[n_nodes++] = s;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The checkpoint's "at", "last_turn", "surface" and "keep" members: the
+ * surface as runs of nodes whose ordinals follow each other. */
+static void checkpoint_folds(uint64_t at, int turn) {
+    emit(",\"at\":%" PRIu64 ",\"last_turn\":%d,\"surface\":{\"applied\":%" PRIu64
+         ",\"runs\":[[%" PRIu64,
+         at, turn, applied, sys_seq);
+    uint64_t last_seq = sys_seq, last_ord = 0, first_ord = 0; /* the system message: ordinal 0 */
+    for (size_t i = 0; i < n_nodes; i++) {
+        if (ords[i] != last_ord + 1) {
+            emit(",%" PRIu64 ",%" PRIu64 "],[%" PRIu64, last_seq, first_ord, nodes[i]);
+            first_ord = ords[i];
+        }
+        last_seq = nodes[i];
+        last_ord = ords[i];
+    }
+    emit(",%" PRIu64 ",%" PRIu64 "]]},\"keep\":[", last_seq, first_ord);
+    uint64_t keep[34];
+    size_t n = 0, have = n_users < 32 ? n_users : 32;
+    for (size_t i = 0; i < have; i++)
+        keep[n++] = users[i];
+    if (header_seq != UINT64_MAX)
+        keep[n++] = header_seq;
+    if (context_seq != UINT64_MAX)
+        keep[n++] = context_seq;
+    qsort(keep, n, sizeof *keep, cmp_u64);
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || keep[i] != keep[i - 1])
+            emit("%s%" PRIu64, i ? "," : "", keep[i]);
+    emit("]");
 }
 
 #define SUMMARY_TEXT                                                                               \
@@ -192,6 +239,8 @@ static size_t compaction(int turn, size_t keep, uint64_t shadowed_bytes) {
                       "\"}}",
                       id);
     uint64_t replace_seq = seq;
+    uint64_t replace_ord = applied++;
+    user_event(replace_seq);
     head("user/message");
     emit("{\"turn\":%d,\"step\":1,\"message\":%s},\"surface_op\":{\"op\":\"replace\",\"start_seq\":"
          "%" PRIu64 ",\"end_seq\":%" PRIu64 "},\"source_seqs\":[%" PRIu64,
@@ -208,7 +257,9 @@ static size_t compaction(int turn, size_t keep, uint64_t shadowed_bytes) {
          tokens);
     /* the summary takes the range's place, in front of the kept tail */
     nodes[0] = replace_seq;
+    ords[0] = replace_ord;
     memmove(nodes + 1, nodes + n, keep * sizeof *nodes);
+    memmove(ords + 1, ords + n, keep * sizeof *ords);
     n_nodes = 1 + keep;
     return (size_t)mn;
 }
@@ -305,10 +356,13 @@ int main(int argc, char **argv) {
         emit("{\"turn\":%d,\"step\":1}}\n", t);
         tail_bytes = 0;
         if (t == 1) {
+            sys_seq = seq;
+            applied++; /* ordinal 0 */
             head("system/message");
             emit("{\"turn\":1,\"step\":1,\"message\":{\"role\":\"system\",\"content\":[{\"type\":"
                  "\"text\",\"text\":\"" SYSTEM_TEXT "\"}]}},\"surface_op\":\"append\"}\n");
         }
+        user_event(seq);
         node(seq);
         head("user/message");
         emit("{\"turn\":%d,\"step\":1,\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\","
@@ -317,6 +371,8 @@ int main(int argc, char **argv) {
              t, prompt, in_id);
         tail_bytes += 70 + strlen(prompt);
         if (t == 1) {
+            header_seq = seq;
+            context_seq = seq + 1;
             head("request/header");
             emit("{\"header\":{\"config\":{\"provider\":\"scripted\",\"model\":\"demo\","
                  "\"max_tokens\":4096},\"tools\":" TOOLS_JSON "},\"reason\":\"initial\"}}\n");
@@ -361,9 +417,10 @@ int main(int argc, char **argv) {
             uint64_t events = seq;
             head("log/checkpoint");
             emit("{\"events\":%" PRIu64 ",\"turns\":%d,\"usage\":{\"input_tokens\":%lld,"
-                 "\"cache_read_tokens\":0,\"cache_write_tokens\":0,\"output_tokens\":%lld}},"
-                 "\"ignorable\":true}\n",
+                 "\"cache_read_tokens\":0,\"cache_write_tokens\":0,\"output_tokens\":%lld}",
                  events, t, used_in, used_out);
+            checkpoint_folds(checkpoint_at, t);
+            emit("},\"ignorable\":true}\n");
             checkpoints++;
         }
         surface += tail_bytes;
