@@ -895,6 +895,8 @@ static int load_from_checkpoint(weir__log *log, weir_error *err) {
         if ((rc == WEIR_OK && !json_is_true(json_object_get(report, "ok"))) ||
             ld.rc == WEIR_E_LOG_CORRUPT)
             verdict = RESUME_NO; /* the whole read says what is wrong, or that all is well */
+        else if (rc == WEIR_OK && tail + ld.good < len)
+            verdict = RESUME_NO; /* a torn tail: the whole read cuts it at its offset */
         else
             verdict = load_verdict(log, rc, &ld, report, err);
     }

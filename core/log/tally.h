@@ -72,8 +72,9 @@ typedef struct weir__surface weir__surface;
 json_t *weir__checkpoint_json(const weir__tally *t, size_t at, const weir__surface *s);
 /*
  * Whether checkpoint `data` (borrowed) is what the log before it adds up
- * to: 0, or -1 with what differs in `msg`.  A checkpoint of an older weir
- * (no "at") is checked for its counts only.
+ * to: 0, or -1 with what differs in `msg`.  "at" is not checked (a store
+ * may serialize lines its own way); a checkpoint of an older weir (no
+ * "at") is checked for its counts only.
  */
 int weir__checkpoint_verify(const json_t *data, const weir__tally *t, size_t at,
                             const weir__surface *s, char *msg, size_t size);

@@ -15,6 +15,8 @@
 #include <cmocka.h>
 
 #include "pg_store.h"
+#include "session_log.h"
+#include "surface.h"
 #include "host_int.h"
 #include "store.h"
 #include "testutil.h"
@@ -820,6 +822,142 @@ static void the_plugin_finds_and_reads_ranges(void **state) {
     weir_host_destroy(host);
 }
 
+/* Append `type` with `data_json` to `log` ("append" for a surface type). */
+static void pg_add(weir__log *log, const char *type, const char *data_json, const json_t *op,
+                   const json_t *src) {
+    json_t *data = json_loads(data_json, 0, NULL);
+    assert_non_null(data);
+    json_t *append = weir__is_surface_type(type) && !op ? json_string("append") : NULL;
+    weir_error err = {0};
+    if (weir__log_append(log, type, data, op ? op : append, src, 0, NULL, &err) != WEIR_OK)
+        fail_msg("append %s: %s", type, err.text);
+    json_decref(append);
+    json_decref(data);
+}
+
+/* The derived history (a copy: PostgreSQL's jsonb orders keys its way, so
+ * histories are compared as JSON, not text). */
+static json_t *pg_derived(weir__log *log) {
+    json_t *d = weir__log_derive(log);
+    assert_non_null(d);
+    json_t *copy = json_deep_copy(d);
+    json_decref(d);
+    return copy;
+}
+
+/* Issue #34: a session in PostgreSQL opens from its latest checkpoint row
+ * (find_last, then one read_ranges of the surface's runs, the kept events
+ * and the rows from the checkpoint on), not by reading every event: the
+ * same derived history and count as a read of every row (the same store
+ * without find_last), and a compaction's shadowed rows are not read. */
+static void a_session_resumes_from_its_latest_checkpoint_row(void **state) {
+    (void)state;
+    char row[1200];
+    snprintf(row, sizeof row, "{\"conninfo\": \"%s\", \"owner\": \"cp\"}", conninfo);
+    weir_error err = {0};
+    int rc;
+    weir_host *host = pg_host(row, &err, &rc);
+    if (rc != WEIR_OK)
+        fail_msg("host: %s", err.text);
+    weir__store_ref st;
+    assert_int_equal(weir__store_lookup(host, "pg", &st), WEIR_OK);
+    raw_sql("DELETE FROM weir_events WHERE session_id = 'cp1'");
+    raw_sql("DELETE FROM weir_sessions WHERE session_id = 'cp1'");
+    weir__log *log = NULL;
+    if (weir__log_open_store("pg", st, "cp1", NULL, false, WEIR__FSYNC_NONE, NULL, NULL, &log,
+                             &err) != WEIR_OK)
+        fail_msg("open: %s", err.text);
+    weir__log_set_checkpoint_every(log, 1);
+    char buf[512];
+    for (int k = 1; k <= 12; k++) {
+        snprintf(buf, sizeof buf, "{\"turn\":%d}", k);
+        pg_add(log, "turn/start", buf, NULL, NULL);
+        snprintf(buf, sizeof buf, "{\"turn\":%d,\"step\":1}", k);
+        pg_add(log, "step/start", buf, NULL, NULL);
+        if (k == 8) { /* a compaction: one summary for every node but the last two */
+            const weir__surface *sf = weir__log_surface(log);
+            size_t n = weir__surface_len(sf);
+            json_t *src = json_array();
+            for (size_t i = 0; i + 2 < n; i++)
+                json_array_append_new(src, json_integer((json_int_t)weir__surface_node(sf, i)));
+            json_t *op = json_pack("{s:s,s:I,s:I}", "op", "replace", "start_seq",
+                                   (json_int_t)weir__surface_node(sf, 0), "end_seq",
+                                   (json_int_t)weir__surface_node(sf, n - 3));
+            pg_add(log, "user/message",
+                   "{\"turn\":8,\"step\":1,\"message\":{\"role\":\"user\",\"content\":[{\"type\":"
+                   "\"text\",\"text\":\"summary\"}]}}",
+                   op, src);
+            json_decref(op);
+            json_decref(src);
+        }
+        snprintf(buf, sizeof buf,
+                 "{\"turn\":%d,\"step\":1,\"message\":{\"role\":\"user\",\"content\":[{\"type\":"
+                 "\"text\",\"text\":\"q%d\"}],\"id\":\"in-%d\"}}",
+                 k, k, k);
+        pg_add(log, "user/message", buf, NULL, NULL);
+        if (k == 1)
+            pg_add(log, "request/header",
+                   "{\"reason\":\"initial\",\"header\":{\"config\":{\"provider\":\"p\","
+                   "\"model\":\"m\"}}}",
+                   NULL, NULL);
+        snprintf(buf, sizeof buf,
+                 "{\"turn\":%d,\"step\":1,\"message\":{\"role\":\"assistant\",\"content\":[{"
+                 "\"type\":\"text\",\"text\":\"a%d\"}]},\"stream\":[]}",
+                 k, k);
+        pg_add(log, "assistant/message", buf, NULL, NULL);
+        snprintf(buf, sizeof buf, "{\"turn\":%d,\"step\":1}", k);
+        pg_add(log, "step/end", buf, NULL, NULL);
+        snprintf(buf, sizeof buf, "{\"turn\":%d,\"reason\":{\"kind\":\"completed\"}}", k);
+        pg_add(log, "turn/end", buf, NULL, NULL);
+        if (k < 12) /* turn 12 follows the last checkpoint */
+            assert_int_equal(weir__log_tally_checkpoint(log, &err), WEIR_OK);
+    }
+    size_t count = weir__log_count(log);
+    json_t *before = pg_derived(log);
+    weir__log_close(log);
+    /* from the checkpoint row */
+    log = NULL;
+    if (weir__log_open_store("pg", st, "cp1", NULL, true, WEIR__FSYNC_NONE, NULL, NULL, &log,
+                             &err) != WEIR_OK)
+        fail_msg("reopen: %s", err.text);
+    assert_int_equal(weir__log_base(log), count - 7); /* turn 12's 6 events, the checkpoint */
+    assert_int_equal(weir__log_count(log), count);
+    assert_int_equal(weir__log_last_turn(log), 12);
+    json_t *after = pg_derived(log);
+    assert_true(json_equal(after, before));
+    /* turn 2's step/start is neither on the surface nor kept: not read, but
+     * it reads back from its row when asked */
+    size_t old = 0;
+    for (; old < count; old++) {
+        json_t *ev = weir__log_event_ref(log, old);
+        assert_non_null(ev);
+        bool hit = !strcmp(json_string_value(json_object_get(ev, "type")), "step/start") &&
+                   json_integer_value(json_object_get(json_object_get(ev, "data"), "turn")) == 2;
+        json_decref(ev);
+        if (hit)
+            break;
+    }
+    assert_true(old < count);
+    assert_false(weir__log_held(log, old));
+    weir__log_close(log);
+    /* the same store without find_last reads every row: the same history */
+    weir_store whole = *st.vt;
+    whole.find_last = NULL;
+    weir__store_ref all = {&whole, st.self};
+    log = NULL;
+    if (weir__log_open_store("pg", all, "cp1", NULL, true, WEIR__FSYNC_NONE, NULL, NULL, &log,
+                             &err) != WEIR_OK)
+        fail_msg("whole open: %s", err.text);
+    assert_int_equal(weir__log_base(log), 0);
+    json_t *whole_history = pg_derived(log);
+    assert_true(json_equal(whole_history, before));
+    weir__log_close(log);
+    json_decref(before);
+    json_decref(after);
+    json_decref(whole_history);
+    weir_host_destroy(host);
+}
+
 int main(void) {
     const char *f = getenv("WEIR_PG_CONNINFO_FILE");
     FILE *fp = f ? fopen(f, "r") : NULL;
@@ -847,6 +985,7 @@ int main(void) {
         cmocka_unit_test(find_last_and_read_ranges),
         cmocka_unit_test(find_last_and_one_old_event_cost_what_they_read),
         cmocka_unit_test(the_plugin_finds_and_reads_ranges),
+        cmocka_unit_test(a_session_resumes_from_its_latest_checkpoint_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
