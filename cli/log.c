@@ -5,8 +5,9 @@
  * Every mode reads through the one log reader (weir_log_derive,
  * weir_log_check, weir_log_each): a log it refuses is reported, not printed
  * (exit 1).  A torn last line is skipped.  A log file is read as a stream:
- * the transcript, --json and --why hold an event at a time (and --why one
- * turn's decisions), never the file.
+ * the transcript, --json and --why hold an event at a time (the transcript
+ * also the tool names by call id, --why one turn's decisions), never the
+ * file.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -178,17 +179,13 @@ static int read_check(const char *path, json_t **report, weir_error *err) {
 
 /* What the transcript carries from event to event. */
 typedef struct transcript_state {
-    json_t *calls; /* the open step's tool/calls: call_id -> name */
+    json_t *calls; /* call_id -> tool name of every tool/call so far (a result
+                    * that replaces an older one names a call of another step) */
     usage_totals u;
 } transcript_state;
 
 static bool transcript_event(json_t *ev, void *ud) {
     transcript_state *t = ud;
-    const char *type = str_or(get(ev, "type"), "");
-    /* a tool/result answers a tool/call of its own step (the reader
-     * refuses a log where one does not): the map holds one step */
-    if (!strcmp(type, "step/start") || !strcmp(type, "turn/start"))
-        json_object_clear(t->calls);
     print_event(stdout, ev, t->calls, &t->u);
     return true;
 }
