@@ -3,8 +3,11 @@
  * session log as a readable transcript, its events as JSON lines, its
  * derived messages, or its check report.
  * Every mode reads through the one log reader (weir_log_derive,
- * weir_log_check): a log it refuses is reported, not printed (exit 1).  A
- * torn last line is skipped.
+ * weir_log_check, weir_log_each): a log it refuses is reported, not printed
+ * (exit 1).  A torn last line is skipped.  A log file is read as a stream:
+ * the transcript, --json and --why hold an event at a time (the transcript
+ * also the tool names by call id, --why one turn's decisions), never the
+ * file.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -132,9 +135,36 @@ static void print_event(FILE *out, const json_t *ev, json_t *calls, usage_totals
 static weir_host *src_host;
 static const char *src_id;
 
-static int read_events(const char *path, json_t **events, weir_error *err) {
-    return src_host ? weir_host_log_events(src_host, src_id, events, err)
-                    : weir_log_events(path, events, err);
+/* Each event of the log in seq order, handed to `fn` (false: stop): a log
+ * file through the streaming reader (weir_log_each: it holds the longest
+ * line, never the file), a store's session through its collected events
+ * (the store keeps no file to stream).  Nothing is handed from a log the
+ * reader refuses. */
+static int each_event(const char *path, weir_log_event_fn fn, void *ud, weir_error *err) {
+    if (!src_host)
+        return weir_log_each(path, fn, ud, err);
+    json_t *events = NULL;
+    int rc = weir_host_log_events(src_host, src_id, &events, err);
+    size_t i;
+    json_t *ev;
+    if (rc == WEIR_OK)
+        json_array_foreach(events, i, ev) if (!fn(ev, ud)) break;
+    json_decref(events);
+    return rc;
+}
+
+/* --json: the event as one line. */
+static bool print_json(json_t *ev, void *ud) {
+    (void)ud;
+    json_dumpf(ev, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    fputc('\n', stdout);
+    return true;
+}
+
+/* The exit status of a failed read: 4 for I/O, else 1. */
+static int read_failed(weir_error *err) {
+    int rc = weir_cli_fail("log", err);
+    return rc == WEIR_EXIT_IO ? rc : WEIR_EXIT_FAIL;
 }
 
 static int read_derive(const char *path, json_t **msgs, weir_error *err) {
@@ -147,60 +177,33 @@ static int read_check(const char *path, json_t **report, weir_error *err) {
                     : weir_log_check(path, report, err);
 }
 
-/* A store's session, event by event (the store keeps no file to stream). */
-static int transcript_events(void) {
-    json_t *events = NULL;
-    weir_error err;
-    weir_error_clear(&err);
-    if (read_events(NULL, &events, &err) != WEIR_OK) {
-        int rc = weir_cli_fail("log", &err);
-        return rc == WEIR_EXIT_IO ? rc : WEIR_EXIT_FAIL;
-    }
-    json_t *calls = json_object();
-    usage_totals u = {0};
-    size_t i;
-    json_t *ev;
-    json_array_foreach(events, i, ev) print_event(stdout, ev, calls, &u);
-    print_total_usage(stdout, &u);
-    json_decref(calls);
-    json_decref(events);
-    return WEIR_EXIT_OK;
+/* What the transcript carries from event to event. */
+typedef struct transcript_state {
+    json_t *calls; /* call_id -> tool name of every tool/call so far (a result
+                    * that replaces an older one names a call of another step) */
+    usage_totals u;
+} transcript_state;
+
+static bool transcript_event(json_t *ev, void *ud) {
+    transcript_state *t = ud;
+    print_event(stdout, ev, t->calls, &t->u);
+    return true;
 }
 
+/* The transcript, event by event as the reader hands them: a log it
+ * refuses is not printed. */
 static int transcript(const char *path) {
-    if (src_host)
-        return transcript_events();
-    /* the one reader decides first: a log it refuses is not printed */
-    json_t *msgs = NULL;
+    transcript_state t = {.calls = json_object()};
+    if (!t.calls)
+        return WEIR_EXIT_FAIL;
     weir_error err;
     weir_error_clear(&err);
-    if (read_derive(path, &msgs, &err) != WEIR_OK) {
-        int rc = weir_cli_fail("log", &err);
-        return rc == WEIR_EXIT_IO ? rc : WEIR_EXIT_FAIL;
-    }
-    json_decref(msgs);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "weir log: cannot open %s\n", path);
-        return WEIR_EXIT_IO;
-    }
-    json_t *calls = json_object();
-    usage_totals u = {0};
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
     int rc = WEIR_EXIT_OK;
-    while ((n = getline(&line, &cap, f)) > 0 && line[n - 1] == '\n') {
-        json_t *ev = json_loadb(line, (size_t)n, 0, NULL);
-        if (!ev)
-            break; /* the reader accepted the log: only a torn tail is left */
-        print_event(stdout, ev, calls, &u);
-        json_decref(ev);
-    }
-    print_total_usage(stdout, &u);
-    free(line);
-    fclose(f);
-    json_decref(calls);
+    if (each_event(path, transcript_event, &t, &err) != WEIR_OK)
+        rc = read_failed(&err);
+    else
+        print_total_usage(stdout, &t.u);
+    json_decref(t.calls);
     return rc;
 }
 
@@ -261,57 +264,117 @@ static bool int_at(const json_t *data, const char *key, long long *out) {
     return true;
 }
 
+/* What --why keeps of the log as the reader hands it: the event asked
+ * about, what its turn and step are read from, and the hook/decision events
+ * that may have shaped it (one turn's, never the log). */
+typedef struct why_scan {
+    long long seq;        /* the event asked about */
+    long long want_turn;  /* -1: the first pass; else the turn whose decisions are kept */
+    size_t n;             /* events handed */
+    json_t *target;       /* the event at seq (new reference), once found */
+    json_t *window;       /* the latest event with a turn >= 0 and those after it with
+                           * a turn (a scan back from the target stops at it) */
+    bool started;         /* a turn/start with a turn was seen (the first pass) */
+    long long start_turn; /* the latest one's turn */
+    json_t *decisions;    /* hook/decision events since it (or since the turn/start of
+                           * want_turn), oldest first */
+    bool oom;
+} why_scan;
+
+static bool why_event(json_t *ev, void *ud) {
+    why_scan *w = ud;
+    w->n++;
+    if (json_integer_value(get(ev, "seq")) == w->seq) {
+        w->target = json_incref(ev);
+        return false; /* nothing after it shaped it */
+    }
+    const json_t *d = get(ev, "data");
+    const char *type = str_or(get(ev, "type"), "");
+    long long t = -1;
+    bool has_turn = int_at(d, "turn", &t), keep = true;
+    if (has_turn && w->want_turn < 0) {
+        if (t >= 0)
+            json_array_clear(w->window);
+        keep = json_array_append(w->window, ev) == 0;
+    }
+    if (!strcmp(type, "turn/start") && has_turn && (w->want_turn < 0 || t == w->want_turn)) {
+        json_array_clear(w->decisions); /* a scan back from the target stops here */
+        w->started = true;
+        w->start_turn = t;
+    } else if (!strcmp(type, "hook/decision") && has_turn &&
+               (w->want_turn < 0 || t == w->want_turn)) {
+        keep = keep && json_array_append(w->decisions, ev) == 0;
+    }
+    w->oom = !keep;
+    return keep;
+}
+
 /*
  * The hook/decision events that shaped the event at `seq`, newest first
  * (docs/hooks.md, "Provenance"): those before it in its turn, of its step
  * or turn-level (step 0, and system-prompt/assemble, whose one assembly
  * serves every step of the turn); of any step when the event has a turn but no
  * step (turn/end).  An event without a turn (request/header) takes the
- * turn and step of the latest event before it that has one.
+ * turn and step of the latest event before it that has one.  The log is
+ * read as a stream up to the event: the decisions since the latest
+ * turn/start are kept; when that turn/start is not of the event's turn (a
+ * turn number out of line), a second pass keeps those of its turn.
  */
 static int why(const char *path, long long seq, bool as_json) {
-    json_t *events = NULL;
     weir_error err;
     weir_error_clear(&err);
-    if (read_events(path, &events, &err) != WEIR_OK) {
-        int rc = weir_cli_fail("log", &err);
-        return rc == WEIR_EXIT_IO ? rc : WEIR_EXIT_FAIL;
-    }
-    size_t n = json_array_size(events), at = n;
-    for (size_t i = 0; i < n; i++)
-        if (json_integer_value(get(json_array_get(events, i), "seq")) == seq)
-            at = i;
-    if (at == n) {
-        fprintf(stderr, "weir log: no event at seq %lld (the log has %zu events)\n", seq, n);
-        json_decref(events);
-        return WEIR_EXIT_FAIL;
-    }
+    why_scan w = {.seq = seq, .want_turn = -1, .window = json_array(), .decisions = json_array()};
+    int rc = WEIR_OK;
+    if (w.window && w.decisions)
+        rc = each_event(path, why_event, &w, &err);
+    else
+        w.oom = true;
+    /* the turn and step of the event, or of the latest before it with a turn */
     long long turn = -1, step = -1;
     bool any_step = false;
-    for (size_t i = at + 1; i-- > 0 && turn < 0;) {
-        const json_t *d = get(json_array_get(events, i), "data");
+    size_t k = json_array_size(w.window); /* k: the target */
+    for (size_t i = k + 1; w.target && i-- > 0 && turn < 0;) {
+        const json_t *d = get(i == k ? w.target : json_array_get(w.window, i), "data");
         if (!int_at(d, "turn", &turn))
             continue;
         if (!int_at(d, "step", &step))
-            any_step = i == at; /* turn/end: every step; turn/start: turn-level */
+            any_step = i == k; /* turn/end: every step; turn/start: turn-level */
         if (step < 0)
             step = 0;
     }
-    const json_t *target = json_array_get(events, at);
+    if (rc == WEIR_OK && !w.oom && w.target && turn >= 0 &&
+        !(w.started && w.start_turn == turn)) {
+        /* the decisions held are not all of the turn's: read them again */
+        why_scan again = {.seq = seq, .want_turn = turn, .decisions = w.decisions};
+        json_array_clear(w.decisions);
+        rc = each_event(path, why_event, &again, &err);
+        json_decref(again.target);
+        w.oom |= again.oom;
+    }
+    json_decref(w.window);
+    if (rc != WEIR_OK || w.oom) {
+        json_decref(w.target);
+        json_decref(w.decisions);
+        if (rc == WEIR_OK)
+            fprintf(stderr, "weir log: %s: out of memory\n", path);
+        return rc == WEIR_OK ? WEIR_EXIT_FAIL : read_failed(&err);
+    }
+    if (!w.target) {
+        fprintf(stderr, "weir log: no event at seq %lld (the log has %zu events)\n", seq, w.n);
+        json_decref(w.decisions);
+        return WEIR_EXIT_FAIL;
+    }
     if (!as_json)
         printf("decisions before seq %lld (%s, turn %lld, %s %lld), newest first:\n", seq,
-               str_or(get(target, "type"), "?"), turn, any_step ? "any step up to" : "step",
+               str_or(get(w.target, "type"), "?"), turn, any_step ? "any step up to" : "step",
                step);
     size_t shown = 0;
-    for (size_t i = at; turn >= 0 && i-- > 0;) {
-        const json_t *ev = json_array_get(events, i);
+    for (size_t i = json_array_size(w.decisions); turn >= 0 && i-- > 0;) {
+        const json_t *ev = json_array_get(w.decisions, i);
         const json_t *d = get(ev, "data");
-        const char *type = str_or(get(ev, "type"), "");
         long long t = -1, s = 0;
-        if (!strcmp(type, "turn/start") && int_at(d, "turn", &t) && t == turn)
-            break;
-        if (strcmp(type, "hook/decision") != 0 || !int_at(d, "turn", &t) || t != turn)
-            continue;
+        if (!int_at(d, "turn", &t) || t != turn)
+            continue; /* another turn's */
         int_at(d, "step", &s);
         /* the system prompt is assembled once per turn, for its first step */
         if (!any_step && s != step && s != 0 &&
@@ -334,7 +397,8 @@ static int why(const char *path, long long seq, bool as_json) {
     }
     if (!as_json && !shown)
         printf("  (none: only the core defaults and pass-through hops)\n");
-    json_decref(events);
+    json_decref(w.target);
+    json_decref(w.decisions);
     return WEIR_EXIT_OK;
 }
 
@@ -490,19 +554,8 @@ int weir_cmd_log(int argc, char **argv) {
     } else if (why_seq >= 0) {
         rc = why(path, why_seq, mode == 'j');
     } else if (mode == 'j') {
-        json_t *events = NULL;
-        if (read_events(path, &events, &err) != WEIR_OK) {
-            rc = weir_cli_fail("log", &err);
-            rc = rc == WEIR_EXIT_IO ? rc : WEIR_EXIT_FAIL;
-        } else {
-            size_t i;
-            const json_t *ev;
-            json_array_foreach(events, i, ev) {
-                json_dumpf(ev, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
-                fputc('\n', stdout);
-            }
-            json_decref(events);
-        }
+        if (each_event(path, print_json, NULL, &err) != WEIR_OK)
+            rc = read_failed(&err);
     } else if (mode == 'd') {
         json_t *msgs = NULL;
         if (read_derive(path, &msgs, &err) != WEIR_OK) {

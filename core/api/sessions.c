@@ -3,13 +3,16 @@
  * checks, derivations and envelopes of a log file (weir_log_*) or of a
  * session in the host's shared store (weir_host_log_*), and the store's
  * list of sessions (`weir log`, `weir sessions`; docs/session-log.md).
- * The reader and checker themselves are core/log/log_check.c.
+ * The reader and checker themselves are core/log/log_check.c; a log file is
+ * read as a stream (core/log/log_stream.h), never whole.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "host_int.h"
+#include "log_stream.h"
 #include "session_log.h"
 #include "sessions.h"
 #include "store.h"
@@ -105,17 +108,101 @@ int weir_log_derive(const char *path, json_t **messages, weir_error *err) {
     return rc;
 }
 
+/* The second pass of weir_log_each: the first `events` envelopes of the
+ * log file `fd` (all that the one reader accepted), read again as a
+ * stream, each handed to `fn` (one envelope held at a time). */
+static int hand_events(const char *path, int fd, json_int_t events, weir_log_event_fn fn,
+                       void *ud, weir_error *err) {
+    weir__log_stream r;
+    weir__log_stream_init(&r, fd, 0);
+    int rc = WEIR_OK;
+    for (json_int_t seq = 0; seq < events;) {
+        const char *p;
+        size_t n, off = 0, len;
+        uint64_t start;
+        bool torn = false;
+        json_error_t jerr;
+        json_t *ev = NULL;
+        if (weir__log_stream_line(&r, &p, &n, &start) && p)
+            ev = weir__log_read_line(p, n, &off, &len, &torn, &jerr);
+        if (!ev && r.failed == ENOMEM)
+            rc = WEIR_E_NOMEM;
+        else if (!ev && r.failed)
+            rc = weir__err(err, WEIR_E_IO, NULL, NULL, "log events %s: read: %s", path,
+                           strerror(r.failed));
+        else if (!ev && !torn && json_error_code(&jerr) == json_error_out_of_memory)
+            rc = WEIR_E_NOMEM;
+        else if (!ev || json_integer_value(json_object_get(ev, "seq")) != seq)
+            rc = weir__err(err, WEIR_E_IO, NULL, NULL,
+                           "log events %s: seq %" JSON_INTEGER_FORMAT
+                           " is no longer what the check read (the file changed)",
+                           path, seq);
+        if (rc != WEIR_OK) {
+            json_decref(ev);
+            break;
+        }
+        bool go = fn(ev, ud);
+        json_decref(ev);
+        if (!go)
+            break;
+        seq++;
+    }
+    weir__log_stream_free(&r);
+    return rc;
+}
+
+int weir_log_each(const char *path, weir_log_event_fn fn, void *user_data, weir_error *err) {
+    if (!path || !fn)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log events: path and fn are required");
+    /* the one reader over the file as a stream (it holds the longest line
+     * and the surface), then, the log accepted, the file again */
+    int fd = -1;
+    json_t *report = NULL;
+    int rc = weir__log_open_read(path, &fd, err);
+    if (rc == WEIR_OK)
+        rc = weir__log_check_fd(fd, NULL, NULL, false, &report, NULL, err);
+    if (rc == WEIR_OK && !json_is_true(json_object_get(report, "ok")))
+        rc = weir__log_refuse(path, report, err);
+    json_int_t events = weir__json_int(report, "events", 0);
+    json_decref(report);
+    if (rc == WEIR_OK)
+        rc = hand_events(path, fd, events, fn, user_data, err);
+    if (fd >= 0)
+        close(fd);
+    if (rc == WEIR_E_NOMEM)
+        rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log events %s: out of memory", path);
+    else if (rc == WEIR_E_IO && err && strncmp(err->text, "log check: read:", 16) == 0)
+        rc = weir__err(err, WEIR_E_IO, NULL, NULL, "log events %s: %s", path, err->text + 11);
+    return rc;
+}
+
+typedef struct collected {
+    json_t *events;
+    bool oom;
+} collected;
+
+static bool append_event(json_t *ev, void *ud) {
+    collected *c = ud;
+    c->oom = json_array_append(c->events, ev) != 0;
+    return !c->oom;
+}
+
 int weir_log_events(const char *path, json_t **events, weir_error *err) {
     if (!path || !events)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "log events: path and events are required");
     *events = NULL;
-    char *buf = NULL;
-    size_t len = 0;
-    int rc = weir__log_read_file(path, &buf, &len, err);
-    if (rc == WEIR_OK)
-        rc = events_of(path, buf, len, NULL, NULL, events, err);
-    weir__free(buf);
-    return rc;
+    collected c = {json_array(), false};
+    int rc = c.events ? weir_log_each(path, append_event, &c, err) : WEIR_E_NOMEM;
+    if (rc == WEIR_OK && c.oom)
+        rc = WEIR_E_NOMEM;
+    if (rc == WEIR_E_NOMEM)
+        rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "log events %s: out of memory", path);
+    if (rc != WEIR_OK) {
+        json_decref(c.events);
+        return rc;
+    }
+    *events = c.events;
+    return WEIR_OK;
 }
 
 /* ---- the same reads of a session in the host's session.store ------------- */

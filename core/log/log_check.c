@@ -14,26 +14,14 @@
 
 #include "assistant_stream.h"
 #include "log_fold.h"
+#include "log_stream.h"
 #include "session_log.h"
 #include "store.h"
 #include "continuation.h"
 #include "surface.h"
 
-/*
- * A log file read as a stream: a window of its bytes that holds at least
- * the line being read, so a check holds the longest line, not the file.
- */
-typedef struct log_stream {
-    int fd;
-    char *buf;      /* the window (weir__malloc'd) */
-    size_t cap;     /* its size: grows to the longest line, up to the line cap */
-    size_t lo, hi;  /* buf[lo, hi) is not consumed yet */
-    uint64_t at;    /* the file offset of buf[0] */
-    bool eof;
-    int failed;     /* the errno of a read that failed (ENOMEM: the window), or 0 */
-    bool cut;       /* the line over the cap that stream_line skipped ends the file
-                     * without its newline */
-} log_stream;
+/* A log file read as a stream (core/log/log_stream.h). */
+typedef weir__log_stream log_stream;
 
 typedef struct checker {
     json_t *errors, *open;
@@ -176,107 +164,6 @@ static void check_turns(checker *c, size_t seq, const char *type, const json_t *
     }
 }
 
-#define STREAM_WINDOW ((size_t)1 << 20)
-
-static void stream_init(log_stream *r, int fd, uint64_t from) {
-    memset(r, 0, sizeof *r);
-    r->fd = fd;
-    r->at = from;
-}
-
-static void stream_free(log_stream *r) { weir__free(r->buf); }
-
-/* Read more of the file into the window; false at the end or on an error
- * (r->failed; E_NOMEM or E_IO for the caller to tell apart). */
-static bool stream_fill(log_stream *r) {
-    if (r->eof || r->failed)
-        return false;
-    if (r->lo > 0) { /* drop what was consumed */
-        memmove(r->buf, r->buf + r->lo, r->hi - r->lo);
-        r->at += r->lo;
-        r->hi -= r->lo;
-        r->lo = 0;
-    }
-    if (r->hi == r->cap) {
-        size_t cap = r->cap ? 2 * r->cap : STREAM_WINDOW;
-        if (cap > WEIR__LOG_LINE_MAX + 2)
-            cap = WEIR__LOG_LINE_MAX + 2;
-        char *grown = cap > r->cap ? weir__realloc(r->buf, cap) : NULL;
-        if (!grown) {
-            if (cap > r->cap)
-                r->failed = ENOMEM; /* else the line is over the cap */
-            return false;
-        }
-        r->buf = grown;
-        r->cap = cap;
-    }
-    for (;;) {
-        ssize_t n = pread(r->fd, r->buf + r->hi, r->cap - r->hi, (off_t)(r->at + r->hi));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            r->failed = errno ? errno : EIO;
-        else if (n == 0)
-            r->eof = true;
-        else
-            r->hi += (size_t)n;
-        return n > 0;
-    }
-}
-
-/*
- * The next line: *p (in the window, valid until the next call) and *n bytes,
- * its newline included when it has one; *start: its file offset.  A line
- * longer than the line cap is skipped to its newline: *p is NULL and *n its
- * length.  false at the end of the file or on a read error (r->failed).
- */
-static bool stream_line(log_stream *r, const char **p, size_t *n, uint64_t *start) {
-    for (;;) {
-        const char *nl = r->hi > r->lo ? memchr(r->buf + r->lo, '\n', r->hi - r->lo) : NULL;
-        if (nl || (r->eof && r->hi > r->lo)) {
-            *start = r->at + r->lo;
-            *p = r->buf + r->lo;
-            *n = nl ? (size_t)(nl - *p) + 1 : r->hi - r->lo;
-            r->lo += *n;
-            return true;
-        }
-        if (r->eof || r->failed)
-            return false;
-        if (!stream_fill(r) && !r->eof) {
-            if (r->failed)
-                return false;
-            /* over the cap: count the line to its newline, keeping nothing */
-            *start = r->at + r->lo;
-            size_t len = r->hi - r->lo;
-            r->lo = r->hi = 0;
-            r->at = *start + len;
-            for (;;) {
-                ssize_t k = pread(r->fd, r->buf, r->cap, (off_t)r->at);
-                if (k < 0 && errno == EINTR)
-                    continue;
-                if (k <= 0) {
-                    r->failed = k < 0 ? (errno ? errno : EIO) : 0;
-                    r->eof = r->cut = k == 0;
-                    break;
-                }
-                const char *e = memchr(r->buf, '\n', (size_t)k);
-                if (e) {
-                    size_t used = (size_t)(e - r->buf) + 1;
-                    len += used; /* its newline included, as for any line */
-                    r->lo = used;
-                    r->hi = (size_t)k;
-                    break;
-                }
-                len += (size_t)k;
-                r->at += (size_t)k;
-            }
-            *p = NULL;
-            *n = len;
-            return true;
-        }
-    }
-}
-
 /* The envelope whose line starts at `off` in the buffer or the file (NULL
  * when it cannot be read again: out of memory or a read error). */
 static json_t *reread(checker *c, log_stream *r, size_t off) {
@@ -288,7 +175,7 @@ static json_t *reread(checker *c, log_stream *r, size_t off) {
     const char *p;
     size_t len;
     uint64_t start;
-    while (stream_line(r, &p, &len, &start)) {
+    while (weir__log_stream_line(r, &p, &len, &start)) {
         if (start < off)
             continue;
         if (start > off || !p)
@@ -309,7 +196,7 @@ static bool prefix_deterministic(checker *c, size_t upto, const json_t *now) {
     }
     log_stream again, *r = NULL;
     if (c->file) { /* the prefix read afresh from the file, in one pass */
-        stream_init(&again, c->file->fd, 0);
+        weir__log_stream_init(&again, c->file->fd, 0);
         r = &again;
     }
     for (size_t i = 0; i < upto && i < c->accepted && !c->oom; i++) {
@@ -324,7 +211,7 @@ static bool prefix_deterministic(checker *c, size_t upto, const json_t *now) {
         json_decref(ev);
     }
     if (r)
-        stream_free(r);
+        weir__log_stream_free(r);
     json_t *fresh = weir__surface_derive(s);
     char *a = weir__json_dump(now), *b = weir__json_dump(fresh);
     bool same = !a || !b || strcmp(a, b) == 0;
@@ -820,7 +707,7 @@ static bool push_line(checker *c, size_t off) {
 static bool next_line(checker *c, size_t *off, const char **p, size_t *n, size_t *start) {
     if (c->file) {
         uint64_t at;
-        if (!stream_line(c->file, p, n, &at))
+        if (!weir__log_stream_line(c->file, p, n, &at))
             return false;
         *start = (size_t)at;
         return true;
@@ -1003,8 +890,8 @@ int weir__log_check_fd(int fd, weir__type_known_fn known, void *known_ud, bool d
     if (derived)
         *derived = NULL;
     log_stream r;
-    stream_init(&r, fd, 0);
+    weir__log_stream_init(&r, fd, 0);
     int rc = check(NULL, 0, &r, NULL, known, known_ud, deep, NULL, NULL, report, derived, err);
-    stream_free(&r);
+    weir__log_stream_free(&r);
     return rc;
 }

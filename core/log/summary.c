@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log_stream.h"
 #include "session_log.h"
 #include "tally.h"
 
@@ -34,6 +35,12 @@ typedef struct summary {
 static int io_err(summary *s, const char *op) {
     return weir__err(s->err, WEIR_E_IO, NULL, NULL, "session log %s: %s: %s", s->what, op,
                      strerror(errno ? errno : EIO));
+}
+
+/* The file ended before the size fstat gave (E_IO). */
+static int shorter(summary *s) {
+    return weir__err(s->err, WEIR_E_IO, NULL, NULL, "session log %s: shorter than it was",
+                     s->what);
 }
 
 /* s->buf holds at least `n` bytes; false when out of memory. */
@@ -56,56 +63,57 @@ static int read_at(summary *s, char *buf, size_t n, uint64_t at) {
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
-            return r < 0 ? io_err(s, "read") : weir__err(s->err, WEIR_E_IO, NULL, NULL,
-                                                         "session log %s: shorter than it was",
-                                                         s->what);
+            return r < 0 ? io_err(s, "read") : shorter(s);
         got += (size_t)r;
     }
     return WEIR_OK;
 }
 
-/* The line at `at` (without its newline) parsed into *ev; *next: the offset
- * after it; *torn: it ends the file without a newline.  A line that is no
- * envelope is E_LOG_CORRUPT naming the offset. */
-static int line_at(summary *s, uint64_t at, json_t **ev, uint64_t *next, bool *torn) {
+/*
+ * The next line of `r` parsed into *ev (new reference); *at: its offset;
+ * *more false when no line starts before the size fstat gave (*ev NULL).
+ * A line that ends the file (as fstat saw it) without a newline is torn: *ev
+ * NULL, not read, as the one reader does.  A line that is no envelope, or
+ * over the line cap, is E_LOG_CORRUPT naming its offset.
+ */
+static int line_of(summary *s, weir__log_stream *r, json_t **ev, uint64_t *at, bool *more) {
     *ev = NULL;
-    size_t len = 0;
-    for (;;) {
-        size_t want = len + BLOCK;
-        if (want > WEIR__LOG_LINE_MAX + BLOCK || !room(s, want))
-            return len > WEIR__LOG_LINE_MAX
-                       ? weir__err(s->err, WEIR_E_LOG_CORRUPT, NULL, NULL,
-                                   "session log %s: the line at byte %llu is over the %zu MiB cap",
-                                   s->what, (unsigned long long)at, WEIR__LOG_LINE_MAX >> 20)
-                       : weir__err(s->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
-        uint64_t left = s->size - at - len;
-        size_t n = left < BLOCK ? (size_t)left : BLOCK;
-        int rc = read_at(s, s->buf + len, n, at + len);
-        if (rc != WEIR_OK)
-            return rc;
-        char *nl = memchr(s->buf + len, '\n', n);
-        len += n;
-        if (nl || at + len >= s->size) {
-            size_t line = nl ? (size_t)(nl - s->buf) : len;
-            *torn = !nl;
-            *next = at + line + (nl ? 1 : 0);
-            if (*torn)
-                return WEIR_OK; /* a crash's cut: not read, as the reader does */
-            json_error_t jerr;
-            char msg[256];
-            *ev = weir__json_loadb(s->buf, line, JSON_REJECT_DUPLICATES, &jerr);
-            if (!*ev && json_error_code(&jerr) == json_error_out_of_memory)
-                return weir__err(s->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
-            if (!*ev || weir__log_check_envelope(*ev, msg, sizeof msg) < 0) {
-                json_decref(*ev);
-                *ev = NULL;
-                return weir__err(s->err, WEIR_E_LOG_CORRUPT, NULL, NULL,
-                                 "session log %s: the line at byte %llu is not a log event",
-                                 s->what, (unsigned long long)at);
-            }
-            return WEIR_OK;
+    *more = false;
+    const char *p;
+    size_t n;
+    if (!weir__log_stream_line(r, &p, &n, at)) {
+        if (r->failed == ENOMEM)
+            return weir__err(s->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+        if (r->failed) {
+            errno = r->failed;
+            return io_err(s, "read");
         }
+        return r->at + r->hi < s->size ? shorter(s) : WEIR_OK;
     }
+    if (*at >= s->size)
+        return WEIR_OK; /* written after the fstat */
+    *more = true;
+    bool nl = p ? p[n - 1] == '\n' : !r->cut;
+    if (!nl || *at + n > s->size) { /* the bytes after the fstat are not read */
+        return *at + n < s->size ? shorter(s) : WEIR_OK; /* a crash's cut: torn */
+    }
+    if (!p)
+        return weir__err(s->err, WEIR_E_LOG_CORRUPT, NULL, NULL,
+                         "session log %s: the line at byte %llu is over the %zu MiB cap", s->what,
+                         (unsigned long long)*at, WEIR__LOG_LINE_MAX >> 20);
+    json_error_t jerr;
+    char msg[256];
+    *ev = weir__json_loadb(p, n - 1, JSON_REJECT_DUPLICATES, &jerr);
+    if (!*ev && json_error_code(&jerr) == json_error_out_of_memory)
+        return weir__err(s->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    if (!*ev || weir__log_check_envelope(*ev, msg, sizeof msg) < 0) {
+        json_decref(*ev);
+        *ev = NULL;
+        return weir__err(s->err, WEIR_E_LOG_CORRUPT, NULL, NULL,
+                         "session log %s: the line at byte %llu is not a log event", s->what,
+                         (unsigned long long)*at);
+    }
+    return WEIR_OK;
 }
 
 /* Whether the `n` bytes at `p` are a log/checkpoint line (as weir writes
@@ -215,11 +223,15 @@ int weir__log_summary_fd(int fd, const char *what, json_t **out, weir_error *err
     json_t *prompt = NULL;
     int rc = WEIR_OK;
     /* the head: seq 0 first, the first prompt */
-    uint64_t at = 0, next;
-    bool torn = false;
-    for (int i = 0; rc == WEIR_OK && at < s.size && i < HEAD_EVENTS && !prompt; i++) {
+    uint64_t at;
+    bool more = true;
+    weir__log_stream r;
+    weir__log_stream_init(&r, fd, 0);
+    for (int i = 0; rc == WEIR_OK && more && i < HEAD_EVENTS && !prompt; i++) {
         json_t *ev = NULL;
-        rc = line_at(&s, at, &ev, &next, &torn);
+        rc = line_of(&s, &r, &ev, &at, &more);
+        if (rc == WEIR_OK && !more)
+            break; /* the end */
         if (rc == WEIR_E_LOG_CORRUPT && i == 0) /* never take another file for a damaged log */
             rc = weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL,
                            "session log %s: not a weir session log: line 1 is not a log event",
@@ -238,17 +250,21 @@ int weir__log_summary_fd(int fd, const char *what, json_t **out, weir_error *err
         if (rc == WEIR_OK && p && !(prompt = cut(p)))
             rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
         json_decref(ev);
-        at = next;
     }
+    weir__log_stream_free(&r);
     /* the tail: from the last checkpoint, or the start */
     uint64_t from = 0;
     bool found = false;
     if (rc == WEIR_OK)
         rc = last_checkpoint(&s, &from, &found);
+    weir__free(s.buf); /* the tail is read through its own window */
+    s.buf = NULL;
+    s.cap = 0;
     json_int_t expected = 0;
-    for (at = from; rc == WEIR_OK && at < s.size; at = next) {
+    weir__log_stream_init(&r, fd, from);
+    for (more = true; rc == WEIR_OK && more;) {
         json_t *ev = NULL;
-        rc = line_at(&s, at, &ev, &next, &torn);
+        rc = line_of(&s, &r, &ev, &at, &more);
         if (rc != WEIR_OK || !ev)
             break;
         json_int_t seq = json_integer_value(json_object_get(ev, "seq"));
@@ -270,7 +286,7 @@ int weir__log_summary_fd(int fd, const char *what, json_t **out, weir_error *err
         expected = seq + 1;
         json_decref(ev);
     }
-    weir__free(s.buf);
+    weir__log_stream_free(&r);
     /* an empty log (or a crash's cut first line) is a log of no events, as
      * the one reader reads it */
     json_t *o = rc == WEIR_OK ? weir__tally_json(&t) : NULL;

@@ -507,6 +507,41 @@ WEIR_API int weir_log_derive(const char *path, json_t **messages, weir_error *er
 WEIR_API int weir_log_events(const char *path, json_t **events, weir_error *err) WEIR_WUR;
 
 /**
+ * Called by weir_log_each() with each envelope of the log, in seq order.
+ * @param ev         borrowed: valid for the call only (json_incref() it to
+ *                   keep it); the callback may read it, not change it.
+ * @param user_data  weir_log_each()'s `user_data`.
+ * @return true to go on, false to stop (weir_log_each() then returns
+ *         WEIR_OK).
+ */
+typedef bool (*weir_log_event_fn)(json_t *ev, void *user_data);
+
+/**
+ * The events of a log file, as weir_log_events() gives them, handed one at
+ * a time in bounded memory (`weir log --json`, the transcript, `--why`):
+ * the one reader checks the log first, streamed as weir_log_check() reads
+ * it, and only when it accepts it reads the file a second time as a stream
+ * and hands each envelope to `fn`.  It holds the longest line and what the
+ * check folds (the surface), never the file.  A log it refuses is an error
+ * before any call of `fn` (WEIR_E_LOG_CORRUPT naming the line; a missing
+ * file is WEIR_E_NOT_FOUND, another file type WEIR_E_IO), and a torn last
+ * line is left out.  Takes no lock: a live log gives the prefix the check
+ * read (events appended after it are not handed).
+ * @param path       borrowed.
+ * @param fn         required; called on the calling thread, never after
+ *                   this returns.
+ * @param user_data  passed to `fn` as it is.
+ * @return WEIR_OK when every envelope was handed or `fn` stopped;
+ *         WEIR_E_INVAL without path or fn; WEIR_E_NOMEM; WEIR_E_IO on a
+ *         read error (or when the file no longer holds what the check
+ *         read).
+ * Thread-safe.
+ * Since: ABI 1.10
+ */
+WEIR_API int weir_log_each(const char *path, weir_log_event_fn fn, void *user_data,
+                           weir_error *err) WEIR_WUR;
+
+/**
  * What `weir sessions` shows of a log file, read from its head and its
  * tail (docs/session-log.md, "Checkpoints"): the first prompt from the
  * first events, the rest from the last `log/checkpoint` on, so the cost is

@@ -59,7 +59,8 @@
  *        and its last log/checkpoint (`weir sessions`).
  *   1.10 weir_store find_last, read_ranges (weir/store.h): an open resumes
  *        from the session's last log/checkpoint, reading the surface, the
- *        kept events and the tail, not every event.
+ *        kept events and the tail, not every event.  weir_log_each
+ *        (weir/host.h): a log file's events handed over one at a time.
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H

@@ -1,7 +1,8 @@
 /*
  * tests/unit/test_log_check.c - offline log checks (`weir log --check`) on
  * the sample logs in tests/data/logs/: a good log, broken logs with their
- * exact error strings, an open last turn, and weir_log_derive.
+ * exact error strings, an open last turn, weir_log_derive, and
+ * weir_log_each / weir_log_events.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -495,6 +496,155 @@ static void check_alloc_failure_loop(void **state) {
     }
 }
 
+/* What a weir_log_each callback saw: the envelopes (new references). */
+typedef struct handed {
+    json_t *events;
+    size_t stop_after; /* return false after this many (0: never) */
+} handed;
+
+static bool hand(json_t *ev, void *ud) {
+    handed *h = ud;
+    assert_int_equal(json_array_append(h->events, ev), 0); /* borrowed: kept by incref */
+    return !h->stop_after || json_array_size(h->events) < h->stop_after;
+}
+
+/* The lines of the file at `path` parsed, its last `drop` lines left out. */
+static json_t *file_lines(const char *path, size_t drop) {
+    char *text = wt_read_file(path, NULL);
+    assert_non_null(text);
+    json_t *lines = json_array();
+    for (char *p = text, *nl; *p && (nl = strchr(p, '\n')); p = nl + 1) {
+        *nl = '\0';
+        json_t *ev = json_loads(p, JSON_REJECT_DUPLICATES, NULL);
+        assert_non_null(ev);
+        json_array_append_new(lines, ev);
+    }
+    free(text);
+    while (drop-- > 0)
+        json_array_remove(lines, json_array_size(lines) - 1);
+    return lines;
+}
+
+/* Issue #34: weir_log_each hands the envelopes of a log the reader accepts,
+ * in seq order, as they are in the file (and as weir_log_events collects
+ * them); a torn last line is left out; a false from the callback stops it;
+ * a refused log, a missing file or a directory is the error
+ * weir_log_events gives, before any callback; bad arguments are INVAL. */
+static void log_each_streams_the_events(void **state) {
+    (void)state;
+    char good[4200], path[4300];
+    snprintf(good, sizeof good, "%s/logs/good.jsonl", wt_env("WEIR_TEST_DATA_DIR"));
+    weir_error err;
+    weir_error_clear(&err);
+    json_t *want = file_lines(good, 0);
+    assert_int_equal(json_array_size(want), 17);
+
+    handed h = {json_array(), 0};
+    assert_int_equal(weir_log_each(good, hand, &h, &err), WEIR_OK);
+    assert_true(json_equal(h.events, want));
+    for (size_t i = 0; i < json_array_size(h.events); i++) /* seq order */
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(h.events, i), "seq")),
+                         i);
+    json_t *all = NULL;
+    assert_int_equal(weir_log_events(good, &all, &err), WEIR_OK);
+    assert_true(json_equal(all, want));
+    json_decref(all);
+    json_decref(h.events);
+
+    /* stop early: three calls, then nothing */
+    h = (handed){json_array(), 3};
+    assert_int_equal(weir_log_each(good, hand, &h, &err), WEIR_OK);
+    assert_int_equal(json_array_size(h.events), 3);
+    for (size_t i = 0; i < 3; i++)
+        assert_true(json_equal(json_array_get(h.events, i), json_array_get(want, i)));
+    json_decref(h.events);
+
+    /* a torn last line (a crash's cut) is left out */
+    char *dir = wt_tmpdir("log-each");
+    char *text = wt_read_file(good, NULL);
+    assert_non_null(text);
+    size_t tlen = strlen(text);
+    char *torn = malloc(tlen + 32);
+    assert_non_null(torn);
+    snprintf(torn, tlen + 32, "%s{\"seq\":17,\"tim", text);
+    snprintf(path, sizeof path, "%s/torn.jsonl", dir);
+    assert_int_equal(wt_write_file(path, torn), 0);
+    h = (handed){json_array(), 0};
+    assert_int_equal(weir_log_each(path, hand, &h, &err), WEIR_OK);
+    assert_true(json_equal(h.events, want));
+    json_decref(h.events);
+
+    /* an empty log is a log of no events */
+    snprintf(path, sizeof path, "%s/empty.jsonl", dir);
+    assert_int_equal(wt_write_file(path, ""), 0);
+    h = (handed){json_array(), 0};
+    assert_int_equal(weir_log_each(path, hand, &h, &err), WEIR_OK);
+    assert_int_equal(json_array_size(h.events), 0);
+
+    /* refused: the error names the file and the line; nothing is handed */
+    char gap[4200];
+    snprintf(gap, sizeof gap, "%s/logs/gap.jsonl", wt_env("WEIR_TEST_DATA_DIR"));
+    char named[4300];
+    snprintf(named, sizeof named, "%s:3: seq 3 breaks contiguity (expected 2)", gap);
+    assert_int_equal(weir_log_each(gap, hand, &h, &err), WEIR_E_LOG_CORRUPT);
+    assert_string_equal(err.text, named);
+    assert_int_equal(weir_log_events(gap, &all, &err), WEIR_E_LOG_CORRUPT);
+    assert_string_equal(err.text, named);
+    assert_null(all);
+    /* a corrupt line after a valid head: still nothing handed */
+    text[tlen - 1] = '\0'; /* the last line loses its newline, then more follows */
+    snprintf(torn, tlen + 32, "%s\n{\"seq\":17,\n", text);
+    snprintf(path, sizeof path, "%s/corrupt.jsonl", dir);
+    assert_int_equal(wt_write_file(path, torn), 0);
+    assert_int_equal(weir_log_each(path, hand, &h, &err), WEIR_E_LOG_CORRUPT);
+    assert_non_null(strstr(err.text, "corrupt.jsonl:18: "));
+    assert_int_equal(json_array_size(h.events), 0);
+
+    /* no such file, not a regular file */
+    snprintf(path, sizeof path, "%s/missing.jsonl", dir);
+    assert_int_equal(weir_log_each(path, hand, &h, &err), WEIR_E_NOT_FOUND);
+    assert_int_equal(weir_log_each(dir, hand, &h, &err), WEIR_E_IO);
+    assert_int_equal(json_array_size(h.events), 0);
+
+    /* bad arguments */
+    assert_int_equal(weir_log_each(NULL, hand, &h, &err), WEIR_E_INVAL);
+    assert_int_equal(weir_log_each(good, NULL, &h, &err), WEIR_E_INVAL);
+    assert_int_equal(weir_log_each(good, NULL, NULL, NULL), WEIR_E_INVAL);
+    assert_int_equal(json_array_size(h.events), 0);
+
+    json_decref(h.events);
+    json_decref(want);
+    free(torn);
+    free(text);
+    wt_rmtree(dir);
+    free(dir);
+}
+
+/* Issue #34: every allocation weir_log_events (weir_log_each collected)
+ * makes may fail: it says E_NOMEM and gives nothing, or gives every event. */
+static void log_events_alloc_failure_loop(void **state) {
+    (void)state;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/logs/good.jsonl", wt_env("WEIR_TEST_DATA_DIR"));
+    bool finished = false;
+    for (long n = 1; !finished; n++) {
+        json_t *events = NULL;
+        weir_error err;
+        weir__alloc_fail_after(n);
+        int rc = weir_log_events(path, &events, &err);
+        weir__alloc_fail_after(-1);
+        if (rc == WEIR_OK) {
+            assert_int_equal(json_array_size(events), 17);
+            finished = true;
+        } else {
+            assert_int_equal(rc, WEIR_E_NOMEM);
+            assert_null(events);
+            assert_non_null(strstr(err.text, "out of memory"));
+        }
+        json_decref(events);
+    }
+}
+
 /* Issue #31 item 1: a log an older weir wrote for a reply that repeated a
  * tool-call id is refused by the reader; weir_log_repair renames the repeat
  * in the message, its tool/call (and idempotency key) and its tool/result,
@@ -599,6 +749,8 @@ int main(void) {
         cmocka_unit_test(check_alloc_failure_loop),
         cmocka_unit_test(streamed_check_equals_whole_check),
         cmocka_unit_test(repair_mends_repeated_call_ids),
+        cmocka_unit_test(log_each_streams_the_events),
+        cmocka_unit_test(log_events_alloc_failure_loop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
