@@ -95,6 +95,13 @@ int weir__agent_surface_replace(weir_agent *a, const char *type, const json_t *d
 json_t *weir__agent_last_event(weir_agent *a, const char *type) {
     if (!a || !type)
         return NULL;
+    size_t at1 = weir__log_latest(a->e.log, type); /* a type the log's folds follow */
+    if (at1 != SIZE_MAX) {
+        json_t *ev = at1 ? weir__log_event_ref(a->e.log, at1 - 1) : NULL;
+        json_t *copy = ev ? json_deep_copy(ev) : NULL;
+        json_decref(ev);
+        return copy;
+    }
     for (size_t seq = weir__log_count(a->e.log); seq-- > 0;) {
         json_t *ev = weir__log_event_ref(a->e.log, seq); /* any thread: held while copied */
         if (!ev)

@@ -909,25 +909,19 @@ typedef enum attempt_result {
 
 /*
  * The data of the log's last request/continuations-dropped event (borrowed
- * from t->dropped), or NULL when there is none: scanned back once a turn,
- * then kept as this turn logs new ones.
+ * from t->dropped), or NULL when there is none: read once a turn (the log
+ * follows the latest), then kept as this turn logs new ones.
  */
 static const json_t *last_dropped(turn_ctx *t) {
     if (t->dropped_known)
         return t->dropped;
-    weir__log *log = t->eng->log;
-    for (size_t i = weir__log_count(log); i-- > 0;) {
-        if (!weir__log_held(log, i))
-            continue; /* a checkpoint's resume keeps the last one */
-        json_t *ev = weir__log_event_ref(log, i); /* one at a time */
+    size_t at1 = weir__log_latest(t->eng->log, WEIR__CONTINUATIONS_DROPPED); /* the log's fold */
+    if (at1) {
+        json_t *ev = weir__log_event_ref(t->eng->log, at1 - 1);
         if (!ev)
             return NULL; /* out of memory: not known; the event may repeat */
-        bool hit = !strcmp(weir__json_str(ev, "type", ""), WEIR__CONTINUATIONS_DROPPED);
-        if (hit)
-            t->dropped = json_incref(json_object_get(ev, "data"));
+        t->dropped = json_incref(json_object_get(ev, "data"));
         json_decref(ev);
-        if (hit)
-            break;
     }
     t->dropped_known = true;
     return t->dropped;

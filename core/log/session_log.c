@@ -1145,6 +1145,21 @@ bool weir__log_held(const weir__log *log, size_t seq) {
     return held;
 }
 
+size_t weir__log_latest(const weir__log *log, const char *type) {
+    if (!log || !type)
+        return SIZE_MAX;
+    lock(log);
+    const weir__tally *t = &log->tally;
+    size_t at1 = !strcmp(type, "request/header")              ? t->header
+                 : !strcmp(type, "request/context")           ? t->context
+                 : !strcmp(type, WEIR__CONTINUATIONS_DROPPED) ? t->dropped
+                 : !strcmp(type, "user/message")
+                     ? (t->ninputs ? t->inputs[(t->ninputs - 1) % WEIR__TALLY_INPUTS] : 0)
+                     : SIZE_MAX;
+    unlock(log);
+    return at1;
+}
+
 size_t weir__log_base(const weir__log *log) {
     if (!log)
         return 0;

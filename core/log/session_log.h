@@ -222,6 +222,10 @@ const json_t *weir__log_event_lend(weir__log *log, size_t seq);
  * continuation note) skips those.  Thread-safe.
  */
 bool weir__log_held(const weir__log *log, size_t seq);
+/* For the types the log's folds follow (request/header, request/context,
+ * request/continuations-dropped, user/message): the seq + 1 of the latest
+ * one, 0 when there is none; SIZE_MAX for any other type.  Thread-safe. */
+size_t weir__log_latest(const weir__log *log, const char *type);
 /* The seq of the checkpoint an open resumed from (every envelope from it
  * on is held), or 0 when the open read every line.  Thread-safe. */
 size_t weir__log_base(const weir__log *log);

@@ -214,11 +214,43 @@ static json_t *event_ref(weir_agent *agent, size_t seq) {
 
 /* Feed the meter the envelopes logged since it last looked: O(new events).
  * A meter that no longer fits the log starts again from seq 0. */
+/* A fresh meter starts from the surface, not the log's first event: a
+ * long session resumed from a checkpoint holds its surface, and reading
+ * its whole history back would cost the history.  0, -1 (fold from seq 0
+ * instead), -2 out of memory. */
+static int meter_seed(run *r) {
+    cp_meter *m = &r->as->meter;
+    json_t *surface = weir_agent_surface(r->agent);
+    if (!surface)
+        return -2;
+    const json_t *last = json_array_get(surface, json_array_size(surface) - 1);
+    json_t *last_ev = NULL;
+    if (last && !strcmp(json_string_value(json_object_get(last, "type")), "assistant/message"))
+        last_ev = event_ref(r->agent, (size_t)json_integer_value(json_object_get(last, "seq")));
+    int rc = cp_meter_seed(m, surface, json_object_get(json_object_get(last_ev, "data"), "usage"),
+                           &r->s->cfg);
+    json_decref(last_ev);
+    json_decref(surface);
+    static const char *const kept[] = {"request/context", "request/header"};
+    for (size_t i = 0; rc == 0 && m->next_seq > 0 && i < 2; i++) {
+        json_t *ev = weir_agent_last_event(r->agent, kept[i]);
+        json_int_t seq = json_integer_value(json_object_get(ev, "seq"));
+        if (ev && seq >= 0 && (size_t)seq < m->next_seq)
+            *(i == 0 ? &m->context_seq : &m->header_seq) = (long long)seq;
+        json_decref(ev);
+    }
+    return rc;
+}
+
 static void meter_sync(run *r) {
     cp_meter *m = &r->as->meter;
     for (int pass = 0; pass < 2; pass++) {
-        int rc = 0;
-        for (;;) {
+        int rc = m->next_seq == 0 && pass == 0 ? meter_seed(r) : 0;
+        if (rc == -1) {
+            cp_meter_clear(m);
+            rc = 0;
+        }
+        for (; rc == 0;) {
             json_t *ev = event_ref(r->agent, m->next_seq);
             if (!ev)
                 break;

@@ -383,6 +383,60 @@ static void meter_link(cp_meter *m, long long seq, long long prev, long long nex
     m->count++;
 }
 
+int cp_meter_seed(cp_meter *m, const json_t *surface, const json_t *last_usage,
+                  const cp_config *cfg) {
+    if (!m || m->next_seq != 0 || !json_is_array(surface))
+        return -1;
+    size_t max = 0, i;
+    const json_t *node;
+    json_array_foreach(surface, i, node) {
+        const json_t *jseq = json_object_get(node, "seq");
+        if (!json_is_integer(jseq) || json_integer_value(jseq) < 0 ||
+            !is_surface_type(json_string_value(json_object_get(node, "type"))))
+            return -1;
+        if ((size_t)json_integer_value(jseq) > max)
+            max = (size_t)json_integer_value(jseq);
+    }
+    if (json_array_size(surface) == 0)
+        return 0; /* nothing to seed: the fold starts at seq 0 */
+    size_t cap = 256;
+    while (cap <= max)
+        cap *= 2;
+    /* zeroed: every seq not on the surface is no current node (pages never
+     * written cost no memory) */
+    cp_meter_node *nodes = calloc(cap, sizeof *nodes);
+    if (!nodes)
+        return -2;
+    free(m->nodes);
+    m->nodes = nodes;
+    m->cap = cap;
+    m->next_seq = max + 1;
+    json_array_foreach(surface, i, node) {
+        size_t seq = (size_t)json_integer_value(json_object_get(node, "seq"));
+        const char *type = json_string_value(json_object_get(node, "type"));
+        const json_t *message = json_object_get(node, "message");
+        cp_meter_node *n = &m->nodes[seq];
+        if (n->current) { /* a seq twice */
+            cp_meter_clear(m);
+            return -1;
+        }
+        n->tokens = json_is_object(message) ? cp_event_tokens(type, message) : 0;
+        n->pinned = !strcmp(type, "user/message") && cfg && json_is_object(message) &&
+                    cp_message_pinned(cfg, message);
+        meter_link(m, (long long)seq, m->tail, -1);
+        m->surface_version++;
+    }
+    const json_t *last = json_array_get(surface, json_array_size(surface) - 1);
+    if (json_is_object(last_usage) &&
+        !strcmp(json_string_value(json_object_get(last, "type")), "assistant/message")) {
+        m->baseline = true;
+        m->baseline_seq = m->tail;
+        m->baseline_usage = cp_usage_tokens(last_usage);
+        m->baseline_prefix = m->total;
+    }
+    return 0;
+}
+
 int cp_meter_apply(cp_meter *m, const json_t *event, const cp_config *cfg) {
     const json_t *jseq = json_object_get(event, "seq");
     if (!json_is_integer(jseq) || json_integer_value(jseq) < 0)

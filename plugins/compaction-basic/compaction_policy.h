@@ -141,6 +141,19 @@ void cp_meter_clear(cp_meter *m);
  * seq 0; -2 when out of memory (the meter is then stale too).
  */
 int cp_meter_apply(cp_meter *m, const json_t *event, const cp_config *cfg);
+/**
+ * Seed an empty meter from `surface` (borrowed: agent_surface's nodes
+ * {seq, type, message}, in surface order) as a fold of the log up to its
+ * last surface event leaves it, so that a resumed session's meter costs its
+ * surface, not its history (docs/session-log.md, "Resume from a
+ * checkpoint"); the events after the last node are then applied.
+ * `last_usage` (borrowed, may be NULL): the usage of the last node when it
+ * is an assistant/message, the baseline.  Nodes are priced from their
+ * derived messages.  0 (an empty surface seeds nothing); -1 when `surface`
+ * is malformed or `m` is not empty; -2 out of memory.
+ */
+int cp_meter_seed(cp_meter *m, const json_t *surface, const json_t *last_usage,
+                  const cp_config *cfg);
 /** The measured tokens (see cp_measure) of the surface `m` mirrors.  O(1). */
 size_t cp_meter_tokens(const cp_meter *m);
 
