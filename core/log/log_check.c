@@ -45,6 +45,8 @@ typedef struct checker {
     weir__type_known_fn known; /* plugin event types (may be NULL) */
     void *known_ud;
     bool deep; /* re-derive prefixes (weir log --check) */
+    bool thin; /* the surface holds thin envelopes (thin_event): a file's check that
+                * derives nothing for its caller */
     size_t derived_upto; /* the prefix the last re-derivation folded (deep) */
     size_t line, error_line; /* the line read, the line of the first error */
     size_t at_base; /* the byte offset in the log of what is read (a seeded read) */
@@ -61,6 +63,7 @@ typedef struct checker {
 } checker;
 
 static void note(checker *c, json_t *list, const char *fmt, ...) WEIR_PRINTF(3, 4);
+static json_t *held_event(const checker *c, const json_t *ev);
 static void note(checker *c, json_t *list, const char *fmt, ...) {
     char buf[1024];
     va_list ap;
@@ -203,11 +206,11 @@ static bool prefix_deterministic(checker *c, size_t upto, const json_t *now) {
         json_t *ev = reread(c, r, c->lines[i]);
         if (!ev)
             c->oom = true; /* it parsed when it was first read */
-        json_t *lean = ev ? weir__surface_lean(ev) : NULL;
-        if (ev && weir__surface_check(s, ev, NULL, 0) == 0 &&
-            weir__surface_apply(s, lean ? lean : ev) != WEIR_OK)
+        json_t *held = ev ? held_event(c, ev) : NULL;
+        if (ev && (!held || (weir__surface_check(s, held, NULL, 0) == 0 &&
+                             weir__surface_apply(s, held) != WEIR_OK)))
             c->oom = true;
-        json_decref(lean);
+        json_decref(held);
         json_decref(ev);
     }
     if (r)
@@ -234,6 +237,83 @@ static void rederive(checker *c, size_t seq, size_t upto) {
     else if (!prefix_deterministic(c, upto, now))
         note(c, c->errors, "seq %zu: re-deriving the history from the log prefix differs", seq);
     json_decref(now);
+}
+
+/* --- the thin surface of `weir log --check` -------------------------------
+ * A check of a file holds the surface, which for a session that never
+ * compacts is its whole history.  What the checks read of it is the
+ * structure (roles, block types, ids, surface ops) and the equality of
+ * messages, so a file's check holds each surface event thin: a string over
+ * THIN_STRING bytes becomes a stand-in equal exactly when the strings are
+ * (its length and 64-bit FNV-1a), and an event that is not a tool/result
+ * keeps data.message alone (a tool/result rewrite must keep its other
+ * members). */
+#define THIN_STRING 96
+
+static json_t *thin_value(json_t *v) {
+    if (json_is_string(v) && json_string_length(v) > THIN_STRING) {
+        size_t n = json_string_length(v);
+        const unsigned char *p = (const unsigned char *)json_string_value(v);
+        uint64_t h = 1469598103934665603u;
+        for (size_t i = 0; i < n; i++)
+            h = (h ^ p[i]) * 1099511628211u;
+        char buf[64];
+        snprintf(buf, sizeof buf, "\x01thin:%zu:%016llx", n, (unsigned long long)h);
+        return json_string(buf);
+    }
+    json_t *out = json_is_object(v) ? json_object() : json_is_array(v) ? json_array() : NULL;
+    if (!out)
+        return json_incref(v);
+    const char *key;
+    json_t *x;
+    size_t i;
+    if (json_is_object(v)) {
+        json_object_foreach(v, key, x) {
+            if (json_object_set_new(out, key, thin_value(x)) != 0) {
+                json_decref(out);
+                return NULL;
+            }
+        }
+    } else {
+        json_array_foreach(v, i, x) {
+            if (json_array_append_new(out, thin_value(x)) != 0) {
+                json_decref(out);
+                return NULL;
+            }
+        }
+    }
+    return out;
+}
+
+/* The envelope a thin surface holds for surface event `ev` (new reference),
+ * or NULL when out of memory. */
+static json_t *thin_event(const json_t *ev) {
+    const json_t *data = json_object_get(ev, "data");
+    json_t *d = is(weir__json_str(ev, "type", ""), "tool/result")
+                    ? thin_value((json_t *)(uintptr_t)data)
+                    : json_pack("{s:o}", "message",
+                                thin_value(json_object_get(data, "message")));
+    json_t *out = d ? json_pack("{s:O, s:O, s:o}", "seq", json_object_get(ev, "seq"), "type",
+                                json_object_get(ev, "type"), "data", d)
+                    : NULL;
+    static const char *const keep[] = {"surface_op", "source_seqs"};
+    for (size_t i = 0; out && i < 2; i++) {
+        json_t *v = json_object_get(ev, keep[i]);
+        if (v && json_object_set(out, keep[i], v) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    return out;
+}
+
+/* What the check's surface holds of surface event `ev` (new reference):
+ * thin, or without its stream (check_stream read it). */
+static json_t *held_event(const checker *c, const json_t *ev) {
+    if (c->thin && weir__is_surface_type(weir__json_str(ev, "type", "")))
+        return thin_event(ev);
+    json_t *lean = weir__surface_lean(ev);
+    return lean ? lean : json_incref((json_t *)(uintptr_t)ev);
 }
 
 static void check_assistant(checker *c, size_t seq, const char *type) {
@@ -563,13 +643,14 @@ static void check_event(checker *c, size_t seq, json_t *ev) {
         prefix_request(c, seq);
     else if (c->deep && !c->oom)
         prefix_note(c, ev, type);
-    json_t *lean = NULL; /* the surface keeps no stream (check_stream read it) */
-    if (weir__surface_check(c->surface, ev, msg, sizeof msg) < 0)
-        note(c, c->errors, "seq %zu: %s", seq, msg);
-    else if (weir__surface_apply(c->surface, (lean = weir__surface_lean(ev)) ? lean : ev) !=
-             WEIR_OK)
+    json_t *held = held_event(c, ev); /* checked as held: thin against thin */
+    if (!held)
         c->oom = true;
-    json_decref(lean);
+    else if (weir__surface_check(c->surface, held, msg, sizeof msg) < 0)
+        note(c, c->errors, "seq %zu: %s", seq, msg);
+    else if (weir__surface_apply(c->surface, held) != WEIR_OK)
+        c->oom = true;
+    json_decref(held);
     if (is(type, "request/header")) {
         json_decref(c->header_ev);
         c->header_ev = json_incref(ev);
@@ -798,6 +879,7 @@ static int check(const char *buf, size_t len, log_stream *file, const weir__log_
     c.known = known;
     c.known_ud = known_ud;
     c.deep = deep;
+    c.thin = file && !derived;
     c.each = each;
     c.each_ud = each_ud;
     c.buf = buf;
