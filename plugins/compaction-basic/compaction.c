@@ -40,6 +40,11 @@
  * stops after one that saved too little (min_savings_ratio), logging
  * compaction/breaker; it resets at the next turn.
  *
+ * A cancel of the turn (the call's signal; `weir run` turns SIGTERM into one)
+ * is asked for before and between every pass over the history and in its
+ * loops: the compaction then ends at once (compaction/end {ok:false}, or no
+ * compaction/start when it comes first) and replaces nothing more.
+ *
  * The hooks run on each agent's driver thread (agent/compact on the
  * caller's, between turns); the per-agent state is reached through one
  * mutex-guarded table and then used by that agent's thread only.
@@ -136,6 +141,16 @@ static void set_error(run *r, const char *fmt, ...) {
     vsnprintf(r->error, sizeof r->error, fmt, ap);
     va_end(ap);
 }
+
+/*
+ * Whether the call's signal is cancelled (the turn's cancel: `weir run`
+ * turns SIGTERM into one).  Every pass over the history (a surface or
+ * messages copy, the pruning and pinning loops, a replace) costs
+ * O(history), seconds on a long-lived session's log: each asks before it
+ * starts (the loops at every node), so a cancel ends the compaction within
+ * one such pass, and nothing is replaced after a cancel.
+ */
+static bool cancelled(const run *r) { return r->signal && weir_signal_cancelled(r->signal); }
 
 /* Append a plugin event (steals `data`); false with r->error set when it cannot. */
 static bool append(run *r, const char *type, json_t *data) {
@@ -533,6 +548,8 @@ static bool compactable(run *r, const json_t *surface) {
         const char *type = json_string_value(json_object_get(node, "type"));
         size_t chars = 0;
         bool oom = false;
+        if (cancelled(r))
+            return false; /* compact() says why */
         if (!type || strcmp(type, "tool/result") != 0)
             continue;
         json_t *p = cp_prune_message(json_object_get(node, "message"), &r->s->cfg, &chars, &oom);
@@ -549,6 +566,10 @@ static bool prune_pass(run *r, const json_t *surface) {
     const json_t *node;
     json_array_foreach(surface, i, node) {
         const char *type = json_string_value(json_object_get(node, "type"));
+        if (cancelled(r)) {
+            set_error(r, "cancelled");
+            return false;
+        }
         if (!type || strcmp(type, "tool/result") != 0)
             continue;
         const json_t *msg = json_object_get(node, "message");
@@ -867,6 +888,11 @@ static bool summarize(run *r, const json_t *surface, size_t a, size_t b) {
     }
     a = p.a;
     b = p.b;
+    if (cancelled(r)) { /* plan_make copied the history: no summary call after a cancel */
+        set_error(r, "cancelled");
+        plan_clear(&p);
+        return false;
+    }
     uint64_t version = r->as->meter.surface_version;
     json_t *result = NULL, *req = NULL;
     const char *replay = NULL;
@@ -902,7 +928,9 @@ static bool summarize(run *r, const json_t *surface, size_t a, size_t b) {
     json_t *checkpoint = text ? cp_checkpoint_message(text, r->id) : NULL;
     size_t summary_tokens = checkpoint ? cp_message_tokens(checkpoint) : 0;
     bool ok = false;
-    if (r->as->meter.surface_version != version)
+    if (cancelled(r))
+        set_error(r, "cancelled"); /* the summary came back after a cancel: no replace */
+    else if (r->as->meter.surface_version != version)
         set_error(r, "the surface changed while the summary was made (the measured nodes no "
                      "longer match): nothing was replaced");
     else if (summary && !*summary)
@@ -959,6 +987,11 @@ static bool summarize(run *r, const json_t *surface, size_t a, size_t b) {
     for (size_t i = 0; ok && i < b - a + 1; i++) {
         if (!p.pinned[i])
             continue;
+        if (cancelled(r)) { /* the checkpoint landed: each copy is a valid stop */
+            set_error(r, "cancelled");
+            ok = false;
+            break;
+        }
         nth++;
         const json_t *node = json_array_get(surface, a + i);
         size_t from = a + p.starts[nth], to = nth < p.k ? a + p.starts[nth + 1] - 1 : b;
@@ -1029,7 +1062,7 @@ static outcome compact(run *r) {
         return OUT_NOT_NEEDED; /* no durable route yet: nothing was ever sent */
     }
     r->window = resolve_window(r);
-    if (r->signal && weir_signal_cancelled(r->signal)) {
+    if (cancelled(r)) {
         r->declined = "cancelled";
         return OUT_NOT_NEEDED; /* cancellation reached the capacity resolution: it wins */
     }
@@ -1052,6 +1085,12 @@ static outcome compact(run *r) {
         r->declined = "a thinking session compacts at the next turn boundary";
         return OUT_NOT_NEEDED;
     }
+    /* from here on each piece passes over the whole history: a cancel
+     * before, between or in them ends the compaction (see cancelled()) */
+    if (cancelled(r)) {
+        r->declined = "cancelled";
+        return OUT_NOT_NEEDED;
+    }
     if (!r->manual) {
         breaker_turn(r);
         if (r->as->tripped) {
@@ -1064,12 +1103,16 @@ static outcome compact(run *r) {
         weir_log(r->s->self, WEIR_LOG_WARN, "out of memory reading the surface");
         return OUT_FAILED;
     }
-    if (!compactable(r, surface)) {
+    if (cancelled(r) || !compactable(r, surface)) {
+        json_decref(surface);
+        if (cancelled(r)) {
+            r->declined = "cancelled";
+            return OUT_NOT_NEEDED;
+        }
         weir_log(r->s->self, WEIR_LOG_INFO,
                  "%s compaction declined: nothing compactable (%zu tokens)", trigger,
                  r->tokens_before);
         r->declined = "nothing compactable";
-        json_decref(surface);
         return OUT_NOT_NEEDED;
     }
     if (!r->manual && r->as->compactions >= cfg->max_compactions_per_turn) {
@@ -1078,7 +1121,8 @@ static outcome compact(run *r) {
         json_decref(surface);
         return OUT_NOT_NEEDED;
     }
-    if (!pre_compact(r, trigger)) {
+    if (!pre_compact(r, trigger) || cancelled(r)) {
+        r->declined = cancelled(r) ? "cancelled" : r->declined;
         json_decref(surface);
         return OUT_NOT_NEEDED;
     }
@@ -1111,10 +1155,12 @@ static outcome compact(run *r) {
         if (!pressure && r->summaries > 0)
             break;
         size_t a, b;
-        if (!summary_range(r, surface, &a, &b))
+        if (cancelled(r) || !summary_range(r, surface, &a, &b))
             break;
         ranged = true;
         ok = summarize(r, surface, a, b);
+        if (cancelled(r))
+            break; /* no new copy of the surface, no pruning after a cancel */
         json_decref(surface);
         surface = weir_agent_surface(r->agent);
         if (ok && !surface) {
@@ -1133,7 +1179,10 @@ static outcome compact(run *r) {
             }
         }
     }
-    if (r->summaries == 0 && surface && (!ranged || r->forced)) {
+    if (cancelled(r)) {
+        set_error(r, "cancelled");
+        tokens = measure(r); /* what landed before it (O(new events)) */
+    } else if (r->summaries == 0 && surface && (!ranged || r->forced)) {
         if (prune_pass(r, surface) && r->pruned == 0 && !ranged)
             set_error(r, "nothing compactable");
         tokens = measure(r);

@@ -20,6 +20,16 @@ add_test(NAME crash_tool_rerun
                  $<TARGET_FILE_DIR:weir-drvtest-tools> $<TARGET_FILE:weirffitest>)
 set_tests_properties(crash_tool_rerun PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}" TIMEOUT 120)
 
+# sigterm_biglog: SIGTERM during the open and during a compaction of a big
+# generated log (bench_biglog_gen, bench/biglog/: always built, added after
+# tests/, which a target's file name does not mind) ends `weir resume` within
+# 1 s; the log then checks and resumes (issue #34).  A timing: it runs alone.
+add_test(NAME sigterm_biglog
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/sigterm_biglog.sh $<TARGET_FILE:weir_cli>
+                 $<TARGET_FILE:bench_biglog_gen>)
+set_tests_properties(sigterm_biglog PROPERTIES TIMEOUT 180 RUN_SERIAL TRUE
+                     ENVIRONMENT "${WEIR_TEST_ENV};WEIR_PLUGIN_PATH=${WEIR_PLUGIN_BUILD_DIR}")
+
 # Fuzz targets for the config composer and the session log reader
 # (-DWEIR_BUILD_FUZZ=ON with clang; seeds in tests/fuzz/corpus/<name>/).
 if(COMMAND weir_add_fuzz)

@@ -1888,6 +1888,96 @@ static void cancellation_reaches_capacity_resolution(void **state) {
     dh_teardown(&d);
 }
 
+/* An llm/stream listener: the summary call (purpose "compaction") runs to its
+ * end, then the turn is cancelled (a SIGTERM while the summary came back). */
+static json_t *cancel_after_the_summary(weir_call *call, const json_t *args, void *ud) {
+    int *cancels = ud; /* how many summary calls to cancel */
+    json_t *chunks = weir_host_api()->next(call);
+    const char *purpose = json_string_value(json_object_get(args, "purpose"));
+    if (purpose && !strcmp(purpose, "compaction") && *cancels > 0 && (*cancels)--)
+        weir_agent_cancel(weir_host_api()->call_agent(call), "disposed", true);
+    return chunks;
+}
+
+/* Compaction scenario: a cancel while the summary call runs replaces nothing: the call
+ * ends cancelled, nothing is committed and no new copy of the surface is taken, the
+ * compaction ends with an error naming the cancel and the turn is aborted; the next turn
+ * compacts. */
+static void a_cancel_during_the_summary_call_replaces_nothing(void **state) {
+    (void)state;
+    char *a1 = repeat('a', 400);
+    char *replies =
+        fmt("{\"text\":\"%s\",\"usage\":{\"input_tokens\":900,\"output_tokens\":10}},"
+            "{\"text\":\"SUMMARY-LATE\"},{\"text\":\"SUMMARY-D\"},{\"text\":\"after\"}",
+            a1);
+    free(a1);
+    dh d;
+    setup(&d, replies, "{\"keep_recent_tokens\":1}", NULL);
+    free(replies);
+    weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
+    int cancels = 1;
+    o.user_data = &cancels;
+    weir_agent_hook h = {"llm/stream", cancel_after_the_summary, &o};
+    d.hooks = &h;
+    d.nhooks = 1;
+    dh_open(&d, "cancel-summary");
+    char *u1 = repeat('u', 800);
+    run_text(&d, u1);
+    free(u1);
+    run_text(&d, "second");
+    assert_non_null(recorded_request(&d, "compaction", 0)); /* the summarizer was called */
+    assert_int_equal(dh_count(&d, "compaction/start"), 1);
+    assert_int_equal(dh_count(&d, "compaction/summary"), 0);
+    assert_int_equal(weir__agent_replace_generation(d.agent), 0);
+    const json_t *end = dh_event_data(&d, "compaction/end", 0);
+    assert_false(json_is_true(json_object_get(end, "ok")));
+    assert_non_null(strstr(json_string_value(json_object_get(end, "error")), "cancelled"));
+    assert_int_equal(json_integer_value(json_object_get(end, "summaries")), 0);
+    assert_string_equal(end_kind(&d, 1), "aborted");
+    run_text(&d, "third");
+    assert_int_equal(dh_count(&d, "compaction/summary"), 1);
+    assert_int_equal(weir__agent_replace_generation(d.agent), 1);
+    assert_string_equal(end_kind(&d, 2), "completed");
+    dh_teardown(&d);
+}
+
+/* agent/pre-compact: the turn is cancelled while the compaction is about to start. */
+static json_t *cancel_in_pre_compact(weir_call *call, const json_t *args, void *ud) {
+    (void)args;
+    (void)ud;
+    weir_agent_cancel(weir_host_api()->call_agent(call), "disposed", true);
+    return weir_host_api()->next(call);
+}
+
+/* Compaction scenario: a cancel that arrives after the pressure check (here in
+ * agent/pre-compact, whose listener lets the compaction proceed) starts no
+ * compaction: no compaction/start, no summary call, the turn is aborted. */
+static void a_cancel_before_the_start_starts_no_compaction(void **state) {
+    (void)state;
+    char *a1 = repeat('a', 400);
+    char *replies =
+        fmt("{\"text\":\"%s\",\"usage\":{\"input_tokens\":900,\"output_tokens\":10}},"
+            "{\"text\":\"SUMMARY-E\"},{\"text\":\"after\"}",
+            a1);
+    free(a1);
+    dh d;
+    setup(&d, replies, "{\"keep_recent_tokens\":1}", NULL);
+    free(replies);
+    weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
+    weir_agent_hook h = {"agent/pre-compact", cancel_in_pre_compact, &o};
+    d.hooks = &h;
+    d.nhooks = 1;
+    dh_open(&d, "cancel-pre-compact");
+    char *u1 = repeat('u', 800);
+    run_text(&d, u1);
+    free(u1);
+    run_text(&d, "second");
+    assert_string_equal(end_kind(&d, 1), "aborted");
+    assert_int_equal(dh_count(&d, "compaction/start"), 0);
+    assert_null(recorded_request(&d, "compaction", 0));
+    dh_teardown(&d);
+}
+
 /* Compaction scenario: overflow recovery and transient retries keep their own budgets in
  * one step: RATE_LIMIT, overflow, RATE_LIMIT, success with max_retries 2 and
  * max_overflow_retries 1. */
@@ -2537,6 +2627,8 @@ int main(void) {
         cmocka_unit_test(overflow_retries_only_when_the_replace_generation_advanced),
         cmocka_unit_test(capacity_is_re_resolved_after_a_provider_switch),
         cmocka_unit_test(cancellation_reaches_capacity_resolution),
+        cmocka_unit_test(a_cancel_during_the_summary_call_replaces_nothing),
+        cmocka_unit_test(a_cancel_before_the_start_starts_no_compaction),
         cmocka_unit_test(overflow_and_transient_retry_budgets_stay_independent),
         cmocka_unit_test(a_failure_after_a_durable_prune_still_retries),
         cmocka_unit_test(a_meter_change_before_summarization_is_rejected),
