@@ -58,6 +58,12 @@ typedef struct checker {
     json_t *prev_msgs;            /* the previous request's messages (shared with its events) */
     json_t *prev_header;          /* its request/header envelope */
     json_int_t prev_seq;          /* the seq of its answer, -1 before the first */
+    /* what the last request derived and sent, grown in place while the
+     * surface only appends and the route stays (sent_messages) */
+    json_t *sent_derived, *sent_msgs;
+    size_t sent_nodes;
+    uint64_t sent_gen;
+    char *sent_route;
     json_t *recent; /* envelopes since then that may explain a break: surface events,
                      * request/header, hook/... provenance and plugin events */
 } checker;
@@ -518,12 +524,65 @@ static bool system_update(const json_t *ev) {
  * change or a replace that made a continuation stale is a break where the
  * request changed, and a message never sent takes no position.
  */
+/*
+ * The surface's derivation (*derived) and the messages a request sends
+ * (*msgs, a new array of its own), as weir__continuation_apply gives them.
+ * Derived once, then grown by the nodes appended since while no replace
+ * happened and the route is the same: a new message at the end is never
+ * stale and the older ones filter as before, so a long session's check
+ * costs each message once, not once a request.  false when out of memory.
+ */
+static bool sent_messages(checker *c, const json_t **derived, json_t **msgs) {
+    const weir__surface *s = c->surface;
+    uint64_t gen = weir__surface_replace_generation(s);
+    const char *provider = weir__json_str(c->context, "provider", NULL);
+    const char *model = weir__json_str(c->context, "model", NULL);
+    char *route = weir__asprintf("%s\n%s", provider ? provider : "", model ? model : "");
+    if (!route)
+        return false;
+    bool ok = true;
+    if (c->sent_derived && gen == c->sent_gen && !strcmp(route, c->sent_route)) {
+        size_t from = json_array_size(c->sent_derived);
+        ok = weir__surface_derive_into(s, c->sent_nodes, c->sent_derived, &c->sent_nodes) ==
+             WEIR_OK;
+        json_t *fresh = ok ? json_array() : NULL;
+        for (size_t i = from; fresh && i < json_array_size(c->sent_derived); i++)
+            if (json_array_append(fresh, json_array_get(c->sent_derived, i)) != 0)
+                ok = false;
+        json_t *kept = fresh ? weir__continuation_filter(fresh, provider, model, NULL, NULL) : NULL;
+        ok = ok && kept && json_array_extend(c->sent_msgs, kept) == 0;
+        json_decref(kept);
+        json_decref(fresh);
+        weir__free(route);
+    } else {
+        json_decref(c->sent_derived);
+        json_decref(c->sent_msgs);
+        weir__free(c->sent_route);
+        c->sent_route = route;
+        c->sent_gen = gen;
+        c->sent_nodes = weir__surface_len(s);
+        c->sent_derived = weir__surface_derive(s);
+        json_t *applied = c->sent_derived
+                              ? weir__continuation_apply(c->sent_derived, s, c->context, NULL)
+                              : NULL;
+        c->sent_msgs = applied ? json_copy(applied) : NULL; /* never the derivation itself */
+        json_decref(applied);
+        ok = c->sent_msgs != NULL;
+    }
+    if (!ok) { /* start again next time */
+        json_decref(c->sent_derived);
+        c->sent_derived = NULL;
+        return false;
+    }
+    *derived = c->sent_derived;
+    *msgs = json_copy(c->sent_msgs); /* the previous request's, unchanged by the next */
+    return *msgs != NULL;
+}
+
 static void prefix_request(checker *c, size_t seq) {
-    json_t *derived = weir__surface_derive(c->surface);
-    json_t *msgs = derived ? weir__continuation_apply(derived, c->surface, c->context, NULL)
-                           : NULL;
-    if (!msgs) {
-        json_decref(derived);
+    const json_t *derived = NULL;
+    json_t *msgs = NULL;
+    if (!sent_messages(c, &derived, &msgs)) {
         c->oom = true;
         return;
     }
@@ -583,7 +642,6 @@ static void prefix_request(checker *c, size_t seq) {
         if (!brk || json_array_append_new(c->breaks, brk) != 0)
             c->oom = true;
     }
-    json_decref(derived);
     json_decref(c->prev_msgs);
     c->prev_msgs = msgs;
     json_decref(c->prev_header);
@@ -933,6 +991,9 @@ static int check(const char *buf, size_t len, log_stream *file, const weir__log_
     json_decref(c.breaks);
     json_decref(c.recent);
     json_decref(c.prev_msgs);
+    json_decref(c.sent_derived);
+    json_decref(c.sent_msgs);
+    weir__free(c.sent_route);
     json_decref(c.prev_header);
     if (!r && derived) {
         json_decref(*derived);
