@@ -5,7 +5,7 @@
  * 1. Append throughput, per fsync policy (none, step, always): turns of six
  *    events (turn/start, step/start, user/message, assistant/message,
  *    step/end, turn/end) appended with weir__log_append, with
- *    weir__log_checkpoint where the driver calls it (before the model
+ *    weir__log_sync_point where the driver calls it (before the model
  *    request and at step/turn ends).  Floor, measured in the same run: the
  *    same envelope lines written with write(2) to a plain file, with fsync at
  *    the same points (step: the checkpoints; always: every line).
@@ -114,7 +114,7 @@ static int append_weir(const char *path, weir__fsync policy, int events, double 
         if (!data ||
             weir__log_append(log, kinds[k], data, surface ? append : NULL, NULL, 0, NULL, &err) !=
                 WEIR_OK ||
-            (is_checkpoint(k) && weir__log_checkpoint(log, &err) != WEIR_OK)) {
+            (is_checkpoint(k) && weir__log_sync_point(log, &err) != WEIR_OK)) {
             fprintf(stderr, "bench_log: append %d: %s\n", i, err.text);
             rc = -1;
         }

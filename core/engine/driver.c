@@ -982,7 +982,7 @@ static int stream_attempt(turn_ctx *t, attempt_ctx *ac, const json_t *config, bo
     if (rc == WEIR_OK)
         rc = admit_header(t, config, ac->pe, series && first);
     if (rc == WEIR_OK)
-        rc = weir__log_checkpoint(eng->log, t->err);
+        rc = weir__log_sync_point(eng->log, t->err);
     if (rc != WEIR_OK)
         return rc;
     eng->requested = true;
@@ -1546,7 +1546,7 @@ static int run_step(turn_ctx *t, const json_t *entered, bool series, step_out *o
         t->step_open = false;
         /* paid by the next durability point: the next request (the
          * driver's or a plugin's direct model call) or the turn's end */
-        weir__log_defer_checkpoint(eng->log);
+        weir__log_defer_sync(eng->log);
         weir__log_trim(eng->log, false); /* a long turn holds lines, not trees */
     }
     return rc;
@@ -1681,7 +1681,7 @@ static void close_failed_turn(turn_ctx *t) {
     json_decref(failure);
     /* what the log took before it failed is durable before the run returns
      * (a deferred step end included) */
-    (void)weir__log_pay_checkpoint(t->eng->log, &ignored);
+    (void)weir__log_pay_sync(t->eng->log, &ignored);
     t->err = keep;
 }
 
@@ -1728,7 +1728,7 @@ int weir__driver_turn(weir__engine *eng, weir_error *err) {
             /* the summary readers start from, at its interval (the turn is
              * closed: a failure here is the log's, not the turn's) */
             rc = jobs_open(eng) ? WEIR_OK : weir__inbox_checkpoint(eng->inbox, t.err);
-            return finish_turn(&t, rc == WEIR_OK ? weir__log_checkpoint(eng->log, t.err) : rc);
+            return finish_turn(&t, rc == WEIR_OK ? weir__log_sync_point(eng->log, t.err) : rc);
         }
     }
     close_failed_turn(&t);

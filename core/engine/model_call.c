@@ -277,7 +277,7 @@ int weir__engine_complete(weir__engine *eng, const json_t *request, bool hooked,
     if (weir__signal_cancelled(sig))
         return weir__err(err, WEIR_E_CANCELLED, provider, NULL, "%s: cancelled", what);
     /* model-visible means logged: a deferred step-end sync is paid first */
-    int paid = weir__log_pay_checkpoint(eng->log, err);
+    int paid = weir__log_pay_sync(eng->log, err);
     if (paid != WEIR_OK)
         return paid;
     /* The provider gets a private copy: the caller may change its objects

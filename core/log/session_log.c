@@ -35,7 +35,7 @@ struct weir__log {
     atomic_bool fenced; /* the store answered WEIR_E_LEASE_LOST: no append again (read
                            without the lock by weir__log_lease_lost) */
     bool broken; /* a batch is in memory but not in the store: no append again */
-    bool sync_owed; /* a deferred checkpoint (weir__log_defer_checkpoint) not yet synced */
+    bool sync_owed; /* a deferred sync point (weir__log_defer_sync) not yet synced */
     size_t synced; /* count at the last sync that succeeded; SIZE_MAX: none since the open */
     weir__fsync policy;
     weir__type_known_fn known;
@@ -1622,13 +1622,13 @@ size_t weir__log_line_buffer(const weir__log *log) {
     return n;
 }
 
-int weir__log_checkpoint(weir__log *log, weir_error *err) {
+int weir__log_sync_point(weir__log *log, weir_error *err) {
     if (!log)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "session log: NULL log");
     return log->policy == WEIR__FSYNC_STEP ? weir__log_sync(log, err) : WEIR_OK;
 }
 
-void weir__log_defer_checkpoint(weir__log *log) {
+void weir__log_defer_sync(weir__log *log) {
     if (!log || log->policy != WEIR__FSYNC_STEP)
         return;
     lock(log);
@@ -1636,7 +1636,7 @@ void weir__log_defer_checkpoint(weir__log *log) {
     unlock(log);
 }
 
-int weir__log_pay_checkpoint(weir__log *log, weir_error *err) {
+int weir__log_pay_sync(weir__log *log, weir_error *err) {
     if (!log)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "session log: NULL log");
     lock(log);
@@ -1849,7 +1849,7 @@ static int close_open(weir__log *log, const char *why, bool whole, bool *repaire
     unlock(log);
     json_decref(todo);
     if (rc == WEIR_OK && whole)
-        rc = weir__log_checkpoint(log, err);
+        rc = weir__log_sync_point(log, err);
     return rc;
 }
 

@@ -280,13 +280,14 @@ size_t weir__log_line_buffer(const weir__log *log);
 int weir__log_sync(weir__log *log, weir_error *err);
 /* fsync when the policy is step (called at the points docs/session-log.md names); no-op for
  * always (every append is synced) and none. */
-int weir__log_checkpoint(weir__log *log, weir_error *err);
-/* A checkpoint that may wait (policy step; a no-op otherwise): the next
- * sync pays it, whoever calls it, and weir__log_pay_checkpoint pays it now
- * when it is still owed.  The driver defers the step-end checkpoint, so a
- * turn's last step and its end are one sync (docs/session-log.md). */
-void weir__log_defer_checkpoint(weir__log *log);
-int weir__log_pay_checkpoint(weir__log *log, weir_error *err);
+int weir__log_sync_point(weir__log *log, weir_error *err);
+/* A sync point that may wait (policy step; a no-op otherwise): the next
+ * sync pays it, whoever calls it, and weir__log_pay_sync pays it now
+ * when it is still owed.  The driver defers the step-end sync point, so a
+ * turn's last step and its end are one sync (docs/session-log.md).  (Not a
+ * log/checkpoint: weir__log_tally_checkpoint writes those.) */
+void weir__log_defer_sync(weir__log *log);
+int weir__log_pay_sync(weir__log *log, weir_error *err);
 
 /*
  * Called after every append with the envelope (borrowed, valid until the log

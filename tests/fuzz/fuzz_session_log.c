@@ -12,6 +12,10 @@
  * derived history before the repair is a prefix of the one after (docs/reliability.md:
  * a crashed log opens and resumes to the same derived history); the check
  * of the file read as a stream equals the check of the bytes read whole.
+ * An open that resumed from a checkpoint (docs/session-log.md, "Resume from
+ * a checkpoint") reads neither the history before it nor its counts'
+ * sources: it may open a log the check refuses only for errors before that
+ * checkpoint, or in checkpoints' counts.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -82,15 +86,52 @@ static bool check(bool *ok, json_t **open) {
     return true;
 }
 
+/* Whether every error of `report` is one an open from the checkpoint at
+ * `base` does not see: of a seq (or line) before it, or a checkpoint's. */
+static bool unseen_from(const json_t *report, size_t base) {
+    size_t i;
+    const json_t *e;
+    json_array_foreach(json_object_get(report, "errors"), i, e) {
+        const char *t = json_string_value(e);
+        unsigned long long n = 0;
+        if (strstr(t, "log/checkpoint"))
+            continue;
+        if (sscanf(t, "seq %llu", &n) == 1 && n < base)
+            continue;
+        if (sscanf(t, "line %llu", &n) == 1 && n <= base)
+            continue;
+        return false;
+    }
+    return true;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     write_file(log_path, data, size);
     weir_error err;
     weir_error_clear(&err);
+    json_t *first = NULL;
+    weir_error_clear(&err);
+    if (weir_log_check(log_path, &first, &err) != WEIR_OK && err.text[0] == '\0')
+        abort();
 
     /* read-only open + derive, as `weir log` */
     json_t *derived = NULL;
     weir__log *log = NULL;
-    if (weir__log_open_readonly(log_path, &log, &err) == WEIR_OK) {
+    weir_error_clear(&err);
+    if (weir__log_open_readonly(log_path, &log, &err) == WEIR_OK &&
+        !json_is_true(json_object_get(first, "ok"))) {
+        /* resumed from a checkpoint, over history the check refuses */
+        size_t base = weir__log_base(log);
+        if (!first || base == 0 || !unseen_from(first, base))
+            die("the reader opens a log the check refuses", first, NULL);
+        json_t *again = weir__log_derive(log);
+        if (!again)
+            abort();
+        json_decref(again);
+        weir__log_close(log);
+        json_decref(first);
+        return 0;
+    } else if (log) {
         /* the open released what it read: every envelope reads back as the
          * one reader's single pass (weir_log_events) gave it */
         json_t *events = NULL;
@@ -118,6 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else if (err.text[0] == '\0') {
         abort();
     }
+    json_decref(first);
 
     /* the check reads the file as a stream (weir_log_check) and says what
      * it says of the same bytes read whole */

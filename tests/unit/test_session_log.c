@@ -252,7 +252,7 @@ static int counted_sync(void *self, void *handle, weir_error *err) {
 
 /* A deferred checkpoint is paid once, by whichever sync comes first; an
  * unowed pay does nothing; policies other than step never owe one. */
-static void deferred_checkpoint_paid_once(void **state) {
+static void deferred_sync_point_paid_once(void **state) {
     (void)state;
     weir__store_ref mem = weir__store_memory();
     counted_vt = *mem.vt;
@@ -266,19 +266,19 @@ static void deferred_checkpoint_paid_once(void **state) {
                      WEIR_OK);
     syncs = 0;
     must_add(log, "turn/start", "{\"turn\":1}");
-    assert_int_equal(weir__log_pay_checkpoint(log, &err), WEIR_OK);
+    assert_int_equal(weir__log_pay_sync(log, &err), WEIR_OK);
     assert_int_equal(syncs, 0); /* nothing owed */
-    weir__log_defer_checkpoint(log);
+    weir__log_defer_sync(log);
     assert_int_equal(syncs, 0); /* deferred: no sync yet */
-    assert_int_equal(weir__log_pay_checkpoint(log, &err), WEIR_OK);
+    assert_int_equal(weir__log_pay_sync(log, &err), WEIR_OK);
     assert_int_equal(syncs, 1);
-    assert_int_equal(weir__log_pay_checkpoint(log, &err), WEIR_OK);
+    assert_int_equal(weir__log_pay_sync(log, &err), WEIR_OK);
     assert_int_equal(syncs, 1); /* paid once */
-    weir__log_defer_checkpoint(log);
+    weir__log_defer_sync(log);
     must_add(log, "turn/end", "{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}");
-    assert_int_equal(weir__log_checkpoint(log, &err), WEIR_OK); /* the turn's end pays it */
+    assert_int_equal(weir__log_sync_point(log, &err), WEIR_OK); /* the turn's end pays it */
     assert_int_equal(syncs, 2);
-    assert_int_equal(weir__log_pay_checkpoint(log, &err), WEIR_OK);
+    assert_int_equal(weir__log_pay_sync(log, &err), WEIR_OK);
     assert_int_equal(syncs, 2);
     weir__log_close(log);
     /* policy none: nothing is ever owed, nothing synced */
@@ -287,8 +287,8 @@ static void deferred_checkpoint_paid_once(void **state) {
                                           WEIR__FSYNC_NONE, NULL, NULL, &log, &err),
                      WEIR_OK);
     syncs = 0;
-    weir__log_defer_checkpoint(log);
-    assert_int_equal(weir__log_pay_checkpoint(log, &err), WEIR_OK);
+    weir__log_defer_sync(log);
+    assert_int_equal(weir__log_pay_sync(log, &err), WEIR_OK);
     assert_int_equal(syncs, 0);
     weir__log_close(log);
 }
@@ -1814,7 +1814,7 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(unknown_type_refused_unless_ignorable, setup, teardown),
         cmocka_unit_test_setup_teardown(handover_keeps_sole_data, setup, teardown),
-        cmocka_unit_test(deferred_checkpoint_paid_once),
+        cmocka_unit_test(deferred_sync_point_paid_once),
         cmocka_unit_test_setup_teardown(resume_from_checkpoint_holds_the_surface_not_the_history,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(fsync_policy_parsing, setup, teardown),
