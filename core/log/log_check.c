@@ -55,7 +55,9 @@ typedef struct checker {
     /* the prefix report (deep; docs/session-log.md, "The append-only prefix") */
     size_t requests, append_only; /* requests seen, those that extended the previous */
     json_t *breaks;               /* the report's prefix.breaks */
-    json_t *prev_msgs;            /* the previous request's messages (shared with its events) */
+    json_t *prev_msgs;            /* the previous request's messages: the first prev_len of
+                                   * this array (shared with its events; it only grows) */
+    size_t prev_len;
     json_t *prev_header;          /* its request/header envelope */
     json_int_t prev_seq;          /* the seq of its answer, -1 before the first */
     /* what the last request derived and sent, grown in place while the
@@ -410,8 +412,11 @@ static bool plugin_type(const char *type) {
 
 /* The first index at which the arrays `a` and `b` differ (the shorter's
  * length when one is a prefix of the other), or -1 when equal. */
-static long first_difference(const json_t *a, const json_t *b) {
-    size_t na = json_array_size(a), nb = json_array_size(b);
+/* The first index where the first `na` elements of array `a` and array `b`
+ * differ, the shorter length when one is a prefix of the other, or -1 when
+ * they are equal. */
+static long first_difference(const json_t *a, size_t na, const json_t *b) {
+    size_t nb = json_array_size(b);
     for (size_t i = 0; i < na && i < nb; i++)
         if (!json_equal(json_array_get(a, i), json_array_get(b, i)))
             return (long)i;
@@ -526,13 +531,16 @@ static bool system_update(const json_t *ev) {
  */
 /*
  * The surface's derivation (*derived) and the messages a request sends
- * (*msgs, a new array of its own), as weir__continuation_apply gives them.
- * Derived once, then grown by the nodes appended since while no replace
- * happened and the route is the same: a new message at the end is never
- * stale and the older ones filter as before, so a long session's check
- * costs each message once, not once a request.  false when out of memory.
+ * (*msgs), as weir__continuation_apply gives them, both borrowed from the
+ * checker.  Derived once, then grown in place by the nodes appended since
+ * (*grown) while no replace happened and the route is the same: a new
+ * message at the end is never stale and the older ones filter as before,
+ * so the last request's messages are a prefix of these and a long
+ * session's check costs each message once, not once a request.  false
+ * when out of memory.
  */
-static bool sent_messages(checker *c, const json_t **derived, json_t **msgs) {
+static bool sent_messages(checker *c, const json_t **derived, const json_t **msgs,
+                          bool *grown) {
     const weir__surface *s = c->surface;
     uint64_t gen = weir__surface_replace_generation(s);
     const char *provider = weir__json_str(c->context, "provider", NULL);
@@ -541,7 +549,8 @@ static bool sent_messages(checker *c, const json_t **derived, json_t **msgs) {
     if (!route)
         return false;
     bool ok = true;
-    if (c->sent_derived && gen == c->sent_gen && !strcmp(route, c->sent_route)) {
+    *grown = c->sent_derived && gen == c->sent_gen && !strcmp(route, c->sent_route);
+    if (*grown) {
         size_t from = json_array_size(c->sent_derived);
         ok = weir__surface_derive_into(s, c->sent_nodes, c->sent_derived, &c->sent_nodes) ==
              WEIR_OK;
@@ -575,14 +584,14 @@ static bool sent_messages(checker *c, const json_t **derived, json_t **msgs) {
         return false;
     }
     *derived = c->sent_derived;
-    *msgs = json_copy(c->sent_msgs); /* the previous request's, unchanged by the next */
-    return *msgs != NULL;
+    *msgs = c->sent_msgs; /* grows in place: a request's are its first messages */
+    return true;
 }
 
 static void prefix_request(checker *c, size_t seq) {
-    const json_t *derived = NULL;
-    json_t *msgs = NULL;
-    if (!sent_messages(c, &derived, &msgs)) {
+    const json_t *derived = NULL, *msgs = NULL;
+    bool grown = false;
+    if (!sent_messages(c, &derived, &msgs, &grown)) {
         c->oom = true;
         return;
     }
@@ -600,12 +609,14 @@ static void prefix_request(checker *c, size_t seq) {
         cause = c->header_ev;
         hook = "agent/request";
     } else if ((i = first_difference(json_object_get(prev, "tools"),
+                                     json_array_size(json_object_get(prev, "tools")),
                                      json_object_get(header, "tools"))) >= 0) {
         snprintf(at, sizeof at, "tools[%ld]", i);
         cause = c->header_ev;
         hook = "system-prompt/assemble";
-    } else if ((i = first_difference(c->prev_msgs, msgs)) >= 0 &&
-               (size_t)i < json_array_size(c->prev_msgs)) {
+    } else if (!(grown && c->prev_msgs == msgs) && /* grown from it: a prefix */
+               (i = first_difference(c->prev_msgs, c->prev_len, msgs)) >= 0 &&
+               (size_t)i < c->prev_len) {
         const json_t *m = json_array_get(c->prev_msgs, (size_t)i);
         if (i == 0 && is(weir__json_str(m, "role", ""), "system"))
             snprintf(at, sizeof at, "system");
@@ -643,7 +654,8 @@ static void prefix_request(checker *c, size_t seq) {
             c->oom = true;
     }
     json_decref(c->prev_msgs);
-    c->prev_msgs = msgs;
+    c->prev_msgs = json_incref(c->sent_msgs); /* msgs */
+    c->prev_len = json_array_size(msgs);
     json_decref(c->prev_header);
     c->prev_header = json_incref(c->header_ev);
     c->prev_seq = (json_int_t)seq;
