@@ -524,9 +524,43 @@ static void malformed_splice_is_corrupt(void **state) {
     assert_null(ib);
 }
 
+/* Issue #34: a log/checkpoint is written only while nothing is queued (the
+ * inbox's check and the append under its lock), so a resume from it
+ * rebuilds an empty inbox and loses no input. */
+static void a_checkpoint_waits_for_an_empty_inbox(void **state) {
+    fixture *f = *state;
+    weir_error err;
+    weir__log_set_checkpoint_every(f->log, 1);
+    add(f, "in-1", "queued", false);
+    size_t n = weir__log_count(f->log);
+    assert_int_equal(weir__inbox_checkpoint(f->ib, &err), WEIR_OK);
+    assert_int_equal(weir__log_count(f->log), n); /* input is queued: none */
+    json_t *claimed = NULL;
+    assert_int_equal(weir__inbox_claim(f->ib, true, 1, &claimed, &err), WEIR_OK);
+    assert_int_equal(json_array_size(claimed), 1);
+    json_decref(claimed);
+    n = weir__log_count(f->log);
+    assert_int_equal(weir__inbox_checkpoint(f->ib, &err), WEIR_OK);
+    assert_int_equal(weir__log_count(f->log), n + 1);
+    assert_string_equal(json_string_value(json_object_get(weir__log_event(f->log, n), "type")),
+                        "log/checkpoint");
+    /* a resume starts from it, with nothing queued */
+    open_all(f);
+    assert_int_equal(weir__log_base(f->log), n);
+    assert_int_equal(weir__inbox_count(f->ib, false) + weir__inbox_count(f->ib, true), 0);
+    /* input queued after it is in the tail: a resume keeps it */
+    weir__log_set_checkpoint_every(f->log, 1);
+    add(f, "in-2", "after", true);
+    assert_int_equal(weir__inbox_checkpoint(f->ib, &err), WEIR_OK); /* queued: none */
+    open_all(f);
+    assert_int_equal(weir__log_base(f->log), n);
+    assert_int_equal(weir__inbox_count(f->ib, true), 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(add_is_durable_before_live, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_checkpoint_waits_for_an_empty_inbox, setup, teardown),
         cmocka_unit_test_setup_teardown(same_id_same_content_acknowledged_once, setup, teardown),
         cmocka_unit_test_setup_teardown(same_id_different_content_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(delivered_ids_are_remembered, setup, teardown),
