@@ -803,8 +803,10 @@ static int load_from_checkpoint(weir__log *log, weir_error *err) {
          !(log->line_len = weir__calloc(c, sizeof *log->line_len)) ||
          !(log->lent = weir__calloc(c, sizeof *log->lent))))
         verdict = WEIR_E_NOMEM;
-    if (verdict == WEIR_OK)
+    if (verdict == WEIR_OK) {
         log->cap = c;
+        log->count = cp; /* what reset_loaded releases if this read goes no further */
+    }
     loader ld = {.log = log, .buf = buf, .in_place = vt == weir__store_file().vt,
                  .buf_off = tail, .at = at, .rc = WEIR_OK};
     /* the surface, run by run, with the ordinals the checkpoint gives */
