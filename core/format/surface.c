@@ -79,6 +79,20 @@ static long find_node(const weir__surface *s, json_int_t seq) {
     return -1;
 }
 
+long weir__surface_find(const weir__surface *s, size_t seq) {
+    return s ? find_node(s, (json_int_t)seq) : -1;
+}
+
+json_t *weir__surface_swap(weir__surface *s, size_t i, json_t *event) {
+    if (!s || i >= s->len || !event) {
+        json_decref(event);
+        return NULL;
+    }
+    json_t *old = s->nodes[i].event;
+    s->nodes[i].event = event;
+    return old;
+}
+
 static bool seqs_contain(const json_t *seqs, size_t seq) {
     size_t i;
     json_t *v;
@@ -413,6 +427,10 @@ const json_t *weir__surface_event(const weir__surface *s, size_t i) {
     return s && i < s->len ? s->nodes[i].event : NULL;
 }
 
+uint64_t weir__surface_ord(const weir__surface *s, size_t i) {
+    return s && i < s->len ? s->nodes[i].ord : 0;
+}
+
 uint64_t weir__surface_replace_generation(const weir__surface *s) {
     return s ? s->replace_generation : 0;
 }
@@ -482,6 +500,12 @@ json_t *weir__derive_event_message(const json_t *event) {
     json_t *m;
     derive(event, false, &m);
     return m;
+}
+
+int weir__derive_event_shared(const json_t *event, json_t **out) {
+    if (!out)
+        return WEIR_E_INVAL;
+    return derive(event, true, out);
 }
 
 int weir__surface_derive_into(const weir__surface *s, size_t from, json_t *out, size_t *done) {

@@ -83,6 +83,18 @@ int weir__surface_clone(const weir__surface *s, weir__surface **out);
 /* Borrowed: the envelope node i holds (what weir__surface_apply was given),
  * or NULL when out of range. */
 const json_t *weir__surface_event(const weir__surface *s, size_t i);
+/* Node i's place among every surface event applied (0 when out of range). */
+uint64_t weir__surface_ord(const weir__surface *s, size_t i);
+/* The position of the node with `seq`, or -1. */
+long weir__surface_find(const weir__surface *s, size_t seq);
+/*
+ * Put `event` (a reference the surface takes; same seq) in node i's place
+ * and return the one it held (the caller's reference now), or NULL when i
+ * is out of range (then `event` is released).  For a reader that holds its
+ * nodes in a lighter form than their events (core/log/log_check.c) and
+ * brings one back whole for a check that reads it.
+ */
+json_t *weir__surface_swap(weir__surface *s, size_t i, json_t *event);
 
 /*
  * New reference: the message an event contributes, or NULL for none.
@@ -92,6 +104,11 @@ const json_t *weir__surface_event(const weir__surface *s, size_t i);
  * tool/result: data.message; any other type: none.  Pure; thread-safe.
  */
 json_t *weir__derive_event_message(const json_t *event);
+/* As weir__derive_event_message into *out (NULL for none), but the message
+ * shares the event's values (read-only, as the log is), as
+ * weir__surface_derive's do.  WEIR_OK, or WEIR_E_NOMEM when a message is
+ * due but could not be built. */
+int weir__derive_event_shared(const json_t *event, json_t **out);
 /* New reference: all derived messages in surface order (NULL on NOMEM).
  * Unlike weir__derive_event_message's deep copy, the messages here (and of
  * weir__surface_derive_into) share the events' values: read-only, as the

@@ -45,9 +45,14 @@ typedef struct checker {
     weir__type_known_fn known; /* plugin event types (may be NULL) */
     void *known_ud;
     bool deep; /* re-derive prefixes (weir log --check) */
-    bool thin; /* the surface holds thin envelopes (thin_event): a file's check that
-                * derives nothing for its caller */
-    size_t derived_upto; /* the prefix the last re-derivation folded (deep) */
+    bool spill; /* the surface holds stubs (stub_event): a file's check that derives
+                 * nothing for its caller */
+    json_t *interned[5]; /* spill: the four surface types and "append", shared by the stubs */
+    char *rbuf;          /* spill: a node's line read again (read_at) */
+    size_t rcap;
+    size_t derived_upto; /* the prefix the last re-derivation point folded (deep) */
+    struct redo *redos;  /* the re-derivation points, checked at the end (verify_redos) */
+    size_t nredos;
     size_t line, error_line; /* the line read, the line of the first error */
     size_t at_base; /* the byte offset in the log of what is read (a seeded read) */
     size_t line_at; /* the byte offset in the log of the line being checked */
@@ -55,23 +60,22 @@ typedef struct checker {
     /* the prefix report (deep; docs/session-log.md, "The append-only prefix") */
     size_t requests, append_only; /* requests seen, those that extended the previous */
     json_t *breaks;               /* the report's prefix.breaks */
-    json_t *prev_msgs;            /* the previous request's messages: the first prev_len of
-                                   * this array (shared with its events; it only grows) */
-    size_t prev_len;
+    size_t prev_len;              /* how many messages the previous request sent */
     json_t *prev_header;          /* its request/header envelope */
     json_int_t prev_seq;          /* the seq of its answer, -1 before the first */
-    /* what the last request derived and sent, grown in place while the
-     * surface only appends and the route stays (sent_messages) */
-    json_t *sent_derived, *sent_msgs;
-    size_t sent_nodes;
+    /* what the last request sent, one hash a message, grown in place while
+     * the surface only appends and the route stays (sent_messages) */
+    struct sent_msg *sent;
+    size_t sent_len, sent_cap, sent_nodes;
+    json_int_t sent_max; /* the highest seq of the nodes before sent_nodes */
     uint64_t sent_gen;
     char *sent_route;
+    bool sent_ok;
     json_t *recent; /* envelopes since then that may explain a break: surface events,
                      * request/header, hook/... provenance and plugin events */
 } checker;
 
 static void note(checker *c, json_t *list, const char *fmt, ...) WEIR_PRINTF(3, 4);
-static json_t *held_event(const checker *c, const json_t *ev);
 static void note(checker *c, json_t *list, const char *fmt, ...) {
     char buf[1024];
     va_list ap;
@@ -175,6 +179,186 @@ static void check_turns(checker *c, size_t seq, const char *type, const json_t *
     }
 }
 
+/* --- the surface a file's check holds -------------------------------------
+ * A check of a file holds the surface, which for a session that never
+ * compacts is its whole history.  It holds each node as a stub: its seq,
+ * type and surface_op, and where its line starts (AT_KEY); whatever the
+ * check reads of a node's message it reads again from the file, one node at
+ * a time (node_event).  The prefix report compares messages by a 64-bit
+ * hash of their bytes (struct sent_msg), so nothing holds a message for
+ * longer than it takes to hash it. */
+#define AT_KEY "\x01" "at"
+
+/* A message a request sent: the hash of its bytes, the seq and surface
+ * position of the node it derives from, and whether it is a system one. */
+typedef struct sent_msg {
+    uint64_t hash;
+    size_t seq, node;
+    bool system;
+} sent_msg;
+
+/* A re-derivation point: the prefix of `upto` envelopes, asked for at `seq`
+ * (on `line`), and the hash of its surface's nodes (nodes_hash). */
+typedef struct redo {
+    size_t upto, seq, line;
+    uint64_t nodes;
+} redo;
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211u;
+    return h;
+}
+#define FNV_BASIS 1469598103934665603u
+
+/* The shared string `name` of the stubs (borrowed), or NULL. */
+static json_t *interned(checker *c, const char *name) {
+    static const char *const names[] = {"system/message", "user/message", "assistant/message",
+                                        "tool/result", "append"};
+    for (size_t i = 0; i < 5; i++)
+        if (is(name, names[i])) {
+            if (!c->interned[i])
+                c->interned[i] = json_string(names[i]);
+            return c->interned[i];
+        }
+    return NULL;
+}
+
+/* The stub a spilling check holds for surface event `ev`, whose line starts
+ * at `off` (new reference), or NULL when out of memory. */
+static json_t *stub_event(checker *c, const json_t *ev, size_t off) {
+    json_t *type = interned(c, weir__json_str(ev, "type", ""));
+    json_t *op = json_object_get(ev, "surface_op");
+    if (json_is_string(op) && is(json_string_value(op), "append"))
+        op = interned(c, "append");
+    if (!type || !op)
+        return NULL;
+    return json_pack("{s:O, s:O, s:O, s:I}", "seq", json_object_get(ev, "seq"), "type", type,
+                     "surface_op", op, AT_KEY, (json_int_t)off);
+}
+
+/* The envelope whose line starts at file offset `off`, read again (new
+ * reference), or NULL (c->file->failed says why, or out of memory). */
+static json_t *read_at(checker *c, size_t off) {
+    size_t have = 0;
+    for (;;) {
+        if (have == c->rcap) {
+            size_t cap = c->rcap ? 2 * c->rcap : 4096;
+            char *grown = cap <= WEIR__LOG_LINE_MAX + 1 ? weir__realloc(c->rbuf, cap) : NULL;
+            if (!grown) {
+                c->oom = true;
+                return NULL;
+            }
+            c->rbuf = grown;
+            c->rcap = cap;
+        }
+        ssize_t got = pread(c->file->fd, c->rbuf + have, c->rcap - have, (off_t)(off + have));
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            c->file->failed = errno;
+            return NULL;
+        }
+        bool nl = memchr(c->rbuf + have, '\n', (size_t)got) != NULL;
+        have += (size_t)got;
+        if (nl || got == 0)
+            break;
+    }
+    size_t o = 0, n;
+    bool torn;
+    json_error_t jerr;
+    json_t *ev = weir__log_read_line(c->rbuf, have, &o, &n, &torn, &jerr);
+    if (!ev && json_error_code(&jerr) == json_error_out_of_memory)
+        c->oom = true;
+    else if (!ev) /* it parsed when it was read first: the file changed */
+        c->file->failed = EIO;
+    return ev;
+}
+
+/* The whole envelope of surface node `held` (a stub, or what the surface
+ * holds), new reference, or NULL (out of memory or a read error). */
+static json_t *node_event(checker *c, const json_t *held) {
+    const json_t *at = json_object_get(held, AT_KEY);
+    if (!at)
+        return json_incref((json_t *)(uintptr_t)held);
+    return read_at(c, (size_t)json_integer_value(at));
+}
+
+/* What the check's surface holds of event `ev` (new reference), which
+ * starts at `off`: its stub (spill), or `ev` without its stream
+ * (check_stream read it). */
+static json_t *held_event(checker *c, const json_t *ev, size_t off) {
+    if (c->spill)
+        return stub_event(c, ev, off);
+    json_t *lean = weir__surface_lean(ev);
+    return lean ? lean : json_incref((json_t *)(uintptr_t)ev);
+}
+
+/* Check `ev` (whose line starts at `off`) against surface `s` and apply it:
+ * -1 with `msg` when the surface refuses it, else 0 (c->oom when out of
+ * memory).  A spilling check brings back whole the node a tool/result
+ * rewrite compares itself with. */
+static int surface_fold(checker *c, weir__surface *s, const json_t *ev, size_t off, char *msg,
+                        size_t size) {
+    const char *type = weir__json_str(ev, "type", "");
+    if (!c->spill) {
+        json_t *held = held_event(c, ev, off);
+        int rc = held ? weir__surface_check(s, held, msg, size) : 0;
+        if (!held || (rc == 0 && weir__surface_apply(s, held) != WEIR_OK))
+            c->oom = true;
+        json_decref(held);
+        return rc;
+    }
+    const json_t *op = json_object_get(ev, "surface_op");
+    long at = -1;
+    json_t *stub = NULL;
+    if (is(type, "tool/result") && json_is_object(op) && weir__json_int(op, "start_seq", -1) >= 0 &&
+        (at = weir__surface_find(s, (size_t)weir__json_int(op, "start_seq", -1))) >= 0) {
+        json_t *whole = node_event(c, weir__surface_event(s, (size_t)at));
+        if (!whole) {
+            c->oom = c->oom || !c->file->failed;
+            return 0;
+        }
+        stub = weir__surface_swap(s, (size_t)at, whole);
+    }
+    int rc = weir__surface_check(s, ev, msg, size);
+    if (stub)
+        json_decref(weir__surface_swap(s, (size_t)at, stub));
+    if (rc == 0 && weir__is_surface_type(type)) {
+        json_t *held = stub_event(c, ev, off);
+        if (!held || weir__surface_apply(s, held) != WEIR_OK)
+            c->oom = true;
+        json_decref(held);
+    }
+    return rc;
+}
+
+/* The hash of surface `s`'s nodes: each one's seq and place. */
+static uint64_t nodes_hash(const weir__surface *s) {
+    uint64_t h = FNV_BASIS;
+    for (size_t i = 0; i < weir__surface_len(s); i++) {
+        uint64_t v[2] = {weir__surface_node(s, i), weir__surface_ord(s, i)};
+        h = fnv(h, v, sizeof v);
+    }
+    return h;
+}
+
+/* A re-derivation point at `seq`: the prefix of `upto` envelopes, checked
+ * at the end (verify_redos) against the surface folded now. */
+static void rederive(checker *c, size_t seq, size_t upto) {
+    c->derived_upto = upto;
+    if ((c->nredos & (c->nredos - 1)) == 0) { /* 0, 1, 2, 4, ...: full */
+        redo *grown = weir__realloc(c->redos, (c->nredos ? 2 * c->nredos : 1) * sizeof *grown);
+        if (!grown) {
+            c->oom = true;
+            return;
+        }
+        c->redos = grown;
+    }
+    c->redos[c->nredos++] = (redo){upto, seq, c->line, nodes_hash(c->surface)};
+}
+
 /* The envelope whose line starts at `off` in the buffer or the file (NULL
  * when it cannot be read again: out of memory or a read error). */
 static json_t *reread(checker *c, log_stream *r, size_t off) {
@@ -197,131 +381,54 @@ static json_t *reread(checker *c, log_stream *r, size_t off) {
     return NULL;
 }
 
-/* The surface derivation of the first `upto` envelopes, read afresh from
- * their lines and folded, equals `now`, byte for byte when serialized. */
-static bool prefix_deterministic(checker *c, size_t upto, const json_t *now) {
+/* Fold the log again from its first line, in one pass, and note an error
+ * where a re-derivation point's prefix folds to other nodes than the check
+ * held there: the derived history is its nodes' messages, so the same
+ * nodes derive the same bytes.  A spilling check lets its own surface go
+ * first (every point hashed it), so it never holds two. */
+static void verify_redos(checker *c) {
+    if (!c->nredos || c->oom)
+        return;
+    if (c->spill) {
+        weir__surface_destroy(c->surface);
+        c->surface = NULL;
+    }
     weir__surface *s = NULL;
     if (weir__surface_create(&s) != WEIR_OK) {
         c->oom = true;
-        return true;
+        return;
     }
     log_stream again, *r = NULL;
-    if (c->file) { /* the prefix read afresh from the file, in one pass */
+    if (c->file) {
         weir__log_stream_init(&again, c->file->fd, 0);
         r = &again;
     }
-    for (size_t i = 0; i < upto && i < c->accepted && !c->oom; i++) {
+    size_t k = 0;
+    char msg[512];
+    for (size_t i = 0; k < c->nredos && !c->oom; i++) {
+        for (; k < c->nredos && c->redos[k].upto == i; k++) {
+            if (nodes_hash(s) == c->redos[k].nodes)
+                continue;
+            c->line = c->redos[k].line;
+            note(c, c->errors, "seq %zu: re-deriving the history from the log prefix differs",
+                 c->redos[k].seq);
+        }
+        if (k == c->nredos || i >= c->accepted)
+            break;
         json_t *ev = reread(c, r, c->lines[i]);
-        if (!ev)
-            c->oom = true; /* it parsed when it was first read */
-        json_t *held = ev ? held_event(c, ev) : NULL;
-        if (ev && (!held || (weir__surface_check(s, held, NULL, 0) == 0 &&
-                             weir__surface_apply(s, held) != WEIR_OK)))
-            c->oom = true;
-        json_decref(held);
+        if (!ev) { /* it parsed when it was first read */
+            if (!c->file || !c->file->failed)
+                c->oom = true;
+            break;
+        }
+        surface_fold(c, s, ev, c->lines[i], msg, sizeof msg);
         json_decref(ev);
+        if (c->file && c->file->failed)
+            break;
     }
     if (r)
         weir__log_stream_free(r);
-    json_t *fresh = weir__surface_derive(s);
-    char *a = weir__json_dump(now), *b = weir__json_dump(fresh);
-    bool same = !a || !b || strcmp(a, b) == 0;
-    if (!a || !b || !fresh)
-        c->oom = true;
-    free(a);
-    free(b);
-    json_decref(fresh);
     weir__surface_destroy(s);
-    return same;
-}
-
-/* Note an error when the surface so far does not derive as the first
- * `upto` envelopes folded afresh (`seq`: the envelope that asks). */
-static void rederive(checker *c, size_t seq, size_t upto) {
-    c->derived_upto = upto;
-    json_t *now = weir__surface_derive(c->surface);
-    if (!now)
-        c->oom = true;
-    else if (!prefix_deterministic(c, upto, now))
-        note(c, c->errors, "seq %zu: re-deriving the history from the log prefix differs", seq);
-    json_decref(now);
-}
-
-/* --- the thin surface of `weir log --check` -------------------------------
- * A check of a file holds the surface, which for a session that never
- * compacts is its whole history.  What the checks read of it is the
- * structure (roles, block types, ids, surface ops) and the equality of
- * messages, so a file's check holds each surface event thin: a string over
- * THIN_STRING bytes becomes a stand-in equal exactly when the strings are
- * (its length and 64-bit FNV-1a), and an event that is not a tool/result
- * keeps data.message alone (a tool/result rewrite must keep its other
- * members). */
-#define THIN_STRING 96
-
-static json_t *thin_value(json_t *v) {
-    if (json_is_string(v) && json_string_length(v) > THIN_STRING) {
-        size_t n = json_string_length(v);
-        const unsigned char *p = (const unsigned char *)json_string_value(v);
-        uint64_t h = 1469598103934665603u;
-        for (size_t i = 0; i < n; i++)
-            h = (h ^ p[i]) * 1099511628211u;
-        char buf[64];
-        snprintf(buf, sizeof buf, "\x01thin:%zu:%016llx", n, (unsigned long long)h);
-        return json_string(buf);
-    }
-    json_t *out = json_is_object(v) ? json_object() : json_is_array(v) ? json_array() : NULL;
-    if (!out)
-        return json_incref(v);
-    const char *key;
-    json_t *x;
-    size_t i;
-    if (json_is_object(v)) {
-        json_object_foreach(v, key, x) {
-            if (json_object_set_new(out, key, thin_value(x)) != 0) {
-                json_decref(out);
-                return NULL;
-            }
-        }
-    } else {
-        json_array_foreach(v, i, x) {
-            if (json_array_append_new(out, thin_value(x)) != 0) {
-                json_decref(out);
-                return NULL;
-            }
-        }
-    }
-    return out;
-}
-
-/* The envelope a thin surface holds for surface event `ev` (new reference),
- * or NULL when out of memory. */
-static json_t *thin_event(const json_t *ev) {
-    const json_t *data = json_object_get(ev, "data");
-    json_t *d = is(weir__json_str(ev, "type", ""), "tool/result")
-                    ? thin_value((json_t *)(uintptr_t)data)
-                    : json_pack("{s:o}", "message",
-                                thin_value(json_object_get(data, "message")));
-    json_t *out = d ? json_pack("{s:O, s:O, s:o}", "seq", json_object_get(ev, "seq"), "type",
-                                json_object_get(ev, "type"), "data", d)
-                    : NULL;
-    static const char *const keep[] = {"surface_op", "source_seqs"};
-    for (size_t i = 0; out && i < 2; i++) {
-        json_t *v = json_object_get(ev, keep[i]);
-        if (v && json_object_set(out, keep[i], v) != 0) {
-            json_decref(out);
-            out = NULL;
-        }
-    }
-    return out;
-}
-
-/* What the check's surface holds of surface event `ev` (new reference):
- * thin, or without its stream (check_stream read it). */
-static json_t *held_event(const checker *c, const json_t *ev) {
-    if (c->thin && weir__is_surface_type(weir__json_str(ev, "type", "")))
-        return thin_event(ev);
-    json_t *lean = weir__surface_lean(ev);
-    return lean ? lean : json_incref((json_t *)(uintptr_t)ev);
 }
 
 static void check_assistant(checker *c, size_t seq, const char *type) {
@@ -412,66 +519,22 @@ static bool plugin_type(const char *type) {
 
 /* The first index at which the arrays `a` and `b` differ (the shorter's
  * length when one is a prefix of the other), or -1 when equal. */
-/* The first index where the first `na` elements of array `a` and array `b`
- * differ, the shorter length when one is a prefix of the other, or -1 when
- * they are equal. */
-static long first_difference(const json_t *a, size_t na, const json_t *b) {
-    size_t nb = json_array_size(b);
+static long tools_difference(const json_t *a, const json_t *b) {
+    size_t na = json_array_size(a), nb = json_array_size(b);
     for (size_t i = 0; i < na && i < nb; i++)
         if (!json_equal(json_array_get(a, i), json_array_get(b, i)))
             return (long)i;
     return na == nb ? -1 : (long)(na < nb ? na : nb);
 }
 
-/*
- * The index in `derived` (the surface's derivation, borrowed) of message
- * `index` of the request made from it (weir__continuation_apply for
- * `context`), which leaves out an assistant message with nothing left to
- * send; -1 when there is none or out of memory.
- */
-static long derived_index(const checker *c, const json_t *derived, long index) {
-    bool *stale = NULL;
-    if (weir__continuation_stale(c->surface, derived, &stale) != 0)
-        return -1;
-    const char *provider = weir__json_str(c->context, "provider", NULL);
-    const char *model = weir__json_str(c->context, "model", NULL);
-    long k = 0, found = -1;
-    for (size_t j = 0; found < 0 && j < json_array_size(derived); j++) {
-        json_t *one = json_array();
-        if (!one || json_array_append(one, json_array_get(derived, j)) != 0) {
-            json_decref(one);
-            break;
-        }
-        json_t *sent = weir__continuation_filter(one, provider, model, stale ? &stale[j] : NULL,
-                                                 NULL);
-        bool kept = json_array_size(sent) > 0;
-        json_decref(sent);
-        json_decref(one);
-        if (!sent)
-            break;
-        if (kept && k++ == index)
-            found = (long)j;
-    }
-    weir__free(stale);
-    return found;
-}
-
-/* The surface envelope that contributes message `index` of the derived
- * history (borrowed), or NULL (also when out of memory: the break is then
- * reported without its cause, never as an error). */
-static const json_t *message_event(const checker *c, long index) {
-    long k = 0;
-    if (index < 0)
-        return NULL;
-    for (size_t i = 0; i < weir__surface_len(c->surface); i++) {
-        const json_t *ev = weir__surface_event(c->surface, i);
-        json_t *m = weir__derive_event_message(ev);
-        bool contributes = m != NULL;
-        json_decref(m);
-        if (contributes && k++ == index)
-            return ev;
-    }
-    return NULL;
+/* The first index at which the first `na` messages of `a` and the `nb` of
+ * `b` differ (the shorter length when one is a prefix of the other), or -1
+ * when they are equal. */
+static long first_difference(const sent_msg *a, size_t na, const sent_msg *b, size_t nb) {
+    for (size_t i = 0; i < na && i < nb; i++)
+        if (a[i].hash != b[i].hash)
+            return (long)i;
+    return na == nb ? -1 : (long)(na < nb ? na : nb);
 }
 
 /* Name the hook, plugin and row that made `cause` in `brk`: the first
@@ -511,11 +574,100 @@ static void attribute(checker *c, json_t *brk, const json_t *cause, const char *
         c->oom = true;
 }
 
-/* Whether `ev` is a system-update system/message (core/engine/driver.c). */
-static bool system_update(const json_t *ev) {
-    const json_t *m = json_object_get(json_object_get(ev, "data"), "message");
-    return is(weir__json_str(ev, "type", ""), "system/message") &&
-           is(weir__json_str(json_object_get(m, "source"), "kind", ""), "system-update");
+/* Whether `ev` (an envelope, or a surface stub read again) is a
+ * system-update system/message (core/engine/driver.c). */
+static bool system_update(checker *c, const json_t *ev) {
+    if (!is(weir__json_str(ev, "type", ""), "system/message"))
+        return false;
+    json_t *whole = node_event(c, ev);
+    const json_t *m = json_object_get(json_object_get(whole, "data"), "message");
+    bool update = is(weir__json_str(json_object_get(m, "source"), "kind", ""), "system-update");
+    json_decref(whole);
+    return update;
+}
+
+/* Add to c->sent what surface node i sends under the route
+ * (provider, model): its message, unless it derives none or the request's
+ * continuation filter leaves it out (weir__continuation_apply: an assistant
+ * message is stale when a node before it has a higher seq).  false when
+ * out of memory or the node cannot be read again. */
+static bool sent_node(checker *c, size_t i, const char *provider, const char *model) {
+    const json_t *held = weir__surface_event(c->surface, i);
+    json_int_t seq = weir__json_int(held, "seq", 0);
+    const char *type = weir__json_str(held, "type", "");
+    bool stale = is(type, "assistant/message") && c->sent_max > seq;
+    if (seq > c->sent_max)
+        c->sent_max = seq;
+    json_t *ev = node_event(c, held), *m = NULL;
+    if (!ev || weir__derive_event_shared(ev, &m) != WEIR_OK) {
+        json_decref(ev);
+        return false;
+    }
+    json_t *one = m ? json_pack("[o]", m) : NULL;
+    json_t *kept = one ? weir__continuation_filter(one, provider, model, &stale, NULL) : NULL;
+    bool ok = !m || kept;
+    const json_t *out = json_array_get(kept, 0);
+    char *bytes = out ? weir__json_dump(out) : NULL;
+    if (out && !bytes)
+        ok = false;
+    if (bytes && c->sent_len == c->sent_cap) {
+        size_t cap = c->sent_cap ? 2 * c->sent_cap : 64;
+        sent_msg *grown = weir__realloc(c->sent, cap * sizeof *grown);
+        if (grown) {
+            c->sent = grown;
+            c->sent_cap = cap;
+        } else {
+            ok = false;
+        }
+    }
+    if (ok && bytes)
+        c->sent[c->sent_len++] = (sent_msg){fnv(FNV_BASIS, bytes, strlen(bytes)), (size_t)seq, i,
+                                            is(weir__json_str(out, "role", ""), "system")};
+    weir__free(bytes);
+    json_decref(kept);
+    json_decref(one);
+    json_decref(ev);
+    return ok;
+}
+
+/*
+ * What the request answered now sends (c->sent): the surface's derivation
+ * with the continuations the request/context in force drops, as the
+ * driver's request_messages.  Hashed once, then grown in place by the nodes
+ * appended since (*grown) while no replace happened and the route is the
+ * same: a new message at the end is never stale and the older ones filter
+ * as before, so the last request's messages are a prefix of these and a
+ * long session's check costs each message once, not once a request.  When
+ * it cannot grow, the last request's messages go to *prev (the caller
+ * frees them).  false when out of memory or a read error.
+ */
+static bool sent_messages(checker *c, bool *grown, sent_msg **prev) {
+    const weir__surface *s = c->surface;
+    uint64_t gen = weir__surface_replace_generation(s);
+    const char *provider = weir__json_str(c->context, "provider", NULL);
+    const char *model = weir__json_str(c->context, "model", NULL);
+    char *route = weir__asprintf("%s\n%s", provider ? provider : "", model ? model : "");
+    *prev = NULL;
+    if (!route)
+        return false;
+    *grown = c->sent_ok && gen == c->sent_gen && !strcmp(route, c->sent_route);
+    if (*grown) {
+        weir__free(route);
+    } else {
+        *prev = c->sent;
+        c->sent = NULL;
+        c->sent_len = c->sent_cap = c->sent_nodes = 0;
+        c->sent_max = -1;
+        weir__free(c->sent_route);
+        c->sent_route = route;
+        c->sent_gen = gen;
+    }
+    c->sent_ok = false; /* until every node is in: start again next time */
+    for (; c->sent_nodes < weir__surface_len(s); c->sent_nodes++)
+        if (!sent_node(c, c->sent_nodes, provider, model))
+            return false;
+    c->sent_ok = true;
+    return true;
 }
 
 /*
@@ -523,79 +675,21 @@ static bool system_update(const json_t *ev) {
  * the answer) against the previous one: append-only when the config and
  * tools are equal and the previous messages are a prefix of its messages.
  * Otherwise a break names the first position that differs, the event that
- * caused it and the hook (attribute).  The messages are what was sent: the
- * derivation with the continuations the request/context in force dropped
- * (weir__continuation_apply, as the driver's request_messages), so a route
- * change or a replace that made a continuation stale is a break where the
- * request changed, and a message never sent takes no position.
+ * caused it and the hook (attribute).  The messages are what was sent
+ * (sent_messages), so a route change or a replace that made a continuation
+ * stale is a break where the request changed, and a message never sent
+ * takes no position.
  */
-/*
- * The surface's derivation (*derived) and the messages a request sends
- * (*msgs), as weir__continuation_apply gives them, both borrowed from the
- * checker.  Derived once, then grown in place by the nodes appended since
- * (*grown) while no replace happened and the route is the same: a new
- * message at the end is never stale and the older ones filter as before,
- * so the last request's messages are a prefix of these and a long
- * session's check costs each message once, not once a request.  false
- * when out of memory.
- */
-static bool sent_messages(checker *c, const json_t **derived, const json_t **msgs,
-                          bool *grown) {
-    const weir__surface *s = c->surface;
-    uint64_t gen = weir__surface_replace_generation(s);
-    const char *provider = weir__json_str(c->context, "provider", NULL);
-    const char *model = weir__json_str(c->context, "model", NULL);
-    char *route = weir__asprintf("%s\n%s", provider ? provider : "", model ? model : "");
-    if (!route)
-        return false;
-    bool ok = true;
-    *grown = c->sent_derived && gen == c->sent_gen && !strcmp(route, c->sent_route);
-    if (*grown) {
-        size_t from = json_array_size(c->sent_derived);
-        ok = weir__surface_derive_into(s, c->sent_nodes, c->sent_derived, &c->sent_nodes) ==
-             WEIR_OK;
-        json_t *fresh = ok ? json_array() : NULL;
-        for (size_t i = from; fresh && i < json_array_size(c->sent_derived); i++)
-            if (json_array_append(fresh, json_array_get(c->sent_derived, i)) != 0)
-                ok = false;
-        json_t *kept = fresh ? weir__continuation_filter(fresh, provider, model, NULL, NULL) : NULL;
-        ok = ok && kept && json_array_extend(c->sent_msgs, kept) == 0;
-        json_decref(kept);
-        json_decref(fresh);
-        weir__free(route);
-    } else {
-        json_decref(c->sent_derived);
-        json_decref(c->sent_msgs);
-        weir__free(c->sent_route);
-        c->sent_route = route;
-        c->sent_gen = gen;
-        c->sent_nodes = weir__surface_len(s);
-        c->sent_derived = weir__surface_derive(s);
-        json_t *applied = c->sent_derived
-                              ? weir__continuation_apply(c->sent_derived, s, c->context, NULL)
-                              : NULL;
-        c->sent_msgs = applied ? json_copy(applied) : NULL; /* never the derivation itself */
-        json_decref(applied);
-        ok = c->sent_msgs != NULL;
-    }
-    if (!ok) { /* start again next time */
-        json_decref(c->sent_derived);
-        c->sent_derived = NULL;
-        return false;
-    }
-    *derived = c->sent_derived;
-    *msgs = c->sent_msgs; /* grows in place: a request's are its first messages */
-    return true;
-}
-
 static void prefix_request(checker *c, size_t seq) {
-    const json_t *derived = NULL, *msgs = NULL;
     bool grown = false;
-    if (!sent_messages(c, &derived, &msgs, &grown)) {
-        c->oom = true;
+    sent_msg *prev = NULL;
+    if (!sent_messages(c, &grown, &prev)) {
+        weir__free(prev);
+        if (!c->file || !c->file->failed)
+            c->oom = true;
         return;
     }
-    const json_t *header = c->header, *prev = json_object_get(
+    const json_t *header = c->header, *prev_header = json_object_get(
                                           json_object_get(c->prev_header, "data"), "header");
     c->requests++;
     char at[64] = "";
@@ -604,25 +698,25 @@ static void prefix_request(checker *c, size_t seq) {
     long i;
     if (c->prev_seq < 0) {
         /* the first request extends nothing */
-    } else if (!json_equal(json_object_get(prev, "config"), json_object_get(header, "config"))) {
+    } else if (!json_equal(json_object_get(prev_header, "config"), json_object_get(header, "config"))) {
         snprintf(at, sizeof at, "config");
         cause = c->header_ev;
         hook = "agent/request";
-    } else if ((i = first_difference(json_object_get(prev, "tools"),
-                                     json_array_size(json_object_get(prev, "tools")),
+    } else if ((i = tools_difference(json_object_get(prev_header, "tools"),
                                      json_object_get(header, "tools"))) >= 0) {
         snprintf(at, sizeof at, "tools[%ld]", i);
         cause = c->header_ev;
         hook = "system-prompt/assemble";
-    } else if (!(grown && c->prev_msgs == msgs) && /* grown from it: a prefix */
-               (i = first_difference(c->prev_msgs, c->prev_len, msgs)) >= 0 &&
+    } else if (!grown && /* grown from it: a prefix */
+               (i = first_difference(prev, c->prev_len, c->sent, c->sent_len)) >= 0 &&
                (size_t)i < c->prev_len) {
-        const json_t *m = json_array_get(c->prev_msgs, (size_t)i);
-        if (i == 0 && is(weir__json_str(m, "role", ""), "system"))
+        if (i == 0 && prev[0].system)
             snprintf(at, sizeof at, "system");
         else
             snprintf(at, sizeof at, "messages[%ld]", i);
-        const json_t *node = message_event(c, derived_index(c, derived, i));
+        const json_t *node = (size_t)i < c->sent_len
+                                 ? weir__surface_event(c->surface, c->sent[i].node)
+                                 : NULL;
         if (node && weir__json_int(node, "seq", -1) > c->prev_seq)
             cause = node;
         size_t k;
@@ -631,9 +725,10 @@ static void prefix_request(checker *c, size_t seq) {
             if (!cause && json_is_object(json_object_get(ev, "surface_op")))
                 cause = ev;
         }
-        if (cause && system_update(cause))
+        if (cause && system_update(c, cause))
             hook = "system-prompt/assemble";
     }
+    weir__free(prev);
     if (!*at) {
         c->append_only++;
     } else {
@@ -653,9 +748,7 @@ static void prefix_request(checker *c, size_t seq) {
         if (!brk || json_array_append_new(c->breaks, brk) != 0)
             c->oom = true;
     }
-    json_decref(c->prev_msgs);
-    c->prev_msgs = json_incref(c->sent_msgs); /* msgs */
-    c->prev_len = json_array_size(msgs);
+    c->prev_len = c->sent_len;
     json_decref(c->prev_header);
     c->prev_header = json_incref(c->header_ev);
     c->prev_seq = (json_int_t)seq;
@@ -713,14 +806,8 @@ static void check_event(checker *c, size_t seq, json_t *ev) {
         prefix_request(c, seq);
     else if (c->deep && !c->oom)
         prefix_note(c, ev, type);
-    json_t *held = held_event(c, ev); /* checked as held: thin against thin */
-    if (!held)
-        c->oom = true;
-    else if (weir__surface_check(c->surface, held, msg, sizeof msg) < 0)
+    if (surface_fold(c, c->surface, ev, c->line_at - c->at_base, msg, sizeof msg) < 0)
         note(c, c->errors, "seq %zu: %s", seq, msg);
-    else if (weir__surface_apply(c->surface, held) != WEIR_OK)
-        c->oom = true;
-    json_decref(held);
     if (is(type, "request/header")) {
         json_decref(c->header_ev);
         c->header_ev = json_incref(ev);
@@ -749,15 +836,22 @@ static bool listed(const json_t *list, const char *id) {
  * in `wanted` or `pending`); any other is an error, e.g. a result a surface
  * replace took away. */
 static void check_derived(checker *c) {
-    json_t *msgs = weir__surface_derive(c->surface);
-    if (!msgs) {
-        c->oom = true;
-        return;
-    }
     json_t *want = json_array(); /* [[id, message index], ...] */
-    size_t n = json_array_size(msgs);
-    for (size_t i = 0; want && i <= n; i++) {
-        const json_t *m = json_array_get(msgs, i);
+    size_t n = weir__surface_len(c->surface), index = 0;
+    for (size_t i = 0; want && i <= n && !c->oom; i++) {
+        json_t *ev = NULL, *m = NULL;
+        if (i < n) { /* node i's message, read again when the surface holds a stub */
+            ev = node_event(c, weir__surface_event(c->surface, i));
+            if (!ev || weir__derive_event_shared(ev, &m) != WEIR_OK) {
+                c->oom = c->oom || !c->file || !c->file->failed;
+                json_decref(ev);
+                break;
+            }
+            if (!m) { /* it contributes no message */
+                json_decref(ev);
+                continue;
+            }
+        }
         const char *role = weir__json_str(m, "role", "");
         size_t k;
         json_t *b;
@@ -779,7 +873,7 @@ static void check_derived(checker *c) {
             const char *bt = weir__json_str(b, "type", "");
             if (is(role, "assistant") && is(bt, "tool_call") &&
                 json_array_append_new(
-                    want, json_pack("[s,I]", weir__json_str(b, "id", ""), (json_int_t)i)) != 0)
+                    want, json_pack("[s,I]", weir__json_str(b, "id", ""), (json_int_t)index)) != 0)
                 c->oom = true;
             if (is(bt, "tool_result")) {
                 const char *id = weir__json_str(b, "call_id", "");
@@ -793,11 +887,13 @@ static void check_derived(checker *c) {
                 }
             }
         }
+        index++;
+        json_decref(m);
+        json_decref(ev);
     }
     if (!want)
         c->oom = true;
     json_decref(want);
-    json_decref(msgs);
 }
 
 static void check_end(checker *c) {
@@ -826,6 +922,7 @@ static void check_end(checker *c) {
     if (c->deep && n > c->derived_upto)
         rederive(c, n - 1, n);
     check_derived(c);
+    verify_redos(c);
 }
 
 /* Whether `line` (n bytes) is what weir writes first: the start of the
@@ -949,7 +1046,7 @@ static int check(const char *buf, size_t len, log_stream *file, const weir__log_
     c.known = known;
     c.known_ud = known_ud;
     c.deep = deep;
-    c.thin = file && !derived;
+    c.spill = file && !derived;
     c.each = each;
     c.each_ud = each_ud;
     c.buf = buf;
@@ -986,6 +1083,10 @@ static int check(const char *buf, size_t len, log_stream *file, const weir__log_
         c.oom = true;
     weir__surface_destroy(c.surface);
     weir__free(c.lines);
+    weir__free(c.redos);
+    weir__free(c.rbuf);
+    for (size_t i = 0; i < 5; i++)
+        json_decref(c.interned[i]);
     json_decref(c.header_ev);
     json_decref(c.context_ev);
     weir__call_fold_free(&c.fold);
@@ -1002,9 +1103,7 @@ static int check(const char *buf, size_t len, log_stream *file, const weir__log_
     json_decref(c.open);
     json_decref(c.breaks);
     json_decref(c.recent);
-    json_decref(c.prev_msgs);
-    json_decref(c.sent_derived);
-    json_decref(c.sent_msgs);
+    weir__free(c.sent);
     weir__free(c.sent_route);
     json_decref(c.prev_header);
     if (!r && derived) {
