@@ -449,7 +449,8 @@ static void check_assistant(checker *c, size_t seq, const char *type) {
         return;
     /* the prefix before this answer, once the log has doubled since the last
      * re-derivation: each folds the whole prefix afresh, and the doubling
-     * keeps their sum within twice the log (check_end re-derives the whole) */
+     * keeps them within twice the log (check_end adds the whole; verify_redos
+     * folds the log once more for all of them) */
     size_t upto = c->accepted - 1;
     if (c->deep && upto >= 2 * c->derived_upto)
         rederive(c, seq, upto);

@@ -76,5 +76,26 @@ for mode in --json transcript --why; do
     esac
 done
 
+# `weir log FILE --check` of a log that never compacts, whose surface is its
+# whole history (12,001 nodes): the check holds each node as a stub and
+# reads its line again when it needs the message, so it stays within the
+# same slack plus 1 KiB a node (a stub is about 0.7 KB, more under ASan).
+# A check that held the nodes' messages (even with long strings hashed, as
+# before: about 2.5 KB a node, twice at the end) needs about three times
+# that.
+"$GEN" -o "$TMP/flat.jsonl" --turns 3000 --tool-bytes 2000 --session flat 2>/dev/null || exit 1
+nodes=$(grep -c '"surface_op"' "$TMP/flat.jsonl")
+flat_line_kb=$(awk '{ if (length($0) > m) m = length($0) } END { print int(m / 1024) + 1 }' \
+    "$TMP/flat.jsonl")
+peak "$TMP/small.jsonl" --check
+base=$PEAK
+peak "$TMP/flat.jsonl" --check
+got=$PEAK
+bound=$((base + slack_kb + flat_line_kb + nodes))
+echo "weir log FILE --check (never compacts): peak ${got} KB (2-turn log ${base} KB," \
+    "bound ${bound} KB, $nodes surface nodes)"
+[ "$got" -le "$bound" ] || fail "--check: peak RSS $got KB is over $bound KB ($nodes nodes)"
+grep -q ': ok (' "$TMP/out" || fail "--check: $(head -3 "$TMP/out")"
+
 [ "$FAILURES" -eq 0 ] || exit 1
 echo "log_stream_memory: ok"

@@ -394,6 +394,60 @@ static void same_report(const char *dir, const char *name, const char *text, siz
     unlink(path);
 }
 
+/* Issue #34: a file's check holds each surface node as a stub and reads a
+ * node's line again when it needs the node whole: a tool result rewrite
+ * compares itself with the result it replaces (only message.content may
+ * change), here one whose text outgrows the first read (4 KiB) and a
+ * member longer than 96 bytes.  Read whole or as a stream, the reports
+ * agree, and the file's check refuses the rewrite that changes the name. */
+static void tool_result_rewrites_read_the_node_again(void **state) {
+    (void)state;
+    char *dir = wt_tmpdir("rewrite-check");
+    char *pad = malloc(10001);
+    assert_non_null(pad);
+    memset(pad, 'p', 10000);
+    pad[10000] = '\0';
+    char name[200];
+    memset(name, 'n', 150);
+    name[150] = '\0';
+    for (int bad = 0; bad < 2; bad++) {
+        char *text = NULL;
+        int n = asprintf(
+            &text,
+            EV_HEAD EV_ASSISTANT(3, EV_CALL_BLOCK("a")) EV_CALL(4, "a")
+            "{\"seq\":5,\"time\":1,\"type\":\"tool/result\",\"surface_op\":\"append\",\"data\":"
+            "{\"turn\":1,\"step\":1,\"name\":\"%s\",\"message\":{\"role\":\"tool\",\"content\":"
+            "[{\"type\":\"tool_result\",\"call_id\":\"a\",\"content\":[{\"type\":\"text\","
+            "\"text\":\"%s\"}]}]}}}\n"
+            "{\"seq\":6,\"time\":1,\"type\":\"tool/result\",\"surface_op\":{\"op\":\"replace\","
+            "\"start_seq\":5,\"end_seq\":5},\"source_seqs\":[5],\"data\":{\"turn\":1,\"step\":1,"
+            "\"name\":\"%s%s\",\"message\":{\"role\":\"tool\",\"content\":[{\"type\":"
+            "\"tool_result\",\"call_id\":\"a\",\"content\":[{\"type\":\"text\",\"text\":"
+            "\"[pruned]\"}]}]}}}\n" EV_STEP_END(7),
+            name, pad, name, bad ? "x" : "");
+        assert_true(n > 0);
+        same_report(dir, bad ? "bad.jsonl" : "good.jsonl", text, (size_t)n);
+        char path[4300];
+        snprintf(path, sizeof path, "%s/check.jsonl", dir);
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(text, 1, (size_t)n, f), (size_t)n);
+        assert_int_equal(fclose(f), 0);
+        json_t *r = NULL;
+        weir_error err;
+        assert_int_equal(weir_log_check(path, &r, &err), WEIR_OK);
+        const char *refused[] = {
+            "seq 6: a tool/result rewrite may change only message.content"};
+        expect_list(r, "errors", bad ? refused : NULL, bad ? 1 : 0);
+        json_decref(r);
+        unlink(path);
+        free(text);
+    }
+    free(pad);
+    wt_rmtree(dir);
+    free(dir);
+}
+
 /* Issue #34: `weir log --check` reads the file as a stream, holding the
  * longest line rather than the file, and says what it said when it read
  * the file whole: for every sample log; a line longer than the stream's
@@ -748,6 +802,7 @@ int main(void) {
         cmocka_unit_test(derive_reads_a_file),
         cmocka_unit_test(check_alloc_failure_loop),
         cmocka_unit_test(streamed_check_equals_whole_check),
+        cmocka_unit_test(tool_result_rewrites_read_the_node_again),
         cmocka_unit_test(repair_mends_repeated_call_ids),
         cmocka_unit_test(log_each_streams_the_events),
         cmocka_unit_test(log_events_alloc_failure_loop),
