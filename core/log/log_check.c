@@ -447,10 +447,9 @@ static void check_assistant(checker *c, size_t seq, const char *type) {
     }
     if (!is(type, "assistant/message"))
         return;
-    /* the prefix before this answer, once the log has doubled since the last
-     * re-derivation: each folds the whole prefix afresh, and the doubling
-     * keeps them within twice the log (check_end adds the whole; verify_redos
-     * folds the log once more for all of them) */
+    /* a re-derivation point: the prefix before this answer, once the log
+     * has doubled since the last one (check_end adds the whole log;
+     * verify_redos folds the log once more for all of them) */
     size_t upto = c->accepted - 1;
     if (c->deep && upto >= 2 * c->derived_upto)
         rederive(c, seq, upto);
