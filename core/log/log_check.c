@@ -282,6 +282,13 @@ static json_t *node_event(checker *c, const json_t *held) {
     const json_t *at = json_object_get(held, AT_KEY);
     if (!at)
         return json_incref((json_t *)(uintptr_t)held);
+    /* a node appended since the last request is still in c->recent */
+    json_int_t seq = weir__json_int(held, "seq", -1);
+    for (size_t i = json_array_size(c->recent); i-- > 0;) {
+        json_t *ev = json_array_get(c->recent, i);
+        if (weir__json_int(ev, "seq", -1) == seq)
+            return json_incref(ev);
+    }
     return read_at(c, (size_t)json_integer_value(at));
 }
 
