@@ -1,7 +1,8 @@
 /*
  * core/format/schema.c - a small JSON Schema validator: the subset documented in
  * docs/schema.md (type, properties, required, additionalProperties, items,
- * enum, const, minimum, maximum, minLength, maxLength, minItems, maxItems,
+ * enum, const, minimum, maximum, exclusiveMinimum, exclusiveMaximum,
+ * minLength, maxLength, pattern (core/format/pattern.c), minItems, maxItems,
  * anyOf, oneOf, and weir's own `secret`; `items` also as a draft-07 tuple;
  * with patternProperties, additionalProperties is not applied).  Unknown
  * keywords are ignored; a
@@ -31,6 +32,7 @@
 typedef struct vctx {
     char path[512];
     size_t len;
+    bool foreign; /* weir__schema_validate_foreign */
 } vctx;
 
 static int check(vctx *v, const json_t *schema, const json_t *value, int depth,
@@ -167,8 +169,8 @@ static int type_matches(const char *name, const json_t *value) {
  * (a schema has a few; looking each keyword up cost more than checking). */
 typedef struct keywords {
     const json_t *type, *enum_, *const_, *minimum, *maximum, *min_length, *max_length,
-        *min_items, *max_items, *properties, *required, *additional, *pattern, *items, *any_of,
-        *one_of, *secret;
+        *min_items, *max_items, *properties, *required, *additional, *pattern_props, *items,
+        *any_of, *one_of, *secret, *pattern, *ex_minimum, *ex_maximum;
 } keywords;
 
 static void gather(const json_t *schema, keywords *k) {
@@ -187,7 +189,12 @@ static void gather(const json_t *schema, keywords *k) {
                                                         : NULL;
             break;
         case 'c': slot = !strcmp(key, "const") ? &k->const_ : NULL; break;
-        case 'e': slot = !strcmp(key, "enum") ? &k->enum_ : NULL; break;
+        case 'e':
+            slot = !strcmp(key, "enum")               ? &k->enum_
+                   : !strcmp(key, "exclusiveMinimum") ? &k->ex_minimum
+                   : !strcmp(key, "exclusiveMaximum") ? &k->ex_maximum
+                                                      : NULL;
+            break;
         case 'i': slot = !strcmp(key, "items") ? &k->items : NULL; break;
         case 'm':
             slot = !strcmp(key, "minimum")     ? &k->minimum
@@ -201,7 +208,8 @@ static void gather(const json_t *schema, keywords *k) {
         case 'o': slot = !strcmp(key, "oneOf") ? &k->one_of : NULL; break;
         case 'p':
             slot = !strcmp(key, "properties")          ? &k->properties
-                   : !strcmp(key, "patternProperties") ? &k->pattern
+                   : !strcmp(key, "patternProperties") ? &k->pattern_props
+                   : !strcmp(key, "pattern")           ? &k->pattern
                                                        : NULL;
             break;
         case 'r': slot = !strcmp(key, "required") ? &k->required : NULL; break;
@@ -269,22 +277,66 @@ static void num_str(const json_t *n, char *buf, size_t size) {
 static int check_number(vctx *v, const keywords *k, const json_t *value, char *msg,
                         size_t size) {
     const json_t *min = k->minimum, *max = k->maximum;
+    const json_t *xmin = k->ex_minimum, *xmax = k->ex_maximum;
     if ((min && !json_is_number(min)) || (max && !json_is_number(max)))
         return bad_schema(v, msg, size, "\"minimum\"/\"maximum\" must be numbers");
+    if ((xmin && !json_is_number(xmin) && !json_is_boolean(xmin)) ||
+        (xmax && !json_is_number(xmax) && !json_is_boolean(xmax)))
+        return bad_schema(v, msg, size,
+                          "\"exclusiveMinimum\"/\"exclusiveMaximum\" must be numbers (or, as "
+                          "draft 4 has them, booleans)");
     if (!json_is_number(value))
         return 0;
+    /* draft 4: a boolean makes minimum/maximum exclusive */
+    bool min_strict = json_is_true(xmin), max_strict = json_is_true(xmax);
     char a[48], b[48];
-    if (min && num_cmp(value, min) < 0) {
+    if (min && (min_strict ? num_cmp(value, min) <= 0 : num_cmp(value, min) < 0)) {
         num_str(value, a, sizeof a);
         num_str(min, b, sizeof b);
-        return fail(v, msg, size, "%s is less than the minimum %s", a, b);
+        return fail(v, msg, size, "%s is %s the minimum %s", a,
+                    min_strict ? "not greater than" : "less than", b);
     }
-    if (max && num_cmp(value, max) > 0) {
+    if (max && (max_strict ? num_cmp(value, max) >= 0 : num_cmp(value, max) > 0)) {
         num_str(value, a, sizeof a);
         num_str(max, b, sizeof b);
-        return fail(v, msg, size, "%s is greater than the maximum %s", a, b);
+        return fail(v, msg, size, "%s is %s the maximum %s", a,
+                    max_strict ? "not less than" : "greater than", b);
+    }
+    if (json_is_number(xmin) && num_cmp(value, xmin) <= 0) {
+        num_str(value, a, sizeof a);
+        num_str(xmin, b, sizeof b);
+        return fail(v, msg, size, "%s is not greater than the exclusive minimum %s", a, b);
+    }
+    if (json_is_number(xmax) && num_cmp(value, xmax) >= 0) {
+        num_str(value, a, sizeof a);
+        num_str(xmax, b, sizeof b);
+        return fail(v, msg, size, "%s is not less than the exclusive maximum %s", a, b);
     }
     return 0;
+}
+
+/* `pattern`: the string must match the ECMA-262 regular expression
+ * somewhere (core/format/pattern.c). */
+static int check_pattern(vctx *v, const json_t *pattern, const json_t *value, char *msg,
+                         size_t size) {
+    if (!pattern)
+        return 0;
+    if (!json_is_string(pattern))
+        return bad_schema(v, msg, size, "\"pattern\" must be a string");
+    if (!json_is_string(value))
+        return 0;
+    char why[160];
+    int m = weir__pattern_match(json_string_value(pattern), json_string_length(pattern),
+                                json_string_value(value), json_string_length(value), why,
+                                sizeof why);
+    if (m == 1 || (m == WEIR__PATTERN_UNSUPPORTED && v->foreign))
+        return 0;
+    if (m == 0)
+        return fail(v, msg, size, "does not match the pattern \"%.120s\"",
+                    json_string_value(pattern));
+    return bad_schema(v, msg, size, "\"pattern\" \"%.120s\": %s%s", json_string_value(pattern),
+                      m == WEIR__PATTERN_UNSUPPORTED ? "uses what weir cannot evaluate: " : "",
+                      why);
 }
 
 /* A non-negative integer keyword; false when present but malformed. */
@@ -344,7 +396,7 @@ static int check_object(vctx *v, const keywords *k, const json_t *value, int dep
     /* patternProperties are not evaluated (their regexes are ECMA-262's): a
      * member outside `properties` may match one, so additionalProperties
      * says nothing about it here and the owner of the schema decides */
-    if (k->pattern)
+    if (k->pattern_props)
         extra = NULL;
     if (!json_is_object(value))
         return 0;
@@ -521,6 +573,8 @@ static int check(vctx *v, const json_t *schema, const json_t *value, int depth, 
     if (!rc)
         rc = check_number(v, &k, value, msg, size);
     if (!rc)
+        rc = check_pattern(v, k.pattern, value, msg, size);
+    if (!rc)
         rc = check_length(v, k.min_length, k.max_length, value, "minLength", "maxLength",
                           "characters", msg, size);
     if (!rc)
@@ -542,6 +596,16 @@ int weir__schema_validate(const json_t *schema, const json_t *value, char *msg,
     if (msg && msg_size)
         msg[0] = '\0';
     vctx v = {.path = "$", .len = 1};
+    if (!schema || !value)
+        return fail(&v, msg, msg_size, "no %s to validate", schema ? "value" : "schema");
+    return check(&v, schema, value, 0, msg, msg_size) ? -1 : 0;
+}
+
+int weir__schema_validate_foreign(const json_t *schema, const json_t *value, char *msg,
+                                  size_t msg_size) {
+    if (msg && msg_size)
+        msg[0] = '\0';
+    vctx v = {.path = "$", .len = 1, .foreign = true};
     if (!schema || !value)
         return fail(&v, msg, msg_size, "no %s to validate", schema ? "value" : "schema");
     return check(&v, schema, value, 0, msg, msg_size) ? -1 : 0;

@@ -468,7 +468,7 @@ int weir__tool_parse_args(const weir__tool_def *def, const char *text, json_t **
         }
     }
     char msg[512];
-    if (weir__schema_validate(def->parameters, v, msg, sizeof msg) != 0) {
+    if (weir__schema_validate_foreign(def->parameters, v, msg, sizeof msg) != 0) {
         json_decref(v);
         return weir__tool_outcome_error(o, "InvalidArguments", "INVALID_ARGUMENTS", msg,
                                         "invalid arguments for tool '%s': %s", def->name, msg);

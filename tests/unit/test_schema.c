@@ -19,7 +19,7 @@ static char msg[1024];
 /* Validate `value_text` against `schema_text`; returns the result code. */
 static int run(const char *schema_text, const char *value_text) {
     json_error_t e;
-    json_t *value = json_loads(value_text, JSON_DECODE_ANY, &e);
+    json_t *value = json_loads(value_text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
     if (!value)
         fail_msg("bad test value %s: %s", value_text, e.text);
     int rc = weir__schema_validate_text(schema_text, value, msg, sizeof msg);
@@ -194,6 +194,114 @@ static void test_unknown_keywords_ignored(void **state) {
               "2");
 }
 
+/* Issue #36: the keywords a policy needs are honoured, not ignored:
+ * exclusiveMinimum/exclusiveMaximum (numbers, and draft 4's booleans) and
+ * pattern (ECMA-262, through its POSIX form: core/format/pattern.c). */
+static void test_exclusive_bounds(void **state) {
+    (void)state;
+    expect_ok("{\"exclusiveMinimum\":0}", "0.5");
+    expect_fail("{\"exclusiveMinimum\":0}", "0", "$: 0 is not greater than the exclusive minimum 0");
+    expect_fail("{\"exclusiveMaximum\":1.5}", "1.5",
+                "$: 1.5 is not less than the exclusive maximum 1.5");
+    expect_ok("{\"exclusiveMaximum\":10}", "9");
+    expect_ok("{\"exclusiveMaximum\":10}", "\"not a number\"");
+    /* draft 4: a boolean makes minimum/maximum exclusive */
+    expect_fail("{\"minimum\":1,\"exclusiveMinimum\":true}", "1",
+                "$: 1 is not greater than the minimum 1");
+    expect_ok("{\"minimum\":1,\"exclusiveMinimum\":false}", "1");
+    expect_fail("{\"maximum\":3,\"exclusiveMaximum\":true}", "3", "$: 3 is not less than the maximum 3");
+    expect_fail("{\"exclusiveMinimum\":\"0\"}", "1",
+                "$: schema error: \"exclusiveMinimum\"/\"exclusiveMaximum\" must be numbers (or, "
+                "as draft 4 has them, booleans)");
+}
+
+static void test_pattern(void **state) {
+    (void)state;
+    expect_ok("{\"pattern\":\"^[a-z]+@[a-z]+\\\\.com$\"}", "\"ann@example.com\"");
+    expect_fail("{\"pattern\":\"^[a-z]+@[a-z]+\\\\.com$\"}", "\"ann@example.org\"",
+                "$: does not match the pattern \"^[a-z]+@[a-z]+\\.com$\"");
+    expect_ok("{\"pattern\":\"\\\\d{3}-\\\\d{4}\"}", "\"call 555-1234 now\""); /* anywhere */
+    expect_fail("{\"pattern\":\"^\\\\d+$\"}", "\"12a\"", "$: does not match the pattern \"^\\d+$\"");
+    expect_ok("{\"pattern\":\"^\\\\w+\\\\s\\\\S+$\"}", "\"snake_case x-1\"");
+    expect_ok("{\"pattern\":\"^(?:ab)+$\"}", "\"abab\"");
+    expect_ok("{\"pattern\":\"^a+?b*?$\"}", "\"aab\""); /* lazy: the same matches */
+    expect_ok("{\"pattern\":\"^[\\\\]\\\\-^a]+$\"}", "\"]-^a\""); /* escaped ] - ^ in a class */
+    expect_ok("{\"pattern\":\"^[^\\\\d\\\\s]+$\"}", "\"abc\"");
+    expect_fail("{\"pattern\":\"^[^\\\\d\\\\s]+$\"}", "\"a1\"",
+                "$: does not match the pattern \"^[^\\d\\s]+$\"");
+    /* one character, not one byte: é is two bytes of UTF-8 */
+    expect_ok("{\"pattern\":\"^.$\"}", "\"\\u00e9\"");
+    expect_ok("{\"pattern\":\"^\\\\u00e9{2}$\"}", "\"\\u00e9\\u00e9\"");
+    expect_ok("{\"pattern\":\"^[\\\\u00e0-\\\\u00ff]$\"}", "\"\\u00e9\"");
+    expect_ok("{\"pattern\":\"^[a-\u00e9]+$\"}", "\"z\\u00e0\""); /* a literal end */
+    expect_fail("{\"pattern\":\"[\\\\u4e00-\\\\u9fff]\"}", "\"x\"",
+                "$: schema error: \"pattern\" \"[\\u4e00-\\u9fff]\": uses what weir cannot "
+                "evaluate: a range of more than 256 non-ASCII characters");
+    expect_ok("{\"pattern\":\"a{,b\"}", "\"a{,b\""); /* not a count: a literal { */
+    expect_ok("{\"pattern\":\"x\"}", "5"); /* applies to strings only */
+    /* a NUL inside the string does not end it */
+    expect_fail("{\"pattern\":\"^a$\"}", "\"a\\u0000b\"", "$: does not match the pattern \"^a$\"");
+    /* an invalid or unsupported pattern is a schema error that says why */
+    expect_fail("{\"pattern\":\"(a\"}", "\"a\"", "$: schema error: \"pattern\" \"(a\": an unclosed (");
+    expect_fail("{\"pattern\":\"^(?=a)\"}", "\"a\"",
+                "$: schema error: \"pattern\" \"^(?=a)\": uses what weir cannot evaluate: "
+                "lookaround or named groups ((?=...)");
+    expect_fail("{\"pattern\":\"(a)\\\\1\"}", "\"aa\"",
+                "$: schema error: \"pattern\" \"(a)\\1\": uses what weir cannot evaluate: "
+                "backreferences (\\1)");
+    expect_fail("{\"pattern\":\"(a{2}){3}\"}", "\"aaaaaa\"",
+                "$: schema error: \"pattern\" \"(a{2}){3}\": uses what weir cannot evaluate: a "
+                "counted repetition of a group that holds one");
+    expect_fail("{\"pattern\":\"a{300}\"}", "\"a\"",
+                "$: schema error: \"pattern\" \"a{300}\": uses what weir cannot evaluate: a "
+                "repetition count over 255");
+    expect_fail("{\"pattern\":\"*a\"}", "\"a\"",
+                "$: schema error: \"pattern\" \"*a\": nothing to repeat at *");
+    expect_fail("{\"pattern\":5}", "\"a\"", "$: schema error: \"pattern\" must be a string");
+    /* a tool's own schema (foreign): what weir cannot evaluate is the owner's */
+    json_t *schema = json_loads("{\"properties\":{\"w\":{\"pattern\":\"\\\\bx\\\\b\"},"
+                                "\"n\":{\"pattern\":\"^\\\\d+$\"}}}", 0, NULL);
+    json_t *ok = json_loads("{\"w\":\"x\",\"n\":\"12\"}", 0, NULL);
+    json_t *bad = json_loads("{\"w\":\"x\",\"n\":\"1x\"}", 0, NULL);
+    assert_int_equal(weir__schema_validate_foreign(schema, ok, msg, sizeof msg), 0);
+    assert_int_equal(weir__schema_validate_foreign(schema, bad, msg, sizeof msg), -1);
+    assert_string_equal(msg, "$.n: does not match the pattern \"^\\d+$\"");
+    assert_int_equal(weir__schema_validate(schema, ok, msg, sizeof msg), -1);
+    assert_string_equal(msg, "$.w: schema error: \"pattern\" \"\\bx\\b\": uses what weir cannot "
+                             "evaluate: word boundaries (\\b)");
+    json_decref(schema);
+    json_decref(ok);
+    json_decref(bad);
+}
+
+/* The translation's own edge cases: hostile input never crashes and
+ * answers one of the documented codes. */
+static void test_pattern_hostile(void **state) {
+    (void)state;
+    const char *cases[] = {"\\", "[", "[]", "[^]", "[a-", "[z-a]", "\\x4", "\\u12", "\\uD800",
+                           "\\uDC00x", "(", ")", "a|*", "{", "a{2,1}", "a**", "(?", "((((((((a))))))))",
+                           "\\c", "\\k<a>", "\\p{L}", "[\\D]", "\\0", "a{99999999999}"};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char why[160], *ere = NULL;
+        int rc = weir__pattern_translate(cases[i], strlen(cases[i]), &ere, why, sizeof why);
+        if (rc == 0) {
+            assert_non_null(ere);
+            free(ere);
+            continue;
+        }
+        assert_null(ere);
+        assert_true(rc == WEIR__PATTERN_INVALID || rc == WEIR__PATTERN_UNSUPPORTED);
+        assert_true(why[0] != '\0');
+    }
+    char big[2000];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    char why[160], *ere = NULL;
+    assert_int_equal(weir__pattern_translate(big, strlen(big), &ere, why, sizeof why),
+                     WEIR__PATTERN_UNSUPPORTED);
+    assert_string_equal(why, "longer than 1024 bytes");
+}
+
 /*
  * What MCP servers send (tools-mcp passes their inputSchema as is): draft-07
  * with $schema, tuples, patternProperties, $ref, format, 2020-12 keywords.
@@ -224,8 +332,12 @@ static void test_mcp_server_schemas(void **state) {
               "\"dependentRequired\":{\"p\":[\"u\"]},\"unevaluatedProperties\":false,"
               "\"x-mcp-header\":\"X\"}",
               "{\"p\":3,\"u\":\"not a uri\",\"z\":1}");
+    /* allOf is outside the subset; exclusiveMinimum is in it (issue #36) */
     expect_ok("{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"number\",\"exclusiveMinimum\":0,"
-              "\"default\":10}},\"allOf\":[{\"required\":[\"q\"]}]}", "{\"n\":0}");
+              "\"default\":10}},\"allOf\":[{\"required\":[\"q\"]}]}", "{\"n\":0.5}");
+    expect_fail("{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"number\",\"exclusiveMinimum\":0,"
+                "\"default\":10}},\"allOf\":[{\"required\":[\"q\"]}]}", "{\"n\":0}",
+                "$.n: 0 is not greater than the exclusive minimum 0");
 }
 
 static void test_malformed_schemas(void **state) {
@@ -366,6 +478,9 @@ int main(void) {
         cmocka_unit_test(test_one_of_nested_path),
         cmocka_unit_test(test_boolean_schemas),
         cmocka_unit_test(test_unknown_keywords_ignored),
+        cmocka_unit_test(test_exclusive_bounds),
+        cmocka_unit_test(test_pattern),
+        cmocka_unit_test(test_pattern_hostile),
         cmocka_unit_test(test_mcp_server_schemas),
         cmocka_unit_test(test_malformed_schemas),
         cmocka_unit_test(test_secret_keyword),
