@@ -869,8 +869,23 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
         return &weir__plugin_wired;                                                      \
     }
 
-/** Fill in the descriptor header. */
+/** Fill in the descriptor header: the plugin needs this header's ABI
+ * (WEIR_ABI_MAJOR.WEIR_ABI_MINOR), so an older host refuses it. */
 #define WEIR_PLUGIN_HEADER WEIR_ABI_MAJOR, WEIR_ABI_MINOR, (uint32_t)sizeof(weir_plugin_desc), 0
+
+/**
+ * Fill in the descriptor header with the oldest ABI minor the plugin needs
+ * (a constant, at most WEIR_ABI_MINOR: a larger one does not compile): any
+ * host of major WEIR_ABI_MAJOR and that minor or newer loads it.  The
+ * plugin then calls only the weir_api members of that minor, or checks
+ * WEIR_API_HAS(api, member) before one that came later (the change log at
+ * the top of this file says which minor brought what).
+ */
+#define WEIR_PLUGIN_HEADER_MIN(minor)                                                     \
+    WEIR_ABI_MAJOR,                                                                      \
+        (uint32_t)(sizeof(char[(minor) >= 0 && (minor) <= WEIR_ABI_MINOR ? 1 : -1]) *     \
+                   (uint32_t)(minor)),                                                   \
+        (uint32_t)sizeof(weir_plugin_desc), 0
 
 /**
  * Store the api table for the macros.  Optional: WEIR_PLUGIN_DEFINE does it

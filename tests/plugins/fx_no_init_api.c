@@ -23,7 +23,7 @@ static int no_api_init(weir_plugin *self, const weir_api *api, const json_t *con
 }
 
 static const weir_plugin_desc desc = {
-    WEIR_PLUGIN_HEADER,
+    WEIR_PLUGIN_HEADER_MIN(0), /* it uses 1.0 members only: any 1.x host loads it */
     .name = "fx-no-init-api",
     .version = "1.0.0",
     .description = "init without WEIR_PLUGIN_INIT_API",

@@ -80,6 +80,8 @@ static void the_wired_descriptor_keeps_the_metadata(void **state) {
     assert_string_equal(json_string_value(json_object_get(info, "version")), "1.0.0");
     assert_string_equal(json_string_value(json_object_get(info, "description")),
                         "init without WEIR_PLUGIN_INIT_API");
+    /* WEIR_PLUGIN_HEADER_MIN(0): it needs ABI 1.0 only (issue #36) */
+    assert_string_equal(json_string_value(json_object_get(info, "abi")), "1.0");
     json_decref(info);
     free(path);
 }
