@@ -58,7 +58,9 @@ int weir__schema_redact(const json_t *schema, json_t *value, const char *mask);
  * (weir__free it): 0, or a WEIR__PATTERN_* code with `why` (size bytes). */
 int weir__pattern_translate(const char *p, size_t n, char **ere, char *why, size_t size);
 /* Whether pattern `p` (plen bytes) matches somewhere in `s` (n bytes of
- * UTF-8; NULs allowed): 1, 0, or a WEIR__PATTERN_* code with `why`. */
+ * UTF-8, NULs allowed, and a NUL at s[n] as jansson's strings have: a
+ * sanitizer's regexec reads up to it): 1, 0, or a WEIR__PATTERN_* code with
+ * `why`. */
 int weir__pattern_match(const char *p, size_t plen, const char *s, size_t n, char *why,
                         size_t size);
 

@@ -71,6 +71,8 @@ typedef struct checker {
     uint64_t sent_gen;
     char *sent_route;
     bool sent_ok;
+    size_t *recent_at; /* where the line of each of `recent` starts (spill: node_event) */
+    size_t recent_cap;
     json_t *recent; /* envelopes since then that may explain a break: surface events,
                      * request/header, hook/... provenance and plugin events */
 } checker;
@@ -282,14 +284,13 @@ static json_t *node_event(checker *c, const json_t *held) {
     const json_t *at = json_object_get(held, AT_KEY);
     if (!at)
         return json_incref((json_t *)(uintptr_t)held);
-    /* a node appended since the last request is still in c->recent */
-    json_int_t seq = weir__json_int(held, "seq", -1);
-    for (size_t i = json_array_size(c->recent); i-- > 0;) {
-        json_t *ev = json_array_get(c->recent, i);
-        if (weir__json_int(ev, "seq", -1) == seq)
-            return json_incref(ev);
-    }
-    return read_at(c, (size_t)json_integer_value(at));
+    /* a node appended since the last request is still in c->recent (found
+     * by its line: a damaged log may repeat a seq) */
+    size_t off = (size_t)json_integer_value(at);
+    for (size_t i = json_array_size(c->recent); i-- > 0;)
+        if (c->recent_at[i] == off)
+            return json_incref(json_array_get(c->recent, i));
+    return read_at(c, off);
 }
 
 /* What the check's surface holds of event `ev` (new reference), which
@@ -764,10 +765,24 @@ static void prefix_request(checker *c, size_t seq) {
 
 /* Keep `ev` for the next request's report when it may explain a break. */
 static void prefix_note(checker *c, json_t *ev, const char *type) {
-    if ((json_object_get(ev, "surface_op") || is(type, "request/header") ||
-         strncmp(type, "hook/", 5) == 0 || plugin_type(type)) &&
-        json_array_append(c->recent, ev) != 0)
+    if (!json_object_get(ev, "surface_op") && !is(type, "request/header") &&
+        strncmp(type, "hook/", 5) != 0 && !plugin_type(type))
+        return;
+    size_t n = json_array_size(c->recent);
+    if (n == c->recent_cap) {
+        size_t cap = c->recent_cap ? 2 * c->recent_cap : 16;
+        size_t *grown = weir__realloc(c->recent_at, cap * sizeof *grown);
+        if (!grown) {
+            c->oom = true;
+            return;
+        }
+        c->recent_at = grown;
+        c->recent_cap = cap;
+    }
+    if (json_array_append(c->recent, ev) != 0)
         c->oom = true;
+    else
+        c->recent_at[n] = c->line_at - c->at_base;
 }
 
 /* The report's "prefix" member (new), or NULL on NOMEM. */
@@ -1079,10 +1094,10 @@ static int check(const char *buf, size_t len, log_stream *file, const weir__log_
     }
     if (!c.oom) {
         check_lines(&c);
+        if (!file || !file->failed)
+            check_end(&c); /* a spilling check reads node lines again here */
         if (file && file->failed) /* a read error, or memory for the window */
             failed = file->failed;
-        else
-            check_end(&c);
     }
     size_t events = c.accepted;
     if (derived && !c.oom && !failed && json_array_size(c.errors) == 0 &&
@@ -1091,6 +1106,7 @@ static int check(const char *buf, size_t len, log_stream *file, const weir__log_
     weir__surface_destroy(c.surface);
     weir__free(c.lines);
     weir__free(c.redos);
+    weir__free(c.recent_at);
     weir__free(c.rbuf);
     for (size_t i = 0; i < 5; i++)
         json_decref(c.interned[i]);
