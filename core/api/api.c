@@ -9,6 +9,7 @@
 #include "failure.h"
 #include "host_int.h"
 #include "hooks.h"
+#include "http.h"
 #include "provenance.h"
 #include "schema.h"
 #include "cancel.h"
@@ -86,7 +87,7 @@ const weir_api weir__api_table = {
     .stream_signal = weir__stream_signal,
     .http_sse = api_http_sse,
     .http_response_clear = weir__http_response_clear,
-    .failure_from_http = weir__failure_from_http,
+    .failure_from_http = weir__http_failure,
     .failure_new = api_failure_new,
     .tool_register = weir__plugin_tool_register,
     .tool_exec_call_id = weir__tool_exec_call_id,

@@ -21,6 +21,7 @@
 #include "continuation.h"
 #include "failure.h"
 #include "host_int.h"
+#include "http.h"
 #include "log_fold.h"
 #include "surface.h"
 #include "tools.h"
@@ -819,6 +820,7 @@ static json_t *stream_default(weir_call *call, const json_t *args, void *ctx) {
         eng->native_stream = &ac->stream;
         pthread_mutex_unlock(&eng->mu);
     }
+    weir__http_last_clear(); /* what this attempt's response says of rate limits (settle) */
     ac->provider_rc = ac->pe->vt.stream(ac->pe->self, ac->call, json_object_get(args, "request"),
                                         &ac->stream);
     if (native) { /* close the window; steer_live calls in progress end first */
@@ -850,6 +852,13 @@ static int settle(turn_ctx *t, attempt_ctx *ac, const char *type, json_t *data) 
     if (data && ac->provider && ac->model && /* which route answered (or failed) */
         (json_object_set_new(data, "provider", json_string(ac->provider)) != 0 ||
          json_object_set_new(data, "model", json_string(ac->model)) != 0)) {
+        json_decref(data);
+        data = NULL;
+    }
+    /* the host the attempt's response came from and its rate limits
+     * (core/runtime/rate_limit.c): a retry policy calibrates from them */
+    json_t *http = data ? weir__http_last(NULL) : NULL;
+    if (http && json_object_set_new(data, "http", http) != 0) {
         json_decref(data);
         data = NULL;
     }

@@ -13,7 +13,7 @@
 #include "hook_catalog.h"
 #include "weir/host.h"
 
-#define FAILURE "{code, message, status?, retry_after_ms?, request_id?, provider}"
+#define FAILURE "{code, message, status?, retry_after_ms?, request_id?, provider, host?, rate_limit?}"
 
 const weir__event_def weir__event_catalog[] = {
     /* --- durable: the session log's core types ------------------------- */
@@ -41,11 +41,12 @@ const weir__event_def weir__event_catalog[] = {
      "A user message entered the conversation; `id` is its input id."},
     {"assistant/message", WEIR__EVENT_DURABLE,
      "{turn, step, message:{role:\"assistant\", content:[blocks]}, stream:[chunks], usage?, "
-     "interrupted?, provider, model} (surface)",
+     "interrupted?, provider, model, http?:{host?, rate_limit?}} (surface)",
      "A model answer, committed (`interrupted`: the prefix a cancel kept). Its text blocks "
      "are the final text weir_agent_last_turn() reports."},
     {"assistant/attempt", WEIR__EVENT_DURABLE,
-     "{turn, step, stream:[chunks], failure?:" FAILURE ", provider, model}",
+     "{turn, step, stream:[chunks], failure?:" FAILURE ", provider, model, "
+     "http?:{host?, rate_limit?}}",
      "A failed attempt (logged only, never model-visible)."},
     {"tool/call", WEIR__EVENT_DURABLE,
      "{turn, step, call_id, name, arguments, idempotency_key?}",

@@ -87,6 +87,7 @@ typedef struct xfer {
     uint64_t total_us;      /* 0: no total timeout */
     long long retry_after_ms_hdr; /* retry-after-ms, -1 if absent */
     long long retry_after_hdr;    /* Retry-After, -1 if absent */
+    json_t *limits;               /* the rate-limit headers (weir__rate_limit_header) */
     char type[64];   /* the response's media type (Content-Type without
                         parameters, printable ASCII), "" when absent */
     char encoding[32]; /* its Content-Encoding (printable ASCII), "" when absent */
@@ -231,6 +232,8 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud) {
         x->head_done = false;
         x->retry_after_hdr = x->retry_after_ms_hdr = -1;
         x->resp->request_id[0] = '\0';
+        json_decref(x->limits); /* an interim response's (100 Continue) */
+        x->limits = NULL;
         return n;
     }
     /* libcurl holds one header line at most CURL_MAX_HTTP_HEADER bytes but
@@ -265,6 +268,8 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud) {
         x->retry_after_hdr = weir__parse_retry_after(v, weir__now_ms());
     } else if (header_is(line, name_len, "retry-after-ms")) {
         x->retry_after_ms_hdr = parse_retry_after_ms(v);
+    } else if (!weir__rate_limit_header(&x->limits, line, name_len, v, tl)) {
+        x->nomem = true;
     } else if ((header_is(line, name_len, "x-request-id") ||
                 header_is(line, name_len, "request-id")) &&
                !x->resp->request_id[0]) {
@@ -812,6 +817,8 @@ static int perform(weir__http *h, weir_signal *signal, const weir_http_request *
     curl_slist_free_all(headers);
 
     resp->retry_after_ms = x.retry_after_ms_hdr >= 0 ? x.retry_after_ms_hdr : x.retry_after_hdr;
+    weir__http_last_set(resp, req->url, x.limits);
+    json_decref(x.limits);
     int rc = WEIR_OK;
     if (x.cancelled) {
         const char *cause = signal ? weir__signal_cause(signal) : "";

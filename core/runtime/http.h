@@ -135,4 +135,28 @@ size_t weir__http_pool_idle(weir__http_pool *p);
  */
 long long weir__parse_retry_after(const char *value, int64_t now_ms);
 
+/* ---- rate limits (core/runtime/rate_limit.c; docs/retry.md) ----------------- */
+
+/* Keep header `name` (n bytes) with `value` (vlen bytes) in *raw (created
+ * when first needed) when it is a rate-limit header (x-ratelimit-*,
+ * anthropic-ratelimit-*), up to 32 of them.  false when out of memory. */
+bool weir__rate_limit_header(json_t **raw, const char *name, size_t n, const char *value,
+                             size_t vlen);
+/* New: {requests?, tokens?, input_tokens?, output_tokens?: {limit?,
+ * remaining?, reset_ms?}, raw} from the headers `raw` kept (borrowed), or
+ * NULL when there are none (or out of memory). */
+json_t *weir__rate_limit_normalize(const json_t *raw, int64_t now_ms);
+/* Record, as the calling thread's last response, `resp` (compared, never
+ * read), the host of `url` and the normalized `raw` (borrowed; may be
+ * NULL). */
+void weir__http_last_set(const weir_http_response *resp, const char *url, const json_t *raw);
+/* Forget the calling thread's last response (an attempt starts). */
+void weir__http_last_clear(void);
+/* New reference: {host?, rate_limit?} of the calling thread's last
+ * response (of `resp` when it is not NULL), or NULL. */
+json_t *weir__http_last(const weir_http_response *resp);
+/* weir_failure_from_http: weir__failure_from_http, with the host and the
+ * rate limits of `resp` when it is the calling thread's last response. */
+json_t *weir__http_failure(const char *provider, const weir_http_response *resp);
+
 #endif
