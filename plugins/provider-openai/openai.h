@@ -122,8 +122,8 @@ char *openai_responses_text(const json_t *request, const json_t *options, char *
 /**
  * Whether `model` (borrowed) reasons for the Responses API: its model table
  * entry takes max_completion_tokens (o-series, gpt-5), or `options`
- * (borrowed, may be NULL) carry a `reasoning` object.  Then a stateless
- * request asks for the encrypted reasoning.  Thread-safe (pure).
+ * (borrowed, may be NULL) carry a `reasoning` object.  Then a request asks
+ * for the encrypted reasoning.  Thread-safe (pure).
  */
 bool openai_responses_reasons(const char *model, const json_t *options);
 

@@ -33,11 +33,14 @@
  *   store                -> false (stateless: the whole conversation goes in
  *                           `input` every time; an option `store` beats it,
  *                           null for none: Azure refuses the member)
- *   include              -> ["reasoning.encrypted_content"] when store is
- *                           false and the model reasons (its table entry
- *                           takes max_completion_tokens: o-series, gpt-5;
- *                           or the options carry `reasoning`); an option
- *                           `include` beats it
+ *   include              -> ["reasoning.encrypted_content"] when the model
+ *                           reasons (its table entry takes
+ *                           max_completion_tokens: o-series, gpt-5; or the
+ *                           options carry `reasoning`), whatever `store`
+ *                           says: the reasoning then goes back with the
+ *                           request and never depends on what the server
+ *                           kept (Azure, which refuses store false, too);
+ *                           an option `include` beats it
  *   options              -> merged last, member by member (provider_options.h);
  *                           the keys of openai_responses_owned_keys are refused
  */
@@ -469,9 +472,7 @@ int openai_responses_build(const json_t *request, pc_extra *extra, pc_cache *cac
     const json_t *store = json_object_get(opts, "store");
     if (rc == 0 && !store)
         rc = ADD(out, ",\"store\":false");
-    bool stateless = !store || json_is_false(store);
-    if (rc == 0 && stateless && !json_object_get(opts, "include") &&
-        openai_responses_reasons(model, opts))
+    if (rc == 0 && !json_object_get(opts, "include") && openai_responses_reasons(model, opts))
         rc = ADD(out, ",\"include\":[\"reasoning.encrypted_content\"]");
     if (rc == 0 && opts && pc_options_append(out, opts, msg, size) != 0)
         goto fail;
