@@ -43,9 +43,10 @@
  *                            Responses API, responses_request.c and
  *                            responses_decode.c) or "chat" ({base_url}/
  *                            chat/completions).  Default: responses when
- *                            base_url's host is api.openai.com, else chat
- *                            (openai_responses_default).  `weir config`
- *                            prints the effective value.
+ *                            base_url is https://api.openai.com/v1 (the
+ *                            default), else chat (openai_responses_default;
+ *                            the config schema says the same with if/then/
+ *                            else, so `weir config` prints the value).
  *
  * Config parsing, headers, model_info, prepare_call and the HTTP call are
  * shared with provider-anthropic (plugins/provider-common/provider_host.c);
@@ -231,9 +232,7 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config,
                           "config.api: expected \"responses\" or \"chat\"");
     const json_t *base = json_object_get(config, "base_url");
     bool responses = api_name ? strcmp(api_name, "responses") == 0
-                              : openai_responses_default(json_is_string(base)
-                                                             ? json_string_value(base)
-                                                             : spec.default_base_url);
+                              : openai_responses_default(json_string_value(base));
     return pc_provider_init(self, responses ? &spec_responses : &spec, &provider_vtable, config,
                             err);
 }

@@ -129,8 +129,10 @@ bool openai_responses_reasons(const char *model, const json_t *options);
 
 /**
  * The default of a row's `api`: true (responses) when `base_url` (borrowed;
- * NULL: no) is OpenAI's own (its host is api.openai.com), false (chat)
- * elsewhere: compatible servers mostly speak only Chat Completions.
+ * NULL: the default) is OpenAI's own, "https://api.openai.com/v1" (with or
+ * without a trailing '/'), false (chat) for any other: compatible servers
+ * mostly speak only Chat Completions.  The config schema's if/then/else
+ * says the same, so that `weir config` shows it (provider_host.c).
  * Thread-safe (pure).
  */
 bool openai_responses_default(const char *base_url);

@@ -501,5 +501,6 @@ char *openai_responses_text(const json_t *request, const json_t *options, char *
 }
 
 bool openai_responses_default(const char *base_url) {
-    return openai_cache_key_default(base_url);
+    return !base_url || strcmp(base_url, "https://api.openai.com/v1") == 0 ||
+           strcmp(base_url, "https://api.openai.com/v1/") == 0;
 }

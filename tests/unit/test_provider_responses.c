@@ -494,11 +494,35 @@ static void options_and_foreign_continuations(void **state) {
 static void api_default_is_responses_at_openai_only(void **state) {
     (void)state;
     assert_true(openai_responses_default("https://api.openai.com/v1"));
-    assert_true(openai_responses_default("https://API.openai.com/v1/"));
+    assert_true(openai_responses_default("https://api.openai.com/v1/"));
+    assert_true(openai_responses_default(NULL)); /* the default base_url */
     assert_false(openai_responses_default("http://127.0.0.1:11434/v1"));
     assert_false(openai_responses_default("https://api.openai.com.example/v1"));
     assert_false(openai_responses_default("https://openrouter.ai/api/v1"));
-    assert_false(openai_responses_default(NULL));
+    assert_false(openai_responses_default("https://example.com/api.openai.com/v1"));
+    /* the config schema says the same (what `weir config` shows) */
+    pt_plugin_setup(NULL);
+    json_t *schema = json_loads(pt_plugin_desc->config_schema, 0, NULL);
+    assert_non_null(schema);
+    static const char *const bases[] = {"https://api.openai.com/v1", "https://api.openai.com/v1/",
+                                        NULL, "http://127.0.0.1:11434/v1",
+                                        "https://api.openai.com.example/v1"};
+    for (size_t i = 0; i < sizeof bases / sizeof bases[0]; i++) {
+        json_t *cfg = bases[i] ? json_pack("{s:s}", "base_url", bases[i]) : json_object();
+        char msg[256];
+        bool holds = weir__schema_validate(json_object_get(schema, "if"), cfg, msg,
+                                           sizeof msg) == 0;
+        const char *dflt = json_string_value(json_object_get(
+            json_object_get(json_object_get(json_object_get(schema, holds ? "then" : "else"),
+                                            "properties"),
+                            "api"),
+            "default"));
+        assert_non_null(dflt);
+        assert_string_equal(dflt, openai_responses_default(bases[i]) ? "responses" : "chat");
+        json_decref(cfg);
+    }
+    json_decref(schema);
+    pt_plugin_teardown(NULL);
 }
 
 #define ROW(extra) "{\"base_url\":\"@BASE@/v1\",\"api_key\":\"" PT_KEY "\"" extra "}"
