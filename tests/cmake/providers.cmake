@@ -48,6 +48,15 @@ if(TARGET test_provider_responses)
 endif()
 if(COMMAND weir_add_fuzz)
   set(_oa ${PROJECT_SOURCE_DIR}/plugins/provider-openai)
+  weir_add_fuzz(fuzz_responses_event SOURCES ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_responses_event.c
+                ${_oa}/responses_decode.c ${_oa}/responses_request.c ${_oa}/openai_request.c
+                ${_oa}/openai_decode.c ${_oa}/delta_scan.c ${_common}/provider_common.c
+                ${_common}/provider_cache.c ${_common}/provider_options.c
+                ${_common}/model_table.c)
+  if(TARGET fuzz_responses_event)
+    target_include_directories(fuzz_responses_event PRIVATE ${_oa} ${_common}
+                               ${PROJECT_SOURCE_DIR}/tests/support)
+  endif()
   weir_add_fuzz(fuzz_openai_scan SOURCES ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_openai_scan.c
                 ${_oa}/delta_scan.c ${_oa}/openai_decode.c ${_common}/provider_common.c
                 ${_common}/provider_cache.c)
