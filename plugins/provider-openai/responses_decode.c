@@ -20,7 +20,8 @@
  *   response.output_item.done       the item's block ends.  A reasoning
  *                                   item with encrypted_content gets a
  *                                   continuation {"item": <the item's
- *                                   compact JSON>} first: the copy of
+ *                                   compact JSON>}, "prefix_bound": false,
+ *                                   first: the copy of
  *                                   output_item.done, not of .added, which
  *                                   may be incomplete (openai-python
  *                                   types/responses/response_reasoning_item.py)
@@ -164,7 +165,11 @@ static int call_delta(responses_decoder *d, item *it, const char *id, const char
     return pc_put(&d->out, chunk);
 }
 
-/* The reasoning continuation of block `index`: {"item": <item JSON>}. */
+/* The reasoning continuation of block `index`: {"item": <item JSON>},
+ * "prefix_bound": false.  An encrypted reasoning item is self-contained:
+ * OpenAI reads it wherever it stands in `input`, so after a compaction the
+ * kept function calls still go back with their reasoning
+ * (core/format/continuation.h: such a continuation is never stale). */
 static int reasoning_continuation(responses_decoder *d, int index, const json_t *item_obj) {
     if (!d->model)
         return 0;
@@ -179,6 +184,7 @@ static int reasoning_continuation(responses_decoder *d, int index, const json_t 
     pc_set_new(&c, "provider", json_string(d->out.provider));
     pc_set_new(&c, "model", json_string(d->model));
     pc_set_new(&c, "data", data);
+    pc_set_new(&c, "prefix_bound", json_false());
     json_t *chunk = typed_chunk("continuation", index);
     pc_set_new(&chunk, "continuation", c);
     return pc_put(&d->out, chunk);

@@ -1633,7 +1633,7 @@ static void openai_cache(mock_llm *m, const json_t *root, const char *list, vrep
  *     did not make, or made for another item, "could not be verified".
  *   - a reasoning model's function call comes back with the reasoning item
  *     that preceded it in the output (in the same run of output items: after
- *     the last function_call_output or message before it), else "Item ...
+ *     the last function_call_output or non-assistant message before it), else "Item ...
  *     of type 'function_call' was provided without its required 'reasoning'
  *     item" (the reasoning item carries the chain of thought across tool
  *     steps; response_reasoning_item.py: "Be sure to include these items in
@@ -1737,7 +1737,8 @@ static char *responses_check(mock_llm *m, const json_t *root, const char *base) 
                     sb_printf(&e, "Invalid value: '%s'. (input[%zu].content[%zu].type)",
                               pt ? pt : "", i, j);
             }
-            json_object_clear(group);
+            if (!role || strcmp(role, "assistant") != 0) /* a new run of output */
+                json_object_clear(group);
         } else if (strcmp(type, "function_call") == 0) {
             const char *id = json_string_value(json_object_get(it, "call_id"));
             if (!id || !json_is_string(json_object_get(it, "name")) ||
@@ -1746,8 +1747,13 @@ static char *responses_check(mock_llm *m, const json_t *root, const char *base) 
                               "'arguments'.", i);
                 break;
             }
+            /* a script that loops makes the same call id again: any of its
+             * reasoning items will do */
             const issued *is = issued_call(m, id);
-            if (is && !in_set(group, is->rs_id))
+            for (size_t k = 0; is && k < m->nissued; k++)
+                if (strcmp(m->issued[k].call_id, id) == 0 && in_set(group, m->issued[k].rs_id))
+                    is = NULL;
+            if (is)
                 sb_printf(&e, "Item '%s' of type 'function_call' was provided without its "
                               "required 'reasoning' item: '%s'.", id, is->rs_id);
             json_object_set_new(calls, id, json_true());

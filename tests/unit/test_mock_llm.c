@@ -359,6 +359,20 @@ static void responses_rules(void **state) {
     snprintf(body, sizeof body, fmt, item);
     assert_int_equal(post(m, "/v1/responses", body, &r), 200);
     free(r);
+    /* the answer's text between them is part of the same output */
+    char with_text[768];
+    snprintf(with_text, sizeof with_text,
+             "%s,{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"Let me.\"}", item);
+    snprintf(body, sizeof body, fmt, with_text);
+    if (post(m, "/v1/responses", body, &r) != 200)
+        fail_msg("%s: %s", body, r);
+    free(r);
+    /* a user message between them starts another */
+    snprintf(with_text, sizeof with_text,
+             "%s,{\"type\":\"message\",\"role\":\"user\",\"content\":\"and?\"}", item);
+    snprintf(body, sizeof body, fmt, with_text);
+    assert_int_equal(post(m, "/v1/responses", body, &r), 400);
+    free(r);
     /* lost: the function call without its reasoning item */
     snprintf(body, sizeof body, fmt, "");
     assert_int_equal(post(m, "/v1/responses", body, &r), 400);
@@ -398,7 +412,7 @@ static void responses_rules(void **state) {
     free(r);
     free(enc);
     free(rs);
-    assert_int_equal(mock_llm_rejections(m), 11);
+    assert_int_equal(mock_llm_rejections(m), 12);
     mock_llm_stop(m);
 }
 

@@ -107,7 +107,8 @@ static void continuation_is_the_done_item(void **state) {
     json_t *cont = json_object_get(c, "continuation");
     assert_string_equal(json_string_value(json_object_get(cont, "provider")), "llm");
     assert_string_equal(json_string_value(json_object_get(cont, "model")), "gpt-5.1");
-    assert_null(json_object_get(cont, "prefix_bound")); /* bound: stale after a replace */
+    /* self-contained: kept after a surface replace (a compaction) */
+    assert_true(json_is_false(json_object_get(cont, "prefix_bound")));
     json_t *item = json_loads(
         json_string_value(json_object_get(json_object_get(cont, "data"), "item")), 0, NULL);
     assert_non_null(item);
@@ -205,7 +206,7 @@ static void empty_summary_still_goes_back(void **state) {
                   "{\"type\":\"continuation\",\"index\":0,\"continuation\":{\"provider\":\"llm\","
                   "\"model\":\"gpt-5.1\",\"data\":{\"item\":\"{\\\"type\\\":\\\"reasoning\\\","
                   "\\\"id\\\":\\\"rs\\\",\\\"summary\\\":[],\\\"encrypted_content\\\":"
-                  "\\\"e1\\\"}\"}}},"
+                  "\\\"e1\\\"}\"},\"prefix_bound\":false}},"
                   "{\"type\":\"block-end\",\"index\":0},"
                   "{\"type\":\"block-start\",\"index\":1,\"block_type\":\"tool_call\"},"
                   "{\"type\":\"tool-call-delta\",\"index\":1,\"id\":\"c1\",\"name\":\"f\","
