@@ -44,14 +44,19 @@ DATA=${WEIR_TEST_DATA_DIR:?}/real_models
 
 # The script: steps 1..11 call pow(2, k) (step 3 and 8 think with empty
 # text, the others with a sentence; the mock signs and, every 5th Claude
-# reply, redacts), step 12 answers.  Summary requests (compaction-basic's
+# reply, redacts; on Responses the even steps say a sentence too), step 12
+# answers.  Summary requests (compaction-basic's
 # instruction "Answer with the checkpoint only") get their own reply.
 steps=""
 k=1
 while [ $k -le 11 ]; do
     reasoning="\"Step $k: raise 2 to the power $k with pow, then look at the result.\""
     { [ $k = 3 ] || [ $k = 8 ]; } && reasoning='""'
-    steps="$steps{\"reasoning\":$reasoning,\"tool_calls\":[{\"id\":\"call_$k\",\"name\":\"pow\",\"arguments\":\"{\\\"x\\\":2,\\\"y\\\":$k}\"}],\"usage\":{\"output_tokens\":20}},"
+    # Responses: the even steps also say something, a message item between
+    # the reasoning item and its function call
+    text=""
+    [ "$CASE" = gpt51-responses ] && [ $((k % 2)) = 0 ] && text="\"text\":\"Calling pow for 2^$k.\","
+    steps="$steps{\"reasoning\":$reasoning,$text\"tool_calls\":[{\"id\":\"call_$k\",\"name\":\"pow\",\"arguments\":\"{\\\"x\\\":2,\\\"y\\\":$k}\"}],\"usage\":{\"output_tokens\":20}},"
     k=$((k + 1))
 done
 steps="$steps{\"reasoning\":\"All eleven powers are in.\",\"text\":\"2^1 to 2^11 are 2, 4, ..., 2048.\",\"usage\":{\"output_tokens\":30}}"
