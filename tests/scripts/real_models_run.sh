@@ -165,6 +165,9 @@ case $CASE in
         n=$(grep -o 'encrypted_content' "$LOG" | wc -l)
         [ "$n" -ge 12 ] || fail "$CASE: $n reasoning items with encrypted_content in the log, want 12"
         grep -q '"cache_read_tokens":[1-9]' "$STATS" || fail "$CASE: the mock never reported a prompt cache hit"
+        # the usage the log records: cached and reasoning tokens
+        grep -q '"cache_read_tokens":[1-9]' "$LOG" || fail "$CASE: no cache_read_tokens in the log's usage"
+        grep -q '"reasoning_tokens":[1-9]' "$LOG" || fail "$CASE: no reasoning_tokens in the log's usage"
         ;;
     gpt51)
         s=$(count_events "$LOG" compaction/summary)
