@@ -33,7 +33,8 @@
  *                                   UNKNOWN failure naming the reason
  *   response.failed                 response.error {code, message} -> the
  *                                   canonical code (openai_error_code)
- *   error                           {code, message} -> the same
+ *   error                           {code, message} (or an "error" object
+ *                                   holding them) -> the same
  * Every other type (response.created, .in_progress, .queued,
  * .content_part.*, .reasoning_summary_part.*, the *.done of summaries and
  * refusals, and the events of hosted tools) is ignored.  A stop with no
@@ -431,9 +432,11 @@ static const char *decode(responses_decoder *d, const json_t *ev) {
     const char *type = json_string_value(json_object_get(ev, "type"));
     if (!type)
         return "type is not a string";
-    if (strcmp(type, "error") == 0) {
+    if (strcmp(type, "error") == 0) { /* {code, message, param}; some servers nest an
+                                         "error" object */
+        const json_t *inner = json_object_get(ev, "error");
         close_all(d);
-        error_finish(d, ev, "error event");
+        error_finish(d, json_is_object(inner) ? inner : ev, "error event");
         return "";
     }
     if (strncmp(type, "response.", 9) != 0)

@@ -305,6 +305,9 @@ static void failures_map_to_canonical_codes(void **state) {
         {"{\"type\":\"error\",\"code\":\"insufficient_quota\",\"message\":\"pay\"}", "QUOTA",
          NULL},
         {"{\"type\":\"error\",\"code\":null,\"message\":\"?\"}", "UNKNOWN", NULL},
+        {"{\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"code\":"
+         "\"rate_limit_exceeded\",\"message\":\"nested\"}}",
+         "RATE_LIMIT", "in-band error from the provider: rate_limit_exceeded: nested"},
         {"{\"type\":\"response.incomplete\",\"response\":{\"incomplete_details\":{\"reason\":"
          "\"content_filter\"}}}",
          "UNKNOWN", "the provider stopped the answer (response.incomplete: content_filter)"},
