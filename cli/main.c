@@ -74,7 +74,10 @@ int weir_cmd_config(int argc, char **argv) {
                    "opened to read it, never initialised; one that cannot be opened only\n"
                    "gets the built-in set).  In any string, a URL's userinfo prints as\n"
                    "***@ (http://***@host/v1).  Empty values stay empty.\n\n"
-                   "  --show-secrets   print the secrets as they are (opens no plugin)\n");
+                   "A member a row leaves out prints with the default its plugin's config\n"
+                   "schema gives it (provider-openai's \"api\": responses or chat).\n\n"
+                   "  --show-secrets   print the secrets as they are, and no defaults\n"
+                   "                   (opens no plugin)\n");
             return WEIR_EXIT_OK;
         default:
             return WEIR_EXIT_USAGE;
@@ -90,6 +93,11 @@ int weir_cmd_config(int argc, char **argv) {
         return rc;
     weir_error err;
     weir_error_clear(&err);
+    /* the plugins' defaults (provider-openai's api), from their schemas */
+    if (!show_secrets && weir_config_defaults(cfg, &err) != WEIR_OK) {
+        json_decref(cfg);
+        return weir_cli_fail("config", &err);
+    }
     if (!show_secrets && weir_config_redact(cfg, &err) != WEIR_OK) {
         json_decref(cfg); /* never print a config whose secrets may still show */
         return weir_cli_fail("config", &err);

@@ -38,6 +38,16 @@ void weir__dl_close(weir__dl *dl);
 int weir__plugin_resolve(const char *plugin, const json_t *plugin_path,
                          char **out, weir_error *err);
 
+/*
+ * The config schema of `plugin` (a row's name or path, resolved as by
+ * weir__plugin_resolve; the file is opened to read its descriptor, never
+ * initialised) as JSON (new reference), or NULL when it cannot be resolved
+ * or opened, declares none, or does not parse (the loader reports those
+ * when the deployment is loaded).  Owner: runtime/redact.c; used by
+ * weir_config_redact and weir_config_defaults.
+ */
+json_t *weir__plugin_config_schema(const char *plugin, const json_t *plugin_path);
+
 typedef struct weir__provider_entry {
     char *id;                 /* plugin row id */
     weir_provider vt;         /* copy (struct_size-limited) */

@@ -36,10 +36,8 @@ static const char builtin_secrets[] =
     "\"x-api-key\":{\"secret\":true},"
     "\"api-key\":{\"secret\":true}}}}}";
 
-/* The config schema of `plugin` (a row's name or path) as JSON (new), or
- * NULL when it cannot be resolved or opened, declares none, or does not
- * parse (the loader reports those when the deployment is loaded). */
-static json_t *plugin_schema(const char *plugin, const json_t *plugin_path) {
+/* The config schema of `plugin` (host_int.h). */
+json_t *weir__plugin_config_schema(const char *plugin, const json_t *plugin_path) {
     char *path = NULL;
     if (!plugin || weir__plugin_resolve(plugin, plugin_path, &path, NULL) != WEIR_OK)
         return NULL;
@@ -183,7 +181,7 @@ int weir_config_redact(json_t *config, weir_error *err) {
         json_t *cfg = json_object_get(row, "config");
         if (!cfg || rc != WEIR_OK)
             continue;
-        json_t *schema = plugin_schema(json_string_value(json_object_get(row, "plugin")),
+        json_t *schema = weir__plugin_config_schema(json_string_value(json_object_get(row, "plugin")),
                                        plugin_path);
         if (weir__schema_redact(builtin, cfg, MASK) < 0 ||
             (schema && weir__schema_redact(schema, cfg, MASK) < 0))

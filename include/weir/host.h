@@ -100,6 +100,26 @@ WEIR_API json_t *weir_config_default(void);
  */
 WEIR_API int weir_config_redact(json_t *config, weir_error *err) WEIR_WUR;
 
+/**
+ * Show the defaults a composed config leaves to its plugins (what `weir
+ * config` prints): in each plugin row's config (an object; a row without
+ * one gets one when a default applies), every member its plugin's config
+ * schema gives a `"default"` that the config lacks is set to it: the
+ * top-level `properties`, then those of the schema's `then` when the config
+ * (as composed) is valid against its `if`, else those of its `else`
+ * (docs/schema.md, "Defaults").  A provider-openai row without `api` so
+ * shows the API it speaks.  Plugins are resolved along `plugin_path` and
+ * opened, never initialised, as by weir_config_redact; a plugin that cannot
+ * be opened is passed over.  The config means the same after it: a
+ * default is what the plugin does without the member.
+ * @param config  a composed config (borrowed, modified in place).
+ * @return WEIR_OK, WEIR_E_INVAL when `config` is not an object, or
+ *         WEIR_E_NOMEM (then some defaults may be missing).
+ * Thread-safety: as dlopen; reads the plugin directories' environment.
+ * Since: 0.1
+ */
+WEIR_API int weir_config_defaults(json_t *config, weir_error *err) WEIR_WUR;
+
 /* ------------------------------------------------------------------------ */
 /* Host                                                                      */
 /* ------------------------------------------------------------------------ */

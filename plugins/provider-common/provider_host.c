@@ -67,8 +67,16 @@ const char pc_config_schema_probe[] =
     "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{" SCHEMA_COMMON("") ","
     "\"probe_windows\":{\"type\":\"boolean\"},"
     "\"probe_timeout_ms\":{\"type\":\"integer\",\"minimum\":1},"
-    /* provider-openai's own: the prompt_cache_key it sends (openai.c) */
-    "\"prompt_cache_key\":{\"type\":[\"string\",\"boolean\"],\"minLength\":1}}}";
+    /* provider-openai's own: the prompt_cache_key it sends and the API it
+     * speaks (openai.c) */
+    "\"prompt_cache_key\":{\"type\":[\"string\",\"boolean\"],\"minLength\":1},"
+    "\"api\":{\"enum\":[\"responses\",\"chat\"]}},"
+    /* api's default, as openai_responses_default decides it: shown by `weir
+     * config` (weir_config_defaults) */
+    "\"if\":{\"properties\":{\"base_url\":{\"enum\":[\"https://api.openai.com/v1\","
+    "\"https://api.openai.com/v1/\"]}}},"
+    "\"then\":{\"properties\":{\"api\":{\"default\":\"responses\"}}},"
+    "\"else\":{\"properties\":{\"api\":{\"default\":\"chat\"}}}}";
 
 const char pc_config_schema_cache[] =
     "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"

@@ -1,7 +1,7 @@
 /*
- * plugins/provider-openai/openai.c - the provider-openai plugin: OpenAI Chat
- * Completions over streaming SSE (also vLLM, llama.cpp server, Ollama,
- * OpenRouter and other compatible servers).
+ * plugins/provider-openai/openai.c - the provider-openai plugin: OpenAI's
+ * Responses API and Chat Completions over streaming SSE (also vLLM,
+ * llama.cpp server, Ollama, OpenRouter and other compatible servers).
  *
  * Config (validated against `config_schema` by the loader, re-checked here):
  *   base_url                 default https://api.openai.com/v1 (includes /v1);
@@ -39,6 +39,15 @@
  *                            `prompt_cache_key` (a value, or null for none)
  *                            beats it.
  *
+ *   api                      "responses" (POST {base_url}/responses: OpenAI's
+ *                            Responses API, responses_request.c and
+ *                            responses_decode.c) or "chat" ({base_url}/
+ *                            chat/completions).  Default: responses when
+ *                            base_url is https://api.openai.com/v1 (the
+ *                            default), else chat (openai_responses_default;
+ *                            the config schema says the same with if/then/
+ *                            else, so `weir config` prints the value).
+ *
  * Config parsing, headers, model_info, prepare_call and the HTTP call are
  * shared with provider-anthropic (plugins/provider-common/provider_host.c);
  * this file holds what is OpenAI's own.  One attempt per `stream` call, no
@@ -48,6 +57,8 @@
  */
 #include "weir/plugin.h"
 
+#include <string.h>
+
 #include "openai.h"
 #include "provider_host.h"
 
@@ -56,19 +67,19 @@ static const char *const default_headers[][2] = {
     {"Accept", "text/event-stream"},
 };
 
-static const pc_spec spec = {
-    .plugin = "provider-openai",
-    .default_base_url = "https://api.openai.com/v1",
-    .path = "/chat/completions",
-    .headers = default_headers,
-    .nheaders = sizeof default_headers / sizeof default_headers[0],
-    .key_header = "Authorization",
-    .key_prefix = "Bearer ",
-    .max_temperature = 2,
-    .probe = true, /* vLLM and llama.cpp report their windows */
-    .base_url_env = "OPENAI_BASE_URL",
-    .owned_keys = openai_owned_keys,
-};
+#define SPEC(api_path, owned)                                                                 \
+    {                                                                                         \
+        .plugin = "provider-openai", .default_base_url = "https://api.openai.com/v1",         \
+        .path = api_path, .headers = default_headers,                                         \
+        .nheaders = sizeof default_headers / sizeof default_headers[0],                       \
+        .key_header = "Authorization", .key_prefix = "Bearer ", .max_temperature = 2,         \
+        .probe = true, /* vLLM and llama.cpp report their windows */                          \
+        .base_url_env = "OPENAI_BASE_URL", .owned_keys = owned,                               \
+    }
+
+/* A row speaks one API, told by the spec it was made with (`api`). */
+static const pc_spec spec = SPEC("/chat/completions", openai_owned_keys);
+static const pc_spec spec_responses = SPEC("/responses", openai_responses_owned_keys);
 
 /* ------------------------------------------------------------------------ */
 /* Provider callbacks                                                       */
@@ -91,6 +102,20 @@ static int decoder_end(void *decoder, json_t *failure, bool aborted) {
 static bool decoder_done(void *decoder) { return openai_decoder_done(decoder); }
 
 static const pc_codec codec = {on_event, decoder_end, decoder_done};
+
+static int responses_on_event(void *user_data, const char *event, const char *data,
+                              size_t len) {
+    (void)event; /* each event's data names its type */
+    return responses_decoder_event(user_data, data, len);
+}
+
+static int responses_end(void *decoder, json_t *failure, bool aborted) {
+    return responses_decoder_end(decoder, failure, aborted);
+}
+
+static bool responses_done(void *decoder) { return responses_decoder_done(decoder); }
+
+static const pc_codec responses_codec = {responses_on_event, responses_end, responses_done};
 
 /* The prompt_cache_key of a call on row `p` for stream `st` (borrowed), or
  * NULL for none (the row's config, docs at the top of this file). */
@@ -117,6 +142,35 @@ static int add_cache_key(json_t *options, const char *key, char *msg, size_t siz
                : pc_bad(msg, size, "out of memory");
 }
 
+/* Build the body of `request` for row `p` into `memo` (the row's API):
+ * 0, or -1 with `msg` set. */
+static int build_body(const pc_provider *p, weir_stream *st, const json_t *request,
+                      const char *model, pc_memo *memo, char *msg, size_t size) {
+    json_t *options = NULL;
+    pc_extra extra = {0};
+    int built = pc_call_options(p, request, &options, msg, size);
+    if (built == 0)
+        built = add_cache_key(options, prompt_cache_key(p, st), msg, size);
+    extra.options = options;
+    if (built == 0)
+        built = p->spec == &spec_responses
+                    ? openai_responses_build(request, &extra, p->cache, memo, msg, size)
+                    : openai_request_build_ex(request, &extra, p->cache, memo, msg, size);
+    if (built == 0 && extra.dropped_temperature)
+        pc_warn_dropped_temperature(p, model);
+    /* a message is translated once (then cached): said once per message */
+    if (built == 0 && extra.skipped_continuations > 0)
+        weir_log(p->plugin, WEIR_LOG_WARN,
+                 p->spec == &spec_responses
+                     ? "model \"%s\": %zu reasoning block(s) not sent: their continuation "
+                       "holds no reasoning item (\"item\") of the Responses API"
+                     : "model \"%s\": %zu block(s) sent without their continuation: its data "
+                       "lacks \"field\" (reasoning) or \"thought_signature\" (tool call)",
+                 model ? model : "", extra.skipped_continuations);
+    json_decref(options);
+    return built;
+}
+
 static int stream(void *self, void *call, const json_t *request, weir_stream *st) {
     (void)call;
     const pc_provider *p = self;
@@ -124,34 +178,30 @@ static int stream(void *self, void *call, const json_t *request, weir_stream *st
         return WEIR_E_INVAL;
     pc_sink sink = {st, p};
     const char *model = json_string_value(json_object_get(request, "model"));
-    openai_decoder *d = openai_decoder_new(p->id, pc_emit_chunk, &sink);
-    if (!d || openai_decoder_set_model(d, model) != 0) {
-        openai_decoder_free(d);
-        return WEIR_E_NOMEM;
+    bool responses = p->spec == &spec_responses;
+    void *d;
+    if (responses) {
+        d = responses_decoder_new(p->id, model, pc_emit_chunk, &sink);
+    } else {
+        d = openai_decoder_new(p->id, pc_emit_chunk, &sink);
+        if (d && openai_decoder_set_model(d, model) != 0) {
+            openai_decoder_free(d);
+            d = NULL;
+        }
     }
+    if (!d)
+        return WEIR_E_NOMEM;
     char msg[512];
     pc_memo *memo = pc_cache_memo_take(p->cache);
-    json_t *options = NULL;
-    pc_extra extra = {0};
-    int built = pc_call_options(p, request, &options, msg, sizeof msg);
-    if (built == 0)
-        built = add_cache_key(options, prompt_cache_key(p, st), msg, sizeof msg);
-    extra.options = options;
-    if (built == 0)
-        built = openai_request_build_ex(request, &extra, p->cache, memo, msg, sizeof msg);
-    if (built == 0 && extra.dropped_temperature)
-        pc_warn_dropped_temperature(p, model);
-    /* a message is translated once (then cached): said once per message */
-    if (built == 0 && extra.skipped_continuations > 0)
-        weir_log(p->plugin, WEIR_LOG_WARN,
-                 "model \"%s\": %zu block(s) sent without their continuation: its data "
-                 "lacks \"field\" (reasoning) or \"thought_signature\" (tool call)",
-                 model ? model : "", extra.skipped_continuations);
-    json_decref(options);
+    int built = build_body(p, st, request, model, memo, msg, sizeof msg);
     int rc = pc_stream_run(p, st, model, built == 0 ? memo->text.p : NULL,
-                           built == 0 ? memo->text.len : 0, msg, sizeof msg, d, &codec);
+                           built == 0 ? memo->text.len : 0, msg, sizeof msg, d,
+                           responses ? &responses_codec : &codec);
     pc_cache_memo_give(p->cache, memo); /* the next step's body starts from this one */
-    openai_decoder_free(d);
+    if (responses)
+        responses_decoder_free(d);
+    else
+        openai_decoder_free(d);
     return rc;
 }
 
@@ -175,14 +225,23 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config,
     if (key && !json_is_boolean(key) && !(json_is_string(key) && json_string_length(key) > 0))
         return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, weir_plugin_id(self),
                           "config.prompt_cache_key: expected a non-empty string, true or false");
-    return pc_provider_init(self, &spec, &provider_vtable, config, err);
+    const json_t *japi = json_object_get(config, "api");
+    const char *api_name = json_string_value(japi);
+    if (japi && (!api_name || (strcmp(api_name, "responses") != 0 && strcmp(api_name, "chat") != 0)))
+        return pc_set_err(err, WEIR_E_PLUGIN_CONFIG, weir_plugin_id(self),
+                          "config.api: expected \"responses\" or \"chat\"");
+    const json_t *base = json_object_get(config, "base_url");
+    bool responses = api_name ? strcmp(api_name, "responses") == 0
+                              : openai_responses_default(json_string_value(base));
+    return pc_provider_init(self, responses ? &spec_responses : &spec, &provider_vtable, config,
+                            err);
 }
 
 static const weir_plugin_desc descriptor = {
     WEIR_PLUGIN_HEADER,
     .name = "provider-openai",
     .version = "0.1.0",
-    .description = "OpenAI Chat Completions (and compatible servers), streaming SSE",
+    .description = "OpenAI Responses and Chat Completions (and compatible servers), streaming SSE",
     .config_schema = pc_config_schema_probe,
     .init = init,
     .fini = pc_provider_fini,

@@ -82,6 +82,64 @@ bool openai_cache_key_default(const char *base_url);
 /** The body members provider-openai writes itself (NULL-terminated): refused as options. */
 extern const char *const openai_owned_keys[];
 
+/**
+ * A tool result's `content` (borrowed: a string or an array of text and
+ * image blocks) as one text appended to `out`: texts joined by a blank
+ * line, each image as "[image: <media type>]".  `where` names the block.
+ * @return 0, or -1 with `msg` set (an unsupported block, out of memory).
+ * Thread-safe (pure).
+ */
+struct pc_buf;
+int openai_result_text(const json_t *content, const char *where, struct pc_buf *out, char *msg,
+                       size_t msg_size);
+
+/* ------------------------------------------------------------------------ */
+/* Responses request (responses_request.c)                                  */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * The Responses body of a frozen model request (borrowed) built in
+ * `memo->text` as openai_request_build_ex builds a Chat Completions body
+ * (the same memo and cache rules, the same `extra`): input items, tools,
+ * model, max_output_tokens, temperature, tool_choice, store false, include
+ * ["reasoning.encrypted_content"] for a reasoning model, the options, stream
+ * true (the mapping: responses_request.c).  A reasoning block goes back as
+ * the item its continuation holds, verbatim, before the items after it.
+ * @return 0, or -1 with `msg` naming the offending field (the memo is then
+ *         reset).  Thread-safe (the cache is).
+ */
+int openai_responses_build(const json_t *request, pc_extra *extra, pc_cache *cache,
+                           pc_memo *memo, char *msg, size_t msg_size);
+
+/**
+ * openai_responses_build without cache or memo, with `options` (borrowed,
+ * may be NULL: the request's own) as the merged options.
+ * @return malloc'd text the caller frees, or NULL with `msg` set.
+ */
+char *openai_responses_text(const json_t *request, const json_t *options, char *msg,
+                            size_t msg_size);
+
+/**
+ * Whether `model` (borrowed) reasons for the Responses API: its model table
+ * entry takes max_completion_tokens (o-series, gpt-5), or `options`
+ * (borrowed, may be NULL) carry a `reasoning` object.  Then a request asks
+ * for the encrypted reasoning.  Thread-safe (pure).
+ */
+bool openai_responses_reasons(const char *model, const json_t *options);
+
+/**
+ * The default of a row's `api`: true (responses) when `base_url` (borrowed;
+ * NULL: the default) is OpenAI's own, "https://api.openai.com/v1" (with or
+ * without a trailing '/'), false (chat) for any other: compatible servers
+ * mostly speak only Chat Completions.  The config schema's if/then/else
+ * says the same, so that `weir config` shows it (provider_host.c).
+ * Thread-safe (pure).
+ */
+bool openai_responses_default(const char *base_url);
+
+/** The body members the Responses builder writes itself (NULL-terminated). */
+extern const char *const openai_responses_owned_keys[];
+
 /* ------------------------------------------------------------------------ */
 /* Stream decoder (openai_decode.c)                                         */
 /* ------------------------------------------------------------------------ */
@@ -148,5 +206,53 @@ bool openai_decoder_done(const openai_decoder *d);
  * and fuzzers compare the two.  NULL is a no-op.
  */
 void openai_decoder_set_fast(openai_decoder *d, bool fast);
+
+/**
+ * The canonical failure code (failure.c) of an OpenAI error's `type` and
+ * `code` (borrowed, may be NULL), with the `message` for the
+ * invalid_request_error that says the context is too long.  A static
+ * string; "UNKNOWN" when nothing matches.  Thread-safe (pure).
+ */
+const char *openai_error_code(const char *type, const char *code, const char *message);
+
+/* ------------------------------------------------------------------------ */
+/* Responses stream decoder (responses_decode.c)                            */
+/* ------------------------------------------------------------------------ */
+
+/** Decoder state for one streamed Responses answer.  Not thread-safe. */
+typedef struct responses_decoder responses_decoder;
+
+/**
+ * Create a decoder: `provider` (copied) names the provider in failures and
+ * the continuations; `model` (copied; NULL or "": none) is the model of the
+ * reasoning continuations (without one none is emitted).
+ * @return a new decoder, or NULL when out of memory.
+ */
+responses_decoder *responses_decoder_new(const char *provider, const char *model,
+                                         openai_emit_fn emit, void *user_data);
+
+/** Free a decoder.  NULL is a no-op. */
+void responses_decoder_free(responses_decoder *d);
+
+/**
+ * Feed one SSE event's data (`data`, `len` bytes, borrowed; the event's
+ * `type` member names it, the SSE event name is not needed).  Unknown event
+ * types are ignored; a malformed event ends the stream with a TRANSPORT
+ * failure quoting it (escaped, at most 200 bytes).  Events after the finish
+ * are ignored.
+ * @return 0 to keep reading, non-zero when the transfer should stop.
+ */
+int responses_decoder_event(responses_decoder *d, const char *data, size_t len);
+
+/**
+ * End of transfer: emits the finish chunk unless one went out, with
+ * `failure` (stolen, may be NULL) as an error finish ("aborted" when
+ * `aborted`), else TRANSPORT "stream ended before finish".
+ * @return 0 when exactly one finish chunk was emitted, -1 when out of memory.
+ */
+int responses_decoder_end(responses_decoder *d, json_t *failure, bool aborted);
+
+/** True once the finish chunk has been emitted. */
+bool responses_decoder_done(const responses_decoder *d);
 
 #endif /* WEIR_PROVIDER_OPENAI_H */

@@ -398,8 +398,9 @@ static const char *tool_call_delta(openai_decoder *d, const json_t *tc, size_t p
                            args, args ? strlen(args) : 0, sig, sig ? strlen(sig) : 0);
 }
 
-/* An in-band {"error":{...}} object: classify by type/code, then message. */
-static const char *error_code(const char *type, const char *code, const char *message) {
+/* An in-band {"error":{...}} object: classify by type/code, then message
+ * (openai.h: the Responses decoder shares it). */
+const char *openai_error_code(const char *type, const char *code, const char *message) {
     static const struct {
         const char *name, *code;
     } table[] = {
@@ -438,7 +439,7 @@ static void inband_error(openai_decoder *d, const json_t *error) {
     } else {
         message = json_string_value(error);
     }
-    pc_inband_error(&d->out, error_code(type, code, message), type, message);
+    pc_inband_error(&d->out, openai_error_code(type, code, message), type, message);
 }
 
 /* ------------------------------------------------------------------------ */

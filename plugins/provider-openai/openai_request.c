@@ -84,8 +84,9 @@ static int sep(pc_buf *out, size_t start) {
 /* Append `lit` (a string literal) to `out`. */
 #define ADD(out, lit) pc_buf_add((out), (lit), sizeof(lit) - 1)
 
-/* A tool result's content as one string: texts joined, images as a marker. */
-static int result_text(const json_t *content, const char *where, pc_buf *out, char *msg,
+/* A tool result's content as one string: texts joined, images as a marker
+ * (openai.h: the Responses builder shares it). */
+int openai_result_text(const json_t *content, const char *where, pc_buf *out, char *msg,
                        size_t size) {
     if (json_is_string(content))
         return pc_buf_piece(out, json_string_value(content)) ? PC_OOM(msg, size) : 0;
@@ -120,7 +121,7 @@ static int add_tool_message(pc_buf *out, size_t start, const json_t *block, cons
     if (!json_is_string(id))
         return pc_bad(msg, size, "%s: tool_result needs a string \"call_id\"", where);
     pc_buf text = {0};
-    if (result_text(json_object_get(block, "content"), where, &text, msg, size) != 0) {
+    if (openai_result_text(json_object_get(block, "content"), where, &text, msg, size) != 0) {
         free(text.p);
         return -1;
     }

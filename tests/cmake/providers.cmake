@@ -35,8 +35,28 @@ if(TARGET test_openai_continuity)
   target_link_libraries(test_openai_continuity PRIVATE ${CMAKE_DL_LIBS})
   add_dependencies(test_openai_continuity weir-provider-openai)
 endif()
+# provider-openai on the Responses API (issue #35).
+if(TARGET test_provider_responses)
+  set(_oa ${PROJECT_SOURCE_DIR}/plugins/provider-openai)
+  target_sources(test_provider_responses PRIVATE ${_oa}/responses_request.c
+                 ${_oa}/responses_decode.c ${_oa}/openai_request.c ${_oa}/openai_decode.c
+                 ${_oa}/delta_scan.c ${_common}/provider_common.c ${_common}/provider_cache.c
+                 ${_common}/provider_options.c ${_common}/model_table.c)
+  target_include_directories(test_provider_responses PRIVATE ${_oa} ${_common})
+  target_link_libraries(test_provider_responses PRIVATE ${CMAKE_DL_LIBS})
+  add_dependencies(test_provider_responses weir-provider-openai)
+endif()
 if(COMMAND weir_add_fuzz)
   set(_oa ${PROJECT_SOURCE_DIR}/plugins/provider-openai)
+  weir_add_fuzz(fuzz_responses_event SOURCES ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_responses_event.c
+                ${_oa}/responses_decode.c ${_oa}/responses_request.c ${_oa}/openai_request.c
+                ${_oa}/openai_decode.c ${_oa}/delta_scan.c ${_common}/provider_common.c
+                ${_common}/provider_cache.c ${_common}/provider_options.c
+                ${_common}/model_table.c)
+  if(TARGET fuzz_responses_event)
+    target_include_directories(fuzz_responses_event PRIVATE ${_oa} ${_common}
+                               ${PROJECT_SOURCE_DIR}/tests/support)
+  endif()
   weir_add_fuzz(fuzz_openai_scan SOURCES ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_openai_scan.c
                 ${_oa}/delta_scan.c ${_oa}/openai_decode.c ${_common}/provider_common.c
                 ${_common}/provider_cache.c)

@@ -2,7 +2,7 @@
  * fx_secret.c - declares a config_schema that marks secrets ("secret": true,
  * docs/schema.md): `password`, every element of `tokens`, `db.dsn`, any
  * member of `vault`, and `auth` through an anyOf branch; `user` is not
- * secret.  init records "init:<id>" in config.log: weir_config_redact opens
+ * secret, and its default is "nobody" (weir_config_defaults).  init records "init:<id>" in config.log: weir_config_redact opens
  * the plugin to read the schema but must never initialise it.
  */
 #include "fx_util.h"
@@ -23,7 +23,7 @@ static const weir_plugin_desc desc = {
     .version = "1.0.0",
     .description = "secret-schema fixture",
     .config_schema = "{\"type\":\"object\",\"properties\":{"
-                     "\"user\":{\"type\":\"string\"},"
+                     "\"user\":{\"type\":\"string\",\"default\":\"nobody\"},"
                      "\"log\":{\"type\":\"string\"},"
                      "\"password\":{\"type\":\"string\",\"secret\":true},"
                      "\"tokens\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"secret\":true}},"

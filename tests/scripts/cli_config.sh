@@ -7,6 +7,7 @@
 #     config without a `session` object (an overlay alone) still runs;
 #   - a config with no provider row says how to start from the default;
 #   - `weir config` prints secrets as "***", `--show-secrets` shows them;
+#   - `weir config` prints the defaults the plugins' schemas give;
 #   - config errors name the file once ("weir: config FILE: ...").
 WEIR=${1:?usage: $0 path/to/weir}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weir-cli-config.XXXXXX") || exit 1
@@ -81,6 +82,17 @@ grep -q '"Authorization": "\*\*\*"' "$TMP/out" || fail "Authorization is not ***
 grep -q '"X-Plain": "v"' "$TMP/out" || fail "a plain header is hidden"
 # the values as printed (bare k1/k2 could be in the temp dir's random name)
 grep -qE '"k1"|Bearer k2' "$TMP/out" && fail "a secret shows: $(cat "$TMP/out")"
+
+# the plugins' defaults (issue #35): provider-openai's api, responses at
+# OpenAI's own base_url, chat elsewhere; --show-secrets opens no plugin
+cat >"$TMP/api.json" <<'JSON'
+{"plugins": [{"id": "o", "plugin": "provider-openai", "config": {"base_url": "https://api.openai.com/v1"}},
+             {"id": "l", "plugin": "provider-openai", "config": {"base_url": "http://127.0.0.1:9/v1"}}]}
+JSON
+"$WEIR" config -c "$TMP/api.json" >"$TMP/out" 2>&1 || fail "config api: $(cat "$TMP/out")"
+[ "$(grep -c '"api": "responses"' "$TMP/out")" = 1 ] && [ "$(grep -c '"api": "chat"' "$TMP/out")" = 1 ] ||
+    fail "api defaults: $(cat "$TMP/out")"
+"$WEIR" config -c "$TMP/api.json" --show-secrets | grep -q '"api"' && fail "--show-secrets filled a default"
 
 # a URL's userinfo is a credential: hidden, the rest of the URL kept
 # (issue 31 item 6); --show-secrets shows it

@@ -15,17 +15,24 @@
 #   gemini           gemini-3-flash (OpenAI-compatible, thought signatures)
 #   gpt51            gpt-5.1 on Chat Completions, with compaction-basic on a
 #                    small window so that it compacts once in the loop
+#   gpt51-responses  gpt-5.1 on the Responses API (api "responses"), store
+#                    false: every reasoning item (encrypted_content) must
+#                    go back before its function call
+#   gpt51-responses-lost  the same with options {"include": null}: no
+#                    encrypted reasoning comes, so none can go back, and the
+#                    mock must refuse the second step (the rule the case
+#                    above keeps is checked, not assumed)
 #
 # Asserts: the turn completed, 12 assistant messages, every request the mock
 # got was answered 200 (the first 400's message is printed otherwise),
 # `weir log --check` passes; gpt51: exactly one compaction summary.
-CASE=${1:?usage: $0 claude-adaptive|claude-enabled|deepseek|gemini|gpt51}
+CASE=${1:?usage: $0 claude-adaptive|claude-enabled|deepseek|gemini|gpt51|gpt51-responses|gpt51-responses-lost}
 case $CASE in
     claude-adaptive) P=anthropic MODEL=claude-opus-4-7 MAXT=2048 ;;
     claude-enabled) P=anthropic MODEL=claude-sonnet-4-5 MAXT=4096 ;;
     deepseek) P=openai MODEL=deepseek-reasoner MAXT=2048 ;;
     gemini) P=openai MODEL=gemini-3-flash MAXT=2048 ;;
-    gpt51) P=openai MODEL=gpt-5.1 MAXT=2048 ;;
+    gpt51|gpt51-responses|gpt51-responses-lost) P=openai MODEL=gpt-5.1 MAXT=2048 ;;
     *) echo "unknown case $CASE" >&2; exit 2 ;;
 esac
 set -- "$P"
@@ -37,14 +44,19 @@ DATA=${WEIR_TEST_DATA_DIR:?}/real_models
 
 # The script: steps 1..11 call pow(2, k) (step 3 and 8 think with empty
 # text, the others with a sentence; the mock signs and, every 5th Claude
-# reply, redacts), step 12 answers.  Summary requests (compaction-basic's
+# reply, redacts; on Responses the even steps say a sentence too), step 12
+# answers.  Summary requests (compaction-basic's
 # instruction "Answer with the checkpoint only") get their own reply.
 steps=""
 k=1
 while [ $k -le 11 ]; do
     reasoning="\"Step $k: raise 2 to the power $k with pow, then look at the result.\""
     { [ $k = 3 ] || [ $k = 8 ]; } && reasoning='""'
-    steps="$steps{\"reasoning\":$reasoning,\"tool_calls\":[{\"id\":\"call_$k\",\"name\":\"pow\",\"arguments\":\"{\\\"x\\\":2,\\\"y\\\":$k}\"}],\"usage\":{\"output_tokens\":20}},"
+    # Responses: the even steps also say something, a message item between
+    # the reasoning item and its function call
+    text=""
+    [ "$CASE" = gpt51-responses ] && [ $((k % 2)) = 0 ] && text="\"text\":\"Calling pow for 2^$k.\","
+    steps="$steps{\"reasoning\":$reasoning,$text\"tool_calls\":[{\"id\":\"call_$k\",\"name\":\"pow\",\"arguments\":\"{\\\"x\\\":2,\\\"y\\\":$k}\"}],\"usage\":{\"output_tokens\":20}},"
     k=$((k + 1))
 done
 steps="$steps{\"reasoning\":\"All eleven powers are in.\",\"text\":\"2^1 to 2^11 are 2, 4, ..., 2048.\",\"usage\":{\"output_tokens\":30}}"
@@ -110,6 +122,15 @@ requests=$(grep -c '"request"' "$STATS" 2>/dev/null)
 requests=${requests:-0}
 rejected=$(grep -c '"status":400' "$STATS" 2>/dev/null)
 rejected=${rejected:-0}
+if [ "$CASE" = gpt51-responses-lost ]; then
+    # the broken variant: the first step's reasoning item cannot go back
+    [ "$rejected" -ge 1 ] || fail "$CASE: the mock accepted a function call without its reasoning item ($requests requests)"
+    grep -m1 '"status":400' "$STATS" | grep -q "without its required 'reasoning' item" ||
+        fail "$CASE: the first 400 is not the lost reasoning item: $(grep -m1 '"status":400' "$STATS")"
+    [ "$FAILURES" = 0 ] || exit 1
+    echo "real_models $CASE ($MODEL): ok (the mock refused the lost reasoning item)"
+    exit 0
+fi
 if [ "$rejected" != 0 ]; then
     fail "$CASE ($MODEL): the mock answered $rejected of $requests requests with a vendor 400; first: $(grep -m1 '"status":400' "$STATS")"
 fi
@@ -135,6 +156,18 @@ case $CASE in
     deepseek)
         grep -q '"reasoning_content"' "$LOG" 2>/dev/null ||
             grep -q '"type":"reasoning"' "$LOG" || fail "$CASE: no reasoning in the log"
+        ;;
+    gpt51-responses)
+        others=$(grep '"request"' "$STATS" | grep -vc '"path":"/v1/responses"')
+        [ "$others" = 0 ] || fail "$CASE: $others requests not on /v1/responses"
+        r=$(grep -c '"reply":"thinking"' "$STATS")
+        [ "$r" -ge 12 ] || fail "$CASE: $r reasoning replies, want 12"
+        n=$(grep -o 'encrypted_content' "$LOG" | wc -l)
+        [ "$n" -ge 12 ] || fail "$CASE: $n reasoning items with encrypted_content in the log, want 12"
+        grep -q '"cache_read_tokens":[1-9]' "$STATS" || fail "$CASE: the mock never reported a prompt cache hit"
+        # the usage the log records: cached and reasoning tokens
+        grep -q '"cache_read_tokens":[1-9]' "$LOG" || fail "$CASE: no cache_read_tokens in the log's usage"
+        grep -q '"reasoning_tokens":[1-9]' "$LOG" || fail "$CASE: no reasoning_tokens in the log's usage"
         ;;
     gpt51)
         s=$(count_events "$LOG" compaction/summary)

@@ -192,6 +192,8 @@ struct mock_llm {
     long rejections;            /* 400s answered by a vendor rule */
     long cache_read_tokens, cache_write_tokens;
     FILE *stats;                /* mock_llm_stats_file: one outcome line per request */
+    struct issued *issued;      /* Responses: the function calls reasoning replies made */
+    size_t nissued, capissued;
 };
 
 /* The longest a "keepalive" response goes on (bounds a test that fails). */
@@ -672,7 +674,7 @@ static char *request_model(const char *body) {
 
 /* ---- responses ---------------------------------------------------------- */
 
-typedef enum { API_OPENAI, API_ANTHROPIC } api_kind;
+typedef enum { API_OPENAI, API_ANTHROPIC, API_RESPONSES } api_kind;
 
 static const char *reason_phrase(long status) {
     switch (status) {
@@ -1031,6 +1033,7 @@ typedef struct vreply {
     uint32_t model;       /* model_hash of the request's model */
     long dropped;         /* thinking blocks of another model, dropped silently */
     char *sig;            /* the reply's signature / redacted data / thought signature */
+    bool encrypt;         /* Responses: the reasoning item carries encrypted_content */
 } vreply;
 
 /*
@@ -1438,13 +1441,15 @@ static char *claude_signature(const vreply *v, const char *text) {
  * and OpenAI's automatic prefix caching.  Returns a new 400 body (the
  * vendor's shape) or NULL; fills v.
  */
+static void openai_cache(mock_llm *m, const json_t *root, const char *list, vreply *v);
+
 static char *openai_rules(mock_llm *m, const json_t *root, const char *model, bool account,
                           vreply *v) {
     const char *slash = strrchr(model, '/');
     const char *base = slash ? slash + 1 : model;
     v->model = model_hash(model);
     const json_t *msgs = json_object_get(root, "messages");
-    size_t i, j;
+    size_t i;
     const json_t *x, *c;
     if (starts(base, "deepseek-reasoner") || starts(base, "deepseek-v4")) {
         /*
@@ -1543,6 +1548,19 @@ static char *openai_rules(mock_llm *m, const json_t *root, const char *model, bo
     }
     if (v->kind != V_OPENAI)
         return NULL;
+    openai_cache(m, root, "messages", v);
+    return NULL;
+}
+
+/*
+ * OpenAI's automatic prefix caching of a request whose conversation is the
+ * array member `list` of `root` ("messages" on Chat Completions, "input" on
+ * Responses): v->input, v->cache_read and the prompt kept for the next ones.
+ */
+static void openai_cache(mock_llm *m, const json_t *root, const char *list, vreply *v) {
+    const json_t *msgs = json_object_get(root, list);
+    size_t i, j;
+    const json_t *x;
     /*
      * OpenAI prompt caching (platform.openai.com/docs/guides/prompt-caching):
      * automatic "for prompts that are 1024 tokens or longer"; "cache hits
@@ -1588,6 +1606,234 @@ static char *openai_rules(mock_llm *m, const json_t *root, const char *model, bo
         s.p = NULL;
     }
     free(s.p);
+}
+
+
+/* ---- OpenAI Responses (POST /v1/responses) --------------------------------
+ *
+ * The request rules of the Responses API (platform.openai.com/docs/
+ * api-reference/responses/create; openai-python types/responses/
+ * response_input_item_param.py, response_reasoning_item.py), with the 400s
+ * the API answers:
+ *   - `model` and `input` are required ("Missing required parameter");
+ *     `max_tokens` is Chat Completions' ("Unsupported parameter ... moved to
+ *     'max_output_tokens'"), `messages` unknown.
+ *   - input items: message (role user/assistant/system/developer, content a
+ *     string or parts input_text/input_image/output_text/refusal),
+ *     function_call {call_id, name, arguments}, function_call_output
+ *     {call_id, output}, reasoning {id, summary[], encrypted_content?};
+ *     any other type is an invalid value.
+ *   - a function_call_output answers a function_call before it ("No tool
+ *     call found for function call output with call_id ..."); a
+ *     function_call is answered by a later function_call_output ("No tool
+ *     output found for function call ...").
+ *   - with store false nothing is kept: a reasoning item without
+ *     encrypted_content is "Item with id ... not found. Items are not
+ *     persisted when `store` is set to false."  encrypted_content the mock
+ *     did not make, or made for another item, "could not be verified".
+ *   - a reasoning model's function call comes back with the reasoning item
+ *     that preceded it in the output (in the same run of output items: after
+ *     the last function_call_output or non-assistant message before it), else "Item ...
+ *     of type 'function_call' was provided without its required 'reasoning'
+ *     item" (the reasoning item carries the chain of thought across tool
+ *     steps; response_reasoning_item.py: "Be sure to include these items in
+ *     your input ... for subsequent turns").
+ *   - reasoning models refuse temperature other than 1 (gpt-5.1 and later
+ *     take it with reasoning.effort "none", their default).
+ * A reasoning model (gpt-5*, not gpt-5-chat; o1, o3, o4) answers with a
+ * reasoning item rs_mock_<request> first: its summary the entry's
+ * "reasoning" (a default sentence when absent, none when ""), and
+ * encrypted_content "enc1<hex8 model><hex16 hash>" when the request
+ * includes "reasoning.encrypted_content"; the item's function calls are
+ * recorded (issued) with it.  Usage is computed as for Chat Completions
+ * (prefix caching over the canonical input) for OpenAI model names.
+ */
+typedef struct issued {
+    char *call_id, *rs_id, *enc; /* enc NULL: sent without encrypted_content */
+} issued;
+
+static const issued *issued_call(const mock_llm *m, const char *call_id) {
+    for (size_t i = m->nissued; call_id && i-- > 0;)
+        if (strcmp(m->issued[i].call_id, call_id) == 0)
+            return &m->issued[i];
+    return NULL;
+}
+
+static const issued *issued_reasoning(const mock_llm *m, const char *rs_id) {
+    for (size_t i = m->nissued; rs_id && i-- > 0;)
+        if (strcmp(m->issued[i].rs_id, rs_id) == 0)
+            return &m->issued[i];
+    return NULL;
+}
+
+/* Whether `base` (a model id after any "vendor/") reasons. */
+static bool responses_reasons(const char *base) {
+    return starts(base, "o1") || starts(base, "o3") || starts(base, "o4") ||
+           (starts(base, "gpt-5") && !starts(base, "gpt-5-chat"));
+}
+
+static bool in_set(const json_t *set, const char *key) {
+    return key && json_object_get(set, key) != NULL;
+}
+
+/* The rules above: NULL, or a new error message (the request breaks one). */
+static char *responses_check(mock_llm *m, const json_t *root, const char *base) {
+    sb e = {0};
+    const json_t *input = json_object_get(root, "input");
+    if (!json_is_string(json_object_get(root, "model")))
+        sb_puts(&e, "Missing required parameter: 'model'.");
+    else if (!input)
+        sb_puts(&e, "Missing required parameter: 'input'.");
+    else if (!json_is_string(input) && !json_is_array(input))
+        sb_puts(&e, "Invalid type for 'input': expected a string or an array of input items.");
+    else if (json_object_get(root, "max_tokens"))
+        sb_puts(&e, "Unsupported parameter: 'max_tokens'. In the Responses API, this parameter "
+                    "has moved to 'max_output_tokens'.");
+    else if (json_object_get(root, "messages"))
+        sb_puts(&e, "Unknown parameter: 'messages'.");
+    if (e.p)
+        return e.p;
+    if (responses_reasons(base)) {
+        const json_t *t = json_object_get(root, "temperature");
+        const char *effort = json_string_value(
+            json_object_get(json_object_get(root, "reasoning"), "effort"));
+        bool none = effort ? strcmp(effort, "none") == 0 : starts(base, "gpt-5.");
+        if (json_is_number(t) && json_number_value(t) != 1.0 && !none) {
+            sb_printf(&e, "Unsupported value: 'temperature' does not support %g with this "
+                          "model. Only the default (1) value is supported.",
+                      json_number_value(t));
+            return e.p;
+        }
+    }
+    const json_t *store = json_object_get(root, "store");
+    bool stateless = json_is_false(store);
+    json_t *calls = json_object(), *answered = json_object(), *group = json_object();
+    size_t i;
+    const json_t *it;
+    json_array_foreach(input, i, it) {
+        if (e.p)
+            break;
+        const char *type = json_string_value(json_object_get(it, "type"));
+        if (!type && json_object_get(it, "role"))
+            type = "message";
+        if (!json_is_object(it) || !type) {
+            sb_printf(&e, "Invalid value for 'input[%zu]': expected an input item.", i);
+        } else if (strcmp(type, "message") == 0) {
+            const char *role = json_string_value(json_object_get(it, "role"));
+            const json_t *content = json_object_get(it, "content");
+            if (!role || (strcmp(role, "user") && strcmp(role, "assistant") &&
+                          strcmp(role, "system") && strcmp(role, "developer")))
+                sb_printf(&e, "Invalid value: '%s'. Supported values are: 'assistant', "
+                              "'system', 'developer', and 'user'. (input[%zu].role)",
+                          role ? role : "", i);
+            else if (!json_is_string(content) && !json_is_array(content))
+                sb_printf(&e, "Invalid type for 'input[%zu].content'.", i);
+            size_t j;
+            const json_t *part;
+            json_array_foreach(content, j, part) {
+                const char *pt = json_string_value(json_object_get(part, "type"));
+                if (!e.p && (!pt || (strcmp(pt, "input_text") && strcmp(pt, "input_image") &&
+                                     strcmp(pt, "output_text") && strcmp(pt, "refusal"))))
+                    sb_printf(&e, "Invalid value: '%s'. (input[%zu].content[%zu].type)",
+                              pt ? pt : "", i, j);
+            }
+            if (!role || strcmp(role, "assistant") != 0) /* a new run of output */
+                json_object_clear(group);
+        } else if (strcmp(type, "function_call") == 0) {
+            const char *id = json_string_value(json_object_get(it, "call_id"));
+            if (!id || !json_is_string(json_object_get(it, "name")) ||
+                !json_is_string(json_object_get(it, "arguments"))) {
+                sb_printf(&e, "Missing required parameter: 'input[%zu].call_id', 'name' or "
+                              "'arguments'.", i);
+                break;
+            }
+            /* a script that loops makes the same call id again: any of its
+             * reasoning items will do */
+            const issued *is = issued_call(m, id);
+            for (size_t k = 0; is && k < m->nissued; k++)
+                if (strcmp(m->issued[k].call_id, id) == 0 && in_set(group, m->issued[k].rs_id))
+                    is = NULL;
+            if (is)
+                sb_printf(&e, "Item '%s' of type 'function_call' was provided without its "
+                              "required 'reasoning' item: '%s'.", id, is->rs_id);
+            json_object_set_new(calls, id, json_true());
+        } else if (strcmp(type, "function_call_output") == 0) {
+            const char *id = json_string_value(json_object_get(it, "call_id"));
+            if (!in_set(calls, id))
+                sb_printf(&e, "No tool call found for function call output with call_id %s.",
+                          id ? id : "(none)");
+            else
+                json_object_set_new(answered, id, json_true());
+            json_object_clear(group);
+        } else if (strcmp(type, "reasoning") == 0) {
+            const char *id = json_string_value(json_object_get(it, "id"));
+            const json_t *enc = json_object_get(it, "encrypted_content");
+            const issued *is = issued_reasoning(m, id);
+            if (!id || !json_is_array(json_object_get(it, "summary"))) {
+                sb_printf(&e, "Missing required parameter: 'input[%zu].id' or 'summary'.", i);
+            } else if (!json_is_string(enc) && stateless) {
+                sb_printf(&e, "Item with id '%s' not found. Items are not persisted when `store` "
+                              "is set to false. Try again with `store` set to true, or remove "
+                              "this item from your input.", id);
+            } else if (json_is_string(enc) &&
+                       (!is || !is->enc || strcmp(is->enc, json_string_value(enc)) != 0)) {
+                sb_printf(&e, "The encrypted content for item %s could not be verified. Reason: "
+                              "Encrypted content could not be decrypted or parsed.", id);
+            } else if (!json_is_string(enc) && !is) {
+                sb_printf(&e, "Item with id '%s' not found.", id);
+            }
+            json_object_set_new(group, id, json_true());
+        } else {
+            sb_printf(&e, "Invalid value: '%s'. Supported values are: 'message', "
+                          "'function_call', 'function_call_output', and 'reasoning'. "
+                          "(input[%zu].type)", type, i);
+        }
+    }
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)calls, key, val) {
+        if (!e.p && !json_object_get(answered, key))
+            sb_printf(&e, "No tool output found for function call %s.", key);
+    }
+    json_decref(calls);
+    json_decref(answered);
+    json_decref(group);
+    return e.p;
+}
+
+/* The encrypted_content of reasoning item `rs_id` for `model`. */
+static char *responses_enc(uint32_t model, const char *rs_id, const char *summary) {
+    uint64_t h = fnvz(fnvz(FNV0, rs_id), summary ? summary : "");
+    char *s = xrealloc(NULL, 48);
+    snprintf(s, 48, "enc1%08x%016llx", (unsigned)model, (unsigned long long)h);
+    return s;
+}
+
+/* The vendor rules of a Responses request (lock held): NULL and *v filled,
+ * or a new error body. */
+static char *responses_rules(mock_llm *m, const json_t *root, const char *model, vreply *v) {
+    const char *slash = model ? strrchr(model, '/') : NULL;
+    const char *base = slash ? slash + 1 : model ? model : "";
+    char *msg = responses_check(m, root, base);
+    if (msg) {
+        char *body = error_body(API_RESPONSES, "invalid_request_error", NULL, msg);
+        free(msg);
+        return body;
+    }
+    v->model = model_hash(base);
+    v->thinking = responses_reasons(base);
+    size_t k;
+    const json_t *inc;
+    json_array_foreach(json_object_get(root, "include"), k, inc) {
+        const char *name = json_string_value(inc);
+        if (name && strcmp(name, "reasoning.encrypted_content") == 0)
+            v->encrypt = v->thinking;
+    }
+    if (m->cache_accounting || starts(base, "gpt-") || starts(base, "o1") ||
+        starts(base, "o3") || starts(base, "o4") || starts(base, "chatgpt-")) {
+        v->kind = V_OPENAI;
+        openai_cache(m, root, "input", v);
+    }
     return NULL;
 }
 
@@ -1623,6 +1869,8 @@ static char *vendor_rules(mock_llm *m, api_kind api, const char *body, vreply *v
         }
     } else if (api == API_OPENAI && model) {
         err = openai_rules(m, root, model, m->cache_accounting, v);
+    } else if (api == API_RESPONSES) {
+        err = responses_rules(m, root, model, v);
     }
     if (!err && v->account) {
         m->cache_read_tokens += v->cache_read;
@@ -1775,6 +2023,195 @@ static void openai_events(events *es, const entry *e, long index, const char *mo
     ev_push(es, &b);
 }
 
+/* One Responses event: "event: <type>" and its data {"type":<type>,
+ * "sequence_number":n <rest>} (`rest` starts with ',' or is ""). */
+static void responses_event(events *es, long *seq, const char *type, const char *rest) {
+    sb b = {0};
+    sb_printf(&b, "event: %s\ndata: {\"type\":\"%s\",\"sequence_number\":%ld%s}\n\n", type, type,
+              (*seq)++, rest);
+    ev_push(es, &b);
+}
+
+/* The response object's common members (no closing brace). */
+static void responses_object(sb *b, long index, const char *model, const char *status) {
+    sb_printf(b, "{\"id\":\"resp_mock_%ld\",\"object\":\"response\",\"created_at\":1700000000,"
+                 "\"status\":\"%s\",\"model\":", index, status);
+    sb_jsonz(b, model);
+}
+
+/* The deltas of `s` in pieces: `type` events on output_index `oi`, with
+ * `extra` members (",\"summary_index\":0" or ""). */
+static void responses_deltas(events *es, long *seq, const entry *e, const char *type,
+                             const char *item_id, size_t oi, const char *extra, const char *s) {
+    size_t left = s ? strlen(s) : 0;
+    while (left) {
+        size_t n = piece_len(s, left, e->chunk_size);
+        sb r = {0};
+        sb_printf(&r, ",\"item_id\":\"%s\",\"output_index\":%zu%s,\"delta\":", item_id, oi, extra);
+        sb_json(&r, s, n);
+        responses_event(es, seq, type, r.p);
+        free(r.p);
+        if (es->first_delta == 0)
+            es->first_delta = es->n - 1;
+        s += n;
+        left -= n;
+    }
+}
+
+/* A Responses stream (platform.openai.com/docs/api-reference/
+ * responses-streaming): created, in_progress, then each output item
+ * (reasoning, message, function calls) as added / deltas / done, then
+ * completed (or incomplete for finish "length").  `enc`: the reasoning
+ * item's encrypted_content (NULL: none). */
+static void responses_events(events *es, const entry *e, long index, const char *model,
+                             const vreply *v, const char *enc) {
+    long seq = 0;
+    sb r = {0}, out = {0}; /* out: the output items, for the final response */
+    responses_object(&r, index, model, "in_progress");
+    sb_puts(&r, ",\"output\":[]}");
+    sb x = {0};
+    sb_puts(&x, ",\"response\":");
+    sb_add(&x, r.p, r.len);
+    responses_event(es, &seq, "response.created", x.p);
+    responses_event(es, &seq, "response.in_progress", x.p);
+    free(r.p);
+    free(x.p);
+    memset(&r, 0, sizeof r);
+    memset(&x, 0, sizeof x);
+    es->first_delta = 0;
+    size_t oi = 0;
+    char *dflt = NULL;
+    const char *reasoning = e->reasoning;
+    if (v->thinking) {
+        if (!reasoning)
+            reasoning = dflt = default_reasoning(index);
+        char rs[48];
+        snprintf(rs, sizeof rs, "rs_mock_%ld", index);
+        sb_printf(&r, ",\"output_index\":%zu,\"item\":{\"id\":\"%s\",\"type\":\"reasoning\","
+                      "\"summary\":[]}", oi, rs);
+        responses_event(es, &seq, "response.output_item.added", r.p);
+        r.len = 0;
+        if (*reasoning) {
+            sb_printf(&r, ",\"item_id\":\"%s\",\"output_index\":%zu,\"summary_index\":0,"
+                          "\"part\":{\"type\":\"summary_text\",\"text\":\"\"}", rs, oi);
+            responses_event(es, &seq, "response.reasoning_summary_part.added", r.p);
+            r.len = 0;
+            responses_deltas(es, &seq, e, "response.reasoning_summary_text.delta", rs, oi,
+                             ",\"summary_index\":0", reasoning);
+            sb_printf(&r, ",\"item_id\":\"%s\",\"output_index\":%zu,\"summary_index\":0,\"text\":",
+                      rs, oi);
+            sb_jsonz(&r, reasoning);
+            responses_event(es, &seq, "response.reasoning_summary_text.done", r.p);
+            r.len = 0;
+        }
+        sb item = {0};
+        sb_printf(&item, "{\"id\":\"%s\",\"type\":\"reasoning\",\"summary\":[", rs);
+        if (*reasoning) {
+            sb_puts(&item, "{\"type\":\"summary_text\",\"text\":");
+            sb_jsonz(&item, reasoning);
+            sb_puts(&item, "}");
+        }
+        sb_puts(&item, "]");
+        if (enc) {
+            sb_puts(&item, ",\"encrypted_content\":");
+            sb_jsonz(&item, enc);
+        }
+        sb_puts(&item, "}");
+        sb_printf(&r, ",\"output_index\":%zu,\"item\":%s", oi, item.p);
+        responses_event(es, &seq, "response.output_item.done", r.p);
+        r.len = 0;
+        sb_printf(&out, "%s%s", out.len ? "," : "", item.p);
+        free(item.p);
+        oi++;
+    }
+    if (e->text) {
+        char id[48];
+        snprintf(id, sizeof id, "msg_mock_%ld", index);
+        sb_printf(&r, ",\"output_index\":%zu,\"item\":{\"id\":\"%s\",\"type\":\"message\","
+                      "\"status\":\"in_progress\",\"role\":\"assistant\",\"content\":[]}", oi, id);
+        responses_event(es, &seq, "response.output_item.added", r.p);
+        r.len = 0;
+        sb_printf(&r, ",\"item_id\":\"%s\",\"output_index\":%zu,\"content_index\":0,\"part\":"
+                      "{\"type\":\"output_text\",\"text\":\"\",\"annotations\":[]}", id, oi);
+        responses_event(es, &seq, "response.content_part.added", r.p);
+        r.len = 0;
+        responses_deltas(es, &seq, e, "response.output_text.delta", id, oi,
+                         ",\"content_index\":0", e->text);
+        sb_printf(&r, ",\"item_id\":\"%s\",\"output_index\":%zu,\"content_index\":0,\"text\":", id,
+                  oi);
+        sb_jsonz(&r, e->text);
+        responses_event(es, &seq, "response.output_text.done", r.p);
+        r.len = 0;
+        sb part = {0};
+        sb_puts(&part, "{\"type\":\"output_text\",\"text\":");
+        sb_jsonz(&part, e->text);
+        sb_puts(&part, ",\"annotations\":[]}");
+        sb_printf(&r, ",\"item_id\":\"%s\",\"output_index\":%zu,\"content_index\":0,\"part\":%s",
+                  id, oi, part.p);
+        responses_event(es, &seq, "response.content_part.done", r.p);
+        r.len = 0;
+        sb item = {0};
+        sb_printf(&item, "{\"id\":\"%s\",\"type\":\"message\",\"status\":\"completed\","
+                         "\"role\":\"assistant\",\"content\":[%s]}", id, part.p);
+        sb_printf(&r, ",\"output_index\":%zu,\"item\":%s", oi, item.p);
+        responses_event(es, &seq, "response.output_item.done", r.p);
+        r.len = 0;
+        sb_printf(&out, "%s%s", out.len ? "," : "", item.p);
+        free(item.p);
+        free(part.p);
+        oi++;
+    }
+    for (size_t i = 0; i < e->ncalls; i++, oi++) {
+        const tool_call *tc = &e->calls[i];
+        char id[64];
+        snprintf(id, sizeof id, "fc_mock_%ld_%zu", index, i);
+        sb head = {0};
+        sb_printf(&head, "{\"id\":\"%s\",\"type\":\"function_call\",\"call_id\":", id);
+        sb_jsonz(&head, tc->id);
+        sb_puts(&head, ",\"name\":");
+        sb_jsonz(&head, tc->name);
+        sb_printf(&r, ",\"output_index\":%zu,\"item\":%s,\"arguments\":\"\","
+                      "\"status\":\"in_progress\"}", oi, head.p);
+        responses_event(es, &seq, "response.output_item.added", r.p);
+        r.len = 0;
+        responses_deltas(es, &seq, e, "response.function_call_arguments.delta", id, oi, "",
+                         tc->arguments);
+        sb_printf(&r, ",\"item_id\":\"%s\",\"output_index\":%zu,\"arguments\":", id, oi);
+        sb_jsonz(&r, tc->arguments);
+        responses_event(es, &seq, "response.function_call_arguments.done", r.p);
+        r.len = 0;
+        sb item = {0};
+        sb_add(&item, head.p, head.len);
+        sb_puts(&item, ",\"arguments\":");
+        sb_jsonz(&item, tc->arguments);
+        sb_puts(&item, ",\"status\":\"completed\"}");
+        sb_printf(&r, ",\"output_index\":%zu,\"item\":%s", oi, item.p);
+        responses_event(es, &seq, "response.output_item.done", r.p);
+        r.len = 0;
+        sb_printf(&out, "%s%s", out.len ? "," : "", item.p);
+        free(item.p);
+        free(head.p);
+    }
+    es->end_start = es->n;
+    bool length = e->finish && strcmp(e->finish, "length") == 0;
+    long rt = reasoning ? (long)strlen(reasoning) / 4 : 0;
+    long input = v->account ? v->input : e->input_tokens;
+    long cached = v->account ? v->cache_read : 0;
+    responses_object(&r, index, model, length ? "incomplete" : "completed");
+    sb_printf(&r, ",\"incomplete_details\":%s,\"output\":[%s],\"usage\":{\"input_tokens\":%ld,"
+                  "\"input_tokens_details\":{\"cached_tokens\":%ld},\"output_tokens\":%ld,"
+                  "\"output_tokens_details\":{\"reasoning_tokens\":%ld},\"total_tokens\":%ld}}",
+              length ? "{\"reason\":\"max_output_tokens\"}" : "null", out.p ? out.p : "", input,
+              cached, e->output_tokens + rt, rt, input + e->output_tokens + rt);
+    sb_puts(&x, ",\"response\":");
+    sb_add(&x, r.p, r.len);
+    responses_event(es, &seq, length ? "response.incomplete" : "response.completed", x.p);
+    free(x.p);
+    free(r.p);
+    free(out.p);
+    free(dflt);
+}
+
 static void anthropic_event(events *es, const char *name, sb *data) {
     sb b = {0};
     sb_printf(&b, "event: %s\ndata: ", name);
@@ -1916,10 +2353,29 @@ static int serve_stream(conn *c, api_kind api, const entry *e, const request *rq
                         const vreply *v) {
     char *model = request_model(rq->body);
     events es = {0};
-    if (api == API_OPENAI)
+    if (api == API_OPENAI) {
         openai_events(&es, e, rq->index, model, v);
-    else
+    } else if (api == API_RESPONSES) {
+        /* a reasoning reply's calls are issued with its reasoning item */
+        char rs[48], *dflt = v->thinking && !e->reasoning ? default_reasoning(rq->index) : NULL;
+        snprintf(rs, sizeof rs, "rs_mock_%ld", rq->index);
+        char *enc = v->encrypt ? responses_enc(v->model, rs, dflt ? dflt : e->reasoning) : NULL;
+        mock_llm *m = c->m;
+        pthread_mutex_lock(&m->mu);
+        for (size_t i = 0; v->thinking && i < e->ncalls; i++) {
+            if (m->nissued == m->capissued) {
+                m->capissued = m->capissued ? m->capissued * 2 : 16;
+                m->issued = xrealloc(m->issued, m->capissued * sizeof *m->issued);
+            }
+            m->issued[m->nissued++] = (issued){xstrdup(e->calls[i].id), xstrdup(rs), xstrdup(enc)};
+        }
+        pthread_mutex_unlock(&m->mu);
+        responses_events(&es, e, rq->index, model, v, enc);
+        free(enc);
+        free(dflt);
+    } else {
         anthropic_events(&es, e, rq->index, model, v);
+    }
     free(model);
 
     sb h = {0};
@@ -1955,6 +2411,9 @@ static int serve_stream(conn *c, api_kind api, const entry *e, const request *rq
         sb bad = {0};
         if (api == API_OPENAI)
             sb_puts(&bad, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"");
+        else if (api == API_RESPONSES)
+            sb_puts(&bad, "event: response.output_text.delta\ndata: {\"type\":"
+                          "\"response.output_text.delta\",\"output_index\":0,\"delta\":\"x\"");
         else
             sb_puts(&bad, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\","
                           "\"index\":0,\"delta\":{");
@@ -1984,6 +2443,11 @@ static int serve_stream(conn *c, api_kind api, const entry *e, const request *rq
             sb_puts(&err, "data: {\"error\":{\"message\":");
             sb_jsonz(&err, msg.p);
             sb_puts(&err, ",\"type\":\"overloaded_error\"}}\n\n");
+        } else if (api == API_RESPONSES) { /* the `error` event */
+            sb_puts(&err, "event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\","
+                          "\"message\":");
+            sb_jsonz(&err, msg.p);
+            sb_puts(&err, ",\"param\":null,\"sequence_number\":2}\n\n");
         } else {
             sb_puts(&err, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"
                           "\"overloaded_error\",\"message\":");
@@ -2137,6 +2601,8 @@ static int serve_request(conn *c, const request *rq) {
     }
     if (strcmp(rq->path, "/v1/chat/completions") == 0)
         api = API_OPENAI;
+    else if (strcmp(rq->path, "/v1/responses") == 0)
+        api = API_RESPONSES;
     else if (strcmp(rq->path, "/v1/messages") == 0)
         api = API_ANTHROPIC;
     else
@@ -2193,7 +2659,7 @@ static int serve_request(conn *c, const request *rq) {
         return rc;
     }
 
-    char *pairing = pairing_error(api, rq->body);
+    char *pairing = api == API_RESPONSES ? NULL : pairing_error(api, rq->body);
     if (pairing) {
         int rc = reject(c, api, rq, error_body(api, "invalid_request_error", NULL, pairing), pairing);
         free(pairing);
@@ -2347,6 +2813,12 @@ static void free_all(mock_llm *m) {
         free(m->cache[i].text);
     }
     free(m->cache);
+    for (size_t i = 0; i < m->nissued; i++) {
+        free(m->issued[i].call_id);
+        free(m->issued[i].rs_id);
+        free(m->issued[i].enc);
+    }
+    free(m->issued);
     if (m->stats)
         fclose(m->stats);
     for (size_t i = 0; i < m->nrecs; i++) {

@@ -303,6 +303,119 @@ static void openai_prefix_cache(void **state) {
     mock_llm_stop(m);
 }
 
+/* OpenAI Responses: the request rules, and a reasoning model's reasoning
+ * item (with encrypted_content) required before its function call */
+static void responses_rules(void **state) {
+    (void)state;
+    mock_llm *m = start(loop_script);
+    char *r;
+    static const struct {
+        const char *body, *error;
+    } bad[] = {
+        {"{\"input\":\"hi\"}", "Missing required parameter: 'model'"},
+        {"{\"model\":\"gpt-5.1\"}", "Missing required parameter: 'input'"},
+        {"{\"model\":\"gpt-5.1\",\"input\":\"hi\",\"max_tokens\":5}",
+         "has moved to 'max_output_tokens'"},
+        {"{\"model\":\"gpt-5.1\",\"input\":[{\"type\":\"foo\"}]}", "Invalid value: 'foo'"},
+        {"{\"model\":\"gpt-5.1\",\"input\":[{\"type\":\"function_call_output\",\"call_id\":"
+         "\"c9\",\"output\":\"x\"}]}",
+         "No tool call found for function call output with call_id c9"},
+        {"{\"model\":\"gpt-5.1\",\"input\":[{\"type\":\"function_call\",\"call_id\":\"c9\","
+         "\"name\":\"f\",\"arguments\":\"{}\"}]}",
+         "No tool output found for function call c9"},
+        {"{\"model\":\"o3\",\"input\":\"hi\",\"temperature\":0.2}",
+         "'temperature' does not support 0.2"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        if (post(m, "/v1/responses", bad[k].body, &r) != 400 || !strstr(r, bad[k].error))
+            fail_msg("%s: want 400 \"%s\", got %s", bad[k].body, bad[k].error, r);
+        free(r);
+    }
+    /* a stateless first step: the reasoning item's encrypted_content comes
+     * in output_item.done only, and with its function call it is issued */
+    const char *first = "{\"model\":\"gpt-5.1\",\"store\":false,\"include\":"
+                        "[\"reasoning.encrypted_content\"],\"input\":\"hi\",\"stream\":true}";
+    assert_int_equal(post(m, "/v1/responses", first, &r), 200);
+    const char *added = strstr(r, "response.output_item.added");
+    const char *done = strstr(r, "response.output_item.done");
+    assert_non_null(added);
+    assert_non_null(done);
+    const char *enc_at = strstr(r, "\"encrypted_content\"");
+    assert_true(enc_at != NULL && enc_at > done);
+    char *enc = member(enc_at, "encrypted_content");
+    char *rs = member(strstr(r, "\"id\":\"rs_mock_"), "id");
+    assert_non_null(enc);
+    assert_non_null(rs);
+    assert_non_null(strstr(r, "\"call_id\":\"c1\""));
+    free(r);
+    const char *fmt = "{\"model\":\"gpt-5.1\",\"store\":false,\"input\":[{\"role\":\"user\","
+                      "\"content\":\"hi\"}%s,{\"type\":\"function_call\",\"call_id\":\"c1\","
+                      "\"name\":\"f\",\"arguments\":\"{}\"},{\"type\":\"function_call_output\","
+                      "\"call_id\":\"c1\",\"output\":\"ok\"}]}";
+    char item[512], body[1024];
+    snprintf(item, sizeof item,
+             ",{\"id\":\"%s\",\"type\":\"reasoning\",\"summary\":[],\"encrypted_content\":\"%s\"}",
+             rs, enc);
+    snprintf(body, sizeof body, fmt, item);
+    assert_int_equal(post(m, "/v1/responses", body, &r), 200);
+    free(r);
+    /* the answer's text between them is part of the same output */
+    char with_text[768];
+    snprintf(with_text, sizeof with_text,
+             "%s,{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"Let me.\"}", item);
+    snprintf(body, sizeof body, fmt, with_text);
+    if (post(m, "/v1/responses", body, &r) != 200)
+        fail_msg("%s: %s", body, r);
+    free(r);
+    /* a user message between them starts another */
+    snprintf(with_text, sizeof with_text,
+             "%s,{\"type\":\"message\",\"role\":\"user\",\"content\":\"and?\"}", item);
+    snprintf(body, sizeof body, fmt, with_text);
+    assert_int_equal(post(m, "/v1/responses", body, &r), 400);
+    free(r);
+    /* lost: the function call without its reasoning item */
+    snprintf(body, sizeof body, fmt, "");
+    assert_int_equal(post(m, "/v1/responses", body, &r), 400);
+    assert_non_null(strstr(r, "Item 'c1' of type 'function_call' was provided without its "
+                              "required 'reasoning' item"));
+    free(r);
+    /* the reasoning item after its call is lost to it too */
+    char late[1536];
+    snprintf(late, sizeof late,
+             "{\"model\":\"gpt-5.1\",\"store\":false,\"input\":[{\"role\":\"user\",\"content\":"
+             "\"hi\"},{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":"
+             "\"{}\"}%s,{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"ok\"}]}",
+             item);
+    assert_int_equal(post(m, "/v1/responses", late, &r), 400);
+    free(r);
+    /* altered encrypted_content */
+    enc[5] = enc[5] == '0' ? '1' : '0';
+    snprintf(item, sizeof item,
+             ",{\"id\":\"%s\",\"type\":\"reasoning\",\"summary\":[],\"encrypted_content\":\"%s\"}",
+             rs, enc);
+    snprintf(body, sizeof body, fmt, item);
+    assert_int_equal(post(m, "/v1/responses", body, &r), 400);
+    assert_non_null(strstr(r, "could not be verified"));
+    free(r);
+    /* stateless: a reasoning item without encrypted_content is not kept */
+    snprintf(item, sizeof item, ",{\"id\":\"%s\",\"type\":\"reasoning\",\"summary\":[]}", rs);
+    snprintf(body, sizeof body, fmt, item);
+    assert_int_equal(post(m, "/v1/responses", body, &r), 400);
+    assert_non_null(strstr(r, "Items are not persisted when `store` is set to false"));
+    free(r);
+    /* without include the reasoning item comes without encrypted_content */
+    assert_int_equal(post(m, "/v1/responses",
+                          "{\"model\":\"gpt-5.1\",\"store\":false,\"input\":\"hi\"}", &r),
+                     200);
+    assert_non_null(strstr(r, "\"type\":\"reasoning\""));
+    assert_null(strstr(r, "encrypted_content"));
+    free(r);
+    free(enc);
+    free(rs);
+    assert_int_equal(mock_llm_rejections(m), 12);
+    mock_llm_stop(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(claude_thinking_parameters),
@@ -310,6 +423,7 @@ int main(void) {
         cmocka_unit_test(claude_cache),
         cmocka_unit_test(deepseek_and_gemini),
         cmocka_unit_test(openai_prefix_cache),
+        cmocka_unit_test(responses_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

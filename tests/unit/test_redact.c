@@ -200,12 +200,47 @@ static void config_bad_arguments(void **state) {
     json_decref(o);
 }
 
+/* The defaults the plugins' schemas give (weir_config_defaults, what `weir
+ * config` prints): fx-secret's top-level "default" for a row that lacks the
+ * member (a row without config gets one), provider-openai's api by its
+ * if/then/else on base_url; a member given stays; a plugin that cannot be
+ * found is passed over; nothing is initialised. */
+static void config_defaults(void **state) {
+    (void)state;
+    char *dir = wt_tmpdir("defaults");
+    char log[4096];
+    snprintf(log, sizeof log, "%s/init.log", dir);
+    json_t *config = deployment(log);
+    json_t *rows = json_object_get(config, "plugins");
+    json_array_append_new(rows, parse("{\"id\":\"q\",\"plugin\":\"provider-openai\"}"));
+    json_array_append_new(rows, parse("{\"id\":\"r\",\"plugin\":\"provider-openai\",\"config\":"
+                                      "{\"base_url\":\"http://x/v1\",\"api\":\"responses\"}}"));
+    json_t *before = json_deep_copy(row_config(config, 2));
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_config_defaults(config, &err), WEIR_OK);
+    assert_string_equal(json_string_value(json_object_get(row_config(config, 0), "user")), "u");
+    assert_string_equal(json_string_value(json_object_get(row_config(config, 1), "api")), "chat");
+    assert_true(json_equal(row_config(config, 2), before));
+    expect_row(config, 3, "{\"api_key\":\"\",\"user\":\"nobody\"}");
+    expect_row(config, 4, "{\"user\":\"nobody\"}");
+    expect_row(config, 5, "{\"api\":\"responses\"}");
+    expect_row(config, 6, "{\"base_url\":\"http://x/v1\",\"api\":\"responses\"}");
+    assert_int_equal(access(log, F_OK), -1);
+    json_decref(before);
+    assert_int_equal(weir_config_defaults(NULL, &err), WEIR_E_INVAL);
+    json_decref(config);
+    wt_rmtree(dir);
+    free(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(schema_marks),
         cmocka_unit_test(config_rows),
         cmocka_unit_test(config_url_userinfo),
         cmocka_unit_test(config_bad_arguments),
+        cmocka_unit_test(config_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
