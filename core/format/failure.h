@@ -1,6 +1,7 @@
 /*
  * core/format/failure.h - canonical failures and their classification (docs/providers.md):
- * {code, message, status?, retry_after_ms?, request_id?, provider}.
+ * {code, message, status?, retry_after_ms?, request_id?, provider} (and, made
+ * by weir_failure_from_http, host? and rate_limit?: core/runtime/rate_limit.c).
  * The classification table lives in core/format/failure.c only.  Every function is
  * thread-safe.
  */

@@ -203,7 +203,7 @@ typedef enum weir_send_mode {
  *   {"type":"block-end","index":i}
  *   {"type":"usage","usage":{input_tokens,output_tokens,...}}
  *   {"type":"finish","reason":{"kind":"stop|tool-calls|max-tokens|error|aborted",
- *                              "failure":{code,message,status?,retry_after_ms?,request_id?,provider}}}
+ *                              "failure":{code,message,status?,retry_after_ms?,request_id?,provider,host?,rate_limit?}}}
  * `usage` comes before `finish`; nothing follows `finish`.
  *
  * `continuation` (Since: issue #32) hands the core what the provider needs
@@ -464,7 +464,9 @@ struct weir_api {
     void (*http_response_clear)(weir_http_response *resp);
     /**
      * New reference: a canonical failure {code,message,status?,retry_after_ms?,
-     * request_id?,provider} for an HTTP error response.
+     * request_id?,provider} for an HTTP error response; when `resp` is the
+     * calling thread's last response, also host? (the request's) and
+     * rate_limit? (its rate-limit headers, normalized: docs/retry.md).
      */
     json_t *(*failure_from_http)(const char *provider, const weir_http_response *resp);
     /** New reference: a failure with the given code and message. */

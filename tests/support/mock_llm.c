@@ -695,12 +695,44 @@ static const char *request_id_header(api_kind api) {
     return api == API_ANTHROPIC ? "request-id" : "x-request-id";
 }
 
+/* The rate-limit headers each vendor sends on every response (OpenAI:
+ * x-ratelimit-{limit,remaining,reset}-{requests,tokens}, resets as
+ * durations; Anthropic: anthropic-ratelimit-{requests,tokens,input-tokens,
+ * output-tokens}-{limit,remaining,reset}, resets as RFC 3339 times): request
+ * `index` of the run has used index + 1 requests, 1,000 tokens each;
+ * `exhausted` (a 429) leaves none. */
+static void rate_limit_headers(sb *h, api_kind api, long index, bool exhausted) {
+    long req_left = exhausted ? 0 : 499 - index < 0 ? 0 : 499 - index;
+    long tok_left = exhausted ? 0 : 30000 - 1000 * (index + 1) < 0 ? 0 : 30000 - 1000 * (index + 1);
+    if (api != API_ANTHROPIC) {
+        sb_printf(h,
+                  "x-ratelimit-limit-requests: 500\r\nx-ratelimit-remaining-requests: %ld\r\n"
+                  "x-ratelimit-reset-requests: 120ms\r\nx-ratelimit-limit-tokens: 30000\r\n"
+                  "x-ratelimit-remaining-tokens: %ld\r\nx-ratelimit-reset-tokens: %s\r\n",
+                  req_left, tok_left, exhausted ? "1m30s" : "2s");
+        return;
+    }
+    char reset[40];
+    time_t at = time(NULL) + (exhausted ? 90 : 2);
+    struct tm tm;
+    gmtime_r(&at, &tm);
+    strftime(reset, sizeof reset, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    static const char *const kinds[] = {"requests", "tokens", "input-tokens", "output-tokens"};
+    for (size_t i = 0; i < 4; i++)
+        sb_printf(h,
+                  "anthropic-ratelimit-%s-limit: %ld\r\nanthropic-ratelimit-%s-remaining: %ld\r\n"
+                  "anthropic-ratelimit-%s-reset: %s\r\n",
+                  kinds[i], i ? 30000L : 50L, kinds[i],
+                  i ? tok_left : exhausted ? 0L : 49 - index < 0 ? 0L : 49 - index, kinds[i], reset);
+}
+
 static int send_json_response(conn *c, api_kind api, long index, long status, const char *body,
                               const entry *e) {
     sb h = {0};
     sb_printf(&h, "HTTP/1.1 %ld %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n",
               status, reason_phrase(status), strlen(body));
     sb_printf(&h, "%s: req_mock_%ld\r\n", request_id_header(api), index);
+    rate_limit_headers(&h, api, index, status == 429);
     if (e && (status == 429 || status == 529 || status == 503)) {
         const char *ra = e->retry_after ? e->retry_after : "1";
         if (*ra)
@@ -2380,8 +2412,10 @@ static int serve_stream(conn *c, api_kind api, const entry *e, const request *rq
 
     sb h = {0};
     sb_printf(&h, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                  "Connection: keep-alive\r\nTransfer-Encoding: chunked\r\n%s: req_mock_%ld\r\n\r\n",
+                  "Connection: keep-alive\r\nTransfer-Encoding: chunked\r\n%s: req_mock_%ld\r\n",
               request_id_header(api), rq->index);
+    rate_limit_headers(&h, api, rq->index, false);
+    sb_puts(&h, "\r\n");
     int rc = send_all(c, h.p, h.len);
     free(h.p);
     const char *f = e->fault;
