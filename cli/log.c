@@ -430,7 +430,8 @@ static const char log_help[] =
     "\n"
     "exit codes: 0 ok, 1 the check found errors (or the reader refused the log),\n"
     "            2 usage, 3 configuration error,\n"
-    "            4 I/O error (no such log)\n";
+    "            4 I/O error (no such log)\n"
+    "\n" WEIR_CLI_HELP_ENV_DEPLOY;
 
 int weir_cmd_log(int argc, char **argv) {
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},

@@ -18,7 +18,8 @@ static const char usage_text[] =
     "usage: weir <command> [options]\n"
     "\n"
     "commands:\n"
-    "  run [-c FILE]... [-s ID] [--json] [PROMPT]  run a turn (REPL without PROMPT on a tty)\n"
+    "  run [-c FILE]... [-s ID] [--json] [-m MODEL] [--provider ID] [PROMPT]\n"
+    "                                              run a turn (REPL without PROMPT on a tty)\n"
     "  resume [-c FILE]... [--json] ID [PROMPT]    resume a session (closes an open turn)\n"
     "  sessions [-c FILE]... [--json]              list the sessions, newest first\n"
     "  log [-c FILE]... ID|FILE [--json|--derive|--check]\n"
@@ -33,10 +34,11 @@ static const char usage_text[] =
     "  hooks [-c FILE]... [--catalog|--markdown]   print each hook chain in order\n"
     "  serve --stdio [-c FILE]... [-s ID]          one agent over a stdin/stdout JSONL protocol\n"
     "  version                                     print versions\n"
+    "  help COMMAND                                as weir COMMAND --help\n"
     "\n"
     "Without -c, the built-in default deployment is used; `-c default` names it,\n"
     "so `-c default -c overlay.json` changes it.  `weir <command> --help`\n"
-    "describes each command.\n"
+    "(or `weir help <command>`) describes each command.\n"
     "\n"
     "exit codes: 0 ok, 1 failure (turn error, failed check), 2 usage,\n"
     "            3 configuration or plugin load error, 4 I/O error (or the\n"
@@ -74,7 +76,8 @@ int weir_cmd_config(int argc, char **argv) {
                    "opened to read it, never initialised; one that cannot be opened only\n"
                    "gets the built-in set).  In any string, a URL's userinfo prints as\n"
                    "***@ (http://***@host/v1).  Empty values stay empty.\n\n"
-                   "  --show-secrets   print the secrets as they are (opens no plugin)\n");
+                   "  --show-secrets   print the secrets as they are (opens no plugin)\n\n"
+                   WEIR_CLI_HELP_ENV_DEPLOY);
             return WEIR_EXIT_OK;
         default:
             return WEIR_EXIT_USAGE;
@@ -163,7 +166,8 @@ int weir_cmd_plugins(int argc, char **argv) {
                    "List the plugins (weir-*.so) found in each DIR, or along $WEIR_PLUGIN_PATH\n"
                    "and the installed plugin directory, with name, version, ABI and\n"
                    "description.  Plugins are opened but not initialised.  A DIR that\n"
-                   "cannot be read is an error (exit 4).\n");
+                   "cannot be read is an error (exit 4).\n\n" WEIR_CLI_HELP_ENV_BASE
+                   "  WEIR_PLUGIN_PATH    more plugin folders, ':'-separated\n");
             return WEIR_EXIT_OK;
         }
         return WEIR_EXIT_USAGE;
@@ -218,7 +222,7 @@ int weir_cmd_hooks(int argc, char **argv) {
                    "Load the deployment and print every hook chain in call order, with the\n"
                    "plugin id of each listener and its placement.  --catalog prints the\n"
                    "hook catalog (name, mode, payload, result) without loading anything;\n"
-                   "--markdown prints it as docs/hooks.md.\n");
+                   "--markdown prints it as docs/hooks.md.\n\n" WEIR_CLI_HELP_ENV_DEPLOY);
             return WEIR_EXIT_OK;
         default:
             return WEIR_EXIT_USAGE;
@@ -240,8 +244,16 @@ int weir_cmd_hooks(int argc, char **argv) {
 }
 
 int weir_cmd_version(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: weir version\n\n"
+               "Print weir's version and the plugin ABI it loads (also weir --version).\n\n"
+               WEIR_CLI_HELP_ENV_BASE);
+        return WEIR_EXIT_OK;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "weir version: unexpected argument '%s'\n", argv[1]);
+        return WEIR_EXIT_USAGE;
+    }
     printf("weir %s (plugin ABI %d.%d)\n", WEIR_VERSION_STRING, WEIR_ABI_MAJOR,
            WEIR_ABI_MINOR);
     return WEIR_EXIT_OK;
@@ -284,9 +296,26 @@ int main(int argc, char **argv) {
         fputs(usage_text, stderr);
         return WEIR_EXIT_USAGE;
     }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+        (!strcmp(argv[1], "help") && argc == 2)) {
         fputs(usage_text, stdout);
         return WEIR_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "help")) { /* weir help CMD: weir CMD --help */
+        if (argc > 3) {
+            fprintf(stderr, "weir help: give one command (weir help CMD)\n");
+            return WEIR_EXIT_USAGE;
+        }
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+            if (!strcmp(argv[2], commands[i].name)) {
+                static char help_opt[] = "--help";
+                char *help_argv[] = {argv[2], help_opt, NULL};
+                optind = 1;
+                return commands[i].fn(2, help_argv);
+            }
+        }
+        fprintf(stderr, "weir help: unknown command '%s'\n\n%s", argv[2], usage_text);
+        return WEIR_EXIT_USAGE;
     }
     if (!strcmp(argv[1], "--version"))
         return weir_cmd_version(argc - 1, argv + 1);

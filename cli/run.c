@@ -87,6 +87,11 @@ static void print_json(const json_t *event) {
     }
 }
 
+/* Whether `s` has nothing but white space (or nothing). */
+static bool blank(const char *s) {
+    return s[strspn(s, " \t\r\n\v\f")] == '\0';
+}
+
 /* The string value of `v`, or `dflt`. */
 static const char *str_or(const json_t *v, const char *dflt) {
     const char *s = json_string_value(v);
@@ -125,6 +130,10 @@ static const char *sgr(const run_state *st, const char *code) { return st->color
 #define SGR_OFF "\033[0m"
 
 static uint64_t mono_ms(void);
+/* The signal (SIGINT, SIGTERM, SIGHUP) whose cancel the running turn got, or
+ * 0: the turn/end line says "interrupted by Ctrl-C" then (the watcher sets
+ * it, run_prompt clears it). */
+static atomic_int cancel_signal;
 
 enum {
     WAIT_NONE,    /* nothing (idle, or another line shows what goes on) */
@@ -529,8 +538,17 @@ static void on_durable(run_state *st, const json_t *event) {
             }
             st->turn_failed = true;
         } else if (!strcmp(kind, "aborted")) {
-            weir_cli_say(NULL, NULL, "weir: turn cancelled (%s)",
-                         str_or(json_object_get(reason, "cause"), "user"));
+            /* in plain words: a signal the user sent, else who cancelled
+             * (a hook's reason; "user" and "disposed" say nothing more) */
+            int sig = atomic_load(&cancel_signal);
+            const char *cause = str_or(json_object_get(reason, "cause"), "user");
+            if (sig)
+                weir_cli_say(NULL, NULL, "weir: interrupted by %s",
+                             sig == SIGINT ? "Ctrl-C" : sig == SIGHUP ? "SIGHUP" : "SIGTERM");
+            else if (!strcmp(cause, "user") || !strcmp(cause, "disposed"))
+                weir_cli_say(NULL, NULL, "weir: turn cancelled");
+            else
+                weir_cli_say(NULL, NULL, "weir: turn cancelled (%s)", cause);
             st->turn_failed = true;
         } else if (!strcmp(kind, "blocked")) {
             /* the row whose agent/pre-step listener rejected, and its reason */
@@ -745,6 +763,7 @@ static void *sig_watcher(void *arg) {
         sig_seen = true;
         sig_seq = seq;
         cancel_seq = seq;
+        atomic_store(&cancel_signal, c);
         weir_agent_cancel(sig_agent, cause, false);
     }
     return NULL;
@@ -797,6 +816,7 @@ static int quit_code(void) {
 static int run_prompt(weir_agent *agent, run_state *st, const char *prompt) {
     weir_error err;
     weir_error_clear(&err);
+    atomic_store(&cancel_signal, 0);
     atomic_fetch_add(&turn_seq, 1);
     atomic_store(&turn_running, true);
     if (weir_agent_send_text(agent, prompt, WEIR_SEND_FOLLOWUP, &err) != WEIR_OK) {
@@ -899,7 +919,7 @@ static int repl(weir_agent *agent, run_state *st) {
             continue;
         }
         atomic_store(&idle_ctrl_c, 0);
-        if (!*line) {
+        if (blank(line)) {
             free(line);
             continue;
         }
@@ -954,7 +974,8 @@ static char *read_stdin(void) {
 }
 
 static const char run_help[] =
-    "usage: weir run [-c FILE]... [-s SESSION_ID | --log PATH] [--json] [PROMPT]\n"
+    "usage: weir run [-c FILE]... [-s SESSION_ID | --log PATH] [--json]\n"
+    "                [-m MODEL] [--provider ID] [PROMPT]\n"
     "\n"
     "Send PROMPT to the agent and stream the answer to stdout; tool activity\n"
     "and errors go to stderr, and so does the session first: \"weir: session ID\n"
@@ -973,6 +994,13 @@ static const char run_help[] =
     "      --log PATH      the session log file itself (instead of -s)\n"
     "      --json          print every event as one JSON line on stdout, the\n"
     "                      live {\"type\":\"session\",\"data\":{session_id, log}} first\n"
+    "  -m, --model MODEL   the agent's model (agent.model) for this run\n"
+    "      --provider ID   the agent's provider: the id of a plugin row of the\n"
+    "                      deployment (agent.provider), for this run\n"
+    "\n"
+    "Before the first turn stderr names the route (not with --json):\n"
+    "\"weir: model gpt-4o-mini, provider openai (provider-openai at\n"
+    "https://api.openai.com/v1)\".\n"
     "\n"
     "Ctrl-C (SIGINT) cancels the running turn (cause disposed) and quits (exit\n"
     "130) once it is closed; in the REPL it cancels the turn only (cause user),\n"
@@ -993,10 +1021,11 @@ static const char run_help[] =
     "exit codes: 0 ok, 1 the turn failed, was cancelled or was blocked by a\n"
     "            plugin, 2 usage (nothing is written),\n"
     "            3 configuration or plugin error, 4 I/O error (also a session\n"
-    "            log that cannot be written), 129 SIGHUP, 130 SIGINT, 143 SIGTERM\n";
+    "            log that cannot be written), 129 SIGHUP, 130 SIGINT, 143 SIGTERM\n"
+    "\n" WEIR_CLI_HELP_ENV_DEPLOY WEIR_CLI_HELP_ENV_COLOR;
 
 static const char resume_help[] =
-    "usage: weir resume [-c FILE]... [--json] ID [PROMPT]\n"
+    "usage: weir resume [-c FILE]... [--json] [-m MODEL] [--provider ID] ID [PROMPT]\n"
     "\n"
     "Reopen session ID (or a log file path).  A turn left open by a crash is\n"
     "closed as interrupted.  With PROMPT (or a REPL on a terminal) the\n"
@@ -1005,26 +1034,78 @@ static const char resume_help[] =
     "  -c, --config FILE   deployment config (repeat to overlay; without -c, or with\n"
     "                      -c default first: the built-in deployment)\n"
     "      --json          print every event as one JSON line on stdout\n"
+    "  -m, --model MODEL   the agent's model (agent.model) from now on\n"
+    "      --provider ID   the agent's provider (a plugin row id) from now on\n"
     "\n"
     "SIGINT, SIGTERM and SIGHUP cancel the running turn and quit, as for weir\n"
     "run; a second one quits at once.\n"
     "exit codes: 0 ok, 1 the turn failed or was cancelled, 2 usage,\n"
     "            3 configuration or plugin error, 4 I/O error (also a session\n"
-    "            log that cannot be written), 129 SIGHUP, 130 SIGINT, 143 SIGTERM\n";
+    "            log that cannot be written), 129 SIGHUP, 130 SIGINT, 143 SIGTERM\n"
+    "\n" WEIR_CLI_HELP_ENV_DEPLOY WEIR_CLI_HELP_ENV_COLOR;
+
+/*
+ * One stderr line naming the route the turns take: "weir: model M, provider
+ * P (PLUGIN at BASE_URL)" (the base URL without userinfo and query, which
+ * may carry secrets; none when the row has no base_url).
+ */
+static void route_say(const json_t *config) {
+    const json_t *agent = json_object_get(config, "agent");
+    const char *provider = json_string_value(json_object_get(agent, "provider"));
+    const char *model = json_string_value(json_object_get(agent, "model"));
+    const char *plugin = NULL, *url = NULL;
+    size_t i;
+    const json_t *row;
+    json_array_foreach(json_object_get(config, "plugins"), i, row) {
+        const char *id = json_string_value(json_object_get(row, "id"));
+        if (provider && id && !strcmp(id, provider)) {
+            plugin = json_string_value(json_object_get(row, "plugin"));
+            url = json_string_value(json_object_get(json_object_get(row, "config"), "base_url"));
+        }
+    }
+    if (plugin) { /* a path names its file only */
+        const char *slash = strrchr(plugin, '/');
+        plugin = slash ? slash + 1 : plugin;
+    }
+    char where[320] = "";
+    if (url && *url) {
+        const char *host = strstr(url, "://");
+        host = host ? host + 3 : url;
+        size_t hostlen = strcspn(host, "/?#");
+        const char *at = memchr(host, '@', hostlen);
+        const char *rest = at ? at + 1 : host;
+        snprintf(where, sizeof where, " at %.*s%.*s", (int)(host - url), url,
+                 (int)strcspn(rest, "?#"), rest);
+    }
+    weir_cli_say(NULL, NULL, "weir: model %s, provider %s (%s%s)", model ? model : "(none)",
+                 provider ? provider : "(none)", plugin ? plugin : "no such plugin row", where);
+}
 
 static int run_common(int argc, char **argv, bool resume) {
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
                                               {"session", required_argument, NULL, 's'},
                                               {"log", required_argument, NULL, 'L'},
                                               {"json", no_argument, NULL, 'j'},
+                                              {"model", required_argument, NULL, 'm'},
+                                              {"provider", required_argument, NULL, 'P'},
                                               {"help", no_argument, NULL, 'h'},
                                               {0}};
     weir_cli_files files = {0};
     const char *session = NULL, *log = NULL;
+    const char *cmd = resume ? "weir resume" : "weir run";
     run_state st = {0};
     int ch;
-    while ((ch = getopt_long(argc, argv, resume ? "c:h" : "c:s:h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, resume ? "c:m:h" : "c:s:m:h", longopts, NULL)) != -1) {
         switch (ch) {
+        case 'm':
+        case 'P':
+            if (!*optarg || blank(optarg)) {
+                fprintf(stderr, "%s: --%s: expected a non-empty %s\n", cmd,
+                        ch == 'm' ? "model" : "provider", ch == 'm' ? "model name" : "row id");
+                return WEIR_EXIT_USAGE;
+            }
+            *(ch == 'm' ? &files.model : &files.provider) = optarg;
+            break;
         case 'c':
             if (weir_cli_add_file(&files, "weir", optarg) != WEIR_EXIT_OK)
                 return WEIR_EXIT_USAGE;
@@ -1065,11 +1146,18 @@ static int run_common(int argc, char **argv, bool resume) {
     const char *target = resume ? argv[optind] : session ? session : log;
     weir_cli_target kind = resume ? WEIR_CLI_ID_OR_PATH : session ? WEIR_CLI_ID : WEIR_CLI_PATH;
     const char *prompt = rest > (resume ? 1 : 0) ? argv[argc - 1] : NULL;
+    /* an empty message is refused before anything opens (a provider's API
+     * refuses a request without one): a usage error writes nothing */
+    if (prompt && blank(prompt)) {
+        fprintf(stderr, "%s: the prompt is empty (give some text, or no PROMPT for a REPL)\n",
+                cmd);
+        return WEIR_EXIT_USAGE;
+    }
     /* a piped prompt is read before anything opens: a usage error writes nothing */
     char *piped = NULL;
     if (!prompt && !resume && !isatty(STDIN_FILENO)) {
         piped = read_stdin();
-        if (!piped || !*piped) {
+        if (!piped || blank(piped)) {
             free(piped);
             fprintf(stderr, "weir run: no prompt (give PROMPT or pipe it on stdin)\n");
             return WEIR_EXIT_USAGE;
@@ -1120,6 +1208,7 @@ static int run_common(int argc, char **argv, bool resume) {
         if (!st.json) {
             weir_cli_say(NULL, NULL, "weir: session %s (%s)", weir_agent_id(agent),
                          weir_agent_log_path(agent));
+            route_say(weir_host_config(host));
         } else { /* the live session event first, then what opening logged */
             json_t *ev = json_pack("{s:s, s:I, s:{s:s, s:s}}", "type", "session", "time",
                                    (json_int_t)wall_ms(), "data", "session_id",
