@@ -231,23 +231,39 @@ static void on_live(run_state *st, const json_t *event) {
     }
     if (strcmp(type_of(event), "agent/assistant-stream") != 0)
         return;
-    waiting_clear(st); /* the first frame of the answer */
     const json_t *frame = json_object_get(json_object_get(event, "data"), "frame");
-    const char *ft = json_string_value(json_object_get(frame, "type"));
-    /* a silent stream shows as a wait for the model, from its last frame
-     * (not in the middle of a line of text) */
-    wait_set(st, ft && !strcmp(ft, "end") ? WAIT_NONE : WAIT_MODEL, "the model");
+    const char *ft = str_or(json_object_get(frame, "type"), "");
     const json_t *chunk = json_object_get(frame, "chunk");
-    if (ft && !strcmp(ft, "chunk") &&
-        !strcmp(str_or(json_object_get(chunk, "type"), ""), "text-delta")) {
+    const char *ct = str_or(json_object_get(chunk, "type"), "");
+    if (!strcmp(ft, "end")) {
+        waiting_clear(st);
+        wait_set(st, WAIT_NONE, NULL);
+        end_text_line(st);
+        return;
+    }
+    /* Only the answer itself (text or a tool call) ends the wait: the start
+     * frame, sent when the request begins, and the frames that carry no
+     * answer (usage, finish) leave the line and its seconds as they are.
+     * Reasoning is the model at work: the line stays and says so. */
+    if (!strcmp(ft, "chunk") && !strcmp(ct, "reasoning-delta") && st->wait_kind == WAIT_MODEL &&
+        !st->in_text && strcmp(st->wait_what, "the model (thinking)") != 0) {
+        snprintf(st->wait_what, sizeof st->wait_what, "%s", "the model (thinking)");
+        if (st->waiting)
+            waiting_draw(st, mono_ms());
+    }
+    if (strcmp(ft, "chunk") != 0 || (strcmp(ct, "text-delta") && strcmp(ct, "tool-call-delta")))
+        return;
+    waiting_clear(st);
+    /* a silent stream from here shows as a wait for the model, from its last
+     * delta (not in the middle of a line of text) */
+    wait_set(st, WAIT_MODEL, "the model");
+    if (!strcmp(ct, "text-delta")) {
         const char *t = json_string_value(json_object_get(chunk, "text"));
         if (t && *t) {
             fputs(t, stdout);
             fflush(stdout);
             st->in_text = true;
         }
-    } else if (ft && !strcmp(ft, "end")) {
-        end_text_line(st);
     }
 }
 
