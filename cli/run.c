@@ -2,8 +2,8 @@
  * cli/run.c - `weir run` and `weir resume`: open (or resume) a session,
  * send the prompt (or read a REPL), and print the answer as it streams.
  *
- * Output: assistant text to stdout as it streams, tool activity
- * ("[tool] pow {"x":2,"y":10} -> 1024"; on a terminal, a running tool's
+ * Output: assistant text to stdout as it streams, tool activity (one line
+ * per call, "[tool] pow {"x":2,"y":10} -> 1024"; on a terminal, a running tool's
  * progress on one status line until its result), the retry plugin's retries
  * ("weir: retrying in 2.0 s (RATE_LIMIT 429, retry 2/5)", counting down on
  * one line on a terminal), breaker transitions and fallbacks, and errors
@@ -103,16 +103,84 @@ static const char *type_of(const json_t *event) {
     return t ? t : "";
 }
 
-/* The text blocks of a content array, joined, into `out` (truncated). */
-static void content_text(const json_t *content, char *out, size_t size) {
+/* SGR `code` on stderr when colour is on ("" otherwise). */
+static const char *sgr(const run_state *st, const char *code) { return st->color ? code : ""; }
+#define SGR_DIM "\033[2m"
+#define SGR_RED "\033[31m"
+#define SGR_OFF "\033[0m"
+
+/* The text blocks of a content array, joined (malloc'd; NULL: no memory). */
+static char *content_text(const json_t *content) {
     size_t len = 0, i;
     const json_t *b;
-    out[0] = '\0';
+    json_array_foreach(content, i, b) len += json_string_length(json_object_get(b, "text"));
+    char *out = malloc(len + 1);
+    if (!out)
+        return NULL;
+    len = 0;
     json_array_foreach(content, i, b) {
-        const char *t = json_string_value(json_object_get(b, "text"));
-        if (t && len < size)
-            len += (size_t)snprintf(out + len, size - len, "%s", t);
+        const json_t *t = json_object_get(b, "text");
+        memcpy(out + len, json_string_value(t) ? json_string_value(t) : "", json_string_length(t));
+        len += json_string_length(t);
     }
+    out[len] = '\0';
+    return out;
+}
+
+/* The length of `s`'s first `len` bytes, at most `max`, backed off to a
+ * character boundary (never inside a UTF-8 sequence). */
+static size_t cut_utf8(const char *s, size_t len, size_t max) {
+    if (len <= max)
+        return len;
+    size_t n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return n;
+}
+
+#define TOOL_ARGS_SHOWN 160   /* bytes of a call's arguments on its line */
+#define TOOL_RESULT_SHOWN 200 /* bytes of a result's first line on it */
+
+/*
+ * One line for a tool call and its result: "[tool] NAME ARGS -> RESULT",
+ * the arguments cut at TOOL_ARGS_SHOWN bytes ("…"), the result's first line
+ * at TOOL_RESULT_SHOWN, each on a character boundary; when more is hidden,
+ * "… (+N lines, M bytes)" (N more lines, M bytes in all; "(M bytes)" for a
+ * single line).  The whole result is in the log (weir log).  An error
+ * result reads "-> error: TEXT", the leading "Error: "s of TEXT dropped.
+ */
+static void tool_line(run_state *st, const json_t *call, const json_t *block) {
+    const char *args = str_or(json_object_get(call, "arguments"), "");
+    size_t alen = strlen(args), ashown = cut_utf8(args, alen, TOOL_ARGS_SHOWN);
+    bool is_error = json_is_true(json_object_get(block, "is_error"));
+    char *all = content_text(json_object_get(block, "content"));
+    const char *text = all ? all : "(out of memory)";
+    /* the core says "Error: " before a failure's message, which may say it again */
+    while (is_error && (!strncmp(text, "Error: ", 7) || !strncmp(text, "error: ", 7)))
+        text += 7;
+    size_t tlen = strlen(text);
+    while (tlen > 0 && (text[tlen - 1] == '\n' || text[tlen - 1] == '\r'))
+        tlen--; /* a final newline is no line of its own */
+    size_t first = strcspn(text, "\n");
+    if (first > tlen)
+        first = tlen;
+    size_t lines = 1;
+    for (size_t i = first; i < tlen; i++)
+        lines += text[i] == '\n';
+    size_t shown = cut_utf8(text, first, TOOL_RESULT_SHOWN);
+    while (shown > 0 && text[shown - 1] == '\r')
+        shown--;
+    char more[96] = "";
+    if (lines > 1)
+        snprintf(more, sizeof more, "\xe2\x80\xa6 (+%zu line%s, %zu bytes)", lines - 1,
+                 lines == 2 ? "" : "s", tlen);
+    else if (shown < tlen)
+        snprintf(more, sizeof more, "\xe2\x80\xa6 (%zu bytes)", tlen);
+    weir_cli_say(sgr(st, SGR_DIM), sgr(st, SGR_OFF), "[tool] %s %.*s%s -> %s%.*s%s",
+                 str_or(json_object_get(call, "name"), "?"), (int)ashown, args,
+                 ashown < alen ? "\xe2\x80\xa6" : "", is_error ? "error: " : "", (int)shown,
+                 text, more);
+    free(all);
 }
 
 static void end_text_line(run_state *st) {
@@ -122,12 +190,6 @@ static void end_text_line(run_state *st) {
         st->in_text = false;
     }
 }
-
-/* SGR `code` on stderr when colour is on ("" otherwise). */
-static const char *sgr(const run_state *st, const char *code) { return st->color ? code : ""; }
-#define SGR_DIM "\033[2m"
-#define SGR_RED "\033[31m"
-#define SGR_OFF "\033[0m"
 
 static uint64_t mono_ms(void);
 /* The signal (SIGINT, SIGTERM, SIGHUP) whose cancel the running turn got, or
@@ -467,12 +529,16 @@ static bool silent_type(const char *type) {
 static void on_durable(run_state *st, const json_t *event) {
     const char *type = type_of(event);
     const json_t *data = json_object_get(event, "data");
+    /* a surface replace (a tool result a compaction pruned to a stub): no
+     * tool ran, nothing to print */
+    bool replaced = json_is_object(json_object_get(event, "surface_op"));
     if (!silent_type(type))
         waiting_clear(st);
     /* what the turn waits for after this event (the status line) */
     if (!strcmp(type, "turn/start")) {
         wait_set(st, WAIT_PRESTEP, "the agent/pre-step hooks");
-    } else if (!strcmp(type, "assistant/message") || !strcmp(type, "tool/result")) {
+    } else if (!strcmp(type, "assistant/message") ||
+               (!strcmp(type, "tool/result") && !replaced)) {
         wait_set(st, WAIT_HOOKS, "hooks and tools");
     } else if (!strcmp(type, "step/end")) {
         wait_set(st, WAIT_HOOKS, "the hooks");
@@ -496,19 +562,14 @@ static void on_durable(run_state *st, const json_t *event) {
         json_object_set_new(st->calls, str_or(json_object_get(data, "call_id"), ""),
                             json_pack("{s:O, s:O}", "name", json_object_get(data, "name"),
                                       "arguments", json_object_get(data, "arguments")));
-    } else if (!strcmp(type, "tool/result")) {
+    } else if (!strcmp(type, "tool/result") && !replaced) {
         const json_t *block =
             json_array_get(json_object_get(json_object_get(data, "message"), "content"), 0);
         const char *id = json_string_value(json_object_get(block, "call_id"));
         const json_t *call = json_object_get(st->calls, id ? id : "");
-        char text[512];
-        content_text(json_object_get(block, "content"), text, sizeof text);
         progress_clear(st);
         end_text_line(st);
-        weir_cli_say(sgr(st, SGR_DIM), sgr(st, SGR_OFF), "[tool] %s %s -> %s%s",
-                     str_or(json_object_get(call, "name"), "?"),
-                     str_or(json_object_get(call, "arguments"), ""),
-                     json_is_true(json_object_get(block, "is_error")) ? "error: " : "", text);
+        tool_line(st, call, block);
     } else if (!strcmp(type, "compaction/start") && st->status) {
         json_t *msgs = st->agent ? weir_agent_messages(st->agent) : NULL;
         end_text_line(st);
