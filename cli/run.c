@@ -49,6 +49,7 @@ typedef struct run_state {
     bool default_used; /* the deployment starts from the built-in default */
     bool no_provider;  /* the deployment sets no agent.provider */
     json_t *pending;   /* --json: events before the session event, or NULL once it is out */
+    json_t *held;      /* weir's warning lines held while a line of text streams */
     weir_cli_usage usage; /* the running turn's usage and cost (its attempts summed) */
     weir_agent *agent;
     /* What the turn waits for now (a terminal only): the status line says it,
@@ -183,11 +184,20 @@ static void tool_line(run_state *st, const json_t *call, const json_t *block) {
     free(all);
 }
 
+/* End the streamed line of text (if one is open), then print the warnings
+ * held while it streamed. */
 static void end_text_line(run_state *st) {
     if (st->in_text) {
         fputc('\n', stdout);
         fflush(stdout);
         st->in_text = false;
+    }
+    if (json_array_size(st->held)) {
+        size_t i;
+        const json_t *line;
+        json_array_foreach(st->held, i, line) fprintf(stderr, "%s\n", json_string_value(line));
+        fflush(stderr);
+        json_array_clear(st->held);
     }
 }
 
@@ -284,6 +294,27 @@ static void progress_clear(run_state *st) {
         fflush(stderr);
         st->progress = false;
     }
+}
+
+/*
+ * weir's warnings and plugin log lines (weir_set_warn_handler), at a line
+ * boundary: held while a line of the answer streams (end_text_line prints
+ * them), else printed after the status line showing is erased (the ticker
+ * draws a wait line again).  `line` is escaped already.
+ */
+static void on_warn(const char *line, void *ud) {
+    run_state *st = ud;
+    pthread_mutex_lock(&st->mu);
+    if (st->in_text && st->held && json_array_append_new(st->held, json_string(line)) == 0) {
+        pthread_mutex_unlock(&st->mu);
+        return;
+    }
+    if (st->waiting || st->progress || st->counting || st->compacting)
+        fputs("\r\033[K", stderr);
+    st->waiting = st->progress = false;
+    fprintf(stderr, "%s\n", line);
+    fflush(stderr);
+    pthread_mutex_unlock(&st->mu);
 }
 
 static void on_live(run_state *st, const json_t *event) {
@@ -1260,6 +1291,7 @@ static int run_common(int argc, char **argv, bool resume) {
         json_object_get(json_object_get(weir_host_config(host), "agent"), "provider"));
     st.pending = st.json ? json_array() : NULL;
     st.calls = json_object();
+    st.held = json_array();
     pthread_mutex_init(&st.mu, NULL);
     pthread_cond_init(&st.cv, NULL);
     weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;
@@ -1269,6 +1301,8 @@ static int run_common(int argc, char **argv, bool resume) {
     weir_agent *agent = NULL;
     weir_error err;
     weir_error_clear(&err);
+    if (!st.json) /* warnings at a line boundary, never inside a streamed line */
+        weir_set_warn_handler(on_warn, &st);
     if (weir_agent_open(host, &opts, &agent, &err) != WEIR_OK) {
         rc = weir_cli_fail("open session", &err);
     } else {
@@ -1323,12 +1357,15 @@ static int run_common(int argc, char **argv, bool resume) {
         weir_agent_close(agent);
         countdown_end(&st);
     }
+    weir_set_warn_handler(NULL, NULL);
+    end_text_line(&st); /* the warnings still held, if any */
     /* a log this run created and never wrote to (the send was refused) goes */
     if (created && stat(created, &sb) == 0 && sb.st_size == 0)
         unlink(created);
     free(created);
     free(piped);
     json_decref(st.pending);
+    json_decref(st.held);
     pthread_cond_destroy(&st.cv);
     pthread_mutex_destroy(&st.mu);
     json_decref(st.calls);
