@@ -171,6 +171,8 @@ typedef struct weir_cli_usage {
 void weir_cli_usage_add(weir_cli_usage *u, const json_t *data);
 /* Add `u` into `into`. */
 void weir_cli_usage_sum(weir_cli_usage *into, const weir_cli_usage *u);
+/* `n` with thousands separators ("12,345") into `buf`; returns buf. */
+const char *weir_cli_grouped(char *buf, size_t size, long long n);
 /* "$0.0123" into `buf`. */
 void weir_cli_usage_cost(char *buf, size_t size, double usd);
 /* "in 12,345 · cached 10,000 · written 2,000 · out 456 · $0.0123" into `buf`
