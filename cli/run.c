@@ -48,6 +48,7 @@ typedef struct run_state {
     bool color;        /* colour on stderr: a terminal and no NO_COLOR */
     bool default_used; /* the deployment starts from the built-in default */
     bool no_provider;  /* the deployment sets no agent.provider */
+    const weir_cli_files *files; /* the -c files (a hint reads them as written) */
     json_t *pending;   /* --json: events before the session event, or NULL once it is out */
     json_t *held;      /* weir's warning lines held while a line of text streams */
     weir_cli_usage usage; /* the running turn's usage and cost (its attempts summed) */
@@ -550,6 +551,49 @@ static void provider_hint(const run_state *st, const char *code, const char *mes
               stderr);
 }
 
+/*
+ * A provider that cannot reach its server names the row ("the base_url of
+ * row 'local'"): say where that row's base_url comes from, read from the -c
+ * files as written (the last file that sets it wins), so the variable to set
+ * is the right one: local.json reads LOCAL_BASE_URL, the built-in default
+ * OPENAI_BASE_URL.
+ */
+static void base_url_hint(const run_state *st, const char *message) {
+    const char *at = strstr(message, "the base_url of row '");
+    if (!at || !st->files)
+        return;
+    at += strlen("the base_url of row '");
+    size_t idlen = strcspn(at, "'");
+    char from[512] = "", where[256] = "";
+    size_t nfiles = st->files->n ? st->files->n : 1;
+    for (size_t i = 0; i < nfiles; i++) {
+        const char *file = st->files->n ? st->files->files[i] : WEIR_CONFIG_DEFAULT_NAME;
+        bool builtin = !strcmp(file, WEIR_CONFIG_DEFAULT_NAME);
+        json_t *doc = builtin ? weir_config_default() : json_load_file(file, 0, NULL);
+        size_t r;
+        const json_t *row;
+        json_array_foreach(json_object_get(doc, "plugins"), r, row) {
+            const char *id = json_string_value(json_object_get(row, "id"));
+            const char *url =
+                json_string_value(json_object_get(json_object_get(row, "config"), "base_url"));
+            if (id && url && strlen(id) == idlen && !strncmp(id, at, idlen)) {
+                snprintf(from, sizeof from, "%s", url);
+                snprintf(where, sizeof where, "%s", builtin ? "the built-in default" : file);
+            }
+        }
+        json_decref(doc);
+    }
+    const char *var = strstr(from, "${");
+    if (!var)
+        return; /* a URL written as it is: the message says it */
+    var += 2;
+    int vlen = (int)strcspn(var, ":}");
+    weir_cli_say(NULL, NULL,
+                 "weir: hint: row '%.*s' takes its base_url from %s (%s): set %.*s to the "
+                 "server's URL",
+                 (int)idlen, at, from, where, vlen, var);
+}
+
 /* Durable events that print nothing: the waiting line stays up. */
 static bool silent_type(const char *type) {
     return !strcmp(type, "step/start") || !strcmp(type, "tool/call") ||
@@ -643,6 +687,8 @@ static void on_durable(run_state *st, const json_t *event) {
                 weir_cli_say(sgr(st, SGR_RED), sgr(st, SGR_OFF), "weir: turn failed: %s: %s", code,
                              str_or(json_object_get(e, "message"), ""));
                 provider_hint(st, code, str_or(json_object_get(e, "message"), ""));
+                if (!strcmp(code, "TRANSPORT"))
+                    base_url_hint(st, str_or(json_object_get(e, "message"), ""));
             }
             st->turn_failed = true;
         } else if (!strcmp(kind, "aborted")) {
@@ -1287,6 +1333,7 @@ static int run_common(int argc, char **argv, bool resume) {
     const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
     st.color = !st.json && isatty(STDERR_FILENO) && !(nc && *nc) && !(term && !strcmp(term, "dumb"));
     st.default_used = weir_cli_default_used(&files);
+    st.files = &files;
     st.no_provider = !json_is_string(
         json_object_get(json_object_get(weir_host_config(host), "agent"), "provider"));
     st.pending = st.json ? json_array() : NULL;
