@@ -46,6 +46,64 @@ static const char usage_text[] =
     "            130 / 143 stopped by SIGINT / SIGTERM (run, resume, serve),\n"
     "            129 by SIGHUP (run, resume)\n";
 
+/*
+ * `weir config` shows a deployment whose variables are not all set (a
+ * fresh machine without OPENAI_API_KEY): each ${NAME} without a value or
+ * default composes as the text "(unset: NAME)", set in this process's
+ * environment only, and stderr says so; `weir run` would refuse it.
+ * *unset receives the names, ", "-separated (malloc'd, NULL: none).  An
+ * exit code.
+ */
+static int compose_showing_unset(weir_cli_files *o, json_t **out, char **unset) {
+    *unset = NULL;
+    size_t len = 0;
+    for (int tries = 0; tries < 64; tries++) {
+        weir_error err;
+        weir_error_clear(&err);
+        if (weir_config_compose((const char *const *)o->files, o->n, out, &err) == WEIR_OK)
+            return WEIR_EXIT_OK;
+        const char *v = strstr(err.text, "variable "), *end = v ? strstr(v, " is not set") : NULL;
+        if (err.code != WEIR_E_CONFIG || !end || end[11] != '\0')
+            return weir_cli_fail(NULL, &err);
+        v += 9;
+        char name[128], marker[160];
+        snprintf(name, sizeof name, "%.*s", (int)(end - v), v);
+        snprintf(marker, sizeof marker, "(unset: %s)", name);
+        char *grown = realloc(*unset, len + strlen(name) + 3);
+        if (!grown || setenv(name, marker, 1) != 0) {
+            free(grown ? grown : *unset);
+            *unset = NULL;
+            return weir_cli_fail(NULL, &err);
+        }
+        *unset = grown;
+        len += (size_t)sprintf(*unset + len, "%s%s", len ? ", " : "", name);
+    }
+    free(*unset);
+    *unset = NULL;
+    fprintf(stderr, "weir config: too many unset variables\n");
+    return WEIR_EXIT_CONFIG;
+}
+
+/* The strings of `v` that are exactly an "(unset: NAME)" marker: the
+ * object (borrowed) and key of each, as [object, key] pairs in `into`, to
+ * be put back after the redaction (an unset value is no secret). */
+static void find_unset(json_t *v, json_t *into) {
+    const char *key;
+    json_t *child;
+    size_t i;
+    if (json_is_object(v)) {
+        json_object_foreach(v, key, child) {
+            const char *s = json_string_value(child);
+            if (s && !strncmp(s, "(unset: ", 8) && s[strlen(s) - 1] == ')')
+                json_array_append_new(into, json_pack("[O, s, s]", v, key, s));
+            else
+                find_unset(child, into);
+        }
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, child) find_unset(child, into);
+    }
+}
+
 int weir_cmd_config(int argc, char **argv) {
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
                                               {"show-secrets", no_argument, NULL, 'S'},
@@ -76,6 +134,9 @@ int weir_cmd_config(int argc, char **argv) {
                    "opened to read it, never initialised; one that cannot be opened only\n"
                    "gets the built-in set).  In any string, a URL's userinfo prints as\n"
                    "***@ (http://***@host/v1).  Empty values stay empty.\n\n"
+                   "A variable a file reads without a default (${OPENAI_API_KEY}) that is\n"
+                   "not set prints as \"(unset: OPENAI_API_KEY)\", and stderr names it:\n"
+                   "the config still prints (exit 0); weir run would refuse it.\n\n"
                    "  --show-secrets   print the secrets as they are (opens no plugin)\n\n"
                    WEIR_CLI_HELP_ENV_DEPLOY);
             return WEIR_EXIT_OK;
@@ -88,15 +149,33 @@ int weir_cmd_config(int argc, char **argv) {
         return WEIR_EXIT_USAGE;
     }
     json_t *cfg = NULL;
-    int rc = weir_cli_compose(o.files, o.n, &cfg);
+    char *unset = NULL;
+    int rc = compose_showing_unset(&o, &cfg, &unset);
     if (rc != WEIR_EXIT_OK)
         return rc;
+    json_t *marks = json_array();
+    if (unset && marks)
+        find_unset(cfg, marks);
     weir_error err;
     weir_error_clear(&err);
-    if (!show_secrets && weir_config_redact(cfg, &err) != WEIR_OK) {
+    if (!marks || (!show_secrets && weir_config_redact(cfg, &err) != WEIR_OK)) {
         json_decref(cfg); /* never print a config whose secrets may still show */
-        return weir_cli_fail("config", &err);
+        json_decref(marks);
+        free(unset);
+        return marks ? weir_cli_fail("config", &err) : WEIR_EXIT_FAIL;
     }
+    size_t i;
+    const json_t *m;
+    json_array_foreach(marks, i, m) json_object_set(json_array_get(m, 0),
+                                                     json_string_value(json_array_get(m, 1)),
+                                                     json_array_get(m, 2));
+    json_decref(marks);
+    if (unset)
+        fprintf(stderr,
+                "weir config: not set: %s (shown as \"(unset: NAME)\"; weir run refuses "
+                "this deployment until they are)\n",
+                unset);
+    free(unset);
     json_dumpf(cfg, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     fputc('\n', stdout);
     json_decref(cfg);
