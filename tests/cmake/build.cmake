@@ -37,3 +37,9 @@ add_test(NAME build_rpath_negative
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_rpath_negative.sh
                  ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_rpath.sh ${CMAKE_C_COMPILER})
 set_tests_properties(build_rpath_negative PROPERTIES TIMEOUT 60)
+
+# `make demo` and `make test` build quietly, with a progress line
+# (cmake/quiet-build.sh; issue #37 item 4).
+add_test(NAME quiet_build
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/quiet_build.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(quiet_build PROPERTIES TIMEOUT 120)
