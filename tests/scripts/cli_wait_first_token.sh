@@ -4,7 +4,7 @@
 # (issue #37 item 2): the stream's start frame (sent when the request
 # begins) and the frames that carry no answer neither erase it nor restart
 # its seconds.  weir-mock-llm answers at once with the stream's head and
-# sends its first delta 2.5 s later; on a terminal (script(1)) stderr then
+# sends its first delta 3.2 s later; on a terminal (script(1)) stderr then
 # shows the line drawn once and redrawn in place with "1 s" and "2 s"
 # (never erased to a blank line first), then the answer.
 WEIR=${1:?usage: $0 path/to/weir}
@@ -17,7 +17,7 @@ FAILURES=0
 fail() { echo "FAIL: $*" >&2; FAILURES=$((FAILURES + 1)); }
 command -v script >/dev/null 2>&1 || { echo "FAIL: script(1) is missing (util-linux)" >&2; exit 1; }
 
-printf '{"requests": [{"text": "fine answer", "chunk_size": 64, "chunk_delay_ms": 2500}]}\n' \
+printf '{"requests": [{"text": "fine answer", "chunk_size": 64, "chunk_delay_ms": 3200}]}\n' \
     >"$TMP/script.json"
 "$MOCK" --script "$TMP/script.json" --port-file "$TMP/port" --timeout-s 60 >"$TMP/mock.out" 2>&1 &
 MOCK_PID=$!
