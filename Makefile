@@ -2,8 +2,10 @@
 #   make demo   install missing dependencies, build, run one agent turn
 #   make test   the same set-up, then the whole ctest suite
 #   make bench  every bench in a Release tree, figures in bench/results.md
-# CMake's own output goes to $(BUILD)/configure.log and, for `make demo`,
-# $(BUILD)/build.log; either is shown when its step fails.
+# CMake's own output goes to $(BUILD)/configure.log and, for `make demo` and
+# `make test`, $(BUILD)/build.log (cmake/quiet-build.sh: one line on stderr,
+# the build's percentage redrawn in place on a terminal); either is shown
+# when its step fails.  `make test` then shows ctest's own progress.
 BUILD ?= build
 CMAKE_FLAGS ?=
 JOBS ?= 2
@@ -30,16 +32,15 @@ build: configure
 # The demo builds quietly, then runs one turn in a new session and says
 # what to try next.
 demo: configure
-	@cmake --build $(BUILD) -j$(JOBS) >$(BUILD)/build.log 2>&1 || \
-	  { tail -n 40 $(BUILD)/build.log; \
-	    echo "weir: the build failed; its whole output is in $(BUILD)/build.log" >&2; exit 1; }
+	@sh cmake/quiet-build.sh $(BUILD) $(JOBS)
 	@id=demo-$$(date +%Y%m%d-%H%M%S) && \
 	  $(BUILD)/bin/weir run -s $$id "$(DEMO_PROMPT)" && \
 	  printf '\nnext: %-42s # your sessions, newest first\n      %-42s # this one, turn by turn\n' \
 	    "$(BUILD)/bin/weir sessions" "$(BUILD)/bin/weir log $$id"
 
-test: build
-	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+test: configure
+	@sh cmake/quiet-build.sh $(BUILD) $(JOBS)
+	@ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
 # Benchmarks measure, never assert: bench/run.sh builds them in its own
 # Release tree (build-bench-release) and prints one line per bench;

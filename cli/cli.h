@@ -32,6 +32,34 @@
 #define WEIR_EXIT_CONFIG 3
 #define WEIR_EXIT_IO 4
 
+/*
+ * The environment variables a command reads, for the end of its --help
+ * (docs/cli.md, "Environment").  _BASE: every command; _DEPLOY: a command
+ * that composes the deployment config (-c) and loads its plugins; _COLOR:
+ * run and resume.  tests/scripts/cli_help.sh checks that every variable the
+ * sources read is named.
+ */
+#define WEIR_CLI_HELP_ENV_BASE                                                             \
+    "environment:\n"                                                                      \
+    "  WEIR_ALLOW_COREDUMP=1  let a crash write a core dump (it would hold the keys)\n"
+#define WEIR_CLI_HELP_ENV_DEPLOY                                                           \
+    WEIR_CLI_HELP_ENV_BASE                                                                 \
+    "  OPENAI_API_KEY      the default deployment's provider: OpenAI when set,\n"          \
+    "  ANTHROPIC_API_KEY   else Anthropic when set, else the scripted demo\n"              \
+    "  OPENAI_BASE_URL, ANTHROPIC_BASE_URL  that provider's server (default: the\n"       \
+    "                      vendor's; any compatible server works)\n"                       \
+    "  WEIR_MODEL          that provider's model (gpt-4o-mini, claude-sonnet-4-5)\n"       \
+    "  WEIR_SESSION_DIR    where sessions go (~/.local/state/weir/sessions)\n"             \
+    "  WEIR_PLUGIN_PATH    more plugin folders, ':'-separated\n"                           \
+    "  WEIR_LOG_LEVEL      plugin log lines shown: error, warn (default), info, debug\n"   \
+    "  WEIR_TRACE=1        trace every hook invocation on stderr\n"                        \
+    "  WEIR_CHECK_REQUESTS=1  check each request against the log (for tests)\n"           \
+    "  HOME                a session.dir that starts with ~/\n"                            \
+    "  ${VAR} in a -c file reads VAR: examples/deployments read the ones above,\n"        \
+    "  LOCAL_BASE_URL (local.json) and MCP_FS_DIR (mcp.json)\n"
+#define WEIR_CLI_HELP_ENV_COLOR                                                            \
+    "  NO_COLOR, TERM=dumb  no colour on stderr\n"
+
 int weir_cmd_config(int argc, char **argv);
 int weir_cmd_plugins(int argc, char **argv);
 int weir_cmd_hooks(int argc, char **argv);
@@ -77,10 +105,14 @@ const char *weir_cli_esc(char *buf, size_t size, const char *text);
 int weir_cli_fail(const char *what, const weir_error *err);
 /* Compose the -c files (none: the default deployment). Exit code on failure. */
 int weir_cli_compose(char *const *files, size_t nfiles, json_t **out);
-/* The -c FILE options of one command line, in order (strings borrowed from argv). */
+/* The -c FILE options of one command line, in order (strings borrowed from
+ * argv), and run's --model and --provider (NULL: as the files say), which
+ * weir_cli_session_host sets in the composed config's agent. */
 typedef struct weir_cli_files {
     char *files[64];
     size_t n;
+    const char *model;    /* agent.model */
+    const char *provider; /* agent.provider: a plugin row id */
 } weir_cli_files;
 /*
  * Append one -c FILE to `f`; when it is full, print "<prog>: too many -c files
@@ -115,7 +147,8 @@ int weir_cli_session_path(const json_t *config, const char *arg, weir_cli_target
 int weir_cli_session_dir(const json_t *config, char **out);
 /*
  * What run, resume and compact do first (cli/common.c): compose the -c
- * files, resolve the session argument `target` (NULL: none, *path stays
+ * files, set the agent's model and provider when `files` names them (a
+ * --provider that names no plugin row is a usage error), resolve the session argument `target` (NULL: none, *path stays
  * NULL; read as `kind` says) to its log path (*path, malloc'd), and when `must_exist` names the
  * command, require the file ("<must_exist>: no session log at PATH", exit
  * 4); then load the host (*host).  An exit code; on failure nothing is left
@@ -138,6 +171,8 @@ typedef struct weir_cli_usage {
 void weir_cli_usage_add(weir_cli_usage *u, const json_t *data);
 /* Add `u` into `into`. */
 void weir_cli_usage_sum(weir_cli_usage *into, const weir_cli_usage *u);
+/* `n` with thousands separators ("12,345") into `buf`; returns buf. */
+const char *weir_cli_grouped(char *buf, size_t size, long long n);
 /* "$0.0123" into `buf`. */
 void weir_cli_usage_cost(char *buf, size_t size, double usd);
 /* "in 12,345 · cached 10,000 · written 2,000 · out 456 · $0.0123" into `buf`

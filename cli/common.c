@@ -128,6 +128,47 @@ int weir_cli_host(json_t *config, bool demo_note, weir_host **out) {
     return st == WEIR_OK ? WEIR_EXIT_OK : weir_cli_fail("load", &err);
 }
 
+/* --model and --provider: into the config's agent (the provider must be a
+ * plugin row's id).  An exit code. */
+static int set_route(json_t *config, const weir_cli_files *files) {
+    json_t *agent = json_object_get(config, "agent");
+    if (!files->model && !files->provider)
+        return WEIR_EXIT_OK;
+    if (!json_is_object(agent)) {
+        fprintf(stderr, "weir: the deployment config has no agent object\n");
+        return WEIR_EXIT_CONFIG;
+    }
+    if (files->provider) {
+        char rows[512] = "";
+        size_t i, len = 0;
+        const json_t *row;
+        bool found = false;
+        json_array_foreach(json_object_get(config, "plugins"), i, row) {
+            const char *id = json_string_value(json_object_get(row, "id"));
+            if (!id)
+                continue;
+            found = found || !strcmp(id, files->provider);
+            if (len < sizeof rows)
+                len += (size_t)snprintf(rows + len, sizeof rows - len, "%s%s", len ? ", " : "",
+                                        id);
+        }
+        if (!found) {
+            weir_cli_say(NULL, NULL,
+                         "weir: --provider %s: the deployment has no plugin row with that id "
+                         "(its rows: %s)",
+                         files->provider, rows[0] ? rows : "none");
+            return WEIR_EXIT_USAGE;
+        }
+    }
+    if ((files->model && json_object_set_new(agent, "model", json_string(files->model)) != 0) ||
+        (files->provider &&
+         json_object_set_new(agent, "provider", json_string(files->provider)) != 0)) {
+        fprintf(stderr, "weir: out of memory\n");
+        return WEIR_EXIT_FAIL;
+    }
+    return WEIR_EXIT_OK;
+}
+
 int weir_cli_session_host(const weir_cli_files *files, const char *target, weir_cli_target kind,
                           const char *must_exist, char **path, weir_host **host) {
     *path = NULL;
@@ -136,6 +177,10 @@ int weir_cli_session_host(const weir_cli_files *files, const char *target, weir_
     int rc = weir_cli_compose(files->files, files->n, &config);
     if (rc != WEIR_EXIT_OK)
         return rc;
+    if ((rc = set_route(config, files)) != WEIR_EXIT_OK) {
+        json_decref(config);
+        return rc;
+    }
     if (target) {
         if ((rc = weir_cli_session_path(config, target, kind, path)) != WEIR_EXIT_OK) {
             json_decref(config);

@@ -29,7 +29,8 @@ static const char compact_help[] =
     "compaction plugin) or \"failed: ...\".\n"
     "exit codes: 0 compacted or declined, 1 failed (or a plugin's hook failed),\n"
     "            2 usage (also -i TEXT that is not UTF-8),\n"
-    "            3 configuration or plugin load error, 4 I/O error\n";
+    "            3 configuration or plugin load error, 4 I/O error\n"
+    "\n" WEIR_CLI_HELP_ENV_DEPLOY;
 
 void weir_cli_print_compact(const json_t *r) {
     const char *kind = json_string_value(json_object_get(r, "kind"));

@@ -22,7 +22,7 @@ int weir_cmd_events(int argc, char **argv) {
             printf("usage: weir events [--markdown]\n\n"
                    "Print the event catalog: every durable (session log) and live event an\n"
                    "agent delivers to on_event and the hooks, with its data fields.\n"
-                   "--markdown prints it as docs/events.md.\n");
+                   "--markdown prints it as docs/events.md.\n\n" WEIR_CLI_HELP_ENV_BASE);
             return WEIR_EXIT_OK;
         default:
             return WEIR_EXIT_USAGE;

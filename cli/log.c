@@ -10,6 +10,7 @@
  * file.
  */
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,150 @@ static void print_total_usage(FILE *out, usage_totals *u) {
                 weir_cli_usage_line(line, sizeof line, &u->session));
 }
 
+/* One line of the transcript about what happened besides the conversation,
+ * "(...)", escaped as a whole (its text comes from plugins and servers). */
+static void note(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(FILE *out, const char *fmt, ...) {
+    char msg[2048], esc[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(out, "(%s)\n", weir_cli_esc(esc, sizeof esc, msg));
+}
+
+/* `v` as compact JSON, cut to about 100 bytes on a character boundary
+ * ("…" after a cut), into `buf`. */
+static const char *brief_json(char *buf, size_t size, const json_t *v) {
+    char *s = weir_cli_json_line(v);
+    const char *t = s ? s : "?";
+    size_t len = strlen(t), n = len < 100 ? len : 100;
+    while (n < len && n > 0 && ((unsigned char)t[n] & 0xC0) == 0x80)
+        n--;
+    snprintf(buf, size, "%.*s%s", (int)n, t, n < len ? "\xe2\x80\xa6" : "");
+    free(s);
+    return buf;
+}
+
+static long long int_of(const json_t *o, const char *k) {
+    return (long long)json_integer_value(json_object_get(o, k));
+}
+
+/*
+ * A readable line for an event of weir or a shipped plugin that is not a
+ * message (docs/cli.md, "weir log"); false when `type` is none of them.
+ */
+static bool print_known(FILE *out, const char *type, const json_t *d) {
+    char a[32], b[32], c[32], j[256];
+    const char *hook = str_or(get(d, "hook"), "?"), *plugin = str_or(get(d, "plugin"), "?"),
+               *row = str_or(get(d, "row"), "?");
+    const json_t *f = get(d, "failure");
+    if (!strcmp(type, "compaction/start")) {
+        if (get(d, "threshold"))
+            note(out, "compacting (%s): %s tokens, over the threshold %s of %s",
+                 str_or(get(d, "trigger"), "?"), weir_cli_grouped(a, sizeof a, int_of(d, "tokens")),
+                 weir_cli_grouped(b, sizeof b, int_of(d, "threshold")),
+                 weir_cli_grouped(c, sizeof c, int_of(d, "context_window")));
+        else
+            note(out, "compacting (%s): %s tokens", str_or(get(d, "trigger"), "?"),
+                 weir_cli_grouped(a, sizeof a, int_of(d, "tokens")));
+    } else if (!strcmp(type, "compaction/end")) {
+        long long s = int_of(d, "summaries"), p = int_of(d, "pruned");
+        if (json_is_true(get(d, "ok")))
+            note(out, "compacted: %s \xe2\x86\x92 %s tokens (%lld summar%s, %lld pruned)",
+                 weir_cli_grouped(a, sizeof a, int_of(d, "tokens_before")),
+                 weir_cli_grouped(b, sizeof b, int_of(d, "tokens_after")), s, s == 1 ? "y" : "ies",
+                 p);
+        else
+            note(out, "compaction failed: %s",
+                 json_is_string(get(d, "error")) ? json_string_value(get(d, "error"))
+                                                 : str_or(get(get(d, "error"), "message"), "?"));
+    } else if (!strcmp(type, "compaction/summary")) {
+        note(out, "compaction summary: %zu events, %s tokens \xe2\x86\x92 %s tokens (by %s/%s)",
+             json_array_size(get(d, "shadowed_seqs")),
+             weir_cli_grouped(a, sizeof a, int_of(d, "shadowed_tokens")),
+             weir_cli_grouped(b, sizeof b, int_of(d, "summary_tokens")),
+             str_or(get(d, "provider"), "?"), str_or(get(d, "model"), "?"));
+    } else if (!strcmp(type, "compaction/prune")) {
+        note(out, "compaction pruned the tool result at seq %lld: %s characters, %s \xe2\x86\x92 %s tokens",
+             int_of(d, "seq"), weir_cli_grouped(a, sizeof a, int_of(d, "pruned_chars")),
+             weir_cli_grouped(b, sizeof b, int_of(d, "shadowed_tokens")),
+             weir_cli_grouped(c, sizeof c, int_of(d, "tokens_after")));
+    } else if (!strcmp(type, "compaction/breaker")) {
+        note(out, "compaction stopped for this turn (%s)", str_or(get(d, "reason"), "?"));
+    } else if (!strcmp(type, "compaction/pinned-over-threshold")) {
+        note(out, "compaction cannot help: %lld pinned messages (%s tokens) reach the threshold %s",
+             int_of(d, "pinned_messages"), weir_cli_grouped(a, sizeof a, int_of(d, "pinned_tokens")),
+             weir_cli_grouped(b, sizeof b, int_of(d, "threshold")));
+    } else if (!strcmp(type, "hook/decision")) {
+        if (get(d, "detail"))
+            note(out, "hook %s: plugin %s (row %s) decided %s: %s", hook, plugin, row,
+                 str_or(get(d, "decision"), "?"), brief_json(j, sizeof j, get(d, "detail")));
+        else
+            note(out, "hook %s: plugin %s (row %s) decided %s", hook, plugin, row,
+                 str_or(get(d, "decision"), "?"));
+    } else if (!strcmp(type, "hook/quarantined")) {
+        note(out, "hook %s: plugin %s (row %s) passed over from now on after %lld failures: %s",
+             hook, plugin, row, int_of(d, "failures"),
+             json_is_string(get(d, "error")) ? json_string_value(get(d, "error"))
+                                             : brief_json(j, sizeof j, get(d, "error")));
+    } else if (!strcmp(type, "hook/slow")) {
+        note(out, "hook %s: plugin %s (row %s) took %s ms (budget %lld ms)", hook, plugin, row,
+             weir_cli_grouped(a, sizeof a, int_of(d, "latency_us") / 1000), int_of(d, "budget_ms"));
+    } else if (!strcmp(type, "llm/retry")) {
+        note(out, "retrying in %.1f s (%s, retry %lld): %s",
+             (double)int_of(d, "delay_ms") / 1000.0, str_or(get(f, "code"), "?"),
+             int_of(d, "retry"), str_or(get(f, "message"), ""));
+    } else if (!strcmp(type, "llm/retry-started")) {
+        note(out, "retry %lld started", int_of(d, "retry"));
+    } else if (!strcmp(type, "llm/fallback")) {
+        note(out, "falling back from %s/%s to %s/%s (%s, %s)",
+             str_or(get(get(d, "from"), "provider"), "?"), str_or(get(get(d, "from"), "model"), "?"),
+             str_or(get(get(d, "to"), "provider"), "?"), str_or(get(get(d, "to"), "model"), "?"),
+             str_or(get(f, "code"), "?"), str_or(get(d, "reason"), "?"));
+    } else if (!strcmp(type, "llm/breaker")) {
+        note(out, "provider %s: circuit breaker %s (%lld consecutive failures)",
+             str_or(get(d, "provider"), "?"), str_or(get(d, "state"), "?"), int_of(d, "failures"));
+    } else if (!strcmp(type, "tool/rerun")) {
+        note(out, "tool %s (call %s) runs again after a crash (attempt %lld)",
+             str_or(get(d, "name"), "?"), str_or(get(d, "call_id"), "?"), int_of(d, "attempt"));
+    } else if (!strcmp(type, "job/queued")) {
+        note(out, "job %s: tool %s runs in the background", str_or(get(d, "job_id"), "?"),
+             str_or(get(d, "tool"), "?"));
+    } else if (!strcmp(type, "job/returned") || !strcmp(type, "job/failed")) {
+        note(out, "job %s: tool %s %s", str_or(get(d, "job_id"), "?"), str_or(get(d, "tool"), "?"),
+             !strcmp(type, "job/failed") ? "failed" : "returned");
+    } else if (!strcmp(type, "job/cancelled")) {
+        note(out, "job %s: tool %s cancelled (%s)", str_or(get(d, "job_id"), "?"),
+             str_or(get(d, "tool"), "?"), str_or(get(d, "cause"), "?"));
+    } else if (!strcmp(type, "log/checkpoint")) {
+        note(out, "checkpoint: %s events, %lld turns before it",
+             weir_cli_grouped(a, sizeof a, int_of(d, "events")), int_of(d, "turns"));
+    } else if (!strcmp(type, "request/continuations-dropped")) {
+        note(out, "the request to %s/%s leaves out %lld reasoning continuations %s",
+             str_or(get(d, "provider"), "?"), str_or(get(d, "model"), "?"), int_of(d, "count"),
+             brief_json(j, sizeof j, get(d, "reasons")));
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* The suffix of a message that replaces others (a compaction's summary, a
+ * pruned tool result): " (replaces seq A)", " (replaces seq A-B)". */
+static const char *replaced(char *buf, size_t size, const json_t *ev) {
+    const json_t *op = get(ev, "surface_op");
+    buf[0] = '\0';
+    if (json_is_object(op)) {
+        long long a = int_of(op, "start_seq"), b = int_of(op, "end_seq");
+        if (a == b)
+            snprintf(buf, size, " (replaces seq %lld)", a);
+        else
+            snprintf(buf, size, " (replaces seq %lld-%lld)", a, b);
+    }
+    return buf;
+}
+
 static void print_event(FILE *out, const json_t *ev, json_t *calls, usage_totals *u) {
     const char *type = str_or(get(ev, "type"), "");
     const json_t *d = get(ev, "data");
@@ -101,7 +246,9 @@ static void print_event(FILE *out, const json_t *ev, json_t *calls, usage_totals
     } else if (!strcmp(type, "system/message")) {
         print_message(out, "system", get(d, "message"), "");
     } else if (!strcmp(type, "user/message")) {
-        print_message(out, "user", get(d, "message"), "");
+        char who[64], rep_[48];
+        snprintf(who, sizeof who, "user%s", replaced(rep_, sizeof rep_, ev));
+        print_message(out, who, get(d, "message"), "");
     } else if (!strcmp(type, "assistant/message")) {
         print_message(out, "assistant", get(d, "message"),
                       json_is_true(get(d, "interrupted")) ? " [interrupted]" : "");
@@ -116,17 +263,24 @@ static void print_event(FILE *out, const json_t *ev, json_t *calls, usage_totals
     } else if (!strcmp(type, "tool/result")) {
         const json_t *block = json_array_get(get(get(d, "message"), "content"), 0);
         const char *name = str_or(get(calls, str_or(get(block, "call_id"), "")), "?");
-        char who[160];
-        snprintf(who, sizeof who, "tool %s%s", name,
-                 json_is_true(get(block, "is_error")) ? " (error)" : "");
+        char who[192], rep_[48];
+        snprintf(who, sizeof who, "tool %s%s%s", name,
+                 json_is_true(get(block, "is_error")) ? " (error)" : "",
+                 replaced(rep_, sizeof rep_, ev));
         print_message(out, who, block, "");
     } else if (!strcmp(type, "request/header")) {
         const json_t *c = get(get(d, "header"), "config");
         fprintf(out, "(request: %s/%s, %s)\n", str_or(get(c, "provider"), "?"),
                 str_or(get(c, "model"), "?"), str_or(get(d, "reason"), "?"));
+    } else if (print_known(out, type, d)) {
+        /* printed */
     } else if (strchr(type, '/') && strncmp(type, "step/", 5) && strncmp(type, "agent/", 6) &&
                strncmp(type, "request/", 8)) {
-        fprintf(out, "[%s]\n", type); /* plugin events */
+        /* another plugin's event: "NAME: REST {data}", its type's first
+         * part being the plugin's name by convention */
+        char j[256];
+        const char *slash = strchr(type, '/');
+        note(out, "%.*s: %s %s", (int)(slash - type), type, slash + 1, brief_json(j, sizeof j, d));
     }
 }
 
@@ -430,7 +584,8 @@ static const char log_help[] =
     "\n"
     "exit codes: 0 ok, 1 the check found errors (or the reader refused the log),\n"
     "            2 usage, 3 configuration error,\n"
-    "            4 I/O error (no such log)\n";
+    "            4 I/O error (no such log)\n"
+    "\n" WEIR_CLI_HELP_ENV_DEPLOY;
 
 int weir_cmd_log(int argc, char **argv) {
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},

@@ -18,7 +18,8 @@ static const char usage_text[] =
     "usage: weir <command> [options]\n"
     "\n"
     "commands:\n"
-    "  run [-c FILE]... [-s ID] [--json] [PROMPT]  run a turn (REPL without PROMPT on a tty)\n"
+    "  run [-c FILE]... [-s ID] [--json] [-m MODEL] [--provider ID] [PROMPT]\n"
+    "                                              run a turn (REPL without PROMPT on a tty)\n"
     "  resume [-c FILE]... [--json] ID [PROMPT]    resume a session (closes an open turn)\n"
     "  sessions [-c FILE]... [--json]              list the sessions, newest first\n"
     "  log [-c FILE]... ID|FILE [--json|--derive|--check]\n"
@@ -33,16 +34,75 @@ static const char usage_text[] =
     "  hooks [-c FILE]... [--catalog|--markdown]   print each hook chain in order\n"
     "  serve --stdio [-c FILE]... [-s ID]          one agent over a stdin/stdout JSONL protocol\n"
     "  version                                     print versions\n"
+    "  help COMMAND                                as weir COMMAND --help\n"
     "\n"
     "Without -c, the built-in default deployment is used; `-c default` names it,\n"
     "so `-c default -c overlay.json` changes it.  `weir <command> --help`\n"
-    "describes each command.\n"
+    "(or `weir help <command>`) describes each command.\n"
     "\n"
     "exit codes: 0 ok, 1 failure (turn error, failed check), 2 usage,\n"
     "            3 configuration or plugin load error, 4 I/O error (or the\n"
     "            session is held, or was taken over, by another writer),\n"
     "            130 / 143 stopped by SIGINT / SIGTERM (run, resume, serve),\n"
     "            129 by SIGHUP (run, resume)\n";
+
+/*
+ * `weir config` shows a deployment whose variables are not all set (a
+ * fresh machine without OPENAI_API_KEY): each ${NAME} without a value or
+ * default composes as the text "(unset: NAME)", set in this process's
+ * environment only, and stderr says so; `weir run` would refuse it.
+ * *unset receives the names, ", "-separated (malloc'd, NULL: none).  An
+ * exit code.
+ */
+static int compose_showing_unset(weir_cli_files *o, json_t **out, char **unset) {
+    *unset = NULL;
+    size_t len = 0;
+    for (int tries = 0; tries < 64; tries++) {
+        weir_error err;
+        weir_error_clear(&err);
+        if (weir_config_compose((const char *const *)o->files, o->n, out, &err) == WEIR_OK)
+            return WEIR_EXIT_OK;
+        const char *v = strstr(err.text, "variable "), *end = v ? strstr(v, " is not set") : NULL;
+        if (err.code != WEIR_E_CONFIG || !end || end[11] != '\0')
+            return weir_cli_fail(NULL, &err);
+        v += 9;
+        char name[128], marker[160];
+        snprintf(name, sizeof name, "%.*s", (int)(end - v), v);
+        snprintf(marker, sizeof marker, "(unset: %s)", name);
+        char *grown = realloc(*unset, len + strlen(name) + 3);
+        if (!grown || setenv(name, marker, 1) != 0) {
+            free(grown ? grown : *unset);
+            *unset = NULL;
+            return weir_cli_fail(NULL, &err);
+        }
+        *unset = grown;
+        len += (size_t)sprintf(*unset + len, "%s%s", len ? ", " : "", name);
+    }
+    free(*unset);
+    *unset = NULL;
+    fprintf(stderr, "weir config: too many unset variables\n");
+    return WEIR_EXIT_CONFIG;
+}
+
+/* The strings of `v` that are exactly an "(unset: NAME)" marker: the
+ * object (borrowed) and key of each, as [object, key] pairs in `into`, to
+ * be put back after the redaction (an unset value is no secret). */
+static void find_unset(json_t *v, json_t *into) {
+    const char *key;
+    json_t *child;
+    size_t i;
+    if (json_is_object(v)) {
+        json_object_foreach(v, key, child) {
+            const char *s = json_string_value(child);
+            if (s && !strncmp(s, "(unset: ", 8) && s[strlen(s) - 1] == ')')
+                json_array_append_new(into, json_pack("[O, s, s]", v, key, s));
+            else
+                find_unset(child, into);
+        }
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, child) find_unset(child, into);
+    }
+}
 
 int weir_cmd_config(int argc, char **argv) {
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
@@ -75,9 +135,13 @@ int weir_cmd_config(int argc, char **argv) {
                    "gets the built-in set).  In any string, a URL's userinfo prints as\n"
                    "***@ (http://***@host/v1).  Empty values stay empty.\n\n"
                    "A member a row leaves out prints with the default its plugin's config\n"
-                   "schema gives it (provider-openai's \"api\": responses or chat).\n\n"
+                   "schema gives it (provider-openai's \"api\": responses or chat).\n"
+                   "A variable a file reads without a default (${OPENAI_API_KEY}) that is\n"
+                   "not set prints as \"(unset: OPENAI_API_KEY)\", and stderr names it:\n"
+                   "the config still prints (exit 0); weir run would refuse it.\n\n"
                    "  --show-secrets   print the secrets as they are, and no defaults\n"
-                   "                   (opens no plugin)\n");
+                   "                   (opens no plugin)\n\n"
+                   WEIR_CLI_HELP_ENV_DEPLOY);
             return WEIR_EXIT_OK;
         default:
             return WEIR_EXIT_USAGE;
@@ -88,20 +152,40 @@ int weir_cmd_config(int argc, char **argv) {
         return WEIR_EXIT_USAGE;
     }
     json_t *cfg = NULL;
-    int rc = weir_cli_compose(o.files, o.n, &cfg);
+    char *unset = NULL;
+    int rc = compose_showing_unset(&o, &cfg, &unset);
     if (rc != WEIR_EXIT_OK)
         return rc;
+    json_t *marks = json_array();
+    if (unset && marks)
+        find_unset(cfg, marks);
     weir_error err;
     weir_error_clear(&err);
     /* the plugins' defaults (provider-openai's api), from their schemas */
-    if (!show_secrets && weir_config_defaults(cfg, &err) != WEIR_OK) {
+    if (marks && !show_secrets && weir_config_defaults(cfg, &err) != WEIR_OK) {
         json_decref(cfg);
+        json_decref(marks);
+        free(unset);
         return weir_cli_fail("config", &err);
     }
-    if (!show_secrets && weir_config_redact(cfg, &err) != WEIR_OK) {
+    if (!marks || (!show_secrets && weir_config_redact(cfg, &err) != WEIR_OK)) {
         json_decref(cfg); /* never print a config whose secrets may still show */
-        return weir_cli_fail("config", &err);
+        json_decref(marks);
+        free(unset);
+        return marks ? weir_cli_fail("config", &err) : WEIR_EXIT_FAIL;
     }
+    size_t i;
+    const json_t *m;
+    json_array_foreach(marks, i, m) json_object_set(json_array_get(m, 0),
+                                                     json_string_value(json_array_get(m, 1)),
+                                                     json_array_get(m, 2));
+    json_decref(marks);
+    if (unset)
+        fprintf(stderr,
+                "weir config: not set: %s (shown as \"(unset: NAME)\"; weir run refuses "
+                "this deployment until they are)\n",
+                unset);
+    free(unset);
     json_dumpf(cfg, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     fputc('\n', stdout);
     json_decref(cfg);
@@ -171,7 +255,8 @@ int weir_cmd_plugins(int argc, char **argv) {
                    "List the plugins (weir-*.so) found in each DIR, or along $WEIR_PLUGIN_PATH\n"
                    "and the installed plugin directory, with name, version, ABI and\n"
                    "description.  Plugins are opened but not initialised.  A DIR that\n"
-                   "cannot be read is an error (exit 4).\n");
+                   "cannot be read is an error (exit 4).\n\n" WEIR_CLI_HELP_ENV_BASE
+                   "  WEIR_PLUGIN_PATH    more plugin folders, ':'-separated\n");
             return WEIR_EXIT_OK;
         }
         return WEIR_EXIT_USAGE;
@@ -226,7 +311,7 @@ int weir_cmd_hooks(int argc, char **argv) {
                    "Load the deployment and print every hook chain in call order, with the\n"
                    "plugin id of each listener and its placement.  --catalog prints the\n"
                    "hook catalog (name, mode, payload, result) without loading anything;\n"
-                   "--markdown prints it as docs/hooks.md.\n");
+                   "--markdown prints it as docs/hooks.md.\n\n" WEIR_CLI_HELP_ENV_DEPLOY);
             return WEIR_EXIT_OK;
         default:
             return WEIR_EXIT_USAGE;
@@ -248,8 +333,16 @@ int weir_cmd_hooks(int argc, char **argv) {
 }
 
 int weir_cmd_version(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: weir version\n\n"
+               "Print weir's version and the plugin ABI it loads (also weir --version).\n\n"
+               WEIR_CLI_HELP_ENV_BASE);
+        return WEIR_EXIT_OK;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "weir version: unexpected argument '%s'\n", argv[1]);
+        return WEIR_EXIT_USAGE;
+    }
     printf("weir %s (plugin ABI %d.%d)\n", WEIR_VERSION_STRING, WEIR_ABI_MAJOR,
            WEIR_ABI_MINOR);
     return WEIR_EXIT_OK;
@@ -292,9 +385,26 @@ int main(int argc, char **argv) {
         fputs(usage_text, stderr);
         return WEIR_EXIT_USAGE;
     }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+        (!strcmp(argv[1], "help") && argc == 2)) {
         fputs(usage_text, stdout);
         return WEIR_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "help")) { /* weir help CMD: weir CMD --help */
+        if (argc > 3) {
+            fprintf(stderr, "weir help: give one command (weir help CMD)\n");
+            return WEIR_EXIT_USAGE;
+        }
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+            if (!strcmp(argv[2], commands[i].name)) {
+                static char help_opt[] = "--help";
+                char *help_argv[] = {argv[2], help_opt, NULL};
+                optind = 1;
+                return commands[i].fn(2, help_argv);
+            }
+        }
+        fprintf(stderr, "weir help: unknown command '%s'\n\n%s", argv[2], usage_text);
+        return WEIR_EXIT_USAGE;
     }
     if (!strcmp(argv[1], "--version"))
         return weir_cmd_version(argc - 1, argv + 1);

@@ -38,7 +38,8 @@ static const char help_text[] =
     "NAME is the plugin's name: [a-z][a-z0-9_-]*, at most 48 characters.  DIR must\n"
     "not exist, or be an empty directory.  The template is looked up in\n"
     "$WEIR_TEMPLATE_DIR, then next to the weir executable (../share/weir/template),\n"
-    "then in the installed data directory.\n";
+    "then in the installed data directory.\n\n" WEIR_CLI_HELP_ENV_BASE
+    "  WEIR_TEMPLATE_DIR   the template's folder (looked up first)\n";
 
 static bool valid_name(const char *name) {
     size_t n = strlen(name);

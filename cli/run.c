@@ -2,8 +2,8 @@
  * cli/run.c - `weir run` and `weir resume`: open (or resume) a session,
  * send the prompt (or read a REPL), and print the answer as it streams.
  *
- * Output: assistant text to stdout as it streams, tool activity
- * ("[tool] pow {"x":2,"y":10} -> 1024"; on a terminal, a running tool's
+ * Output: assistant text to stdout as it streams, tool activity (one line
+ * per call, "[tool] pow {"x":2,"y":10} -> 1024"; on a terminal, a running tool's
  * progress on one status line until its result), the retry plugin's retries
  * ("weir: retrying in 2.0 s (RATE_LIMIT 429, retry 2/5)", counting down on
  * one line on a terminal), breaker transitions and fallbacks, and errors
@@ -48,7 +48,9 @@ typedef struct run_state {
     bool color;        /* colour on stderr: a terminal and no NO_COLOR */
     bool default_used; /* the deployment starts from the built-in default */
     bool no_provider;  /* the deployment sets no agent.provider */
+    const weir_cli_files *files; /* the -c files (a hint reads them as written) */
     json_t *pending;   /* --json: events before the session event, or NULL once it is out */
+    json_t *held;      /* weir's warning lines held while a line of text streams */
     weir_cli_usage usage; /* the running turn's usage and cost (its attempts summed) */
     weir_agent *agent;
     /* What the turn waits for now (a terminal only): the status line says it,
@@ -87,6 +89,11 @@ static void print_json(const json_t *event) {
     }
 }
 
+/* Whether `s` has nothing but white space (or nothing). */
+static bool blank(const char *s) {
+    return s[strspn(s, " \t\r\n\v\f")] == '\0';
+}
+
 /* The string value of `v`, or `dflt`. */
 static const char *str_or(const json_t *v, const char *dflt) {
     const char *s = json_string_value(v);
@@ -98,33 +105,108 @@ static const char *type_of(const json_t *event) {
     return t ? t : "";
 }
 
-/* The text blocks of a content array, joined, into `out` (truncated). */
-static void content_text(const json_t *content, char *out, size_t size) {
-    size_t len = 0, i;
-    const json_t *b;
-    out[0] = '\0';
-    json_array_foreach(content, i, b) {
-        const char *t = json_string_value(json_object_get(b, "text"));
-        if (t && len < size)
-            len += (size_t)snprintf(out + len, size - len, "%s", t);
-    }
-}
-
-static void end_text_line(run_state *st) {
-    if (st->in_text) {
-        fputc('\n', stdout);
-        fflush(stdout);
-        st->in_text = false;
-    }
-}
-
 /* SGR `code` on stderr when colour is on ("" otherwise). */
 static const char *sgr(const run_state *st, const char *code) { return st->color ? code : ""; }
 #define SGR_DIM "\033[2m"
 #define SGR_RED "\033[31m"
 #define SGR_OFF "\033[0m"
 
+/* The text blocks of a content array, joined (malloc'd; NULL: no memory). */
+static char *content_text(const json_t *content) {
+    size_t len = 0, i;
+    const json_t *b;
+    json_array_foreach(content, i, b) len += json_string_length(json_object_get(b, "text"));
+    char *out = malloc(len + 1);
+    if (!out)
+        return NULL;
+    len = 0;
+    json_array_foreach(content, i, b) {
+        const json_t *t = json_object_get(b, "text");
+        memcpy(out + len, json_string_value(t) ? json_string_value(t) : "", json_string_length(t));
+        len += json_string_length(t);
+    }
+    out[len] = '\0';
+    return out;
+}
+
+/* The length of `s`'s first `len` bytes, at most `max`, backed off to a
+ * character boundary (never inside a UTF-8 sequence). */
+static size_t cut_utf8(const char *s, size_t len, size_t max) {
+    if (len <= max)
+        return len;
+    size_t n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return n;
+}
+
+#define TOOL_ARGS_SHOWN 160   /* bytes of a call's arguments on its line */
+#define TOOL_RESULT_SHOWN 200 /* bytes of a result's first line on it */
+
+/*
+ * One line for a tool call and its result: "[tool] NAME ARGS -> RESULT",
+ * the arguments cut at TOOL_ARGS_SHOWN bytes ("…"), the result's first line
+ * at TOOL_RESULT_SHOWN, each on a character boundary; when more is hidden,
+ * "… (+N lines, M bytes)" (N more lines, M bytes in all; "(M bytes)" for a
+ * single line).  The whole result is in the log (weir log).  An error
+ * result reads "-> error: TEXT", the leading "Error: "s of TEXT dropped.
+ */
+static void tool_line(run_state *st, const json_t *call, const json_t *block) {
+    const char *args = str_or(json_object_get(call, "arguments"), "");
+    size_t alen = strlen(args), ashown = cut_utf8(args, alen, TOOL_ARGS_SHOWN);
+    bool is_error = json_is_true(json_object_get(block, "is_error"));
+    char *all = content_text(json_object_get(block, "content"));
+    const char *text = all ? all : "(out of memory)";
+    /* the core says "Error: " before a failure's message, which may say it again */
+    while (is_error && (!strncmp(text, "Error: ", 7) || !strncmp(text, "error: ", 7)))
+        text += 7;
+    size_t tlen = strlen(text);
+    while (tlen > 0 && (text[tlen - 1] == '\n' || text[tlen - 1] == '\r'))
+        tlen--; /* a final newline is no line of its own */
+    size_t first = strcspn(text, "\n");
+    if (first > tlen)
+        first = tlen;
+    size_t lines = 1;
+    for (size_t i = first; i < tlen; i++)
+        lines += text[i] == '\n';
+    size_t shown = cut_utf8(text, first, TOOL_RESULT_SHOWN);
+    while (shown > 0 && text[shown - 1] == '\r')
+        shown--;
+    char more[96] = "";
+    if (lines > 1)
+        snprintf(more, sizeof more, "\xe2\x80\xa6 (+%zu line%s, %zu bytes)", lines - 1,
+                 lines == 2 ? "" : "s", tlen);
+    else if (shown < tlen)
+        snprintf(more, sizeof more, "\xe2\x80\xa6 (%zu bytes)", tlen);
+    weir_cli_say(sgr(st, SGR_DIM), sgr(st, SGR_OFF), "[tool] %s %.*s%s -> %s%.*s%s",
+                 str_or(json_object_get(call, "name"), "?"), (int)ashown, args,
+                 ashown < alen ? "\xe2\x80\xa6" : "", is_error ? "error: " : "", (int)shown,
+                 text, more);
+    free(all);
+}
+
+/* End the streamed line of text (if one is open), then print the warnings
+ * held while it streamed. */
+static void end_text_line(run_state *st) {
+    if (st->in_text) {
+        fputc('\n', stdout);
+        fflush(stdout);
+        st->in_text = false;
+    }
+    if (json_array_size(st->held)) {
+        size_t i;
+        const json_t *line;
+        json_array_foreach(st->held, i, line) fprintf(stderr, "%s\n", json_string_value(line));
+        fflush(stderr);
+        json_array_clear(st->held);
+    }
+}
+
 static uint64_t mono_ms(void);
+/* The signal (SIGINT, SIGTERM, SIGHUP) whose cancel the running turn got, or
+ * 0: the turn/end line says "interrupted by Ctrl-C" then (the watcher sets
+ * it, run_prompt clears it). */
+static atomic_int cancel_signal;
 
 enum {
     WAIT_NONE,    /* nothing (idle, or another line shows what goes on) */
@@ -215,6 +297,27 @@ static void progress_clear(run_state *st) {
     }
 }
 
+/*
+ * weir's warnings and plugin log lines (weir_set_warn_handler), at a line
+ * boundary: held while a line of the answer streams (end_text_line prints
+ * them), else printed after the status line showing is erased (the ticker
+ * draws a wait line again).  `line` is escaped already.
+ */
+static void on_warn(const char *line, void *ud) {
+    run_state *st = ud;
+    pthread_mutex_lock(&st->mu);
+    if (st->in_text && st->held && json_array_append_new(st->held, json_string(line)) == 0) {
+        pthread_mutex_unlock(&st->mu);
+        return;
+    }
+    if (st->waiting || st->progress || st->counting || st->compacting)
+        fputs("\r\033[K", stderr);
+    st->waiting = st->progress = false;
+    fprintf(stderr, "%s\n", line);
+    fflush(stderr);
+    pthread_mutex_unlock(&st->mu);
+}
+
 static void on_live(run_state *st, const json_t *event) {
     if (!strcmp(type_of(event), "tool/progress")) {
         progress_show(st, json_object_get(event, "data"));
@@ -222,23 +325,39 @@ static void on_live(run_state *st, const json_t *event) {
     }
     if (strcmp(type_of(event), "agent/assistant-stream") != 0)
         return;
-    waiting_clear(st); /* the first frame of the answer */
     const json_t *frame = json_object_get(json_object_get(event, "data"), "frame");
-    const char *ft = json_string_value(json_object_get(frame, "type"));
-    /* a silent stream shows as a wait for the model, from its last frame
-     * (not in the middle of a line of text) */
-    wait_set(st, ft && !strcmp(ft, "end") ? WAIT_NONE : WAIT_MODEL, "the model");
+    const char *ft = str_or(json_object_get(frame, "type"), "");
     const json_t *chunk = json_object_get(frame, "chunk");
-    if (ft && !strcmp(ft, "chunk") &&
-        !strcmp(str_or(json_object_get(chunk, "type"), ""), "text-delta")) {
+    const char *ct = str_or(json_object_get(chunk, "type"), "");
+    if (!strcmp(ft, "end")) {
+        waiting_clear(st);
+        wait_set(st, WAIT_NONE, NULL);
+        end_text_line(st);
+        return;
+    }
+    /* Only the answer itself (text or a tool call) ends the wait: the start
+     * frame, sent when the request begins, and the frames that carry no
+     * answer (usage, finish) leave the line and its seconds as they are.
+     * Reasoning is the model at work: the line stays and says so. */
+    if (!strcmp(ft, "chunk") && !strcmp(ct, "reasoning-delta") && st->wait_kind == WAIT_MODEL &&
+        !st->in_text && strcmp(st->wait_what, "the model (thinking)") != 0) {
+        snprintf(st->wait_what, sizeof st->wait_what, "%s", "the model (thinking)");
+        if (st->waiting)
+            waiting_draw(st, mono_ms());
+    }
+    if (strcmp(ft, "chunk") != 0 || (strcmp(ct, "text-delta") && strcmp(ct, "tool-call-delta")))
+        return;
+    waiting_clear(st);
+    /* a silent stream from here shows as a wait for the model, from its last
+     * delta (not in the middle of a line of text) */
+    wait_set(st, WAIT_MODEL, "the model");
+    if (!strcmp(ct, "text-delta")) {
         const char *t = json_string_value(json_object_get(chunk, "text"));
         if (t && *t) {
             fputs(t, stdout);
             fflush(stdout);
             st->in_text = true;
         }
-    } else if (ft && !strcmp(ft, "end")) {
-        end_text_line(st);
     }
 }
 
@@ -432,6 +551,49 @@ static void provider_hint(const run_state *st, const char *code, const char *mes
               stderr);
 }
 
+/*
+ * A provider that cannot reach its server names the row ("the base_url of
+ * row 'local'"): say where that row's base_url comes from, read from the -c
+ * files as written (the last file that sets it wins), so the variable to set
+ * is the right one: local.json reads LOCAL_BASE_URL, the built-in default
+ * OPENAI_BASE_URL.
+ */
+static void base_url_hint(const run_state *st, const char *message) {
+    const char *at = strstr(message, "the base_url of row '");
+    if (!at || !st->files)
+        return;
+    at += strlen("the base_url of row '");
+    size_t idlen = strcspn(at, "'");
+    char from[512] = "", where[256] = "";
+    size_t nfiles = st->files->n ? st->files->n : 1;
+    for (size_t i = 0; i < nfiles; i++) {
+        const char *file = st->files->n ? st->files->files[i] : WEIR_CONFIG_DEFAULT_NAME;
+        bool builtin = !strcmp(file, WEIR_CONFIG_DEFAULT_NAME);
+        json_t *doc = builtin ? weir_config_default() : json_load_file(file, 0, NULL);
+        size_t r;
+        const json_t *row;
+        json_array_foreach(json_object_get(doc, "plugins"), r, row) {
+            const char *id = json_string_value(json_object_get(row, "id"));
+            const char *url =
+                json_string_value(json_object_get(json_object_get(row, "config"), "base_url"));
+            if (id && url && strlen(id) == idlen && !strncmp(id, at, idlen)) {
+                snprintf(from, sizeof from, "%s", url);
+                snprintf(where, sizeof where, "%s", builtin ? "the built-in default" : file);
+            }
+        }
+        json_decref(doc);
+    }
+    const char *var = strstr(from, "${");
+    if (!var)
+        return; /* a URL written as it is: the message says it */
+    var += 2;
+    int vlen = (int)strcspn(var, ":}");
+    weir_cli_say(NULL, NULL,
+                 "weir: hint: row '%.*s' takes its base_url from %s (%s): set %.*s to the "
+                 "server's URL",
+                 (int)idlen, at, from, where, vlen, var);
+}
+
 /* Durable events that print nothing: the waiting line stays up. */
 static bool silent_type(const char *type) {
     return !strcmp(type, "step/start") || !strcmp(type, "tool/call") ||
@@ -442,12 +604,16 @@ static bool silent_type(const char *type) {
 static void on_durable(run_state *st, const json_t *event) {
     const char *type = type_of(event);
     const json_t *data = json_object_get(event, "data");
+    /* a surface replace (a tool result a compaction pruned to a stub): no
+     * tool ran, nothing to print */
+    bool replaced = json_is_object(json_object_get(event, "surface_op"));
     if (!silent_type(type))
         waiting_clear(st);
     /* what the turn waits for after this event (the status line) */
     if (!strcmp(type, "turn/start")) {
         wait_set(st, WAIT_PRESTEP, "the agent/pre-step hooks");
-    } else if (!strcmp(type, "assistant/message") || !strcmp(type, "tool/result")) {
+    } else if (!strcmp(type, "assistant/message") ||
+               (!strcmp(type, "tool/result") && !replaced)) {
         wait_set(st, WAIT_HOOKS, "hooks and tools");
     } else if (!strcmp(type, "step/end")) {
         wait_set(st, WAIT_HOOKS, "the hooks");
@@ -471,19 +637,14 @@ static void on_durable(run_state *st, const json_t *event) {
         json_object_set_new(st->calls, str_or(json_object_get(data, "call_id"), ""),
                             json_pack("{s:O, s:O}", "name", json_object_get(data, "name"),
                                       "arguments", json_object_get(data, "arguments")));
-    } else if (!strcmp(type, "tool/result")) {
+    } else if (!strcmp(type, "tool/result") && !replaced) {
         const json_t *block =
             json_array_get(json_object_get(json_object_get(data, "message"), "content"), 0);
         const char *id = json_string_value(json_object_get(block, "call_id"));
         const json_t *call = json_object_get(st->calls, id ? id : "");
-        char text[512];
-        content_text(json_object_get(block, "content"), text, sizeof text);
         progress_clear(st);
         end_text_line(st);
-        weir_cli_say(sgr(st, SGR_DIM), sgr(st, SGR_OFF), "[tool] %s %s -> %s%s",
-                     str_or(json_object_get(call, "name"), "?"),
-                     str_or(json_object_get(call, "arguments"), ""),
-                     json_is_true(json_object_get(block, "is_error")) ? "error: " : "", text);
+        tool_line(st, call, block);
     } else if (!strcmp(type, "compaction/start") && st->status) {
         json_t *msgs = st->agent ? weir_agent_messages(st->agent) : NULL;
         end_text_line(st);
@@ -526,11 +687,22 @@ static void on_durable(run_state *st, const json_t *event) {
                 weir_cli_say(sgr(st, SGR_RED), sgr(st, SGR_OFF), "weir: turn failed: %s: %s", code,
                              str_or(json_object_get(e, "message"), ""));
                 provider_hint(st, code, str_or(json_object_get(e, "message"), ""));
+                if (!strcmp(code, "TRANSPORT"))
+                    base_url_hint(st, str_or(json_object_get(e, "message"), ""));
             }
             st->turn_failed = true;
         } else if (!strcmp(kind, "aborted")) {
-            weir_cli_say(NULL, NULL, "weir: turn cancelled (%s)",
-                         str_or(json_object_get(reason, "cause"), "user"));
+            /* in plain words: a signal the user sent, else who cancelled
+             * (a hook's reason; "user" and "disposed" say nothing more) */
+            int sig = atomic_load(&cancel_signal);
+            const char *cause = str_or(json_object_get(reason, "cause"), "user");
+            if (sig)
+                weir_cli_say(NULL, NULL, "weir: interrupted by %s",
+                             sig == SIGINT ? "Ctrl-C" : sig == SIGHUP ? "SIGHUP" : "SIGTERM");
+            else if (!strcmp(cause, "user") || !strcmp(cause, "disposed"))
+                weir_cli_say(NULL, NULL, "weir: turn cancelled");
+            else
+                weir_cli_say(NULL, NULL, "weir: turn cancelled (%s)", cause);
             st->turn_failed = true;
         } else if (!strcmp(kind, "blocked")) {
             /* the row whose agent/pre-step listener rejected, and its reason */
@@ -745,6 +917,7 @@ static void *sig_watcher(void *arg) {
         sig_seen = true;
         sig_seq = seq;
         cancel_seq = seq;
+        atomic_store(&cancel_signal, c);
         weir_agent_cancel(sig_agent, cause, false);
     }
     return NULL;
@@ -797,6 +970,7 @@ static int quit_code(void) {
 static int run_prompt(weir_agent *agent, run_state *st, const char *prompt) {
     weir_error err;
     weir_error_clear(&err);
+    atomic_store(&cancel_signal, 0);
     atomic_fetch_add(&turn_seq, 1);
     atomic_store(&turn_running, true);
     if (weir_agent_send_text(agent, prompt, WEIR_SEND_FOLLOWUP, &err) != WEIR_OK) {
@@ -899,7 +1073,7 @@ static int repl(weir_agent *agent, run_state *st) {
             continue;
         }
         atomic_store(&idle_ctrl_c, 0);
-        if (!*line) {
+        if (blank(line)) {
             free(line);
             continue;
         }
@@ -954,7 +1128,8 @@ static char *read_stdin(void) {
 }
 
 static const char run_help[] =
-    "usage: weir run [-c FILE]... [-s SESSION_ID | --log PATH] [--json] [PROMPT]\n"
+    "usage: weir run [-c FILE]... [-s SESSION_ID | --log PATH] [--json]\n"
+    "                [-m MODEL] [--provider ID] [PROMPT]\n"
     "\n"
     "Send PROMPT to the agent and stream the answer to stdout; tool activity\n"
     "and errors go to stderr, and so does the session first: \"weir: session ID\n"
@@ -973,9 +1148,17 @@ static const char run_help[] =
     "      --log PATH      the session log file itself (instead of -s)\n"
     "      --json          print every event as one JSON line on stdout, the\n"
     "                      live {\"type\":\"session\",\"data\":{session_id, log}} first\n"
+    "  -m, --model MODEL   the agent's model (agent.model) for this run\n"
+    "      --provider ID   the agent's provider: the id of a plugin row of the\n"
+    "                      deployment (agent.provider), for this run\n"
     "\n"
-    "Ctrl-C (SIGINT) cancels the running turn (cause disposed) and quits (exit\n"
-    "130) once it is closed; in the REPL it cancels the turn only (cause user),\n"
+    "Before the first turn stderr names the route (not with --json):\n"
+    "\"weir: model gpt-4o-mini, provider openai (provider-openai at\n"
+    "https://api.openai.com/v1)\".\n"
+    "\n"
+    "Ctrl-C (SIGINT) cancels the running turn (cause disposed; stderr says\n"
+    "\"weir: interrupted by Ctrl-C\") and quits (exit 130) once it is closed;\n"
+    "in the REPL it cancels the turn only (cause user),\n"
     "and Ctrl-C twice while no turn runs quits (exit 0, as /quit and Ctrl-D).\n"
     "SIGTERM (SIGHUP) cancels the running turn (cause disposed) and exits 143\n"
     "(129).  A second signal of these three while the cancelled turn closes\n"
@@ -993,10 +1176,11 @@ static const char run_help[] =
     "exit codes: 0 ok, 1 the turn failed, was cancelled or was blocked by a\n"
     "            plugin, 2 usage (nothing is written),\n"
     "            3 configuration or plugin error, 4 I/O error (also a session\n"
-    "            log that cannot be written), 129 SIGHUP, 130 SIGINT, 143 SIGTERM\n";
+    "            log that cannot be written), 129 SIGHUP, 130 SIGINT, 143 SIGTERM\n"
+    "\n" WEIR_CLI_HELP_ENV_DEPLOY WEIR_CLI_HELP_ENV_COLOR;
 
 static const char resume_help[] =
-    "usage: weir resume [-c FILE]... [--json] ID [PROMPT]\n"
+    "usage: weir resume [-c FILE]... [--json] [-m MODEL] [--provider ID] ID [PROMPT]\n"
     "\n"
     "Reopen session ID (or a log file path).  A turn left open by a crash is\n"
     "closed as interrupted.  With PROMPT (or a REPL on a terminal) the\n"
@@ -1005,26 +1189,78 @@ static const char resume_help[] =
     "  -c, --config FILE   deployment config (repeat to overlay; without -c, or with\n"
     "                      -c default first: the built-in deployment)\n"
     "      --json          print every event as one JSON line on stdout\n"
+    "  -m, --model MODEL   the agent's model (agent.model) from now on\n"
+    "      --provider ID   the agent's provider (a plugin row id) from now on\n"
     "\n"
     "SIGINT, SIGTERM and SIGHUP cancel the running turn and quit, as for weir\n"
     "run; a second one quits at once.\n"
     "exit codes: 0 ok, 1 the turn failed or was cancelled, 2 usage,\n"
     "            3 configuration or plugin error, 4 I/O error (also a session\n"
-    "            log that cannot be written), 129 SIGHUP, 130 SIGINT, 143 SIGTERM\n";
+    "            log that cannot be written), 129 SIGHUP, 130 SIGINT, 143 SIGTERM\n"
+    "\n" WEIR_CLI_HELP_ENV_DEPLOY WEIR_CLI_HELP_ENV_COLOR;
+
+/*
+ * One stderr line naming the route the turns take: "weir: model M, provider
+ * P (PLUGIN at BASE_URL)" (the base URL without userinfo and query, which
+ * may carry secrets; none when the row has no base_url).
+ */
+static void route_say(const json_t *config) {
+    const json_t *agent = json_object_get(config, "agent");
+    const char *provider = json_string_value(json_object_get(agent, "provider"));
+    const char *model = json_string_value(json_object_get(agent, "model"));
+    const char *plugin = NULL, *url = NULL;
+    size_t i;
+    const json_t *row;
+    json_array_foreach(json_object_get(config, "plugins"), i, row) {
+        const char *id = json_string_value(json_object_get(row, "id"));
+        if (provider && id && !strcmp(id, provider)) {
+            plugin = json_string_value(json_object_get(row, "plugin"));
+            url = json_string_value(json_object_get(json_object_get(row, "config"), "base_url"));
+        }
+    }
+    if (plugin) { /* a path names its file only */
+        const char *slash = strrchr(plugin, '/');
+        plugin = slash ? slash + 1 : plugin;
+    }
+    char where[320] = "";
+    if (url && *url) {
+        const char *host = strstr(url, "://");
+        host = host ? host + 3 : url;
+        size_t hostlen = strcspn(host, "/?#");
+        const char *at = memchr(host, '@', hostlen);
+        const char *rest = at ? at + 1 : host;
+        snprintf(where, sizeof where, " at %.*s%.*s", (int)(host - url), url,
+                 (int)strcspn(rest, "?#"), rest);
+    }
+    weir_cli_say(NULL, NULL, "weir: model %s, provider %s (%s%s)", model ? model : "(none)",
+                 provider ? provider : "(none)", plugin ? plugin : "no such plugin row", where);
+}
 
 static int run_common(int argc, char **argv, bool resume) {
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
                                               {"session", required_argument, NULL, 's'},
                                               {"log", required_argument, NULL, 'L'},
                                               {"json", no_argument, NULL, 'j'},
+                                              {"model", required_argument, NULL, 'm'},
+                                              {"provider", required_argument, NULL, 'P'},
                                               {"help", no_argument, NULL, 'h'},
                                               {0}};
     weir_cli_files files = {0};
     const char *session = NULL, *log = NULL;
+    const char *cmd = resume ? "weir resume" : "weir run";
     run_state st = {0};
     int ch;
-    while ((ch = getopt_long(argc, argv, resume ? "c:h" : "c:s:h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, resume ? "c:m:h" : "c:s:m:h", longopts, NULL)) != -1) {
         switch (ch) {
+        case 'm':
+        case 'P':
+            if (!*optarg || blank(optarg)) {
+                fprintf(stderr, "%s: --%s: expected a non-empty %s\n", cmd,
+                        ch == 'm' ? "model" : "provider", ch == 'm' ? "model name" : "row id");
+                return WEIR_EXIT_USAGE;
+            }
+            *(ch == 'm' ? &files.model : &files.provider) = optarg;
+            break;
         case 'c':
             if (weir_cli_add_file(&files, "weir", optarg) != WEIR_EXIT_OK)
                 return WEIR_EXIT_USAGE;
@@ -1065,11 +1301,18 @@ static int run_common(int argc, char **argv, bool resume) {
     const char *target = resume ? argv[optind] : session ? session : log;
     weir_cli_target kind = resume ? WEIR_CLI_ID_OR_PATH : session ? WEIR_CLI_ID : WEIR_CLI_PATH;
     const char *prompt = rest > (resume ? 1 : 0) ? argv[argc - 1] : NULL;
+    /* an empty message is refused before anything opens (a provider's API
+     * refuses a request without one): a usage error writes nothing */
+    if (prompt && blank(prompt)) {
+        fprintf(stderr, "%s: the prompt is empty (give some text, or no PROMPT for a REPL)\n",
+                cmd);
+        return WEIR_EXIT_USAGE;
+    }
     /* a piped prompt is read before anything opens: a usage error writes nothing */
     char *piped = NULL;
     if (!prompt && !resume && !isatty(STDIN_FILENO)) {
         piped = read_stdin();
-        if (!piped || !*piped) {
+        if (!piped || blank(piped)) {
             free(piped);
             fprintf(stderr, "weir run: no prompt (give PROMPT or pipe it on stdin)\n");
             return WEIR_EXIT_USAGE;
@@ -1091,10 +1334,12 @@ static int run_common(int argc, char **argv, bool resume) {
     const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
     st.color = !st.json && isatty(STDERR_FILENO) && !(nc && *nc) && !(term && !strcmp(term, "dumb"));
     st.default_used = weir_cli_default_used(&files);
+    st.files = &files;
     st.no_provider = !json_is_string(
         json_object_get(json_object_get(weir_host_config(host), "agent"), "provider"));
     st.pending = st.json ? json_array() : NULL;
     st.calls = json_object();
+    st.held = json_array();
     pthread_mutex_init(&st.mu, NULL);
     pthread_cond_init(&st.cv, NULL);
     weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;
@@ -1104,6 +1349,8 @@ static int run_common(int argc, char **argv, bool resume) {
     weir_agent *agent = NULL;
     weir_error err;
     weir_error_clear(&err);
+    if (!st.json) /* warnings at a line boundary, never inside a streamed line */
+        weir_set_warn_handler(on_warn, &st);
     if (weir_agent_open(host, &opts, &agent, &err) != WEIR_OK) {
         rc = weir_cli_fail("open session", &err);
     } else {
@@ -1120,6 +1367,7 @@ static int run_common(int argc, char **argv, bool resume) {
         if (!st.json) {
             weir_cli_say(NULL, NULL, "weir: session %s (%s)", weir_agent_id(agent),
                          weir_agent_log_path(agent));
+            route_say(weir_host_config(host));
         } else { /* the live session event first, then what opening logged */
             json_t *ev = json_pack("{s:s, s:I, s:{s:s, s:s}}", "type", "session", "time",
                                    (json_int_t)wall_ms(), "data", "session_id",
@@ -1157,12 +1405,15 @@ static int run_common(int argc, char **argv, bool resume) {
         weir_agent_close(agent);
         countdown_end(&st);
     }
+    weir_set_warn_handler(NULL, NULL);
+    end_text_line(&st); /* the warnings still held, if any */
     /* a log this run created and never wrote to (the send was refused) goes */
     if (created && stat(created, &sb) == 0 && sb.st_size == 0)
         unlink(created);
     free(created);
     free(piped);
     json_decref(st.pending);
+    json_decref(st.held);
     pthread_cond_destroy(&st.cv);
     pthread_mutex_destroy(&st.mu);
     json_decref(st.calls);

@@ -37,7 +37,8 @@ static const char send_help[] =
     "\n"
     "exit codes: 0 queued (durable), 1 refused (duplicate id, caps),\n"
     "            2 usage, 3 configuration or plugin load error,\n"
-    "            4 I/O error or the session is open in another process\n";
+    "            4 I/O error or the session is open in another process\n"
+    "\n" WEIR_CLI_HELP_ENV_DEPLOY;
 
 int weir_cmd_send(int argc, char **argv) {
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},

@@ -449,6 +449,11 @@ static void cmd_cancel_job(serve *s, long line, json_t *cmd) {
         put_error(s, line, NULL, "cancel_job: %s", err.text);
 }
 
+/* Every op a command line may give, for the errors that list them (and
+ * serve_help lists each with its fields). */
+#define SERVE_OPS                                                                          \
+    "\"send\", \"cancel\", \"cancel_job\", \"compact\", \"approve\" or \"shutdown\""
+
 /* {"op":"approve","request_id","decision":"allow"|"deny","reason"?}: the
  * answer to the approval.requested event that is waiting. */
 static void cmd_approve(serve *s, long line, json_t *cmd) {
@@ -526,8 +531,7 @@ static bool handle(serve *s, long line, const char *buf, size_t len) {
         put_error(s, line, NULL, "expected a JSON object");
     else if (!op)
         put_error(s, line, NULL,
-                  "missing \"op\" (\"send\", \"cancel\", \"cancel_job\", \"compact\" or "
-                  "\"shutdown\")");
+                  "missing \"op\" (" SERVE_OPS ")");
     else if (!strcmp(op, "send"))
         cmd_send(s, line, cmd);
     else if (!strcmp(op, "cancel"))
@@ -546,10 +550,7 @@ static bool handle(serve *s, long line, const char *buf, size_t len) {
         else
             go_on = false;
     } else
-        put_error(s, line, NULL,
-                  "unknown op \"%.64s\" (expected \"send\", \"cancel\", \"cancel_job\", "
-                  "\"compact\" or \"shutdown\")",
-                  op);
+        put_error(s, line, NULL, "unknown op \"%.64s\" (expected " SERVE_OPS ")", op);
     json_decref(cmd);
     return go_on;
 }
@@ -671,6 +672,8 @@ static const char serve_help[] =
     "  {\"op\":\"cancel\",\"cause\"?,\"keep_inbox\"?}\n"
     "  {\"op\":\"cancel_job\",\"job_id\"}   (a background job; job.cancelled follows)\n"
     "  {\"op\":\"compact\",\"instructions\"?}  (once idle; a compaction event)\n"
+    "  {\"op\":\"approve\",\"request_id\",\"decision\":\"allow\"|\"deny\",\"reason\"?}\n"
+    "                               (answers the approval.requested event that waits)\n"
     "  {\"op\":\"shutdown\"}            (end of input is a shutdown too)\n"
     "\n"
     "  -c, --config FILE   deployment config (repeat to overlay; default: built in)\n"
@@ -686,7 +689,8 @@ static const char serve_help[] =
     "\n"
     "exit codes: 0 ok, 1 the agent stopped after an error, 2 usage,\n"
     "            3 configuration or plugin error, 4 I/O error (also when the\n"
-    "            session log could not be written), 130 SIGINT, 143 SIGTERM\n";
+    "            session log could not be written), 130 SIGINT, 143 SIGTERM\n"
+    "\n" WEIR_CLI_HELP_ENV_DEPLOY;
 
 /* The command loop: read until shutdown, end of input or a signal. */
 static void serve_loop(serve *s) {

@@ -74,7 +74,8 @@ static const char sessions_help[] =
     "                      cost_usd?}\n"
     "\n"
     "exit codes: 0 ok (also for no sessions), 2 usage, 3 configuration error,\n"
-    "            4 the directory cannot be read\n";
+    "            4 the directory cannot be read\n"
+    "\n" WEIR_CLI_HELP_ENV_DEPLOY;
 
 /* `text` with whitespace runs as one space, cut to PROMPT_CHARS characters
  * (never inside a UTF-8 sequence) with an ellipsis; malloc'd. */

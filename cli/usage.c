@@ -49,8 +49,7 @@ void weir_cli_usage_sum(weir_cli_usage *into, const weir_cli_usage *u) {
     into->unpriced = into->unpriced || u->unpriced;
 }
 
-/* `n` with thousands separators ("12,345") into `buf`. */
-static const char *grouped(char *buf, size_t size, long long n) {
+const char *weir_cli_grouped(char *buf, size_t size, long long n) {
     char digits[32];
     int len = snprintf(digits, sizeof digits, "%lld", n < 0 ? 0 : n);
     size_t o = 0;
@@ -77,8 +76,8 @@ const char *weir_cli_usage_line(char *buf, size_t size, const weir_cli_usage *u)
     }
     snprintf(buf, size,
              "in %s \xc2\xb7 cached %s \xc2\xb7 written %s \xc2\xb7 out %s%s",
-             grouped(in, sizeof in, u->in), grouped(cached, sizeof cached, u->cached),
-             grouped(written, sizeof written, u->written), grouped(out, sizeof out, u->out),
+             weir_cli_grouped(in, sizeof in, u->in), weir_cli_grouped(cached, sizeof cached, u->cached),
+             weir_cli_grouped(written, sizeof written, u->written), weir_cli_grouped(out, sizeof out, u->out),
              cost);
     return buf;
 }

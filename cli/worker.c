@@ -89,7 +89,8 @@ static const char worker_help[] =
     "exit codes: 0 stopped by SIGTERM/SIGINT (or idle with --exit-when-idle),\n"
     "            1 a cancelled turn did not stop within 10 s (left to its lease),\n"
     "            2 usage, 3 configuration or plugin load error (also: the store\n"
-    "            cannot claim sessions), 4 I/O error at start-up\n";
+    "            cannot claim sessions), 4 I/O error at start-up\n"
+    "\n" WEIR_CLI_HELP_ENV_DEPLOY;
 
 #define MAX_CONCURRENCY 64
 

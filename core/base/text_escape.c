@@ -1,7 +1,8 @@
 /*
  * core/base/text_escape.c - text from plugins, hooks, tools and servers made safe
  * for one line of a terminal (weir_text_escape), and the core's one way of
- * printing a warning line to stderr (weir__warn).
+ * printing a warning line to stderr, or to the embedder's handler
+ * (weir__warn, weir_set_warn_handler).
  *
  * Plugin text reaches stderr through the host's log callback
  * (weir__plugin_log), hook and tool errors, and the CLI's status lines; a
@@ -11,6 +12,7 @@
  * warning is one line), DEL, C1 as UTF-8 (U+0080-U+009F), and any byte that
  * is not valid UTF-8 (a terminal not in UTF-8 mode reads 0x9b as CSI).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,19 @@ size_t weir_text_escape(char *out, size_t size, const char *text) {
     return len;
 }
 
+/* The embedder's warning handler (weir_set_warn_handler): read-locked while
+ * a warning is handed to it, so replacing it waits for those calls. */
+static pthread_rwlock_t warn_lock = PTHREAD_RWLOCK_INITIALIZER;
+static weir_warn_fn warn_fn;
+static void *warn_ud;
+
+void weir_set_warn_handler(weir_warn_fn fn, void *user_data) {
+    pthread_rwlock_wrlock(&warn_lock);
+    warn_fn = fn;
+    warn_ud = fn ? user_data : NULL;
+    pthread_rwlock_unlock(&warn_lock);
+}
+
 void weir__warn(const char *fmt, ...) {
     char msg[2048], line[2048];
     va_list ap;
@@ -66,6 +81,13 @@ void weir__warn(const char *fmt, ...) {
     size_t n = weir_text_escape(line, sizeof line - 1, msg);
     if (n >= sizeof line - 1)
         n = strlen(line); /* cut: what fit */
-    line[n] = '\n';
-    fwrite(line, 1, n + 1, stderr); /* one write: lines of two threads do not mix */
+    pthread_rwlock_rdlock(&warn_lock);
+    if (warn_fn) {
+        line[n] = '\0';
+        warn_fn(line, warn_ud);
+    } else {
+        line[n] = '\n';
+        fwrite(line, 1, n + 1, stderr); /* one write: lines of two threads do not mix */
+    }
+    pthread_rwlock_unlock(&warn_lock);
 }

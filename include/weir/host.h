@@ -199,6 +199,26 @@ WEIR_API int weir_event_catalog_write(FILE *out, bool markdown);
  */
 WEIR_API size_t weir_text_escape(char *out, size_t size, const char *text);
 
+/** A destination for weir's warning lines (weir_set_warn_handler). */
+typedef void (*weir_warn_fn)(const char *line, void *user_data);
+
+/**
+ * Where weir's warnings and plugin log lines (`weir[<id>]: warning: ...`)
+ * go.  By default each is written to stderr as one line; with a handler,
+ * `fn(line, user_data)` gets each instead, so an embedder that draws its
+ * own output (the `weir` command: a streamed answer, status lines) can put
+ * them at a line boundary.
+ * @param fn         NULL: stderr again.  Gets `line` escaped
+ *                   (weir_text_escape), without its newline, borrowed for
+ *                   the call; runs on the thread that warns (any thread,
+ *                   several at once) and must not call into weir.
+ * @param user_data  passed to `fn`; borrowed until the handler is replaced.
+ * Thread-safety: any thread; process-wide.  Once it returns, no call of the
+ * handler it replaced is still running.
+ * Since: 0.1
+ */
+WEIR_API void weir_set_warn_handler(weir_warn_fn fn, void *user_data);
+
 /* ------------------------------------------------------------------------ */
 /* Agents                                                                    */
 /* ------------------------------------------------------------------------ */

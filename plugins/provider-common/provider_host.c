@@ -984,12 +984,21 @@ static json_t *transfer_failure(const pc_provider *p, int rc, const weir_http_re
     }
     const char *msg = json_string_value(json_object_get(failure, "message"));
     if (msg && strncmp(msg, "cannot reach ", 13) == 0) { /* say where the URL comes from */
+        /* the variable the default deployment reads, named only when it
+         * holds this URL: another deployment (local.json reads
+         * LOCAL_BASE_URL) may set base_url from anywhere */
         const char *env = p->spec->base_url_env;
+        const char *val = env ? getenv(env) : NULL;
+        size_t vlen = val ? strlen(val) : 0;
+        while (vlen > 0 && val[vlen - 1] == '/')
+            vlen--;
+        if (!val || vlen != strlen(p->base) || strncmp(val, p->base, vlen) != 0)
+            env = NULL;
         json_t *f = weir_failure_new(p->id, "TRANSPORT",
                                      "%s; is a server listening there? (the base_url of row "
                                      "'%s'%s%s)",
                                      msg, p->id,
-                                     env ? "; the default deployment sets it from " : "",
+                                     env ? "; set from " : "",
                                      env ? env : "");
         if (f) {
             json_decref(failure);

@@ -37,7 +37,7 @@ typedef struct pc_spec {
                                      the config takes probe_windows, probe_timeout_ms */
     const char *base_url_env;     /* the variable the default deployment takes base_url
                                      from (OPENAI_BASE_URL), named when the server is
-                                     unreachable; NULL: none */
+                                     unreachable and it holds base_url; NULL: none */
     const char *const *owned_keys; /* the body members the provider writes itself
                                       (NULL-terminated): refused in `options` */
 } pc_spec;

@@ -41,6 +41,9 @@
  *                             a turn) offers only the tools named in list N
  *                             (the last list from then on), in that list's
  *                             order
+ *   "stream_warn": N          agent/assistant-stream: a warning log line
+ *                             (weir_log) at the Nth text-delta frame, so in
+ *                             the middle of a streamed line of text
  *   "agent_deny": {"session", "tool"}
  *                             agent/created of that session: register, for
  *                             that agent only, a tools/pre-execute listener
@@ -66,7 +69,20 @@ typedef struct hk {
     int retries;  /* request-error retries returned */
     int assembles; /* system-prompt/assemble invocations */
     int requests;  /* agent/request invocations */
+    int deltas;    /* text-delta frames seen (stream_warn) */
 } hk;
+
+static json_t *on_stream_frame(weir_call *call, const json_t *args, void *ud) {
+    (void)call;
+    hk *h = ud;
+    const json_t *frame = json_object_get(args, "frame");
+    const json_t *chunk = json_object_get(frame, "chunk");
+    const char *type = json_string_value(json_object_get(chunk, "type"));
+    if (type && !strcmp(type, "text-delta") &&
+        ++h->deltas == json_integer_value(json_object_get(h->config, "stream_warn")))
+        weir_log(h->self, WEIR_LOG_WARN, "drvtest: a warning in the middle of the answer");
+    return NULL;
+}
 
 static json_t *on_assemble(weir_call *call, const json_t *args, void *ud) {
     (void)args;
@@ -386,6 +402,8 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
     if (rc == WEIR_OK &&
         (json_object_get(config, "post_inject") || json_object_get(config, "post_replace")))
         rc = weir_hook_register(self, "tools/post-execute", on_post, &o);
+    if (rc == WEIR_OK && json_object_get(config, "stream_warn"))
+        rc = weir_hook_register(self, "agent/assistant-stream", on_stream_frame, &o);
     if (rc == WEIR_OK && json_object_get(config, "agent_deny")) {
         if (!WEIR_API_HAS(api, agent_hook_register))
             return WEIR_E_UNSUPPORTED;

@@ -2,19 +2,25 @@
 # check_rpath.sh BUILD_DIR [--install]
 #
 # No built binary searches the current directory, or any place named
-# relative to it, for its libraries (issue #8, item 3).  Every ELF
-# executable and shared object under BUILD_DIR (bin/, lib/, lib/weir/plugins/,
-# the test fixtures and tool libraries, the examples: the whole tree but
-# CMakeFiles/) may carry only RPATH/RUNPATH entries that are absolute or
-# start with $ORIGIN.  An empty entry (`a::b`, a leading or trailing `:`)
-# means the current directory to ld.so, and a relative one is resolved
-# against it.
+# relative to it, for its libraries (issue #8, item 3).  Every binary the
+# build makes (bin/, lib/, lib/weir/plugins/, the test fixtures and tool
+# libraries, the examples) may carry only RPATH/RUNPATH entries that are
+# absolute or start with $ORIGIN.  An empty entry (`a::b`, a leading or
+# trailing `:`) means the current directory to ld.so, and a relative one is
+# resolved against it.
+#
+# The binaries are the ones the build names, never a walk of the tree (the
+# MCP servers' node_modules are thousands of files, issue #37 item 1):
+# BUILD_DIR/built-binaries.txt, the file of every executable and library
+# target (tests/cmake/build.cmake writes it at generate time); a listed file
+# the build has not made (a target outside `all`) is passed over.
 #
 # With --install, BUILD_DIR is also installed (`cmake --install`) into a
-# temporary prefix, and the ELF files there may in addition not name the
-# build tree or the prefix: the installed tree is relocatable and finds its
-# own libraries through $ORIGIN (an absolute directory outside both, where a
-# plugin's third-party library lives, is fine).
+# temporary prefix, and the files it installed (its install_manifest.txt)
+# may in addition not name the build tree or the prefix: the installed tree
+# is relocatable and finds its own libraries through $ORIGIN (an absolute
+# directory outside both, where a plugin's third-party library lives, is
+# fine).
 #
 # Prints each offender as `FILE: KIND entry 'ENTRY' ...` and exits 1 if
 # there is any.
@@ -29,6 +35,10 @@ if [ ! -d "$build/bin" ]; then
     echo "check_rpath: $build/bin: no such directory (build first)" >&2
     exit 2
 fi
+if [ ! -f "$build/built-binaries.txt" ]; then
+    echo "check_rpath: $build/built-binaries.txt: no such file (configure with CMake first)" >&2
+    exit 2
+fi
 build_abs=$(cd "$build" && pwd)
 build_real=$(cd "$build" && pwd -P)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/weir-rpath.XXXXXX")
@@ -40,16 +50,16 @@ is_elf() {
     [ "$(od -An -c -N4 "$1" 2>/dev/null | tr -d ' ')" = '177ELF' ]
 }
 
-# check_tree DIR MODE: MODE is build (absolute or $ORIGIN) or install
-# (the same, but not inside the build tree or DIR).  Counts files in $nfiles,
-# sets status=1 on an offender.
-check_tree() {
-    dir=$1
-    mode=$2
-    find "$dir" -name CMakeFiles -prune -o -type f ! -name '*.o' ! -name '*.a' -print \
-        >"$tmp/files"
-    while IFS= read -r f; do
-        is_elf "$f" || continue
+# check_files LIST DIR MODE: the files named in LIST (one a line; those
+# that are not there or not ELF are passed over).  MODE is build (absolute or
+# $ORIGIN) or install (the same, but not inside the build tree or DIR).
+# Counts files in $nfiles, sets status=1 on an offender.
+check_files() {
+    list=$1
+    dir=$2
+    mode=$3
+    while IFS= read -r f || [ -n "$f" ]; do # the last line may have no newline
+        [ -f "$f" ] && [ ! -L "$f" ] && is_elf "$f" || continue # a link: its target is listed
         nfiles=$((nfiles + 1))
         # "  0x... (RUNPATH)  Library runpath: [a:b]" -> "RUNPATH a:b"
         readelf -d "$f" 2>/dev/null |
@@ -76,27 +86,39 @@ check_tree() {
                 status=1
             done <"$tmp/entries"
         done <"$tmp/paths"
-    done <"$tmp/files"
+    done <"$list"
 }
 
 nfiles=0
-check_tree "$build" build
+check_files "$build/built-binaries.txt" "$build" build
 if [ "$nfiles" -eq 0 ]; then
-    echo "check_rpath: no ELF file under $build (build first)"
+    echo "check_rpath: none of the binaries $build/built-binaries.txt names is built (build first)"
     exit 1
 fi
-echo "check_rpath: $nfiles ELF files under $build"
+echo "check_rpath: $nfiles built binaries ($build/built-binaries.txt)"
 
 if [ "$install" = --install ]; then
-    if ! cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" 2>&1; then
+    # the manifest goes to the current directory's install_manifest.txt
+    # (the build tree's, when run there): run in $tmp, keep it there
+    if ! (cd "$tmp" && cmake --install "$build_abs" --prefix "$tmp/prefix") >"$tmp/install.log" 2>&1; then
         cat "$tmp/install.log"
         echo "check_rpath: cmake --install $build failed"
         exit 1
     fi
+    manifest=$tmp/install_manifest.txt
+    [ -f "$manifest" ] || manifest=$build/install_manifest.txt
+    if [ ! -f "$manifest" ]; then
+        echo "check_rpath: cmake --install wrote no install_manifest.txt"
+        exit 1
+    fi
     nbuild=$nfiles
     nfiles=0
-    check_tree "$tmp/prefix" install
+    check_files "$manifest" "$tmp/prefix" install
     echo "check_rpath: $nfiles ELF files in the installed tree"
+    if [ "$nfiles" -eq 0 ]; then
+        echo "check_rpath: the installed tree has no ELF file"
+        status=1
+    fi
     nfiles=$nbuild
 elif [ -n "$install" ]; then
     echo "usage: $0 BUILD_DIR [--install]" >&2

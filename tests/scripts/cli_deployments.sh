@@ -36,9 +36,14 @@ done
 grep -q '"base_url": "http://127.0.0.1:8080/v1"' "$TMP/local.config" || fail "local base_url"
 grep -q '"base_url": "https://api.openai.com/v1"' "$TMP/prod.config" || fail "prod base_url"
 grep -q '"api_key": "\*\*\*"' "$TMP/prod.config" || fail "prod api_key is not ***"
-# prod needs its key: without it, the config says which variable
-env -u OPENAI_API_KEY "$WEIR" config -c "$D/base.json" -c "$D/prod.json" >/dev/null 2>"$TMP/err"
-[ $? -eq 3 ] || fail "prod without OPENAI_API_KEY: want exit 3"
+# prod needs its key: without it, `weir config` still prints the deployment
+# and names the variable (issue #37 item 3), and a run refuses it, saying which
+env -u OPENAI_API_KEY "$WEIR" config -c "$D/base.json" -c "$D/prod.json" >"$TMP/out" 2>"$TMP/err" ||
+    fail "config prod without OPENAI_API_KEY: exit $? $(cat "$TMP/err")"
+grep -q '"api_key": "(unset: OPENAI_API_KEY)"' "$TMP/out" || fail "prod unset key: $(cat "$TMP/out")"
+grep -q 'not set: OPENAI_API_KEY' "$TMP/err" || fail "prod key note: $(cat "$TMP/err")"
+env -u OPENAI_API_KEY "$WEIR" run -c "$D/base.json" -c "$D/prod.json" hi >/dev/null 2>"$TMP/err"
+[ $? -eq 3 ] || fail "run prod without OPENAI_API_KEY: want exit 3"
 grep -q 'prod.json: .*variable OPENAI_API_KEY is not set' "$TMP/err" || fail "prod key error: $(cat "$TMP/err")"
 
 # dev: the scripted demo, no network

@@ -48,7 +48,7 @@ for case in partial full; do
     rc=$?
     PID=
     [ $rc -eq 4 ] || fail "exit $rc, want 4 ($(cat "$TMP/err"))"
-    grep -v '^weir: session ' "$TMP/err" >"$TMP/err.rest"
+    grep -v '^weir: session \|^weir: model ' "$TMP/err" >"$TMP/err.rest" # the session and route lines
     [ "$(wc -l <"$TMP/err.rest")" -eq 1 ] || fail "want one line on stderr: $(cat "$TMP/err")"
     grep -q "^weir: .*session log $log: write failed: " "$TMP/err" ||
         fail "the error does not name the log: $(cat "$TMP/err")"

@@ -150,7 +150,7 @@ rc=$?
 [ $rc -eq 0 ] || fail "Ctrl-C twice while idle: exit $rc, want 0 ($(cat "$TMP/out"))"
 grep -q '"type":"turn/end","data":{"turn":1,"reason":{"kind":"aborted","cause":"user"}}' "$LOG" ||
     fail "no aborted turn/end (cause user): $(grep turn/end "$LOG")"
-grep -q '^weir: turn cancelled (user)$' "$TMP/out" || fail "cancel line: $(cat "$TMP/out")"
+grep -q '^weir: interrupted by Ctrl-C$' "$TMP/out" || fail "cancel line: $(cat "$TMP/out")"
 grep -q '^weir: press Ctrl-C again or type /quit to quit$' "$TMP/out" || fail "idle Ctrl-C hint"
 "$WEIR" log -c "$TMP/slow.json" slow --check >"$TMP/check" 2>&1 || fail "check: $(cat "$TMP/check")"
 grep -q '^open:' "$TMP/check" && fail "left open: $(cat "$TMP/check")"

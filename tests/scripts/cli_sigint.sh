@@ -1,8 +1,9 @@
 #!/bin/sh
 # tests/scripts/cli_sigint.sh WEIR - SIGINT and SIGTERM during `weir run`
 # cancel the running turn and close it in the log before exiting:
-#   SIGINT   turn/end aborted, cause disposed; "weir: turn cancelled (disposed)"; exit 130
-#   SIGTERM  turn/end aborted, cause disposed; exit 143
+#   SIGINT   turn/end aborted, cause disposed; "weir: interrupted by Ctrl-C"
+#            (plain words, issue #37 item 10); exit 130
+#   SIGTERM  turn/end aborted, cause disposed; "weir: interrupted by SIGTERM"; exit 143
 # Either way the log passes `weir log --check` with nothing open.  The
 # scripted reply streams slowly; the script waits (bounded) until the
 # request is logged, then sends the signal.
@@ -29,8 +30,8 @@ JSON
 
 for sig in INT TERM; do
     case $sig in
-    INT) want_rc=130 cause=disposed ;;
-    TERM) want_rc=143 cause=disposed ;;
+    INT) want_rc=130 cause=disposed said='Ctrl-C' ;;
+    TERM) want_rc=143 cause=disposed said='SIGTERM' ;;
     esac
     id=slow-$sig
     LOG="$TMP/sessions/$id.jsonl"
@@ -55,7 +56,8 @@ for sig in INT TERM; do
     [ $rc -eq $want_rc ] || fail "exit $rc, want $want_rc ($(cat "$TMP/err"))"
     grep -q '"type":"turn/end","data":{"turn":1,"reason":{"kind":"aborted","cause":"'$cause'"}}' "$LOG" ||
         fail "no aborted turn/end (cause $cause) in the log: $(grep turn/end "$LOG")"
-    grep -q "^weir: turn cancelled ($cause)\$" "$TMP/err" || fail "stderr: $(cat "$TMP/err")"
+    grep -q "^weir: interrupted by $said\$" "$TMP/err" || fail "stderr: $(cat "$TMP/err")"
+    grep -q 'disposed' "$TMP/err" && fail "stderr says the cause's jargon: $(cat "$TMP/err")"
     "$WEIR" log -c "$TMP/slow.json" $id --check >"$TMP/check" 2>&1 ||
         fail "log check: $(cat "$TMP/check")"
     grep -q '^open:' "$TMP/check" && fail "left open: $(cat "$TMP/check")"

@@ -51,8 +51,8 @@ expect() {
 }
 expect 1 "invalid JSON at column 7: '[' or '{' expected near 'garbage'"
 expect 2 'expected a JSON object'
-expect 3 'missing \"op\" (\"send\", \"cancel\", \"cancel_job\", \"compact\" or \"shutdown\")'
-expect 4 'unknown op \"fly\" (expected \"send\", \"cancel\", \"cancel_job\", \"compact\" or \"shutdown\")'
+expect 3 'missing \"op\" (\"send\", \"cancel\", \"cancel_job\", \"compact\", \"approve\" or \"shutdown\")'
+expect 4 'unknown op \"fly\" (expected \"send\", \"cancel\", \"cancel_job\", \"compact\", \"approve\" or \"shutdown\")'
 expect 5 'send: expected exactly one of \"text\" and \"message\"'
 expect 6 'send: text: expected a non-blank string'
 expect 7 'send: mode: expected \"followup\", \"steer\" or \"inject\"'

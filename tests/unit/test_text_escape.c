@@ -82,11 +82,51 @@ static void warn_line(void **state) {
     assert_string_equal(buf, "weir: x a\\nweir: fake\\x1b[2J\n");
 }
 
+/* weir_set_warn_handler: the handler gets each line escaped, without its
+ * newline, and nothing goes to stderr; NULL gives stderr back */
+static char got[256];
+static int calls;
+static void take_line(const char *line, void *ud) {
+    snprintf(got, sizeof got, "%s|%s", (const char *)ud, line);
+    calls++;
+}
+
+static void warn_handler(void **state) {
+    (void)state;
+    char path[] = "/tmp/weir-test-warn.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    assert_true(saved >= 0);
+    assert_true(dup2(fd, 2) == 2);
+    static char tag[] = "ud";
+    weir_set_warn_handler(take_line, tag);
+    weir__warn("weir: y %s", "b\nc");
+    weir_set_warn_handler(NULL, NULL);
+    weir__warn("weir: after");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char buf[256] = "";
+    FILE *f = fdopen(fd, "r");
+    assert_non_null(f);
+    rewind(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    unlink(path);
+    assert_int_equal(calls, 1);
+    assert_string_equal(got, "ud|weir: y b\\nc");
+    assert_string_equal(buf, "weir: after\n");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(escapes),
         cmocka_unit_test(cuts),
         cmocka_unit_test(warn_line),
+        cmocka_unit_test(warn_handler),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
