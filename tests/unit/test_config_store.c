@@ -90,8 +90,7 @@ static void agent_uses_the_memory_store(void **state) {
     fixture *f = *state;
     char sessions[sizeof f->file + 16];
     snprintf(sessions, sizeof sessions, "%s/sessions", f->dir);
-    json_t *cfg = json_pack("{s:{s:s,s:s}, s:{s:s,s:s}, s:[], s:[]}", "agent", "provider", "p",
-                            "model", "m", "session", "dir", sessions, "store", "memory",
+    json_t *cfg = json_pack("{s:{s:s}, s:{s:s,s:s}, s:[], s:[]}", "agent", "model", "m", "session", "dir", sessions, "store", "memory",
                             "plugin_path", "plugins");
     weir_host *host = NULL;
     weir_error err;
@@ -133,8 +132,7 @@ static void agent_uses_the_memory_store(void **state) {
 
 static void agent_refuses_a_row_without_a_store(void **state) {
     (void)state;
-    json_t *cfg = json_pack("{s:{s:s,s:s}, s:{s:s,s:s}, s:[], s:[]}", "agent", "provider", "p",
-                            "model", "m", "session", "dir", "/nonexistent", "store", "pg",
+    json_t *cfg = json_pack("{s:{s:s}, s:{s:s,s:s}, s:[], s:[]}", "agent", "model", "m", "session", "dir", "/nonexistent", "store", "pg",
                             "plugin_path", "plugins");
     weir_host *host = NULL;
     weir_error err;
