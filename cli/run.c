@@ -970,8 +970,9 @@ static char *read_stdin(void) {
 #define RECAP_PROMPTS 3   /* the REPL shows the turns of the last this many prompts */
 #define RECAP_CHARS 160   /* each line cut to about this many bytes */
 
-/* One recap line on stderr: "  WHO: TEXT", the text on one line and cut. */
-static void recap_line(const run_state *st, const char *who, const char *text) {
+/* One recap line on stderr: "  WHO: TEXT" ("  WHO TEXT" when `who` ends
+ * in a tool's name), the text on one line and cut. */
+static void recap_line(const run_state *st, const char *who, bool tool, const char *text) {
     char cut[RECAP_CHARS + 8];
     size_t n = strlen(text);
     bool more = n > RECAP_CHARS;
@@ -981,7 +982,7 @@ static void recap_line(const run_state *st, const char *who, const char *text) {
             n--; /* never inside a UTF-8 sequence */
     }
     snprintf(cut, sizeof cut, "%.*s%s", (int)n, text, more ? "\xe2\x80\xa6" : "");
-    weir_cli_say(sgr(st, SGR_DIM), sgr(st, SGR_OFF), "  %s: %s", who, cut);
+    weir_cli_say(sgr(st, SGR_DIM), sgr(st, SGR_OFF), "  %s%s %s", who, tool ? "" : ":", cut);
 }
 
 /*
@@ -1015,17 +1016,17 @@ static void recap(const run_state *st, weir_agent *agent) {
             continue; /* tool results and system messages: the answer says enough */
         const json_t *content = json_object_get(m, "content");
         if (json_is_string(content))
-            recap_line(st, role, json_string_value(content));
+            recap_line(st, role, false, json_string_value(content));
         json_array_foreach(content, j, b) {
             const char *type = str_or(json_object_get(b, "type"), "");
             if (!strcmp(type, "text")) {
-                recap_line(st, role, str_or(json_object_get(b, "text"), ""));
+                recap_line(st, role, false, str_or(json_object_get(b, "text"), ""));
             } else if (!strcmp(type, "tool_call")) {
                 char who[160];
                 char name[112];
                 snprintf(who, sizeof who, "%s -> %s", role,
                          weir_cli_esc(name, sizeof name, str_or(json_object_get(b, "name"), "?")));
-                recap_line(st, who, str_or(json_object_get(b, "arguments"), ""));
+                recap_line(st, who, true, str_or(json_object_get(b, "arguments"), ""));
             }
         }
     }
