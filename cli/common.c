@@ -342,9 +342,22 @@ static int resolve_prefix(const char *dir, const char *arg, char **id) {
     const json_t *row;
     char names[1024] = "";
     size_t len = 0;
+    json_t *sorted = json_array(); /* the candidates in id order: a stable message */
     json_array_foreach(list, i, row) {
         const char *cand = json_string_value(json_object_get(row, "id"));
-        if (strncmp(cand, arg, n) != 0)
+        if (!strncmp(cand, arg, n) && sorted) {
+            size_t at = 0;
+            while (at < json_array_size(sorted) &&
+                   strcmp(json_string_value(json_array_get(sorted, at)), cand) < 0)
+                at++;
+            json_array_insert_new(sorted, at, json_string(cand));
+        }
+    }
+    json_decref(list);
+    list = sorted;
+    json_array_foreach(list, i, row) {
+        const char *cand = json_string_value(row);
+        if (!cand)
             continue;
         if (!hits++)
             *id = strdup(cand);
