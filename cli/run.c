@@ -1267,7 +1267,10 @@ static const char run_help[] =
     "price is known: \"usage: in 12,345 \xc2\xb7 cached 10,000 \xc2\xb7 written 2,000 \xc2\xb7 out 456 \xc2\xb7\n"
     "$0.0123\" (uncached input, cache read, cache write, output tokens).\n"
     "Without PROMPT: a REPL (one message per line; /help, /session, /compact,\n"
-    "/quit) when stdin is a terminal, else all of stdin is the prompt.\n"
+    "/quit) when stdin is a terminal, else all of stdin is the prompt; an empty\n"
+    "prompt is a usage error.  A new session records the deployment it was\n"
+    "created with (the -c files, a hash of the config, the cwd); one in which\n"
+    "nothing reached the model (a config error, no provider) is not kept.\n"
     "\n"
     "  -c, --config FILE   deployment config (repeat to overlay; without -c, or with\n"
     "                      -c default first: the built-in deployment)\n"
@@ -1300,21 +1303,30 @@ static const char run_help[] =
     "            log that cannot be written), 129 SIGHUP, 130 SIGINT, 143 SIGTERM\n";
 
 static const char resume_help[] =
-    "usage: weir resume [-c FILE]... [--json] ID [PROMPT]\n"
+    "usage: weir resume [-c FILE]... [--same-config] [--json] ID|FILE|--last [PROMPT]\n"
     "\n"
     "Reopen session ID (or a log file path).  A turn left open by a crash is\n"
     "closed as interrupted.  With PROMPT (or a REPL on a terminal) the\n"
-    "conversation goes on; otherwise the session is only repaired.\n"
+    "conversation goes on; otherwise the session is only repaired.  The REPL\n"
+    "first shows the last prompts and their answers.  ID may be the start of\n"
+    "one session's id (a start several share is an error that lists them).\n"
+    "A session remembers the deployment it was created with: resuming with\n"
+    "another says what differs (files, provider, model, plugin rows, config)\n"
+    "on stderr before the turn.\n"
     "\n"
     "  -c, --config FILE   deployment config (repeat to overlay; without -c, or with\n"
     "                      -c default first: the built-in deployment)\n"
+    "      --last          the newest session of the session folder, instead of ID\n"
+    "      --same-config   open it with the -c files it was created with (a relative\n"
+    "                      one from the directory it was created in)\n"
     "      --json          print every event as one JSON line on stdout\n"
     "\n"
     "SIGINT, SIGTERM and SIGHUP cancel the running turn and quit, as for weir\n"
     "run; a second one quits at once.\n"
-    "exit codes: 0 ok, 1 the turn failed or was cancelled, 2 usage,\n"
-    "            3 configuration or plugin error, 4 I/O error (also a session\n"
-    "            log that cannot be written), 129 SIGHUP, 130 SIGINT, 143 SIGTERM\n";
+    "exit codes: 0 ok, 1 the turn failed or was cancelled, 2 usage (also an\n"
+    "            ambiguous ID prefix, an empty PROMPT), 3 configuration or plugin\n"
+    "            error, 4 I/O error (no such session, a session log that cannot\n"
+    "            be written), 129 SIGHUP, 130 SIGINT, 143 SIGTERM\n";
 
 static int run_common(int argc, char **argv, bool resume) {
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
