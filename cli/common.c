@@ -343,9 +343,14 @@ static int resolve_prefix(const char *dir, const char *arg, char **id) {
     char names[1024] = "";
     size_t len = 0;
     json_t *sorted = json_array(); /* the candidates in id order: a stable message */
+    if (!sorted) {
+        json_decref(list);
+        fprintf(stderr, "weir: out of memory\n");
+        return WEIR_EXIT_FAIL;
+    }
     json_array_foreach(list, i, row) {
         const char *cand = json_string_value(json_object_get(row, "id"));
-        if (!strncmp(cand, arg, n) && sorted) {
+        if (!strncmp(cand, arg, n)) {
             size_t at = 0;
             while (at < json_array_size(sorted) &&
                    strcmp(json_string_value(json_array_get(sorted, at)), cand) < 0)

@@ -1503,6 +1503,8 @@ static int run_common(int argc, char **argv, bool resume) {
             const json_t *e;
             json_array_foreach(held, i, e) print_json(e);
             json_decref(held);
+            if (was) /* on stderr, as off --json */
+                deployment_diff(weir_agent_id(agent), was, header);
         }
         /* a shared store's queued input (weir send) goes first, when this
          * run goes on to run turns (docs/fleet.md) */
