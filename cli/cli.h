@@ -133,16 +133,38 @@ int weir_cli_host(json_t *config, bool demo_note, weir_host **out);
 typedef enum weir_cli_target {
     WEIR_CLI_ID,         /* a session id only (run -s, serve -s) */
     WEIR_CLI_ID_OR_PATH, /* a '/' or ".jsonl" makes it a path (log, resume, compact) */
-    WEIR_CLI_PATH        /* a file path (run --log, serve --log) */
+    WEIR_CLI_PATH,       /* a file path (run --log, serve --log) */
+    WEIR_CLI_LAST        /* no argument: the newest session (resume --last) */
 } weir_cli_target;
 /*
  * The log file of a session argument (cli/common.c): as `kind` says,
  * `arg` itself (a path) or <config session.dir>/<arg>.jsonl (a leading "~/"
  * expands to $HOME) for an id, which must pass weir_session_id_valid() (else
- * a usage error naming the argument).  *out is malloc'd.  Exit code.
+ * a usage error naming the argument).  With WEIR_CLI_ID_OR_PATH and the
+ * file store, an id no log has exactly may be a unique prefix of one: that
+ * session's log; a prefix of several is a usage error listing them.
+ * *out is malloc'd.  Exit code.
  */
 int weir_cli_session_path(const json_t *config, const char *arg, weir_cli_target kind,
                           char **out);
+/* The sessions of the folder `dir` (*out, a new array of {id, path,
+ * mtime_ms} in no order; a missing folder has none).  Exit code. */
+int weir_cli_session_list(const char *dir, json_t **out);
+/* The id of the newest session of the file store's folder, by its last
+ * event's time as `weir sessions` orders them (*id malloc'd).  Exit code
+ * (another store: usage; none: I/O), the reason said on stderr. */
+int weir_cli_session_newest(const json_t *config, char **id);
+/*
+ * The session header `weir run` records in a new session (*out, new):
+ * {deployment:{files:[the -c files as given], config_hash, provider?,
+ * model?, rows:[plugin row ids]}, cwd}.  config_hash is a 64-bit FNV-1a of
+ * the composed `config` with its secrets redacted (as `weir config`
+ * prints it, keys sorted): no secret goes in.  Exit code.
+ */
+int weir_cli_session_header(const weir_cli_files *files, const json_t *config, json_t **out);
+/* "base.json+dev.json" (the base names of the header's files), "(built-in)"
+ * for none, "-" for a header without a deployment; returns buf. */
+const char *weir_cli_deployment_label(const json_t *header, char *buf, size_t size);
 /* The config's session.dir, "~/" expanded (*out malloc'd).  Exit code. */
 int weir_cli_session_dir(const json_t *config, char **out);
 /*

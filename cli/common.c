@@ -4,11 +4,16 @@
  * session argument.  It calls only the public API (and libc, jansson), never
  * another file of cli/: main.c and the subcommands call it (see cli/cli.h).
  */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -169,6 +174,92 @@ static int set_route(json_t *config, const weir_cli_files *files) {
     return WEIR_EXIT_OK;
 }
 
+/* 64-bit FNV-1a of `n` bytes. */
+static uint64_t fnv1a64(const char *p, size_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+int weir_cli_session_header(const weir_cli_files *files, const json_t *config, json_t **out) {
+    *out = NULL;
+    /* the hash is of the config as `weir config` prints it: secrets are
+     * "***", so a key never reaches the log, and a new key is no change */
+    json_t *red = json_deep_copy(config);
+    weir_error err;
+    weir_error_clear(&err);
+    if (!red || weir_config_redact(red, &err) != WEIR_OK) {
+        json_decref(red);
+        return weir_cli_fail("session header", &err);
+    }
+    size_t n = json_dumpb(red, NULL, 0, JSON_COMPACT | JSON_SORT_KEYS);
+    char *text = n ? malloc(n) : NULL;
+    bool dumped = text && json_dumpb(red, text, n, JSON_COMPACT | JSON_SORT_KEYS) == n;
+    json_decref(red);
+    char hash[32];
+    if (dumped)
+        snprintf(hash, sizeof hash, "fnv1a64:%016llx", (unsigned long long)fnv1a64(text, n));
+    free(text);
+    json_t *h = dumped ? json_pack("{s:{s:[], s:s, s:[]}}", "deployment", "files", "config_hash",
+                                   hash, "rows")
+                       : NULL;
+    json_t *dep = json_object_get(h, "deployment");
+    json_t *given = json_object_get(dep, "files"), *rows = json_object_get(dep, "rows");
+    bool ok = h != NULL;
+    for (size_t i = 0; ok && i < files->n; i++)
+        ok = json_array_append_new(given, json_string(files->files[i])) == 0;
+    const json_t *agent = json_object_get(config, "agent");
+    static const char *const keys[] = {"provider", "model"};
+    for (size_t i = 0; ok && i < 2; i++) {
+        const char *v = json_string_value(json_object_get(agent, keys[i]));
+        if (v)
+            ok = json_object_set_new(dep, keys[i], json_string(v)) == 0;
+    }
+    size_t i;
+    const json_t *row;
+    json_array_foreach(json_object_get(config, "plugins"), i, row) {
+        const char *id = json_string_value(json_object_get(row, "id"));
+        if (ok && id && !json_is_true(json_object_get(row, "disabled")))
+            ok = json_array_append_new(rows, json_string(id)) == 0;
+    }
+    char cwd[4096];
+    if (ok && getcwd(cwd, sizeof cwd))
+        ok = json_object_set_new(h, "cwd", json_string(cwd)) == 0;
+    if (!ok) {
+        json_decref(h);
+        fprintf(stderr, "weir: out of memory\n");
+        return WEIR_EXIT_FAIL;
+    }
+    *out = h;
+    return WEIR_EXIT_OK;
+}
+
+const char *weir_cli_deployment_label(const json_t *header, char *buf, size_t size) {
+    const json_t *files = json_object_get(json_object_get(header, "deployment"), "files");
+    if (!json_is_array(files)) {
+        snprintf(buf, size, "-");
+        return buf;
+    }
+    if (json_array_size(files) == 0) {
+        snprintf(buf, size, "(built-in)");
+        return buf;
+    }
+    size_t len = 0, i;
+    const json_t *f;
+    buf[0] = '\0';
+    json_array_foreach(files, i, f) {
+        const char *name = json_string_value(f);
+        const char *base = name ? strrchr(name, '/') : NULL;
+        if (len < size)
+            len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? "+" : "",
+                                    base ? base + 1 : name ? name : "?");
+    }
+    return buf;
+}
+
 int weir_cli_session_host(const weir_cli_files *files, const char *target, weir_cli_target kind,
                           const char *must_exist, char **path, weir_host **host) {
     *path = NULL;
@@ -181,8 +272,19 @@ int weir_cli_session_host(const weir_cli_files *files, const char *target, weir_
         json_decref(config);
         return rc;
     }
+    char *newest = NULL;
+    if (kind == WEIR_CLI_LAST) { /* --last: the newest session of the folder */
+        if ((rc = weir_cli_session_newest(config, &newest)) != WEIR_EXIT_OK) {
+            json_decref(config);
+            return rc;
+        }
+        target = newest;
+        kind = WEIR_CLI_ID;
+    }
     if (target) {
-        if ((rc = weir_cli_session_path(config, target, kind, path)) != WEIR_EXIT_OK) {
+        rc = weir_cli_session_path(config, target, kind, path);
+        free(newest);
+        if (rc != WEIR_EXIT_OK) {
             json_decref(config);
             return rc;
         }
@@ -205,6 +307,178 @@ int weir_cli_session_host(const weir_cli_files *files, const char *target, weir_
         free(*path);
         *path = NULL;
     }
+    return rc;
+}
+
+/* Whether the deployment keeps its sessions as log files (session.store
+ * absent or "file"). */
+static bool file_store(const json_t *config) {
+    const char *store =
+        json_string_value(json_object_get(json_object_get(config, "session"), "store"));
+    return !store || strcmp(store, "file") == 0;
+}
+
+int weir_cli_session_list(const char *dir, json_t **out) {
+    *out = NULL;
+    DIR *d = opendir(dir);
+    if (!d)
+        return errno == ENOENT ? ((*out = json_array()) ? WEIR_EXIT_OK : WEIR_EXIT_FAIL)
+                               : WEIR_EXIT_IO;
+    json_t *list = json_array();
+    struct dirent *e;
+    int rc = list ? WEIR_EXIT_OK : WEIR_EXIT_FAIL;
+    while (rc == WEIR_EXIT_OK && (e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.' || len <= 6 || strcmp(e->d_name + len - 6, ".jsonl") != 0)
+            continue;
+        char id[256];
+        if (len - 6 >= sizeof id)
+            continue;
+        memcpy(id, e->d_name, len - 6);
+        id[len - 6] = '\0';
+        if (!weir_session_id_valid(id))
+            continue;
+        char *path = NULL;
+        if (asprintf(&path, "%s/%s", dir, e->d_name) < 0) {
+            rc = WEIR_EXIT_FAIL;
+            break;
+        }
+        struct stat sb;
+        if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+            json_t *row = json_pack("{s:s, s:s, s:I}", "id", id, "path", path, "mtime_ms",
+                                    (json_int_t)sb.st_mtim.tv_sec * 1000 +
+                                        sb.st_mtim.tv_nsec / 1000000);
+            if (!row || json_array_append_new(list, row) != 0)
+                rc = WEIR_EXIT_FAIL;
+        }
+        free(path);
+    }
+    closedir(d);
+    if (rc != WEIR_EXIT_OK) {
+        json_decref(list);
+        return rc;
+    }
+    *out = list;
+    return WEIR_EXIT_OK;
+}
+
+/*
+ * The session of `dir` that `arg` names: its id exactly (*id stays NULL),
+ * else the one id that starts with it (*id, malloc'd); none: *id NULL (the
+ * open says the session is missing).  Several: a usage error that lists
+ * them.
+ */
+static int resolve_prefix(const char *dir, const char *arg, char **id) {
+    *id = NULL;
+    char *exact = NULL;
+    struct stat sb;
+    if (asprintf(&exact, "%s/%s.jsonl", dir, arg) < 0) {
+        fprintf(stderr, "weir: out of memory\n");
+        return WEIR_EXIT_FAIL;
+    }
+    bool found = stat(exact, &sb) == 0;
+    free(exact);
+    if (found) /* an exact id always wins */
+        return WEIR_EXIT_OK;
+    json_t *list = NULL;
+    if (weir_cli_session_list(dir, &list) != WEIR_EXIT_OK)
+        return WEIR_EXIT_OK; /* an unreadable folder: the open says why */
+    size_t n = strlen(arg), i, hits = 0;
+    const json_t *row;
+    char names[1024] = "";
+    size_t len = 0;
+    json_t *sorted = json_array(); /* the candidates in id order: a stable message */
+    if (!sorted) {
+        json_decref(list);
+        fprintf(stderr, "weir: out of memory\n");
+        return WEIR_EXIT_FAIL;
+    }
+    json_array_foreach(list, i, row) {
+        const char *cand = json_string_value(json_object_get(row, "id"));
+        if (!strncmp(cand, arg, n)) {
+            size_t at = 0;
+            while (at < json_array_size(sorted) &&
+                   strcmp(json_string_value(json_array_get(sorted, at)), cand) < 0)
+                at++;
+            json_array_insert_new(sorted, at, json_string(cand));
+        }
+    }
+    json_decref(list);
+    list = sorted;
+    json_array_foreach(list, i, row) {
+        const char *cand = json_string_value(row);
+        if (!cand)
+            continue;
+        if (!hits++)
+            *id = strdup(cand);
+        if (len < sizeof names)
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "", cand);
+    }
+    json_decref(list);
+    if (hits > 1) {
+        fprintf(stderr, "weir: session id prefix '%s' is ambiguous: %zu sessions start with it: %s\n",
+                arg, hits, names);
+        free(*id);
+        *id = NULL;
+        return WEIR_EXIT_USAGE;
+    }
+    if (hits == 1 && !*id) {
+        fprintf(stderr, "weir: out of memory\n");
+        return WEIR_EXIT_FAIL;
+    }
+    return WEIR_EXIT_OK;
+}
+
+int weir_cli_session_newest(const json_t *config, char **id) {
+    *id = NULL;
+    if (!file_store(config)) {
+        fprintf(stderr, "weir: --last takes the newest session of the session folder: the "
+                        "file store only (give the id)\n");
+        return WEIR_EXIT_USAGE;
+    }
+    char *dir = NULL;
+    int rc = weir_cli_session_dir(config, &dir);
+    if (rc != WEIR_EXIT_OK)
+        return rc;
+    json_t *list = NULL;
+    if ((rc = weir_cli_session_list(dir, &list)) != WEIR_EXIT_OK) {
+        fprintf(stderr, "weir: cannot read %s: %s\n", dir, strerror(errno));
+        free(dir);
+        return rc;
+    }
+    /* newest by its last event's time, as `weir sessions` orders them; a log
+     * the summary refuses is passed over */
+    long long best = LLONG_MIN;
+    size_t i;
+    const json_t *row;
+    json_array_foreach(list, i, row) {
+        json_t *sum = NULL;
+        weir_error err;
+        weir_error_clear(&err);
+        if (weir_log_summary(json_string_value(json_object_get(row, "path")), &sum, &err) !=
+            WEIR_OK)
+            continue;
+        const json_t *last = json_object_get(sum, "last_time");
+        long long t = json_is_integer(last) ? (long long)json_integer_value(last)
+                                            : (long long)json_integer_value(
+                                                  json_object_get(row, "mtime_ms"));
+        const char *cand = json_string_value(json_object_get(row, "id"));
+        if (t > best || (t == best && *id && strcmp(cand, *id) < 0)) {
+            char *dup = strdup(cand);
+            if (dup) {
+                free(*id);
+                *id = dup;
+                best = t;
+            }
+        }
+        json_decref(sum);
+    }
+    json_decref(list);
+    if (!*id) {
+        fprintf(stderr, "weir: --last: no session in %s\n", dir);
+        rc = WEIR_EXIT_IO;
+    }
+    free(dir);
     return rc;
 }
 
@@ -232,10 +506,18 @@ int weir_cli_session_path(const json_t *config, const char *arg, weir_cli_target
         int rc = weir_cli_session_dir(config, &dir);
         if (rc != WEIR_EXIT_OK)
             return rc;
-        size_t len = strlen(dir) + n + 8;
+        char *id = NULL; /* the session a prefix names, or NULL: `arg` itself */
+        if (kind == WEIR_CLI_ID_OR_PATH && file_store(config) &&
+            (rc = resolve_prefix(dir, arg, &id)) != WEIR_EXIT_OK) {
+            free(dir);
+            return rc;
+        }
+        const char *name = id ? id : arg;
+        size_t len = strlen(dir) + strlen(name) + 8;
         *out = malloc(len);
         if (*out)
-            snprintf(*out, len, "%s/%s.jsonl", dir, arg);
+            snprintf(*out, len, "%s/%s.jsonl", dir, name);
+        free(id);
         free(dir);
     }
     if (!*out) {

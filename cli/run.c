@@ -51,6 +51,8 @@ typedef struct run_state {
     const weir_cli_files *files; /* the -c files (a hint reads them as written) */
     json_t *pending;   /* --json: events before the session event, or NULL once it is out */
     json_t *held;      /* weir's warning lines held while a line of text streams */
+    bool requested;    /* a request/header was logged: something reached a model */
+    bool blocked;      /* a turn was blocked by a plugin (a decision worth keeping) */
     weir_cli_usage usage; /* the running turn's usage and cost (its attempts summed) */
     weir_agent *agent;
     /* What the turn waits for now (a terminal only): the status line says it,
@@ -725,6 +727,14 @@ static void on_durable(run_state *st, const json_t *event) {
 
 static void on_event(const json_t *event, bool durable, void *ud) {
     run_state *st = ud;
+    if (durable && !strcmp(type_of(event), "request/header"))
+        st->requested = true;
+    if (durable && !strcmp(type_of(event), "turn/end") &&
+        !strcmp(str_or(json_object_get(json_object_get(json_object_get(event, "data"), "reason"),
+                                       "kind"),
+                       ""),
+                "blocked"))
+        st->blocked = true;
     if (st->json) {
         if (st->pending) /* the session event comes first: held until it is out */
             json_array_append_new(st->pending, json_deep_copy(event));
@@ -1127,6 +1137,300 @@ static char *read_stdin(void) {
     return buf;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Resuming: the conversation so far, and the deployment it was created with */
+/* ------------------------------------------------------------------------ */
+
+#define RECAP_PROMPTS 3   /* the REPL shows the turns of the last this many prompts */
+#define RECAP_CHARS 160   /* each line cut to about this many bytes */
+
+/* One recap line on stderr: "  WHO: TEXT" ("  WHO TEXT" when `who` ends
+ * in a tool's name), the text on one line and cut. */
+static void recap_line(const run_state *st, const char *who, bool tool, const char *text) {
+    char cut[RECAP_CHARS + 8];
+    size_t n = strlen(text);
+    bool more = n > RECAP_CHARS;
+    if (more) {
+        n = RECAP_CHARS;
+        while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
+            n--; /* never inside a UTF-8 sequence */
+    }
+    snprintf(cut, sizeof cut, "%.*s%s", (int)n, text, more ? "\xe2\x80\xa6" : "");
+    weir_cli_say(sgr(st, SGR_DIM), sgr(st, SGR_OFF), "  %s%s %s", who, tool ? "" : ":", cut);
+}
+
+/*
+ * The REPL on a session that has turns: the last RECAP_PROMPTS prompts and
+ * what answered them, one compact line each on stderr ("  user: ...",
+ * "  assistant: ...", "  assistant -> TOOL ARGS"), from the model-visible
+ * messages (a compacted part shows as its summary).
+ */
+static void recap(const run_state *st, weir_agent *agent) {
+    json_t *msgs = weir_agent_messages(agent);
+    size_t n = json_array_size(msgs), from = n, prompts = 0, i, j;
+    const json_t *m, *b;
+    for (i = n; i-- > 0 && prompts < RECAP_PROMPTS;) {
+        const char *role = json_string_value(json_object_get(json_array_get(msgs, i), "role"));
+        if (role && !strcmp(role, "user")) {
+            prompts++;
+            from = i;
+        }
+    }
+    if (!prompts) {
+        json_decref(msgs);
+        return;
+    }
+    weir_cli_say(NULL, NULL, "weir: the conversation so far (the last %zu prompt%s; `weir log %s` "
+                             "prints it all):",
+                 prompts, prompts == 1 ? "" : "s", weir_agent_id(agent));
+    for (i = from; i < n; i++) {
+        m = json_array_get(msgs, i);
+        const char *role = json_string_value(json_object_get(m, "role"));
+        if (!role || (strcmp(role, "user") != 0 && strcmp(role, "assistant") != 0))
+            continue; /* tool results and system messages: the answer says enough */
+        const json_t *content = json_object_get(m, "content");
+        if (json_is_string(content))
+            recap_line(st, role, false, json_string_value(content));
+        json_array_foreach(content, j, b) {
+            const char *type = str_or(json_object_get(b, "type"), "");
+            if (!strcmp(type, "text")) {
+                recap_line(st, role, false, str_or(json_object_get(b, "text"), ""));
+            } else if (!strcmp(type, "tool_call")) {
+                char who[160];
+                char name[112];
+                snprintf(who, sizeof who, "%s -> %s", role,
+                         weir_cli_esc(name, sizeof name, str_or(json_object_get(b, "name"), "?")));
+                recap_line(st, who, true, str_or(json_object_get(b, "arguments"), ""));
+            }
+        }
+    }
+    json_decref(msgs);
+}
+
+/* "-c a.json -c b.json", or "the built-in deployment" for no files, into buf. */
+static const char *files_text(const json_t *files, char *buf, size_t size) {
+    size_t len = 0, i;
+    const json_t *f;
+    buf[0] = '\0';
+    json_array_foreach(files, i, f) {
+        if (len < size)
+            len += (size_t)snprintf(buf + len, size - len, "%s-c %s", i ? " " : "",
+                                    str_or(f, "?"));
+    }
+    if (!len)
+        snprintf(buf, size, "the built-in deployment");
+    return buf;
+}
+
+/* The members of array `a` (strings) that `b` lacks, joined with ", ". */
+static const char *missing(const json_t *a, const json_t *b, char *buf, size_t size) {
+    size_t len = 0, i, j;
+    const json_t *x, *y;
+    buf[0] = '\0';
+    json_array_foreach(a, i, x) {
+        bool found = false;
+        json_array_foreach(b, j, y) found = found || json_equal(x, y);
+        if (!found && len < size)
+            len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? ", " : "", str_or(x, "?"));
+    }
+    return buf;
+}
+
+/* Whether the -c files of headers `a` and `b` are the same files: each
+ * pair names the same path once a relative one is taken from the header's
+ * cwd (`default` is itself). */
+static bool same_files(const json_t *a, const json_t *b) {
+    const json_t *fa = json_object_get(json_object_get(a, "deployment"), "files");
+    const json_t *fb = json_object_get(json_object_get(b, "deployment"), "files");
+    if (!json_is_array(fa) || !json_is_array(fb) || json_array_size(fa) != json_array_size(fb))
+        return false;
+    const char *ca = str_or(json_object_get(a, "cwd"), ""), *cb = str_or(json_object_get(b, "cwd"), "");
+    for (size_t i = 0; i < json_array_size(fa); i++) {
+        const char *x = str_or(json_array_get(fa, i), ""), *y = str_or(json_array_get(fb, i), "");
+        bool xabs = x[0] == '/' || !strcmp(x, WEIR_CONFIG_DEFAULT_NAME);
+        bool yabs = y[0] == '/' || !strcmp(y, WEIR_CONFIG_DEFAULT_NAME);
+        char px[4096], py[4096];
+        snprintf(px, sizeof px, "%s%s%s", xabs ? "" : ca, xabs ? "" : "/", x);
+        snprintf(py, sizeof py, "%s%s%s", yabs ? "" : cb, yabs ? "" : "/", y);
+        if (strcmp(px, py) != 0)
+            return false;
+    }
+    return true;
+}
+
+/*
+ * Say on stderr, before any turn, how this run's deployment differs from
+ * the one session `id` recorded when it was created (its session/start
+ * header): the -c files, the provider and model, the plugin rows, the
+ * config's hash.  Nothing when they agree, or when the session recorded
+ * none (an older weir's log).
+ */
+static void deployment_diff(const char *id, const json_t *was, const json_t *now) {
+    const json_t *dw = json_object_get(was, "deployment"), *dn = json_object_get(now, "deployment");
+    if (!json_is_object(dw) || !json_is_object(dn))
+        return;
+    const json_t *hw = json_object_get(dw, "config_hash"), *hn = json_object_get(dn, "config_hash");
+    bool same = same_files(was, now);
+    if (same && json_equal(hw, hn))
+        return;
+    char fw[1024], fn[1024];
+    files_text(json_object_get(dw, "files"), fw, sizeof fw);
+    files_text(json_object_get(dn, "files"), fn, sizeof fn);
+    const char *cwd = str_or(json_object_get(was, "cwd"), NULL);
+    if (same)
+        weir_cli_say(NULL, NULL,
+                     "weir: session %s was created with the same files (%s%s%s), but the "
+                     "deployment they compose has changed since",
+                     id, fw, cwd ? ", in " : "", cwd ? cwd : "");
+    else
+        weir_cli_say(NULL, NULL, "weir: session %s was created with %s%s%s%s; this run uses %s",
+                     id, fw, cwd ? " (in " : "", cwd ? cwd : "", cwd ? ")" : "", fn);
+    cwd = NULL;
+    static const char *const keys[] = {"provider", "model"};
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *a = json_object_get(dw, keys[i]), *b = json_object_get(dn, keys[i]);
+        if (!json_equal(a, b) && (a || b))
+            weir_cli_say(NULL, NULL, "weir:   %s: %s -> %s", keys[i], str_or(a, "(none)"),
+                         str_or(b, "(none)"));
+    }
+    char gone[512], added[512];
+    missing(json_object_get(dw, "rows"), json_object_get(dn, "rows"), gone, sizeof gone);
+    missing(json_object_get(dn, "rows"), json_object_get(dw, "rows"), added, sizeof added);
+    if (gone[0])
+        weir_cli_say(NULL, NULL, "weir:   plugin rows no longer here: %s (their tools are gone)",
+                     gone);
+    if (added[0])
+        weir_cli_say(NULL, NULL, "weir:   plugin rows added: %s", added);
+    if (!json_equal(hw, hn))
+        weir_cli_say(NULL, NULL, "weir:   config hash: %s -> %s", str_or(hw, "?"), str_or(hn, "?"));
+    if (!same)
+        weir_cli_say(NULL, NULL,
+                     "weir: hint: `weir resume --same-config %s` reuses the files it was created "
+                     "with",
+                     id);
+}
+
+/* The session/start header session `path` recorded (a log file when
+ * `config` keeps files; else the session of that name in `host`'s store),
+ * or NULL (none, or unreadable: the open says why).  New reference. */
+static json_t *recorded_header(const json_t *config, const weir_host *host, const char *path) {
+    const char *store =
+        json_string_value(json_object_get(json_object_get(config, "session"), "store"));
+    weir_error err;
+    weir_error_clear(&err);
+    json_t *header = NULL;
+    if (!store || !strcmp(store, "file")) {
+        json_t *sum = NULL;
+        if (weir_log_summary(path, &sum, &err) == WEIR_OK)
+            header = json_incref(json_object_get(sum, "header"));
+        json_decref(sum);
+        return header;
+    }
+    /* another store: the session's id is the log name's stem */
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strlen(base);
+    char id[256];
+    snprintf(id, sizeof id, "%.*s", (int)(n > 6 ? n - 6 : n), base);
+    json_t *events = NULL;
+    if (weir_host_log_events(host, id, &events, &err) == WEIR_OK) {
+        const json_t *first = json_array_get(events, 0);
+        if (!strcmp(str_or(json_object_get(first, "type"), ""), "session/start"))
+            header = json_incref(json_object_get(first, "data"));
+    }
+    json_decref(events);
+    return header;
+}
+
+/*
+ * --same-config: the -c files the session recorded, into *files (strings
+ * borrowed from `header` or malloc'd in `owned`, which the caller frees): a
+ * relative file is taken from the directory the session was created in.
+ * Usage error when it recorded none.
+ */
+static int recorded_files(const char *target, const json_t *header, weir_cli_files *files,
+                          char **owned) {
+    const json_t *list = json_object_get(json_object_get(header, "deployment"), "files");
+    const char *cwd = json_string_value(json_object_get(header, "cwd"));
+    if (!json_is_array(list)) {
+        weir_cli_say(NULL, NULL,
+                     "weir resume: --same-config: session %s records no deployment (an older "
+                     "weir created it); give its -c files",
+                     target);
+        return WEIR_EXIT_USAGE;
+    }
+    files->n = 0;
+    size_t i;
+    const json_t *f;
+    json_array_foreach(list, i, f) {
+        const char *name = json_string_value(f);
+        if (!name || weir_cli_add_file(files, "weir resume", (char *)(uintptr_t)name) != WEIR_EXIT_OK)
+            return WEIR_EXIT_USAGE;
+        if (name[0] != '/' && strcmp(name, WEIR_CONFIG_DEFAULT_NAME) != 0 && cwd) {
+            if (asprintf(&owned[files->n - 1], "%s/%s", cwd, name) < 0) {
+                owned[files->n - 1] = NULL;
+                fprintf(stderr, "weir: out of memory\n");
+                return WEIR_EXIT_FAIL;
+            }
+            files->files[files->n - 1] = owned[files->n - 1];
+        }
+    }
+    return WEIR_EXIT_OK;
+}
+
+/*
+ * --same-config: find the session as the given -c files say (`target`,
+ * `kind`: *at, its log path, malloc'd), read the deployment it recorded,
+ * and make *files those files (recorded_files).  The host that reads a
+ * store's session says nothing of the demo provider.  Exit code.
+ */
+static int same_config_files(weir_cli_files *files, const char *target, weir_cli_target kind,
+                             char **at, char **owned) {
+    *at = NULL;
+    json_t *config = NULL;
+    int rc = weir_cli_compose(files->files, files->n, &config);
+    if (rc != WEIR_EXIT_OK)
+        return rc;
+    char *newest = NULL;
+    if (kind == WEIR_CLI_LAST && (rc = weir_cli_session_newest(config, &newest)) == WEIR_EXIT_OK) {
+        target = newest;
+        kind = WEIR_CLI_ID;
+    }
+    if (rc == WEIR_EXIT_OK)
+        rc = weir_cli_session_path(config, target, kind, at);
+    free(newest);
+    const char *store =
+        json_string_value(json_object_get(json_object_get(config, "session"), "store"));
+    weir_host *host = NULL;
+    json_t *header = NULL;
+    if (rc == WEIR_EXIT_OK && (!store || !strcmp(store, "file"))) {
+        header = recorded_header(config, NULL, *at); /* a log file: no host needed */
+        json_decref(config);
+    } else if (rc == WEIR_EXIT_OK && (rc = weir_cli_host(config, false, &host)) == WEIR_EXIT_OK) {
+        header = recorded_header(weir_host_config(host), host, *at); /* config went to the host */
+    } else if (rc != WEIR_EXIT_OK) {
+        json_decref(config);
+    }
+    weir_host_destroy(host);
+    if (rc == WEIR_EXIT_OK) {
+        weir_cli_files again = {0};
+        rc = recorded_files(*at, header, &again, owned);
+        for (size_t i = 0; rc == WEIR_EXIT_OK && i < again.n; i++)
+            if (!owned[i] && !(again.files[i] = owned[i] = strdup(again.files[i]))) {
+                fprintf(stderr, "weir: out of memory\n"); /* `header` goes: own every name */
+                rc = WEIR_EXIT_FAIL;
+            }
+        if (rc == WEIR_EXIT_OK)
+            *files = again;
+    }
+    json_decref(header);
+    if (rc != WEIR_EXIT_OK) {
+        free(*at);
+        *at = NULL;
+    }
+    return rc;
+}
+
 static const char run_help[] =
     "usage: weir run [-c FILE]... [-s SESSION_ID | --log PATH] [--json]\n"
     "                [-m MODEL] [--provider ID] [PROMPT]\n"
@@ -1138,7 +1442,10 @@ static const char run_help[] =
     "price is known: \"usage: in 12,345 \xc2\xb7 cached 10,000 \xc2\xb7 written 2,000 \xc2\xb7 out 456 \xc2\xb7\n"
     "$0.0123\" (uncached input, cache read, cache write, output tokens).\n"
     "Without PROMPT: a REPL (one message per line; /help, /session, /compact,\n"
-    "/quit) when stdin is a terminal, else all of stdin is the prompt.\n"
+    "/quit) when stdin is a terminal, else all of stdin is the prompt; an empty\n"
+    "prompt is a usage error.  A new session records the deployment it was\n"
+    "created with (the -c files, a hash of the config, the cwd); one in which\n"
+    "nothing reached the model (a config error, no provider) is not kept.\n"
     "\n"
     "  -c, --config FILE   deployment config (repeat to overlay; without -c, or with\n"
     "                      -c default first: the built-in deployment)\n"
@@ -1180,23 +1487,33 @@ static const char run_help[] =
     "\n" WEIR_CLI_HELP_ENV_DEPLOY WEIR_CLI_HELP_ENV_COLOR;
 
 static const char resume_help[] =
-    "usage: weir resume [-c FILE]... [--json] [-m MODEL] [--provider ID] ID [PROMPT]\n"
+    "usage: weir resume [-c FILE]... [--same-config] [--json] [-m MODEL] [--provider ID]\n"
+    "                   ID|FILE|--last [PROMPT]\n"
     "\n"
     "Reopen session ID (or a log file path).  A turn left open by a crash is\n"
     "closed as interrupted.  With PROMPT (or a REPL on a terminal) the\n"
-    "conversation goes on; otherwise the session is only repaired.\n"
+    "conversation goes on; otherwise the session is only repaired.  The REPL\n"
+    "first shows the last prompts and their answers.  ID may be the start of\n"
+    "one session's id (a start several share is an error that lists them).\n"
+    "A session remembers the deployment it was created with: resuming with\n"
+    "another says what differs (files, provider, model, plugin rows, config)\n"
+    "on stderr before the turn.\n"
     "\n"
     "  -c, --config FILE   deployment config (repeat to overlay; without -c, or with\n"
     "                      -c default first: the built-in deployment)\n"
+    "      --last          the newest session of the session folder, instead of ID\n"
+    "      --same-config   open it with the -c files it was created with (a relative\n"
+    "                      one from the directory it was created in)\n"
     "      --json          print every event as one JSON line on stdout\n"
     "  -m, --model MODEL   the agent's model (agent.model) from now on\n"
     "      --provider ID   the agent's provider (a plugin row id) from now on\n"
     "\n"
     "SIGINT, SIGTERM and SIGHUP cancel the running turn and quit, as for weir\n"
     "run; a second one quits at once.\n"
-    "exit codes: 0 ok, 1 the turn failed or was cancelled, 2 usage,\n"
-    "            3 configuration or plugin error, 4 I/O error (also a session\n"
-    "            log that cannot be written), 129 SIGHUP, 130 SIGINT, 143 SIGTERM\n"
+    "exit codes: 0 ok, 1 the turn failed or was cancelled, 2 usage (also an\n"
+    "            ambiguous ID prefix, an empty PROMPT), 3 configuration or plugin\n"
+    "            error, 4 I/O error (no such session, a session log that cannot\n"
+    "            be written), 129 SIGHUP, 130 SIGINT, 143 SIGTERM\n"
     "\n" WEIR_CLI_HELP_ENV_DEPLOY WEIR_CLI_HELP_ENV_COLOR;
 
 /*
@@ -1243,11 +1560,14 @@ static int run_common(int argc, char **argv, bool resume) {
                                               {"json", no_argument, NULL, 'j'},
                                               {"model", required_argument, NULL, 'm'},
                                               {"provider", required_argument, NULL, 'P'},
+                                              {"last", no_argument, NULL, 'l'},
+                                              {"same-config", no_argument, NULL, 'S'},
                                               {"help", no_argument, NULL, 'h'},
                                               {0}};
     weir_cli_files files = {0};
     const char *session = NULL, *log = NULL;
     const char *cmd = resume ? "weir resume" : "weir run";
+    bool last = false, same_config = false;
     run_state st = {0};
     int ch;
     while ((ch = getopt_long(argc, argv, resume ? "c:m:h" : "c:s:m:h", longopts, NULL)) != -1) {
@@ -1280,6 +1600,14 @@ static int run_common(int argc, char **argv, bool resume) {
         case 'j':
             st.json = true;
             break;
+        case 'l':
+        case 'S':
+            if (!resume) {
+                fputs(run_help, stderr);
+                return WEIR_EXIT_USAGE;
+            }
+            *(ch == 'l' ? &last : &same_config) = true;
+            break;
         case 'h':
             fputs(resume ? resume_help : run_help, stdout);
             return WEIR_EXIT_OK;
@@ -1289,18 +1617,21 @@ static int run_common(int argc, char **argv, bool resume) {
         }
     }
     int rest = argc - optind;
-    if (resume && rest < 1) {
-        fprintf(stderr, "weir resume: missing session ID\n\n%s", resume_help);
+    int ids = resume && !last; /* the arguments before PROMPT: resume's ID */
+    if (resume && rest < ids) {
+        fprintf(stderr, "weir resume: missing session ID (or --last)\n\n%s", resume_help);
         return WEIR_EXIT_USAGE;
     }
-    if (rest > (resume ? 2 : 1)) {
+    if (rest > ids + 1) {
         fprintf(stderr, "weir %s: too many arguments (quote the prompt)\n",
                 resume ? "resume" : "run");
         return WEIR_EXIT_USAGE;
     }
-    const char *target = resume ? argv[optind] : session ? session : log;
-    weir_cli_target kind = resume ? WEIR_CLI_ID_OR_PATH : session ? WEIR_CLI_ID : WEIR_CLI_PATH;
-    const char *prompt = rest > (resume ? 1 : 0) ? argv[argc - 1] : NULL;
+    const char *target = resume ? (last ? NULL : argv[optind]) : session ? session : log;
+    weir_cli_target kind = resume ? (last ? WEIR_CLI_LAST : WEIR_CLI_ID_OR_PATH)
+                           : session ? WEIR_CLI_ID
+                                     : WEIR_CLI_PATH;
+    const char *prompt = rest > ids ? argv[argc - 1] : NULL;
     /* an empty message is refused before anything opens (a provider's API
      * refuses a request without one): a usage error writes nothing */
     if (prompt && blank(prompt)) {
@@ -1320,17 +1651,46 @@ static int run_common(int argc, char **argv, bool resume) {
         prompt = piped;
     }
 
+    char *owned[64] = {0}; /* --same-config: the recorded files made absolute */
+    char *at = NULL;       /* --same-config: the session's log, found as -c says */
+    if (same_config) {
+        int rc = same_config_files(&files, target, kind, &at, owned);
+        if (rc != WEIR_EXIT_OK) {
+            for (size_t i = 0; i < 64; i++)
+                free(owned[i]);
+            free(piped);
+            return rc;
+        }
+        target = at; /* the same log, under the deployment it recorded */
+        kind = WEIR_CLI_PATH;
+    }
     char *path = NULL;
     weir_host *host = NULL;
     int rc = weir_cli_session_host(&files, target, kind, resume ? "weir resume" : NULL, &path,
                                    &host);
+    free(at);
     if (rc != WEIR_EXIT_OK) {
+        for (size_t i = 0; i < 64; i++)
+            free(owned[i]);
         free(piped);
         return rc;
     }
     struct stat sb;
     bool existed = path && stat(path, &sb) == 0; /* else this run creates the log */
+    /* the deployment the session was created with (its session/start) */
+    json_t *was = path ? recorded_header(weir_host_config(host), host, path) : NULL;
+    json_t *header = NULL; /* this run's deployment: a new session records it */
+    if ((rc = weir_cli_session_header(&files, weir_host_config(host), &header)) != WEIR_EXIT_OK) {
+        for (size_t i = 0; i < 64; i++)
+            free(owned[i]);
+        json_decref(was);
+        weir_host_destroy(host);
+        free(path);
+        free(piped);
+        return rc;
+    }
     char *created = NULL;                        /* the log this run created */
+    char created_id[160] = "";                   /* and its session's id */
     const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
     st.color = !st.json && isatty(STDERR_FILENO) && !(nc && *nc) && !(term && !strcmp(term, "dumb"));
     st.default_used = weir_cli_default_used(&files);
@@ -1346,6 +1706,7 @@ static int run_common(int argc, char **argv, bool resume) {
     opts.session_file = path;
     opts.on_event = on_event;
     opts.user_data = &st;
+    opts.session_header = header;
     weir_agent *agent = NULL;
     weir_error err;
     weir_error_clear(&err);
@@ -1362,12 +1723,18 @@ static int run_common(int argc, char **argv, bool resume) {
             ticker_start(&st);
             pthread_mutex_unlock(&st.mu);
         }
-        if (!existed)
+        if (!existed) {
             created = strdup(weir_agent_log_path(agent));
+            snprintf(created_id, sizeof created_id, "%s", weir_agent_id(agent));
+        }
         if (!st.json) {
             weir_cli_say(NULL, NULL, "weir: session %s (%s)", weir_agent_id(agent),
                          weir_agent_log_path(agent));
             route_say(weir_host_config(host));
+            if (was) /* before the turn: what this deployment changes */
+                deployment_diff(weir_agent_id(agent), was, header);
+            if (existed && !prompt && isatty(STDIN_FILENO))
+                recap(&st, agent);
         } else { /* the live session event first, then what opening logged */
             json_t *ev = json_pack("{s:s, s:I, s:{s:s, s:s}}", "type", "session", "time",
                                    (json_int_t)wall_ms(), "data", "session_id",
@@ -1380,6 +1747,8 @@ static int run_common(int argc, char **argv, bool resume) {
             const json_t *e;
             json_array_foreach(held, i, e) print_json(e);
             json_decref(held);
+            if (was) /* on stderr, as off --json */
+                deployment_diff(weir_agent_id(agent), was, header);
         }
         /* a shared store's queued input (weir send) goes first, when this
          * run goes on to run turns (docs/fleet.md) */
@@ -1407,10 +1776,19 @@ static int run_common(int argc, char **argv, bool resume) {
     }
     weir_set_warn_handler(NULL, NULL);
     end_text_line(&st); /* the warnings still held, if any */
-    /* a log this run created and never wrote to (the send was refused) goes */
-    if (created && stat(created, &sb) == 0 && sb.st_size == 0)
-        unlink(created);
+    /* A session this run created in which nothing reached a model goes
+     * again: a refused prompt, a turn that failed before its first request
+     * (no provider, a hook's error), one cancelled before it.  A turn a
+     * plugin blocked stays: its decision is on record. */
+    if (created && !st.requested && !st.blocked && stat(created, &sb) == 0 &&
+        S_ISREG(sb.st_mode) && unlink(created) == 0 && !st.json)
+        weir_cli_say(NULL, NULL, "weir: session %s not kept: nothing reached the model",
+                     created_id);
     free(created);
+    for (size_t i = 0; i < 64; i++)
+        free(owned[i]);
+    json_decref(was);
+    json_decref(header);
     free(piped);
     json_decref(st.pending);
     json_decref(st.held);

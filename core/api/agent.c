@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "event_catalog.h"
 #include "host_int.h"
 
 /* ------------------------------------------------------------------------ */
@@ -131,6 +132,14 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
     if (nown && !own)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL,
                          "weir_agent_open: options.nhooks is %zu but hooks is NULL", nown);
+    const json_t *header =
+        opts && opts->struct_size >= offsetof(weir_agent_options, session_header) +
+                                         sizeof opts->session_header
+            ? opts->session_header
+            : NULL;
+    if (header && !json_is_object(header))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "weir_agent_open: options.session_header must be an object");
     const json_t *config = weir_host_config(host);
     const char *sid = opts ? opts->session_id : NULL;
     const char *file = opts ? opts->session_file : NULL;
@@ -217,6 +226,7 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
      * tool's re-run) once agent/created has made the hook chains final, so
      * the agent's own tools/pre-execute listeners see a re-run too. */
     bool resume_tools = false;
+    bool fresh = rc == WEIR_OK && weir__log_count(a->e.log) == 0;
     if (rc == WEIR_OK) {
         weir__log_set_checkpoint_every(
             a->e.log, (size_t)weir__json_int(json_object_get(config, "session"), "checkpoint_bytes", 0));
@@ -227,6 +237,10 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
     }
     if (rc == WEIR_OK && !resume_tools)
         rc = weir__log_repair(a->e.log, NULL, err);
+    /* a new session's first event: the header the embedder gave */
+    if (rc == WEIR_OK && fresh && header)
+        rc = weir__log_append(a->e.log, WEIR__SESSION_START_EVENT, header, NULL, NULL,
+                              WEIR_EVENT_IGNORABLE, NULL, err);
     if (rc == WEIR_OK) {
         a->e.turn = weir__log_last_turn(a->e.log);
         rc = weir__inbox_create(a->e.log, &a->e.inbox, err);
@@ -247,7 +261,7 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
         goto close_agent;
     /* agent/created (serial): a failing listener fails the open. */
     json_t *args = json_pack("{s:s, s:s}", "agent", a->e.id, "source",
-                             weir__log_count(a->e.log) > 0 ? "resume" : "startup");
+                             fresh ? "startup" : "resume");
     a->opening = true; /* plugins may add the agent's own listeners now */
     json_t *res = args ? weir__hook_invoke(a->e.hooks, "agent/created", a, &a->e.signal, args, NULL,
                                            NULL, err)

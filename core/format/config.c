@@ -32,6 +32,16 @@ static const char *const row_keys[] = {"id",     "plugin",       "config",   "di
                                        "budget_ms"};
 /* the fault policy keys (docs/config.md, docs/hooks.md): an overlay row sets them */
 static const char *const policy_keys[] = {"on_error", "max_failures", "budget_ms"};
+/* the keys of agent and session (docs/config.md): anything else is a typo */
+static const char *const agent_keys[] = {"provider",
+                                         "model",
+                                         "max_tokens",
+                                         "temperature",
+                                         "max_parallel_tool_calls",
+                                         "max_background_jobs",
+                                         "max_input_chars"};
+static const char *const session_keys[] = {"dir", "fsync", "store", "checkpoint_bytes",
+                                           "provenance"};
 #define KNOWN_TOP "agent, session, plugin_path, plugins, $schema, comment"
 #define KNOWN_ROW "id, plugin, config, disabled, before, after, on_error, max_failures, budget_ms"
 #define POLICY_MAX 86400000 /* max_failures and budget_ms */
@@ -349,6 +359,69 @@ static bool valid_id(const char *id) {
     return true;
 }
 
+/* The edit distance of `a` and `b` (insert, delete, replace, swap of two
+ * neighbours), or a number > `limit` once it exceeds it; keys are short. */
+static size_t edit_distance(const char *a, const char *b, size_t limit) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64)
+        return limit + 1;
+    size_t d[65][65];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        for (size_t j = 1; j <= lb; j++) {
+            size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    }
+    return d[la][lb];
+}
+
+const char *weir__config_suggest(const char *word, const char *const *list, size_t n) {
+    if (!word)
+        return NULL;
+    /* close: at most 2 edits, and fewer than a third of the word for short ones */
+    size_t len = strlen(word), limit = len < 6 ? 1 : 2, best = limit + 1;
+    const char *found = NULL;
+    for (size_t i = 0; i < n; i++) {
+        size_t dist = list[i] ? edit_distance(word, list[i], limit) : limit + 1;
+        if (dist < best) {
+            best = dist;
+            found = list[i];
+        }
+    }
+    return found;
+}
+
+/* Every key of the object `obj` at `p` is one of `list` (`known`: the list
+ * as text); an unknown one is an error naming it, with the closest key. */
+static int check_keys(const json_t *obj, const char *const *list, size_t n, const char *known,
+                      const char *file, const jpath *p, weir_error *err) {
+    const char *key;
+    const json_t *val;
+    json_object_foreach(unconst(obj), key, val) {
+        if (in_list(key, list, n))
+            continue;
+        const char *near = weir__config_suggest(key, list, n);
+        if (near)
+            return cfg_err(err, WEIR_E_CONFIG, file, p,
+                           "unknown key \"%.64s\"; did you mean \"%s\"? (known: %s)", key, near,
+                           known);
+        return cfg_err(err, WEIR_E_CONFIG, file, p, "unknown key \"%.64s\" (known: %s)", key,
+                       known);
+    }
+    return WEIR_OK;
+}
+
 /* The root is an object whose keys are all known. */
 static int check_top(const json_t *doc, const char *file, weir_error *err) {
     jpath p;
@@ -359,9 +432,16 @@ static int check_top(const json_t *doc, const char *file, weir_error *err) {
     const char *key;
     const json_t *val;
     json_object_foreach(unconst(doc), key, val) {
-        if (!in_list(key, top_keys, sizeof top_keys / sizeof top_keys[0]))
+        if (in_list(key, top_keys, sizeof top_keys / sizeof top_keys[0]))
+            continue;
+        const char *near = weir__config_suggest(key, top_keys, sizeof top_keys / sizeof top_keys[0]);
+        if (near)
             return cfg_err(err, WEIR_E_CONFIG, file, &p,
-                           "unknown top-level key \"%.64s\" (known: " KNOWN_TOP ")", key);
+                           "unknown top-level key \"%.64s\"; did you mean \"%s\"? (known: " KNOWN_TOP
+                           ")",
+                           key, near);
+        return cfg_err(err, WEIR_E_CONFIG, file, &p,
+                       "unknown top-level key \"%.64s\" (known: " KNOWN_TOP ")", key);
     }
     return WEIR_OK;
 }
@@ -392,7 +472,12 @@ static int want_count(const json_t *obj, const char *key, const char *file, jpat
 static int check_agent(const json_t *agent, const char *file, jpath *p, weir_error *err) {
     if (!json_is_object(agent))
         return type_err(err, file, p, "an object", agent);
-    int rc;
+    int rc = check_keys(agent, agent_keys, sizeof agent_keys / sizeof agent_keys[0],
+                        "provider, model, max_tokens, temperature, max_parallel_tool_calls, "
+                        "max_background_jobs, max_input_chars",
+                        file, p, err);
+    if (rc != WEIR_OK)
+        return rc;
     if ((rc = want_string(agent, "provider", file, p, err)) != WEIR_OK ||
         (rc = want_string(agent, "model", file, p, err)) != WEIR_OK ||
         (rc = want_count(agent, "max_tokens", file, p, err)) != WEIR_OK ||
@@ -406,7 +491,11 @@ static int check_session(const json_t *session, const char *file, jpath *p,
                          weir_error *err) {
     if (!json_is_object(session))
         return type_err(err, file, p, "an object", session);
-    int rc = want_string(session, "dir", file, p, err);
+    int rc = check_keys(session, session_keys, sizeof session_keys / sizeof session_keys[0],
+                        "dir, fsync, store, checkpoint_bytes, provenance", file, p, err);
+    if (rc != WEIR_OK)
+        return rc;
+    rc = want_string(session, "dir", file, p, err);
     if (rc != WEIR_OK)
         return rc;
     if ((rc = want_string(session, "fsync", file, p, err)) != WEIR_OK)

@@ -43,6 +43,13 @@ int weir__config_merge(json_t *base, json_t *over, const char *file, weir_error 
  * without `plugin` is accepted (an overlay may only change a config).
  * `config` is borrowed.
  */
+/*
+ * The word of `list` (n entries, borrowed) closest to `word`: at most one
+ * edit away for a word under 6 characters, else at most two (an edit
+ * inserts, deletes or replaces a character, or swaps two neighbours); NULL
+ * when none is that close.  For "did you mean" in config errors.
+ */
+const char *weir__config_suggest(const char *word, const char *const *list, size_t n);
 int weir__config_validate(const json_t *config, const char *file, weir_error *err);
 
 #endif

@@ -67,6 +67,13 @@ const weir__event_def weir__event_catalog[] = {
      "outcome?:\"canceled\"|\"held\"}",
      "The durable inbox changed: queued input was inserted or removed."},
     /* --- durable, written "ignorable":true ------------------------------ */
+    {"session/start", WEIR__EVENT_IGNORABLE,
+     "{deployment?:{files:[string], config_hash}, cwd?, ...}",
+     "A new session's first event: the header its embedder gave "
+     "(weir_agent_options.session_header). `weir run` records the deployment (the -c files "
+     "as given, [] for the built-in one, and `config_hash`, a hash of the composed config "
+     "with its secrets redacted) and the working directory; `weir sessions` shows them and "
+     "`weir resume` compares them (docs/session-log.md, \"The session header\")."},
     {"log/checkpoint", WEIR__EVENT_IGNORABLE,
      "{events, turns, usage?:{input_tokens, cache_read_tokens, cache_write_tokens, "
      "output_tokens}, cost?:{usd}}",

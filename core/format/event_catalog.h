@@ -22,6 +22,9 @@ typedef struct weir__event_def {
     const char *summary; /* one line: when it happens */
 } weir__event_def;
 
+/* A new session's first event: the embedder's session header (ignorable). */
+#define WEIR__SESSION_START_EVENT "session/start"
+
 /* The catalog, in documentation order.  Static, thread-safe. */
 extern const weir__event_def weir__event_catalog[];
 extern const size_t weir__event_catalog_len;

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "event_catalog.h"
 #include "log_stream.h"
 #include "session_log.h"
 #include "tally.h"
@@ -220,9 +221,9 @@ int weir__log_summary_fd(int fd, const char *what, json_t **out, weir_error *err
         return io_err(&s, "stat");
     s.size = (uint64_t)st.st_size;
     weir__tally t = {0};
-    json_t *prompt = NULL;
+    json_t *prompt = NULL, *header = NULL;
     int rc = WEIR_OK;
-    /* the head: seq 0 first, the first prompt */
+    /* the head: seq 0 first (a session/start: the header), the first prompt */
     uint64_t at;
     bool more = true;
     weir__log_stream r;
@@ -246,6 +247,10 @@ int weir__log_summary_fd(int fd, const char *what, json_t **out, weir_error *err
             rc = weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL,
                            "session log %s: not a weir session log (its first event is not "
                            "seq 0)", s.what);
+        if (rc == WEIR_OK && i == 0 &&
+            strcmp(weir__json_str(ev, "type", ""), WEIR__SESSION_START_EVENT) == 0 &&
+            json_is_object(json_object_get(ev, "data")))
+            header = json_incref(json_object_get(ev, "data"));
         const char *p = ev ? prompt_of(ev) : NULL;
         if (rc == WEIR_OK && p && !(prompt = cut(p)))
             rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
@@ -295,11 +300,13 @@ int weir__log_summary_fd(int fd, const char *what, json_t **out, weir_error *err
                json_object_set_new(o, "last_time", json_integer(t.last_time)) != 0) ||
               json_object_set_new(o, "checkpoint", found ? json_integer((json_int_t)from)
                                                          : json_null()) != 0 ||
-              (prompt && json_object_set(o, "first_prompt", prompt) != 0))) {
+              (prompt && json_object_set(o, "first_prompt", prompt) != 0) ||
+              (header && json_object_set(o, "header", header) != 0))) {
         json_decref(o);
         o = NULL;
     }
     json_decref(prompt);
+    json_decref(header);
     if (rc == WEIR_OK && !o)
         rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
     *out = o;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "event_catalog.h"
 #include "host_int.h"
 #include "idmap.h"
@@ -451,6 +452,34 @@ static int check_required(weir_host *h, weir_error *err) {
     return WEIR_OK;
 }
 
+/* agent.provider, when the deployment sets it, names a row that registered a
+ * provider: else a load error with the closest row and every provider row. */
+static int check_agent_provider(const weir_host *h, weir_error *err) {
+    const char *want = weir__json_str(json_object_get(h->config, "agent"), "provider", NULL);
+    if (!want || weir__host_provider(h, want))
+        return WEIR_OK;
+    const char **ids = weir__calloc(h->nproviders + 1, sizeof *ids);
+    if (!ids)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    char rows[256] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < h->nproviders; i++) {
+        ids[i] = h->providers[i].id;
+        if (len < sizeof rows)
+            len += (size_t)snprintf(rows + len, sizeof rows - len, "%s%s", i ? ", " : "",
+                                    ids[i]);
+    }
+    const char *near = weir__config_suggest(want, ids, h->nproviders);
+    int rc = weir__err(err, WEIR_E_CONFIG, NULL, NULL,
+                       "agent.provider '%s': no plugin row with that id registered a provider%s%s%s "
+                       "(%s%s)",
+                       want, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "",
+                       h->nproviders ? "provider rows: " : "the deployment has no provider row",
+                       rows);
+    weir__free(ids);
+    return rc;
+}
+
 int weir__host_create(const json_t *config, const weir__host_wiring *wiring, weir_host **out,
                       weir_error *err) {
     if (!config || !out || !wiring)
@@ -497,6 +526,8 @@ int weir__host_create(const json_t *config, const weir__host_wiring *wiring, wei
     load_cache_free(&lc);
     if (rc == WEIR_OK)
         rc = check_required(h, err);
+    if (rc == WEIR_OK)
+        rc = check_agent_provider(h, err);
     if (rc == WEIR_OK) {
         const char **ids = weir__calloc(h->nplugins + 1, sizeof *ids);
         if (!ids)

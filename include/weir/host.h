@@ -289,10 +289,18 @@ typedef struct weir_agent_options {
     const weir_agent_hook *hooks; /* this agent's own listeners (copied), or NULL */
     size_t nhooks;
     weir_wake_fn on_wake;     /* may be NULL (a struct_size without it: NULL) */
+    /* The session header (ABI 1.11): when the open creates the session (its
+     * log has no event yet), its first event is the ignorable
+     * `session/start` with a copy of this object as its data (docs/
+     * session-log.md, "The session header"); `weir run` records the
+     * deployment and the working directory in it.  Borrowed for the call;
+     * NULL (or a struct_size without it): no header.  Not an object:
+     * WEIR_E_INVAL.  Never put secrets in it. */
+    const json_t *session_header;
 } weir_agent_options;
 
 #define WEIR_AGENT_OPTIONS_INIT \
-    {sizeof(weir_agent_options), NULL, NULL, NULL, NULL, NULL, 0, NULL}
+    {sizeof(weir_agent_options), NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL}
 
 /** Input ids an open agent accepts (new ones; resubmissions are acknowledged). Since: 0.1 */
 #define WEIR_MAX_INPUT_IDS 2000
@@ -592,7 +600,8 @@ WEIR_API int weir_log_each(const char *path, weir_log_event_fn fn, void *user_da
  * log --check` reads them).  A torn last line is left out.  Takes no lock.
  * @param summary  receives a new reference {events, turns, open, last_time?
  *                 (absent for a log of no events),
- *                 first_prompt? (at most 1 KiB), usage?: {input_tokens,
+ *                 first_prompt? (at most 1 KiB), header? (the data of
+ *                 the session/start event at seq 0, ABI 1.11), usage?: {input_tokens,
  *                 cache_read_tokens, cache_write_tokens, output_tokens},
  *                 cost?: {usd} (only when every call with usage was priced),
  *                 checkpoint: the byte offset of the checkpoint it started

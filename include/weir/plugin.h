@@ -61,6 +61,9 @@
  *        from the session's last log/checkpoint, reading the surface, the
  *        kept events and the tail, not every event.  weir_log_each
  *        (weir/host.h): a log file's events handed over one at a time.
+ *   1.11 weir_agent_options.session_header (weir/host.h): a new session's
+ *        first event, the ignorable session/start (the deployment that
+ *        created it); weir_log_summary gives it as `header`.
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H

@@ -62,10 +62,33 @@ env -u HOME -u WEIR_SESSION_DIR "$WEIR" config -c "$TMP/own.json" 2>&1 | grep -q
 [ $? -eq 1 ] || fail "no provider: want exit 1"
 grep -q '^weir: hint: .*no provider row.*-c default -c FILE' "$TMP/err" ||
     fail "no provider hint: $(cat "$TMP/err")"
+# ... and leaves no session behind: nothing reached a model (issue #37 item 15)
+ls "$WEIR_SESSION_DIR" | grep -v '^nosession.jsonl$' | grep -v '^over.jsonl$' >"$TMP/left"
+[ -s "$TMP/left" ] && fail "a session with no model request is kept: $(cat "$TMP/left")"
+# an unknown agent.provider is a load error (exit 3), with a "did you mean"
+# and the provider rows, before any session exists (issue #37 item 8)
 echo '{"agent": {"provider": "nosuch"}}' >"$TMP/nosuch.json"
-"$WEIR" run -c "$TMP/nosuch.json" -c "$TMP/nosession.json" -c "$TMP/nosuch.json" hi >/dev/null 2>"$TMP/err"
-grep -q "^weir: turn failed: UNKNOWN: unknown provider 'nosuch'" "$TMP/err" &&
-    grep -q '^weir: hint: .*-c default -c FILE' "$TMP/err" || fail "unknown provider hint: $(cat "$TMP/err")"
+"$WEIR" run -c "$TMP/nosuch.json" -c "$TMP/nosession.json" -c "$TMP/nosuch.json" -s nosuch hi >/dev/null 2>"$TMP/err"
+rc=$?
+[ $rc -eq 3 ] || fail "unknown provider: want exit 3, got $rc"
+grep -qx "weir: load: agent.provider 'nosuch': no plugin row with that id registered a provider (provider rows: s)" "$TMP/err" ||
+    fail "unknown provider error: $(cat "$TMP/err")"
+echo '{"agent": {"provider": "scriptd"}}' >"$TMP/typo-provider.json"
+"$WEIR" run -c default -c "$TMP/typo-provider.json" -s typoprov hi >/dev/null 2>"$TMP/err"
+rc=$?
+[ $rc -eq 3 ] || fail "misspelt provider: want exit 3, got $rc"
+grep -q "^weir: load: agent.provider 'scriptd': .*; did you mean 'scripted'? (provider rows: scripted)\$" "$TMP/err" ||
+    fail "misspelt provider: no did you mean: $(cat "$TMP/err")"
+[ -e "$WEIR_SESSION_DIR/nosuch.jsonl" ] || [ -e "$WEIR_SESSION_DIR/typoprov.jsonl" ] &&
+    fail "a load error left a session behind"
+# a typo in agent or session is a load error naming the file and the key
+echo '{"agent": {"max_token": 100}}' >"$TMP/typo.json"
+"$WEIR" run -c default -c "$TMP/typo.json" -s typo hi >/dev/null 2>"$TMP/err"
+rc=$?
+[ $rc -eq 3 ] || fail "agent.max_token: want exit 3, got $rc"
+grep -q "^weir: config $TMP/typo.json: \$.agent: unknown key \"max_token\"; did you mean \"max_tokens\"?" "$TMP/err" ||
+    fail "agent.max_token: $(cat "$TMP/err")"
+[ -e "$WEIR_SESSION_DIR/typo.jsonl" ] && fail "a config error left a session behind"
 
 # redaction (item 3): the default deployment's key, and --show-secrets
 OPENAI_API_KEY=sk-secret-value "$WEIR" config >"$TMP/out" 2>&1 || fail "config with a key"

@@ -16,7 +16,7 @@ types() { sed 's/^{\("seq":[0-9]*,"time":[0-9]*,\)\{0,1\}"type":"\([^"]*\)".*/\2
 # durable events: the log envelopes, in the lifecycle's order (hook/decision:
 # the default deployment's system prompt rewrites the assembly, docs/hooks.md)
 grep '^{"seq":' "$TMP/out" | types | tr '\n' ' ' >"$TMP/durable"
-want="agent/inbox/spliced turn/start agent/inbox/spliced hook/decision step/start system/message user/message \
+want="session/start agent/inbox/spliced turn/start agent/inbox/spliced hook/decision step/start system/message user/message \
 request/header request/context assistant/message tool/call tool/result step/end step/start \
 assistant/message step/end turn/end "
 [ "$(cat "$TMP/durable")" = "$want" ] || fail "durable order:
@@ -25,7 +25,7 @@ assistant/message step/end turn/end "
 
 # every event, consecutive repeats collapsed (stream frames)
 types "$TMP/out" | uniq | tr '\n' ' ' >"$TMP/all"
-want="session agent/inbox/spliced agent/inbox/inserted agent/status turn/start agent/inbox/spliced \
+want="session session/start agent/inbox/spliced agent/inbox/inserted agent/status turn/start agent/inbox/spliced \
 agent/inbox/claimed hook/decision step/start system/message user/message request/header request/context \
 agent/assistant-stream assistant/message agent/assistant-stream tool/call tool/result step/end \
 step/start agent/assistant-stream assistant/message agent/assistant-stream step/end turn/end \
@@ -46,7 +46,10 @@ grep -q '"type":"tool/result","data":{"turn":1,"step":1,"message":{"role":"tool"
     fail "tool/result carries data.message"
 # seq is contiguous from 0
 seqs=$(grep -o '^{"seq":[0-9]*' "$TMP/out" | sed 's/.*://' | tr '\n' ' ')
-[ "$seqs" = "0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 " ] || fail "seqs: $seqs"
+[ "$seqs" = "0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 " ] || fail "seqs: $seqs"
+# a new session's header: the deployment it was created with (issue #37)
+grep -q '^{"seq":0,"time":[0-9]*,"type":"session/start","data":{"deployment":{"files":\[\],"config_hash":"fnv1a64:[0-9a-f]*",.*"cwd":"[^"]*"},"ignorable":true}$' "$TMP/out" ||
+    fail "no session/start header: $(head -n 2 "$TMP/out")"
 # stderr holds only the notice
 [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "stderr: $(cat "$TMP/err")"
 

@@ -184,5 +184,41 @@ rm -f "$TMP/raw" # each block its own terminal output: ready never reads the las
 grep -q '^weir: session slow ' "$TMP/out" && [ "$(grep -c '^weir: session slow ' "$TMP/out")" -eq 2 ] ||
     fail "the REPL quit early: $(cat "$TMP/out")"
 
+# --- resume shows the conversation so far (issue #37 item 6) ----------------------
+# `weir resume ID` and `weir resume --last` on a terminal: the last prompts and
+# their answers, one compact line each, before the first prompt
+term() {
+    timeout 60 script -qec "exec \"$WEIR\" $*" /dev/null >"$TMP/raw" 2>&1
+    rc=$?
+    tr -d '\r' <"$TMP/raw" | sed "s/$(printf '\033')\\[[0-9]*[KCD]//g" >"$TMP/out"
+    return $rc
+}
+for how in "resume r1" "resume --last"; do
+    [ "$how" = "resume --last" ] && touch "$WEIR_SESSION_DIR/r1.jsonl" &&
+        "$WEIR" run -s r1 "2 to the power 5?" >/dev/null 2>&1 # r1 is the newest again
+    rm -f "$TMP/raw"
+    {
+        ready
+        printf '/quit\n'
+    } | NO_COLOR=1 term "$how"
+    rc=$?
+    [ $rc -eq 0 ] || fail "$how: exit $rc: $(cat "$TMP/out")"
+    grep -q '^weir: the conversation so far (the last [23] prompts; `weir log r1` prints it all):$' "$TMP/out" ||
+        fail "$how: no recap: $(cat "$TMP/out")"
+    grep -q '^  user: and again, 2 to the power 10?$' "$TMP/out" || fail "$how: the last prompt: $(cat "$TMP/out")"
+    grep -q '^  assistant -> pow {"x":2,"y":10}$' "$TMP/out" || fail "$how: the tool call: $(cat "$TMP/out")"
+    grep -q '^  assistant: 2 to the power 10 is 1024\.$' "$TMP/out" || fail "$how: the answer: $(cat "$TMP/out")"
+    # the recap comes before the prompt
+    awk '/^weir: the conversation so far/ {r = NR} /^> / && !p {p = NR} END {exit !(r && p && r < p)}' \
+        "$TMP/out" || fail "$how: the recap is not before the prompt: $(cat "$TMP/out")"
+done
+# a new session has nothing to recap
+rm -f "$TMP/raw"
+{
+    ready
+    printf '/quit\n'
+} | NO_COLOR=1 repl -s fresh
+grep -q 'the conversation so far' "$TMP/out" && fail "a new session shows a recap: $(cat "$TMP/out")"
+
 [ $FAILURES -eq 0 ] && echo "cli_repl: ok"
 exit $FAILURES

@@ -401,8 +401,8 @@ static void test_var_value_must_be_utf8(void **state) {
 static void test_unknown_top_level_key(void **state) {
     (void)state;
     expect_error(WEIR_E_CONFIG,
-                 "config unknown-key.json: $: unknown top-level key \"plugin\" (known: agent, "
-                 "session, plugin_path, plugins, $schema, comment)",
+                 "config unknown-key.json: $: unknown top-level key \"plugin\"; did you mean "
+                 "\"plugins\"? (known: agent, session, plugin_path, plugins, $schema, comment)",
                  "unknown-key.json", NULL);
 }
 
@@ -546,6 +546,59 @@ static int compose_text(const char *dir, const char *name, const char *text, jso
     snprintf(path, sizeof path, "%s/%s", dir, name);
     assert_int_equal(wt_write_file(path, text), 0);
     return compose(out, err, "base.json", path, NULL);
+}
+
+/* agent and session take only their documented keys, as plugin rows do: a
+ * typo is a load error naming the file and the key, with the closest key. */
+static void test_agent_and_session_keys_are_checked(void **state) {
+    (void)state;
+    char *dir = wt_tmpdir("config");
+    assert_non_null(dir);
+    json_t *cfg = (json_t *)1;
+    weir_error err;
+    assert_int_equal(compose_text(dir, "typo.json", "{\"agent\":{\"max_token\":100}}", &cfg, &err),
+                     WEIR_E_CONFIG);
+    assert_null(cfg);
+    char want[1024];
+    snprintf(want, sizeof want,
+             "config %s/typo.json: $.agent: unknown key \"max_token\"; did you mean "
+             "\"max_tokens\"? (known: provider, model, max_tokens, temperature, "
+             "max_parallel_tool_calls, max_background_jobs, max_input_chars)",
+             dir);
+    assert_string_equal(err.text, want);
+    assert_int_equal(compose_text(dir, "far.json", "{\"agent\":{\"colour\":\"red\"}}", &cfg, &err),
+                     WEIR_E_CONFIG);
+    snprintf(want, sizeof want,
+             "config %s/far.json: $.agent: unknown key \"colour\" (known: provider, model, "
+             "max_tokens, temperature, max_parallel_tool_calls, max_background_jobs, "
+             "max_input_chars)",
+             dir);
+    assert_string_equal(err.text, want);
+    assert_int_equal(compose_text(dir, "sess.json", "{\"session\":{\"fysnc\":\"none\"}}", &cfg,
+                                  &err),
+                     WEIR_E_CONFIG);
+    snprintf(want, sizeof want,
+             "config %s/sess.json: $.session: unknown key \"fysnc\"; did you mean \"fsync\"? "
+             "(known: dir, fsync, store, checkpoint_bytes, provenance)",
+             dir);
+    assert_string_equal(err.text, want);
+    /* every documented key is taken */
+    assert_int_equal(
+        compose_text(dir, "all.json",
+                     "{\"agent\":{\"provider\":\"p\",\"model\":\"m\",\"max_tokens\":1,"
+                     "\"temperature\":0.5,\"max_parallel_tool_calls\":2,"
+                     "\"max_background_jobs\":3,\"max_input_chars\":4},\"session\":{\"dir\":"
+                     "\"/tmp\",\"fsync\":\"none\",\"store\":\"file\",\"checkpoint_bytes\":5,"
+                     "\"provenance\":\"all\"}}",
+                     &cfg, &err),
+        WEIR_OK);
+    json_decref(cfg);
+    assert_string_equal(weir__config_suggest("max_token", (const char *const[]){"model", "max_tokens"}, 2),
+                        "max_tokens");
+    assert_null(weir__config_suggest("x", (const char *const[]){"model"}, 1));
+    assert_null(weir__config_suggest(NULL, (const char *const[]){"model"}, 1));
+    wt_rmtree(dir);
+    free(dir);
 }
 
 static char *nested(size_t depth) {
@@ -785,6 +838,7 @@ int main(void) {
         cmocka_unit_test_setup(test_expand_reports_bad_references_directly, setup_dir),
         cmocka_unit_test_setup(test_var_value_must_be_utf8, setup_dir),
         cmocka_unit_test_setup(test_unknown_top_level_key, setup_dir),
+        cmocka_unit_test_setup(test_agent_and_session_keys_are_checked, setup_dir),
         cmocka_unit_test_setup(test_parse_error_gives_line_and_column, setup_dir),
         cmocka_unit_test_setup(test_duplicate_keys_rejected, setup_dir),
         cmocka_unit_test_setup(test_missing_file_is_io_error, setup_dir),

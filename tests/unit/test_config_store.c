@@ -90,8 +90,7 @@ static void agent_uses_the_memory_store(void **state) {
     fixture *f = *state;
     char sessions[sizeof f->file + 16];
     snprintf(sessions, sizeof sessions, "%s/sessions", f->dir);
-    json_t *cfg = json_pack("{s:{s:s,s:s}, s:{s:s,s:s}, s:[], s:[]}", "agent", "provider", "p",
-                            "model", "m", "session", "dir", sessions, "store", "memory",
+    json_t *cfg = json_pack("{s:{s:s}, s:{s:s,s:s}, s:[], s:[]}", "agent", "model", "m", "session", "dir", sessions, "store", "memory",
                             "plugin_path", "plugins");
     weir_host *host = NULL;
     weir_error err;
@@ -133,8 +132,7 @@ static void agent_uses_the_memory_store(void **state) {
 
 static void agent_refuses_a_row_without_a_store(void **state) {
     (void)state;
-    json_t *cfg = json_pack("{s:{s:s,s:s}, s:{s:s,s:s}, s:[], s:[]}", "agent", "provider", "p",
-                            "model", "m", "session", "dir", "/nonexistent", "store", "pg",
+    json_t *cfg = json_pack("{s:{s:s}, s:{s:s,s:s}, s:[], s:[]}", "agent", "model", "m", "session", "dir", "/nonexistent", "store", "pg",
                             "plugin_path", "plugins");
     weir_host *host = NULL;
     weir_error err;
@@ -150,6 +148,72 @@ static void agent_refuses_a_row_without_a_store(void **state) {
     json_decref(cfg);
 }
 
+/* The session header (weir_agent_options.session_header): a new session's
+ * first event is the ignorable session/start with a copy of it, in the file
+ * store and the memory store alike; a resume adds none; the reader checks
+ * the log ok, weir_log_summary gives it as `header`; a header that is not an
+ * object is refused. */
+static void a_new_session_starts_with_its_header(void **state) {
+    fixture *f = *state;
+    char sessions[sizeof f->file + 16];
+    snprintf(sessions, sizeof sessions, "%s/sessions", f->dir);
+    json_t *header = json_pack("{s:{s:[s], s:s}, s:s}", "deployment", "files", "a.json",
+                               "config_hash", "fnv1a64:0123456789abcdef", "cwd", "/somewhere");
+    json_t *other = json_pack("{s:s}", "cwd", "/elsewhere");
+    for (int memory = 0; memory < 2; memory++) {
+        json_t *cfg = json_pack("{s:{s:s}, s:{s:s,s:s}, s:[], s:[]}", "agent", "model", "m",
+                                "session", "dir", sessions, "store", memory ? "memory" : "file",
+                                "plugin_path", "plugins");
+        weir_host *host = NULL;
+        weir_error err;
+        if (weir_host_create(cfg, &host, &err) != WEIR_OK)
+            fail_msg("host: %s", err.text);
+        weir_agent_options opts = WEIR_AGENT_OPTIONS_INIT;
+        opts.session_id = "hdr";
+        json_t *bad = json_string("x");
+        opts.session_header = bad;
+        weir_agent *a = NULL;
+        assert_int_equal(weir_agent_open(host, &opts, &a, &err), WEIR_E_INVAL);
+        assert_non_null(strstr(err.text, "session_header must be an object"));
+        json_decref(bad);
+        opts.session_header = header;
+        if (weir_agent_open(host, &opts, &a, &err) != WEIR_OK)
+            fail_msg("open: %s", err.text);
+        weir_agent_close(a);
+        opts.session_header = other; /* a resume: no second header */
+        if (weir_agent_open(host, &opts, &a, &err) != WEIR_OK)
+            fail_msg("reopen: %s", err.text);
+        weir_agent_close(a);
+        json_t *events = NULL, *report = NULL;
+        if (memory) {
+            assert_int_equal(weir_host_log_events(host, "hdr", &events, &err), WEIR_OK);
+            assert_int_equal(weir_host_log_check(host, "hdr", &report, &err), WEIR_OK);
+        } else {
+            char path[sizeof sessions + 16];
+            snprintf(path, sizeof path, "%s/hdr.jsonl", sessions);
+            assert_int_equal(weir_log_events(path, &events, &err), WEIR_OK);
+            assert_int_equal(weir_log_check(path, &report, &err), WEIR_OK);
+            json_t *sum = NULL;
+            assert_int_equal(weir_log_summary(path, &sum, &err), WEIR_OK);
+            assert_true(json_equal(json_object_get(sum, "header"), header));
+            json_decref(sum);
+        }
+        assert_true(json_is_true(json_object_get(report, "ok")));
+        json_decref(report);
+        assert_int_equal(json_array_size(events), 1);
+        const json_t *first = json_array_get(events, 0);
+        assert_string_equal(json_string_value(json_object_get(first, "type")), "session/start");
+        assert_int_equal(json_integer_value(json_object_get(first, "seq")), 0);
+        assert_true(json_is_true(json_object_get(first, "ignorable")));
+        assert_true(json_equal(json_object_get(first, "data"), header));
+        json_decref(events);
+        weir_host_destroy(host);
+        json_decref(cfg);
+    }
+    json_decref(other);
+    json_decref(header);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(unknown_row_is_refused, setup, teardown),
@@ -157,6 +221,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(builtin_names_are_accepted, setup, teardown),
         cmocka_unit_test_setup_teardown(agent_uses_the_memory_store, setup, teardown),
         cmocka_unit_test_setup_teardown(agent_refuses_a_row_without_a_store, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_new_session_starts_with_its_header, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

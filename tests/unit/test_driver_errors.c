@@ -632,10 +632,31 @@ static void idempotent_call_cut_three_times_is_interrupted(void **state) {
     free(rec);
 }
 
+/* agent/request routes the call to a provider no row registered. */
+static json_t *route_to_nope(weir_call *call, const json_t *args, void *ud) {
+    (void)args;
+    (void)ud;
+    json_t *c = weir_host_api()->next(call);
+    if (!c)
+        return c;
+    json_t *out = json_deep_copy(c);
+    json_decref(c);
+    json_object_set_new(out, "provider", json_string("nope"));
+    return out;
+}
+
+/* A route chosen at turn time (agent/request) that names no provider row
+ * fails the turn, naming it (agent.provider itself is checked at load). */
 static void unknown_provider_ends_turn_naming_it(void **state) {
     (void)state;
     dh d;
-    dh_setup(&d, "[]", "{\"provider\":\"nope\"}");
+    dh_setup(&d, "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":"
+             "{\"replies\":[{\"text\":\"unused\"}]}}]",
+             NULL);
+    weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
+    weir_agent_hook h = {"agent/request", route_to_nope, &o};
+    d.hooks = &h;
+    d.nhooks = 1;
     dh_open(&d, "noprovider");
     dh_send(&d, "hello", WEIR_SEND_FOLLOWUP);
     dh_run(&d);
@@ -646,6 +667,37 @@ static void unknown_provider_ends_turn_naming_it(void **state) {
     /* cancellation-free failure before admission commits no user message */
     assert_int_equal(dh_count(&d, "user/message"), 0);
     dh_teardown(&d);
+}
+
+/* agent.provider naming no provider row is a load error: WEIR_E_CONFIG with
+ * the closest row and the provider rows, before any session exists. */
+static void unknown_agent_provider_is_a_load_error(void **state) {
+    (void)state;
+    char *dir = wt_tmpdir("noprov");
+    assert_non_null(dir);
+    json_t *cfg = json_pack("{s:{s:s, s:s}, s:{s:s}, s:[s], s:[{s:s, s:s, s:{s:s}}, "
+                            "{s:s, s:s, s:{s:s}}]}",
+                            "agent", "provider", "scriptd", "model", "demo", "session", "dir", dir,
+                            "plugin_path", wt_env("WEIR_TEST_PLUGIN_DIR"), "plugins", "id",
+                            "scripted", "plugin", "provider-scripted", "config", "script",
+                            "builtin:demo", "id", "other", "plugin", "provider-scripted", "config",
+                            "script", "builtin:demo");
+    assert_non_null(cfg);
+    weir_host *host = (weir_host *)1;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_host_create(cfg, &host, &err), WEIR_E_CONFIG);
+    assert_null(host);
+    assert_string_equal(err.text, "agent.provider 'scriptd': no plugin row with that id "
+                                  "registered a provider; did you mean 'scripted'? (provider "
+                                  "rows: scripted, other)");
+    /* far from every row: no suggestion, the rows still listed */
+    json_object_set_new(json_object_get(cfg, "agent"), "provider", json_string("zzzz"));
+    assert_int_equal(weir_host_create(cfg, &host, &err), WEIR_E_CONFIG);
+    assert_string_equal(err.text, "agent.provider 'zzzz': no plugin row with that id registered "
+                                  "a provider (provider rows: scripted, other)");
+    json_decref(cfg);
+    free(dir);
 }
 
 int main(void) {
@@ -665,6 +717,7 @@ int main(void) {
         cmocka_unit_test(idempotent_call_cut_three_times_is_interrupted),
         cmocka_unit_test(resume_survives_one_failed_allocation),
         cmocka_unit_test(unknown_provider_ends_turn_naming_it),
+        cmocka_unit_test(unknown_agent_provider_is_a_load_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
