@@ -64,6 +64,11 @@
  *   1.11 weir_agent_options.session_header (weir/host.h): a new session's
  *        first event, the ignorable session/start (the deployment that
  *        created it); weir_log_summary gives it as `header`.
+ *        weir_set_warn_handler (weir/host.h): an embedder takes weir's
+ *        warning lines (weir run prints them at a line boundary).
+ *        WEIR_PLUGIN_HEADER_MIN(minor): a plugin stamps the oldest minor it
+ *        needs.  weir_failure_from_http's failure carries host and
+ *        rate_limit, and the attempt's log record data.http (no new member).
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H
