@@ -1071,6 +1071,34 @@ static int stream_attempt(turn_ctx *t, attempt_ctx *ac, const json_t *config, bo
 }
 
 /*
+ * The mark a kept interrupted answer leaves for the model: a user/message
+ * right after it, {role:"user", content:[text], id, source:{kind:
+ * "interrupt", cause}}, so that the next request shows the answer was cut
+ * off and by whom (as Claude Code's "[Request interrupted by user]").  It
+ * is logged, so every later request still derives from the log.
+ */
+static int note_interrupted(turn_ctx *t) {
+    const char *cause = weir__signal_cause(&t->eng->signal);
+    char text[256], idbuf[64];
+    if (!strcmp(cause, "user"))
+        snprintf(text, sizeof text,
+                 "[The user interrupted the answer above: it stops where they cancelled it.]");
+    else
+        snprintf(text, sizeof text,
+                 "[The answer above was interrupted (cancel cause: %s): it stops there.]", cause);
+    json_t *op = json_string("append");
+    json_t *data = json_pack("{s:i, s:i, s:{s:s, s:[{s:s, s:s}], s:s, s:{s:s, s:s}}}", "turn",
+                             t->turn, "step", t->step, "message", "role", "user", "content",
+                             "type", "text", "text", text, "id",
+                             weir__random_id(idbuf, sizeof idbuf, "interrupt"), "source", "kind",
+                             "interrupt", "cause", cause);
+    int rc = op ? log_event(t, "user/message", data, op, NULL, NULL)
+                : (json_decref(data), weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "oom"));
+    json_decref(op);
+    return rc;
+}
+
+/*
  * Settle one streamed attempt: interrupted prefix or attempt on cancel;
  * assistant/attempt + agent/request-error on failure; assistant/message on
  * success (then *calls is new and *max_tokens set).
@@ -1110,6 +1138,8 @@ static int conclude_attempt(turn_ctx *t, attempt_ctx *ac, const char *provider,
             if (data && m.usage)
                 json_object_set(data, "usage", m.usage);
             rc = settle(t, ac, "assistant/message", data);
+            if (rc == WEIR_OK)
+                rc = note_interrupted(t);
         } else {
             json_t *f = weir__failure_new(provider, "ABORTED", "cancelled: %s",
                                           weir__signal_cause(&eng->signal));
