@@ -904,8 +904,21 @@ static int on_job(weir_generation_tracker *t, const char *type, const json_t *da
         ok = !t->gen.open ||
              json_object_set_new(ev, "generation_id", json_string(t->gen.id)) == 0;
     } else if (ok) {
-        const json_t *e = json_object_get(json_object_get(data, "result"), "error");
+        const json_t *result = json_object_get(data, "result");
+        const json_t *e = json_object_get(result, "error");
         const char *cause = weir__json_str(data, "cause", NULL);
+        /* the error's own words, else the result's text the model is
+         * given (a job a crash cut has only a code) */
+        const char *emsg = weir__json_str(e, "reason", NULL);
+        if (!emsg || !*emsg)
+            emsg = weir__json_str(e, "message", NULL);
+        if (!emsg || !*emsg)
+            emsg = weir__json_str(json_array_get(json_object_get(result, "content"), 0), "text",
+                                  NULL);
+        if (emsg && !strncmp(emsg, "Error: ", 7))
+            emsg += 7;
+        if (!emsg || !*emsg)
+            emsg = "the background job failed";
         ok = json_object_set_new(ev, "outcome",
                                  json_string(!strcmp(kind, "returned") ? "tool_report" : kind)) ==
                  0 &&
@@ -913,8 +926,7 @@ static int on_job(weir_generation_tracker *t, const char *type, const json_t *da
              (strcmp(kind, "failed") ||
               (json_object_set_new(ev, "error_type",
                                    json_string(weir__json_str(e, "code", "TOOL_ERROR"))) == 0 &&
-               json_object_set_new(ev, "error_message",
-                                   json_string(weir__json_str(e, "reason", ""))) == 0)) &&
+               json_object_set_new(ev, "error_message", json_string(emsg)) == 0)) &&
              (!cause || json_object_set_new(ev, "cause", json_string(cause)) == 0) &&
              (!json_is_false(json_object_get(data, "delivered")) ||
               json_object_set_new(ev, "delivered", json_false()) == 0);
