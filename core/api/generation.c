@@ -961,6 +961,21 @@ static int on_steering(weir_generation_tracker *t, const char *what, const json_
         }
         return emit(t, "input.unknown", ev);
     }
+    if (!strcmp(what, "discarded")) { /* agent/pre-step let none of it enter */
+        long i = open ? find_id(t->gen.accepted, id) : -1;
+        if (i >= 0)
+            json_array_remove(t->gen.accepted, (size_t)i);
+        char sbuf[256];
+        json_t *ev = json_pack("{s:s, s:s, s:s}", "input_id", id, "source",
+                               source_of(json_object_get(data, "message"), sbuf, sizeof sbuf),
+                               "reason", weir__json_str(data, "reason", "pre-step"));
+        if (ev && open &&
+            json_object_set_new(ev, "generation_id", json_string(t->gen.id)) != 0) {
+            json_decref(ev);
+            ev = NULL;
+        }
+        return emit(t, "input.discarded", ev);
+    }
     if (!strcmp(what, "refused")) { /* queued now: no longer natively accepted */
         long i = open ? find_id(t->gen.accepted, id) : -1;
         if (i >= 0)

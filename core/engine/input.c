@@ -332,20 +332,43 @@ int weir__stream_steering(weir_stream *s, const char *input_id, const char *what
                          "stream_steering: no native input '%s' is pending", input_id);
     int rc = WEIR_OK;
     if (applied) {
-        /* model-visible means logged: the input enters the log where the
-         * provider confirmed the model took it */
-        json_t *data = json_pack("{s:i, s:i, s:O}", "turn", s->turn, "step", s->step, "message",
-                                 msg);
+        /* the same waterfall as queued input: agent/pre-step decides what
+         * enters (a rewrite policy rewrites it, a reject drops it); then
+         * model-visible means logged: what entered goes into the log where
+         * the provider confirmed the model took it */
+        json_t *entered = NULL;
+        const char *why = NULL;
+        weir_error pe;
+        weir_error_clear(&pe);
+        rc = weir__driver_native_pre_step(eng, s->turn, s->step, msg, &entered, &why, &pe);
         json_t *op = json_string("append");
-        rc = data && op ? weir__log_append(eng->log, "user/message", data, op, NULL, 0, NULL, err)
-                        : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
-        json_decref(data);
+        if (rc == WEIR_OK && !op)
+            rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+        else if (rc != WEIR_OK && err)
+            *err = pe;
+        size_t i;
+        const json_t *m;
+        json_array_foreach(rc == WEIR_OK ? entered : NULL, i, m) {
+            json_t *data = json_pack("{s:i, s:i, s:O}", "turn", s->turn, "step", s->step,
+                                     "message", m);
+            rc = data ? weir__log_append(eng->log, "user/message", data, op, NULL, 0, NULL, err)
+                      : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+            json_decref(data);
+            if (rc != WEIR_OK)
+                break;
+        }
         json_decref(op);
+        /* the id was accepted whatever entered: a resubmission is acknowledged */
         if (rc == WEIR_OK && weir__inbox_remember(eng->inbox, msg) != WEIR_OK)
             weir__warn("weir: agent %s: out of memory remembering input %s", eng->id,
                        input_id);
-        if (rc == WEIR_OK)
+        if (rc == WEIR_OK && entered && json_array_size(entered) > 0)
             steering_event(eng, "applied", msg, s, NULL);
+        else if (rc == WEIR_OK) /* nothing of it entered: no effect on what follows */
+            steering_event(eng, "discarded", msg, s,
+                           json_pack("{s:O, s:s, s:s}", "message", msg, "reason",
+                                     entered ? "pre-step" : why, "error", pe.text));
+        json_decref(entered);
     } else if (refused) {
         /* the provider's own definite refusal: the queue its mode names
          * (a steer the request boundary, a followup the next turn) */

@@ -466,6 +466,62 @@ static void native_is_offered_a_followup_too(void **state) {
     }
 }
 
+/* Natively applied input passes through agent/pre-step as queued input
+ * does (args native:true): a rewrite policy rewrites what is logged (and
+ * so what every later request carries), a reject drops it (nothing logged,
+ * steering/discarded, the turn goes on), and the id stays accepted. */
+#define NATIVE_POLICY_ROWS(pre_step)                                                           \
+    "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"steer_live\":"     \
+    "\"apply\",\"replies\":["                                                                  \
+    "{\"text\":\"working on it\",\"chunks\":3,\"tool_calls\":[{\"id\":\"c1\",\"name\":"      \
+    "\"lookup\",\"arguments\":{}}]},"                                                          \
+    "{\"text\":\"second\",\"chunks\":3}]}},"                                                  \
+    "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"                    \
+    "[{\"name\":\"lookup\"}]}},"                                                               \
+    "{\"id\":\"policy\",\"plugin\":\"drvtest-hooks\",\"config\":{\"pre_step\":" pre_step "}}]"
+
+static void native_input_passes_through_pre_step(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d, NATIVE_POLICY_ROWS("{\"action\":\"rewrite\",\"text\":\"[redacted]\"}"), NULL);
+    native_probe p = {0, {"n1", NULL, NULL, NULL}, {0}, false};
+    d.on_event = steer_in_stream;
+    d.ud = &p;
+    dh_open(&d, "nativepolicy");
+    dh_send(&d, "go", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_int_equal(p.rcs[0], WEIR_OK);
+    assert_non_null(find_live(&d, "steering/applied", 0));
+    /* the queued input and the native one alike */
+    assert_string_equal(text_of(dh_find(&d, "user/message", 0)), "[redacted]");
+    const json_t *um = dh_find(&d, "user/message", 1);
+    assert_string_equal(text_of(um), "[redacted]");
+    assert_int_equal(step_of(um), 2);
+    weir_error err;
+    assert_int_equal(send_id(&d, "n1", "native n1", WEIR_SEND_STEER, &err), WEIR_OK);
+    assert_non_null(find_live(&d, "agent/inbox/acknowledged", 0));
+    dh_teardown(&d);
+
+    dh_setup(&d, NATIVE_POLICY_ROWS("{\"action\":\"reject\",\"native\":true}"), NULL);
+    native_probe q = {0, {"n2", NULL, NULL, NULL}, {0}, false};
+    d.on_event = steer_in_stream;
+    d.ud = &q;
+    dh_open(&d, "nativereject");
+    dh_send(&d, "go", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_int_equal(q.rcs[0], WEIR_OK);
+    assert_null(find_live(&d, "steering/applied", 0));
+    const json_t *dis = find_live(&d, "steering/discarded", 0);
+    assert_non_null(dis);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(dis, "data"), "reason")),
+                        "rejected");
+    assert_int_equal(dh_count(&d, "user/message"), 1); /* go only */
+    assert_string_equal(reason_kind(&d, 0), "completed");
+    assert_int_equal(send_id(&d, "n2", "native n2", WEIR_SEND_STEER, &err), WEIR_OK);
+    assert_non_null(find_live(&d, "agent/inbox/acknowledged", 0));
+    dh_teardown(&d);
+}
+
 /* A steer is offered natively only when nothing is queued before it: with a
  * followup queued, it waits behind it (no steer_live call). */
 static void native_is_not_offered_past_queued_input(void **state) {
@@ -643,6 +699,7 @@ int main(void) {
         cmocka_unit_test(native_error_is_unknown_and_never_queued),
         cmocka_unit_test(native_is_not_offered_past_queued_input),
         cmocka_unit_test(native_is_offered_a_followup_too),
+        cmocka_unit_test(native_input_passes_through_pre_step),
         cmocka_unit_test(identical_resubmission_is_acknowledged_live),
         cmocka_unit_test(input_calls_refuse_a_null_agent),
         cmocka_unit_test(caps_refuse_with_a_clear_error),
