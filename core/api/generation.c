@@ -33,6 +33,7 @@
 
 #include "agent.h"
 #include "generation.h"
+#include "store.h"
 
 typedef struct gen_state {
     bool open;
@@ -672,11 +673,13 @@ static int spliced_insert(weir_generation_tracker *t, json_t *list, const char *
     return rc;
 }
 
-/* input.held for anchored input of turn `turn` its turn did not take. */
+/* input.held for anchored input of turn `turn` its turn did not take, or
+ * (turn 0) for input an open held because a shutdown could not log its
+ * removal. */
 static int report_held(weir_generation_tracker *t, const char *id, const char *source, int turn) {
     json_t *ev = json_pack("{s:s, s:s, s:s}", "input_id", id, "source", source, "reason",
-                           "turn_ended");
-    if (ev && t->gen.open && t->gen.turn == turn &&
+                           turn > 0 ? "turn_ended" : "shutdown");
+    if (ev && turn > 0 && t->gen.open && t->gen.turn == turn &&
         json_object_set_new(ev, "generation_id", json_string(t->gen.id)) != 0) {
         json_decref(ev);
         ev = NULL;
@@ -1203,6 +1206,16 @@ int weir_generation_tracker_shutdown(weir_generation_tracker *t, weir_agent *age
     weir_agent_cancel(agent, "disposed", false);
     int rc = weir__inbox_clear(agent->e.inbox, err);
     if (rc != WEIR_OK) { /* the log took no removal: hold what is still queued anyway */
+        /* and say so where the next open looks (the file store's hold
+         * marker: an empty file), so that it holds the input too */
+        weir_error e;
+        if (agent->file_store && weir__inbox_count(agent->e.inbox, false) +
+                                         weir__inbox_count(agent->e.inbox, true) >
+                                     0 &&
+            weir__store_file_mark_held(weir__log_path(agent->e.log), true, &e) != WEIR_OK)
+            weir__warn("weir: %s: the next open of the session replays the input the shutdown "
+                       "reported held",
+                       e.text);
         pthread_mutex_lock(&t->mu);
         (void)hold_queued(t); /* out of memory leaves an input unreported; rc says why */
         pthread_mutex_unlock(&t->mu);

@@ -512,6 +512,21 @@ int weir__inbox_clear(weir__inbox *ib, weir_error *err) {
     return rc;
 }
 
+int weir__inbox_hold_all(weir__inbox *ib, weir_error *err) {
+    if (!ib)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "inbox: NULL inbox");
+    json_t *out = json_array();
+    if (!out)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
+    ib_lock(ib);
+    int rc = take(ib, NEXT_STEP, SIZE_MAX, "held", out, err);
+    if (rc == WEIR_OK)
+        rc = take(ib, NEXT_TURN, SIZE_MAX, "held", out, err);
+    ib_unlock(ib);
+    notify_all(ib, "held", out, 0, NULL); /* whatever was removed durably */
+    return rc;
+}
+
 int weir__inbox_hold_anchored(weir__inbox *ib, int turn, weir_error *err) {
     if (!ib)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "inbox: NULL inbox");

@@ -87,6 +87,13 @@ int weir__inbox_clear(weir__inbox *ib, weir_error *err);
  */
 int weir__inbox_hold_anchored(weir__inbox *ib, int turn, weir_error *err);
 
+/*
+ * Remove everything queued with outcome "held" (next-step first, one
+ * splice per non-empty list), then "held" per message with turn 0: input
+ * a shutdown could not remove, held by the next open.
+ */
+int weir__inbox_hold_all(weir__inbox *ib, weir_error *err);
+
 /* The running turn anchored input may target (0: none). */
 void weir__inbox_open_turn(weir__inbox *ib, int turn);
 

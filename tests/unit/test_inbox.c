@@ -411,6 +411,32 @@ static void clear_discards_with_outcome_canceled(void **state) {
     json_decref(m);
 }
 
+/* hold_all (an open after a shutdown that could not log its removal):
+ * both lists go with outcome "held", "held" per message with turn 0; the
+ * ids stay known and a reopen finds nothing queued. */
+static void hold_all_holds_both_lists(void **state) {
+    fixture *f = *state;
+    add(f, "t1", "first", false);
+    add(f, "s1", "steer", true);
+    f->ntrace = 0;
+    weir_error err;
+    assert_int_equal(weir__inbox_hold_all(f->ib, &err), WEIR_OK);
+    const char *want[] = {"log:agent/inbox/spliced:1:1", "log:agent/inbox/spliced:0:1",
+                          "held:s1:0", "held:t1:0"};
+    assert_int_equal(f->ntrace, 4);
+    for (size_t i = 0; i < 4; i++)
+        assert_string_equal(f->trace[i], want[i]);
+    char *d = data_of(f, 3);
+    assert_string_equal(d, "{\"target\":\"next-turn\",\"start\":0,\"removed_count\":1,"
+                           "\"inserted\":[],\"outcome\":\"held\"}");
+    free(d);
+    open_all(f);
+    assert_int_equal(weir__inbox_count(f->ib, true) + weir__inbox_count(f->ib, false), 0);
+    json_t *m = user("t1", "first");
+    assert_int_equal(weir__inbox_known(f->ib, m), 1);
+    json_decref(m);
+}
+
 /* A log of an older weir may queue a canceled id again (it forgot it): it
  * still opens, with the id queued. */
 static void an_older_log_that_requeues_a_canceled_id_opens(void **state) {
@@ -629,6 +655,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(stop_refuses_new_input_and_service_alone_is_not_ordinary,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(clear_discards_with_outcome_canceled, setup, teardown),
+        cmocka_unit_test_setup_teardown(hold_all_holds_both_lists, setup, teardown),
         cmocka_unit_test_setup_teardown(an_older_log_that_requeues_a_canceled_id_opens, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(rebuild_from_log_after_reopen, setup, teardown),
