@@ -568,6 +568,52 @@ static void identical_resubmission_is_acknowledged_live(void **state) {
     dh_teardown(&d);
 }
 
+/* On the first chunk: a followup "x1", then a cancel that discards it. */
+static void queue_then_cancel(dh *d, const json_t *ev, bool durable) {
+    if (durable || d->count ||
+        strcmp(json_string_value(json_object_get(ev, "type")), "agent/assistant-stream") != 0)
+        return;
+    const json_t *frame = json_object_get(json_object_get(ev, "data"), "frame");
+    if (strcmp(json_string_value(json_object_get(frame, "type")), "chunk") != 0)
+        return;
+    d->count = 1;
+    assert_int_equal(send_id(d, "x1", "later", WEIR_SEND_FOLLOWUP, NULL), WEIR_OK);
+    assert_int_equal(weir_agent_cancel(d->agent, "user", false), WEIR_OK);
+}
+
+/* An id removed with an outcome stays accepted: a followup a cancel
+ * discarded, sent again unchanged, is acknowledged and never delivered; so
+ * after the stop fence (not E_STATE) and after a reopen. */
+static void a_discarded_id_sent_again_is_acknowledged_not_replayed(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":"
+             "[{\"text\":\"a long answer\",\"chunks\":4,\"chunk_delay_ms\":20},"
+             "{\"text\":\"b\"}]}}]",
+             NULL);
+    d.on_event = queue_then_cancel;
+    dh_open(&d, "discardedagain");
+    dh_send(&d, "go", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_non_null(find_live(&d, "agent/inbox/discarded", 0));
+    weir_error err;
+    assert_int_equal(send_id(&d, "x1", "later", WEIR_SEND_FOLLOWUP, &err), WEIR_OK);
+    assert_non_null(find_live(&d, "agent/inbox/acknowledged", 0));
+    assert_int_equal(send_id(&d, "x1", "other", WEIR_SEND_FOLLOWUP, &err), WEIR_E_DUPLICATE);
+    dh_run(&d);
+    assert_int_equal(dh_count(&d, "turn/start"), 1); /* never delivered */
+    dh_close(&d);
+    dh_open(&d, "discardedagain");
+    assert_int_equal(send_id(&d, "x1", "later", WEIR_SEND_FOLLOWUP, &err), WEIR_OK);
+    assert_non_null(find_live(&d, "agent/inbox/acknowledged", 1));
+    weir__inbox_stop(d.agent->e.inbox); /* the shutdown's fence */
+    assert_int_equal(send_id(&d, "x1", "later", WEIR_SEND_FOLLOWUP, &err), WEIR_OK);
+    assert_non_null(find_live(&d, "agent/inbox/acknowledged", 2));
+    assert_int_equal(weir__inbox_count(d.agent->e.inbox, false), 0);
+    dh_teardown(&d);
+}
+
 /* Each cap refuses with WEIR_E_LIMIT and a message that says which; nothing
  * is queued; resubmissions of accepted ids are still acknowledged. */
 /* The public input calls check their agent before anything else. */
@@ -701,6 +747,7 @@ int main(void) {
         cmocka_unit_test(native_is_offered_a_followup_too),
         cmocka_unit_test(native_input_passes_through_pre_step),
         cmocka_unit_test(identical_resubmission_is_acknowledged_live),
+        cmocka_unit_test(a_discarded_id_sent_again_is_acknowledged_not_replayed),
         cmocka_unit_test(input_calls_refuse_a_null_agent),
         cmocka_unit_test(caps_refuse_with_a_clear_error),
         cmocka_unit_test(on_wake_fires_for_waking_work),
