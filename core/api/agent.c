@@ -209,6 +209,7 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
                        "\"file\", \"memory\" or the id of a row that registered one)",
                        store_name);
     bool file_store = store.vt == weir__store_file().vt;
+    a->file_store = file_store;
     if (rc == WEIR_OK) {
         if (file) {
             path = weir__strdup(file);
@@ -292,6 +293,15 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
     /* Anchored input outlives no turn: a crash may have left some queued. */
     if ((rc = weir__inbox_hold_anchored(a->e.inbox, 0, err)) != WEIR_OK)
         goto close_created;
+    /* Input a shutdown held without being able to log it (a full disk:
+     * docs/generations.md) is held now, durably, never replayed. */
+    if (file_store && weir__store_file_held(weir__log_path(a->e.log))) {
+        if ((rc = weir__inbox_hold_all(a->e.inbox, err)) != WEIR_OK)
+            goto close_created;
+        weir_error e;
+        if (weir__store_file_mark_held(weir__log_path(a->e.log), false, &e) != WEIR_OK)
+            weir__warn("weir: %s", e.text);
+    }
     /* Input queued in the log before a crash wakes the agent again. */
     a->e.wake = weir__inbox_count(a->e.inbox, false) > 0;
     /* Background jobs a crash cut are answered (their messages wake the

@@ -20,6 +20,7 @@ struct weir_agent {
     weir__engine e;
     weir__hooks *own;          /* the agent's own chains (derived), or NULL */
     bool opening;              /* inside agent/created: plugins may add own listeners */
+    bool file_store;           /* the log is the built-in file store's (its hold marker) */
     bool created;              /* agent/created succeeded: close emits agent/disposed */
     bool driver_busy;          /* a thread is inside weir_agent_run_until_idle or _compact */
     bool compacting;           /* inside weir_agent_compact: cancel and close fire the signal */

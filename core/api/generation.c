@@ -33,6 +33,7 @@
 
 #include "agent.h"
 #include "generation.h"
+#include "store.h"
 
 typedef struct gen_state {
     bool open;
@@ -672,11 +673,13 @@ static int spliced_insert(weir_generation_tracker *t, json_t *list, const char *
     return rc;
 }
 
-/* input.held for anchored input of turn `turn` its turn did not take. */
+/* input.held for anchored input of turn `turn` its turn did not take, or
+ * (turn 0) for input an open held because a shutdown could not log its
+ * removal. */
 static int report_held(weir_generation_tracker *t, const char *id, const char *source, int turn) {
     json_t *ev = json_pack("{s:s, s:s, s:s}", "input_id", id, "source", source, "reason",
-                           "turn_ended");
-    if (ev && t->gen.open && t->gen.turn == turn &&
+                           turn > 0 ? "turn_ended" : "shutdown");
+    if (ev && turn > 0 && t->gen.open && t->gen.turn == turn &&
         json_object_set_new(ev, "generation_id", json_string(t->gen.id)) != 0) {
         json_decref(ev);
         ev = NULL;
@@ -904,8 +907,21 @@ static int on_job(weir_generation_tracker *t, const char *type, const json_t *da
         ok = !t->gen.open ||
              json_object_set_new(ev, "generation_id", json_string(t->gen.id)) == 0;
     } else if (ok) {
-        const json_t *e = json_object_get(json_object_get(data, "result"), "error");
+        const json_t *result = json_object_get(data, "result");
+        const json_t *e = json_object_get(result, "error");
         const char *cause = weir__json_str(data, "cause", NULL);
+        /* the error's own words, else the result's text the model is
+         * given (a job a crash cut has only a code) */
+        const char *emsg = weir__json_str(e, "reason", NULL);
+        if (!emsg || !*emsg)
+            emsg = weir__json_str(e, "message", NULL);
+        if (!emsg || !*emsg)
+            emsg = weir__json_str(json_array_get(json_object_get(result, "content"), 0), "text",
+                                  NULL);
+        if (emsg && !strncmp(emsg, "Error: ", 7))
+            emsg += 7;
+        if (!emsg || !*emsg)
+            emsg = "the background job failed";
         ok = json_object_set_new(ev, "outcome",
                                  json_string(!strcmp(kind, "returned") ? "tool_report" : kind)) ==
                  0 &&
@@ -913,8 +929,7 @@ static int on_job(weir_generation_tracker *t, const char *type, const json_t *da
              (strcmp(kind, "failed") ||
               (json_object_set_new(ev, "error_type",
                                    json_string(weir__json_str(e, "code", "TOOL_ERROR"))) == 0 &&
-               json_object_set_new(ev, "error_message",
-                                   json_string(weir__json_str(e, "reason", ""))) == 0)) &&
+               json_object_set_new(ev, "error_message", json_string(emsg)) == 0)) &&
              (!cause || json_object_set_new(ev, "cause", json_string(cause)) == 0) &&
              (!json_is_false(json_object_get(data, "delivered")) ||
               json_object_set_new(ev, "delivered", json_false()) == 0);
@@ -948,6 +963,21 @@ static int on_steering(weir_generation_tracker *t, const char *what, const json_
             ev = NULL;
         }
         return emit(t, "input.unknown", ev);
+    }
+    if (!strcmp(what, "discarded")) { /* agent/pre-step let none of it enter */
+        long i = open ? find_id(t->gen.accepted, id) : -1;
+        if (i >= 0)
+            json_array_remove(t->gen.accepted, (size_t)i);
+        char sbuf[256];
+        json_t *ev = json_pack("{s:s, s:s, s:s}", "input_id", id, "source",
+                               source_of(json_object_get(data, "message"), sbuf, sizeof sbuf),
+                               "reason", weir__json_str(data, "reason", "pre-step"));
+        if (ev && open &&
+            json_object_set_new(ev, "generation_id", json_string(t->gen.id)) != 0) {
+            json_decref(ev);
+            ev = NULL;
+        }
+        return emit(t, "input.discarded", ev);
     }
     if (!strcmp(what, "refused")) { /* queued now: no longer natively accepted */
         long i = open ? find_id(t->gen.accepted, id) : -1;
@@ -1176,6 +1206,16 @@ int weir_generation_tracker_shutdown(weir_generation_tracker *t, weir_agent *age
     weir_agent_cancel(agent, "disposed", false);
     int rc = weir__inbox_clear(agent->e.inbox, err);
     if (rc != WEIR_OK) { /* the log took no removal: hold what is still queued anyway */
+        /* and say so where the next open looks (the file store's hold
+         * marker: an empty file), so that it holds the input too */
+        weir_error e;
+        if (agent->file_store && weir__inbox_count(agent->e.inbox, false) +
+                                         weir__inbox_count(agent->e.inbox, true) >
+                                     0 &&
+            weir__store_file_mark_held(weir__log_path(agent->e.log), true, &e) != WEIR_OK)
+            weir__warn("weir: %s: the next open of the session replays the input the shutdown "
+                       "reported held",
+                       e.text);
         pthread_mutex_lock(&t->mu);
         (void)hold_queued(t); /* out of memory leaves an input unreported; rc says why */
         pthread_mutex_unlock(&t->mu);

@@ -379,6 +379,32 @@ static pre_kind pre_step(turn_ctx *t, const json_t *claimed, json_t **entered, b
     return PRE_ENTER;
 }
 
+int weir__driver_native_pre_step(weir__engine *eng, int turn, int step, const json_t *message,
+                                 json_t **entered, const char **why, weir_error *err) {
+    *entered = NULL;
+    *why = "error";
+    json_t *args = json_pack("{s:s, s:i, s:i, s:[O], s:b}", "agent", eng->id, "turn", turn,
+                             "step", step, "messages", message, "native", 1);
+    if (!args)
+        return weir__err(err, WEIR_E_NOMEM, NULL, "agent/pre-step", "out of memory");
+    json_t *res = weir__hook_invoke_core(eng->hooks, "agent/pre-step", eng->handle, &eng->signal,
+                                         args, pre_step_default, NULL, NULL, err);
+    json_decref(args);
+    if (!res)
+        return WEIR_OK;
+    const char *kind = weir__json_str(res, "kind", "");
+    const json_t *msgs = json_object_get(res, "messages");
+    if (!strcmp(kind, "reject"))
+        *why = "rejected";
+    else if (strcmp(kind, "enter") != 0 || !json_is_array(msgs))
+        weir__err(err, WEIR_E_HOOK_RESULT, NULL, "agent/pre-step",
+                  "expected {kind:\"reject\"} or {kind:\"enter\", messages:[...]}");
+    else
+        *entered = entered_messages(msgs, err);
+    json_decref(res);
+    return WEIR_OK;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Admission                                                                 */
 /* ------------------------------------------------------------------------ */
@@ -594,7 +620,11 @@ static int reconcile_system(turn_ctx *t) {
     const json_t *head = len ? weir__surface_event(s, 0) : NULL;
     bool head_is_system = head && strcmp(weir__json_str(head, "type", ""), "system/message") == 0;
     const char *text = t->system_text ? t->system_text : "";
-    if (prefix_sent(t)) {
+    bool sent = prefix_sent(t);
+    /* A history that has nodes but no system head (its first turn was cut
+     * before its first request) cannot get one in front: the prompt is
+     * appended as a system-update, as after a request (docs/lifecycle.md) */
+    if (sent || (len > 0 && !head_is_system)) {
         char *given = given_system_text(s);
         if (!given)
             return weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
@@ -609,10 +639,10 @@ static int reconcile_system(turn_ctx *t) {
                         "longer apply.",
                 json_pack("{s:s, s:s}", "kind", "system-update", "update", "system-prompt"),
                 text);
-        return rc == WEIR_OK ? announce_tools(t) : rc;
+        return rc == WEIR_OK && sent ? announce_tools(t) : rc;
     }
     if (!head_is_system) {
-        if (!*text || len > 0) /* only a fresh history gets a head node */
+        if (!*text) /* a fresh history: a head node for a prompt */
             return WEIR_OK;
         json_t *data = json_pack("{s:i, s:i, s:{s:s, s:[{s:s, s:s}]}}", "turn", t->turn, "step",
                                  t->step, "message", "role", "system", "content", "type", "text",
@@ -1080,6 +1110,34 @@ static int stream_attempt(turn_ctx *t, attempt_ctx *ac, const json_t *config, bo
 }
 
 /*
+ * The mark a kept interrupted answer leaves for the model: a user/message
+ * right after it, {role:"user", content:[text], id, source:{kind:
+ * "interrupt", cause}}, so that the next request shows the answer was cut
+ * off and by whom (as Claude Code's "[Request interrupted by user]").  It
+ * is logged, so every later request still derives from the log.
+ */
+static int note_interrupted(turn_ctx *t) {
+    const char *cause = weir__signal_cause(&t->eng->signal);
+    char text[256], idbuf[64];
+    if (!strcmp(cause, "user"))
+        snprintf(text, sizeof text,
+                 "[The user interrupted the answer above: it stops where they cancelled it.]");
+    else
+        snprintf(text, sizeof text,
+                 "[The answer above was interrupted (cancel cause: %s): it stops there.]", cause);
+    json_t *op = json_string("append");
+    json_t *data = json_pack("{s:i, s:i, s:{s:s, s:[{s:s, s:s}], s:s, s:{s:s, s:s}}}", "turn",
+                             t->turn, "step", t->step, "message", "role", "user", "content",
+                             "type", "text", "text", text, "id",
+                             weir__random_id(idbuf, sizeof idbuf, "interrupt"), "source", "kind",
+                             "interrupt", "cause", cause);
+    int rc = op ? log_event(t, "user/message", data, op, NULL, NULL)
+                : (json_decref(data), weir__err(t->err, WEIR_E_NOMEM, NULL, NULL, "oom"));
+    json_decref(op);
+    return rc;
+}
+
+/*
  * Settle one streamed attempt: interrupted prefix or attempt on cancel;
  * assistant/attempt + agent/request-error on failure; assistant/message on
  * success (then *calls is new and *max_tokens set).
@@ -1119,6 +1177,8 @@ static int conclude_attempt(turn_ctx *t, attempt_ctx *ac, const char *provider,
             if (data && m.usage)
                 json_object_set(data, "usage", m.usage);
             rc = settle(t, ac, "assistant/message", data);
+            if (rc == WEIR_OK)
+                rc = note_interrupted(t);
         } else {
             json_t *f = weir__failure_new(provider, "ABORTED", "cancelled: %s",
                                           weir__signal_cause(&eng->signal));

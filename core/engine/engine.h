@@ -244,6 +244,17 @@ int weir__driver_resume(weir__engine *e, weir_error *err);
  */
 int weir__driver_settle_jobs(weir__engine *e, bool deliver, weir_error *err);
 /*
+ * Native input the provider applied (stream_steering "applied", on the
+ * driver's thread, inside the request's stream) goes through agent/pre-step
+ * as queued input does: args {agent, turn, step, messages:[message],
+ * native:true} (`message` borrowed).  *entered (new) is what enters the
+ * history, to be logged as user/message; NULL when the waterfall rejected
+ * it (*why "rejected") or failed (*why "error", `err` says why).  E_NOMEM
+ * when the arguments cannot be built.
+ */
+int weir__driver_native_pre_step(weir__engine *e, int turn, int step, const json_t *message,
+                                 json_t **entered, const char **why, weir_error *err);
+/*
  * Answer the jobs a crash cut (a job/queued without its end): job/failed
  * with an INTERRUPTED result and a service message each, never a re-run.
  * weir_agent_open, after the crash repair.

@@ -143,12 +143,13 @@ static void steering_event(weir__engine *eng, const char *what, const json_t *ms
 typedef enum native_outcome { NATIVE_NONE, NATIVE_REFUSED, NATIVE_OWNED, NATIVE_UNKNOWN } native_outcome;
 
 /*
- * Offer a steer to the provider streaming the running turn's request
- * (send_mu held).  Eligible: nothing queued before it (later input never
- * overtakes an earlier boundary batch) and only text.  NATIVE_NONE when no
- * window is open.
+ * Offer ordinary input (any mode) to the provider streaming the running
+ * turn's request (send_mu held).  Eligible: nothing queued before it (later
+ * input never overtakes an earlier boundary batch) and only text.
+ * `next_step` is where the input goes if the provider refuses it later
+ * (stream_steering "refused").  NATIVE_NONE when no window is open.
  */
-static native_outcome try_native(weir__engine *eng, json_t *msg) {
+static native_outcome try_native(weir__engine *eng, json_t *msg, bool next_step) {
     if (!text_only(msg) || weir__inbox_count(eng->inbox, false) > 0 ||
         weir__inbox_count(eng->inbox, true) > 0)
         return NATIVE_NONE;
@@ -158,7 +159,9 @@ static native_outcome try_native(weir__engine *eng, json_t *msg) {
     weir_stream *st = eng->native_stream;
     /* pending before the call, so that the provider may report on it from
      * inside steer_live (stream_steering "accepted") */
-    bool kept = pe && json_object_set(eng->native_owned, id, msg) == 0;
+    bool kept = pe && json_object_set_new(eng->native_owned, id,
+                                          json_pack("{s:O, s:b}", "message", msg, "next_step",
+                                                    next_step)) == 0;
     if (pe && kept)
         eng->native_busy++;
     pthread_mutex_unlock(&eng->mu);
@@ -215,13 +218,17 @@ int weir__engine_send(weir__engine *eng, const json_t *message, weir_send_mode m
     /* Identity first: an identical resubmission is acknowledged whatever
      * else holds (a cap, the shutdown's fence). */
     pthread_mutex_lock(&eng->mu);
-    const json_t *owned = json_object_get(eng->native_owned, id);
+    const json_t *owned = json_object_get(json_object_get(eng->native_owned, id), "message");
     int known = owned ? (json_equal(owned, msg) ? 1 : -1) : 0;
     /* Decide "waking after abort" before inserting: waking
-     * input sent while the running turn is cancelled goes to the next turn. */
+     * input sent while the running turn is cancelled goes to the next turn
+     * (and is never offered to the cancelled request natively). */
+    bool retargeted = false;
     if (wakes && anchor == 0 && eng->state == WEIR__AGENT_RUNNING &&
-        weir__signal_cancelled(&eng->signal))
+        weir__signal_cancelled(&eng->signal)) {
         next_step = false;
+        retargeted = true;
+    }
     bool closing = eng->closing;
     size_t nowned = json_object_size(eng->native_owned);
     pthread_mutex_unlock(&eng->mu);
@@ -257,9 +264,10 @@ int weir__engine_send(weir__engine *eng, const json_t *message, weir_send_mode m
                            id, chars, eng->max_input_chars);
     }
     if (rc == WEIR_OK && !dup) {
-        native_outcome no = kind == WEIR__SEND_USER && anchor == 0 && mode == WEIR_SEND_STEER &&
-                                    next_step
-                                ? try_native(eng, msg)
+        /* ordinary input, whatever its mode, goes to steer_live first when
+         * eligible (docs/generations.md, "Native steering") */
+        native_outcome no = kind == WEIR__SEND_USER && anchor == 0 && !retargeted
+                                ? try_native(eng, msg, next_step)
                                 : NATIVE_NONE;
         if (no == NATIVE_OWNED || no == NATIVE_UNKNOWN) {
             eng->ids_accepted++;
@@ -292,7 +300,8 @@ int weir__engine_add_context(weir__engine *eng, const json_t *message, int turn,
     return rc;
 }
 
-/* Native input the provider owns, by id (lock `mu` held); borrowed or NULL. */
+/* Native input the provider owns, by id (lock `mu` held): {message,
+ * next_step}, borrowed, or NULL. */
 static json_t *owned_input(weir__engine *eng, const char *id) {
     return id ? json_object_get(eng->native_owned, id) : NULL;
 }
@@ -312,7 +321,9 @@ int weir__stream_steering(weir_stream *s, const char *input_id, const char *what
                          "its thread",
                          what);
     pthread_mutex_lock(&eng->mu);
-    json_t *msg = json_incref(owned_input(eng, input_id));
+    const json_t *entry = owned_input(eng, input_id);
+    json_t *msg = json_incref(json_object_get(entry, "message"));
+    bool next_step = json_is_true(json_object_get(entry, "next_step"));
     if (msg && (applied || refused))
         json_object_del(eng->native_owned, input_id);
     pthread_mutex_unlock(&eng->mu);
@@ -321,26 +332,50 @@ int weir__stream_steering(weir_stream *s, const char *input_id, const char *what
                          "stream_steering: no native input '%s' is pending", input_id);
     int rc = WEIR_OK;
     if (applied) {
-        /* model-visible means logged: the input enters the log where the
-         * provider confirmed the model took it */
-        json_t *data = json_pack("{s:i, s:i, s:O}", "turn", s->turn, "step", s->step, "message",
-                                 msg);
+        /* the same waterfall as queued input: agent/pre-step decides what
+         * enters (a rewrite policy rewrites it, a reject drops it); then
+         * model-visible means logged: what entered goes into the log where
+         * the provider confirmed the model took it */
+        json_t *entered = NULL;
+        const char *why = NULL;
+        weir_error pe;
+        weir_error_clear(&pe);
+        rc = weir__driver_native_pre_step(eng, s->turn, s->step, msg, &entered, &why, &pe);
         json_t *op = json_string("append");
-        rc = data && op ? weir__log_append(eng->log, "user/message", data, op, NULL, 0, NULL, err)
-                        : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
-        json_decref(data);
+        if (rc == WEIR_OK && !op)
+            rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+        else if (rc != WEIR_OK && err)
+            *err = pe;
+        size_t i;
+        const json_t *m;
+        json_array_foreach(rc == WEIR_OK ? entered : NULL, i, m) {
+            json_t *data = json_pack("{s:i, s:i, s:O}", "turn", s->turn, "step", s->step,
+                                     "message", m);
+            rc = data ? weir__log_append(eng->log, "user/message", data, op, NULL, 0, NULL, err)
+                      : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+            json_decref(data);
+            if (rc != WEIR_OK)
+                break;
+        }
         json_decref(op);
+        /* the id was accepted whatever entered: a resubmission is acknowledged */
         if (rc == WEIR_OK && weir__inbox_remember(eng->inbox, msg) != WEIR_OK)
             weir__warn("weir: agent %s: out of memory remembering input %s", eng->id,
                        input_id);
-        if (rc == WEIR_OK)
+        if (rc == WEIR_OK && entered && json_array_size(entered) > 0)
             steering_event(eng, "applied", msg, s, NULL);
+        else if (rc == WEIR_OK) /* nothing of it entered: no effect on what follows */
+            steering_event(eng, "discarded", msg, s,
+                           json_pack("{s:O, s:s, s:s}", "message", msg, "reason",
+                                     entered ? "pre-step" : why, "error", pe.text));
+        json_decref(entered);
     } else if (refused) {
-        /* the provider's own definite refusal: the request-boundary queue */
+        /* the provider's own definite refusal: the queue its mode names
+         * (a steer the request boundary, a followup the next turn) */
         bool dup = false;
         steering_event(eng, "refused", msg, s, NULL);
         pthread_mutex_lock(&eng->send_mu);
-        rc = weir__inbox_add(eng->inbox, msg, true, &dup, err);
+        rc = weir__inbox_add(eng->inbox, msg, next_step, &dup, err);
         pthread_mutex_unlock(&eng->send_mu);
         if (rc == WEIR_OK && !dup)
             weir__engine_wake(eng);

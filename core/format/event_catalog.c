@@ -140,7 +140,11 @@ const weir__event_def weir__event_catalog[] = {
     {"steering/accepted", WEIR__EVENT_LIVE, "{input_id, turn, step}",
      "The remote side accepted native input."},
     {"steering/applied", WEIR__EVENT_LIVE, "{input_id, turn, step}",
-     "Native input was applied; it was logged as user/message."},
+     "Native input was applied; what agent/pre-step let enter was logged as user/message."},
+    {"steering/discarded", WEIR__EVENT_LIVE,
+     "{input_id, turn, step, message, reason:\"rejected\"|\"pre-step\"|\"error\", error}",
+     "Native input the provider applied went through agent/pre-step and none of it entered "
+     "(a reject, an empty enter, a failure): nothing was logged."},
     {"steering/refused", WEIR__EVENT_LIVE, "{input_id, turn, step}",
      "The provider refused native input it had taken; it was queued instead."},
     {"steering/unknown", WEIR__EVENT_LIVE,

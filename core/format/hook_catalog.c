@@ -89,10 +89,13 @@ const weir__hook_def weir__hook_catalog[] = {
      "config `name`), with its config `order` (default 0). The default deployment has one, "
      "{name:\"prompt\", order:0}",
      S_ASSEMBLY, "Build the system prompt: add, change or drop sections, tools and variables."},
-    {"agent/pre-step", WEIR__HOOK_WATERFALL, "{agent, turn, step, messages:[user messages]}",
+    {"agent/pre-step", WEIR__HOOK_WATERFALL,
+     "{agent, turn, step, messages:[user messages], native?}",
      "{kind:\"enter\", messages, starts_request_series?} (default: the claimed messages) or "
      "{kind:\"reject\", reason?} (the turn ends blocked: turn/end reason {kind:\"blocked\", "
-     "plugin, reason?}, plugin = the row that rejected)",
+     "plugin, reason?}, plugin = the row that rejected); with native:true (native input the "
+     "provider applied inside the running step's stream) the entered messages are logged there "
+     "and a reject only drops the input",
      S_PRE_STEP, "Decide whether a step starts and which user messages enter it."},
     {"agent/request", WEIR__HOOK_WATERFALL, "{agent, turn, step}",
      "call config {provider, model, max_tokens?, temperature?, options?, ...} (options: an "

@@ -29,6 +29,9 @@ struct weir__inbox {
     json_t *delivered;   /* input id -> the message's compact text (weir__json_dump), for
                             dedupe: the message itself is in the log, and a text costs
                             its bytes where a tree costs several times them */
+    json_t *settled;     /* the same for ids removed with an outcome (canceled, held):
+                            accepted once, so a resubmission is acknowledged, never
+                            queued again (docs/generations.md, "Receipts") */
     json_t *meta;        /* input id -> {n, anchor?} of queued messages */
     json_int_t next_arrival;
     int running_turn;    /* anchored input may target this turn (0: none) */
@@ -71,6 +74,8 @@ static int seen_as(const weir__inbox *ib, const char *id, const json_t *message)
         return json_equal(queued, message) ? 1 : -1;
     const json_t *stored = json_object_get(ib->delivered, id);
     if (!stored)
+        stored = json_object_get(ib->settled, id);
+    if (!stored)
         return 0;
     /* the same text is the same message (NULL: memory ran out, or a value
      * the log could not write: then only the comparison below decides) */
@@ -88,12 +93,20 @@ static int seen_as(const weir__inbox *ib, const char *id, const json_t *message)
     return r;
 }
 
-/* Record message `m` as delivered.  0, or -1 when memory ran out. */
-static int mark_delivered(weir__inbox *ib, const json_t *m) {
+/* Record message `m` in `map` (delivered or settled).  0, or -1 when
+ * memory ran out. */
+static int mark_in(json_t *map, const json_t *m) {
     char *text = weir__json_dump(m);
-    int rc = text ? json_object_set_new(ib->delivered, msg_id(m), json_string_nocheck(text)) : -1;
+    int rc = text ? json_object_set_new(map, msg_id(m), json_string_nocheck(text)) : -1;
     free(text);
     return rc == 0 ? 0 : -1;
+}
+
+static int mark_delivered(weir__inbox *ib, const json_t *m) { return mark_in(ib->delivered, m); }
+
+/* Record message `m`, removed with `outcome` (NULL: claimed), as accepted. */
+static int mark_removed(weir__inbox *ib, const json_t *m, const char *outcome) {
+    return mark_in(outcome ? ib->settled : ib->delivered, m);
 }
 
 static json_int_t arrival_of(const weir__inbox *ib, const json_t *m) {
@@ -163,7 +176,7 @@ static int fold_splice(weir__inbox *ib, const json_t *data) {
         return -1;
     for (json_int_t i = 0; i < removed; i++) {
         json_t *m = json_array_get(list, (size_t)start);
-        if (!outcome && mark_delivered(ib, m) != 0)
+        if (mark_removed(ib, m, oc) != 0)
             return -2;
         json_object_del(ib->meta, msg_id(m));
         json_array_remove(list, (size_t)start);
@@ -173,6 +186,8 @@ static int fold_splice(weir__inbox *ib, const json_t *data) {
     json_array_foreach(inserted, i, m) {
         if (!json_is_object(m) || !msg_id(m) || known_id(ib, msg_id(m)))
             return -1;
+        /* a log of an older weir may queue a canceled or held id again */
+        json_object_del(ib->settled, msg_id(m));
         json_t *meta = new_meta(ib, janchor ? (int)json_integer_value(janchor) : 0);
         if (!meta || json_object_set_new(ib->meta, msg_id(m), meta) != 0 ||
             json_array_insert(list, (size_t)start + i, m) != 0)
@@ -232,9 +247,10 @@ int weir__inbox_create(weir__log *log, weir__inbox **out, weir_error *err) {
     ib->lists[NEXT_TURN] = json_array();
     ib->lists[NEXT_STEP] = json_array();
     ib->delivered = json_object();
+    ib->settled = json_object();
     ib->meta = json_object();
     ib->next_arrival = 1;
-    int rc = ib->lists[0] && ib->lists[1] && ib->delivered && ib->meta
+    int rc = ib->lists[0] && ib->lists[1] && ib->delivered && ib->settled && ib->meta
                  ? rebuild(ib, err)
                  : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
     if (rc != WEIR_OK) {
@@ -251,6 +267,7 @@ void weir__inbox_destroy(weir__inbox *ib) {
     json_decref(ib->lists[0]);
     json_decref(ib->lists[1]);
     json_decref(ib->delivered);
+    json_decref(ib->settled);
     json_decref(ib->meta);
     pthread_mutex_destroy(ib->mu);
     weir__free(ib);
@@ -420,11 +437,12 @@ static int take(weir__inbox *ib, int t, size_t limit, const char *outcome, json_
     for (size_t i = 0; rc == WEIR_OK && i < n; i++)
         if (json_array_append(out, json_array_get(list, i)) != 0)
             rc = WEIR_E_NOMEM;
-    /* claimed ids count as delivered (a reopen restores them from the splice);
-     * no queued id is in `delivered`, so every one marked here is new */
-    for (; rc == WEIR_OK && !outcome && marked < n; marked++) {
+    /* claimed ids count as delivered, removed ones as settled (a reopen
+     * restores both from the splice); no queued id is in either map, so
+     * every one marked here is new */
+    for (; rc == WEIR_OK && marked < n; marked++) {
         json_t *m = json_array_get(list, marked);
-        if (mark_delivered(ib, m) != 0)
+        if (mark_removed(ib, m, outcome) != 0)
             rc = WEIR_E_NOMEM;
     }
     if (rc != WEIR_OK)
@@ -433,7 +451,8 @@ static int take(weir__inbox *ib, int t, size_t limit, const char *outcome, json_
         rc = splice(ib, t, 0, n, NULL, outcome, 0, err);
     if (rc != WEIR_OK) { /* undo: removals never allocate */
         for (size_t i = 0; i < marked; i++)
-            json_object_del(ib->delivered, msg_id(json_array_get(list, i)));
+            json_object_del(outcome ? ib->settled : ib->delivered,
+                            msg_id(json_array_get(list, i)));
         while (json_array_size(out) > out_len)
             json_array_remove(out, json_array_size(out) - 1);
         return rc;
@@ -493,6 +512,21 @@ int weir__inbox_clear(weir__inbox *ib, weir_error *err) {
     return rc;
 }
 
+int weir__inbox_hold_all(weir__inbox *ib, weir_error *err) {
+    if (!ib)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "inbox: NULL inbox");
+    json_t *out = json_array();
+    if (!out)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
+    ib_lock(ib);
+    int rc = take(ib, NEXT_STEP, SIZE_MAX, "held", out, err);
+    if (rc == WEIR_OK)
+        rc = take(ib, NEXT_TURN, SIZE_MAX, "held", out, err);
+    ib_unlock(ib);
+    notify_all(ib, "held", out, 0, NULL); /* whatever was removed durably */
+    return rc;
+}
+
 int weir__inbox_hold_anchored(weir__inbox *ib, int turn, weir_error *err) {
     if (!ib)
         return weir__err(err, WEIR_E_INVAL, NULL, NULL, "inbox: NULL inbox");
@@ -517,8 +551,11 @@ int weir__inbox_hold_anchored(weir__inbox *ib, int turn, weir_error *err) {
             rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
             break;
         }
-        rc = splice(ib, NEXT_STEP, i, 1, NULL, "held", 0, err);
+        rc = mark_removed(ib, m, "held") == 0
+                 ? splice(ib, NEXT_STEP, i, 1, NULL, "held", 0, err)
+                 : weir__err(err, WEIR_E_NOMEM, NULL, NULL, "inbox: out of memory");
         if (rc != WEIR_OK) {
+            json_object_del(ib->settled, msg_id(m));
             json_array_remove(out, json_array_size(out) - 1);
             json_array_remove(turns, json_array_size(turns) - 1);
             break;

@@ -31,7 +31,9 @@ typedef void (*weir__inbox_notify_fn)(const char *kind, const json_t *message, i
 /*
  * Rebuild the lists from `log` (borrowed; must outlive the inbox): the fold
  * of its agent/inbox/spliced events.  Delivered ids = ids of user/message
- * events plus ids removed by splices without an outcome (claims).  A
+ * events plus ids removed by splices without an outcome (claims); settled
+ * ids = ids removed with an outcome (canceled, held).  Both are known: a
+ * resubmission is acknowledged, never queued again.  A
  * malformed splice fails with E_LOG_CORRUPT "invalid persisted inbox splice
  * at session seq N".
  */
@@ -41,7 +43,8 @@ void weir__inbox_set_notify(weir__inbox *ib, weir__inbox_notify_fn fn, void *ud)
 
 /*
  * Append `message` (borrowed; must carry "id") to next-step (`next_step`) or
- * next-turn.  Same id + same content already queued or delivered: returns
+ * next-turn.  Same id + same content already queued, delivered or settled
+ * (canceled, held): returns
  * WEIR_OK and sets *duplicate.  Same id, different content: E_DUPLICATE.
  * After weir__inbox_stop a new id is refused with E_STATE (a duplicate is
  * still acknowledged).
@@ -73,15 +76,23 @@ int weir__inbox_claim(weir__inbox *ib, bool turn_boundary, int turn, json_t **cl
 
 /* Discard everything (cancel without keep_inbox), next-step first: one
  * splice per non-empty list with outcome "canceled", then "discarded" per
- * message.  Canceled ids are not delivered and may be sent again. */
+ * message.  Canceled ids are settled: a resubmission is acknowledged, never
+ * queued again. */
 int weir__inbox_clear(weir__inbox *ib, weir_error *err);
 
 /*
  * Remove the anchored input of turns <= `turn` (every anchored message when
  * `turn` is 0): one splice each with outcome "held", then "held" per
- * message.  Held ids, like canceled ones, are not delivered.
+ * message.  Held ids, like canceled ones, are settled.
  */
 int weir__inbox_hold_anchored(weir__inbox *ib, int turn, weir_error *err);
+
+/*
+ * Remove everything queued with outcome "held" (next-step first, one
+ * splice per non-empty list), then "held" per message with turn 0: input
+ * a shutdown could not remove, held by the next open.
+ */
+int weir__inbox_hold_all(weir__inbox *ib, weir_error *err);
 
 /* The running turn anchored input may target (0: none). */
 void weir__inbox_open_turn(weir__inbox *ib, int turn);
@@ -105,7 +116,7 @@ size_t weir__inbox_pending(weir__inbox *ib, bool *ordinary);
 void weir__inbox_stop(weir__inbox *ib);
 
 /*
- * Whether input id `id` is queued or delivered: 0 no, 1 with content equal
+ * Whether input id `id` is queued, delivered or settled: 0 no, 1 with content equal
  * to `message` (borrowed; json_equal), -1 with other content, -2 when
  * memory ran out comparing them.
  */

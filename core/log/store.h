@@ -55,4 +55,17 @@ size_t weir__store_file_bytes_read(const void *handle);
 /* The lines between two entries of the file store's sparse line index. */
 #define WEIR__STORE_INDEX_STRIDE 256
 
+/* ---- held input the log could not record (core/log/store_file.c) ---- */
+
+/*
+ * The hold marker of the file store's log at `path` (borrowed): an empty
+ * file `<path>.held`, created (`set`) when the shutdown could not log the
+ * inbox's removal (a full disk: an empty file needs no data block), so
+ * that the next open holds the input left queued (docs/generations.md),
+ * and removed once that open logged the hold.  E_IO naming the file.
+ */
+int weir__store_file_mark_held(const char *path, bool set, weir_error *err);
+/* Whether the hold marker of the log at `path` exists. */
+bool weir__store_file_held(const char *path);
+
 #endif

@@ -22,6 +22,37 @@
 #include "store.h"
 #include "weir/host.h"
 
+/* `<path>.held` into buf; false when it does not fit. */
+static bool held_path(const char *path, char *buf, size_t size) {
+    int n = snprintf(buf, size, "%s.held", path);
+    return n > 0 && (size_t)n < size;
+}
+
+int weir__store_file_mark_held(const char *path, bool set, weir_error *err) {
+    char marker[4200];
+    if (!path || !held_path(path, marker, sizeof marker))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "hold marker: no log path, or too long");
+    if (!set) {
+        if (unlink(marker) != 0 && errno != ENOENT)
+            return weir__err(err, WEIR_E_IO, NULL, NULL, "hold marker %s: cannot remove: %s",
+                             marker, strerror(errno));
+        return WEIR_OK;
+    }
+    int fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return weir__err(err, WEIR_E_IO, NULL, NULL, "hold marker %s: cannot create: %s", marker,
+                         strerror(errno));
+    /* the directory entry is what survives: sync the file (no data) */
+    (void)fsync(fd);
+    close(fd);
+    return WEIR_OK;
+}
+
+bool weir__store_file_held(const char *path) {
+    char marker[4200];
+    return path && held_path(path, marker, sizeof marker) && access(marker, F_OK) == 0;
+}
+
 typedef struct file_session {
     char *path;
     int fd;

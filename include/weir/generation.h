@@ -92,8 +92,10 @@ WEIR_API int weir_generation_tracker_feed(weir_generation_tracker *tracker, cons
  * cancelled turn's turn/end, fed as usual, closes its generation with
  * generation.detached.  Afterwards stop sending to the agent, wait for its
  * driver, and close it.  When the log cannot take the inbox's removal,
- * the input still queued is reported input.held with "durable":false (the
- * log still holds it: a later resume replays it) and the error is returned.
+ * the input still queued is reported input.held with "durable":false and
+ * the error is returned; the log still holds that input, but it is never
+ * replayed: with the file store an empty `<log>.held` file records the hold
+ * and the next open holds the input durably (docs/generations.md).
  * @param agent  the agent this tracker observes (borrowed, not NULL).
  * @return WEIR_OK, WEIR_E_INVAL, or the inbox's error (I/O).
  * Since: 0.1

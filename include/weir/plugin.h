@@ -266,17 +266,20 @@ typedef struct weir_provider {
     /**
      * Since ABI 1.5, optional (NULL, or a shorter struct_size: no native
      * steering).  Native steering (docs/generations.md): while `stream` runs
-     * a lifecycle request, a steer the host sends with nothing queued before
-     * it is offered here first, on the sender's thread, concurrently with
+     * a lifecycle request, ordinary input the host sends (any mode: a
+     * followup, a steer, an inject) with nothing queued before it is
+     * offered here first, on the sender's thread, concurrently with
      * `stream` (which keeps running; `stream` is that call's stream handle,
      * valid until this returns).  `message` is borrowed: the normalized user
      * message {role:"user", content:[text blocks], source, id}; copy what you
      * keep (message.id names the input in stream_steering).
      * Return 0 (false) for a definite refusal with no effect: the input goes
-     * to the request-boundary queue as usual.  Return 1 (true) to take it:
+     * where its mode says as usual (a steer or inject to the request-boundary
+     * queue, a followup to the next turn).  Return 1 (true) to take it:
      * the provider owns it (not proof that the model will use it) and
      * reports with stream_steering: "accepted" when the remote side took it,
-     * "applied" at the confirmed successor boundary (the core then logs it as
+     * "applied" at the confirmed successor boundary (the core passes it
+     * through agent/pre-step with native:true and logs what entered as
      * user/message there: model-visible means logged), or "refused" (its own
      * definite-refusal fallback: the core queues it after all).  Any other
      * return (an error: fill `err`) means the effect is unknown: nothing is
@@ -663,13 +666,15 @@ struct weir_api {
      *   "accepted"  the remote side accepted it (live steering/accepted:
      *               accepted_input_ids, not yet input_ids).  Any thread,
      *               while `stream` is valid.
-     *   "applied"   the model's successor response uses it: the core logs it
-     *               as user/message at this point of the turn (live
-     *               steering/applied: input_ids).  Only inside `stream`, on
-     *               its thread (a later request's stream is fine).
+     *   "applied"   the model's successor response uses it: it passes through
+     *               agent/pre-step (native:true) and the core logs what
+     *               entered as user/message at this point of the turn (live
+     *               steering/applied: input_ids; steering/discarded when
+     *               nothing entered).  Only inside `stream`, on its thread
+     *               (a later request's stream is fine).
      *   "refused"   the provider's own definite refusal: the core queues it
-     *               for the next request boundary.  As "applied", inside a
-     *               stream.
+     *               where its mode says (a followup the next turn, else the
+     *               next request boundary).  As "applied", inside a stream.
      * WEIR_OK; WEIR_E_NOT_FOUND when no such input is pending (applied or
      * refused once already, or never taken); WEIR_E_STATE for applied or
      * refused outside a lifecycle stream's thread; WEIR_E_IO when the log

@@ -1240,6 +1240,9 @@ static void run_clear(run *r) {
 
 static json_t *on_pre_step(weir_call *call, const json_t *args, void *ud) {
     state *s = ud;
+    /* native input applied inside a running stream: no compaction there */
+    if (json_is_true(json_object_get(args, "native")))
+        return weir_next(call);
     run r;
     if (run_init(&r, s, call, args, false) && !(r.signal && weir_signal_cancelled(r.signal))) {
         size_t i;

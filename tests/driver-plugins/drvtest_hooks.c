@@ -5,8 +5,9 @@
  *                             (the harness checks it against the log; purpose
  *                             marks a plugin's direct call, e.g. a summary)
  *   "pre_step": {"action": "reject"|"empty"|"fail"|"rewrite"|"wait"|"wait_fail",
- *                "text"?, "reason"?, "step"?: N}
- *                             agent/pre-step on step N (default: every step);
+ *                "text"?, "reason"?, "step"?: N, "native"?: true}
+ *                             agent/pre-step on step N (default: every step;
+ *                             with "native", only native input's calls);
  *                             a reject carries "reason" when given; "wait"
  *                             sleeps until the call's signal fires (at most
  *                             20 s), then answers as usual; "wait_fail" then
@@ -147,6 +148,9 @@ static json_t *on_pre_step(weir_call *call, const json_t *args, void *ud) {
     const json_t *only = json_object_get(ps, "step");
     if (json_is_integer(only) &&
         json_integer_value(only) != json_integer_value(json_object_get(args, "step")))
+        return weir_next(call);
+    if (json_is_true(json_object_get(ps, "native")) &&
+        !json_is_true(json_object_get(args, "native")))
         return weir_next(call);
     const char *action = json_string_value(json_object_get(ps, "action"));
     if (!action)

@@ -12,7 +12,10 @@
 #   2. cancel_job of a running job gives job.cancelled (effects
 #      "not_rolled_back") once the function returned, and never
 #      job.returned; the model is told in a generation of its own;
-#   3. cancel_job of an unknown or finished job is an error event.
+#   3. cancel_job of an unknown or finished job is an error event;
+#   4. a crash (SIGKILL) while a job runs: serving the session again prints
+#      job.failed with error_type INTERRUPTED and a message that says so,
+#      and the model is told in a generation of its own.
 # The session log passes `weir log --check`.  Every wait is bounded.
 WEIR=${1:?usage: $0 path/to/weir}
 LIB="${WEIR_TEST_BINARY_DIR:?}/tests/tool-plugins/libweirffitest.so"
@@ -117,6 +120,58 @@ grep -qv '^{.*}$' "$TMP/out" && fail "a stdout line is not a JSON object"
 tail -n 1 "$TMP/out" | grep -q '^{"type":"session.closed","time":[0-9]*,"status":"completed"}$' ||
     fail "last line: $(tail -n 1 "$TMP/out")"
 "$WEIR" log --check "$TMP/sessions/jobs.jsonl" >"$TMP/check" 2>&1 || fail "weir log --check: $(cat "$TMP/check")"
+
+
+# 4. a crash while a job runs
+cat >"$TMP/crash.json" <<CONF
+{"agent": {"provider": "scripted", "model": "demo"},
+ "session": {"dir": "$TMP/sessions", "fsync": "always"},
+ "plugins": [
+  {"id": "scripted", "plugin": "provider-scripted",
+   "config": {"replies": [
+     {"text": "Starting the job.", "tool_calls": [{"id": "c1", "name": "t_sleep_ms",
+                                                  "arguments": {"ms": 20000}}]},
+     {"text": "It runs in the background."},
+     {"text": "Lost it.", "expect": {"message_contains": "interrupted by a crash"}}]}},
+  {"id": "ffi", "plugin": "tools-ffi",
+   "config": {"tools": [{"library": "$LIB", "symbol": "t_sleep_ms",
+                         "prototype": "int t_sleep_ms(int ms)",
+                         "description": "sleep ms milliseconds", "background": true}]}}]}
+CONF
+rm -f "$TMP/in"
+mkfifo "$TMP/in" || exit 1
+# serve itself (not timeout) is the process the crash kills: the shell
+# writes its pid, then becomes it
+timeout 60 sh -c 'echo $$ >"$1"; exec "$2" serve --stdio -c "$3" -s crash' sh "$TMP/crash.pid" \
+    "$WEIR" "$TMP/crash.json" <"$TMP/in" >"$TMP/out1" 2>"$TMP/err1" &
+pid=$!
+exec 3>"$TMP/in"
+echo '{"op":"send","input_id":"c1","text":"run the job"}' >&3
+wait_for "$TMP/out1" '"type":"generation.finished".*"gen-1"' ||
+    fail "crash: no gen-1: $(cat "$TMP/out1" "$TMP/err1")"
+kill -KILL "$(cat "$TMP/crash.pid")" 2>/dev/null
+wait $pid 2>/dev/null
+exec 3>&-
+cjob=$(sed -n 's/^{"type":"job.queued".*"job_id":"\([^"]*\)".*/\1/p' "$TMP/out1" | head -n 1)
+[ -n "$cjob" ] || fail "crash: no job.queued: $(cat "$TMP/out1")"
+# the replies go on from the third: the reopened serve is another process
+sed 's/"replies": \[/"replies": [{"text": "Lost it.", "expect": {"message_contains": "interrupted by a crash"}}, /' \
+    "$TMP/crash.json" >"$TMP/crash2.json"
+rm -f "$TMP/in"
+mkfifo "$TMP/in" || exit 1
+timeout 60 "$WEIR" serve --stdio -c "$TMP/crash2.json" -s crash <"$TMP/in" >"$TMP/out2" 2>"$TMP/err2" &
+pid=$!
+exec 3>"$TMP/in"
+wait_for "$TMP/out2" '"type":"generation.finished"' ||
+    fail "crash: no generation after the reopen: $(cat "$TMP/out2" "$TMP/err2")"
+echo '{"op":"shutdown"}' >&3
+exec 3>&-
+wait $pid || fail "crash: the reopened serve failed: $(cat "$TMP/err2")"
+grep -q "^{\"type\":\"job.failed\",\"time\":[0-9]*,\"data\":{\"job_id\":\"$cjob\",\"call_id\":\"c1\",\"tool\":\"t_sleep_ms\",\"outcome\":\"failed\",\"effects\":\"not_rolled_back\",\"error_type\":\"INTERRUPTED\",\"error_message\":\"interrupted by a crash: the background job may or may not have run; do not assume either\"}}$" "$TMP/out2" ||
+    fail "crash: job.failed: $(grep 'job\.' "$TMP/out2")"
+grep -q "^{\"type\":\"generation.finished\",\"time\":[0-9]*,\"data\":{\"generation_id\":\"gen-[0-9]*\",\"input_ids\":\[\"$cjob\"\],\"accepted_input_ids\":\[\],\"text\":\"Lost it.\"" "$TMP/out2" ||
+    fail "crash: the model was not told: $(cat "$TMP/out2" "$TMP/err2")"
+"$WEIR" log --check "$TMP/sessions/crash.jsonl" >"$TMP/check" 2>&1 || fail "crash: weir log --check: $(cat "$TMP/check")"
 
 [ $FAILURES -eq 0 ] && echo "serve_jobs: ok"
 exit $FAILURES

@@ -14,7 +14,11 @@
 #            cut short (reported as ENOSPC, as a full disk does), the small
 #            step/end and turn/end still fit: generation.failed is durable
 # Either way the agent stops, a later send is refused, serve exits 4 and
-# the log checks.  Fails without prlimit (util-linux).  Every wait is bounded.
+# the log checks.  In the full case the held input is never replayed:
+# serving the session again (the disk has room now) holds q2 and q3 durably
+# (input.held, reason shutdown; an agent/inbox/spliced with outcome held)
+# and runs no generation.  Fails without prlimit (util-linux).  Every wait
+# is bounded.
 WEIR=${1:?usage: $0 path/to/weir}
 command -v prlimit >/dev/null 2>&1 || { echo "serve_log_full: prlimit (util-linux) not found"; exit 1; }
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weir-serve-full.XXXXXX") || exit 1
@@ -109,6 +113,29 @@ for case in full partial; do
     tail -n 1 "$out" | grep -q '^{"type":"session.closed","time":[0-9]*,"status":"error"}$' ||
         fail "last line: $(tail -n 1 "$out")"
     "$WEIR" log --check "$log" >"$TMP/check" 2>&1 || fail "log --check: $(cat "$TMP/check")"
+    [ $case = full ] || continue
+    # the next open holds what the shutdown reported held, never runs it
+    [ -e "$log.held" ] || fail "no hold marker beside the log"
+    again="$TMP/$case.again"
+    rm -f "$TMP/in"
+    mkfifo "$TMP/in" || exit 1
+    timeout 30 "$WEIR" serve --stdio -c "$TMP/slow.json" -s $case <"$TMP/in" >"$again" \
+        2>"$TMP/$case.again.err" &
+    pid=$!
+    exec 3>"$TMP/in"
+    wait_for "$again" '"type":"session.ready"' || fail "reopen: $(cat "$TMP/$case.again.err")"
+    sleep 1 # a replayed input would start a generation by now
+    echo '{"op":"shutdown"}' >&3
+    exec 3>&-
+    wait $pid || fail "reopen: exit $?: $(cat "$TMP/$case.again.err")"
+    for id in q2 q3; do
+        grep -q "^{\"type\":\"input.held\",\"time\":[0-9]*,\"data\":{\"input_id\":\"$id\",\"source\":\"human\",\"reason\":\"shutdown\"}}$" "$again" ||
+            fail "reopen: $id not held: $(cat "$again")"
+    done
+    grep -q '"type":"generation\.started"' "$again" && fail "reopen: held input ran: $(cat "$again")"
+    grep -q '"type":"agent/inbox/spliced".*"outcome":"held"' "$log" || fail "reopen: no durable hold"
+    [ -e "$log.held" ] && fail "reopen: the hold marker stayed"
+    "$WEIR" log --check "$log" >"$TMP/check" 2>&1 || fail "reopen: log --check: $(cat "$TMP/check")"
 done
 
 [ $FAILURES -eq 0 ] && echo "serve_log_full: ok"

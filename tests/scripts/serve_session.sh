@@ -2,7 +2,8 @@
 # tests/scripts/serve_session.sh WEIR - `weir serve --stdio` against the
 # default deployment (the built-in scripted demo): a prompt gets
 # generation.started ... generation.finished with the demo answer, then a
-# shutdown closes the session; --events all adds the agent's own events.
+# shutdown closes the session; --events all adds the agent's own events;
+# the transcript of docs/stdio-protocol.md is what serve prints.
 # stdout holds JSON lines only.  Every wait is bounded (timeout 30).
 WEIR=${1:?usage: $0 path/to/weir}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weir-serve.XXXXXX") || exit 1
@@ -106,6 +107,44 @@ starts=$(grep -c '"type":"generation.started"' "$TMP/eof.out")
 [ "$q1_ends" -eq 1 ] && [ "$(grep -c "$gen_ends" "$TMP/eof.out")" -eq "$starts" ] &&
     [ "$starts" -le 1 ] || fail "eof: $(cat "$TMP/eof.out")"
 tail -n 1 "$TMP/eof.out" | grep -q '"type":"session.closed"' || fail "eof: last line"
+
+# The transcript of docs/stdio-protocol.md is what serve prints: its ">"
+# lines are sent, one after the "<" lines before the next one came, and
+# the output equals its "<" lines (times and the log path aside).
+DOC="${WEIR_TEST_SOURCE_DIR:?}/docs/stdio-protocol.md"
+awk '/^## Transcript/ {t = 1} t && /^```$/ {n++; if (n == 2) exit; next} t && n == 1' "$DOC" \
+    >"$TMP/transcript"
+norm() { sed -e 's/"time":[0-9]*/"time":0/g' -e 's/"log":"[^"]*"/"log":""/' "$@"; }
+sed -n 's/^< //p' "$TMP/transcript" | norm >"$TMP/transcript.want"
+[ -s "$TMP/transcript.want" ] || fail "transcript: none in $DOC"
+rm -f "$TMP/in"
+mkfifo "$TMP/in" || exit 1
+(cd "$TMP" && HOME="$TMP" WEIR_SESSION_DIR="$TMP/transcript-sessions" timeout 30 "$WEIR" serve \
+    --stdio -s demo <"$TMP/in" >"$TMP/transcript.out" 2>"$TMP/transcript.err") &
+pid=$!
+exec 3>"$TMP/in"
+seen=0
+while IFS= read -r line; do
+    case $line in
+    "< "*) seen=$((seen + 1)) ;;
+    "> "*)
+        i=0
+        while [ "$(wc -l <"$TMP/transcript.out")" -lt $seen ] && [ $i -lt 100 ]; do
+            i=$((i + 1))
+            sleep 0.1
+        done
+        echo "${line#> }" >&3
+        ;;
+    esac
+done <"$TMP/transcript"
+exec 3>&-
+wait $pid || fail "transcript: serve failed: $(cat "$TMP/transcript.err")"
+norm "$TMP/transcript.out" >"$TMP/transcript.got"
+cmp -s "$TMP/transcript.want" "$TMP/transcript.got" ||
+    fail "transcript: docs/stdio-protocol.md says
+$(cat "$TMP/transcript.want")
+serve printed
+$(cat "$TMP/transcript.got")"
 
 rm -f "$WEIR_SESSION_DIR/serve-gen-$$.jsonl" "$WEIR_SESSION_DIR/serve-all-$$.jsonl" \
     "$WEIR_SESSION_DIR/serve-eof-$$.jsonl"

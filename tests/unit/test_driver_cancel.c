@@ -317,6 +317,17 @@ static void cancel_at_second_chunk(dh *d, const json_t *ev, bool durable) {
         assert_int_equal(weir_agent_cancel(d->agent, "user", false), WEIR_OK);
 }
 
+/* The same with cause "parent". */
+static void cancel_at_second_chunk_parent(dh *d, const json_t *ev, bool durable) {
+    if (durable ||
+        strcmp(json_string_value(json_object_get(ev, "type")), "agent/assistant-stream") != 0)
+        return;
+    const json_t *frame = json_object_get(json_object_get(ev, "data"), "frame");
+    if (strcmp(json_string_value(json_object_get(frame, "type")), "chunk") == 0 &&
+        d->count++ == 2)
+        assert_int_equal(weir_agent_cancel(d->agent, "parent", false), WEIR_OK);
+}
+
 /* Reasoning only, then the cancel: the delivered reasoning is kept as an
  * interrupted assistant/message (the kept prefix). */
 static void reasoning_only_prefix_is_finalized(void **state) {
@@ -342,6 +353,66 @@ static void reasoning_only_prefix_is_finalized(void **state) {
     assert_string_equal(json_string_value(json_object_get(b, "type")), "reasoning");
     assert_true(strlen(json_string_value(json_object_get(b, "text"))) > 0);
     assert_int_equal(dh_count(&d, "assistant/attempt"), 0);
+    dh_teardown(&d);
+}
+
+/* A kept interrupted answer goes back to the model with a mark: a
+ * user/message note (source {kind:"interrupt", cause}) right after it, so
+ * the next request says the user cut the answer off; every request still
+ * derives from the log (dh_teardown checks each one). */
+static void an_interrupted_answer_goes_back_with_a_mark(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":"
+             "[{\"text\":\"a long answer that goes on\",\"chunks\":5,\"chunk_delay_ms\":20},"
+             "{\"text\":\"sorry\",\"expect\":{\"message_contains\":\"The user interrupted\"}}]}}]",
+             NULL);
+    d.on_event = cancel_at_second_chunk;
+    dh_open(&d, "interruptmark");
+    dh_send(&d, "go", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_string_equal(reason_kind(&d, 0), "aborted");
+    const json_t *am = dh_find(&d, "assistant/message", 0);
+    assert_true(json_is_true(json_object_get(json_object_get(am, "data"), "interrupted")));
+    const json_t *note = dh_find(&d, "user/message", 1);
+    assert_non_null(note);
+    assert_int_equal(json_integer_value(json_object_get(note, "seq")),
+                     json_integer_value(json_object_get(am, "seq")) + 1);
+    const json_t *src = json_object_get(json_object_get(json_object_get(note, "data"), "message"),
+                                        "source");
+    assert_string_equal(json_string_value(json_object_get(src, "kind")), "interrupt");
+    assert_string_equal(json_string_value(json_object_get(src, "cause")), "user");
+    assert_non_null(strstr(text_of(note), "The user interrupted"));
+    /* the next request carries the answer, then the mark, then the new input */
+    d.on_event = NULL;
+    dh_send(&d, "go on", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_string_equal(reason_kind(&d, 1), "completed");
+    const json_t *req = json_object_get(json_object_get(dh_find(&d, "drvtest/request", 1), "data"),
+                                        "request");
+    const json_t *msgs = json_object_get(req, "messages");
+    size_t n = json_array_size(msgs);
+    assert_true(n >= 3);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, n - 3), "role")),
+                        "assistant");
+    char *mark = json_dumps(json_array_get(msgs, n - 2), JSON_COMPACT);
+    assert_non_null(strstr(mark, "The user interrupted"));
+    free(mark);
+    dh_teardown(&d);
+
+    /* any other cause says which */
+    dh_setup(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":"
+             "[{\"text\":\"a long answer that goes on\",\"chunks\":5,\"chunk_delay_ms\":20}]}}]",
+             NULL);
+    d.on_event = cancel_at_second_chunk_parent;
+    dh_open(&d, "interruptparent");
+    dh_send(&d, "go", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    note = dh_find(&d, "user/message", 1);
+    assert_non_null(note);
+    assert_non_null(strstr(text_of(note), "cancel cause: parent"));
     dh_teardown(&d);
 }
 
@@ -469,6 +540,7 @@ int main(void) {
         cmocka_unit_test(cancel_from_synchronous_observers),
         cmocka_unit_test(first_typed_cause_wins),
         cmocka_unit_test(reasoning_only_prefix_is_finalized),
+        cmocka_unit_test(an_interrupted_answer_goes_back_with_a_mark),
         cmocka_unit_test(pre_step_fires_once_per_proposed_step_and_starts_a_series),
         cmocka_unit_test(steer_and_inject_staged_during_pre_step),
         cmocka_unit_test(steering_that_races_a_concluding_step_still_runs),

@@ -261,6 +261,7 @@ typedef struct native_probe {
     int streams;       /* start frames seen */
     const char *at[4]; /* input id to steer at stream k (NULL: none) */
     int rcs[4];
+    bool followup;     /* send it as a followup, not a steer */
 } native_probe;
 
 static void steer_in_stream(dh *d, const json_t *ev, bool durable) {
@@ -281,7 +282,7 @@ static void steer_in_stream(dh *d, const json_t *ev, bool durable) {
     p->at[k] = NULL;
     char text[64];
     snprintf(text, sizeof text, "native %s", id);
-    p->rcs[k] = send_id(d, id, text, WEIR_SEND_STEER, NULL);
+    p->rcs[k] = send_id(d, id, text, p->followup ? WEIR_SEND_FOLLOWUP : WEIR_SEND_STEER, NULL);
 }
 
 #define NATIVE_ROWS(answers)                                                                   \
@@ -299,7 +300,7 @@ static void native_refusal_falls_back_to_the_request_boundary(void **state) {
     (void)state;
     dh d;
     dh_setup(&d, NATIVE_ROWS("\"refuse\""), NULL);
-    native_probe p = {0, {"n1", NULL, NULL, NULL}, {0}};
+    native_probe p = {0, {"n1", NULL, NULL, NULL}, {0}, false};
     d.on_event = steer_in_stream;
     d.ud = &p;
     dh_open(&d, "nativerefuse");
@@ -321,7 +322,7 @@ static void native_application_is_logged_where_it_applied(void **state) {
     (void)state;
     dh d;
     dh_setup(&d, NATIVE_ROWS("\"apply\""), NULL);
-    native_probe p = {0, {"n1", NULL, NULL, NULL}, {0}};
+    native_probe p = {0, {"n1", NULL, NULL, NULL}, {0}, false};
     d.on_event = steer_in_stream;
     d.ud = &p;
     dh_open(&d, "nativeapply");
@@ -361,7 +362,7 @@ static void native_error_is_unknown_and_never_queued(void **state) {
     (void)state;
     dh d;
     dh_setup(&d, NATIVE_ROWS("[\"throw\",\"own\",\"fallback\"]"), NULL);
-    native_probe p = {0, {"n1", "n2", NULL, NULL}, {0}};
+    native_probe p = {0, {"n1", "n2", NULL, NULL}, {0}, false};
     d.on_event = steer_in_stream;
     d.ud = &p;
     dh_open(&d, "nativethrow");
@@ -394,7 +395,7 @@ static void native_error_is_unknown_and_never_queued(void **state) {
              "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"
              "[{\"name\":\"lookup\"}]}}]",
              NULL);
-    native_probe q = {0, {"n3", NULL, NULL, NULL}, {0}};
+    native_probe q = {0, {"n3", NULL, NULL, NULL}, {0}, false};
     d.on_event = steer_in_stream;
     d.ud = &q;
     dh_open(&d, "nativefallback");
@@ -407,13 +408,127 @@ static void native_error_is_unknown_and_never_queued(void **state) {
     dh_teardown(&d);
 }
 
+/* Ordinary input goes to steer_live first, whatever its mode: a followup
+ * sent while the provider streams, with nothing queued, is offered too.
+ * Applied, it joins the running turn where the provider applied it (no
+ * splice, no second turn); refused at once or later by the provider, it
+ * keeps its mode: the next turn takes it. */
+static void native_is_offered_a_followup_too(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d, NATIVE_ROWS("\"apply\""), NULL);
+    native_probe p = {0, {"f1", NULL, NULL, NULL}, {0}, true};
+    d.on_event = steer_in_stream;
+    d.ud = &p;
+    dh_open(&d, "nativefollowup");
+    dh_send(&d, "go", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_int_equal(p.rcs[0], WEIR_OK);
+    assert_non_null(find_live(&d, "steering/owned", 0));
+    assert_non_null(find_live(&d, "steering/applied", 0));
+    assert_int_equal(dh_count(&d, "turn/start"), 1);
+    assert_int_equal(dh_count(&d, "agent/inbox/spliced"), 2); /* go: queued, claimed */
+    const json_t *um = dh_find(&d, "user/message", 1);
+    assert_string_equal(text_of(um), "native f1");
+    assert_int_equal(turn_of(um), 1);
+    assert_int_equal(step_of(um), 2);
+    dh_teardown(&d);
+
+    const char *answers[] = {"\"refuse\"", "\"fallback\""};
+    for (int i = 0; i < 2; i++) {
+        /* "fallback" refuses at the provider's next stream call: step 2 */
+        char rows[1024];
+        snprintf(rows, sizeof rows,
+                 "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{"
+                 "\"steer_live\":%s,\"replies\":[{\"text\":\"one\",\"chunks\":3,"
+                 "\"tool_calls\":[{\"id\":\"c1\",\"name\":\"lookup\",\"arguments\":{}}]},"
+                 "{\"text\":\"two\"},"
+                 "{\"text\":\"three\",\"expect\":{\"message_contains\":\"native f2\"}}]}},"
+                 "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"
+                 "[{\"name\":\"lookup\"}]}}]",
+                 answers[i]);
+        dh_setup(&d, rows, NULL);
+        native_probe q = {0, {"f2", NULL, NULL, NULL}, {0}, true};
+        d.on_event = steer_in_stream;
+        d.ud = &q;
+        dh_open(&d, i ? "nativefollowupfallback" : "nativefollowuprefuse");
+        dh_send(&d, "go", WEIR_SEND_FOLLOWUP);
+        dh_run(&d);
+        assert_int_equal(q.rcs[0], WEIR_OK);
+        assert_non_null(find_live(&d, i ? "steering/owned" : "agent/inbox/inserted", 0));
+        assert_int_equal(dh_count(&d, "turn/start"), 2);
+        um = dh_find(&d, "user/message", 1);
+        assert_string_equal(text_of(um), "native f2");
+        assert_int_equal(turn_of(um), 2);
+        assert_int_equal(step_of(um), 1);
+        assert_string_equal(reason_kind(&d, 1), "completed");
+        dh_teardown(&d);
+    }
+}
+
+/* Natively applied input passes through agent/pre-step as queued input
+ * does (args native:true): a rewrite policy rewrites what is logged (and
+ * so what every later request carries), a reject drops it (nothing logged,
+ * steering/discarded, the turn goes on), and the id stays accepted. */
+#define NATIVE_POLICY_ROWS(pre_step)                                                           \
+    "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"steer_live\":"     \
+    "\"apply\",\"replies\":["                                                                  \
+    "{\"text\":\"working on it\",\"chunks\":3,\"tool_calls\":[{\"id\":\"c1\",\"name\":"      \
+    "\"lookup\",\"arguments\":{}}]},"                                                          \
+    "{\"text\":\"second\",\"chunks\":3}]}},"                                                  \
+    "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"                    \
+    "[{\"name\":\"lookup\"}]}},"                                                               \
+    "{\"id\":\"policy\",\"plugin\":\"drvtest-hooks\",\"config\":{\"pre_step\":" pre_step "}}]"
+
+static void native_input_passes_through_pre_step(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d, NATIVE_POLICY_ROWS("{\"action\":\"rewrite\",\"text\":\"[redacted]\"}"), NULL);
+    native_probe p = {0, {"n1", NULL, NULL, NULL}, {0}, false};
+    d.on_event = steer_in_stream;
+    d.ud = &p;
+    dh_open(&d, "nativepolicy");
+    dh_send(&d, "go", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_int_equal(p.rcs[0], WEIR_OK);
+    assert_non_null(find_live(&d, "steering/applied", 0));
+    /* the queued input and the native one alike */
+    assert_string_equal(text_of(dh_find(&d, "user/message", 0)), "[redacted]");
+    const json_t *um = dh_find(&d, "user/message", 1);
+    assert_string_equal(text_of(um), "[redacted]");
+    assert_int_equal(step_of(um), 2);
+    weir_error err;
+    assert_int_equal(send_id(&d, "n1", "native n1", WEIR_SEND_STEER, &err), WEIR_OK);
+    assert_non_null(find_live(&d, "agent/inbox/acknowledged", 0));
+    dh_teardown(&d);
+
+    dh_setup(&d, NATIVE_POLICY_ROWS("{\"action\":\"reject\",\"native\":true}"), NULL);
+    native_probe q = {0, {"n2", NULL, NULL, NULL}, {0}, false};
+    d.on_event = steer_in_stream;
+    d.ud = &q;
+    dh_open(&d, "nativereject");
+    dh_send(&d, "go", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_int_equal(q.rcs[0], WEIR_OK);
+    assert_null(find_live(&d, "steering/applied", 0));
+    const json_t *dis = find_live(&d, "steering/discarded", 0);
+    assert_non_null(dis);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(dis, "data"), "reason")),
+                        "rejected");
+    assert_int_equal(dh_count(&d, "user/message"), 1); /* go only */
+    assert_string_equal(reason_kind(&d, 0), "completed");
+    assert_int_equal(send_id(&d, "n2", "native n2", WEIR_SEND_STEER, &err), WEIR_OK);
+    assert_non_null(find_live(&d, "agent/inbox/acknowledged", 0));
+    dh_teardown(&d);
+}
+
 /* A steer is offered natively only when nothing is queued before it: with a
  * followup queued, it waits behind it (no steer_live call). */
 static void native_is_not_offered_past_queued_input(void **state) {
     (void)state;
     dh d;
     dh_setup(&d, NATIVE_ROWS("\"apply\""), NULL);
-    native_probe p = {0, {"n1", NULL, NULL, NULL}, {0}};
+    native_probe p = {0, {"n1", NULL, NULL, NULL}, {0}, false};
     d.on_event = steer_in_stream;
     d.ud = &p;
     dh_open(&d, "nativebarrier");
@@ -449,6 +564,52 @@ static void identical_resubmission_is_acknowledged_live(void **state) {
     /* delivered, then sent again: still acknowledged, nothing queued */
     assert_int_equal(send_id(&d, "in-1", "same", WEIR_SEND_FOLLOWUP, &err), WEIR_OK);
     assert_non_null(find_live(&d, "agent/inbox/acknowledged", 1));
+    assert_int_equal(weir__inbox_count(d.agent->e.inbox, false), 0);
+    dh_teardown(&d);
+}
+
+/* On the first chunk: a followup "x1", then a cancel that discards it. */
+static void queue_then_cancel(dh *d, const json_t *ev, bool durable) {
+    if (durable || d->count ||
+        strcmp(json_string_value(json_object_get(ev, "type")), "agent/assistant-stream") != 0)
+        return;
+    const json_t *frame = json_object_get(json_object_get(ev, "data"), "frame");
+    if (strcmp(json_string_value(json_object_get(frame, "type")), "chunk") != 0)
+        return;
+    d->count = 1;
+    assert_int_equal(send_id(d, "x1", "later", WEIR_SEND_FOLLOWUP, NULL), WEIR_OK);
+    assert_int_equal(weir_agent_cancel(d->agent, "user", false), WEIR_OK);
+}
+
+/* An id removed with an outcome stays accepted: a followup a cancel
+ * discarded, sent again unchanged, is acknowledged and never delivered; so
+ * after the stop fence (not E_STATE) and after a reopen. */
+static void a_discarded_id_sent_again_is_acknowledged_not_replayed(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":"
+             "[{\"text\":\"a long answer\",\"chunks\":4,\"chunk_delay_ms\":20},"
+             "{\"text\":\"b\"}]}}]",
+             NULL);
+    d.on_event = queue_then_cancel;
+    dh_open(&d, "discardedagain");
+    dh_send(&d, "go", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_non_null(find_live(&d, "agent/inbox/discarded", 0));
+    weir_error err;
+    assert_int_equal(send_id(&d, "x1", "later", WEIR_SEND_FOLLOWUP, &err), WEIR_OK);
+    assert_non_null(find_live(&d, "agent/inbox/acknowledged", 0));
+    assert_int_equal(send_id(&d, "x1", "other", WEIR_SEND_FOLLOWUP, &err), WEIR_E_DUPLICATE);
+    dh_run(&d);
+    assert_int_equal(dh_count(&d, "turn/start"), 1); /* never delivered */
+    dh_close(&d);
+    dh_open(&d, "discardedagain");
+    assert_int_equal(send_id(&d, "x1", "later", WEIR_SEND_FOLLOWUP, &err), WEIR_OK);
+    assert_non_null(find_live(&d, "agent/inbox/acknowledged", 1));
+    weir__inbox_stop(d.agent->e.inbox); /* the shutdown's fence */
+    assert_int_equal(send_id(&d, "x1", "later", WEIR_SEND_FOLLOWUP, &err), WEIR_OK);
+    assert_non_null(find_live(&d, "agent/inbox/acknowledged", 2));
     assert_int_equal(weir__inbox_count(d.agent->e.inbox, false), 0);
     dh_teardown(&d);
 }
@@ -583,7 +744,10 @@ int main(void) {
         cmocka_unit_test(native_application_is_logged_where_it_applied),
         cmocka_unit_test(native_error_is_unknown_and_never_queued),
         cmocka_unit_test(native_is_not_offered_past_queued_input),
+        cmocka_unit_test(native_is_offered_a_followup_too),
+        cmocka_unit_test(native_input_passes_through_pre_step),
         cmocka_unit_test(identical_resubmission_is_acknowledged_live),
+        cmocka_unit_test(a_discarded_id_sent_again_is_acknowledged_not_replayed),
         cmocka_unit_test(input_calls_refuse_a_null_agent),
         cmocka_unit_test(caps_refuse_with_a_clear_error),
         cmocka_unit_test(on_wake_fires_for_waking_work),

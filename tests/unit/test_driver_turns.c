@@ -758,6 +758,64 @@ static void changed_system_prompt_is_appended_after_a_request(void **state) {
     dh_teardown(&d);
 }
 
+/* A system prompt configured for a session whose history has no system
+ * head (here its first turn was cut between its user/message and its
+ * request/header: no request was ever sent) is admitted all the same: a
+ * system-update system/message, appended before the turn's new input, and
+ * the model gets it. */
+static void a_prompt_for_a_history_without_a_system_head_is_admitted(void **state) {
+    (void)state;
+    dh d;
+    dh_setup(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":"
+             "[{\"text\":\"a\"}]}}]",
+             NULL);
+    dh_open(&d, "nohead");
+    dh_send(&d, "one", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_int_equal(dh_count(&d, "system/message"), 0);
+    /* the log as a crash during the first admission leaves it */
+    size_t len = 0;
+    char *text = wt_read_file(dh_log(&d), &len);
+    assert_non_null(text);
+    char *user = strstr(text, "\"type\":\"user/message\"");
+    assert_non_null(user);
+    char *eol = strchr(user, '\n');
+    assert_non_null(eol);
+    eol[1] = '\0';
+    dh_teardown(&d);
+    dh_setup(&d,
+             "[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{\"replies\":"
+             "[{\"text\":\"b\",\"expect\":{\"message_contains\":\"Be brief.\"}}]}}," PROMPT_ROW
+             "]",
+             NULL);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/cut.jsonl", d.dir);
+    assert_int_equal(wt_write_file(path, text), 0);
+    free(text);
+    dh_open(&d, "cut");
+    dh_send(&d, "two", WEIR_SEND_FOLLOWUP);
+    dh_run(&d);
+    assert_string_equal(reason_kind(&d, 0), "interrupted"); /* the cut turn, closed */
+    assert_string_equal(reason_kind(&d, 1), "completed");
+    const json_t *sys = dh_find(&d, "system/message", 0);
+    assert_non_null(sys);
+    const json_t *data = json_object_get(sys, "data");
+    assert_string_equal(json_string_value(json_object_get(data, "prompt")), "Be brief.");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(data, "message"), "source"), "update")),
+                        "system-prompt");
+    json_t *msgs = weir_agent_messages(d.agent);
+    assert_int_equal(json_array_size(msgs), 4); /* one, system, two, b */
+    assert_string_equal(first_text(json_array_get(msgs, 0)), "one");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 1), "role")),
+                        "system");
+    assert_string_equal(first_text(json_array_get(msgs, 1)), "Be brief.");
+    assert_string_equal(first_text(json_array_get(msgs, 2)), "two");
+    json_decref(msgs);
+    dh_teardown(&d);
+}
+
 /* The header's tool names, comma-joined (static buffer). */
 static const char *tool_names(const json_t *header) {
     static char buf[256];
@@ -1050,6 +1108,7 @@ int main(void) {
         cmocka_unit_test(replaying_log_gives_identical_derived_history),
         cmocka_unit_test(llm_stream_listener_replays_its_own_chunks),
         cmocka_unit_test(changed_system_prompt_is_appended_after_a_request),
+        cmocka_unit_test(a_prompt_for_a_history_without_a_system_head_is_admitted),
         cmocka_unit_test(tool_list_change_keeps_order_and_is_announced),
         cmocka_unit_test(plugin_events_are_logged_ignorable),
         cmocka_unit_test(empty_completion_is_logged_but_not_model_visible),

@@ -935,7 +935,7 @@ static void test_catalog_entries_are_consistent(void **state) {
     assert_null(weir__hook_find("agent/nope"));
     assert_null(weir__hook_find(NULL));
     assert_string_equal(weir__hook_find("agent/pre-step")->payload,
-                        "{agent, turn, step, messages:[user messages]}");
+                        "{agent, turn, step, messages:[user messages], native?}");
 }
 
 static char *catalog_text(bool markdown) {

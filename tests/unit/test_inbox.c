@@ -314,12 +314,20 @@ static void anchored_input_bypasses_the_barrier_and_never_outlives_its_turn(void
     assert_string_equal(d, "{\"target\":\"next-step\",\"start\":0,\"removed_count\":1,"
                            "\"inserted\":[],\"outcome\":\"held\"}");
     free(d);
-    /* held ids are not delivered; the rebuilt inbox agrees */
+    /* a held id was accepted once: it is known (a resubmission is
+     * acknowledged, never queued again), and the rebuilt inbox agrees */
+    assert_int_equal(weir__inbox_known(f->ib, a2), 1);
     open_all(f);
     assert_int_equal(weir__inbox_count(f->ib, true), 1);  /* s1 */
     assert_int_equal(weir__inbox_count(f->ib, false), 1); /* t1 */
-    assert_int_equal(weir__inbox_known(f->ib, a2), 0);
+    assert_int_equal(weir__inbox_known(f->ib, a2), 1);
     assert_int_equal(weir__inbox_known(f->ib, a1), 1);
+    assert_int_equal(weir__inbox_add(f->ib, a2, true, &dup, &err), WEIR_OK);
+    assert_true(dup);
+    json_t *other = user("a2", "other text");
+    assert_int_equal(weir__inbox_add(f->ib, other, true, &dup, &err), WEIR_E_DUPLICATE);
+    json_decref(other);
+    assert_int_equal(weir__inbox_count(f->ib, true), 1);
     assert_string_equal(claim_now(f, true, 4), "t1,s1");
     json_decref(a1);
     json_decref(a2);
@@ -375,8 +383,83 @@ static void clear_discards_with_outcome_canceled(void **state) {
     for (size_t i = 0; i < 4; i++)
         assert_string_equal(f->trace[i], want[i]);
     assert_int_equal(weir__inbox_count(f->ib, true) + weir__inbox_count(f->ib, false), 0);
-    /* a canceled input was never delivered: its id may be sent again */
-    add(f, "s1", "steer again", true);
+    /* a canceled input was accepted once: the same id with the same
+     * content is acknowledged and not queued again, before and after a
+     * reopen; with other content it is refused */
+    for (int pass = 0; pass < 2; pass++) {
+        json_t *m = user("s1", "steer");
+        bool dup = false;
+        assert_int_equal(weir__inbox_add(f->ib, m, true, &dup, &err), WEIR_OK);
+        assert_true(dup);
+        json_decref(m);
+        m = user("t1", "first");
+        assert_int_equal(weir__inbox_add(f->ib, m, false, &dup, &err), WEIR_OK);
+        assert_true(dup);
+        json_decref(m);
+        m = user("s1", "steer again");
+        assert_int_equal(weir__inbox_add(f->ib, m, true, &dup, &err), WEIR_E_DUPLICATE);
+        json_decref(m);
+        assert_int_equal(weir__inbox_count(f->ib, true) + weir__inbox_count(f->ib, false), 0);
+        open_all(f);
+    }
+    /* after the stop fence too: acknowledged, not E_STATE */
+    weir__inbox_stop(f->ib);
+    json_t *m = user("s1", "steer");
+    bool dup = false;
+    assert_int_equal(weir__inbox_add(f->ib, m, true, &dup, &err), WEIR_OK);
+    assert_true(dup);
+    json_decref(m);
+}
+
+/* hold_all (an open after a shutdown that could not log its removal):
+ * both lists go with outcome "held", "held" per message with turn 0; the
+ * ids stay known and a reopen finds nothing queued. */
+static void hold_all_holds_both_lists(void **state) {
+    fixture *f = *state;
+    add(f, "t1", "first", false);
+    add(f, "s1", "steer", true);
+    f->ntrace = 0;
+    weir_error err;
+    assert_int_equal(weir__inbox_hold_all(f->ib, &err), WEIR_OK);
+    const char *want[] = {"log:agent/inbox/spliced:1:1", "log:agent/inbox/spliced:0:1",
+                          "held:s1:0", "held:t1:0"};
+    assert_int_equal(f->ntrace, 4);
+    for (size_t i = 0; i < 4; i++)
+        assert_string_equal(f->trace[i], want[i]);
+    char *d = data_of(f, 3);
+    assert_string_equal(d, "{\"target\":\"next-turn\",\"start\":0,\"removed_count\":1,"
+                           "\"inserted\":[],\"outcome\":\"held\"}");
+    free(d);
+    open_all(f);
+    assert_int_equal(weir__inbox_count(f->ib, true) + weir__inbox_count(f->ib, false), 0);
+    json_t *m = user("t1", "first");
+    assert_int_equal(weir__inbox_known(f->ib, m), 1);
+    json_decref(m);
+}
+
+/* A log of an older weir may queue a canceled id again (it forgot it): it
+ * still opens, with the id queued. */
+static void an_older_log_that_requeues_a_canceled_id_opens(void **state) {
+    fixture *f = *state;
+    weir_error err;
+    const char *splices[] = {
+        "{\"target\":\"next-step\",\"start\":0,\"inserted\":[{\"role\":\"user\","
+        "\"content\":[{\"type\":\"text\",\"text\":\"one\"}],\"id\":\"s1\"}]}",
+        "{\"target\":\"next-step\",\"start\":0,\"removed_count\":1,\"inserted\":[],"
+        "\"outcome\":\"canceled\"}",
+        "{\"target\":\"next-step\",\"start\":0,\"inserted\":[{\"role\":\"user\","
+        "\"content\":[{\"type\":\"text\",\"text\":\"one\"}],\"id\":\"s1\"}]}"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *data = json_loads(splices[i], 0, NULL);
+        assert_non_null(data);
+        assert_int_equal(weir__log_append(f->log, "agent/inbox/spliced", data, NULL, NULL, 0, NULL,
+                                          &err),
+                         WEIR_OK);
+        json_decref(data);
+    }
+    open_all(f);
+    assert_int_equal(weir__inbox_count(f->ib, true), 1);
+    assert_string_equal(claim_now(f, false, 1), "s1");
 }
 
 static void rebuild_from_log_after_reopen(void **state) {
@@ -572,6 +655,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(stop_refuses_new_input_and_service_alone_is_not_ordinary,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(clear_discards_with_outcome_canceled, setup, teardown),
+        cmocka_unit_test_setup_teardown(hold_all_holds_both_lists, setup, teardown),
+        cmocka_unit_test_setup_teardown(an_older_log_that_requeues_a_canceled_id_opens, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(rebuild_from_log_after_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(unchanged_when_append_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(claim_failure_changes_nothing, setup, teardown),
