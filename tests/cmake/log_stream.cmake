@@ -8,5 +8,5 @@ if(TARGET weir_cli)
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/log_stream_memory.sh
                    $<TARGET_FILE:weir_cli> $<TARGET_FILE:bench_biglog_gen>
                    $<TARGET_FILE:bench_biglog_rss>)
-  set_tests_properties(log_stream_memory PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}" TIMEOUT 120)
+  set_tests_properties(log_stream_memory PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}" TIMEOUT 300)
 endif()

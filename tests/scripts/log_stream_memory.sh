@@ -77,13 +77,13 @@ for mode in --json transcript --why; do
 done
 
 # `weir log FILE --check` of a log that never compacts, whose surface is its
-# whole history (12,001 nodes): the check holds each node as a stub and
+# whole history (8,001 nodes): the check holds each node as a stub and
 # reads its line again when it needs the message, so it stays within the
 # same slack plus 1 KiB a node (a stub is about 0.7 KB, more under ASan).
 # A check that held the nodes' messages (even with long strings hashed, as
 # before: about 2.5 KB a node, twice at the end) needs about three times
 # that.
-"$GEN" -o "$TMP/flat.jsonl" --turns 3000 --tool-bytes 2000 --session flat 2>/dev/null || exit 1
+"$GEN" -o "$TMP/flat.jsonl" --turns 2000 --tool-bytes 2000 --session flat 2>/dev/null || exit 1
 nodes=$(grep -c '"surface_op"' "$TMP/flat.jsonl")
 flat_line_kb=$(awk '{ if (length($0) > m) m = length($0) } END { print int(m / 1024) + 1 }' \
     "$TMP/flat.jsonl")
