@@ -124,6 +124,18 @@ static char *cut_prompt(const char *text) {
     return out;
 }
 
+/* Remove a session's log file and, when there is one, the `<log>.held`
+ * marker a shutdown that could not log its holds left beside it
+ * (docs/generations.md).  0, or -1 with errno (the log's). */
+static int remove_log(const char *path) {
+    if (unlink(path) != 0)
+        return -1;
+    char held_path[4200];
+    if (snprintf(held_path, sizeof held_path, "%s.held", path) < (int)sizeof held_path)
+        (void)unlink(held_path); /* none, most often */
+    return 0;
+}
+
 /* The text blocks of the first user/message, or NULL. */
 static const char *first_prompt(const json_t *events) {
     size_t i, j;
@@ -584,7 +596,7 @@ static int sessions_rm(int argc, char **argv) {
                     "weir sessions rm: session %.*s is open for writing by pid %ld; not removed\n",
                     idlen, base, pid);
             rc = WEIR_EXIT_IO;
-        } else if (unlink(paths[i]) != 0) {
+        } else if (remove_log(paths[i]) != 0) {
             fprintf(stderr, "weir sessions rm: %s: %s\n", paths[i], strerror(errno));
             rc = WEIR_EXIT_IO;
         } else {
@@ -712,7 +724,7 @@ static int sessions_prune(int argc, char **argv) {
         } else if (dry) {
             printf("would remove %s (last activity %s)\n", id, when);
             removed++;
-        } else if (unlink(path) != 0) {
+        } else if (remove_log(path) != 0) {
             fprintf(stderr, "weir sessions prune: %s: %s\n", path, strerror(errno));
             rc = WEIR_EXIT_IO;
         } else {

@@ -183,7 +183,9 @@ grep -qx "weir: session id prefix 'gone-' is ambiguous: 2 sessions start with it
     fail "rm ambiguous: $(cat "$TMP/err")"
 [ -e "$WEIR_SESSION_DIR/gone-one.jsonl" ] && [ -e "$WEIR_SESSION_DIR/gone-two.jsonl" ] ||
     fail "an ambiguous rm removed something"
+: >"$WEIR_SESSION_DIR/gone-one.jsonl.held" # a shutdown's hold marker goes with its log
 "$WEIR" sessions rm gone-o gone-two >"$TMP/out" 2>"$TMP/err" || fail "rm: $(cat "$TMP/err")"
+[ -e "$WEIR_SESSION_DIR/gone-one.jsonl.held" ] && fail "rm left the log's .held marker"
 grep -qx "removed gone-one ($WEIR_SESSION_DIR/gone-one.jsonl)" "$TMP/out" || fail "rm line: $(cat "$TMP/out")"
 grep -qx "removed gone-two ($WEIR_SESSION_DIR/gone-two.jsonl)" "$TMP/out" || fail "rm line 2: $(cat "$TMP/out")"
 [ -e "$WEIR_SESSION_DIR/gone-one.jsonl" ] || [ -e "$WEIR_SESSION_DIR/gone-two.jsonl" ] && fail "rm left a file"
