@@ -69,6 +69,27 @@ int openai_request_build(const json_t *request, pc_cache *cache, pc_memo *memo, 
 int openai_request_build_ex(const json_t *request, pc_extra *extra, pc_cache *cache,
                             pc_memo *memo, char *msg, size_t msg_size);
 
+/** What both bodies (Chat Completions and Responses) read first. */
+typedef struct openai_begun {
+    const char *model;           /* the request's model (borrowed) */
+    const json_t *opts;          /* the options, NULL when none (borrowed) */
+    const struct pc_model_entry *rules; /* the model table's rules, or NULL */
+    json_t *messages, *tools;    /* the request's (borrowed; tools may be NULL) */
+    const char *choice;          /* the tool_choice to send, or NULL */
+} openai_begun;
+
+/**
+ * The checks both body builders start with, into *b: the request's model,
+ * its options (extra's, else the request's) against the keys `owned` the
+ * body writes itself, a temperature option the model refuses
+ * (`taken`; `effort` names the option that allows it in the
+ * message), the messages and tools, and the tool_choice (none without
+ * tools).  Resets extra's counters.  0, or -1 with `msg`.
+ */
+int openai_request_begin(const json_t *request, pc_extra *extra, const char *const *owned,
+                         bool (*taken)(const struct pc_model_entry *, const json_t *),
+                         const char *effort, openai_begun *b, char *msg, size_t size);
+
 /**
  * Whether a row whose base_url is `base_url` (borrowed; NULL: no) sends a
  * prompt_cache_key without being told: when its host is api.openai.com

@@ -496,6 +496,42 @@ static bool temperature_taken(const pc_model_entry *rules, const json_t *opts) {
     return !effort || strcmp(effort, "none") == 0;
 }
 
+int openai_request_begin(const json_t *request, pc_extra *extra, const char *const *owned,
+                         bool (*taken)(const pc_model_entry *, const json_t *),
+                         const char *effort, openai_begun *b, char *msg, size_t size) {
+    memset(b, 0, sizeof *b);
+    if (extra) {
+        extra->dropped_temperature = false;
+        extra->skipped_continuations = 0;
+    }
+    if (!(b->model = pc_request_check(request, msg, size)))
+        return -1;
+    const json_t *opts =
+        extra && extra->options ? extra->options : json_object_get(request, "options");
+    b->opts = json_is_null(opts) ? NULL : opts;
+    b->rules = pc_model_table_find(b->model);
+    if (pc_options_check(b->opts, owned, b->model, "options", msg, size) != 0)
+        return -1;
+    const json_t *opt_temp = json_object_get(b->opts, "temperature");
+    if (opt_temp && !json_is_null(opt_temp) && !taken(b->rules, b->opts))
+        return pc_bad(msg, size,
+                      "options.temperature: model \"%s\" refuses temperature (OpenAI reasoning "
+                      "models take only the default; gpt-5.1 only with %s \"none\")",
+                      b->model, effort);
+
+    b->messages = json_object_get(request, "messages");
+    b->tools = json_object_get(request, "tools");
+    if (!json_is_array(b->messages))
+        return pc_bad(msg, size, "messages: expected an array");
+    if (b->tools && !json_is_null(b->tools) && !json_is_array(b->tools))
+        return pc_bad(msg, size, "tools: expected an array");
+    if (pc_tool_choice(request, &b->choice, msg, size) != 0)
+        return -1;
+    if (json_array_size(b->tools) == 0)
+        b->choice = NULL; /* the API refuses a tool_choice without tools */
+    return 0;
+}
+
 int openai_request_build(const json_t *request, pc_cache *cache, pc_memo *memo, char *msg,
                          size_t size) {
     return openai_request_build_ex(request, NULL, cache, memo, msg, size);
@@ -506,43 +542,14 @@ int openai_request_build_ex(const json_t *request, pc_extra *extra, pc_cache *ca
     if (!memo)
         return PC_OOM(msg, size);
     size_t skipped = 0; /* blocks whose continuation lacked what we need */
-    if (extra) {
-        extra->dropped_temperature = false;
-        extra->skipped_continuations = 0;
-    }
-    const char *model = pc_request_check(request, msg, size);
-    if (!model)
+    openai_begun b;
+    if (openai_request_begin(request, extra, openai_owned_keys, temperature_taken,
+                             "reasoning_effort", &b, msg, size) != 0)
         goto fail;
-    const json_t *opts =
-        extra && extra->options ? extra->options : json_object_get(request, "options");
-    if (json_is_null(opts))
-        opts = NULL;
-    const pc_model_entry *rules = pc_model_table_find(model);
-    if (pc_options_check(opts, openai_owned_keys, model, "options", msg, size) != 0)
-        goto fail;
-    const json_t *opt_temp = json_object_get(opts, "temperature");
-    if (opt_temp && !json_is_null(opt_temp) && !temperature_taken(rules, opts)) {
-        pc_bad(msg, size,
-               "options.temperature: model \"%s\" refuses temperature (OpenAI reasoning "
-               "models take only the default; gpt-5.1 only with reasoning_effort \"none\")",
-               model);
-        goto fail;
-    }
-    json_t *messages = json_object_get(request, "messages");
-    json_t *tools = json_object_get(request, "tools");
-    if (!json_is_array(messages)) {
-        pc_bad(msg, size, "messages: expected an array");
-        goto fail;
-    }
-    if (tools && !json_is_null(tools) && !json_is_array(tools)) {
-        pc_bad(msg, size, "tools: expected an array");
-        goto fail;
-    }
-    const char *cs;
-    if (pc_tool_choice(request, &cs, msg, size) != 0)
-        goto fail;
-    if (json_array_size(tools) == 0)
-        cs = NULL; /* the API refuses a tool_choice without tools */
+    const char *model = b.model, *cs = b.choice;
+    const json_t *opts = b.opts, *opt_temp = json_object_get(b.opts, "temperature");
+    const pc_model_entry *rules = b.rules;
+    json_t *messages = b.messages, *tools = b.tools;
     /* the history the last body shares stays in place; the rest is added.
      * A body for a Gemini model may hold sentinels (gemini_signs_calls): the
      * memo's side records which kind it is ("g"), and a memo of the other

@@ -393,43 +393,14 @@ int openai_responses_build(const json_t *request, pc_extra *extra, pc_cache *cac
     if (!memo)
         return PC_OOM(msg, size);
     size_t skipped = 0;
-    if (extra) {
-        extra->dropped_temperature = false;
-        extra->skipped_continuations = 0;
-    }
-    const char *model = pc_request_check(request, msg, size);
-    if (!model)
+    openai_begun b;
+    if (openai_request_begin(request, extra, openai_responses_owned_keys, temperature_taken,
+                             "reasoning.effort", &b, msg, size) != 0)
         goto fail;
-    const json_t *opts =
-        extra && extra->options ? extra->options : json_object_get(request, "options");
-    if (json_is_null(opts))
-        opts = NULL;
-    const pc_model_entry *rules = pc_model_table_find(model);
-    if (pc_options_check(opts, openai_responses_owned_keys, model, "options", msg, size) != 0)
-        goto fail;
-    const json_t *opt_temp = json_object_get(opts, "temperature");
-    if (opt_temp && !json_is_null(opt_temp) && !temperature_taken(rules, opts)) {
-        pc_bad(msg, size,
-               "options.temperature: model \"%s\" refuses temperature (OpenAI reasoning "
-               "models take only the default; gpt-5.1 only with reasoning.effort \"none\")",
-               model);
-        goto fail;
-    }
-    json_t *messages = json_object_get(request, "messages");
-    json_t *tools = json_object_get(request, "tools");
-    if (!json_is_array(messages)) {
-        pc_bad(msg, size, "messages: expected an array");
-        goto fail;
-    }
-    if (tools && !json_is_null(tools) && !json_is_array(tools)) {
-        pc_bad(msg, size, "tools: expected an array");
-        goto fail;
-    }
-    const char *cs;
-    if (pc_tool_choice(request, &cs, msg, size) != 0)
-        goto fail;
-    if (json_array_size(tools) == 0)
-        cs = NULL;
+    const char *model = b.model, *cs = b.choice;
+    const json_t *opts = b.opts, *opt_temp = json_object_get(b.opts, "temperature");
+    const pc_model_entry *rules = b.rules;
+    json_t *messages = b.messages, *tools = b.tools;
     pc_buf *out = &memo->text;
     size_t i = pc_memo_keep_prefix(memo, messages), n_msgs = json_array_size(messages);
     if (out->len == 0 && ADD(out, "{\"input\":[") != 0) {
