@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <regex.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -114,25 +115,19 @@ static size_t utf8(unsigned long cp, char *b) {
     return 4;
 }
 
-/* The code point of the UTF-8 character p (len bytes; jansson and the
- * config reader give valid UTF-8, a stray byte reads as itself). */
-static long decode(const char *p, size_t len) {
-    const unsigned char *b = (const unsigned char *)p;
-    if (len == 2)
-        return ((long)(b[0] & 0x1F) << 6) | (b[1] & 0x3F);
-    if (len == 3)
-        return ((long)(b[0] & 0x0F) << 12) | ((long)(b[1] & 0x3F) << 6) | (b[2] & 0x3F);
-    if (len == 4)
-        return ((long)(b[0] & 0x07) << 18) | ((long)(b[1] & 0x3F) << 12) |
-               ((long)(b[2] & 0x3F) << 6) | (b[3] & 0x3F);
-    return b[0];
+/* The length of the character starting at p (n > 0 bytes left): a UTF-8
+ * sequence's, else 1 (ASCII, or a stray byte read as itself). */
+static size_t char_len(const char *p, size_t n) {
+    uint32_t cp;
+    size_t k = weir__utf8_decode((const unsigned char *)p, n, &cp);
+    return k ? k : 1;
 }
 
-/* The length of the UTF-8 character starting at p (n > 0 bytes left). */
-static size_t char_len(const char *p, size_t n) {
-    unsigned char c = (unsigned char)*p;
-    size_t want = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-    return want <= n ? want : n;
+/* The code point of the character p (len bytes, as char_len gave). */
+static long decode(const char *p, size_t len) {
+    uint32_t cp;
+    return weir__utf8_decode((const unsigned char *)p, len, &cp) ? (long)cp
+                                                                 : (unsigned char)p[0];
 }
 
 /*
