@@ -717,7 +717,14 @@ static void pressure_compacts_between_turns_with_a_summary(void **state) {
 
     json_t *msgs = weir_agent_messages(d.agent);
     assert_int_equal(json_array_size(msgs), 4); /* summary, A2, U3, A3 */
-    assert_string_equal(first_text(msgs, 0), want_text);
+    /* the checkpoint message: the summary block, then the ids recall takes */
+    char *want_msg = fmt("%s\n\n## Recall ids\nThe recall tool returns the original text of "
+                         "these messages and tool results, which this checkpoint replaced:\n"
+                         "- seq:%lld: user message\n- seq:%lld: user message\n",
+                         want_text, (long long)json_integer_value(json_object_get(u1ev, "seq")),
+                         (long long)json_integer_value(json_object_get(u2ev, "seq")));
+    assert_string_equal(first_text(msgs, 0), want_msg);
+    free(want_msg);
     assert_string_equal(first_text(msgs, 1), "short answer");
     json_decref(msgs);
     free(want_text);
@@ -802,7 +809,9 @@ static void pressure_summaries_are_bounded_per_trigger(void **state) {
                         "{\"text\":\"fine\",\"expect\":{\"messages_count\":3}}",
                         a1);
     dh d;
-    setup(&d, replies, "{\"keep_recent_tokens\":1,\"max_attempts\":1}", NULL);
+    /* recall off: the figures below are the checkpoint's without its id list */
+    setup(&d, replies, "{\"keep_recent_tokens\":1,\"max_attempts\":1,\"recall\":{\"enabled\":false}}",
+          NULL);
     free(replies);
     dh_open(&d, "bounded");
     run_text(&d, u1);
@@ -909,8 +918,8 @@ static void pruning_comes_with_the_summary(void **state) {
     /* one compaction between the tool step and the next: the summary, then the prune */
     char *types = dh_types(&d, true);
     assert_non_null(strstr(types, "tool/result,step/end,compaction/start,compaction/summary,"
-                                  "user/message,compaction/prune,tool/result,compaction/end,"
-                                  "step/start"));
+                                  "user/message,compaction/prune-decision,compaction/prune,"
+                                  "tool/result,compaction/end,step/start"));
     free(types);
     /* the next request: checkpoint, the call and its pruned result */
     json_t *msgs = weir_agent_messages(d.agent);
@@ -950,8 +959,9 @@ static void pruning_alone_when_no_summary_can_help(void **state) {
     assert_true(json_is_true(json_object_get(end, "ok")));
     assert_int_equal(json_integer_value(json_object_get(end, "pruned")), 1);
     char *types = dh_types(&d, true);
-    assert_non_null(strstr(types, "tool/result,step/end,compaction/start,compaction/prune,"
-                                  "tool/result,compaction/end,step/start"));
+    assert_non_null(strstr(types, "tool/result,step/end,compaction/start,"
+                                  "compaction/prune-decision,compaction/prune,tool/result,"
+                                  "compaction/end,step/start"));
     free(types);
     dh_teardown(&d);
 }
