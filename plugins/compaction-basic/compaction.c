@@ -1390,18 +1390,26 @@ static outcome compact(run *r) {
                             (json_int_t)r->shadowed, "saved_tokens", (json_int_t)r->saved);
     if (end && r->usage)
         json_object_set(end, "usage", r->usage);
+    /* the durable record (issue #35): the chain, what of it changed the
+     * surface, the cache it invalidated and every node it shadowed */
     json_t *chain = json_array();
     for (size_t i = 0; chain && i < r->nchain; i++)
-        json_array_append_new(chain, json_string(cp_strategy_name(r->chain[i])));
-    if (end && (!chain || json_object_set_new(end, "strategies", chain) != 0 ||
-                json_object_set_new(end, "strategy", json_string(r->used[0] ? r->used : "none")) ||
+        if (json_array_append_new(chain, json_string(cp_strategy_name(r->chain[i]))) != 0) {
+            json_decref(chain);
+            chain = NULL;
+        }
+    json_t *shadowed = r->shadowed_seqs ? json_incref(r->shadowed_seqs) : json_array();
+    if (end && (!chain || !shadowed || json_object_set(end, "strategies", chain) != 0 ||
+                json_object_set_new(end, "strategy",
+                                    json_string(r->used[0] ? r->used : "none")) != 0 ||
                 json_object_set_new(end, "cache_invalidated_tokens",
                                     json_integer((json_int_t)r->invalidated)) != 0 ||
-                json_object_set_new(end, "shadowed", r->shadowed_seqs ? json_incref(r->shadowed_seqs)
-                                                                      : json_array()) != 0)) {
+                json_object_set(end, "shadowed", shadowed) != 0)) {
         json_decref(end);
         end = NULL; /* append() reports it */
     }
+    json_decref(chain);
+    json_decref(shadowed);
     if (end && !ok)
         json_object_set_new(end, "error", json_string(r->error));
     char why[sizeof r->error];
@@ -1599,8 +1607,8 @@ static json_t *result_of_call(weir_agent *agent, const char *call_id) {
             json_object_get(json_object_get(json_object_get(ev, "data"), "message"), "content"),
             0);
         const char *id = json_string_value(json_object_get(block, "call_id"));
-        if (type && !strcmp(type, "tool/result") && !json_object_get(ev, "surface_op") && id &&
-            !strcmp(id, call_id))
+        bool original = !json_is_object(json_object_get(ev, "surface_op")); /* not a replace */
+        if (type && !strcmp(type, "tool/result") && original && id && !strcmp(id, call_id))
             return ev;
         json_decref(ev);
     }

@@ -2595,6 +2595,275 @@ static void pressure_compaction_survives_one_failed_allocation(void **state) {
     dh_teardown(&d);
 }
 
+
+/* ------------------------------------------------------------------------ */
+/* Strategies, the cost rule and recall (issue #35)                          */
+/* ------------------------------------------------------------------------ */
+
+static void config_strategies_and_recall(void **state) {
+    (void)state;
+    cp_config cfg;
+    config_ok(NULL, &cfg);
+    assert_false(cfg.strategies_set); /* the provider's default */
+    assert_true(cfg.recall_enabled);
+    assert_int_equal(cfg.recall_max_chars, 8000);
+    assert_int_equal(cfg.horizon_steps, 10);
+    cp_strategy def[CP_MAX_STRATEGIES];
+    assert_int_equal(cp_default_strategies("an", "claude-sonnet-4-5", def), 2);
+    assert_string_equal(cp_strategy_name(def[0]), "summary");
+    assert_string_equal(cp_strategy_name(def[1]), "prune");
+    cp_config_clear(&cfg);
+
+    config_ok("{\"strategies\":[\"prune\",\"summary\"],\"recall\":{\"enabled\":false,"
+              "\"max_chars\":100},\"prune\":{\"horizon_steps\":3,\"cache_read_price\":0.5,"
+              "\"cache_write_price\":1}}",
+              &cfg);
+    assert_true(cfg.strategies_set);
+    assert_int_equal(cfg.nstrategies, 2);
+    assert_int_equal(cfg.strategies[0], CP_STRATEGY_PRUNE);
+    assert_int_equal(cfg.strategies[1], CP_STRATEGY_SUMMARY);
+    assert_false(cfg.recall_enabled);
+    assert_int_equal(cfg.recall_max_chars, 100);
+    cp_cache_prices p = cp_prices_for(&cfg, "claude-sonnet-4-5"); /* the config wins */
+    assert_true(p.read == 0.5 && p.write == 1.0);
+    cp_config_clear(&cfg);
+
+    assert_string_equal(config_error("{\"strategies\":[\"summary\",\"shrink\"]}"),
+                        "config.strategies[1]: unknown strategy \"shrink\"; known strategies: "
+                        "prune, summary");
+    assert_string_equal(config_error("{\"strategies\":[\"server\",\"summary\"]}"),
+                        "config.strategies[0]: \"server\": the provider row has no server "
+                        "compaction (no shipped provider offers it yet); known strategies: prune, "
+                        "summary");
+    assert_string_equal(config_error("{\"strategies\":[]}"),
+                        "config.strategies: expected a non-empty array of strategy names (known: "
+                        "prune, summary)");
+    assert_string_equal(config_error("{\"strategies\":[\"prune\",\"prune\"]}"),
+                        "config.strategies[1]: \"prune\" is listed twice");
+    assert_string_equal(config_error("{\"recall\":{\"max_chars\":10}}"),
+                        "config.recall.max_chars: expected an integer of at least 100");
+    assert_string_equal(config_error("{\"prune\":{\"cache_read_price\":0.1}}"),
+                        "config.prune: cache_read_price and cache_write_price must be set "
+                        "together");
+}
+
+/* The worked example of docs/compaction.md, "The cost rule". */
+static void the_cost_rule_weighs_savings_against_the_invalidated_cache(void **state) {
+    (void)state;
+    cp_cache_prices anthropic = cp_prices_for(NULL, "claude-sonnet-4-5");
+    assert_true(anthropic.read == 0.1 && anthropic.write == 1.25);
+    cp_cache_prices openai = cp_prices_for(NULL, "gpt-5.1");
+    assert_true(openai.read == 0.1 && openai.write == 1.0);
+    cp_cache_prices old = cp_prices_for(NULL, "gpt-4o");
+    assert_true(old.read == 0.5 && old.write == 1.0);
+    double gain = 0, cost = 0;
+    /* 1,400 tokens saved over 10 steps against 20,000 tokens after it: keep */
+    assert_false(cp_prune_worth_it(1400, 20000, 10, anthropic, &gain, &cost));
+    assert_true(gain > 1399.9 && gain < 1400.1);  /* 1400 x 10 x 0.1 */
+    assert_true(cost > 22999.9 && cost < 23000.1); /* 20000 x (1.25 - 0.1) */
+    /* the same result near the end, 1,000 tokens after it: prune */
+    assert_true(cp_prune_worth_it(1400, 1000, 10, anthropic, &gain, &cost));
+    assert_true(cost > 1149.9 && cost < 1150.1);
+    /* nothing after it is cached (a checkpoint rewrote it): always worth it */
+    assert_true(cp_prune_worth_it(1, 0, 1, anthropic, NULL, NULL));
+    assert_false(cp_prune_worth_it(0, 0, 10, anthropic, NULL, NULL));
+}
+
+static void recall_cuts_at_its_bound_and_reads_on(void **state) {
+    (void)state;
+    char *text = fmt("%s\xC3\xA9%s", "abc", "defgh"); /* 9 code points, a 2-byte one in them */
+    char *all = cp_recall_cut(text, 0, 100);
+    assert_string_equal(all, text);
+    free(all);
+    char *head = cp_recall_cut(text, 0, 4);
+    assert_string_equal(head, "abc\xC3\xA9\n[\xE2\x80\xA6 recall cut here: 5 of 9 characters "
+                              "left; ask again with offset 4 for more]");
+    free(head);
+    char *rest = cp_recall_cut(text, 4, 100);
+    assert_string_equal(rest, "defgh");
+    free(rest);
+    char *past = cp_recall_cut(text, 9, 100);
+    assert_string_equal(past, "[recall: nothing left: the text has 9 characters]");
+    free(past);
+    free(text);
+    /* the index lists tool results and user messages, not what `skip` marks */
+    json_t *surface = parse("[" SYS "," USER(1, "u") "," CALL(2, "c1") "," RESULT(3, "c1", "r") ","
+                            USER(4, "pinned") "," ASSIST(5, "a") "]");
+    bool skip[] = {false, false, false, true, false};
+    char *index = cp_recall_index(surface, 1, 5, skip);
+    assert_string_equal(index, "## Recall ids\nThe recall tool returns the original text of these "
+                               "messages and tool results, which this checkpoint replaced:\n"
+                               "- seq:1: user message\n- seq:3: tool result of call c1\n");
+    free(index);
+    json_decref(surface);
+}
+
+/* The text of the first tool_result block of a tool/result envelope. */
+static const char *result_text(const json_t *ev) {
+    const json_t *block = json_array_get(
+        json_object_get(json_object_get(json_object_get(ev, "data"), "message"), "content"), 0);
+    return json_string_value(
+        json_object_get(json_array_get(json_object_get(block, "content"), 0), "text"));
+}
+
+/* The tool/result envelope of call `id` (the original, not a replace). */
+static const json_t *result_of(const dh *d, const char *id) {
+    size_t i;
+    const json_t *e;
+    json_array_foreach(d->events, i, e) {
+        const char *type = json_string_value(json_object_get(e, "type"));
+        const json_t *block = json_array_get(
+            json_object_get(json_object_get(json_object_get(e, "data"), "message"), "content"),
+            0);
+        const char *call = json_string_value(json_object_get(block, "call_id"));
+        bool original = !json_is_object(json_object_get(e, "surface_op")); /* not a replace */
+        if (type && !strcmp(type, "tool/result") && original && call &&
+            !strcmp(call, id))
+            return e;
+    }
+    return NULL;
+}
+
+#define LONG_STEPS 20 /* steps a turn: 19 tool calls and an answer */
+#define LONG_TURNS 3
+
+/* Issue #35, Done-when: a 60-step session against the mock's Anthropic or
+ * OpenAI chat API compacts at least twice under pressure with the default
+ * strategies and no error; then the model recalls a shadowed tool result
+ * (the text is the original's) and an id that does not exist (a tool error,
+ * the turn goes on). */
+static void long_session(const char *provider) {
+    bool openai = !strcmp(provider, "openai");
+    const char *model = openai ? "gpt-5.1" : "claude-sonnet-4-5";
+    json_t *reqs = json_array();
+    for (int t = 1; t <= LONG_TURNS; t++)
+        for (int st = 1; st <= LONG_STEPS; st++) {
+            if (st == LONG_STEPS) {
+                json_array_append_new(reqs, json_pack("{s:s}", "text", "part done"));
+                continue;
+            }
+            char id[32], args[400];
+            snprintf(id, sizeof id, "call_%d_%d", t, st);
+            snprintf(args, sizeof args,
+                     "{\"query\":\"record %d of part %d: the owner, the last change, the open "
+                     "issues and the files it touches, with their sizes and tests\"}",
+                     st, t);
+            json_array_append_new(reqs, json_pack("{s:[{s:s, s:s, s:s}]}", "tool_calls", "id", id,
+                                                  "name", "lookup", "arguments", args));
+        }
+    json_array_append_new(reqs, json_pack("{s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}]}", "tool_calls",
+                                          "id", "r1", "name", "recall", "arguments",
+                                          "{\"id\":\"call_1_3\"}", "id", "r2", "name", "recall",
+                                          "arguments", "{\"id\":\"seq:999999\"}"));
+    json_array_append_new(reqs, json_pack("{s:s}", "text", "recalled"));
+    json_t *script = json_pack("{s:o, s:{s:s, s:{s:s}}}", "requests", reqs, "aside",
+                               "body_contains", "write a checkpoint of the conversation above",
+                               "reply", "text",
+                               "## Primary request and intent\nLook up the records.\n"
+                               "## Current work\nThe lookups.");
+    char *text = json_dumps(script, JSON_COMPACT);
+    json_decref(script);
+    mock_llm *m = NULL;
+    assert_int_equal(mock_llm_start(text, &m), 0);
+    free(text);
+    char *base = mock_llm_base_url(m);
+    char *rows = fmt("[{\"id\":\"p\",\"plugin\":\"provider-%s\",\"config\":{"
+                     "\"base_url\":\"%s%s\",\"api_key\":\"k\"%s,"
+                     "\"models\":{\"%s\":{\"context_window\":3000,\"max_output\":500}}}},"
+                     "{\"id\":\"compact\",\"plugin\":\"compaction-basic\",\"config\":{}},"
+                     "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"
+                     "[{\"name\":\"lookup\"}]}}]",
+                     provider, base, openai ? "/v1" : "", openai ? ",\"probe_windows\":false" : "",
+                     model);
+    free(base);
+    char *agent = fmt("{\"provider\":\"p\",\"model\":\"%s\",\"max_tokens\":500}", model);
+    dh d;
+    dh_setup(&d, rows, agent);
+    free(rows);
+    free(agent);
+    dh_open(&d, "long");
+    for (int t = 1; t <= LONG_TURNS; t++) {
+        char *ask = fmt("Look up records 1 to %d of part %d, one per step.", LONG_STEPS - 1, t);
+        run_text(&d, ask);
+        free(ask);
+        assert_string_equal(end_kind(&d, t - 1), "completed");
+    }
+    assert_int_equal(dh_count(&d, "assistant/message"), LONG_STEPS * LONG_TURNS);
+    int compactions = dh_count(&d, "compaction/end");
+    if (compactions < 2)
+        fail_msg("%s: %d compactions in %d steps", provider, compactions, LONG_STEPS * LONG_TURNS);
+    for (int i = 0; i < compactions; i++) {
+        const json_t *end = dh_event_data(&d, "compaction/end", i);
+        if (!json_is_true(json_object_get(end, "ok")))
+            fail_msg("compaction %d: %s", i, json_string_value(json_object_get(end, "error")));
+        /* the durable record */
+        assert_string_equal(json_string_value(json_object_get(end, "strategy")), "summary");
+        json_t *chain = json_pack("[s, s]", "summary", "prune");
+        assert_true(json_equal(json_object_get(end, "strategies"), chain));
+        json_decref(chain);
+        assert_true(json_integer_value(json_object_get(end, "cache_invalidated_tokens")) > 0);
+        assert_true(json_integer_value(json_object_get(end, "tokens_after")) <
+                    json_integer_value(json_object_get(end, "tokens_before")));
+        assert_true(json_array_size(json_object_get(end, "shadowed")) > 0);
+    }
+    /* call_1_3's result was shadowed by the first compaction, and its
+     * checkpoint lists it */
+    const json_t *orig = result_of(&d, "call_1_3");
+    assert_non_null(orig);
+    const json_t *first = dh_event_data(&d, "compaction/end", 0);
+    size_t i;
+    const json_t *v;
+    bool shadowed = false;
+    json_array_foreach(json_object_get(first, "shadowed"), i, v) {
+        shadowed = shadowed ||
+                   json_integer_value(v) == json_integer_value(json_object_get(orig, "seq"));
+    }
+    assert_true(shadowed);
+    char *listed = fmt("- seq:%lld: tool result of call call_1_3",
+                       (long long)json_integer_value(json_object_get(orig, "seq")));
+    const json_t *sum = dh_find(&d, "compaction/summary", 0);
+    const json_t *cp = NULL;
+    json_array_foreach(d.events, i, v) { /* the checkpoint replace cites the summary first */
+        if (!cp && json_integer_value(json_array_get(json_object_get(v, "source_seqs"), 0)) ==
+                       json_integer_value(json_object_get(sum, "seq")) &&
+            json_is_object(json_object_get(v, "surface_op")))
+            cp = v;
+    }
+    assert_non_null(cp);
+    json_t *cpm = json_pack("[O]", json_object_get(json_object_get(cp, "data"), "message"));
+    assert_non_null(strstr(first_text(cpm, 0), listed));
+    json_decref(cpm);
+    free(listed);
+
+    /* the recall turn */
+    run_text(&d, "What did record 3 of part 1 say, exactly?");
+    assert_string_equal(end_kind(&d, LONG_TURNS), "completed");
+    const json_t *r1 = result_of(&d, "r1"), *r2 = result_of(&d, "r2");
+    assert_non_null(r1);
+    assert_non_null(r2);
+    assert_string_equal(result_text(r1), result_text(orig));
+    assert_non_null(strstr(result_text(orig), "record 3 of part 1"));
+    const json_t *b2 = json_array_get(
+        json_object_get(json_object_get(json_object_get(r2, "data"), "message"), "content"), 0);
+    assert_true(json_is_true(json_object_get(b2, "is_error")));
+    assert_non_null(strstr(result_text(r2), "no message or tool result has the id \"seq:999999\""));
+    assert_int_equal(dh_count(&d, "compaction/recall"), 1);
+    assert_int_equal(mock_llm_rejections(m), 0);
+    assert_int_equal(mock_llm_expect_failures(m), 0);
+    dh_teardown(&d);
+    mock_llm_stop(m);
+}
+
+static void a_60_step_anthropic_session_compacts_and_recalls(void **state) {
+    (void)state;
+    long_session("anthropic");
+}
+
+static void a_60_step_openai_session_compacts_and_recalls(void **state) {
+    (void)state;
+    long_session("openai");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(config_defaults_and_validation),
@@ -2649,6 +2918,11 @@ int main(void) {
         cmocka_unit_test(agent_complete_stream_runs_the_llm_stream_chain),
         cmocka_unit_test(agent_context_survives_allocation_failures),
         cmocka_unit_test(pressure_compaction_survives_one_failed_allocation),
+        cmocka_unit_test(config_strategies_and_recall),
+        cmocka_unit_test(the_cost_rule_weighs_savings_against_the_invalidated_cache),
+        cmocka_unit_test(recall_cuts_at_its_bound_and_reads_on),
+        cmocka_unit_test(a_60_step_anthropic_session_compacts_and_recalls),
+        cmocka_unit_test(a_60_step_openai_session_compacts_and_recalls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
