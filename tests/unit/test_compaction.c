@@ -2854,6 +2854,73 @@ static void long_session(const char *provider) {
     mock_llm_stop(m);
 }
 
+
+/* Issue #35: with prune first in the chain, the cost rule prunes the
+ * oversized result at the end of the history (nothing after it is cached)
+ * and keeps the one in the middle (pruning it would make the provider write
+ * the 3,750-token message after it again); each decision is logged with its
+ * numbers, and since the prune relieved the pressure no summary is asked
+ * for (the script has no reply for one). */
+static void prune_first_keeps_what_the_cache_makes_dear(void **state) {
+    (void)state;
+    char *big = repeat('x', 6000), *u2 = repeat('u', 15000);
+    char *tools = fmt("{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":["
+                      "{\"name\":\"big\",\"reply\":\"%s\"}]}}",
+                      big);
+    free(big);
+    char *rows = fmt("[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{"
+                     "\"models\":{\"demo\":{\"context_window\":10000}},\"replies\":["
+                     "{\"tool_calls\":[{\"id\":\"c1\",\"name\":\"big\",\"arguments\":{}}],"
+                     "\"usage\":{\"input_tokens\":300,\"output_tokens\":10}},"
+                     "{\"text\":\"read it\",\"usage\":{\"input_tokens\":1900,\"output_tokens\":10}},"
+                     "{\"tool_calls\":[{\"id\":\"c2\",\"name\":\"big\",\"arguments\":{}}],"
+                     "\"usage\":{\"input_tokens\":7000,\"output_tokens\":10}},"
+                     "{\"text\":\"done\",\"expect\":{\"message_contains\":\"characters pruned\"}}"
+                     "]}},%s,"
+                     "{\"id\":\"compact\",\"plugin\":\"compaction-basic\",\"config\":{"
+                     "\"strategies\":[\"prune\",\"summary\"]}}]",
+                     tools);
+    free(tools);
+    dh d;
+    dh_setup(&d, rows, NULL);
+    free(rows);
+    dh_open(&d, "prune-first");
+    run_text(&d, "run it");
+    run_text(&d, u2);
+    free(u2);
+    assert_string_equal(end_kind(&d, 1), "completed");
+    assert_int_equal(dh_count(&d, "compaction/start"), 1);
+    assert_int_equal(dh_count(&d, "compaction/summary"), 0);
+    assert_int_equal(dh_count(&d, "compaction/prune-decision"), 2);
+    const json_t *c1 = result_of(&d, "c1"), *c2 = result_of(&d, "c2");
+    const json_t *keep = dh_event_data(&d, "compaction/prune-decision", 0);
+    const json_t *prune = dh_event_data(&d, "compaction/prune-decision", 1);
+    assert_true(json_equal(json_object_get(keep, "seq"), json_object_get(c1, "seq")));
+    assert_string_equal(json_string_value(json_object_get(keep, "decision")), "keep");
+    assert_string_equal(json_string_value(json_object_get(keep, "rule")), "cost");
+    assert_true(json_integer_value(json_object_get(keep, "invalidated_tokens")) > 3750);
+    assert_true(json_real_value(json_object_get(keep, "cost")) >
+                json_real_value(json_object_get(keep, "gain")));
+    assert_int_equal(json_integer_value(json_object_get(keep, "horizon")), 10);
+    assert_true(json_real_value(json_object_get(keep, "cache_write_price")) == 1.25);
+    assert_true(json_equal(json_object_get(prune, "seq"), json_object_get(c2, "seq")));
+    assert_string_equal(json_string_value(json_object_get(prune, "decision")), "prune");
+    assert_int_equal(json_integer_value(json_object_get(prune, "invalidated_tokens")), 0);
+    assert_true(json_integer_value(json_object_get(prune, "saved_tokens")) > 900);
+    const json_t *end = dh_event_data(&d, "compaction/end", 0);
+    assert_true(json_is_true(json_object_get(end, "ok")));
+    assert_string_equal(json_string_value(json_object_get(end, "strategy")), "prune");
+    assert_int_equal(json_integer_value(json_object_get(end, "pruned")), 1);
+    json_t *shadowed = json_pack("[O]", json_object_get(c2, "seq"));
+    assert_true(json_equal(json_object_get(end, "shadowed"), shadowed));
+    json_decref(shadowed);
+    /* the cache from the pruned result on: the result itself (nothing follows it) */
+    assert_int_equal(json_integer_value(json_object_get(end, "cache_invalidated_tokens")),
+                     json_integer_value(json_object_get(
+                         dh_event_data(&d, "compaction/prune", 0), "shadowed_tokens")));
+    dh_teardown(&d);
+}
+
 static void a_60_step_anthropic_session_compacts_and_recalls(void **state) {
     (void)state;
     long_session("anthropic");
@@ -2921,6 +2988,7 @@ int main(void) {
         cmocka_unit_test(config_strategies_and_recall),
         cmocka_unit_test(the_cost_rule_weighs_savings_against_the_invalidated_cache),
         cmocka_unit_test(recall_cuts_at_its_bound_and_reads_on),
+        cmocka_unit_test(prune_first_keeps_what_the_cache_makes_dear),
         cmocka_unit_test(a_60_step_anthropic_session_compacts_and_recalls),
         cmocka_unit_test(a_60_step_openai_session_compacts_and_recalls),
     };
