@@ -20,12 +20,21 @@
  *                       recent tail; optional extra instructions for the
  *                       summarizer.  Returns {kind:"compacted"|"declined"|
  *                       "failed", message, ...} and never calls weir_next().
- * Compaction: while pressure remains (or once when forced), a summary of a
- * head-anchored range that never splits a tool call from its result, and
- * right after each summary the pruning of the kept tail's oversized tool
- * results (head + marker + tail, a content-only tool/result replace per
- * result): one deliberate break of the prefix, never a rewrite between
- * compactions (pruning alone only when no summary can help).  The summary
+ * Compaction: the strategies of the chain (config `strategies`, default
+ * summary then prune), in order.  summary: while pressure remains (or once
+ * when forced), a summary of a head-anchored range that never splits a tool
+ * call from its result, and right after each summary (with prune in the
+ * chain) the pruning of the kept tail's oversized tool results (head +
+ * marker + tail, a content-only tool/result replace per result).  prune: the
+ * oversized results the cost rule picks (saved x horizon x read price >
+ * invalidated x (write - read price)), each decision logged
+ * (compaction/prune-decision).  One deliberate break of the prefix, never a
+ * rewrite between compactions (pruning regardless of the rule only when no
+ * summary can help).  compaction/end records the chain, the strategies that
+ * landed, the cache invalidated and every shadowed seq.
+ * Tool `recall` (recall.enabled): the original text of a shadowed message or
+ * tool result by the id its checkpoint lists (seq:N) or a tool call id, at
+ * most recall.max_chars code points a call.  The summary
  * request is the agent's own last request (its call config, system prompt,
  * tools, messages: the provider's cached prefix) plus one user message with
  * the structured instruction; it goes through llm/stream
@@ -1809,9 +1818,10 @@ static void fini(weir_plugin *self) { state_free(weir_plugin_data(self)); }
 static const weir_plugin_desc desc = {
     WEIR_PLUGIN_HEADER,
     "compaction-basic",
-    "0.2.0",
-    "keeps the model context within its window: tool-result pruning, structured summaries that "
-    "replay the agent's own request, pinned context and a storm breaker",
+    "0.3.0",
+    "keeps the model context within its window: a chain of strategies (structured summaries "
+    "that replay the agent's own request, cache-priced tool-result pruning), pinned context, a "
+    "storm breaker and a recall tool for what a compaction shadowed",
     cp_config_schema,
     init,
     fini,
