@@ -2645,6 +2645,33 @@ static void config_strategies_and_recall(void **state) {
     assert_string_equal(config_error("{\"prune\":{\"cache_read_price\":0.1}}"),
                         "config.prune: cache_read_price and cache_write_price must be set "
                         "together");
+
+    /* through the host: the deployment fails, naming the plugin and the field */
+    static const char *const bad[][2] = {
+        {"[\"server\"]", "config.strategies[0]: \"server\": the provider row has no server "
+                          "compaction"},
+        {"[\"summary\",\"shrink\"]", "config.strategies[1]: unknown strategy \"shrink\"; known "
+                                     "strategies: prune, summary"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        json_t *config = json_pack(
+            "{s:{s:s, s:s}, s:[s, s], s:[{s:s, s:s, s:{s:[]}}, {s:s, s:s, s:{s:o}}]}", "agent",
+            "provider", "scripted", "model", "demo", "plugin_path",
+            getenv("WEIR_TEST_PLUGIN_DIR"), getenv("WEIR_TEST_DRIVER_PLUGIN_DIR"), "plugins",
+            "id", "scripted", "plugin", "provider-scripted", "config", "replies", "id", "compact",
+            "plugin", "compaction-basic", "config", "strategies", parse(bad[i][0]));
+        assert_non_null(config);
+        weir_host *host = NULL;
+        weir_error err;
+        weir_error_clear(&err);
+        int hrc = weir_host_create(config, &host, &err);
+        if (hrc != WEIR_E_PLUGIN_INIT) /* the loader's status for a config init refuses */
+            fail_msg("host: %s: %s", weir_status_name(hrc), err.text);
+        assert_null(host);
+        assert_non_null(strstr(err.text, "plugin 'compaction-basic'"));
+        assert_non_null(strstr(err.text, bad[i][1]));
+        json_decref(config);
+    }
 }
 
 /* The worked example of docs/compaction.md, "The cost rule". */
