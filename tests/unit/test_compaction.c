@@ -2751,6 +2751,51 @@ static const json_t *result_of(const dh *d, const char *id) {
     return NULL;
 }
 
+
+/* Issue #35: the chain decides.  ["summary"] alone summarizes and never
+ * prunes, even an oversized result of the kept tail (the scenario of
+ * pruning_comes_with_the_summary, where the default chain prunes it): the
+ * pressure stays, and compaction/end says what ran. */
+static void a_summary_only_chain_never_prunes(void **state) {
+    (void)state;
+    char *big = repeat('x', 6000), *u1 = repeat('u', 1200);
+    char *tools = fmt("{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":["
+                      "{\"name\":\"big\",\"reply\":\"HEAD%sTAIL\"}]}}",
+                      big);
+    free(big);
+    dh d;
+    setup(&d,
+          "{\"tool_calls\":[{\"id\":\"c1\",\"name\":\"big\",\"arguments\":{}}],"
+          "\"usage\":{\"input_tokens\":300,\"output_tokens\":10}},"
+          "{\"text\":\"SUMMARY-S\"},"
+          "{\"text\":\"ok\",\"expect\":{\"message_contains\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+          "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+          "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxTAIL\"}}",
+          "{\"strategies\":[\"summary\"],\"max_attempts\":1,\"prune\":{\"max_result_chars\":1000,"
+          "\"head_chars\":100,\"tail_chars\":50}}",
+          tools);
+    free(tools);
+    dh_open(&d, "summary-only");
+    run_text(&d, u1);
+    free(u1);
+    assert_string_equal(end_kind(&d, 0), "completed");
+    assert_int_equal(dh_count(&d, "compaction/summary"), 1);
+    assert_int_equal(dh_count(&d, "compaction/prune"), 0);
+    assert_int_equal(dh_count(&d, "compaction/prune-decision"), 0);
+    /* the oversized result in the kept tail keeps the pressure up: without
+     * prune in the chain nothing else can take it */
+    const json_t *end = dh_event_data(&d, "compaction/end", 0);
+    assert_false(json_is_true(json_object_get(end, "ok")));
+    assert_non_null(strstr(json_string_value(json_object_get(end, "error")),
+                           "still above the threshold"));
+    assert_string_equal(json_string_value(json_object_get(end, "strategy")), "summary");
+    json_t *chain = json_pack("[s]", "summary");
+    assert_true(json_equal(json_object_get(end, "strategies"), chain));
+    json_decref(chain);
+    assert_int_equal(json_integer_value(json_object_get(end, "pruned")), 0);
+    dh_teardown(&d);
+}
+
 /* Issue #35: with prune first in the chain, the cost rule prunes the
  * oversized result at the end of the history (nothing after it is cached)
  * and keeps the one in the middle (pruning it would make the provider write
@@ -2918,6 +2963,7 @@ int main(void) {
         cmocka_unit_test(config_strategies_and_recall),
         cmocka_unit_test(the_cost_rule_weighs_savings_against_the_invalidated_cache),
         cmocka_unit_test(recall_cuts_at_its_bound_and_reads_on),
+        cmocka_unit_test(a_summary_only_chain_never_prunes),
         cmocka_unit_test(prune_first_keeps_what_the_cache_makes_dear),
         cmocka_unit_test(recall_before_any_compaction_is_a_tool_error),
     };
