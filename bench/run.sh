@@ -32,7 +32,7 @@ fi
 rm -f "$build.configure.log"
 if ! cmake --build "$build" -j"$jobs" --target bench_overhead bench_log bench_connections bench_load \
         bench_compaction bench_sessions bench_agents bench_rss_floor bench_peers bench_store_postgres weir_cli \
-        bench_cache weir-mock-llm weir-provider-openai weir-provider-anthropic weir-tools-ffi \
+        bench_cache bench_strategies weir-mock-llm weir-provider-openai weir-provider-anthropic weir-tools-ffi \
         weir-compaction-basic weir-retry weir-system-prompt weir-drvtest-tools \
         >"$build/bench-build.txt" 2>&1; then
     tail -n 30 "$build/bench-build.txt" >&2
@@ -149,6 +149,17 @@ if "$bin/bench_cache" >"$build/bench-cache.txt" 2>"$build/bench-cache.err"; then
 else
     sed 's/^/bench_cache: /' "$build/bench-cache.txt"
     echo "bench_cache: FAILED ($(tail -n 3 "$build/bench-cache.err"))"
+    status=1
+fi
+
+# bench_strategies: billed input cost of a 60-step session compacted under
+# pressure, per compaction strategy chain and provider, against the
+# append-only ideal (token counts from the mock's cache accounting)
+if "$bin/bench_strategies" >"$build/bench-strategies.txt" 2>"$build/bench-strategies.err"; then
+    sed 's/^/bench_strategies: /' "$build/bench-strategies.txt"
+else
+    sed 's/^/bench_strategies: /' "$build/bench-strategies.txt"
+    echo "bench_strategies: FAILED ($(tail -n 3 "$build/bench-strategies.err"))"
     status=1
 fi
 

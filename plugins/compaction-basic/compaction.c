@@ -20,12 +20,21 @@
  *                       recent tail; optional extra instructions for the
  *                       summarizer.  Returns {kind:"compacted"|"declined"|
  *                       "failed", message, ...} and never calls weir_next().
- * Compaction: while pressure remains (or once when forced), a summary of a
- * head-anchored range that never splits a tool call from its result, and
- * right after each summary the pruning of the kept tail's oversized tool
- * results (head + marker + tail, a content-only tool/result replace per
- * result): one deliberate break of the prefix, never a rewrite between
- * compactions (pruning alone only when no summary can help).  The summary
+ * Compaction: the strategies of the chain (config `strategies`, default
+ * summary then prune), in order.  summary: while pressure remains (or once
+ * when forced), a summary of a head-anchored range that never splits a tool
+ * call from its result, and right after each summary (with prune in the
+ * chain) the pruning of the kept tail's oversized tool results (head +
+ * marker + tail, a content-only tool/result replace per result).  prune: the
+ * oversized results the cost rule picks (saved x horizon x read price >
+ * invalidated x (write - read price)), each decision logged
+ * (compaction/prune-decision).  One deliberate break of the prefix, never a
+ * rewrite between compactions (pruning regardless of the rule only when no
+ * summary can help).  compaction/end records the chain, the strategies that
+ * landed, the cache invalidated and every shadowed seq.
+ * Tool `recall` (recall.enabled): the original text of a shadowed message or
+ * tool result by the id its checkpoint lists (seq:N) or a tool call id, at
+ * most recall.max_chars code points a call.  The summary
  * request is the agent's own last request (its call config, system prompt,
  * tools, messages: the provider's cached prefix) plus one user message with
  * the structured instruction; it goes through llm/stream
@@ -113,6 +122,14 @@ typedef struct run {
     size_t tokens_before, tokens_after;
     size_t shadowed, saved; /* tokens taken off the surface, and net savings */
     json_t *usage;          /* summed usage of the summary requests, or NULL */
+    cp_strategy chain[CP_MAX_STRATEGIES]; /* the strategies, in order */
+    size_t nchain;
+    cp_cache_prices prices;   /* of the route's model, for the cost rule */
+    bool changed;             /* the surface changed: `invalidated` is set */
+    size_t invalidated;       /* estimate of the cached nodes from the first changed one on */
+    bool rewritten;           /* a checkpoint landed: every node after it is written again */
+    char used[64];            /* the strategies that changed the surface, "+"-joined */
+    json_t *shadowed_seqs;    /* every node this compaction shadowed (seqs) */
     char error[512];
 } run;
 
@@ -151,6 +168,45 @@ static void set_error(run *r, const char *fmt, ...) {
  * one such pass, and nothing is replaced after a cancel.
  */
 static bool cancelled(const run *r) { return r->signal && weir_signal_cancelled(r->signal); }
+
+/* Whether strategy `k` is in the run's chain. */
+static bool in_chain(const run *r, cp_strategy k) {
+    for (size_t i = 0; i < r->nchain; i++)
+        if (r->chain[i] == k)
+            return true;
+    return false;
+}
+
+/* A strategy changed the surface: note it in r->used (once, in order). */
+static void note_used(run *r, cp_strategy k) {
+    const char *name = cp_strategy_name(k);
+    size_t len = strlen(r->used), n = strlen(name);
+    for (const char *p = r->used; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == r->used || p[-1] == '+') && (p[n] == '\0' || p[n] == '+'))
+            return;
+    if (len + n + 2 <= sizeof r->used)
+        snprintf(r->used + len, sizeof r->used - len, "%s%s", len ? "+" : "", name);
+}
+
+/* The first change of the compaction, at surface index `at`: the cache of
+ * everything from there on is invalidated (its estimate, read before the
+ * change). */
+static void note_change(run *r, const json_t *surface, size_t at) {
+    if (r->changed)
+        return;
+    r->changed = true;
+    r->invalidated = cp_range_tokens(surface, at, json_array_size(surface) - 1);
+}
+
+/* Add the seqs of `seqs` (an array) or `seq` (>= 0) to r->shadowed_seqs. */
+static void note_shadowed(run *r, const json_t *seqs, json_int_t seq) {
+    if (!r->shadowed_seqs && !(r->shadowed_seqs = json_array()))
+        return;
+    if (seqs)
+        json_array_extend(r->shadowed_seqs, (json_t *)(uintptr_t)seqs);
+    if (seq >= 0)
+        json_array_append_new(r->shadowed_seqs, json_integer(seq));
+}
 
 /* Append a plugin event (steals `data`); false with r->error set when it cannot. */
 static bool append(run *r, const char *type, json_t *data) {
@@ -541,8 +597,10 @@ static bool summary_range(const run *r, const json_t *surface, size_t *a, size_t
 /* Whether anything could be pruned or summarized. */
 static bool compactable(run *r, const json_t *surface) {
     size_t a, b, i;
-    if (summary_range(r, surface, &a, &b))
+    if (in_chain(r, CP_STRATEGY_SUMMARY) && summary_range(r, surface, &a, &b))
         return true;
+    if (!in_chain(r, CP_STRATEGY_PRUNE))
+        return false;
     const json_t *node;
     json_array_foreach(surface, i, node) {
         const char *type = json_string_value(json_object_get(node, "type"));
@@ -560,50 +618,127 @@ static bool compactable(run *r, const json_t *surface) {
     return false;
 }
 
-/* Prune every oversized tool result of `surface`. */
-static bool prune_pass(run *r, const json_t *surface) {
-    size_t i;
+/* One oversized tool result of a prune pass. */
+typedef struct candidate {
+    size_t at;      /* surface index */
+    json_t *pruned; /* its pruned message (owned) */
+    size_t chars;   /* code points pruned */
+    size_t before, after; /* tokens of the message and of its pruned copy */
+} candidate;
+
+/* Log compaction/prune-decision for candidate `c` (false with r->error set). */
+static bool log_decision(run *r, const json_t *surface, const candidate *c, size_t invalidated,
+                         double gain, double cost, bool prune, const char *rule) {
+    json_t *data = json_pack(
+        "{s:s, s:O, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:s, s:s}", "compaction_id", r->id, "seq",
+        json_object_get(json_array_get(surface, c->at), "seq"), "saved_tokens",
+        (json_int_t)(c->before > c->after ? c->before - c->after : 0), "invalidated_tokens",
+        (json_int_t)invalidated, "horizon", (json_int_t)r->s->cfg.horizon_steps,
+        "cache_read_price", r->prices.read, "cache_write_price", r->prices.write, "gain", gain,
+        "cost", cost, "rule", rule, "decision", prune ? "prune" : "keep");
+    return append(r, "compaction/prune-decision", data);
+}
+
+/*
+ * Prune the oversized tool results of `surface` that the cost rule picks
+ * (docs/compaction.md, "The cost rule").  Pruning the result at position p
+ * makes the provider write every node after p again, so only the first
+ * pruned result pays for the invalidation: each candidate is priced as the
+ * first cut (the savings of it and of every candidate after it, against the
+ * nodes after it), and the cut with the largest positive net is taken
+ * (nothing when none is positive).  After a checkpoint landed in this
+ * compaction nothing after it is cached any more (invalidated 0).  `ruled`
+ * false prunes every candidate (no summary can help, or the request does not
+ * fit as it is).  Each candidate's decision is logged before any prune.
+ */
+static bool prune_pass(run *r, const json_t *surface, bool ruled) {
+    size_t n = json_array_size(surface), k = 0, i;
+    candidate *c = n ? calloc(n, sizeof *c) : NULL;
+    size_t *after = calloc(n + 1, sizeof *after); /* after[i]: tokens of nodes i.. */
+    bool ok = n == 0 || (c && after);
+    if (!ok)
+        set_error(r, "out of memory pruning a tool result");
+    for (i = n; ok && i-- > 0;)
+        after[i] = after[i + 1] + cp_message_tokens(json_object_get(json_array_get(surface, i),
+                                                                     "message"));
     const json_t *node;
     json_array_foreach(surface, i, node) {
+        if (!ok)
+            break;
         const char *type = json_string_value(json_object_get(node, "type"));
         if (cancelled(r)) {
             set_error(r, "cancelled");
-            return false;
+            ok = false;
+            break;
         }
         if (!type || strcmp(type, "tool/result") != 0)
             continue;
         const json_t *msg = json_object_get(node, "message");
-        size_t chars = 0;
         bool oom = false;
-        json_t *pruned = cp_prune_message(msg, &r->s->cfg, &chars, &oom);
-        if (!pruned) {
+        candidate *cd = &c[k];
+        cd->pruned = cp_prune_message(msg, &r->s->cfg, &cd->chars, &oom);
+        if (!cd->pruned) {
             if (oom) {
                 set_error(r, "out of memory pruning a tool result");
-                return false;
+                ok = false;
             }
             continue;
         }
+        cd->at = i;
+        cd->before = cp_message_tokens(msg);
+        cd->after = cp_message_tokens(cd->pruned);
+        k++;
+    }
+    /* the cut: the first candidate pruned (k: none) */
+    size_t cut = ruled ? k : 0;
+    double best = 0, *gain = ok && k ? calloc(k, sizeof *gain) : NULL,
+           *cost = ok && k ? calloc(k, sizeof *cost) : NULL;
+    if (ok && k && (!gain || !cost)) {
+        set_error(r, "out of memory pruning a tool result");
+        ok = false;
+    }
+    size_t saved_from = 0;
+    for (size_t j = k; ok && j-- > 0;) {
+        saved_from += c[j].before > c[j].after ? c[j].before - c[j].after : 0;
+        size_t inv = r->rewritten ? 0 : after[c[j].at + 1];
+        bool worth = cp_prune_worth_it(saved_from, inv, r->s->cfg.horizon_steps, r->prices,
+                                       &gain[j], &cost[j]);
+        if (ruled && worth && gain[j] - cost[j] >= best) {
+            best = gain[j] - cost[j];
+            cut = j;
+        }
+    }
+    const char *rule = ruled ? "cost" : r->forced ? "overflow" : "no-summary";
+    for (size_t j = 0; ok && j < k; j++)
+        ok = log_decision(r, surface, &c[j], r->rewritten ? 0 : after[c[j].at + 1], gain[j],
+                          cost[j], j >= cut, rule);
+    for (size_t j = cut; ok && j < k; j++) {
+        if (cancelled(r)) {
+            set_error(r, "cancelled");
+            ok = false;
+            break;
+        }
+        node = json_array_get(surface, c[j].at);
         json_int_t seq = json_integer_value(json_object_get(node, "seq"));
         json_t *ev = event_ref(r->agent, (size_t)seq);
         json_t *data = json_deep_copy(json_object_get(ev, "data"));
         json_decref(ev);
-        if (!data || json_object_set_new(data, "message", pruned) != 0) {
-            if (!data)
-                json_decref(pruned);
+        if (!data || json_object_set(data, "message", c[j].pruned) != 0) {
             json_decref(data);
             set_error(r, "out of memory pruning a tool result");
-            return false;
+            ok = false;
+            break;
         }
-        size_t before = cp_message_tokens(msg);
-        size_t after = cp_message_tokens(json_object_get(data, "message"));
         if (!append(r, "compaction/prune",
                     json_pack("{s:s, s:I, s:[I], s:I, s:I, s:I}", "compaction_id", r->id, "seq",
-                              seq, "shadowed_seqs", seq, "pruned_chars", (json_int_t)chars,
-                              "shadowed_tokens", (json_int_t)before, "tokens_after",
-                              (json_int_t)after))) {
+                              seq, "shadowed_seqs", seq, "pruned_chars", (json_int_t)c[j].chars,
+                              "shadowed_tokens", (json_int_t)c[j].before, "tokens_after",
+                              (json_int_t)c[j].after))) {
             json_decref(data);
-            return false;
+            ok = false;
+            break;
         }
+        note_change(r, surface, c[j].at);
         weir_error err;
         memset(&err, 0, sizeof err);
         int rc = weir_agent_surface_replace(r->agent, "tool/result", data, (size_t)seq, (size_t)seq,
@@ -612,13 +747,22 @@ static bool prune_pass(run *r, const json_t *surface) {
         if (rc != WEIR_OK) {
             set_error(r, "pruning the tool result at seq %lld was rejected: %s", (long long)seq,
                       err.text[0] ? err.text : weir_strerror(rc));
-            return false;
+            ok = false;
+            break;
         }
+        note_used(r, CP_STRATEGY_PRUNE);
+        note_shadowed(r, NULL, seq);
         r->pruned++;
-        r->shadowed += before;
-        r->saved += before > after ? before - after : 0;
+        r->shadowed += c[j].before;
+        r->saved += c[j].before > c[j].after ? c[j].before - c[j].after : 0;
     }
-    return true;
+    for (size_t j = 0; c && j < k; j++)
+        json_decref(c[j].pruned);
+    free(c);
+    free(after);
+    free(gain);
+    free(cost);
+    return ok;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -925,7 +1069,21 @@ static bool summarize(run *r, const json_t *surface, size_t a, size_t b) {
         }
     }
     char *text = summary && *summary && !oom ? cp_checkpoint_text(summary, pinned, np) : NULL;
-    json_t *checkpoint = text ? cp_checkpoint_message(text, r->id) : NULL;
+    /* the ids the recall tool takes, listed after the summary block (the
+     * checkpoint message only: compaction/summary.summary stays the block) */
+    char *framed = NULL;
+    if (text && r->s->cfg.recall_enabled) {
+        char *ids = cp_recall_index(surface, a, b, p.pinned);
+        size_t tl = strlen(text), il = ids ? strlen(ids) : 0;
+        framed = ids ? malloc(tl + il + 3) : NULL;
+        if (framed)
+            snprintf(framed, tl + il + 3, "%s%s%s", text, il ? "\n\n" : "", ids);
+        oom = !framed;
+        free(ids);
+    }
+    json_t *checkpoint =
+        text && !oom ? cp_checkpoint_message(framed ? framed : text, r->id) : NULL;
+    free(framed);
     size_t summary_tokens = checkpoint ? cp_message_tokens(checkpoint) : 0;
     bool ok = false;
     if (cancelled(r))
@@ -976,9 +1134,14 @@ static bool summarize(run *r, const json_t *surface, size_t a, size_t b) {
         ok = false;
     }
     if (ok)
+        note_change(r, surface, a);
+    if (ok)
         ok = replace_run(r, surface, a, run0_end, summary_seq, data, "the summary replace");
     json_decref(data);
     if (ok) {
+        r->rewritten = true;
+        note_used(r, CP_STRATEGY_SUMMARY);
+        note_shadowed(r, shadowed_seqs, -1);
         r->summaries++;
         r->shadowed += shadowed;
         r->saved += shadowed - summary_tokens;
@@ -1062,6 +1225,13 @@ static outcome compact(run *r) {
         return OUT_NOT_NEEDED; /* no durable route yet: nothing was ever sent */
     }
     r->window = resolve_window(r);
+    if (cfg->strategies_set) {
+        memcpy(r->chain, cfg->strategies, sizeof r->chain);
+        r->nchain = cfg->nstrategies;
+    } else {
+        r->nchain = cp_default_strategies(r->provider, r->model, r->chain);
+    }
+    r->prices = cp_prices_for(cfg, r->model);
     if (cancelled(r)) {
         r->declined = "cancelled";
         return OUT_NOT_NEEDED; /* cancellation reached the capacity resolution: it wins */
@@ -1149,43 +1319,71 @@ static outcome compact(run *r) {
      * overflow's summary failed (the request does not fit as it is). */
     bool ok = true, ranged = false;
     size_t tokens = r->tokens_before;
-    for (int attempt = 0; ok && attempt < cfg->max_attempts; attempt++) {
-        if (pressure && tokens < r->threshold)
-            break;
-        if (!pressure && r->summaries > 0)
-            break;
-        size_t a, b;
-        if (cancelled(r) || !summary_range(r, surface, &a, &b))
-            break;
-        ranged = true;
-        ok = summarize(r, surface, a, b);
-        if (cancelled(r))
-            break; /* no new copy of the surface, no pruning after a cancel */
-        json_decref(surface);
-        surface = weir_agent_surface(r->agent);
-        if (ok && !surface) {
-            set_error(r, "out of memory reading the surface");
-            ok = false;
+    bool prune = in_chain(r, CP_STRATEGY_PRUNE);
+    for (size_t st = 0; ok && st < r->nchain && !cancelled(r); st++) {
+        if (r->chain[st] == CP_STRATEGY_PRUNE) {
+            /* under pressure only while it remains; the cost rule picks */
+            if ((pressure && tokens < r->threshold) || !surface)
+                continue;
+            ok = prune_pass(r, surface, true);
+            tokens = measure(r);
+            if (ok && r->pruned) {
+                json_decref(surface);
+                surface = weir_agent_surface(r->agent);
+                if (!surface) {
+                    set_error(r, "out of memory reading the surface");
+                    ok = false;
+                }
+            }
+            continue;
         }
-        if (ok)
-            ok = prune_pass(r, surface);
-        tokens = measure(r);
-        if (ok && r->pruned) {
+        for (int attempt = 0; ok && attempt < cfg->max_attempts; attempt++) {
+            if (pressure && tokens < r->threshold)
+                break;
+            if (!pressure && r->summaries > 0)
+                break;
+            size_t a, b;
+            if (cancelled(r) || !summary_range(r, surface, &a, &b))
+                break;
+            ranged = true;
+            ok = summarize(r, surface, a, b);
+            if (cancelled(r))
+                break; /* no new copy of the surface, no pruning after a cancel */
             json_decref(surface);
             surface = weir_agent_surface(r->agent);
-            if (!surface) {
+            if (ok && !surface) {
                 set_error(r, "out of memory reading the surface");
                 ok = false;
+            }
+            /* the kept tail after the checkpoint is written again anyway:
+             * with prune in the chain its oversized results go (the rule
+             * prices them at no invalidation) */
+            if (ok && prune)
+                ok = prune_pass(r, surface, true);
+            tokens = measure(r);
+            if (ok && r->pruned) {
+                json_decref(surface);
+                surface = weir_agent_surface(r->agent);
+                if (!surface) {
+                    set_error(r, "out of memory reading the surface");
+                    ok = false;
+                }
             }
         }
     }
     if (cancelled(r)) {
         set_error(r, "cancelled");
         tokens = measure(r); /* what landed before it (O(new events)) */
-    } else if (r->summaries == 0 && surface && (!ranged || r->forced)) {
-        if (prune_pass(r, surface) && r->pruned == 0 && !ranged)
+    } else if (prune && r->summaries == 0 && surface && (!ranged || r->forced) &&
+               (!pressure || tokens >= r->threshold)) {
+        /* no summary can help (or an overflow's failed): pruning is all
+         * there is, whatever the cache costs */
+        size_t before = r->pruned;
+        if (prune_pass(r, surface, false) && r->pruned == before && r->pruned == 0 && !ranged)
             set_error(r, "nothing compactable");
         tokens = measure(r);
+    } else if (r->summaries == 0 && r->pruned == 0 && !ranged && !r->error[0]) {
+        set_error(r, "nothing compactable");
     }
     json_decref(surface);
     r->tokens_after = tokens;
@@ -1201,6 +1399,26 @@ static outcome compact(run *r) {
                             (json_int_t)r->shadowed, "saved_tokens", (json_int_t)r->saved);
     if (end && r->usage)
         json_object_set(end, "usage", r->usage);
+    /* the durable record (issue #35): the chain, what of it changed the
+     * surface, the cache it invalidated and every node it shadowed */
+    json_t *chain = json_array();
+    for (size_t i = 0; chain && i < r->nchain; i++)
+        if (json_array_append_new(chain, json_string(cp_strategy_name(r->chain[i]))) != 0) {
+            json_decref(chain);
+            chain = NULL;
+        }
+    json_t *shadowed = r->shadowed_seqs ? json_incref(r->shadowed_seqs) : json_array();
+    if (end && (!chain || !shadowed || json_object_set(end, "strategies", chain) != 0 ||
+                json_object_set_new(end, "strategy",
+                                    json_string(r->used[0] ? r->used : "none")) != 0 ||
+                json_object_set_new(end, "cache_invalidated_tokens",
+                                    json_integer((json_int_t)r->invalidated)) != 0 ||
+                json_object_set(end, "shadowed", shadowed) != 0)) {
+        json_decref(end);
+        end = NULL; /* append() reports it */
+    }
+    json_decref(chain);
+    json_decref(shadowed);
     if (end && !ok)
         json_object_set_new(end, "error", json_string(r->error));
     char why[sizeof r->error];
@@ -1230,6 +1448,7 @@ static bool run_init(run *r, state *s, weir_call *call, const json_t *args, bool
 }
 
 static void run_clear(run *r) {
+    json_decref(r->shadowed_seqs);
     json_decref(r->route);
     json_decref(r->usage);
 }
@@ -1344,6 +1563,174 @@ static json_t *on_disposed(weir_call *call, const json_t *args, void *ud) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* The recall tool                                                           */
+/* ------------------------------------------------------------------------ */
+
+static const char recall_schema[] =
+    "{\"type\":\"object\",\"required\":[\"id\"],\"additionalProperties\":false,"
+    "\"properties\":{\"id\":{\"type\":\"string\",\"minLength\":1,\"description\":"
+    "\"an id the checkpoint lists under Recall ids (seq:N), or a tool call id\"},"
+    "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":"
+    "\"characters to skip, to read on where an earlier recall was cut\"}}}";
+
+/* The agent whose call `exec` runs: the idempotency key starts with its
+ * session id and a colon (docs/tools.md); the longest id that fits.  NULL
+ * when no agent of this plugin matches. */
+static weir_agent *recall_agent(state *s, weir_tool_exec *exec) {
+    const char *key = WEIR_API_HAS(WEIR_PLUGIN_API, tool_exec_idempotency_key)
+                          ? weir_tool_exec_idempotency_key(exec)
+                          : NULL;
+    weir_agent *agent = NULL;
+    size_t best = 0;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; key && i < s->n; i++) {
+        size_t n = strlen(s->agents[i]->id);
+        if (n >= best && !strncmp(key, s->agents[i]->id, n) && key[n] == ':') {
+            best = n;
+            agent = s->agents[i]->agent;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return agent;
+}
+
+/* Whether the agent's session holds a compaction that changed its surface. */
+static bool session_compacted(weir_agent *agent) {
+    static const char *const kinds[] = {"compaction/summary", "compaction/prune"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *ev = weir_agent_last_event(agent, kinds[i]);
+        json_decref(ev);
+        if (ev)
+            return true;
+    }
+    return false;
+}
+
+/* The newest original tool/result of call `call_id` (an envelope, new
+ * reference), or NULL.  O(history): a recall by call id walks back. */
+static json_t *result_of_call(weir_agent *agent, const char *call_id) {
+    json_t *last = weir_agent_last_event(agent, "tool/result");
+    json_int_t seq = json_integer_value(json_object_get(last, "seq"));
+    json_decref(last);
+    for (json_int_t at = last ? seq : -1; at >= 0; at--) {
+        json_t *ev = event_ref(agent, (size_t)at);
+        const char *type = json_string_value(json_object_get(ev, "type"));
+        const json_t *block = json_array_get(
+            json_object_get(json_object_get(json_object_get(ev, "data"), "message"), "content"),
+            0);
+        const char *id = json_string_value(json_object_get(block, "call_id"));
+        bool original = !json_is_object(json_object_get(ev, "surface_op")); /* not a replace */
+        if (type && !strcmp(type, "tool/result") && original && id && !strcmp(id, call_id))
+            return ev;
+        json_decref(ev);
+    }
+    return NULL;
+}
+
+/* The text of a message: its text blocks, and those of its tool results,
+ * joined with "\n" (new string; NULL when out of memory). */
+static char *recall_text(const json_t *message) {
+    json_t *flat = json_pack("{s:[]}", "content");
+    json_t *blocks = json_object_get(flat, "content");
+    size_t i, j;
+    const json_t *b, *inner;
+    json_array_foreach(json_object_get(message, "content"), i, b) {
+        const char *type = json_string_value(json_object_get(b, "type"));
+        if (type && !strcmp(type, "tool_result")) {
+            json_array_foreach(json_object_get(b, "content"), j, inner) {
+                json_array_append(blocks, (json_t *)(uintptr_t)inner);
+            }
+        } else {
+            json_array_append(blocks, (json_t *)(uintptr_t)b);
+        }
+    }
+    char *text = flat ? cp_message_text(flat) : NULL;
+    json_decref(flat);
+    return text;
+}
+
+/* Is `id` "seq:N" or "N"?  *seq receives N. */
+static bool parse_seq_id(const char *id, json_int_t *seq) {
+    const char *p = !strncmp(id, "seq:", 4) ? id + 4 : id;
+    if (*p < '0' || *p > '9')
+        return false;
+    char *end = NULL;
+    long long v = strtoll(p, &end, 10);
+    if (*end != '\0' || v < 0)
+        return false;
+    *seq = (json_int_t)v;
+    return true;
+}
+
+static int recall_exec(weir_tool_exec *exec, const json_t *args, json_t **result, void *ud) {
+    state *s = ud;
+    const char *id = json_string_value(json_object_get(args, "id"));
+    json_int_t offset = json_integer_value(json_object_get(args, "offset"));
+    if (!id || !*id || offset < 0) {
+        weir_tool_exec_fail(exec, "INVALID_ARGUMENTS",
+                            "recall: expected {\"id\": \"seq:N\" or a tool call id, "
+                            "\"offset\"?: characters to skip}");
+        return WEIR_E_TOOL;
+    }
+    weir_agent *agent = recall_agent(s, exec);
+    if (!agent || !session_compacted(agent)) {
+        weir_tool_exec_fail(exec, "NOT_COMPACTED",
+                            "recall: nothing was compacted in this session yet: every message "
+                            "and tool result is still in the context");
+        return WEIR_E_TOOL;
+    }
+    json_int_t seq = -1;
+    json_t *ev = parse_seq_id(id, &seq) ? event_ref(agent, (size_t)seq) : result_of_call(agent, id);
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    bool message = type && (!strcmp(type, "tool/result") || !strcmp(type, "user/message") ||
+                            !strcmp(type, "assistant/message") || !strcmp(type, "system/message"));
+    if (!message) {
+        if (ev)
+            weir_tool_exec_fail(exec, "NOT_FOUND",
+                                "recall: %s is a %s event, not a message or a tool result", id,
+                                type ? type : "malformed");
+        else
+            weir_tool_exec_fail(exec, "NOT_FOUND",
+                                "recall: no message or tool result has the id \"%s\" (use an id "
+                                "the checkpoint lists under Recall ids, like seq:12)",
+                                id);
+        json_decref(ev);
+        return WEIR_E_TOOL;
+    }
+    char *text = recall_text(json_object_get(json_object_get(ev, "data"), "message"));
+    char *cut = text ? cp_recall_cut(text, (size_t)offset, s->cfg.recall_max_chars) : NULL;
+    size_t total = text ? cp_utf8_len(text) : 0;
+    json_int_t at = json_integer_value(json_object_get(ev, "seq"));
+    json_decref(ev);
+    free(text);
+    if (!cut) {
+        weir_tool_exec_fail(exec, "NOMEM", "recall: out of memory");
+        return WEIR_E_NOMEM;
+    }
+    if (WEIR_API_HAS(WEIR_PLUGIN_API, tool_exec_append)) {
+        json_t *note = json_pack("{s:s, s:I, s:I, s:I, s:I}", "id", id, "seq", at, "offset",
+                                 offset, "chars", (json_int_t)total, "max_chars",
+                                 (json_int_t)s->cfg.recall_max_chars);
+        if (note)
+            weir_tool_exec_append(exec, "compaction/recall", note, NULL);
+        json_decref(note);
+    }
+    *result = json_string(cut);
+    free(cut);
+    if (!*result) {
+        weir_tool_exec_fail(exec, "NOMEM", "recall: out of memory");
+        return WEIR_E_NOMEM;
+    }
+    return WEIR_OK;
+}
+
+static int recall_concurrent(const json_t *args, void *ud) {
+    (void)args;
+    (void)ud;
+    return 1;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Plugin                                                                    */
 /* ------------------------------------------------------------------------ */
 
@@ -1388,12 +1775,29 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
     clock_gettime(CLOCK_REALTIME, &ts);
     s->rng = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^ (uint64_t)(uintptr_t)s;
 
-    static const char *const events[] = {"compaction/start",   "compaction/prune",
-                                         "compaction/summary", "compaction/end",
-                                         "compaction/breaker", "compaction/pinned-over-threshold"};
+    static const char *const events[] = {
+        "compaction/start",   "compaction/prune",   "compaction/summary",
+        "compaction/end",     "compaction/breaker", "compaction/pinned-over-threshold",
+        "compaction/prune-decision", "compaction/recall"};
     int rc = WEIR_OK;
     for (size_t i = 0; rc == WEIR_OK && i < sizeof events / sizeof *events; i++)
         rc = weir_event_type_register(self, events[i], WEIR_EVENT_IGNORABLE);
+    json_t *params = s->cfg.recall_enabled ? json_loads(recall_schema, 0, NULL) : NULL;
+    if (rc == WEIR_OK && s->cfg.recall_enabled) {
+        weir_tool tool = {sizeof(weir_tool),
+                          "recall",
+                          "Re-read a message or tool result that a compaction replaced with its "
+                          "checkpoint: give an id the checkpoint lists under Recall ids (seq:N) "
+                          "or a tool call id. Returns the original text, cut after a bound (ask "
+                          "again with an offset for the rest).",
+                          params,
+                          0,
+                          recall_exec,
+                          recall_concurrent,
+                          s};
+        rc = params ? weir_tool_register(self, &tool) : WEIR_E_NOMEM;
+    }
+    json_decref(params);
     weir_hook_opts opts = WEIR_HOOK_OPTS_INIT;
     opts.user_data = s;
     if (rc == WEIR_OK)
@@ -1417,9 +1821,10 @@ static void fini(weir_plugin *self) { state_free(weir_plugin_data(self)); }
 static const weir_plugin_desc desc = {
     WEIR_PLUGIN_HEADER,
     "compaction-basic",
-    "0.2.0",
-    "keeps the model context within its window: tool-result pruning, structured summaries that "
-    "replay the agent's own request, pinned context and a storm breaker",
+    "0.3.0",
+    "keeps the model context within its window: a chain of strategies (structured summaries "
+    "that replay the agent's own request, cache-priced tool-result pruning), pinned context, a "
+    "storm breaker and a recall tool for what a compaction shadowed",
     cp_config_schema,
     init,
     fini,

@@ -24,7 +24,16 @@ const char cp_config_schema[] =
     "\"prune\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
     "\"max_result_chars\":{\"type\":\"integer\",\"minimum\":1},"
     "\"head_chars\":{\"type\":\"integer\",\"minimum\":0},"
-    "\"tail_chars\":{\"type\":\"integer\",\"minimum\":0}}},"
+    "\"tail_chars\":{\"type\":\"integer\",\"minimum\":0},"
+    "\"horizon_steps\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000},"
+    "\"cache_read_price\":{\"type\":\"number\",\"minimum\":0},"
+    "\"cache_write_price\":{\"type\":\"number\",\"minimum\":0}}},"
+    "\"strategies\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
+    "\"description\":\"the compaction strategies, in order: summary, prune (default: the "
+    "provider's, today [summary, prune])\"},"
+    "\"recall\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"enabled\":{\"type\":\"boolean\"},"
+    "\"max_chars\":{\"type\":\"integer\",\"minimum\":100}}},"
     "\"summary\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
     "\"provider\":{\"type\":\"string\",\"minLength\":1},"
     "\"model\":{\"type\":\"string\",\"minLength\":1},"
@@ -94,6 +103,58 @@ static int dup_opt(const json_t *obj, const char *key, char **out, bool *oom) {
     return 0;
 }
 
+static const char *const strategy_names[] = {"prune", "summary"};
+
+const char *cp_strategy_name(cp_strategy s) {
+    return (size_t)s < sizeof strategy_names / sizeof *strategy_names ? strategy_names[s] : "?";
+}
+
+size_t cp_default_strategies(const char *provider, const char *model, cp_strategy *out) {
+    (void)provider; /* one default for every provider until one compacts on its server */
+    (void)model;
+    out[0] = CP_STRATEGY_SUMMARY;
+    out[1] = CP_STRATEGY_PRUNE;
+    return 2;
+}
+
+/* config.strategies into cfg->strategies: known names, each once, at least one. */
+static int parse_strategies(const json_t *list, cp_config *cfg, char *msg, size_t msg_size) {
+    if (!list)
+        return 0;
+    if (!json_is_array(list) || json_array_size(list) == 0)
+        return fail(msg, msg_size,
+                    "config.strategies: expected a non-empty array of strategy names (known: "
+                    "prune, summary)");
+    size_t i;
+    const json_t *v;
+    json_array_foreach(list, i, v) {
+        const char *name = json_string_value(v);
+        if (!name)
+            return fail(msg, msg_size, "config.strategies[%zu]: expected a string", i);
+        if (!strcmp(name, "server"))
+            return fail(msg, msg_size,
+                        "config.strategies[%zu]: \"server\": the provider row has no server "
+                        "compaction (no shipped provider offers it yet); known strategies: prune, "
+                        "summary",
+                        i);
+        size_t k = 0;
+        while (k < sizeof strategy_names / sizeof *strategy_names && strcmp(name, strategy_names[k]))
+            k++;
+        if (k == sizeof strategy_names / sizeof *strategy_names)
+            return fail(msg, msg_size,
+                        "config.strategies[%zu]: unknown strategy \"%s\"; known strategies: "
+                        "prune, summary",
+                        i, name);
+        for (size_t j = 0; j < cfg->nstrategies; j++)
+            if (cfg->strategies[j] == (cp_strategy)k)
+                return fail(msg, msg_size, "config.strategies[%zu]: \"%s\" is listed twice", i,
+                            name);
+        cfg->strategies[cfg->nstrategies++] = (cp_strategy)k;
+    }
+    cfg->strategies_set = true;
+    return 0;
+}
+
 /* Compile config.pinned_patterns into cfg->pinned. */
 static int parse_pinned(const json_t *patterns, cp_config *cfg, bool *oom, char *msg,
                         size_t msg_size) {
@@ -147,6 +208,12 @@ int cp_config_parse(const json_t *config, cp_config *cfg, bool *oom, char *msg, 
     long long head = int_or(prune, "head_chars", 1500);
     long long tail = int_or(prune, "tail_chars", 500);
     cfg->summary_max_tokens = (long)int_or(summary, "max_tokens", -1);
+    const json_t *recall = json_object_get(config, "recall");
+    cfg->horizon_steps = (long)int_or(prune, "horizon_steps", 10);
+    cfg->cache_read_price = num_or(prune, "cache_read_price", -1);
+    cfg->cache_write_price = num_or(prune, "cache_write_price", -1);
+    cfg->recall_enabled = !json_is_false(json_object_get(recall, "enabled"));
+    long long recall_max = int_or(recall, "max_chars", 8000);
     if (!(cfg->threshold_ratio > 0 && cfg->threshold_ratio <= 1))
         return fail(msg, msg_size, "config.threshold_ratio: expected a number in (0, 1]");
     if (json_object_get(config, "keep_recent_tokens") &&
@@ -175,6 +242,22 @@ int cp_config_parse(const json_t *config, cp_config *cfg, bool *oom, char *msg, 
         return fail(msg, msg_size, "config.summary.max_tokens: expected a positive integer");
     if (!json_object_get(summary, "provider") != !json_object_get(summary, "model"))
         return fail(msg, msg_size, "config.summary: provider and model must be set together");
+    if (cfg->horizon_steps < 1 || cfg->horizon_steps > 1000)
+        return fail(msg, msg_size, "config.prune.horizon_steps: expected an integer in [1, 1000]");
+    if (json_object_get(prune, "cache_read_price") && !(cfg->cache_read_price >= 0))
+        return fail(msg, msg_size, "config.prune.cache_read_price: expected a number >= 0");
+    if (json_object_get(prune, "cache_write_price") && !(cfg->cache_write_price >= 0))
+        return fail(msg, msg_size, "config.prune.cache_write_price: expected a number >= 0");
+    if (!json_object_get(prune, "cache_read_price") != !json_object_get(prune, "cache_write_price"))
+        return fail(msg, msg_size,
+                    "config.prune: cache_read_price and cache_write_price must be set together");
+    if (json_object_get(recall, "enabled") && !json_is_boolean(json_object_get(recall, "enabled")))
+        return fail(msg, msg_size, "config.recall.enabled: expected a boolean");
+    if (recall_max < 100)
+        return fail(msg, msg_size, "config.recall.max_chars: expected an integer of at least 100");
+    cfg->recall_max_chars = (size_t)recall_max;
+    if (parse_strategies(json_object_get(config, "strategies"), cfg, msg, msg_size) != 0)
+        return -1;
     if (patterns && !json_is_array(patterns))
         return fail(msg, msg_size, "config.pinned_patterns: expected an array of strings");
     cfg->max_result_chars = (size_t)max;
@@ -207,6 +290,37 @@ void cp_config_clear(cp_config *cfg) {
     free(cfg->pinned);
     cfg->pinned = NULL;
     cfg->npinned = 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The cost rule of pruning                                                  */
+/* ------------------------------------------------------------------------ */
+
+cp_cache_prices cp_prices_for(const cp_config *cfg, const char *model) {
+    if (cfg && cfg->cache_read_price >= 0 && cfg->cache_write_price >= 0)
+        return (cp_cache_prices){cfg->cache_read_price, cfg->cache_write_price};
+    const char *m = model ? model : "";
+    if (!strncmp(m, "claude", 6))
+        return (cp_cache_prices){0.1, 1.25}; /* 5-minute writes */
+    if (!strncmp(m, "gpt-5", 5))
+        return (cp_cache_prices){0.1, 1.0};
+    if (!strncmp(m, "gpt-4.1", 7))
+        return (cp_cache_prices){0.25, 1.0};
+    if (!strncmp(m, "gpt-", 4) || !strncmp(m, "chatgpt-", 8) ||
+        (m[0] == 'o' && m[1] >= '1' && m[1] <= '4'))
+        return (cp_cache_prices){0.5, 1.0};
+    return (cp_cache_prices){0.1, 1.25};
+}
+
+bool cp_prune_worth_it(size_t saved, size_t invalidated, long horizon, cp_cache_prices prices,
+                       double *gain, double *cost) {
+    double g = (double)saved * (double)(horizon > 0 ? horizon : 0) * prices.read;
+    double c = (double)invalidated * (prices.write - prices.read);
+    if (gain)
+        *gain = g;
+    if (cost)
+        *cost = c;
+    return saved > 0 && g > c;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -955,6 +1069,74 @@ char *cp_checkpoint_text(const char *summary, const char *const *pinned, size_t 
         put(&b, "\n");
     put(&b, CP_SUMMARY_CLOSE);
     return done(&b);
+}
+
+char *cp_recall_index(const json_t *surface, size_t a, size_t b, const bool *skip) {
+    size_t listed = 0, total = 0, first = b + 1;
+    for (size_t i = b + 1; i-- > a;) { /* the newest CP_RECALL_LIST_MAX, from the end */
+        const char *type = node_type(surface, i);
+        if ((skip && skip[i - a]) ||
+            (strcmp(type, "tool/result") != 0 && strcmp(type, "user/message") != 0))
+            continue;
+        total++;
+        if (listed < CP_RECALL_LIST_MAX) {
+            listed++;
+            first = i;
+        }
+    }
+    buf out = {0};
+    if (total == 0)
+        return done(&out);
+    put(&out, "## Recall ids\nThe recall tool returns the original text of these messages and "
+              "tool results, which this checkpoint replaced:\n");
+    if (total > listed) {
+        char note[96];
+        snprintf(note, sizeof note, "- (%zu older ones are not listed)\n", total - listed);
+        put(&out, note);
+    }
+    for (size_t i = first; i <= b && listed > 0; i++) {
+        const json_t *node = json_array_get(surface, i);
+        const char *type = node_type(surface, i);
+        bool result = !strcmp(type, "tool/result");
+        if ((skip && skip[i - a]) || (!result && strcmp(type, "user/message") != 0))
+            continue;
+        char line[200];
+        long long seq = (long long)json_integer_value(json_object_get(node, "seq"));
+        const json_t *block =
+            json_array_get(json_object_get(json_object_get(node, "message"), "content"), 0);
+        const char *call = json_string_value(json_object_get(block, "call_id"));
+        if (result && call)
+            snprintf(line, sizeof line, "- seq:%lld: tool result of call %.120s\n", seq, call);
+        else
+            snprintf(line, sizeof line, "- seq:%lld: %s\n", seq,
+                     result ? "tool result" : "user message");
+        put(&out, line);
+    }
+    return done(&out);
+}
+
+char *cp_recall_cut(const char *text, size_t offset, size_t max_chars) {
+    size_t cps = cp_utf8_len(text);
+    buf out = {0};
+    if (offset >= cps && cps > 0) {
+        char note[128];
+        snprintf(note, sizeof note, "[recall: nothing left: the text has %zu characters]", cps);
+        put(&out, note);
+        return done(&out);
+    }
+    size_t from = utf8_offset(text, offset);
+    size_t take = cps - offset > max_chars ? max_chars : cps - offset;
+    size_t to = utf8_offset(text + from, take) + from;
+    putn(&out, text + from, to - from);
+    if (offset + take < cps) {
+        char note[200];
+        snprintf(note, sizeof note,
+                 "\n[\xE2\x80\xA6 recall cut here: %zu of %zu characters left; ask again with "
+                 "offset %zu for more]",
+                 cps - offset - take, cps, offset + take);
+        put(&out, note);
+    }
+    return done(&out);
 }
 
 json_t *cp_checkpoint_message(const char *text, const char *compaction_id) {

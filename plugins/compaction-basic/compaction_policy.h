@@ -20,6 +20,24 @@
 
 #include <jansson.h>
 
+/** The compaction strategies a chain is made of (docs/compaction.md, "Strategies"). */
+typedef enum cp_strategy {
+    CP_STRATEGY_PRUNE,  /* prune oversized tool results when the cost rule says so */
+    CP_STRATEGY_SUMMARY /* the client summary of a head-anchored range */
+} cp_strategy;
+
+#define CP_MAX_STRATEGIES 2
+
+/** The name of `s` ("prune", "summary"). */
+const char *cp_strategy_name(cp_strategy s);
+
+/**
+ * The default chain for a route (the provider row's id and the model): today
+ * ["summary", "prune"] for every provider (no shipped provider compacts on
+ * the server yet).  Writes at most CP_MAX_STRATEGIES entries; returns how many.
+ */
+size_t cp_default_strategies(const char *provider, const char *model, cp_strategy *out);
+
 /** Parsed plugin config (read-only after cp_config_parse). */
 typedef struct cp_config {
     double threshold_ratio;   /* compact at floor(context_window * ratio); (0, 1] */
@@ -38,6 +56,14 @@ typedef struct cp_config {
     double min_savings_ratio; /* a compaction saving less of what it shadowed trips the breaker */
     regex_t *pinned;          /* pinned_patterns: POSIX ERE, ^ and $ at line ends */
     size_t npinned;
+    cp_strategy strategies[CP_MAX_STRATEGIES]; /* the chain, in order */
+    size_t nstrategies;
+    bool strategies_set;      /* given in the config (else the provider's default) */
+    long horizon_steps;       /* prune: N, the steps a saving is counted over */
+    double cache_read_price;  /* prune: multiple of the input price; < 0: by model */
+    double cache_write_price; /* prune: the same for a cache write */
+    bool recall_enabled;      /* the recall tool is registered */
+    size_t recall_max_chars;  /* code points one recall returns at most */
 } cp_config;
 
 /** The JSON Schema of the config (the descriptor's config_schema). */
@@ -54,6 +80,35 @@ extern const char cp_config_schema[];
 int cp_config_parse(const json_t *config, cp_config *cfg, bool *oom, char *msg, size_t msg_size);
 /** Free what `cfg` holds (NULL-safe, idempotent). */
 void cp_config_clear(cp_config *cfg);
+
+/* ------------------------------------------------------------------------ */
+/* The cost rule of pruning                                                  */
+/* ------------------------------------------------------------------------ */
+
+/** Prompt-cache prices of a route, as multiples of its input price. */
+typedef struct cp_cache_prices {
+    double read, write;
+} cp_cache_prices;
+
+/**
+ * The cache prices of `model` (may be NULL) unless `cfg` sets them:
+ * claude-*: read 0.1, write 1.25 (Anthropic's 5-minute writes); gpt-5*:
+ * 0.1 / 1.0; gpt-4.1*: 0.25 / 1.0; other gpt-*, o1..o4*: 0.5 / 1.0 (OpenAI
+ * bills no write surcharge); any other model: 0.1 / 1.25 (the dearest
+ * invalidation known).
+ */
+cp_cache_prices cp_prices_for(const cp_config *cfg, const char *model);
+
+/**
+ * The cost rule (docs/compaction.md, "The cost rule"): pruning saves
+ * `saved` tokens of a cached prefix on each of the next `horizon` requests
+ * (billed at the read price) and makes the provider write `invalidated`
+ * cached tokens again (the write price instead of the read price, once).
+ * True when saved x horizon x read > invalidated x (write - read).
+ * `*gain` and `*cost` (may be NULL) receive both sides, in input-token units.
+ */
+bool cp_prune_worth_it(size_t saved, size_t invalidated, long horizon, cp_cache_prices prices,
+                       double *gain, double *cost);
 
 /* ------------------------------------------------------------------------ */
 /* Token estimates                                                           */
@@ -271,6 +326,26 @@ char *cp_clean_summary(const char *reply);
  * and CP_SUMMARY_CLOSE.
  */
 char *cp_checkpoint_text(const char *summary, const char *const *pinned, size_t npinned);
+
+/**
+ * The recall index of a summary range, new malloc'd string or NULL (out of
+ * memory): "## Recall ids" and one line per tool result ("- seq:N: tool
+ * result of call ID") and user message ("- seq:N: user message") of nodes
+ * [a, b] of `surface` that `skip` (b - a + 1 flags, may be NULL) does not
+ * mark, the newest CP_RECALL_LIST_MAX of them, with a line that says how many
+ * were left out.  "" when there is none.
+ */
+char *cp_recall_index(const json_t *surface, size_t a, size_t b, const bool *skip);
+#define CP_RECALL_LIST_MAX 64
+
+/**
+ * The text a recall returns for `text` (borrowed): its code points from
+ * `offset` on, at most `max_chars` of them, followed, when cut, by a note
+ * that gives the characters left and the offset to ask for next.  New
+ * malloc'd string, NULL when out of memory.  An offset past the end gives
+ * the note that nothing is left.
+ */
+char *cp_recall_cut(const char *text, size_t offset, size_t max_chars);
 
 /**
  * New reference: the checkpoint user message

@@ -13,3 +13,12 @@ if(TARGET test_compaction)
   set_tests_properties(test_compaction PROPERTIES TIMEOUT 120 ENVIRONMENT
     "${WEIR_TEST_ENV};WEIR_CHECK_REQUESTS=1;WEIR_TEST_DRIVER_PLUGIN_DIR=${CMAKE_BINARY_DIR}/tests/driver-plugins")
 endif()
+
+# test_compaction_long: 60-step sessions against the mock LLM (issue #35),
+# the same plugins and environment as test_compaction.
+if(TARGET test_compaction_long)
+  add_dependencies(test_compaction_long weir-compaction-basic weir_driver_plugins
+                   weir-provider-anthropic weir-provider-openai)
+  set_tests_properties(test_compaction_long PROPERTIES TIMEOUT 300 ENVIRONMENT
+    "${WEIR_TEST_ENV};WEIR_CHECK_REQUESTS=1;WEIR_TEST_DRIVER_PLUGIN_DIR=${CMAKE_BINARY_DIR}/tests/driver-plugins")
+endif()

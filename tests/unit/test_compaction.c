@@ -717,7 +717,14 @@ static void pressure_compacts_between_turns_with_a_summary(void **state) {
 
     json_t *msgs = weir_agent_messages(d.agent);
     assert_int_equal(json_array_size(msgs), 4); /* summary, A2, U3, A3 */
-    assert_string_equal(first_text(msgs, 0), want_text);
+    /* the checkpoint message: the summary block, then the ids recall takes */
+    char *want_msg = fmt("%s\n\n## Recall ids\nThe recall tool returns the original text of "
+                         "these messages and tool results, which this checkpoint replaced:\n"
+                         "- seq:%lld: user message\n- seq:%lld: user message\n",
+                         want_text, (long long)json_integer_value(json_object_get(u1ev, "seq")),
+                         (long long)json_integer_value(json_object_get(u2ev, "seq")));
+    assert_string_equal(first_text(msgs, 0), want_msg);
+    free(want_msg);
     assert_string_equal(first_text(msgs, 1), "short answer");
     json_decref(msgs);
     free(want_text);
@@ -802,7 +809,9 @@ static void pressure_summaries_are_bounded_per_trigger(void **state) {
                         "{\"text\":\"fine\",\"expect\":{\"messages_count\":3}}",
                         a1);
     dh d;
-    setup(&d, replies, "{\"keep_recent_tokens\":1,\"max_attempts\":1}", NULL);
+    /* recall off: the figures below are the checkpoint's without its id list */
+    setup(&d, replies, "{\"keep_recent_tokens\":1,\"max_attempts\":1,\"recall\":{\"enabled\":false}}",
+          NULL);
     free(replies);
     dh_open(&d, "bounded");
     run_text(&d, u1);
@@ -909,8 +918,8 @@ static void pruning_comes_with_the_summary(void **state) {
     /* one compaction between the tool step and the next: the summary, then the prune */
     char *types = dh_types(&d, true);
     assert_non_null(strstr(types, "tool/result,step/end,compaction/start,compaction/summary,"
-                                  "user/message,compaction/prune,tool/result,compaction/end,"
-                                  "step/start"));
+                                  "user/message,compaction/prune-decision,compaction/prune,"
+                                  "tool/result,compaction/end,step/start"));
     free(types);
     /* the next request: checkpoint, the call and its pruned result */
     json_t *msgs = weir_agent_messages(d.agent);
@@ -950,8 +959,9 @@ static void pruning_alone_when_no_summary_can_help(void **state) {
     assert_true(json_is_true(json_object_get(end, "ok")));
     assert_int_equal(json_integer_value(json_object_get(end, "pruned")), 1);
     char *types = dh_types(&d, true);
-    assert_non_null(strstr(types, "tool/result,step/end,compaction/start,compaction/prune,"
-                                  "tool/result,compaction/end,step/start"));
+    assert_non_null(strstr(types, "tool/result,step/end,compaction/start,"
+                                  "compaction/prune-decision,compaction/prune,tool/result,"
+                                  "compaction/end,step/start"));
     free(types);
     dh_teardown(&d);
 }
@@ -2585,6 +2595,317 @@ static void pressure_compaction_survives_one_failed_allocation(void **state) {
     dh_teardown(&d);
 }
 
+
+/* ------------------------------------------------------------------------ */
+/* Strategies, the cost rule and recall (issue #35)                          */
+/* ------------------------------------------------------------------------ */
+
+static void config_strategies_and_recall(void **state) {
+    (void)state;
+    cp_config cfg;
+    config_ok(NULL, &cfg);
+    assert_false(cfg.strategies_set); /* the provider's default */
+    assert_true(cfg.recall_enabled);
+    assert_int_equal(cfg.recall_max_chars, 8000);
+    assert_int_equal(cfg.horizon_steps, 10);
+    cp_strategy def[CP_MAX_STRATEGIES];
+    assert_int_equal(cp_default_strategies("an", "claude-sonnet-4-5", def), 2);
+    assert_string_equal(cp_strategy_name(def[0]), "summary");
+    assert_string_equal(cp_strategy_name(def[1]), "prune");
+    cp_config_clear(&cfg);
+
+    config_ok("{\"strategies\":[\"prune\",\"summary\"],\"recall\":{\"enabled\":false,"
+              "\"max_chars\":100},\"prune\":{\"horizon_steps\":3,\"cache_read_price\":0.5,"
+              "\"cache_write_price\":1}}",
+              &cfg);
+    assert_true(cfg.strategies_set);
+    assert_int_equal(cfg.nstrategies, 2);
+    assert_int_equal(cfg.strategies[0], CP_STRATEGY_PRUNE);
+    assert_int_equal(cfg.strategies[1], CP_STRATEGY_SUMMARY);
+    assert_false(cfg.recall_enabled);
+    assert_int_equal(cfg.recall_max_chars, 100);
+    cp_cache_prices p = cp_prices_for(&cfg, "claude-sonnet-4-5"); /* the config wins */
+    assert_true(p.read == 0.5 && p.write == 1.0);
+    cp_config_clear(&cfg);
+
+    assert_string_equal(config_error("{\"strategies\":[\"summary\",\"shrink\"]}"),
+                        "config.strategies[1]: unknown strategy \"shrink\"; known strategies: "
+                        "prune, summary");
+    assert_string_equal(config_error("{\"strategies\":[\"server\",\"summary\"]}"),
+                        "config.strategies[0]: \"server\": the provider row has no server "
+                        "compaction (no shipped provider offers it yet); known strategies: prune, "
+                        "summary");
+    assert_string_equal(config_error("{\"strategies\":[]}"),
+                        "config.strategies: expected a non-empty array of strategy names (known: "
+                        "prune, summary)");
+    assert_string_equal(config_error("{\"strategies\":[\"prune\",\"prune\"]}"),
+                        "config.strategies[1]: \"prune\" is listed twice");
+    assert_string_equal(config_error("{\"recall\":{\"max_chars\":10}}"),
+                        "config.recall.max_chars: expected an integer of at least 100");
+    assert_string_equal(config_error("{\"prune\":{\"cache_read_price\":0.1}}"),
+                        "config.prune: cache_read_price and cache_write_price must be set "
+                        "together");
+
+    /* through the host: the deployment fails, naming the plugin and the field */
+    static const char *const bad[][2] = {
+        {"[\"server\"]", "config.strategies[0]: \"server\": the provider row has no server "
+                          "compaction"},
+        {"[\"summary\",\"shrink\"]", "config.strategies[1]: unknown strategy \"shrink\"; known "
+                                     "strategies: prune, summary"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        json_t *config = json_pack(
+            "{s:{s:s, s:s}, s:[s, s], s:[{s:s, s:s, s:{s:[]}}, {s:s, s:s, s:{s:o}}]}", "agent",
+            "provider", "scripted", "model", "demo", "plugin_path",
+            getenv("WEIR_TEST_PLUGIN_DIR"), getenv("WEIR_TEST_DRIVER_PLUGIN_DIR"), "plugins",
+            "id", "scripted", "plugin", "provider-scripted", "config", "replies", "id", "compact",
+            "plugin", "compaction-basic", "config", "strategies", parse(bad[i][0]));
+        assert_non_null(config);
+        weir_host *host = NULL;
+        weir_error err;
+        weir_error_clear(&err);
+        int hrc = weir_host_create(config, &host, &err);
+        if (hrc != WEIR_E_PLUGIN_INIT) /* the loader's status for a config init refuses */
+            fail_msg("host: %s: %s", weir_status_name(hrc), err.text);
+        assert_null(host);
+        assert_non_null(strstr(err.text, "plugin 'compaction-basic'"));
+        assert_non_null(strstr(err.text, bad[i][1]));
+        json_decref(config);
+    }
+}
+
+/* The worked example of docs/compaction.md, "The cost rule". */
+static void the_cost_rule_weighs_savings_against_the_invalidated_cache(void **state) {
+    (void)state;
+    cp_cache_prices anthropic = cp_prices_for(NULL, "claude-sonnet-4-5");
+    assert_true(anthropic.read == 0.1 && anthropic.write == 1.25);
+    cp_cache_prices openai = cp_prices_for(NULL, "gpt-5.1");
+    assert_true(openai.read == 0.1 && openai.write == 1.0);
+    cp_cache_prices old = cp_prices_for(NULL, "gpt-4o");
+    assert_true(old.read == 0.5 && old.write == 1.0);
+    double gain = 0, cost = 0;
+    /* 1,400 tokens saved over 10 steps against 20,000 tokens after it: keep */
+    assert_false(cp_prune_worth_it(1400, 20000, 10, anthropic, &gain, &cost));
+    assert_true(gain > 1399.9 && gain < 1400.1);  /* 1400 x 10 x 0.1 */
+    assert_true(cost > 22999.9 && cost < 23000.1); /* 20000 x (1.25 - 0.1) */
+    /* the same result near the end, 1,000 tokens after it: prune */
+    assert_true(cp_prune_worth_it(1400, 1000, 10, anthropic, &gain, &cost));
+    assert_true(cost > 1149.9 && cost < 1150.1);
+    /* nothing after it is cached (a checkpoint rewrote it): always worth it */
+    assert_true(cp_prune_worth_it(1, 0, 1, anthropic, NULL, NULL));
+    assert_false(cp_prune_worth_it(0, 0, 10, anthropic, NULL, NULL));
+}
+
+static void recall_cuts_at_its_bound_and_reads_on(void **state) {
+    (void)state;
+    char *text = fmt("%s\xC3\xA9%s", "abc", "defgh"); /* 9 code points, a 2-byte one in them */
+    char *all = cp_recall_cut(text, 0, 100);
+    assert_string_equal(all, text);
+    free(all);
+    char *head = cp_recall_cut(text, 0, 4);
+    assert_string_equal(head, "abc\xC3\xA9\n[\xE2\x80\xA6 recall cut here: 5 of 9 characters "
+                              "left; ask again with offset 4 for more]");
+    free(head);
+    char *rest = cp_recall_cut(text, 4, 100);
+    assert_string_equal(rest, "defgh");
+    free(rest);
+    char *past = cp_recall_cut(text, 9, 100);
+    assert_string_equal(past, "[recall: nothing left: the text has 9 characters]");
+    free(past);
+    free(text);
+    /* the index lists tool results and user messages, not what `skip` marks */
+    json_t *surface = parse("[" SYS "," USER(1, "u") "," CALL(2, "c1") "," RESULT(3, "c1", "r") ","
+                            USER(4, "pinned") "," ASSIST(5, "a") "]");
+    bool skip[] = {false, false, false, true, false};
+    char *index = cp_recall_index(surface, 1, 5, skip);
+    assert_string_equal(index, "## Recall ids\nThe recall tool returns the original text of these "
+                               "messages and tool results, which this checkpoint replaced:\n"
+                               "- seq:1: user message\n- seq:3: tool result of call c1\n");
+    free(index);
+    json_decref(surface);
+}
+
+/* The text of the first tool_result block of a tool/result envelope. */
+static const char *result_text(const json_t *ev) {
+    const json_t *block = json_array_get(
+        json_object_get(json_object_get(json_object_get(ev, "data"), "message"), "content"), 0);
+    return json_string_value(
+        json_object_get(json_array_get(json_object_get(block, "content"), 0), "text"));
+}
+
+/* The tool/result envelope of call `id` (the original, not a replace). */
+static const json_t *result_of(const dh *d, const char *id) {
+    size_t i;
+    const json_t *e;
+    json_array_foreach(d->events, i, e) {
+        const char *type = json_string_value(json_object_get(e, "type"));
+        const json_t *block = json_array_get(
+            json_object_get(json_object_get(json_object_get(e, "data"), "message"), "content"),
+            0);
+        const char *call = json_string_value(json_object_get(block, "call_id"));
+        bool original = !json_is_object(json_object_get(e, "surface_op")); /* not a replace */
+        if (type && !strcmp(type, "tool/result") && original && call &&
+            !strcmp(call, id))
+            return e;
+    }
+    return NULL;
+}
+
+
+/* Issue #35: the chain decides.  ["summary"] alone summarizes and never
+ * prunes, even an oversized result of the kept tail (the scenario of
+ * pruning_comes_with_the_summary, where the default chain prunes it): the
+ * pressure stays, and compaction/end says what ran. */
+static void a_summary_only_chain_never_prunes(void **state) {
+    (void)state;
+    char *big = repeat('x', 6000), *u1 = repeat('u', 1200);
+    char *tools = fmt("{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":["
+                      "{\"name\":\"big\",\"reply\":\"HEAD%sTAIL\"}]}}",
+                      big);
+    free(big);
+    dh d;
+    setup(&d,
+          "{\"tool_calls\":[{\"id\":\"c1\",\"name\":\"big\",\"arguments\":{}}],"
+          "\"usage\":{\"input_tokens\":300,\"output_tokens\":10}},"
+          "{\"text\":\"SUMMARY-S\"},"
+          "{\"text\":\"ok\",\"expect\":{\"message_contains\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+          "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+          "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxTAIL\"}}",
+          "{\"strategies\":[\"summary\"],\"max_attempts\":1,\"prune\":{\"max_result_chars\":1000,"
+          "\"head_chars\":100,\"tail_chars\":50}}",
+          tools);
+    free(tools);
+    dh_open(&d, "summary-only");
+    run_text(&d, u1);
+    free(u1);
+    assert_string_equal(end_kind(&d, 0), "completed");
+    assert_int_equal(dh_count(&d, "compaction/summary"), 1);
+    assert_int_equal(dh_count(&d, "compaction/prune"), 0);
+    assert_int_equal(dh_count(&d, "compaction/prune-decision"), 0);
+    /* the oversized result in the kept tail keeps the pressure up: without
+     * prune in the chain nothing else can take it */
+    const json_t *end = dh_event_data(&d, "compaction/end", 0);
+    assert_false(json_is_true(json_object_get(end, "ok")));
+    assert_non_null(strstr(json_string_value(json_object_get(end, "error")),
+                           "still above the threshold"));
+    assert_string_equal(json_string_value(json_object_get(end, "strategy")), "summary");
+    json_t *chain = json_pack("[s]", "summary");
+    assert_true(json_equal(json_object_get(end, "strategies"), chain));
+    json_decref(chain);
+    assert_int_equal(json_integer_value(json_object_get(end, "pruned")), 0);
+    dh_teardown(&d);
+}
+
+/* Issue #35: with prune first in the chain, the cost rule prunes the
+ * oversized result at the end of the history (nothing after it is cached)
+ * and keeps the one in the middle (pruning it would make the provider write
+ * the 3,750-token message after it again); each decision is logged with its
+ * numbers, and since the prune relieved the pressure no summary is asked
+ * for (the script has no reply for one). */
+static void prune_first_keeps_what_the_cache_makes_dear(void **state) {
+    (void)state;
+    char *big = repeat('x', 6000), *u2 = repeat('u', 15000);
+    char *tools = fmt("{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":["
+                      "{\"name\":\"big\",\"reply\":\"%s\"}]}}",
+                      big);
+    free(big);
+    char *rows = fmt("[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\",\"config\":{"
+                     "\"models\":{\"demo\":{\"context_window\":10000}},\"replies\":["
+                     "{\"tool_calls\":[{\"id\":\"c1\",\"name\":\"big\",\"arguments\":{}}],"
+                     "\"usage\":{\"input_tokens\":300,\"output_tokens\":10}},"
+                     "{\"text\":\"read it\",\"usage\":{\"input_tokens\":1900,\"output_tokens\":10}},"
+                     "{\"tool_calls\":[{\"id\":\"c2\",\"name\":\"big\",\"arguments\":{}}],"
+                     "\"usage\":{\"input_tokens\":7000,\"output_tokens\":10}},"
+                     "{\"text\":\"done\",\"expect\":{\"message_contains\":\"characters pruned\"}}"
+                     "]}},%s,"
+                     "{\"id\":\"compact\",\"plugin\":\"compaction-basic\",\"config\":{"
+                     "\"strategies\":[\"prune\",\"summary\"]}}]",
+                     tools);
+    free(tools);
+    dh d;
+    dh_setup(&d, rows, NULL);
+    free(rows);
+    dh_open(&d, "prune-first");
+    run_text(&d, "run it");
+    run_text(&d, u2);
+    free(u2);
+    assert_string_equal(end_kind(&d, 1), "completed");
+    assert_int_equal(dh_count(&d, "compaction/start"), 1);
+    assert_int_equal(dh_count(&d, "compaction/summary"), 0);
+    assert_int_equal(dh_count(&d, "compaction/prune-decision"), 2);
+    const json_t *c1 = result_of(&d, "c1"), *c2 = result_of(&d, "c2");
+    const json_t *keep = dh_event_data(&d, "compaction/prune-decision", 0);
+    const json_t *prune = dh_event_data(&d, "compaction/prune-decision", 1);
+    assert_true(json_equal(json_object_get(keep, "seq"), json_object_get(c1, "seq")));
+    assert_string_equal(json_string_value(json_object_get(keep, "decision")), "keep");
+    assert_string_equal(json_string_value(json_object_get(keep, "rule")), "cost");
+    assert_true(json_integer_value(json_object_get(keep, "invalidated_tokens")) > 3750);
+    assert_true(json_real_value(json_object_get(keep, "cost")) >
+                json_real_value(json_object_get(keep, "gain")));
+    assert_int_equal(json_integer_value(json_object_get(keep, "horizon")), 10);
+    assert_true(json_real_value(json_object_get(keep, "cache_write_price")) == 1.25);
+    assert_true(json_equal(json_object_get(prune, "seq"), json_object_get(c2, "seq")));
+    assert_string_equal(json_string_value(json_object_get(prune, "decision")), "prune");
+    assert_int_equal(json_integer_value(json_object_get(prune, "invalidated_tokens")), 0);
+    assert_true(json_integer_value(json_object_get(prune, "saved_tokens")) > 900);
+    const json_t *end = dh_event_data(&d, "compaction/end", 0);
+    assert_true(json_is_true(json_object_get(end, "ok")));
+    assert_string_equal(json_string_value(json_object_get(end, "strategy")), "prune");
+    assert_int_equal(json_integer_value(json_object_get(end, "pruned")), 1);
+    json_t *shadowed = json_pack("[O]", json_object_get(c2, "seq"));
+    assert_true(json_equal(json_object_get(end, "shadowed"), shadowed));
+    json_decref(shadowed);
+    /* the cache from the pruned result on: the result itself (nothing follows it) */
+    assert_int_equal(json_integer_value(json_object_get(end, "cache_invalidated_tokens")),
+                     json_integer_value(json_object_get(
+                         dh_event_data(&d, "compaction/prune", 0), "shadowed_tokens")));
+    dh_teardown(&d);
+}
+
+
+/* recall before the session's first compaction is a tool error the model
+ * sees (the turn goes on); with recall.enabled false there is no such tool
+ * and no id list in a checkpoint. */
+static void recall_before_any_compaction_is_a_tool_error(void **state) {
+    (void)state;
+    dh d;
+    setup(&d,
+          "{\"tool_calls\":[{\"id\":\"r1\",\"name\":\"recall\",\"arguments\":{\"id\":\"seq:1\"}}]},"
+          "{\"text\":\"nothing to recall\"}",
+          "{}", NULL);
+    dh_open(&d, "recall-early");
+    run_text(&d, "what did I say?");
+    assert_string_equal(end_kind(&d, 0), "completed");
+    const json_t *r1 = result_of(&d, "r1");
+    assert_non_null(r1);
+    const json_t *b1 = json_array_get(
+        json_object_get(json_object_get(json_object_get(r1, "data"), "message"), "content"), 0);
+    assert_true(json_is_true(json_object_get(b1, "is_error")));
+    assert_non_null(strstr(result_text(r1), "nothing was compacted in this session yet"));
+    assert_int_equal(dh_count(&d, "compaction/recall"), 0);
+    /* listed from the first request on: the prefix never changes for it */
+    char *first_hdr = dumps(json_object_get(dh_find(&d, "request/header", 0), "data"));
+    assert_non_null(strstr(first_hdr, "\"name\":\"recall\""));
+    free(first_hdr);
+    dh_teardown(&d);
+
+    setup(&d,
+          "{\"tool_calls\":[{\"id\":\"r1\",\"name\":\"recall\",\"arguments\":{\"id\":\"seq:1\"}}]},"
+          "{\"text\":\"no such tool\"}",
+          "{\"recall\":{\"enabled\":false}}", NULL);
+    dh_open(&d, "recall-off");
+    run_text(&d, "what did I say?");
+    assert_string_equal(end_kind(&d, 0), "completed");
+    r1 = result_of(&d, "r1");
+    assert_non_null(r1);
+    assert_null(strstr(result_text(r1), "nothing was compacted"));
+    const json_t *hdr = dh_find(&d, "request/header", 0);
+    char *hdr_text = dumps(json_object_get(hdr, "data"));
+    assert_null(strstr(hdr_text, "\"recall\""));
+    free(hdr_text);
+    dh_teardown(&d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(config_defaults_and_validation),
@@ -2639,6 +2960,12 @@ int main(void) {
         cmocka_unit_test(agent_complete_stream_runs_the_llm_stream_chain),
         cmocka_unit_test(agent_context_survives_allocation_failures),
         cmocka_unit_test(pressure_compaction_survives_one_failed_allocation),
+        cmocka_unit_test(config_strategies_and_recall),
+        cmocka_unit_test(the_cost_rule_weighs_savings_against_the_invalidated_cache),
+        cmocka_unit_test(recall_cuts_at_its_bound_and_reads_on),
+        cmocka_unit_test(a_summary_only_chain_never_prunes),
+        cmocka_unit_test(prune_first_keeps_what_the_cache_makes_dear),
+        cmocka_unit_test(recall_before_any_compaction_is_a_tool_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
