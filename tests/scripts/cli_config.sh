@@ -116,6 +116,10 @@ JSON
 [ "$(grep -c '"api": "responses"' "$TMP/out")" = 1 ] && [ "$(grep -c '"api": "chat"' "$TMP/out")" = 1 ] ||
     fail "api defaults: $(cat "$TMP/out")"
 "$WEIR" config -c "$TMP/api.json" --show-secrets | grep -q '"api"' && fail "--show-secrets filled a default"
+# compaction-basic's chain of strategies: the default deployment's row shows it
+"$WEIR" config >"$TMP/out" 2>&1 || fail "config: $(cat "$TMP/out")"
+tr -d ' \n' <"$TMP/out" | grep -q '"strategies":\["summary","prune"\]' ||
+    fail "the default compaction strategies do not show: $(cat "$TMP/out")"
 
 # a URL's userinfo is a credential: hidden, the rest of the URL kept
 # (issue 31 item 6); --show-secrets shows it
