@@ -173,12 +173,14 @@ static int last_checkpoint(summary *s, uint64_t *at, bool *found) {
     return WEIR_OK;
 }
 
-/* Whether the file starts as weir writes seq 0 (a crash cut the very
- * first line: a torn tail like any other). */
+/* Whether the file starts as weir writes seq 0, as far as it goes (a
+ * crash cut the very first line: a torn tail like any other), as the
+ * check's starts_like_event (core/log/log_check.c) has it. */
 static bool starts_like_log(summary *s) {
     static const char head[] = "{\"seq\":0,\"time\":";
     char b[sizeof head - 1];
-    return read_at(s, b, sizeof b, 0) == WEIR_OK && memcmp(b, head, sizeof b) == 0;
+    size_t n = s->size < sizeof b ? (size_t)s->size : sizeof b; /* a torn line may be shorter */
+    return n && read_at(s, b, n, 0) == WEIR_OK && memcmp(b, head, n) == 0;
 }
 
 /* The text of the first user message of the first HEAD_EVENTS events, or
@@ -237,7 +239,7 @@ int weir__log_summary_fd(int fd, const char *what, json_t **out, weir_error *err
             rc = weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL,
                            "session log %s: not a weir session log: line 1 is not a log event",
                            s.what);
-        if (rc == WEIR_OK && !ev && i == 0 && !(s.size >= 16 && starts_like_log(&s)))
+        if (rc == WEIR_OK && !ev && i == 0 && !starts_like_log(&s))
             rc = weir__err(err, WEIR_E_LOG_CORRUPT, NULL, NULL,
                            "session log %s: not a weir session log: its only line is not a log "
                            "event", s.what);
