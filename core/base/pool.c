@@ -109,7 +109,11 @@ int weir__pool_submit(weir__pool *p, weir__pool_fn fn, void *arg, weir_error *er
         p->head = t;
     p->tail = t;
     p->queued++;
-    pthread_cond_signal(&p->cv);
+    /* every idle worker looks: a signal can be lost to glibc's condvar
+     * (sourceware bug 25847, before 2.38: a woken waiter's "stolen" signal
+     * left another asleep), and a task whose body waits for its sibling
+     * then waits for ever (test_tool_scheduler's cap test, seen in CI) */
+    pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     return WEIR_OK;
 }

@@ -19,6 +19,7 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "cancel.h"
 
@@ -487,11 +488,17 @@ static void collect(run *r) {
     pthread_mutex_unlock(&r->mu);
 }
 
-/* Wait until some running body finished. */
+/* Wait until some running body finished.  The wait looks again every
+ * second: a wakeup the condition variable lost costs a second, never the
+ * step. */
 static void wait_any(run *r) {
     pthread_mutex_lock(&r->mu);
-    while (r->done_count == r->collected)
-        pthread_cond_wait(&r->cv, &r->mu);
+    while (r->done_count == r->collected) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+    }
     pthread_mutex_unlock(&r->mu);
 }
 

@@ -83,7 +83,7 @@ static int event_index(const char *ev) {
  *   after      wait until "end:<after>" was recorded
  *   cancel     cancel g_signal (after the barrier)
  *   wait_cancel wait until g_signal fired
- *   cap        wait until g_cap bodies run at once or all `total` started
+ *   cap        wait until g_cap bodies ran at once or all `total` started
  *   total      number of bodies in the run (for cap)
  *   text       the result text (default "ok:<id>")
  *   concludes  result concludes the turn
@@ -116,8 +116,11 @@ static int work_exec(weir_tool_exec *exec, const json_t *args, json_t **result, 
         while (event_index(ev) < 0 && !g_timed_out)
             wait_locked();
     }
+    /* until the pool ran g_cap bodies at once (a latch: a body that ends at
+     * once may take the moment away before this one looks again), or all
+     * started */
     if (g_cap > 0)
-        while (g_current < g_cap && g_started < total && !g_timed_out)
+        while (g_max_current < g_cap && g_started < total && !g_timed_out)
             wait_locked();
     pthread_mutex_unlock(&g_mu);
     if (json_is_true(json_object_get(args, "cancel")))
