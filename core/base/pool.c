@@ -3,6 +3,8 @@
  */
 #include "pool.h"
 
+#include <time.h>
+
 #include <pthread.h>
 #include <string.h>
 
@@ -30,8 +32,12 @@ static void *worker_main(void *arg) {
     weir__pool *p = arg;
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->head && !p->stopping)
-            pthread_cond_wait(&p->cv, &p->mu);
+        while (!p->head && !p->stopping) { /* looks again every second (weir__pool_submit) */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+        }
         task *t = p->head;
         if (!t)
             break; /* stopping and drained */
@@ -109,10 +115,11 @@ int weir__pool_submit(weir__pool *p, weir__pool_fn fn, void *arg, weir_error *er
         p->head = t;
     p->tail = t;
     p->queued++;
-    /* every idle worker looks: a signal can be lost to glibc's condvar
-     * (sourceware bug 25847, before 2.38: a woken waiter's "stolen" signal
-     * left another asleep), and a task whose body waits for its sibling
-     * then waits for ever (test_tool_scheduler's cap test, seen in CI) */
+    /* every idle worker looks, and an idle one looks again every second
+     * anyway: a signal can be lost to glibc's condvar (sourceware bug 25847,
+     * fixed in 2.38: a woken waiter's "stolen" signal left another asleep),
+     * and a task whose body waits for its sibling then waited for ever
+     * (test_tool_scheduler's cap test, seen in CI) */
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     return WEIR_OK;
