@@ -35,8 +35,10 @@ static json_t *invoke(weir_tk *tk, const char *hook, const char *args_text,
                       const char *default_text) {
     json_t *args = json_loads(args_text, 0, NULL);
     assert_non_null(args);
+    json_t *def = json_loads(default_text, 0, NULL);
     weir_error err;
-    json_t *r = weir_tk_invoke(tk, hook, args, json_loads(default_text, 0, NULL), &err);
+    json_t *r = weir_tk_invoke(tk, hook, args, def, &err); /* borrows args and def */
+    json_decref(def);
     json_decref(args);
     if (!r)
         fail_msg("%s failed: %s", hook, err.text);

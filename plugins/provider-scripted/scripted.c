@@ -21,6 +21,15 @@
  * An unmet `expect` fails the attempt with INVALID_REQUEST saying what was
  * expected; running out of replies fails with UNKNOWN "script exhausted".
  *
+ * "purpose" (a string, on a reply) matches replies by the call's purpose:
+ * "step" for the agent's own requests, llm/stream's `purpose` for a
+ * plugin's direct call (compaction-basic's summary: "compaction"),
+ * "maintenance" for a direct call outside the chain.  A request takes the
+ * first unused reply of its purpose, else the first unused reply without
+ * one.  When a reply names a purpose the row listens on llm/stream (a
+ * pass-through) to learn each call's purpose on the thread that then runs
+ * the provider's stream; without one, replies go in order as before.
+ *
  * Native steering (docs/generations.md): "steer_live", a string or an array
  * of strings used one per steer_live call (the last repeats), makes the
  * provider offer steer_live with these answers:
@@ -58,6 +67,7 @@ typedef struct scripted {
     bool loop;
     bool demo;       /* builtin:demo: replies made from the request (demo.c) */
     size_t next;
+    bool *used;      /* by purpose: one per reply, or NULL (in order) */
     json_t *steer;   /* steer_live answers, or NULL */
     json_int_t prepare_delay; /* prepare_delay_ms */
     size_t steers;   /* steer_live calls so far */
@@ -406,22 +416,68 @@ static int steer_live(void *ud, weir_stream *st, const json_t *message, weir_err
     return 1;
 }
 
+/* The purpose of the call whose stream runs on this thread (set by
+ * on_stream around weir_next), or NULL outside the llm/stream chain. */
+static _Thread_local const char *call_purpose;
+
+/* llm/stream: note the call's purpose for the provider's stream, which the
+ * chain's default runs on this thread inside weir_next. */
+static json_t *on_stream(weir_call *call, const json_t *args, void *ud) {
+    (void)ud;
+    const char *saved = call_purpose;
+    const char *p = json_string_value(json_object_get(args, "purpose"));
+    call_purpose = p ? p : "step";
+    json_t *r = weir_next(call);
+    call_purpose = saved;
+    return r;
+}
+
+/* The next reply for `purpose` (new reference), or NULL; with s->mu. */
+static json_t *take_by_purpose(scripted *s, const char *purpose) {
+    size_t n = json_array_size(s->replies);
+    for (int round = 0; round < 2; round++) {
+        for (int pass = 0; pass < 2; pass++) {
+            for (size_t i = 0; i < n; i++) {
+                json_t *r = json_array_get(s->replies, i);
+                const char *p = json_string_value(json_object_get(r, "purpose"));
+                if (!s->used[i] && (pass == 0 ? p && !strcmp(p, purpose) : !p)) {
+                    s->used[i] = true;
+                    return json_incref(r);
+                }
+            }
+        }
+        if (!s->loop)
+            break;
+        memset(s->used, 0, n * sizeof *s->used);
+    }
+    return NULL;
+}
+
 static int stream(void *ud, void *call, const json_t *request, weir_stream *st) {
     (void)call;
     scripted *s = ud;
     json_t *applied = NULL;
     settle_steers(s, st, &applied);
+    const char *purpose = call_purpose ? call_purpose : "maintenance";
     pthread_mutex_lock(&s->mu);
     size_t n = json_array_size(s->replies);
     json_t *reply = s->demo ? scripted_demo_reply(request) : NULL;
-    if (!s->demo && s->next >= n && s->loop && n > 0)
-        s->next = 0;
-    if (!s->demo && s->next < n)
-        reply = json_incref(json_array_get(s->replies, s->next++));
+    if (!s->demo && s->used) {
+        reply = take_by_purpose(s, purpose);
+    } else if (!s->demo) {
+        if (s->next >= n && s->loop && n > 0)
+            s->next = 0;
+        if (s->next < n)
+            reply = json_incref(json_array_get(s->replies, s->next++));
+    }
     pthread_mutex_unlock(&s->mu);
     if (!reply) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "script exhausted (%zu replies)", n);
+        char msg[160];
+        if (s->used)
+            snprintf(msg, sizeof msg, "script exhausted (%zu replies, none left for purpose '%s')",
+                     n, purpose);
+        else
+            snprintf(msg, sizeof msg, "script exhausted (%zu replies)", n);
         finish_failure(s, st, "UNKNOWN", msg, 0);
         json_decref(applied);
         return WEIR_OK;
@@ -438,6 +494,7 @@ static void destroy(scripted *s) {
     if (!s)
         return;
     json_decref(s->replies);
+    free(s->used);
     json_decref(s->models);
     json_decref(s->steer);
     json_decref(s->owed);
@@ -484,6 +541,10 @@ static int check_replies(const json_t *replies, const char *where, weir_error *e
             (!fin || (strcmp(fin, "stop") && strcmp(fin, "tool-calls") && strcmp(fin, "max-tokens"))))
             return fail(err, WEIR_E_PLUGIN_CONFIG,
                         "%s: replies[%s].finish: expected stop, tool-calls or max-tokens", where, idx);
+        const json_t *purpose = json_object_get(r, "purpose");
+        if (purpose && (!json_is_string(purpose) || !*json_string_value(purpose)))
+            return fail(err, WEIR_E_PLUGIN_CONFIG, "%s: replies[%s].purpose: expected a string",
+                        where, idx);
         const json_t *f = json_object_get(r, "fail");
         if (f && (!json_is_object(f) || !json_is_string(json_object_get(f, "code"))))
             return fail(err, WEIR_E_PLUGIN_CONFIG, "%s: replies[%s].fail: expected {code, message}",
@@ -570,6 +631,15 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
             rc = WEIR_E_NOMEM;
         if (rc == WEIR_OK && steer && !WEIR_API_HAS(api, stream_steering))
             rc = fail(err, WEIR_E_PLUGIN_CONFIG, "steer_live: the host has no stream_steering");
+        bool purposes = false;
+        size_t i;
+        const json_t *r;
+        json_array_foreach(s->replies, i, r) purposes = purposes || json_object_get(r, "purpose");
+        if (rc == WEIR_OK && purposes && !s->demo) {
+            s->used = calloc(json_array_size(s->replies), sizeof *s->used);
+            rc = s->used ? weir_hook_register(self, "llm/stream", on_stream, NULL)
+                         : WEIR_E_NOMEM;
+        }
         if (rc == WEIR_OK) {
             s->steer = steer ? json_deep_copy(steer) : NULL;
             s->prepare_delay = json_integer_value(json_object_get(config, "prepare_delay_ms"));

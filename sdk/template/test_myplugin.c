@@ -37,8 +37,11 @@ static weir_tk *kit(void) {
 /* agent/request with the core default returning `dflt` (JSON text). */
 static json_t *request(weir_tk *tk, const char *dflt) {
     json_t *args = json_loads(REQUEST_ARGS, 0, NULL);
+    json_t *def = json_loads(dflt, 0, NULL);
     weir_error err;
-    json_t *r = weir_tk_invoke(tk, "agent/request", args, json_loads(dflt, 0, NULL), &err);
+    /* everything is borrowed, as in weir_hook_invoke: release args and def */
+    json_t *r = weir_tk_invoke(tk, "agent/request", args, def, &err);
+    json_decref(def);
     json_decref(args);
     if (!r)
         fail_msg("agent/request: %s", err.text);

@@ -3,9 +3,13 @@
  * host that loads plugins without a deployment and invokes hooks through
  * the real registry (core/runtime/hooks.c).  Its weir_api table is the real one
  * with the members that need a weir_host or a weir_agent replaced by kit
- * versions that record what the plugin did.  Built into libweir-testkit
- * (sdk/testkit/CMakeLists.txt), not into libweir.
+ * versions that record what the plugin did.  The fake agent's context is a
+ * real session log (core/log/session_log.c) on the memory store: the
+ * surface, the derived messages, replacements and appends are the log's
+ * own.  Built into libweir-testkit (sdk/testkit/CMakeLists.txt), not into
+ * libweir.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "weir/testkit.h"
@@ -15,6 +19,9 @@
 #include "schema.h"
 #include "cancel.h"
 #include "tools.h"
+#include "session_log.h"
+#include "store.h"
+#include "surface.h"
 
 /* One loaded row.  `base` comes first: the api hands &base to the plugin
  * and the kit's table functions convert it back. */
@@ -46,7 +53,23 @@ struct weir_tk {
     json_t *sent;           /* [{message, mode, input_id}] */
     size_t default_calls;
     bool frozen;
+    bool messages_set;      /* weir_tk_set_messages ran: agent_messages returns them */
+    weir__log *log;         /* the fake agent's log (memory store), opened on first use */
+    json_t *route;          /* weir_tk_set_route's {provider, model, ...}, or NULL */
+    json_t *replies;        /* weir_tk_set_script's replies, or NULL */
+    bool *used;             /* one per reply */
+    bool loop;
+    json_t *requests;       /* [{purpose, request}] of agent_complete(_stream) */
+    json_t *sleeps;         /* [{ms, fake}] of signal_sleep on the kit's signal */
+    bool owns_clock;        /* weir_tk_clock_set turned the fake clock on */
+    weir_tk *next_live;     /* the live kits (for signal_sleep) */
 };
+
+/* The live kits, for signal_sleep to find the kit whose signal a plugin
+ * sleeps on; and the kit that owns the (process-wide) fake clock. */
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static weir_tk *live_kits;
+static weir_tk *clock_kit;
 
 static tk_plugin *tk_of(const weir_plugin *self) {
     /* Every weir_plugin a kit hands out is the first member of a tk_plugin. */
@@ -165,11 +188,24 @@ static int tk_agent_send(weir_agent *agent, const json_t *message, weir_send_mod
     return WEIR_OK;
 }
 
+static weir__log *agent_log(weir_tk *tk, weir_error *err);
+
+/* What weir_tk_set_messages set, else the log's derived messages. */
 static json_t *tk_agent_messages(weir_agent *agent) {
     weir_tk *tk = kit_of(agent);
-    return tk ? json_deep_copy(tk->messages) : NULL;
+    if (!tk)
+        return NULL;
+    if (tk->messages_set)
+        return json_deep_copy(tk->messages);
+    weir__log *log = agent_log(tk, NULL);
+    json_t *shared = log ? weir__log_derive(log) : NULL;
+    json_t *copy = shared ? json_deep_copy(shared) : NULL;
+    json_decref(shared);
+    return copy;
 }
 
+/* Recorded in weir_tk_events() and appended to the kit's log, as the real
+ * agent appends it (ignorable, its type registered by a loaded plugin). */
 static int tk_agent_append(weir_agent *agent, const char *type, const json_t *data,
                            weir_error *err) {
     weir_tk *tk = kit_of(agent);
@@ -181,45 +217,164 @@ static int tk_agent_append(weir_agent *agent, const char *type, const json_t *da
     if (!known)
         return weir__err(err, WEIR_E_NOT_FOUND, NULL, NULL,
                          "agent_append: event type '%s' is not registered by any plugin", type);
+    weir__log *log = agent_log(tk, err);
+    if (!log)
+        return err && err->code ? (int)err->code : WEIR_E_NOMEM;
     json_t *copy = json_deep_copy(data);
     json_t *rec = copy ? json_pack("{s:s,s:o}", "type", type, "data", copy) : NULL;
-    if (!rec || json_array_append_new(tk->events, rec) != 0)
+    if (!rec)
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "agent_append: out of memory");
-    return WEIR_OK;
+    int rc = weir__log_append(log, type, data, NULL, NULL, WEIR_EVENT_IGNORABLE, NULL, err);
+    if (rc == WEIR_OK && json_array_append_new(tk->events, rec) != 0)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "agent_append: out of memory");
+    if (rc != WEIR_OK)
+        json_decref(rec);
+    return rc;
+}
+
+/* --- the fake agent's log -------------------------------------------------- */
+
+/* The log accepts the event types the kit's plugins registered. */
+static bool tk_type_known(const char *type, void *ud) {
+    weir_tk *tk = ud;
+    for (size_t i = 0; i < tk->ntypes; i++)
+        if (strcmp(tk->types[i].type, type) == 0)
+            return true;
+    return false;
+}
+
+/* Open the kit's log on the memory store as session `id` (its lines may be
+ * there already: a seeded log). */
+static int open_log(weir_tk *tk, const char *id, weir_error *err) {
+    return weir__log_open_store("memory", weir__store_memory(), id, NULL, false,
+                                WEIR__FSYNC_NONE, tk_type_known, tk, &tk->log, err);
+}
+
+/* The fake agent's log, opened on first use (a fresh memory session). */
+static weir__log *agent_log(weir_tk *tk, weir_error *err) {
+    if (tk->log)
+        return tk->log;
+    char id[64];
+    if (open_log(tk, weir__random_id(id, sizeof id, "testkit-"), err) != WEIR_OK)
+        return NULL;
+    return tk->log;
 }
 
 /*
- * The agent-context members (compaction and other maintenance) need a real
- * session log; under the test kit they see an empty conversation and refuse
- * to change it, instead of reaching into the fake agent.
+ * The agent-context members, on the kit's log: the same log calls the
+ * real agent makes (core/api/agent_context.c), with the kit's fake agent.
  */
-static json_t *tk_agent_surface(weir_agent *agent) { return agent ? json_array() : NULL; }
-static uint64_t tk_agent_replace_generation(weir_agent *agent) {
-    (void)agent;
-    return 0;
+static json_t *tk_agent_surface(weir_agent *agent) {
+    weir_tk *tk = kit_of(agent);
+    weir__log *log = tk ? agent_log(tk, NULL) : NULL;
+    json_t *events = log ? weir__log_surface_events(log) : NULL;
+    json_t *out = events ? json_array() : NULL;
+    size_t i;
+    const json_t *ev;
+    json_array_foreach(events, i, ev) {
+        if (!out)
+            break;
+        json_t *msg = weir__derive_event_message(ev);
+        json_t *node =
+            json_pack("{s:I, s:s, s:o}", "seq", weir__json_int(ev, "seq", 0), "type",
+                      weir__json_str(ev, "type", ""), "message", msg ? msg : json_null());
+        if (json_array_append_new(out, node) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    json_decref(events);
+    return out;
 }
+
+static uint64_t tk_agent_replace_generation(weir_agent *agent) {
+    weir_tk *tk = kit_of(agent);
+    return tk && tk->log ? weir__log_replace_generation(tk->log) : 0;
+}
+
+/* The seqs of the current nodes start_seq..end_seq, or [start_seq, end_seq]
+ * when they are not both current (the log then names the bad one). */
+static json_t *shadowed_seqs(const weir__surface *s, size_t start_seq, size_t end_seq) {
+    size_t n = weir__surface_len(s), from = n, to = n;
+    for (size_t i = 0; i < n; i++) {
+        if (weir__surface_node(s, i) == start_seq)
+            from = i;
+        if (weir__surface_node(s, i) == end_seq)
+            to = i;
+    }
+    json_t *out = json_array();
+    if (from == n || to == n || from > to) {
+        json_array_append_new(out, json_integer((json_int_t)start_seq));
+        if (end_seq != start_seq)
+            json_array_append_new(out, json_integer((json_int_t)end_seq));
+    } else {
+        for (size_t i = from; i <= to; i++)
+            json_array_append_new(out, json_integer((json_int_t)weir__surface_node(s, i)));
+    }
+    if (out && json_array_size(out) == 0) { /* an append failed */
+        json_decref(out);
+        out = NULL;
+    }
+    return out;
+}
+
 static int tk_agent_surface_replace(weir_agent *agent, const char *type, const json_t *data,
                                     size_t start_seq, size_t end_seq, const json_t *source_seqs,
                                     size_t *seq_out, weir_error *err) {
-    (void)agent, (void)type, (void)data, (void)start_seq, (void)end_seq, (void)source_seqs;
-    (void)seq_out;
-    return weir__err(err, WEIR_E_UNSUPPORTED, NULL, NULL,
-                     "agent_surface_replace: the test kit has no session log");
+    weir_tk *tk = kit_of(agent);
+    if (!tk || !type || !json_is_object(data))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "agent_surface_replace: NULL argument");
+    if (strcmp(type, "user/message") != 0 && strcmp(type, "tool/result") != 0)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "agent_surface_replace: type '%s' cannot replace surface nodes "
+                         "(only user/message or tool/result)",
+                         type);
+    weir__log *log = agent_log(tk, err);
+    if (!log)
+        return err && err->code ? (int)err->code : WEIR_E_NOMEM;
+    json_t *op = json_pack("{s:s, s:I, s:I}", "op", "replace", "start_seq", (json_int_t)start_seq,
+                           "end_seq", (json_int_t)end_seq);
+    json_t *src = source_seqs ? json_incref((json_t *)(uintptr_t)source_seqs)
+                              : shadowed_seqs(weir__log_surface(log), start_seq, end_seq);
+    int rc = op && src ? weir__log_append(log, type, data, op, src, 0, seq_out, err)
+                       : weir__err(err, WEIR_E_NOMEM, NULL, NULL,
+                                   "agent_surface_replace: out of memory");
+    json_decref(op);
+    json_decref(src);
+    return rc;
 }
-/* The test kit's agents have no log, no approver and no chains of their own. */
+
+/* The kit's log has no file: it lives in the memory store. */
 static const char *tk_agent_log_path(const weir_agent *agent) {
     (void)agent;
     return NULL;
 }
 
+/* Run the kit's chain of `hook`, as a plugin raises it on a real agent. */
+static json_t *given_default(weir_call *call, const json_t *args, void *ctx) {
+    (void)call, (void)args;
+    return ctx ? json_incref((json_t *)ctx) : json_null();
+}
+
 static int tk_hook_invoke(weir_agent *agent, const char *hook, const json_t *args,
                           const json_t *dflt, json_t **result, weir_error *err) {
-    (void)agent;
-    (void)args;
-    (void)err;
-    *result = dflt ? json_deep_copy(dflt) : json_null();
-    (void)hook;
-    return *result ? WEIR_OK : WEIR_E_NOMEM;
+    weir_tk *tk = kit_of(agent);
+    if (result)
+        *result = NULL;
+    if (!tk || !hook || !json_is_object(args) || !result)
+        return weir__err(err, WEIR_E_INVAL, NULL, hook, "hook_invoke: NULL argument");
+    json_t *full = json_copy((json_t *)(uintptr_t)args);
+    if (full && !json_object_get(full, "agent") &&
+        json_object_set_new(full, "agent", json_string("testkit")) != 0) {
+        json_decref(full);
+        full = NULL;
+    }
+    if (!full)
+        return weir__err(err, WEIR_E_NOMEM, NULL, hook, "hook_invoke: out of memory");
+    *result = weir__hook_invoke(tk->hooks, hook, agent, &tk->signal, full, given_default,
+                                (void *)(uintptr_t)dflt, err);
+    json_decref(full);
+    return *result ? WEIR_OK : err && err->code ? (int)err->code : WEIR_E_HOOK_FAILED;
 }
 
 static int tk_agent_approve(weir_agent *agent, const json_t *request, json_t **decision,
@@ -231,35 +386,146 @@ static int tk_agent_approve(weir_agent *agent, const json_t *request, json_t **d
     return WEIR_E_NOT_FOUND;
 }
 
-static json_t *tk_agent_event_none(weir_agent *agent, const char *type) {
-    (void)agent, (void)type;
+static json_t *tk_agent_last_event(weir_agent *agent, const char *type) {
+    weir_tk *tk = kit_of(agent);
+    weir__log *log = tk && type ? agent_log(tk, NULL) : NULL;
+    for (size_t seq = log ? weir__log_count(log) : 0; seq-- > 0;) {
+        json_t *ev = weir__log_event_ref(log, seq);
+        if (!ev)
+            return NULL; /* out of memory, not an older match */
+        bool match = strcmp(weir__json_str(ev, "type", ""), type) == 0;
+        json_t *copy = match ? json_deep_copy(ev) : NULL;
+        json_decref(ev);
+        if (match)
+            return copy;
+    }
     return NULL;
 }
-static json_t *tk_agent_event_at(weir_agent *agent, size_t seq) {
-    (void)agent, (void)seq;
-    return NULL;
+
+static json_t *tk_agent_event_ref(weir_agent *agent, size_t seq) {
+    weir_tk *tk = kit_of(agent);
+    return tk && tk->log ? weir__log_event_ref(tk->log, seq) : NULL;
 }
+
+static json_t *tk_agent_event(weir_agent *agent, size_t seq) {
+    json_t *ev = tk_agent_event_ref(agent, seq);
+    json_t *copy = ev ? json_deep_copy(ev) : NULL;
+    json_decref(ev);
+    return copy;
+}
+
 static const json_t *tk_agent_event_peek(weir_agent *agent, size_t seq) {
-    (void)agent, (void)seq;
-    return NULL;
+    weir_tk *tk = kit_of(agent);
+    return tk && tk->log ? weir__log_event_lend(tk->log, seq) : NULL;
 }
+
+/* The route weir_tk_set_route gave: its info for its provider and model. */
 static json_t *tk_agent_model_info(weir_agent *agent, const char *provider, const char *model) {
-    (void)agent, (void)provider, (void)model;
+    weir_tk *tk = kit_of(agent);
+    if (!tk || !tk->route || !provider || !model ||
+        strcmp(weir__json_str(tk->route, "provider", ""), provider) != 0 ||
+        strcmp(weir__json_str(tk->route, "model", ""), model) != 0)
+        return NULL;
+    json_t *info = json_deep_copy(tk->route);
+    if (info) {
+        json_object_del(info, "provider");
+        json_object_del(info, "model");
+    }
+    return info;
+}
+
+/* The next reply for `purpose`: the first unused reply of that purpose,
+ * else the first unused one without a purpose; NULL when none is left
+ * (with `loop`, every reply is unused again first).  Borrowed. */
+static const json_t *take_reply(weir_tk *tk, const char *purpose) {
+    size_t n = json_array_size(tk->replies);
+    for (int round = 0; round < 2; round++) {
+        for (int pass = 0; pass < 2; pass++) {
+            for (size_t i = 0; i < n; i++) {
+                const json_t *r = json_array_get(tk->replies, i);
+                const char *p = weir__json_str(r, "purpose", NULL);
+                if (!tk->used[i] && (pass == 0 ? p && !strcmp(p, purpose) : !p)) {
+                    tk->used[i] = true;
+                    return r;
+                }
+            }
+        }
+        if (!tk->loop)
+            break;
+        memset(tk->used, 0, n * sizeof *tk->used);
+    }
     return NULL;
 }
+
+/* A direct model call, answered from weir_tk_set_script's replies. */
+static int complete(weir_tk *tk, const json_t *request, const char *purpose, json_t **result,
+                    weir_error *err) {
+    if (!tk || !json_is_object(request) || !result)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL, "agent_complete: NULL argument");
+    if (!tk->replies)
+        return weir__err(err, WEIR_E_UNSUPPORTED, NULL, NULL,
+                         "agent_complete: the test kit has no script (weir_tk_set_script)");
+    json_t *rec = json_pack("{s:s, s:o}", "purpose", purpose, "request",
+                            json_deep_copy(request));
+    if (!rec || json_array_append_new(tk->requests, rec) != 0)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "agent_complete: out of memory");
+    const json_t *reply = take_reply(tk, purpose);
+    if (!reply)
+        return weir__err(err, WEIR_E_PROVIDER, NULL, NULL,
+                         "UNKNOWN: script exhausted (%zu replies, none left for purpose '%s')",
+                         json_array_size(tk->replies), purpose);
+    const json_t *fail = json_object_get(reply, "fail");
+    if (fail)
+        return weir__err(err, WEIR_E_PROVIDER, NULL, NULL, "%s: %s",
+                         weir__json_str(fail, "code", "UNKNOWN"),
+                         weir__json_str(fail, "message", "scripted failure"));
+    const char *text = weir__json_str(reply, "text", "");
+    json_t *out = json_pack("{s:{s:s, s:[{s:s, s:s}]}, s:s}", "message", "role", "assistant",
+                            "content", "type", "text", "text", text, "finish",
+                            weir__json_str(reply, "finish", "stop"));
+    const json_t *usage = json_object_get(reply, "usage");
+    if (out && usage && json_object_set_new(out, "usage", json_deep_copy(usage)) != 0) {
+        json_decref(out);
+        out = NULL;
+    }
+    if (!out)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "agent_complete: out of memory");
+    *result = out;
+    return WEIR_OK;
+}
+
 static int tk_agent_complete(weir_agent *agent, const json_t *request, weir_signal *signal,
                              json_t **result, weir_error *err) {
-    (void)agent, (void)request, (void)signal;
+    (void)signal;
     if (result)
         *result = NULL;
-    return weir__err(err, WEIR_E_UNSUPPORTED, NULL, NULL,
-                     "agent_complete: the test kit runs no provider");
+    return complete(kit_of(agent), request, "maintenance", result, err);
 }
+
 static int tk_agent_complete_stream(weir_agent *agent, const json_t *request,
                                     const json_t *context, weir_signal *signal, json_t **result,
                                     weir_error *err) {
-    (void)context;
-    return tk_agent_complete(agent, request, signal, result, err);
+    (void)signal;
+    if (result)
+        *result = NULL;
+    const char *purpose = weir__json_str(context, "purpose", "maintenance");
+    return complete(kit_of(agent), request, *purpose ? purpose : "maintenance", result, err);
+}
+
+/* signal_sleep: recorded when it is the kit's signal (what weir_call_signal
+ * gives); the fake clock (weir_tk_clock_set) makes it pass at once. */
+static int tk_signal_sleep(weir_signal *signal, uint64_t ms) {
+    bool fake = weir__clock_is_fake();
+    pthread_mutex_lock(&live_mu);
+    for (weir_tk *k = live_kits; k && signal; k = k->next_live) {
+        if (&k->signal == signal) {
+            json_array_append_new(k->sleeps, json_pack("{s:I, s:b}", "ms", (json_int_t)ms,
+                                                       "fake", fake));
+            break;
+        }
+    }
+    pthread_mutex_unlock(&live_mu);
+    return weir__signal_sleep(signal, ms);
 }
 
 static int tk_agent_hook_register(weir_plugin *self, weir_agent *agent, const char *hook,
@@ -315,13 +581,14 @@ weir_tk *weir_tk_create(void) {
     tk->api.agent_surface = tk_agent_surface;
     tk->api.agent_replace_generation = tk_agent_replace_generation;
     tk->api.agent_surface_replace = tk_agent_surface_replace;
-    tk->api.agent_last_event = tk_agent_event_none;
+    tk->api.agent_last_event = tk_agent_last_event;
     tk->api.agent_log_path = tk_agent_log_path;
     tk->api.hook_invoke = tk_hook_invoke;
     tk->api.agent_approve = tk_agent_approve;
-    tk->api.agent_event = tk_agent_event_at;
+    tk->api.agent_event = tk_agent_event;
     tk->api.agent_event_peek = tk_agent_event_peek;
-    tk->api.agent_event_ref = tk_agent_event_at; /* the kit's agent has no log */
+    tk->api.agent_event_ref = tk_agent_event_ref;
+    tk->api.signal_sleep = tk_signal_sleep;
     tk->api.agent_model_info = tk_agent_model_info;
     tk->api.agent_complete = tk_agent_complete;
     tk->api.agent_complete_stream = tk_agent_complete_stream;
@@ -331,11 +598,17 @@ weir_tk *weir_tk_create(void) {
     tk->events = json_array();
     tk->logs = json_array();
     tk->sent = json_array();
-    if (!tk->messages || !tk->events || !tk->logs || !tk->sent ||
+    tk->requests = json_array();
+    tk->sleeps = json_array();
+    if (!tk->messages || !tk->events || !tk->logs || !tk->sent || !tk->requests || !tk->sleeps ||
         weir__hooks_create(&tk->hooks) != WEIR_OK || weir__tools_create(&tk->tools) != WEIR_OK) {
         weir_tk_destroy(tk);
         return NULL;
     }
+    pthread_mutex_lock(&live_mu);
+    tk->next_live = live_kits;
+    live_kits = tk;
+    pthread_mutex_unlock(&live_mu);
     return tk;
 }
 
@@ -349,6 +622,18 @@ static void plugin_free(tk_plugin *p) {
 void weir_tk_destroy(weir_tk *tk) {
     if (!tk)
         return;
+    pthread_mutex_lock(&live_mu);
+    for (weir_tk **k = &live_kits; *k; k = &(*k)->next_live) {
+        if (*k == tk) {
+            *k = tk->next_live;
+            break;
+        }
+    }
+    if (clock_kit == tk) {
+        clock_kit = NULL;
+        weir__clock_real();
+    }
+    pthread_mutex_unlock(&live_mu);
     for (size_t i = tk->nplugins; i-- > 0;) {
         tk_plugin *p = tk->plugins[i];
         if (p->base.initialized && p->base.desc->fini)
@@ -366,6 +651,12 @@ void weir_tk_destroy(weir_tk *tk) {
     json_decref(tk->events);
     json_decref(tk->logs);
     json_decref(tk->sent);
+    json_decref(tk->requests);
+    json_decref(tk->sleeps);
+    json_decref(tk->route);
+    json_decref(tk->replies);
+    weir__free(tk->used);
+    weir__log_close(tk->log);
     weir__signal_destroy(&tk->signal);
     weir__free(tk);
 }
@@ -525,7 +816,7 @@ int weir_tk_load_file(weir_tk *tk, const char *path, const char *id, const json_
 
 typedef struct tk_default {
     weir_tk *tk;
-    json_t *value; /* borrowed from the invocation, or NULL */
+    const json_t *value; /* borrowed from the invocation, or NULL */
 } tk_default;
 
 static json_t *run_default(weir_call *call, const json_t *args, void *ctx) {
@@ -533,7 +824,7 @@ static json_t *run_default(weir_call *call, const json_t *args, void *ctx) {
     (void)args;
     tk_default *d = ctx;
     d->tk->default_calls++;
-    return d->value ? json_incref(d->value) : json_null();
+    return d->value ? json_incref((json_t *)(uintptr_t)d->value) : json_null();
 }
 
 static int freeze(weir_tk *tk, weir_error *err) {
@@ -550,21 +841,16 @@ static int freeze(weir_tk *tk, weir_error *err) {
 }
 
 json_t *weir_tk_invoke(weir_tk *tk, const char *hook, const json_t *args,
-                       json_t *default_result, weir_error *err) {
+                       const json_t *default_result, weir_error *err) {
     if (!tk || !hook || !args) {
-        json_decref(default_result);
         weir__err(err, WEIR_E_INVAL, NULL, hook, "weir_tk_invoke: needs a kit, a hook and args");
         return NULL;
     }
-    if (!tk->frozen && freeze(tk, err) != WEIR_OK) {
-        json_decref(default_result);
+    if (!tk->frozen && freeze(tk, err) != WEIR_OK)
         return NULL;
-    }
     tk_default d = {tk, default_result};
-    json_t *r = weir__hook_invoke(tk->hooks, hook, (weir_agent *)(void *)&tk->agent,
-                                  &tk->signal, args, run_default, &d, err);
-    json_decref(default_result);
-    return r;
+    return weir__hook_invoke(tk->hooks, hook, (weir_agent *)(void *)&tk->agent, &tk->signal,
+                             args, run_default, &d, err);
 }
 
 size_t weir_tk_default_calls(const weir_tk *tk) {
@@ -581,6 +867,7 @@ int weir_tk_set_messages(weir_tk *tk, const json_t *messages) {
         return WEIR_E_NOMEM;
     json_decref(tk->messages);
     tk->messages = copy;
+    tk->messages_set = true;
     return WEIR_OK;
 }
 
@@ -602,10 +889,227 @@ void weir_tk_clear(weir_tk *tk) {
     json_array_clear(tk->events);
     json_array_clear(tk->logs);
     json_array_clear(tk->sent);
+    json_array_clear(tk->requests);
+    json_array_clear(tk->sleeps);
     tk->default_calls = 0;
 }
 
 void weir_tk_cancel(weir_tk *tk, const char *cause) {
     if (tk)
         weir__signal_cancel(&tk->signal, cause ? cause : "user");
+}
+
+/* --- the fake agent's log, route and script (Since 0.2) ------------------ */
+
+/* The caller's error code, or `fallback` when `err` is NULL or empty. */
+static int code_of(const weir_error *err, int fallback) {
+    return err && err->code ? (int)err->code : fallback;
+}
+
+int weir_tk_seed(weir_tk *tk, const json_t *events, weir_error *err) {
+    if (!tk || !json_is_array(events))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "weir_tk_seed: needs a kit and an array of events");
+    weir__log *log = agent_log(tk, err);
+    if (!log)
+        return code_of(err, WEIR_E_NOMEM);
+    size_t i;
+    const json_t *ev;
+    json_array_foreach(events, i, ev) {
+        const char *type = weir__json_str(ev, "type", NULL);
+        const json_t *data = json_object_get(ev, "data");
+        const json_t *op = json_object_get(ev, "surface_op");
+        const json_t *src = json_object_get(ev, "source");
+        if (!type || !json_is_object(data) || (op && !json_is_object(op)) ||
+            (src && !json_is_array(src)))
+            return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                             "weir_tk_seed: events[%zu]: expected {type, data:{...}, "
+                             "surface_op?:{...}, source?:[seq, ...]}",
+                             i);
+        bool core = weir__log_is_core_type(type);
+        int rc = weir__log_append(log, type, data, op, src, core ? 0 : WEIR_EVENT_IGNORABLE,
+                                  NULL, err);
+        if (rc != WEIR_OK) {
+            char why[sizeof err->text];
+            snprintf(why, sizeof why, "%s", err ? err->text : "");
+            return weir__err(err, rc, NULL, NULL, "weir_tk_seed: events[%zu] (%s): %s", i,
+                             type, why);
+        }
+    }
+    return WEIR_OK;
+}
+
+int weir_tk_seed_log(weir_tk *tk, const char *path, weir_error *err) {
+    if (!tk || !path)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "weir_tk_seed_log: needs a kit and a path");
+    if (tk->log && weir__log_count(tk->log) > 0)
+        return weir__err(err, WEIR_E_STATE, NULL, NULL,
+                         "weir_tk_seed_log: the kit's log already has %zu events (seed from a "
+                         "file first)",
+                         weir__log_count(tk->log));
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = weir__log_read_file(path, &buf, &len, err);
+    if (rc != WEIR_OK)
+        return rc;
+    size_t whole = len, count = 0; /* whole lines only: a torn tail is left out */
+    while (whole > 0 && buf[whole - 1] != '\n')
+        whole--;
+    for (size_t i = 0; i < whole; i++)
+        count += buf[i] == '\n';
+    /* the file's lines become a fresh memory session, which the log's
+     * reader checks as it opens it */
+    char id[64];
+    weir__random_id(id, sizeof id, "testkit-");
+    weir__store_ref store = weir__store_memory();
+    void *handle = NULL;
+    uint64_t epoch = 0;
+    rc = store.vt->open(store.self, id, NULL, 0, &handle, &epoch, err);
+    if (rc == WEIR_OK && count > 0)
+        rc = store.vt->append(store.self, handle, epoch, 0, count, buf, whole, 0, err);
+    if (handle)
+        store.vt->close(store.self, handle);
+    weir__free(buf);
+    if (rc != WEIR_OK)
+        return rc;
+    weir__log_close(tk->log);
+    tk->log = NULL;
+    rc = open_log(tk, id, err);
+    if (rc != WEIR_OK)
+        tk->log = NULL;
+    return rc;
+}
+
+int weir_tk_set_route(weir_tk *tk, const json_t *route, weir_error *err) {
+    const char *provider = weir__json_str(route, "provider", NULL);
+    const char *model = weir__json_str(route, "model", NULL);
+    if (!tk || !json_is_object(route) || !provider || !*provider || !model || !*model)
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "weir_tk_set_route: needs a kit and a route {provider, model, "
+                         "context_window?, max_output?, ...}");
+    const json_t *cw = json_object_get(route, "context_window");
+    if (cw && (!json_is_integer(cw) || json_integer_value(cw) <= 0))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "weir_tk_set_route: context_window: expected a positive integer");
+    weir__log *log = agent_log(tk, err);
+    if (!log)
+        return code_of(err, WEIR_E_NOMEM);
+    /* request/context as the driver logs it when the route changes */
+    json_t *ctx = json_pack("{s:s, s:s}", "provider", provider, "model", model);
+    json_t *copy = json_deep_copy(route);
+    if (ctx && cw && json_object_set(ctx, "context_window", (json_t *)(uintptr_t)cw) != 0) {
+        json_decref(ctx);
+        ctx = NULL;
+    }
+    int rc = ctx && copy ? WEIR_OK
+                         : weir__err(err, WEIR_E_NOMEM, NULL, NULL,
+                                     "weir_tk_set_route: out of memory");
+    if (rc == WEIR_OK && !weir__json_equal(weir__log_request_context(log), ctx))
+        rc = weir__log_append(log, "request/context", ctx, NULL, NULL, 0, NULL, err);
+    json_decref(ctx);
+    if (rc == WEIR_OK) {
+        json_decref(tk->route);
+        tk->route = copy;
+    } else {
+        json_decref(copy);
+    }
+    return rc;
+}
+
+json_t *weir_tk_log(weir_tk *tk) {
+    if (!tk)
+        return NULL;
+    weir__log *log = agent_log(tk, NULL);
+    json_t *out = log ? json_array() : NULL;
+    size_t n = log ? weir__log_count(log) : 0;
+    for (size_t seq = 0; out && seq < n; seq++) {
+        json_t *ev = weir__log_event_ref(log, seq);
+        if (!ev || json_array_append_new(out, ev) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    return out;
+}
+
+int weir_tk_set_script(weir_tk *tk, const json_t *script, weir_error *err) {
+    const json_t *replies = json_object_get(script, "replies");
+    if (!tk || !json_is_array(replies))
+        return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                         "weir_tk_set_script: needs a kit and a script {\"replies\":[...]}");
+    size_t i;
+    const json_t *r;
+    json_array_foreach(replies, i, r) {
+        const json_t *p = json_object_get(r, "purpose");
+        const json_t *fail = json_object_get(r, "fail");
+        if (!json_is_object(r) || (p && !json_is_string(p)) ||
+            (json_object_get(r, "text") && !json_is_string(json_object_get(r, "text"))) ||
+            (fail && !json_is_string(json_object_get(fail, "code"))))
+            return weir__err(err, WEIR_E_INVAL, NULL, NULL,
+                             "weir_tk_set_script: replies[%zu]: expected {purpose?:string, "
+                             "text?:string, finish?, usage?, fail?:{code, message?}}",
+                             i);
+    }
+    json_t *copy = json_deep_copy(replies);
+    bool *used = weir__calloc(json_array_size(replies) + 1, sizeof *used);
+    if (!copy || !used) {
+        json_decref(copy);
+        weir__free(used);
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "weir_tk_set_script: out of memory");
+    }
+    json_decref(tk->replies);
+    weir__free(tk->used);
+    tk->replies = copy;
+    tk->used = used;
+    tk->loop = json_is_true(json_object_get(script, "loop"));
+    return WEIR_OK;
+}
+
+const json_t *weir_tk_requests(const weir_tk *tk) {
+    return tk ? tk->requests : NULL;
+}
+
+/* --- the fake clock (Since 0.2) ------------------------------------------- */
+
+int weir_tk_clock_set(weir_tk *tk, uint64_t ms) {
+    if (!tk)
+        return WEIR_E_INVAL;
+    pthread_mutex_lock(&live_mu);
+    int rc = clock_kit && clock_kit != tk ? WEIR_E_BUSY : WEIR_OK;
+    if (rc == WEIR_OK) {
+        clock_kit = tk;
+        weir__clock_fake(ms);
+    }
+    pthread_mutex_unlock(&live_mu);
+    return rc;
+}
+
+int weir_tk_clock_advance(weir_tk *tk, uint64_t ms) {
+    if (!tk)
+        return WEIR_E_INVAL;
+    pthread_mutex_lock(&live_mu);
+    int rc = clock_kit == tk ? WEIR_OK : WEIR_E_STATE;
+    if (rc == WEIR_OK)
+        weir__clock_advance(ms);
+    pthread_mutex_unlock(&live_mu);
+    return rc;
+}
+
+uint64_t weir_tk_clock_ms(const weir_tk *tk) {
+    (void)tk;
+    return weir__clock_ms();
+}
+
+void weir_tk_clock_real(weir_tk *tk) {
+    pthread_mutex_lock(&live_mu);
+    if (tk && clock_kit == tk) {
+        clock_kit = NULL;
+        weir__clock_real();
+    }
+    pthread_mutex_unlock(&live_mu);
+}
+
+const json_t *weir_tk_sleeps(const weir_tk *tk) {
+    return tk ? tk->sleeps : NULL;
 }

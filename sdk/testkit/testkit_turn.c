@@ -7,6 +7,7 @@
  * temporary directory, removed at the end) is read back whole.
  */
 #include <dirent.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,33 +199,62 @@ static json_t *end_of(weir_agent *agent, weir_error *err) {
     return end;
 }
 
+/* The 0.1 struct: up to plugin_path. */
+#define TURN_V1_SIZE (offsetof(weir_tk_turn, plugin_path) + sizeof(const char *))
+
+/* The prompts of `t` (new array of strings), or NULL when they are missing
+ * or not strings. */
+static json_t *prompts_of(const weir_tk_turn *t) {
+    const json_t *many = t->struct_size >= sizeof *t ? t->prompts : NULL;
+    if (!many)
+        return t->prompt ? json_pack("[s]", t->prompt) : NULL;
+    size_t i;
+    const json_t *p;
+    json_array_foreach(many, i, p) {
+        if (!json_is_string(p))
+            return NULL;
+    }
+    return json_array_size(many) > 0 ? json_copy((json_t *)(uintptr_t)many) : NULL;
+}
+
 int weir_tk_run_turn(const weir_tk_turn *t, json_t **result, weir_error *err) {
     if (result)
         *result = NULL;
-    if (!t || !result || t->struct_size < sizeof *t || !t->prompt ||
+    json_t *prompts = t && t->struct_size >= TURN_V1_SIZE ? prompts_of(t) : NULL;
+    if (!t || !result || t->struct_size < TURN_V1_SIZE || !prompts ||
         !json_is_array(json_object_get(t->script, "replies")) ||
-        (t->deployment && !json_is_object(t->deployment)))
+        (t->deployment && !json_is_object(t->deployment))) {
+        json_decref(prompts);
         return weir__err(err, WEIR_E_INVAL, NULL, NULL,
-                         "weir_tk_run_turn: needs a weir_tk_turn (struct_size set), a prompt, "
-                         "a script {\"replies\":[...]} and an object or NULL deployment");
+                         "weir_tk_run_turn: needs a weir_tk_turn (struct_size set), a prompt "
+                         "or prompts (an array of strings), a script {\"replies\":[...]} and "
+                         "an object or NULL deployment");
+    }
+    bool fake = t->struct_size >= sizeof *t && t->fake_clock;
+    bool own_clock = fake && !weir__clock_is_fake();
     const char *tmp = getenv("TMPDIR");
     char *dir = weir__asprintf("%s/weir-tk-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!dir)
+    if (!dir) {
+        json_decref(prompts);
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "weir_tk_run_turn: out of memory");
+    }
     if (!mkdtemp(dir)) {
         int rc = weir__err(err, WEIR_E_IO, NULL, NULL,
                            "weir_tk_run_turn: cannot create a temporary directory %s",
                            dir);
         weir__free(dir);
+        json_decref(prompts);
         return rc;
     }
+    if (own_clock)
+        weir__clock_fake(t->clock_start_ms);
     run r = {json_array(), json_array(), false};
     json_t *cfg = r.requests && r.events ? build_config(t, dir, err) : NULL;
     weir_host *host = NULL;
     weir_agent *agent = NULL;
-    json_t *end = NULL, *log = NULL;
+    json_t *ends = json_array(), *log = NULL;
     char *log_path = NULL;
-    int rc = cfg ? WEIR_OK : err && err->code ? (int)err->code : WEIR_E_NOMEM;
+    int rc = cfg && ends ? WEIR_OK : err && err->code ? (int)err->code : WEIR_E_NOMEM;
     if (rc == WEIR_OK)
         rc = weir_host_create(cfg, &host, err);
     if (rc == WEIR_OK) {
@@ -239,33 +269,46 @@ int weir_tk_run_turn(const weir_tk_turn *t, json_t **result, weir_error *err) {
         opts.nhooks = 1;
         rc = weir_agent_open(host, &opts, &agent, err);
     }
-    if (rc == WEIR_OK)
-        rc = weir_agent_send_text(agent, t->prompt, WEIR_SEND_FOLLOWUP, err);
-    if (rc == WEIR_OK)
-        rc = weir_agent_run_until_idle(agent, err);
-    if (rc == WEIR_OK && !(end = end_of(agent, err)))
-        rc = err && err->code ? (int)err->code : WEIR_E_NOMEM;
+    for (size_t i = 0; rc == WEIR_OK && i < json_array_size(prompts); i++) {
+        const char *prompt = json_string_value(json_array_get(prompts, i));
+        rc = weir_agent_send_text(agent, prompt, WEIR_SEND_FOLLOWUP, err);
+        if (rc == WEIR_OK)
+            rc = weir_agent_run_until_idle(agent, err);
+        json_t *end = rc == WEIR_OK ? end_of(agent, err) : NULL;
+        if (rc == WEIR_OK && (!end || json_array_append_new(ends, end) != 0))
+            rc = err && err->code ? (int)err->code : WEIR_E_NOMEM;
+    }
     if (rc == WEIR_OK && !(log_path = weir__strdup(weir_agent_log_path(agent))))
         rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "weir_tk_run_turn: out of memory");
     weir_agent_close(agent); /* the log is complete and unlocked from here */
     weir_host_destroy(host);
+    uint64_t clock = weir__clock_ms();
+    if (own_clock)
+        weir__clock_real();
     if (rc == WEIR_OK && !(log = read_log(log_path, err)))
         rc = err && err->code ? (int)err->code : WEIR_E_NOMEM;
     if (rc == WEIR_OK && r.oom)
         rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "weir_tk_run_turn: out of memory");
     if (rc == WEIR_OK) {
         json_t *system = system_text(log);
+        json_t *end = json_array_get(ends, json_array_size(ends) - 1);
         if (system) { /* json_pack steals the "o" values, even when it fails */
-            *result = json_pack("{s:s, s:o, s:o, s:O, s:o, s:O}", "session_id", SESSION_ID,
-                                "end", end, "system", system, "requests", r.requests, "log",
-                                log, "events", r.events);
-            end = log = NULL;
+            *result = json_pack("{s:s, s:O, s:O, s:o, s:O, s:o, s:O}", "session_id", SESSION_ID,
+                                "end", end, "ends", ends, "system", system, "requests",
+                                r.requests, "log", log, "events", r.events);
+            log = NULL;
+        }
+        if (*result && fake &&
+            json_object_set_new(*result, "clock_ms", json_integer((json_int_t)clock)) != 0) {
+            json_decref(*result);
+            *result = NULL;
         }
         if (!*result)
             rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "weir_tk_run_turn: out of memory");
     }
-    json_decref(end);
+    json_decref(ends);
     json_decref(log);
+    json_decref(prompts);
     json_decref(r.requests);
     json_decref(r.events);
     json_decref(cfg);

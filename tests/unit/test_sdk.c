@@ -53,8 +53,9 @@ static void plugin_without_init_api_loads_and_runs(void **state) {
     /* its listener runs, and weir_next reaches the default */
     json_t *args = json_pack("{s:s,s:i,s:i,s:[]}", "agent", "testkit", "turn", 1, "step", 1,
                              "messages");
-    json_t *r = weir_tk_invoke(tk, "agent/pre-step", args,
-                               json_pack("{s:s,s:[]}", "kind", "enter", "messages"), &err);
+    json_t *dflt = json_pack("{s:s,s:[]}", "kind", "enter", "messages");
+    json_t *r = weir_tk_invoke(tk, "agent/pre-step", args, dflt, &err); /* borrowed */
+    json_decref(dflt);
     if (!r)
         fail_msg("invoke: %s", err.text);
     assert_string_equal(json_string_value(json_object_get(r, "kind")), "enter");
@@ -178,7 +179,7 @@ static json_t *assemble(const char *order, weir_error *err) {
     json_t *args = json_pack("{s:s, s:i, s:i, s:{s:[], s:[], s:{}}}", "agent", "testkit", "turn",
                              1, "step", 1, "assembly", "sections", "tools", "variables");
     json_t *r = weir_tk_invoke(tk, "system-prompt/assemble", args,
-                               json_incref(json_object_get(args, "assembly")), err);
+                               json_object_get(args, "assembly"), err);
     json_decref(args);
     weir_tk_destroy(tk);
     return r;

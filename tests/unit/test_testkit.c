@@ -34,9 +34,21 @@ static void assert_json(const json_t *value, const char *expected) {
 }
 
 static json_t *parse(const char *text) {
-    json_t *v = json_loads(text, 0, NULL);
+    json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
     assert_non_null(v);
     return v;
+}
+
+/* weir_tk_invoke borrows its default (since kit 0.2): invoke with a default
+ * given as JSON text, released here. */
+static json_t *invoke(weir_tk *tk, const char *hook, const json_t *args, const char *dflt,
+                      weir_error *err) {
+    json_t *d = dflt ? parse(dflt) : NULL;
+    json_t *r = weir_tk_invoke(tk, hook, args, d, err);
+    if (d) /* borrowed: the kit kept no reference (the result may be the default itself) */
+        assert_int_equal(d->refcount, r == d ? 2 : 1);
+    json_decref(d);
+    return r;
 }
 
 #define PRE_EXEC_ARGS                                                                   \
@@ -308,8 +320,7 @@ static void test_waterfall_runs_the_chain_in_order_then_the_default(void **state
     assert_int_equal(load(tk, &marker_desc, "b", "{\"order\":-10}", &err), WEIR_OK);
     assert_int_equal(load(tk, &marker_desc, "c", NULL, &err), WEIR_OK);
     json_t *args = parse(PRE_EXEC_ARGS);
-    json_t *r = weir_tk_invoke(tk, "tools/pre-execute", args, parse("{\"kind\":\"allow\"}"),
-                               &err);
+    json_t *r = invoke(tk, "tools/pre-execute", args, "{\"kind\":\"allow\"}", &err);
     /* b is FIRST (outermost), then a, c in config order; the innermost marks first. */
     assert_json(r, "{\"kind\":\"allow\",\"seen\":[\"c\",\"a\",\"b\"]}");
     assert_int_equal(weir_tk_default_calls(tk), 1);
@@ -323,12 +334,11 @@ static void test_empty_chain_returns_the_default(void **state) {
     weir_tk *tk = weir_tk_create();
     weir_error err;
     json_t *args = parse(PRE_EXEC_ARGS);
-    json_t *r = weir_tk_invoke(tk, "tools/pre-execute", args, parse("{\"kind\":\"allow\"}"),
-                               &err);
+    json_t *r = invoke(tk, "tools/pre-execute", args, "{\"kind\":\"allow\"}", &err);
     assert_json(r, "{\"kind\":\"allow\"}");
     json_decref(r);
     /* A NULL default is json null, which agent/request-error accepts. */
-    r = weir_tk_invoke(tk, "agent/request-error", args, NULL, &err);
+    r = invoke(tk, "agent/request-error", args, NULL, &err);
     assert_true(json_is_null(r));
     assert_int_equal(weir_tk_default_calls(tk), 2);
     json_decref(r);
@@ -342,7 +352,7 @@ static void test_invalid_result_names_the_outermost_row(void **state) {
     weir_error err;
     assert_int_equal(load(tk, &marker_desc, "liar", "{\"bad\":true}", &err), WEIR_OK);
     json_t *args = parse(PRE_EXEC_ARGS);
-    assert_null(weir_tk_invoke(tk, "tools/pre-execute", args, NULL, &err));
+    assert_null(invoke(tk, "tools/pre-execute", args, NULL, &err));
     assert_int_equal(err.code, WEIR_E_HOOK_RESULT);
     assert_string_equal(err.plugin, "liar");
     assert_string_equal(err.hook, "tools/pre-execute");
@@ -357,8 +367,7 @@ static void test_listener_failure_names_the_row(void **state) {
     assert_int_equal(load(tk, &marker_desc, "outer", NULL, &err), WEIR_OK);
     assert_int_equal(load(tk, &marker_desc, "inner", "{\"fail\":true}", &err), WEIR_OK);
     json_t *args = parse(PRE_EXEC_ARGS);
-    assert_null(weir_tk_invoke(tk, "tools/pre-execute", args, parse("{\"kind\":\"allow\"}"),
-                               &err));
+    assert_null(invoke(tk, "tools/pre-execute", args, "{\"kind\":\"allow\"}", &err));
     assert_int_equal(err.code, WEIR_E_HOOK_FAILED);
     assert_string_equal(err.plugin, "inner");
     assert_string_equal(err.text, "hook tools/pre-execute: plugin inner failed: row inner refuses");
@@ -372,12 +381,12 @@ static void test_invoke_checks_its_arguments(void **state) {
     weir_tk *tk = weir_tk_create();
     weir_error err;
     json_t *args = parse("{}");
-    assert_null(weir_tk_invoke(tk, "no/such-hook", args, json_integer(1), &err));
+    assert_null(invoke(tk, "no/such-hook", args, "1", &err));
     assert_int_equal(err.code, WEIR_E_NOT_FOUND);
     assert_string_equal(err.text, "unknown hook \"no/such-hook\"");
-    assert_null(weir_tk_invoke(tk, "tools/pre-execute", NULL, json_integer(1), &err));
+    assert_null(invoke(tk, "tools/pre-execute", NULL, "1", &err));
     assert_int_equal(err.code, WEIR_E_INVAL);
-    assert_null(weir_tk_invoke(NULL, "tools/pre-execute", args, NULL, &err));
+    assert_null(invoke(NULL, "tools/pre-execute", args, NULL, &err));
     assert_int_equal(err.code, WEIR_E_INVAL);
     json_decref(args);
     weir_tk_destroy(tk);
@@ -388,7 +397,7 @@ static void test_loading_after_the_first_invoke_is_too_late(void **state) {
     weir_tk *tk = weir_tk_create();
     weir_error err;
     json_t *args = parse("{}");
-    json_t *r = weir_tk_invoke(tk, "agent/status", args, NULL, &err);
+    json_t *r = invoke(tk, "agent/status", args, NULL, &err);
     assert_true(json_is_null(r));
     assert_int_equal(load(tk, &marker_desc, "late", NULL, &err), WEIR_E_TOO_LATE);
     assert_string_equal(err.text,
@@ -437,8 +446,7 @@ static void test_failed_init_is_wrapped_and_unregistered(void **state) {
     assert_string_equal(err.text, "plugin 'initfail' (row 'lic') init failed: no licence key");
     /* Its listener is gone: the default answers. */
     json_t *args = parse(PRE_EXEC_ARGS);
-    json_t *r = weir_tk_invoke(tk, "tools/pre-execute", args, parse("{\"kind\":\"allow\"}"),
-                               &err);
+    json_t *r = invoke(tk, "tools/pre-execute", args, "{\"kind\":\"allow\"}", &err);
     assert_json(r, "{\"kind\":\"allow\"}");
     json_decref(r);
     json_decref(args);
@@ -466,8 +474,7 @@ static void test_fake_agent_records_events_sends_and_logs(void **state) {
     assert_int_equal(weir_tk_set_messages(tk, json_object_get(msgs, "x")), WEIR_E_INVAL);
     json_decref(msgs);
     json_t *args = parse("{\"agent\":\"testkit\",\"turn\":1,\"step\":1,\"messages\":[]}");
-    json_t *r = weir_tk_invoke(tk, "agent/pre-step", args,
-                               parse("{\"kind\":\"enter\",\"messages\":[]}"), &err);
+    json_t *r = invoke(tk, "agent/pre-step", args, "{\"kind\":\"enter\",\"messages\":[]}", &err);
     assert_json(r, "{\"kind\":\"enter\",\"messages\":[]}");
     assert_json(weir_tk_events(tk), "[{\"data\":{\"agent\":\"testkit\",\"cancelled\":false,"
                                     "\"n\":2},\"type\":\"agentish/seen\"}]");
@@ -484,7 +491,7 @@ static void test_fake_agent_records_events_sends_and_logs(void **state) {
     assert_int_equal(weir_tk_default_calls(tk), 0);
     /* The kit's signal is the one listeners see. */
     weir_tk_cancel(tk, NULL);
-    r = weir_tk_invoke(tk, "agent/pre-step", args, parse("{\"kind\":\"reject\"}"), &err);
+    r = invoke(tk, "agent/pre-step", args, "{\"kind\":\"reject\"}", &err);
     assert_json(r, "{\"kind\":\"reject\"}");
     assert_json(json_object_get(json_array_get(weir_tk_events(tk), 0), "data"),
                 "{\"agent\":\"testkit\",\"cancelled\":true,\"n\":2}");
@@ -536,8 +543,7 @@ static void test_load_file_uses_the_real_loader(void **state) {
                      WEIR_E_PLUGIN_OPEN);
     assert_string_equal(err.text, "plugin file not found: /nonexistent/weir-x.so");
     json_t *args = parse("{\"agent\":\"testkit\",\"turn\":1,\"step\":1,\"messages\":[]}");
-    json_t *r = weir_tk_invoke(tk, "agent/pre-step", args, parse("{\"kind\":\"reject\"}"),
-                               &err);
+    json_t *r = invoke(tk, "agent/pre-step", args, "{\"kind\":\"reject\"}", &err);
     assert_json(r, "{\"kind\":\"reject\"}");
     assert_int_equal(weir_tk_default_calls(tk), 1);
     json_decref(r);
@@ -560,7 +566,6 @@ static int alloc_cycle(void) {
         rc = weir_tk_load(tk, &agentish_desc, "b", NULL, &err);
     if (rc == WEIR_OK) {
         json_t *r = weir_tk_invoke(tk, "tools/pre-execute", args, dflt, &err);
-        dflt = NULL;
         rc = r ? WEIR_OK : err.code;
         json_decref(r);
     }
