@@ -229,10 +229,13 @@ WEIR_API void weir_tk_cancel(weir_tk *tk, const char *cause);
 /**
  * Append `events` to the fake agent's log, in order, through the log's own
  * checks (shapes, surface ops, sources, as the core's appends).
- * @param events  borrowed: [{type, data, surface_op?, source?}]; core types
- *                (user/message, assistant/message, tool/call, tool/result,
- *                request/header, ...: docs/events.md) and the types of the
- *                loaded plugins.  An event's seq is its position in the log.
+ * @param events  borrowed: [{type, data, surface_op?, source_seqs?}], as
+ *                the log's envelopes have them (docs/session-log.md); core
+ *                types (user/message, assistant/message, tool/call,
+ *                tool/result, request/header, ...: docs/events.md) and the
+ *                types of the loaded plugins.  A surface type without a
+ *                surface_op is appended ("append").  An event's seq is its
+ *                position in the log.
  * @return WEIR_OK; WEIR_E_INVAL (not an array, an entry without a type or an
  *         object data: err names events[i]); the log's refusal
  *         (WEIR_E_LOG_REJECTED, "weir_tk_seed: events[i] (TYPE): ...");
@@ -266,7 +269,7 @@ WEIR_API int weir_tk_set_route(weir_tk *tk, const json_t *route, weir_error *err
 
 /**
  * The fake agent's log: its envelopes {seq, time, type, data, surface_op?,
- * source?, ...} in seq order (docs/session-log.md).
+ * source_seqs?, ignorable?} in seq order (docs/session-log.md).
  * @return a new reference, or NULL for a NULL kit or out of memory.
  * Since: 0.2
  */

@@ -919,16 +919,20 @@ int weir_tk_seed(weir_tk *tk, const json_t *events, weir_error *err) {
         const char *type = weir__json_str(ev, "type", NULL);
         const json_t *data = json_object_get(ev, "data");
         const json_t *op = json_object_get(ev, "surface_op");
-        const json_t *src = json_object_get(ev, "source");
+        const json_t *src = json_object_get(ev, "source_seqs");
         if (!type || !json_is_object(data) || (op && !json_is_object(op)) ||
             (src && !json_is_array(src)))
             return weir__err(err, WEIR_E_INVAL, NULL, NULL,
                              "weir_tk_seed: events[%zu]: expected {type, data:{...}, "
-                             "surface_op?:{...}, source?:[seq, ...]}",
+                             "surface_op?, source_seqs?:[seq, ...]}",
                              i);
         bool core = weir__log_is_core_type(type);
-        int rc = weir__log_append(log, type, data, op, src, core ? 0 : WEIR_EVENT_IGNORABLE,
-                                  NULL, err);
+        json_t *append = !op && weir__is_surface_type(type) ? json_string("append") : NULL;
+        if (!op && weir__is_surface_type(type) && !append)
+            return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "weir_tk_seed: out of memory");
+        int rc = weir__log_append(log, type, data, op ? op : append, src,
+                                  core ? 0 : WEIR_EVENT_IGNORABLE, NULL, err);
+        json_decref(append);
         if (rc != WEIR_OK) {
             char why[sizeof err->text];
             snprintf(why, sizeof why, "%s", err ? err->text : "");

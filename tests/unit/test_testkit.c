@@ -28,7 +28,8 @@ static const weir_api *g_api; /* the table the last init received */
 
 static void assert_json(const json_t *value, const char *expected) {
     char *text = json_dumps(value, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
-    assert_non_null(text);
+    if (!text)
+        fail_msg("cannot serialize %p (expected %s)", (const void *)value, expected);
     assert_string_equal(text, expected);
     free(text);
 }
@@ -36,6 +37,16 @@ static void assert_json(const json_t *value, const char *expected) {
 static json_t *parse(const char *text) {
     json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
     assert_non_null(v);
+    return v;
+}
+
+/* A JSON value that lives until the process ends (a config passed inline). */
+static const json_t *parse_borrow(const char *text) {
+    static json_t *kept[16];
+    static size_t n;
+    json_t *v = parse(text);
+    assert_true(n < sizeof kept / sizeof kept[0]);
+    kept[n++] = v;
     return v;
 }
 
@@ -261,6 +272,96 @@ static int load(weir_tk *tk, const weir_plugin_desc *d, const char *id, const ch
     json_decref(c);
     return rc;
 }
+
+
+/* "ctxish" (kit 0.2): on agent/compact reads the fake agent's context and
+ * replaces the first tool result, reporting what it saw:
+ * {kind:"compacted", nodes, window, route, messages, seq}. */
+static json_t *ctxish_compact(weir_call *call, const json_t *args, void *ud) {
+    (void)args, (void)ud;
+    weir_agent *agent = g_api->call_agent(call);
+    json_t *surface = g_api->agent_surface(agent);
+    json_t *info = g_api->agent_model_info(agent, "p", "m");
+    json_t *route = g_api->agent_last_event(agent, "request/context");
+    json_t *msgs = g_api->agent_messages(agent);
+    json_int_t first_tool = -1;
+    size_t i;
+    const json_t *node;
+    json_array_foreach(surface, i, node) {
+        if (first_tool < 0 && !strcmp(json_string_value(json_object_get(node, "type")),
+                                      "tool/result"))
+            first_tool = json_integer_value(json_object_get(node, "seq"));
+    }
+    size_t seq = 0;
+    weir_error err;
+    weir_error_clear(&err);
+    json_t *data = json_pack("{s:i, s:i, s:{s:s, s:[{s:s, s:s, s:[{s:s, s:s}]}]}}", "turn", 1,
+                             "step", 1, "message", "role", "tool", "content", "type",
+                             "tool_result", "call_id", "c1", "content", "type", "text", "text",
+                             "[pruned]");
+    int rc = first_tool >= 0 ? g_api->agent_surface_replace(agent, "tool/result", data,
+                                                            (size_t)first_tool,
+                                                            (size_t)first_tool, NULL, &seq,
+                                                            &err)
+                             : WEIR_E_NOT_FOUND;
+    json_t *r = json_pack("{s:s, s:I, s:O?, s:O?, s:I, s:I, s:I, s:s}", "kind", "compacted",
+                          "nodes", (json_int_t)json_array_size(surface), "window",
+                          json_object_get(info, "context_window"), "route",
+                          json_object_get(route, "data"), "messages",
+                          (json_int_t)json_array_size(msgs), "seq", (json_int_t)seq,
+                          "generation", (json_int_t)g_api->agent_replace_generation(agent),
+                          "message", rc == WEIR_OK ? "replaced" : err.text);
+    json_decref(data);
+    json_decref(surface);
+    json_decref(info);
+    json_decref(route);
+    json_decref(msgs);
+    return r;
+}
+
+/* "asker" (kit 0.2): on agent/compact makes one direct call of purpose
+ * args.instructions (complete_stream) and one without (complete), and
+ * sleeps 25 s on the call's signal; returns both texts. */
+static json_t *asker_compact(weir_call *call, const json_t *args, void *ud) {
+    (void)ud;
+    weir_agent *agent = g_api->call_agent(call);
+    json_t *req = json_pack("{s:s, s:s, s:[]}", "provider", "p", "model", "m", "messages");
+    json_t *ctx = json_pack("{s:s}", "purpose",
+                            json_string_value(json_object_get(args, "instructions")));
+    json_t *a = NULL, *b = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    int ra = g_api->agent_complete_stream(agent, req, ctx, g_api->call_signal(call), &a, &err);
+    char why[sizeof err.text];
+    snprintf(why, sizeof why, "%s", err.text);
+    int rb = g_api->agent_complete(agent, req, g_api->call_signal(call), &b, &err);
+    int rs = g_api->signal_sleep(g_api->call_signal(call), 25000);
+    const json_t *ta = json_object_get(json_array_get(json_object_get(json_object_get(a,
+                                       "message"), "content"), 0), "text");
+    const json_t *tb = json_object_get(json_array_get(json_object_get(json_object_get(b,
+                                       "message"), "content"), 0), "text");
+    json_t *r = json_pack("{s:s, s:s, s:s, s:i}", "kind", "compacted", "message",
+                          ra == WEIR_OK ? json_string_value(ta) : why, "second",
+                          rb == WEIR_OK ? json_string_value(tb) : err.text, "slept", rs);
+    json_decref(a);
+    json_decref(b);
+    json_decref(req);
+    json_decref(ctx);
+    return r;
+}
+
+static int ctxish_init(weir_plugin *self, const weir_api *api, const json_t *config,
+                       weir_error *err) {
+    (void)err;
+    g_api = api;
+    bool ask = json_is_true(json_object_get(config, "ask"));
+    return api->hook_register(self, "agent/compact", ask ? asker_compact : ctxish_compact,
+                              NULL);
+}
+
+static const weir_plugin_desc ctxish_desc = {
+    WEIR_PLUGIN_HEADER, .name = "ctxish", .version = "1.0.0", .init = ctxish_init,
+};
 
 static void test_load_gives_the_plugin_a_full_table(void **state) {
     (void)state;
@@ -755,6 +856,273 @@ static void test_run_turn_checks_its_arguments_and_reports_load_errors(void **st
     assert_non_null(strstr(err.text, "$.order: expected integer"));
 }
 
+
+/* --- kit 0.2: the fake agent's real log ---------------------------------- */
+
+/* A turn's worth of events: a user message, an assistant message calling
+ * `n` tools, each call and its result of `size` characters. */
+static json_t *tool_events(int n, size_t size) {
+    char *big = malloc(size + 1);
+    assert_non_null(big);
+    for (size_t i = 0; i < size; i++)
+        big[i] = (char)('a' + (int)(i % 26));
+    big[size] = '\0';
+    json_t *calls = json_array();
+    for (int i = 0; i < n; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "c%d", i + 1);
+        json_array_append_new(calls, json_pack("{s:s, s:s, s:s, s:s}", "type", "tool_call",
+                                               "id", id, "name", "cat", "arguments", "{}"));
+    }
+    json_t *events = json_pack(
+        "[{s:s, s:{s:i, s:i, s:{s:s, s:[{s:s, s:s}], s:s, s:{s:s}}}},"
+        " {s:s, s:{s:i, s:i, s:{s:s, s:o}, s:[]}}]",
+        "type", "user/message", "data", "turn", 1, "step", 1, "message", "role", "user",
+        "content", "type", "text", "text", "read the files", "id", "in-1", "source", "kind",
+        "human", "type", "assistant/message", "data", "turn", 1, "step", 1, "message", "role",
+        "assistant", "content", calls, "stream");
+    for (int i = 0; i < n; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "c%d", i + 1);
+        json_array_append_new(events, json_pack("{s:s, s:{s:i, s:i, s:s, s:s, s:s}}", "type",
+                                                "tool/call", "data", "turn", 1, "step", 1,
+                                                "call_id", id, "name", "cat", "arguments",
+                                                "{}"));
+        json_array_append_new(
+            events,
+            json_pack("{s:s, s:{s:i, s:i, s:{s:s, s:[{s:s, s:s, s:[{s:s, s:s}]}]}}}", "type",
+                      "tool/result", "data", "turn", 1, "step", 1, "message", "role", "tool",
+                      "content", "type", "tool_result", "call_id", id, "content", "type",
+                      "text", "text", big));
+    }
+    free(big);
+    assert_non_null(events);
+    return events;
+}
+
+/* Inside a hook the agent's surface, messages, model info, last event and
+ * surface replace are the kit's real log's; the test reads the log back. */
+static void test_fake_agent_has_a_real_log_surface_and_route(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    weir_error err;
+    assert_int_equal(weir_tk_load(tk, &ctxish_desc, "ctx", NULL, &err), WEIR_OK);
+    json_t *events = tool_events(2, 40);
+    if (weir_tk_seed(tk, events, &err) != WEIR_OK)
+        fail_msg("seed: %s", err.text);
+    json_decref(events);
+    json_t *route = parse("{\"provider\":\"p\",\"model\":\"m\",\"context_window\":8000,"
+                          "\"max_output\":1000}");
+    assert_int_equal(weir_tk_set_route(tk, route, &err), WEIR_OK);
+    json_decref(route);
+    json_t *args = parse("{\"agent\":\"testkit\",\"turn\":1}");
+    json_t *r = invoke(tk, "agent/compact", args, "{\"kind\":\"declined\"}", &err);
+    if (!r)
+        fail_msg("agent/compact: %s", err.text);
+    /* user, assistant, two results: 4 nodes, 4 messages; the route as logged */
+    assert_json(r, "{\"generation\":1,\"kind\":\"compacted\",\"message\":\"replaced\","
+                   "\"messages\":4,\"nodes\":4,\"route\":{\"context_window\":8000,\"model\":"
+                   "\"m\",\"provider\":\"p\"},\"seq\":7,\"window\":8000}");
+    json_decref(r);
+    json_t *log = weir_tk_log(tk);
+    assert_int_equal(json_array_size(log), 8); /* 6 seeded, request/context, the replace */
+    const json_t *last = json_array_get(log, 7);
+    assert_string_equal(json_string_value(json_object_get(last, "type")), "tool/result");
+    assert_json(json_object_get(last, "surface_op"),
+                "{\"end_seq\":3,\"op\":\"replace\",\"start_seq\":3}");
+    assert_json(json_object_get(last, "source_seqs"), "[3]");
+    json_decref(log);
+    /* a second replace of the same node: the log refuses it (no longer current) */
+    r = invoke(tk, "agent/compact", args, NULL, &err);
+    assert_string_equal(json_string_value(json_object_get(r, "message")), "replaced");
+    assert_int_equal(json_integer_value(json_object_get(r, "seq")), 8); /* seq 5 now */
+    json_decref(r);
+    /* seeding checks each event and names it */
+    json_t *bad = parse("[{\"type\":\"user/message\",\"data\":{}}]");
+    assert_int_equal(weir_tk_seed(tk, bad, &err), WEIR_E_LOG_REJECTED);
+    assert_non_null(strstr(err.text, "weir_tk_seed: events[0] (user/message): "));
+    json_decref(bad);
+    bad = parse("[{\"type\":\"user/message\"}]");
+    assert_int_equal(weir_tk_seed(tk, bad, &err), WEIR_E_INVAL);
+    json_decref(bad);
+    bad = parse("{\"model\":\"m\"}");
+    assert_int_equal(weir_tk_set_route(tk, bad, &err), WEIR_E_INVAL);
+    json_decref(bad);
+    json_decref(args);
+    weir_tk_destroy(tk);
+}
+
+/* A log file seeds the fake agent: the reader checks it as it opens it. */
+static void test_seed_log_copies_a_log_file(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    weir_error err;
+    assert_int_equal(weir_tk_load(tk, &ctxish_desc, "ctx", NULL, &err), WEIR_OK);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/logs/good.jsonl", wt_env("WEIR_TEST_DATA_DIR"));
+    if (weir_tk_seed_log(tk, path, &err) != WEIR_OK)
+        fail_msg("seed_log: %s", err.text);
+    json_t *log = weir_tk_log(tk);
+    assert_int_equal(json_array_size(log), 17);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(log, 16), "seq")), 16);
+    json_decref(log);
+    json_t *args = parse("{\"agent\":\"testkit\",\"turn\":1}");
+    json_t *r = invoke(tk, "agent/compact", args, NULL, &err);
+    /* system, user, assistant, result, assistant; the result at seq 11 replaced;
+     * no route was set: no model info, the file's request/context */
+    assert_json(r, "{\"generation\":1,\"kind\":\"compacted\",\"message\":\"replaced\","
+                   "\"messages\":5,\"nodes\":5,\"route\":{\"model\":\"m1\",\"provider\":"
+                   "\"mock\"},\"seq\":17,\"window\":null}");
+    json_decref(r);
+    json_decref(args);
+    /* only into an empty log */
+    assert_int_equal(weir_tk_seed_log(tk, path, &err), WEIR_E_STATE);
+    weir_tk_destroy(tk);
+    tk = weir_tk_create();
+    assert_int_equal(weir_tk_seed_log(tk, "/nonexistent/x.jsonl", &err), WEIR_E_NOT_FOUND);
+    snprintf(path, sizeof path, "%s/logs/dup_call_ids.jsonl", wt_env("WEIR_TEST_DATA_DIR"));
+    assert_int_equal(weir_tk_seed_log(tk, path, &err), WEIR_E_LOG_CORRUPT);
+    weir_tk_destroy(tk);
+}
+
+/* Direct calls answer from the kit's script by purpose; a sleep on the
+ * call's signal runs on the fake clock: recorded, no real wait. */
+static void test_script_by_purpose_and_the_fake_clock(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    weir_error err;
+    assert_int_equal(weir_tk_load(tk, &ctxish_desc, "ask", parse_borrow("{\"ask\":true}"),
+                                  &err),
+                     WEIR_OK);
+    /* the summary's reply first in the script, the maintenance one after */
+    json_t *script = parse("{\"replies\":[{\"purpose\":\"compaction\",\"text\":\"SUMMARY\"},"
+                           "{\"text\":\"any\"}]}");
+    assert_int_equal(weir_tk_set_script(tk, script, &err), WEIR_OK);
+    json_decref(script);
+    assert_int_equal(weir_tk_clock_set(tk, 1000), WEIR_OK);
+    weir_tk *other = weir_tk_create();
+    assert_int_equal(weir_tk_clock_set(other, 5), WEIR_E_BUSY); /* one owner at a time */
+    assert_int_equal(weir_tk_clock_advance(other, 5), WEIR_E_STATE);
+    weir_tk_destroy(other);
+    json_t *args = parse("{\"agent\":\"testkit\",\"turn\":1,\"instructions\":\"maintenance\"}");
+    json_t *r = invoke(tk, "agent/compact", args, NULL, &err);
+    /* a maintenance call takes the reply without a purpose, the summary stays */
+    assert_json(r, "{\"kind\":\"compacted\",\"message\":\"any\",\"second\":\"UNKNOWN: script "
+                   "exhausted (2 replies, none left for purpose 'maintenance')\",\"slept\":0}");
+    json_decref(r);
+    json_decref(args);
+    args = parse("{\"agent\":\"testkit\",\"turn\":1,\"instructions\":\"compaction\"}");
+    r = invoke(tk, "agent/compact", args, NULL, &err);
+    assert_string_equal(json_string_value(json_object_get(r, "message")), "SUMMARY");
+    json_decref(r);
+    json_decref(args);
+    assert_json(weir_tk_sleeps(tk), "[{\"fake\":true,\"ms\":25000},{\"fake\":true,\"ms\":25000}]");
+    assert_int_equal(weir_tk_clock_ms(tk), 1000 + 2 * 25000);
+    assert_int_equal(weir_tk_clock_advance(tk, 7), WEIR_OK);
+    assert_int_equal(weir_tk_clock_ms(tk), 51007);
+    const json_t *reqs = weir_tk_requests(tk);
+    assert_int_equal(json_array_size(reqs), 4);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(reqs, 0), "purpose")),
+                        "maintenance");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(reqs, 2), "purpose")),
+                        "compaction");
+    /* the fake clock goes with its kit */
+    weir_tk_destroy(tk);
+    other = weir_tk_create();
+    assert_int_equal(weir_tk_clock_set(other, 0), WEIR_OK);
+    weir_tk_clock_real(other);
+    assert_int_equal(weir_tk_clock_advance(other, 1), WEIR_E_STATE);
+    weir_tk_destroy(other);
+}
+
+static char g_plugin_path[1024];
+static const char *plugin_file(const char *name) {
+    snprintf(g_plugin_path, sizeof g_plugin_path, "%s/weir-%s.so", wt_env("WEIR_TEST_PLUGIN_DIR"),
+             name);
+    return g_plugin_path;
+}
+
+/* compaction-basic's agent/compact, one hook on a seeded surface of tool
+ * results: the prune lands in the kit's log as tool/result replaces. */
+static void test_compaction_basic_prunes_a_seeded_surface(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    weir_error err;
+    json_t *cfg = parse("{\"strategies\":[\"prune\"],\"prune\":{\"max_result_chars\":500,"
+                        "\"head_chars\":50,\"tail_chars\":50}}");
+    if (weir_tk_load_file(tk, plugin_file("compaction-basic"), "compaction", cfg, &err) !=
+        WEIR_OK)
+        fail_msg("load: %s", err.text);
+    json_decref(cfg);
+    json_t *events = tool_events(3, 6000);
+    assert_int_equal(weir_tk_seed(tk, events, &err), WEIR_OK);
+    json_decref(events);
+    json_t *route = parse("{\"provider\":\"p\",\"model\":\"m\",\"context_window\":20000}");
+    assert_int_equal(weir_tk_set_route(tk, route, &err), WEIR_OK);
+    json_decref(route);
+    json_t *args = parse("{\"agent\":\"testkit\",\"turn\":1}");
+    json_t *r = invoke(tk, "agent/compact", args, "{\"kind\":\"declined\"}", &err);
+    if (!r)
+        fail_msg("agent/compact: %s", err.text);
+    assert_string_equal(json_string_value(json_object_get(r, "kind")), "compacted");
+    json_int_t pruned = json_integer_value(json_object_get(r, "pruned"));
+    assert_true(pruned > 0);
+    json_decref(r);
+    json_t *log = weir_tk_log(tk);
+    size_t i, replaces = 0;
+    const json_t *ev;
+    json_array_foreach(log, i, ev) {
+        const json_t *op = json_object_get(ev, "surface_op");
+        if (!strcmp(json_string_value(json_object_get(ev, "type")), "tool/result") &&
+            json_is_object(op)) {
+            replaces++;
+            char *text = json_dumps(json_object_get(ev, "data"), JSON_COMPACT);
+            assert_true(strlen(text) < 2000); /* a head, a marker and a tail of 6000 */
+            free(text);
+        }
+    }
+    assert_int_equal(replaces, (size_t)pruned);
+    assert_non_null(event_of(log, "compaction/start", 0));
+    assert_non_null(event_of(log, "compaction/end", 0));
+    json_decref(log);
+    json_decref(args);
+    weir_tk_destroy(tk);
+}
+
+/* retry's agent/request-error, one hook: a RATE_LIMIT failure with a 25 s
+ * Retry-After waits 25 s on the fake clock (no real sleep) and retries. */
+static void test_retry_waits_a_retry_after_on_the_fake_clock(void **state) {
+    (void)state;
+    weir_tk *tk = weir_tk_create();
+    weir_error err;
+    json_t *cfg = parse("{\"max_delay_ms\":60000,\"max_elapsed_ms\":600000,"
+                        "\"jitter_ratio\":0}");
+    if (weir_tk_load_file(tk, plugin_file("retry"), "retry", cfg, &err) != WEIR_OK)
+        fail_msg("load: %s", err.text);
+    json_decref(cfg);
+    assert_int_equal(weir_tk_clock_set(tk, 100000), WEIR_OK);
+    json_t *args = parse("{\"agent\":\"testkit\",\"turn\":1,\"step\":1,\"provider\":\"p\","
+                         "\"failure\":{\"code\":\"RATE_LIMIT\",\"message\":\"slow down\","
+                         "\"provider\":\"p\",\"retry_after_ms\":25000},\"prior_failures\":[]}");
+    json_t *r = invoke(tk, "agent/request-error", args, NULL, &err);
+    if (!r)
+        fail_msg("agent/request-error: %s", err.text);
+    assert_json(r, "{\"kind\":\"retry\"}");
+    json_decref(r);
+    assert_int_equal(weir_tk_clock_ms(tk), 125000);
+    assert_json(weir_tk_sleeps(tk), "[{\"fake\":true,\"ms\":25000}]"); /* none real */
+    json_t *log = weir_tk_log(tk);
+    const json_t *retry = event_of(log, "llm/retry", 0);
+    assert_non_null(retry);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(retry, "data"),
+                                                        "delay_ms")),
+                     25000);
+    assert_non_null(event_of(log, "llm/retry-started", 0));
+    json_decref(log);
+    json_decref(args);
+    weir_tk_destroy(tk);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_gives_the_plugin_a_full_table),
@@ -779,6 +1147,11 @@ int main(void) {
         cmocka_unit_test(test_run_turn_with_a_tool_and_a_policy),
         cmocka_unit_test(test_run_turn_reports_a_failed_turn),
         cmocka_unit_test(test_run_turn_checks_its_arguments_and_reports_load_errors),
+        cmocka_unit_test(test_fake_agent_has_a_real_log_surface_and_route),
+        cmocka_unit_test(test_seed_log_copies_a_log_file),
+        cmocka_unit_test(test_script_by_purpose_and_the_fake_clock),
+        cmocka_unit_test(test_compaction_basic_prunes_a_seeded_surface),
+        cmocka_unit_test(test_retry_waits_a_retry_after_on_the_fake_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
