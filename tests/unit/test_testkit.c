@@ -1123,6 +1123,117 @@ static void test_retry_waits_a_retry_after_on_the_fake_clock(void **state) {
     weir_tk_destroy(tk);
 }
 
+
+/* Several turns on one agent, and a summary reply matched by purpose:
+ * compaction-basic's pressure compaction before turn 3 takes the reply
+ * scripted for purpose "compaction" (first in the script), each step the
+ * next of the others. */
+static void test_run_turn_runs_several_prompts_with_a_summary_by_purpose(void **state) {
+    (void)state;
+    char longtext[2400];
+    for (size_t i = 0; i < sizeof longtext - 1; i++)
+        longtext[i] = (char)('a' + (int)(i % 26));
+    longtext[sizeof longtext - 1] = '\0';
+    json_t *script = json_pack(
+        "{s:[{s:s, s:s}, {s:s}, {s:s}, {s:s}], s:{s:{s:i, s:i}}}", "replies", "purpose",
+        "compaction", "text", "SUMMARY OF EARLIER TURNS", "text", longtext, "text", longtext,
+        "text", "third answer", "models", "scripted", "context_window", 2000, "max_output", 200);
+    json_t *config = parse("{\"strategies\":[\"summary\"],\"threshold_ratio\":0.5,"
+                           "\"keep_recent_tokens\":10}");
+    json_t *prompts = parse("[\"one\",\"two\",\"three\"]");
+    json_t *dep = parse("{\"agent\":{\"max_tokens\":100}}");
+    weir_tk_turn t = WEIR_TK_TURN_INIT;
+    t.plugin = "compaction-basic";
+    t.id = "compaction";
+    t.config = config;
+    t.script = script;
+    t.prompts = prompts;
+    t.deployment = dep;
+    t.plugin_path = wt_env("WEIR_TEST_PLUGIN_DIR");
+    json_t *r = NULL;
+    weir_error err;
+    if (weir_tk_run_turn(&t, &r, &err) != WEIR_OK)
+        fail_msg("run_turn: %s", err.text);
+    const json_t *ends = json_object_get(r, "ends");
+    assert_int_equal(json_array_size(ends), 3);
+    for (size_t i = 0; i < 3; i++) {
+        const json_t *end = json_array_get(ends, i);
+        assert_int_equal(json_integer_value(json_object_get(end, "turn")), (json_int_t)i + 1);
+        assert_string_equal(json_string_value(json_object_get(end, "kind")), "completed");
+    }
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ends, 0), "text")),
+                        longtext);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ends, 2), "text")),
+                        "third answer");
+    assert_true(json_equal(json_object_get(r, "end"), json_array_get(ends, 2)));
+    /* the summary landed as a replace, and carries the compaction's reply */
+    const json_t *log = json_object_get(r, "log");
+    const json_t *summary = NULL;
+    size_t i;
+    const json_t *ev;
+    json_array_foreach(log, i, ev) {
+        if (!strcmp(json_string_value(json_object_get(ev, "type")), "user/message") &&
+            json_is_object(json_object_get(ev, "surface_op")))
+            summary = ev;
+    }
+    assert_non_null(summary);
+    char *text = json_dumps(json_object_get(summary, "data"), JSON_COMPACT);
+    assert_non_null(strstr(text, "SUMMARY OF EARLIER TURNS"));
+    free(text);
+    json_decref(r);
+    json_decref(dep);
+    json_decref(prompts);
+    json_decref(config);
+    json_decref(script);
+    /* prompts must be a non-empty array of strings */
+    prompts = parse("[\"one\", 2]");
+    script = parse("{\"replies\":[]}");
+    weir_tk_turn bad = WEIR_TK_TURN_INIT;
+    bad.script = script;
+    bad.prompts = prompts;
+    assert_int_equal(weir_tk_run_turn(&bad, &r, &err), WEIR_E_INVAL);
+    assert_null(r);
+    json_decref(prompts);
+    json_decref(script);
+}
+
+/* A whole turn on the fake clock: retry waits out a 25 s Retry-After at
+ * once, and the clock says the 25 s passed. */
+static void test_run_turn_on_the_fake_clock(void **state) {
+    (void)state;
+    json_t *script = parse("{\"replies\":[{\"fail\":{\"code\":\"RATE_LIMIT\",\"message\":"
+                           "\"slow down\",\"retry_after_ms\":25000}},{\"text\":\"done\"}]}");
+    json_t *config = parse("{\"max_delay_ms\":60000,\"max_elapsed_ms\":600000}");
+    weir_tk_turn t = WEIR_TK_TURN_INIT;
+    t.plugin = "retry";
+    t.id = "retry";
+    t.config = config;
+    t.script = script;
+    t.prompt = "hi";
+    t.plugin_path = wt_env("WEIR_TEST_PLUGIN_DIR");
+    t.fake_clock = true;
+    t.clock_start_ms = 1000;
+    json_t *r = NULL;
+    weir_error err;
+    if (weir_tk_run_turn(&t, &r, &err) != WEIR_OK)
+        fail_msg("run_turn: %s", err.text);
+    assert_json(json_object_get(r, "end"), "{\"kind\":\"completed\",\"text\":\"done\","
+                                           "\"turn\":1}");
+    assert_int_equal(json_integer_value(json_object_get(r, "clock_ms")), 1000 + 25000);
+    const json_t *retry = event_of(json_object_get(r, "log"), "llm/retry", 0);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(retry, "data"),
+                                                        "delay_ms")),
+                     25000);
+    json_decref(r);
+    /* the fake clock ended with the run */
+    weir_tk *tk = weir_tk_create();
+    assert_int_equal(weir_tk_clock_advance(tk, 1), WEIR_E_STATE);
+    assert_int_equal(weir_tk_clock_set(tk, 0), WEIR_OK);
+    weir_tk_destroy(tk);
+    json_decref(config);
+    json_decref(script);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_gives_the_plugin_a_full_table),
@@ -1152,6 +1263,8 @@ int main(void) {
         cmocka_unit_test(test_script_by_purpose_and_the_fake_clock),
         cmocka_unit_test(test_compaction_basic_prunes_a_seeded_surface),
         cmocka_unit_test(test_retry_waits_a_retry_after_on_the_fake_clock),
+        cmocka_unit_test(test_run_turn_runs_several_prompts_with_a_summary_by_purpose),
+        cmocka_unit_test(test_run_turn_on_the_fake_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
