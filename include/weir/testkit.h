@@ -22,8 +22,9 @@
  *     weir_tk_destroy(tk);
  *
  * The fake agent (what weir_call_agent() returns; its id is "testkit") has a
- * real session log: the core's log (core/log/session_log.c) on the memory
- * store, with its surface, derivation and checks.  The test seeds it with
+ * real session log: libweir's own log on the memory store, with its surface,
+ * derivation and checks (opened when first used; the memory store keeps its
+ * lines until the process exits).  The test seeds it with
  * events (weir_tk_seed) or from a log file (weir_tk_seed_log), gives it a
  * route (weir_tk_set_route) and reads it back (weir_tk_log).  Inside a hook:
  *   - weir_agent_surface(), weir_agent_replace_generation(),

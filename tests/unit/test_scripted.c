@@ -236,6 +236,11 @@ static void scripted_missing_script_fails_init_naming_file(void **state) {
                                      msg, sizeof msg),
                          WEIR_OK);
     assert_non_null(strstr(msg, "replies[0].finish: expected stop, tool-calls or max-tokens"));
+    assert_int_not_equal(create_host("[{\"id\":\"scripted\",\"plugin\":\"provider-scripted\","
+                                     "\"config\":{\"replies\":[{},{\"purpose\":7}]}}]",
+                                     msg, sizeof msg),
+                         WEIR_OK);
+    assert_non_null(strstr(msg, "replies[1].purpose: expected a string"));
 }
 
 static void system_prompt_missing_file_fails_init_naming_it(void **state) {

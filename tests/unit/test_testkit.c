@@ -1,7 +1,10 @@
 /*
  * tests/unit/test_testkit.c - the plugin test kit (weir/testkit.h): static
  * and file loading, the real registry behind it (ordering, validation,
- * failures), the fake agent's records, and allocation failure.
+ * failures), the fake agent's records, and allocation failure; kit 0.2: the
+ * fake agent's real log (seeds, route, surface replace), scripted direct
+ * calls by purpose, the fake clock, compaction-basic and retry one hook at
+ * a time, several turns and purpose matching in weir_tk_run_turn.
  *
  * The plugins here are descriptors linked into the test.  Tests are built
  * with WEIR_NO_API_MACROS, so they call the table directly (g_api->...).
