@@ -417,8 +417,10 @@ static int steer_live(void *ud, weir_stream *st, const json_t *message, weir_err
 }
 
 /* The purpose of the call whose stream runs on this thread (set by
- * on_stream around weir_next), or NULL outside the llm/stream chain. */
-static _Thread_local const char *call_purpose;
+ * on_stream around weir_next), or NULL outside the llm/stream chain.
+ * Initial-exec, as a dlopen'ed plugin's thread-locals must be
+ * (tests/scripts/check_exports.sh). */
+static _Thread_local __attribute__((tls_model("initial-exec"))) const char *call_purpose;
 
 /* llm/stream: note the call's purpose for the provider's stream, which the
  * chain's default runs on this thread inside weir_next. */
