@@ -19,7 +19,7 @@
 #include "schema.h"
 #include "cancel.h"
 #include "tools.h"
-#include "session_log.h"
+#include "log_view.h"
 #include "store.h"
 #include "surface.h"
 
@@ -262,60 +262,17 @@ static weir__log *agent_log(weir_tk *tk, weir_error *err) {
 
 /*
  * The agent-context members, on the kit's log: the same log calls the
- * real agent makes (core/api/agent_context.c), with the kit's fake agent.
+ * real agent makes (core/api/agent_context.c, core/log/log_view.c).
  */
 static json_t *tk_agent_surface(weir_agent *agent) {
     weir_tk *tk = kit_of(agent);
     weir__log *log = tk ? agent_log(tk, NULL) : NULL;
-    json_t *events = log ? weir__log_surface_events(log) : NULL;
-    json_t *out = events ? json_array() : NULL;
-    size_t i;
-    const json_t *ev;
-    json_array_foreach(events, i, ev) {
-        if (!out)
-            break;
-        json_t *msg = weir__derive_event_message(ev);
-        json_t *node =
-            json_pack("{s:I, s:s, s:o}", "seq", weir__json_int(ev, "seq", 0), "type",
-                      weir__json_str(ev, "type", ""), "message", msg ? msg : json_null());
-        if (json_array_append_new(out, node) != 0) {
-            json_decref(out);
-            out = NULL;
-        }
-    }
-    json_decref(events);
-    return out;
+    return log ? weir__log_surface_nodes(log) : NULL;
 }
 
 static uint64_t tk_agent_replace_generation(weir_agent *agent) {
     weir_tk *tk = kit_of(agent);
     return tk && tk->log ? weir__log_replace_generation(tk->log) : 0;
-}
-
-/* The seqs of the current nodes start_seq..end_seq, or [start_seq, end_seq]
- * when they are not both current (the log then names the bad one). */
-static json_t *shadowed_seqs(const weir__surface *s, size_t start_seq, size_t end_seq) {
-    size_t n = weir__surface_len(s), from = n, to = n;
-    for (size_t i = 0; i < n; i++) {
-        if (weir__surface_node(s, i) == start_seq)
-            from = i;
-        if (weir__surface_node(s, i) == end_seq)
-            to = i;
-    }
-    json_t *out = json_array();
-    if (from == n || to == n || from > to) {
-        json_array_append_new(out, json_integer((json_int_t)start_seq));
-        if (end_seq != start_seq)
-            json_array_append_new(out, json_integer((json_int_t)end_seq));
-    } else {
-        for (size_t i = from; i <= to; i++)
-            json_array_append_new(out, json_integer((json_int_t)weir__surface_node(s, i)));
-    }
-    if (out && json_array_size(out) == 0) { /* an append failed */
-        json_decref(out);
-        out = NULL;
-    }
-    return out;
 }
 
 static int tk_agent_surface_replace(weir_agent *agent, const char *type, const json_t *data,
@@ -335,7 +292,7 @@ static int tk_agent_surface_replace(weir_agent *agent, const char *type, const j
     json_t *op = json_pack("{s:s, s:I, s:I}", "op", "replace", "start_seq", (json_int_t)start_seq,
                            "end_seq", (json_int_t)end_seq);
     json_t *src = source_seqs ? json_incref((json_t *)(uintptr_t)source_seqs)
-                              : shadowed_seqs(weir__log_surface(log), start_seq, end_seq);
+                              : weir__log_shadowed_seqs(log, start_seq, end_seq);
     int rc = op && src ? weir__log_append(log, type, data, op, src, 0, seq_out, err)
                        : weir__err(err, WEIR_E_NOMEM, NULL, NULL,
                                    "agent_surface_replace: out of memory");
@@ -389,17 +346,7 @@ static int tk_agent_approve(weir_agent *agent, const json_t *request, json_t **d
 static json_t *tk_agent_last_event(weir_agent *agent, const char *type) {
     weir_tk *tk = kit_of(agent);
     weir__log *log = tk && type ? agent_log(tk, NULL) : NULL;
-    for (size_t seq = log ? weir__log_count(log) : 0; seq-- > 0;) {
-        json_t *ev = weir__log_event_ref(log, seq);
-        if (!ev)
-            return NULL; /* out of memory, not an older match */
-        bool match = strcmp(weir__json_str(ev, "type", ""), type) == 0;
-        json_t *copy = match ? json_deep_copy(ev) : NULL;
-        json_decref(ev);
-        if (match)
-            return copy;
-    }
-    return NULL;
+    return log ? weir__log_last_event(log, type) : NULL;
 }
 
 static json_t *tk_agent_event_ref(weir_agent *agent, size_t seq) {
