@@ -366,6 +366,23 @@ static const weir_plugin_desc ctxish_desc = {
     WEIR_PLUGIN_HEADER, .name = "ctxish", .version = "1.0.0", .init = ctxish_init,
 };
 
+
+/* "blocker" (kit 0.2): blocks every agent/pre-compact a plugin raises. */
+static json_t *blocker_pre_compact(weir_call *call, const json_t *args, void *ud) {
+    (void)call, (void)args, (void)ud;
+    return json_pack("{s:s, s:s}", "kind", "block", "reason", "not now");
+}
+
+static int blocker_init(weir_plugin *self, const weir_api *api, const json_t *config,
+                        weir_error *err) {
+    (void)config, (void)err;
+    return api->hook_register(self, "agent/pre-compact", blocker_pre_compact, NULL);
+}
+
+static const weir_plugin_desc blocker_desc = {
+    WEIR_PLUGIN_HEADER, .name = "blocker", .version = "1.0.0", .init = blocker_init,
+};
+
 static void test_load_gives_the_plugin_a_full_table(void **state) {
     (void)state;
     weir_tk *tk = weir_tk_create();
@@ -1087,6 +1104,29 @@ static void test_compaction_basic_prunes_a_seeded_surface(void **state) {
     assert_int_equal(replaces, (size_t)pruned);
     assert_non_null(event_of(log, "compaction/start", 0));
     assert_non_null(event_of(log, "compaction/end", 0));
+    json_decref(log);
+    weir_tk_destroy(tk);
+    /* the agent/pre-compact it raises (weir_hook_invoke) runs the kit's chain:
+     * a listener there blocks it, and nothing is replaced */
+    tk = weir_tk_create();
+    cfg = parse("{\"strategies\":[\"prune\"],\"prune\":{\"max_result_chars\":500,"
+                "\"head_chars\":50,\"tail_chars\":50}}");
+    if (weir_tk_load_file(tk, plugin_file("compaction-basic"), "compaction", cfg, &err) !=
+        WEIR_OK)
+        fail_msg("load: %s", err.text);
+    json_decref(cfg);
+    assert_int_equal(weir_tk_load(tk, &blocker_desc, "blocker", NULL, &err), WEIR_OK);
+    events = tool_events(3, 6000);
+    assert_int_equal(weir_tk_seed(tk, events, &err), WEIR_OK);
+    json_decref(events);
+    route = parse("{\"provider\":\"p\",\"model\":\"m\",\"context_window\":20000}");
+    assert_int_equal(weir_tk_set_route(tk, route, &err), WEIR_OK);
+    json_decref(route);
+    r = invoke(tk, "agent/compact", args, "{\"kind\":\"declined\"}", &err);
+    assert_json(r, "{\"kind\":\"declined\",\"message\":\"blocked by agent/pre-compact\"}");
+    json_decref(r);
+    log = weir_tk_log(tk);
+    assert_int_equal(json_array_size(log), 9); /* the seed and the route only */
     json_decref(log);
     json_decref(args);
     weir_tk_destroy(tk);
