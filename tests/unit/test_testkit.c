@@ -696,6 +696,70 @@ static int alloc_cycle(void) {
     return rc;
 }
 
+/* Kit 0.2's log: seed, route, a hook that reads and replaces, the log read
+ * back; returns WEIR_OK or the first failure. */
+#define LOG_SEED                                                                              \
+    "[{\"type\":\"user/message\",\"data\":{\"turn\":1,\"step\":1,\"message\":{\"role\":"   \
+    "\"user\",\"content\":[{\"type\":\"text\",\"text\":\"go\"}],\"id\":\"in-1\","           \
+    "\"source\":{\"kind\":\"human\"}}}},{\"type\":\"assistant/message\",\"data\":{\"turn\":"   \
+    "1,\"step\":1,\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_call\"," \
+    "\"id\":\"c1\",\"name\":\"cat\",\"arguments\":\"{}\"}]},\"stream\":[]}},{\"type\":"     \
+    "\"tool/call\",\"data\":{\"turn\":1,\"step\":1,\"call_id\":\"c1\",\"name\":\"cat\","   \
+    "\"arguments\":\"{}\"}},{\"type\":\"tool/result\",\"data\":{\"turn\":1,\"step\":1,"     \
+    "\"message\":{\"role\":\"tool\",\"content\":[{\"type\":\"tool_result\",\"call_id\":"   \
+    "\"c1\",\"content\":[{\"type\":\"text\",\"text\":\"abc\"}]}]}}}]"
+
+static int alloc_cycle_log(void) {
+    weir_tk *tk = weir_tk_create();
+    if (!tk)
+        return WEIR_E_NOMEM;
+    weir_error err;
+    weir_error_clear(&err);
+    json_t *seed = json_loads(LOG_SEED, 0, NULL);
+    json_t *route = json_pack("{s:s, s:s, s:i}", "provider", "p", "model", "m",
+                              "context_window", 100);
+    json_t *args = json_pack("{s:s, s:i}", "agent", "testkit", "turn", 1);
+    int rc = seed && route && args ? WEIR_OK : WEIR_E_NOMEM;
+    if (rc == WEIR_OK)
+        rc = weir_tk_load(tk, &ctxish_desc, "ctx", NULL, &err);
+    if (rc == WEIR_OK)
+        rc = weir_tk_seed(tk, seed, &err);
+    if (rc == WEIR_OK)
+        rc = weir_tk_set_route(tk, route, &err);
+    if (rc == WEIR_OK) {
+        json_t *r = weir_tk_invoke(tk, "agent/compact", args, NULL, &err);
+        rc = !r ? (int)err.code
+             : strcmp(json_string_value(json_object_get(r, "message")), "replaced") == 0
+                 ? WEIR_OK
+                 : WEIR_E_NOMEM; /* the hook's own calls ran out */
+        json_decref(r);
+    }
+    json_t *log = rc == WEIR_OK ? weir_tk_log(tk) : NULL;
+    if (rc == WEIR_OK && json_array_size(log) != 6)
+        rc = log ? WEIR_E_STATE : WEIR_E_NOMEM;
+    json_decref(log);
+    json_decref(args);
+    json_decref(route);
+    json_decref(seed);
+    weir_tk_destroy(tk);
+    return rc;
+}
+
+static void test_allocation_failures_in_the_log_are_clean(void **state) {
+    (void)state;
+    bool completed = false;
+    for (long n = 1; n < 100000 && !completed; n++) {
+        weir__alloc_fail_after(n);
+        int rc = alloc_cycle_log();
+        long used = weir__alloc_fail_after(-1);
+        if (used < n) {
+            assert_int_equal(rc, WEIR_OK); /* nothing failed: must succeed */
+            completed = true;
+        }
+    }
+    assert_true(completed);
+}
+
 static void test_allocation_failures_are_clean(void **state) {
     (void)state;
     bool completed = false;
@@ -1297,6 +1361,7 @@ int main(void) {
         cmocka_unit_test(test_destroy_runs_fini_in_reverse_load_order),
         cmocka_unit_test(test_load_file_uses_the_real_loader),
         cmocka_unit_test(test_allocation_failures_are_clean),
+        cmocka_unit_test(test_allocation_failures_in_the_log_are_clean),
         cmocka_unit_test(test_run_turn_gives_the_log_the_system_prompt_and_the_requests),
         cmocka_unit_test(test_run_turn_with_a_tool_and_a_policy),
         cmocka_unit_test(test_run_turn_reports_a_failed_turn),
