@@ -622,10 +622,25 @@ const json_t *weir_host_config(const weir_host *host) {
     return host ? host->config : NULL;
 }
 
+/* `weir hooks`: the plugin, version and roles of row `id` ("" for an id no
+ * row has). */
+static void describe_row(const char *id, char *buf, size_t size, const void *ctx) {
+    const weir_plugin *p = weir__host_plugin(ctx, id);
+    if (!p || !size)
+        return;
+    size_t len = 0;
+    int n = snprintf(buf, size, "%s %s", p->desc->name, p->desc->version ? p->desc->version : "?");
+    len = n > 0 ? (size_t)n : 0;
+    for (size_t k = 0; k < p->nroles && len < size; k++) {
+        n = snprintf(buf + len, size - len, "%s%s", k ? "," : "  roles=", p->roles[k]);
+        len += n > 0 ? (size_t)n : 0;
+    }
+}
+
 int weir_host_dump_hooks(const weir_host *host, FILE *out) {
     if (!host || !out)
         return WEIR_E_INVAL;
-    return weir__hooks_dump(host->hooks, out);
+    return weir__hooks_dump_rows(host->hooks, out, describe_row, host);
 }
 
 /* --- lookups ----------------------------------------------------------- */
