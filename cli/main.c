@@ -310,10 +310,11 @@ int weir_cmd_hooks(int argc, char **argv) {
             break;
         case 'h':
             printf("usage: weir hooks [-c FILE]... [--catalog|--markdown]\n\n"
-                   "Load the deployment and print every hook chain in call order, with the\n"
-                   "plugin id of each listener and its placement.  --catalog prints the\n"
-                   "hook catalog (name, mode, payload, result) without loading anything;\n"
-                   "--markdown prints it as docs/hooks.md.\n\n" WEIR_CLI_HELP_ENV_DEPLOY);
+                   "Load the deployment and print every hook chain in the order it runs:\n"
+                   "each listener's row id, plugin, version and roles, its placement and\n"
+                   "before/after constraints.  --catalog prints the hook catalog (name,\n"
+                   "mode, payload, result) without loading anything; --markdown prints it\n"
+                   "as docs/hooks.md.\n\n" WEIR_CLI_HELP_ENV_DEPLOY);
             return WEIR_EXIT_OK;
         default:
             return WEIR_EXIT_USAGE;

@@ -122,6 +122,7 @@ const weir_api weir__api_table = {
     .agent_event_peek = weir__agent_event_peek,
     .agent_event_ref = weir__agent_event_ref,
     .stream_session = api_stream_session,
+    .plugin_role = weir__plugin_role,
 };
 
 /* The wiring root: a host's plugins get this table, and its hook chains

@@ -29,7 +29,7 @@ static const char *const top_keys[] = {"agent",   "session", "plugin_path",
                                        "plugins", "$schema", "comment"};
 static const char *const row_keys[] = {"id",     "plugin",       "config",   "disabled",
                                        "before", "after",        "on_error", "max_failures",
-                                       "budget_ms"};
+                                       "budget_ms", "share_roles"};
 /* the fault policy keys (docs/config.md, docs/hooks.md): an overlay row sets them */
 static const char *const policy_keys[] = {"on_error", "max_failures", "budget_ms"};
 /* the keys of agent and session (docs/config.md): anything else is a typo */
@@ -43,7 +43,9 @@ static const char *const agent_keys[] = {"provider",
 static const char *const session_keys[] = {"dir", "fsync", "store", "checkpoint_bytes",
                                            "provenance"};
 #define KNOWN_TOP "agent, session, plugin_path, plugins, $schema, comment"
-#define KNOWN_ROW "id, plugin, config, disabled, before, after, on_error, max_failures, budget_ms"
+#define KNOWN_ROW                                                                          \
+    "id, plugin, config, disabled, before, after, on_error, max_failures, budget_ms, "    \
+    "share_roles"
 #define POLICY_MAX 86400000 /* max_failures and budget_ms */
 
 /* ---- JSON paths and errors ---------------------------------------------- */
@@ -359,6 +361,45 @@ static bool valid_id(const char *id) {
     return true;
 }
 
+bool weir__role_name_valid(const char *role) {
+    if (!role || !((*role >= 'a' && *role <= 'z') || (*role >= '0' && *role <= '9')))
+        return false;
+    size_t n = 0;
+    for (const char *c = role; *c; c++, n++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '.' ||
+              *c == '_' || *c == '-'))
+            return false;
+    return n <= 31;
+}
+
+/* "share_roles" of a row, when given: an array of role names, each once. */
+static int check_share_roles(const json_t *row, const char *file, jpath *p, weir_error *err) {
+    const json_t *v = json_object_get(row, "share_roles");
+    if (!v)
+        return WEIR_OK;
+    size_t old = path_key(p, "share_roles");
+    if (!json_is_array(v))
+        return type_err(err, file, p, "an array of role names", v);
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        const json_t *r = json_array_get(v, i);
+        size_t at = path_index(p, i);
+        if (!json_is_string(r))
+            return type_err(err, file, p, "a string", r);
+        if (!weir__role_name_valid(json_string_value(r)))
+            return cfg_err(err, WEIR_E_CONFIG, file, p,
+                           "\"%.64s\" is not a role name ([a-z0-9][a-z0-9._-]*, at most 31 "
+                           "characters)",
+                           json_string_value(r));
+        for (size_t j = 0; j < i; j++)
+            if (json_equal(json_array_get(v, j), unconst(r)))
+                return cfg_err(err, WEIR_E_CONFIG, file, p, "role \"%s\" is listed twice",
+                               json_string_value(r));
+        path_restore(p, at);
+    }
+    path_restore(p, old);
+    return WEIR_OK;
+}
+
 /* The edit distance of `a` and `b` (insert, delete, replace, swap of two
  * neighbours), or a number > `limit` once it exceeds it; keys are short. */
 static size_t edit_distance(const char *a, const char *b, size_t limit) {
@@ -597,6 +638,8 @@ static int check_row(const json_t *rows, size_t i, const weir__idmap *seen, cons
         (rc = want_count(row, "max_failures", file, p, err)) != WEIR_OK ||
         (rc = want_count(row, "budget_ms", file, p, err)) != WEIR_OK)
         return rc;
+    if ((rc = check_share_roles(row, file, p, err)) != WEIR_OK)
+        return rc;
     const char *on_error = weir__json_str(row, "on_error", NULL);
     if (on_error && strcmp(on_error, "fail") != 0 && strcmp(on_error, "skip") != 0) {
         path_key(p, "on_error");
@@ -622,6 +665,10 @@ static int copy_policy(json_t *target, const json_t *row) {
         if (v && json_object_set(target, policy_keys[k], v) != 0)
             return -1;
     }
+    /* the roles the row shares (docs/plugins.md, "Roles") go with the policy */
+    json_t *share = json_object_get(row, "share_roles");
+    if (share && json_object_set(target, "share_roles", share) != 0)
+        return -1;
     return 0;
 }
 

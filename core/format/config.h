@@ -52,4 +52,11 @@ int weir__config_merge(json_t *base, json_t *over, const char *file, weir_error 
 const char *weir__config_suggest(const char *word, const char *const *list, size_t n);
 int weir__config_validate(const json_t *config, const char *file, weir_error *err);
 
+/*
+ * true when `role` (may be NULL) is a policy role name: [a-z0-9][a-z0-9._-]*,
+ * 1 to 31 characters (api->plugin_role, a row's "share_roles";
+ * docs/plugins.md, "Roles").  Thread-safe.
+ */
+bool weir__role_name_valid(const char *role);
+
 #endif

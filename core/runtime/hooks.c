@@ -720,6 +720,11 @@ static void dump_list(FILE *out, const char *label, char **list) {
 }
 
 int weir__hooks_dump(const weir__hooks *h, FILE *out) {
+    return weir__hooks_dump_rows(h, out, NULL, NULL);
+}
+
+int weir__hooks_dump_rows(const weir__hooks *h, FILE *out, weir__hooks_describe_fn describe,
+                          const void *ctx) {
     if (!h || !out)
         return WEIR_E_INVAL;
     for (size_t k = 0; k < weir__hook_catalog_len; k++) {
@@ -730,7 +735,10 @@ int weir__hooks_dump(const weir__hooks *h, FILE *out) {
                 weir__hook_mode_name(weir__hook_catalog[k].mode));
         for (size_t i = 0; i < c->n; i++) {
             char buf[32];
-            fprintf(out, "  %zu. %s  [%s]", i + 1, c->v[i].id,
+            char about[256] = "";
+            if (describe)
+                describe(c->v[i].id, about, sizeof about, ctx);
+            fprintf(out, "  %zu. %s%s%s  [%s]", i + 1, c->v[i].id, about[0] ? "  " : "", about,
                     order_name(c->v[i].order, buf, sizeof buf));
             dump_list(out, "before", c->v[i].before);
             dump_list(out, "after", c->v[i].after);

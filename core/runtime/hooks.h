@@ -89,6 +89,24 @@ int weir__hooks_freeze_derived(weir__hooks *h, weir_error *err);
 int weir__hooks_dump(const weir__hooks *h, FILE *out);
 
 /*
+ * What `weir hooks` prints after a listener's row id: `describe` writes it
+ * for row `row_id` into `buf` (`size` bytes, NUL-terminated; left empty,
+ * nothing is printed).  `ctx` is the caller's.
+ */
+typedef void (*weir__hooks_describe_fn)(const char *row_id, char *buf, size_t size,
+                                        const void *ctx);
+
+/*
+ * weir__hooks_dump() with each row described (`describe` may be NULL: as
+ * weir__hooks_dump):
+ *   agent/compact (waterfall)
+ *     1. compaction  compaction-basic 0.3.0  roles=compaction  [middle] before=- after=-
+ * Thread-safe after freeze.
+ */
+int weir__hooks_dump_rows(const weir__hooks *h, FILE *out, weir__hooks_describe_fn describe,
+                          const void *ctx);
+
+/*
  * The core's innermost default for a waterfall: returns a new reference, or
  * NULL after weir__call_fail(call, ...) (the failure names "core default").
  * `args` is borrowed.

@@ -42,6 +42,8 @@ struct weir_host {
     const weir__host_wiring *wiring; /* from the api floor (core/api/api.c), static */
     store_entry *stores;         /* the stores rows registered, newest first: written
                                   * only by init (registration), read-only after */
+    weir__idmap roles;           /* policy role -> the first row that fills it (ptr; the
+                                  * key is that row's copy of the name) */
 };
 
 /*
@@ -194,6 +196,7 @@ static void host_free(weir_host *h) {
     json_decref(h->required);
     weir__idmap_free(&h->plugin_ids);
     weir__idmap_free(&h->plugin_names);
+    weir__idmap_free(&h->roles);
     for (size_t i = 0; i < h->ntypes; i++)
         weir__free(h->types[i].type);
     weir__free(h->types);
@@ -261,6 +264,8 @@ static int run_init(weir_plugin *p, const json_t *config, weir_error *err) {
         return WEIR_OK;
     }
     /* Not initialised: its fini must not run.  What it registered goes with the host. */
+    if (reg->code == WEIR_E_CONFIG) /* the row conflicts with another (a role both fill) */
+        return weir__err(err, WEIR_E_CONFIG, p->id, NULL, "%s", reg->text);
     if (rc == WEIR_OK) /* init ignored a failed registration */
         return weir__err(err, reg->code, p->id, reg->hook, "plugin '%s' (row '%s'): %s",
                          p->desc->name, p->id, reg->text);
@@ -362,6 +367,15 @@ static int row_policy(const json_t *row, size_t index, weir__hook_policy *pol, w
                          "plugins[%zu] (row '%s'): on_error must be \"fail\" or \"skip\"",
                          index, id ? id : "?");
     pol->skip = oe && strcmp(json_string_value(oe), "skip") == 0;
+    const json_t *share = json_object_get(row, "share_roles");
+    bool share_ok = !share || json_is_array(share);
+    for (size_t k = 0; share_ok && k < json_array_size(share); k++)
+        share_ok = weir__role_name_valid(json_string_value(json_array_get(share, k)));
+    if (!share_ok)
+        return weir__err(err, WEIR_E_CONFIG, id, NULL,
+                         "plugins[%zu] (row '%s'): share_roles must be an array of role names "
+                         "([a-z0-9][a-z0-9._-]*)",
+                         index, id ? id : "?");
     static const char *const counts[] = {"max_failures", "budget_ms"};
     for (size_t k = 0; k < 2; k++) {
         const json_t *v = json_object_get(row, counts[k]);
@@ -480,6 +494,62 @@ static int check_agent_provider(const weir_host *h, weir_error *err) {
     return rc;
 }
 
+/* true when the config row of `p` lists `role` in its "share_roles". */
+static bool row_shares(const weir_host *h, const weir_plugin *p, const char *role) {
+    const json_t *row = json_array_get(json_object_get(h->config, "plugins"), p->index);
+    size_t i;
+    const json_t *r;
+    json_array_foreach(json_object_get(row, "share_roles"), i, r) {
+        if (strcmp(json_string_value(r), role) == 0)
+            return true;
+    }
+    return false;
+}
+
+void weir__plugin_roles_text(const weir_plugin *p, char *buf, size_t size) {
+    size_t len = 0;
+    if (size)
+        buf[0] = '\0';
+    for (size_t k = 0; p && k < p->nroles && len < size; k++) {
+        int n = snprintf(buf + len, size - len, "%s%s", k ? ", " : "", p->roles[k]);
+        len += n > 0 ? (size_t)n : 0;
+    }
+}
+
+/* true when row `p` fills `role` (api->plugin_role). */
+static bool row_fills(const weir_plugin *p, const char *role) {
+    for (size_t k = 0; k < p->nroles; k++)
+        if (strcmp(p->roles[k], role) == 0)
+            return true;
+    return false;
+}
+
+/*
+ * A row shares only the roles it fills: a "share_roles" entry that names
+ * another is a typo or a stale key (two rows filling one role are refused
+ * when the second declares it, weir__plugin_role).
+ */
+static int check_roles(const weir_host *h, weir_error *err) {
+    for (size_t i = 0; i < h->nplugins; i++) {
+        const weir_plugin *p = h->plugins[i];
+        const json_t *row = json_array_get(json_object_get(h->config, "plugins"), p->index);
+        size_t k;
+        const json_t *r;
+        json_array_foreach(json_object_get(row, "share_roles"), k, r) {
+            if (row_fills(p, json_string_value(r)))
+                continue;
+            char roles[WEIR__ROLES_MAX * (WEIR__ROLE_LEN + 2)];
+            weir__plugin_roles_text(p, roles, sizeof roles);
+            return weir__err(err, WEIR_E_CONFIG, p->id, NULL,
+                             "row '%s' (plugin %s): share_roles names role '%s', which the "
+                             "plugin does not fill (its roles: %s)",
+                             p->id, p->desc->name, json_string_value(r),
+                             p->nroles ? roles : "none");
+        }
+    }
+    return WEIR_OK;
+}
+
 int weir__host_create(const json_t *config, const weir__host_wiring *wiring, weir_host **out,
                       weir_error *err) {
     if (!config || !out || !wiring)
@@ -528,6 +598,8 @@ int weir__host_create(const json_t *config, const weir__host_wiring *wiring, wei
         rc = check_required(h, err);
     if (rc == WEIR_OK)
         rc = check_agent_provider(h, err);
+    if (rc == WEIR_OK)
+        rc = check_roles(h, err);
     if (rc == WEIR_OK) {
         const char **ids = weir__calloc(h->nplugins + 1, sizeof *ids);
         if (!ids)
@@ -550,10 +622,25 @@ const json_t *weir_host_config(const weir_host *host) {
     return host ? host->config : NULL;
 }
 
+/* `weir hooks`: the plugin, version and roles of row `id` ("" for an id no
+ * row has). */
+static void describe_row(const char *id, char *buf, size_t size, const void *ctx) {
+    const weir_plugin *p = weir__host_plugin(ctx, id);
+    if (!p || !size)
+        return;
+    size_t len = 0;
+    int n = snprintf(buf, size, "%s %s", p->desc->name, p->desc->version ? p->desc->version : "?");
+    len = n > 0 ? (size_t)n : 0;
+    for (size_t k = 0; k < p->nroles && len < size; k++) {
+        n = snprintf(buf + len, size - len, "%s%s", k ? "," : "  roles=", p->roles[k]);
+        len += n > 0 ? (size_t)n : 0;
+    }
+}
+
 int weir_host_dump_hooks(const weir_host *host, FILE *out) {
     if (!host || !out)
         return WEIR_E_INVAL;
-    return weir__hooks_dump(host->hooks, out);
+    return weir__hooks_dump_rows(host->hooks, out, describe_row, host);
 }
 
 /* --- lookups ----------------------------------------------------------- */
@@ -856,6 +943,49 @@ int weir__plugin_tool_register(weir_plugin *self, const weir_tool *tool) {
     }
     rc = weir__tools_add(self->host->tools, self->id, tool, &e);
     return rc == WEIR_OK ? WEIR_OK : weir__reg_fail(self, &e);
+}
+
+int weir__plugin_role(weir_plugin *self, const char *role) {
+    int rc = weir__reg_open(self, "plugin_role", weir__plugin_log);
+    if (rc != WEIR_OK)
+        return rc;
+    weir_error e;
+    weir_error_clear(&e);
+    if (!weir__role_name_valid(role)) {
+        weir__err(&e, WEIR_E_INVAL, self->id, NULL,
+                  "plugin_role: '%.64s' is not a role name ([a-z0-9][a-z0-9._-]*, at most 31 "
+                  "characters)",
+                  role ? role : "(null)");
+        return weir__reg_fail(self, &e);
+    }
+    if (row_fills(self, role))
+        return WEIR_OK;
+    if (self->nroles == WEIR__ROLES_MAX) {
+        weir__err(&e, WEIR_E_LIMIT, self->id, NULL,
+                  "plugin_role: role '%s': a row fills at most %d roles", role,
+                  WEIR__ROLES_MAX);
+        return weir__reg_fail(self, &e);
+    }
+    weir_host *h = self->host; /* NULL for a test kit row: no other row */
+    const weir__idmap_slot *s = h ? weir__idmap_get(&h->roles, role) : NULL;
+    const weir_plugin *a = s ? s->ptr : NULL;
+    if (a && !(row_shares(h, a, role) && row_shares(h, self, role))) {
+        weir__err(&e, WEIR_E_CONFIG, self->id, NULL,
+                  "role '%s' is filled by two rows: '%s' (plugin %s %s) and '%s' (plugin %s "
+                  "%s); remove one, or give both rows \"share_roles\": [\"%s\"] to run both",
+                  role, a->id, a->desc->name, a->desc->version ? a->desc->version : "?",
+                  self->id, self->desc->name, self->desc->version ? self->desc->version : "?",
+                  role);
+        return weir__reg_fail(self, &e);
+    }
+    char *copy = self->roles[self->nroles];
+    snprintf(copy, WEIR__ROLE_LEN, "%s", role);
+    if (h && !a && weir__idmap_put(&h->roles, copy, self, 0) != WEIR_OK) {
+        weir__err(&e, WEIR_E_NOMEM, self->id, NULL, "out of memory");
+        return weir__reg_fail(self, &e);
+    }
+    self->nroles++;
+    return WEIR_OK;
 }
 
 /* A failure of tool_update/tool_remove: the deployment's during init, logged after. */

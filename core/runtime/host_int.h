@@ -55,6 +55,9 @@ typedef struct weir__provider_entry {
     weir_plugin *owner;
 } weir__provider_entry;
 
+#define WEIR__ROLES_MAX 4 /* roles one row fills (api->plugin_role) */
+#define WEIR__ROLE_LEN 32 /* a role name and its NUL */
+
 struct weir_plugin {
     weir_host *host;
     char *id;                 /* row id */
@@ -67,6 +70,10 @@ struct weir_plugin {
     bool registering;         /* true only during init */
     bool initialized;
     weir_error reg_err;       /* first registration failure during init */
+    /* api->plugin_role: the policy roles the row fills (docs/plugins.md,
+     * "Roles"), inline so that a test kit row needs no cleanup */
+    char roles[WEIR__ROLES_MAX][WEIR__ROLE_LEN];
+    size_t nroles;
 };
 
 /* Lookups (after weir_host_create succeeded). Borrowed results or NULL. */
@@ -131,6 +138,11 @@ int weir__plugin_tool_register(weir_plugin *self, const weir_tool *tool);
 /* api->tool_update / tool_remove (any time; during init as tool_register). */
 int weir__plugin_tool_update(weir_plugin *self, const weir_tool *tool);
 int weir__plugin_tool_remove(weir_plugin *self, const char *name);
+/* api->plugin_role: the row fills policy role `role` (checked after every init). */
+int weir__plugin_role(weir_plugin *self, const char *role);
+/* The roles row `p` fills, ", "-separated, into `buf` ("" for none; truncated
+ * to `size`).  For messages and `weir hooks`. */
+void weir__plugin_roles_text(const weir_plugin *p, char *buf, size_t size);
 
 /*
  * Registration pieces shared by the host and the test kit

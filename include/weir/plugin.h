@@ -69,6 +69,10 @@
  *        WEIR_PLUGIN_HEADER_MIN(minor): a plugin stamps the oldest minor it
  *        needs.  weir_failure_from_http's failure carries host and
  *        rate_limit, and the attempt's log record data.http (no new member).
+ *   1.12 plugin_role: a row declares the policy roles it fills
+ *        (compaction, retry, system-prompt, ...); two rows filling one role
+ *        fail the deployment unless both rows give "share_roles" (docs/plugins.md,
+ *        "Roles"); `weir hooks` shows each listener's plugin, version and roles.
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H
@@ -818,6 +822,25 @@ struct weir_api {
      * Since: ABI 1.8.
      */
     const char *(*stream_session)(weir_stream *stream);
+
+    /* --- 1.12: policy roles (docs/plugins.md, "Roles") ------------------- */
+    /**
+     * Declare that the row `self` fills the policy role `role`: a slot of the
+     * deployment that one row fills, such as "compaction" (it compacts the
+     * context), "retry" (it retries failed model calls) or "system-prompt"
+     * (it owns the whole system prompt).  Any name of [a-z0-9][a-z0-9._-]*,
+     * at most 31 characters, is a role; a row fills at most 4.  When two rows
+     * declare the same role, the deployment fails to load (WEIR_E_CONFIG,
+     * naming both rows and their plugins) unless every row that fills it
+     * lists the role in its config row's "share_roles".  `role` is copied.
+     * Declaring a role the row already declared does nothing.  Returns
+     * WEIR_OK, WEIR_E_INVAL (NULL or a bad name), WEIR_E_LIMIT (a fifth role),
+     * or WEIR_E_TOO_LATE after init; a failure also fails the row's init.
+     * During init only (the thread that runs it).  Check WEIR_API_HAS(api,
+     * plugin_role): an older host has none.
+     * Since: ABI 1.12.
+     */
+    int (*plugin_role)(weir_plugin *self, const char *role);
 };
 
 /** True when `api` has member `m` (for members added after 1.0). */
@@ -988,6 +1011,7 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #define weir_agent_event_peek(...) (weir__plugin_api->agent_event_peek(__VA_ARGS__))
 #define weir_agent_event_ref(...) (weir__plugin_api->agent_event_ref(__VA_ARGS__))
 #define weir_stream_session(...) (weir__plugin_api->stream_session(__VA_ARGS__))
+#define weir_plugin_role(...) (weir__plugin_api->plugin_role(__VA_ARGS__))
 #elif defined(WEIR_NO_API_MACROS) && defined(WEIR__API_MACROS)
 #undef WEIR__API_MACROS
 #undef weir_plugin_id
@@ -1046,4 +1070,5 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #undef weir_agent_event_peek
 #undef weir_agent_event_ref
 #undef weir_stream_session
+#undef weir_plugin_role
 #endif /* the call macros */

@@ -1780,6 +1780,9 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
         "compaction/end",     "compaction/breaker", "compaction/pinned-over-threshold",
         "compaction/prune-decision", "compaction/recall"};
     int rc = WEIR_OK;
+    /* one compaction policy per deployment (docs/plugins.md, "Roles"); first, so that
+     * a second row is refused by name */
+    rc = weir_plugin_role(self, "compaction");
     for (size_t i = 0; rc == WEIR_OK && i < sizeof events / sizeof *events; i++)
         rc = weir_event_type_register(self, events[i], WEIR_EVENT_IGNORABLE);
     json_t *params = s->cfg.recall_enabled ? json_loads(recall_schema, 0, NULL) : NULL;

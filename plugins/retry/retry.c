@@ -658,6 +658,8 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
             snprintf(err->text, sizeof err->text, "retry needs ABI 1.5 (provider_require)");
         rc = WEIR_E_PLUGIN_ABI;
     }
+    if (rc == WEIR_OK) /* one retry policy per deployment (docs/plugins.md, "Roles") */
+        rc = weir_plugin_role(self, "retry");
     if (rc == WEIR_OK)
         rc = require_routes(self, &s->cfg.base, "");
     for (size_t i = 0; rc == WEIR_OK && i < s->cfg.nproviders; i++) {

@@ -2,8 +2,8 @@
  * fx_chain.c - fx-alpha, fx-beta, fx-gamma: one waterfall listener on
  * agent/pre-step (or config.hook) placed by the row config ({"order":n,
  * "before":[ids], "after":[ids], "log":file}) and one event type
- * "<name>/event".  init and
- * fini are recorded in config.log.  FX_NAME is set by CMake.
+ * "<name>/event"; it fills each role of config.roles ([names],
+ * api->plugin_role).  init and fini are recorded in config.log.  FX_NAME is set by CMake.
  */
 #include "fx_util.h"
 
@@ -47,6 +47,12 @@ static int chain_init(weir_plugin *self, const weir_api *api, const json_t *conf
     int rc = weir_hook_register(self, hook ? hook : "agent/pre-step", pre_step, &opts);
     if (rc == WEIR_OK)
         rc = weir_event_type_register(self, FX_NAME "/event", 0);
+    size_t i;
+    const json_t *role;
+    json_array_foreach(json_object_get(config, "roles"), i, role) {
+        if (rc == WEIR_OK)
+            rc = weir_plugin_role(self, json_string_value(role));
+    }
     if (rc != WEIR_OK) {
         state_free(st);
         return rc; /* the host reports the registration failure */

@@ -8,7 +8,10 @@
 #  2. every relative Markdown link of README.md and docs/*.md, and every
 #     docs/<name>.md a file names, is a file of the tree;
 #  3. the docs agree with the code where they once did not:
-#     weir__log_derive shares the cached messages (no deep copy).
+#     weir__log_derive shares the cached messages (no deep copy);
+#  4. every field docs/shapes.md names in the first column of a "| field |"
+#     table is a string of the sources ("name" in core/, plugins/ or
+#     include/): the page lists no invented field.
 set -u
 src=${1:?usage: $0 SOURCE_DIR}
 cd "$src" || exit 2
@@ -48,6 +51,15 @@ if grep -n "weir__log_derive()\` returns a deep copy" docs/session-log.md; then
     bad "docs/session-log.md says weir__log_derive deep-copies; it shares (docs/reliability.md)"
 fi
 grep -q "shared and" docs/session-log.md || bad "docs/session-log.md does not say derive shares"
+
+# 4. the fields of docs/shapes.md exist in the code
+fields=$(awk '/^\| field \|/ { t = 1; next } t && /^\|---/ { next }
+              t && /^\| `/ { split($0, c, "`"); print c[2]; next } { t = 0 }' docs/shapes.md)
+[ -n "$fields" ] || bad "docs/shapes.md: no field table found"
+for f in $fields; do
+    grep -rqF "\"$f\"" core plugins include --include='*.c' --include='*.h' ||
+        bad "docs/shapes.md names field '$f', which no source in core/, plugins/ or include/ has"
+done
 
 [ $fail -eq 0 ] && echo "docs_check: ok"
 exit $fail

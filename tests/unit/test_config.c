@@ -459,7 +459,7 @@ static void test_type_errors_name_file_and_path(void **state) {
                         "plugin id (use letters, digits, '_', '.', '-')"},
         {"bad-row-key.json", "config bad-row-key.json: $.plugins[0]: unknown key \"confg\" "
                              "(known: id, plugin, config, disabled, before, after, on_error, "
-                             "max_failures, budget_ms)"},
+                             "max_failures, budget_ms, share_roles)"},
         {"new-without-plugin.json", "config new-without-plugin.json: $.plugins[0]: new "
                                     "plugin id \"fresh\" needs a \"plugin\""},
         {"bad-types.json", "config bad-types.json: $.plugins[0].plugin: expected a string, "
@@ -495,6 +495,15 @@ static void test_validate_checks_sections_directly(void **state) {
         {"{\"agent\":{\"max_tokens\":\"9\"}}", "config c: $.agent.max_tokens: expected an "
                                                "integer >= 1, got a string"},
         {"{\"$schema\":1}", "config c: $.$schema: expected a string, got an integer"},
+        {"{\"plugins\":[{\"id\":\"a\",\"share_roles\":\"retry\"}]}",
+         "config c: $.plugins[0].share_roles: expected an array of role names, got a string"},
+        {"{\"plugins\":[{\"id\":\"a\",\"share_roles\":[\"retry\",7]}]}",
+         "config c: $.plugins[0].share_roles[1]: expected a string, got an integer"},
+        {"{\"plugins\":[{\"id\":\"a\",\"share_roles\":[\"Retry\"]}]}",
+         "config c: $.plugins[0].share_roles[0]: \"Retry\" is not a role name "
+         "([a-z0-9][a-z0-9._-]*, at most 31 characters)"},
+        {"{\"plugins\":[{\"id\":\"a\",\"share_roles\":[\"retry\",\"retry\"]}]}",
+         "config c: $.plugins[0].share_roles[1]: role \"retry\" is listed twice"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *v = json_loads(cases[i].json, 0, NULL);
@@ -521,6 +530,27 @@ static void test_merge_rejects_self_placement_and_bad_overlays(void **state) {
     assert_int_equal(weir__config_merge(base, bad, "o", &err), WEIR_E_CONFIG);
     assert_string_equal(err.text, "config o: $.plugins[0].id: expected a string, got an integer");
     json_decref(bad);
+    json_decref(base);
+    json_decref(over);
+}
+
+/* An overlay row gives share_roles to an existing row and to a new one. */
+static void test_merge_keeps_share_roles(void **state) {
+    (void)state;
+    json_t *base = json_loads("{\"plugins\":[{\"id\":\"a\",\"plugin\":\"x\"}]}", 0, NULL);
+    json_t *over = json_loads("{\"plugins\":[{\"id\":\"a\",\"share_roles\":[\"retry\"]},"
+                              "{\"id\":\"b\",\"plugin\":\"y\",\"share_roles\":[\"retry\"]}]}",
+                              0, NULL);
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir__config_merge(base, over, "o", &err), WEIR_OK);
+    const json_t *rows = json_object_get(base, "plugins");
+    assert_int_equal(json_array_size(rows), 2);
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *share = json_object_get(json_array_get(rows, i), "share_roles");
+        assert_int_equal(json_array_size(share), 1);
+        assert_string_equal(json_string_value(json_array_get(share, 0)), "retry");
+    }
     json_decref(base);
     json_decref(over);
 }
@@ -847,6 +877,7 @@ int main(void) {
         cmocka_unit_test_setup(test_type_errors_name_file_and_path, setup_dir),
         cmocka_unit_test_setup(test_validate_checks_sections_directly, setup_dir),
         cmocka_unit_test_setup(test_merge_rejects_self_placement_and_bad_overlays, setup_dir),
+        cmocka_unit_test_setup(test_merge_keeps_share_roles, setup_dir),
         cmocka_unit_test_setup(test_null_arguments, setup_dir),
         cmocka_unit_test_setup(test_hostile_input_gives_errors, setup_dir),
         cmocka_unit_test_setup(test_default_deployment_openai, setup_dir),

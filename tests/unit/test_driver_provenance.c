@@ -241,8 +241,8 @@ static void max_failures_quarantines_the_row(void **state) {
     assert_non_null(f);
     assert_int_equal(weir_host_dump_hooks(d.host, f), WEIR_OK);
     fclose(f);
-    assert_non_null(strstr(text, "flaky  [middle] before=- after=- on_error=skip "
-                                 "max_failures=2  QUARANTINED"));
+    assert_non_null(strstr(text, "flaky  drvtest-hooks 0.1.0  [middle] before=- after=- "
+                                 "on_error=skip max_failures=2  QUARANTINED"));
     free(text);
     dh_teardown(&d);
 

@@ -339,6 +339,120 @@ static void test_dump_hooks_in_chain_order(void **state) {
     json_decref(cfg);
 }
 
+/* --- policy roles (docs/plugins.md, "Roles") ------------------------------ */
+
+/* Rows a (fx-alpha) and b (fx-beta) filling `role`; each row's share_roles
+ * (a JSON text, or NULL for none). */
+static json_t *role_config(const fx *f, const char *role, const char *share_a,
+                           const char *share_b) {
+    json_t *cfg = wt_fixture_config("a", "fx-alpha",
+                                    json_pack("{s:s, s:[s]}", "log", f->log, "roles", role), "b",
+                                    "fx-beta", json_pack("{s:s, s:[s]}", "log", f->log, "roles",
+                                                         role),
+                                    NULL);
+    const char *share[2] = {share_a, share_b};
+    for (size_t i = 0; i < 2; i++)
+        if (share[i])
+            json_object_set_new(json_array_get(json_object_get(cfg, "plugins"), i),
+                                "share_roles", json_loads(share[i], JSON_DECODE_ANY, NULL));
+    return cfg;
+}
+
+static void test_role_filled_twice_refused(void **state) {
+    fx *f = *state;
+    json_t *cfg = role_config(f, "compaction", NULL, NULL);
+    weir_host *h = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_host_create(cfg, &h, &err), WEIR_E_CONFIG);
+    assert_null(h);
+    assert_string_equal(err.text,
+                        "role 'compaction' is filled by two rows: 'a' (plugin fx-alpha 1.0.0) "
+                        "and 'b' (plugin fx-beta 1.0.0); remove one, or give both rows "
+                        "\"share_roles\": [\"compaction\"] to run both");
+    assert_string_equal(err.plugin, "b");
+    char *calls = wt_read_file(f->log, NULL); /* b's init failed at its declaration */
+    assert_string_equal(calls, "init:a\nfini:a\n");
+    free(calls);
+    json_decref(cfg);
+    /* one row sharing is not enough: the other did not agree */
+    unlink(f->log);
+    cfg = role_config(f, "compaction", NULL, "[\"compaction\"]");
+    assert_int_equal(weir_host_create(cfg, &h, &err), WEIR_E_CONFIG);
+    assert_non_null(strstr(err.text, "role 'compaction' is filled by two rows: 'a'"));
+    json_decref(cfg);
+    unlink(f->log);
+    cfg = role_config(f, "compaction", "[\"compaction\"]", NULL);
+    assert_int_equal(weir_host_create(cfg, &h, &err), WEIR_E_CONFIG);
+    assert_non_null(strstr(err.text, "role 'compaction' is filled by two rows: 'a'"));
+    json_decref(cfg);
+}
+
+static void test_role_shared_by_both_rows_loads(void **state) {
+    fx *f = *state;
+    json_t *cfg = role_config(f, "retry", "[\"retry\"]", "[\"retry\"]");
+    weir_host *h = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_host_create(cfg, &h, &err), WEIR_OK);
+    const weir_plugin *a = weir__host_plugin(h, "a");
+    assert_non_null(a);
+    assert_int_equal(a->nroles, 1);
+    assert_string_equal(a->roles[0], "retry");
+    weir_host_destroy(h);
+    json_decref(cfg);
+    /* different roles never conflict */
+    cfg = wt_fixture_config("a", "fx-alpha", json_pack("{s:[s]}", "roles", "retry"), "b",
+                            "fx-beta", json_pack("{s:[s]}", "roles", "compaction"), NULL);
+    assert_int_equal(weir_host_create(cfg, &h, &err), WEIR_OK);
+    weir_host_destroy(h);
+    json_decref(cfg);
+}
+
+static void test_role_shared_but_not_filled_refused(void **state) {
+    fx *f = *state;
+    json_t *cfg = role_config(f, "compaction", "[\"retry\"]", NULL);
+    json_array_remove(json_object_get(cfg, "plugins"), 1); /* a alone */
+    weir_host *h = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_host_create(cfg, &h, &err), WEIR_E_CONFIG);
+    assert_string_equal(err.text, "row 'a' (plugin fx-alpha): share_roles names role 'retry', "
+                                  "which the plugin does not fill (its roles: compaction)");
+    json_decref(cfg);
+    /* the host checks the key itself for a config that skipped the composer */
+    cfg = role_config(f, "compaction", "\"compaction\"", NULL);
+    assert_int_equal(weir_host_create(cfg, &h, &err), WEIR_E_CONFIG);
+    assert_non_null(strstr(err.text, "share_roles must be an array of role names"));
+    json_decref(cfg);
+}
+
+static void test_role_declaration_checks(void **state) {
+    fx *f = *state;
+    inst in;
+    inst_init(&in, f->host, "r", &desc_a);
+    assert_int_equal(weir__plugin_role(&in.p, "Compaction"), WEIR_E_INVAL);
+    assert_int_equal(in.p.reg_err.code, WEIR_E_INVAL); /* the first failure fails init */
+    assert_non_null(strstr(in.p.reg_err.text, "'Compaction' is not a role name"));
+    assert_int_equal(weir__plugin_role(&in.p, NULL), WEIR_E_INVAL);
+    assert_int_equal(weir__plugin_role(&in.p, "-x"), WEIR_E_INVAL);
+    assert_int_equal(weir__plugin_role(&in.p, "a23456789012345678901234567890123"), WEIR_E_INVAL);
+    assert_int_equal(weir__plugin_role(&in.p, "a234567890123456789012345678901"), WEIR_OK);
+    assert_int_equal(weir__plugin_role(&in.p, "retry"), WEIR_OK);
+    assert_int_equal(weir__plugin_role(&in.p, "retry"), WEIR_OK); /* again: nothing new */
+    assert_int_equal(in.p.nroles, 2);
+    assert_int_equal(weir__plugin_role(&in.p, "compaction"), WEIR_OK);
+    assert_int_equal(weir__plugin_role(&in.p, "my.policy_1-x"), WEIR_OK);
+    assert_int_equal(weir__plugin_role(&in.p, "fifth"), WEIR_E_LIMIT);
+    assert_int_equal(in.p.nroles, 4);
+    char text[256];
+    weir__plugin_roles_text(&in.p, text, sizeof text);
+    assert_string_equal(text, "a234567890123456789012345678901, retry, compaction, my.policy_1-x");
+    in.p.registering = false;
+    assert_int_equal(weir__plugin_role(&in.p, "late"), WEIR_E_TOO_LATE);
+    assert_int_equal(weir__plugin_role(NULL, "retry"), WEIR_E_INVAL);
+}
+
 static void test_registration_error_reaches_init_failure(void **state) {
     fx *f = *state;
     json_t *cfg = wt_fixture_config(
@@ -401,6 +515,11 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_registration_error_reaches_init_failure, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_freeze_error_fails_deployment, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_role_filled_twice_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_role_shared_by_both_rows_loads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_role_shared_but_not_filled_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_role_declaration_checks, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
