@@ -832,10 +832,13 @@ struct weir_api {
      * at most 31 characters, is a role; a row fills at most 4.  When two rows
      * declare the same role, the deployment fails to load (WEIR_E_CONFIG,
      * naming both rows and their plugins) unless every row that fills it
-     * lists the role in its config row's "share_roles".  `role` is copied.
-     * Declaring a role the row already declared does nothing.  Returns
-     * WEIR_OK, WEIR_E_INVAL (NULL or a bad name), WEIR_E_LIMIT (a fifth role),
-     * or WEIR_E_TOO_LATE after init; a failure also fails the row's init.
+     * lists the role in its config row's "share_roles".  Declare roles first
+     * in init, before tools and hooks: the conflict is found at the
+     * declaration.  `role` is copied.  Declaring a role the row already
+     * declared does nothing.  Returns WEIR_OK, WEIR_E_CONFIG (an earlier row
+     * fills the role: the message names both rows), WEIR_E_INVAL (NULL or a
+     * bad name), WEIR_E_LIMIT (a fifth role), WEIR_E_NOMEM, or
+     * WEIR_E_TOO_LATE after init; a failure also fails the deployment.
      * During init only (the thread that runs it).  Check WEIR_API_HAS(api,
      * plugin_role): an older host has none.
      * Since: ABI 1.12.
