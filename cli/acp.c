@@ -474,18 +474,20 @@ static void *driver_main(void *arg) {
         }
         /* answered already: a refused send, an agent that stopped */
         bool answered = (!cancelled && !sent) || (sent && rc != WEIR_OK);
+        /* the session takes the next prompt from the moment this one is
+         * answered: it is no longer running before the answer goes out */
         pthread_mutex_lock(&a->mu);
         cancelled = s->cancelled;
         if (rc != WEIR_OK && sent)
             s->broken = true;
+        json_decref(s->prompt_id);
+        s->prompt_id = NULL;
+        s->cancelled = false;
         pthread_mutex_unlock(&a->mu);
         if (!answered)
             answer_prompt(s, id, cancelled);
         json_decref(id);
         pthread_mutex_lock(&a->mu);
-        json_decref(s->prompt_id);
-        s->prompt_id = NULL;
-        s->cancelled = false;
         if (s->broken)
             break;
     }
