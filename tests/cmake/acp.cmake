@@ -18,3 +18,8 @@ add_test(NAME acp_client
 set_tests_properties(acp_client PROPERTIES
   ENVIRONMENT "${WEIR_TEST_ENV};WEIR_ACP_MODULES=${WEIR_ACP_DIR}/node_modules;WEIR_MCP_FAKE=$<TARGET_FILE:weir-mcp-fake>"
   FIXTURES_REQUIRED acp_sdk TIMEOUT 300)
+
+# Bad input without node: the JSON-RPC errors of docs/acp.md, and a replay.
+add_test(NAME acp_errors COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/acp_errors.sh
+                                 $<TARGET_FILE:weir_cli>)
+set_tests_properties(acp_errors PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}" TIMEOUT 120)

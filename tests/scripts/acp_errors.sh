@@ -1,0 +1,101 @@
+#!/bin/sh
+# tests/scripts/acp_errors.sh WEIR - `weir acp`'s answers to bad input
+# (docs/acp.md, "Errors"), without node: every request gets exactly one
+# JSON-RPC response with the documented code and a message naming the
+# field, notifications get none, and the connection goes on (the last
+# request is still answered).  A session made by `weir run` (the scripted
+# demo) is loaded and replayed.  Needs jq.
+WEIR=${1:?usage: $0 WEIR}
+command -v jq >/dev/null 2>&1 || { echo "FAIL: jq not found"; exit 1; }
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/weir-acp-errors.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT INT TERM
+export WEIR_SESSION_DIR="$TMP/sessions"
+FAILURES=0
+fail() {
+    echo "FAIL: $*" >&2
+    FAILURES=$((FAILURES + 1))
+}
+
+timeout 60 "$WEIR" run -s acp-old "2 to the power 10" > "$TMP/run.out" 2> "$TMP/run.err" ||
+    { fail "weir run: $(cat "$TMP/run.err")"; exit 1; }
+
+new='"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}'
+cat > "$TMP/in" <<EOF2
+{"jsonrpc":"2.0","id":1,$new}
+{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"1"}}
+{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":1}}
+{not json
+[{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":1}}]
+{"id":6,"method":"initialize","params":{"protocolVersion":1}}
+{"jsonrpc":"2.0","id":{"x":1},"method":"initialize"}
+
+{"jsonrpc":"2.0","method":"weir/no-such-notification","params":{}}
+{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"nobody"}}
+{"jsonrpc":"2.0","id":10,"method":"weir/no-such-method"}
+{"jsonrpc":"2.0","id":11,"method":"session/prompt","params":{"sessionId":"nobody","prompt":[{"type":"text","text":"hi"}]}}
+{"jsonrpc":"2.0","id":12,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[{"name":"bad name","command":"x","args":[],"env":[]}]}}
+{"jsonrpc":"2.0","id":13,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[{"type":"sse","name":"s","url":"http://127.0.0.1:9/sse","headers":[]}]}}
+{"jsonrpc":"2.0","id":14,"method":"session/new","params":{"cwd":"relative","mcpServers":[]}}
+{"jsonrpc":"2.0","id":15,"method":"session/new","params":[]}
+{"jsonrpc":"2.0","id":16,"method":"session/load","params":{"sessionId":"no-such","cwd":"/tmp","mcpServers":[]}}
+{"jsonrpc":"2.0","id":17,"method":"session/load","params":{"sessionId":"../x","cwd":"/tmp","mcpServers":[]}}
+{"jsonrpc":"2.0","id":18,"method":"session/load","params":{"sessionId":"acp-old","cwd":"/tmp","mcpServers":[]}}
+{"jsonrpc":"2.0","id":19,"method":"session/prompt","params":{"sessionId":"acp-old","prompt":[{"type":"image","data":"AA==","mimeType":"image/png"}]}}
+{"jsonrpc":"2.0","id":20,"method":"session/prompt","params":{"sessionId":"acp-old","prompt":[]}}
+{"jsonrpc":"2.0","id":21,"method":"session/prompt","params":{"sessionId":"acp-old"}}
+{"jsonrpc":"2.0","id":22,"method":"session/load","params":{"sessionId":"acp-old","cwd":"/tmp","mcpServers":[]}}
+{"jsonrpc":"2.0","id":23,$new}
+EOF2
+timeout 60 "$WEIR" acp < "$TMP/in" > "$TMP/out" 2> "$TMP/err"
+RC=$?
+[ "$RC" = 0 ] || fail "weir acp exited $RC: $(cat "$TMP/err")"
+grep -q 'Sanitizer\|runtime error' "$TMP/err" && fail "sanitizer report: $(cat "$TMP/err")"
+jq -e . "$TMP/out" > /dev/null || fail "stdout is not JSON lines: $(cat "$TMP/out")"
+
+# expect ID CODE [MESSAGE_PART]: the one response to ID (null: the id-less ones, in order)
+expect() {
+    got=$(jq -c "select(.id == $1 and .method == null)" "$TMP/out")
+    n=$(printf '%s\n' "$got" | grep -c .)
+    [ "$n" = 1 ] || { fail "id $1: $n responses: $got"; return; }
+    code=$(printf '%s' "$got" | jq -r '.error.code // "ok"')
+    [ "$code" = "$2" ] || fail "id $1: code $code, expected $2: $got"
+    [ -z "${3:-}" ] || printf '%s' "$got" | jq -r '.error.message' | grep -qF "$3" ||
+        fail "id $1: the message does not say '$3': $got"
+}
+expect 1 -32600 'call initialize first'
+expect 2 -32602 'protocolVersion'
+expect 3 ok
+expect 6 -32600 'jsonrpc'
+expect 10 -32601 'weir/no-such-method'
+expect 11 -32002 'nobody'
+expect 12 -32602 'mcpServers[0] bad name: name'
+expect 13 -32602 'sse'
+expect 14 -32602 'cwd'
+expect 15 -32602 'params'
+expect 16 -32002 'no-such'
+expect 17 -32602 'sessionId'
+expect 18 ok
+expect 19 -32602 'prompt[0]: type'
+expect 20 -32602 'prompt'
+expect 21 -32602 'prompt'
+expect 22 -32600 'open already'
+expect 23 ok
+# the id-less answers: the malformed line, the batch, the object id
+nulls=$(jq -r 'select(.id == null and .method == null) | .error.code' "$TMP/out" | tr '\n' ' ')
+[ "$nulls" = "-32700 -32600 -32600 " ] || fail "id-less answers: $nulls"
+# nothing else: one line per request, none for the notifications
+lines=$(grep -c . "$TMP/out")
+updates=$(jq -r 'select(.method == "session/update") | .params.update.sessionUpdate' "$TMP/out" | grep -c .)
+[ $((lines - updates)) = 21 ] || fail "$((lines - updates)) responses, expected 21: $(cat "$TMP/out")"
+grep -q 'no-such-notification' "$TMP/err" || fail "the unknown notification is not on stderr"
+# the replay of the weir run session: its prompt, the tool call and the answer
+jq -r 'select(.method == "session/update") | .params.update |
+       .sessionUpdate + ":" + (if (.content | type) == "object" then .content.text
+                                 else .toolCallId end) + ":" + (.status // "")' \
+    "$TMP/out" > "$TMP/replay"
+grep -q '^user_message_chunk:2 to the power 10:$' "$TMP/replay" || fail "replay: no user message: $(cat "$TMP/replay")"
+grep -q '^tool_call:.*:pending$' "$TMP/replay" || fail "replay: no tool_call: $(cat "$TMP/replay")"
+grep -q '^tool_call_update:.*:completed$' "$TMP/replay" || fail "replay: no completed call: $(cat "$TMP/replay")"
+grep -q '^agent_message_chunk:.*1024' "$TMP/replay" || fail "replay: no answer: $(cat "$TMP/replay")"
+[ "$FAILURES" = 0 ] || exit 1
+echo "acp_errors: ok"
