@@ -237,10 +237,10 @@ static void on_event(const json_t *event, bool durable, void *ud) {
         /* a cancel that came before the turn began (its input was claimed
          * first) still ends it */
         pthread_mutex_lock(&s->a->mu);
-        bool cancel = s->cancelled;
+        bool cancel = s->cancelled, stopping = s->stopping;
         pthread_mutex_unlock(&s->a->mu);
-        if (cancel)
-            weir_agent_cancel(s->agent, "user", false);
+        if (cancel || stopping)
+            weir_agent_cancel(s->agent, stopping ? "disposed" : "user", false);
     }
 }
 
@@ -968,7 +968,8 @@ static void m_session_prompt(acp *a, const json_t *id, const json_t *params) {
 }
 
 /* session/cancel (a notification): the running prompt ends with stopReason
- * cancelled; a permission request that waits is answered deny. */
+ * cancelled; a permission request that waits is answered deny, after the
+ * agent's cancel fired (so the turn does not go on to another step). */
 static void m_session_cancel(acp *a, const json_t *params) {
     const char *sid = json_string_value(json_object_get(params, "sessionId"));
     if (!sid) {
@@ -978,16 +979,18 @@ static void m_session_cancel(acp *a, const json_t *params) {
     pthread_mutex_lock(&a->mu);
     acp_session *s = find_session(a, sid);
     bool running = s && s->prompt_id;
-    if (running) {
+    if (running)
         s->cancelled = true;
-        pthread_cond_broadcast(&a->cv);
-    }
     pthread_mutex_unlock(&a->mu);
-    if (!s)
+    if (!s) {
         weir_cli_say(NULL, NULL, "weir acp: session/cancel: no session \"%.128s\" is open here",
                      sid);
-    else if (running)
+    } else if (running) {
         weir_agent_cancel(s->agent, "user", false);
+        pthread_mutex_lock(&a->mu);
+        pthread_cond_broadcast(&a->cv); /* the approver waits on it */
+        pthread_mutex_unlock(&a->mu);
+    }
 }
 
 /* A response from the client: the answer to a permission request. */

@@ -317,6 +317,7 @@ try {
 second.child.stdin.end();
 const secondExit = await withTimeout(second.exited, 30000, "the second weir acp to exit").catch((e) => ({ code: String(e) }));
 check(secondExit.code === 0, `second weir acp exited ${JSON.stringify(secondExit)}: ${second.stderr()}`);
+check(!/Sanitizer|runtime error/.test(second.stderr()), `second: sanitizer report: ${second.stderr()}`);
 
 const users = replay.updates.filter((u) => u.sessionUpdate === "user_message_chunk").map((u) => u.content.text);
 check(JSON.stringify(users) === JSON.stringify(prompts), `replayed user messages: ${JSON.stringify(users)}`);
