@@ -267,7 +267,15 @@ static bool replay_event(json_t *ev, void *ud) {
         return true;
     if (!strcmp(type, "user/message") || !strcmp(type, "assistant/message")) {
         bool user = type[0] == 'u';
-        const json_t *content = json_object_get(json_object_get(data, "message"), "content");
+        const json_t *message = json_object_get(data, "message");
+        const json_t *content = json_object_get(message, "content");
+        const char *kind =
+            json_string_value(json_object_get(json_object_get(message, "source"), "kind"));
+        /* what the user said (a prompt, a steer); not what weir added to the
+         * model's context (a hook's context, a job's result, the note after
+         * an interrupted answer, a system update) */
+        if (user && kind && strcmp(kind, "human") != 0 && strcmp(kind, "steer") != 0)
+            return true;
         if (json_is_string(content)) {
             put_chunk(s, user ? "user_message_chunk" : "agent_message_chunk",
                       json_string_value(content));

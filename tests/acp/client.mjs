@@ -13,7 +13,8 @@
 // approval (hooks-shell's "ask"): the permission request arrives with the
 // tool call and is allowed once, the call goes pending -> in_progress ->
 // completed; a prompt calling the MCP server's tool; a prompt cancelled
-// while its permission request waits (stopReason cancelled); a malformed
+// while its permission request waits and one cancelled while the model
+// streams (stopReason cancelled); a malformed
 // line (-32700), an unknown method (-32601) and a prompt without `prompt`
 // (-32602), after which the session still answers a prompt.  Second
 // process: session/load replays the same user and agent messages and tool
@@ -134,11 +135,12 @@ function startAgent(name) {
 
 // What one process saw: every update of the session, in order, and the
 // permission requests.
-function makeClient(name, rec, onPermission) {
+function makeClient(name, rec, onPermission, onUpdate = async () => {}) {
   return acp
     .client({ name })
     .onNotification(acp.methods.client.session.update, async ({ params }) => {
       rec.updates.push(params.update);
+      await onUpdate(params);
     })
     .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
       rec.permissions.push({ params, updatesBefore: rec.updates.length });
@@ -161,12 +163,14 @@ const textOf = (updates, kind) =>
 const live = { updates: [], permissions: [] };
 let permissionMode = "allow";
 let cancelPrompt = null; // set while the prompt to cancel runs
+let cancelOnChunk = null; // set while the prompt to cancel mid-stream runs
 const first = startAgent("first");
 let sessionId = null;
 const prompts = [
   "run 0123456789 through Bash",
   "read ACP_TEST_VAR through the MCP server",
   "run ls through Bash",
+  "write a long line",
   "are you still there?",
 ];
 try {
@@ -176,6 +180,12 @@ try {
     // is answered "cancelled"
     await cancelPrompt(params);
     return { outcome: { outcome: "cancelled" } };
+  }, async (params) => {
+    if (cancelOnChunk && params.update.sessionUpdate === "agent_message_chunk") {
+      const cancel = cancelOnChunk;
+      cancelOnChunk = null;
+      await cancel();
+    }
   }).connectWith(first.stream, async (ctx) => {
     const init = await withTimeout(
       ctx.request(acp.methods.agent.initialize, {
@@ -264,7 +274,21 @@ try {
     const st3 = toolStatuses(live.updates, "call_3");
     check(!st3.includes("in_progress") && !st3.includes("completed"), `call_3 ran: ${st3.join(" -> ")}`);
 
-    // 4. bad input is a JSON-RPC error and the session goes on
+    // 4. cancelled while the model streams its answer (one character every
+    // 100 ms): at its first chunk
+    let streamCancelled = false;
+    cancelOnChunk = async () => {
+      await ctx.notify(acp.methods.agent.session.cancel, { sessionId });
+      streamCancelled = true;
+    };
+    mark = live.updates.length;
+    r = await prompt(prompts[3]);
+    check(streamCancelled, "prompt 4: no chunk to cancel at");
+    check(r.stopReason === "cancelled", `prompt 4: stopReason ${r.stopReason}`);
+    const partial = textOf(live.updates.slice(mark), "agent_message_chunk");
+    check(partial.length > 0 && partial.length < 30, `prompt 4: streamed "${partial}" (cancelled at once?)`);
+
+    // 5. bad input is a JSON-RPC error and the session goes on
     first.writeRaw("{not json");
     first.writeRaw(JSON.stringify({ jsonrpc: "2.0", id: "raw-1", method: "weir/no-such-method", params: {} }));
     first.writeRaw(JSON.stringify({ jsonrpc: "2.0", id: "raw-2", method: "session/prompt", params: { sessionId } }));
@@ -276,9 +300,9 @@ try {
     const bad = byId("raw-2");
     check(bad?.error?.code === -32602 && /prompt/.test(bad?.error?.message), `bad params: ${JSON.stringify(bad)}`);
     mark = live.updates.length;
-    r = await prompt(prompts[3]);
-    check(r.stopReason === "end_turn", `prompt 4 after bad input: stopReason ${r.stopReason}`);
-    check(textOf(live.updates.slice(mark), "agent_message_chunk") === "still here.", "prompt 4: its text");
+    r = await prompt(prompts[4]);
+    check(r.stopReason === "end_turn", `prompt 5 after bad input: stopReason ${r.stopReason}`);
+    check(textOf(live.updates.slice(mark), "agent_message_chunk") === "still here.", "prompt 5: its text");
   });
 } catch (e) {
   fail(`first process: ${e?.stack || e}`);

@@ -4,7 +4,7 @@
 # mock LLM (provider-openai): a tool call the client approves through
 # session/request_permission (hooks-shell's PreToolUse "ask" on tools-ffi's
 # strlen named "Bash"), an MCP server passed in session/new (weir-mcp-fake),
-# a cancel, bad input, and a second process that session/load's the session.
+# two cancels, bad input, and a second process that session/load's the session.
 # `weir log --check` passes on the session written.  Node is required: a
 # missing node, SDK or weir-mcp-fake fails the test (never skips it).
 set -- openai "$1"
@@ -22,6 +22,7 @@ start_mock '{"requests":[
     {"tool_calls":[{"id":"call_2","name":"mcp__fake__env","arguments":"{\"name\":\"ACP_TEST_VAR\"}"}]},
     {"text":"it is from-acp","expect":{"message_contains":"from-acp"}},
     {"tool_calls":[{"id":"call_3","name":"Bash","arguments":"{\"command\":\"ls\"}"}]},
+    {"text":"a long line, one character every tenth of a second","chunk_size":1,"chunk_delay_ms":100},
     {"text":"still here.","expect":{"message_contains":"are you still there?"}}]}'
 ASK='{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo '"'"'{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"ask\",\"permissionDecisionReason\":\"ASK-WHY\"}}'"'"'"}]}]}}'
 write_config "$TMP/acp.json" "" ',
