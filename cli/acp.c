@@ -1154,7 +1154,8 @@ static const char acp_help[] =
     "End of input closes every session (a running prompt is cancelled) and\n"
     "exits 0.\n"
     "\n"
-    "exit codes: 0 ok, 2 usage, 3 configuration or plugin error\n"
+    "exit codes: 0 ok, 2 usage, 3 configuration or plugin error, 4 I/O error\n"
+    "            (a -c file that cannot be read)\n"
     "\n" WEIR_CLI_HELP_ENV_DEPLOY;
 
 int weir_cmd_acp(int argc, char **argv) {
