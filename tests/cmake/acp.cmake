@@ -22,4 +22,5 @@ set_tests_properties(acp_client PROPERTIES
 # Bad input without node: the JSON-RPC errors of docs/acp.md, and a replay.
 add_test(NAME acp_errors COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/scripts/acp_errors.sh
                                  $<TARGET_FILE:weir_cli>)
-set_tests_properties(acp_errors PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}" TIMEOUT 120)
+set_tests_properties(acp_errors PROPERTIES
+  ENVIRONMENT "${WEIR_TEST_ENV};WEIR_MCP_FAKE=$<TARGET_FILE:weir-mcp-fake>" TIMEOUT 120)

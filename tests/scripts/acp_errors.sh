@@ -4,7 +4,9 @@
 # JSON-RPC response with the documented code and a message naming the
 # field, notifications get none, and the connection goes on (the last
 # request is still answered).  A session made by `weir run` (the scripted
-# demo) is loaded and replayed.  Needs jq.
+# demo) is loaded and replayed.  MCP servers: one that fails to start fails
+# session/new naming it; an HTTP one (weir-mcp-fake --http on 127.0.0.1) is
+# started with the session.  Needs jq.
 WEIR=${1:?usage: $0 WEIR}
 command -v jq >/dev/null 2>&1 || { echo "FAIL: jq not found"; exit 1; }
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weir-acp-errors.XXXXXX") || exit 1
@@ -15,6 +17,20 @@ fail() {
     echo "FAIL: $*" >&2
     FAILURES=$((FAILURES + 1))
 }
+
+# an MCP server over HTTP (weir-mcp-fake on 127.0.0.1), for a session/new
+FAKE=${WEIR_MCP_FAKE:?}
+[ -x "$FAKE" ] || { echo "FAIL: weir-mcp-fake not built"; exit 1; }
+"$FAKE" --http "$TMP/port" --log "$TMP/fake.log" > /dev/null 2>&1 &
+FAKE_PID=$!
+trap 'kill $FAKE_PID 2>/dev/null; rm -rf "$TMP"' EXIT INT TERM
+i=0
+while [ ! -s "$TMP/port" ]; do
+    i=$((i + 1))
+    [ $i -gt 100 ] && { echo "FAIL: weir-mcp-fake --http did not start"; exit 1; }
+    sleep 0.1
+done
+PORT=$(cat "$TMP/port")
 
 timeout 60 "$WEIR" run -s acp-old "2 to the power 10" > "$TMP/run.out" 2> "$TMP/run.err" ||
     { fail "weir run: $(cat "$TMP/run.err")"; exit 1; }
@@ -45,6 +61,8 @@ cat > "$TMP/in" <<EOF2
 {"jsonrpc":"2.0","id":21,"method":"session/prompt","params":{"sessionId":"acp-old"}}
 {"jsonrpc":"2.0","id":22,"method":"session/load","params":{"sessionId":"acp-old","cwd":"/tmp","mcpServers":[]}}
 {"jsonrpc":"2.0","id":23,$new}
+{"jsonrpc":"2.0","id":24,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[{"name":"dead","command":"$FAKE","args":["--exit-at-start","3","--stderr","DEAD-AT-START"],"env":[]}]}}
+{"jsonrpc":"2.0","id":25,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[{"type":"http","name":"web","url":"http://127.0.0.1:$PORT/mcp","headers":[{"name":"X-Acp","value":"1"}]}]}}
 EOF2
 timeout 60 "$WEIR" acp < "$TMP/in" > "$TMP/out" 2> "$TMP/err"
 RC=$?
@@ -80,13 +98,16 @@ expect 20 -32602 'prompt'
 expect 21 -32602 'prompt'
 expect 22 -32600 'open already'
 expect 23 ok
+expect 24 -32603 "'dead'"
+expect 25 ok
+grep -q '"initialize"' "$TMP/fake.log" || fail "the HTTP MCP server was never contacted: $(cat "$TMP/fake.log")"
 # the id-less answers: the malformed line, the batch, the object id
 nulls=$(jq -r 'select(.id == null and .method == null) | .error.code' "$TMP/out" | tr '\n' ' ')
 [ "$nulls" = "-32700 -32600 -32600 " ] || fail "id-less answers: $nulls"
 # nothing else: one line per request, none for the notifications
 lines=$(grep -c . "$TMP/out")
 updates=$(jq -r 'select(.method == "session/update") | .params.update.sessionUpdate' "$TMP/out" | grep -c .)
-[ $((lines - updates)) = 21 ] || fail "$((lines - updates)) responses, expected 21: $(cat "$TMP/out")"
+[ $((lines - updates)) = 23 ] || fail "$((lines - updates)) responses, expected 23: $(cat "$TMP/out")"
 grep -q 'no-such-notification' "$TMP/err" || fail "the unknown notification is not on stderr"
 # the replay of the weir run session: its prompt, the tool call and the answer
 jq -r 'select(.method == "session/update") | .params.update |
