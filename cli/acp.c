@@ -47,6 +47,7 @@ typedef struct acp acp;
 typedef struct acp_session {
     acp *a;
     char id[129];
+    bool ready;          /* opened: id and agent are set (events before are the open's own) */
     weir_host *own_host; /* the host with the client's MCP servers, or NULL (a->host) */
     weir_agent *agent;
     pthread_t th;
@@ -218,7 +219,9 @@ static void on_event(const json_t *event, bool durable, void *ud) {
     acp_session *s = ud;
     const char *type = json_string_value(json_object_get(event, "type"));
     const json_t *data = json_object_get(event, "data");
-    if (!type)
+    /* what the open itself logs (a resumed session's closers) is in the
+     * log, so session/load replays it */
+    if (!type || !s->ready)
         return;
     if (!durable && !strcmp(type, "agent/assistant-stream")) {
         const json_t *frame = json_object_get(data, "frame");
@@ -719,6 +722,7 @@ static acp_session *session_open(acp *a, const json_t *id, const char *method, c
         return NULL;
     }
     snprintf(s->id, sizeof s->id, "%s", weir_agent_id(s->agent));
+    s->ready = true; /* before any other thread runs for this session */
     weir_agent_set_approver(s->agent, approve, s);
     if (pthread_create(&s->th, NULL, driver_main, s) != 0) {
         put_error(a, id, RPC_INTERNAL_ERROR, "%s: cannot start the session's thread", method);
