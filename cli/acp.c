@@ -414,8 +414,19 @@ static int approve(weir_agent *agent, const json_t *request, json_t **decision, 
 /* The driver thread: one prompt at a time                                   */
 /* ------------------------------------------------------------------------ */
 
-/* The stopReason of the turn that just ended (or an error response). */
-static void answer_prompt(acp_session *s, const json_t *id, bool cancelled) {
+/* The number of the agent's last ended turn (0: none, or unknown). */
+static int last_turn_number(acp_session *s) {
+    weir_turn_outcome t = WEIR_TURN_OUTCOME_INIT;
+    weir_error err;
+    weir_error_clear(&err);
+    int n = weir_agent_last_turn(s->agent, &t, &err) == WEIR_OK ? t.turn : 0;
+    weir_turn_outcome_clear(&t);
+    return n;
+}
+
+/* The stopReason of the turn that just ended (or an error response); the
+ * turn before the prompt was `before`. */
+static void answer_prompt(acp_session *s, const json_t *id, bool cancelled, int before) {
     if (cancelled) {
         put_result(s->a, id, json_pack("{s:s}", "stopReason", "cancelled"));
         return;
@@ -427,22 +438,23 @@ static void answer_prompt(acp_session *s, const json_t *id, bool cancelled) {
         put_error(s->a, id, RPC_INTERNAL_ERROR, "session/prompt: %s", err.text);
         return;
     }
+    static const struct {
+        const char *kind, *stop;
+    } map[] = {{"completed", "end_turn"}, {"max-tokens", "max_tokens"},
+               {"aborted", "cancelled"},  {"interrupted", "cancelled"},
+               {"blocked", "refusal"}};
     const char *stop = NULL;
-    if (!strcmp(t.kind, "completed"))
-        stop = "end_turn";
-    else if (!strcmp(t.kind, "max-tokens"))
-        stop = "max_tokens";
-    else if (!strcmp(t.kind, "aborted") || !strcmp(t.kind, "interrupted"))
-        stop = "cancelled";
-    else if (!strcmp(t.kind, "blocked"))
-        stop = "refusal";
+    for (size_t i = 0; t.turn > before && !stop && i < sizeof map / sizeof map[0]; i++)
+        if (!strcmp(t.kind, map[i].kind))
+            stop = map[i].stop;
     if (stop)
         put_result(s->a, id, json_pack("{s:s}", "stopReason", stop));
-    else if (!strcmp(t.kind, "error"))
+    else if (t.turn > before && !strcmp(t.kind, "error"))
         put_error(s->a, id, RPC_INTERNAL_ERROR, "session/prompt: the turn failed: %s: %s",
                   t.failure_code, t.failure_message);
     else
-        put_error(s->a, id, RPC_INTERNAL_ERROR, "session/prompt: no turn ran");
+        put_error(s->a, id, RPC_INTERNAL_ERROR, "session/prompt: no turn ran (%s)",
+                  t.turn > before ? t.kind : "the input was not taken");
     weir_turn_outcome_clear(&t);
 }
 
@@ -463,7 +475,7 @@ static void *driver_main(void *arg) {
 
         weir_error err;
         weir_error_clear(&err);
-        int rc = WEIR_OK;
+        int rc = WEIR_OK, before = last_turn_number(s);
         bool sent = false;
         if (!cancelled) {
             rc = weir_agent_send(s->agent, msg, WEIR_SEND_FOLLOWUP, NULL, &err);
@@ -496,7 +508,7 @@ static void *driver_main(void *arg) {
         s->cancelled = false;
         pthread_mutex_unlock(&a->mu);
         if (!answered)
-            answer_prompt(s, id, cancelled);
+            answer_prompt(s, id, cancelled, before);
         json_decref(id);
         pthread_mutex_lock(&a->mu);
         if (s->broken)

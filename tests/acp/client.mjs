@@ -14,7 +14,8 @@
 // tool call and is allowed once, the call goes pending -> in_progress ->
 // completed; a prompt calling the MCP server's tool; a prompt cancelled
 // while its permission request waits and one cancelled while the model
-// streams (stopReason cancelled); a malformed
+// streams (stopReason cancelled); a reply cut at the output limit
+// (max_tokens) and a turn the provider failed (-32603 naming AUTH); a malformed
 // line (-32700), an unknown method (-32601) and a prompt without `prompt`
 // (-32602), after which the session still answers a prompt.  Second
 // process: session/load replays the same user and agent messages and tool
@@ -171,6 +172,8 @@ const prompts = [
   "read ACP_TEST_VAR through the MCP server",
   "run ls through Bash",
   "write a long line",
+  "write more than you may",
+  "use a bad key",
   "are you still there?",
 ];
 try {
@@ -288,7 +291,15 @@ try {
     const partial = textOf(live.updates.slice(mark), "agent_message_chunk");
     check(partial.length > 0 && partial.length < 30, `prompt 4: streamed "${partial}" (cancelled at once?)`);
 
-    // 5. bad input is a JSON-RPC error and the session goes on
+    // 5. the output limit is max_tokens; a turn that failed is a JSON-RPC
+    // error naming weir's failure code
+    r = await prompt(prompts[4]);
+    check(r.stopReason === "max_tokens", `prompt 5: stopReason ${r.stopReason}`);
+    let failed = null;
+    await prompt(prompts[5]).catch((e) => (failed = e));
+    check(failed?.code === -32603 && /AUTH/.test(failed?.message), `prompt 6: ${failed?.code} ${failed?.message}`);
+
+    // 6. bad input is a JSON-RPC error and the session goes on
     first.writeRaw("{not json");
     first.writeRaw(JSON.stringify({ jsonrpc: "2.0", id: "raw-1", method: "weir/no-such-method", params: {} }));
     first.writeRaw(JSON.stringify({ jsonrpc: "2.0", id: "raw-2", method: "session/prompt", params: { sessionId } }));
@@ -300,9 +311,9 @@ try {
     const bad = byId("raw-2");
     check(bad?.error?.code === -32602 && /prompt/.test(bad?.error?.message), `bad params: ${JSON.stringify(bad)}`);
     mark = live.updates.length;
-    r = await prompt(prompts[4]);
-    check(r.stopReason === "end_turn", `prompt 5 after bad input: stopReason ${r.stopReason}`);
-    check(textOf(live.updates.slice(mark), "agent_message_chunk") === "still here.", "prompt 5: its text");
+    r = await prompt(prompts[6]);
+    check(r.stopReason === "end_turn", `prompt 7 after bad input: stopReason ${r.stopReason}`);
+    check(textOf(live.updates.slice(mark), "agent_message_chunk") === "still here.", "prompt 7: its text");
   });
 } catch (e) {
   fail(`first process: ${e?.stack || e}`);

@@ -23,6 +23,8 @@ start_mock '{"requests":[
     {"text":"it is from-acp","expect":{"message_contains":"from-acp"}},
     {"tool_calls":[{"id":"call_3","name":"Bash","arguments":"{\"command\":\"ls\"}"}]},
     {"text":"a long line, one character every tenth of a second","chunk_size":1,"chunk_delay_ms":100},
+    {"text":"cut short","finish":"length"},
+    {"fault":"auth"},
     {"text":"still here.","expect":{"message_contains":"are you still there?"}}]}'
 ASK='{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo '"'"'{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"ask\",\"permissionDecisionReason\":\"ASK-WHY\"}}'"'"'"}]}]}}'
 write_config "$TMP/acp.json" "" ',
