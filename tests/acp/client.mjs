@@ -15,7 +15,9 @@
 // completed; a prompt calling the MCP server's tool; a prompt cancelled
 // while its permission request waits and one cancelled while the model
 // streams (stopReason cancelled); a reply cut at the output limit
-// (max_tokens) and a turn the provider failed (-32603 naming AUTH); a malformed
+// (max_tokens) and a turn the provider failed (-32603 naming AUTH); a call
+// rejected once, then two calls of which the first is allowed always (the
+// second is not asked for); a malformed
 // line (-32700), an unknown method (-32601) and a prompt without `prompt`
 // (-32602), after which the session still answers a prompt.  Second
 // process: session/load replays the same user and agent messages and tool
@@ -174,11 +176,15 @@ const prompts = [
   "write a long line",
   "write more than you may",
   "use a bad key",
+  "run abc through Bash",
+  "run abc and abcd through Bash",
   "are you still there?",
 ];
 try {
   await makeClient("weir-test-first", live, async (params) => {
     if (permissionMode === "allow") return { outcome: { outcome: "selected", optionId: "allow_once" } };
+    if (permissionMode.startsWith("option:"))
+      return { outcome: { outcome: "selected", optionId: permissionMode.slice(7) } };
     // the prompt to cancel: session/cancel, then (ACP) the pending request
     // is answered "cancelled"
     await cancelPrompt(params);
@@ -299,7 +305,30 @@ try {
     await prompt(prompts[5]).catch((e) => (failed = e));
     check(failed?.code === -32603 && /AUTH/.test(failed?.message), `prompt 6: ${failed?.code} ${failed?.message}`);
 
-    // 6. bad input is a JSON-RPC error and the session goes on
+    // 6. reject_once denies the call (failed, with the reason); allow_always
+    // allows it and the next call of the tool without asking
+    permissionMode = "option:reject_once";
+    let asked = live.permissions.length;
+    mark = live.updates.length;
+    r = await prompt(prompts[6]);
+    check(r.stopReason === "end_turn", `prompt 7: stopReason ${r.stopReason}`);
+    check(live.permissions.length === asked + 1, "prompt 7: no permission request");
+    const rejected = live.updates.slice(mark).find((u) => u.toolCallId === "call_r" && u.status === "failed");
+    check(
+      /not approved: rejected by the client \(reject_once\)/.test(JSON.stringify(rejected?.content)),
+      `call_r: ${toolStatuses(live.updates, "call_r").join(" -> ")} ${JSON.stringify(rejected?.content)}`,
+    );
+    permissionMode = "option:allow_always";
+    asked = live.permissions.length;
+    r = await prompt(prompts[7]);
+    check(r.stopReason === "end_turn", `prompt 8: stopReason ${r.stopReason}`);
+    check(live.permissions.length === asked + 1, `prompt 8: ${live.permissions.length - asked} permission requests, expected 1`);
+    for (const id of ["call_a", "call_b"]) {
+      const st = toolStatuses(live.updates, id).join(" -> ");
+      check(st === "pending -> in_progress -> completed", `${id} statuses: ${st}`);
+    }
+
+    // 7. bad input is a JSON-RPC error and the session goes on
     first.writeRaw("{not json");
     first.writeRaw(JSON.stringify({ jsonrpc: "2.0", id: "raw-1", method: "weir/no-such-method", params: {} }));
     first.writeRaw(JSON.stringify({ jsonrpc: "2.0", id: "raw-2", method: "session/prompt", params: { sessionId } }));
@@ -311,9 +340,9 @@ try {
     const bad = byId("raw-2");
     check(bad?.error?.code === -32602 && /prompt/.test(bad?.error?.message), `bad params: ${JSON.stringify(bad)}`);
     mark = live.updates.length;
-    r = await prompt(prompts[6]);
-    check(r.stopReason === "end_turn", `prompt 7 after bad input: stopReason ${r.stopReason}`);
-    check(textOf(live.updates.slice(mark), "agent_message_chunk") === "still here.", "prompt 7: its text");
+    r = await prompt(prompts[8]);
+    check(r.stopReason === "end_turn", `prompt 9 after bad input: stopReason ${r.stopReason}`);
+    check(textOf(live.updates.slice(mark), "agent_message_chunk") === "still here.", "prompt 9: its text");
   });
 } catch (e) {
   fail(`first process: ${e?.stack || e}`);
@@ -361,10 +390,10 @@ const replayText = textOf(replay.updates, "agent_message_chunk");
 check(liveText === replayText, `replayed agent text "${replayText}" is not the live "${liveText}"`);
 const calls = (updates) => updates.filter((u) => u.sessionUpdate === "tool_call").map((u) => `${u.toolCallId}:${u.title}`);
 check(
-  JSON.stringify(calls(replay.updates)) === JSON.stringify(calls(live.updates)) && calls(live.updates).length === 3,
+  JSON.stringify(calls(replay.updates)) === JSON.stringify(calls(live.updates)) && calls(live.updates).length === 6,
   `replayed tool calls ${JSON.stringify(calls(replay.updates))}, live ${JSON.stringify(calls(live.updates))}`,
 );
-for (const id of ["call_1", "call_2", "call_3"]) {
+for (const id of ["call_1", "call_2", "call_3", "call_r", "call_a", "call_b"]) {
   const last = (u) => toolStatuses(u, id).at(-1);
   check(last(replay.updates) === last(live.updates), `${id}: replayed status ${last(replay.updates)}, live ${last(live.updates)}`);
 }

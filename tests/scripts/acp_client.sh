@@ -25,6 +25,11 @@ start_mock '{"requests":[
     {"text":"a long line, one character every tenth of a second","chunk_size":1,"chunk_delay_ms":100},
     {"text":"cut short","finish":"length"},
     {"fault":"auth"},
+    {"tool_calls":[{"id":"call_r","name":"Bash","arguments":"{\"command\":\"abc\"}"}]},
+    {"text":"it was rejected","expect":{"message_contains":"reject_once"}},
+    {"tool_calls":[{"id":"call_a","name":"Bash","arguments":"{\"command\":\"abc\"}"},
+                   {"id":"call_b","name":"Bash","arguments":"{\"command\":\"abcd\"}"}]},
+    {"text":"3 and 4","expect":{"message_contains":"4"}},
     {"text":"still here.","expect":{"message_contains":"are you still there?"}}]}'
 ASK='{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo '"'"'{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"ask\",\"permissionDecisionReason\":\"ASK-WHY\"}}'"'"'"}]}]}}'
 write_config "$TMP/acp.json" "" ',
