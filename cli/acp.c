@@ -561,8 +561,8 @@ static bool server_name_ok(const char *name) {
     return true;
 }
 
-/* [{name, value}] as {name: value}: into *out (new).  The field's name for
- * an error, or NULL. */
+/* [{name, value}] (absent: none) as {name: value}: into *out (new, also
+ * after an error).  What is wrong with it, or NULL. */
 static const char *pairs(const json_t *list, json_t **out) {
     *out = json_object();
     if (!*out)
@@ -678,6 +678,8 @@ static acp_session *session_open(acp *a, const json_t *id, const char *method, c
     if (servers) {
         json_t *config = json_deep_copy(weir_host_config(a->host));
         json_t *rows = json_object_get(config, "plugins");
+        if (config && !rows && json_object_set_new(config, "plugins", json_array()) == 0)
+            rows = json_object_get(config, "plugins");
         size_t i;
         const json_t *row;
         bool taken = false;
@@ -685,10 +687,13 @@ static acp_session *session_open(acp *a, const json_t *id, const char *method, c
             const char *rid = json_string_value(json_object_get(row, "id"));
             taken |= rid && !strcmp(rid, MCP_ROW_ID);
         }
-        if (!config || !json_is_array(rows) || taken ||
-            json_array_append_new(rows, json_pack("{s:s, s:s, s:{s:o}}", "id", MCP_ROW_ID,
-                                                  "plugin", "tools-mcp", "config", "servers",
-                                                  servers)) != 0) {
+        json_t *mcp_row = NULL;
+        if (json_is_array(rows) && !taken)
+            mcp_row = json_pack("{s:s, s:s, s:{s:o}}", "id", MCP_ROW_ID, "plugin", "tools-mcp",
+                                "config", "servers", servers); /* steals servers */
+        else
+            json_decref(servers);
+        if (!mcp_row || json_array_append_new(rows, mcp_row) != 0) {
             if (taken)
                 put_error(a, id, RPC_INVALID_PARAMS,
                           "%s: mcpServers: the deployment has a plugin row '" MCP_ROW_ID
@@ -853,6 +858,18 @@ static void m_session_load(acp *a, const json_t *id, const json_t *params) {
             return;
         }
         free(path);
+    } else {
+        /* another store (session.store): it must hold the session */
+        json_t *events = NULL;
+        weir_error err;
+        weir_error_clear(&err);
+        int rc = weir_host_log_events(a->host, sid, &events, &err);
+        json_decref(events);
+        if (rc != WEIR_OK) {
+            put_error(a, id, rc == WEIR_E_NOT_FOUND ? RPC_NOT_FOUND : RPC_INTERNAL_ERROR,
+                      "session/load: %s", err.text);
+            return;
+        }
     }
     if (!mcp_servers(a, id, "session/load", list, &servers))
         return;

@@ -118,5 +118,14 @@ grep -q '^user_message_chunk:2 to the power 10:$' "$TMP/replay" || fail "replay:
 grep -q '^tool_call:.*:pending$' "$TMP/replay" || fail "replay: no tool_call: $(cat "$TMP/replay")"
 grep -q '^tool_call_update:.*:completed$' "$TMP/replay" || fail "replay: no completed call: $(cat "$TMP/replay")"
 grep -q '^agent_message_chunk:.*1024' "$TMP/replay" || fail "replay: no answer: $(cat "$TMP/replay")"
+# another store (session.store "memory"): a session it does not hold is not
+# created by a load
+echo '{"session": {"store": "memory"}}' > "$TMP/memory.json"
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}' \
+    '{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"acp-old","cwd":"/tmp","mcpServers":[]}}' |
+    timeout 60 "$WEIR" acp -c default -c "$TMP/memory.json" > "$TMP/mem.out" 2> "$TMP/mem.err" ||
+    fail "weir acp (memory store) exited $?: $(cat "$TMP/mem.err")"
+jq -e 'select(.id == 2) | .error.code == -32002' "$TMP/mem.out" > /dev/null ||
+    fail "memory store: load of a session it does not hold: $(cat "$TMP/mem.out")"
 [ "$FAILURES" = 0 ] || exit 1
 echo "acp_errors: ok"
