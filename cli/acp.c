@@ -1008,9 +1008,19 @@ static void m_session_prompt(acp *a, const json_t *id, const json_t *params) {
     }
 }
 
-/* session/cancel (a notification): the running prompt ends with stopReason
- * cancelled; a permission request that waits is answered deny, after the
- * agent's cancel fired (so the turn does not go on to another step). */
+/* Cancel the running prompt of `s` (the caller holds a->mu and saw it
+ * running): it ends with stopReason cancelled; a permission request that
+ * waits is answered deny, after the agent's cancel fired (so the turn does
+ * not go on to another step).  Returns with a->mu held. */
+static void cancel_prompt(acp *a, acp_session *s) {
+    s->cancelled = true;
+    pthread_mutex_unlock(&a->mu);
+    weir_agent_cancel(s->agent, "user", false);
+    pthread_mutex_lock(&a->mu);
+    pthread_cond_broadcast(&a->cv); /* the approver waits on it */
+}
+
+/* session/cancel (a notification): cancel the session's running prompt. */
 static void m_session_cancel(acp *a, const json_t *params) {
     const char *sid = json_string_value(json_object_get(params, "sessionId"));
     if (!sid) {
@@ -1019,19 +1029,27 @@ static void m_session_cancel(acp *a, const json_t *params) {
     }
     pthread_mutex_lock(&a->mu);
     acp_session *s = find_session(a, sid);
-    bool running = s && s->prompt_id;
-    if (running)
-        s->cancelled = true;
+    if (s && s->prompt_id)
+        cancel_prompt(a, s);
     pthread_mutex_unlock(&a->mu);
-    if (!s) {
+    if (!s)
         weir_cli_say(NULL, NULL, "weir acp: session/cancel: no session \"%.128s\" is open here",
                      sid);
-    } else if (running) {
-        weir_agent_cancel(s->agent, "user", false);
-        pthread_mutex_lock(&a->mu);
-        pthread_cond_broadcast(&a->cv); /* the approver waits on it */
-        pthread_mutex_unlock(&a->mu);
+}
+
+/* $/cancel_request {requestId} (a notification): a running session/prompt
+ * of that id is cancelled as session/cancel does; any other request is
+ * answered as it would have been (weir's other requests do not wait). */
+static void m_cancel_request(acp *a, const json_t *params) {
+    const json_t *rid = json_object_get(params, "requestId");
+    pthread_mutex_lock(&a->mu);
+    for (acp_session *s = a->sessions; s && rid; s = s->next) {
+        if (s->prompt_id && json_equal(s->prompt_id, rid)) {
+            cancel_prompt(a, s);
+            break;
+        }
     }
+    pthread_mutex_unlock(&a->mu);
 }
 
 /* A response from the client: the answer to a permission request. */
@@ -1093,7 +1111,9 @@ static void handle(acp *a, const char *buf, size_t len) {
     } else if (!id) { /* a notification: never answered */
         if (!strcmp(method, "session/cancel"))
             m_session_cancel(a, params);
-        else if (strcmp(method, "$/cancel_request") != 0)
+        else if (!strcmp(method, "$/cancel_request"))
+            m_cancel_request(a, params);
+        else
             weir_cli_say(NULL, NULL, "weir acp: unknown notification \"%.64s\" ignored", method);
     } else if (!strcmp(method, "initialize")) {
         m_initialize(a, id, params);
@@ -1172,7 +1192,7 @@ static const char acp_help[] =
     "JetBrains, any ACP client): JSON-RPC 2.0, one message per line; stdout\n"
     "carries only protocol messages, stderr the logs (docs/acp.md).\n"
     "Methods: initialize, authenticate, session/new, session/load,\n"
-    "session/prompt, session/cancel; weir sends session/update and\n"
+    "session/prompt, session/cancel, $/cancel_request; weir sends session/update and\n"
     "session/request_permission (when a plugin asks for approval, as hooks-shell's\n"
     "PreToolUse \"ask\" does).  A session's id is a weir session id; the MCP\n"
     "servers a client passes (stdio and http) are added to that session's tools\n"

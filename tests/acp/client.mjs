@@ -14,7 +14,8 @@
 // tool call and is allowed once, the call goes pending -> in_progress ->
 // completed; a prompt calling the MCP server's tool; a prompt cancelled
 // while its permission request waits and one cancelled while the model
-// streams (stopReason cancelled); a reply cut at the output limit
+// streams, by session/cancel and by the SDK's $/cancel_request (stopReason
+// cancelled); a reply cut at the output limit
 // (max_tokens) and a turn the provider failed (-32603 naming AUTH); a call
 // rejected once, then two calls of which the first is allowed always (the
 // second is not asked for); a malformed
@@ -174,6 +175,7 @@ const prompts = [
   "read ACP_TEST_VAR through the MCP server",
   "run ls through Bash",
   "write a long line",
+  "write another long line",
   "write more than you may",
   "use a bad key",
   "run abc through Bash",
@@ -297,12 +299,31 @@ try {
     const partial = textOf(live.updates.slice(mark), "agent_message_chunk");
     check(partial.length > 0 && partial.length < 30, `prompt 4: streamed "${partial}" (cancelled at once?)`);
 
+    // 4b. the same through the SDK's own request cancellation ($/cancel_request)
+    const abort = new AbortController();
+    let aborted = false;
+    cancelOnChunk = async () => {
+      abort.abort();
+      aborted = true;
+    };
+    r = await withTimeout(
+      ctx.request(
+        acp.methods.agent.session.prompt,
+        { sessionId, prompt: [{ type: "text", text: prompts[4] }] },
+        { cancellationSignal: abort.signal },
+      ),
+      60000,
+      "the prompt cancelled by $/cancel_request",
+    );
+    check(aborted, "prompt 4b: no chunk to cancel at");
+    check(r.stopReason === "cancelled", `prompt 4b ($/cancel_request): stopReason ${r.stopReason}`);
+
     // 5. the output limit is max_tokens; a turn that failed is a JSON-RPC
     // error naming weir's failure code
-    r = await prompt(prompts[4]);
+    r = await prompt(prompts[5]);
     check(r.stopReason === "max_tokens", `prompt 5: stopReason ${r.stopReason}`);
     let failed = null;
-    await prompt(prompts[5]).catch((e) => (failed = e));
+    await prompt(prompts[6]).catch((e) => (failed = e));
     check(failed?.code === -32603 && /AUTH/.test(failed?.message), `prompt 6: ${failed?.code} ${failed?.message}`);
 
     // 6. reject_once denies the call (failed, with the reason); allow_always
@@ -310,7 +331,7 @@ try {
     permissionMode = "option:reject_once";
     let asked = live.permissions.length;
     mark = live.updates.length;
-    r = await prompt(prompts[6]);
+    r = await prompt(prompts[7]);
     check(r.stopReason === "end_turn", `prompt 7: stopReason ${r.stopReason}`);
     check(live.permissions.length === asked + 1, "prompt 7: no permission request");
     const rejected = live.updates.slice(mark).find((u) => u.toolCallId === "call_r" && u.status === "failed");
@@ -320,7 +341,7 @@ try {
     );
     permissionMode = "option:allow_always";
     asked = live.permissions.length;
-    r = await prompt(prompts[7]);
+    r = await prompt(prompts[8]);
     check(r.stopReason === "end_turn", `prompt 8: stopReason ${r.stopReason}`);
     check(live.permissions.length === asked + 1, `prompt 8: ${live.permissions.length - asked} permission requests, expected 1`);
     for (const id of ["call_a", "call_b"]) {
@@ -340,7 +361,7 @@ try {
     const bad = byId("raw-2");
     check(bad?.error?.code === -32602 && /prompt/.test(bad?.error?.message), `bad params: ${JSON.stringify(bad)}`);
     mark = live.updates.length;
-    r = await prompt(prompts[8]);
+    r = await prompt(prompts[9]);
     check(r.stopReason === "end_turn", `prompt 9 after bad input: stopReason ${r.stopReason}`);
     check(textOf(live.updates.slice(mark), "agent_message_chunk") === "still here.", "prompt 9: its text");
   });

@@ -23,6 +23,7 @@ start_mock '{"requests":[
     {"text":"it is from-acp","expect":{"message_contains":"from-acp"}},
     {"tool_calls":[{"id":"call_3","name":"Bash","arguments":"{\"command\":\"ls\"}"}]},
     {"text":"a long line, one character every tenth of a second","chunk_size":1,"chunk_delay_ms":100},
+    {"text":"another long line, one character every tenth of a second","chunk_size":1,"chunk_delay_ms":100},
     {"text":"cut short","finish":"length"},
     {"fault":"auth"},
     {"tool_calls":[{"id":"call_r","name":"Bash","arguments":"{\"command\":\"abc\"}"}]},
