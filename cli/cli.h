@@ -9,7 +9,7 @@
  *   run.c          calls common.c, compact.c (the REPL's /compact),
  *                  line.c and usage.c
  *   log.c, sessions.c                         call common.c and usage.c
- *   compact.c, send.c, serve.c, worker.c      call common.c
+ *   compact.c, send.c, serve.c, worker.c, acp.c  call common.c
  *   common.c, usage.c, line.c, events.c, new_plugin.c
  *                                             call no other file of cli/
  * common.c holds what main.c and log.c used to call of each other (the
@@ -74,6 +74,7 @@ int weir_cmd_worker(int argc, char **argv); /* cli/worker.c */
 int weir_cmd_sessions(int argc, char **argv); /* cli/sessions.c */
 int weir_cmd_new_plugin(int argc, char **argv); /* cli/new_plugin.c */
 int weir_cmd_events(int argc, char **argv); /* cli/events.c */
+int weir_cmd_acp(int argc, char **argv);    /* cli/acp.c */
 
 /* One line for a compaction result {kind, message?, pruned?, summaries?,
  * tokens_*?} ("compacted: ...", "declined: ..." on stdout, "failed: ..." on

@@ -35,6 +35,7 @@ static const char usage_text[] =
     "  events [--markdown]                         print the event catalog\n"
     "  hooks [-c FILE]... [--catalog|--markdown]   print each hook chain in order\n"
     "  serve --stdio [-c FILE]... [-s ID]          one agent over a stdin/stdout JSONL protocol\n"
+    "  acp [-c FILE]...                            an Agent Client Protocol agent (editors)\n"
     "  version                                     print versions\n"
     "  help COMMAND                                as weir COMMAND --help\n"
     "\n"
@@ -361,6 +362,7 @@ static const struct {
     {"sessions", weir_cmd_sessions}, {"send", weir_cmd_send}, {"worker", weir_cmd_worker},
     {"new-plugin", weir_cmd_new_plugin},
     {"events", weir_cmd_events},
+    {"acp", weir_cmd_acp},
 };
 
 /*
