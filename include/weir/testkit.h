@@ -139,6 +139,16 @@ WEIR_API json_t *weir_tk_invoke(weir_tk *tk, const char *hook, const json_t *arg
 WEIR_API size_t weir_tk_default_calls(const weir_tk *tk);
 
 /**
+ * Set what weir_agent_route() returns to plugins (the kit's agent has no
+ * log, so no request/context): a copy of `route` (borrowed, an object such
+ * as {"provider":"p","model":"m","context_window":1000,"host":"h"}), or
+ * NULL: WEIR_E_NOT_FOUND, as a real agent before its first request.
+ * @return WEIR_OK, WEIR_E_INVAL (not an object) or WEIR_E_NOMEM.
+ * Since: 0.1 (ABI 1.12)
+ */
+WEIR_API int weir_tk_set_route(weir_tk *tk, const json_t *route);
+
+/**
  * Set what weir_agent_messages() returns to plugins.
  * @param messages  an array (copied deeply; borrowed).
  * @return WEIR_OK, WEIR_E_INVAL (not an array) or WEIR_E_NOMEM.

@@ -46,6 +46,7 @@ struct weir_tk {
     json_t *sent;           /* [{message, mode, input_id}] */
     size_t default_calls;
     bool frozen;
+    json_t *route;          /* what agent_route returns (weir_tk_set_route), or NULL */
 };
 
 static tk_plugin *tk_of(const weir_plugin *self) {
@@ -243,6 +244,24 @@ static const json_t *tk_agent_event_peek(weir_agent *agent, size_t seq) {
     (void)agent, (void)seq;
     return NULL;
 }
+/* The kit's agent has no log: its route is what the test set. */
+static json_t *tk_agent_route(weir_agent *agent, weir_error *err) {
+    weir_tk *tk = kit_of(agent);
+    if (!tk) {
+        weir__err(err, WEIR_E_INVAL, NULL, NULL, "agent_route: NULL agent");
+        return NULL;
+    }
+    if (!tk->route) {
+        weir__err(err, WEIR_E_NOT_FOUND, NULL, NULL,
+                  "agent_route: the test kit's agent has no route (weir_tk_set_route)");
+        return NULL;
+    }
+    json_t *r = json_deep_copy(tk->route);
+    if (!r)
+        weir__err(err, WEIR_E_NOMEM, NULL, NULL, "agent_route: out of memory");
+    return r;
+}
+
 static json_t *tk_agent_model_info(weir_agent *agent, const char *provider, const char *model) {
     (void)agent, (void)provider, (void)model;
     return NULL;
@@ -326,6 +345,7 @@ weir_tk *weir_tk_create(void) {
     tk->api.agent_complete = tk_agent_complete;
     tk->api.agent_complete_stream = tk_agent_complete_stream;
     tk->api.agent_hook_register = tk_agent_hook_register;
+    tk->api.agent_route = tk_agent_route;
     tk->agent.tk = tk;
     tk->messages = json_array();
     tk->events = json_array();
@@ -351,6 +371,7 @@ void weir_tk_destroy(weir_tk *tk) {
         return;
     for (size_t i = tk->nplugins; i-- > 0;) {
         tk_plugin *p = tk->plugins[i];
+        weir__plugin_states_release(&p->base, NULL); /* agent_state blocks, before fini */
         if (p->base.initialized && p->base.desc->fini)
             p->base.desc->fini(&p->base);
     }
@@ -366,6 +387,7 @@ void weir_tk_destroy(weir_tk *tk) {
     json_decref(tk->events);
     json_decref(tk->logs);
     json_decref(tk->sent);
+    json_decref(tk->route);
     weir__signal_destroy(&tk->signal);
     weir__free(tk);
 }
@@ -564,6 +586,9 @@ json_t *weir_tk_invoke(weir_tk *tk, const char *hook, const json_t *args,
     json_t *r = weir__hook_invoke(tk->hooks, hook, (weir_agent *)(void *)&tk->agent,
                                   &tk->signal, args, run_default, &d, err);
     json_decref(default_result);
+    if (!strcmp(hook, "agent/disposed")) /* as a host does once the listeners ran */
+        for (size_t i = 0; i < tk->nplugins; i++)
+            weir__plugin_states_release(&tk->plugins[i]->base, &tk->agent);
     return r;
 }
 
@@ -572,6 +597,17 @@ size_t weir_tk_default_calls(const weir_tk *tk) {
 }
 
 /* --- the fake agent and the records -------------------------------------- */
+
+int weir_tk_set_route(weir_tk *tk, const json_t *route) {
+    if (!tk || (route && !json_is_object(route)))
+        return WEIR_E_INVAL;
+    json_t *copy = route ? json_deep_copy(route) : NULL;
+    if (route && !copy)
+        return WEIR_E_NOMEM;
+    json_decref(tk->route);
+    tk->route = copy;
+    return WEIR_OK;
+}
 
 int weir_tk_set_messages(weir_tk *tk, const json_t *messages) {
     if (!tk || !json_is_array(messages))
