@@ -121,6 +121,8 @@ WEIR_API int weir_tk_load_file(weir_tk *tk, const char *path, const char *id,
  * @param default_result  waterfall only: what the core default returns
  *                        (steals the reference, even on error); NULL means
  *                        json null.  Ignored by emit and serial hooks.
+ * Invoking "agent/disposed" then releases the rows' weir_agent_state blocks
+ * of the kit's agent, as a host does when an agent is closed.
  * @return a new reference: the chain's (validated) result for a waterfall,
  *         json null for emit and serial; or NULL with `err` filled:
  *         WEIR_E_HOOK_FAILED (err->plugin = the failing row),
