@@ -9,9 +9,8 @@
  * last keep_recent nodes, with more than stub_over_chars characters of
  * result text is replaced (weir_agent_surface_replace) by a one-line stub.
  * To summarize old turns too: weir_transcript() of their messages, one
- * weir_agent_complete() call on the route, and a surface replace of their
- * nodes by one user/message (weir's docs/sdk.md, "Helpers").
- *
+ * weir_agent_complete() call, and a replace of their nodes by one
+ * user/message (weir's docs/sdk.md, "Helpers").
  * Config: {"threshold_ratio": 0.8, "keep_recent": 6, "stub_over_chars": 2000}
  */
 #include <stdio.h>

@@ -6,7 +6,6 @@
  * `deny_patterns` (POSIX extended regular expressions) is denied, naming
  * the pattern.  tools/post-execute: every e-mail address in the text of a
  * tool result is replaced by "[e-mail]" before the model sees it.
- *
  * Config: {"deny_patterns": ["rm -rf", "DROP TABLE"], "redact_emails": true}
  */
 #include <regex.h>
@@ -21,7 +20,7 @@
 
 typedef struct myplugin {
     regex_t deny[MAX_PATTERNS];
-    const char *deny_text[MAX_PATTERNS]; /* owned copies */
+    json_t *patterns; /* their texts (a copy of deny_patterns) */
     size_t ndeny;
     bool redact;
     regex_t email;
@@ -39,7 +38,8 @@ static json_t *on_pre_execute(weir_call *call, const json_t *args, void *user_da
         if (regexec(&st->deny[i], text, 0, NULL, 0) == 0) {
             free(text);
             char reason[300];
-            snprintf(reason, sizeof reason, "the arguments match '%s'", st->deny_text[i]);
+            snprintf(reason, sizeof reason, "the arguments match '%s'",
+                     json_string_value(json_array_get(st->patterns, i)));
             return json_pack("{s:s, s:s}", "kind", "deny", "reason", reason);
         }
     }
@@ -95,16 +95,10 @@ static json_t *on_post_execute(weir_call *call, const json_t *args, void *user_d
     return out;
 }
 
-static char *copy(const char *s) {
-    char *out = malloc(strlen(s) + 1);
-    return out ? strcpy(out, s) : NULL;
-}
-
 static void free_state(myplugin *st) {
-    for (size_t i = 0; i < st->ndeny; i++) {
+    for (size_t i = 0; i < st->ndeny; i++)
         regfree(&st->deny[i]);
-        free((char *)st->deny_text[i]);
-    }
+    json_decref(st->patterns);
     regfree(&st->email);
     free(st);
 }
@@ -121,15 +115,14 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
     }
     weir_config_array(&rd, "deny_patterns", 0, MAX_PATTERNS, JSON_STRING, &patterns);
     weir_config_bool(&rd, "redact_emails", true, &st->redact);
+    if (patterns && !(st->patterns = json_deep_copy(patterns))) {
+        free_state(st);
+        return weir_error_fill(err, WEIR_E_NOMEM, "out of memory");
+    }
     size_t i;
     const json_t *p;
-    json_array_foreach(patterns, i, p) {
-        if (!(st->deny_text[i] = copy(json_string_value(p)))) {
-            free_state(st);
-            return weir_error_fill(err, WEIR_E_NOMEM, "out of memory");
-        }
-        if (regcomp(&st->deny[i], st->deny_text[i], REG_EXTENDED | REG_NOSUB) != 0) {
-            free((char *)st->deny_text[i]);
+    json_array_foreach(st->patterns, i, p) {
+        if (regcomp(&st->deny[i], json_string_value(p), REG_EXTENDED | REG_NOSUB) != 0) {
             free_state(st);
             return weir_error_fill(err, WEIR_E_PLUGIN_CONFIG,
                                    "row '%s': config field 'deny_patterns': item %zu: not a "

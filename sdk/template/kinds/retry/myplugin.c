@@ -10,7 +10,6 @@
  * that all the agents of the deployment retry one host at most `burst`
  * times at once and `per_minute` times a minute.  An empty bucket ends the
  * step with the failure (the next listener, or the core default, decides).
- *
  * Config: {"max_retries": 3, "base_delay_ms": 500, "max_delay_ms": 30000,
  *          "burst": 5, "per_minute": 30}
  */
