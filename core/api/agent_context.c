@@ -171,13 +171,13 @@ json_t *weir__agent_route(weir_agent *a, weir_error *err) {
         weir__err(err, WEIR_E_INVAL, NULL, NULL, "agent_route: NULL agent");
         return NULL;
     }
-    const json_t *logged = weir__log_request_context(a->e.log);
-    json_t *ctx = logged ? json_deep_copy(logged) : NULL;
+    bool oom;
+    json_t *ctx = weir__log_request_context_copy(a->e.log, &oom);
     const char *provider = weir__json_str(ctx, "provider", NULL);
     const char *model = weir__json_str(ctx, "model", NULL);
     if (!provider || !model) {
         json_decref(ctx);
-        if (logged && !ctx)
+        if (oom)
             weir__err(err, WEIR_E_NOMEM, NULL, NULL, "agent_route: out of memory");
         else
             weir__err(err, WEIR_E_NOT_FOUND, NULL, NULL,
