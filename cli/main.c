@@ -31,7 +31,7 @@ static const char usage_text[] =
     "  worker [-c FILE]... [--concurrency N]       run the sessions of a shared store that have input\n"
     "  config [-c FILE]... [--show-secrets]        print the composed deployment config\n"
     "  plugins [DIR]...                            list the plugins found\n"
-    "  new-plugin NAME [DIR]                       start a plugin project from the template\n"
+    "  new-plugin [--kind K] NAME [DIR]            start a plugin project from the template\n"
     "  events [--markdown]                         print the event catalog\n"
     "  hooks [-c FILE]... [--catalog|--markdown]   print each hook chain in order\n"
     "  serve --stdio [-c FILE]... [-s ID]          one agent over a stdin/stdout JSONL protocol\n"

@@ -8,6 +8,10 @@
  * file weir-NAME.so and its CMake target, messages and the README's
  * deployment), and NAME's C identifier (a '-' becomes '_') everywhere else:
  * file names, types, functions, the CMake project and option.
+ *
+ * `--kind compaction|retry|guard` lays the files of template/kinds/KIND/
+ * over the template's (a file of the same name replaces the template's):
+ * a working skeleton of that kind of policy and its test.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -26,7 +30,7 @@
 #define MAX_FILES 32
 
 static const char help_text[] =
-    "usage: weir new-plugin NAME [DIR]\n"
+    "usage: weir new-plugin [--kind KIND] NAME [DIR]\n"
     "\n"
     "Write a new plugin project to DIR (default ./NAME): weir's plugin template\n"
     "with the name filled in.  It builds weir-NAME.so and a test-kit test against\n"
@@ -35,11 +39,29 @@ static const char help_text[] =
     "  cmake -S DIR -B DIR/build -DCMAKE_PREFIX_PATH=<weir prefix>\n"
     "  cmake --build DIR/build && ctest --test-dir DIR/build\n"
     "\n"
+    "Without --kind the plugin caps max_tokens on agent/request.  --kind writes a\n"
+    "working skeleton of one kind of policy instead, with its test:\n"
+    "  compaction  stubs old tool results when the context window fills\n"
+    "              (agent/pre-step: weir_agent_route, weir_messages_tokens)\n"
+    "  retry       retries failed model requests, honouring Retry-After, with a\n"
+    "              token bucket per host (agent/request-error)\n"
+    "  guard       denies tool calls whose arguments match a pattern and redacts\n"
+    "              e-mail addresses in tool results (tools/pre-execute, post-execute)\n"
+    "\n"
     "NAME is the plugin's name: [a-z][a-z0-9_-]*, at most 48 characters.  DIR must\n"
     "not exist, or be an empty directory.  The template is looked up in\n"
     "$WEIR_TEMPLATE_DIR, then next to the weir executable (../share/weir/template),\n"
     "then in the installed data directory.\n\n" WEIR_CLI_HELP_ENV_BASE
     "  WEIR_TEMPLATE_DIR   the template's folder (looked up first)\n";
+
+static const char *const kinds[] = {"compaction", "retry", "guard"};
+
+static bool valid_kind(const char *kind) {
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        if (!strcmp(kind, kinds[i]))
+            return true;
+    return false;
+}
 
 static bool valid_name(const char *name) {
     size_t n = strlen(name);
@@ -226,18 +248,79 @@ static int prepare_dir(const char *dir, bool *created) {
     return errno == EEXIST ? WEIR_EXIT_USAGE : WEIR_EXIT_IO;
 }
 
+/* Read the regular files of `dir`, filled in, into names/texts (*n of them
+ * so far); a file named as one already read replaces its text. */
+static int read_template(const char *dir, const char *name, const char *ident, const char *upper,
+                         char **names, char **texts, size_t *n) {
+    int rc = WEIR_EXIT_OK;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && rc == WEIR_EXIT_OK && (e = readdir(d))) {
+        char src[PATH_MAX];
+        if (e->d_name[0] == '.' ||
+            snprintf(src, sizeof src, "%s/%s", dir, e->d_name) >= (int)sizeof src)
+            continue;
+        struct stat st;
+        if (stat(src, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        char *text = fill(read_all(src), name, ident, upper);
+        char *file = replace_all(strdup(e->d_name), TEMPLATE_NAME, ident);
+        if (!text || !file) {
+            fprintf(stderr, "weir new-plugin: cannot read %s\n", src);
+            free(text);
+            free(file);
+            rc = WEIR_EXIT_IO;
+            break;
+        }
+        size_t at = 0;
+        while (at < *n && strcmp(names[at], file) != 0)
+            at++;
+        if (at == MAX_FILES) {
+            free(text);
+            free(file);
+            rc = WEIR_EXIT_IO;
+            break;
+        }
+        if (at < *n) { /* the kind's version of a template file */
+            free(names[at]);
+            free(texts[at]);
+        } else {
+            (*n)++;
+        }
+        names[at] = file;
+        texts[at] = text;
+    }
+    if (d)
+        closedir(d);
+    else {
+        fprintf(stderr, "weir new-plugin: cannot read %s: %s\n", dir, strerror(errno));
+        rc = WEIR_EXIT_IO;
+    }
+    return rc;
+}
+
 int weir_cmd_new_plugin(int argc, char **argv) {
-    static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {0}};
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'}, {"kind", required_argument, NULL, 'k'}, {0}};
     int ch;
-    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    const char *kind = NULL;
+    while ((ch = getopt_long(argc, argv, "hk:", longopts, NULL)) != -1) {
         if (ch == 'h') {
             fputs(help_text, stdout);
             return WEIR_EXIT_OK;
         }
+        if (ch == 'k') {
+            kind = optarg;
+            continue;
+        }
         return WEIR_EXIT_USAGE;
     }
     if (argc - optind < 1 || argc - optind > 2) {
-        fprintf(stderr, "usage: weir new-plugin NAME [DIR]\n");
+        fprintf(stderr, "usage: weir new-plugin [--kind KIND] NAME [DIR]\n");
+        return WEIR_EXIT_USAGE;
+    }
+    if (kind && !valid_kind(kind)) {
+        fprintf(stderr, "weir new-plugin: unknown kind '%s' (compaction, retry or guard)\n", kind);
         return WEIR_EXIT_USAGE;
     }
     const char *name = argv[optind];
@@ -268,38 +351,16 @@ int weir_cmd_new_plugin(int argc, char **argv) {
     /* read everything first: nothing is written from a broken template */
     char *names[MAX_FILES], *texts[MAX_FILES];
     size_t n = 0;
-    int rc = WEIR_EXIT_OK;
-    DIR *d = opendir(tmpl);
-    struct dirent *e;
-    while (d && rc == WEIR_EXIT_OK && (e = readdir(d))) {
-        char src[PATH_MAX];
-        if (e->d_name[0] == '.' ||
-            snprintf(src, sizeof src, "%s/%s", tmpl, e->d_name) >= (int)sizeof src)
-            continue;
-        struct stat st;
-        if (stat(src, &st) != 0 || !S_ISREG(st.st_mode))
-            continue;
-        if (n == MAX_FILES) {
-            rc = WEIR_EXIT_IO;
-            break;
-        }
-        texts[n] = fill(read_all(src), name, ident, upper);
-        names[n] = replace_all(strdup(e->d_name), TEMPLATE_NAME, ident);
-        if (!texts[n] || !names[n]) {
-            fprintf(stderr, "weir new-plugin: cannot read %s\n", src);
-            free(texts[n]);
-            free(names[n]);
-            rc = WEIR_EXIT_IO;
-            break;
-        }
-        n++;
-    }
-    if (d)
-        closedir(d);
-    else
-        fprintf(stderr, "weir new-plugin: cannot read %s: %s\n", tmpl, strerror(errno));
-    if (!d || (rc == WEIR_EXIT_OK && n == 0))
+    int rc = read_template(tmpl, name, ident, upper, names, texts, &n);
+    if (rc == WEIR_EXIT_OK && n == 0)
         rc = WEIR_EXIT_IO;
+    if (rc == WEIR_EXIT_OK && kind) {
+        char dir_kind[PATH_MAX];
+        if (snprintf(dir_kind, sizeof dir_kind, "%s/kinds/%s", tmpl, kind) >= (int)sizeof dir_kind)
+            rc = WEIR_EXIT_IO;
+        else
+            rc = read_template(dir_kind, name, ident, upper, names, texts, &n);
+    }
     bool created = false;
     size_t tried = 0; /* files this run may have created */
     if (rc == WEIR_EXIT_OK)
@@ -323,11 +384,12 @@ int weir_cmd_new_plugin(int argc, char **argv) {
         if (created)
             rmdir(dir);
     } else {
-        printf("weir new-plugin: wrote %s: plugin '%s' (weir-%s.so), %zu files\n"
+        printf("weir new-plugin: wrote %s: plugin '%s' (weir-%s.so%s%s), %zu files\n"
                "next:\n"
                "  cmake -S %s -B %s/build -DCMAKE_PREFIX_PATH=%s\n"
                "  cmake --build %s/build && ctest --test-dir %s/build --output-on-failure\n",
-               dir, name, name, n, dir, dir, prefix ? prefix : "<weir prefix>", dir, dir);
+               dir, name, name, kind ? ", a " : "", kind ? kind : "", n, dir, dir,
+               prefix ? prefix : "<weir prefix>", dir, dir);
     }
     for (size_t i = 0; i < n; i++) {
         free(names[i]);

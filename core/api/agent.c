@@ -356,6 +356,8 @@ void weir_agent_close(weir_agent *a) {
                 weir__hook_invoke(a->e.hooks, "agent/disposed", a, NULL, args, NULL, NULL, NULL));
         json_decref(args);
     }
+    /* the rows' agent_state blocks go after the listeners that may read them */
+    weir__host_agent_gone(a->e.host, a);
     weir__jobs_destroy(a->e.jobs);
     weir__inbox_destroy(a->e.inbox);
     weir__log_close(a->e.log);

@@ -55,6 +55,8 @@ json_t *weir__agent_event_ref(weir_agent *agent, size_t seq);
  * provider is.
  */
 json_t *weir__agent_model_info(weir_agent *agent, const char *provider, const char *model);
+/* api->agent_route (weir/plugin.h, ABI 1.12). */
+json_t *weir__agent_route(weir_agent *agent, weir_error *err);
 
 /*
  * One direct model call for `request` (borrowed {provider, model,

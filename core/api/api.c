@@ -60,6 +60,24 @@ static const char *api_stream_session(weir_stream *stream) {
     return weir__stream_session(stream);
 }
 
+/* "<prefix>-<16 hex digits>" into buf (api->unique_id, ABI 1.12). */
+static int api_unique_id(const char *prefix, char *buf, size_t size) {
+    if (!prefix)
+        prefix = "id";
+    size_t n = strlen(prefix);
+    bool ok = buf && n > 0 && n <= 32 && size >= n + 18;
+    for (const char *p = prefix; ok && *p; p++)
+        ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+             *p == '_' || *p == '.' || *p == '-';
+    if (!ok) {
+        if (buf && size)
+            buf[0] = '\0';
+        return WEIR_E_INVAL;
+    }
+    weir__random_id(buf, size, prefix);
+    return WEIR_OK;
+}
+
 const weir_api *weir_host_api(void) { return &weir__api_table; }
 
 const weir_api weir__api_table = {
@@ -123,6 +141,9 @@ const weir_api weir__api_table = {
     .agent_event_ref = weir__agent_event_ref,
     .stream_session = api_stream_session,
     .plugin_role = weir__plugin_role,
+    .agent_route = weir__agent_route,
+    .agent_state = weir__plugin_agent_state,
+    .unique_id = api_unique_id,
 };
 
 /* The wiring root: a host's plugins get this table, and its hook chains

@@ -1278,6 +1278,17 @@ const json_t *weir__log_request_context(const weir__log *log) {
     return c;
 }
 
+json_t *weir__log_request_context_copy(const weir__log *log, bool *oom) {
+    *oom = false;
+    if (!log)
+        return NULL;
+    lock(log);
+    json_t *c = log->context ? json_deep_copy(log->context) : NULL;
+    *oom = log->context && !c;
+    unlock(log);
+    return c;
+}
+
 bool weir__log_turn_open(const weir__log *log) {
     if (!log)
         return false;

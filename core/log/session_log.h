@@ -329,6 +329,9 @@ json_t *weir__log_derive(weir__log *log);
 /* Borrowed latest request/header data.header and request/context data, or NULL. */
 const json_t *weir__log_request_header(const weir__log *log);
 const json_t *weir__log_request_context(const weir__log *log);
+/* A copy (new reference) of the latest request/context data, made under the
+ * log's lock (any thread), or NULL: none (*oom false) or out of memory. */
+json_t *weir__log_request_context_copy(const weir__log *log, bool *oom);
 
 /*
  * Crash repair: when the last turn is open (turn/start without turn/end),

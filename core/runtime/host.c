@@ -182,6 +182,7 @@ static void host_free(weir_host *h) {
     stores_free(h);
     for (size_t i = h->nplugins; i-- > 0;) {
         weir_plugin *p = h->plugins[i];
+        weir__plugin_states_release(p, NULL); /* before fini: a destructor may use the row */
         if (p->initialized && p->desc->fini)
             p->desc->fini(p);
         p->initialized = false;
@@ -675,6 +676,24 @@ bool weir__host_event_type(const weir_host *host, const char *type, uint32_t *fl
         }
     }
     return false;
+}
+
+void weir__host_agent_gone(const weir_host *host, const void *agent) {
+    for (size_t i = 0; host && agent && i < host->nplugins; i++)
+        weir__plugin_states_release(host->plugins[i], agent);
+}
+
+const json_t *weir__host_row_config(const weir_host *host, const char *id) {
+    if (!host || !id)
+        return NULL;
+    size_t i;
+    const json_t *row;
+    json_array_foreach(json_object_get(host->config, "plugins"), i, row) {
+        const char *rid = json_string_value(json_object_get(row, "id"));
+        if (rid && !strcmp(rid, id))
+            return json_object_get(row, "config");
+    }
+    return NULL;
 }
 
 weir_plugin *weir__host_plugin(const weir_host *host, const char *id) {

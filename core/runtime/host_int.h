@@ -74,7 +74,21 @@ struct weir_plugin {
      * "Roles"), inline so that a test kit row needs no cleanup */
     char roles[WEIR__ROLES_MAX][WEIR__ROLE_LEN];
     size_t nroles;
+    struct weir__row_agent_state *states; /* api->agent_state blocks (runtime/agent_state.c) */
 };
+
+/*
+ * api->agent_state (core/runtime/agent_state.c): the block of `self` for
+ * `agent`, made zeroed at the first call.  Thread-safe.
+ */
+void *weir__plugin_agent_state(weir_plugin *self, weir_agent *agent, size_t size,
+                               void (*destroy)(void *state));
+/* Destroy and free the blocks of `self` for `agent` (NULL: every agent's). */
+void weir__plugin_states_release(weir_plugin *self, const void *agent);
+/* weir__plugin_states_release(p, agent) for every row of `host` (agent disposed). */
+void weir__host_agent_gone(const weir_host *host, const void *agent);
+/* The `config` of plugin row `id` of the composed config (borrowed), or NULL. */
+const json_t *weir__host_row_config(const weir_host *host, const char *id);
 
 /* Lookups (after weir_host_create succeeded). Borrowed results or NULL. */
 const weir__provider_entry *weir__host_provider(const weir_host *host, const char *id);

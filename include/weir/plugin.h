@@ -73,6 +73,12 @@
  *        (compaction, retry, system-prompt, ...); two rows filling one role
  *        fail the deployment unless both rows give "share_roles" (docs/plugins.md,
  *        "Roles"); `weir hooks` shows each listener's plugin, version and roles.
+ *        SDK helpers: agent_route (an agent's provider, model, window,
+ *        max output, base_url and host in one call), agent_state (per-agent
+ *        state of a row, freed when the agent is disposed or the row
+ *        unloaded), unique_id; the pure helpers of weir/sdk.h (error
+ *        filling, typed config readers, the token estimate and meter, a
+ *        message's text, a summary transcript).
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H
@@ -844,6 +850,45 @@ struct weir_api {
      * Since: ABI 1.12.
      */
     int (*plugin_role)(weir_plugin *self, const char *role);
+    /* --- 1.12: SDK helpers (docs/sdk.md, "Helpers"; weir/sdk.h has the pure ones) --- */
+    /**
+     * New reference: the agent's current route in one object
+     * {provider, model, context_window?, max_output?, base_url?, host?}:
+     * `provider` (a provider row id) and `model` of its latest request
+     * (request/context); `context_window` and `max_output` from that
+     * provider's model_info (the window logged with the request when the
+     * provider knows none); `base_url` from the provider row's config and
+     * `host` its host name (lower case, no port), when the row has one.
+     * NULL with `err` (may be NULL) filled: WEIR_E_INVAL for a NULL agent,
+     * WEIR_E_NOT_FOUND before the agent's first request, WEIR_E_NOMEM.  Any
+     * thread.  Check WEIR_API_HAS(api, agent_route) before use.
+     * Since: ABI 1.12.
+     */
+    json_t *(*agent_route)(weir_agent *agent, weir_error *err);
+    /**
+     * This row's state for `agent`: a block of `size` bytes (zeroed) made
+     * at the first call for the pair, the same pointer at every later call.
+     * The host owns the block: when the agent is disposed (after its
+     * agent/disposed listeners ran) or the row is unloaded (before its
+     * fini), it calls `destroy` (may be NULL) with the block, which frees
+     * what the block holds, never the block itself, and then frees it.
+     * Lock what the block holds yourself if listeners of other threads
+     * touch it; the get-or-create itself is thread-safe.  NULL for a NULL
+     * argument, a zero size, a size other than the first call's, or out of
+     * memory.  Any thread.  Check WEIR_API_HAS(api, agent_state).
+     * Since: ABI 1.12.
+     */
+    void *(*agent_state)(weir_plugin *self, weir_agent *agent, size_t size,
+                         void (*destroy)(void *state));
+    /**
+     * Write a unique id "<prefix>-<16 hex digits>" into `buf` (64 random
+     * bits; a prefix of [A-Za-z0-9_.-], at most 32 characters; NULL:
+     * "id").  WEIR_OK; WEIR_E_INVAL for a NULL buf, a bad prefix or a
+     * `size` too small for the id (buf then holds "").  Any thread.  Check
+     * WEIR_API_HAS(api, unique_id).
+     * Since: ABI 1.12.
+     */
+    int (*unique_id)(const char *prefix, char *buf, size_t size);
 };
 
 /** True when `api` has member `m` (for members added after 1.0). */
@@ -1015,6 +1060,9 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #define weir_agent_event_ref(...) (weir__plugin_api->agent_event_ref(__VA_ARGS__))
 #define weir_stream_session(...) (weir__plugin_api->stream_session(__VA_ARGS__))
 #define weir_plugin_role(...) (weir__plugin_api->plugin_role(__VA_ARGS__))
+#define weir_agent_route(...) (weir__plugin_api->agent_route(__VA_ARGS__))
+#define weir_agent_state(...) (weir__plugin_api->agent_state(__VA_ARGS__))
+#define weir_unique_id(...) (weir__plugin_api->unique_id(__VA_ARGS__))
 #elif defined(WEIR_NO_API_MACROS) && defined(WEIR__API_MACROS)
 #undef WEIR__API_MACROS
 #undef weir_plugin_id
@@ -1074,4 +1122,7 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #undef weir_agent_event_ref
 #undef weir_stream_session
 #undef weir_plugin_role
+#undef weir_agent_route
+#undef weir_agent_state
+#undef weir_unique_id
 #endif /* the call macros */

@@ -158,6 +158,8 @@ WEIR_API int weir_tk_load_file(weir_tk *tk, const char *path, const char *id,
  *                        holds its own reference while the chain runs);
  *                        NULL means json null.  Ignored by emit and serial
  *                        hooks.  Since 0.2 borrowed; 0.1 stole it.
+ * Invoking "agent/disposed" then releases the rows' weir_agent_state blocks
+ * of the kit's agent, as a host does when an agent is closed.
  * @return a new reference: the chain's (validated) result for a waterfall,
  *         json null for emit and serial; or NULL with `err` filled:
  *         WEIR_E_HOOK_FAILED (err->plugin = the failing row),

@@ -328,60 +328,13 @@ bool cp_prune_worth_it(size_t saved, size_t invalidated, long horizon, cp_cache_
 /* Token estimates                                                           */
 /* ------------------------------------------------------------------------ */
 
-size_t cp_tokens_for_chars(size_t chars) { return chars / 4 + (chars % 4 != 0); }
+/* The estimate is the SDK's (weir/sdk.h): one implementation for every plugin. */
+size_t cp_tokens_for_chars(size_t chars) { return weir_tokens_for_chars(chars); }
 
-static size_t str_len(const json_t *obj, const char *key) {
-    const json_t *v = json_object_get(obj, key);
-    return json_is_string(v) ? json_string_length(v) : 0;
-}
-
-/* Characters of a block array (recursively), and images. */
-static void blocks_size(const json_t *blocks, size_t *chars, size_t *images) {
-    size_t i;
-    const json_t *b;
-    json_array_foreach(blocks, i, b) {
-        const char *type = json_string_value(json_object_get(b, "type"));
-        if (!type)
-            continue;
-        if (!strcmp(type, "text") || !strcmp(type, "reasoning"))
-            *chars += str_len(b, "text");
-        else if (!strcmp(type, "tool_call"))
-            *chars += str_len(b, "name") + str_len(b, "arguments") + str_len(b, "id");
-        else if (!strcmp(type, "tool_result"))
-            blocks_size(json_object_get(b, "content"), chars, images);
-        else if (!strcmp(type, "image"))
-            (*images)++;
-    }
-}
-
-size_t cp_message_tokens(const json_t *message) {
-    if (!json_is_object(message))
-        return 0;
-    size_t chars = 0, images = 0;
-    blocks_size(json_object_get(message, "content"), &chars, &images);
-    return cp_tokens_for_chars(chars) + images * 1000 + 4;
-}
-
-/* No blocks, or only text/reasoning blocks with empty text (the derive's rule). */
-static bool content_empty(const json_t *content) {
-    size_t i;
-    const json_t *b;
-    json_array_foreach(content, i, b) {
-        const char *t = json_string_value(json_object_get(b, "type"));
-        const char *text = json_string_value(json_object_get(b, "text"));
-        if (!t || (strcmp(t, "text") != 0 && strcmp(t, "reasoning") != 0) || (text && *text))
-            return false;
-    }
-    return true;
-}
+size_t cp_message_tokens(const json_t *message) { return weir_message_tokens(message); }
 
 size_t cp_event_tokens(const char *type, const json_t *message) {
-    if (!type || !json_is_object(message))
-        return 0;
-    if ((!strcmp(type, "system/message") || !strcmp(type, "assistant/message")) &&
-        content_empty(json_object_get(message, "content")))
-        return 0;
-    return cp_message_tokens(message);
+    return weir_event_tokens(type, message);
 }
 
 static size_t node_tokens(const json_t *node) {
@@ -415,248 +368,36 @@ size_t cp_measure(const json_t *surface, long long baseline_seq, size_t baseline
     return total + extra_tokens;
 }
 
-size_t cp_usage_tokens(const json_t *usage) {
-    static const char *const keys[] = {"input_tokens", "output_tokens", "cache_read_tokens",
-                                       "cache_write_tokens"};
-    size_t total = 0;
-    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
-        json_int_t v = json_integer_value(json_object_get(usage, keys[i]));
-        if (v > 0)
-            total += (size_t)v;
-    }
-    return total;
-}
+size_t cp_usage_tokens(const json_t *usage) { return weir_usage_tokens(usage); }
 
 /* ------------------------------------------------------------------------ */
-/* The running meter                                                         */
+/* The running meter: the SDK's (weir/sdk.h), pinning by the config          */
 /* ------------------------------------------------------------------------ */
 
-void cp_meter_init(cp_meter *m) {
-    memset(m, 0, sizeof *m);
-    m->head = m->tail = -1;
-    m->baseline_seq = -1;
-    m->context_seq = m->header_seq = -1;
+static bool meter_pinned(const json_t *message, void *cfg) {
+    return cp_message_pinned(cfg, message);
 }
 
-void cp_meter_clear(cp_meter *m) {
-    if (!m)
-        return;
-    free(m->nodes);
-    cp_meter_init(m);
-}
+void cp_meter_init(cp_meter *m) { weir_meter_init(m); }
 
-static bool is_surface_type(const char *type) {
-    return type && (!strcmp(type, "system/message") || !strcmp(type, "user/message") ||
-                    !strcmp(type, "assistant/message") || !strcmp(type, "tool/result"));
-}
-
-/* Whether `seq` is a current node of `m`. */
-static bool meter_current(const cp_meter *m, long long seq) {
-    return seq >= 0 && (size_t)seq < m->next_seq && m->nodes[seq].current;
-}
-
-/* Take the current node `seq` out of the list and the sums. */
-static void meter_unlink(cp_meter *m, long long seq) {
-    cp_meter_node *n = &m->nodes[seq];
-    if (n->prev >= 0)
-        m->nodes[n->prev].next = n->next;
-    else
-        m->head = n->next;
-    if (n->next >= 0)
-        m->nodes[n->next].prev = n->prev;
-    else
-        m->tail = n->prev;
-    m->total -= n->tokens;
-    if (n->pinned) {
-        m->pinned_tokens -= n->tokens;
-        m->pinned_count--;
-    }
-    m->count--;
-    n->current = false;
-    n->prev = n->next = -1;
-}
-
-/* Put node `seq` (priced) between `prev` and `next` (-1: an end). */
-static void meter_link(cp_meter *m, long long seq, long long prev, long long next) {
-    cp_meter_node *n = &m->nodes[seq];
-    n->prev = prev;
-    n->next = next;
-    n->current = true;
-    if (prev >= 0)
-        m->nodes[prev].next = seq;
-    else
-        m->head = seq;
-    if (next >= 0)
-        m->nodes[next].prev = seq;
-    else
-        m->tail = seq;
-    m->total += n->tokens;
-    if (n->pinned) {
-        m->pinned_tokens += n->tokens;
-        m->pinned_count++;
-    }
-    m->count++;
-}
+void cp_meter_clear(cp_meter *m) { weir_meter_clear(m); }
 
 int cp_meter_seed(cp_meter *m, const json_t *surface, const json_t *last_usage,
                   const cp_config *cfg) {
-    if (!m || m->next_seq != 0 || !json_is_array(surface))
-        return -1;
-    size_t max = 0, i;
-    const json_t *node;
-    json_array_foreach(surface, i, node) {
-        const json_t *jseq = json_object_get(node, "seq");
-        if (!json_is_integer(jseq) || json_integer_value(jseq) < 0 ||
-            !is_surface_type(json_string_value(json_object_get(node, "type"))))
-            return -1;
-        if ((size_t)json_integer_value(jseq) > max)
-            max = (size_t)json_integer_value(jseq);
-    }
-    if (json_array_size(surface) == 0)
-        return 0; /* nothing to seed: the fold starts at seq 0 */
-    size_t cap = 256;
-    while (cap <= max)
-        cap *= 2;
-    /* zeroed: every seq not on the surface is no current node (pages never
-     * written cost no memory) */
-    cp_meter_node *nodes = calloc(cap, sizeof *nodes);
-    if (!nodes)
-        return -2;
-    free(m->nodes);
-    m->nodes = nodes;
-    m->cap = cap;
-    m->next_seq = max + 1;
-    json_array_foreach(surface, i, node) {
-        size_t seq = (size_t)json_integer_value(json_object_get(node, "seq"));
-        const char *type = json_string_value(json_object_get(node, "type"));
-        const json_t *message = json_object_get(node, "message");
-        cp_meter_node *n = &m->nodes[seq];
-        if (n->current) { /* a seq twice */
-            cp_meter_clear(m);
-            return -1;
-        }
-        n->tokens = json_is_object(message) ? cp_event_tokens(type, message) : 0;
-        n->pinned = !strcmp(type, "user/message") && cfg && json_is_object(message) &&
-                    cp_message_pinned(cfg, message);
-        meter_link(m, (long long)seq, m->tail, -1);
-        m->surface_version++;
-    }
-    const json_t *last = json_array_get(surface, json_array_size(surface) - 1);
-    if (json_is_object(last_usage) &&
-        !strcmp(json_string_value(json_object_get(last, "type")), "assistant/message")) {
-        m->baseline = true;
-        m->baseline_seq = m->tail;
-        m->baseline_usage = cp_usage_tokens(last_usage);
-        m->baseline_prefix = m->total;
-    }
-    return 0;
+    return weir_meter_seed(m, surface, last_usage, cfg ? meter_pinned : NULL, (void *)(uintptr_t)cfg);
 }
 
 int cp_meter_apply(cp_meter *m, const json_t *event, const cp_config *cfg) {
-    const json_t *jseq = json_object_get(event, "seq");
-    if (!json_is_integer(jseq) || json_integer_value(jseq) < 0)
-        return -1;
-    size_t seq = (size_t)json_integer_value(jseq);
-    if (seq < m->next_seq)
-        return 0; /* already applied */
-    if (seq > m->next_seq)
-        return -1; /* a gap: the caller starts again */
-    if (seq >= m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 256;
-        cp_meter_node *grown = realloc(m->nodes, cap * sizeof *grown);
-        if (!grown)
-            return -2;
-        m->nodes = grown;
-        m->cap = cap;
-    }
-    cp_meter_node *n = &m->nodes[seq];
-    memset(n, 0, sizeof *n);
-    n->prev = n->next = -1;
-    const char *type = json_string_value(json_object_get(event, "type"));
-    const json_t *data = json_object_get(event, "data");
-    if (type && !strcmp(type, "request/context"))
-        m->context_seq = (long long)seq;
-    else if (type && !strcmp(type, "request/header"))
-        m->header_seq = (long long)seq;
-    if (!is_surface_type(type)) {
-        m->next_seq = seq + 1;
-        return 0;
-    }
-    const json_t *message = json_object_get(data, "message");
-    n->tokens = cp_event_tokens(type, message);
-    n->pinned = !strcmp(type, "user/message") && cfg && cp_message_pinned(cfg, message);
-    const json_t *op = json_object_get(event, "surface_op");
-    long long prev = m->tail, next = -1;
-    if (json_is_object(op)) {
-        long long a = (long long)json_integer_value(json_object_get(op, "start_seq"));
-        long long b = (long long)json_integer_value(json_object_get(op, "end_seq"));
-        if (!meter_current(m, a) || !meter_current(m, b))
-            return -1;
-        /* walk a..b first, so a malformed range changes nothing */
-        long long at = a;
-        while (at >= 0 && at != b)
-            at = m->nodes[at].next;
-        if (at != b)
-            return -1;
-        prev = m->nodes[a].prev;
-        next = m->nodes[b].next;
-        if (m->baseline && a <= m->baseline_seq)
-            m->baseline = false; /* replaced at or in front of the baseline: stale */
-        for (at = a; at >= 0;) {
-            long long following = m->nodes[at].next;
-            meter_unlink(m, at);
-            if (at == b)
-                break;
-            at = following;
-        }
-    } else if (!json_is_string(op) || strcmp(json_string_value(op), "append") != 0) {
-        return -1;
-    }
-    meter_link(m, (long long)seq, prev, next);
-    if (!strcmp(type, "assistant/message")) {
-        const json_t *usage = json_object_get(data, "usage");
-        m->baseline = json_is_object(usage) && next < 0;
-        m->baseline_seq = (long long)seq;
-        m->baseline_usage = m->baseline ? cp_usage_tokens(usage) : 0;
-        m->baseline_prefix = m->total;
-    }
-    m->surface_version++;
-    m->next_seq = seq + 1;
-    return 0;
+    return weir_meter_apply(m, event, cfg ? meter_pinned : NULL, (void *)(uintptr_t)cfg);
 }
 
-size_t cp_meter_tokens(const cp_meter *m) {
-    return m->baseline ? m->baseline_usage + (m->total - m->baseline_prefix) : m->total;
-}
+size_t cp_meter_tokens(const cp_meter *m) { return weir_meter_tokens(m); }
 
 /* ------------------------------------------------------------------------ */
 /* Pinned context                                                            */
 /* ------------------------------------------------------------------------ */
 
-char *cp_message_text(const json_t *message) {
-    size_t len = 0, i;
-    const json_t *b, *content = json_object_get(message, "content");
-    json_array_foreach(content, i, b) {
-        const char *t = json_string_value(json_object_get(b, "type"));
-        if (t && !strcmp(t, "text"))
-            len += json_string_length(json_object_get(b, "text")) + 1;
-    }
-    char *out = malloc(len + 1), *at = out;
-    if (!out)
-        return NULL;
-    json_array_foreach(content, i, b) {
-        const char *t = json_string_value(json_object_get(b, "type"));
-        const json_t *text = json_object_get(b, "text");
-        if (!t || strcmp(t, "text") != 0 || !json_is_string(text))
-            continue;
-        if (at != out)
-            *at++ = '\n';
-        memcpy(at, json_string_value(text), json_string_length(text));
-        at += json_string_length(text);
-    }
-    *at = '\0';
-    return out;
-}
+char *cp_message_text(const json_t *message) { return weir_message_text(message); }
 
 bool cp_message_pinned(const cp_config *cfg, const json_t *message) {
     const json_t *source = json_object_get(message, "source");

@@ -20,6 +20,8 @@
 
 #include <jansson.h>
 
+#include <weir/sdk.h>
+
 /** The compaction strategies a chain is made of (docs/compaction.md, "Strategies"). */
 typedef enum cp_strategy {
     CP_STRATEGY_PRUNE,  /* prune oversized tool results when the cost rule says so */
@@ -159,29 +161,8 @@ size_t cp_usage_tokens(const json_t *usage);
  * request/context and request/header seqs.  cp_meter_tokens(m) equals
  * cp_measure() over the same surface.
  */
-typedef struct cp_meter_node {
-    size_t tokens;
-    long long prev, next; /* seqs of the neighbours in surface order, -1 at the ends */
-    bool current, pinned;
-} cp_meter_node;
-
-typedef struct cp_meter {
-    cp_meter_node *nodes; /* by seq, [0, next_seq) */
-    size_t cap;
-    size_t next_seq;      /* the seq the next applied envelope must have */
-    long long head, tail; /* first and last current node, -1 when empty */
-    size_t count;         /* current nodes */
-    size_t total;         /* estimate of the current nodes */
-    size_t pinned_tokens; /* estimate of the current pinned nodes */
-    size_t pinned_count;
-    bool baseline;        /* the usage baseline holds */
-    long long baseline_seq;
-    size_t baseline_usage;  /* cp_usage_tokens of its usage */
-    size_t baseline_prefix; /* estimate of the nodes up to and including it */
-    uint64_t surface_version; /* bumped by every surface event */
-    long long context_seq;    /* last request/context, -1 none */
-    long long header_seq;     /* last request/header, -1 none */
-} cp_meter;
+typedef weir_meter_node cp_meter_node; /* the SDK's meter (weir/sdk.h) */
+typedef weir_meter cp_meter;
 
 /** An empty meter (no allocation). */
 void cp_meter_init(cp_meter *m);

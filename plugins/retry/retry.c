@@ -44,9 +44,9 @@
 #include "retry_breaker.h"
 #include "retry_policy.h"
 
-/* The route one agent's current step uses. */
+/* The route one agent's current step uses: the agent's weir_agent_state
+ * block, which the host frees when the agent goes (route_free first). */
 typedef struct route_state {
-    char *agent;                /* owned */
     bool have_step;
     json_int_t turn, step;      /* the step it applies to */
     size_t route;               /* 0: the step's own route; k: fallback[k - 1] of its policy */
@@ -63,8 +63,6 @@ typedef struct retry_state {
     pthread_mutex_t mu;         /* guards everything below */
     retry_budgets budgets;
     retry_breakers breakers;
-    route_state *routes;
-    size_t nroutes, cap_routes;
     uint64_t rng;               /* splitmix64 state */
 } retry_state;
 
@@ -148,46 +146,18 @@ static const char *spent_name(retry_spent spent) {
 /* Routes                                                                    */
 /* ------------------------------------------------------------------------ */
 
-/* The route state of `agent`, created empty.  Caller holds s->mu.  NULL: out of memory. */
-static route_state *route_get(retry_state *s, const char *agent) {
-    for (size_t i = 0; i < s->nroutes; i++)
-        if (!strcmp(s->routes[i].agent, agent))
-            return &s->routes[i];
-    if (s->nroutes == s->cap_routes) {
-        size_t cap = s->cap_routes ? s->cap_routes * 2 : 8;
-        route_state *grown = realloc(s->routes, cap * sizeof *grown);
-        if (!grown)
-            return NULL;
-        s->routes = grown;
-        s->cap_routes = cap;
-    }
-    route_state *rs = &s->routes[s->nroutes];
-    memset(rs, 0, sizeof *rs);
-    rs->agent = strdup(agent);
-    if (!rs->agent)
-        return NULL;
-    s->nroutes++;
-    return rs;
-}
-
-static void route_free(route_state *rs) {
-    free(rs->agent);
+static void route_free(void *block) {
+    route_state *rs = block;
     free(rs->primary_provider);
     free(rs->primary_model);
     free(rs->cur_provider);
     free(rs->cur_model);
 }
 
-/* Drop the route state of `agent`.  Caller holds s->mu. */
-static void route_forget(retry_state *s, const char *agent) {
-    size_t keep = 0;
-    for (size_t i = 0; i < s->nroutes; i++) {
-        if (agent && !strcmp(s->routes[i].agent, agent))
-            route_free(&s->routes[i]);
-        else
-            s->routes[keep++] = s->routes[i];
-    }
-    s->nroutes = keep;
+/* The route state of the call's agent, created empty.  Caller holds s->mu.  NULL: out of
+ * memory. */
+static route_state *route_get(retry_state *s, weir_call *call) {
+    return weir_agent_state(s->self, weir_call_agent(call), sizeof(route_state), route_free);
 }
 
 /* The fallback routes of a step whose own route is on `primary`. */
@@ -214,7 +184,7 @@ static json_t *on_request(weir_call *call, const json_t *args, void *ud) {
     char *want_provider = NULL, *want_model = NULL;
     bool ok = true;
     pthread_mutex_lock(&s->mu);
-    route_state *rs = route_get(s, agent);
+    route_state *rs = route_get(s, call);
     if (!rs) {
         ok = false;
     } else if (!rs->have_step || rs->turn != turn || rs->step != step) {
@@ -273,7 +243,7 @@ static json_t *fall_back(weir_call *call, retry_state *s, const char *agent, jso
     char *from_model = NULL;
     const retry_route *to = NULL;
     pthread_mutex_lock(&s->mu);
-    route_state *rs = route_get(s, agent);
+    route_state *rs = route_get(s, call);
     if (rs && rs->have_step && rs->turn == turn && rs->step == step) {
         const retry_policy *p = routes_of(s, rs->primary_provider);
         size_t j = rs->route; /* fallback[j] is the next route */
@@ -378,7 +348,7 @@ static json_t *on_request_error(weir_call *call, const json_t *args, void *ud) {
     uint64_t elapsed = 0, previous = 0;
     bool oom = false;
     pthread_mutex_lock(&s->mu);
-    route_state *rs = route_get(s, agent);
+    route_state *rs = route_get(s, call);
     if (rs && rs->have_step && rs->turn == turn && rs->step == step && rs->cur_model &&
         same(rs->cur_provider, provider))
         model = strdup(rs->cur_model);
@@ -598,8 +568,7 @@ static json_t *on_disposed(weir_call *call, const json_t *args, void *ud) {
     retry_state *s = ud;
     const char *agent = json_string_value(json_object_get(args, "agent"));
     pthread_mutex_lock(&s->mu);
-    retry_budgets_forget(&s->budgets, agent);
-    route_forget(s, agent);
+    retry_budgets_forget(&s->budgets, agent); /* the route goes with the agent's state */
     pthread_mutex_unlock(&s->mu);
     return json_null();
 }
@@ -610,9 +579,6 @@ static void state_free(retry_state *s) {
     retry_config_clear(&s->cfg);
     retry_budgets_clear(&s->budgets);
     retry_breakers_clear(&s->breakers);
-    for (size_t i = 0; i < s->nroutes; i++)
-        route_free(&s->routes[i]);
-    free(s->routes);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }

@@ -366,6 +366,24 @@ static const json_t *tk_agent_event_peek(weir_agent *agent, size_t seq) {
     return tk && tk->log ? weir__log_event_lend(tk->log, seq) : NULL;
 }
 
+/* What weir_tk_set_route gave, as weir_agent_route() answers it. */
+static json_t *tk_agent_route(weir_agent *agent, weir_error *err) {
+    weir_tk *tk = kit_of(agent);
+    if (!tk) {
+        weir__err(err, WEIR_E_INVAL, NULL, NULL, "agent_route: NULL agent");
+        return NULL;
+    }
+    if (!tk->route) {
+        weir__err(err, WEIR_E_NOT_FOUND, NULL, NULL,
+                  "agent_route: the test kit's agent has no route (weir_tk_set_route)");
+        return NULL;
+    }
+    json_t *r = json_deep_copy(tk->route);
+    if (!r)
+        weir__err(err, WEIR_E_NOMEM, NULL, NULL, "agent_route: out of memory");
+    return r;
+}
+
 /* The route weir_tk_set_route gave: its info for its provider and model. */
 static json_t *tk_agent_model_info(weir_agent *agent, const char *provider, const char *model) {
     weir_tk *tk = kit_of(agent);
@@ -540,6 +558,7 @@ weir_tk *weir_tk_create(void) {
     tk->api.agent_complete = tk_agent_complete;
     tk->api.agent_complete_stream = tk_agent_complete_stream;
     tk->api.agent_hook_register = tk_agent_hook_register;
+    tk->api.agent_route = tk_agent_route;
     tk->agent.tk = tk;
     tk->messages = json_array();
     tk->events = json_array();
@@ -583,6 +602,7 @@ void weir_tk_destroy(weir_tk *tk) {
     pthread_mutex_unlock(&live_mu);
     for (size_t i = tk->nplugins; i-- > 0;) {
         tk_plugin *p = tk->plugins[i];
+        weir__plugin_states_release(&p->base, NULL); /* agent_state blocks, before fini */
         if (p->base.initialized && p->base.desc->fini)
             p->base.desc->fini(&p->base);
     }
@@ -796,8 +816,12 @@ json_t *weir_tk_invoke(weir_tk *tk, const char *hook, const json_t *args,
     if (!tk->frozen && freeze(tk, err) != WEIR_OK)
         return NULL;
     tk_default d = {tk, default_result};
-    return weir__hook_invoke(tk->hooks, hook, (weir_agent *)(void *)&tk->agent, &tk->signal,
-                             args, run_default, &d, err);
+    json_t *r = weir__hook_invoke(tk->hooks, hook, (weir_agent *)(void *)&tk->agent,
+                                  &tk->signal, args, run_default, &d, err);
+    if (!strcmp(hook, "agent/disposed")) /* as a host does once the listeners ran */
+        for (size_t i = 0; i < tk->nplugins; i++)
+            weir__plugin_states_release(&tk->plugins[i]->base, &tk->agent);
+    return r;
 }
 
 size_t weir_tk_default_calls(const weir_tk *tk) {

@@ -22,7 +22,7 @@ fail() {
     exit 1
 }
 
-"$weir" --help | grep -q "new-plugin NAME \[DIR\]" || fail "weir --help does not list new-plugin"
+"$weir" --help | grep -q "new-plugin \[--kind K\] NAME \[DIR\]" || fail "weir --help does not list new-plugin"
 
 cd "$tmp" || exit 1
 out=$("$weir" new-plugin rate-cap 2>&1) || fail "weir new-plugin rate-cap: $out"

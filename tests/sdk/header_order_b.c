@@ -1,7 +1,9 @@
-/* tests/sdk/header_order_b.c - weir/host.h, then weir/testkit.h (see header_order_a.c). */
+/* tests/sdk/header_order_b.c - weir/host.h, weir/sdk.h (header-only helpers), then
+ * weir/testkit.h (see header_order_a.c). */
 #include <string.h>
 
 #include <weir/host.h>
+#include <weir/sdk.h>
 #include <weir/testkit.h>
 
 #include "header_order.h"
@@ -12,5 +14,6 @@
 
 int header_order_b(void) {
     return strcmp(weir_status_name(WEIR_E_BUSY), "E_BUSY") == 0 &&
-           weir_agent_id(NULL) == NULL && weir_tk_events(NULL) == NULL;
+           weir_agent_id(NULL) == NULL && weir_tk_events(NULL) == NULL &&
+           weir_tokens_for_chars(9) == 3;
 }
