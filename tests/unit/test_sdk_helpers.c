@@ -470,9 +470,10 @@ static json_t *pre_step(weir_tk *tk) {
     json_t *args = json_pack("{s:s,s:i,s:i,s:[]}", "agent", "testkit", "turn", 1, "step", 1,
                              "messages");
     weir_error err;
-    json_t *r = weir_tk_invoke(tk, "agent/pre-step", args,
-                               json_pack("{s:s,s:[]}", "kind", "enter", "messages"), &err);
+    json_t *dflt = json_pack("{s:s,s:[]}", "kind", "enter", "messages");
+    json_t *r = weir_tk_invoke(tk, "agent/pre-step", args, dflt, &err); /* dflt borrowed */
     json_decref(args);
+    json_decref(dflt);
     if (!r)
         fail_msg("agent/pre-step: %s", err.text);
     return r;
