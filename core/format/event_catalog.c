@@ -106,9 +106,10 @@ const weir__event_def weir__event_catalog[] = {
      "\"Reasoning continuations\"). Logged before the request when it differs from the "
      "last one."},
     {"hook/decision", WEIR__EVENT_IGNORABLE,
-     "{hook, plugin, row, decision, turn, step, latency_us, detail?}",
+     "{hook, plugin, row, decision, turn, step, input_id?, latency_us, detail?}",
      "A hook listener decided (its result is not what weir_next() gave it, or it "
-     "short-circuited): docs/hooks.md, \"Provenance\" (`session.provenance`)."},
+     "short-circuited): docs/hooks.md, \"Provenance\" (`session.provenance`). `input_id`: "
+     "the input an agent/admit decision was about (a refusal's only trace)."},
     {"hook/quarantined", WEIR__EVENT_IGNORABLE, "{hook, plugin, row, turn, step, failures, error}",
      "A row reached its max_failures: its listeners are passed over for the rest of the "
      "process (docs/hooks.md, \"Fault policy\")."},

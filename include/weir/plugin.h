@@ -69,6 +69,9 @@
  *        WEIR_PLUGIN_HEADER_MIN(minor): a plugin stamps the oldest minor it
  *        needs.  weir_failure_from_http's failure carries host and
  *        rate_limit, and the attempt's log record data.http (no new member).
+ *   1.12 (issue #36, plugin author's kit) the agent/admit waterfall: every
+ *        input before it is logged, admitted, rewritten or refused
+ *        (WEIR_E_REFUSED, weir/errors.h); hook/decision carries input_id.
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H

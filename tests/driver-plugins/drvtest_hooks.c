@@ -45,6 +45,13 @@
  *   "stream_warn": N          agent/assistant-stream: a warning log line
  *                             (weir_log) at the Nth text-delta frame, so in
  *                             the middle of a streamed line of text
+ *   "admit": {"action": "redact"|"refuse"|"fail", "reason"?}
+ *                             agent/admit: "redact" replaces every word with
+ *                             an '@' in the input's text blocks by
+ *                             "[redacted]" (a PII guard); "refuse" refuses
+ *                             input whose text has an '@' (reason: "reason",
+ *                             default "contains an e-mail address"); "fail"
+ *                             fails (weir_call_fail "guard is down")
  *   "agent_deny": {"session", "tool"}
  *                             agent/created of that session: register, for
  *                             that agent only, a tools/pre-execute listener
@@ -363,6 +370,81 @@ static json_t *late_register(weir_call *call, const json_t *args, void *ud) {
     return log_codes(call, a, json_pack("{s:i}", "late", late));
 }
 
+/* `text` with every word holding an '@' replaced by "[redacted]" (new). */
+static char *redact(const char *text) {
+    size_t n = strlen(text);
+    char *out = malloc(n * 10 + 1); /* a one-byte word grows to 10 at most */
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && text[j] != ' ' && text[j] != '\n')
+            j++;
+        if (memchr(text + i, '@', j - i)) {
+            memcpy(out + o, "[redacted]", 10);
+            o += 10;
+        } else {
+            memcpy(out + o, text + i, j - i);
+            o += j - i;
+        }
+        if (j < n)
+            out[o++] = text[j++];
+        i = j;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static json_t *on_admit(weir_call *call, const json_t *args, void *ud) {
+    hk *h = ud;
+    const json_t *cfg = json_object_get(h->config, "admit");
+    const char *action = json_string_value(json_object_get(cfg, "action"));
+    const json_t *msg = json_object_get(args, "message");
+    bool has_at = false;
+    size_t i;
+    const json_t *b;
+    json_array_foreach(json_object_get(msg, "content"), i, b) {
+        const char *t = json_string_value(json_object_get(b, "text"));
+        has_at |= t && strchr(t, '@');
+    }
+    if (action && !strcmp(action, "fail")) {
+        weir_call_fail(call, "guard is down");
+        return NULL;
+    }
+    if (action && !strcmp(action, "refuse") && has_at) {
+        const char *why = json_string_value(json_object_get(cfg, "reason"));
+        return json_pack("{s:s, s:s}", "kind", "refuse", "reason",
+                         why ? why : "contains an e-mail address");
+    }
+    if (!action || strcmp(action, "redact") != 0 || !has_at)
+        return weir_next(call);
+    json_t *copy = json_deep_copy(msg);
+    if (!copy) {
+        weir_call_fail(call, "out of memory");
+        return NULL;
+    }
+    json_t *cb;
+    json_array_foreach(json_object_get(copy, "content"), i, cb) {
+        const char *t = json_string_value(json_object_get(cb, "text"));
+        char *r = t ? redact(t) : NULL;
+        if (t && (!r || json_object_set_new(cb, "text", json_string(r)) != 0)) {
+            free(r);
+            json_decref(copy);
+            weir_call_fail(call, "out of memory");
+            return NULL;
+        }
+        free(r);
+    }
+    json_t *next = weir_next(call); /* the inner chain (and the default) still runs */
+    if (!next) {
+        json_decref(copy);
+        return NULL;
+    }
+    json_decref(next);
+    return json_pack("{s:s, s:o}", "kind", "admit", "message", copy);
+}
+
 static int init(weir_plugin *self, const weir_api *api, const json_t *config, weir_error *err) {
     (void)err;
     WEIR_PLUGIN_INIT_API(api);
@@ -408,6 +490,8 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
         rc = weir_hook_register(self, "tools/post-execute", on_post, &o);
     if (rc == WEIR_OK && json_object_get(config, "stream_warn"))
         rc = weir_hook_register(self, "agent/assistant-stream", on_stream_frame, &o);
+    if (rc == WEIR_OK && json_object_get(config, "admit"))
+        rc = weir_hook_register(self, "agent/admit", on_admit, &o);
     if (rc == WEIR_OK && json_object_get(config, "agent_deny")) {
         if (!WEIR_API_HAS(api, agent_hook_register))
             return WEIR_E_UNSUPPORTED;
