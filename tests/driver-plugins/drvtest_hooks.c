@@ -52,6 +52,11 @@
  *                             input whose text has an '@' (reason: "reason",
  *                             default "contains an e-mail address"); "fail"
  *                             fails (weir_call_fail "guard is down")
+ *   "status_wait": {"ms": N, "text", "kind"?}
+ *                             agent/request: append drvtest/wait with the
+ *                             status-line contract {status:{kind (default
+ *                             "waiting"), text, delay_ms: N}} (docs/plugins.md,
+ *                             "Status lines"), sleep N ms, then weir_next()
  *   "agent_deny": {"session", "tool"}
  *                             agent/created of that session: register, for
  *                             that agent only, a tools/pre-execute listener
@@ -445,6 +450,32 @@ static json_t *on_admit(weir_call *call, const json_t *args, void *ud) {
     return json_pack("{s:s, s:o}", "kind", "admit", "message", copy);
 }
 
+/* A third-party wait with a countdown: the status contract, then the wait. */
+static json_t *on_status_wait(weir_call *call, const json_t *args, void *ud) {
+    (void)args;
+    hk *h = ud;
+    const json_t *cfg = json_object_get(h->config, "status_wait");
+    json_int_t ms = json_integer_value(json_object_get(cfg, "ms"));
+    const char *kind = json_string_value(json_object_get(cfg, "kind"));
+    json_t *data = json_pack("{s:{s:s, s:s?, s:I}}", "status", "kind", kind ? kind : "waiting",
+                             "text", json_string_value(json_object_get(cfg, "text")), "delay_ms",
+                             ms);
+    weir_error err;
+    memset(&err, 0, sizeof err);
+    int rc = data ? weir_agent_append(weir_call_agent(call), "drvtest/wait", data, &err)
+                  : WEIR_E_NOMEM;
+    json_decref(data);
+    if (rc != WEIR_OK) {
+        weir_call_fail(call, "drvtest: cannot log drvtest/wait: %s", err.text);
+        return NULL;
+    }
+    if (weir_signal_sleep(weir_call_signal(call), (uint64_t)ms) != WEIR_OK) {
+        weir_call_fail(call, "drvtest: the wait was cut");
+        return NULL;
+    }
+    return weir_next(call);
+}
+
 static int init(weir_plugin *self, const weir_api *api, const json_t *config, weir_error *err) {
     (void)err;
     WEIR_PLUGIN_INIT_API(api);
@@ -490,6 +521,11 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
         rc = weir_hook_register(self, "tools/post-execute", on_post, &o);
     if (rc == WEIR_OK && json_object_get(config, "stream_warn"))
         rc = weir_hook_register(self, "agent/assistant-stream", on_stream_frame, &o);
+    if (rc == WEIR_OK && json_object_get(config, "status_wait")) {
+        rc = weir_event_type_register(self, "drvtest/wait", WEIR_EVENT_IGNORABLE);
+        if (rc == WEIR_OK)
+            rc = weir_hook_register(self, "agent/request", on_status_wait, &o);
+    }
     if (rc == WEIR_OK && json_object_get(config, "admit"))
         rc = weir_hook_register(self, "agent/admit", on_admit, &o);
     if (rc == WEIR_OK && json_object_get(config, "agent_deny")) {
