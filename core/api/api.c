@@ -122,6 +122,7 @@ const weir_api weir__api_table = {
     .agent_event_peek = weir__agent_event_peek,
     .agent_event_ref = weir__agent_event_ref,
     .stream_session = api_stream_session,
+    .event_namespace_claim = weir__plugin_event_namespace_claim,
 };
 
 /* The wiring root: a host's plugins get this table, and its hook chains

@@ -55,6 +55,8 @@ typedef struct weir__provider_entry {
     weir_plugin *owner;
 } weir__provider_entry;
 
+#define WEIR__MAX_NAMESPACES 4 /* event_namespace_claim's per plugin */
+
 struct weir_plugin {
     weir_host *host;
     char *id;                 /* row id */
@@ -67,6 +69,9 @@ struct weir_plugin {
     bool registering;         /* true only during init */
     bool initialized;
     weir_error reg_err;       /* first registration failure during init */
+    /* event type namespaces claimed (event_namespace_claim), besides desc->name */
+    char namespaces[WEIR__MAX_NAMESPACES][32];
+    size_t nnamespaces;
 };
 
 /* Lookups (after weir_host_create succeeded). Borrowed results or NULL. */
@@ -123,6 +128,11 @@ void weir__plugin_log(const weir_plugin *self, weir_log_level level, const char 
 int weir__plugin_hook_register(weir_plugin *self, const char *hook, weir_hook_fn fn,
                                const weir_hook_opts *opts);
 int weir__plugin_event_type_register(weir_plugin *self, const char *type, uint32_t flags);
+/* api->event_namespace_claim (docs/plugins.md, "Event types are namespaced"). */
+int weir__plugin_event_namespace_claim(weir_plugin *self, const char *ns);
+/* Whether `ns` (its first `len` bytes) is a namespace of the core: the
+ * prefix of an event catalog type or of a hook catalog name. */
+bool weir__namespace_reserved(const char *ns, size_t len);
 /* api->provider_require: record `provider` for the check after every init. */
 int weir__plugin_provider_require(weir_plugin *self, const char *provider, const char *what);
 int weir__plugin_provider_register(weir_plugin *self, const weir_provider *provider,

@@ -1811,7 +1811,10 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
         "compaction/start",   "compaction/prune",   "compaction/summary",
         "compaction/end",     "compaction/breaker", "compaction/pinned-over-threshold",
         "compaction/prune-decision", "compaction/recall"};
-    int rc = WEIR_OK;
+    /* its events are compaction/<name>: it claims that namespace (ABI 1.12) */
+    int rc = WEIR_API_HAS(WEIR_PLUGIN_API, event_namespace_claim)
+                 ? weir_event_namespace_claim(self, "compaction")
+                 : WEIR_OK;
     for (size_t i = 0; rc == WEIR_OK && i < sizeof events / sizeof *events; i++)
         rc = weir_event_type_register(self, events[i], WEIR_EVENT_IGNORABLE);
     json_t *params = s->cfg.recall_enabled ? json_loads(recall_schema, 0, NULL) : NULL;

@@ -21,8 +21,8 @@
  * max_elapsed_ms, breaker, fallback, and providers {<provider id>: {same
  * keys}} overriding them per provider.
  *
- * Events (all ignorable): llm/retry before each wait and llm/retry-started
- * after it; llm/fallback when a route changes; llm/breaker on every breaker
+ * Events (all ignorable): retry/wait before each wait and retry/started
+ * after it; retry/fallback when a route changes; retry/breaker on every breaker
  * transition, in the log of the agent whose request caused it.
  *
  * State: counters per agent, step and route; one route per agent; one
@@ -290,7 +290,7 @@ static json_t *on_request(weir_call *call, const json_t *args, void *ud) {
 }
 
 /*
- * Move the step to its next fallback route: llm/fallback {turn, step, from,
+ * Move the step to its next fallback route: retry/fallback {turn, step, from,
  * to, reason, failure}, then {kind:"retry"} (no wait: another route).  NULL
  * with *none set when no route is left; NULL without it when the listener
  * failed.
@@ -341,7 +341,7 @@ static json_t *fall_back(weir_call *call, retry_state *s, const char *agent, jso
              from_model ? from_model : "?", to->provider, to->model, brief, why);
     with_status(&data, "notice", text, 0);
     free(from_model);
-    if (!append(call, "llm/fallback", data))
+    if (!append(call, "retry/fallback", data))
         return NULL;
     json_t *action = json_pack("{s:s}", "kind", "retry");
     if (!action)
@@ -489,7 +489,7 @@ static json_t *on_request_error(weir_call *call, const json_t *args, void *ud) {
         json_decref(data);
         data = NULL;
     }
-    if (!append(call, "llm/retry", data)) /* recorded before waiting */
+    if (!append(call, "retry/wait", data)) /* recorded before waiting */
         return NULL;
     int rc = weir_signal_sleep(signal, plan.delay_ms);
     if (rc == WEIR_E_CANCELLED)
@@ -499,7 +499,7 @@ static json_t *on_request_error(weir_call *call, const json_t *args, void *ud) {
                        (unsigned long long)plan.delay_ms, rc);
         return NULL;
     }
-    if (!append(call, "llm/retry-started",
+    if (!append(call, "retry/started",
                 json_pack("{s:s, s:I, s:I, s:I}", "retry_id", retry_id, "turn", turn, "step",
                           step, "retry", (json_int_t)plan.retry)))
         return NULL;
@@ -513,7 +513,7 @@ static json_t *on_request_error(weir_call *call, const json_t *args, void *ud) {
 /* llm/stream: the circuit breaker                                           */
 /* ------------------------------------------------------------------------ */
 
-/* llm/breaker {provider, state, failures, cooldown_ms, turn, step}. */
+/* retry/breaker {provider, state, failures, cooldown_ms, turn, step}. */
 static bool log_breaker(weir_call *call, const json_t *args, const char *provider,
                         const retry_breaker_change *ch) {
     const char *state = retry_breaker_state_name(ch->to);
@@ -534,7 +534,7 @@ static bool log_breaker(weir_call *call, const json_t *args, const char *provide
                             json_integer_value(json_object_get(args, "turn")), "step",
                             json_integer_value(json_object_get(args, "step")));
     with_status(&data, "notice", text, 0);
-    return append(call, "llm/breaker", data);
+    return append(call, "retry/breaker", data);
 }
 
 /* The stream of a request the breaker does not let through: one error finish. */
@@ -729,8 +729,8 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
         snprintf(where, sizeof where, "providers.%s.", s->cfg.provider_ids[i]);
         rc = require_routes(self, &s->cfg.providers[i], where);
     }
-    static const char *const types[] = {"llm/retry", "llm/retry-started", "llm/fallback",
-                                        "llm/breaker"};
+    static const char *const types[] = {"retry/wait", "retry/started", "retry/fallback",
+                                        "retry/breaker"};
     for (size_t i = 0; rc == WEIR_OK && i < sizeof types / sizeof types[0]; i++)
         rc = weir_event_type_register(self, types[i], WEIR_EVENT_IGNORABLE);
     weir_hook_opts opts = WEIR_HOOK_OPTS_INIT;

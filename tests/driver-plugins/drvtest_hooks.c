@@ -57,6 +57,8 @@
  *                             status-line contract {status:{kind (default
  *                             "waiting"), text, delay_ms: N}} (docs/plugins.md,
  *                             "Status lines"), sleep N ms, then weir_next()
+ *   (every row claims the event namespace "drvtest": its types, "append"'s
+ *   too, are drvtest/<name>)
  *   "agent_deny": {"session", "tool"}
  *                             agent/created of that session: register, for
  *                             that agent only, a tools/pre-execute listener
@@ -487,9 +489,11 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
     weir_plugin_set_data(self, h);
     weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
     o.user_data = h;
-    int rc = WEIR_OK;
-    if (json_object_get(config, "record_requests") || json_object_get(config, "replay") ||
-        json_object_get(config, "stream_fail")) {
+    /* its event types are drvtest/<name> (config "append" too) */
+    int rc = weir_event_namespace_claim(self, "drvtest");
+    if (rc == WEIR_OK &&
+        (json_object_get(config, "record_requests") || json_object_get(config, "replay") ||
+         json_object_get(config, "stream_fail"))) {
         if (json_is_true(json_object_get(config, "record_requests")))
             rc = weir_event_type_register(self, "drvtest/request", WEIR_EVENT_IGNORABLE);
         if (rc == WEIR_OK)
