@@ -170,7 +170,7 @@ static bool print_known(FILE *out, const char *type, const json_t *d) {
         note(out, "hook %s: plugin %s (row %s) took %s ms (budget %lld ms)", hook, plugin, row,
              weir_cli_grouped(a, sizeof a, int_of(d, "latency_us") / 1000), int_of(d, "budget_ms"));
     } else if (!strcmp(type, "retry/wait") || !strcmp(type, "llm/retry")) {
-        /* retry's events; llm/... is how the retry plugin of weir 1.11 and
+        /* retry's events; llm/... is how the retry plugin of ABI 1.11 and
          * before named them: old logs read the same */
         note(out, "retrying in %.1f s (%s, retry %lld): %s",
              (double)int_of(d, "delay_ms") / 1000.0, str_or(get(f, "code"), "?"),

@@ -81,7 +81,7 @@ grep -qx 'weir: retrying in 0.2 s (RATE_LIMIT 429, retry 2/5)' "$TMP/plain.err" 
 grep -q "$(printf '\r')" "$TMP/plain.err" && fail "a countdown off a terminal"
 [ "$(cat "$TMP/plain.out")" = "Recovered answer." ] || fail "stdout: $(cat "$TMP/plain.out")"
 check_log plain
-# the retry plugin's own namespace; a log of weir 1.11 (llm/retry, ...) still
+# the retry plugin's own namespace; a log of the ABI 1.11 retry plugin (llm/retry, ...) still
 # checks and renders the same
 grep -q '"type":"retry/wait"' "$TMP/sessions/plain.jsonl" || fail "no retry/wait in the log"
 grep -q '"type":"llm/' "$TMP/sessions/plain.jsonl" && fail "an llm/ event in the log"
