@@ -101,6 +101,19 @@ void weir_cli_say(const char *pre, const char *post, const char *fmt, ...)
  * between characters); returns `buf`.  For a piece of a line drawn by
  * hand (a status line). */
 const char *weir_cli_esc(char *buf, size_t size, const char *text);
+/*
+ * The status-line contract (docs/plugins.md, "Status lines"): the event's
+ * data.status (borrowed) when it is an object with a string `text`, else
+ * NULL.  weir run, the REPL and serve show every event that carries one.
+ */
+const json_t *weir_cli_event_status(const json_t *event);
+/*
+ * "weir: " + `text` (already escaped) into `buf`, with each "{remaining}"
+ * replaced by the seconds `remaining_ms` says ("1.5 s"); a text without one
+ * and remaining_ms > 0 gets " (1.5 s)" at its end.  Returns `buf`.
+ */
+const char *weir_cli_status_line(char *buf, size_t size, const char *text,
+                                 long long remaining_ms);
 /* Print "weir: <what>: <err->text>" ("weir: <err->text>" when `what` is NULL)
  * to stderr, escaped (weir_cli_say), and map the status to an exit code. */
 int weir_cli_fail(const char *what, const weir_error *err);

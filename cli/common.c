@@ -70,6 +70,35 @@ const char *weir_cli_esc(char *buf, size_t size, const char *text) {
     return buf;
 }
 
+const json_t *weir_cli_event_status(const json_t *event) {
+    const json_t *status = json_object_get(json_object_get(event, "data"), "status");
+    return json_is_object(status) && json_is_string(json_object_get(status, "text")) ? status
+                                                                                     : NULL;
+}
+
+const char *weir_cli_status_line(char *buf, size_t size, const char *text,
+                                 long long remaining_ms) {
+    char secs[32];
+    snprintf(secs, sizeof secs, "%.1f s", (double)(remaining_ms > 0 ? remaining_ms : 0) / 1000.0);
+    size_t at = (size_t)snprintf(buf, size, "weir: ");
+    bool counted = false;
+    for (const char *t = text; *t && at + 1 < size;) {
+        if (!strncmp(t, "{remaining}", 11)) {
+            at += (size_t)snprintf(buf + at, size - at, "%s", secs);
+            t += 11;
+            counted = true;
+        } else {
+            buf[at++] = *t++;
+            buf[at] = '\0';
+        }
+    }
+    if (at >= size)
+        at = size - 1;
+    if (!counted && remaining_ms > 0 && at + 1 < size)
+        snprintf(buf + at, size - at, " (%s)", secs);
+    return buf;
+}
+
 int weir_cli_fail(const char *what, const weir_error *err) {
     weir_cli_say(NULL, NULL, "weir: %s%s%s", what ? what : "", what ? ": " : "",
                  err && err->text[0] ? err->text : weir_strerror(err ? (int)err->code : 0));

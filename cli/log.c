@@ -169,18 +169,20 @@ static bool print_known(FILE *out, const char *type, const json_t *d) {
     } else if (!strcmp(type, "hook/slow")) {
         note(out, "hook %s: plugin %s (row %s) took %s ms (budget %lld ms)", hook, plugin, row,
              weir_cli_grouped(a, sizeof a, int_of(d, "latency_us") / 1000), int_of(d, "budget_ms"));
-    } else if (!strcmp(type, "llm/retry")) {
+    } else if (!strcmp(type, "retry/wait") || !strcmp(type, "llm/retry")) {
+        /* retry's events; llm/... is how the retry plugin of ABI 1.11 and
+         * before named them: old logs read the same */
         note(out, "retrying in %.1f s (%s, retry %lld): %s",
              (double)int_of(d, "delay_ms") / 1000.0, str_or(get(f, "code"), "?"),
              int_of(d, "retry"), str_or(get(f, "message"), ""));
-    } else if (!strcmp(type, "llm/retry-started")) {
+    } else if (!strcmp(type, "retry/started") || !strcmp(type, "llm/retry-started")) {
         note(out, "retry %lld started", int_of(d, "retry"));
-    } else if (!strcmp(type, "llm/fallback")) {
+    } else if (!strcmp(type, "retry/fallback") || !strcmp(type, "llm/fallback")) {
         note(out, "falling back from %s/%s to %s/%s (%s, %s)",
              str_or(get(get(d, "from"), "provider"), "?"), str_or(get(get(d, "from"), "model"), "?"),
              str_or(get(get(d, "to"), "provider"), "?"), str_or(get(get(d, "to"), "model"), "?"),
              str_or(get(f, "code"), "?"), str_or(get(d, "reason"), "?"));
-    } else if (!strcmp(type, "llm/breaker")) {
+    } else if (!strcmp(type, "retry/breaker") || !strcmp(type, "llm/breaker")) {
         note(out, "provider %s: circuit breaker %s (%lld consecutive failures)",
              str_or(get(d, "provider"), "?"), str_or(get(d, "state"), "?"), int_of(d, "failures"));
     } else if (!strcmp(type, "tool/rerun")) {

@@ -4,9 +4,11 @@
  *
  * Output: assistant text to stdout as it streams, tool activity (one line
  * per call, "[tool] pow {"x":2,"y":10} -> 1024"; on a terminal, a running tool's
- * progress on one status line until its result), the retry plugin's retries
- * ("weir: retrying in 2.0 s (RATE_LIMIT 429, retry 2/5)", counting down on
- * one line on a terminal), breaker transitions and fallbacks, and errors
+ * progress on one status line until its result), the status lines of any
+ * plugin's events (the `status` contract, docs/plugins.md "Status lines":
+ * the retry plugin's "weir: retrying in 2.0 s (RATE_LIMIT 429, retry 2/5)",
+ * counting down on one line on a terminal, its breaker and fallback
+ * notices, compaction-basic's "weir: compacting 12 messages…"), and errors
  * to stderr.  With --json
  * every live and durable event is one JSON line on stdout and nothing else
  * (docs/cli.md).  SIGINT cancels the running turn and, for one prompt
@@ -41,8 +43,8 @@ typedef struct run_state {
     bool in_text;      /* assistant text printed since the last newline */
     json_t *calls;     /* call_id -> {name, arguments} for tool lines */
     bool turn_failed;  /* the last turn ended in error or was aborted */
-    bool status;       /* stderr is a terminal: show a compaction's status line */
-    bool compacting;   /* the status line is showing */
+    bool status;       /* stderr is a terminal: show plugins' status lines */
+    bool shown;        /* a plugin's status line (no countdown) is showing */
     bool waiting;      /* the "weir: waiting for ..." status line is showing */
     bool progress;     /* a running tool's progress line is showing */
     bool color;        /* colour on stderr: a terminal and no NO_COLOR */
@@ -64,17 +66,17 @@ typedef struct run_state {
     long stream_limit_s;  /* the provider row's stream idle limit; 0: unknown */
     long hook_limit_s;    /* hooks-shell's hook timeout (largest row); 0: no row */
     long prestep_limit_s; /* the same for UserPromptSubmit (agent/pre-step) */
-    /* A retry's wait counting down on one stderr line (a terminal only): a
-     * thread redraws it while the driver's thread sleeps in the plugin.  The
-     * same thread redraws the wait line. */
+    /* A plugin's status with a countdown (a retry's wait) on one stderr
+     * line (a terminal only): a thread redraws it while the driver's thread
+     * sleeps in the plugin.  The same thread redraws the wait line. */
     pthread_mutex_t mu;  /* held by on_event and by the ticker: the fields above and below, stderr */
     pthread_cond_t cv;
     pthread_t ticker;
     bool ticker_started, ticker_quit;
     bool counting;       /* the countdown line is showing */
     uint64_t deadline_ms; /* CLOCK_MONOTONIC, when the wait ends */
-    char retry_what[192]; /* "(RATE_LIMIT 429, retry 2/5)" */
-    char retry_line[256]; /* the line as first printed */
+    char count_text[256]; /* the status text, escaped, with its {remaining} */
+    char count_line[320]; /* the line as first printed */
 } run_state;
 
 /* ------------------------------------------------------------------------ */
@@ -253,7 +255,7 @@ static void wait_set(run_state *st, int kind, const char *what) {
  * drawn at once. */
 static void waiting_show(run_state *st) {
     wait_set(st, WAIT_MODEL, "the model");
-    if (!st->status || st->compacting)
+    if (!st->status || st->shown)
         return;
     if (!st->waiting) /* else it replaces the line of the wait before */
         end_text_line(st);
@@ -270,7 +272,7 @@ static void waiting_clear(run_state *st) {
 
 /* A running tool's progress (tool/progress, e.g. an MCP server's) on one status line. */
 static void progress_show(run_state *st, const json_t *data) {
-    if (!st->status || st->compacting)
+    if (!st->status || st->shown)
         return;
     waiting_clear(st);
     end_text_line(st);
@@ -312,7 +314,7 @@ static void on_warn(const char *line, void *ud) {
         pthread_mutex_unlock(&st->mu);
         return;
     }
-    if (st->waiting || st->progress || st->counting || st->compacting)
+    if (st->waiting || st->progress || st->counting || st->shown)
         fputs("\r\033[K", stderr);
     st->waiting = st->progress = false;
     fprintf(stderr, "%s\n", line);
@@ -320,7 +322,14 @@ static void on_warn(const char *line, void *ud) {
     pthread_mutex_unlock(&st->mu);
 }
 
+static void status_show(run_state *st, const json_t *status);
+
 static void on_live(run_state *st, const json_t *event) {
+    const json_t *status = weir_cli_event_status(event);
+    if (status) {
+        status_show(st, status);
+        return;
+    }
     if (!strcmp(type_of(event), "tool/progress")) {
         progress_show(st, json_object_get(event, "data"));
         return;
@@ -364,7 +373,7 @@ static void on_live(run_state *st, const json_t *event) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Retry, breaker and fallback lines (plugins/retry, docs/retry.md)          */
+/* Status lines of plugins' events (docs/plugins.md, "Status lines")        */
 /* ------------------------------------------------------------------------ */
 
 static int64_t wall_ms(void) {
@@ -379,18 +388,6 @@ static uint64_t mono_ms(void) {
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* "RATE_LIMIT 429" (code and HTTP status) into `out`, escaped (the code
- * comes from a plugin). */
-static void failure_brief(const json_t *failure, char *out, size_t size) {
-    const json_t *status = json_object_get(failure, "status");
-    char code[64];
-    weir_cli_esc(code, sizeof code, str_or(json_object_get(failure, "code"), "UNKNOWN"));
-    if (json_is_integer(status) && json_integer_value(status) > 0)
-        snprintf(out, size, "%s %" JSON_INTEGER_FORMAT, code, json_integer_value(status));
-    else
-        snprintf(out, size, "%s", code);
-}
-
 /* The countdown thread: redraws the line every 100 ms until told to stop. */
 static void *ticker_main(void *arg) {
     run_state *st = arg;
@@ -399,10 +396,11 @@ static void *ticker_main(void *arg) {
         if (st->counting) {
             uint64_t now = mono_ms();
             uint64_t left = st->deadline_ms > now ? st->deadline_ms - now : 0;
-            fprintf(stderr, "\r\033[Kweir: retrying in %.1f s %s", (double)left / 1000.0,
-                    st->retry_what);
+            char line[320];
+            fprintf(stderr, "\r\033[K%s",
+                    weir_cli_status_line(line, sizeof line, st->count_text, (long long)left));
             fflush(stderr);
-        } else if (st->wait_kind != WAIT_NONE && !st->compacting && !st->progress &&
+        } else if (st->wait_kind != WAIT_NONE && !st->shown && !st->progress &&
                    !st->in_text) {
             /* a wait a second old or more, redrawn when its seconds change */
             uint64_t now = mono_ms();
@@ -428,7 +426,7 @@ static void *ticker_main(void *arg) {
 static void countdown_stop(run_state *st) {
     if (st->counting) {
         st->counting = false;
-        fprintf(stderr, "\r\033[K%s\n", st->retry_line);
+        fprintf(stderr, "\r\033[K%s\n", st->count_line);
         fflush(stderr);
     }
 }
@@ -464,78 +462,59 @@ static void countdown_end(run_state *st) {
     st->ticker_started = false;
 }
 
-/* llm/retry: "weir: retrying in 2.0 s (RATE_LIMIT 429, retry 2/5)", counting down on a terminal. */
-static void retry_line(run_state *st, const json_t *data) {
-    char brief[96];
-    failure_brief(json_object_get(data, "failure"), brief, sizeof brief);
-    json_int_t retry = json_integer_value(json_object_get(data, "retry"));
-    const json_t *max = json_object_get(data, "max_retries");
-    json_int_t delay = json_integer_value(json_object_get(data, "delay_ms"));
-    char what[192];
-    if (json_is_integer(max))
-        snprintf(what, sizeof what, "(%s, retry %" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT ")",
-                 brief, retry, json_integer_value(max));
-    else
-        snprintf(what, sizeof what, "(%s, retry %" JSON_INTEGER_FORMAT ")", brief, retry);
-    char line[256];
-    snprintf(line, sizeof line, "weir: retrying in %.1f s %s", (double)delay / 1000.0, what);
+/*
+ * An event's status (the contract of docs/plugins.md, "Status lines"):
+ * {kind, text, delay_ms?, done?}.  A notice is a line of its own, on a
+ * terminal or not.  Any other kind is a status line: with a countdown
+ * (delay_ms) it counts down on a terminal and then stays as first printed,
+ * and off a terminal it is printed once; without one it shows on a terminal
+ * only, until the next line replaces it; done:true replaces it with its
+ * text (the outcome), on a terminal only.  Called with st->mu held.
+ */
+static void status_show(run_state *st, const json_t *status) {
+    const char *kind = str_or(json_object_get(status, "kind"), "");
+    const char *text = json_string_value(json_object_get(status, "text"));
+    const json_t *d = json_object_get(status, "delay_ms");
+    long long delay = json_is_integer(d) && json_integer_value(d) > 0 ? json_integer_value(d) : 0;
+    bool done = json_is_true(json_object_get(status, "done"));
+    char esc[256], line[320];
+    weir_cli_esc(esc, sizeof esc, text ? text : "");
+    weir_cli_status_line(line, sizeof line, esc, delay);
+    bool notice = !strcmp(kind, "notice");
+    if (!notice && !st->status && !delay)
+        return; /* a passing state: a terminal's business */
+    if (st->shown) { /* the line showing is replaced */
+        fputs("\r\033[K", stderr);
+        st->shown = false;
+    }
+    waiting_clear(st);
+    progress_clear(st);
     end_text_line(st);
-    if (!st->status || delay <= 0) { /* off a terminal: the line, once */
+    if (notice || !st->status || done) {
+        if (esc[0])
+            fprintf(stderr, "%s\n", line);
+        fflush(stderr);
+        return;
+    }
+    if (!text || !esc[0])
+        return;
+    if (delay && ticker_start(st)) {
+        snprintf(st->count_text, sizeof st->count_text, "%s", esc);
+        snprintf(st->count_line, sizeof st->count_line, "%s", line);
+        st->deadline_ms = mono_ms() + (uint64_t)delay;
+        st->counting = true;
+        fputs(line, stderr);
+        fflush(stderr);
+        pthread_cond_signal(&st->cv);
+        return;
+    }
+    if (delay) { /* no thread to count down: the line, once */
         fprintf(stderr, "%s\n", line);
         return;
     }
-    if (!ticker_start(st)) {
-        fprintf(stderr, "%s\n", line);
-        return;
-    }
-    snprintf(st->retry_what, sizeof st->retry_what, "%s", what);
-    snprintf(st->retry_line, sizeof st->retry_line, "%s", line);
-    st->deadline_ms = mono_ms() + (uint64_t)delay;
-    st->counting = true;
     fputs(line, stderr);
     fflush(stderr);
-    pthread_cond_signal(&st->cv);
-}
-
-/* llm/breaker and llm/fallback: one line each. */
-static void route_line(run_state *st, const char *type, const json_t *data) {
-    end_text_line(st);
-    if (!strcmp(type, "llm/breaker")) {
-        const char *provider = str_or(json_object_get(data, "provider"), "?");
-        const char *state = str_or(json_object_get(data, "state"), "?");
-        if (!strcmp(state, "open"))
-            weir_cli_say(NULL, NULL,
-                         "weir: provider '%s': circuit breaker open for %.1f s "
-                         "(%" JSON_INTEGER_FORMAT " consecutive failures)",
-                         provider,
-                         (double)json_integer_value(json_object_get(data, "cooldown_ms")) /
-                             1000.0,
-                         json_integer_value(json_object_get(data, "failures")));
-        else if (!strcmp(state, "half_open"))
-            weir_cli_say(NULL, NULL,
-                         "weir: provider '%s': circuit breaker half-open: one probe request",
-                         provider);
-        else
-            weir_cli_say(NULL, NULL, "weir: provider '%s': circuit breaker %s", provider, state);
-        return;
-    }
-    static const char *const reasons[][2] = {{"retries", "retries spent"},
-                                             {"time", "time budget spent"},
-                                             {"retry_after", "Retry-After too long"},
-                                             {"breaker", "circuit breaker open"},
-                                             {"quota", "quota"}};
-    const char *reason = str_or(json_object_get(data, "reason"), "");
-    for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
-        if (!strcmp(reason, reasons[i][0]))
-            reason = reasons[i][1];
-    const json_t *from = json_object_get(data, "from"), *to = json_object_get(data, "to");
-    char brief[96];
-    failure_brief(json_object_get(data, "failure"), brief, sizeof brief);
-    weir_cli_say(NULL, NULL, "weir: falling back from %s/%s to %s/%s (%s, %s)",
-                 str_or(json_object_get(from, "provider"), "?"),
-                 str_or(json_object_get(from, "model"), "?"),
-                 str_or(json_object_get(to, "provider"), "?"),
-                 str_or(json_object_get(to, "model"), "?"), brief, reason);
+    st->shown = true;
 }
 
 /* A turn failure about the provider route (the deployment names none, or
@@ -606,6 +585,9 @@ static bool silent_type(const char *type) {
 static void on_durable(run_state *st, const json_t *event) {
     const char *type = type_of(event);
     const json_t *data = json_object_get(event, "data");
+    /* any plugin's status line (docs/plugins.md, "Status lines") */
+    const json_t *status = weir_cli_event_status(event);
+    const char *status_kind = str_or(json_object_get(status, "kind"), "");
     /* a surface replace (a tool result a compaction pruned to a stub): no
      * tool ran, nothing to print */
     bool replaced = json_is_object(json_object_get(event, "surface_op"));
@@ -625,16 +607,13 @@ static void on_durable(run_state *st, const json_t *event) {
         weir_cli_esc(name, sizeof name, str_or(json_object_get(data, "name"), "?"));
         snprintf(what, sizeof what, "tool %s and its hooks", name);
         wait_set(st, WAIT_HOOKS, what);
-    } else if (!strcmp(type, "turn/end") || !strcmp(type, "llm/retry") ||
-               !strncmp(type, "compaction/", 11)) {
+    } else if (!strcmp(type, "turn/end") || (status && strcmp(status_kind, "notice") != 0)) {
         wait_set(st, WAIT_NONE, NULL); /* idle, or a line of its own */
     }
-    if (!strcmp(type, "step/start")) {
+    if (status) {
+        status_show(st, status);
+    } else if (!strcmp(type, "step/start")) {
         waiting_show(st);
-    } else if (!strcmp(type, "llm/retry")) {
-        retry_line(st, data);
-    } else if (!strcmp(type, "llm/breaker") || !strcmp(type, "llm/fallback")) {
-        route_line(st, type, data);
     } else if (!strcmp(type, "tool/call")) {
         json_object_set_new(st->calls, str_or(json_object_get(data, "call_id"), ""),
                             json_pack("{s:O, s:O}", "name", json_object_get(data, "name"),
@@ -647,31 +626,6 @@ static void on_durable(run_state *st, const json_t *event) {
         progress_clear(st);
         end_text_line(st);
         tool_line(st, call, block);
-    } else if (!strcmp(type, "compaction/start") && st->status) {
-        json_t *msgs = st->agent ? weir_agent_messages(st->agent) : NULL;
-        end_text_line(st);
-        fprintf(stderr, "weir: compacting %zu messages\xe2\x80\xa6", json_array_size(msgs));
-        fflush(stderr);
-        json_decref(msgs);
-        st->compacting = true;
-    } else if ((!strcmp(type, "compaction/end") || !strcmp(type, "compaction/breaker")) &&
-               st->status) {
-        /* the outcome replaces the status line */
-        fputs(st->compacting ? "\r\033[K" : "", stderr);
-        st->compacting = false;
-        const json_t *e = json_object_get(data, "error");
-        if (!strcmp(type, "compaction/breaker"))
-            weir_cli_say(NULL, NULL, "weir: compaction stopped for this turn (%s)",
-                         str_or(json_object_get(data, "reason"), "breaker"));
-        else if (json_is_true(json_object_get(data, "ok")))
-            fprintf(stderr, "weir: compacted: %lld -> %lld tokens\n",
-                    (long long)json_integer_value(json_object_get(data, "tokens_before")),
-                    (long long)json_integer_value(json_object_get(data, "tokens_after")));
-        else
-            weir_cli_say(NULL, NULL, "weir: compaction failed: %s",
-                         json_is_string(e)
-                             ? json_string_value(e)
-                             : str_or(json_object_get(e, "message"), "unknown error"));
     } else if (!strcmp(type, "turn/start")) {
         st->turn_failed = false;
         memset(&st->usage, 0, sizeof st->usage);

@@ -128,6 +128,16 @@ static void on_event(const json_t *event, bool durable, void *ud) {
     serve *s = ud;
     if (s->all_events)
         put(s, event);
+    /* any plugin's status line (docs/plugins.md, "Status lines"):
+     * {"type":"status","time","event","seq"?,"status":{kind, text, ...}} */
+    const json_t *status = weir_cli_event_status(event);
+    if (status) {
+        json_t *f = json_pack("{s:O, s:O}", "event", json_object_get(event, "type"), "status",
+                              status);
+        if (f && durable)
+            json_object_set(f, "seq", json_object_get(event, "seq"));
+        put_own(s, "status", f);
+    }
     if (weir_generation_tracker_feed(s->tracker, event, durable) == WEIR_E_NOMEM)
         fprintf(stderr, "weir serve: out of memory while tracking generations\n");
 }

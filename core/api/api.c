@@ -144,6 +144,7 @@ const weir_api weir__api_table = {
     .agent_route = weir__agent_route,
     .agent_state = weir__plugin_agent_state,
     .unique_id = api_unique_id,
+    .event_namespace_claim = weir__plugin_event_namespace_claim,
 };
 
 /* The wiring root: a host's plugins get this table, and its hook chains

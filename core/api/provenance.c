@@ -32,6 +32,10 @@ void weir__provenance_sink(weir_agent *a, const weir__hook_record *rec) {
         bad |= json_object_set_new(d, "turn", int_of(rec->args, "turn"));
         bad |= json_object_set_new(d, "step", int_of(rec->args, "step"));
     }
+    /* agent/admit's payload names its input (never its content) */
+    const json_t *input = json_object_get(rec->args, "input_id");
+    if (!bad && json_is_string(input))
+        bad |= json_object_set_new(d, "input_id", json_string(json_string_value(input)));
     if (!bad && strcmp(rec->type, "hook/quarantined") != 0)
         bad |= json_object_set_new(d, "latency_us", json_integer((json_int_t)rec->latency_us));
     if (!bad && rec->budget_ms)

@@ -198,6 +198,70 @@ static native_outcome try_native(weir__engine *eng, json_t *msg, bool next_step)
     return out;
 }
 
+static const char *mode_name(weir_send_mode mode) {
+    return mode == WEIR_SEND_FOLLOWUP ? "followup" : mode == WEIR_SEND_STEER ? "steer" : "inject";
+}
+
+/* agent/admit's default: the input as given. */
+static json_t *admit_default(weir_call *call, const json_t *args, void *ctx) {
+    (void)call, (void)args, (void)ctx;
+    return json_pack("{s:s}", "kind", "admit");
+}
+
+/*
+ * agent/admit (docs/lifecycle.md, "Admission"): on the sender's thread,
+ * before anything of the input is logged.  *msg (normalized, owned) may be
+ * replaced by the admitted rewrite (normalized again, with its id).  A
+ * refusal is E_REFUSED with the plugin's reason; a failure of the chain
+ * refuses too (fail closed: a guard that cannot answer lets nothing in).
+ * The hook's provenance (hook/decision rewrite or refuse, with the input id
+ * and the reason, never the content) is logged by the chain.
+ */
+static int admit(weir__engine *eng, json_t **msg, weir_send_mode mode, weir__send_kind kind,
+                 weir_error *err) {
+    if (kind == WEIR__SEND_INTERNAL || weir__hooks_count(eng->hooks, "agent/admit") == 0)
+        return WEIR_OK;
+    const char *id = weir__json_str(*msg, "id", "");
+    json_t *args = json_pack("{s:s, s:s, s:s, s:s, s:O}", "agent", eng->id, "input_id", id,
+                             "mode", mode_name(mode), "origin",
+                             kind == WEIR__SEND_STORED ? "store" : "send", "message", *msg);
+    if (!args)
+        return weir__err(err, WEIR_E_NOMEM, NULL, "agent/admit", "out of memory");
+    weir_error e;
+    weir_error_clear(&e);
+    const char *author = NULL;
+    json_t *res = weir__hook_invoke_author(eng->hooks, "agent/admit", eng->handle, &eng->signal,
+                                           args, admit_default, NULL, &author, &e);
+    json_decref(args);
+    if (!res)
+        return weir__err(err, e.code ? e.code : WEIR_E_HOOK_FAILED, e.plugin, "agent/admit",
+                         "input '%s' refused: %s", id,
+                         e.text[0] ? e.text : weir_strerror((int)e.code));
+    int rc = WEIR_OK;
+    const char *verdict = weir__json_str(res, "kind", "admit");
+    const json_t *rewrite = json_object_get(res, "message");
+    if (!strcmp(verdict, "refuse")) {
+        rc = weir__err(err, WEIR_E_REFUSED, author, "agent/admit",
+                       "input '%s' refused by plugin %s: %s", id, author ? author : "?",
+                       weir__json_str(res, "reason", "no reason given"));
+    } else if (rewrite) {
+        weir_error ne;
+        weir_error_clear(&ne);
+        json_t *admitted = normalize_message(rewrite, mode, id, &ne);
+        if (!admitted)
+            rc = weir__err(err, ne.code == WEIR_E_NOMEM ? WEIR_E_NOMEM : WEIR_E_HOOK_RESULT,
+                           author, "agent/admit",
+                           "input '%s' refused: plugin %s admitted an invalid message: %s", id,
+                           author ? author : "?", ne.text);
+        else {
+            json_decref(*msg);
+            *msg = admitted;
+        }
+    }
+    json_decref(res);
+    return rc;
+}
+
 int weir__engine_send(weir__engine *eng, const json_t *message, weir_send_mode mode,
                       const char *input_id, int anchor, weir__send_kind kind, weir_error *err) {
     bool internal = kind == WEIR__SEND_INTERNAL;
@@ -209,6 +273,13 @@ int weir__engine_send(weir__engine *eng, const json_t *message, weir_send_mode m
     json_t *msg = normalize_message(message, mode, input_id, err);
     if (!msg)
         return err ? (int)err->code : WEIR_E_INVAL;
+    /* admission first: the duplicate check, the caps and the log see the
+     * admitted message only */
+    int arc = admit(eng, &msg, mode, kind, err);
+    if (arc != WEIR_OK) {
+        json_decref(msg);
+        return arc;
+    }
     const char *id = weir__json_str(msg, "id", "");
     bool wakes = mode != WEIR_SEND_INJECT;
     bool next_step = mode != WEIR_SEND_FOLLOWUP;

@@ -106,9 +106,10 @@ const weir__event_def weir__event_catalog[] = {
      "\"Reasoning continuations\"). Logged before the request when it differs from the "
      "last one."},
     {"hook/decision", WEIR__EVENT_IGNORABLE,
-     "{hook, plugin, row, decision, turn, step, latency_us, detail?}",
+     "{hook, plugin, row, decision, turn, step, input_id?, latency_us, detail?}",
      "A hook listener decided (its result is not what weir_next() gave it, or it "
-     "short-circuited): docs/hooks.md, \"Provenance\" (`session.provenance`)."},
+     "short-circuited): docs/hooks.md, \"Provenance\" (`session.provenance`). `input_id`: "
+     "the input an agent/admit decision was about (a refusal's only trace)."},
     {"hook/quarantined", WEIR__EVENT_IGNORABLE, "{hook, plugin, row, turn, step, failures, error}",
      "A row reached its max_failures: its listeners are passed over for the rest of the "
      "process (docs/hooks.md, \"Fault policy\")."},
@@ -215,9 +216,13 @@ static const char MD_INTRO[] =
     "`agent_last_event`, `agent_event`, `agent_event_ref`) hold what they read.\n"
     "\n"
     "`event` is borrowed for the call. Plugins add their own durable events, always\n"
-    "ignorable: `compaction/*` (compaction-basic, docs/compaction.md) and `llm/*`\n"
+    "ignorable: `compaction/*` (compaction-basic, docs/compaction.md) and `retry/*`\n"
     "(retry, docs/retry.md). Their types are registered by the plugin and listed in\n"
-    "its doc; a plugin may not register a type of this catalog.\n"
+    "its doc, each `<namespace>/<name>` in the plugin's namespace (its name, or one it\n"
+    "claims); the namespaces of this catalog are the core's (docs/plugins.md, \"Event\n"
+    "types are namespaced\"). A plugin's event whose data carries `status` {kind, text,\n"
+    "delay_ms?, done?} is shown by `weir run`, its REPL and serve as a status line\n"
+    "(docs/plugins.md, \"Status lines\").\n"
     "\n"
     "How a turn ended, its failure and its final text are also one call away:\n"
     "`weir_agent_last_turn(agent, &outcome, &err)` (weir/host.h) reads the last\n"

@@ -23,6 +23,13 @@
     "\"tools\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"                   \
     "\"variables\":{\"type\":\"object\"}}}"
 
+#define S_ADMIT                                                                         \
+    "{\"oneOf\":["                                                                      \
+    "{\"type\":\"object\",\"required\":[\"kind\"],\"properties\":{"                     \
+    "\"kind\":{\"const\":\"admit\"},\"message\":{\"type\":\"object\"}}},"                \
+    "{\"type\":\"object\",\"required\":[\"kind\",\"reason\"],\"properties\":{"          \
+    "\"kind\":{\"const\":\"refuse\"},\"reason\":{\"type\":\"string\"}}}]}"
+
 #define S_PRE_STEP                                                                      \
     "{\"oneOf\":["                                                                      \
     "{\"type\":\"object\",\"required\":[\"kind\",\"messages\"],\"properties\":{"        \
@@ -78,6 +85,15 @@
 
 const weir__hook_def weir__hook_catalog[] = {
     /* --- waterfall ------------------------------------------------------ */
+    {"agent/admit", WEIR__HOOK_WATERFALL,
+     "{agent, input_id, mode:\"followup\"|\"steer\"|\"inject\", origin:\"send\"|\"store\", "
+     "message:{role:\"user\", content:[blocks], id, source}} (every input of a send or of a "
+     "shared store's queue, before anything of it is logged; on the sender's thread)",
+     "{kind:\"admit\", message?} (default: the message as given; message: a user message "
+     "that replaces it, keeping its id; it is what is logged and checked against the caps) "
+     "or {kind:\"refuse\", reason} (nothing of the input is logged; the send fails with "
+     "E_REFUSED and the reason). A failure refuses too (fail closed, E_HOOK_FAILED)",
+     S_ADMIT, "Admit, rewrite or refuse one input before it is logged (a guard's redaction)."},
     {"system-prompt/assemble", WEIR__HOOK_WATERFALL,
      "{agent, turn, step, assembly:{sections:[{name, order, text}], tools:[schema], "
      "variables:{}}} (order: an integer)",
@@ -334,6 +350,7 @@ static const char MD_INTRO[] =
     "\n"
     "| hook | result | decision |\n"
     "|---|---|---|\n"
+    "| `agent/admit` | `{kind:\"refuse\"}` / `admit` with a `message` / other `admit` | `refuse` / `rewrite` / `admit` (the record carries `input_id`) |\n"
     "| `agent/pre-step` | `{kind:\"reject\"}` | `reject` |\n"
     "| `agent/pre-step` | `enter` with more messages than were claimed | `inject` |\n"
     "| `agent/pre-step` | other `enter` | `enter` |\n"

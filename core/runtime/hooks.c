@@ -795,6 +795,11 @@ const char *weir__hook_decision(const weir__hook_def *def, const json_t *args,
     }
     if (!strcmp(name, "tools/pre-execute"))
         return is && !strcmp(kind, "deny") ? "deny" : "allow";
+    if (!strcmp(name, "agent/admit")) {
+        if (is && !strcmp(kind, "refuse"))
+            return "refuse";
+        return json_object_get(result, "message") ? "rewrite" : "admit";
+    }
     if (!strcmp(name, "agent/request-error")) {
         if (is && !strcmp(kind, "retry"))
             return "retry";

@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "event_catalog.h"
+#include "hook_catalog.h"
 #include "host_int.h"
 #include "idmap.h"
 #include "schema.h"
@@ -449,6 +450,31 @@ static int load_row(weir_host *h, const json_t *row, size_t index, load_cache *l
     return rc;
 }
 
+static bool owns_namespace(const weir_plugin *self, const char *ns, size_t len);
+
+/* No namespace is owned by two plugins: a claim of one is neither a claim
+ * nor the name of another (rows of one plugin share its namespaces). */
+static int check_namespaces(const weir_host *h, weir_error *err) {
+    for (size_t i = 0; i < h->nplugins; i++) {
+        const weir_plugin *a = h->plugins[i];
+        for (size_t c = 0; c < a->nnamespaces; c++) {
+            const char *ns = a->namespaces[c];
+            for (size_t j = 0; j < h->nplugins; j++) {
+                const weir_plugin *b = h->plugins[j];
+                if (b->desc == a->desc || !owns_namespace(b, ns, strlen(ns)))
+                    continue;
+                bool named = !strcmp(b->desc->name, ns);
+                return weir__err(err, WEIR_E_PLUGIN_CONFIG, a->id, NULL,
+                                 "event namespace '%s' is claimed by plugin '%s' (row '%s') "
+                                 "and %s plugin '%s' (row '%s')",
+                                 ns, a->desc->name, a->id, named ? "is the name of" : "claimed by",
+                                 b->desc->name, b->id);
+            }
+        }
+    }
+    return WEIR_OK;
+}
+
 /* Every provider a row required (provider_require) is registered by some row. */
 static int check_required(weir_host *h, weir_error *err) {
     size_t i;
@@ -595,6 +621,8 @@ int weir__host_create(const json_t *config, const weir__host_wiring *wiring, wei
         rc = load_row(h, row, i, &lc, err);
     }
     load_cache_free(&lc);
+    if (rc == WEIR_OK)
+        rc = check_namespaces(h, err);
     if (rc == WEIR_OK)
         rc = check_required(h, err);
     if (rc == WEIR_OK)
@@ -812,6 +840,66 @@ static bool valid_type_name(const char *type) {
     return true;
 }
 
+bool weir__namespace_reserved(const char *ns, size_t len) {
+    for (size_t i = 0; i < weir__event_catalog_len; i++) {
+        const char *t = weir__event_catalog[i].type;
+        if (strlen(t) > len && t[len] == '/' && !strncmp(t, ns, len))
+            return true;
+    }
+    for (size_t i = 0; i < weir__hook_catalog_len; i++) {
+        const char *t = weir__hook_catalog[i].name;
+        if (strlen(t) > len && t[len] == '/' && !strncmp(t, ns, len))
+            return true;
+    }
+    return false;
+}
+
+/* Whether `self` owns namespace `ns` (`len` bytes): its name or a claim. */
+static bool owns_namespace(const weir_plugin *self, const char *ns, size_t len) {
+    const char *name = self->desc ? self->desc->name : NULL;
+    if (name && strlen(name) == len && !strncmp(name, ns, len))
+        return true;
+    for (size_t i = 0; i < self->nnamespaces; i++)
+        if (strlen(self->namespaces[i]) == len && !strncmp(self->namespaces[i], ns, len))
+            return true;
+    return false;
+}
+
+int weir__plugin_event_namespace_claim(weir_plugin *self, const char *ns) {
+    int rc = weir__reg_open(self, "event_namespace_claim", weir__plugin_log);
+    if (rc != WEIR_OK)
+        return rc;
+    weir_error e;
+    weir_error_clear(&e);
+    size_t len = ns ? strlen(ns) : 0;
+    bool valid = len > 0 && len < sizeof self->namespaces[0] && valid_type_name(ns) &&
+                 !strchr(ns, '/');
+    if (!valid) {
+        weir__err(&e, WEIR_E_INVAL, self->id, NULL,
+                  "event_namespace_claim: '%s' is not a namespace ([a-z0-9_.-]+, at most %zu "
+                  "bytes)",
+                  ns ? ns : "(null)", sizeof self->namespaces[0] - 1);
+        return weir__reg_fail(self, &e);
+    }
+    if (weir__namespace_reserved(ns, len)) {
+        weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL,
+                  "event_namespace_claim: plugin '%s' (row '%s'): '%s' is a namespace of the "
+                  "core",
+                  self->desc->name, self->id, ns);
+        return weir__reg_fail(self, &e);
+    }
+    if (owns_namespace(self, ns, len))
+        return WEIR_OK;
+    if (self->nnamespaces == WEIR__MAX_NAMESPACES) {
+        weir__err(&e, WEIR_E_INVAL, self->id, NULL,
+                  "event_namespace_claim: plugin '%s' (row '%s'): '%s': at most %d claims",
+                  self->desc->name, self->id, ns, WEIR__MAX_NAMESPACES);
+        return weir__reg_fail(self, &e);
+    }
+    memcpy(self->namespaces[self->nnamespaces++], ns, len + 1);
+    return WEIR_OK;
+}
+
 int weir__reg_event_type(weir_plugin *self, weir__event_type **types, size_t *ntypes,
                          const char *type, uint32_t flags, const char *const *reserved,
                          size_t nreserved) {
@@ -851,6 +939,30 @@ int weir__reg_event_type(weir_plugin *self, weir__event_type **types, size_t *nt
                       (*types)[i].owner->id, self->id);
             return weir__reg_fail(self, &e);
         }
+    }
+    /* <namespace>/<name>: the plugin's name or a namespace it claimed, never
+     * the core's (docs/plugins.md, "Event types are namespaced") */
+    const char *slash = strchr(type, '/');
+    size_t nslen = slash ? (size_t)(slash - type) : 0;
+    if (!slash || !nslen || !slash[1]) {
+        weir__err(&e, WEIR_E_INVAL, self->id, NULL,
+                  "plugin '%s' (row '%s'): event type '%s' is not <namespace>/<name>",
+                  self->desc ? self->desc->name : "?", self->id, type);
+        return weir__reg_fail(self, &e);
+    }
+    if (weir__namespace_reserved(type, nslen)) {
+        weir__err(&e, WEIR_E_DUPLICATE, self->id, NULL,
+                  "plugin '%s' (row '%s'): event type '%s': namespace '%.*s' is the core's",
+                  self->desc ? self->desc->name : "?", self->id, type, (int)nslen, type);
+        return weir__reg_fail(self, &e);
+    }
+    if (!owns_namespace(self, type, nslen)) {
+        weir__err(&e, WEIR_E_INVAL, self->id, NULL,
+                  "plugin '%s' (row '%s'): event type '%s' is outside its namespace '%s/' "
+                  "(claim '%.*s' with event_namespace_claim first)",
+                  self->desc ? self->desc->name : "?", self->id, type,
+                  self->desc ? self->desc->name : "?", (int)nslen, type);
+        return weir__reg_fail(self, &e);
     }
     weir__event_type *grown = weir__realloc(*types, (*ntypes + 1) * sizeof *grown);
     char *copy = weir__strdup(type);

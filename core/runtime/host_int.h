@@ -57,6 +57,7 @@ typedef struct weir__provider_entry {
 
 #define WEIR__ROLES_MAX 4 /* roles one row fills (api->plugin_role) */
 #define WEIR__ROLE_LEN 32 /* a role name and its NUL */
+#define WEIR__MAX_NAMESPACES 4 /* event_namespace_claim's per plugin */
 
 struct weir_plugin {
     weir_host *host;
@@ -75,6 +76,9 @@ struct weir_plugin {
     char roles[WEIR__ROLES_MAX][WEIR__ROLE_LEN];
     size_t nroles;
     struct weir__row_agent_state *states; /* api->agent_state blocks (runtime/agent_state.c) */
+    /* event type namespaces claimed (event_namespace_claim), besides desc->name */
+    char namespaces[WEIR__MAX_NAMESPACES][32];
+    size_t nnamespaces;
 };
 
 /*
@@ -144,6 +148,11 @@ void weir__plugin_log(const weir_plugin *self, weir_log_level level, const char 
 int weir__plugin_hook_register(weir_plugin *self, const char *hook, weir_hook_fn fn,
                                const weir_hook_opts *opts);
 int weir__plugin_event_type_register(weir_plugin *self, const char *type, uint32_t flags);
+/* api->event_namespace_claim (docs/plugins.md, "Event types are namespaced"). */
+int weir__plugin_event_namespace_claim(weir_plugin *self, const char *ns);
+/* Whether `ns` (its first `len` bytes) is a namespace of the core: the
+ * prefix of an event catalog type or of a hook catalog name. */
+bool weir__namespace_reserved(const char *ns, size_t len);
 /* api->provider_require: record `provider` for the check after every init. */
 int weir__plugin_provider_require(weir_plugin *self, const char *provider, const char *what);
 int weir__plugin_provider_register(weir_plugin *self, const weir_provider *provider,

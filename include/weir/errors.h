@@ -46,7 +46,8 @@ extern "C" {
     XX(E_TIMEOUT, 24, "timed out")                                           \
     XX(E_BUSY, 25, "resource is in use by another writer")                    \
     XX(E_LIMIT, 26, "limit reached")                                         \
-    XX(E_LEASE_LOST, 27, "the session's lease was taken over by another writer")
+    XX(E_LEASE_LOST, 27, "the session's lease was taken over by another writer") \
+    XX(E_REFUSED, 28, "refused by a plugin")
 
 /** Library status codes.  WEIR_OK is 0; errors are positive. Since: 0.1 */
 typedef enum weir_status {

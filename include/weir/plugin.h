@@ -79,6 +79,13 @@
  *        unloaded), unique_id; the pure helpers of weir/sdk.h (error
  *        filling, typed config readers, the token estimate and meter, a
  *        message's text, a summary transcript).
+ *        The agent/admit waterfall: every
+ *        input before it is logged, admitted, rewritten or refused
+ *        (WEIR_E_REFUSED, weir/errors.h); hook/decision carries input_id.
+ *        Status lines: an event's data.status (docs/plugins.md; no new
+ *        member).  Namespaced event types (`<namespace>/<name>`, the
+ *        plugin's name or a claimed one, enforced at load):
+ *        event_namespace_claim.
  */
 #ifndef WEIR_PLUGIN_H
 #define WEIR_PLUGIN_H
@@ -889,6 +896,22 @@ struct weir_api {
      * Since: ABI 1.12.
      */
     int (*unique_id)(const char *prefix, char *buf, size_t size);
+    /* --- 1.12: issue #36 (namespaced event types) ------------------------ */
+    /**
+     * Claim event type namespace `ns` (copied; [a-z0-9_.-]+, at most 31
+     * bytes): from now on the plugin may register types `ns/<name>` besides
+     * those of its own namespace, its descriptor's name.  Only during init,
+     * before registering the types; at most 4 claims a plugin.  The core's
+     * namespaces (the prefixes of docs/events.md and docs/hooks.md: agent,
+     * llm, tool, ...) are reserved (WEIR_E_DUPLICATE); a namespace two
+     * plugins own (a claim, or a plugin's name) fails the deployment once
+     * every row's init ran, naming both plugins and rows.  Rows of one
+     * plugin may claim the same.  WEIR_E_INVAL for a bad name or too many
+     * claims, WEIR_E_TOO_LATE after init.  Check WEIR_API_HAS(api,
+     * event_namespace_claim): a 1.11 host has none (and no namespace rule).
+     * Since: ABI 1.12.
+     */
+    int (*event_namespace_claim)(weir_plugin *self, const char *ns);
 };
 
 /** True when `api` has member `m` (for members added after 1.0). */
@@ -1063,6 +1086,7 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #define weir_agent_route(...) (weir__plugin_api->agent_route(__VA_ARGS__))
 #define weir_agent_state(...) (weir__plugin_api->agent_state(__VA_ARGS__))
 #define weir_unique_id(...) (weir__plugin_api->unique_id(__VA_ARGS__))
+#define weir_event_namespace_claim(...) (weir__plugin_api->event_namespace_claim(__VA_ARGS__))
 #elif defined(WEIR_NO_API_MACROS) && defined(WEIR__API_MACROS)
 #undef WEIR__API_MACROS
 #undef weir_plugin_id
@@ -1125,4 +1149,5 @@ extern WEIR_HIDDEN const weir_api *weir__plugin_api;
 #undef weir_agent_route
 #undef weir_agent_state
 #undef weir_unique_id
+#undef weir_event_namespace_claim
 #endif /* the call macros */

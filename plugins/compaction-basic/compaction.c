@@ -219,6 +219,23 @@ static bool append(run *r, const char *type, json_t *data) {
     return rc == WEIR_OK;
 }
 
+/*
+ * Give `data` the status line weir run, the REPL and serve show
+ * (docs/plugins.md, "Status lines"): {kind:"compacting", text, done?}.  On
+ * failure `data` is released and set to NULL (append() reports it).
+ */
+static void with_status(json_t **data, const char *text, bool done) {
+    json_t *st = *data ? json_pack("{s:s, s:s}", "kind", "compacting", "text", text) : NULL;
+    if (st && done && json_object_set_new(st, "done", json_true()) != 0) {
+        json_decref(st);
+        st = NULL;
+    }
+    if (*data && (!st || json_object_set_new(*data, "status", st) != 0)) {
+        json_decref(*data);
+        *data = NULL;
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Per-agent state                                                           */
 /* ------------------------------------------------------------------------ */
@@ -368,6 +385,9 @@ static void breaker_trip(run *r, const char *reason) {
         json_object_set_new(data, "saved_tokens", json_integer((json_int_t)r->saved));
         json_object_set_new(data, "min_savings_ratio", json_real(r->s->cfg.min_savings_ratio));
     }
+    char text[160];
+    snprintf(text, sizeof text, "compaction stopped for this turn (%s)", reason);
+    with_status(&data, text, true);
     char saved_error[sizeof r->error];
     memcpy(saved_error, r->error, sizeof saved_error);
     r->error[0] = '\0';
@@ -1304,6 +1324,12 @@ static outcome compact(run *r) {
         json_object_set_new(start, "context_window", json_integer((json_int_t)r->window));
     if (start && pressure)
         json_object_set_new(start, "threshold", json_integer((json_int_t)r->threshold));
+    size_t nmessages = 0, ni;
+    const json_t *node;
+    json_array_foreach(surface, ni, node) nmessages += !json_is_null(json_object_get(node, "message"));
+    char text[96];
+    snprintf(text, sizeof text, "compacting %zu messages\xe2\x80\xa6", nmessages);
+    with_status(&start, text, false);
     if (!r->manual)
         r->as->compactions++; /* every start counts, whatever comes of it */
     if (!append(r, "compaction/start", start)) {
@@ -1421,8 +1447,14 @@ static outcome compact(run *r) {
     json_decref(shadowed);
     if (end && !ok)
         json_object_set_new(end, "error", json_string(r->error));
-    char why[sizeof r->error];
+    char why[sizeof r->error], end_line[sizeof r->error + 32];
     snprintf(why, sizeof why, "%s", r->error);
+    if (ok)
+        snprintf(end_line, sizeof end_line, "compacted: %zu -> %zu tokens", r->tokens_before,
+                 r->tokens_after);
+    else
+        snprintf(end_line, sizeof end_line, "compaction failed: %s", why);
+    with_status(&end, end_line, true);
     if (!append(r, "compaction/end", end))
         return OUT_FAILED;
     if (!ok)
@@ -1779,10 +1811,12 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
         "compaction/start",   "compaction/prune",   "compaction/summary",
         "compaction/end",     "compaction/breaker", "compaction/pinned-over-threshold",
         "compaction/prune-decision", "compaction/recall"};
-    int rc = WEIR_OK;
     /* one compaction policy per deployment (docs/plugins.md, "Roles"); first, so that
      * a second row is refused by name */
-    rc = weir_plugin_role(self, "compaction");
+    int rc = weir_plugin_role(self, "compaction");
+    /* its events are compaction/<name>: it claims that namespace (ABI 1.12) */
+    if (rc == WEIR_OK)
+        rc = weir_event_namespace_claim(self, "compaction");
     for (size_t i = 0; rc == WEIR_OK && i < sizeof events / sizeof *events; i++)
         rc = weir_event_type_register(self, events[i], WEIR_EVENT_IGNORABLE);
     json_t *params = s->cfg.recall_enabled ? json_loads(recall_schema, 0, NULL) : NULL;

@@ -21,8 +21,8 @@
  * max_elapsed_ms, breaker, fallback, and providers {<provider id>: {same
  * keys}} overriding them per provider.
  *
- * Events (all ignorable): llm/retry before each wait and llm/retry-started
- * after it; llm/fallback when a route changes; llm/breaker on every breaker
+ * Events (all ignorable): retry/wait before each wait and retry/started
+ * after it; retry/fallback when a route changes; retry/breaker on every breaker
  * transition, in the log of the agent whose request caused it.
  *
  * State: counters per agent, step and route; one route per agent; one
@@ -125,6 +125,35 @@ static bool append(weir_call *call, const char *type, json_t *data) {
         return false;
     }
     return true;
+}
+
+/*
+ * Give `data` (may be NULL: then nothing) the status weir run, the REPL and
+ * serve show (docs/plugins.md, "Status lines"): {kind, text, delay_ms?}.
+ * On failure `data` is released and set to NULL (append() reports it).
+ */
+static void with_status(json_t **data, const char *kind, const char *text, uint64_t delay_ms) {
+    json_t *st = *data ? json_pack("{s:s, s:s}", "kind", kind, "text", text) : NULL;
+    if (st && delay_ms &&
+        json_object_set_new(st, "delay_ms", json_integer((json_int_t)delay_ms)) != 0) {
+        json_decref(st);
+        st = NULL;
+    }
+    if (*data && (!st || json_object_set_new(*data, "status", st) != 0)) {
+        json_decref(*data);
+        *data = NULL;
+    }
+}
+
+/* "RATE_LIMIT 429": a failure's code and HTTP status. */
+static void failure_brief(const json_t *failure, char *out, size_t size) {
+    const json_t *status = json_object_get(failure, "status");
+    const char *code = json_string_value(json_object_get(failure, "code"));
+    if (json_is_integer(status) && json_integer_value(status) > 0)
+        snprintf(out, size, "%s %" JSON_INTEGER_FORMAT, code ? code : "UNKNOWN",
+                 json_integer_value(status));
+    else
+        snprintf(out, size, "%s", code ? code : "UNKNOWN");
 }
 
 static const char *spent_name(retry_spent spent) {
@@ -231,7 +260,7 @@ static json_t *on_request(weir_call *call, const json_t *args, void *ud) {
 }
 
 /*
- * Move the step to its next fallback route: llm/fallback {turn, step, from,
+ * Move the step to its next fallback route: retry/fallback {turn, step, from,
  * to, reason, failure}, then {kind:"retry"} (no wait: another route).  NULL
  * with *none set when no route is left; NULL without it when the listener
  * failed.
@@ -267,8 +296,22 @@ static json_t *fall_back(weir_call *call, retry_state *s, const char *agent, jso
                              "step", step, "from", "provider", provider, "model", from_model,
                              "to", "provider", to->provider, "model", to->model, "reason",
                              reason, "failure", failure);
+    static const char *const reasons[][2] = {{"retries", "retries spent"},
+                                             {"time", "time budget spent"},
+                                             {"retry_after", "Retry-After too long"},
+                                             {"breaker", "circuit breaker open"},
+                                             {"quota", "quota"}};
+    const char *why = reason;
+    for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
+        if (!strcmp(reason, reasons[i][0]))
+            why = reasons[i][1];
+    char brief[96], text[512];
+    failure_brief(failure, brief, sizeof brief);
+    snprintf(text, sizeof text, "falling back from %s/%s to %s/%s (%s, %s)", provider,
+             from_model ? from_model : "?", to->provider, to->model, brief, why);
+    with_status(&data, "notice", text, 0);
     free(from_model);
-    if (!append(call, "llm/fallback", data))
+    if (!append(call, "retry/fallback", data))
         return NULL;
     json_t *action = json_pack("{s:s}", "kind", "retry");
     if (!action)
@@ -399,6 +442,15 @@ static json_t *on_request_error(weir_call *call, const json_t *args, void *ud) {
                              (json_int_t)plan.retry, "delay_ms", (json_int_t)plan.delay_ms,
                              "elapsed_ms", (json_int_t)elapsed, "failure", failure);
     free(model);
+    char brief[96], text[256];
+    failure_brief(failure, brief, sizeof brief);
+    if (always)
+        snprintf(text, sizeof text, "retrying in {remaining} (%s, retry %llu)", brief,
+                 (unsigned long long)plan.retry);
+    else
+        snprintf(text, sizeof text, "retrying in {remaining} (%s, retry %llu/%llu)", brief,
+                 (unsigned long long)plan.retry, (unsigned long long)p->max_retries);
+    with_status(&data, "retrying", text, plan.delay_ms);
     if (data && !always &&
         (json_object_set_new(data, "max_retries", json_integer((json_int_t)p->max_retries)) !=
              0 ||
@@ -407,7 +459,7 @@ static json_t *on_request_error(weir_call *call, const json_t *args, void *ud) {
         json_decref(data);
         data = NULL;
     }
-    if (!append(call, "llm/retry", data)) /* recorded before waiting */
+    if (!append(call, "retry/wait", data)) /* recorded before waiting */
         return NULL;
     int rc = weir_signal_sleep(signal, plan.delay_ms);
     if (rc == WEIR_E_CANCELLED)
@@ -417,7 +469,7 @@ static json_t *on_request_error(weir_call *call, const json_t *args, void *ud) {
                        (unsigned long long)plan.delay_ms, rc);
         return NULL;
     }
-    if (!append(call, "llm/retry-started",
+    if (!append(call, "retry/started",
                 json_pack("{s:s, s:I, s:I, s:I}", "retry_id", retry_id, "turn", turn, "step",
                           step, "retry", (json_int_t)plan.retry)))
         return NULL;
@@ -431,16 +483,28 @@ static json_t *on_request_error(weir_call *call, const json_t *args, void *ud) {
 /* llm/stream: the circuit breaker                                           */
 /* ------------------------------------------------------------------------ */
 
-/* llm/breaker {provider, state, failures, cooldown_ms, turn, step}. */
+/* retry/breaker {provider, state, failures, cooldown_ms, turn, step}. */
 static bool log_breaker(weir_call *call, const json_t *args, const char *provider,
                         const retry_breaker_change *ch) {
-    return append(call, "llm/breaker",
-                  json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "provider", provider, "state",
+    const char *state = retry_breaker_state_name(ch->to);
+    char text[256];
+    if (!strcmp(state, "open"))
+        snprintf(text, sizeof text,
+                 "provider '%s': circuit breaker open for %.1f s (%llu consecutive failures)",
+                 provider, (double)ch->cooldown_ms / 1000.0, (unsigned long long)ch->failures);
+    else if (!strcmp(state, "half_open"))
+        snprintf(text, sizeof text, "provider '%s': circuit breaker half-open: one probe request",
+                 provider);
+    else
+        snprintf(text, sizeof text, "provider '%s': circuit breaker %s", provider, state);
+    json_t *data = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "provider", provider, "state",
                             retry_breaker_state_name(ch->to), "failures",
                             (json_int_t)ch->failures, "cooldown_ms",
                             (json_int_t)ch->cooldown_ms, "turn",
                             json_integer_value(json_object_get(args, "turn")), "step",
-                            json_integer_value(json_object_get(args, "step"))));
+                            json_integer_value(json_object_get(args, "step")));
+    with_status(&data, "notice", text, 0);
+    return append(call, "retry/breaker", data);
 }
 
 /* The stream of a request the breaker does not let through: one error finish. */
@@ -633,8 +697,8 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
         snprintf(where, sizeof where, "providers.%s.", s->cfg.provider_ids[i]);
         rc = require_routes(self, &s->cfg.providers[i], where);
     }
-    static const char *const types[] = {"llm/retry", "llm/retry-started", "llm/fallback",
-                                        "llm/breaker"};
+    static const char *const types[] = {"retry/wait", "retry/started", "retry/fallback",
+                                        "retry/breaker"};
     for (size_t i = 0; rc == WEIR_OK && i < sizeof types / sizeof types[0]; i++)
         rc = weir_event_type_register(self, types[i], WEIR_EVENT_IGNORABLE);
     weir_hook_opts opts = WEIR_HOOK_OPTS_INIT;

@@ -31,7 +31,7 @@ typedef enum retry_breaker_state {
     BREAKER_HALF_OPEN = 2
 } retry_breaker_state;
 
-/** "closed", "open" or "half_open" (the llm/breaker state names). */
+/** "closed", "open" or "half_open" (the retry/breaker state names). */
 const char *retry_breaker_state_name(retry_breaker_state s);
 
 /** One provider's breaker. */
@@ -46,7 +46,7 @@ typedef struct retry_breaker {
     uint64_t tickets;          /* the last ticket handed out */
 } retry_breaker;
 
-/** A state change, for the caller to log as llm/breaker. */
+/** A state change, for the caller to log as retry/breaker. */
 typedef struct retry_breaker_change {
     bool changed;
     retry_breaker_state to;

@@ -137,7 +137,7 @@ typedef struct retry_counter {
     uint64_t count;     /* retries made so far in this step */
     bool timed;         /* first_ms is set: the route failed in this step */
     uint64_t first_ms;  /* clock of the route's first failure in this step */
-    char retry_id[40];  /* the id shared by this step's llm/retry events, or "" */
+    char retry_id[40];  /* the id shared by this step's retry/wait events, or "" */
 } retry_counter;
 
 /** Every counter (one per agent and route; a new step resets it). */

@@ -45,6 +45,20 @@
  *   "stream_warn": N          agent/assistant-stream: a warning log line
  *                             (weir_log) at the Nth text-delta frame, so in
  *                             the middle of a streamed line of text
+ *   "admit": {"action": "redact"|"refuse"|"fail", "reason"?}
+ *                             agent/admit: "redact" replaces every word with
+ *                             an '@' in the input's text blocks by
+ *                             "[redacted]" (a PII guard); "refuse" refuses
+ *                             input whose text has an '@' (reason: "reason",
+ *                             default "contains an e-mail address"); "fail"
+ *                             fails (weir_call_fail "guard is down")
+ *   "status_wait": {"ms": N, "text", "kind"?}
+ *                             agent/request: append drvtest/wait with the
+ *                             status-line contract {status:{kind (default
+ *                             "waiting"), text, delay_ms: N}} (docs/plugins.md,
+ *                             "Status lines"), sleep N ms, then weir_next()
+ *   (every row claims the event namespace "drvtest": its types, "append"'s
+ *   too, are drvtest/<name>)
  *   "agent_deny": {"session", "tool"}
  *                             agent/created of that session: register, for
  *                             that agent only, a tools/pre-execute listener
@@ -363,6 +377,107 @@ static json_t *late_register(weir_call *call, const json_t *args, void *ud) {
     return log_codes(call, a, json_pack("{s:i}", "late", late));
 }
 
+/* `text` with every word holding an '@' replaced by "[redacted]" (new). */
+static char *redact(const char *text) {
+    size_t n = strlen(text);
+    char *out = malloc(n * 10 + 1); /* a one-byte word grows to 10 at most */
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && text[j] != ' ' && text[j] != '\n')
+            j++;
+        if (memchr(text + i, '@', j - i)) {
+            memcpy(out + o, "[redacted]", 10);
+            o += 10;
+        } else {
+            memcpy(out + o, text + i, j - i);
+            o += j - i;
+        }
+        if (j < n)
+            out[o++] = text[j++];
+        i = j;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static json_t *on_admit(weir_call *call, const json_t *args, void *ud) {
+    hk *h = ud;
+    const json_t *cfg = json_object_get(h->config, "admit");
+    const char *action = json_string_value(json_object_get(cfg, "action"));
+    const json_t *msg = json_object_get(args, "message");
+    bool has_at = false;
+    size_t i;
+    const json_t *b;
+    json_array_foreach(json_object_get(msg, "content"), i, b) {
+        const char *t = json_string_value(json_object_get(b, "text"));
+        has_at |= t && strchr(t, '@');
+    }
+    if (action && !strcmp(action, "fail")) {
+        weir_call_fail(call, "guard is down");
+        return NULL;
+    }
+    if (action && !strcmp(action, "refuse") && has_at) {
+        const char *why = json_string_value(json_object_get(cfg, "reason"));
+        return json_pack("{s:s, s:s}", "kind", "refuse", "reason",
+                         why ? why : "contains an e-mail address");
+    }
+    if (!action || strcmp(action, "redact") != 0 || !has_at)
+        return weir_next(call);
+    json_t *copy = json_deep_copy(msg);
+    if (!copy) {
+        weir_call_fail(call, "out of memory");
+        return NULL;
+    }
+    json_t *cb;
+    json_array_foreach(json_object_get(copy, "content"), i, cb) {
+        const char *t = json_string_value(json_object_get(cb, "text"));
+        char *r = t ? redact(t) : NULL;
+        if (t && (!r || json_object_set_new(cb, "text", json_string(r)) != 0)) {
+            free(r);
+            json_decref(copy);
+            weir_call_fail(call, "out of memory");
+            return NULL;
+        }
+        free(r);
+    }
+    json_t *next = weir_next(call); /* the inner chain (and the default) still runs */
+    if (!next) {
+        json_decref(copy);
+        return NULL;
+    }
+    json_decref(next);
+    return json_pack("{s:s, s:o}", "kind", "admit", "message", copy);
+}
+
+/* A third-party wait with a countdown: the status contract, then the wait. */
+static json_t *on_status_wait(weir_call *call, const json_t *args, void *ud) {
+    (void)args;
+    hk *h = ud;
+    const json_t *cfg = json_object_get(h->config, "status_wait");
+    json_int_t ms = json_integer_value(json_object_get(cfg, "ms"));
+    const char *kind = json_string_value(json_object_get(cfg, "kind"));
+    json_t *data = json_pack("{s:{s:s, s:s?, s:I}}", "status", "kind", kind ? kind : "waiting",
+                             "text", json_string_value(json_object_get(cfg, "text")), "delay_ms",
+                             ms);
+    weir_error err;
+    memset(&err, 0, sizeof err);
+    int rc = data ? weir_agent_append(weir_call_agent(call), "drvtest/wait", data, &err)
+                  : WEIR_E_NOMEM;
+    json_decref(data);
+    if (rc != WEIR_OK) {
+        weir_call_fail(call, "drvtest: cannot log drvtest/wait: %s", err.text);
+        return NULL;
+    }
+    if (weir_signal_sleep(weir_call_signal(call), (uint64_t)ms) != WEIR_OK) {
+        weir_call_fail(call, "drvtest: the wait was cut");
+        return NULL;
+    }
+    return weir_next(call);
+}
+
 static int init(weir_plugin *self, const weir_api *api, const json_t *config, weir_error *err) {
     (void)err;
     WEIR_PLUGIN_INIT_API(api);
@@ -374,9 +489,11 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
     weir_plugin_set_data(self, h);
     weir_hook_opts o = WEIR_HOOK_OPTS_INIT;
     o.user_data = h;
-    int rc = WEIR_OK;
-    if (json_object_get(config, "record_requests") || json_object_get(config, "replay") ||
-        json_object_get(config, "stream_fail")) {
+    /* its event types are drvtest/<name> (config "append" too) */
+    int rc = weir_event_namespace_claim(self, "drvtest");
+    if (rc == WEIR_OK &&
+        (json_object_get(config, "record_requests") || json_object_get(config, "replay") ||
+         json_object_get(config, "stream_fail"))) {
         if (json_is_true(json_object_get(config, "record_requests")))
             rc = weir_event_type_register(self, "drvtest/request", WEIR_EVENT_IGNORABLE);
         if (rc == WEIR_OK)
@@ -408,6 +525,13 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
         rc = weir_hook_register(self, "tools/post-execute", on_post, &o);
     if (rc == WEIR_OK && json_object_get(config, "stream_warn"))
         rc = weir_hook_register(self, "agent/assistant-stream", on_stream_frame, &o);
+    if (rc == WEIR_OK && json_object_get(config, "status_wait")) {
+        rc = weir_event_type_register(self, "drvtest/wait", WEIR_EVENT_IGNORABLE);
+        if (rc == WEIR_OK)
+            rc = weir_hook_register(self, "agent/request", on_status_wait, &o);
+    }
+    if (rc == WEIR_OK && json_object_get(config, "admit"))
+        rc = weir_hook_register(self, "agent/admit", on_admit, &o);
     if (rc == WEIR_OK && json_object_get(config, "agent_deny")) {
         if (!WEIR_API_HAS(api, agent_hook_register))
             return WEIR_E_UNSUPPORTED;

@@ -2,8 +2,10 @@
  * fx_chain.c - fx-alpha, fx-beta, fx-gamma: one waterfall listener on
  * agent/pre-step (or config.hook) placed by the row config ({"order":n,
  * "before":[ids], "after":[ids], "log":file}) and one event type
- * "<name>/event"; it fills each role of config.roles ([names],
- * api->plugin_role).  init and fini are recorded in config.log.  FX_NAME is set by CMake.
+ * "<name>/event" (or config.event), after claiming the event namespace
+ * config.claim when given (docs/plugins.md, "Event types are namespaced"); it
+ * fills each role of config.roles ([names], api->plugin_role).  init and fini
+ * are recorded in config.log.  FX_NAME is set by CMake.
  */
 #include "fx_util.h"
 
@@ -45,8 +47,12 @@ static int chain_init(weir_plugin *self, const weir_api *api, const json_t *conf
     opts.after = (const char *const *)st->after;
     const char *hook = json_string_value(json_object_get(config, "hook"));
     int rc = weir_hook_register(self, hook ? hook : "agent/pre-step", pre_step, &opts);
+    const char *claim = json_string_value(json_object_get(config, "claim"));
+    if (rc == WEIR_OK && claim)
+        rc = weir_event_namespace_claim(self, claim);
+    const char *event = json_string_value(json_object_get(config, "event"));
     if (rc == WEIR_OK)
-        rc = weir_event_type_register(self, FX_NAME "/event", 0);
+        rc = weir_event_type_register(self, event ? event : FX_NAME "/event", 0);
     size_t i;
     const json_t *role;
     json_array_foreach(json_object_get(config, "roles"), i, role) {

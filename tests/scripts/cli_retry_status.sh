@@ -81,6 +81,18 @@ grep -qx 'weir: retrying in 0.2 s (RATE_LIMIT 429, retry 2/5)' "$TMP/plain.err" 
 grep -q "$(printf '\r')" "$TMP/plain.err" && fail "a countdown off a terminal"
 [ "$(cat "$TMP/plain.out")" = "Recovered answer." ] || fail "stdout: $(cat "$TMP/plain.out")"
 check_log plain
+# the retry plugin's own namespace; a log of the ABI 1.11 retry plugin (llm/retry, ...) still
+# checks and renders the same
+grep -q '"type":"retry/wait"' "$TMP/sessions/plain.jsonl" || fail "no retry/wait in the log"
+grep -q '"type":"llm/' "$TMP/sessions/plain.jsonl" && fail "an llm/ event in the log"
+timeout 20 "$WEIR" log "$TMP/sessions/plain.jsonl" >"$TMP/new.log" 2>&1 || fail "weir log: $(cat "$TMP/new.log")"
+grep -q '^(retrying in 0.2 s (RATE_LIMIT, retry 1): ' "$TMP/new.log" || fail "weir log: no retry line: $(cat "$TMP/new.log")"
+sed 's|"type":"retry/wait"|"type":"llm/retry"|; s|"type":"retry/started"|"type":"llm/retry-started"|' \
+    "$TMP/sessions/plain.jsonl" >"$TMP/sessions/old.jsonl"
+grep -q '"type":"llm/retry"' "$TMP/sessions/old.jsonl" || fail "the old log has no llm/retry"
+check_log old
+timeout 20 "$WEIR" log "$TMP/sessions/old.jsonl" >"$TMP/old.log" 2>&1 || fail "weir log old: $(cat "$TMP/old.log")"
+cmp -s "$TMP/new.log" "$TMP/old.log" || fail "the old log renders otherwise: $(diff "$TMP/new.log" "$TMP/old.log")"
 
 # 2. on a terminal: the wait counts down on one line
 start_mock "{\"requests\":[{\"fault\":\"rate_limit\",\"retry_after\":\"\",\"retry_after_ms\":1500},{\"text\":\"Later.\"}]}"
@@ -104,7 +116,7 @@ config "$TMP/json.json" '{}'
 timeout 30 "$WEIR" run -c "$TMP/json.json" -s json --json "hello" >"$TMP/json.out" 2>"$TMP/json.err" ||
     fail "json run: $(cat "$TMP/json.err")"
 stop_mock
-grep -q '"type":"llm/retry"' "$TMP/json.out" || fail "--json shows no llm/retry"
+grep -q '"type":"retry/wait"' "$TMP/json.out" || fail "--json shows no retry/wait"
 grep -qv '^{.*}$' "$TMP/json.out" && fail "--json printed a line that is not an event"
 grep -q 'retrying' "$TMP/json.err" && fail "--json printed a retry line: $(cat "$TMP/json.err")"
 check_log json

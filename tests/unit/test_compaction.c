@@ -2012,7 +2012,7 @@ static void overflow_and_transient_retry_budgets_stay_independent(void **state) 
     run_text(&d, "second question");
     assert_string_equal(end_kind(&d, 1), "completed");
     assert_int_equal(dh_count(&d, "assistant/attempt"), 3);
-    assert_int_equal(dh_count(&d, "llm/retry"), 2);        /* both transient retries */
+    assert_int_equal(dh_count(&d, "retry/wait"), 2);        /* both transient retries */
     assert_int_equal(dh_count(&d, "compaction/start"), 1); /* the overflow's own */
     assert_int_equal(dh_count(&d, "compaction/summary"), 1);
     dh_teardown(&d);

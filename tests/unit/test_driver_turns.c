@@ -470,7 +470,7 @@ static void tool_events_land_before_the_result(void **state) {
              "{\"text\":\"Looking.\",\"tool_calls\":[{\"id\":\"c1\",\"name\":\"look\","
              "\"arguments\":{}}]},{\"text\":\"Done.\"}]}},"
              "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"
-             "[{\"name\":\"look\",\"reply\":\"seen\",\"append\":\"drvtest/progress\","
+             "[{\"name\":\"look\",\"reply\":\"seen\",\"append\":\"drvtest-tools/progress\","
              "\"append_other\":\"drvtest/request\"}]}}]",
              NULL);
     dh_open(&d, "toolevents");
@@ -479,9 +479,9 @@ static void tool_events_land_before_the_result(void **state) {
     assert_types(&d, true,
                  "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,user/message,"
                  "request/header,request/context,assistant/message,tool/call,"
-                 "drvtest/progress,tool/result,step/end,step/start,"
+                 "drvtest-tools/progress,tool/result,step/end,step/start,"
                  "assistant/message,step/end,turn/end");
-    const json_t *ev = dh_find(&d, "drvtest/progress", 0);
+    const json_t *ev = dh_find(&d, "drvtest-tools/progress", 0);
     assert_true(json_is_true(json_object_get(ev, "ignorable")));
     assert_string_equal(json_string_value(json_object_get(json_object_get(ev, "data"),
                                                           "call_id")),

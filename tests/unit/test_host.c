@@ -119,12 +119,12 @@ static void test_event_type_owned_by_one_plugin(void **state) {
     inst_init(&a1, f->host, "a1", &desc_a);
     inst_init(&a2, f->host, "a2", &desc_a);
     inst_init(&b, f->host, "b", &desc_b);
-    assert_int_equal(weir__plugin_event_type_register(&a1.p, "shared/x", 0), WEIR_OK);
+    assert_int_equal(weir__plugin_event_type_register(&a1.p, "host-a/x", 0), WEIR_OK);
     /* a second row of the same plugin may register it again */
-    assert_int_equal(weir__plugin_event_type_register(&a2.p, "shared/x", 0), WEIR_OK);
-    assert_int_equal(weir__plugin_event_type_register(&b.p, "shared/x", 0), WEIR_E_DUPLICATE);
+    assert_int_equal(weir__plugin_event_type_register(&a2.p, "host-a/x", 0), WEIR_OK);
+    assert_int_equal(weir__plugin_event_type_register(&b.p, "host-a/x", 0), WEIR_E_DUPLICATE);
     assert_string_equal(b.p.reg_err.text,
-                        "event type 'shared/x' is registered by plugins 'a1' and 'b'");
+                        "event type 'host-a/x' is registered by plugins 'a1' and 'b'");
 }
 
 /* --- providers --------------------------------------------------------- */
@@ -494,6 +494,69 @@ static void test_freeze_error_fails_deployment(void **state) {
     json_decref(cfg);
 }
 
+/* --- event type namespaces (docs/plugins.md, "Event types are namespaced") - */
+
+/* weir_host_create's error for `cfg` (taken), which must fail. */
+static weir_error create_fails(json_t *cfg) {
+    weir_host *h = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_not_equal(weir_host_create(cfg, &h, &err), WEIR_OK);
+    assert_null(h);
+    json_decref(cfg);
+    return err;
+}
+
+/* A type outside the plugin's namespaces, or in the core's, fails the load
+ * naming the plugin, the row and the type. */
+static void test_event_type_outside_namespace_fails_load(void **state) {
+    (void)state;
+    weir_error err =
+        create_fails(wt_fixture_config("r1", "fx-alpha", json_pack("{s:s}", "event", "other/x"), NULL));
+    assert_int_equal(err.code, WEIR_E_PLUGIN_INIT);
+    assert_string_equal(err.plugin, "r1");
+    assert_non_null(strstr(err.text, "plugin 'fx-alpha' (row 'r1'): event type 'other/x' is "
+                                     "outside its namespace 'fx-alpha/'"));
+    err = create_fails(wt_fixture_config("r1", "fx-alpha", json_pack("{s:s}", "event", "llm/retry"), NULL));
+    assert_non_null(strstr(err.text, "plugin 'fx-alpha' (row 'r1'): event type 'llm/retry': "
+                                     "namespace 'llm' is the core's"));
+    err = create_fails(wt_fixture_config("r1", "fx-alpha", json_pack("{s:s}", "event", "flat"), NULL));
+    assert_non_null(strstr(err.text, "event type 'flat' is not <namespace>/<name>"));
+    /* the core's namespaces cannot be claimed */
+    err = create_fails(wt_fixture_config("r1", "fx-alpha", json_pack("{s:s}", "claim", "tool"), NULL));
+    assert_non_null(strstr(err.text, "'tool' is a namespace of the core"));
+}
+
+/* A claimed namespace: its types load; two plugins claiming one fail with
+ * both named; rows of one plugin may share it. */
+static void test_event_namespace_claims(void **state) {
+    (void)state;
+    json_t *cfg = wt_fixture_config("r1", "fx-alpha", json_pack("{s:s, s:s}", "claim", "shared",
+                                                                "event", "shared/x"),
+                                    "r2", "fx-alpha", json_pack("{s:s, s:s}", "claim", "shared",
+                                                                "event", "shared/x"),
+                                    NULL);
+    weir_host *h = NULL;
+    weir_error err;
+    weir_error_clear(&err);
+    assert_int_equal(weir_host_create(cfg, &h, &err), WEIR_OK);
+    assert_true(weir__host_event_type(h, "shared/x", NULL));
+    weir_host_destroy(h);
+    json_decref(cfg);
+    err = create_fails(wt_fixture_config("r1", "fx-alpha", json_pack("{s:s, s:s}", "claim", "shared",
+                                                                     "event", "shared/x"),
+                                         "r2", "fx-beta", json_pack("{s:s}", "claim", "shared"),
+                                         NULL));
+    assert_int_equal(err.code, WEIR_E_PLUGIN_CONFIG);
+    assert_string_equal(err.text, "event namespace 'shared' is claimed by plugin 'fx-alpha' "
+                                  "(row 'r1') and claimed by plugin 'fx-beta' (row 'r2')");
+    /* a claim of another plugin's name */
+    err = create_fails(wt_fixture_config("r1", "fx-alpha", json_pack("{s:s}", "claim", "fx-beta"),
+                                         "r2", "fx-beta", NULL, NULL));
+    assert_string_equal(err.text, "event namespace 'fx-beta' is claimed by plugin 'fx-alpha' "
+                                  "(row 'r1') and is the name of plugin 'fx-beta' (row 'r2')");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_event_type_registered_as_ignorable, setup,
@@ -501,6 +564,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_event_type_core_name_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_event_type_bad_name_and_flags, setup, teardown),
         cmocka_unit_test_setup_teardown(test_event_type_owned_by_one_plugin, setup, teardown),
+        cmocka_unit_test(test_event_type_outside_namespace_fails_load),
+        cmocka_unit_test(test_event_namespace_claims),
         cmocka_unit_test_setup_teardown(test_provider_registered_under_row_id, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_provider_duplicate_refused, setup, teardown),

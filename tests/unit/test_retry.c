@@ -2,7 +2,7 @@
  * tests/unit/test_retry.c - the retry plugin: its pure policy
  * (plugins/retry/retry_policy.c: delays, jitter bounds, Retry-After,
  * delegation, budgets, config validation) and, through the real host and
- * driver with provider-scripted, the retry loop (llm/retry before each
+ * driver with provider-scripted, the retry loop (retry/wait before each
  * retry, no user re-admission, terminal codes, cancellation in backoff).
  */
 #include <pthread.h>
@@ -687,13 +687,13 @@ static void server_failures_are_retried_until_success(void **state) {
     dh_run(&d);
     assert_string_equal(reason_kind(&d, 0), "completed");
     dh_assert_types(&d, "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,"
-                        "user/message,request/header,request/context,assistant/attempt,llm/retry,"
-                        "llm/retry-started,assistant/attempt,llm/retry,llm/retry-started,"
+                        "user/message,request/header,request/context,assistant/attempt,retry/wait,"
+                        "retry/started,assistant/attempt,retry/wait,retry/started,"
                         "assistant/message,step/end,turn/end");
     assert_int_equal(dh_count(&d, "user/message"), 1); /* no re-admission */
     assert_int_equal(dh_count(&d, "drvtest/request"), 3);
 
-    const json_t *r1 = dh_event_data(&d, "llm/retry", 0), *r2 = dh_event_data(&d, "llm/retry", 1);
+    const json_t *r1 = dh_event_data(&d, "retry/wait", 0), *r2 = dh_event_data(&d, "retry/wait", 1);
     assert_int_equal(int_field(r1, "retry"), 1);
     assert_int_equal(int_field(r2, "retry"), 2);
     assert_int_equal(int_field(r1, "turn"), 1);
@@ -704,9 +704,9 @@ static void server_failures_are_retried_until_success(void **state) {
     assert_string_equal(str_field(json_object_get(r1, "failure"), "code"), "SERVER");
     assert_in_range(int_field(r1, "delay_ms"), 0, 4);
     assert_in_range(int_field(r2, "delay_ms"), 0, 4);
-    /* one id for the step's retries, repeated by llm/retry-started */
+    /* one id for the step's retries, repeated by retry/started */
     assert_string_equal(str_field(r1, "retry_id"), str_field(r2, "retry_id"));
-    const json_t *s2 = dh_event_data(&d, "llm/retry-started", 1);
+    const json_t *s2 = dh_event_data(&d, "retry/started", 1);
     assert_string_equal(str_field(s2, "retry_id"), str_field(r1, "retry_id"));
     assert_int_equal(int_field(s2, "retry"), 2);
     /* the failed partial output stays on its attempt, never in the history */
@@ -733,7 +733,7 @@ static void retry_after_from_the_provider_is_the_delay(void **state) {
     dh_send(&d, "hi", WEIR_SEND_FOLLOWUP);
     dh_run(&d);
     assert_string_equal(reason_kind(&d, 0), "completed");
-    assert_int_equal(int_field(dh_event_data(&d, "llm/retry", 0), "delay_ms"), 3);
+    assert_int_equal(int_field(dh_event_data(&d, "retry/wait", 0), "delay_ms"), 3);
     dh_teardown(&d);
 }
 
@@ -751,7 +751,7 @@ static void non_retryable_code_ends_the_turn_with_error(void **state) {
     assert_string_equal(reason_kind(&d, 0), "error");
     const json_t *reason = json_object_get(dh_event_data(&d, "turn/end", 0), "reason");
     assert_string_equal(str_field(json_object_get(reason, "error"), "code"), "AUTH");
-    assert_int_equal(dh_count(&d, "llm/retry"), 0);
+    assert_int_equal(dh_count(&d, "retry/wait"), 0);
     assert_int_equal(dh_count(&d, "assistant/attempt"), 1);
     assert_int_equal(dh_count(&d, "drvtest/request"), 1);
     dh_teardown(&d);
@@ -772,8 +772,8 @@ static void exhausted_budget_ends_the_turn_with_the_last_failure(void **state) {
     /* 1 + max_retries requests */
     assert_int_equal(dh_count(&d, "drvtest/request"), 3);
     assert_int_equal(dh_count(&d, "assistant/attempt"), 3);
-    assert_int_equal(dh_count(&d, "llm/retry"), 2);
-    assert_int_equal(dh_count(&d, "llm/retry-started"), 2);
+    assert_int_equal(dh_count(&d, "retry/wait"), 2);
+    assert_int_equal(dh_count(&d, "retry/started"), 2);
     dh_teardown(&d);
 }
 
@@ -795,8 +795,8 @@ static void always_mode_lets_downstream_recovery_answer_first(void **state) {
     dh_run(&d);
     assert_string_equal(reason_kind(&d, 0), "completed");
     assert_int_equal(dh_count(&d, "assistant/attempt"), 2);
-    assert_int_equal(dh_count(&d, "llm/retry"), 1);
-    const json_t *r = dh_event_data(&d, "llm/retry", 0);
+    assert_int_equal(dh_count(&d, "retry/wait"), 1);
+    const json_t *r = dh_event_data(&d, "retry/wait", 0);
     assert_string_equal(str_field(r, "mode"), "always");
     assert_null(json_object_get(r, "max_retries")); /* no budget in always mode */
     assert_int_equal(int_field(r, "retry"), 1);
@@ -804,9 +804,9 @@ static void always_mode_lets_downstream_recovery_answer_first(void **state) {
     dh_teardown(&d);
 }
 
-/* Cancel the turn as soon as the first llm/retry is durable. */
+/* Cancel the turn as soon as the first retry/wait is durable. */
 static void cancel_on_retry(dh *d, const json_t *event, bool durable) {
-    if (durable && !strcmp(json_string_value(json_object_get(event, "type")), "llm/retry")) {
+    if (durable && !strcmp(json_string_value(json_object_get(event, "type")), "retry/wait")) {
         d->count++;
         assert_int_equal(weir_agent_cancel(d->agent, "user", false), WEIR_OK);
     }
@@ -828,8 +828,8 @@ static void cancellation_during_backoff_aborts_without_another_request(void **st
     dh_run(&d);
     assert_int_equal(d.count, 1);
     assert_string_equal(reason_kind(&d, 0), "aborted");
-    assert_int_equal(dh_count(&d, "llm/retry"), 1);
-    assert_int_equal(dh_count(&d, "llm/retry-started"), 0);
+    assert_int_equal(dh_count(&d, "retry/wait"), 1);
+    assert_int_equal(dh_count(&d, "retry/started"), 0);
     assert_int_equal(dh_count(&d, "drvtest/request"), 1);
     assert_int_equal(dh_count(&d, "assistant/message"), 0);
     assert_int_equal(dh_count(&d, "step/start"), 1);
@@ -895,7 +895,7 @@ static void run_turn(dh *d, const char *text) {
     dh_run(d);
 }
 
-/* The states of the recorded llm/breaker events, comma-joined (static buffer). */
+/* The states of the recorded retry/breaker events, comma-joined (static buffer). */
 static const char *breaker_states(const json_t *events) {
     static char out[512];
     size_t len = 0, i;
@@ -903,7 +903,7 @@ static const char *breaker_states(const json_t *events) {
     out[0] = '\0';
     json_array_foreach(events, i, e) {
         if (!json_object_get(e, "seq") ||
-            strcmp(json_string_value(json_object_get(e, "type")), "llm/breaker") != 0)
+            strcmp(json_string_value(json_object_get(e, "type")), "retry/breaker") != 0)
             continue;
         const char *st = json_string_value(json_object_get(json_object_get(e, "data"), "state"));
         len += (size_t)snprintf(out + len, sizeof out - len, "%s%s", len ? "," : "", st);
@@ -941,12 +941,12 @@ static void max_elapsed_ms_ends_a_sequence_that_has_retries_left(void **state) {
     dh_open(&d, "time-budget");
     run_turn(&d, "hi");
     /* waits of 1000 and 2000 ms end at 3000; the third (4000) would end past 5000 */
-    assert_int_equal(dh_count(&d, "llm/retry"), 2);
+    assert_int_equal(dh_count(&d, "retry/wait"), 2);
     assert_int_equal(dh_count(&d, "drvtest/request"), 3);
-    assert_int_equal(int_field(dh_event_data(&d, "llm/retry", 0), "elapsed_ms"), 0);
-    assert_int_equal(int_field(dh_event_data(&d, "llm/retry", 1), "elapsed_ms"), 1000);
-    assert_int_equal(int_field(dh_event_data(&d, "llm/retry", 1), "delay_ms"), 2000);
-    assert_int_equal(int_field(dh_event_data(&d, "llm/retry", 1), "max_elapsed_ms"), 5000);
+    assert_int_equal(int_field(dh_event_data(&d, "retry/wait", 0), "elapsed_ms"), 0);
+    assert_int_equal(int_field(dh_event_data(&d, "retry/wait", 1), "elapsed_ms"), 1000);
+    assert_int_equal(int_field(dh_event_data(&d, "retry/wait", 1), "delay_ms"), 2000);
+    assert_int_equal(int_field(dh_event_data(&d, "retry/wait", 1), "max_elapsed_ms"), 5000);
     assert_int_equal(weir__clock_ms(), FAKE_START + 3000); /* the waits ran on the host clock */
     assert_string_equal(reason_kind(&d, 0), "error");
     const json_t *e = turn_error(&d, 0);
@@ -980,7 +980,7 @@ static void breaker_opens_across_turns_fails_fast_and_the_probe_closes_it(void *
     run_turn(&d, "two"); /* the third opens it; the retry fails at once */
     assert_int_equal(mock_llm_requests(m), 3);
     assert_string_equal(breaker_states(d.events), "open");
-    const json_t *open = dh_event_data(&d, "llm/breaker", 0);
+    const json_t *open = dh_event_data(&d, "retry/breaker", 0);
     assert_string_equal(str_field(open, "provider"), "llm");
     assert_int_equal(int_field(open, "failures"), 3);
     assert_int_equal(int_field(open, "cooldown_ms"), 30000);
@@ -993,16 +993,16 @@ static void breaker_opens_across_turns_fails_fast_and_the_probe_closes_it(void *
     run_turn(&d, "three"); /* open: fails at once, no request, no retry */
     assert_int_equal(mock_llm_requests(m), 3);
     assert_string_equal(str_field(turn_error(&d, 2), "code"), "OVERLOADED");
-    assert_int_equal(count_in_turn(d.events, "llm/retry", 3), 0);
+    assert_int_equal(count_in_turn(d.events, "retry/wait", 3), 0);
     assert_int_equal(count_in_turn(d.events, "assistant/attempt", 3), 1);
     weir__clock_advance(30000); /* the cooldown passes: one probe */
     run_turn(&d, "four");
     assert_int_equal(mock_llm_requests(m), 4);
     assert_string_equal(reason_kind(&d, 3), "completed");
     assert_string_equal(breaker_states(d.events), "open,half_open,closed");
-    assert_int_equal(int_field(dh_event_data(&d, "llm/breaker", 1), "failures"), 3);
-    assert_int_equal(int_field(dh_event_data(&d, "llm/breaker", 2), "failures"), 0);
-    assert_int_equal(int_field(dh_event_data(&d, "llm/breaker", 2), "turn"), 4);
+    assert_int_equal(int_field(dh_event_data(&d, "retry/breaker", 1), "failures"), 3);
+    assert_int_equal(int_field(dh_event_data(&d, "retry/breaker", 2), "failures"), 0);
+    assert_int_equal(int_field(dh_event_data(&d, "retry/breaker", 2), "turn"), 4);
     dh_teardown(&d);
     mock_llm_stop(m);
     free(row);
@@ -1028,7 +1028,7 @@ static void a_failed_probe_opens_the_breaker_again(void **state) {
     run_turn(&d, "three"); /* the probe fails: open again, for a new cooldown */
     assert_int_equal(mock_llm_requests(m), 3);
     assert_string_equal(breaker_states(d.events), "open,half_open,open");
-    assert_int_equal(int_field(dh_event_data(&d, "llm/breaker", 2), "failures"), 3);
+    assert_int_equal(int_field(dh_event_data(&d, "retry/breaker", 2), "failures"), 3);
     weir__clock_advance(999);
     run_turn(&d, "four");
     assert_int_equal(mock_llm_requests(m), 3); /* still open */
@@ -1160,7 +1160,7 @@ static void concurrent_agents_share_one_breaker_consistently(void **state) {
             const json_t *data = json_object_get(e, "data");
             if (!json_object_get(e, "seq"))
                 continue;
-            if (!strcmp(t, "llm/breaker"))
+            if (!strcmp(t, "retry/breaker"))
                 opened += !strcmp(json_string_value(json_object_get(data, "state")), "open");
             if (!strcmp(t, "assistant/attempt")) {
                 attempts++;
@@ -1212,9 +1212,9 @@ static void fallback_answers_once_the_primary_is_spent(void **state) {
     run_turn(&d, "hi");
     assert_string_equal(reason_kind(&d, 0), "completed");
     assert_int_equal(dh_count(&d, "user/message"), 1); /* the fallback re-admitted nothing */
-    assert_int_equal(dh_count(&d, "llm/retry"), 1);
+    assert_int_equal(dh_count(&d, "retry/wait"), 1);
     assert_int_equal(dh_count(&d, "assistant/attempt"), 2);
-    const json_t *fb = dh_event_data(&d, "llm/fallback", 0);
+    const json_t *fb = dh_event_data(&d, "retry/fallback", 0);
     assert_string_equal(str_field(json_object_get(fb, "from"), "provider"), "scripted");
     assert_string_equal(str_field(json_object_get(fb, "from"), "model"), "demo");
     assert_string_equal(str_field(json_object_get(fb, "to"), "provider"), "backup");
@@ -1238,7 +1238,7 @@ static void fallback_answers_once_the_primary_is_spent(void **state) {
     /* the next turn starts on the primary again, then falls back again */
     run_turn(&d, "again");
     assert_string_equal(reason_kind(&d, 1), "completed");
-    assert_int_equal(dh_count(&d, "llm/fallback"), 2);
+    assert_int_equal(dh_count(&d, "retry/fallback"), 2);
     assert_int_equal(count_in_turn(d.events, "request/header", 2), 2);
     const json_t *h2 = dh_find(&d, "request/header", 2); /* turn 2's first request */
     assert_string_equal(str_field(json_object_get(json_object_get(json_object_get(h2, "data"),
@@ -1266,16 +1266,16 @@ static void fallback_is_at_once_on_an_open_breaker(void **state) {
     run_turn(&d, "one"); /* two failures open it; the next retry is refused and falls back */
     assert_string_equal(reason_kind(&d, 0), "completed");
     assert_int_equal(mock_llm_requests(m), 2);
-    assert_int_equal(dh_count(&d, "llm/retry"), 2);
-    assert_string_equal(str_field(dh_event_data(&d, "llm/fallback", 0), "reason"), "breaker");
+    assert_int_equal(dh_count(&d, "retry/wait"), 2);
+    assert_string_equal(str_field(dh_event_data(&d, "retry/fallback", 0), "reason"), "breaker");
     assert_string_equal(
-        str_field(json_object_get(dh_event_data(&d, "llm/fallback", 0), "failure"), "breaker"),
+        str_field(json_object_get(dh_event_data(&d, "retry/fallback", 0), "failure"), "breaker"),
         "open");
     run_turn(&d, "two"); /* refused at once, no wait, no request: the backup answers */
     assert_string_equal(reason_kind(&d, 1), "completed");
     assert_int_equal(mock_llm_requests(m), 2);
-    assert_int_equal(count_in_turn(d.events, "llm/retry", 2), 0);
-    assert_int_equal(count_in_turn(d.events, "llm/fallback", 2), 1);
+    assert_int_equal(count_in_turn(d.events, "retry/wait", 2), 0);
+    assert_int_equal(count_in_turn(d.events, "retry/fallback", 2), 1);
     assert_string_equal(str_field(last_of(&d, "assistant/message"), "provider"), "backup");
     assert_string_equal(str_field(last_header_config(&d), "provider"), "backup");
     dh_teardown(&d);
@@ -1302,9 +1302,9 @@ static void fallback_is_at_once_on_quota_and_routes_go_in_order(void **state) {
     run_turn(&d, "hi");
     /* QUOTA: the next route at once (the primary itself is skipped); AUTH on it
        is terminal: a fallback is for a route that is spent or down */
-    assert_int_equal(dh_count(&d, "llm/retry"), 0);
-    assert_int_equal(dh_count(&d, "llm/fallback"), 1);
-    const json_t *fb = dh_event_data(&d, "llm/fallback", 0);
+    assert_int_equal(dh_count(&d, "retry/wait"), 0);
+    assert_int_equal(dh_count(&d, "retry/fallback"), 1);
+    const json_t *fb = dh_event_data(&d, "retry/fallback", 0);
     assert_string_equal(str_field(fb, "reason"), "quota");
     assert_string_equal(str_field(json_object_get(fb, "to"), "provider"), "second");
     assert_string_equal(reason_kind(&d, 0), "error");
@@ -1393,7 +1393,7 @@ static void compose_budgets(bool retry_first) {
     assert_string_equal(str_field(turn_error(&d, 1), "code"), "RATE_LIMIT");
     assert_string_equal(str_field(turn_error(&d, 1), "message"), "still slow");
     assert_int_equal(count_in_turn(d.events, "assistant/attempt", 2), 1 + 2 + 1);
-    assert_int_equal(count_in_turn(d.events, "llm/retry", 2), 2);
+    assert_int_equal(count_in_turn(d.events, "retry/wait", 2), 2);
     assert_int_equal(count_in_turn(d.events, "compaction/start", 2), 1);
     assert_int_equal(count_in_turn(d.events, "step/start", 2), 1);
     json_t *msgs = weir_agent_messages(d.agent);
