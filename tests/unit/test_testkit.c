@@ -1219,12 +1219,12 @@ static void test_retry_waits_a_retry_after_on_the_fake_clock(void **state) {
     assert_int_equal(weir_tk_clock_ms(tk), 125000);
     assert_json(weir_tk_sleeps(tk), "[{\"fake\":true,\"ms\":25000}]"); /* none real */
     json_t *log = weir_tk_log(tk);
-    const json_t *retry = event_of(log, "llm/retry", 0);
+    const json_t *retry = event_of(log, "retry/wait", 0);
     assert_non_null(retry);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(retry, "data"),
                                                         "delay_ms")),
                      25000);
-    assert_non_null(event_of(log, "llm/retry-started", 0));
+    assert_non_null(event_of(log, "retry/started", 0));
     json_decref(log);
     json_decref(args);
     weir_tk_destroy(tk);
@@ -1327,7 +1327,7 @@ static void test_run_turn_on_the_fake_clock(void **state) {
     assert_json(json_object_get(r, "end"), "{\"kind\":\"completed\",\"text\":\"done\","
                                            "\"turn\":1}");
     assert_int_equal(json_integer_value(json_object_get(r, "clock_ms")), 1000 + 25000);
-    const json_t *retry = event_of(json_object_get(r, "log"), "llm/retry", 0);
+    const json_t *retry = event_of(json_object_get(r, "log"), "retry/wait", 0);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(retry, "data"),
                                                         "delay_ms")),
                      25000);
