@@ -136,10 +136,18 @@ static int collect(const char *provider, const json_t *chunks, int stream_rc, js
     size_t i;
     const json_t *b;
     json_array_foreach(json_object_get(m.message, "content"), i, b) {
-        if (rc == WEIR_OK && strcmp(weir__json_str(b, "type", ""), "text") == 0 &&
-            json_array_append_new(blocks, json_pack("{s:s, s:O}", "type", "text", "text",
-                                                    json_object_get(b, "text"))) != 0)
-            rc = WEIR_E_NOMEM; /* the text alone: a continuation stays with the stream */
+        if (rc != WEIR_OK || strcmp(weir__json_str(b, "type", ""), "text") != 0)
+            continue;
+        /* the text, with its continuation when it has one: a provider's
+         * server compaction comes back as a text block whose continuation
+         * holds what must be sent back verbatim (docs/compaction.md) */
+        const json_t *cont = json_object_get(b, "continuation");
+        json_t *tb = cont ? json_pack("{s:s, s:O, s:O}", "type", "text", "text",
+                                      json_object_get(b, "text"), "continuation", cont)
+                          : json_pack("{s:s, s:O}", "type", "text", "text",
+                                      json_object_get(b, "text"));
+        if (json_array_append_new(blocks, tb) != 0)
+            rc = WEIR_E_NOMEM;
     }
     const json_t *usage = m.usage;
     const char *kind = m.finish;

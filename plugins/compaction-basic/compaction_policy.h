@@ -22,21 +22,23 @@
 
 /** The compaction strategies a chain is made of (docs/compaction.md, "Strategies"). */
 typedef enum cp_strategy {
-    CP_STRATEGY_PRUNE,  /* prune oversized tool results when the cost rule says so */
-    CP_STRATEGY_SUMMARY /* the client summary of a head-anchored range */
+    CP_STRATEGY_PRUNE,   /* prune oversized tool results when the cost rule says so */
+    CP_STRATEGY_SUMMARY, /* the client summary of a head-anchored range */
+    CP_STRATEGY_SERVER   /* the provider compacts the range (its model_info says so) */
 } cp_strategy;
 
-#define CP_MAX_STRATEGIES 2
+#define CP_MAX_STRATEGIES 3
 
-/** The name of `s` ("prune", "summary"). */
+/** The name of `s` ("prune", "summary", "server"). */
 const char *cp_strategy_name(cp_strategy s);
 
 /**
- * The default chain for a route (the provider row's id and the model): today
- * ["summary", "prune"] for every provider (no shipped provider compacts on
- * the server yet).  Writes at most CP_MAX_STRATEGIES entries; returns how many.
+ * The default chain for a route: ["server", "summary", "prune"] when the
+ * route offers server compaction (`server`: its model_info reports
+ * "server_compaction"), else ["summary", "prune"].  Writes at most
+ * CP_MAX_STRATEGIES entries; returns how many.
  */
-size_t cp_default_strategies(const char *provider, const char *model, cp_strategy *out);
+size_t cp_default_strategies(bool server, cp_strategy *out);
 
 /** Parsed plugin config (read-only after cp_config_parse). */
 typedef struct cp_config {

@@ -1011,6 +1011,63 @@ static json_t *transfer_failure(const pc_provider *p, int rc, const weir_http_re
                    : weir_failure_new(p->id, "TRANSPORT", "the HTTP transfer failed (%d)", rc);
 }
 
+/* A non-streamed POST wants no events: an event stream is not its answer. */
+static int ignore_event(void *ud, const char *event, const char *data, size_t len) {
+    (void)ud;
+    (void)event;
+    (void)data;
+    (void)len;
+    return 0;
+}
+
+int pc_post_json(const pc_provider *p, weir_stream *st, const char *model, const char *path,
+                 const char *text, size_t len, char **body, size_t *body_len,
+                 json_t **failure) {
+    *body = NULL;
+    *body_len = 0;
+    *failure = NULL;
+    size_t ulen = strlen(p->base) + strlen(path) + 1;
+    char *url = malloc(ulen);
+    if (!url)
+        return WEIR_E_NOMEM;
+    snprintf(url, ulen, "%s%s", p->base, path);
+    weir_http_request req = {
+        .struct_size = sizeof req,
+        .url = url,
+        .headers = headers_for(p, model),
+        .body = text,
+        .body_len = len,
+        .connect_timeout_ms = p->connect_timeout_ms,
+        .idle_timeout_ms = p->idle_timeout_ms,
+        .total_timeout_ms = p->total_timeout_ms,
+    };
+    weir_http_response resp;
+    memset(&resp, 0, sizeof resp);
+    resp.retry_after_ms = -1;
+    json_t *f = NULL;
+    int rc = weir_http_sse(st, &req, ignore_event, NULL, &resp, &f);
+    if (rc == WEIR_OK && resp.status >= 200 && resp.status < 300 && !f && !resp.body) {
+        *failure = weir_failure_new(p->id, "TRANSPORT",
+                                    "POST %s: the server answered %ld without a JSON body", url,
+                                    resp.status);
+        free(url);
+        weir_http_response_clear(&resp);
+        return *failure ? WEIR_OK : WEIR_E_NOMEM;
+    }
+    free(url);
+    if (rc == WEIR_OK && resp.status >= 200 && resp.status < 300 && !f) {
+        *body = strndup(resp.body, resp.body_len); /* the collected JSON (first 64 KiB) */
+        *body_len = *body ? resp.body_len : 0;
+    } else {
+        bool aborted = weir_signal_cancelled(weir_stream_signal(st));
+        *failure = transfer_failure(p, rc, &resp, f, aborted);
+        if (!*failure)
+            rc = WEIR_E_NOMEM;
+    }
+    weir_http_response_clear(&resp);
+    return *body || *failure ? WEIR_OK : WEIR_E_NOMEM;
+}
+
 int pc_stream_run(const pc_provider *p, weir_stream *st, const char *model, const char *text,
                   size_t len, char *msg, size_t msg_size, void *decoder, const pc_codec *codec) {
     int end;

@@ -195,6 +195,20 @@ int pc_call_options(const pc_provider *p, const json_t *request, json_t **out, c
 void pc_warn_dropped_temperature(const pc_provider *p, const char *model);
 
 /**
+ * One non-streamed call: POST the `len` bytes of JSON `text` (borrowed) to
+ * {base_url}`path` with the request headers of `model`, on the stream's
+ * connection and under its signal (provider-openai's POST /responses/compact).
+ * On a 2xx JSON answer *body (owned, NUL-terminated, its first 64 KiB: the
+ * host collects no more) and *body_len; otherwise *failure (new reference:
+ * the HTTP error, transport failure or ABORTED, as pc_stream_run reports it).
+ * @return WEIR_OK with exactly one of *body and *failure set, WEIR_E_NOMEM
+ *         when out of memory (neither set).
+ */
+int pc_post_json(const pc_provider *p, weir_stream *st, const char *model, const char *path,
+                 const char *text, size_t len, char **body, size_t *body_len,
+                 json_t **failure);
+
+/**
  * One streamed call: POST the `len` bytes of body `text` (borrowed; NULL when
  * translation failed, then `msg` says why) to the row's URL, with the request
  * headers of `model` (borrowed, may be NULL: its models.<id>.headers over the

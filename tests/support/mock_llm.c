@@ -194,6 +194,10 @@ struct mock_llm {
     FILE *stats;                /* mock_llm_stats_file: one outcome line per request */
     struct issued *issued;      /* Responses: the function calls reasoning replies made */
     size_t nissued, capissued;
+    long compact_fail;          /* script "compact_fail": POST /v1/responses/compact answers
+                                   500 this many times first */
+    long compactions;           /* compact requests answered with a compaction */
+    char **compact_enc;         /* the encrypted_content of each compaction item issued */
 };
 
 /* The longest a "keepalive" response goes on (bounds a test that fails). */
@@ -212,7 +216,8 @@ static const char *const entry_keys[] = {
 };
 
 static const char *const root_keys[] = {
-    "loop", "models", "props", "info_delay_ms", "requests", "cache_accounting", "aside", NULL,
+    "loop", "models", "props", "info_delay_ms", "requests", "cache_accounting", "aside",
+    "compact_fail", NULL,
 };
 
 static bool in_list(const char *s, const char *const *list) {
@@ -389,6 +394,7 @@ static int parse_script(mock_llm *m, const char *text) {
     }
     m->loop = json_is_true(json_object_get(root, "loop"));
     m->cache_accounting = json_is_true(json_object_get(root, "cache_accounting"));
+    m->compact_fail = opt_int(root, "compact_fail", 0);
     const char *rkey;
     const json_t *rval;
     json_object_foreach(root, rkey, rval) {
@@ -1815,10 +1821,28 @@ static char *responses_check(mock_llm *m, const json_t *root, const char *base) 
                 sb_printf(&e, "Item with id '%s' not found.", id);
             }
             json_object_set_new(group, id, json_true());
+        } else if (strcmp(type, "compaction") == 0) {
+            /* the item POST /responses/compact returned goes back as it came:
+             * "pass the compacted output as input to your next request"
+             * (https://developers.openai.com/api/docs/guides/compaction);
+             * its encrypted_content is opaque and checked on the server */
+            const char *enc = json_string_value(json_object_get(it, "encrypted_content"));
+            bool known = false;
+            for (long k = 0; enc && k < m->compactions; k++)
+                known = known || strcmp(m->compact_enc[k], enc) == 0;
+            if (!enc)
+                sb_printf(&e, "Missing required parameter: 'input[%zu].encrypted_content'.", i);
+            else if (!known)
+                sb_printf(&e, "The encrypted content for item %s could not be verified. Reason: "
+                              "Encrypted content could not be decrypted or parsed.",
+                          json_string_value(json_object_get(it, "id"))
+                              ? json_string_value(json_object_get(it, "id"))
+                              : "(no id)");
+            json_object_clear(group);
         } else {
             sb_printf(&e, "Invalid value: '%s'. Supported values are: 'message', "
-                          "'function_call', 'function_call_output', and 'reasoning'. "
-                          "(input[%zu].type)", type, i);
+                          "'function_call', 'function_call_output', 'reasoning' and "
+                          "'compaction'. (input[%zu].type)", type, i);
         }
     }
     const char *key;
@@ -2620,6 +2644,89 @@ static char *body_message(const char *body) {
 }
 
 /* Answer one request.  Returns 0 to keep the connection, -1 to close it. */
+/*
+ * POST /v1/responses/compact (https://platform.openai.com/docs/api-reference/
+ * responses/compact): {model, input, instructions?, previous_response_id?,
+ * prompt_cache_key?}, answered (not streamed) with {id, object:
+ * "response.compaction", created_at, output: "all user messages, followed by
+ * a single compaction item" with opaque encrypted_content, usage}.  The
+ * input obeys the rules of /v1/responses (responses_check); an unknown
+ * member is refused as OpenAI refuses one.  Outside the script's sequence;
+ * the script's "compact_fail" makes the first N answer 500.
+ */
+static int serve_compact(conn *c, const request *rq) {
+    mock_llm *m = c->m;
+    json_t *root = json_loads(rq->body, 0, NULL);
+    static const char *const known[] = {"model", "input", "instructions",
+                                        "previous_response_id", "prompt_cache_key", NULL};
+    sb e = {0};
+    const char *key;
+    json_t *val;
+    if (!json_is_object(root))
+        sb_puts(&e, "We could not parse the JSON body of your request.");
+    json_object_foreach(root, key, val) {
+        if (!e.p && !in_list(key, known))
+            sb_printf(&e, "Unknown parameter: '%s'.", key);
+    }
+    pthread_mutex_lock(&m->mu);
+    char *broken = e.p ? e.p : responses_check(m, root, "");
+    bool fail = !broken && m->compact_fail > 0;
+    if (fail)
+        m->compact_fail--;
+    pthread_mutex_unlock(&m->mu);
+    if (broken) {
+        json_decref(root);
+        char *msg = xstrdup(broken);
+        int rc = reject(c, API_RESPONSES, rq,
+                        error_body(API_RESPONSES, "invalid_request_error", NULL, broken), msg);
+        free(msg);
+        free(broken);
+        return rc;
+    }
+    if (fail) {
+        json_decref(root);
+        note_outcome(m, rq, 500, NULL, NULL, NULL);
+        char *body = error_body(API_RESPONSES, "server_error", NULL,
+                                "The server had an error while processing your request.");
+        int rc = send_json_response(c, API_RESPONSES, rq->index, 500, body, NULL);
+        free(body);
+        return rc;
+    }
+    json_t *output = json_array();
+    size_t i;
+    const json_t *it;
+    json_array_foreach(json_object_get(root, "input"), i, it) {
+        const char *type = json_string_value(json_object_get(it, "type"));
+        const char *role = json_string_value(json_object_get(it, "role"));
+        if ((!type || strcmp(type, "message") == 0) && role && strcmp(role, "user") == 0)
+            json_array_append_new(output, json_deep_copy(it));
+    }
+    size_t in_chars = strlen(rq->body);
+    pthread_mutex_lock(&m->mu);
+    long n = m->compactions++;
+    m->compact_enc = xrealloc(m->compact_enc, (size_t)m->compactions * sizeof *m->compact_enc);
+    char enc[64], id[32];
+    snprintf(enc, sizeof enc, "encc%016llx",
+             (unsigned long long)fnv(fnvz(FNV0, "compaction"), rq->body, in_chars));
+    snprintf(id, sizeof id, "cmp_item_%ld", n);
+    m->compact_enc[n] = xstrdup(enc);
+    pthread_mutex_unlock(&m->mu);
+    json_array_append_new(output, json_pack("{s:s, s:s, s:s}", "type", "compaction", "id", id,
+                                            "encrypted_content", enc));
+    long input_tokens = (long)(in_chars / 4);
+    json_t *reply = json_pack("{s:s, s:s, s:i, s:o, s:{s:I, s:I, s:I}}", "id", id, "object",
+                              "response.compaction", "created_at", 1767225600, "output", output,
+                              "usage", "input_tokens", (json_int_t)input_tokens, "output_tokens",
+                              (json_int_t)200, "total_tokens", (json_int_t)(input_tokens + 200));
+    json_decref(root);
+    char *body = json_dumps(reply, JSON_COMPACT);
+    json_decref(reply);
+    note_outcome(m, rq, 200, NULL, NULL, NULL);
+    int rc = send_json_response(c, API_RESPONSES, rq->index, 200, body, NULL);
+    free(body);
+    return rc;
+}
+
 static int serve_request(conn *c, const request *rq) {
     mock_llm *m = c->m;
     api_kind api;
@@ -2637,6 +2744,8 @@ static int serve_request(conn *c, const request *rq) {
         api = API_OPENAI;
     else if (strcmp(rq->path, "/v1/responses") == 0)
         api = API_RESPONSES;
+    else if (strcmp(rq->path, "/v1/responses/compact") == 0 && strcmp(rq->method, "POST") == 0)
+        return serve_compact(c, rq);
     else if (strcmp(rq->path, "/v1/messages") == 0)
         api = API_ANTHROPIC;
     else
@@ -2853,6 +2962,9 @@ static void free_all(mock_llm *m) {
         free(m->issued[i].enc);
     }
     free(m->issued);
+    for (long i = 0; i < m->compactions; i++)
+        free(m->compact_enc[i]);
+    free(m->compact_enc);
     if (m->stats)
         fclose(m->stats);
     for (size_t i = 0; i < m->nrecs; i++) {
