@@ -2418,12 +2418,15 @@ static int serve_stream(conn *c, api_kind api, const entry *e, const request *rq
         char *enc = v->encrypt ? responses_enc(v->model, rs, dflt ? dflt : e->reasoning) : NULL;
         mock_llm *m = c->m;
         pthread_mutex_lock(&m->mu);
-        for (size_t i = 0; v->thinking && i < e->ncalls; i++) {
+        /* a reply without calls issues its reasoning item too (call id ""):
+         * a later turn sends it back */
+        for (size_t i = 0; v->thinking && i < (e->ncalls ? e->ncalls : 1); i++) {
             if (m->nissued == m->capissued) {
                 m->capissued = m->capissued ? m->capissued * 2 : 16;
                 m->issued = xrealloc(m->issued, m->capissued * sizeof *m->issued);
             }
-            m->issued[m->nissued++] = (issued){xstrdup(e->calls[i].id), xstrdup(rs), xstrdup(enc)};
+            m->issued[m->nissued++] =
+                (issued){xstrdup(e->ncalls ? e->calls[i].id : ""), xstrdup(rs), xstrdup(enc)};
         }
         pthread_mutex_unlock(&m->mu);
         responses_events(&es, e, rq->index, model, v, enc);

@@ -1,9 +1,9 @@
 /*
  * tests/unit/test_compaction_long.c - compaction-basic over long sessions
- * (issue #35, Done-when): 60 steps against the mock LLM's Anthropic and
- * OpenAI chat APIs (tests/support/mock_llm.c, loopback), compacted under
- * pressure with the default strategies, then a recall of a shadowed tool
- * result.  Apart from test_compaction so that the two run side by side
+ * (issue #35, Done-when): 60 steps against the mock LLM's Anthropic Messages
+ * and OpenAI Responses APIs (tests/support/mock_llm.c, loopback), compacted
+ * under pressure with the default strategies (OpenAI's on its server:
+ * POST /v1/responses/compact), then a recall of a shadowed tool result.  Apart from test_compaction so that the two run side by side
  * within their timeouts.  Every log is checked by dh_teardown
  * (weir_log_check, replay, derive == request).
  */
@@ -93,12 +93,18 @@ static void long_session(const char *provider) {
                 json_array_append_new(reqs, json_pack("{s:s}", "text", "part done"));
                 continue;
             }
-            char id[32], args[400];
+            char id[32], args[1400];
             snprintf(id, sizeof id, "call_%d_%d", t, st);
-            snprintf(args, sizeof args,
-                     "{\"query\":\"record %d of part %d: the owner, the last change, the open "
-                     "issues and the files it touches, with their sizes and tests\"}",
-                     st, t);
+            /* about 1,100 characters: a step adds about 550 tokens (the
+             * call and its echo), so that a compaction shadows thousands of
+             * tokens and the checkpoint (with its recall ids) shrinks them */
+            int n = snprintf(args, sizeof args,
+                             "{\"query\":\"record %d of part %d: the owner, the last change, the "
+                             "open issues and the files it touches, with their sizes and tests",
+                             st, t);
+            while (n < 1100)
+                n += snprintf(args + n, sizeof args - (size_t)n, "; and again, record %d", st);
+            snprintf(args + n, sizeof args - (size_t)n, "\"}");
             json_array_append_new(reqs, json_pack("{s:[{s:s, s:s, s:s}]}", "tool_calls", "id", id,
                                                   "name", "lookup", "arguments", args));
         }
@@ -120,11 +126,12 @@ static void long_session(const char *provider) {
     char *base = mock_llm_base_url(m);
     char *rows = fmt("[{\"id\":\"p\",\"plugin\":\"provider-%s\",\"config\":{"
                      "\"base_url\":\"%s%s\",\"api_key\":\"k\"%s,"
-                     "\"models\":{\"%s\":{\"context_window\":3000,\"max_output\":500}}}},"
+                     "\"models\":{\"%s\":{\"context_window\":12000,\"max_output\":500}}}},"
                      "{\"id\":\"compact\",\"plugin\":\"compaction-basic\",\"config\":{}},"
                      "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"
                      "[{\"name\":\"lookup\"}]}}]",
-                     provider, base, openai ? "/v1" : "", openai ? ",\"probe_windows\":false" : "",
+                     provider, base, openai ? "/v1" : "",
+                     openai ? ",\"probe_windows\":false,\"api\":\"responses\"" : "",
                      model);
     free(base);
     char *agent = fmt("{\"provider\":\"p\",\"model\":\"%s\",\"max_tokens\":500}", model);
@@ -137,7 +144,10 @@ static void long_session(const char *provider) {
         char *ask = fmt("Look up records 1 to %d of part %d, one per step.", LONG_STEPS - 1, t);
         run_text(&d, ask);
         free(ask);
-        assert_string_equal(end_kind(&d, t - 1), "completed");
+        if (strcmp(end_kind(&d, t - 1), "completed") != 0) {
+            char *why = json_dumps(dh_event_data(&d, "turn/end", t - 1), JSON_COMPACT);
+            fail_msg("%s: turn %d: %s", provider, t, why);
+        }
     }
     assert_int_equal(dh_count(&d, "assistant/message"), LONG_STEPS * LONG_TURNS);
     int compactions = dh_count(&d, "compaction/end");
@@ -147,9 +157,13 @@ static void long_session(const char *provider) {
         const json_t *end = dh_event_data(&d, "compaction/end", i);
         if (!json_is_true(json_object_get(end, "ok")))
             fail_msg("compaction %d: %s", i, json_string_value(json_object_get(end, "error")));
-        /* the durable record */
-        assert_string_equal(json_string_value(json_object_get(end, "strategy")), "summary");
-        json_t *chain = json_pack("[s, s]", "summary", "prune");
+        /* the durable record: OpenAI's Responses row compacts on its server
+         * (POST /v1/responses/compact), Anthropic's summarizes */
+        const char *used = json_string_value(json_object_get(end, "strategy"));
+        if (strncmp(used, openai ? "server" : "summary", openai ? 6 : 7) != 0)
+            fail_msg("%s: compaction %d used %s", provider, i, used);
+        json_t *chain = openai ? json_pack("[s, s, s]", "server", "summary", "prune")
+                               : json_pack("[s, s]", "summary", "prune");
         assert_true(json_equal(json_object_get(end, "strategies"), chain));
         json_decref(chain);
         assert_true(json_integer_value(json_object_get(end, "cache_invalidated_tokens")) > 0);
@@ -199,6 +213,25 @@ static void long_session(const char *provider) {
     assert_true(json_is_true(json_object_get(b2, "is_error")));
     assert_non_null(strstr(result_text(r2), "no message or tool result has the id \"seq:999999\""));
     assert_int_equal(dh_count(&d, "compaction/recall"), 1);
+    if (openai) {
+        /* each server compaction was one POST /v1/responses/compact, and the
+         * request after the first one sends its compaction item back as the
+         * mock returned it (the mock refuses an item it did not issue) */
+        long compacts = 0, after = 0, total = mock_llm_requests(m);
+        for (long k = 0; k < total; k++) {
+            char *path = mock_llm_request_path(m, k), *body = mock_llm_request_body(m, k);
+            if (path && !strcmp(path, "/v1/responses/compact"))
+                compacts++;
+            else if (compacts > 0 && body &&
+                     strstr(body, "{\"type\":\"compaction\",\"id\":\"cmp_item_0\","
+                                  "\"encrypted_content\":\"encc"))
+                after++;
+            free(path);
+            free(body);
+        }
+        assert_int_equal(compacts, dh_count(&d, "compaction/end")); /* the recall turn's too */
+        assert_true(after > 0);
+    }
     assert_int_equal(mock_llm_rejections(m), 0);
     assert_int_equal(mock_llm_expect_failures(m), 0);
     dh_teardown(&d);
