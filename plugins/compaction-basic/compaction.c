@@ -600,7 +600,8 @@ static bool summary_range(const run *r, const json_t *surface, size_t *a, size_t
 /* Whether anything could be pruned or summarized. */
 static bool compactable(run *r, const json_t *surface) {
     size_t a, b, i;
-    if (in_chain(r, CP_STRATEGY_SUMMARY) && summary_range(r, surface, &a, &b))
+    if ((in_chain(r, CP_STRATEGY_SUMMARY) || in_chain(r, CP_STRATEGY_SERVER)) &&
+        summary_range(r, surface, &a, &b))
         return true;
     if (!in_chain(r, CP_STRATEGY_PRUNE))
         return false;
@@ -1277,13 +1278,13 @@ static outcome compact(run *r) {
         return OUT_NOT_NEEDED; /* no durable route yet: nothing was ever sent */
     }
     r->window = resolve_window(r);
-    r->server_info = weir_agent_model_info(r->agent, r->provider, r->model);
-    r->server_kind = json_string_value(json_object_get(r->server_info, "server_compaction"));
+    /* the default chain gets "server" once a compaction is sure to run (the
+     * route's model_info is asked then, not at every step's check) */
     if (cfg->strategies_set) {
         memcpy(r->chain, cfg->strategies, sizeof r->chain);
         r->nchain = cfg->nstrategies;
     } else {
-        r->nchain = cp_default_strategies(r->server_kind != NULL, r->chain);
+        r->nchain = cp_default_strategies(false, r->chain);
     }
     r->prices = cp_prices_for(cfg, r->model);
     if (cancelled(r)) {
@@ -1350,6 +1351,10 @@ static outcome compact(run *r) {
         json_decref(surface);
         return OUT_NOT_NEEDED;
     }
+    r->server_info = weir_agent_model_info(r->agent, r->provider, r->model);
+    r->server_kind = json_string_value(json_object_get(r->server_info, "server_compaction"));
+    if (!cfg->strategies_set && r->server_kind)
+        r->nchain = cp_default_strategies(true, r->chain);
     new_id(r->s, r->id, sizeof r->id);
     json_t *start = json_pack("{s:s, s:s, s:I, s:I, s:I}", "compaction_id", r->id, "trigger",
                               trigger, "turn", r->turn, "step", r->step, "tokens",

@@ -1068,9 +1068,75 @@ int pc_post_json(const pc_provider *p, weir_stream *st, const char *model, const
     return *body || *failure ? WEIR_OK : WEIR_E_NOMEM;
 }
 
+/* New NULL-terminated list (owned: the list and the lines it made; free
+ * with free_headers): `base` with the header `extra` ("Name: value") joined
+ * to a same-named one as ", value" (a list-valued header such as
+ * anthropic-beta), else appended.  NULL when out of memory. */
+static char **headers_with(const char *const *base, const char *extra, bool **made) {
+    size_t n = 0, nlen = strcspn(extra, ":");
+    while (base && base[n])
+        n++;
+    char **out = calloc(n + 2, sizeof *out);
+    *made = calloc(n + 2, sizeof **made);
+    if (!out || !*made) {
+        free(out);
+        free(*made);
+        *made = NULL;
+        return NULL;
+    }
+    bool joined = false;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = (char *)(uintptr_t)base[i];
+        if (!joined && strncasecmp(base[i], extra, nlen) == 0 && base[i][nlen] == ':') {
+            size_t l = strlen(base[i]) + strlen(extra + nlen + 1) + 2;
+            char *line = malloc(l);
+            if (!line)
+                goto oom;
+            snprintf(line, l, "%s,%s", base[i], extra + nlen + 1);
+            out[i] = line;
+            (*made)[i] = true;
+            joined = true;
+        }
+    }
+    if (!joined) {
+        if (!(out[n] = strdup(extra)))
+            goto oom;
+        (*made)[n] = true;
+    }
+    return out;
+oom:
+    for (size_t i = 0; i <= n; i++)
+        if ((*made)[i])
+            free(out[i]);
+    free(out);
+    free(*made);
+    *made = NULL;
+    return NULL;
+}
+
+static void free_headers(char **h, bool *made) {
+    for (size_t i = 0; h && h[i]; i++)
+        if (made[i])
+            free(h[i]);
+    free(h);
+    free(made);
+}
+
 int pc_stream_run(const pc_provider *p, weir_stream *st, const char *model, const char *text,
                   size_t len, char *msg, size_t msg_size, void *decoder, const pc_codec *codec) {
+    return pc_stream_run_ex(p, st, model, NULL, text, len, msg, msg_size, decoder, codec);
+}
+
+int pc_stream_run_ex(const pc_provider *p, weir_stream *st, const char *model, const char *extra,
+                     const char *text, size_t len, char *msg, size_t msg_size, void *decoder,
+                     const pc_codec *codec) {
     int end;
+    bool *made = NULL;
+    char **own = extra && text ? headers_with(headers_for(p, model), extra, &made) : NULL;
+    if (extra && text && !own) {
+        text = NULL;
+        snprintf(msg, msg_size, "out of memory");
+    }
     if (!text) {
         const char *code = strcmp(msg, "out of memory") == 0 ? "UNKNOWN" : "INVALID_REQUEST";
         end = codec->end(
@@ -1080,7 +1146,7 @@ int pc_stream_run(const pc_provider *p, weir_stream *st, const char *model, cons
         weir_http_request req = {
             .struct_size = sizeof req,
             .url = p->url,
-            .headers = headers_for(p, model),
+            .headers = own ? (const char *const *)own : headers_for(p, model),
             .body = text,
             .body_len = len,
             .connect_timeout_ms = p->connect_timeout_ms,
@@ -1102,5 +1168,6 @@ int pc_stream_run(const pc_provider *p, weir_stream *st, const char *model, cons
         }
         weir_http_response_clear(&resp);
     }
+    free_headers(own, made);
     return end == 0 ? WEIR_OK : WEIR_E_NOMEM;
 }

@@ -221,4 +221,13 @@ int pc_post_json(const pc_provider *p, weir_stream *st, const char *model, const
 int pc_stream_run(const pc_provider *p, weir_stream *st, const char *model, const char *text,
                   size_t len, char *msg, size_t msg_size, void *decoder, const pc_codec *codec);
 
+/**
+ * pc_stream_run with one more request header, `extra` ("Name: value",
+ * borrowed; NULL: none): joined with a comma to a header of the same name
+ * (a list-valued header such as anthropic-beta), else added.
+ */
+int pc_stream_run_ex(const pc_provider *p, weir_stream *st, const char *model, const char *extra,
+                     const char *text, size_t len, char *msg, size_t msg_size, void *decoder,
+                     const pc_codec *codec);
+
 #endif /* WEIR_PROVIDER_HOST_H */
