@@ -214,7 +214,9 @@ static int text_delta(anthropic_decoder *d, slot *s, const char *text) {
     if (block_start(d, s) != 0)
         return -1;
     return pc_put(&d->out, json_pack("{s:s,s:i,s:s}", "type",
-                                     s->kind == KIND_TEXT ? "text-delta" : "reasoning-delta",
+                                     s->kind == KIND_TEXT || s->kind == KIND_COMPACTION
+                                         ? "text-delta"
+                                         : "reasoning-delta",
                                      "index", s->block, "text", text));
 }
 

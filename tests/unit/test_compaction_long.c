@@ -85,7 +85,12 @@ static const json_t *result_of(const dh *d, const char *id) {
  * the turn goes on). */
 static void long_session(const char *provider) {
     bool openai = !strcmp(provider, "openai");
-    const char *model = openai ? "gpt-5.1" : "claude-sonnet-4-5";
+    /* Anthropic compacts on its server only from 50,000 input tokens on (the
+     * compact_20260112 trigger's minimum), so its session runs in a larger
+     * window with larger records, and keeps a short tail (so that what it
+     * compacts reaches the minimum, twice in 60 steps) */
+    const char *model = openai ? "gpt-5.1" : "claude-sonnet-4-6";
+    int record_chars = openai ? 1100 : 3800, window = openai ? 12000 : 66000;
     json_t *reqs = json_array();
     for (int t = 1; t <= LONG_TURNS; t++)
         for (int st = 1; st <= LONG_STEPS; st++) {
@@ -93,7 +98,7 @@ static void long_session(const char *provider) {
                 json_array_append_new(reqs, json_pack("{s:s}", "text", "part done"));
                 continue;
             }
-            char id[32], args[1400];
+            char id[32], args[4000];
             snprintf(id, sizeof id, "call_%d_%d", t, st);
             /* about 1,100 characters: a step adds about 550 tokens (the
              * call and its echo), so that a compaction shadows thousands of
@@ -102,7 +107,7 @@ static void long_session(const char *provider) {
                              "{\"query\":\"record %d of part %d: the owner, the last change, the "
                              "open issues and the files it touches, with their sizes and tests",
                              st, t);
-            while (n < 1100)
+            while (n < record_chars)
                 n += snprintf(args + n, sizeof args - (size_t)n, "; and again, record %d", st);
             snprintf(args + n, sizeof args - (size_t)n, "\"}");
             json_array_append_new(reqs, json_pack("{s:[{s:s, s:s, s:s}]}", "tool_calls", "id", id,
@@ -126,13 +131,13 @@ static void long_session(const char *provider) {
     char *base = mock_llm_base_url(m);
     char *rows = fmt("[{\"id\":\"p\",\"plugin\":\"provider-%s\",\"config\":{"
                      "\"base_url\":\"%s%s\",\"api_key\":\"k\"%s,"
-                     "\"models\":{\"%s\":{\"context_window\":12000,\"max_output\":500}}}},"
-                     "{\"id\":\"compact\",\"plugin\":\"compaction-basic\",\"config\":{}},"
+                     "\"models\":{\"%s\":{\"context_window\":%d,\"max_output\":500}}}},"
+                     "{\"id\":\"compact\",\"plugin\":\"compaction-basic\",\"config\":{%s}},"
                      "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"
                      "[{\"name\":\"lookup\"}]}}]",
                      provider, base, openai ? "/v1" : "",
                      openai ? ",\"probe_windows\":false,\"api\":\"responses\"" : "",
-                     model);
+                     model, window, openai ? "" : "\"keep_recent_tokens\":1000");
     free(base);
     char *agent = fmt("{\"provider\":\"p\",\"model\":\"%s\",\"max_tokens\":500}", model);
     dh d;
@@ -157,13 +162,12 @@ static void long_session(const char *provider) {
         const json_t *end = dh_event_data(&d, "compaction/end", i);
         if (!json_is_true(json_object_get(end, "ok")))
             fail_msg("compaction %d: %s", i, json_string_value(json_object_get(end, "error")));
-        /* the durable record: OpenAI's Responses row compacts on its server
-         * (POST /v1/responses/compact), Anthropic's summarizes */
+        /* the durable record: both compact on the server (OpenAI POST
+         * /v1/responses/compact, Anthropic the compact_20260112 edit) */
         const char *used = json_string_value(json_object_get(end, "strategy"));
-        if (strncmp(used, openai ? "server" : "summary", openai ? 6 : 7) != 0)
+        if (strncmp(used, "server", 6) != 0)
             fail_msg("%s: compaction %d used %s", provider, i, used);
-        json_t *chain = openai ? json_pack("[s, s, s]", "server", "summary", "prune")
-                               : json_pack("[s, s]", "summary", "prune");
+        json_t *chain = json_pack("[s, s, s]", "server", "summary", "prune");
         assert_true(json_equal(json_object_get(end, "strategies"), chain));
         json_decref(chain);
         assert_true(json_integer_value(json_object_get(end, "cache_invalidated_tokens")) > 0);
@@ -213,25 +217,27 @@ static void long_session(const char *provider) {
     assert_true(json_is_true(json_object_get(b2, "is_error")));
     assert_non_null(strstr(result_text(r2), "no message or tool result has the id \"seq:999999\""));
     assert_int_equal(dh_count(&d, "compaction/recall"), 1);
-    if (openai) {
-        /* each server compaction was one POST /v1/responses/compact, and the
-         * request after the first one sends its compaction item back as the
-         * mock returned it (the mock refuses an item it did not issue) */
-        long compacts = 0, after = 0, total = mock_llm_requests(m);
-        for (long k = 0; k < total; k++) {
-            char *path = mock_llm_request_path(m, k), *body = mock_llm_request_body(m, k);
-            if (path && !strcmp(path, "/v1/responses/compact"))
-                compacts++;
-            else if (compacts > 0 && body &&
-                     strstr(body, "{\"type\":\"compaction\",\"id\":\"cmp_item_0\","
-                                  "\"encrypted_content\":\"encc"))
-                after++;
-            free(path);
-            free(body);
-        }
-        assert_int_equal(compacts, dh_count(&d, "compaction/end")); /* the recall turn's too */
-        assert_true(after > 0);
+    /* each server compaction was one request (OpenAI: POST
+     * /v1/responses/compact; Anthropic: context_management's compaction
+     * edit), and the requests after the first one send its item or block
+     * back as the mock returned it (the mock refuses one it did not issue) */
+    long compacts = 0, after = 0, total = mock_llm_requests(m);
+    for (long k = 0; k < total; k++) {
+        char *path = mock_llm_request_path(m, k), *body = mock_llm_request_body(m, k);
+        if (path && body &&
+            (openai ? !strcmp(path, "/v1/responses/compact")
+                    : strstr(body, "\"type\":\"compact_20260112\"") != NULL))
+            compacts++;
+        else if (compacts > 0 && body &&
+                 strstr(body, openai ? "{\"type\":\"compaction\",\"id\":\"cmp_item_0\","
+                                       "\"encrypted_content\":\"encc"
+                                     : "{\"type\":\"compaction\",\"content\":\"Summary of the "))
+            after++;
+        free(path);
+        free(body);
     }
+    assert_int_equal(compacts, dh_count(&d, "compaction/end")); /* the recall turn's too */
+    assert_true(after > 0);
     assert_int_equal(mock_llm_rejections(m), 0);
     assert_int_equal(mock_llm_expect_failures(m), 0);
     dh_teardown(&d);
