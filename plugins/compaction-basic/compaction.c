@@ -1405,9 +1405,8 @@ static outcome compact(run *r) {
                 json_t *fb = json_pack("{s:s, s:I, s:I, s:s, s:s, s:s?}", "compaction_id", r->id,
                                        "turn", r->turn, "step", r->step, "strategy", "server",
                                        "error", r->error, "next", next);
-                weir_log(r->s->self, WEIR_LOG_WARN,
-                         "compaction %s: the server compaction failed (%s); %s%s", r->id,
-                         r->error, next ? "falling back to " : "no strategy follows",
+                weir_log(r->s->self, WEIR_LOG_WARN, "compaction %s: %s; %s%s", r->id, r->error,
+                         next ? "falling back to " : "no strategy follows",
                          next ? next : "");
                 r->error[0] = '\0';
                 if (!append(r, "compaction/fallback", fb)) {
