@@ -294,7 +294,7 @@ int responses_compact_reply(responses_decoder *d, const char *body, size_t len);
 
 /**
  * The JSON body of POST /responses/compact for `request` on a Responses row:
- * {"model", "input"} of `full` (borrowed: the streamed body the row would
+ * {"model", "input", "prompt_cache_key"?} of `full` (borrowed: the streamed body the row would
  * send for it), as new text (owned; free), or NULL with `msg` set.
  */
 char *openai_responses_compact_body(const char *full, size_t len, char *msg, size_t size);

@@ -517,8 +517,11 @@ char *openai_responses_compact_body(const char *full, size_t len, char *msg, siz
     json_t *root = full ? json_loadb(full, len, 0, NULL) : NULL;
     json_t *body = json_object();
     char *text = NULL;
+    /* the prompt cache's key too: the input is the session's prefix */
+    json_t *key = json_object_get(root, "prompt_cache_key");
     if (root && body && json_object_set(body, "model", json_object_get(root, "model")) == 0 &&
-        json_object_set(body, "input", json_object_get(root, "input")) == 0)
+        json_object_set(body, "input", json_object_get(root, "input")) == 0 &&
+        (!json_is_string(key) || json_object_set(body, "prompt_cache_key", key) == 0))
         text = json_dumps(body, JSON_COMPACT);
     if (!text)
         pc_bad(msg, size, root ? "out of memory" : "the request body is not JSON");
