@@ -1284,7 +1284,7 @@ static outcome compact(run *r) {
         memcpy(r->chain, cfg->strategies, sizeof r->chain);
         r->nchain = cfg->nstrategies;
     } else {
-        r->nchain = cp_default_strategies(false, r->chain);
+        r->nchain = cp_default_strategies(NULL, r->chain);
     }
     r->prices = cp_prices_for(cfg, r->model);
     if (cancelled(r)) {
@@ -1354,7 +1354,7 @@ static outcome compact(run *r) {
     r->server_info = weir_agent_model_info(r->agent, r->provider, r->model);
     r->server_kind = json_string_value(json_object_get(r->server_info, "server_compaction"));
     if (!cfg->strategies_set && r->server_kind)
-        r->nchain = cp_default_strategies(true, r->chain);
+        r->nchain = cp_default_strategies(r->server_kind, r->chain);
     new_id(r->s, r->id, sizeof r->id);
     json_t *start = json_pack("{s:s, s:s, s:I, s:I, s:I}", "compaction_id", r->id, "trigger",
                               trigger, "turn", r->turn, "step", r->step, "tokens",

@@ -31,7 +31,8 @@ const char cp_config_schema[] =
     "\"strategies\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
     "\"default\":[\"server\",\"summary\",\"prune\"],"
     "\"description\":\"the compaction strategies, in order: server, summary, prune (default: "
-    "[server, summary, prune], server only where the route offers it)\"},"
+    "[server, summary, prune] on Anthropic routes that compact on the server, else [summary, "
+    "prune])\"},"
     "\"recall\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
     "\"enabled\":{\"type\":\"boolean\"},"
     "\"max_chars\":{\"type\":\"integer\",\"minimum\":100}}},"
@@ -110,9 +111,9 @@ const char *cp_strategy_name(cp_strategy s) {
     return (size_t)s < sizeof strategy_names / sizeof *strategy_names ? strategy_names[s] : "?";
 }
 
-size_t cp_default_strategies(bool server, cp_strategy *out) {
+size_t cp_default_strategies(const char *server_kind, cp_strategy *out) {
     size_t n = 0;
-    if (server)
+    if (server_kind && strcmp(server_kind, "anthropic-compact-20260112") == 0)
         out[n++] = CP_STRATEGY_SERVER;
     out[n++] = CP_STRATEGY_SUMMARY;
     out[n++] = CP_STRATEGY_PRUNE;

@@ -33,12 +33,16 @@ typedef enum cp_strategy {
 const char *cp_strategy_name(cp_strategy s);
 
 /**
- * The default chain for a route: ["server", "summary", "prune"] when the
- * route offers server compaction (`server`: its model_info reports
- * "server_compaction"), else ["summary", "prune"].  Writes at most
- * CP_MAX_STRATEGIES entries; returns how many.
+ * The default chain for a route whose model_info reports `server_kind` as
+ * its "server_compaction" (NULL: none): ["server", "summary", "prune"] for
+ * Anthropic's ("anthropic-compact-20260112"), else ["summary", "prune"].
+ * OpenAI's /responses/compact is left out of the default: it cannot read the
+ * prompt cache the summary request reads (it takes no tools, so its prefix
+ * is not the session's), and bench_strategies measures it as the dearest
+ * chain (bench/README.md).  Writes at most CP_MAX_STRATEGIES entries;
+ * returns how many.
  */
-size_t cp_default_strategies(bool server, cp_strategy *out);
+size_t cp_default_strategies(const char *server_kind, cp_strategy *out);
 
 /** Parsed plugin config (read-only after cp_config_parse). */
 typedef struct cp_config {

@@ -2684,8 +2684,10 @@ static char *body_message(const char *body) {
 static int serve_compact(conn *c, const request *rq) {
     mock_llm *m = c->m;
     json_t *root = json_loads(rq->body, 0, NULL);
-    static const char *const known[] = {"model", "input", "instructions",
-                                        "previous_response_id", "prompt_cache_key", NULL};
+    /* openai-python types/responses/response_compact_params.py */
+    static const char *const known[] = {"model", "input", "instructions", "previous_response_id",
+                                        "prompt_cache_key", "prompt_cache_options",
+                                        "prompt_cache_retention", "service_tier", NULL};
     sb e = {0};
     const char *key;
     json_t *val;

@@ -2609,10 +2609,13 @@ static void config_strategies_and_recall(void **state) {
     assert_int_equal(cfg.recall_max_chars, 8000);
     assert_int_equal(cfg.horizon_steps, 10);
     cp_strategy def[CP_MAX_STRATEGIES];
-    assert_int_equal(cp_default_strategies(false, def), 2); /* no server compaction */
+    assert_int_equal(cp_default_strategies(NULL, def), 2); /* no server compaction */
     assert_string_equal(cp_strategy_name(def[0]), "summary");
     assert_string_equal(cp_strategy_name(def[1]), "prune");
-    assert_int_equal(cp_default_strategies(true, def), 3); /* the route offers one */
+    /* OpenAI's costs more than the summary (bench_strategies): not a default */
+    assert_int_equal(cp_default_strategies("openai-responses-compact", def), 2);
+    assert_string_equal(cp_strategy_name(def[0]), "summary");
+    assert_int_equal(cp_default_strategies("anthropic-compact-20260112", def), 3);
     assert_string_equal(cp_strategy_name(def[0]), "server");
     assert_string_equal(cp_strategy_name(def[1]), "summary");
     assert_string_equal(cp_strategy_name(def[2]), "prune");

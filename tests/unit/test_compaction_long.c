@@ -2,8 +2,10 @@
  * tests/unit/test_compaction_long.c - compaction-basic over long sessions
  * (issue #35, Done-when): 60 steps against the mock LLM's Anthropic Messages
  * and OpenAI Responses APIs (tests/support/mock_llm.c, loopback), compacted
- * under pressure with the default strategies (OpenAI's on its server:
- * POST /v1/responses/compact), then a recall of a shadowed tool result.  Apart from test_compaction so that the two run side by side
+ * under pressure on the server (Anthropic: the default chain, the
+ * compact_20260112 edit; OpenAI: the chain [server, summary, prune], POST
+ * /v1/responses/compact, which is not OpenAI's default: bench_strategies),
+ * then a recall of a shadowed tool result.  Apart from test_compaction so that the two run side by side
  * within their timeouts.  Every log is checked by dh_teardown
  * (weir_log_check, replay, derive == request).
  */
@@ -78,9 +80,10 @@ static const json_t *result_of(const dh *d, const char *id) {
 #define LONG_STEPS 20 /* steps a turn: 19 tool calls and an answer */
 #define LONG_TURNS 3
 
-/* Issue #35, Done-when: a 60-step session against the mock's Anthropic or
- * OpenAI chat API compacts at least twice under pressure with the default
- * strategies and no error; then the model recalls a shadowed tool result
+/* Issue #35, Done-when: a 60-step session against the mock's Anthropic
+ * Messages or OpenAI Responses API compacts at least twice under pressure on
+ * the server (Anthropic's default chain; OpenAI's server-first chain) and no
+ * error; then the model recalls a shadowed tool result
  * (the text is the original's) and an id that does not exist (a tool error,
  * the turn goes on). */
 static void long_session(const char *provider) {
@@ -137,7 +140,9 @@ static void long_session(const char *provider) {
                      "[{\"name\":\"lookup\"}]}}]",
                      provider, base, openai ? "/v1" : "",
                      openai ? ",\"probe_windows\":false,\"api\":\"responses\"" : "",
-                     model, window, openai ? "" : "\"keep_recent_tokens\":1000");
+                     model, window,
+                     openai ? "\"strategies\":[\"server\",\"summary\",\"prune\"]"
+                            : "\"keep_recent_tokens\":1000");
     free(base);
     char *agent = fmt("{\"provider\":\"p\",\"model\":\"%s\",\"max_tokens\":500}", model);
     dh d;

@@ -3,8 +3,8 @@
  * strategy against the mock LLM (tests/support/mock_llm.c, loopback):
  * "server" in a chain whose route has no server compaction is a config error
  * naming the field and the row; a failed server compaction falls back to the
- * next strategy, logged; the default chain has "server" only where the route
- * offers it.  Every log is checked by dh_teardown.
+ * next strategy, logged; the default chain has no "server" where the route
+ * offers none.  Every log is checked by dh_teardown.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* asprintf */
@@ -149,7 +149,7 @@ static void a_failed_server_compaction_falls_back_to_the_summary(void **state) {
     (void)state;
     mock_llm *m = start_mock(",\"compact_fail\":1");
     dh d;
-    run_openai(&d, m, "responses", "{}");
+    run_openai(&d, m, "responses", "{\"strategies\":[\"server\",\"summary\",\"prune\"]}");
     assert_string_equal(end_kind(&d, 0), "completed");
     assert_string_equal(end_kind(&d, 1), "completed");
     assert_true(dh_count(&d, "compaction/end") >= 1);
