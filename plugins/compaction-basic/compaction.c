@@ -20,8 +20,13 @@
  *                       recent tail; optional extra instructions for the
  *                       summarizer.  Returns {kind:"compacted"|"declined"|
  *                       "failed", message, ...} and never calls weir_next().
- * Compaction: the strategies of the chain (config `strategies`, default
- * summary then prune), in order.  summary: while pressure remains (or once
+ * Compaction: the strategies of the chain (config `strategies`; default
+ * summary then prune, with server first on a route whose model_info reports
+ * Anthropic's server compaction), in order.  server: the provider compacts
+ * the range a summary would take (a request of the range with "compaction":
+ * "server"); its reply's continuation rides on the checkpoint, sent back
+ * verbatim; a failure logs compaction/fallback and the next strategy runs.
+ * summary: while pressure remains (or once
  * when forced), a summary of a head-anchored range that never splits a tool
  * call from its result, and right after each summary (with prune in the
  * chain) the pruning of the kept tail's oversized tool results (head +
@@ -1935,7 +1940,7 @@ static void fini(weir_plugin *self) { state_free(weir_plugin_data(self)); }
 static const weir_plugin_desc desc = {
     WEIR_PLUGIN_HEADER,
     "compaction-basic",
-    "0.3.0",
+    "0.4.0",
     "keeps the model context within its window: a chain of strategies (structured summaries "
     "that replay the agent's own request, cache-priced tool-result pruning), pinned context, a "
     "storm breaker and a recall tool for what a compaction shadowed",
