@@ -2,11 +2,12 @@
  * tests/unit/test_compaction_long.c - compaction-basic over long sessions
  * (issue #35, Done-when): 60 steps against the mock LLM's Anthropic Messages
  * and OpenAI Responses APIs (tests/support/mock_llm.c, loopback), compacted
- * under pressure on the server (Anthropic: the default chain, the
- * compact_20260112 edit; OpenAI: the chain [server, summary, prune], POST
- * /v1/responses/compact, which is not OpenAI's default: bench_strategies),
- * then a recall of a shadowed tool result.  Apart from test_compaction so that the two run side by side
- * within their timeouts.  Every log is checked by dh_teardown
+ * under pressure with the default chains (Anthropic's on the server: the
+ * compact_20260112 edit; OpenAI's a summary, since /v1/responses/compact is
+ * dearer: bench_strategies) and with OpenAI's server-first chain, then a
+ * recall of a shadowed tool result.  Apart from test_compaction so that the
+ * two run side by side within their timeouts.  Every log is checked by
+ * dh_teardown
  * (weir_log_check, replay, derive == request).
  */
 #ifndef _GNU_SOURCE
@@ -81,12 +82,12 @@ static const json_t *result_of(const dh *d, const char *id) {
 #define LONG_TURNS 3
 
 /* Issue #35, Done-when: a 60-step session against the mock's Anthropic
- * Messages or OpenAI Responses API compacts at least twice under pressure on
- * the server (Anthropic's default chain; OpenAI's server-first chain) and no
- * error; then the model recalls a shadowed tool result
+ * Messages or OpenAI Responses API compacts at least twice under pressure
+ * with the default chain (Anthropic's compacts on the server, OpenAI's
+ * summarizes), or, `server`, OpenAI's server-first chain, and no error; then the model recalls a shadowed tool result
  * (the text is the original's) and an id that does not exist (a tool error,
  * the turn goes on). */
-static void long_session(const char *provider) {
+static void long_session(const char *provider, bool server) {
     bool openai = !strcmp(provider, "openai");
     /* Anthropic compacts on its server only from 50,000 input tokens on (the
      * compact_20260112 trigger's minimum), so its session runs in a larger
@@ -141,8 +142,9 @@ static void long_session(const char *provider) {
                      provider, base, openai ? "/v1" : "",
                      openai ? ",\"probe_windows\":false,\"api\":\"responses\"" : "",
                      model, window,
-                     openai ? "\"strategies\":[\"server\",\"summary\",\"prune\"]"
-                            : "\"keep_recent_tokens\":1000");
+                     !openai  ? "\"keep_recent_tokens\":1000"
+                     : server ? "\"strategies\":[\"server\",\"summary\",\"prune\"]"
+                              : "");
     free(base);
     char *agent = fmt("{\"provider\":\"p\",\"model\":\"%s\",\"max_tokens\":500}", model);
     dh d;
@@ -170,9 +172,11 @@ static void long_session(const char *provider) {
         /* the durable record: both compact on the server (OpenAI POST
          * /v1/responses/compact, Anthropic the compact_20260112 edit) */
         const char *used = json_string_value(json_object_get(end, "strategy"));
-        if (strncmp(used, "server", 6) != 0)
+        const char *want = server ? "server" : "summary";
+        if (strncmp(used, want, strlen(want)) != 0)
             fail_msg("%s: compaction %d used %s", provider, i, used);
-        json_t *chain = json_pack("[s, s, s]", "server", "summary", "prune");
+        json_t *chain = server ? json_pack("[s, s, s]", "server", "summary", "prune")
+                               : json_pack("[s, s]", "summary", "prune");
         assert_true(json_equal(json_object_get(end, "strategies"), chain));
         json_decref(chain);
         assert_true(json_integer_value(json_object_get(end, "cache_invalidated_tokens")) > 0);
@@ -241,8 +245,8 @@ static void long_session(const char *provider) {
         free(path);
         free(body);
     }
-    assert_int_equal(compacts, dh_count(&d, "compaction/end")); /* the recall turn's too */
-    assert_true(after > 0);
+    assert_int_equal(compacts, server ? dh_count(&d, "compaction/end") : 0); /* recall's too */
+    assert_true(server ? after > 0 : after == 0);
     assert_int_equal(mock_llm_rejections(m), 0);
     assert_int_equal(mock_llm_expect_failures(m), 0);
     dh_teardown(&d);
@@ -252,12 +256,17 @@ static void long_session(const char *provider) {
 
 static void a_60_step_anthropic_session_compacts_and_recalls(void **state) {
     (void)state;
-    long_session("anthropic");
+    long_session("anthropic", true); /* the default chain: server first */
 }
 
 static void a_60_step_openai_session_compacts_and_recalls(void **state) {
     (void)state;
-    long_session("openai");
+    long_session("openai", false); /* the default chain: summary, prune */
+}
+
+static void a_60_step_openai_session_compacts_on_the_server_and_recalls(void **state) {
+    (void)state;
+    long_session("openai", true); /* [server, summary, prune] */
 }
 
 
@@ -265,6 +274,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_60_step_anthropic_session_compacts_and_recalls),
         cmocka_unit_test(a_60_step_openai_session_compacts_and_recalls),
+        cmocka_unit_test(a_60_step_openai_session_compacts_on_the_server_and_recalls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
