@@ -135,7 +135,7 @@ typedef struct run {
     bool rewritten;           /* a checkpoint landed: every node after it is written again */
     char used[64];            /* the strategies that changed the surface, "+"-joined */
     const char *server_kind;  /* the route's model_info "server_compaction", or NULL (borrowed
-                                 from server_info) */
+                                 from server_info; set by resolve_window) */
     json_t *server_info;      /* that model_info (owned), or NULL */
     json_t *shadowed_seqs;    /* every node this compaction shadowed (seqs) */
     char error[512];
@@ -416,6 +416,10 @@ static bool resolve_route(run *r) {
  * request/context.context_window; -1 unknown. */
 static long long resolve_window(run *r) {
     json_t *info = weir_agent_model_info(r->agent, r->provider, r->model);
+    /* kept for the chain: its "server_compaction" (asked once per check) */
+    json_decref(r->server_info);
+    r->server_info = json_incref(info);
+    r->server_kind = json_string_value(json_object_get(info, "server_compaction"));
     const json_t *cw = json_object_get(info, "context_window");
     if (!json_is_integer(cw))
         cw = json_object_get(r->route, "context_window");
@@ -1283,8 +1287,7 @@ static outcome compact(run *r) {
         return OUT_NOT_NEEDED; /* no durable route yet: nothing was ever sent */
     }
     r->window = resolve_window(r);
-    /* the default chain gets "server" once a compaction is sure to run (the
-     * route's model_info is asked then, not at every step's check) */
+    /* the default chain gets "server" once a compaction is sure to run */
     if (cfg->strategies_set) {
         memcpy(r->chain, cfg->strategies, sizeof r->chain);
         r->nchain = cfg->nstrategies;
@@ -1356,8 +1359,6 @@ static outcome compact(run *r) {
         json_decref(surface);
         return OUT_NOT_NEEDED;
     }
-    r->server_info = weir_agent_model_info(r->agent, r->provider, r->model);
-    r->server_kind = json_string_value(json_object_get(r->server_info, "server_compaction"));
     if (!cfg->strategies_set && r->server_kind)
         r->nchain = cp_default_strategies(r->server_kind, r->chain);
     new_id(r->s, r->id, sizeof r->id);
