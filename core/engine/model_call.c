@@ -126,8 +126,8 @@ void weir__stream_release(weir_stream *s) {
 /* Fold collected chunks into *result (see the header): the stream's fold
  * (weir__stream_assemble, the lifecycle's), of which agent_complete keeps
  * the text blocks; or fill `err`. */
-static int collect(const char *provider, const json_t *chunks, int stream_rc, json_t **result,
-                   weir_error *err) {
+static int collect(const char *provider, const json_t *chunks, int stream_rc, bool keep,
+                   json_t **result, weir_error *err) {
     weir__assembled m;
     json_t *blocks = NULL;
     int rc = weir__stream_assemble(chunks, false, &m) == 0 && (blocks = json_array())
@@ -136,10 +136,19 @@ static int collect(const char *provider, const json_t *chunks, int stream_rc, js
     size_t i;
     const json_t *b;
     json_array_foreach(json_object_get(m.message, "content"), i, b) {
-        if (rc == WEIR_OK && strcmp(weir__json_str(b, "type", ""), "text") == 0 &&
-            json_array_append_new(blocks, json_pack("{s:s, s:O}", "type", "text", "text",
-                                                    json_object_get(b, "text"))) != 0)
-            rc = WEIR_E_NOMEM; /* the text alone: a continuation stays with the stream */
+        if (rc != WEIR_OK || strcmp(weir__json_str(b, "type", ""), "text") != 0)
+            continue;
+        /* the text alone; with its continuation when the request asked for
+         * a server compaction ("compaction": keep), which comes back as a
+         * text block whose continuation holds what must be sent back
+         * verbatim (docs/compaction.md, "Strategies") */
+        const json_t *cont = keep ? json_object_get(b, "continuation") : NULL;
+        json_t *tb = cont ? json_pack("{s:s, s:O, s:O}", "type", "text", "text",
+                                      json_object_get(b, "text"), "continuation", cont)
+                          : json_pack("{s:s, s:O}", "type", "text", "text",
+                                      json_object_get(b, "text"));
+        if (json_array_append_new(blocks, tb) != 0)
+            rc = WEIR_E_NOMEM;
     }
     const json_t *usage = m.usage;
     const char *kind = m.finish;
@@ -295,6 +304,7 @@ int weir__engine_complete(weir__engine *eng, const json_t *request, bool hooked,
     }
     json_object_del(config, "messages");
     json_object_del(config, "tools");
+    bool keep = json_object_get(frozen, "compaction") != NULL;
     void *call = NULL;
     weir_error pe_err;
     weir_error_clear(&pe_err);
@@ -345,7 +355,7 @@ int weir__engine_complete(weir__engine *eng, const json_t *request, bool hooked,
                        : herr.text[0] ? herr.text
                                       : weir_strerror(code));
     } else {
-        rc = collect(provider, hooked ? chunks : st.chunks, cc.stream_rc, result, err);
+        rc = collect(provider, hooked ? chunks : st.chunks, cc.stream_rc, keep, result, err);
     }
     json_decref(chunks);
     json_decref(st.chunks);

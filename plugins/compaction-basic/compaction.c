@@ -20,8 +20,13 @@
  *                       recent tail; optional extra instructions for the
  *                       summarizer.  Returns {kind:"compacted"|"declined"|
  *                       "failed", message, ...} and never calls weir_next().
- * Compaction: the strategies of the chain (config `strategies`, default
- * summary then prune), in order.  summary: while pressure remains (or once
+ * Compaction: the strategies of the chain (config `strategies`; default
+ * summary then prune, with server first on a route whose model_info reports
+ * Anthropic's server compaction), in order.  server: the provider compacts
+ * the range a summary would take (a request of the range with "compaction":
+ * "server"); its reply's continuation rides on the checkpoint, sent back
+ * verbatim; a failure logs compaction/fallback and the next strategy runs.
+ * summary: while pressure remains (or once
  * when forced), a summary of a head-anchored range that never splits a tool
  * call from its result, and right after each summary (with prune in the
  * chain) the pruning of the kept tail's oversized tool results (head +
@@ -129,6 +134,9 @@ typedef struct run {
     size_t invalidated;       /* estimate of the cached nodes from the first changed one on */
     bool rewritten;           /* a checkpoint landed: every node after it is written again */
     char used[64];            /* the strategies that changed the surface, "+"-joined */
+    const char *server_kind;  /* the route's model_info "server_compaction", or NULL (borrowed
+                                 from server_info; set by resolve_window) */
+    json_t *server_info;      /* that model_info (owned), or NULL */
     json_t *shadowed_seqs;    /* every node this compaction shadowed (seqs) */
     char error[512];
 } run;
@@ -428,6 +436,10 @@ static bool resolve_route(run *r) {
  * request/context.context_window; -1 unknown. */
 static long long resolve_window(run *r) {
     json_t *info = weir_agent_model_info(r->agent, r->provider, r->model);
+    /* kept for the chain: its "server_compaction" (asked once per check) */
+    json_decref(r->server_info);
+    r->server_info = json_incref(info);
+    r->server_kind = json_string_value(json_object_get(info, "server_compaction"));
     const json_t *cw = json_object_get(info, "context_window");
     if (!json_is_integer(cw))
         cw = json_object_get(r->route, "context_window");
@@ -617,7 +629,8 @@ static bool summary_range(const run *r, const json_t *surface, size_t *a, size_t
 /* Whether anything could be pruned or summarized. */
 static bool compactable(run *r, const json_t *surface) {
     size_t a, b, i;
-    if (in_chain(r, CP_STRATEGY_SUMMARY) && summary_range(r, surface, &a, &b))
+    if ((in_chain(r, CP_STRATEGY_SUMMARY) || in_chain(r, CP_STRATEGY_SERVER)) &&
+        summary_range(r, surface, &a, &b))
         return true;
     if (!in_chain(r, CP_STRATEGY_PRUNE))
         return false;
@@ -912,13 +925,14 @@ static bool plan_make(run *r, const json_t *surface, size_t a, size_t b, plan *p
  * platform.claude.com/docs/en/build-with-claude/extended-thinking, "Max
  * tokens and context window size"; provider-openai maps it to
  * max_completion_tokens on reasoning models). */
-static json_t *summary_request(run *r, const plan *p, bool full) {
+static json_t *summary_request(run *r, const plan *p, bool full, bool server) {
     const cp_config *cfg = &r->s->cfg;
     const json_t *header = json_object_get(json_object_get(p->header, "data"), "header");
     const json_t *config = json_object_get(header, "config");
     const json_t *tools = json_object_get(header, "tools");
-    const char *provider = cfg->summary_provider ? cfg->summary_provider : r->provider;
-    const char *model = cfg->summary_model ? cfg->summary_model : r->model;
+    /* a server compaction is the route's own: the summarizer settings do not apply */
+    const char *provider = cfg->summary_provider && !server ? cfg->summary_provider : r->provider;
+    const char *model = cfg->summary_model && !server ? cfg->summary_model : r->model;
     const char *cp = json_string_value(json_object_get(config, "provider"));
     const char *cm = json_string_value(json_object_get(config, "model"));
     bool own = cp && cm && !strcmp(cp, provider) && !strcmp(cm, model);
@@ -932,7 +946,8 @@ static json_t *summary_request(run *r, const plan *p, bool full) {
                              : NULL;
     size_t total = json_array_size(p->messages);
     size_t upto = full ? total : p->upto;
-    char *instruction = cp_instruction(cfg, full ? total - p->upto : 0, r->instructions);
+    char *instruction =
+        server ? NULL : cp_instruction(cfg, full ? total - p->upto : 0, r->instructions);
     json_t *messages = json_array();
     for (size_t i = 0; messages && i < upto; i++)
         if (json_array_append(messages, json_array_get(p->messages, i)) != 0) {
@@ -945,11 +960,15 @@ static json_t *summary_request(run *r, const plan *p, bool full) {
     free(instruction);
     /* json_array_append_new and json_object_set_new take their value, even on
      * failure: each pointer is cleared once handed over */
-    bool ok = req && messages && ask && (cfg->summary_max_tokens <= 0 || max_tokens);
-    if (ok) {
+    bool ok = req && messages && (ask || server) && (cfg->summary_max_tokens <= 0 || max_tokens);
+    if (ok && ask) {
         ok = json_array_append_new(messages, ask) == 0;
         ask = NULL;
     }
+    /* the provider compacts instead of answering (docs/providers.md, "Server
+     * compaction") */
+    if (ok && server)
+        ok = json_object_set_new(req, "compaction", json_string("server")) == 0;
     if (ok) {
         ok = json_object_set_new(req, "messages", messages) == 0;
         messages = NULL;
@@ -973,13 +992,15 @@ static json_t *summary_request(run *r, const plan *p, bool full) {
 /* The summarizer's call: the full replay first (pressure, manual), then,
  * after a context overflow, only the range's prefix (what overflow recovery
  * sends at once).  New *result or false with r->error set. */
-static bool call_summarizer(run *r, const plan *p, json_t **result, json_t **req_out,
-                            const char **replay) {
-    bool full = !r->forced && p->upto < json_array_size(p->messages);
+static bool call_summarizer(run *r, const plan *p, bool server, json_t **result,
+                            json_t **req_out, const char **replay) {
+    /* a server compaction sends the range only: the provider compacts all it
+     * is given, and the kept tail follows its items */
+    bool full = !server && !r->forced && p->upto < json_array_size(p->messages);
     json_t *ctx = json_pack("{s:I, s:I, s:s}", "turn", r->turn, "step", r->step, "purpose",
                             "compaction");
     for (;;) {
-        json_t *req = ctx ? summary_request(r, p, full) : NULL;
+        json_t *req = ctx ? summary_request(r, p, full, server) : NULL;
         weir_error err;
         memset(&err, 0, sizeof err);
         int rc = req ? weir_agent_complete_stream(r->agent, req, ctx, r->signal, result, &err)
@@ -996,7 +1017,8 @@ static bool call_summarizer(run *r, const plan *p, json_t **result, json_t **req
             full = false; /* the whole request no longer fits: summarize the range only */
             continue;
         }
-        set_error(r, "the summarizer failed: %s", err.text[0] ? err.text : weir_strerror(rc));
+        set_error(r, "the %s failed: %s", server ? "server compaction" : "summarizer",
+                  err.text[0] ? err.text : weir_strerror(rc));
         json_decref(ctx);
         return false;
     }
@@ -1039,8 +1061,29 @@ static bool replace_run(run *r, const json_t *surface, size_t from, size_t to, j
     return true;
 }
 
-/* One summary of the range [a, b].  true when its checkpoint landed. */
-static bool summarize(run *r, const json_t *surface, size_t a, size_t b) {
+/* The continuation of the reply's block that holds a server compaction
+ * (its data's "compaction"), borrowed from `result`, or NULL. */
+static const json_t *server_compaction_of(const json_t *result) {
+    size_t i;
+    const json_t *b;
+    json_array_foreach(json_object_get(json_object_get(result, "message"), "content"), i, b) {
+        const json_t *c = json_object_get(b, "continuation");
+        if (json_is_string(json_object_get(json_object_get(c, "data"), "compaction")))
+            return c;
+    }
+    return NULL;
+}
+
+/* The checkpoint text of a server compaction (the provider's items are
+ * opaque: the model learns from this what they replaced and how to recall
+ * it). */
+static const char server_note[] =
+    "The provider compacted the earlier turns of this conversation on its server: its "
+    "compaction item, just before this message, stands for them.";
+
+/* One summary of the range [a, b] (`server`: the provider's compaction of
+ * it).  true when its checkpoint landed. */
+static bool summarize(run *r, const json_t *surface, size_t a, size_t b, bool server) {
     if (r->signal && weir_signal_cancelled(r->signal)) {
         set_error(r, "cancelled");
         return false;
@@ -1060,7 +1103,7 @@ static bool summarize(run *r, const json_t *surface, size_t a, size_t b) {
     uint64_t version = r->as->meter.surface_version;
     json_t *result = NULL, *req = NULL;
     const char *replay = NULL;
-    if (!call_summarizer(r, &p, &result, &req, &replay)) {
+    if (!call_summarizer(r, &p, server, &result, &req, &replay)) {
         plan_clear(&p);
         return false;
     }
@@ -1068,8 +1111,11 @@ static bool summarize(run *r, const json_t *surface, size_t a, size_t b) {
     /* a surface change during the call (a listener of llm/stream, say) makes
      * the plan stale: nothing is replaced */
     meter_sync(r);
-    char *reply = reply_text(json_object_get(result, "message"));
-    char *summary = reply ? cp_clean_summary(reply) : NULL;
+    const json_t *sc = server ? server_compaction_of(result) : NULL;
+    char *reply = server ? NULL : reply_text(json_object_get(result, "message"));
+    char *summary = server ? (sc ? strdup(server_note) : NULL)
+                           : reply ? cp_clean_summary(reply)
+                                   : NULL;
     free(reply);
     const char **pinned = calloc(p.k + 1, sizeof *pinned);
     char **texts = calloc(p.k + 1, sizeof *texts);
@@ -1105,12 +1151,26 @@ static bool summarize(run *r, const json_t *surface, size_t a, size_t b) {
         text && !oom ? cp_checkpoint_message(framed ? framed : text, r->id) : NULL;
     free(framed);
     size_t summary_tokens = checkpoint ? cp_message_tokens(checkpoint) : 0;
+    /* the provider's items ride on the checkpoint's text block, sent back
+     * verbatim in its place; their text counts at 4 characters a token */
+    if (checkpoint && sc &&
+        json_object_set(json_array_get(json_object_get(checkpoint, "content"), 0),
+                        "continuation", (json_t *)(uintptr_t)sc) != 0) {
+        json_decref(checkpoint);
+        checkpoint = NULL;
+    }
+    if (checkpoint && sc)
+        summary_tokens += json_string_length(
+                              json_object_get(json_object_get(sc, "data"), "compaction")) /
+                          4;
     bool ok = false;
     if (cancelled(r))
         set_error(r, "cancelled"); /* the summary came back after a cancel: no replace */
     else if (r->as->meter.surface_version != version)
         set_error(r, "the surface changed while the summary was made (the measured nodes no "
                      "longer match): nothing was replaced");
+    else if (server && !sc)
+        set_error(r, "the provider returned no compaction (no block carries one)");
     else if (summary && !*summary)
         set_error(r, "the summarizer returned no text");
     else if (!checkpoint)
@@ -1134,6 +1194,8 @@ static bool summarize(run *r, const json_t *surface, size_t a, size_t b) {
                     : NULL;
     if (ev && np)
         json_object_set(ev, "pinned_seqs", pinned_seqs);
+    if (ev && server)
+        json_object_set_new(ev, "strategy", json_string("server"));
     const json_t *usage = json_object_get(result, "usage");
     if (ev && json_is_object(usage))
         json_object_set(ev, "usage", (json_t *)(uintptr_t)usage);
@@ -1160,7 +1222,7 @@ static bool summarize(run *r, const json_t *surface, size_t a, size_t b) {
     json_decref(data);
     if (ok) {
         r->rewritten = true;
-        note_used(r, CP_STRATEGY_SUMMARY);
+        note_used(r, server ? CP_STRATEGY_SERVER : CP_STRATEGY_SUMMARY);
         note_shadowed(r, shadowed_seqs, -1);
         r->summaries++;
         r->shadowed += shadowed;
@@ -1245,11 +1307,12 @@ static outcome compact(run *r) {
         return OUT_NOT_NEEDED; /* no durable route yet: nothing was ever sent */
     }
     r->window = resolve_window(r);
+    /* the default chain gets "server" once a compaction is sure to run */
     if (cfg->strategies_set) {
         memcpy(r->chain, cfg->strategies, sizeof r->chain);
         r->nchain = cfg->nstrategies;
     } else {
-        r->nchain = cp_default_strategies(r->provider, r->model, r->chain);
+        r->nchain = cp_default_strategies(NULL, r->chain);
     }
     r->prices = cp_prices_for(cfg, r->model);
     if (cancelled(r)) {
@@ -1316,6 +1379,8 @@ static outcome compact(run *r) {
         json_decref(surface);
         return OUT_NOT_NEEDED;
     }
+    if (!cfg->strategies_set && r->server_kind)
+        r->nchain = cp_default_strategies(r->server_kind, r->chain);
     new_id(r->s, r->id, sizeof r->id);
     json_t *start = json_pack("{s:s, s:s, s:I, s:I, s:I}", "compaction_id", r->id, "trigger",
                               trigger, "turn", r->turn, "step", r->step, "tokens",
@@ -1347,6 +1412,60 @@ static outcome compact(run *r) {
     size_t tokens = r->tokens_before;
     bool prune = in_chain(r, CP_STRATEGY_PRUNE);
     for (size_t st = 0; ok && st < r->nchain && !cancelled(r); st++) {
+        if (r->chain[st] == CP_STRATEGY_SERVER) {
+            if (!r->server_kind) { /* only a configured chain gets here */
+                set_error(r,
+                          "config.strategies[%zu]: \"server\": provider row \"%s\" (model "
+                          "\"%s\") has no server compaction (its model_info reports no "
+                          "\"server_compaction\"; provider-openai rows with api \"responses\" "
+                          "have one)",
+                          st, r->provider, r->model);
+                ok = false;
+                break;
+            }
+            size_t a, b;
+            if ((pressure && tokens < r->threshold) || !surface ||
+                !summary_range(r, surface, &a, &b))
+                continue;
+            ranged = true;
+            if (!summarize(r, surface, a, b, true)) {
+                if (cancelled(r))
+                    break;
+                /* a failed server compaction changed nothing: the next
+                 * strategy takes over, and the log says why */
+                const char *next = st + 1 < r->nchain ? cp_strategy_name(r->chain[st + 1]) : NULL;
+                json_t *fb = json_pack("{s:s, s:I, s:I, s:s, s:s, s:s?}", "compaction_id", r->id,
+                                       "turn", r->turn, "step", r->step, "strategy", "server",
+                                       "error", r->error, "next", next);
+                weir_log(r->s->self, WEIR_LOG_WARN, "compaction %s: %s; %s%s", r->id, r->error,
+                         next ? "falling back to " : "no strategy follows",
+                         next ? next : "");
+                r->error[0] = '\0';
+                if (!append(r, "compaction/fallback", fb)) {
+                    ok = false;
+                    break;
+                }
+                continue;
+            }
+            json_decref(surface);
+            surface = weir_agent_surface(r->agent);
+            if (!surface) {
+                set_error(r, "out of memory reading the surface");
+                ok = false;
+            }
+            if (ok && prune)
+                ok = prune_pass(r, surface, true);
+            tokens = measure(r);
+            if (ok && r->pruned) {
+                json_decref(surface);
+                surface = weir_agent_surface(r->agent);
+                if (!surface) {
+                    set_error(r, "out of memory reading the surface");
+                    ok = false;
+                }
+            }
+            continue;
+        }
         if (r->chain[st] == CP_STRATEGY_PRUNE) {
             /* under pressure only while it remains; the cost rule picks */
             if ((pressure && tokens < r->threshold) || !surface)
@@ -1372,7 +1491,7 @@ static outcome compact(run *r) {
             if (cancelled(r) || !summary_range(r, surface, &a, &b))
                 break;
             ranged = true;
-            ok = summarize(r, surface, a, b);
+            ok = summarize(r, surface, a, b, false);
             if (cancelled(r))
                 break; /* no new copy of the surface, no pruning after a cancel */
             json_decref(surface);
@@ -1480,6 +1599,7 @@ static bool run_init(run *r, state *s, weir_call *call, const json_t *args, bool
 }
 
 static void run_clear(run *r) {
+    json_decref(r->server_info);
     json_decref(r->shadowed_seqs);
     json_decref(r->route);
     json_decref(r->usage);
@@ -1810,7 +1930,7 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
     static const char *const events[] = {
         "compaction/start",   "compaction/prune",   "compaction/summary",
         "compaction/end",     "compaction/breaker", "compaction/pinned-over-threshold",
-        "compaction/prune-decision", "compaction/recall"};
+        "compaction/prune-decision", "compaction/recall", "compaction/fallback"};
     /* one compaction policy per deployment (docs/plugins.md, "Roles"); first, so that
      * a second row is refused by name */
     int rc = weir_plugin_role(self, "compaction");
@@ -1858,7 +1978,7 @@ static void fini(weir_plugin *self) { state_free(weir_plugin_data(self)); }
 static const weir_plugin_desc desc = {
     WEIR_PLUGIN_HEADER,
     "compaction-basic",
-    "0.3.0",
+    "0.4.0",
     "keeps the model context within its window: a chain of strategies (structured summaries "
     "that replay the agent's own request, cache-priced tool-result pruning), pinned context, a "
     "storm breaker and a recall tool for what a compaction shadowed",

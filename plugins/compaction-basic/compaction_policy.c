@@ -30,8 +30,9 @@ const char cp_config_schema[] =
     "\"cache_write_price\":{\"type\":\"number\",\"minimum\":0}}},"
     "\"strategies\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
     "\"default\":[\"summary\",\"prune\"],"
-    "\"description\":\"the compaction strategies, in order: summary, prune (default: the "
-    "provider's, today [summary, prune] for every one: weir config shows it)\"},"
+    "\"description\":\"the compaction strategies, in order: server, summary, prune (default: "
+    "[summary, prune]; unset, [server, summary, prune] on a route whose model_info reports "
+    "Anthropic's server compaction)\"},"
     "\"recall\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
     "\"enabled\":{\"type\":\"boolean\"},"
     "\"max_chars\":{\"type\":\"integer\",\"minimum\":100}}},"
@@ -104,18 +105,19 @@ static int dup_opt(const json_t *obj, const char *key, char **out, bool *oom) {
     return 0;
 }
 
-static const char *const strategy_names[] = {"prune", "summary"};
+static const char *const strategy_names[] = {"prune", "summary", "server"};
 
 const char *cp_strategy_name(cp_strategy s) {
     return (size_t)s < sizeof strategy_names / sizeof *strategy_names ? strategy_names[s] : "?";
 }
 
-size_t cp_default_strategies(const char *provider, const char *model, cp_strategy *out) {
-    (void)provider; /* one default for every provider until one compacts on its server */
-    (void)model;
-    out[0] = CP_STRATEGY_SUMMARY;
-    out[1] = CP_STRATEGY_PRUNE;
-    return 2;
+size_t cp_default_strategies(const char *server_kind, cp_strategy *out) {
+    size_t n = 0;
+    if (server_kind && strcmp(server_kind, "anthropic-compact-20260112") == 0)
+        out[n++] = CP_STRATEGY_SERVER;
+    out[n++] = CP_STRATEGY_SUMMARY;
+    out[n++] = CP_STRATEGY_PRUNE;
+    return n;
 }
 
 /* config.strategies into cfg->strategies: known names, each once, at least one. */
@@ -125,26 +127,20 @@ static int parse_strategies(const json_t *list, cp_config *cfg, char *msg, size_
     if (!json_is_array(list) || json_array_size(list) == 0)
         return fail(msg, msg_size,
                     "config.strategies: expected a non-empty array of strategy names (known: "
-                    "prune, summary)");
+                    "prune, server, summary)");
     size_t i;
     const json_t *v;
     json_array_foreach(list, i, v) {
         const char *name = json_string_value(v);
         if (!name)
             return fail(msg, msg_size, "config.strategies[%zu]: expected a string", i);
-        if (!strcmp(name, "server"))
-            return fail(msg, msg_size,
-                        "config.strategies[%zu]: \"server\": the provider row has no server "
-                        "compaction (no shipped provider offers it yet); known strategies: prune, "
-                        "summary",
-                        i);
         size_t k = 0;
         while (k < sizeof strategy_names / sizeof *strategy_names && strcmp(name, strategy_names[k]))
             k++;
         if (k == sizeof strategy_names / sizeof *strategy_names)
             return fail(msg, msg_size,
                         "config.strategies[%zu]: unknown strategy \"%s\"; known strategies: "
-                        "prune, summary",
+                        "prune, server, summary",
                         i, name);
         for (size_t j = 0; j < cfg->nstrategies; j++)
             if (cfg->strategies[j] == (cp_strategy)k)

@@ -24,21 +24,27 @@
 
 /** The compaction strategies a chain is made of (docs/compaction.md, "Strategies"). */
 typedef enum cp_strategy {
-    CP_STRATEGY_PRUNE,  /* prune oversized tool results when the cost rule says so */
-    CP_STRATEGY_SUMMARY /* the client summary of a head-anchored range */
+    CP_STRATEGY_PRUNE,   /* prune oversized tool results when the cost rule says so */
+    CP_STRATEGY_SUMMARY, /* the client summary of a head-anchored range */
+    CP_STRATEGY_SERVER   /* the provider compacts the range (its model_info says so) */
 } cp_strategy;
 
-#define CP_MAX_STRATEGIES 2
+#define CP_MAX_STRATEGIES 3
 
-/** The name of `s` ("prune", "summary"). */
+/** The name of `s` ("prune", "summary", "server"). */
 const char *cp_strategy_name(cp_strategy s);
 
 /**
- * The default chain for a route (the provider row's id and the model): today
- * ["summary", "prune"] for every provider (no shipped provider compacts on
- * the server yet).  Writes at most CP_MAX_STRATEGIES entries; returns how many.
+ * The default chain for a route whose model_info reports `server_kind` as
+ * its "server_compaction" (NULL: none): ["server", "summary", "prune"] for
+ * Anthropic's ("anthropic-compact-20260112"), else ["summary", "prune"].
+ * OpenAI's /responses/compact is left out of the default: it cannot read the
+ * prompt cache the summary request reads (it takes no tools, so its prefix
+ * is not the session's), and bench_strategies measures it as the dearest
+ * chain (bench/README.md).  Writes at most CP_MAX_STRATEGIES entries;
+ * returns how many.
  */
-size_t cp_default_strategies(const char *provider, const char *model, cp_strategy *out);
+size_t cp_default_strategies(const char *server_kind, cp_strategy *out);
 
 /** Parsed plugin config (read-only after cp_config_parse). */
 typedef struct cp_config {

@@ -127,6 +127,57 @@ static void warn_thinking_temperature(const pc_provider *p, const char *model) {
                  model ? model : "");
 }
 
+/*
+ * Server compaction (docs/providers.md, "Server compaction"): the
+ * compact_20260112 edit of context_management, beta compact-2026-01-12, on
+ * the models that support it, with a trigger at its documented minimum
+ * (platform.claude.com/docs/en/build-with-claude/compaction: "Supported
+ * models"; the trigger defaults to 150,000 input tokens and takes no less
+ * than 50,000).  pause_after_compaction makes the reply the compaction block
+ * alone (stop_reason "compaction").
+ */
+#define SERVER_COMPACTION "anthropic-compact-20260112"
+#define COMPACT_BETA "anthropic-beta: compact-2026-01-12"
+#define COMPACT_MIN_TRIGGER 50000
+
+static bool compaction_model(const char *model) {
+    static const char *const families[] = {"claude-mythos-preview", "claude-opus-4-7",
+                                           "claude-opus-4-6", "claude-sonnet-4-6"};
+    for (size_t i = 0; model && i < sizeof families / sizeof *families; i++)
+        if (strncmp(model, families[i], strlen(families[i])) == 0)
+            return true;
+    return false;
+}
+
+/* pc_model_info, plus "server_compaction" on the models that compact. */
+static json_t *model_info(void *self, const char *model) {
+    json_t *info = pc_model_info(self, model);
+    if (!compaction_model(model))
+        return info;
+    if (!info)
+        info = json_object();
+    if (info &&
+        json_object_set_new(info, "server_compaction", json_string(SERVER_COMPACTION)) != 0) {
+        json_decref(info);
+        info = NULL;
+    }
+    return info;
+}
+
+/* The options of a compaction request: context_management's compaction
+ * edit over the call's (an edit list of the options gives way).  0, or -1
+ * with `msg` set. */
+static int compaction_options(json_t **options, char *msg, size_t size) {
+    if (!*options && !(*options = json_object()))
+        return pc_bad(msg, size, "out of memory");
+    json_t *cm = json_pack("{s:[{s:s, s:{s:s, s:i}, s:b}]}", "edits", "type", "compact_20260112",
+                           "trigger", "type", "input_tokens", "value", COMPACT_MIN_TRIGGER,
+                           "pause_after_compaction", 1);
+    return cm && json_object_set_new(*options, "context_management", cm) == 0
+               ? 0
+               : pc_bad(msg, size, "out of memory");
+}
+
 static int stream(void *self, void *call, const json_t *request, weir_stream *st) {
     (void)call;
     const pc_provider *p = self;
@@ -144,6 +195,16 @@ static int stream(void *self, void *call, const json_t *request, weir_stream *st
     json_t *options = NULL;
     pc_extra extra = {NULL, false, caching(p, model), 0};
     int built = pc_call_options(p, request, &options, msg, sizeof msg);
+    const char *purpose = json_string_value(json_object_get(request, "compaction"));
+    bool server = purpose && strcmp(purpose, "server") == 0;
+    if (built == 0 && server && !compaction_model(model))
+        built = pc_bad(msg, sizeof msg,
+                       "server compaction: model \"%s\" has none (compact_20260112 supports "
+                       "claude-mythos-preview, claude-opus-4-7, claude-opus-4-6 and "
+                       "claude-sonnet-4-6)",
+                       model ? model : "");
+    if (built == 0 && server)
+        built = compaction_options(&options, msg, sizeof msg);
     extra.options = options;
     if (built == 0)
         built = anthropic_request_build_ex(request, &extra, default_max_tokens(p, request), p->cache,
@@ -156,8 +217,15 @@ static int stream(void *self, void *call, const json_t *request, weir_stream *st
                  "\"redacted_data\": not sent back to Anthropic (said once)",
                  extra.skipped_continuations);
     json_decref(options);
-    int rc = pc_stream_run(p, st, model, built == 0 ? memo->text.p : NULL,
-                           built == 0 ? memo->text.len : 0, msg, sizeof msg, d, &codec);
+    /* below the minimum trigger the API would not compact but answer */
+    if (built == 0 && server && memo->text.len / 4 < COMPACT_MIN_TRIGGER)
+        built = pc_bad(msg, sizeof msg,
+                       "server compaction: the history (about %zu tokens) is below the "
+                       "%d-token minimum trigger of compact_20260112",
+                       memo->text.len / 4, COMPACT_MIN_TRIGGER);
+    int rc = pc_stream_run_ex(p, st, model, server ? COMPACT_BETA : NULL,
+                              built == 0 ? memo->text.p : NULL, built == 0 ? memo->text.len : 0,
+                              msg, sizeof msg, d, &codec);
     pc_cache_memo_give(p->cache, memo); /* the next step's body starts from this one */
     anthropic_decoder_free(d);
     return rc;
@@ -165,7 +233,7 @@ static int stream(void *self, void *call, const json_t *request, weir_stream *st
 
 static const weir_provider provider_vtable = {
     .struct_size = sizeof(weir_provider),
-    .model_info = pc_model_info,
+    .model_info = model_info,
     .prepare_call = prepare_call,
     .stream = stream,
     .release_call = NULL, /* prepare_call keeps no per-call state */

@@ -57,6 +57,7 @@ typedef enum slot_kind {
     KIND_TOOL,
     KIND_REDACTED, /* redacted_thinking: a reasoning block with no text */
     KIND_SKIPPED,
+    KIND_COMPACTION, /* compaction (server compaction): a text block at its stop */
 } slot_kind;
 
 typedef struct slot {
@@ -66,6 +67,7 @@ typedef struct slot {
     bool stopped;   /* content_block_stop seen */
     size_t args_len;
     pc_buf opaque;  /* thinking: the signature so far; redacted: its data (owned) */
+    json_t *compaction; /* compaction: {type, content, encrypted_content} so far (owned) */
 } slot;
 
 typedef struct count {
@@ -86,7 +88,8 @@ struct anthropic_decoder {
 /* Blocks                                                                   */
 /* ------------------------------------------------------------------------ */
 
-static const char *const block_types[] = {"text", "reasoning", "tool_call", "reasoning", NULL};
+static const char *const block_types[] = {"text",      "reasoning", "tool_call",
+                                          "reasoning", NULL,        "text"};
 
 /* Start the canonical block of `s` unless it is started already. */
 static int block_start(anthropic_decoder *d, slot *s) {
@@ -114,12 +117,50 @@ static int continuation(anthropic_decoder *d, slot *s) {
                                      "model", d->model ? d->model : "", "data", data));
 }
 
+static int text_delta(anthropic_decoder *d, slot *s, const char *text);
+
+/*
+ * A compaction block at its stop (server compaction, beta compact-2026-01-12:
+ * platform.claude.com/docs/en/build-with-claude/compaction): one text block,
+ * its summary `content` as the text, whose continuation {"compaction": "<the
+ * block's JSON>"} (prefix_bound false: it stands for what came before it)
+ * lets the request builder send the block back verbatim.  A block whose
+ * content is null is a failed compaction ("the server treats these as
+ * no-ops", types/beta/beta_compaction_block_param.py): nothing is emitted.
+ */
+static int compaction_stop(anthropic_decoder *d, slot *s) {
+    const json_t *content = json_object_get(s->compaction, "content");
+    if (!json_is_string(content))
+        return 0;
+    char *text = json_dumps(s->compaction, JSON_COMPACT);
+    json_t *data = text ? json_pack("{s:s}", "compaction", text) : NULL;
+    free(text);
+    if (!data || block_start(d, s) != 0) {
+        json_decref(data);
+        if (!d->out.done)
+            pc_fail(&d->out, "UNKNOWN", "out of memory while decoding the stream");
+        return -1;
+    }
+    if (text_delta(d, s, json_string_value(content)) != 0) {
+        json_decref(data);
+        return -1;
+    }
+    if (pc_put(&d->out, json_pack("{s:s,s:i,s:{s:s,s:s,s:o,s:b}}", "type", "continuation",
+                                  "index", s->block, "continuation", "provider",
+                                  d->out.provider, "model", d->model ? d->model : "", "data",
+                                  data, "prefix_bound", 0)) != 0)
+        return -1;
+    return pc_block_end(&d->out, s->block, false);
+}
+
 /* End a started block: its continuation first; a tool call without
  * arguments gets "{}". */
 static int block_stop(anthropic_decoder *d, slot *s) {
     if (s->stopped)
         return 0;
     s->stopped = true;
+    if (s->kind == KIND_COMPACTION)
+        return compaction_stop(d, s);
     if (s->block < 0)
         return 0;
     if (continuation(d, s) != 0)
@@ -173,7 +214,9 @@ static int text_delta(anthropic_decoder *d, slot *s, const char *text) {
     if (block_start(d, s) != 0)
         return -1;
     return pc_put(&d->out, json_pack("{s:s,s:i,s:s}", "type",
-                                     s->kind == KIND_TEXT ? "text-delta" : "reasoning-delta",
+                                     s->kind == KIND_TEXT || s->kind == KIND_COMPACTION
+                                         ? "text-delta"
+                                         : "reasoning-delta",
                                      "index", s->block, "text", text));
 }
 
@@ -249,6 +292,7 @@ static const char *on_block_start(anthropic_decoder *d, const json_t *root) {
                      : strcmp(type, "thinking") == 0          ? KIND_THINKING
                      : strcmp(type, "tool_use") == 0          ? KIND_TOOL
                      : strcmp(type, "redacted_thinking") == 0 ? KIND_REDACTED
+                     : strcmp(type, "compaction") == 0        ? KIND_COMPACTION
                                                               : KIND_SKIPPED;
     json_t *text = json_object_get(cb, kind == KIND_THINKING ? "thinking" : "text");
     json_t *id = json_object_get(cb, "id"), *name = json_object_get(cb, "name");
@@ -265,6 +309,19 @@ static const char *on_block_start(anthropic_decoder *d, const json_t *root) {
     slot *s = slot_add(d, key, kind);
     if (!s)
         return "";
+    if (kind == KIND_COMPACTION) {
+        json_t *c = json_object_get(cb, "content"), *e = json_object_get(cb, "encrypted_content");
+        if ((c && !json_is_null(c) && !json_is_string(c)) ||
+            (e && !json_is_null(e) && !json_is_string(e)))
+            return "compaction block content is not a string or null";
+        s->compaction = json_pack("{s:s,s:O,s:O}", "type", "compaction", "content",
+                                  c ? c : json_null(), "encrypted_content", e ? e : json_null());
+        if (!s->compaction) {
+            pc_fail(&d->out, "UNKNOWN", "out of memory while decoding the stream");
+            return "";
+        }
+        return NULL;
+    }
     if (kind == KIND_TEXT)
         return text && text_delta(d, s, json_string_value(text)) != 0 ? "" : NULL;
     if (kind == KIND_THINKING || kind == KIND_REDACTED) {
@@ -323,6 +380,37 @@ static const char *on_block_delta(anthropic_decoder *d, const json_t *root) {
     } else if (strcmp(type, "input_json_delta") == 0) {
         want = KIND_TOOL;
         field = "partial_json";
+    } else if (strcmp(type, "compaction_delta") == 0) {
+        /* content in pieces, the latest encrypted_content wins */
+        if (s->kind != KIND_COMPACTION)
+            return "delta type does not match its block";
+        json_t *c = json_object_get(delta, "content"), *e = json_object_get(delta, "encrypted_content");
+        if ((c && !json_is_null(c) && !json_is_string(c)) ||
+            (e && !json_is_null(e) && !json_is_string(e)))
+            return "compaction_delta content is not a string or null";
+        const json_t *had = json_object_get(s->compaction, "content");
+        if (json_is_string(c)) {
+            size_t hl = json_string_length(had), cl = json_string_length(c);
+            char *joined = malloc(hl + cl + 1);
+            if (joined) {
+                if (hl)
+                    memcpy(joined, json_string_value(had), hl);
+                memcpy(joined + hl, json_string_value(c), cl);
+            }
+            if (!joined || json_object_set_new(s->compaction, "content",
+                                               json_stringn(joined, hl + cl)) != 0) {
+                free(joined);
+                pc_fail(&d->out, "UNKNOWN", "out of memory while decoding the stream");
+                return "";
+            }
+            free(joined);
+        }
+        if (json_is_string(e) &&
+            json_object_set(s->compaction, "encrypted_content", e) != 0) {
+            pc_fail(&d->out, "UNKNOWN", "out of memory while decoding the stream");
+            return "";
+        }
+        return NULL;
     } else if (strcmp(type, "signature_delta") == 0) {
         json_t *sig = json_object_get(delta, "signature");
         if (!json_is_string(sig))
@@ -516,8 +604,10 @@ int anthropic_decoder_set_model(anthropic_decoder *d, const char *model) {
 void anthropic_decoder_free(anthropic_decoder *d) {
     if (!d)
         return;
-    for (size_t i = 0; i < d->nslots; i++)
+    for (size_t i = 0; i < d->nslots; i++) {
         free(d->slots[i].opaque.p);
+        json_decref(d->slots[i].compaction);
+    }
     free(d->slots);
     free(d->model);
     free(d->stop_reason);

@@ -212,7 +212,23 @@ static int translate_blocks(const json_t *content, const char *role, const char 
         const char *type = pc_block_type(b);
         const char *text = json_string_value(json_object_get(b, "text"));
         int rc;
-        if (is_type(b, "text") && text && system) {
+        const json_t *held = json_object_get(
+            json_object_get(json_object_get(b, "continuation"), "data"), "compaction");
+        if (is_type(b, "text") && text && user && json_is_string(held)) {
+            /* a server compaction's block, sent back as it came (the
+             * assembly puts it in an assistant turn of its own before the
+             * message's other blocks: fold_message, kind 'c') */
+            json_t *cb = json_loadb(json_string_value(held), json_string_length(held), 0, NULL);
+            rc = is_type(cb, "compaction")
+                     ? push(blocks, cb, msg, size)
+                     : pc_bad(msg, size, "%s: the continuation's compaction is not a compaction "
+                                         "block",
+                              at);
+            if (rc == 0 && text[0])
+                rc = push(blocks, text_block(text), msg, size);
+            if (!is_type(cb, "compaction"))
+                json_decref(cb);
+        } else if (is_type(b, "text") && text && system) {
             rc = pc_buf_piece(sys, text) == 0 ? 0 : PC_OOM(msg, size);
         } else if (is_type(b, "text") && text && (user || assistant)) {
             rc = text[0] ? push(blocks, text_block(text), msg, size) : 0;
@@ -255,7 +271,7 @@ static int message_text(const json_t *m, size_t i, pc_buf *out, size_t *skipped,
     const char *role = pc_message_role(m, i, where, sizeof where, &content, msg, size);
     if (!role)
         return -1;
-    pc_buf sys = {0}, parts[2] = {{0}, {0}};
+    pc_buf sys = {0}, parts[2] = {{0}, {0}}, held = {0};
     json_t *blocks = json_array();
     int rc = blocks ? translate_blocks(content, role, where, &sys, blocks, skipped, msg, size)
                     : PC_OOM(msg, size);
@@ -264,18 +280,21 @@ static int message_text(const json_t *m, size_t i, pc_buf *out, size_t *skipped,
     json_array_foreach(blocks, k, b) {
         if (rc != 0)
             break;
-        pc_buf *part = &parts[is_type(b, "tool_result") ? 0 : 1];
+        pc_buf *part = is_type(b, "compaction") ? &held : &parts[is_type(b, "tool_result") ? 0 : 1];
         /* pc_buf_json, not json_dumps: jansson's own buffer can lose a key
          * when it cannot grow and still report success */
         if ((part->len && pc_buf_add(part, ",", 1) != 0) || pc_buf_json(part, b, msg, size) != 0)
             rc = PC_OOM(msg, size);
     }
     json_decref(blocks);
+    if (rc == 0 && held.len && parts[0].len)
+        rc = pc_bad(msg, size, "%s: a compaction block and tool results in one message", where);
     if (rc == 0) {
         char kind = strcmp(role, "system") == 0      ? 's'
+                    : held.len                       ? 'c'
                     : strcmp(role, "assistant") == 0 ? 'a'
                                                      : 'u';
-        const pc_buf *first = kind == 's' ? &sys : &parts[0];
+        const pc_buf *first = kind == 's' ? &sys : kind == 'c' ? &held : &parts[0];
         char head[32];
         int n = snprintf(head, sizeof head, "%c%zu:", kind, first->len);
         if (pc_buf_add(out, head, (size_t)n) != 0 ||
@@ -284,6 +303,7 @@ static int message_text(const json_t *m, size_t i, pc_buf *out, size_t *skipped,
             rc = PC_OOM(msg, size);
     }
     free(sys.p);
+    free(held.p);
     free(parts[0].p);
     free(parts[1].p);
     return rc;
@@ -396,6 +416,23 @@ static int fold_message(assembly *a, const char *text, size_t len, size_t *resum
     size_t n1 = (size_t)strtoull(text + 1, &end, 10);
     const char *p1 = end + 1, *p2 = p1 + n1;
     size_t n2 = len - (size_t)(p2 - text);
+    if (kind == 'c') {
+        /* a server compaction's block: "On subsequent requests, append the
+         * response to your messages" (platform.claude.com/docs/en/build-with-
+         * claude/compaction): the block as an assistant turn of its own, then
+         * the message's other blocks as a user turn the next one may join */
+        if (flush_group(a) != 0)
+            return -1;
+        *resume = a->m->text.len;
+        a->role = 'a';
+        if (add_part(&a->rest, p1, n1) != 0 || flush_group(a) != 0)
+            return -1;
+        if (n2) {
+            a->role = 'u';
+            return add_part(&a->rest, p2, n2);
+        }
+        return 0;
+    }
     pc_buf *sys = &a->m->side;
     bool leading = !a->role && a->m->text.len <= OPENING_LEN;
     bool mid = kind == 's' && n1 && !leading;

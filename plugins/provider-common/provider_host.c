@@ -1011,9 +1011,132 @@ static json_t *transfer_failure(const pc_provider *p, int rc, const weir_http_re
                    : weir_failure_new(p->id, "TRANSPORT", "the HTTP transfer failed (%d)", rc);
 }
 
+/* A non-streamed POST wants no events: an event stream is not its answer. */
+static int ignore_event(void *ud, const char *event, const char *data, size_t len) {
+    (void)ud;
+    (void)event;
+    (void)data;
+    (void)len;
+    return 0;
+}
+
+int pc_post_json(const pc_provider *p, weir_stream *st, const char *model, const char *path,
+                 const char *text, size_t len, char **body, size_t *body_len,
+                 json_t **failure) {
+    *body = NULL;
+    *body_len = 0;
+    *failure = NULL;
+    size_t ulen = strlen(p->base) + strlen(path) + 1;
+    char *url = malloc(ulen);
+    if (!url)
+        return WEIR_E_NOMEM;
+    snprintf(url, ulen, "%s%s", p->base, path);
+    weir_http_request req = {
+        .struct_size = sizeof req,
+        .url = url,
+        .headers = headers_for(p, model),
+        .body = text,
+        .body_len = len,
+        .connect_timeout_ms = p->connect_timeout_ms,
+        .idle_timeout_ms = p->idle_timeout_ms,
+        .total_timeout_ms = p->total_timeout_ms,
+    };
+    weir_http_response resp;
+    memset(&resp, 0, sizeof resp);
+    resp.retry_after_ms = -1;
+    json_t *f = NULL;
+    int rc = weir_http_sse(st, &req, ignore_event, NULL, &resp, &f);
+    if (rc == WEIR_OK && resp.status >= 200 && resp.status < 300 && !f && !resp.body) {
+        *failure = weir_failure_new(p->id, "TRANSPORT",
+                                    "POST %s: the server answered %ld without a JSON body", url,
+                                    resp.status);
+        free(url);
+        weir_http_response_clear(&resp);
+        return *failure ? WEIR_OK : WEIR_E_NOMEM;
+    }
+    free(url);
+    if (rc == WEIR_OK && resp.status >= 200 && resp.status < 300 && !f) {
+        *body = strndup(resp.body, resp.body_len); /* the collected JSON (first 64 KiB) */
+        *body_len = *body ? resp.body_len : 0;
+    } else {
+        bool aborted = weir_signal_cancelled(weir_stream_signal(st));
+        *failure = transfer_failure(p, rc, &resp, f, aborted);
+        if (!*failure)
+            rc = WEIR_E_NOMEM;
+    }
+    weir_http_response_clear(&resp);
+    return *body || *failure ? WEIR_OK : WEIR_E_NOMEM;
+}
+
+/* New NULL-terminated list (owned: the list and the lines it made; free
+ * with free_headers): `base` with the header `extra` ("Name: value") joined
+ * to a same-named one as ", value" (a list-valued header such as
+ * anthropic-beta), else appended.  NULL when out of memory. */
+static char **headers_with(const char *const *base, const char *extra, bool **made) {
+    size_t n = 0, nlen = strcspn(extra, ":");
+    while (base && base[n])
+        n++;
+    char **out = calloc(n + 2, sizeof *out);
+    *made = calloc(n + 2, sizeof **made);
+    if (!out || !*made) {
+        free(out);
+        free(*made);
+        *made = NULL;
+        return NULL;
+    }
+    bool joined = false;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = (char *)(uintptr_t)base[i];
+        if (!joined && strncasecmp(base[i], extra, nlen) == 0 && base[i][nlen] == ':') {
+            size_t l = strlen(base[i]) + strlen(extra + nlen + 1) + 2;
+            char *line = malloc(l);
+            if (!line)
+                goto oom;
+            snprintf(line, l, "%s,%s", base[i], extra + nlen + 1);
+            out[i] = line;
+            (*made)[i] = true;
+            joined = true;
+        }
+    }
+    if (!joined) {
+        if (!(out[n] = strdup(extra)))
+            goto oom;
+        (*made)[n] = true;
+    }
+    return out;
+oom:
+    for (size_t i = 0; i <= n; i++)
+        if ((*made)[i])
+            free(out[i]);
+    free(out);
+    free(*made);
+    *made = NULL;
+    return NULL;
+}
+
+static void free_headers(char **h, bool *made) {
+    for (size_t i = 0; h && h[i]; i++)
+        if (made[i])
+            free(h[i]);
+    free(h);
+    free(made);
+}
+
 int pc_stream_run(const pc_provider *p, weir_stream *st, const char *model, const char *text,
                   size_t len, char *msg, size_t msg_size, void *decoder, const pc_codec *codec) {
+    return pc_stream_run_ex(p, st, model, NULL, text, len, msg, msg_size, decoder, codec);
+}
+
+int pc_stream_run_ex(const pc_provider *p, weir_stream *st, const char *model, const char *extra,
+                     const char *text, size_t len, char *msg, size_t msg_size, void *decoder,
+                     const pc_codec *codec) {
     int end;
+    bool *made = NULL;
+    char **own = extra && text ? headers_with(headers_for(p, model), extra, &made) : NULL;
+    if (extra && text && !own) {
+        text = NULL;
+        snprintf(msg, msg_size, "out of memory");
+    }
     if (!text) {
         const char *code = strcmp(msg, "out of memory") == 0 ? "UNKNOWN" : "INVALID_REQUEST";
         end = codec->end(
@@ -1023,7 +1146,7 @@ int pc_stream_run(const pc_provider *p, weir_stream *st, const char *model, cons
         weir_http_request req = {
             .struct_size = sizeof req,
             .url = p->url,
-            .headers = headers_for(p, model),
+            .headers = own ? (const char *const *)own : headers_for(p, model),
             .body = text,
             .body_len = len,
             .connect_timeout_ms = p->connect_timeout_ms,
@@ -1045,5 +1168,6 @@ int pc_stream_run(const pc_provider *p, weir_stream *st, const char *model, cons
         }
         weir_http_response_clear(&resp);
     }
+    free_headers(own, made);
     return end == 0 ? WEIR_OK : WEIR_E_NOMEM;
 }

@@ -195,6 +195,20 @@ int pc_call_options(const pc_provider *p, const json_t *request, json_t **out, c
 void pc_warn_dropped_temperature(const pc_provider *p, const char *model);
 
 /**
+ * One non-streamed call: POST the `len` bytes of JSON `text` (borrowed) to
+ * {base_url}`path` with the request headers of `model`, on the stream's
+ * connection and under its signal (provider-openai's POST /responses/compact).
+ * On a 2xx JSON answer *body (owned, NUL-terminated, its first 64 KiB: the
+ * host collects no more) and *body_len; otherwise *failure (new reference:
+ * the HTTP error, transport failure or ABORTED, as pc_stream_run reports it).
+ * @return WEIR_OK with exactly one of *body and *failure set, WEIR_E_NOMEM
+ *         when out of memory (neither set).
+ */
+int pc_post_json(const pc_provider *p, weir_stream *st, const char *model, const char *path,
+                 const char *text, size_t len, char **body, size_t *body_len,
+                 json_t **failure);
+
+/**
  * One streamed call: POST the `len` bytes of body `text` (borrowed; NULL when
  * translation failed, then `msg` says why) to the row's URL, with the request
  * headers of `model` (borrowed, may be NULL: its models.<id>.headers over the
@@ -206,5 +220,14 @@ void pc_warn_dropped_temperature(const pc_provider *p, const char *model);
  */
 int pc_stream_run(const pc_provider *p, weir_stream *st, const char *model, const char *text,
                   size_t len, char *msg, size_t msg_size, void *decoder, const pc_codec *codec);
+
+/**
+ * pc_stream_run with one more request header, `extra` ("Name: value",
+ * borrowed; NULL: none): joined with a comma to a header of the same name
+ * (a list-valued header such as anthropic-beta), else added.
+ */
+int pc_stream_run_ex(const pc_provider *p, weir_stream *st, const char *model, const char *extra,
+                     const char *text, size_t len, char *msg, size_t msg_size, void *decoder,
+                     const pc_codec *codec);
 
 #endif /* WEIR_PROVIDER_HOST_H */

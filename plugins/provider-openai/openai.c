@@ -171,6 +171,64 @@ static int build_body(const pc_provider *p, weir_stream *st, const json_t *reque
     return built;
 }
 
+/* The server compaction a Responses row offers (docs/providers.md,
+ * "Server compaction"): the name model_info reports. */
+#define SERVER_COMPACTION "openai-responses-compact"
+
+/* pc_model_info, plus "server_compaction" on a Responses row (every model:
+ * POST /responses/compact is the API's, not a model's). */
+static json_t *model_info(void *self, const char *model) {
+    const pc_provider *p = self;
+    json_t *info = pc_model_info(self, model);
+    if (!p || p->spec != &spec_responses)
+        return info;
+    if (!info)
+        info = json_object();
+    if (info && json_object_set_new(info, "server_compaction", json_string(SERVER_COMPACTION)) != 0) {
+        json_decref(info);
+        info = NULL;
+    }
+    return info;
+}
+
+/* A request with "compaction": "server" on a Responses row: POST
+ * {base_url}/responses/compact with the model and input the row would
+ * stream, and decode the JSON answer (responses_compact_reply). */
+static int compact(const pc_provider *p, const json_t *request, const char *model,
+                   weir_stream *st, responses_decoder *d) {
+    char msg[512];
+    pc_memo *memo = calloc(1, sizeof *memo);
+    int built = memo ? build_body(p, st, request, model, memo, msg, sizeof msg)
+                     : pc_bad(msg, sizeof msg, "out of memory");
+    char *text = built == 0 ? openai_responses_compact_body(memo->text.p, memo->text.len, msg,
+                                                            sizeof msg)
+                            : NULL;
+    pc_memo_free(memo);
+    if (!text)
+        return responses_decoder_end(
+                   d, weir_failure_new(p->id, "INVALID_REQUEST",
+                                       "cannot translate the compaction request: %s", msg),
+                   false) == 0
+                   ? WEIR_OK
+                   : WEIR_E_NOMEM;
+    char *body = NULL;
+    size_t body_len = 0;
+    json_t *failure = NULL;
+    int rc = pc_post_json(p, st, model, "/responses/compact", text, strlen(text), &body,
+                          &body_len, &failure);
+    free(text);
+    if (rc != WEIR_OK)
+        return rc;
+    if (body)
+        responses_compact_reply(d, body, body_len);
+    free(body);
+    bool aborted = failure && !strcmp(json_string_value(json_object_get(failure, "code"))
+                                          ? json_string_value(json_object_get(failure, "code"))
+                                          : "",
+                                      "ABORTED");
+    return responses_decoder_end(d, failure, aborted) == 0 ? WEIR_OK : WEIR_E_NOMEM;
+}
+
 static int stream(void *self, void *call, const json_t *request, weir_stream *st) {
     (void)call;
     const pc_provider *p = self;
@@ -179,6 +237,29 @@ static int stream(void *self, void *call, const json_t *request, weir_stream *st
     pc_sink sink = {st, p};
     const char *model = json_string_value(json_object_get(request, "model"));
     bool responses = p->spec == &spec_responses;
+    const char *purpose = json_string_value(json_object_get(request, "compaction"));
+    if (purpose && strcmp(purpose, "server") == 0) {
+        if (!responses) {
+            json_t *f = weir_failure_new(p->id, "INVALID_REQUEST",
+                                         "server compaction: row '%s' speaks Chat Completions, "
+                                         "which has none (only api \"responses\" does)",
+                                         p->id);
+            pc_out o;
+            if (pc_out_init(&o, p->id, "openai", "chunk", pc_emit_chunk, &sink) != 0) {
+                json_decref(f);
+                return WEIR_E_NOMEM;
+            }
+            int end = pc_end(&o, f, false);
+            pc_out_clear(&o);
+            return end == 0 ? WEIR_OK : WEIR_E_NOMEM;
+        }
+        responses_decoder *cd = responses_decoder_new(p->id, model, pc_emit_chunk, &sink);
+        if (!cd)
+            return WEIR_E_NOMEM;
+        int rc = compact(p, request, model, st, cd);
+        responses_decoder_free(cd);
+        return rc;
+    }
     void *d;
     if (responses) {
         d = responses_decoder_new(p->id, model, pc_emit_chunk, &sink);
@@ -207,7 +288,7 @@ static int stream(void *self, void *call, const json_t *request, weir_stream *st
 
 static const weir_provider provider_vtable = {
     .struct_size = sizeof(weir_provider),
-    .model_info = pc_model_info,
+    .model_info = model_info,
     .prepare_call = prepare_call,
     .stream = stream,
     .release_call = NULL, /* prepare_call keeps no per-call state */

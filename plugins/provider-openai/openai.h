@@ -276,4 +276,27 @@ int responses_decoder_end(responses_decoder *d, json_t *failure, bool aborted);
 /** True once the finish chunk has been emitted. */
 bool responses_decoder_done(const responses_decoder *d);
 
+/** The text of the block a server compaction comes back as. */
+#define RESPONSES_COMPACT_TEXT "[the provider compacted the earlier turns of the conversation]"
+
+/**
+ * Decode the JSON answer of POST /responses/compact (`body`, `len` bytes,
+ * borrowed; NULL: none) into chunks: one text block (RESPONSES_COMPACT_TEXT)
+ * whose continuation {provider, model, data:{"compaction": "<the output
+ * array's compact JSON>"}, prefix_bound:false} holds the returned items (the
+ * user messages and the one encrypted compaction item) for the request
+ * builder to send back verbatim, then the usage and a "stop" finish.  A
+ * reply without exactly one compaction item with encrypted_content, or not
+ * JSON, ends as malformed (TRANSPORT).  Nothing happens after the finish.
+ * @return 0 (the finish, or its failure to build, is in the decoder).
+ */
+int responses_compact_reply(responses_decoder *d, const char *body, size_t len);
+
+/**
+ * The JSON body of POST /responses/compact for `request` on a Responses row:
+ * {"model", "input", "prompt_cache_key"?} of `full` (borrowed: the streamed body the row would
+ * send for it), as new text (owned; free), or NULL with `msg` set.
+ */
+char *openai_responses_compact_body(const char *full, size_t len, char *msg, size_t size);
+
 #endif /* WEIR_PROVIDER_OPENAI_H */

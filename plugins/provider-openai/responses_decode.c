@@ -531,3 +531,85 @@ int responses_decoder_event(responses_decoder *d, const char *data, size_t len) 
 int responses_decoder_end(responses_decoder *d, json_t *failure, bool aborted) {
     return pc_end(d ? &d->out : NULL, failure, aborted);
 }
+
+/* ------------------------------------------------------------------------ */
+/* POST /responses/compact                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Why the compact reply `root` cannot be used (static text), or NULL: an
+ * object whose `output` is an array of objects with exactly one item of type
+ * "compaction" carrying a non-empty string encrypted_content
+ * (platform.openai.com/docs/api-reference/responses/compact: "all user
+ * messages, followed by a single compaction item"). */
+static const char *compact_problem(const json_t *root) {
+    const json_t *output = json_object_get(root, "output");
+    if (!json_is_array(output))
+        return "the compact reply has no output array";
+    size_t i, compactions = 0;
+    const json_t *it;
+    json_array_foreach(output, i, it) {
+        const char *type = json_string_value(json_object_get(it, "type"));
+        if (!type)
+            return "an output item of the compact reply has no type";
+        if (strcmp(type, "compaction") == 0) {
+            const json_t *enc = json_object_get(it, "encrypted_content");
+            if (!json_is_string(enc) || json_string_length(enc) == 0)
+                return "the compaction item has no encrypted_content";
+            compactions++;
+        }
+    }
+    return compactions == 1 ? NULL : "the compact reply does not hold exactly one compaction item";
+}
+
+int responses_compact_reply(responses_decoder *d, const char *body, size_t len) {
+    if (!d || d->out.done)
+        return 0;
+    json_t *root = body ? json_loadb(body, len, 0, NULL) : NULL;
+    const char *bad = !root ? "the compact reply is not JSON" : compact_problem(root);
+    json_t *usage = NULL;
+    if (!bad)
+        bad = map_usage(json_object_get(root, "usage"), &usage);
+    if (bad) {
+        pc_malformed(&d->out, bad, body ? body : "", body ? len : 0);
+        json_decref(root);
+        return 0;
+    }
+    char *items = json_dumps(json_object_get(root, "output"), JSON_COMPACT);
+    json_decref(root);
+    int index = -1;
+    json_t *c = json_object(), *data = json_object(), *chunk = NULL;
+    pc_set_new(&data, "compaction", items ? json_string(items) : NULL);
+    free(items);
+    pc_set_new(&c, "provider", json_string(d->out.provider));
+    pc_set_new(&c, "model", json_string(d->model ? d->model : ""));
+    pc_set_new(&c, "data", data);
+    pc_set_new(&c, "prefix_bound", json_false());
+    if (!c) {
+        json_decref(usage);
+        oom(d);
+        return 0;
+    }
+    if (pc_block_start(&d->out, "text", &index) != 0) {
+        json_decref(c);
+        json_decref(usage);
+        return 0;
+    }
+    d->content = true;
+    chunk = typed_chunk("text-delta", index);
+    pc_set_new(&chunk, "text", json_string(RESPONSES_COMPACT_TEXT));
+    if (pc_put(&d->out, chunk) != 0) {
+        json_decref(c);
+        json_decref(usage);
+        return 0;
+    }
+    chunk = typed_chunk("continuation", index);
+    pc_set_new(&chunk, "continuation", c);
+    if (pc_put(&d->out, chunk) != 0 || pc_block_end(&d->out, index, false) != 0) {
+        json_decref(usage);
+        return 0;
+    }
+    if (usage && pc_put(&d->out, json_pack("{s:s,s:o}", "type", "usage", "usage", usage)) != 0)
+        return 0;
+    pc_finish(&d->out, "stop", NULL);
+    return 0;
+}

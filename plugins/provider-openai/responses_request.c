@@ -136,8 +136,43 @@ static int add_output(pc_buf *out, size_t start, const json_t *block, const char
     return rc;
 }
 
+/* The items a server compaction returned (a text block's continuation data
+ * "compaction": the output array's JSON text, responses_compact_reply), each
+ * appended as it came, in their order.  A block without such data adds
+ * nothing; data that is not an array of objects is refused. */
+static int add_compaction(pc_buf *out, size_t start, const json_t *b, const char *at, char *msg,
+                          size_t size) {
+    const json_t *items =
+        json_object_get(json_object_get(json_object_get(b, "continuation"), "data"), "compaction");
+    if (!json_is_string(items))
+        return 0;
+    json_t *list = json_loadb(json_string_value(items), json_string_length(items), 0, NULL);
+    size_t i;
+    json_t *it;
+    int rc = json_is_array(list) ? 0
+                                 : pc_bad(msg, size,
+                                          "%s: the continuation's compaction is not a JSON array "
+                                          "of items",
+                                          at);
+    json_array_foreach(list, i, it) {
+        if (rc != 0)
+            break;
+        char *text = json_is_object(it) ? json_dumps(it, JSON_COMPACT) : NULL;
+        if (!text)
+            rc = json_is_object(it) ? PC_OOM(msg, size)
+                                    : pc_bad(msg, size, "%s: compaction item %zu is not an object",
+                                             at, i);
+        else if (sep(out, start) || pc_buf_add(out, text, strlen(text)))
+            rc = PC_OOM(msg, size);
+        free(text);
+    }
+    json_decref(list);
+    return rc;
+}
+
 /* user (and tool) messages: function_call_output items first, then the
- * user's own text and images as one message item. */
+ * items of a server compaction, then the user's own text and images as one
+ * message item. */
 static int add_user(pc_buf *out, size_t start, const json_t *content, bool tool_role,
                     const char *where, char *msg, size_t size) {
     pc_buf parts = {0};
@@ -160,6 +195,8 @@ static int add_user(pc_buf *out, size_t start, const json_t *content, bool tool_
         }
         size_t len = 0;
         const char *text = type && strcmp(type, "text") == 0 ? block_textn(b, &len) : NULL;
+        if (text && (rc = add_compaction(out, start, b, at, msg, size)) != 0)
+            break;
         if (text && !text[0])
             continue;
         bool image = !text && type && strcmp(type, "image") == 0;
@@ -474,4 +511,21 @@ char *openai_responses_text(const json_t *request, const json_t *options, char *
 bool openai_responses_default(const char *base_url) {
     return !base_url || strcmp(base_url, "https://api.openai.com/v1") == 0 ||
            strcmp(base_url, "https://api.openai.com/v1/") == 0;
+}
+
+char *openai_responses_compact_body(const char *full, size_t len, char *msg, size_t size) {
+    json_t *root = full ? json_loadb(full, len, 0, NULL) : NULL;
+    json_t *body = json_object();
+    char *text = NULL;
+    /* the prompt cache's key too: the input is the session's prefix */
+    json_t *key = json_object_get(root, "prompt_cache_key");
+    if (root && body && json_object_set(body, "model", json_object_get(root, "model")) == 0 &&
+        json_object_set(body, "input", json_object_get(root, "input")) == 0 &&
+        (!json_is_string(key) || json_object_set(body, "prompt_cache_key", key) == 0))
+        text = json_dumps(body, JSON_COMPACT);
+    if (!text)
+        pc_bad(msg, size, root ? "out of memory" : "the request body is not JSON");
+    json_decref(root);
+    json_decref(body);
+    return text;
 }

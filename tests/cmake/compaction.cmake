@@ -22,3 +22,11 @@ if(TARGET test_compaction_long)
   set_tests_properties(test_compaction_long PROPERTIES TIMEOUT 300 ENVIRONMENT
     "${WEIR_TEST_ENV};WEIR_CHECK_REQUESTS=1;WEIR_TEST_DRIVER_PLUGIN_DIR=${CMAKE_BINARY_DIR}/tests/driver-plugins")
 endif()
+
+# test_compaction_server: the `server` strategy against the mock LLM.
+if(TARGET test_compaction_server)
+  add_dependencies(test_compaction_server weir-compaction-basic weir_driver_plugins
+                   weir-provider-openai)
+  set_tests_properties(test_compaction_server PROPERTIES TIMEOUT 300 ENVIRONMENT
+    "${WEIR_TEST_ENV};WEIR_CHECK_REQUESTS=1;WEIR_TEST_DRIVER_PLUGIN_DIR=${CMAKE_BINARY_DIR}/tests/driver-plugins")
+endif()

@@ -223,10 +223,13 @@ static char *dump(const json_t *v) {
 static void check_replay(const json_t *sent, const json_t *want, size_t seq) {
     const json_t *sm = json_object_get(sent, "messages"), *wm = json_object_get(want, "messages");
     size_t n = json_array_size(sm);
-    if (n == 0 || n - 1 > json_array_size(wm))
+    /* a server compaction ("compaction": "server") sends a prefix alone */
+    bool server = json_object_get(sent, "compaction") != NULL;
+    size_t own = server ? 0 : 1;
+    if (n == 0 || n - own > json_array_size(wm))
         fail_msg("replayed request at seq %zu has %zu messages for %zu derived", seq, n,
                  json_array_size(wm));
-    for (size_t k = 0; k + 1 < n; k++) {
+    for (size_t k = 0; k + own < n; k++) {
         char *x = dump(json_array_get(sm, k)), *y = dump(json_array_get(wm, k));
         if (strcmp(x, y) != 0)
             fail_msg("replayed request at seq %zu: message %zu is not the derived one:\n"
@@ -236,7 +239,8 @@ static void check_replay(const json_t *sent, const json_t *want, size_t seq) {
         free(y);
     }
     const json_t *last = json_array_get(sm, n - 1);
-    assert_string_equal(json_string_value(json_object_get(last, "role")), "user");
+    if (!server)
+        assert_string_equal(json_string_value(json_object_get(last, "role")), "user");
     char *x = dump(json_object_get(sent, "tools")), *y = dump(json_object_get(want, "tools"));
     if (strcmp(x, y) != 0)
         fail_msg("replayed request at seq %zu: tools differ:\n  sent:    %s\n  header:  %s", seq,

@@ -194,6 +194,11 @@ struct mock_llm {
     FILE *stats;                /* mock_llm_stats_file: one outcome line per request */
     struct issued *issued;      /* Responses: the function calls reasoning replies made */
     size_t nissued, capissued;
+    long compact_fail;          /* script "compact_fail": POST /v1/responses/compact answers
+                                   500 this many times first */
+    long compactions;           /* compact requests answered with a compaction */
+    char **compact_enc;         /* the encrypted_content of each compaction item issued */
+    char **compact_text;        /* Anthropic: each compaction block's content ("" for OpenAI's) */
 };
 
 /* The longest a "keepalive" response goes on (bounds a test that fails). */
@@ -212,7 +217,8 @@ static const char *const entry_keys[] = {
 };
 
 static const char *const root_keys[] = {
-    "loop", "models", "props", "info_delay_ms", "requests", "cache_accounting", "aside", NULL,
+    "loop", "models", "props", "info_delay_ms", "requests", "cache_accounting", "aside",
+    "compact_fail", NULL,
 };
 
 static bool in_list(const char *s, const char *const *list) {
@@ -389,6 +395,7 @@ static int parse_script(mock_llm *m, const char *text) {
     }
     m->loop = json_is_true(json_object_get(root, "loop"));
     m->cache_accounting = json_is_true(json_object_get(root, "cache_accounting"));
+    m->compact_fail = opt_int(root, "compact_fail", 0);
     const char *rkey;
     const json_t *rval;
     json_object_foreach(root, rkey, rval) {
@@ -1353,6 +1360,29 @@ static char *anthropic_rules(mock_llm *m, const json_t *root, const char *model,
                                   j, thinking ? "signature" : "data", bt);
                 }
             }
+            if (!err.p && bt && strcmp(bt, "compaction") == 0) {
+                /*
+                 * A compaction block goes back as the API returned it, in the
+                 * assistant turn of the response it came in: "append the
+                 * response to your messages"; its encrypted_content is
+                 * "Opaque metadata from prior compaction, to be round-tripped
+                 * verbatim" (platform.claude.com/docs/en/build-with-claude/
+                 * compaction; types/beta/beta_compaction_block_param.py).
+                 */
+                const char *enc = json_string_value(json_object_get(blk, "encrypted_content"));
+                const char *text = json_string_value(json_object_get(blk, "content"));
+                bool known = false;
+                for (long k = 0; enc && text && k < m->compactions; k++)
+                    known = known || (strcmp(m->compact_enc[k], enc) == 0 &&
+                                      strcmp(m->compact_text[k], text) == 0);
+                if (!role || strcmp(role, "assistant") != 0)
+                    sb_printf(&err, "messages.%zu.content.%zu: `compaction` blocks may only "
+                                    "appear in `assistant` messages", i, j);
+                else if (!known)
+                    sb_printf(&err, "messages.%zu.content.%zu: Invalid `encrypted_content` in "
+                                    "`compaction` block: pass compaction blocks back unmodified",
+                              i, j);
+            }
             s.len = 0;
             canon(&s, blk);
             render_block(&r, s.p, s.len, blk);
@@ -1815,10 +1845,28 @@ static char *responses_check(mock_llm *m, const json_t *root, const char *base) 
                 sb_printf(&e, "Item with id '%s' not found.", id);
             }
             json_object_set_new(group, id, json_true());
+        } else if (strcmp(type, "compaction") == 0) {
+            /* the item POST /responses/compact returned goes back as it came:
+             * "pass the compacted output as input to your next request"
+             * (https://developers.openai.com/api/docs/guides/compaction);
+             * its encrypted_content is opaque and checked on the server */
+            const char *enc = json_string_value(json_object_get(it, "encrypted_content"));
+            bool known = false;
+            for (long k = 0; enc && k < m->compactions; k++)
+                known = known || strcmp(m->compact_enc[k], enc) == 0;
+            if (!enc)
+                sb_printf(&e, "Missing required parameter: 'input[%zu].encrypted_content'.", i);
+            else if (!known)
+                sb_printf(&e, "The encrypted content for item %s could not be verified. Reason: "
+                              "Encrypted content could not be decrypted or parsed.",
+                          json_string_value(json_object_get(it, "id"))
+                              ? json_string_value(json_object_get(it, "id"))
+                              : "(no id)");
+            json_object_clear(group);
         } else {
             sb_printf(&e, "Invalid value: '%s'. Supported values are: 'message', "
-                          "'function_call', 'function_call_output', and 'reasoning'. "
-                          "(input[%zu].type)", type, i);
+                          "'function_call', 'function_call_output', 'reasoning' and "
+                          "'compaction'. (input[%zu].type)", type, i);
         }
     }
     const char *key;
@@ -2394,12 +2442,15 @@ static int serve_stream(conn *c, api_kind api, const entry *e, const request *rq
         char *enc = v->encrypt ? responses_enc(v->model, rs, dflt ? dflt : e->reasoning) : NULL;
         mock_llm *m = c->m;
         pthread_mutex_lock(&m->mu);
-        for (size_t i = 0; v->thinking && i < e->ncalls; i++) {
+        /* a reply without calls issues its reasoning item too (call id ""):
+         * a later turn sends it back */
+        for (size_t i = 0; v->thinking && i < (e->ncalls ? e->ncalls : 1); i++) {
             if (m->nissued == m->capissued) {
                 m->capissued = m->capissued ? m->capissued * 2 : 16;
                 m->issued = xrealloc(m->issued, m->capissued * sizeof *m->issued);
             }
-            m->issued[m->nissued++] = (issued){xstrdup(e->calls[i].id), xstrdup(rs), xstrdup(enc)};
+            m->issued[m->nissued++] =
+                (issued){xstrdup(e->ncalls ? e->calls[i].id : ""), xstrdup(rs), xstrdup(enc)};
         }
         pthread_mutex_unlock(&m->mu);
         responses_events(&es, e, rq->index, model, v, enc);
@@ -2620,6 +2671,250 @@ static char *body_message(const char *body) {
 }
 
 /* Answer one request.  Returns 0 to keep the connection, -1 to close it. */
+/*
+ * POST /v1/responses/compact (https://platform.openai.com/docs/api-reference/
+ * responses/compact): {model, input, instructions?, previous_response_id?,
+ * prompt_cache_key?}, answered (not streamed) with {id, object:
+ * "response.compaction", created_at, output: "all user messages, followed by
+ * a single compaction item" with opaque encrypted_content, usage}.  The
+ * input obeys the rules of /v1/responses (responses_check); an unknown
+ * member is refused as OpenAI refuses one.  Outside the script's sequence;
+ * the script's "compact_fail" makes the first N answer 500.
+ */
+static int serve_compact(conn *c, const request *rq) {
+    mock_llm *m = c->m;
+    json_t *root = json_loads(rq->body, 0, NULL);
+    /* openai-python types/responses/response_compact_params.py */
+    static const char *const known[] = {"model", "input", "instructions", "previous_response_id",
+                                        "prompt_cache_key", "prompt_cache_options",
+                                        "prompt_cache_retention", "service_tier", NULL};
+    sb e = {0};
+    const char *key;
+    json_t *val;
+    if (!json_is_object(root))
+        sb_puts(&e, "We could not parse the JSON body of your request.");
+    json_object_foreach(root, key, val) {
+        if (!e.p && !in_list(key, known))
+            sb_printf(&e, "Unknown parameter: '%s'.", key);
+    }
+    pthread_mutex_lock(&m->mu);
+    char *broken = e.p ? e.p : responses_check(m, root, "");
+    bool fail = !broken && m->compact_fail > 0;
+    if (fail)
+        m->compact_fail--;
+    pthread_mutex_unlock(&m->mu);
+    if (broken) {
+        json_decref(root);
+        char *msg = xstrdup(broken);
+        int rc = reject(c, API_RESPONSES, rq,
+                        error_body(API_RESPONSES, "invalid_request_error", NULL, broken), msg);
+        free(msg);
+        free(broken);
+        return rc;
+    }
+    if (fail) {
+        json_decref(root);
+        note_outcome(m, rq, 500, NULL, NULL, NULL);
+        char *body = error_body(API_RESPONSES, "server_error", NULL,
+                                "The server had an error while processing your request.");
+        int rc = send_json_response(c, API_RESPONSES, rq->index, 500, body, NULL);
+        free(body);
+        return rc;
+    }
+    json_t *output = json_array();
+    size_t i;
+    const json_t *it;
+    json_array_foreach(json_object_get(root, "input"), i, it) {
+        const char *type = json_string_value(json_object_get(it, "type"));
+        const char *role = json_string_value(json_object_get(it, "role"));
+        if ((!type || strcmp(type, "message") == 0) && role && strcmp(role, "user") == 0)
+            json_array_append_new(output, json_deep_copy(it));
+    }
+    size_t in_chars = strlen(rq->body);
+    /* usage: as for /v1/responses, the prefix the input shares with a
+     * recent prompt of the same prompt_cache_key is read from the cache (an
+     * assumption: OpenAI documents no caching rule of its own for the
+     * endpoint; bench/README.md, bench_strategies, says so) */
+    const char *mname = json_string_value(json_object_get(root, "model"));
+    const char *slash = mname ? strrchr(mname, '/') : NULL;
+    vreply v;
+    memset(&v, 0, sizeof v);
+    v.model = model_hash(slash ? slash + 1 : mname ? mname : "");
+    pthread_mutex_lock(&m->mu);
+    openai_cache(m, root, "input", &v);
+    m->cache_read_tokens += v.cache_read;
+    long n = m->compactions++;
+    m->compact_enc = xrealloc(m->compact_enc, (size_t)m->compactions * sizeof *m->compact_enc);
+    m->compact_text = xrealloc(m->compact_text, (size_t)m->compactions * sizeof *m->compact_text);
+    m->compact_text[n] = xstrdup("");
+    char enc[64], id[32];
+    snprintf(enc, sizeof enc, "encc%016llx",
+             (unsigned long long)fnv(fnvz(FNV0, "compaction"), rq->body, in_chars));
+    snprintf(id, sizeof id, "cmp_item_%ld", n);
+    m->compact_enc[n] = xstrdup(enc);
+    pthread_mutex_unlock(&m->mu);
+    json_array_append_new(output, json_pack("{s:s, s:s, s:s}", "type", "compaction", "id", id,
+                                            "encrypted_content", enc));
+    long input_tokens = v.input;
+    json_t *reply = json_pack("{s:s, s:s, s:i, s:o, s:{s:I, s:{s:I}, s:I, s:I}}", "id", id,
+                              "object", "response.compaction", "created_at", 1767225600,
+                              "output", output, "usage", "input_tokens", (json_int_t)input_tokens,
+                              "input_tokens_details", "cached_tokens", (json_int_t)v.cache_read,
+                              "output_tokens", (json_int_t)200, "total_tokens",
+                              (json_int_t)(input_tokens + 200));
+    json_decref(root);
+    char *body = json_dumps(reply, JSON_COMPACT);
+    json_decref(reply);
+    note_outcome(m, rq, 200, NULL, NULL, NULL);
+    int rc = send_json_response(c, API_RESPONSES, rq->index, 200, body, NULL);
+    free(body);
+    return rc;
+}
+
+/*
+ * Anthropic's server compaction: a /v1/messages request whose
+ * context_management edits hold compact_20260112
+ * (platform.claude.com/docs/en/build-with-claude/compaction):
+ *   - the beta header compact-2026-01-12 is required ("Include the beta
+ *     header compact-2026-01-12 in your API requests");
+ *   - only the supported models take it ("Supported models": Claude Mythos
+ *     Preview, Opus 4.7, Opus 4.6, Sonnet 4.6);
+ *   - trigger.value is at least 50,000 input tokens, 150,000 by default
+ *     ("Parameters");
+ *   - when the input reaches the trigger the reply is one compaction block
+ *     (content_block_start {type:"compaction"}, compaction_delta with the
+ *     content and encrypted_content), stop_reason "compaction" (the
+ *     pause_after_compaction flow; without it the API would go on with the
+ *     answer, which the mock does not model); below it the request is
+ *     answered as usual.
+ * Returns 1 when the request is not a compaction (or is below its trigger),
+ * else as serve_request.  The script's "compact_fail" makes the first N
+ * compactions answer 500.  Outside the script's sequence.
+ */
+static int serve_anthropic_compact(conn *c, const request *rq) {
+    mock_llm *m = c->m;
+    json_t *root = json_loads(rq->body, 0, NULL);
+    const json_t *edit = NULL, *e;
+    size_t i;
+    json_array_foreach(json_object_get(json_object_get(root, "context_management"), "edits"), i,
+                       e) {
+        const char *type = json_string_value(json_object_get(e, "type"));
+        if (type && strcmp(type, "compact_20260112") == 0)
+            edit = e;
+    }
+    if (!edit) {
+        json_decref(root);
+        return 1;
+    }
+    const char *model = json_string_value(json_object_get(root, "model"));
+    char *beta = head_value(rq->head, "anthropic-beta");
+    const json_t *trig = json_object_get(json_object_get(edit, "trigger"), "value");
+    long trigger = json_is_integer(trig) ? (long)json_integer_value(trig) : 150000;
+    sb err = {0};
+    if (!beta || !strstr(beta, "compact-2026-01-12"))
+        sb_puts(&err, "context_management.edits.0: compact_20260112 requires the beta header "
+                      "compact-2026-01-12");
+    else if (!model || !(starts(model, "claude-mythos-preview") || starts(model, "claude-opus-4-7") ||
+                         starts(model, "claude-opus-4-6") || starts(model, "claude-sonnet-4-6")))
+        sb_printf(&err, "context_management.edits.0: compact_20260112 is not supported on model "
+                        "%s", model ? model : "(none)");
+    else if (trig && (!json_is_integer(trig) || trigger < 50000))
+        sb_puts(&err, "context_management.edits.0.trigger.value: Input should be greater than or "
+                      "equal to 50000");
+    free(beta);
+    if (err.p) {
+        json_decref(root);
+        char *msg = xstrdup(err.p);
+        int rc = reject(c, API_ANTHROPIC, rq,
+                        error_body(API_ANTHROPIC, "invalid_request_error", NULL, err.p), msg);
+        free(msg);
+        free(err.p);
+        return rc;
+    }
+    vreply v;
+    char *broken = vendor_rules(m, API_ANTHROPIC, rq->body, &v);
+    if (broken) {
+        json_decref(root);
+        char *msg = body_message(broken);
+        int rc = reject(c, API_ANTHROPIC, rq, broken, msg);
+        free(msg);
+        return rc;
+    }
+    long input = v.input + v.cache_read + v.write_5m + v.write_1h;
+    if (input < trigger) {
+        json_decref(root);
+        return 1; /* below the trigger: an ordinary answer */
+    }
+    pthread_mutex_lock(&m->mu);
+    bool fail = m->compact_fail > 0;
+    if (fail)
+        m->compact_fail--;
+    pthread_mutex_unlock(&m->mu);
+    if (fail) {
+        json_decref(root);
+        note_outcome(m, rq, 500, NULL, NULL, NULL);
+        char *body = error_body(API_ANTHROPIC, "api_error", NULL, "Internal server error");
+        int rc = send_json_response(c, API_ANTHROPIC, rq->index, 500, body, NULL);
+        free(body);
+        return rc;
+    }
+    size_t nmsgs = json_array_size(json_object_get(root, "messages"));
+    char *model_name = xstrdup(model);
+    json_decref(root);
+    sb summary = {0};
+    sb_printf(&summary, "Summary of the %zu messages before this point (mock compaction %ld).",
+              nmsgs, m->compactions);
+    char enc[64];
+    snprintf(enc, sizeof enc, "encc%016llx",
+             (unsigned long long)fnv(fnvz(FNV0, "anthropic-compaction"), rq->body,
+                                     strlen(rq->body)));
+    pthread_mutex_lock(&m->mu);
+    long n = m->compactions++;
+    m->compact_enc = xrealloc(m->compact_enc, (size_t)m->compactions * sizeof *m->compact_enc);
+    m->compact_text = xrealloc(m->compact_text, (size_t)m->compactions * sizeof *m->compact_text);
+    m->compact_enc[n] = xstrdup(enc);
+    m->compact_text[n] = xstrdup(summary.p);
+    pthread_mutex_unlock(&m->mu);
+    sb b = {0};
+    sb_printf(&b, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":"
+                  "\"msg_mock_%ld\",\"type\":\"message\",\"role\":\"assistant\",\"model\":",
+              rq->index);
+    sb_jsonz(&b, model_name);
+    free(model_name);
+    sb_printf(&b, ",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":%ld,"
+                  "\"cache_read_input_tokens\":%ld,\"cache_creation_input_tokens\":%ld,"
+                  "\"output_tokens\":1}}}\n\n",
+              v.input, v.cache_read, v.write_5m + v.write_1h);
+    sb_puts(&b, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+                "\"content_block\":{\"type\":\"compaction\",\"content\":null,"
+                "\"encrypted_content\":null}}\n\n");
+    sb_puts(&b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+                "\"delta\":{\"type\":\"compaction_delta\",\"content\":");
+    sb_jsonz(&b, summary.p);
+    sb_puts(&b, ",\"encrypted_content\":");
+    sb_jsonz(&b, enc);
+    sb_puts(&b, "}}\n\n");
+    sb_puts(&b, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}"
+                "\n\n");
+    sb_printf(&b, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{"
+                  "\"stop_reason\":\"compaction\",\"stop_sequence\":null},\"usage\":{"
+                  "\"output_tokens\":%zu}}\n\n",
+              summary.len / 4 + 1);
+    sb_puts(&b, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+    free(summary.p);
+    note_outcome(m, rq, 200, NULL, &v, NULL);
+    sb h = {0};
+    sb_printf(&h, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %zu\r\n"
+                  "%s: req_mock_%ld\r\n\r\n",
+              b.len, request_id_header(API_ANTHROPIC), rq->index);
+    int rc = send_all(c, h.p, h.len);
+    if (rc == 0)
+        rc = send_all(c, b.p, b.len);
+    free(h.p);
+    free(b.p);
+    return rc;
+}
+
 static int serve_request(conn *c, const request *rq) {
     mock_llm *m = c->m;
     api_kind api;
@@ -2637,6 +2932,8 @@ static int serve_request(conn *c, const request *rq) {
         api = API_OPENAI;
     else if (strcmp(rq->path, "/v1/responses") == 0)
         api = API_RESPONSES;
+    else if (strcmp(rq->path, "/v1/responses/compact") == 0 && strcmp(rq->method, "POST") == 0)
+        return serve_compact(c, rq);
     else if (strcmp(rq->path, "/v1/messages") == 0)
         api = API_ANTHROPIC;
     else
@@ -2645,6 +2942,11 @@ static int serve_request(conn *c, const request *rq) {
     if (strcmp(rq->method, "POST") != 0)
         return send_json_response(c, api, rq->index, 405,
                                   "{\"error\":{\"message\":\"mock_llm: POST only\"}}", NULL);
+    if (api == API_ANTHROPIC) {
+        int rc = serve_anthropic_compact(c, rq);
+        if (rc != 1)
+            return rc;
+    }
 
     const entry *e = NULL;
     long k = -1;
@@ -2853,6 +3155,12 @@ static void free_all(mock_llm *m) {
         free(m->issued[i].enc);
     }
     free(m->issued);
+    for (long i = 0; i < m->compactions; i++) {
+        free(m->compact_enc[i]);
+        free(m->compact_text[i]);
+    }
+    free(m->compact_enc);
+    free(m->compact_text);
     if (m->stats)
         fclose(m->stats);
     for (size_t i = 0; i < m->nrecs; i++) {

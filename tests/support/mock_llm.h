@@ -33,6 +33,15 @@
  *    "cache_accounting": false,          usage computed from the prompt and
  *                                        prompt caching (below) for every
  *                                        model, not only the vendors' names
+ *    "compact_fail": 1,                  POST /v1/responses/compact (OpenAI's
+ *                                        server compaction: answered outside
+ *                                        the sequence, not streamed, with the
+ *                                        user messages of the input and one
+ *                                        compaction item whose
+ *                                        encrypted_content later requests
+ *                                        must send back unchanged) answers
+ *                                        500 server_error this many times
+ *                                        first (default 0)
  *    "aside": {"body_contains": "...", "reply": {"text": "..."}},
  *                                        every request whose body contains
  *                                        the string is answered with the

@@ -496,11 +496,13 @@ mock_llm *pt_start_plugin(const char *script, const char *config_tmpl) {
 
 void pt_assert_model_info(const char *model, long context_window, long max_output) {
     json_t *info = pt_host.provider->model_info(pt_host.provider_self, model);
-    if (info && json_object_get(info, "price")) { /* the limits only (pt_assert_model_price) */
+    if (info && (json_object_get(info, "price") || json_object_get(info, "server_compaction"))) {
+        /* the limits only (pt_assert_model_price; server_compaction has tests of its own) */
         json_t *limits = json_copy(info);
         json_decref(info);
         info = limits;
         json_object_del(info, "price");
+        json_object_del(info, "server_compaction");
         if (json_object_size(info) == 0) {
             json_decref(info);
             info = NULL;

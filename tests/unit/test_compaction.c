@@ -2609,9 +2609,16 @@ static void config_strategies_and_recall(void **state) {
     assert_int_equal(cfg.recall_max_chars, 8000);
     assert_int_equal(cfg.horizon_steps, 10);
     cp_strategy def[CP_MAX_STRATEGIES];
-    assert_int_equal(cp_default_strategies("an", "claude-sonnet-4-5", def), 2);
+    assert_int_equal(cp_default_strategies(NULL, def), 2); /* no server compaction */
     assert_string_equal(cp_strategy_name(def[0]), "summary");
     assert_string_equal(cp_strategy_name(def[1]), "prune");
+    /* OpenAI's costs more than the summary (bench_strategies): not a default */
+    assert_int_equal(cp_default_strategies("openai-responses-compact", def), 2);
+    assert_string_equal(cp_strategy_name(def[0]), "summary");
+    assert_int_equal(cp_default_strategies("anthropic-compact-20260112", def), 3);
+    assert_string_equal(cp_strategy_name(def[0]), "server");
+    assert_string_equal(cp_strategy_name(def[1]), "summary");
+    assert_string_equal(cp_strategy_name(def[2]), "prune");
     cp_config_clear(&cfg);
 
     config_ok("{\"strategies\":[\"prune\",\"summary\"],\"recall\":{\"enabled\":false,"
@@ -2630,14 +2637,15 @@ static void config_strategies_and_recall(void **state) {
 
     assert_string_equal(config_error("{\"strategies\":[\"summary\",\"shrink\"]}"),
                         "config.strategies[1]: unknown strategy \"shrink\"; known strategies: "
-                        "prune, summary");
-    assert_string_equal(config_error("{\"strategies\":[\"server\",\"summary\"]}"),
-                        "config.strategies[0]: \"server\": the provider row has no server "
-                        "compaction (no shipped provider offers it yet); known strategies: prune, "
-                        "summary");
+                        "prune, server, summary");
+    /* "server" is known: whether the route offers it is told at the first
+     * compaction (test_compaction_server) */
+    config_ok("{\"strategies\":[\"server\",\"summary\"]}", &cfg);
+    assert_int_equal(cfg.strategies[0], CP_STRATEGY_SERVER);
+    cp_config_clear(&cfg);
     assert_string_equal(config_error("{\"strategies\":[]}"),
                         "config.strategies: expected a non-empty array of strategy names (known: "
-                        "prune, summary)");
+                        "prune, server, summary)");
     assert_string_equal(config_error("{\"strategies\":[\"prune\",\"prune\"]}"),
                         "config.strategies[1]: \"prune\" is listed twice");
     assert_string_equal(config_error("{\"recall\":{\"max_chars\":10}}"),
@@ -2648,10 +2656,9 @@ static void config_strategies_and_recall(void **state) {
 
     /* through the host: the deployment fails, naming the plugin and the field */
     static const char *const bad[][2] = {
-        {"[\"server\"]", "config.strategies[0]: \"server\": the provider row has no server "
-                          "compaction"},
+        {"[\"summary\",\"summary\"]", "config.strategies[1]: \"summary\" is listed twice"},
         {"[\"summary\",\"shrink\"]", "config.strategies[1]: unknown strategy \"shrink\"; known "
-                                     "strategies: prune, summary"},
+                                     "strategies: prune, server, summary"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         json_t *config = json_pack(

@@ -1,10 +1,13 @@
 /*
  * tests/unit/test_compaction_long.c - compaction-basic over long sessions
- * (issue #35, Done-when): 60 steps against the mock LLM's Anthropic and
- * OpenAI chat APIs (tests/support/mock_llm.c, loopback), compacted under
- * pressure with the default strategies, then a recall of a shadowed tool
- * result.  Apart from test_compaction so that the two run side by side
- * within their timeouts.  Every log is checked by dh_teardown
+ * (issue #35, Done-when): 60 steps against the mock LLM's Anthropic Messages
+ * and OpenAI Responses APIs (tests/support/mock_llm.c, loopback), compacted
+ * under pressure with the default chains (Anthropic's on the server: the
+ * compact_20260112 edit; OpenAI's a summary, since /v1/responses/compact is
+ * dearer: bench_strategies) and with OpenAI's server-first chain, then a
+ * recall of a shadowed tool result.  Apart from test_compaction so that the
+ * two run side by side within their timeouts.  Every log is checked by
+ * dh_teardown
  * (weir_log_check, replay, derive == request).
  */
 #ifndef _GNU_SOURCE
@@ -78,14 +81,20 @@ static const json_t *result_of(const dh *d, const char *id) {
 #define LONG_STEPS 20 /* steps a turn: 19 tool calls and an answer */
 #define LONG_TURNS 3
 
-/* Issue #35, Done-when: a 60-step session against the mock's Anthropic or
- * OpenAI chat API compacts at least twice under pressure with the default
- * strategies and no error; then the model recalls a shadowed tool result
+/* Issue #35, Done-when: a 60-step session against the mock's Anthropic
+ * Messages or OpenAI Responses API compacts at least twice under pressure
+ * with the default chain (Anthropic's compacts on the server, OpenAI's
+ * summarizes), or, `server`, OpenAI's server-first chain, and no error; then the model recalls a shadowed tool result
  * (the text is the original's) and an id that does not exist (a tool error,
  * the turn goes on). */
-static void long_session(const char *provider) {
+static void long_session(const char *provider, bool server) {
     bool openai = !strcmp(provider, "openai");
-    const char *model = openai ? "gpt-5.1" : "claude-sonnet-4-5";
+    /* Anthropic compacts on its server only from 50,000 input tokens on (the
+     * compact_20260112 trigger's minimum), so its session runs in a larger
+     * window with larger records, and keeps a short tail (so that what it
+     * compacts reaches the minimum, twice in 60 steps) */
+    const char *model = openai ? "gpt-5.1" : "claude-sonnet-4-6";
+    int record_chars = openai ? 1100 : 3800, window = openai ? 12000 : 66000;
     json_t *reqs = json_array();
     for (int t = 1; t <= LONG_TURNS; t++)
         for (int st = 1; st <= LONG_STEPS; st++) {
@@ -93,12 +102,18 @@ static void long_session(const char *provider) {
                 json_array_append_new(reqs, json_pack("{s:s}", "text", "part done"));
                 continue;
             }
-            char id[32], args[400];
+            char id[32], args[4000];
             snprintf(id, sizeof id, "call_%d_%d", t, st);
-            snprintf(args, sizeof args,
-                     "{\"query\":\"record %d of part %d: the owner, the last change, the open "
-                     "issues and the files it touches, with their sizes and tests\"}",
-                     st, t);
+            /* about 1,100 characters: a step adds about 550 tokens (the
+             * call and its echo), so that a compaction shadows thousands of
+             * tokens and the checkpoint (with its recall ids) shrinks them */
+            int n = snprintf(args, sizeof args,
+                             "{\"query\":\"record %d of part %d: the owner, the last change, the "
+                             "open issues and the files it touches, with their sizes and tests",
+                             st, t);
+            while (n < record_chars)
+                n += snprintf(args + n, sizeof args - (size_t)n, "; and again, record %d", st);
+            snprintf(args + n, sizeof args - (size_t)n, "\"}");
             json_array_append_new(reqs, json_pack("{s:[{s:s, s:s, s:s}]}", "tool_calls", "id", id,
                                                   "name", "lookup", "arguments", args));
         }
@@ -120,12 +135,16 @@ static void long_session(const char *provider) {
     char *base = mock_llm_base_url(m);
     char *rows = fmt("[{\"id\":\"p\",\"plugin\":\"provider-%s\",\"config\":{"
                      "\"base_url\":\"%s%s\",\"api_key\":\"k\"%s,"
-                     "\"models\":{\"%s\":{\"context_window\":3000,\"max_output\":500}}}},"
-                     "{\"id\":\"compact\",\"plugin\":\"compaction-basic\",\"config\":{}},"
+                     "\"models\":{\"%s\":{\"context_window\":%d,\"max_output\":500}}}},"
+                     "{\"id\":\"compact\",\"plugin\":\"compaction-basic\",\"config\":{%s}},"
                      "{\"id\":\"tools\",\"plugin\":\"drvtest-tools\",\"config\":{\"tools\":"
                      "[{\"name\":\"lookup\"}]}}]",
-                     provider, base, openai ? "/v1" : "", openai ? ",\"probe_windows\":false" : "",
-                     model);
+                     provider, base, openai ? "/v1" : "",
+                     openai ? ",\"probe_windows\":false,\"api\":\"responses\"" : "",
+                     model, window,
+                     !openai  ? "\"keep_recent_tokens\":1000"
+                     : server ? "\"strategies\":[\"server\",\"summary\",\"prune\"]"
+                              : "");
     free(base);
     char *agent = fmt("{\"provider\":\"p\",\"model\":\"%s\",\"max_tokens\":500}", model);
     dh d;
@@ -137,7 +156,10 @@ static void long_session(const char *provider) {
         char *ask = fmt("Look up records 1 to %d of part %d, one per step.", LONG_STEPS - 1, t);
         run_text(&d, ask);
         free(ask);
-        assert_string_equal(end_kind(&d, t - 1), "completed");
+        if (strcmp(end_kind(&d, t - 1), "completed") != 0) {
+            char *why = json_dumps(dh_event_data(&d, "turn/end", t - 1), JSON_COMPACT);
+            fail_msg("%s: turn %d: %s", provider, t, why);
+        }
     }
     assert_int_equal(dh_count(&d, "assistant/message"), LONG_STEPS * LONG_TURNS);
     int compactions = dh_count(&d, "compaction/end");
@@ -147,9 +169,14 @@ static void long_session(const char *provider) {
         const json_t *end = dh_event_data(&d, "compaction/end", i);
         if (!json_is_true(json_object_get(end, "ok")))
             fail_msg("compaction %d: %s", i, json_string_value(json_object_get(end, "error")));
-        /* the durable record */
-        assert_string_equal(json_string_value(json_object_get(end, "strategy")), "summary");
-        json_t *chain = json_pack("[s, s]", "summary", "prune");
+        /* the durable record: both compact on the server (OpenAI POST
+         * /v1/responses/compact, Anthropic the compact_20260112 edit) */
+        const char *used = json_string_value(json_object_get(end, "strategy"));
+        const char *want = server ? "server" : "summary";
+        if (strncmp(used, want, strlen(want)) != 0)
+            fail_msg("%s: compaction %d used %s", provider, i, used);
+        json_t *chain = server ? json_pack("[s, s, s]", "server", "summary", "prune")
+                               : json_pack("[s, s]", "summary", "prune");
         assert_true(json_equal(json_object_get(end, "strategies"), chain));
         json_decref(chain);
         assert_true(json_integer_value(json_object_get(end, "cache_invalidated_tokens")) > 0);
@@ -199,6 +226,27 @@ static void long_session(const char *provider) {
     assert_true(json_is_true(json_object_get(b2, "is_error")));
     assert_non_null(strstr(result_text(r2), "no message or tool result has the id \"seq:999999\""));
     assert_int_equal(dh_count(&d, "compaction/recall"), 1);
+    /* each server compaction was one request (OpenAI: POST
+     * /v1/responses/compact; Anthropic: context_management's compaction
+     * edit), and the requests after the first one send its item or block
+     * back as the mock returned it (the mock refuses one it did not issue) */
+    long compacts = 0, after = 0, total = mock_llm_requests(m);
+    for (long k = 0; k < total; k++) {
+        char *path = mock_llm_request_path(m, k), *body = mock_llm_request_body(m, k);
+        if (path && body &&
+            (openai ? !strcmp(path, "/v1/responses/compact")
+                    : strstr(body, "\"type\":\"compact_20260112\"") != NULL))
+            compacts++;
+        else if (compacts > 0 && body &&
+                 strstr(body, openai ? "{\"type\":\"compaction\",\"id\":\"cmp_item_0\","
+                                       "\"encrypted_content\":\"encc"
+                                     : "{\"type\":\"compaction\",\"content\":\"Summary of the "))
+            after++;
+        free(path);
+        free(body);
+    }
+    assert_int_equal(compacts, server ? dh_count(&d, "compaction/end") : 0); /* recall's too */
+    assert_true(server ? after > 0 : after == 0);
     assert_int_equal(mock_llm_rejections(m), 0);
     assert_int_equal(mock_llm_expect_failures(m), 0);
     dh_teardown(&d);
@@ -208,12 +256,17 @@ static void long_session(const char *provider) {
 
 static void a_60_step_anthropic_session_compacts_and_recalls(void **state) {
     (void)state;
-    long_session("anthropic");
+    long_session("anthropic", true); /* the default chain: server first */
 }
 
 static void a_60_step_openai_session_compacts_and_recalls(void **state) {
     (void)state;
-    long_session("openai");
+    long_session("openai", false); /* the default chain: summary, prune */
+}
+
+static void a_60_step_openai_session_compacts_on_the_server_and_recalls(void **state) {
+    (void)state;
+    long_session("openai", true); /* [server, summary, prune] */
 }
 
 
@@ -221,6 +274,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_60_step_anthropic_session_compacts_and_recalls),
         cmocka_unit_test(a_60_step_openai_session_compacts_and_recalls),
+        cmocka_unit_test(a_60_step_openai_session_compacts_on_the_server_and_recalls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

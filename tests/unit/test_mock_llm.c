@@ -23,18 +23,28 @@
 /* the request templates below are format strings held in variables */
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 
+/* POST `body` to `path` with the header lines `extra` ("Name: v\r\n"...);
+ * returns the status, *resp the whole response (malloc'd). */
+static int post_h(mock_llm *m, const char *path, const char *extra, const char *body,
+                  char **resp);
+
 /* POST `body` to `path`; returns the status, *resp the whole response (malloc'd). */
 static int post(mock_llm *m, const char *path, const char *body, char **resp) {
+    return post_h(m, path, "", body, resp);
+}
+
+static int post_h(mock_llm *m, const char *path, const char *extra, const char *body,
+                  char **resp) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     assert_true(fd >= 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)mock_llm_port(m))};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-    char head[256];
+    char head[512];
     int n = snprintf(head, sizeof head,
                      "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-                     path, strlen(body));
+                     "%sContent-Length: %zu\r\nConnection: close\r\n\r\n",
+                     path, extra, strlen(body));
     assert_int_equal(write(fd, head, (size_t)n), n);
     assert_int_equal(write(fd, body, strlen(body)), (ssize_t)strlen(body));
     size_t len = 0, cap = 65536;
@@ -416,6 +426,125 @@ static void responses_rules(void **state) {
     mock_llm_stop(m);
 }
 
+/* POST /v1/responses/compact (OpenAI's server compaction): its request
+ * rules, its reply (the user messages, then one compaction item), the item
+ * checked when it comes back, and "compact_fail" */
+static void responses_compact_rules(void **state) {
+    (void)state;
+    mock_llm *m = start("{\"compact_fail\":1,\"loop\":true,\"requests\":[{\"text\":\"ok\"}]}");
+    char *r;
+    const char *input = "[{\"type\":\"message\",\"role\":\"user\",\"content\":\"hi\"},"
+                        "{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"hello\"}]";
+    char body[1024];
+    snprintf(body, sizeof body, "{\"model\":\"gpt-5.1\",\"input\":%s,\"stream\":true}", input);
+    assert_int_equal(post(m, "/v1/responses/compact", body, &r), 400);
+    assert_non_null(strstr(r, "Unknown parameter: 'stream'."));
+    free(r);
+    assert_int_equal(post(m, "/v1/responses/compact", "{\"input\":[]}", &r), 400);
+    assert_non_null(strstr(r, "Missing required parameter: 'model'"));
+    free(r);
+    snprintf(body, sizeof body, "{\"model\":\"gpt-5.1\",\"input\":%s}", input);
+    assert_int_equal(post(m, "/v1/responses/compact", body, &r), 500); /* compact_fail */
+    free(r);
+    assert_int_equal(post(m, "/v1/responses/compact", body, &r), 200);
+    assert_non_null(strstr(r, "\"object\":\"response.compaction\""));
+    /* the user message stays, the assistant's goes into the item */
+    assert_non_null(strstr(r, "\"role\":\"user\",\"content\":\"hi\"}"));
+    assert_null(strstr(r, "hello"));
+    char *enc = member(strstr(r, "\"type\":\"compaction\""), "encrypted_content");
+    assert_non_null(enc);
+    free(r);
+    const char *fmt = "{\"model\":\"gpt-5.1\",\"store\":false,\"input\":[{\"type\":\"message\","
+                      "\"role\":\"user\",\"content\":\"hi\"},{\"type\":\"compaction\",\"id\":"
+                      "\"cmp_item_0\",\"encrypted_content\":\"%s\"},{\"type\":\"message\","
+                      "\"role\":\"user\",\"content\":\"go on\"}]}";
+    snprintf(body, sizeof body, fmt, enc);
+    if (post(m, "/v1/responses", body, &r) != 200)
+        fail_msg("%s: %s", body, r);
+    free(r);
+    enc[5] = enc[5] == '0' ? '1' : '0'; /* changed on the way back */
+    snprintf(body, sizeof body, fmt, enc);
+    assert_int_equal(post(m, "/v1/responses", body, &r), 400);
+    assert_non_null(strstr(r, "could not be verified"));
+    free(r);
+    free(enc);
+    assert_int_equal(mock_llm_rejections(m), 3);
+    mock_llm_stop(m);
+}
+
+/* Anthropic's server compaction (context_management's compact_20260112
+ * edit): the beta header, the models, the trigger's minimum, the
+ * compaction block with stop_reason "compaction" at the trigger, an
+ * ordinary answer below it, and the block checked when it comes back */
+static void claude_compaction_rules(void **state) {
+    (void)state;
+    mock_llm *m = start("{\"loop\":true,\"requests\":[{\"text\":\"ordinary\"}]}");
+    const char *beta = "anthropic-beta: compact-2026-01-12\r\n";
+    size_t big_n = 220000; /* about 55,000 tokens */
+    char *big = malloc(big_n + 1);
+    assert_non_null(big);
+    memset(big, 'a', big_n);
+    big[big_n] = '\0';
+    const char *fmt = "{\"model\":\"%s\",\"max_tokens\":100,\"stream\":true,\"messages\":"
+                      "[{\"role\":\"user\",\"content\":\"%s\"}],\"context_management\":"
+                      "{\"edits\":[{\"type\":\"compact_20260112\",\"trigger\":{\"type\":"
+                      "\"input_tokens\",\"value\":%d},\"pause_after_compaction\":true}]}}";
+    size_t cap = big_n + 1024;
+    char *body = malloc(cap);
+    char *r;
+    assert_non_null(body);
+    snprintf(body, cap, fmt, "claude-sonnet-4-6", big, 50000);
+    assert_int_equal(post(m, "/v1/messages", body, &r), 400); /* no beta header */
+    assert_non_null(strstr(r, "compact-2026-01-12"));
+    free(r);
+    snprintf(body, cap, fmt, "claude-sonnet-4-5", big, 50000);
+    assert_int_equal(post_h(m, "/v1/messages", beta, body, &r), 400);
+    assert_non_null(strstr(r, "not supported on model claude-sonnet-4-5"));
+    free(r);
+    snprintf(body, cap, fmt, "claude-sonnet-4-6", big, 1000);
+    assert_int_equal(post_h(m, "/v1/messages", beta, body, &r), 400);
+    assert_non_null(strstr(r, "greater than or equal to 50000"));
+    free(r);
+    snprintf(body, cap, fmt, "claude-sonnet-4-6", "short", 50000); /* below the trigger */
+    assert_int_equal(post_h(m, "/v1/messages", beta, body, &r), 200);
+    assert_non_null(strstr(r, "ordinary"));
+    assert_null(strstr(r, "compaction_delta"));
+    free(r);
+    snprintf(body, cap, fmt, "claude-sonnet-4-6", big, 50000);
+    assert_int_equal(post_h(m, "/v1/messages", beta, body, &r), 200);
+    assert_non_null(strstr(r, "\"content_block\":{\"type\":\"compaction\""));
+    assert_non_null(strstr(r, "\"stop_reason\":\"compaction\""));
+    char *content = member(strstr(r, "compaction_delta"), "content");
+    char *enc = member(strstr(r, "compaction_delta"), "encrypted_content");
+    assert_non_null(content);
+    assert_non_null(enc);
+    free(r);
+    const char *back = "{\"model\":\"claude-sonnet-4-6\",\"max_tokens\":100,\"stream\":true,"
+                       "\"messages\":[{\"role\":\"%s\",\"content\":[{\"type\":\"compaction\","
+                       "\"content\":\"%s\",\"encrypted_content\":\"%s\"}]},{\"role\":\"%s\","
+                       "\"content\":\"go on\"}]}";
+    char next[1024];
+    snprintf(next, sizeof next, back, "assistant", content, enc, "user");
+    if (post(m, "/v1/messages", next, &r) != 200)
+        fail_msg("%s: %s", next, r);
+    free(r);
+    snprintf(next, sizeof next, back, "user", content, enc, "assistant");
+    assert_int_equal(post(m, "/v1/messages", next, &r), 400);
+    assert_non_null(strstr(r, "may only appear in `assistant` messages"));
+    free(r);
+    enc[5] = enc[5] == '0' ? '1' : '0'; /* changed on the way back */
+    snprintf(next, sizeof next, back, "assistant", content, enc, "user");
+    assert_int_equal(post(m, "/v1/messages", next, &r), 400);
+    assert_non_null(strstr(r, "pass compaction blocks back unmodified"));
+    free(r);
+    free(content);
+    free(enc);
+    free(body);
+    free(big);
+    assert_int_equal(mock_llm_rejections(m), 5);
+    mock_llm_stop(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(claude_thinking_parameters),
@@ -424,6 +553,8 @@ int main(void) {
         cmocka_unit_test(deepseek_and_gemini),
         cmocka_unit_test(openai_prefix_cache),
         cmocka_unit_test(responses_rules),
+        cmocka_unit_test(responses_compact_rules),
+        cmocka_unit_test(claude_compaction_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,6 +62,81 @@ static const pt_provider_ops ops = {decoder_new,  decoder_event, decoder_end,
 /* Request translation                                                      */
 /* ------------------------------------------------------------------------ */
 
+/* Server compaction (docs/providers.md): the models that have it report it
+ * in model_info; the compaction block streams into one text block (its
+ * summary) whose continuation holds the block; a checkpoint carrying it
+ * sends the block back unchanged as an assistant turn, then its text. */
+static void server_compaction_block_round_trips(void **state) {
+    (void)state;
+    pt_plugin_setup(NULL);
+    json_t *cfg = json_pack("{s:s}", "base_url", "http://127.0.0.1:9");
+    weir_error err;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(pt_plugin_desc->init(NULL, &pt_fake_api, cfg, &err), WEIR_OK);
+    json_t *info = pt_host.provider->model_info(pt_host.provider_self, "claude-sonnet-4-6");
+    assert_string_equal(json_string_value(json_object_get(info, "server_compaction")),
+                        "anthropic-compact-20260112");
+    json_decref(info);
+    info = pt_host.provider->model_info(pt_host.provider_self, "claude-sonnet-4-5");
+    assert_null(json_object_get(info, "server_compaction"));
+    json_decref(info);
+    json_decref(cfg);
+    pt_plugin_teardown(NULL);
+
+    json_t *chunks = pt_decode_text(
+        &ops,
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":"
+        "{\"input_tokens\":60000,\"output_tokens\":1}}}\n\n"
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+        "\"content_block\":{\"type\":\"compaction\",\"content\":null,\"encrypted_content\":"
+        "null}}\n\n"
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+        "\"delta\":{\"type\":\"compaction_delta\",\"content\":\"The summary.\","
+        "\"encrypted_content\":\"E1\"}}\n\n"
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+        "\"compaction\"},\"usage\":{\"output_tokens\":9}}\n\n"
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+    const json_t *cont = NULL, *fin = NULL, *c;
+    size_t k;
+    json_array_foreach(chunks, k, c) {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        if (!strcmp(type, "continuation"))
+            cont = json_object_get(c, "continuation");
+        else if (!strcmp(type, "finish"))
+            fin = c;
+        else if (!strcmp(type, "text-delta"))
+            assert_string_equal(json_string_value(json_object_get(c, "text")), "The summary.");
+    }
+    assert_non_null(cont);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(fin, "reason"), "kind")), "stop");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(cont, "data"), "compaction")),
+        "{\"type\":\"compaction\",\"content\":\"The summary.\",\"encrypted_content\":\"E1\"}");
+    assert_true(json_is_false(json_object_get(cont, "prefix_bound")));
+
+    json_t *req = json_pack("{s:s, s:i, s:[{s:s, s:[{s:s, s:s, s:O}]}, {s:s, s:[{s:s, s:s}]}]}",
+                            "model", "claude-sonnet-4-6", "max_tokens", 100, "messages", "role",
+                            "user", "content", "type", "text", "text", "Checkpoint.",
+                            "continuation", cont, "role", "user", "content", "type", "text",
+                            "text", "Go on.");
+    char msg[256];
+    json_t *body = anthropic_request_body(req, 0, msg, sizeof msg);
+    assert_non_null(body);
+    json_t *want = json_loads(
+        "[{\"role\":\"assistant\",\"content\":[{\"type\":\"compaction\",\"content\":"
+        "\"The summary.\",\"encrypted_content\":\"E1\"}]},{\"role\":\"user\",\"content\":"
+        "[{\"type\":\"text\",\"text\":\"Checkpoint.\"},{\"type\":\"text\",\"text\":"
+        "\"Go on.\"}]}]",
+        0, NULL);
+    pt_assert_json_equal(json_object_get(body, "messages"), want);
+    json_decref(want);
+    json_decref(body);
+    json_decref(req);
+    json_decref(chunks);
+}
+
 static void request_translation_matches_golden(void **state) {
     (void)state;
     json_t *request = pt_load_data("request.json");
@@ -1429,6 +1504,7 @@ int main(void) {
     pt_plugin_file = "weir-provider-anthropic.so";
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(request_translation_matches_golden),
+        cmocka_unit_test(server_compaction_block_round_trips),
         cmocka_unit_test(request_without_optional_fields),
         cmocka_unit_test(request_tool_choice),
         cmocka_unit_test(request_memo_resumes_at_the_last_shared_group),

@@ -529,6 +529,90 @@ static void api_default_is_responses_at_openai_only(void **state) {
     pt_plugin_teardown(NULL);
 }
 
+/* Server compaction (docs/providers.md): a Responses row reports it in
+ * model_info, a Chat Completions row does not; the compact reply decodes to
+ * one text block whose continuation holds the output items, and a checkpoint
+ * carrying them sends each back unchanged, before its own text. */
+static void server_compaction_on_responses_rows_only(void **state) {
+    (void)state;
+    static const struct {
+        const char *api;
+        bool offered;
+    } rows[] = {{"responses", true}, {"chat", false}};
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        pt_plugin_setup(NULL);
+        json_t *cfg = json_pack("{s:s, s:s, s:b}", "base_url", "http://127.0.0.1:9/v1", "api",
+                                rows[i].api, "probe_windows", 0);
+        weir_error err;
+        memset(&err, 0, sizeof err);
+        assert_int_equal(pt_plugin_desc->init(NULL, &pt_fake_api, cfg, &err), WEIR_OK);
+        json_t *info = pt_host.provider->model_info(pt_host.provider_self, "gpt-5.1");
+        const char *kind = json_string_value(json_object_get(info, "server_compaction"));
+        if (rows[i].offered)
+            assert_string_equal(kind, "openai-responses-compact");
+        else
+            assert_null(kind);
+        json_decref(info);
+        json_decref(cfg);
+        pt_plugin_teardown(NULL);
+    }
+    /* the reply */
+    json_t *chunks = json_array();
+    responses_decoder *d = responses_decoder_new("p", "gpt-5.1", pt_collect, chunks);
+    static const char reply[] =
+        "{\"id\":\"c1\",\"object\":\"response.compaction\",\"output\":[{\"type\":\"message\","
+        "\"role\":\"user\",\"content\":\"hi\"},{\"type\":\"compaction\",\"id\":\"ci\","
+        "\"encrypted_content\":\"E1\"}],\"usage\":{\"input_tokens\":50,\"output_tokens\":5}}";
+    assert_int_equal(responses_compact_reply(d, reply, sizeof reply - 1), 0);
+    assert_true(responses_decoder_done(d));
+    responses_decoder_free(d);
+    const json_t *cont = NULL, *fin = NULL;
+    size_t k;
+    const json_t *c;
+    json_array_foreach(chunks, k, c) {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        if (!strcmp(type, "continuation"))
+            cont = json_object_get(c, "continuation");
+        if (!strcmp(type, "finish"))
+            fin = c;
+    }
+    assert_non_null(cont);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(fin, "reason"), "kind")), "stop");
+    const char *items = json_string_value(json_object_get(json_object_get(cont, "data"),
+                                                          "compaction"));
+    assert_string_equal(items, "[{\"type\":\"message\",\"role\":\"user\",\"content\":\"hi\"},"
+                               "{\"type\":\"compaction\",\"id\":\"ci\",\"encrypted_content\":"
+                               "\"E1\"}]");
+    assert_true(json_is_false(json_object_get(cont, "prefix_bound")));
+    /* a reply without a compaction item is malformed */
+    json_t *bad = json_array();
+    d = responses_decoder_new("p", "gpt-5.1", pt_collect, bad);
+    static const char none[] = "{\"output\":[{\"type\":\"message\",\"role\":\"user\","
+                               "\"content\":\"hi\"}]}";
+    assert_int_equal(responses_compact_reply(d, none, sizeof none - 1), 0);
+    responses_decoder_free(d);
+    const json_t *last = json_array_get(bad, json_array_size(bad) - 1);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(last, "reason"), "failure"), "code")),
+                        "TRANSPORT");
+    json_decref(bad);
+    /* sent back: the items unchanged in the checkpoint's place, then its text */
+    json_t *req = json_pack("{s:s, s:[{s:s, s:[{s:s, s:s, s:O}]}]}", "model", "gpt-5.1",
+                            "messages", "role", "user", "content", "type", "text", "text",
+                            "Checkpoint.", "continuation", cont);
+    char msg[256];
+    char *text = openai_responses_text(req, NULL, msg, sizeof msg);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\"input\":[{\"type\":\"message\",\"role\":\"user\","
+                                 "\"content\":\"hi\"},{\"type\":\"compaction\",\"id\":\"ci\","
+                                 "\"encrypted_content\":\"E1\"},{\"type\":\"message\",\"role\":"
+                                 "\"user\",\"content\":\"Checkpoint.\"}]"));
+    free(text);
+    json_decref(req);
+    json_decref(chunks);
+}
+
 #define ROW(extra) "{\"base_url\":\"@BASE@/v1\",\"api_key\":\"" PT_KEY "\"" extra "}"
 #define TEXT_SCRIPT "{\"requests\":[{\"text\":\"Hello\"}]}"
 
@@ -676,6 +760,7 @@ int main(void) {
         cmocka_unit_test(options_and_foreign_continuations),
         cmocka_unit_test(api_default_is_responses_at_openai_only),
         cmocka_unit_test(api_picks_the_endpoint),
+        cmocka_unit_test(server_compaction_on_responses_rows_only),
         cmocka_unit_test(faults_map_over_responses),
         cmocka_unit_test(plugin_tool_loop_sends_the_reasoning_back),
     };
