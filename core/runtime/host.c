@@ -12,6 +12,7 @@
 #include "event_catalog.h"
 #include "host_int.h"
 #include "idmap.h"
+#include "otlp_export.h"
 #include "schema.h"
 #include "store.h"
 #include "tools.h"
@@ -42,6 +43,7 @@ struct weir_host {
     const weir__host_wiring *wiring; /* from the api floor (core/api/api.c), static */
     store_entry *stores;         /* the stores rows registered, newest first: written
                                   * only by init (registration), read-only after */
+    weir__otlp_exporter *otel;   /* telemetry.enabled: the live span exporter, else NULL */
 };
 
 /*
@@ -177,6 +179,7 @@ static void plugin_free(weir_plugin *p) {
 
 /* fini every initialised instance in reverse load order, then free all. */
 static void host_free(weir_host *h) {
+    weir__otlp_exporter_destroy(h->otel); /* sends what the agents left */
     stores_free(h);
     for (size_t i = h->nplugins; i-- > 0;) {
         weir_plugin *p = h->plugins[i];
@@ -207,6 +210,30 @@ static void host_free(weir_host *h) {
 void weir_host_destroy(weir_host *host) {
     if (host)
         host_free(host);
+}
+
+weir__otlp_exporter *weir__host_exporter(const weir_host *host) {
+    return host ? host->otel : NULL;
+}
+
+void weir_host_telemetry_counts(weir_host *host, uint64_t *queued, uint64_t *sent,
+                                uint64_t *dropped) {
+    weir__otlp_exporter_counts(host ? host->otel : NULL, queued, sent, dropped);
+}
+
+/* telemetry.enabled: start the exporter (docs/telemetry.md). */
+static int start_telemetry(weir_host *h, weir_error *err) {
+    weir__otlp_settings s;
+    int rc = weir__otlp_settings_resolve(h->config, &s, err);
+    if (rc != WEIR_OK)
+        return rc;
+    if (!s.enabled) {
+        weir__otlp_settings_free(&s);
+        return WEIR_OK;
+    }
+    rc = weir__otlp_exporter_create(&s, &h->otel, err);
+    weir__otlp_settings_free(&s);
+    return rc;
 }
 
 /* --- loading one row --------------------------------------------------- */
@@ -528,6 +555,8 @@ int weir__host_create(const json_t *config, const weir__host_wiring *wiring, wei
         rc = check_required(h, err);
     if (rc == WEIR_OK)
         rc = check_agent_provider(h, err);
+    if (rc == WEIR_OK)
+        rc = start_telemetry(h, err);
     if (rc == WEIR_OK) {
         const char **ids = weir__calloc(h->nplugins + 1, sizeof *ids);
         if (!ids)
