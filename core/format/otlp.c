@@ -195,7 +195,8 @@ static const char *provider_name(const weir_trace *t, const char *row) {
 }
 
 /* The value the conventions' registry gives a known provider, from the row's
- * plugin and base_url; NULL: the row id stands for it. */
+ * plugin and base_url (a known vendor's host, else the API the plugin
+ * speaks); NULL for other plugins: the row id stands for it. */
 static const char *registry_name(const json_t *row) {
     const char *plugin = weir__json_str(row, "plugin", "");
     const char *base = weir__json_str(json_object_get(row, "config"), "base_url", "");
@@ -212,7 +213,7 @@ static const char *registry_name(const json_t *row) {
     for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++)
         if (strstr(base, hosts[i].host))
             return hosts[i].name;
-    return *base ? NULL : "openai"; /* another server: the row id */
+    return "openai"; /* another server speaking OpenAI's API */
 }
 
 /* ---- content (telemetry.capture_content) -------------------------------- */
