@@ -467,7 +467,7 @@ static int turn_event(weir_trace *t, const json_t *ev, const char *type, long lo
                       long long time) {
     const json_t *d = json_object_get(ev, "data");
     const json_t *op = json_object_get(ev, "surface_op");
-    const char *name = NULL, *prefix = "weir.hook";
+    const char *name = NULL, *prefix = "weir";
     if (strncmp(type, "hook/", 5) == 0)
         name = strcmp(type, "hook/decision") == 0     ? "weir.hook.decision"
                : strcmp(type, "hook/quarantined") == 0 ? "weir.hook.quarantined"
