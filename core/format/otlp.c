@@ -13,7 +13,7 @@
  * decisions and compaction are span events of the turn's span.  Message
  * content goes in only with telemetry.capture_content.
  *
- * The OTLP/JSON mapping (opentelemetry-proto, docs/specification.md): ids
+ * The OTLP/JSON mapping (the opentelemetry-proto specification): ids
  * are lowercase hex, 64-bit integers decimal strings, enums integers.
  */
 #include <stdio.h>

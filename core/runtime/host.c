@@ -223,14 +223,13 @@ void weir_host_telemetry_counts(weir_host *host, uint64_t *queued, uint64_t *sen
 
 /* telemetry.enabled: start the exporter (docs/telemetry.md). */
 static int start_telemetry(weir_host *h, weir_error *err) {
+    /* off: the OTEL_* variables are not even read */
+    if (!json_is_true(json_object_get(json_object_get(h->config, "telemetry"), "enabled")))
+        return WEIR_OK;
     weir__otlp_settings s;
     int rc = weir__otlp_settings_resolve(h->config, &s, err);
     if (rc != WEIR_OK)
         return rc;
-    if (!s.enabled) {
-        weir__otlp_settings_free(&s);
-        return WEIR_OK;
-    }
     rc = weir__otlp_exporter_create(&s, &h->otel, err);
     weir__otlp_settings_free(&s);
     return rc;

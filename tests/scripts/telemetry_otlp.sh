@@ -233,6 +233,12 @@ rc=$?
 [ $rc = 3 ] || fail "OTEL_EXPORTER_OTLP_ENDPOINT not a URL: exit $rc, not 3"
 grep -q 'OTEL_EXPORTER_OTLP_ENDPOINT: expected an http:// or https:// URL' "$TMP/env.err" ||
     fail "OTEL_EXPORTER_OTLP_ENDPOINT not a URL: $(cat "$TMP/env.err")"
+# telemetry off: the OTEL_* variables are not read (a bad one costs nothing)
+config "$TMP/off.json" '{"enabled": false}'
+OTEL_EXPORTER_OTLP_ENDPOINT=nowhere "$WEIR" hooks -c "$TMP/off.json" >/dev/null 2>"$TMP/off.err" ||
+    fail "telemetry off, a bad OTEL_EXPORTER_OTLP_ENDPOINT failed the host: $(cat "$TMP/off.err")"
+OTEL_EXPORTER_OTLP_ENDPOINT=nowhere "$WEIR" hooks -c "$TMP/env.json" >/dev/null 2>&1 &&
+    fail "telemetry on, a bad OTEL_EXPORTER_OTLP_ENDPOINT was accepted by weir hooks"
 config "$TMP/hdr.json" '{"enabled": false, "headers": {"x-otlp-token": "hush-5678"}}'
 "$WEIR" config -c "$TMP/hdr.json" >"$TMP/cfg.out" 2>&1 || fail "weir config: $(cat "$TMP/cfg.out")"
 grep -q 'hush-5678' "$TMP/cfg.out" && fail "weir config printed a telemetry header value"
