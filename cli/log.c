@@ -730,40 +730,41 @@ int weir_cmd_log(int argc, char **argv) {
     int rc = weir_cli_compose(files.files, files.n, &config);
     if (rc != WEIR_EXIT_OK)
         return rc;
-    json_t *deployment = json_incref(config); /* --otlp reads it after the host took config */
     char *path = NULL;
     rc = weir_cli_session_path(config, argv[optind], WEIR_CLI_ID_OR_PATH, &path);
     if (rc != WEIR_EXIT_OK) {
         json_decref(config);
-        return json_decref(deployment), rc;
+        return rc;
     }
     /* a session in another store (session.store: a plugin row, "memory") is
      * read through the deployment's host; an explicit file never is */
     const char *store =
         json_string_value(json_object_get(json_object_get(config, "session"), "store"));
     weir_host *host = NULL;
+    json_t *deployment = NULL;
     if (store && strcmp(store, "file") != 0 && weir_session_id_valid(argv[optind])) {
         free(path);
         size_t n = strlen(store) + strlen(argv[optind]) + 2;
         if (!(path = malloc(n))) {
             json_decref(config);
-            return json_decref(deployment), WEIR_EXIT_FAIL;
+            return WEIR_EXIT_FAIL;
         }
         snprintf(path, n, "%s:%s", store, argv[optind]); /* as weir run names it */
         if ((rc = weir_cli_host(config, false, &host)) != WEIR_EXIT_OK) { /* takes config */
             free(path);
-            return json_decref(deployment), rc;
+            return rc;
         }
         src_host = host;
         src_id = argv[optind];
     } else {
-        json_decref(config);
+        deployment = config; /* --otlp reads it; released at the end */
     }
     struct stat sb;
     if (!host && stat(path, &sb) != 0) {
         fprintf(stderr, "weir log: no session log at %s\n", path);
         free(path);
-        return json_decref(deployment), WEIR_EXIT_IO;
+        json_decref(deployment);
+        return WEIR_EXIT_IO;
     }
     weir_error err;
     weir_error_clear(&err);
@@ -803,7 +804,8 @@ int weir_cmd_log(int argc, char **argv) {
             fprintf(stderr, "weir log: out of memory\n");
             rc = WEIR_EXIT_FAIL;
         } else {
-            rc = otlp(path, sid ? sid : argv[optind], deployment, otlp_out);
+            rc = otlp(path, sid ? sid : argv[optind],
+                      host ? weir_host_config(host) : deployment, otlp_out);
         }
         free(sid);
     } else if (why_seq >= 0) {

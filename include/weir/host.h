@@ -685,7 +685,7 @@ typedef struct weir_trace weir_trace;
  * @param out         receives the builder; free with weir_trace_destroy().
  * @return WEIR_OK, WEIR_E_INVAL, WEIR_E_NOMEM.
  * Thread-safe (a builder is one caller's at a time).
- * Since: issue #38
+ * Since: ABI 1.11 (issue #38)
  */
 WEIR_API int weir_trace_create(const char *session_id, const json_t *config, weir_trace **out,
                                weir_error *err) WEIR_WUR;
@@ -696,7 +696,7 @@ WEIR_API int weir_trace_create(const char *session_id, const json_t *config, wei
  * @param spans  receives a new reference: the array of the OTLP/JSON spans
  *               this event ended (often empty), owned by the caller.
  * @return WEIR_OK, WEIR_E_INVAL, WEIR_E_NOMEM.
- * Since: issue #38
+ * Since: ABI 1.11 (issue #38)
  */
 WEIR_API int weir_trace_add(weir_trace *t, const json_t *event, json_t **spans,
                             weir_error *err) WEIR_WUR;
@@ -705,7 +705,7 @@ WEIR_API int weir_trace_add(weir_trace *t, const json_t *event, json_t **spans,
  * End the builder's input: the `invoke_agent` span of a turn the log leaves
  * open, ended at the last event's time with `weir.turn.open` true.
  * @param spans  receives a new reference (an array, maybe empty).
- * Since: issue #38
+ * Since: ABI 1.11 (issue #38)
  */
 WEIR_API int weir_trace_finish(weir_trace *t, json_t **spans, weir_error *err) WEIR_WUR;
 
@@ -713,11 +713,11 @@ WEIR_API int weir_trace_finish(weir_trace *t, json_t **spans, weir_error *err) W
  * An ExportTraceServiceRequest (OTLP/JSON) of `spans` (borrowed, copied)
  * with the builder's resource (service.name).
  * @return a new reference, or NULL on a NULL argument or out of memory.
- * Since: issue #38
+ * Since: ABI 1.11 (issue #38)
  */
 WEIR_API json_t *weir_trace_request(const weir_trace *t, const json_t *spans);
 
-/** Free a builder; NULL does nothing.  Since: issue #38 */
+/** Free a builder; NULL does nothing.  Since: ABI 1.11 (issue #38) */
 WEIR_API void weir_trace_destroy(weir_trace *t);
 
 /**
@@ -725,7 +725,7 @@ WEIR_API void weir_trace_destroy(weir_trace *t);
  * sent (a collector answered 2xx), dropped (the queue was full, or the
  * export failed).  All 0 when the deployment's telemetry is off.
  * Thread-safe.
- * Since: issue #38
+ * Since: ABI 1.11 (issue #38)
  */
 WEIR_API void weir_host_telemetry_counts(weir_host *host, uint64_t *queued, uint64_t *sent,
                                          uint64_t *dropped);
