@@ -793,14 +793,16 @@ int weir_cmd_log(int argc, char **argv) {
             json_decref(report);
         }
     } else if (mode == 'o') {
+        /* the session id seeds the span ids: the file's name without
+         * .jsonl (an ID prefix resolved to it, or a path), the ID in a store */
         char *sid = NULL;
-        if (!weir_session_id_valid(argv[optind])) { /* a file: its name without .jsonl */
+        if (!host) {
             const char *base = strrchr(path, '/');
             base = base ? base + 1 : path;
             size_t n = strlen(base);
             sid = strndup(base, n > 6 && strcmp(base + n - 6, ".jsonl") == 0 ? n - 6 : n);
         }
-        if (!weir_session_id_valid(argv[optind]) && !sid) {
+        if (!host && !sid) {
             fprintf(stderr, "weir log: out of memory\n");
             rc = WEIR_EXIT_FAIL;
         } else {

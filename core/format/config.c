@@ -1228,16 +1228,6 @@ static int fill_defaults(json_t *acc, weir_error *err) {
         rc = nomem(err, DEFAULT_LABEL);
     json_decref(seed);
     json_decref(fresh);
-    /* telemetry (docs/telemetry.md): off; the endpoint and the service name
-     * stay unset, so the OTEL_* variables can give them */
-    json_t *tel = rc == WEIR_OK ? section(acc, "telemetry", json_object) : NULL;
-    json_t *dflt = tel ? json_pack("{s:b, s:b, s:i, s:i, s:i}", "enabled", 0, "capture_content", 0,
-                                   "max_queue", WEIR__OTLP_MAX_QUEUE, "batch_ms",
-                                   WEIR__OTLP_BATCH_MS, "timeout_ms", WEIR__OTLP_TIMEOUT_MS)
-                       : NULL;
-    if (rc == WEIR_OK && (!dflt || json_object_update_missing(tel, dflt) != 0))
-        rc = nomem(err, DEFAULT_LABEL);
-    json_decref(dflt);
     return rc;
 }
 

@@ -440,14 +440,20 @@ fail:
     return NULL;
 }
 
-/* Copy each scalar member of `data` as attribute "<prefix>.<key>". */
-static int flat_attrs(json_t *attrs, const char *prefix, const json_t *data) {
+/* Copy each scalar member of `data` as attribute "<prefix>.<key>".  A
+ * text (a compaction's `summary`, any string over 256 bytes) is content:
+ * only with `content`. */
+static int flat_attrs(json_t *attrs, const char *prefix, const json_t *data, bool content) {
     const char *key;
     json_t *v;
     char k[160];
     json_object_foreach((json_t *)(uintptr_t)data, key, v) {
         snprintf(k, sizeof k, "%s.%s", prefix, key);
         int rc = 0;
+        bool text = json_is_string(v) &&
+                    (strcmp(key, "summary") == 0 || json_string_length(v) > 256);
+        if (text && !content)
+            continue;
         if (json_is_string(v))
             rc = attr_str(attrs, k, json_string_value(v));
         else if (json_is_integer(v))
@@ -489,7 +495,7 @@ static int turn_event(weir_trace *t, const json_t *ev, const char *type, long lo
             attr_int(attrs, "weir.compaction.replaced",
                      (long long)json_array_size(json_object_get(ev, "source_seqs"))) != 0)
             goto fail;
-    } else if (flat_attrs(attrs, prefix, d) != 0) {
+    } else if (flat_attrs(attrs, prefix, d, t->content) != 0) {
         goto fail;
     }
     return json_array_append_new(t->turn_events, e);

@@ -22,6 +22,7 @@
 
 struct weir__otlp_exporter {
     weir__otlp_settings s;
+    char *shown_url; /* s.url with any userinfo as "***" (a credential): for messages */
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -74,8 +75,19 @@ static void report(weir__otlp_exporter *x, const char *why) {
         return;
     weir__warn("weir: telemetry: %llu span(s) dropped (%llu so far) exporting to %s: %s",
                (unsigned long long)(x->dropped - x->reported), (unsigned long long)x->dropped,
-               x->s.url, why);
+               x->shown_url, why);
     x->reported = x->dropped;
+}
+
+/* `url` with the userinfo of its authority (a credential) as "***". */
+static char *shown(const char *url) {
+    const char *auth = strstr(url, "://");
+    auth = auth ? auth + 3 : url;
+    size_t end = strcspn(auth, "/?#");
+    const char *at = memchr(auth, '@', end);
+    if (!at)
+        return weir__strdup(url);
+    return weir__asprintf("%.*s***%s", (int)(auth - url), url, at);
 }
 
 static void *run(void *ud) {
@@ -132,9 +144,10 @@ int weir__otlp_exporter_create(weir__otlp_settings *settings, weir__otlp_exporte
     x->s = *settings;
     memset(settings, 0, sizeof *settings);
     x->queue = json_array();
+    x->shown_url = shown(x->s.url);
     x->easy = curl_easy_init();
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-    bool ok = x->queue && x->easy && h;
+    bool ok = x->queue && x->shown_url && x->easy && h;
     const char *name;
     json_t *v;
     json_object_foreach(x->s.headers, name, v) {
@@ -160,6 +173,7 @@ int weir__otlp_exporter_create(weir__otlp_settings *settings, weir__otlp_exporte
             curl_easy_cleanup(x->easy);
         curl_slist_free_all(x->headers);
         json_decref(x->queue);
+        weir__free(x->shown_url);
         weir__otlp_settings_free(&x->s);
         weir__free(x);
         return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "telemetry: out of memory");
@@ -172,6 +186,7 @@ int weir__otlp_exporter_create(weir__otlp_settings *settings, weir__otlp_exporte
         curl_easy_cleanup(x->easy);
         curl_slist_free_all(x->headers);
         json_decref(x->queue);
+        weir__free(x->shown_url);
         weir__otlp_settings_free(&x->s);
         weir__free(x);
         return weir__err(err, WEIR_E_INTERNAL, NULL, NULL, "telemetry: cannot start the exporter thread");
@@ -193,6 +208,9 @@ void weir__otlp_exporter_push(weir__otlp_exporter *x, json_t *spans) {
         else
             x->dropped++;
     }
+    /* moved: the queue holds the only reference to each span once the lock
+     * is released, so no other thread counts references on them */
+    json_array_clear(spans);
     if (json_array_size(x->queue) >= BATCH_SPANS)
         pthread_cond_signal(&x->cv);
     pthread_mutex_unlock(&x->mu);
@@ -229,6 +247,7 @@ void weir__otlp_exporter_destroy(weir__otlp_exporter *x) {
     curl_easy_cleanup(x->easy);
     curl_slist_free_all(x->headers);
     json_decref(x->queue);
+    weir__free(x->shown_url);
     weir__otlp_settings_free(&x->s);
     weir__free(x);
 }

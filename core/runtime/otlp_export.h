@@ -20,9 +20,10 @@ int weir__otlp_exporter_create(weir__otlp_settings *settings, weir__otlp_exporte
                                weir_error *err);
 
 /*
- * Queue the spans of `spans` (borrowed; each span is moved by reference:
- * the caller must not touch them after).  Never blocks on the network: a
- * span that finds the queue full is dropped and counted.  Thread-safe.
+ * Queue the spans of `spans` (borrowed array, emptied: its spans move to
+ * the queue, which then holds the only reference to each).  Never blocks
+ * on the network: a span that finds the queue full is dropped and
+ * counted.  Thread-safe.
  */
 void weir__otlp_exporter_push(weir__otlp_exporter *x, json_t *spans);
 

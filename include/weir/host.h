@@ -111,7 +111,8 @@ WEIR_API int weir_config_redact(json_t *config, weir_error *err) WEIR_WUR;
  * shows the API it speaks.  Plugins are resolved along `plugin_path` and
  * opened, never initialised, as by weir_config_redact; a plugin that cannot
  * be opened is passed over.  The config means the same after it: a
- * default is what the plugin does without the member.
+ * default is what the plugin does without the member.  The `telemetry`
+ * section gets its defaults too (docs/telemetry.md; created when absent).
  * @param config  a composed config (borrowed, modified in place).
  * @return WEIR_OK, WEIR_E_INVAL when `config` is not an object, or
  *         WEIR_E_NOMEM (then some defaults may be missing).

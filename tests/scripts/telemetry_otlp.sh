@@ -180,6 +180,12 @@ timeout 30 "$WEIR" log "$TMP/sessions/s1.jsonl" --otlp >"$TMP/stdout.json" 2>"$T
 [ "$(spans "$TMP/stdout.json" | jq -s 'map(.spanId) | sort')" = "$(jq 'map(.spanId) | sort' "$TMP/live.spans")" ] ||
     fail "weir log FILE --otlp (stdout) gives other span ids"
 
+# a unique prefix of the id names the same session, and the same ids
+timeout 30 "$WEIR" log -c "$TMP/live.json" s --otlp "$TMP/prefix.json" 2>"$TMP/off.err" ||
+    fail "weir log PREFIX --otlp: $(cat "$TMP/off.err")"
+[ "$(canon "$TMP/prefix.json")" = "$(cat "$TMP/offline.canon")" ] ||
+    fail "weir log PREFIX --otlp gives other spans than weir log ID --otlp"
+
 # ---- 3. content only with the opt-in ----------------------------------------
 start_mock '{"requests":[{"text":"Content answer."}]}'
 start_recv "$TMP/content.jsonl"
@@ -244,6 +250,12 @@ config "$TMP/hdr.json" '{"enabled": false, "headers": {"x-otlp-token": "hush-567
 grep -q 'hush-5678' "$TMP/cfg.out" && fail "weir config printed a telemetry header value"
 jq -e '.telemetry.headers["x-otlp-token"] == "***" and .telemetry.enabled == false and .telemetry.max_queue == 2048' \
     "$TMP/cfg.out" >/dev/null || fail "weir config's telemetry section: $(cat "$TMP/cfg.out")"
+
+# the defaults are shown without a telemetry section (and never composed)
+"$WEIR" config >"$TMP/dflt.out" 2>&1 || fail "weir config: $(cat "$TMP/dflt.out")"
+jq -e '.telemetry == {"enabled": false, "capture_content": false, "max_queue": 2048,
+                      "batch_ms": 1000, "timeout_ms": 2000}' "$TMP/dflt.out" >/dev/null ||
+    fail "weir config does not show the telemetry defaults: $(cat "$TMP/dflt.out")"
 
 [ "$FAILURES" = 0 ] || { echo "telemetry_otlp: $FAILURES failure(s)" >&2; exit 1; }
 echo "telemetry_otlp: ok"

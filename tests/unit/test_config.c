@@ -119,9 +119,7 @@ static void test_base_alone_composes_unchanged(void **state) {
                 "\"base_url\":\"https://api.openai.com/v1\",\"api_key\":\"sk-base\"}},"
                 "{\"id\":\"prompt\",\"plugin\":\"system-prompt\","
                 "\"config\":{\"text\":\"You are a careful assistant.\"}},"
-                "{\"id\":\"math\",\"plugin\":\"tools-ffi\",\"config\":{\"tools\":[]}}],"
-                "\"telemetry\":{\"enabled\":false,\"capture_content\":false,"
-                "\"max_queue\":2048,\"batch_ms\":1000,\"timeout_ms\":2000}}");
+                "{\"id\":\"math\",\"plugin\":\"tools-ffi\",\"config\":{\"tools\":[]}}]}");
     json_decref(cfg);
 }
 
@@ -696,11 +694,7 @@ static void check_default(const char *raw_head, const char *composed_head) {
     weir_error err;
     weir_error_clear(&err);
     assert_int_equal(weir_config_compose(NULL, 0, &cfg, &err), WEIR_OK);
-    /* composed: the telemetry defaults too (docs/telemetry.md) */
-    snprintf(want, sizeof want, "%s%.*s%s", composed_head, (int)strlen(default_tail) - 1,
-             default_tail,
-             ",\"telemetry\":{\"enabled\":false,\"capture_content\":false,"
-             "\"max_queue\":2048,\"batch_ms\":1000,\"timeout_ms\":2000}}");
+    snprintf(want, sizeof want, "%s%s", composed_head, default_tail);
     assert_json(cfg, want);
     json_decref(cfg);
 }

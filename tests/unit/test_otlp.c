@@ -268,6 +268,30 @@ static void test_usage_and_compaction(void **state) {
     json_decref(events);
 }
 
+/* A compaction's summary is content: in the span event only with the opt-in. */
+static void test_compaction_summary_is_content(void **state) {
+    (void)state;
+    json_t *events = json_pack(
+        "[{s:i, s:I, s:s, s:{s:i}}, {s:i, s:I, s:s, s:{s:s, s:s, s:i}}]", "seq", 0, "time",
+        (json_int_t)1000, "type", "turn/start", "data", "turn", 1, "seq", 1, "time",
+        (json_int_t)1001, "type", "compaction/summary", "data", "compaction_id", "c1", "summary",
+        "the private summary", "summary_tokens", 12);
+    for (int content = 0; content < 2; content++) {
+        json_t *config = json_pack("{s:{s:b}}", "telemetry", "capture_content", content);
+        json_t *spans = build(events, "c", config);
+        const json_t *ev = json_array_get(json_object_get(json_array_get(spans, 0), "events"), 0);
+        assert_string_equal(astr(ev, "weir.compaction.compaction_id"), "c1");
+        assert_string_equal(aint(ev, "weir.compaction.summary_tokens"), "12");
+        if (content)
+            assert_string_equal(astr(ev, "weir.compaction.summary"), "the private summary");
+        else
+            assert_null(attr(ev, "weir.compaction.summary"));
+        json_decref(spans);
+        json_decref(config);
+    }
+    json_decref(events);
+}
+
 static void test_alloc_failure_loop(void **state) {
     (void)state;
     json_t *events = fixture_events();
@@ -414,14 +438,23 @@ static int blackhole(int *fd) {
     return ntohs(a.sin_port);
 }
 
-/* A full queue drops and counts; pushing never waits on the collector. */
+static char warned[4096];
+static void on_warn(const char *line, void *ud) {
+    (void)ud;
+    strncat(warned, line, sizeof warned - strlen(warned) - 1);
+}
+
+/* A full queue drops and counts; pushing never waits on the collector; the
+ * drops are reported without the URL's credentials. */
 static void test_exporter_bounded(void **state) {
     (void)state;
     clear_env();
     int fd;
     int port = blackhole(&fd);
     char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+    snprintf(url, sizeof url, "http://user:sekret@127.0.0.1:%d", port);
+    warned[0] = '\0';
+    weir_set_warn_handler(on_warn, NULL);
     json_t *config = json_pack("{s:{s:b, s:s, s:i, s:i, s:i}}", "telemetry", "enabled", 1,
                                "endpoint", url, "max_queue", 3, "batch_ms", 10000,
                                "timeout_ms", 200);
@@ -431,10 +464,13 @@ static void test_exporter_bounded(void **state) {
     weir__otlp_exporter *x = NULL;
     assert_int_equal(weir__otlp_exporter_create(&s, &x, &err), WEIR_OK);
     assert_null(s.url); /* taken */
-    json_t *spans = json_pack("[{s:s}, {s:s}]", "name", "a", "name", "b");
     uint64_t t0 = weir__mono_us();
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 5; i++) {
+        json_t *spans = json_pack("[{s:s}, {s:s}]", "name", "a", "name", "b");
         weir__otlp_exporter_push(x, spans);
+        assert_int_equal(json_array_size(spans), 0); /* moved */
+        json_decref(spans);
+    }
     uint64_t took = weir__mono_us() - t0;
     uint64_t queued, sent, dropped;
     weir__otlp_exporter_counts(x, &queued, &sent, &dropped);
@@ -445,7 +481,10 @@ static void test_exporter_bounded(void **state) {
     t0 = weir__mono_us();
     weir__otlp_exporter_destroy(x); /* one last try, bounded by timeout_ms */
     assert_true(weir__mono_us() - t0 < 5000000);
-    json_decref(spans);
+    weir_set_warn_handler(NULL, NULL);
+    if (!strstr(warned, "span(s) dropped") || !strstr(warned, "http://***@127.0.0.1:") ||
+        strstr(warned, "sekret"))
+        fail_msg("the drop report: %s", warned);
     json_decref(config);
     close(fd);
 }
@@ -456,6 +495,7 @@ int main(void) {
         cmocka_unit_test(test_deterministic_ids),
         cmocka_unit_test(test_provider_and_content),
         cmocka_unit_test(test_usage_and_compaction),
+        cmocka_unit_test(test_compaction_summary_is_content),
         cmocka_unit_test(test_alloc_failure_loop),
         cmocka_unit_test(test_settings),
         cmocka_unit_test(test_config_checks),
