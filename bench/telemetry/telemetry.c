@@ -179,8 +179,8 @@ int main(int argc, char **argv) {
         mock_llm *mock = NULL;
         int dead_port = 0;
         int fd = dead_collector(&dead_port);
-        if (fd < 0 ||
-            mock_llm_start("{\"loop\": true, \"requests\": [{\"text\": \"An answer.\"}]}", &mock) != 0)
+        if (fd < 0 || mock_llm_start("{\"loop\": true, \"requests\": [{\"text\": \"An answer.\"}]}",
+                                     &mock) != 0)
             return 2;
         int port = mock_llm_port(mock);
         side a = {0}, b = {0};

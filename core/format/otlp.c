@@ -24,7 +24,7 @@
 #include "weir/version.h"
 
 enum { KIND_INTERNAL = 1, KIND_CLIENT = 3 }; /* SpanKind */
-enum { STATUS_UNSET = 0, STATUS_ERROR = 2 };  /* Status.StatusCode */
+enum { STATUS_UNSET = 0, STATUS_ERROR = 2 }; /* Status.StatusCode */
 
 /* Token counts of a span, in the conventions' sense: input counts the
  * cached and cache-written tokens too. */
@@ -134,7 +134,8 @@ static void tokens_add(tokens *t, const json_t *usage) {
     bool w = false;
     long long write = count(usage, "cache_write_tokens", &w);
     if (!w)
-        write = count(usage, "cache_write_5m_tokens", &w) + count(usage, "cache_write_1h_tokens", &w);
+        write =
+            count(usage, "cache_write_5m_tokens", &w) + count(usage, "cache_write_1h_tokens", &w);
     long long read = count(usage, "cache_read_tokens", &t->cache_read_set);
     t->cache_write_set |= w;
     t->any = true;
@@ -151,7 +152,8 @@ static int attr_tokens(json_t *attrs, const tokens *t) {
     if (attr_int(attrs, "gen_ai.usage.input_tokens", t->in) != 0 ||
         attr_int(attrs, "gen_ai.usage.output_tokens", t->out) != 0)
         return -1;
-    if (t->cache_read_set && attr_int(attrs, "gen_ai.usage.cache_read.input_tokens", t->cache_read) != 0)
+    if (t->cache_read_set &&
+        attr_int(attrs, "gen_ai.usage.cache_read.input_tokens", t->cache_read) != 0)
         return -1;
     if (t->cache_write_set &&
         attr_int(attrs, "gen_ai.usage.cache_creation.input_tokens", t->cache_write) != 0)
@@ -206,10 +208,14 @@ static const char *registry_name(const json_t *row) {
         return NULL;
     static const struct {
         const char *host, *name;
-    } hosts[] = {{"deepseek.com", "deepseek"},     {"googleapis.com", "gcp.gemini"},
-                 {"x.ai", "x_ai"},                 {"mistral.ai", "mistral_ai"},
-                 {"groq.com", "groq"},             {"perplexity.ai", "perplexity"},
-                 {"azure.com", "azure.ai.openai"}, {"openai.com", "openai"}};
+    } hosts[] = {{"deepseek.com", "deepseek"},
+                 {"googleapis.com", "gcp.gemini"},
+                 {"x.ai", "x_ai"},
+                 {"mistral.ai", "mistral_ai"},
+                 {"groq.com", "groq"},
+                 {"perplexity.ai", "perplexity"},
+                 {"azure.com", "azure.ai.openai"},
+                 {"openai.com", "openai"}};
     for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++)
         if (strstr(base, hosts[i].host))
             return hosts[i].name;
@@ -266,9 +272,8 @@ static const char *finish_reason(const json_t *stream) {
     size_t i;
     const json_t *r;
     json_array_foreach(stream, i, r) {
-        const json_t *c = strcmp(weir__json_str(r, "type", ""), "chunk") == 0
-                              ? json_object_get(r, "chunk")
-                              : r;
+        const json_t *c =
+            strcmp(weir__json_str(r, "type", ""), "chunk") == 0 ? json_object_get(r, "chunk") : r;
         if (strcmp(weir__json_str(c, "type", ""), "finish") != 0)
             continue;
         const char *kind = weir__json_str(json_object_get(c, "reason"), "kind", "");
@@ -342,7 +347,8 @@ static json_t *turn_span(weir_trace *t, const json_t *end, long long time) {
         goto fail;
     if (kind && strcmp(kind, "error") == 0) {
         const json_t *e = json_object_get(reason, "error");
-        const char *code = json_is_string(e) ? json_string_value(e) : weir__json_str(e, "code", NULL);
+        const char *code =
+            json_is_string(e) ? json_string_value(e) : weir__json_str(e, "code", NULL);
         if (span_error(s, code, weir__json_str(e, "message", NULL)) != 0)
             goto fail;
     }
@@ -377,7 +383,8 @@ static json_t *on_attempt(weir_trace *t, const json_t *ev, long long seq, long l
         attr_str(attrs, "gen_ai.request.model", model) != 0 ||
         attr_bool(attrs, "gen_ai.request.stream", true) != 0 || attr_tokens(attrs, &tk) != 0 ||
         (finish && attr_str1(attrs, "gen_ai.response.finish_reasons", finish) != 0) ||
-        attr_int(attrs, "weir.step", step) != 0 || attr_int(attrs, "weir.attempt", t->attempts) != 0)
+        attr_int(attrs, "weir.step", step) != 0 ||
+        attr_int(attrs, "weir.attempt", t->attempts) != 0)
         goto fail;
     const json_t *failure = json_object_get(d, "failure");
     if (failed && span_error(s, weir__json_str(failure, "code", NULL),
@@ -407,7 +414,8 @@ fail:
 
 static json_t *on_tool_result(weir_trace *t, const json_t *ev, long long time) {
     const json_t *d = json_object_get(ev, "data");
-    const json_t *block = json_array_get(json_object_get(json_object_get(d, "message"), "content"), 0);
+    const json_t *block =
+        json_array_get(json_object_get(json_object_get(d, "message"), "content"), 0);
     const char *call_id = weir__json_str(block, "call_id", NULL);
     const json_t *call = call_id ? json_object_get(t->calls, call_id) : NULL;
     if (!call)
@@ -428,10 +436,10 @@ static json_t *on_tool_result(weir_trace *t, const json_t *ev, long long time) {
     const json_t *e = json_object_get(d, "error");
     if (e && span_error(s, weir__json_str(e, "code", NULL), weir__json_str(e, "reason", NULL)) != 0)
         goto fail;
-    if (t->content && (attr_str(attrs, "gen_ai.tool.call.arguments",
-                                weir__json_str(call, "arguments", NULL)) != 0 ||
-                       attr_json(attrs, "gen_ai.tool.call.result",
-                                 json_object_get(block, "content")) != 0))
+    if (t->content &&
+        (attr_str(attrs, "gen_ai.tool.call.arguments", weir__json_str(call, "arguments", NULL)) !=
+             0 ||
+         attr_json(attrs, "gen_ai.tool.call.result", json_object_get(block, "content")) != 0))
         goto fail;
     json_object_del(t->calls, call_id);
     return s;
@@ -450,8 +458,8 @@ static int flat_attrs(json_t *attrs, const char *prefix, const json_t *data, boo
     json_object_foreach((json_t *)(uintptr_t)data, key, v) {
         snprintf(k, sizeof k, "%s.%s", prefix, key);
         int rc = 0;
-        bool text = json_is_string(v) &&
-                    (strcmp(key, "summary") == 0 || json_string_length(v) > 256);
+        bool text =
+            json_is_string(v) && (strcmp(key, "summary") == 0 || json_string_length(v) > 256);
         if (text && !content)
             continue;
         if (json_is_string(v))
@@ -475,7 +483,7 @@ static int turn_event(weir_trace *t, const json_t *ev, const char *type, long lo
     const json_t *op = json_object_get(ev, "surface_op");
     const char *name = NULL, *prefix = "weir";
     if (strncmp(type, "hook/", 5) == 0)
-        name = strcmp(type, "hook/decision") == 0     ? "weir.hook.decision"
+        name = strcmp(type, "hook/decision") == 0      ? "weir.hook.decision"
                : strcmp(type, "hook/quarantined") == 0 ? "weir.hook.quarantined"
                : strcmp(type, "hook/slow") == 0        ? "weir.hook.slow"
                                                        : NULL;
@@ -487,7 +495,8 @@ static int turn_event(weir_trace *t, const json_t *ev, const char *type, long lo
     json_t *e = attrs ? json_pack("{s:o, s:s, s:o}", "timeUnixNano", nanos(time), "name", name,
                                   "attributes", attrs)
                       : NULL;
-    if (!e || attr_str(attrs, "weir.event.type", type) != 0 || attr_int(attrs, "weir.seq", seq) != 0)
+    if (!e || attr_str(attrs, "weir.event.type", type) != 0 ||
+        attr_int(attrs, "weir.seq", seq) != 0)
         goto fail;
     if (json_is_object(op)) { /* a surface replace: what it replaced */
         if (attr_int(attrs, "weir.compaction.start_seq", weir__json_int(op, "start_seq", 0)) != 0 ||
@@ -529,7 +538,8 @@ int weir_trace_create(const char *session_id, const json_t *config, weir_trace *
     t->turn_inputs = json_array();
     t->calls = json_object();
     t->step = -1;
-    bool ok = t->session && t->service && t->providers && t->turn_events && t->turn_inputs && t->calls;
+    bool ok =
+        t->session && t->service && t->providers && t->turn_events && t->turn_inputs && t->calls;
     size_t i;
     const json_t *row;
     json_array_foreach(json_object_get(config, "plugins"), i, row) {
@@ -578,8 +588,8 @@ static int add(weir_trace *t, const json_t *ev, json_t *spans) {
         rc = s ? json_array_append_new(spans, s) : -1;
     } else if (strcmp(type, "tool/call") == 0) {
         json_t *c = json_pack("{s:I, s:I, s:s, s:s}", "seq", (json_int_t)seq, "time",
-                              (json_int_t)time, "name", weir__json_str(d, "name", ""),
-                              "arguments", weir__json_str(d, "arguments", ""));
+                              (json_int_t)time, "name", weir__json_str(d, "name", ""), "arguments",
+                              weir__json_str(d, "arguments", ""));
         rc = c ? json_object_set_new(t->calls, weir__json_str(d, "call_id", ""), c) : -1;
     } else if (strcmp(type, "tool/result") == 0) {
         s = on_tool_result(t, ev, time);
@@ -731,8 +741,11 @@ int weir__otlp_settings_resolve(const json_t *config, weir__otlp_settings *out, 
     const char *cfg = weir__json_str(tel, "endpoint", NULL);
     const char *traces = getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
     const char *general = getenv("OTEL_EXPORTER_OTLP_ENDPOINT");
-    const char *base = cfg ? cfg : traces && *traces ? traces : general && *general ? general : NULL;
-    const char *what = cfg                     ? "telemetry.endpoint"
+    const char *base = cfg                   ? cfg
+                       : traces && *traces   ? traces
+                       : general && *general ? general
+                                             : NULL;
+    const char *what = cfg                      ? "telemetry.endpoint"
                        : base && base == traces ? "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
                        : base                   ? "OTEL_EXPORTER_OTLP_ENDPOINT"
                                                 : "the default endpoint";

@@ -151,7 +151,8 @@ int weir__otlp_exporter_create(weir__otlp_settings *settings, weir__otlp_exporte
     const char *name;
     json_t *v;
     json_object_foreach(x->s.headers, name, v) {
-        char *line = ok ? weir__asprintf("%s: %s", name, weir__json_str(x->s.headers, name, "")) : NULL;
+        char *line =
+            ok ? weir__asprintf("%s: %s", name, weir__json_str(x->s.headers, name, "")) : NULL;
         struct curl_slist *more = line ? curl_slist_append(h, line) : NULL;
         weir__free(line);
         ok = more != NULL;
@@ -189,7 +190,8 @@ int weir__otlp_exporter_create(weir__otlp_settings *settings, weir__otlp_exporte
         weir__free(x->shown_url);
         weir__otlp_settings_free(&x->s);
         weir__free(x);
-        return weir__err(err, WEIR_E_INTERNAL, NULL, NULL, "telemetry: cannot start the exporter thread");
+        return weir__err(err, WEIR_E_INTERNAL, NULL, NULL,
+                         "telemetry: cannot start the exporter thread");
     }
     *out = x;
     return WEIR_OK;

@@ -45,9 +45,10 @@ static FILE *out;
 
 static void reply(int fd, int status, const char *reason) {
     char head[256];
-    int n = snprintf(head, sizeof head,
-                     "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
-                     status, reason);
+    int n =
+        snprintf(head, sizeof head,
+                 "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+                 status, reason);
     ssize_t off = 0;
     while (off < n) {
         ssize_t w = write(fd, head + off, (size_t)(n - off));
@@ -66,7 +67,8 @@ static int serve(conn *c) {
         size_t head_len = (size_t)(end - c->buf) + 4;
         size_t body_len = 0;
         bool json = false;
-        for (char *line = strstr(c->buf, "\r\n"); line && line < end; line = strstr(line + 2, "\r\n")) {
+        for (char *line = strstr(c->buf, "\r\n"); line && line < end;
+             line = strstr(line + 2, "\r\n")) {
             if (strncasecmp(line + 2, "Content-Length:", 15) == 0)
                 body_len = strtoul(line + 17, NULL, 10);
             if (strncasecmp(line + 2, "Content-Type:", 13) == 0) {
@@ -115,8 +117,9 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--blackhole") == 0)
             blackhole = 1;
         else {
-            fputs("usage: weir-otlp-receiver --port-file F [--out F] [--blackhole] [--timeout-s S]\n",
-                  stderr);
+            fputs(
+                "usage: weir-otlp-receiver --port-file F [--out F] [--blackhole] [--timeout-s S]\n",
+                stderr);
             return 2;
         }
     }

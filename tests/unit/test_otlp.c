@@ -75,8 +75,8 @@ static const char *aint(const json_t *span, const char *key) {
 static size_t count_op(const json_t *spans, const char *op) {
     size_t n = 0, i;
     const json_t *s;
-    json_array_foreach(spans, i, s) n += astr(s, "gen_ai.operation.name") &&
-                                         strcmp(astr(s, "gen_ai.operation.name"), op) == 0;
+    json_array_foreach(spans, i, s) n +=
+        astr(s, "gen_ai.operation.name") && strcmp(astr(s, "gen_ai.operation.name"), op) == 0;
     return n;
 }
 
@@ -178,10 +178,10 @@ static void test_deterministic_ids(void **state) {
 static void test_provider_and_content(void **state) {
     (void)state;
     json_t *events = fixture_events();
-    json_t *config = json_pack(
-        "{s:{s:b, s:s}, s:[{s:s, s:s, s:{s:s}}]}", "telemetry", "capture_content", 1,
-        "service_name", "svc", "plugins", "id", "llm", "plugin", "provider-openai", "config",
-        "base_url", "https://api.deepseek.com/v1");
+    json_t *config =
+        json_pack("{s:{s:b, s:s}, s:[{s:s, s:s, s:{s:s}}]}", "telemetry", "capture_content", 1,
+                  "service_name", "svc", "plugins", "id", "llm", "plugin", "provider-openai",
+                  "config", "base_url", "https://api.deepseek.com/v1");
     json_t *spans = build(events, "s1", config);
     const json_t *chat = find(spans, "chat test-model", 0);
     assert_string_equal(astr(chat, "gen_ai.provider.name"), "deepseek");
@@ -189,10 +189,10 @@ static void test_provider_and_content(void **state) {
     assert_non_null(turn1);
     assert_string_equal(astr(turn1, "gen_ai.agent.name"), "svc");
     json_t *in = json_loads(astr(turn1, "gen_ai.input.messages"), 0, NULL);
-    assert_string_equal(json_string_value(json_object_get(
-                            json_array_get(json_object_get(json_array_get(in, 0), "parts"), 0),
-                            "content")),
-                        "What is 2 to the 10th?");
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_array_get(json_object_get(json_array_get(in, 0), "parts"), 0), "content")),
+        "What is 2 to the 10th?");
     json_decref(in);
     const char *out = astr(find(spans, "chat test-model", 2), "gen_ai.output.messages");
     assert_non_null(out);
@@ -209,10 +209,9 @@ static void test_provider_and_content(void **state) {
     weir_trace_destroy(t);
     const json_t *rs = json_array_get(json_object_get(req, "resourceSpans"), 0);
     assert_string_equal(astr(json_object_get(rs, "resource"), "service.name"), "svc");
-    assert_int_equal(
-        json_array_size(json_object_get(
-            json_array_get(json_object_get(rs, "scopeSpans"), 0), "spans")),
-        json_array_size(spans));
+    assert_int_equal(json_array_size(json_object_get(
+                         json_array_get(json_object_get(rs, "scopeSpans"), 0), "spans")),
+                     json_array_size(spans));
     json_decref(req);
     json_decref(spans);
     json_decref(config);
@@ -227,19 +226,17 @@ static void test_usage_and_compaction(void **state) {
         " {s:i, s:I, s:s, s:{s:s, s:i, s:i}},"
         " {s:i, s:I, s:s, s:{s:i, s:i, s:s, s:s, s:{s:i, s:i, s:i, s:i, s:i}, s:[]}},"
         " {s:i, s:I, s:s, s:{s:i, s:i, s:{s:s, s:[]}}, s:{s:s, s:i, s:i}, s:[i, i]}]",
-        "seq", 0, "time", (json_int_t)1000, "type", "turn/start", "data", "turn", 3,
-        "seq", 1, "time", (json_int_t)1001, "type", "compaction/start", "data", "strategy", "summary",
-        "tokens_before", 900, "threshold", 800,
-        "seq", 2, "time", (json_int_t)1050, "type", "assistant/message", "data", "turn", 3,
-        "step", 1, "provider", "a", "model", "claude-x", "usage", "input_tokens", 100,
-        "cache_read_tokens", 50, "cache_write_tokens", 25, "output_tokens", 10,
-        "reasoning_tokens", 4, "stream",
-        "seq", 3, "time", (json_int_t)1060, "type", "user/message", "data", "turn", 3, "step", 1,
-        "message", "role", "user", "content", "surface_op", "op", "replace", "start_seq", 0,
-        "end_seq", 1, "source_seqs", 0, 2);
+        "seq", 0, "time", (json_int_t)1000, "type", "turn/start", "data", "turn", 3, "seq", 1,
+        "time", (json_int_t)1001, "type", "compaction/start", "data", "strategy", "summary",
+        "tokens_before", 900, "threshold", 800, "seq", 2, "time", (json_int_t)1050, "type",
+        "assistant/message", "data", "turn", 3, "step", 1, "provider", "a", "model", "claude-x",
+        "usage", "input_tokens", 100, "cache_read_tokens", 50, "cache_write_tokens", 25,
+        "output_tokens", 10, "reasoning_tokens", 4, "stream", "seq", 3, "time", (json_int_t)1060,
+        "type", "user/message", "data", "turn", 3, "step", 1, "message", "role", "user", "content",
+        "surface_op", "op", "replace", "start_seq", 0, "end_seq", 1, "source_seqs", 0, 2);
     assert_non_null(events);
-    json_t *config = json_pack("{s:[{s:s, s:s}]}", "plugins", "id", "a", "plugin",
-                               "provider-anthropic");
+    json_t *config =
+        json_pack("{s:[{s:s, s:s}]}", "plugins", "id", "a", "plugin", "provider-anthropic");
     json_t *spans = build(events, "u", config);
     assert_int_equal(json_array_size(spans), 2); /* the chat, the open turn */
     const json_t *chat = find(spans, "chat claude-x", 0);
@@ -271,11 +268,11 @@ static void test_usage_and_compaction(void **state) {
 /* A compaction's summary is content: in the span event only with the opt-in. */
 static void test_compaction_summary_is_content(void **state) {
     (void)state;
-    json_t *events = json_pack(
-        "[{s:i, s:I, s:s, s:{s:i}}, {s:i, s:I, s:s, s:{s:s, s:s, s:i}}]", "seq", 0, "time",
-        (json_int_t)1000, "type", "turn/start", "data", "turn", 1, "seq", 1, "time",
-        (json_int_t)1001, "type", "compaction/summary", "data", "compaction_id", "c1", "summary",
-        "the private summary", "summary_tokens", 12);
+    json_t *events =
+        json_pack("[{s:i, s:I, s:s, s:{s:i}}, {s:i, s:I, s:s, s:{s:s, s:s, s:i}}]", "seq", 0,
+                  "time", (json_int_t)1000, "type", "turn/start", "data", "turn", 1, "seq", 1,
+                  "time", (json_int_t)1001, "type", "compaction/summary", "data", "compaction_id",
+                  "c1", "summary", "the private summary", "summary_tokens", 12);
     for (int content = 0; content < 2; content++) {
         json_t *config = json_pack("{s:{s:b}}", "telemetry", "capture_content", content);
         json_t *spans = build(events, "c", config);
@@ -369,9 +366,9 @@ static void test_settings(void **state) {
     assert_string_equal(s.url, "http://traces:9/custom");
     weir__otlp_settings_free(&s);
     /* the config wins over the variables */
-    json_t *config = json_pack("{s:{s:b, s:s, s:s, s:{s:s}, s:i}}", "telemetry", "enabled", 1,
-                               "endpoint", "http://cfg:1", "service_name", "cfg-svc", "headers",
-                               "a", "9", "max_queue", 7);
+    json_t *config =
+        json_pack("{s:{s:b, s:s, s:s, s:{s:s}, s:i}}", "telemetry", "enabled", 1, "endpoint",
+                  "http://cfg:1", "service_name", "cfg-svc", "headers", "a", "9", "max_queue", 7);
     assert_int_equal(weir__otlp_settings_resolve(config, &s, &err), WEIR_OK);
     assert_true(s.enabled);
     assert_string_equal(s.url, "http://cfg:1/v1/traces");
@@ -410,7 +407,8 @@ static void test_config_checks(void **state) {
     expect_config_error("{\"telemetry\": {\"endpoint\": \"collector:4318\"}}",
                         "$.telemetry.endpoint: expected an http:// or https:// URL");
     expect_config_error("{\"telemetry\": {\"endpoint\": \"ftp://x\"}}", "$.telemetry.endpoint");
-    expect_config_error("{\"telemetry\": {\"endpont\": \"http://x\"}}", "did you mean \"endpoint\"");
+    expect_config_error("{\"telemetry\": {\"endpont\": \"http://x\"}}",
+                        "did you mean \"endpoint\"");
     expect_config_error("{\"telemetry\": {\"enabled\": \"yes\"}}", "$.telemetry.enabled");
     expect_config_error("{\"telemetry\": {\"max_queue\": 0}}", "$.telemetry.max_queue");
     expect_config_error("{\"telemetry\": {\"headers\": {\"a\": 1}}}", "$.telemetry.headers.a");
@@ -455,9 +453,9 @@ static void test_exporter_bounded(void **state) {
     snprintf(url, sizeof url, "http://user:sekret@127.0.0.1:%d", port);
     warned[0] = '\0';
     weir_set_warn_handler(on_warn, NULL);
-    json_t *config = json_pack("{s:{s:b, s:s, s:i, s:i, s:i}}", "telemetry", "enabled", 1,
-                               "endpoint", url, "max_queue", 3, "batch_ms", 10000,
-                               "timeout_ms", 200);
+    json_t *config =
+        json_pack("{s:{s:b, s:s, s:i, s:i, s:i}}", "telemetry", "enabled", 1, "endpoint", url,
+                  "max_queue", 3, "batch_ms", 10000, "timeout_ms", 200);
     weir__otlp_settings s;
     weir_error err;
     assert_int_equal(weir__otlp_settings_resolve(config, &s, &err), WEIR_OK);
