@@ -28,6 +28,7 @@ struct weir__otlp_exporter {
     pthread_cond_t cv;
     json_t *queue; /* spans waiting, under mu */
     bool stop;
+    bool failing;                             /* the last export failed; under mu */
     uint64_t queued, sent, dropped, reported; /* under mu */
     CURL *easy;                               /* the thread's */
     struct curl_slist *headers;               /* the thread's */
@@ -111,11 +112,18 @@ static void *run(void *ud) {
                 x->queue = fresh;
             }
         }
-        if (batch) {
+        if (batch && stop && x->failing) {
+            /* closing after a failed export: no second wait on a collector
+             * that did not answer (a dead one costs at most timeout_ms) */
+            x->dropped += json_array_size(batch);
+            report(x, "closing after a failed export");
+            json_decref(batch);
+        } else if (batch) {
             pthread_mutex_unlock(&x->mu);
             char why[CURL_ERROR_SIZE + 32] = "";
             bool ok = post(x, batch, why, sizeof why);
             pthread_mutex_lock(&x->mu);
+            x->failing = !ok;
             if (ok)
                 x->sent += json_array_size(batch);
             else

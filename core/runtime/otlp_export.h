@@ -32,8 +32,10 @@ void weir__otlp_exporter_counts(weir__otlp_exporter *x, uint64_t *queued, uint64
                                 uint64_t *dropped);
 
 /*
- * Stop: the thread sends what is queued once more (bounded by timeout_ms),
- * then ends; a drop count is reported on stderr.  NULL does nothing.
+ * Stop: the thread ends the export in flight, sends what is queued once
+ * more (bounded by timeout_ms; not when the last export failed: those spans
+ * are dropped), then ends; new drops are reported on stderr.  NULL does
+ * nothing.
  */
 void weir__otlp_exporter_destroy(weir__otlp_exporter *x);
 
