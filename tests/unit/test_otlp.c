@@ -487,6 +487,48 @@ static void test_exporter_bounded(void **state) {
     close(fd);
 }
 
+/* Closing after a failed export drops what is queued without a second wait
+ * on the collector. */
+static void test_exporter_close_after_failure(void **state) {
+    (void)state;
+    clear_env();
+    int fd;
+    int port = blackhole(&fd);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+    json_t *config = json_pack("{s:{s:b, s:s, s:i, s:i}}", "telemetry", "enabled", 1, "endpoint",
+                               url, "batch_ms", 600000, "timeout_ms", 100);
+    weir__otlp_settings s;
+    weir_error err;
+    assert_int_equal(weir__otlp_settings_resolve(config, &s, &err), WEIR_OK);
+    weir__otlp_exporter *x = NULL;
+    assert_int_equal(weir__otlp_exporter_create(&s, &x, &err), WEIR_OK);
+    warned[0] = '\0';
+    weir_set_warn_handler(on_warn, NULL);
+    /* a full batch (512) wakes the thread: that export fails */
+    json_t *spans = json_array();
+    for (int i = 0; i < 512; i++)
+        json_array_append_new(spans, json_pack("{s:i}", "n", i));
+    weir__otlp_exporter_push(x, spans);
+    json_decref(spans);
+    uint64_t dropped = 0;
+    for (int i = 0; i < 500 && dropped < 512; i++) {
+        usleep(20000);
+        weir__otlp_exporter_counts(x, NULL, NULL, &dropped);
+    }
+    assert_int_equal(dropped, 512);
+    spans = json_pack("[{s:s}]", "name", "late");
+    weir__otlp_exporter_push(x, spans);
+    json_decref(spans);
+    weir__otlp_exporter_destroy(x);
+    weir_set_warn_handler(NULL, NULL);
+    if (!strstr(warned, "1 span(s) dropped (513 so far)") ||
+        !strstr(warned, "closing after a failed export"))
+        fail_msg("the close: %s", warned);
+    json_decref(config);
+    close(fd);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixture_spans),
@@ -498,6 +540,7 @@ int main(void) {
         cmocka_unit_test(test_settings),
         cmocka_unit_test(test_config_checks),
         cmocka_unit_test(test_exporter_bounded),
+        cmocka_unit_test(test_exporter_close_after_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
