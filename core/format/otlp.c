@@ -727,6 +727,15 @@ int weir__otlp_settings_resolve(const json_t *config, weir__otlp_settings *out, 
     out->max_queue = (long)weir__json_int(tel, "max_queue", WEIR__OTLP_MAX_QUEUE);
     out->batch_ms = (long)weir__json_int(tel, "batch_ms", WEIR__OTLP_BATCH_MS);
     out->timeout_ms = (long)weir__json_int(tel, "timeout_ms", WEIR__OTLP_TIMEOUT_MS);
+    /* an embedder's config may not have been composed (and checked) */
+    static const char *const counts[] = {"max_queue", "batch_ms", "timeout_ms"};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        const json_t *v = json_object_get(tel, counts[i]);
+        if (v && (!json_is_integer(v) || json_integer_value(v) < 1 ||
+                  json_integer_value(v) > 86400000))
+            return weir__err(err, WEIR_E_CONFIG, NULL, NULL,
+                             "telemetry.%s: expected an integer from 1 to 86400000", counts[i]);
+    }
     const char *service = weir__json_str(tel, "service_name", NULL);
     if (!service || !*service)
         service = getenv("OTEL_SERVICE_NAME");

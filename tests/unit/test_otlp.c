@@ -378,6 +378,11 @@ static void test_settings(void **state) {
     assert_int_equal(s.max_queue, 7);
     weir__otlp_settings_free(&s);
     json_decref(config);
+    /* an embedder's uncomposed config is checked too */
+    config = json_pack("{s:{s:i}}", "telemetry", "batch_ms", 0);
+    assert_int_equal(weir__otlp_settings_resolve(config, &s, &err), WEIR_E_CONFIG);
+    assert_non_null(strstr(err.text, "telemetry.batch_ms"));
+    json_decref(config);
     /* a variable that is not valid names itself */
     clear_env();
     setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318", 1);
