@@ -32,7 +32,7 @@ fi
 rm -f "$build.configure.log"
 if ! cmake --build "$build" -j"$jobs" --target bench_overhead bench_log bench_connections bench_load \
         bench_compaction bench_sessions bench_agents bench_rss_floor bench_peers bench_store_postgres weir_cli \
-        bench_cache bench_strategies weir-mock-llm weir-provider-openai weir-provider-anthropic weir-tools-ffi \
+        bench_cache bench_strategies bench_telemetry weir-mock-llm weir-provider-openai weir-provider-anthropic weir-tools-ffi \
         weir-compaction-basic weir-retry weir-system-prompt weir-drvtest-tools \
         >"$build/bench-build.txt" 2>&1; then
     tail -n 30 "$build/bench-build.txt" >&2
@@ -225,6 +225,16 @@ case ${BENCH_BIGLOG:-quick} in
     fi
     ;;
 esac
+
+# bench_telemetry: a turn with telemetry pointed at a collector that never
+# answers, against the same turn without telemetry (issue #38)
+if "$bin/bench_telemetry" --turns 100 --rounds 5 >"$build/bench-telemetry.txt" \
+        2>"$build/bench-telemetry.err"; then
+    echo "bench_telemetry: $(cat "$build/bench-telemetry.txt")"
+else
+    echo "bench_telemetry: FAILED ($(tail -n 3 "$build/bench-telemetry.err"))"
+    status=1
+fi
 
 # bench_connections: a count (also a ctest)
 if "$bin/bench_connections" >"$build/bench-connections.txt" 2>&1; then

@@ -55,6 +55,10 @@
     "  WEIR_TRACE=1        trace every hook invocation on stderr\n"                        \
     "  WEIR_CHECK_REQUESTS=1  check each request against the log (for tests)\n"           \
     "  HOME                a session.dir that starts with ~/\n"                            \
+    "  OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,\n"                 \
+    "  OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_TRACES_HEADERS, OTEL_SERVICE_NAME\n"  \
+    "                      the trace collector and service name when telemetry is\n"    \
+    "                      enabled and the deployment leaves them out\n"                \
     "  ${VAR} in a -c file reads VAR: examples/deployments read the ones above,\n"        \
     "  LOCAL_BASE_URL (local.json) and MCP_FS_DIR (mcp.json)\n"
 #define WEIR_CLI_HELP_ENV_COLOR                                                            \

@@ -559,9 +559,80 @@ static int why(const char *path, long long seq, bool as_json) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* --otlp [FILE|-]                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* What --otlp carries from event to event: the span builder and its spans. */
+typedef struct otlp_state {
+    weir_trace *trace;
+    json_t *spans;
+    weir_error err;
+    bool failed;
+} otlp_state;
+
+static bool otlp_take(otlp_state *o, json_t *spans) {
+    if (!spans || json_array_extend(o->spans, spans) != 0) {
+        json_decref(spans);
+        weir_error_clear(&o->err);
+        snprintf(o->err.text, sizeof o->err.text, "out of memory");
+        o->failed = true;
+        return false;
+    }
+    json_decref(spans);
+    return true;
+}
+
+static bool otlp_event(json_t *ev, void *ud) {
+    otlp_state *o = ud;
+    json_t *spans = NULL;
+    if (weir_trace_add(o->trace, ev, &spans, &o->err) != WEIR_OK) {
+        o->failed = true;
+        return false;
+    }
+    return otlp_take(o, spans);
+}
+
+/* The session's spans as one OTLP/JSON ExportTraceServiceRequest
+ * (docs/telemetry.md), written to `out` ("-": stdout). */
+static int otlp(const char *path, const char *session, const json_t *config, const char *out) {
+    otlp_state o = {.spans = json_array()};
+    weir_error_clear(&o.err);
+    if (!o.spans || weir_trace_create(session, config, &o.trace, &o.err) != WEIR_OK) {
+        json_decref(o.spans);
+        return weir_cli_fail("log", &o.err);
+    }
+    weir_error err;
+    weir_error_clear(&err);
+    int rc = WEIR_EXIT_OK;
+    json_t *tail = NULL;
+    if (each_event(path, otlp_event, &o, &err) != WEIR_OK)
+        rc = read_failed(&err);
+    else if (o.failed || weir_trace_finish(o.trace, &tail, &o.err) != WEIR_OK || !otlp_take(&o, tail))
+        rc = weir_cli_fail("log", &o.err);
+    json_t *req = rc == WEIR_OK ? weir_trace_request(o.trace, o.spans) : NULL;
+    if (rc == WEIR_OK && !req) {
+        fprintf(stderr, "weir log: out of memory\n");
+        rc = WEIR_EXIT_FAIL;
+    }
+    if (req) {
+        FILE *f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
+        if (!f || json_dumpf(req, f, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0 ||
+            fputc('\n', f) == EOF || (f != stdout && fclose(f) != 0) || (f == stdout && fflush(f) != 0)) {
+            fprintf(stderr, "weir log: cannot write %s\n", out);
+            rc = WEIR_EXIT_IO;
+        }
+    }
+    json_decref(req);
+    json_decref(o.spans);
+    weir_trace_destroy(o.trace);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
 
 static const char log_help[] =
-    "usage: weir log [-c FILE]... ID|FILE [--json|--derive|--check|--repair|--why SEQ [--json]]\n"
+    "usage: weir log [-c FILE]... ID|FILE [--json|--derive|--check|--repair|--why SEQ [--json]\n"
+    "                                      |--otlp [OUT|-]]\n"
     "\n"
     "Print a session log as a readable transcript, each turn's token usage\n"
     "(\"usage: in N \xc2\xb7 cached N \xc2\xb7 written N \xc2\xb7 out N \xc2\xb7 $C\", the cost when the\n"
@@ -583,6 +654,11 @@ static const char log_help[] =
     "  --why SEQ  print the hook decisions (hook/decision) that shaped the event at\n"
     "             SEQ, newest first: those before it in its turn, of its step or\n"
     "             turn-level (docs/hooks.md, \"Provenance\"); with --json as events\n"
+    "  --otlp [OUT|-]  write the session's OpenTelemetry GenAI spans (invoke_agent,\n"
+    "             chat, execute_tool) as one OTLP/JSON ExportTraceServiceRequest to OUT\n"
+    "             (default -, stdout): the spans the live exporter sends, made\n"
+    "             after the fact (telemetry.capture_content and service_name of the\n"
+    "             deployment apply; docs/telemetry.md)\n"
     "\n"
     "exit codes: 0 ok, 1 the check found errors (or the reader refused the log),\n"
     "            2 usage, 3 configuration error,\n"
@@ -596,6 +672,7 @@ int weir_cmd_log(int argc, char **argv) {
                                               {"repair", no_argument, NULL, 'r'},
                                               {"json", no_argument, NULL, 'j'},
                                               {"why", required_argument, NULL, 'w'},
+                                              {"otlp", no_argument, NULL, 'o'},
                                               {"help", no_argument, NULL, 'h'},
                                               {0}};
     weir_cli_files files = {0};
@@ -611,9 +688,10 @@ int weir_cmd_log(int argc, char **argv) {
         case 'k':
         case 'r':
         case 'j':
+        case 'o':
             if (mode && mode != ch) {
-                fprintf(stderr,
-                        "weir log: --json, --derive, --check and --repair exclude each other\n");
+                fprintf(stderr, "weir log: --json, --derive, --check, --repair and --otlp "
+                                "exclude each other\n");
                 return WEIR_EXIT_USAGE;
             }
             mode = ch;
@@ -640,10 +718,16 @@ int weir_cmd_log(int argc, char **argv) {
         fprintf(stderr, "weir log: --why goes with --json only\n");
         return WEIR_EXIT_USAGE;
     }
-    if (argc - optind != 1) {
+    if (why_seq >= 0 && mode == 'o') {
+        fprintf(stderr, "weir log: --why goes with --json only\n");
+        return WEIR_EXIT_USAGE;
+    }
+    /* --otlp takes an optional OUT after the session */
+    if (argc - optind != 1 && !(mode == 'o' && argc - optind == 2)) {
         fprintf(stderr, "weir log: expected one session ID or FILE\n\n%s", log_help);
         return WEIR_EXIT_USAGE;
     }
+    const char *otlp_out = argc - optind == 2 ? argv[optind + 1] : "-";
     json_t *config = NULL;
     int rc = weir_cli_compose(files.files, files.n, &config);
     if (rc != WEIR_EXIT_OK)
@@ -659,6 +743,7 @@ int weir_cmd_log(int argc, char **argv) {
     const char *store =
         json_string_value(json_object_get(json_object_get(config, "session"), "store"));
     weir_host *host = NULL;
+    json_t *deployment = NULL;
     if (store && strcmp(store, "file") != 0 && weir_session_id_valid(argv[optind])) {
         free(path);
         size_t n = strlen(store) + strlen(argv[optind]) + 2;
@@ -674,12 +759,13 @@ int weir_cmd_log(int argc, char **argv) {
         src_host = host;
         src_id = argv[optind];
     } else {
-        json_decref(config);
+        deployment = config; /* --otlp reads it; released at the end */
     }
     struct stat sb;
     if (!host && stat(path, &sb) != 0) {
         fprintf(stderr, "weir log: no session log at %s\n", path);
         free(path);
+        json_decref(deployment);
         return WEIR_EXIT_IO;
     }
     weir_error err;
@@ -708,6 +794,24 @@ int weir_cmd_log(int argc, char **argv) {
                 printf("%s: nothing to repair\n", path);
             json_decref(report);
         }
+    } else if (mode == 'o') {
+        /* the session id seeds the span ids: the file's name without
+         * .jsonl (an ID prefix resolved to it, or a path), the ID in a store */
+        char *sid = NULL;
+        if (!host) {
+            const char *base = strrchr(path, '/');
+            base = base ? base + 1 : path;
+            size_t n = strlen(base);
+            sid = strndup(base, n > 6 && strcmp(base + n - 6, ".jsonl") == 0 ? n - 6 : n);
+        }
+        if (!host && !sid) {
+            fprintf(stderr, "weir log: out of memory\n");
+            rc = WEIR_EXIT_FAIL;
+        } else {
+            rc = otlp(path, sid ? sid : argv[optind],
+                      host ? weir_host_config(host) : deployment, otlp_out);
+        }
+        free(sid);
     } else if (why_seq >= 0) {
         rc = why(path, why_seq, mode == 'j');
     } else if (mode == 'j') {
@@ -750,6 +854,7 @@ int weir_cmd_log(int argc, char **argv) {
         rc = transcript(path);
     }
     free(path);
+    json_decref(deployment);
     weir_host_destroy(host);
     src_host = NULL;
     return rc;

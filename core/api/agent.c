@@ -232,6 +232,12 @@ int weir_agent_open(weir_host *host, const weir_agent_options *opts, weir_agent 
         weir__log_set_checkpoint_every(
             a->e.log, (size_t)weir__json_int(json_object_get(config, "session"), "checkpoint_bytes", 0));
         a->e.durable_next = weir__log_observed(a->e.log); /* the loaded events are not delivered */
+        /* telemetry: the spans of the events this agent logs from now on */
+        a->e.otel = weir__host_exporter(host);
+        if (a->e.otel)
+            rc = weir_trace_create(a->e.id, config, &a->e.trace, err);
+    }
+    if (rc == WEIR_OK) {
         weir__log_set_observer(a->e.log, weir__engine_on_durable, &a->e);
         a->e.resumed = weir__log_has_request_header(a->e.log);
         rc = weir__driver_resume_due(&a->e, &resume_tools, err);
@@ -361,6 +367,7 @@ void weir_agent_close(weir_agent *a) {
     weir__jobs_destroy(a->e.jobs);
     weir__inbox_destroy(a->e.inbox);
     weir__log_close(a->e.log);
+    weir_trace_destroy(a->e.trace);
     json_decref(a->e.options);
     weir__free(a->e.id);
     weir__signal_destroy(&a->e.signal);

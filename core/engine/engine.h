@@ -53,6 +53,11 @@ typedef struct weir__engine {
     bool stream_listened;     /* an agent/assistant-stream listener (chains frozen at open) */
     weir_wake_fn on_wake;     /* options.on_wake, or NULL */
     void *user_data;
+    /* telemetry (docs/telemetry.md): the span builder fed each durable event
+     * as it is delivered, and the host's exporter it pushes spans to; both
+     * NULL when telemetry is off */
+    weir_trace *trace;
+    struct weir__otlp_exporter *otel;
 
     pthread_mutex_t mu;
     pthread_cond_t cv;

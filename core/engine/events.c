@@ -9,10 +9,24 @@
 #include <string.h>
 
 #include "engine.h"
+#include "otlp_export.h"
+
+/* Feed a durable event to the span builder and its spans to the exporter
+ * (docs/telemetry.md): never waits on the network. */
+static void trace_event(weir__engine *eng, const json_t *event) {
+    json_t *spans = NULL;
+    weir_error e;
+    if (weir_trace_add(eng->trace, event, &spans, &e) != WEIR_OK)
+        weir__warn("weir: agent %s: telemetry: %s", eng->id, e.text);
+    weir__otlp_exporter_push(eng->otel, spans);
+    json_decref(spans);
+}
 
 /* Run the emit hook and the embedder's callback for one event. */
 static void dispatch(weir__engine *eng, const char *hook, const json_t *args, const json_t *event,
                      bool durable) {
+    if (durable && eng->trace)
+        trace_event(eng, event);
     if (args && !json_is_null(args)) /* a queued delivery without arguments holds null */
         json_decref(weir__hook_invoke(eng->hooks, hook, eng->handle, &eng->signal, args, NULL, NULL, NULL));
     if (eng->on_event)
@@ -141,7 +155,8 @@ void weir__engine_on_durable(const json_t *event, void *ud) {
     bool hooked = weir__hooks_count(eng->hooks, "session/event") > 0;
     json_t *args = hooked ? json_pack("{s:s, s:O}", "agent", eng->id, "event", event) : NULL;
     /* unseen, it still counts: a live event raised after it waits for it */
-    deliver(eng, "session/event", args, eng->on_event || hooked ? event : NULL, true, after);
+    deliver(eng, "session/event", args, eng->on_event || hooked || eng->trace ? event : NULL, true,
+            after);
     json_decref(args);
 }
 

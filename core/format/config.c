@@ -18,6 +18,7 @@
 
 #include "config.h"
 #include "idmap.h"
+#include "otlp.h"
 #include "weir/host.h"
 
 #define DEFAULT_LABEL "(built-in default)"
@@ -25,7 +26,7 @@
 #define MAX_DEPTH 1024 /* nesting walked by the expander */
 #define MAX_ROWS 4096  /* plugin rows per file and per deployment */
 
-static const char *const top_keys[] = {"agent",   "session", "plugin_path",
+static const char *const top_keys[] = {"agent",   "session", "telemetry", "plugin_path",
                                        "plugins", "$schema", "comment"};
 static const char *const row_keys[] = {"id",     "plugin",       "config",   "disabled",
                                        "before", "after",        "on_error", "max_failures",
@@ -42,7 +43,11 @@ static const char *const agent_keys[] = {"provider",
                                          "max_input_chars"};
 static const char *const session_keys[] = {"dir", "fsync", "store", "checkpoint_bytes",
                                            "provenance"};
-#define KNOWN_TOP "agent, session, plugin_path, plugins, $schema, comment"
+/* the keys of telemetry (docs/telemetry.md) */
+static const char *const telemetry_keys[] = {"enabled",   "endpoint",   "headers",
+                                             "capture_content", "max_queue", "batch_ms",
+                                             "timeout_ms", "service_name"};
+#define KNOWN_TOP "agent, session, telemetry, plugin_path, plugins, $schema, comment"
 #define KNOWN_ROW                                                                          \
     "id, plugin, config, disabled, before, after, on_error, max_failures, budget_ms, "    \
     "share_roles"
@@ -570,6 +575,65 @@ static int check_session(const json_t *session, const char *file, jpath *p,
     return WEIR_OK;
 }
 
+/* Member `key` of `obj`, if present, is true or false. */
+static int want_bool(const json_t *obj, const char *key, const char *file, jpath *p,
+                     weir_error *err) {
+    const json_t *v = json_object_get(obj, key);
+    if (!v || json_is_boolean(v))
+        return WEIR_OK;
+    path_key(p, key);
+    return type_err(err, file, p, "true or false", v);
+}
+
+static int check_telemetry(const json_t *tel, const char *file, jpath *p, weir_error *err) {
+    if (!json_is_object(tel))
+        return type_err(err, file, p, "an object", tel);
+    int rc = check_keys(tel, telemetry_keys, sizeof telemetry_keys / sizeof telemetry_keys[0],
+                        "enabled, endpoint, headers, capture_content, max_queue, batch_ms, "
+                        "timeout_ms, service_name",
+                        file, p, err);
+    if (rc != WEIR_OK || (rc = want_bool(tel, "enabled", file, p, err)) != WEIR_OK ||
+        (rc = want_bool(tel, "capture_content", file, p, err)) != WEIR_OK ||
+        (rc = want_string(tel, "endpoint", file, p, err)) != WEIR_OK ||
+        (rc = want_string(tel, "service_name", file, p, err)) != WEIR_OK ||
+        (rc = want_count(tel, "max_queue", file, p, err)) != WEIR_OK ||
+        (rc = want_count(tel, "batch_ms", file, p, err)) != WEIR_OK ||
+        (rc = want_count(tel, "timeout_ms", file, p, err)) != WEIR_OK)
+        return rc;
+    const char *endpoint = weir__json_str(tel, "endpoint", NULL);
+    if (endpoint && !weir__otlp_url_valid(endpoint)) {
+        path_key(p, "endpoint");
+        return cfg_err(err, WEIR_E_CONFIG, file, p,
+                       "expected an http:// or https:// URL (the OTLP/HTTP endpoint; spans go "
+                       "to {endpoint}/v1/traces), got \"%.200s\"",
+                       endpoint);
+    }
+    const char *service = weir__json_str(tel, "service_name", NULL);
+    if (service && !*service) {
+        path_key(p, "service_name");
+        return cfg_err(err, WEIR_E_CONFIG, file, p, "must not be empty");
+    }
+    const json_t *headers = json_object_get(tel, "headers");
+    if (!headers)
+        return WEIR_OK;
+    path_key(p, "headers");
+    if (!json_is_object(headers))
+        return type_err(err, file, p, "an object of header names to strings", headers);
+    const char *name;
+    const json_t *v;
+    json_object_foreach(unconst(headers), name, v) {
+        bool bad_name = !*name || strpbrk(name, ":\r\n ") != NULL;
+        if (bad_name || !json_is_string(v) || strpbrk(json_string_value(v), "\r\n")) {
+            path_key(p, name);
+            /* the value may be a secret: never shown */
+            return cfg_err(err, WEIR_E_CONFIG, file, p,
+                           bad_name ? "not a valid header name"
+                                    : "expected a string of one line (the value is not shown)");
+        }
+    }
+    return WEIR_OK;
+}
+
 static int check_plugin_path(const json_t *pp, const char *file, jpath *p, weir_error *err) {
     if (!json_is_array(pp))
         return type_err(err, file, p, "an array of strings", pp);
@@ -705,6 +769,7 @@ int weir__config_validate(const json_t *config, const char *file, weir_error *er
         int (*check)(const json_t *, const char *, jpath *, weir_error *);
     } sections[] = {{"agent", check_agent},
                     {"session", check_session},
+                    {"telemetry", check_telemetry},
                     {"plugin_path", check_plugin_path},
                     {"plugins", check_plugins}};
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
@@ -907,8 +972,8 @@ static int merge_row(merger *m, json_t *row, size_t i, const char *file, weir_er
 
 /* weir__config_merge without the validation of `over`. */
 static int merge_valid(json_t *base, json_t *over, const char *file, weir_error *err) {
-    static const char *const objects[] = {"agent", "session"};
-    for (size_t i = 0; i < 2; i++) {
+    static const char *const objects[] = {"agent", "session", "telemetry"};
+    for (size_t i = 0; i < 3; i++) {
         json_t *src = json_object_get(over, objects[i]);
         if (!src)
             continue;

@@ -10,11 +10,14 @@
  * Subschemas Conditionally"): the defaults of `then` apply when the config
  * is valid against `if` (weir's schema subset, docs/schema.md), else those
  * of `else`.  Only members the config lacks are set; nothing else changes.
+ * The core's own telemetry section gets its defaults here too
+ * (docs/telemetry.md).
  */
 #include <stdint.h>
 
 #include "common.h"
 #include "host_int.h"
+#include "otlp.h"
 #include "schema.h"
 
 /* Set in `cfg` each member of `props` (borrowed; may be NULL) that has a
@@ -48,10 +51,32 @@ static int row_defaults(json_t *cfg, const json_t *schema) {
     return fill(cfg, json_object_get(branch, "properties"));
 }
 
+/* The telemetry section's defaults (docs/telemetry.md): shown, never
+ * composed, so a deployment's config_hash does not change with them; the
+ * endpoint and the service name stay unset (the OTEL_* variables give them). */
+static int telemetry_defaults(json_t *config) {
+    json_t *tel = json_object_get(config, "telemetry");
+    if (tel && !json_is_object(tel))
+        return 0;
+    json_t *dflt = json_pack("{s:b, s:b, s:i, s:i, s:i}", "enabled", 0, "capture_content", 0,
+                             "max_queue", WEIR__OTLP_MAX_QUEUE, "batch_ms", WEIR__OTLP_BATCH_MS,
+                             "timeout_ms", WEIR__OTLP_TIMEOUT_MS);
+    int rc = dflt ? 0 : -1;
+    if (rc == 0 && !tel) {
+        rc = json_object_set(config, "telemetry", dflt);
+    } else if (rc == 0) {
+        rc = json_object_update_missing(tel, dflt);
+    }
+    json_decref(dflt);
+    return rc;
+}
+
 int weir_config_defaults(json_t *config, weir_error *err) {
     if (!json_is_object(config))
         return weir__err(err, WEIR_E_INVAL, NULL, NULL,
                          "weir_config_defaults: the config is not an object");
+    if (telemetry_defaults(config) != 0)
+        return weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
     const json_t *plugin_path = json_object_get(config, "plugin_path");
     size_t i;
     json_t *row;

@@ -13,6 +13,7 @@
 #include "hook_catalog.h"
 #include "host_int.h"
 #include "idmap.h"
+#include "otlp_export.h"
 #include "schema.h"
 #include "store.h"
 #include "tools.h"
@@ -45,6 +46,7 @@ struct weir_host {
                                   * only by init (registration), read-only after */
     weir__idmap roles;           /* policy role -> the first row that fills it (ptr; the
                                   * key is that row's copy of the name) */
+    weir__otlp_exporter *otel;   /* telemetry.enabled: the live span exporter, else NULL */
 };
 
 /*
@@ -180,6 +182,7 @@ static void plugin_free(weir_plugin *p) {
 
 /* fini every initialised instance in reverse load order, then free all. */
 static void host_free(weir_host *h) {
+    weir__otlp_exporter_destroy(h->otel); /* sends what the agents left */
     stores_free(h);
     for (size_t i = h->nplugins; i-- > 0;) {
         weir_plugin *p = h->plugins[i];
@@ -212,6 +215,29 @@ static void host_free(weir_host *h) {
 void weir_host_destroy(weir_host *host) {
     if (host)
         host_free(host);
+}
+
+weir__otlp_exporter *weir__host_exporter(const weir_host *host) {
+    return host ? host->otel : NULL;
+}
+
+void weir_host_telemetry_counts(weir_host *host, uint64_t *queued, uint64_t *sent,
+                                uint64_t *dropped) {
+    weir__otlp_exporter_counts(host ? host->otel : NULL, queued, sent, dropped);
+}
+
+/* telemetry.enabled: start the exporter (docs/telemetry.md). */
+static int start_telemetry(weir_host *h, weir_error *err) {
+    /* off: the OTEL_* variables are not even read */
+    if (!json_is_true(json_object_get(json_object_get(h->config, "telemetry"), "enabled")))
+        return WEIR_OK;
+    weir__otlp_settings s;
+    int rc = weir__otlp_settings_resolve(h->config, &s, err);
+    if (rc != WEIR_OK)
+        return rc;
+    rc = weir__otlp_exporter_create(&s, &h->otel, err);
+    weir__otlp_settings_free(&s);
+    return rc;
 }
 
 /* --- loading one row --------------------------------------------------- */
@@ -629,6 +655,8 @@ int weir__host_create(const json_t *config, const weir__host_wiring *wiring, wei
         rc = check_agent_provider(h, err);
     if (rc == WEIR_OK)
         rc = check_roles(h, err);
+    if (rc == WEIR_OK)
+        rc = start_telemetry(h, err);
     if (rc == WEIR_OK) {
         const char **ids = weir__calloc(h->nplugins + 1, sizeof *ids);
         if (!ids)

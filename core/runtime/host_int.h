@@ -97,6 +97,8 @@ const json_t *weir__host_row_config(const weir_host *host, const char *id);
 /* Lookups (after weir_host_create succeeded). Borrowed results or NULL. */
 const weir__provider_entry *weir__host_provider(const weir_host *host, const char *id);
 weir__hooks *weir__host_hooks(const weir_host *host);
+/* The host's live span exporter (telemetry.enabled), else NULL (borrowed). */
+struct weir__otlp_exporter *weir__host_exporter(const weir_host *host);
 /* The agents' HTTP handles (borrowed, the host's; core/runtime/http.h). */
 weir__http_pool *weir__host_http_pool(const weir_host *host);
 weir__tools *weir__host_tools(const weir_host *host);

@@ -12,6 +12,9 @@
  *     set still applies, and composing never depended on plugins.
  * The marks follow docs/schema.md ("secret").
  *
+ * Every value of telemetry.headers becomes "***" too (docs/telemetry.md):
+ * an OTLP collector's headers carry its credentials.
+ *
  * Everywhere in the config (every row, every value, array items, the keys
  * outside `plugins` too), a URL's userinfo is a credential: in any string,
  * in "http://user:password@host/v1" the "user:password" becomes MASK (the
@@ -189,6 +192,14 @@ int weir_config_redact(json_t *config, weir_error *err) {
         json_decref(schema);
     }
     json_decref(builtin);
+    /* telemetry.headers: every value may be a secret (docs/telemetry.md) */
+    const char *name;
+    json_t *value;
+    json_t *headers = json_object_get(json_object_get(config, "telemetry"), "headers");
+    json_object_foreach(json_is_object(headers) ? headers : NULL, name, value) {
+        if (rc == WEIR_OK && json_object_set_new(headers, name, json_string(MASK)) != 0)
+            rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
+    }
     if (rc == WEIR_OK && redact_urls(config) < 0)
         rc = weir__err(err, WEIR_E_NOMEM, NULL, NULL, "out of memory");
     return rc;

@@ -111,7 +111,8 @@ WEIR_API int weir_config_redact(json_t *config, weir_error *err) WEIR_WUR;
  * shows the API it speaks.  Plugins are resolved along `plugin_path` and
  * opened, never initialised, as by weir_config_redact; a plugin that cannot
  * be opened is passed over.  The config means the same after it: a
- * default is what the plugin does without the member.
+ * default is what the plugin does without the member.  The `telemetry`
+ * section gets its defaults too (docs/telemetry.md; created when absent).
  * @param config  a composed config (borrowed, modified in place).
  * @return WEIR_OK, WEIR_E_INVAL when `config` is not an object, or
  *         WEIR_E_NOMEM (then some defaults may be missing).
@@ -663,6 +664,72 @@ WEIR_API int weir_host_sessions(const weir_host *host, json_t **sessions,
  * Since: 0.1
  */
 WEIR_API int weir_log_writer(const char *path, bool *live, long *pid, weir_error *err) WEIR_WUR;
+
+
+/* ---- OpenTelemetry traces (docs/telemetry.md) ------------------------------ */
+
+/** The span builder of one session: log envelopes in, OTLP/JSON spans out. */
+typedef struct weir_trace weir_trace;
+
+/**
+ * A span builder for session `session_id` (docs/telemetry.md, "Spans"):
+ * the OpenTelemetry GenAI spans (`invoke_agent` per turn, `chat` per model
+ * attempt, `execute_tool` per tool call) as a pure function of the
+ * session's envelopes.  The live exporter and `weir log ID --otlp` use it,
+ * so both give the same spans (the same ids, times and attributes).
+ * @param session_id  borrowed, copied; gen_ai.conversation.id and the seed
+ *                    of every id.
+ * @param config      borrowed, read during the call only; the composed
+ *                    deployment (may be NULL): telemetry.capture_content,
+ *                    telemetry.service_name (else $OTEL_SERVICE_NAME, else
+ *                    "weir") and the plugin rows (gen_ai.provider.name).
+ * @param out         receives the builder; free with weir_trace_destroy().
+ * @return WEIR_OK, WEIR_E_INVAL, WEIR_E_NOMEM.
+ * Thread-safe (a builder is one caller's at a time).
+ * Since: ABI 1.11 (issue #38)
+ */
+WEIR_API int weir_trace_create(const char *session_id, const json_t *config, weir_trace **out,
+                               weir_error *err) WEIR_WUR;
+
+/**
+ * Feed the next envelope of the session (seq order).
+ * @param event  borrowed, read only.
+ * @param spans  receives a new reference: the array of the OTLP/JSON spans
+ *               this event ended (often empty), owned by the caller.
+ * @return WEIR_OK, WEIR_E_INVAL, WEIR_E_NOMEM.
+ * Since: ABI 1.11 (issue #38)
+ */
+WEIR_API int weir_trace_add(weir_trace *t, const json_t *event, json_t **spans,
+                            weir_error *err) WEIR_WUR;
+
+/**
+ * End the builder's input: the `invoke_agent` span of a turn the log leaves
+ * open, ended at the last event's time with `weir.turn.open` true.
+ * @param spans  receives a new reference (an array, maybe empty).
+ * Since: ABI 1.11 (issue #38)
+ */
+WEIR_API int weir_trace_finish(weir_trace *t, json_t **spans, weir_error *err) WEIR_WUR;
+
+/**
+ * An ExportTraceServiceRequest (OTLP/JSON) of `spans` (borrowed, copied)
+ * with the builder's resource (service.name).
+ * @return a new reference, or NULL on a NULL argument or out of memory.
+ * Since: ABI 1.11 (issue #38)
+ */
+WEIR_API json_t *weir_trace_request(const weir_trace *t, const json_t *spans);
+
+/** Free a builder; NULL does nothing.  Since: ABI 1.11 (issue #38) */
+WEIR_API void weir_trace_destroy(weir_trace *t);
+
+/**
+ * The live exporter's counts (docs/telemetry.md, "Drops"): spans queued,
+ * sent (a collector answered 2xx), dropped (the queue was full, or the
+ * export failed).  All 0 when the deployment's telemetry is off.
+ * Thread-safe.
+ * Since: ABI 1.11 (issue #38)
+ */
+WEIR_API void weir_host_telemetry_counts(weir_host *host, uint64_t *queued, uint64_t *sent,
+                                         uint64_t *dropped);
 
 #ifdef __cplusplus
 }

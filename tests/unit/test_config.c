@@ -402,7 +402,7 @@ static void test_unknown_top_level_key(void **state) {
     (void)state;
     expect_error(WEIR_E_CONFIG,
                  "config unknown-key.json: $: unknown top-level key \"plugin\"; did you mean "
-                 "\"plugins\"? (known: agent, session, plugin_path, plugins, $schema, comment)",
+                 "\"plugins\"? (known: agent, session, telemetry, plugin_path, plugins, $schema, comment)",
                  "unknown-key.json", NULL);
 }
 
