@@ -1,16 +1,13 @@
 /*
  * examples/pii-guard/pii_guard.c - a PII guard, built as weir-pii-guard.so.
  *
- *   agent/admit        every e-mail address in the text of an input (a send,
- *                      a steer, a queued input) becomes `placeholder` before
- *                      anything of the input is logged: the session log and
- *                      the model see only the placeholder.
- *   tools/pre-execute  a call whose arguments (their JSON text) match one of
- *                      `deny_patterns` (POSIX extended regular expressions)
- *                      is denied, naming the pattern; other calls go on.
- * Config: {"deny_patterns": ["rm -rf"], "placeholder": "[email]"}
+ * agent/admit: every e-mail address in the text of an input (a send, a steer,
+ * a queued input) becomes "[email]" before anything of it is logged, so the
+ * log and the model never see it.  tools/pre-execute: a call whose arguments
+ * (as JSON text) match one of `deny_patterns` (POSIX extended regular
+ * expressions) is denied.  Config: {"deny_patterns": ["rm -rf", "DROP +TABLE"]}
  */
-#define _POSIX_C_SOURCE 200809L /* strdup, regex */
+#define _POSIX_C_SOURCE 200809L /* regex */
 
 #include <regex.h>
 #include <stdio.h>
@@ -27,31 +24,22 @@ typedef struct guard {
     regex_t email;
     regex_t deny[MAX_PATTERNS];
     size_t ndeny;
-    json_t *patterns;  /* the texts of deny[] (a copy of deny_patterns) */
-    char *placeholder;
 } guard;
 
-/* `text` with every address replaced (malloc'd); NULL when it holds none or
- * memory ran out (*oom tells which). */
-static char *redact(const guard *g, const char *text, bool *oom) {
+/* `text` with every address replaced by "[email]" (malloc'd; NULL: no memory). */
+static char *redact(const regex_t *email, const char *text) {
     regmatch_t m;
-    *oom = false;
-    if (regexec(&g->email, text, 1, &m, 0) != 0)
-        return NULL;
-    size_t plen = strlen(g->placeholder), len = 0;
-    /* an address is 6 bytes or more: at most len/6 + 1 of them */
-    char *out = malloc(strlen(text) + (strlen(text) / 6 + 1) * plen + 1);
-    for (const char *p = text; out;) {
-        if (regexec(&g->email, p, 1, &m, p == text ? 0 : REG_NOTBOL) != 0) {
+    size_t len = 0;
+    char *out = malloc(2 * strlen(text) + 1); /* an address (6 bytes or more) becomes 7 */
+    for (const char *p = text; out; p += m.rm_eo) {
+        if (regexec(email, p, 1, &m, p == text ? 0 : REG_NOTBOL) != 0) {
             strcpy(out + len, p);
             break;
         }
         memcpy(out + len, p, (size_t)m.rm_so);
-        memcpy(out + len + m.rm_so, g->placeholder, plen);
-        len += (size_t)m.rm_so + plen;
-        p += m.rm_eo;
+        memcpy(out + len + m.rm_so, "[email]", 7);
+        len += (size_t)m.rm_so + 7;
     }
-    *oom = !out;
     return out;
 }
 
@@ -71,23 +59,21 @@ static json_t *on_admit(weir_call *call, const json_t *args, void *user_data) {
     json_t *block;
     json_array_foreach(json_object_get(msg, "content"), i, block) {
         const char *text = json_string_value(json_object_get(block, "text"));
-        char *clean = text && !oom ? redact(g, text, &oom) : NULL;
-        if (clean) {
-            oom = json_object_set_new(block, "text", json_string(clean)) != 0;
-            changed = true;
-        }
+        if (oom || !text || regexec(&g->email, text, 0, NULL, 0) != 0)
+            continue;
+        char *clean = redact(&g->email, text);
+        oom = !clean || json_object_set_new(block, "text", json_string(clean)) != 0;
+        changed = true;
         free(clean);
     }
-    if (oom || !changed) {
-        json_decref(msg);
-        if (!oom)
-            return next;
-        json_decref(next);
-        weir_call_fail(call, "out of memory redacting an input");
-        return NULL; /* the input is refused: a guard fails closed */
-    }
+    json_t *out = oom || !changed ? NULL : json_pack("{s:s, s:O}", "kind", "admit", "message", msg);
+    json_decref(msg);
+    if (!oom && !changed)
+        return next; /* no address: the input as it came */
     json_decref(next);
-    return json_pack("{s:s, s:o}", "kind", "admit", "message", msg);
+    if (!out) /* out of memory: the input is refused (a guard fails closed) */
+        weir_call_fail(call, "out of memory redacting an input");
+    return out;
 }
 
 /* tools/pre-execute (waterfall): deny a call whose arguments match. */
@@ -98,53 +84,37 @@ static json_t *on_pre_execute(weir_call *call, const json_t *args, void *user_da
         weir_call_fail(call, "out of memory");
         return NULL; /* fails closed: the call does not run */
     }
-    for (size_t i = 0; i < g->ndeny; i++) {
-        if (regexec(&g->deny[i], text, 0, NULL, 0) == 0) {
-            free(text);
-            char reason[300];
-            snprintf(reason, sizeof reason, "the arguments match '%s'",
-                     json_string_value(json_array_get(g->patterns, i)));
-            return json_pack("{s:s, s:s}", "kind", "deny", "reason", reason);
-        }
-    }
+    size_t i = 0;
+    while (i < g->ndeny && regexec(&g->deny[i], text, 0, NULL, 0) != 0)
+        i++;
     free(text);
-    return weir_next(call);
+    if (i == g->ndeny)
+        return weir_next(call);
+    return json_pack("{s:s, s:o}", "kind", "deny", "reason",
+                     json_sprintf("the arguments match deny_patterns[%zu]", i));
 }
 
 static void guard_free(guard *g) {
-    if (!g)
-        return;
     for (size_t i = 0; i < g->ndeny; i++)
         regfree(&g->deny[i]);
     regfree(&g->email);
-    json_decref(g->patterns);
-    free(g->placeholder);
     free(g);
 }
 
 static int init(weir_plugin *self, const weir_api *api, const json_t *config, weir_error *err) {
     (void)api;
-    const char *row = weir_plugin_id(self), *placeholder = NULL;
+    const char *row = weir_plugin_id(self);
     const json_t *patterns = NULL;
     weir_config_reader rd = weir_config_reader_init(config, row, err);
     weir_config_array(&rd, "deny_patterns", 0, MAX_PATTERNS, JSON_STRING, &patterns);
-    weir_config_string(&rd, "placeholder", "[email]", &placeholder);
-    if (rd.status != WEIR_OK)
-        return rd.status;
     guard *g = calloc(1, sizeof *g);
     if (!g || regcomp(&g->email, EMAIL, REG_EXTENDED) != 0) {
         free(g);
         return weir_error_fill(err, WEIR_E_NOMEM, "out of memory");
     }
-    g->placeholder = strdup(placeholder);
-    g->patterns = patterns ? json_deep_copy(patterns) : json_array();
-    if (!g->placeholder || !g->patterns) {
-        guard_free(g);
-        return weir_error_fill(err, WEIR_E_NOMEM, "out of memory");
-    }
     size_t i;
     const json_t *p;
-    json_array_foreach(g->patterns, i, p) {
+    json_array_foreach(patterns, i, p) { /* compiled: the config is only lent to init */
         if (regcomp(&g->deny[i], json_string_value(p), REG_EXTENDED | REG_NOSUB) != 0) {
             guard_free(g);
             return weir_error_fill(err, WEIR_E_PLUGIN_CONFIG, "row '%s': config field "
@@ -154,26 +124,23 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
     }
     weir_hook_opts opts = WEIR_HOOK_OPTS_INIT;
     opts.user_data = g;
-    int rc = weir_hook_register(self, "agent/admit", on_admit, &opts);
+    int rc = rd.status; /* a bad config: deny_patterns is NULL, nothing was compiled */
+    if (rc == WEIR_OK)
+        rc = weir_hook_register(self, "agent/admit", on_admit, &opts);
     if (rc == WEIR_OK)
         rc = weir_hook_register(self, "tools/pre-execute", on_pre_execute, &opts);
-    if (rc != WEIR_OK) {
+    if (rc != WEIR_OK) /* fini does not run after a failed init */
         guard_free(g);
-        return rc;
-    }
-    weir_plugin_set_data(self, g);
-    return WEIR_OK;
+    else
+        weir_plugin_set_data(self, g);
+    return rc;
 }
 
 static void fini(weir_plugin *self) { guard_free(weir_plugin_data(self)); }
 
 static const weir_plugin_desc pii_guard_desc = {
-    WEIR_PLUGIN_HEADER_MIN(12),
-    .name = "pii-guard",
-    .version = "1.0.0",
+    WEIR_PLUGIN_HEADER_MIN(12), .name = "pii-guard", .version = "1.0.0",
     .description = "Example: redacts e-mail addresses at admission, denies tool calls by pattern",
-    .init = init,
-    .fini = fini,
-};
+    .init = init, .fini = fini};
 
 WEIR_PLUGIN_DEFINE(pii_guard_desc)
