@@ -112,8 +112,10 @@ static json_t *replaces(weir_tk *tk, const char *type) {
     size_t i;
     json_t *ev;
     json_array_foreach(log, i, ev) {
-        const char *op = json_string_value(json_object_get(json_object_get(ev, "surface_op"), "op"));
-        if (op && !strcmp(op, "replace") && !strcmp(json_string_value(json_object_get(ev, "type")), type))
+        const json_t *op = json_object_get(json_object_get(ev, "surface_op"), "op");
+        const char *ev_type = json_string_value(json_object_get(ev, "type"));
+        if (json_is_string(op) && !strcmp(json_string_value(op), "replace") && ev_type &&
+            !strcmp(ev_type, type))
             json_array_append(out, ev);
     }
     json_decref(log);
@@ -196,7 +198,8 @@ static void still_over_it_old_turns_are_summarized(void **state) {
     assert_string_equal(first_text(ev),
                         "[summary of the earlier conversation]\nthe user read three files");
     const json_t *op = json_object_get(ev, "surface_op");
-    assert_int_equal(json_integer_value(json_object_get(op, "start_seq")), 1); /* turn 1's prompt (seq 0: the route) */
+    /* from turn 1's prompt (seq 0 is the route's request/context) */
+    assert_int_equal(json_integer_value(json_object_get(op, "start_seq")), 1);
     assert_int_equal(json_integer_value(json_object_get(op, "end_seq")), 10); /* turn 2's answer */
     json_decref(r);
     weir_tk_destroy(tk);
