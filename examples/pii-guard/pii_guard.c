@@ -80,18 +80,18 @@ static json_t *on_admit(weir_call *call, const json_t *args, void *user_data) {
 static json_t *on_pre_execute(weir_call *call, const json_t *args, void *user_data) {
     const guard *g = user_data;
     char *text = json_dumps(json_object_get(args, "arguments"), JSON_COMPACT | JSON_ENCODE_ANY);
-    if (!text) {
-        weir_call_fail(call, "out of memory");
-        return NULL; /* fails closed: the call does not run */
-    }
+    bool oom = !text;
     size_t i = 0;
-    while (i < g->ndeny && regexec(&g->deny[i], text, 0, NULL, 0) != 0)
+    while (!oom && i < g->ndeny && regexec(&g->deny[i], text, 0, NULL, 0) != 0)
         i++;
     free(text);
-    if (i == g->ndeny)
+    if (!oom && i == g->ndeny)
         return weir_next(call);
-    return json_pack("{s:s, s:o}", "kind", "deny", "reason",
-                     json_sprintf("the arguments match deny_patterns[%zu]", i));
+    json_t *out = oom ? NULL : json_pack("{s:s, s:o}", "kind", "deny", "reason",
+                                         json_sprintf("the arguments match deny_patterns[%zu]", i));
+    if (!out) /* out of memory: the call does not run (a guard fails closed) */
+        weir_call_fail(call, "out of memory");
+    return out;
 }
 
 static void guard_free(guard *g) {

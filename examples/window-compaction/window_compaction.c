@@ -22,7 +22,8 @@ typedef struct compaction {
 } compaction;
 
 static const char *type_of(const json_t *node) {
-    return json_string_value(json_object_get(node, "type"));
+    const char *type = json_string_value(json_object_get(node, "type"));
+    return type ? type : "";
 }
 
 /* 1: stub the old, long tool results of `surface`. */
