@@ -7,7 +7,9 @@
 #   - the turn completes with the answer;
 #   - the wait is the reset's: a ratelimit-retry/wait event with
 #     status {kind:"waiting", delay_ms:1000} is in the session log;
-#   - `weir run` prints its status line once on stderr (off a terminal).
+#   - `weir run` prints its status line once on stderr (off a terminal);
+#   - it fills the role "retry": beside the shipped retry, the deployment
+#     fails to load, naming both rows.
 # Timing is not asserted: the run is only bounded (timeout).
 WEIR=${1:?usage: $0 path/to/weir}
 MOCK=${WEIR_TEST_BIN_DIR:?}/weir-mock-llm
@@ -73,5 +75,15 @@ assert len(att) == 1 and att[0]["data"]["failure"]["code"] == "RATE_LIMIT", att
 ans = [e for e in evs if e["type"] == "assistant/message"]
 assert len(ans) == 1, ans
 PY
+# the role: ratelimit-retry and the shipped retry cannot both retry
+cat >"$TMP/two.json" <<JSON
+{"plugins": [{"id": "rl", "plugin": "ratelimit-retry"}, {"id": "shipped", "plugin": "retry"}],
+ "session": {"dir": "$TMP/sessions"}}
+JSON
+if timeout 20 "$WEIR" hooks -c "$TMP/two.json" >"$TMP/two.out" 2>&1; then
+    fail "two retry rows loaded: $(cat "$TMP/two.out")"
+fi
+grep -q "'rl'" "$TMP/two.out" && grep -q "'shipped'" "$TMP/two.out" && grep -q retry "$TMP/two.out" ||
+    fail "the role conflict does not name both rows: $(cat "$TMP/two.out")"
 [ $FAILURES -eq 0 ] && echo "cli_example_ratelimit_retry: ok"
 exit $FAILURES
