@@ -46,7 +46,7 @@ static const char help_text[] =
     "  retry       retries failed model requests, honouring Retry-After, with a\n"
     "              token bucket per host (agent/request-error)\n"
     "  guard       denies tool calls whose arguments match a pattern and redacts\n"
-    "              e-mail addresses in tool results (tools/pre-execute, post-execute)\n"
+    "              e-mail addresses at admission (tools/pre-execute, agent/admit)\n"
     "\n"
     "NAME is the plugin's name: [a-z][a-z0-9_-]*, at most 48 characters.  DIR must\n"
     "not exist, or be an empty directory.  The template is looked up in\n"

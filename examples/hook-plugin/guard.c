@@ -2,8 +2,7 @@
  * examples/hook-plugin/guard.c - an example approval plugin, built as
  * weir-example-guard.so.
  *
- * Config: {"deny"?: [tool names], "reason"?: "...", "tag"?: "...",
- *          "redact_emails"?: true}.
+ * Config: {"deny"?: [tool names], "reason"?: "...", "tag"?: "..."}.
  *   tools/pre-execute  a call to a tool named in `deny` is answered
  *                      {"kind":"deny","reason":R} without running the rest of
  *                      the chain (R = `reason`, default "denied by policy"),
@@ -11,10 +10,6 @@
  *                      appended to the session; other calls pass through.
  *   agent/pre-step     when `tag` is set, every message entering the step
  *                      gets `tag` appended to its source.tags.
- *   agent/admit        with `redact_emails`, every word of an input's text
- *                      that holds an '@' becomes "[email]" before anything
- *                      of the input is logged (a PII guard: the session log
- *                      and the model see only the redaction).
  * Several rows of this plugin may coexist (each with its own config).
  *
  * It reaches the host only through the weir_api table (weir/plugin.h) and
@@ -33,8 +28,7 @@ static const char config_schema[] =
     "{\"type\":\"object\",\"properties\":{"
     "\"deny\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"minLength\":1}},"
     "\"reason\":{\"type\":\"string\"},"
-    "\"tag\":{\"type\":\"string\",\"minLength\":1},"
-    "\"redact_emails\":{\"type\":\"boolean\"}},"
+    "\"tag\":{\"type\":\"string\",\"minLength\":1}},"
     "\"additionalProperties\":false}";
 
 #define DENIED_EVENT "example-guard/denied"
@@ -130,65 +124,6 @@ static json_t *on_pre_step(weir_call *call, const json_t *args, void *user_data)
     return out;
 }
 
-/* `text` with every space-separated word holding an '@' replaced by
- * "[email]" (malloc'd; NULL: out of memory). */
-static char *redact_emails(const char *text) {
-    size_t n = strlen(text);
-    char *out = malloc(n * 7 + 1); /* a 1-byte word grows to 7 at most */
-    size_t o = 0;
-    for (size_t i = 0; out && i < n;) {
-        size_t j = i + strcspn(text + i, " \t\n");
-        if (memchr(text + i, '@', j - i)) {
-            memcpy(out + o, "[email]", 7);
-            o += 7;
-        } else {
-            memcpy(out + o, text + i, j - i);
-            o += j - i;
-        }
-        if (j < n)
-            out[o++] = text[j++];
-        i = j;
-    }
-    if (out)
-        out[o] = '\0';
-    return out;
-}
-
-/* agent/admit: the input as it will be logged (what the inner listeners
- * admitted, else as sent), its addresses redacted. */
-static json_t *on_admit(weir_call *call, const json_t *args, void *user_data) {
-    (void)user_data;
-    json_t *next = weir_next(call);
-    const char *kind = json_string_value(json_object_get(next, "kind"));
-    if (!next || !kind || strcmp(kind, "admit") != 0)
-        return next; /* an inner failure or refusal stands */
-    const json_t *given = json_object_get(next, "message");
-    /* what weir_next() returned and the payload may be shared: change a copy */
-    json_t *msg = json_deep_copy(given ? given : json_object_get(args, "message"));
-    bool changed = false, oom = !msg;
-    size_t i;
-    json_t *block;
-    json_array_foreach(json_object_get(msg, "content"), i, block) {
-        const char *text = json_string_value(json_object_get(block, "text"));
-        if (oom || !text || !strchr(text, '@'))
-            continue;
-        char *clean = redact_emails(text);
-        oom = !clean || json_object_set_new(block, "text", json_string(clean)) != 0;
-        changed = true;
-        free(clean);
-    }
-    if (oom || !changed) {
-        json_decref(msg);
-        if (!oom)
-            return next;
-        json_decref(next);
-        weir_call_fail(call, "out of memory redacting an input");
-        return NULL; /* the input is refused: a guard fails closed */
-    }
-    json_decref(next);
-    return json_pack("{s:s,s:o}", "kind", "admit", "message", msg);
-}
-
 static int init(weir_plugin *self, const weir_api *api, const json_t *config,
                 weir_error *err) {
     (void)api; /* the weir_* macros call it: WEIR_PLUGIN_DEFINE stored it */
@@ -215,8 +150,6 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config,
         rc = weir_hook_register(self, "tools/pre-execute", on_pre_execute, &opts);
     if (rc == WEIR_OK && g->tag)
         rc = weir_hook_register(self, "agent/pre-step", on_pre_step, &opts);
-    if (rc == WEIR_OK && json_is_true(json_object_get(config, "redact_emails")))
-        rc = weir_hook_register(self, "agent/admit", on_admit, &opts);
     if (rc != WEIR_OK) {
         /* fini does not run after a failed init: free here. */
         weir_plugin_set_data(self, NULL);

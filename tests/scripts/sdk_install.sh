@@ -15,9 +15,11 @@
 #  4. pkg-config resolves --cflags, --libs and pluginsdir inside the prefix,
 #     and those flags build a plugin that `weir plugins DIR` loads;
 #     weir-testkit's --libs name libweir-testkit (and libweir) there.
-#  5. sdk/template and examples/hook-plugin configure against the prefix
-#     (CMAKE_PREFIX_PATH), build, and their test-kit tests pass: they link
-#     the installed weir::testkit (libweir-testkit).
+#  5. sdk/template, examples/hook-plugin and the three policy examples
+#     (examples/pii-guard, ratelimit-retry, window-compaction: issue #36)
+#     configure against the prefix (CMAKE_PREFIX_PATH), build, and their
+#     test-kit tests pass: they link the installed weir::testkit
+#     (libweir-testkit).
 #  6. issue #14, the first hour of a plugin author and an embedder:
 #     a. libweir's soname is libweir.so.<abi_major>;
 #     b. a two-line program built with `pkg-config --cflags --libs weir`
@@ -155,7 +157,8 @@ if [ -n "$san" ]; then
     set -- "$@" -DWEIR_SANITIZE="$san" -DCMAKE_C_FLAGS="$sf" \
         -DCMAKE_EXE_LINKER_FLAGS="$sf" -DCMAKE_MODULE_LINKER_FLAGS="$sf"
 fi
-for project in sdk/template examples/hook-plugin; do
+examples="examples/hook-plugin examples/pii-guard examples/ratelimit-retry examples/window-compaction"
+for project in sdk/template $examples; do
     name=$(basename "$project")
     run_logged "$name-configure" cmake -S "$src/$project" -B "$tmp/$name" "$@"
     run_logged "$name-build" cmake --build "$tmp/$name" -j2
@@ -165,7 +168,8 @@ for project in sdk/template examples/hook-plugin; do
     echo "sdk_install: $project builds against the prefix and its test passes"
 done
 [ -f "$tmp/template/weir-myplugin.so" ] || fail "the template did not build weir-myplugin.so"
-for t in template/test_myplugin hook-plugin/test_example_guard; do
+for t in template/test_myplugin hook-plugin/test_example_guard pii-guard/test_pii_guard \
+    ratelimit-retry/test_ratelimit_retry window-compaction/test_window_compaction; do
     readelf -d "$tmp/$t" | grep -q 'NEEDED.*\[libweir-testkit\.so\.' ||
         fail "$t does not link libweir-testkit: $(readelf -d "$tmp/$t" | grep NEEDED)"
 done
@@ -223,6 +227,8 @@ echo "sdk_install: no WEIR_PLUGIN_INIT_API loads; no WEIR_PLUGIN_DEFINE fails it
 
 # 6e. weir new-plugin, built and tested out of the tree against the prefix
 for f in share/weir/template/myplugin.c share/weir/examples/hook-plugin/guard.c \
+    share/weir/examples/pii-guard/pii_guard.c share/weir/examples/ratelimit-retry/ratelimit_retry.c \
+    share/weir/examples/window-compaction/window_compaction.c \
     share/doc/weir/sdk.md share/doc/weir/testing.md share/doc/weir/events.md; do
     [ -f "$prefix/$f" ] || fail "missing $f"
 done

@@ -4,8 +4,10 @@
  *
  * tools/pre-execute: a call whose arguments (their JSON text) match one of
  * `deny_patterns` (POSIX extended regular expressions) is denied, naming
- * the pattern.  tools/post-execute: every e-mail address in the text of a
- * tool result is replaced by "[e-mail]" before the model sees it.
+ * the pattern.  agent/admit: every e-mail address in the text of an input
+ * (a send, a steer, a queued input) is replaced by "[e-mail]" before
+ * anything of the input is logged, so neither the session log nor the
+ * model ever holds it.
  * Config: {"deny_patterns": ["rm -rf", "DROP TABLE"], "redact_emails": true}
  */
 #include <regex.h>
@@ -47,7 +49,8 @@ static json_t *on_pre_execute(weir_call *call, const json_t *args, void *user_da
     return weir_next(call);
 }
 
-/* `text` with every e-mail address replaced (malloc'd), or NULL when none. */
+/* `text` with every e-mail address replaced (malloc'd), or NULL when none or
+ * out of memory. */
 static char *redact_emails(const regex_t *email, const char *text) {
     regmatch_t m;
     if (regexec(email, text, 1, &m, 0) != 0)
@@ -68,29 +71,36 @@ static char *redact_emails(const regex_t *email, const char *text) {
     return out;
 }
 
-/* tools/post-execute (waterfall): redact e-mail addresses in the result. */
-static json_t *on_post_execute(weir_call *call, const json_t *args, void *user_data) {
-    (void)args;
+/* agent/admit (waterfall): admit the input as the inner listeners admit it
+ * (or as sent), its e-mail addresses redacted. */
+static json_t *on_admit(weir_call *call, const json_t *args, void *user_data) {
     const myplugin *st = user_data;
-    json_t *result = weir_next(call);
-    if (!result || !st->redact)
-        return result;
-    json_t *out = json_deep_copy(result); /* what weir_next returns may be shared */
-    json_decref(result);
+    json_t *next = weir_next(call);
+    const char *kind = json_string_value(json_object_get(next, "kind"));
+    if (!kind || strcmp(kind, "admit") != 0)
+        return next; /* an inner failure or refusal stands */
+    const json_t *given = json_object_get(next, "message");
+    /* what weir_next returned and the payload may be shared: change a copy */
+    json_t *msg = json_deep_copy(given ? given : json_object_get(args, "message"));
+    bool changed = false, oom = !msg;
     size_t i;
     json_t *block;
-    json_array_foreach(json_object_get(out, "content"), i, block) {
+    json_array_foreach(json_object_get(msg, "content"), i, block) {
         const char *text = json_string_value(json_object_get(block, "text"));
-        char *clean = text ? redact_emails(&st->email, text) : NULL;
-        int rc = clean ? json_object_set_new(block, "text", json_string(clean)) : 0;
+        if (oom || !text || regexec(&st->email, text, 0, NULL, 0) != 0)
+            continue; /* no address in this block */
+        char *clean = redact_emails(&st->email, text);
+        oom = !clean || json_object_set_new(block, "text", json_string(clean)) != 0;
+        changed = true;
         free(clean);
-        if (rc != 0) {
-            json_decref(out);
-            out = NULL;
-            break;
-        }
     }
-    if (!out)
+    json_t *out = oom || !changed ? NULL
+                                  : json_pack("{s:s, s:O}", "kind", "admit", "message", msg);
+    json_decref(msg);
+    if (!oom && !changed)
+        return next; /* no address: the input as it came */
+    json_decref(next);
+    if (!out) /* out of memory: the input is refused (a guard fails closed) */
         weir_call_fail(call, "out of memory");
     return out;
 }
@@ -135,8 +145,8 @@ static int init(weir_plugin *self, const weir_api *api, const json_t *config, we
     int rc = rd.status;
     if (rc == WEIR_OK)
         rc = weir_hook_register(self, "tools/pre-execute", on_pre_execute, &opts);
-    if (rc == WEIR_OK)
-        rc = weir_hook_register(self, "tools/post-execute", on_post_execute, &opts);
+    if (rc == WEIR_OK && st->redact)
+        rc = weir_hook_register(self, "agent/admit", on_admit, &opts);
     if (rc != WEIR_OK) {
         free_state(st);
         return rc;
@@ -151,7 +161,7 @@ static const weir_plugin_desc myplugin_desc = {
     WEIR_PLUGIN_HEADER_MIN(12),
     .name = "myplugin",
     .version = "0.1.0",
-    .description = "Template: denies tool calls by pattern and redacts e-mail addresses",
+    .description = "Template: denies tool calls by pattern and redacts e-mail addresses at admission",
     .init = init,
     .fini = fini,
 };
