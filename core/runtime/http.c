@@ -8,7 +8,8 @@
  * aborts the transfer when the weir_signal fires (ABORTED), when no byte
  * arrived for the idle timeout, or when the whole request took longer than
  * its total timeout (both TIMEOUT).  2xx event streams go through the SSE
- * parser as they arrive; other bodies are collected (<= 64 KiB) for failure
+ * parser as they arrive; a 2xx JSON body is collected whole (<= 64 MiB: the
+ * result of a non-streaming call), other bodies up to 64 KiB for failure
  * classification, and a 2xx body that is neither an event stream nor JSON
  * (a captive portal's HTML page, a gzip body) fails the request with a
  * message that quotes its start (see `body_kind`).  weir__http_get is a GET
@@ -37,6 +38,10 @@
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000L
 #define DEFAULT_IDLE_TIMEOUT_MS 300000L
 #define MAX_ERROR_BODY ((size_t)64 << 10)
+/* A 2xx JSON body is the result itself (a server compaction's items, with
+ * their encrypted content, can be far larger than an error): kept whole up
+ * to this, past which it is cut and fails to parse. */
+#define MAX_RESULT_BODY ((size_t)64 << 20)
 /* Bytes of a body quoted in a "not an event stream" message. */
 #define SHOW_BODY 200
 /* A body without a Content-Type that is still only blank lines (or a BOM)
@@ -343,11 +348,22 @@ static body_kind body_kind_of(const xfer *x, const char *p, size_t n, bool final
     return k == BODY_NOT_STREAM && json ? BODY_COLLECT : k;
 }
 
-/* Append to resp->body, keeping its first MAX_ERROR_BODY bytes.  false when
+/* How much of the body collect() keeps: a 2xx body that may be a JSON
+ * result (undecided yet, or JSON, or a GET's) whole up to MAX_RESULT_BODY;
+ * an error body or a 2xx of another type (an HTML page) MAX_ERROR_BODY. */
+static size_t body_limit(const xfer *x) {
+    const weir_http_response *r = x->resp;
+    bool ok = r->status >= 200 && r->status < 300;
+    bool result = x->collect || x->kind == BODY_UNDECIDED || x->kind == BODY_COLLECT;
+    return ok && result ? MAX_RESULT_BODY : MAX_ERROR_BODY;
+}
+
+/* Append to resp->body, keeping its first body_limit() bytes.  false when
  * out of memory. */
 static bool collect(xfer *x, const char *ptr, size_t n) {
     weir_http_response *r = x->resp;
-    size_t take = r->body_len < MAX_ERROR_BODY ? MAX_ERROR_BODY - r->body_len : 0;
+    size_t limit = body_limit(x);
+    size_t take = r->body_len < limit ? limit - r->body_len : 0;
     if (take > n)
         take = n;
     if (take) {
@@ -405,7 +421,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud) {
     size_t before = r->body_len;
     if (!collect(x, ptr, n))
         return 0;
-    size_t kept = r->body_len - before; /* all of it unless past MAX_ERROR_BODY */
+    size_t kept = r->body_len - before; /* all of it unless past body_limit() */
     if (x->kind == BODY_UNDECIDED && !decide(x, false))
         return 0;
     if (x->kind == BODY_STREAM && kept < n && !feed(x, ptr + kept, n - kept))

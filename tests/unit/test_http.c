@@ -339,6 +339,40 @@ static void test_http_2xx_json_body_is_collected(void **state) {
     fixture_stop(&f);
 }
 
+/* A 2xx JSON reply is a result (a server compaction's items can be large):
+ * collected whole, past the 64 KiB kept of an error body. */
+static void test_http_2xx_json_body_is_collected_whole(void **state) {
+    (void)state;
+    size_t n = 200 << 10;
+    char *big = malloc(n + 1);
+    assert_non_null(big);
+    memset(big, 'x', n);
+    big[n] = '\0';
+    json_t *script = json_pack("{s:[{s:s, s:i, s:{s:s}}]}", "requests", "fault", "http_error",
+                               "status", 200, "body", "blob", big);
+    char *text = json_dumps(script, JSON_COMPACT);
+    json_decref(script);
+    assert_non_null(text);
+    fixture f;
+    fixture_start(&f, text, "/v1/chat/completions");
+    free(text);
+    events ev;
+    events_init(&ev);
+    weir_http_request req = make_req(f.url, "{}", 0);
+    weir_http_response resp;
+    json_t *failure = NULL;
+    assert_int_equal(weir__http_sse(f.http, NULL, &req, on_event, &ev, &resp, &failure), WEIR_OK);
+    assert_int_equal(resp.status, 200);
+    json_t *body = json_loadb(resp.body, resp.body_len, 0, NULL);
+    assert_non_null(body);
+    assert_string_equal(json_string_value(json_object_get(body, "blob")), big);
+    json_decref(body);
+    free(big);
+    weir__http_response_clear(&resp);
+    events_fini(&ev);
+    fixture_stop(&f);
+}
+
 /* One POST to a fresh mock serving `script`; returns the status, fills *ev
  * (init'ed here, fini by the caller), *resp and *failure. */
 static int post_once(const char *script, events *ev, weir_http_response *resp,
@@ -1019,6 +1053,7 @@ int main(void) {
         cmocka_unit_test(test_http_500_body_is_collected),
         cmocka_unit_test(test_http_overflow_bodies_classify_as_context_window_exceeded),
         cmocka_unit_test(test_http_2xx_json_body_is_collected),
+        cmocka_unit_test(test_http_2xx_json_body_is_collected_whole),
         cmocka_unit_test(test_http_2xx_html_is_not_an_event_stream),
         cmocka_unit_test(test_http_gzip_bodies_are_not_event_streams),
         cmocka_unit_test(test_http_sse_under_no_or_a_loose_type_is_parsed),
