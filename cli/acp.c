@@ -17,7 +17,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -73,8 +72,6 @@ struct acp {
     acp_session *sessions;
     json_int_t next_id; /* of our own requests to the client */
     bool initialized;
-    char in[4096]; /* stdin, read ahead (main thread) */
-    size_t in_pos, in_len;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -1136,52 +1133,6 @@ static void handle(acp *a, const char *buf, size_t len) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Input                                                                     */
-/* ------------------------------------------------------------------------ */
-
-/* The next byte of stdin; EOF at its end (or on a read error). */
-static int next_byte(acp *a) {
-    while (a->in_pos == a->in_len) {
-        ssize_t r = read(STDIN_FILENO, a->in, sizeof a->in);
-        if (r < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
-        if (r <= 0)
-            return EOF;
-        a->in_pos = 0;
-        a->in_len = (size_t)r;
-    }
-    return (unsigned char)a->in[a->in_pos++];
-}
-
-/* One line (without its newline) into *buf; its length, or -1 at the end of
- * input.  A line longer than MAX_LINE is read to its end, *too_long set. */
-static long read_line(acp *a, char **buf, size_t *cap, bool *too_long) {
-    size_t len = 0;
-    int c;
-    *too_long = false;
-    while ((c = next_byte(a)) != EOF && c != '\n') {
-        if (len >= MAX_LINE) {
-            *too_long = true;
-            continue;
-        }
-        if (len + 1 >= *cap) {
-            size_t ncap = *cap ? *cap * 2 : 4096;
-            char *nb = realloc(*buf, ncap);
-            if (!nb) {
-                *too_long = true;
-                continue;
-            }
-            *buf = nb;
-            *cap = ncap;
-        }
-        (*buf)[len++] = (char)c;
-    }
-    if (c == EOF && len == 0 && !*too_long)
-        return -1;
-    return (long)len;
-}
-
-/* ------------------------------------------------------------------------ */
 /* weir acp                                                                  */
 /* ------------------------------------------------------------------------ */
 
@@ -1249,7 +1200,8 @@ int weir_cmd_acp(int argc, char **argv) {
     size_t cap = 0;
     long len;
     bool too_long;
-    while ((len = read_line(&a, &buf, &cap, &too_long)) >= 0) {
+    weir_cli_lines in = WEIR_CLI_LINES_INIT(STDIN_FILENO, -1);
+    while ((len = weir_cli_lines_read(&in, MAX_LINE, &buf, &cap, &too_long)) >= 0) {
         if (too_long)
             put_error(&a, NULL, RPC_INVALID_REQUEST, "invalid request: a message over %u bytes",
                       MAX_LINE);

@@ -239,4 +239,25 @@ void weir_cli_line_history_add(weir_cli_line *l, const char *line);
 /* Put the terminal back in the mode it had (before an _exit()).  Any thread. */
 void weir_cli_line_restore(void);
 
+/* ---- reading a protocol's lines (serve, acp) ---------------------------- */
+
+/* stdin read ahead, line by line: `fd` the input, `sig_fd` a pipe whose
+ * byte (kept in `signal`) stops the read, or -1 for none. */
+typedef struct weir_cli_lines {
+    int fd, sig_fd;
+    char signal;
+    char in[4096];
+    size_t pos, len;
+} weir_cli_lines;
+
+#define WEIR_CLI_LINES_INIT(fd, sig_fd) {(fd), (sig_fd), 0, {0}, 0, 0}
+#define WEIR_CLI_LINE_SIGNAL (-2)
+
+/* One line (without its newline) into *buf (grown with realloc, the
+ * caller's to free).  Its length; -1 at the end of input with nothing read;
+ * WEIR_CLI_LINE_SIGNAL when sig_fd had a byte (the partial line is
+ * dropped).  A line longer than `max` (or one that cannot be held) is read
+ * to its end and reported through *too_long.  One thread. */
+long weir_cli_lines_read(weir_cli_lines *r, size_t max, char **buf, size_t *cap, bool *too_long);
+
 #endif

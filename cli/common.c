@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -580,4 +581,62 @@ int weir_cli_session_dir(const json_t *config, char **out) {
     }
     snprintf(*out, len, "%s%s", home, dir);
     return WEIR_EXIT_OK;
+}
+
+/* ---- reading a protocol's lines ------------------------------------------ */
+
+/* The next byte of r->fd; EOF at its end (or a read error);
+ * WEIR_CLI_LINE_SIGNAL when r->sig_fd had a byte (kept in r->signal). */
+static int lines_byte(weir_cli_lines *r) {
+    while (r->pos == r->len) {
+        struct pollfd p[2] = {{.fd = r->fd, .events = POLLIN}, {.fd = r->sig_fd, .events = POLLIN}};
+        int n = poll(p, r->sig_fd >= 0 ? 2 : 1, -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return EOF;
+        char c;
+        if (r->sig_fd >= 0 && (p[1].revents & POLLIN) && read(r->sig_fd, &c, 1) == 1) {
+            r->signal = c;
+            return WEIR_CLI_LINE_SIGNAL;
+        }
+        if (!p[0].revents)
+            continue;
+        ssize_t got = read(r->fd, r->in, sizeof r->in);
+        if (got < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (got <= 0)
+            return EOF;
+        r->pos = 0;
+        r->len = (size_t)got;
+    }
+    return (unsigned char)r->in[r->pos++];
+}
+
+long weir_cli_lines_read(weir_cli_lines *r, size_t max, char **buf, size_t *cap, bool *too_long) {
+    size_t len = 0;
+    int c;
+    *too_long = false;
+    while ((c = lines_byte(r)) != EOF && c != WEIR_CLI_LINE_SIGNAL && c != '\n') {
+        if (len >= max) {
+            *too_long = true;
+            continue;
+        }
+        if (len + 1 >= *cap) {
+            size_t ncap = *cap ? *cap * 2 : 4096;
+            char *nb = realloc(*buf, ncap);
+            if (!nb) {
+                *too_long = true;
+                continue;
+            }
+            *buf = nb;
+            *cap = ncap;
+        }
+        (*buf)[len++] = (char)c;
+    }
+    if (c == WEIR_CLI_LINE_SIGNAL)
+        return WEIR_CLI_LINE_SIGNAL;
+    if (c == EOF && len == 0 && !*too_long)
+        return -1;
+    return (long)len;
 }

@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -54,8 +53,6 @@ typedef struct serve {
     long approval_seq;          /* approval requests asked so far */
     char approval_id[32];       /* the one waiting for its approve command, or "" */
     json_t *approval_answer;    /* its answer once the command came (owned), or NULL */
-    char in[4096];              /* stdin, read ahead (main thread) */
-    size_t in_pos, in_len;
 } serve;
 
 /* ------------------------------------------------------------------------ */
@@ -601,71 +598,6 @@ static void sig_default(void) {
     signal(SIGINT, SIG_DFL);
 }
 
-#define INPUT_SIGNAL (-2)
-
-/* The next byte of stdin; EOF at its end (or a read error); INPUT_SIGNAL
- * when a signal asked for a shutdown (s->signal says which). */
-static int next_byte(serve *s) {
-    while (s->in_pos == s->in_len) {
-        struct pollfd p[2] = {{.fd = STDIN_FILENO, .events = POLLIN},
-                              {.fd = sig_pipe[0], .events = POLLIN}};
-        int n = poll(p, sig_pipe[0] >= 0 ? 2 : 1, -1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return EOF;
-        char c;
-        if (sig_pipe[0] >= 0 && (p[1].revents & POLLIN) && read(sig_pipe[0], &c, 1) == 1) {
-            s->signal = c;
-            return INPUT_SIGNAL;
-        }
-        if (!p[0].revents)
-            continue;
-        ssize_t r = read(STDIN_FILENO, s->in, sizeof s->in);
-        if (r < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
-        if (r <= 0)
-            return EOF;
-        s->in_pos = 0;
-        s->in_len = (size_t)r;
-    }
-    return (unsigned char)s->in[s->in_pos++];
-}
-
-/*
- * Read one line of at most MAX_LINE bytes into *buf (without its newline).
- * Returns its length, -1 at end of input with nothing read, or
- * INPUT_SIGNAL (the partial line is dropped).  A longer line is consumed to
- * its end and reported through *too_long.
- */
-static long read_line(serve *s, char **buf, size_t *cap, bool *too_long) {
-    size_t len = 0;
-    int c;
-    *too_long = false;
-    while ((c = next_byte(s)) != EOF && c != INPUT_SIGNAL && c != '\n') {
-        if (len >= MAX_LINE) {
-            *too_long = true;
-            continue;
-        }
-        if (len + 1 >= *cap) {
-            size_t ncap = *cap ? *cap * 2 : 4096;
-            char *nb = realloc(*buf, ncap);
-            if (!nb) {
-                *too_long = true;
-                continue;
-            }
-            *buf = nb;
-            *cap = ncap;
-        }
-        (*buf)[len++] = (char)c;
-    }
-    if (c == INPUT_SIGNAL)
-        return INPUT_SIGNAL;
-    if (c == EOF && len == 0 && !*too_long)
-        return -1;
-    return (long)len;
-}
-
 /* ------------------------------------------------------------------------ */
 /* weir serve                                                                */
 /* ------------------------------------------------------------------------ */
@@ -708,13 +640,16 @@ static void serve_loop(serve *s) {
     size_t cap = 0;
     long line = 0, len;
     bool too_long;
-    while ((len = read_line(s, &buf, &cap, &too_long)) >= 0) {
+    weir_cli_lines in = WEIR_CLI_LINES_INIT(STDIN_FILENO, sig_pipe[0]);
+    while ((len = weir_cli_lines_read(&in, MAX_LINE, &buf, &cap, &too_long)) >= 0) {
         line++;
         if (too_long)
             put_error(s, line, NULL, "line too long (more than %u bytes)", MAX_LINE);
         else if (!handle(s, line, buf ? buf : "", (size_t)len))
             break;
     }
+    if (len == WEIR_CLI_LINE_SIGNAL) /* a signal asked for a shutdown */
+        s->signal = in.signal;
     free(buf);
 }
 
