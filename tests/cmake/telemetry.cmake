@@ -14,3 +14,9 @@ set_tests_properties(telemetry_otlp PROPERTIES ENVIRONMENT "${WEIR_TEST_ENV}" TI
 if(TARGET test_otlp)
   add_dependencies(test_otlp weir-otlp-receiver)
 endif()
+
+# Fuzz target for the span builder and the OTEL_* settings (-DWEIR_BUILD_FUZZ=ON
+# with clang; seeds in tests/fuzz/corpus/fuzz_otlp/).
+if(COMMAND weir_add_fuzz)
+  weir_add_fuzz(fuzz_otlp SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_otlp.c)
+endif()
