@@ -745,12 +745,13 @@ static int alloc_cycle_log(void) {
     return rc;
 }
 
-static void test_allocation_failures_in_the_log_are_clean(void **state) {
-    (void)state;
+/* Run `cycle` with its n-th allocation failing, n = 1, 2, ... until it
+ * makes fewer than n: then nothing failed and it must succeed. */
+static void fail_each_allocation(int (*cycle)(void)) {
     bool completed = false;
     for (long n = 1; n < 100000 && !completed; n++) {
         weir__alloc_fail_after(n);
-        int rc = alloc_cycle_log();
+        int rc = cycle();
         long used = weir__alloc_fail_after(-1);
         if (used < n) {
             assert_int_equal(rc, WEIR_OK); /* nothing failed: must succeed */
@@ -760,19 +761,14 @@ static void test_allocation_failures_in_the_log_are_clean(void **state) {
     assert_true(completed);
 }
 
+static void test_allocation_failures_in_the_log_are_clean(void **state) {
+    (void)state;
+    fail_each_allocation(alloc_cycle_log);
+}
+
 static void test_allocation_failures_are_clean(void **state) {
     (void)state;
-    bool completed = false;
-    for (long n = 1; n < 100000 && !completed; n++) {
-        weir__alloc_fail_after(n);
-        int rc = alloc_cycle();
-        long used = weir__alloc_fail_after(-1);
-        if (used < n) {
-            assert_int_equal(rc, WEIR_OK); /* nothing failed: must succeed */
-            completed = true;
-        }
-    }
-    assert_true(completed);
+    fail_each_allocation(alloc_cycle);
 }
 
 /* --- a scripted turn (weir_tk_run_turn) ----------------------------------- */
